@@ -1,0 +1,14 @@
+//! missionboard: a mission runtime with a live terminal board.
+//!
+//! The CLI (`cli`) and, later, the board are thin surfaces over the same services.
+//! Each service module owns its tables and exposes a narrow API.
+
+pub mod agents;
+pub mod cli;
+pub mod config;
+pub mod duration;
+pub mod envelope;
+pub mod logging;
+pub mod paths;
+pub mod store;
+pub mod table;
