@@ -1,1 +1,184 @@
-//! placeholder
+//! Agent declarations: `agents.toml` in the workspace, then in home.
+//!
+//! ```toml
+//! [agents.claude]
+//! command = "claude-agent-acp"
+//! args = []
+//! env = { ANTHROPIC_API_KEY = "…" }
+//! description = "Claude over ACP"
+//! ```
+//!
+//! A command of exactly `missionboard` means this running binary, so the built-in
+//! agents work the same from `cargo run` and from an installed copy.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use serde::Deserialize;
+
+use crate::paths::Paths;
+
+/// The file name looked up in each search directory.
+pub const FILE_NAME: &str = "agents.toml";
+/// The command name that stands for this binary.
+pub const SELF_COMMAND: &str = "missionboard";
+
+/// One declared agent.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Agent {
+    pub name: String,
+    pub command: String,
+    pub args: Vec<String>,
+    pub env: BTreeMap<String, String>,
+    pub description: String,
+    /// The `agents.toml` that declared it.
+    pub source: PathBuf,
+}
+
+impl Agent {
+    /// The program to spawn: `missionboard` resolves to the running executable.
+    pub fn program(&self) -> PathBuf {
+        if self.command == SELF_COMMAND
+            && let Ok(exe) = std::env::current_exe()
+        {
+            return exe;
+        }
+        PathBuf::from(&self.command)
+    }
+
+    /// `command args…` as the operator would type it.
+    pub fn command_line(&self) -> String {
+        std::iter::once(self.command.as_str())
+            .chain(self.args.iter().map(String::as_str))
+            .collect::<Vec<_>>()
+            .join(" ")
+    }
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct File {
+    #[serde(default)]
+    agents: BTreeMap<String, Decl>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Decl {
+    command: String,
+    #[serde(default)]
+    args: Vec<String>,
+    #[serde(default)]
+    env: BTreeMap<String, String>,
+    #[serde(default)]
+    description: String,
+}
+
+/// Every declared agent, workspace declarations shadowing home ones of the same name.
+#[derive(Debug, Default)]
+pub struct Registry {
+    agents: BTreeMap<String, Agent>,
+    /// The files that were read, in search order.
+    pub files: Vec<PathBuf>,
+}
+
+impl Registry {
+    /// Read `agents.toml` from each search directory. A malformed file is an error that
+    /// names the file and the line.
+    pub fn load(paths: &Paths) -> anyhow::Result<Registry> {
+        let mut reg = Registry::default();
+        for dir in paths.search_dirs() {
+            let path = dir.join(FILE_NAME);
+            let text = match std::fs::read_to_string(&path) {
+                Ok(t) => t,
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => continue,
+                Err(e) => anyhow::bail!("cannot read agents file {}: {e}", path.display()),
+            };
+            for agent in parse(&path, &text)? {
+                reg.agents.entry(agent.name.clone()).or_insert(agent);
+            }
+            reg.files.push(path);
+        }
+        Ok(reg)
+    }
+
+    /// A declared agent by name.
+    pub fn get(&self, name: &str) -> Option<&Agent> {
+        self.agents.get(name)
+    }
+
+    /// All agents, sorted by name.
+    pub fn all(&self) -> impl Iterator<Item = &Agent> {
+        self.agents.values()
+    }
+
+    /// Names, sorted.
+    pub fn names(&self) -> Vec<&str> {
+        self.agents.keys().map(String::as_str).collect()
+    }
+}
+
+/// Parse one `agents.toml`.
+pub fn parse(path: &Path, text: &str) -> anyhow::Result<Vec<Agent>> {
+    let file: File = toml::from_str(text).map_err(|e| {
+        let location = e
+            .span()
+            .map(|s| {
+                let (line, col) = line_col(text, s.start);
+                format!(":{line}:{col}")
+            })
+            .unwrap_or_default();
+        anyhow::anyhow!(
+            "agents file {}{location}: {} — fix the file (format: [agents.<name>] with command, args, env, description)",
+            path.display(),
+            e.message().trim()
+        )
+    })?;
+    file.agents
+        .into_iter()
+        .map(|(name, d)| {
+            if d.command.trim().is_empty() {
+                anyhow::bail!(
+                    "agents file {}: agent {name:?} has an empty command — name the program that speaks ACP on stdio",
+                    path.display()
+                );
+            }
+            Ok(Agent {
+                name,
+                command: d.command,
+                args: d.args,
+                env: d.env,
+                description: d.description,
+                source: path.to_path_buf(),
+            })
+        })
+        .collect()
+}
+
+fn line_col(text: &str, offset: usize) -> (usize, usize) {
+    let before = &text[..offset.min(text.len())];
+    let line = before.matches('\n').count() + 1;
+    let col = before.rsplit('\n').next().map_or(0, |l| l.chars().count()) + 1;
+    (line, col)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_declarations_and_names_the_line_of_a_mistake() {
+        let p = Path::new("/x/agents.toml");
+        let ok = "[agents.a]\ncommand = \"missionboard\"\nargs = [\"stub-agent\"]\ndescription = \"d\"\n";
+        let agents = parse(p, ok).unwrap();
+        assert_eq!(agents[0].command_line(), "missionboard stub-agent");
+
+        let bad = "[agents.a]\ncommand = \"x\"\ncomand = \"y\"\n";
+        let err = parse(p, bad).unwrap_err().to_string();
+        assert!(err.starts_with("agents file /x/agents.toml:3:1: "), "{err}");
+        assert!(err.contains("comand"), "{err}");
+
+        let err = parse(p, "[agents.a\n").unwrap_err().to_string();
+        assert!(err.contains("/x/agents.toml:1:"), "{err}");
+    }
+}

@@ -1,1 +1,346 @@
-//! placeholder
+//! Operator configuration: a small set of known keys, durable in the `config` table.
+//!
+//! Every key is validated on `set` against its kind, so a typo never lands silently;
+//! `get` returns the stored value or the key's default.
+
+use std::time::Duration;
+
+use rusqlite::{OptionalExtension, params};
+
+use crate::store::{Store, StoreError};
+
+pub(crate) const SCHEMA_V1: &str = "
+CREATE TABLE config (
+    key        TEXT PRIMARY KEY NOT NULL,
+    value      TEXT NOT NULL,
+    updated_at INTEGER NOT NULL
+);";
+
+/// Environment override for `opt-in-beta`, read before arguments are parsed.
+pub const BETA_ENV: &str = "MISSIONBOARD_OPT_IN_BETA";
+
+/// What values a key takes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Kind {
+    /// Free text on one line.
+    Text,
+    /// A whole number, 0 or more.
+    Count,
+    /// A duration in Go notation (`30s`, `5m`).
+    Duration,
+    /// A duration, or `never`/`forever`/`indefinite` for no deadline.
+    DurationOrNever,
+    /// `true` or `false`.
+    Bool,
+    /// One of a fixed list.
+    OneOf(&'static [&'static str]),
+}
+
+/// A known configuration key.
+#[derive(Debug)]
+pub struct Key {
+    pub name: &'static str,
+    pub kind: Kind,
+    pub default: Option<&'static str>,
+    pub help: &'static str,
+}
+
+pub const DEFAULT_MISSION_POLICY: &str = "default-mission-policy";
+pub const DEFAULT_MISSION_AGENT: &str = "default-mission-agent";
+pub const FLEET_MAX_PARALLEL: &str = "fleet-max-parallel";
+pub const APPROVAL_CEILING: &str = "approval-ceiling";
+pub const ASK_PARK_WINDOW: &str = "ask-park-window";
+pub const OPT_IN_BETA: &str = "opt-in-beta";
+pub const MODEL_BASE_URL: &str = "model-base-url";
+pub const MODEL_NAME: &str = "model-name";
+pub const MODEL_API_KEY_ENV: &str = "model-api-key-env";
+pub const ORACLE_VARIANT: &str = "oracle-variant";
+
+/// Every key missionboard knows, in the order `config list` prints them.
+pub const KEYS: &[Key] = &[
+    Key {
+        name: DEFAULT_MISSION_POLICY,
+        kind: Kind::Text,
+        default: None,
+        help: "the envelope used when `mission fire --policy` names none",
+    },
+    Key {
+        name: DEFAULT_MISSION_AGENT,
+        kind: Kind::Text,
+        default: None,
+        help: "the agent the board's /mission uses when the line names none",
+    },
+    Key {
+        name: FLEET_MAX_PARALLEL,
+        kind: Kind::Count,
+        default: Some("8"),
+        help: "how many units may be open at once in one host (0 = unlimited)",
+    },
+    Key {
+        name: APPROVAL_CEILING,
+        kind: Kind::DurationOrNever,
+        default: Some("168h"),
+        help: "how long an ask waits when its rule states no timeout (`never` = no deadline)",
+    },
+    Key {
+        name: ASK_PARK_WINDOW,
+        kind: Kind::Duration,
+        default: Some("30s"),
+        help: "how long a unit's question holds its turn before the run parks on a checkpoint",
+    },
+    Key {
+        name: OPT_IN_BETA,
+        kind: Kind::Bool,
+        default: Some("false"),
+        help: "beta features: `mission fire --oracle`, `approvals respond --as-agent` (env MISSIONBOARD_OPT_IN_BETA overrides)",
+    },
+    Key {
+        name: MODEL_BASE_URL,
+        kind: Kind::Text,
+        default: Some("http://127.0.0.1:11434/v1"),
+        help: "OpenAI-compatible endpoint for the oracle and agent-planner (`scripted:<file.json>` replays a dialog)",
+    },
+    Key {
+        name: MODEL_NAME,
+        kind: Kind::Text,
+        default: None,
+        help: "model the oracle and agent-planner ask for",
+    },
+    Key {
+        name: MODEL_API_KEY_ENV,
+        kind: Kind::Text,
+        default: None,
+        help: "name of the environment variable holding the model endpoint's API key",
+    },
+    Key {
+        name: ORACLE_VARIANT,
+        kind: Kind::OneOf(&["default", "conservative"]),
+        default: Some("default"),
+        help: "which oracle chain answers: default, or conservative (the strictest WAIT bias)",
+    },
+];
+
+/// Look up a key by name, refusing unknown names with the list of known ones.
+pub fn key(name: &str) -> Result<&'static Key, String> {
+    KEYS.iter().find(|k| k.name == name).ok_or_else(|| {
+        let known: Vec<&str> = KEYS.iter().map(|k| k.name).collect();
+        format!(
+            "unknown config key {name:?} — known keys: {}",
+            known.join(", ")
+        )
+    })
+}
+
+/// Check and normalise a value for `key`.
+pub fn normalize(key: &Key, value: &str) -> Result<String, String> {
+    let v = value.trim();
+    let name = key.name;
+    match key.kind {
+        Kind::Text => {
+            if v.contains(['\n', '\r']) {
+                Err(format!("{name} must be a single line"))
+            } else if v.is_empty() {
+                Err(format!(
+                    "{name} needs a value — `missionboard config unset {name}` clears it"
+                ))
+            } else {
+                Ok(v.to_string())
+            }
+        }
+        Kind::Count => v
+            .parse::<u64>()
+            .map(|n| n.to_string())
+            .map_err(|_| format!("{name} must be a whole number, 0 or more (got {value:?})")),
+        Kind::Duration => crate::duration::parse(v)
+            .map(|_| v.to_string())
+            .map_err(|e| format!("{name}: {e}")),
+        Kind::DurationOrNever => match v {
+            "never" | "forever" | "indefinite" => Ok("never".into()),
+            _ => crate::duration::parse(v)
+                .map(|_| v.to_string())
+                .map_err(|e| format!("{name}: {e}, or never")),
+        },
+        Kind::Bool => match v.to_ascii_lowercase().as_str() {
+            "true" | "1" | "yes" | "on" => Ok("true".into()),
+            "false" | "0" | "no" | "off" => Ok("false".into()),
+            _ => Err(format!("{name} must be true or false (got {value:?})")),
+        },
+        Kind::OneOf(options) => {
+            if options.contains(&v) {
+                Ok(v.to_string())
+            } else {
+                Err(format!(
+                    "{name} must be one of {} (got {value:?})",
+                    options.join(", ")
+                ))
+            }
+        }
+    }
+}
+
+/// Where a value came from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Origin {
+    Set,
+    Default,
+    Unset,
+}
+
+/// Configuration reads and writes over the store.
+#[derive(Clone)]
+pub struct Config {
+    store: Store,
+}
+
+impl Config {
+    pub fn new(store: Store) -> Self {
+        Config { store }
+    }
+
+    /// Store a value after validating it; returns the normalised value.
+    pub fn set(&self, name: &str, value: &str) -> anyhow::Result<String> {
+        let key = key(name).map_err(anyhow::Error::msg)?;
+        let value = normalize(key, value).map_err(anyhow::Error::msg)?;
+        self.store.with(|c| {
+            c.execute(
+                "INSERT INTO config (key, value, updated_at) VALUES (?1, ?2, ?3)
+                 ON CONFLICT(key) DO UPDATE SET value = excluded.value, updated_at = excluded.updated_at",
+                params![key.name, value, crate::clock::now_ms()],
+            )
+        })?;
+        Ok(value)
+    }
+
+    /// Remove a stored value so the default applies again.
+    pub fn unset(&self, name: &str) -> anyhow::Result<()> {
+        let key = key(name).map_err(anyhow::Error::msg)?;
+        self.store
+            .with(|c| c.execute("DELETE FROM config WHERE key = ?1", params![key.name]))?;
+        Ok(())
+    }
+
+    /// The effective value and where it came from.
+    pub fn get_with_origin(&self, name: &str) -> anyhow::Result<(Option<String>, Origin)> {
+        let key = key(name).map_err(anyhow::Error::msg)?;
+        let stored = self.stored(key.name)?;
+        Ok(match (stored, key.default) {
+            (Some(v), _) => (Some(v), Origin::Set),
+            (None, Some(d)) => (Some(d.to_string()), Origin::Default),
+            (None, None) => (None, Origin::Unset),
+        })
+    }
+
+    /// The effective value (stored, else default).
+    pub fn get(&self, name: &str) -> anyhow::Result<Option<String>> {
+        Ok(self.get_with_origin(name)?.0)
+    }
+
+    /// Every key with its effective value and origin.
+    pub fn list(&self) -> anyhow::Result<Vec<(&'static Key, Option<String>, Origin)>> {
+        KEYS.iter()
+            .map(|k| {
+                let (v, o) = self.get_with_origin(k.name)?;
+                Ok((k, v, o))
+            })
+            .collect()
+    }
+
+    /// `fleet-max-parallel`: 0 means unlimited.
+    pub fn fleet_max_parallel(&self) -> anyhow::Result<u64> {
+        Ok(self
+            .get(FLEET_MAX_PARALLEL)?
+            .and_then(|v| v.parse().ok())
+            .unwrap_or(8))
+    }
+
+    /// `ask-park-window`.
+    pub fn ask_park_window(&self) -> anyhow::Result<Duration> {
+        let v = self.get(ASK_PARK_WINDOW)?.unwrap_or_default();
+        Ok(crate::duration::parse(&v).unwrap_or(Duration::from_secs(30)))
+    }
+
+    /// `approval-ceiling`: `None` means asks without a rule timeout never expire.
+    pub fn approval_ceiling(&self) -> anyhow::Result<Option<Duration>> {
+        let v = self.get(APPROVAL_CEILING)?.unwrap_or_default();
+        if v == "never" {
+            return Ok(None);
+        }
+        Ok(Some(
+            crate::duration::parse(&v).unwrap_or(Duration::from_secs(168 * 3600)),
+        ))
+    }
+
+    fn stored(&self, name: &str) -> Result<Option<String>, StoreError> {
+        self.store.with(|c| {
+            c.query_row(
+                "SELECT value FROM config WHERE key = ?1",
+                params![name],
+                |r| r.get(0),
+            )
+            .optional()
+        })
+    }
+}
+
+/// Is the beta opt-in on? The env override wins (`1`/`true` on, any other non-empty value
+/// off); else the stored key in an existing database. Never creates the database, and
+/// any failure to read it means off.
+pub fn beta_enabled(db_path: &std::path::Path) -> bool {
+    if let Some(v) = std::env::var_os(BETA_ENV).filter(|v| !v.is_empty()) {
+        let v = v.to_string_lossy().to_ascii_lowercase();
+        return v == "1" || v == "true";
+    }
+    let Ok(Some(store)) = Store::open_read_only(db_path) else {
+        return false;
+    };
+    store
+        .with(|c| {
+            c.query_row(
+                "SELECT value FROM config WHERE key = ?1",
+                params![OPT_IN_BETA],
+                |r| r.get::<_, String>(0),
+            )
+            .optional()
+        })
+        .ok()
+        .flatten()
+        .is_some_and(|v| v == "true")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn config() -> (tempfile::TempDir, Config) {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open(&dir.path().join("board.db")).unwrap();
+        (dir, Config::new(store))
+    }
+
+    #[test]
+    fn set_get_round_trips_and_defaults_apply() {
+        let (_d, c) = config();
+        assert_eq!(c.get(FLEET_MAX_PARALLEL).unwrap().as_deref(), Some("8"));
+        assert_eq!(c.set(FLEET_MAX_PARALLEL, " 4 ").unwrap(), "4");
+        assert_eq!(
+            c.get_with_origin(FLEET_MAX_PARALLEL).unwrap(),
+            (Some("4".into()), Origin::Set)
+        );
+        c.unset(FLEET_MAX_PARALLEL).unwrap();
+        assert_eq!(c.fleet_max_parallel().unwrap(), 8);
+        assert_eq!(c.get(DEFAULT_MISSION_POLICY).unwrap(), None);
+    }
+
+    #[test]
+    fn values_are_validated_per_kind() {
+        let (_d, c) = config();
+        assert!(c.set(FLEET_MAX_PARALLEL, "-1").is_err());
+        assert!(c.set(ASK_PARK_WINDOW, "soon").is_err());
+        assert_eq!(c.set(APPROVAL_CEILING, "forever").unwrap(), "never");
+        assert_eq!(c.approval_ceiling().unwrap(), None);
+        assert!(c.set(ORACLE_VARIANT, "wild").is_err());
+        assert_eq!(c.set(OPT_IN_BETA, "TRUE").unwrap(), "true");
+        let err = c.set("fleet-max", "3").unwrap_err().to_string();
+        assert!(err.contains("known keys: default-mission-policy"), "{err}");
+    }
+}

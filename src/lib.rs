@@ -4,7 +4,9 @@
 //! Each service module owns its tables and exposes a narrow API.
 
 pub mod agents;
+pub mod bus;
 pub mod cli;
+pub mod clock;
 pub mod config;
 pub mod duration;
 pub mod envelope;

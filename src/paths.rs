@@ -1,1 +1,129 @@
-//! placeholder
+//! Where missionboard keeps things: the home directory, the workspace directory
+//! found by walking up like git, and the search path built from both.
+
+use std::path::{Path, PathBuf};
+
+/// Name of the per-project directory, looked up from the current directory upwards.
+pub const WORKSPACE_DIR: &str = ".missionboard";
+/// Environment variable that overrides the home directory (tests use a scratch one).
+pub const HOME_ENV: &str = "MISSIONBOARD_HOME";
+
+/// The resolved places of one invocation.
+#[derive(Debug, Clone)]
+pub struct Paths {
+    /// `~/.missionboard` or `$MISSIONBOARD_HOME`.
+    pub home: PathBuf,
+    /// The nearest `.missionboard/` at or above the current directory, if any
+    /// (never the home directory itself).
+    pub workspace: Option<PathBuf>,
+    /// The directory the command was run from.
+    pub cwd: PathBuf,
+}
+
+impl Paths {
+    /// Resolve from the process environment.
+    pub fn from_env() -> anyhow::Result<Paths> {
+        let cwd = std::env::current_dir()
+            .map_err(|e| anyhow::anyhow!("cannot read the current directory: {e}"))?;
+        let home = home_dir()?;
+        Ok(Paths::resolve(home, cwd))
+    }
+
+    /// Resolve for an explicit home and working directory.
+    pub fn resolve(home: PathBuf, cwd: PathBuf) -> Paths {
+        let workspace = find_workspace(&cwd).filter(|w| !same_dir(w, &home));
+        Paths {
+            home,
+            workspace,
+            cwd,
+        }
+    }
+
+    /// `<home>/board.db`.
+    pub fn db_path(&self) -> PathBuf {
+        self.home.join("board.db")
+    }
+
+    /// `<home>/logs/`.
+    pub fn log_dir(&self) -> PathBuf {
+        self.home.join("logs")
+    }
+
+    /// Directory for per-mission sockets and other runtime files.
+    pub fn run_dir(&self) -> PathBuf {
+        self.home.join("run")
+    }
+
+    /// Where `init --local` seeds: the existing workspace, else `./.missionboard`.
+    pub fn local_dir(&self) -> PathBuf {
+        self.workspace
+            .clone()
+            .unwrap_or_else(|| self.cwd.join(WORKSPACE_DIR))
+    }
+
+    /// The search path, first match wins: the workspace, then home. Duplicates removed.
+    pub fn search_dirs(&self) -> Vec<PathBuf> {
+        let mut dirs = Vec::new();
+        if let Some(w) = &self.workspace {
+            dirs.push(w.clone());
+        }
+        if !dirs.iter().any(|d| same_dir(d, &self.home)) {
+            dirs.push(self.home.clone());
+        }
+        dirs
+    }
+}
+
+fn home_dir() -> anyhow::Result<PathBuf> {
+    if let Some(h) = std::env::var_os(HOME_ENV).filter(|h| !h.is_empty()) {
+        let h = PathBuf::from(h);
+        return Ok(if h.is_absolute() {
+            h
+        } else {
+            std::env::current_dir()?.join(h)
+        });
+    }
+    match std::env::var_os("HOME").filter(|h| !h.is_empty()) {
+        Some(h) => Ok(PathBuf::from(h).join(WORKSPACE_DIR)),
+        None => anyhow::bail!(
+            "cannot find a home directory: set HOME, or {HOME_ENV} to the directory missionboard should use"
+        ),
+    }
+}
+
+fn find_workspace(start: &Path) -> Option<PathBuf> {
+    start
+        .ancestors()
+        .map(|d| d.join(WORKSPACE_DIR))
+        .find(|d| d.is_dir())
+}
+
+fn same_dir(a: &Path, b: &Path) -> bool {
+    match (a.canonicalize(), b.canonicalize()) {
+        (Ok(a), Ok(b)) => a == b,
+        _ => a == b,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn workspace_is_found_walking_up_and_never_equals_home() {
+        let tmp = tempfile::tempdir().unwrap();
+        let ws = tmp.path().join("proj").join(WORKSPACE_DIR);
+        std::fs::create_dir_all(&ws).unwrap();
+        let deep = tmp.path().join("proj/a/b");
+        std::fs::create_dir_all(&deep).unwrap();
+        let home = tmp.path().join("home");
+        let p = Paths::resolve(home.clone(), deep);
+        assert_eq!(p.workspace.as_deref(), Some(ws.as_path()));
+        assert_eq!(p.search_dirs(), vec![ws.clone(), home]);
+
+        // A home that is itself the nearest .missionboard is not a workspace.
+        let p = Paths::resolve(ws.clone(), tmp.path().join("proj"));
+        assert_eq!(p.workspace, None);
+        assert_eq!(p.search_dirs(), vec![ws]);
+    }
+}

@@ -1,1 +1,284 @@
-//! placeholder
+//! The durable store: one SQLite file at `<home>/board.db`.
+//!
+//! The store owns the connection, the pragmas and the schema version; each service
+//! module owns its own tables (their DDL lives beside the code that reads them) and
+//! talks to SQLite through [`Store::with`]. Keeping every SQL statement inside the
+//! owning module is what lets a shared PostgreSQL store replace this one later.
+
+use std::fmt;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use rusqlite::{Connection, ErrorCode, OpenFlags};
+
+/// Schema migrations, applied in order; `PRAGMA user_version` records how many ran.
+/// Append only: a released migration is never edited.
+/// Each entry lists the owning modules' DDL for that version.
+const MIGRATIONS: &[&[&str]] = &[
+    // v1: configuration and the cross-process bus.
+    &[crate::config::SCHEMA_V1, crate::bus::SCHEMA_V1],
+];
+
+/// How long a write waits for another process's lock before it gives up.
+const BUSY_TIMEOUT: Duration = Duration::from_secs(15);
+
+/// A handle to the database. Cheap to clone; all clones share one connection.
+#[derive(Clone)]
+pub struct Store {
+    inner: Arc<Inner>,
+}
+
+struct Inner {
+    path: PathBuf,
+    conn: Mutex<Connection>,
+}
+
+/// A store failure, always naming the database file and what to do about it.
+#[derive(Debug)]
+pub struct StoreError {
+    message: String,
+    code: Option<ErrorCode>,
+}
+
+impl StoreError {
+    fn new(message: String) -> Self {
+        StoreError {
+            message,
+            code: None,
+        }
+    }
+
+    /// True when SQLite reported the database busy or locked past the busy timeout.
+    pub fn is_busy(&self) -> bool {
+        matches!(
+            self.code,
+            Some(ErrorCode::DatabaseBusy | ErrorCode::DatabaseLocked)
+        )
+    }
+}
+
+impl fmt::Display for StoreError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.message)
+    }
+}
+
+impl std::error::Error for StoreError {}
+
+impl Store {
+    /// Open (creating if needed) the database at `path`, apply pending migrations and
+    /// refuse a file written by a newer missionboard.
+    pub fn open(path: &Path) -> Result<Store, StoreError> {
+        if let Some(dir) = path.parent() {
+            std::fs::create_dir_all(dir).map_err(|e| {
+                StoreError::new(format!(
+                    "cannot create the missionboard home {}: {e} — set MISSIONBOARD_HOME to a writable directory",
+                    dir.display()
+                ))
+            })?;
+        }
+        let conn = Connection::open(path).map_err(|e| describe(path, e))?;
+        let store = Store {
+            inner: Arc::new(Inner {
+                path: path.to_path_buf(),
+                conn: Mutex::new(conn),
+            }),
+        };
+        store.configure()?;
+        store.migrate()?;
+        Ok(store)
+    }
+
+    /// Open an existing database read-only, without creating or migrating anything.
+    /// `Ok(None)` when the file does not exist.
+    pub fn open_read_only(path: &Path) -> Result<Option<Store>, StoreError> {
+        if !path.exists() {
+            return Ok(None);
+        }
+        let conn = Connection::open_with_flags(
+            path,
+            OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX,
+        )
+        .map_err(|e| describe(path, e))?;
+        conn.busy_timeout(BUSY_TIMEOUT)
+            .map_err(|e| describe(path, e))?;
+        Ok(Some(Store {
+            inner: Arc::new(Inner {
+                path: path.to_path_buf(),
+                conn: Mutex::new(conn),
+            }),
+        }))
+    }
+
+    /// The database file.
+    pub fn path(&self) -> &Path {
+        &self.inner.path
+    }
+
+    /// Run `f` on the connection. Errors come back described with the file's path.
+    pub fn with<T>(
+        &self,
+        f: impl FnOnce(&Connection) -> rusqlite::Result<T>,
+    ) -> Result<T, StoreError> {
+        let conn = self
+            .inner
+            .conn
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner());
+        f(&conn).map_err(|e| describe(&self.inner.path, e))
+    }
+
+    /// Run `f` inside an IMMEDIATE transaction (the write lock is taken up front, so a
+    /// read-then-write inside `f` cannot interleave with another writer).
+    pub fn write<T>(
+        &self,
+        f: impl FnOnce(&rusqlite::Transaction<'_>) -> rusqlite::Result<T>,
+    ) -> Result<T, StoreError> {
+        let mut conn = self
+            .inner
+            .conn
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner());
+        let run = |conn: &mut Connection| {
+            let tx = conn.transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)?;
+            let out = f(&tx)?;
+            tx.commit()?;
+            Ok(out)
+        };
+        run(&mut conn).map_err(|e| describe(&self.inner.path, e))
+    }
+
+    /// The schema version this file is at.
+    pub fn schema_version(&self) -> Result<u32, StoreError> {
+        self.with(|c| c.pragma_query_value(None, "user_version", |r| r.get(0)))
+    }
+
+    /// `PRAGMA data_version`: changes whenever another connection commits, so a reader
+    /// can tell cheaply whether anything moved since it last looked.
+    pub fn data_version(&self) -> Result<i64, StoreError> {
+        self.with(|c| c.pragma_query_value(None, "data_version", |r| r.get(0)))
+    }
+
+    /// `PRAGMA integrity_check` — `ok` for a healthy file.
+    pub fn integrity_check(&self) -> Result<String, StoreError> {
+        self.with(|c| c.pragma_query_value(None, "integrity_check", |r| r.get(0)))
+    }
+
+    fn configure(&self) -> Result<(), StoreError> {
+        self.with(|c| {
+            c.busy_timeout(BUSY_TIMEOUT)?;
+            // The first statement is where SQLite discovers a file is not a database.
+            let _: String = c.pragma_update_and_check(None, "journal_mode", "WAL", |r| r.get(0))?;
+            c.pragma_update(None, "synchronous", "NORMAL")?;
+            c.pragma_update(None, "foreign_keys", "ON")?;
+            Ok(())
+        })
+    }
+
+    fn migrate(&self) -> Result<(), StoreError> {
+        let known = MIGRATIONS.len() as u32;
+        let found = self.schema_version()?;
+        if found > known {
+            return Err(StoreError::new(format!(
+                "the missionboard database {} is at schema version {found}, newer than this binary knows ({known}) — it was written by a newer missionboard; upgrade missionboard to use it (the file was left untouched)",
+                self.path().display()
+            )));
+        }
+        for (i, parts) in MIGRATIONS.iter().enumerate().skip(found as usize) {
+            let version = i as u32 + 1;
+            self.write(|tx| {
+                // Re-check under the write lock: another process may have migrated meanwhile.
+                let now: u32 = tx.pragma_query_value(None, "user_version", |r| r.get(0))?;
+                if now >= version {
+                    return Ok(());
+                }
+                for sql in *parts {
+                    tx.execute_batch(sql)?;
+                }
+                tx.pragma_update(None, "user_version", version)?;
+                Ok(())
+            })?;
+        }
+        Ok(())
+    }
+}
+
+/// Turn a SQLite error into a sentence that names the file and the fix.
+fn describe(path: &Path, err: rusqlite::Error) -> StoreError {
+    let code = err.sqlite_error_code();
+    let p = path.display();
+    let message = match code {
+        Some(ErrorCode::NotADatabase) => format!(
+            "{p} is not a missionboard database (file is not a database) — move it aside, or set MISSIONBOARD_HOME to another directory"
+        ),
+        Some(ErrorCode::DatabaseCorrupt) => format!(
+            "the missionboard database {p} is corrupt ({err}) — move it aside to start afresh, or restore it from a backup"
+        ),
+        Some(ErrorCode::DatabaseBusy | ErrorCode::DatabaseLocked) => format!(
+            "the missionboard database {p} stayed locked by another process for {}s ({err}) — retry once that process is done",
+            BUSY_TIMEOUT.as_secs()
+        ),
+        Some(ErrorCode::CannotOpen | ErrorCode::PermissionDenied | ErrorCode::ReadOnly) => format!(
+            "cannot open the missionboard database {p} ({err}) — check that the file and its directory are readable and writable, or set MISSIONBOARD_HOME"
+        ),
+        _ => format!("missionboard database {p}: {err}"),
+    };
+    StoreError { message, code }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn migrates_a_fresh_file_and_reopens_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("home/board.db");
+        let s = Store::open(&path).unwrap();
+        assert_eq!(s.schema_version().unwrap(), MIGRATIONS.len() as u32);
+        drop(s);
+        let s = Store::open(&path).unwrap();
+        assert_eq!(s.integrity_check().unwrap(), "ok");
+    }
+
+    #[test]
+    fn refuses_a_newer_schema_without_touching_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("board.db");
+        {
+            let c = Connection::open(&path).unwrap();
+            c.pragma_update(None, "user_version", 99).unwrap();
+        }
+        let err = Store::open(&path).err().unwrap().to_string();
+        assert!(err.contains("schema version 99"), "{err}");
+        assert!(err.contains("upgrade missionboard"), "{err}");
+        let c = Connection::open(&path).unwrap();
+        let v: u32 = c
+            .pragma_query_value(None, "user_version", |r| r.get(0))
+            .unwrap();
+        assert_eq!(v, 99);
+    }
+
+    #[test]
+    fn a_file_that_is_not_a_database_is_named() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("board.db");
+        std::fs::write(
+            &path,
+            b"this is plainly not sqlite, it is a long line of text...",
+        )
+        .unwrap();
+        let err = Store::open(&path).err().unwrap().to_string();
+        assert!(err.contains(&path.display().to_string()), "{err}");
+        assert!(err.contains("not a missionboard database"), "{err}");
+    }
+
+    #[test]
+    fn read_only_open_never_creates_the_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("board.db");
+        assert!(Store::open_read_only(&path).unwrap().is_none());
+        assert!(!path.exists());
+    }
+}

@@ -1,2 +1,341 @@
-//! placeholder
-pub fn main() -> i32 { 0 }
+//! The command line: a thin surface over the services. Each subcommand parses its
+//! arguments here and calls one handler; handlers print and return an exit code.
+
+mod agent_cmd;
+mod config_cmd;
+mod doctor;
+mod init;
+mod vet;
+
+use std::io::IsTerminal;
+
+use clap::{Arg, ArgAction, ArgMatches, Args, CommandFactory, FromArgMatches, Parser, Subcommand};
+
+use crate::paths::Paths;
+use crate::store::Store;
+
+#[derive(Parser, Debug)]
+#[command(
+    name = "missionboard",
+    version,
+    about = "Fire one-line intents at ACP agents inside HITL envelopes, and watch them on a live board.",
+    long_about = None,
+    after_help = "With no command on a terminal, missionboard opens the board."
+)]
+struct Cli {
+    /// Mirror the activity trace to stderr (it always goes to <home>/logs/).
+    #[arg(long, global = true)]
+    trace: bool,
+    #[command(subcommand)]
+    command: Option<Command>,
+}
+
+#[derive(Subcommand, Debug)]
+enum Command {
+    /// Open the live mission board.
+    Board {
+        /// Seed a scratch workspace and fire offline stub missions that show every state.
+        #[arg(long)]
+        demo: bool,
+    },
+    /// Fire, inspect and stop missions.
+    #[command(subcommand)]
+    Mission(MissionCmd),
+    /// Pending asks: gated tool calls and mission questions.
+    #[command(subcommand)]
+    Approvals(ApprovalsCmd),
+    /// The operator inbox: reports that reached no live session.
+    #[command(subcommand)]
+    Inbox(InboxCmd),
+    /// Read and change configuration.
+    #[command(subcommand)]
+    Config(ConfigCmd),
+    /// Check envelopes and chain files for mistakes before a mission meets them.
+    Vet(VetArgs),
+    /// Seed the presets (envelopes, oracle chains, agents.toml) into ~/.missionboard.
+    Init(InitArgs),
+    /// Declared agents; with no subcommand, run the built-in native agent over ACP on stdio.
+    Agent(AgentArgs),
+    /// Check that this machine is ready to run missions.
+    Doctor,
+    /// The scripted stub ACP agent (offline demos and tests).
+    #[command(name = "stub-agent", hide = true)]
+    StubAgent(StubArgs),
+    /// Byte pipe between an agent's stdio MCP entry and a mission's socket.
+    #[command(name = "mcp-bridge", hide = true)]
+    McpBridge { socket: std::path::PathBuf },
+}
+
+#[derive(Subcommand, Debug)]
+enum MissionCmd {
+    /// Fire a mission at a declared agent and wait for its verdict.
+    Fire {
+        /// The declared agent (see `missionboard agent list`).
+        agent: String,
+        /// The one-line intent.
+        #[arg(required = true, num_args = 1..)]
+        intent: Vec<String>,
+        /// The envelope that bounds this mission (else `default-mission-policy`).
+        #[arg(long)]
+        policy: Option<String>,
+        /// Block until the mission finishes (required: the unit is a child of this process).
+        #[arg(long)]
+        wait: bool,
+        /// How long to wait for a terminal status.
+        #[arg(long, default_value = "30m")]
+        timeout: String,
+    },
+    /// List missions, newest first.
+    List {
+        #[arg(long, default_value_t = 50)]
+        limit: usize,
+        #[arg(long)]
+        json: bool,
+    },
+    /// Show one mission.
+    Show {
+        id: String,
+        #[arg(long)]
+        json: bool,
+    },
+    /// A mission's reports, oldest first, in full.
+    Reports {
+        id: String,
+        #[arg(long)]
+        json: bool,
+    },
+    /// A mission's living plan and its revisions.
+    Plan {
+        id: String,
+        #[arg(long)]
+        json: bool,
+    },
+    /// Pending questions of one mission, or of every open mission.
+    Asks {
+        id: Option<String>,
+        #[arg(long, default_value_t = 200)]
+        limit: usize,
+    },
+    /// Stop a mission: abandon it, close its asks, reap its unit.
+    Stop {
+        id: String,
+        #[arg(long)]
+        reason: Option<String>,
+    },
+}
+
+#[derive(Subcommand, Debug)]
+enum ApprovalsCmd {
+    /// List pending asks, newest first.
+    List {
+        #[arg(long, default_value_t = 50)]
+        limit: usize,
+    },
+    /// Answer one ask.
+    Respond {
+        id: Vec<String>,
+        #[arg(long)]
+        approve: bool,
+        #[arg(long)]
+        deny: bool,
+        #[arg(long)]
+        answer: Option<String>,
+    },
+}
+
+#[derive(Subcommand, Debug)]
+enum InboxCmd {
+    /// Unacknowledged items (all with --all).
+    List {
+        #[arg(long)]
+        all: bool,
+        #[arg(long, default_value_t = 50)]
+        limit: usize,
+    },
+    /// One item in full.
+    Show { id: String },
+    /// Mark an item read.
+    Ack { id: String },
+}
+
+#[derive(Subcommand, Debug)]
+enum ConfigCmd {
+    /// Store a value.
+    Set { key: String, value: String },
+    /// Print the effective value.
+    Get { key: String },
+    /// Every key with its value and where it came from.
+    List,
+    /// Remove a stored value so the default applies.
+    Unset { key: String },
+}
+
+#[derive(Args, Debug)]
+struct VetArgs {
+    /// Vet the workspace and ~/.missionboard.
+    #[arg(long)]
+    all: bool,
+    /// A file, or a directory vetted recursively (default: the workspace .missionboard/).
+    path: Option<std::path::PathBuf>,
+}
+
+#[derive(Args, Debug)]
+struct InitArgs {
+    /// Seed the workspace .missionboard/ of the current directory instead of home.
+    #[arg(long)]
+    local: bool,
+    /// Overwrite every preset, edited or not.
+    #[arg(long)]
+    force: bool,
+    /// Rewrite only the envelope presets, in home and in any shadowing workspace copy.
+    #[arg(long, conflicts_with = "force")]
+    refresh_policies: bool,
+}
+
+#[derive(Args, Debug)]
+#[command(args_conflicts_with_subcommands = true)]
+struct AgentArgs {
+    #[command(subcommand)]
+    command: Option<AgentCmd>,
+}
+
+#[derive(Subcommand, Debug)]
+enum AgentCmd {
+    /// The declared agents: NAME, COMMAND, DESCRIPTION.
+    List,
+}
+
+#[derive(Args, Debug)]
+struct StubArgs {
+    /// A JSON script (else env STUB_SCRIPT, else directives in the intent).
+    #[arg(long)]
+    script: Option<std::path::PathBuf>,
+    /// Pause between steps so a human can watch.
+    #[arg(long)]
+    demo: bool,
+}
+
+/// Flags that exist only under `opt-in-beta`: absent, not hidden, without it.
+#[derive(Debug, Default)]
+struct BetaFlags {
+    oracle: bool,
+    as_agent: Option<String>,
+}
+
+fn build_command(beta: bool) -> clap::Command {
+    let cmd = Cli::command();
+    if !beta {
+        return cmd;
+    }
+    cmd.mut_subcommand("mission", |m| {
+        m.mut_subcommand("fire", |f| {
+            f.arg(
+                Arg::new("oracle")
+                    .long("oracle")
+                    .action(ArgAction::SetTrue)
+                    .help("Mount the oracle attention driver: routine questions the mission's intent already answers are answered in-process as agent \"oracle\", within the envelope's attention bounds; everything else waits for a human"),
+            )
+        })
+    })
+    .mut_subcommand("approvals", |a| {
+        a.mut_subcommand("respond", |r| {
+            r.arg(
+                Arg::new("as-agent")
+                    .long("as-agent")
+                    .value_name("NAME")
+                    .help("Attribute a question's answer to an agent; it counts against the mission's agent-answer bound"),
+            )
+        })
+    })
+}
+
+fn beta_flags(m: &ArgMatches) -> BetaFlags {
+    let mut flags = BetaFlags::default();
+    if let Some(("mission", m)) = m.subcommand()
+        && let Some(("fire", f)) = m.subcommand()
+    {
+        flags.oracle = f.try_get_one::<bool>("oracle").ok().flatten() == Some(&true);
+    }
+    if let Some(("approvals", a)) = m.subcommand()
+        && let Some(("respond", r)) = a.subcommand()
+    {
+        flags.as_agent = r.try_get_one::<String>("as-agent").ok().flatten().cloned();
+    }
+    flags
+}
+
+/// What every handler gets: where things are, and the store opened on demand.
+pub(crate) struct Ctx {
+    pub paths: Paths,
+    pub beta: bool,
+}
+
+impl Ctx {
+    /// Open (creating and migrating if needed) the database.
+    pub fn store(&self) -> anyhow::Result<Store> {
+        Ok(Store::open(&self.paths.db_path())?)
+    }
+}
+
+/// Entry point: returns the process exit code.
+pub fn main() -> i32 {
+    let paths = match Paths::from_env() {
+        Ok(p) => p,
+        Err(e) => return fail(&e),
+    };
+    // Resolved before parsing, because the beta flags are registered or not.
+    let beta = crate::config::beta_enabled(&paths.db_path());
+    let matches = match build_command(beta).try_get_matches() {
+        Ok(m) => m,
+        Err(e) => e.exit(),
+    };
+    let cli = match Cli::from_arg_matches(&matches) {
+        Ok(c) => c,
+        Err(e) => e.exit(),
+    };
+    let flags = beta_flags(&matches);
+    let _log_guard = crate::logging::init(&paths.log_dir(), cli.trace);
+    let ctx = Ctx { paths, beta };
+    match run(&ctx, cli.command, flags) {
+        Ok(code) => code,
+        Err(e) => fail(&e),
+    }
+}
+
+fn fail(e: &anyhow::Error) -> i32 {
+    tracing::error!("{e:#}");
+    eprintln!("Error: {e:#}");
+    1
+}
+
+fn run(ctx: &Ctx, command: Option<Command>, flags: BetaFlags) -> anyhow::Result<i32> {
+    let _ = &flags;
+    match command {
+        None => {
+            if std::io::stdout().is_terminal() && std::io::stdin().is_terminal() {
+                not_built("the board")
+            } else {
+                build_command(ctx.beta).print_help()?;
+                Ok(0)
+            }
+        }
+        Some(Command::Board { .. }) => not_built("the board"),
+        Some(Command::Mission(_)) => not_built("missions"),
+        Some(Command::Approvals(_)) => not_built("approvals"),
+        Some(Command::Inbox(_)) => not_built("the inbox"),
+        Some(Command::Config(c)) => config_cmd::run(ctx, c),
+        Some(Command::Vet(a)) => vet::run(ctx, a),
+        Some(Command::Init(a)) => init::run(ctx, a),
+        Some(Command::Agent(a)) => match a.command {
+            Some(AgentCmd::List) => agent_cmd::list(ctx),
+            None => not_built("the native agent (agent-planner)"),
+        },
+        Some(Command::Doctor) => doctor::run(ctx),
+        Some(Command::StubAgent(_)) => not_built("the stub agent"),
+        Some(Command::McpBridge { .. }) => not_built("the MCP bridge"),
+    }
+}
+
+fn not_built(what: &str) -> anyhow::Result<i32> {
+    anyhow::bail!("{what} is not built yet in this version of missionboard")
+}

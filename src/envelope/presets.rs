@@ -1,1 +1,262 @@
-//! placeholder
+//! The preset files shipped inside the binary and `missionboard init`'s seeding.
+//!
+//! Upgrade rules (recorded per directory in `.preset-state.json` as `{name: sha256}`):
+//! a missing file is written; a file byte-identical to this build's copy is adopted;
+//! a file whose hash equals the recorded one was never edited, so it is refreshed;
+//! anything else was edited by someone and is left alone. `--force` writes everything.
+
+use std::collections::BTreeMap;
+use std::fmt;
+use std::path::{Path, PathBuf};
+
+use sha2::{Digest, Sha256};
+
+/// What a preset file is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Kind {
+    Policy,
+    Chain,
+    Agents,
+}
+
+/// One embedded preset.
+#[derive(Debug)]
+pub struct Preset {
+    pub file_name: &'static str,
+    pub bytes: &'static [u8],
+    pub kind: Kind,
+}
+
+macro_rules! preset {
+    ($name:literal, $kind:ident) => {
+        Preset {
+            file_name: $name,
+            bytes: include_bytes!(concat!(env!("CARGO_MANIFEST_DIR"), "/presets/", $name)),
+            kind: Kind::$kind,
+        }
+    };
+}
+
+/// Every file `init` seeds.
+pub const PRESETS: &[Preset] = &[
+    preset!("hitl-policy-default.json", Policy),
+    preset!("hitl-policy-strict.json", Policy),
+    preset!("hitl-policy-acp.json", Policy),
+    preset!("hitl-policy-acpx.json", Policy),
+    preset!("hitl-policy-dev.json", Policy),
+    preset!("hitl-policy-oracle.json", Policy),
+    preset!("chain-oracle-default.json", Chain),
+    preset!("chain-oracle-conservative.json", Chain),
+    preset!("agents.toml", Agents),
+];
+
+/// The embedded copy of a preset, by file name.
+pub fn get(file_name: &str) -> Option<&'static Preset> {
+    PRESETS.iter().find(|p| p.file_name == file_name)
+}
+
+const STATE_FILE: &str = ".preset-state.json";
+
+/// How `seed` treats files that already exist.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Mode {
+    /// The upgrade rules above.
+    Upgrade,
+    /// `--force`: overwrite every preset.
+    Force,
+    /// `--refresh-policies`: overwrite the policy presets only; with `existing_only`,
+    /// only those already present (a workspace that shadows some of home's copies).
+    RefreshPolicies { existing_only: bool },
+}
+
+/// What happened to one file.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Outcome {
+    Created,
+    Overwrote(&'static str),
+    Updated,
+    Skipped,
+    UpToDate,
+}
+
+/// One file's outcome, printed as an `init` line.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Seeded {
+    pub path: PathBuf,
+    pub outcome: Outcome,
+}
+
+impl fmt::Display for Seeded {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let p = self.path.display();
+        match self.outcome {
+            Outcome::Created => write!(f, "  Created {p}"),
+            Outcome::Overwrote(flag) => write!(f, "  Overwrote {p} ({flag})"),
+            Outcome::Updated => write!(f, "  Updated {p}"),
+            Outcome::Skipped => write!(f, "  Skipped {p} (has been modified)"),
+            Outcome::UpToDate => write!(f, "  Up to date {p}"),
+        }
+    }
+}
+
+/// Seed the presets into `dir` (created if needed) under `mode`.
+pub fn seed(dir: &Path, mode: Mode) -> anyhow::Result<Vec<Seeded>> {
+    std::fs::create_dir_all(dir)
+        .map_err(|e| anyhow::anyhow!("cannot create {}: {e}", dir.display()))?;
+    let mut state = read_state(dir);
+    let mut out = Vec::new();
+    for preset in PRESETS {
+        if matches!(mode, Mode::RefreshPolicies { .. }) && preset.kind != Kind::Policy {
+            continue;
+        }
+        let path = dir.join(preset.file_name);
+        let new_hash = sha256(preset.bytes);
+        let existing = match std::fs::read(&path) {
+            Ok(b) => Some(b),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
+            Err(e) => anyhow::bail!("cannot read {}: {e}", path.display()),
+        };
+        let outcome = match (&existing, mode) {
+            (
+                None,
+                Mode::RefreshPolicies {
+                    existing_only: true,
+                },
+            ) => continue,
+            (None, _) => Outcome::Created,
+            (Some(b), _) if b.as_slice() == preset.bytes => Outcome::UpToDate,
+            (Some(_), Mode::Force) => Outcome::Overwrote("--force"),
+            (Some(_), Mode::RefreshPolicies { .. }) => Outcome::Overwrote("--refresh-policies"),
+            (Some(b), Mode::Upgrade) => {
+                if state.get(preset.file_name) == Some(&sha256(b)) {
+                    Outcome::Updated
+                } else {
+                    Outcome::Skipped
+                }
+            }
+        };
+        if matches!(
+            outcome,
+            Outcome::Created | Outcome::Overwrote(_) | Outcome::Updated
+        ) {
+            write_atomically(&path, preset.bytes)?;
+        }
+        if outcome != Outcome::Skipped {
+            state.insert(preset.file_name.to_string(), new_hash);
+        }
+        out.push(Seeded { path, outcome });
+    }
+    write_atomically(
+        &dir.join(STATE_FILE),
+        (serde_json::to_string_pretty(&state)? + "\n").as_bytes(),
+    )?;
+    Ok(out)
+}
+
+/// Hex SHA-256 of `bytes`.
+pub fn sha256(bytes: &[u8]) -> String {
+    Sha256::digest(bytes)
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect()
+}
+
+fn read_state(dir: &Path) -> BTreeMap<String, String> {
+    std::fs::read(dir.join(STATE_FILE))
+        .ok()
+        .and_then(|b| serde_json::from_slice(&b).ok())
+        .unwrap_or_default()
+}
+
+/// Write through a temporary file and rename, so a crash never leaves half a preset.
+fn write_atomically(path: &Path, bytes: &[u8]) -> anyhow::Result<()> {
+    let tmp = path.with_extension(format!("tmp-{}", std::process::id()));
+    std::fs::write(&tmp, bytes)
+        .and_then(|_| std::fs::rename(&tmp, path))
+        .map_err(|e| {
+            let _ = std::fs::remove_file(&tmp);
+            anyhow::anyhow!("cannot write {}: {e}", path.display())
+        })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn outcomes(v: &[Seeded]) -> Vec<(&str, Outcome)> {
+        v.iter()
+            .map(|s| {
+                (
+                    s.path.file_name().unwrap().to_str().unwrap(),
+                    s.outcome.clone(),
+                )
+            })
+            .collect()
+    }
+
+    #[test]
+    fn upgrade_rules_never_overwrite_an_edited_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let d = dir.path();
+        let first = seed(d, Mode::Upgrade).unwrap();
+        assert!(first.iter().all(|s| s.outcome == Outcome::Created));
+
+        // Unchanged: adopted, nothing written.
+        let again = seed(d, Mode::Upgrade).unwrap();
+        assert!(again.iter().all(|s| s.outcome == Outcome::UpToDate));
+
+        // An operator edit survives a plain init, and --force replaces it.
+        let strict = d.join("hitl-policy-strict.json");
+        std::fs::write(&strict, "{\"default_action\":\"deny\"}").unwrap();
+        let o = seed(d, Mode::Upgrade).unwrap();
+        assert!(outcomes(&o).contains(&("hitl-policy-strict.json", Outcome::Skipped)));
+        assert_eq!(
+            std::fs::read_to_string(&strict).unwrap(),
+            "{\"default_action\":\"deny\"}"
+        );
+        let o = seed(d, Mode::Force).unwrap();
+        assert!(outcomes(&o).contains(&("hitl-policy-strict.json", Outcome::Overwrote("--force"))));
+        assert_eq!(
+            std::fs::read(&strict).unwrap(),
+            get("hitl-policy-strict.json").unwrap().bytes
+        );
+    }
+
+    #[test]
+    fn an_unedited_older_preset_is_refreshed() {
+        let dir = tempfile::tempdir().unwrap();
+        let d = dir.path();
+        // Pretend an older build seeded this file and recorded its hash.
+        let old = b"{\"default_action\":\"approve\"}";
+        std::fs::write(d.join("hitl-policy-dev.json"), old).unwrap();
+        let state = BTreeMap::from([("hitl-policy-dev.json".to_string(), sha256(old))]);
+        std::fs::write(d.join(STATE_FILE), serde_json::to_string(&state).unwrap()).unwrap();
+        let o = seed(d, Mode::Upgrade).unwrap();
+        assert!(outcomes(&o).contains(&("hitl-policy-dev.json", Outcome::Updated)));
+        assert_eq!(
+            std::fs::read(d.join("hitl-policy-dev.json")).unwrap(),
+            get("hitl-policy-dev.json").unwrap().bytes
+        );
+    }
+
+    #[test]
+    fn refresh_policies_touches_policies_only() {
+        let dir = tempfile::tempdir().unwrap();
+        let o = seed(
+            dir.path(),
+            Mode::RefreshPolicies {
+                existing_only: false,
+            },
+        )
+        .unwrap();
+        assert!(!o.is_empty());
+        assert!(o.iter().all(|s| {
+            s.path
+                .file_name()
+                .unwrap()
+                .to_str()
+                .unwrap()
+                .starts_with("hitl-policy-")
+        }));
+    }
+}

@@ -1,0 +1,56 @@
+//! `missionboard config set|get|list|unset`.
+
+use super::{ConfigCmd, Ctx};
+use crate::config::{Config, Origin};
+use crate::row;
+
+pub(super) fn run(ctx: &Ctx, cmd: ConfigCmd) -> anyhow::Result<i32> {
+    // Validate the key before touching the database, so a typo creates nothing.
+    let key_name = match &cmd {
+        ConfigCmd::Set { key, .. } | ConfigCmd::Get { key } | ConfigCmd::Unset { key } => {
+            Some(key.as_str())
+        }
+        ConfigCmd::List => None,
+    };
+    if let Some(k) = key_name {
+        crate::config::key(k).map_err(anyhow::Error::msg)?;
+    }
+    let config = Config::new(ctx.store()?);
+    match cmd {
+        ConfigCmd::Set { key, value } => {
+            let stored = config.set(&key, &value)?;
+            println!("{key} = {stored}");
+        }
+        ConfigCmd::Get { key } => match config.get(&key)? {
+            Some(v) => println!("{v}"),
+            None => {
+                eprintln!("{key} is not set — set it with `missionboard config set {key} <value>`")
+            }
+        },
+        ConfigCmd::Unset { key } => {
+            config.unset(&key)?;
+            match config.get(&key)? {
+                Some(d) => println!("{key} unset (default: {d})"),
+                None => println!("{key} unset"),
+            }
+        }
+        ConfigCmd::List => {
+            let mut rows = vec![row!["KEY", "VALUE", "ORIGIN", "MEANING"]];
+            for (key, value, origin) in config.list()? {
+                let origin = match origin {
+                    Origin::Set => "set",
+                    Origin::Default => "default",
+                    Origin::Unset => "unset",
+                };
+                rows.push(row![
+                    key.name,
+                    value.unwrap_or_else(|| "-".into()),
+                    origin,
+                    key.help
+                ]);
+            }
+            print!("{}", crate::table::render(&rows));
+        }
+    }
+    Ok(0)
+}
