@@ -1,0 +1,6 @@
+//! Black-box tests: the real binary, a scratch MISSIONBOARD_HOME per test, assertions
+//! on exit codes, output lines and the durable record read back through our commands.
+
+mod harness;
+
+mod foundation;
