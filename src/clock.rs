@@ -54,3 +54,16 @@ mod tests {
         assert_eq!(rfc3339(1_796_220_003_000), "2026-12-02T14:00:03Z");
     }
 }
+
+/// Serde helper: a stored timestamp as RFC 3339.
+pub fn ser_rfc3339<S: serde::Serializer>(ms: &i64, s: S) -> Result<S::Ok, S::Error> {
+    s.serialize_str(&rfc3339(*ms))
+}
+
+/// Serde helper: an optional stored timestamp as RFC 3339.
+pub fn ser_opt_rfc3339<S: serde::Serializer>(ms: &Option<i64>, s: S) -> Result<S::Ok, S::Error> {
+    match ms {
+        Some(ms) => s.serialize_str(&rfc3339(*ms)),
+        None => s.serialize_none(),
+    }
+}

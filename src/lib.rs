@@ -11,6 +11,7 @@ pub mod config;
 pub mod duration;
 pub mod envelope;
 pub mod logging;
+pub mod mission;
 pub mod paths;
 pub mod store;
 pub mod table;

@@ -18,6 +18,13 @@ use rusqlite::{Connection, ErrorCode, OpenFlags};
 const MIGRATIONS: &[&[&str]] = &[
     // v1: configuration and the cross-process bus.
     &[crate::config::SCHEMA_V1, crate::bus::SCHEMA_V1],
+    // v2: missions, their reports, plan revisions and the operator inbox.
+    &[
+        crate::mission::SCHEMA_V2,
+        crate::mission::report::SCHEMA_V2,
+        crate::mission::plan::SCHEMA_V2,
+        crate::mission::inbox::SCHEMA_V2,
+    ],
 ];
 
 /// How long a write waits for another process's lock before it gives up.

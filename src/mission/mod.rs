@@ -1,0 +1,580 @@
+//! Missions: the durable record of one intent fired at one agent under one envelope,
+//! with its reports, its living plan and the operator inbox.
+//!
+//! Every state change is a guarded write: the terminal transition is an
+//! `UPDATE … WHERE status = 'open'`, so a finish racing a stop (or a sweep) ends in
+//! exactly one outcome, and nothing — a heartbeat, a plan write, a bind — can move a
+//! mission that is at rest. Writes are durable before their bus event is published.
+
+pub mod inbox;
+pub mod plan;
+pub mod report;
+
+use std::fmt;
+
+use rusqlite::{OptionalExtension, Row, params};
+use serde::Serialize;
+use serde_json::json;
+
+use crate::bus::Bus;
+use crate::clock;
+use crate::store::{Store, StoreError};
+
+pub use plan::{Plan, PlanEntry, PlanRevision};
+pub use report::{Handover, Report, ReportInput};
+
+pub(crate) const SCHEMA_V2: &str = "
+CREATE TABLE missions (
+    id                TEXT PRIMARY KEY NOT NULL,
+    intent            TEXT NOT NULL,
+    agent_name        TEXT NOT NULL,
+    policy_name       TEXT NOT NULL,
+    cwd               TEXT NOT NULL DEFAULT '',
+    session_id        TEXT,
+    instance_id       TEXT,
+    parent_session_id TEXT,
+    status            TEXT NOT NULL DEFAULT 'open',
+    status_reason     TEXT,
+    plan_revision     INTEGER NOT NULL DEFAULT 0,
+    last_heartbeat    INTEGER,
+    last_error        TEXT,
+    created_at        INTEGER NOT NULL,
+    updated_at        INTEGER NOT NULL
+);
+CREATE INDEX missions_by_created ON missions (created_at DESC, id DESC);
+CREATE INDEX missions_by_status ON missions (status, created_at);";
+
+/// Bus subjects for mission events (payloads are self-contained JSON).
+pub mod subjects {
+    pub const REPORT_ADDED: &str = "mission.report_added";
+    pub const PLAN_REVISED: &str = "mission.plan_revised";
+    pub const STATUS_CHANGED: &str = "mission.status_changed";
+    pub const ATTENTION_ASKED: &str = "mission.attention_asked";
+}
+
+/// A mission's state. `Open` while it runs; the other four are terminal and final.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Status {
+    Open,
+    Landed,
+    Derailed,
+    Stuck,
+    Abandoned,
+}
+
+impl Status {
+    pub const ALL: [Status; 5] = [
+        Status::Open,
+        Status::Landed,
+        Status::Derailed,
+        Status::Stuck,
+        Status::Abandoned,
+    ];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Status::Open => "open",
+            Status::Landed => "landed",
+            Status::Derailed => "derailed",
+            Status::Stuck => "stuck",
+            Status::Abandoned => "abandoned",
+        }
+    }
+
+    pub fn parse(s: &str) -> Option<Status> {
+        Status::ALL.into_iter().find(|st| st.as_str() == s)
+    }
+
+    pub fn is_terminal(self) -> bool {
+        self != Status::Open
+    }
+}
+
+impl fmt::Display for Status {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// The durable mission record.
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Mission {
+    pub id: String,
+    pub intent: String,
+    pub agent_name: String,
+    /// The envelope name exactly as given at fire time.
+    pub hitl_policy_name: String,
+    #[serde(skip_serializing_if = "String::is_empty")]
+    pub cwd: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub session_id: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub instance_id: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub parent_session_id: Option<String>,
+    pub status: Status,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub status_reason: Option<String>,
+    /// How many plan snapshots were stored (0 = no plan yet).
+    pub plan_revision: i64,
+    #[serde(
+        skip_serializing_if = "Option::is_none",
+        serialize_with = "clock::ser_opt_rfc3339"
+    )]
+    pub last_heartbeat: Option<i64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub last_error: Option<String>,
+    #[serde(serialize_with = "clock::ser_rfc3339")]
+    pub created_at: i64,
+    #[serde(serialize_with = "clock::ser_rfc3339")]
+    pub updated_at: i64,
+}
+
+/// What a dispatcher supplies to create a mission.
+#[derive(Debug, Clone, Default)]
+pub struct NewMission {
+    /// Minted by the dispatcher before the unit exists (the unit is told it at session start).
+    pub id: String,
+    pub intent: String,
+    pub agent_name: String,
+    pub policy_name: String,
+    pub cwd: String,
+    pub parent_session_id: Option<String>,
+    pub session_id: Option<String>,
+    pub instance_id: Option<String>,
+}
+
+/// Mission failures, worded for the operator.
+#[derive(Debug)]
+pub enum MissionError {
+    NotFound(String),
+    /// A guarded write lost: the record moved under us (exact text inside).
+    Conflict(String),
+    Invalid(String),
+    Store(StoreError),
+}
+
+impl fmt::Display for MissionError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            MissionError::NotFound(id) => write!(
+                f,
+                "mission {id:?} not found — see 'missionboard mission list' for recorded missions"
+            ),
+            MissionError::Conflict(m) => write!(f, "conflict: {m}"),
+            MissionError::Invalid(m) => f.write_str(m),
+            MissionError::Store(e) => e.fmt(f),
+        }
+    }
+}
+
+impl std::error::Error for MissionError {}
+
+impl From<StoreError> for MissionError {
+    fn from(e: StoreError) -> Self {
+        MissionError::Store(e)
+    }
+}
+
+pub type Result<T> = std::result::Result<T, MissionError>;
+
+/// What `finish` did.
+#[derive(Debug, Clone)]
+pub struct Finished {
+    pub mission: Mission,
+    /// False when the mission already rested in the requested status (a no-op).
+    pub changed: bool,
+}
+
+/// The mission service: records, reports, plans and the inbox over one store.
+#[derive(Clone)]
+pub struct Missions {
+    store: Store,
+    bus: Bus,
+}
+
+const COLUMNS: &str = "id, intent, agent_name, policy_name, cwd, session_id, instance_id, parent_session_id, status, status_reason, plan_revision, last_heartbeat, last_error, created_at, updated_at";
+
+fn from_row(r: &Row<'_>) -> rusqlite::Result<Mission> {
+    let status: String = r.get(8)?;
+    Ok(Mission {
+        id: r.get(0)?,
+        intent: r.get(1)?,
+        agent_name: r.get(2)?,
+        hitl_policy_name: r.get(3)?,
+        cwd: r.get(4)?,
+        session_id: r.get(5)?,
+        instance_id: r.get(6)?,
+        parent_session_id: r.get(7)?,
+        status: Status::parse(&status).unwrap_or(Status::Open),
+        status_reason: r.get(9)?,
+        plan_revision: r.get(10)?,
+        last_heartbeat: r.get(11)?,
+        last_error: r.get(12)?,
+        created_at: r.get(13)?,
+        updated_at: r.get(14)?,
+    })
+}
+
+/// Intents and summaries are one line: the board and every table show them whole.
+pub(crate) fn single_line(field: &str, value: &str) -> Result<()> {
+    if value.trim().is_empty() {
+        return Err(MissionError::Invalid(format!("{field} is required")));
+    }
+    if value.contains(['\n', '\r']) {
+        return Err(MissionError::Invalid(format!(
+            "{field} must be a single line"
+        )));
+    }
+    Ok(())
+}
+
+impl Missions {
+    pub fn new(store: Store) -> Self {
+        Missions {
+            bus: Bus::new(store.clone()),
+            store,
+        }
+    }
+
+    pub fn store(&self) -> &Store {
+        &self.store
+    }
+
+    pub fn bus(&self) -> &Bus {
+        &self.bus
+    }
+
+    /// Create a mission, always `open`.
+    pub fn create(&self, m: NewMission) -> Result<Mission> {
+        single_line("intent", &m.intent)?;
+        if m.policy_name.trim().is_empty() {
+            return Err(MissionError::Invalid(
+                "hitlPolicyName is required: a mission must name its envelope".into(),
+            ));
+        }
+        let id = if m.id.is_empty() {
+            uuid::Uuid::new_v4().to_string()
+        } else {
+            m.id
+        };
+        let now = clock::now_ms();
+        self.store.with(|c| {
+            c.execute(
+                "INSERT INTO missions (id, intent, agent_name, policy_name, cwd, session_id, instance_id, parent_session_id, status, created_at, updated_at)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, 'open', ?9, ?9)",
+                params![id, m.intent.trim(), m.agent_name, m.policy_name, m.cwd, m.session_id, m.instance_id, m.parent_session_id, now],
+            )
+        })?;
+        self.require(&id)
+    }
+
+    /// A mission by exact id.
+    pub fn get(&self, id: &str) -> Result<Option<Mission>> {
+        Ok(self.store.with(|c| {
+            c.query_row(
+                &format!("SELECT {COLUMNS} FROM missions WHERE id = ?1"),
+                params![id],
+                from_row,
+            )
+            .optional()
+        })?)
+    }
+
+    /// A mission by exact id, or not-found.
+    pub fn require(&self, id: &str) -> Result<Mission> {
+        self.get(id)?
+            .ok_or_else(|| MissionError::NotFound(id.to_string()))
+    }
+
+    /// A mission by id or by an unambiguous prefix of at least 4 characters, so an
+    /// operator can type what the board shows.
+    pub fn resolve(&self, id_or_prefix: &str) -> Result<Mission> {
+        let key = id_or_prefix.trim();
+        if let Some(m) = self.get(key)? {
+            return Ok(m);
+        }
+        if key.len() < 4 || key.contains(['%', '_']) {
+            return Err(MissionError::NotFound(key.to_string()));
+        }
+        let found: Vec<Mission> = self.store.with(|c| {
+            let mut s = c.prepare(&format!(
+                "SELECT {COLUMNS} FROM missions WHERE id LIKE ?1 || '%' LIMIT 2"
+            ))?;
+            s.query_map(params![key], from_row)?.collect()
+        })?;
+        match found.len() {
+            1 => Ok(found.into_iter().next().unwrap()),
+            0 => Err(MissionError::NotFound(key.to_string())),
+            _ => Err(MissionError::Invalid(format!(
+                "mission id prefix {key:?} matches more than one mission — type more of the id (see 'missionboard mission list')"
+            ))),
+        }
+    }
+
+    /// Missions newest first.
+    pub fn list(&self, limit: usize) -> Result<Vec<Mission>> {
+        Ok(self.store.with(|c| {
+            let mut s = c.prepare_cached(&format!(
+                "SELECT {COLUMNS} FROM missions ORDER BY created_at DESC, id DESC LIMIT ?1"
+            ))?;
+            s.query_map(params![limit as i64], from_row)?.collect()
+        })?)
+    }
+
+    /// Open missions, oldest first (what sweeps and hosts scan).
+    pub fn list_open(&self, limit: usize) -> Result<Vec<Mission>> {
+        Ok(self.store.with(|c| {
+            let mut s = c.prepare_cached(&format!(
+                "SELECT {COLUMNS} FROM missions WHERE status = 'open' ORDER BY created_at, id LIMIT ?1"
+            ))?;
+            s.query_map(params![limit as i64], from_row)?.collect()
+        })?)
+    }
+
+    /// Record the unit's session and instance. Re-binding the same value is a no-op;
+    /// binding a different value over a set one is a conflict.
+    pub fn bind(&self, id: &str, session_id: &str, instance_id: &str) -> Result<Mission> {
+        let changed = self.store.with(|c| {
+            c.execute(
+                "UPDATE missions SET session_id = ?2, instance_id = ?3, updated_at = ?4
+                 WHERE id = ?1 AND (session_id IS NULL OR session_id = ?2)
+                   AND (instance_id IS NULL OR instance_id = ?3)",
+                params![id, session_id, instance_id, clock::now_ms()],
+            )
+        })?;
+        let m = self.require(id)?;
+        if changed == 0 {
+            let (what, bound) = if m.session_id.as_deref() != Some(session_id) {
+                ("session", m.session_id.clone().unwrap_or_default())
+            } else {
+                ("instance", m.instance_id.clone().unwrap_or_default())
+            };
+            return Err(MissionError::Conflict(format!(
+                "mission {id:?} is already bound to {what} {bound:?}"
+            )));
+        }
+        Ok(m)
+    }
+
+    /// Stamp liveness. A no-op on a mission at rest, so liveness never revives one.
+    pub fn heartbeat(&self, id: &str) -> Result<()> {
+        let now = clock::now_ms();
+        self.store.with(|c| {
+            c.execute(
+                "UPDATE missions SET last_heartbeat = ?2, last_error = NULL, updated_at = ?2
+                 WHERE id = ?1 AND status = 'open'",
+                params![id, now],
+            )
+        })?;
+        Ok(())
+    }
+
+    /// The guarded terminal transition. First writer owns the outcome: the same
+    /// status again is a silent no-op (reason kept, no event); a different one is a
+    /// conflict.
+    pub fn finish(&self, id: &str, status: Status, reason: &str) -> Result<Finished> {
+        if !status.is_terminal() {
+            return Err(MissionError::Invalid(format!(
+                "cannot finish mission {id:?} as {:?}: a terminal status is required (landed|derailed|stuck|abandoned)",
+                status.as_str()
+            )));
+        }
+        let reason = reason.trim();
+        let now = clock::now_ms();
+        let changed = self.store.with(|c| {
+            c.execute(
+                "UPDATE missions SET status = ?2, status_reason = NULLIF(?3, ''), updated_at = ?4
+                 WHERE id = ?1 AND status = 'open'",
+                params![id, status.as_str(), reason, now],
+            )
+        })?;
+        let m = self.require(id)?;
+        if changed == 1 {
+            self.publish(
+                subjects::STATUS_CHANGED,
+                json!({
+                    "missionId": m.id,
+                    "agentName": m.agent_name,
+                    "intent": m.intent,
+                    "oldStatus": "open",
+                    "newStatus": status.as_str(),
+                    "reason": reason,
+                    "instanceId": m.instance_id,
+                }),
+            );
+            return Ok(Finished {
+                mission: m,
+                changed: true,
+            });
+        }
+        if m.status == status {
+            return Ok(Finished {
+                mission: m,
+                changed: false,
+            });
+        }
+        Err(MissionError::Conflict(format!(
+            "mission {id:?} already finished as {:?}; cannot re-finish as {:?}",
+            m.status.as_str(),
+            status.as_str()
+        )))
+    }
+
+    /// Publish after a durable write. A failed publish never undoes the write; it is
+    /// logged, and readers that poll the record still see the change.
+    pub(crate) fn publish(&self, subject: &str, data: serde_json::Value) {
+        if let Err(e) = self.bus.publish(subject, &data) {
+            tracing::warn!("missions: publish {subject} failed; the record is stored: {e}");
+        }
+    }
+}
+
+#[cfg(test)]
+pub(crate) mod tests {
+    use super::*;
+
+    pub(crate) fn service() -> (tempfile::TempDir, Missions) {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open(&dir.path().join("board.db")).unwrap();
+        (dir, Missions::new(store))
+    }
+
+    pub(crate) fn fire(svc: &Missions) -> Mission {
+        svc.create(NewMission {
+            intent: "audit the config loader".into(),
+            agent_name: "demo".into(),
+            policy_name: "default".into(),
+            ..Default::default()
+        })
+        .unwrap()
+    }
+
+    #[test]
+    fn create_validates_and_starts_open() {
+        let (_d, svc) = service();
+        let m = fire(&svc);
+        assert_eq!(m.status, Status::Open);
+        assert_eq!(m.plan_revision, 0);
+        let err = svc
+            .create(NewMission {
+                intent: "two\nlines".into(),
+                policy_name: "x".into(),
+                ..Default::default()
+            })
+            .unwrap_err();
+        assert_eq!(err.to_string(), "intent must be a single line");
+        let err = svc
+            .create(NewMission {
+                intent: "x".into(),
+                ..Default::default()
+            })
+            .unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "hitlPolicyName is required: a mission must name its envelope"
+        );
+    }
+
+    #[test]
+    fn finish_is_guarded_and_idempotent() {
+        let (_d, svc) = service();
+        let m = fire(&svc);
+        let head = svc.bus().head().unwrap();
+        let f = svc.finish(&m.id, Status::Landed, " done ").unwrap();
+        assert!(f.changed);
+        assert_eq!(f.mission.status_reason.as_deref(), Some("done"));
+        let again = svc.finish(&m.id, Status::Landed, "other").unwrap();
+        assert!(!again.changed);
+        assert_eq!(again.mission.status_reason.as_deref(), Some("done"));
+        let err = svc.finish(&m.id, Status::Derailed, "x").unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            format!(
+                "conflict: mission {:?} already finished as \"landed\"; cannot re-finish as \"derailed\"",
+                m.id
+            )
+        );
+        // Exactly one status event for the one real transition.
+        let events = svc.bus().since(head, 10).unwrap();
+        assert_eq!(events.len(), 1);
+        assert_eq!(events[0].data["newStatus"], "landed");
+        assert!(matches!(
+            svc.finish(&m.id, Status::Open, "").unwrap_err(),
+            MissionError::Invalid(_)
+        ));
+    }
+
+    #[test]
+    fn racing_finishes_end_in_exactly_one_outcome() {
+        let (_d, svc) = service();
+        let m = fire(&svc);
+        let handles: Vec<_> = [
+            Status::Landed,
+            Status::Abandoned,
+            Status::Stuck,
+            Status::Derailed,
+        ]
+        .into_iter()
+        .cycle()
+        .take(16)
+        .map(|st| {
+            let svc = svc.clone();
+            let id = m.id.clone();
+            std::thread::spawn(move || svc.finish(&id, st, "race").map(|f| f.changed))
+        })
+        .collect();
+        let results: Vec<Result<bool>> = handles.into_iter().map(|h| h.join().unwrap()).collect();
+        let winners = results.iter().filter(|r| matches!(r, Ok(true))).count();
+        assert_eq!(winners, 1, "{results:?}");
+        let m = svc.require(&m.id).unwrap();
+        assert!(m.status.is_terminal());
+        // Every loser either asked for the winning status (a no-op) or got the conflict.
+        for r in &results {
+            match r {
+                Ok(_) => {}
+                Err(MissionError::Conflict(msg)) => {
+                    assert!(msg.contains(&format!("already finished as {:?}", m.status.as_str())))
+                }
+                Err(e) => panic!("unexpected {e}"),
+            }
+        }
+    }
+
+    #[test]
+    fn heartbeat_never_revives_a_mission_at_rest() {
+        let (_d, svc) = service();
+        let m = fire(&svc);
+        svc.heartbeat(&m.id).unwrap();
+        assert!(svc.require(&m.id).unwrap().last_heartbeat.is_some());
+        svc.finish(&m.id, Status::Abandoned, "").unwrap();
+        let before = svc.require(&m.id).unwrap();
+        svc.heartbeat(&m.id).unwrap();
+        let after = svc.require(&m.id).unwrap();
+        assert_eq!(before.updated_at, after.updated_at);
+        assert_eq!(after.status, Status::Abandoned);
+    }
+
+    #[test]
+    fn bind_conflicts_only_on_a_different_value() {
+        let (_d, svc) = service();
+        let m = fire(&svc);
+        svc.bind(&m.id, "s1", "i1").unwrap();
+        svc.bind(&m.id, "s1", "i1").unwrap();
+        let err = svc.bind(&m.id, "s2", "i1").unwrap_err().to_string();
+        assert!(err.contains("already bound to session \"s1\""), "{err}");
+    }
+
+    #[test]
+    fn resolve_takes_an_unambiguous_prefix() {
+        let (_d, svc) = service();
+        let m = fire(&svc);
+        assert_eq!(svc.resolve(&m.id[..8]).unwrap().id, m.id);
+        assert!(matches!(
+            svc.resolve("nope-nope").unwrap_err(),
+            MissionError::NotFound(_)
+        ));
+    }
+}

@@ -1,0 +1,421 @@
+//! Reports: what a unit (or the runtime on its behalf) tells the operator. A report
+//! blocks nothing and is permanent; it carries references, never content.
+
+use std::path::Path;
+
+use rusqlite::params;
+use serde::{Deserialize, Serialize};
+use serde_json::json;
+
+use super::{MissionError, Missions, Result, single_line, subjects};
+use crate::clock;
+
+pub(crate) const SCHEMA_V2: &str = "
+CREATE TABLE reports (
+    id          TEXT PRIMARY KEY NOT NULL,
+    mission_id  TEXT NOT NULL REFERENCES missions (id),
+    kind        TEXT NOT NULL,
+    summary     TEXT NOT NULL,
+    detail      TEXT,
+    refs        TEXT,
+    handover    TEXT,
+    created_at  INTEGER NOT NULL
+);
+CREATE INDEX reports_by_mission ON reports (mission_id, created_at, id);";
+
+pub const KINDS: [&str; 4] = ["progress", "finding", "blocker", "result"];
+
+const HANDOVER_FIELD_MAX: usize = 8000;
+const HANDOVER_ARTIFACTS_MAX: usize = 50;
+const HANDOVER_ARTIFACT_MAX: usize = 2000;
+
+/// A structured hand-off: what was achieved, where it is, what the next one needs.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Handover {
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub outcome: String,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub artifacts: Vec<String>,
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub handover_for_next: String,
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub caveats: String,
+}
+
+impl Handover {
+    fn normalized(mut self) -> Option<Handover> {
+        self.outcome = self.outcome.trim().to_string();
+        self.handover_for_next = self.handover_for_next.trim().to_string();
+        self.caveats = self.caveats.trim().to_string();
+        self.artifacts = self
+            .artifacts
+            .into_iter()
+            .map(|a| a.trim().to_string())
+            .filter(|a| !a.is_empty())
+            .collect();
+        let empty = self.outcome.is_empty()
+            && self.handover_for_next.is_empty()
+            && self.caveats.is_empty()
+            && self.artifacts.is_empty();
+        (!empty).then_some(self)
+    }
+
+    fn validate(&self) -> Result<()> {
+        for (name, v) in [
+            ("outcome", &self.outcome),
+            ("handoverForNext", &self.handover_for_next),
+            ("caveats", &self.caveats),
+        ] {
+            if v.len() > HANDOVER_FIELD_MAX {
+                return Err(MissionError::Invalid(format!(
+                    "handover {name} exceeds max length ({} bytes, max {HANDOVER_FIELD_MAX})",
+                    v.len()
+                )));
+            }
+            if looks_corrupted(v) {
+                return Err(MissionError::Invalid(format!(
+                    "handover {name} looks corrupted (stream or log paste); shorten it or move it to an artifact reference"
+                )));
+            }
+        }
+        if self.artifacts.len() > HANDOVER_ARTIFACTS_MAX {
+            return Err(MissionError::Invalid(format!(
+                "handover has too many artifacts ({}, max {HANDOVER_ARTIFACTS_MAX})",
+                self.artifacts.len()
+            )));
+        }
+        for (i, a) in self.artifacts.iter().enumerate() {
+            if a.len() > HANDOVER_ARTIFACT_MAX {
+                return Err(MissionError::Invalid(format!(
+                    "handover artifact {} exceeds max length ({} bytes, max {HANDOVER_ARTIFACT_MAX})",
+                    i + 1,
+                    a.len()
+                )));
+            }
+        }
+        Ok(())
+    }
+}
+
+/// A stream dump or log paste, not a sentence: framework stream markers, or a long
+/// text that is mostly escapes.
+pub(crate) fn looks_corrupted(s: &str) -> bool {
+    s.to_lowercase().contains("__next_f")
+        || (s.len() >= 400 && s.matches('\\').count() * 3 > s.len())
+}
+
+/// A stored report.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Report {
+    pub id: String,
+    pub mission_id: String,
+    pub kind: String,
+    pub summary: String,
+    #[serde(skip_serializing_if = "String::is_empty")]
+    pub detail: String,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub refs: Vec<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub handover: Option<Handover>,
+    #[serde(serialize_with = "clock::ser_rfc3339")]
+    pub created_at: i64,
+}
+
+impl Report {
+    /// The verification-gate warning line, if this report was downgraded.
+    pub fn downgrade_warning(&self) -> Option<&str> {
+        self.detail
+            .lines()
+            .find(|l| l.starts_with("claimed artifacts not found"))
+    }
+}
+
+/// What a caller files.
+#[derive(Debug, Clone, Default)]
+pub struct ReportInput {
+    /// Blank means `progress`.
+    pub kind: String,
+    pub summary: String,
+    pub detail: String,
+    pub refs: Vec<String>,
+    pub handover: Option<Handover>,
+}
+
+impl Missions {
+    /// File a report on a mission (any status: the reclaim blocker lands on an
+    /// abandoned one). Operator-fired missions also get an inbox item, written in the
+    /// same transaction so the operator's copy can never be lost.
+    pub fn add_report(&self, mission_id: &str, input: ReportInput) -> Result<Report> {
+        let mission = self.require(mission_id)?;
+        let kind = match input.kind.trim() {
+            "" => "progress".to_string(),
+            k if KINDS.contains(&k) => k.to_string(),
+            k => {
+                return Err(MissionError::Invalid(format!(
+                    "invalid report kind {k:?}: must be one of progress|finding|blocker|result"
+                )));
+            }
+        };
+        single_line("summary", &input.summary)?;
+        let handover = input.handover.and_then(Handover::normalized);
+        if let Some(h) = &handover {
+            h.validate()?;
+        }
+        let report = Report {
+            id: uuid::Uuid::new_v4().to_string(),
+            mission_id: mission.id.clone(),
+            kind,
+            summary: input.summary.trim().to_string(),
+            detail: input.detail.trim_end().to_string(),
+            refs: input
+                .refs
+                .into_iter()
+                .map(|r| r.trim().to_string())
+                .filter(|r| !r.is_empty())
+                .collect(),
+            handover,
+            created_at: clock::now_ms(),
+        };
+        let refs = (!report.refs.is_empty()).then(|| serde_json::to_string(&report.refs).unwrap());
+        let handover = report
+            .handover
+            .as_ref()
+            .map(|h| serde_json::to_string(h).unwrap());
+        let operator_fired = mission.parent_session_id.is_none();
+        self.store.write(|tx| {
+            tx.execute(
+                "INSERT INTO reports (id, mission_id, kind, summary, detail, refs, handover, created_at)
+                 VALUES (?1, ?2, ?3, ?4, NULLIF(?5, ''), ?6, ?7, ?8)",
+                params![report.id, report.mission_id, report.kind, report.summary, report.detail, refs, handover, report.created_at],
+            )?;
+            if operator_fired {
+                super::inbox::insert_for_report(tx, &mission, &report)?;
+            }
+            Ok(())
+        })?;
+        self.publish(
+            subjects::REPORT_ADDED,
+            json!({
+                "missionId": mission.id,
+                "agentName": mission.agent_name,
+                "intent": mission.intent,
+                "report": report,
+            }),
+        );
+        Ok(report)
+    }
+
+    /// A mission's reports, oldest first, at most `limit` (the newest `limit`).
+    pub fn reports(&self, mission_id: &str, limit: usize) -> Result<Vec<Report>> {
+        let mut out: Vec<Report> = self.store.with(|c| {
+            let mut s = c.prepare_cached(
+                "SELECT id, mission_id, kind, summary, detail, refs, handover, created_at
+                 FROM reports WHERE mission_id = ?1 ORDER BY created_at DESC, rowid DESC LIMIT ?2",
+            )?;
+            s.query_map(params![mission_id, limit as i64], report_from_row)?
+                .collect()
+        })?;
+        out.reverse();
+        Ok(out)
+    }
+
+    /// How many reports a mission has.
+    pub fn report_count(&self, mission_id: &str) -> Result<i64> {
+        Ok(self.store.with(|c| {
+            c.query_row(
+                "SELECT COUNT(*) FROM reports WHERE mission_id = ?1",
+                params![mission_id],
+                |r| r.get(0),
+            )
+        })?)
+    }
+}
+
+fn report_from_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<Report> {
+    report_at(r, 0)
+}
+
+/// Read a report whose eight columns start at `at` (joined queries put it after their own).
+pub(crate) fn report_at(r: &rusqlite::Row<'_>, at: usize) -> rusqlite::Result<Report> {
+    let refs: Option<String> = r.get(at + 5)?;
+    let handover: Option<String> = r.get(at + 6)?;
+    Ok(Report {
+        id: r.get(at)?,
+        mission_id: r.get(at + 1)?,
+        kind: r.get(at + 2)?,
+        summary: r.get(at + 3)?,
+        detail: r.get::<_, Option<String>>(at + 4)?.unwrap_or_default(),
+        refs: refs
+            .and_then(|s| serde_json::from_str(&s).ok())
+            .unwrap_or_default(),
+        handover: handover.and_then(|s| serde_json::from_str(&s).ok()),
+        created_at: r.get(at + 7)?,
+    })
+}
+
+/// The verification gate for `result` reports: claims (refs and handover artifacts)
+/// that are plain paths and positively do not exist. URLs, prose and relative paths
+/// with no workdir to anchor them count as present — the gate fails open.
+pub fn missing_claims(refs: &[String], handover: Option<&Handover>, workdir: &str) -> Vec<String> {
+    let mut claims: Vec<&str> = Vec::new();
+    for c in refs
+        .iter()
+        .chain(handover.into_iter().flat_map(|h| h.artifacts.iter()))
+    {
+        let c = c.trim();
+        if !c.is_empty() && !claims.contains(&c) {
+            claims.push(c);
+        }
+    }
+    claims
+        .into_iter()
+        .filter(|c| !c.contains("://") && !c.contains(char::is_whitespace))
+        .filter(|c| {
+            let p = Path::new(c);
+            let full = if p.is_absolute() {
+                p.to_path_buf()
+            } else if !workdir.is_empty() {
+                Path::new(workdir).join(p)
+            } else {
+                return false;
+            };
+            matches!(std::fs::metadata(&full), Err(e) if e.kind() == std::io::ErrorKind::NotFound)
+        })
+        .map(str::to_string)
+        .collect()
+}
+
+/// `"a", "b"` — the quoted list the gate's messages use.
+pub fn quoted_list(items: &[String]) -> String {
+    items
+        .iter()
+        .map(|i| format!("{i:?}"))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+/// The paragraph appended to a downgraded result's detail.
+pub fn downgrade_paragraph(missing: &[String]) -> String {
+    format!(
+        "claimed artifacts not found: {} — the unit's result named artifacts that do not exist at their claimed paths. This report was downgraded from result to progress; nothing else was changed and every claimed ref is preserved above. If the work is genuinely done, file a new result naming the artifacts' real locations.",
+        quoted_list(missing)
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::mission::tests::{fire, service};
+
+    #[test]
+    fn reports_validate_default_and_list_oldest_first() {
+        let (_d, svc) = service();
+        let m = fire(&svc);
+        let r = svc
+            .add_report(
+                &m.id,
+                ReportInput {
+                    summary: "started".into(),
+                    ..Default::default()
+                },
+            )
+            .unwrap();
+        assert_eq!(r.kind, "progress");
+        let err = svc
+            .add_report(
+                &m.id,
+                ReportInput {
+                    kind: "note".into(),
+                    summary: "x".into(),
+                    ..Default::default()
+                },
+            )
+            .unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "invalid report kind \"note\": must be one of progress|finding|blocker|result"
+        );
+        assert_eq!(
+            svc.add_report(&m.id, ReportInput::default())
+                .unwrap_err()
+                .to_string(),
+            "summary is required"
+        );
+        svc.add_report(
+            &m.id,
+            ReportInput {
+                kind: "result".into(),
+                summary: "done".into(),
+                handover: Some(Handover {
+                    outcome: "  ".into(),
+                    artifacts: vec![" ".into()],
+                    ..Default::default()
+                }),
+                ..Default::default()
+            },
+        )
+        .unwrap();
+        let all = svc.reports(&m.id, 100).unwrap();
+        assert_eq!(
+            all.iter().map(|r| r.summary.as_str()).collect::<Vec<_>>(),
+            ["started", "done"]
+        );
+        assert_eq!(
+            all[1].handover, None,
+            "an all-blank handover is stored as absent"
+        );
+    }
+
+    #[test]
+    fn handover_limits_hold() {
+        let (_d, svc) = service();
+        let m = fire(&svc);
+        let big = ReportInput {
+            summary: "x".into(),
+            handover: Some(Handover {
+                caveats: "a".repeat(8001),
+                ..Default::default()
+            }),
+            ..Default::default()
+        };
+        assert_eq!(
+            svc.add_report(&m.id, big).unwrap_err().to_string(),
+            "handover caveats exceeds max length (8001 bytes, max 8000)"
+        );
+        let many = ReportInput {
+            summary: "x".into(),
+            handover: Some(Handover {
+                artifacts: (0..51).map(|i| format!("a{i}")).collect(),
+                ..Default::default()
+            }),
+            ..Default::default()
+        };
+        assert_eq!(
+            svc.add_report(&m.id, many).unwrap_err().to_string(),
+            "handover has too many artifacts (51, max 50)"
+        );
+    }
+
+    #[test]
+    fn the_gate_flags_only_positively_missing_paths() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("real.md"), "x").unwrap();
+        let wd = dir.path().to_str().unwrap();
+        let refs: Vec<String> = [
+            "real.md",
+            "notes/missing.md",
+            "https://example.com/x",
+            "some prose here",
+            "/definitely/not/here",
+        ]
+        .map(String::from)
+        .to_vec();
+        assert_eq!(
+            missing_claims(&refs, None, wd),
+            ["notes/missing.md", "/definitely/not/here"]
+        );
+        assert_eq!(missing_claims(&refs, None, ""), ["/definitely/not/here"]);
+    }
+}
