@@ -43,18 +43,6 @@ fn civil_from_days(z: i64) -> (i64, u32, u32) {
     (if m <= 2 { y + 1 } else { y }, m, d)
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn formats_known_instants() {
-        assert_eq!(rfc3339(0), "1970-01-01T00:00:00Z");
-        assert_eq!(rfc3339(951_782_400_000), "2000-02-29T00:00:00Z");
-        assert_eq!(rfc3339(1_796_220_003_000), "2026-12-02T14:00:03Z");
-    }
-}
-
 /// Serde helper: a stored timestamp as RFC 3339.
 pub fn ser_rfc3339<S: serde::Serializer>(ms: &i64, s: S) -> Result<S::Ok, S::Error> {
     s.serialize_str(&rfc3339(*ms))
@@ -65,5 +53,17 @@ pub fn ser_opt_rfc3339<S: serde::Serializer>(ms: &Option<i64>, s: S) -> Result<S
     match ms {
         Some(ms) => s.serialize_str(&rfc3339(*ms)),
         None => s.serialize_none(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn formats_known_instants() {
+        assert_eq!(rfc3339(0), "1970-01-01T00:00:00Z");
+        assert_eq!(rfc3339(951_782_400_000), "2000-02-29T00:00:00Z");
+        assert_eq!(rfc3339(1_796_220_003_000), "2026-12-02T14:00:03Z");
     }
 }
