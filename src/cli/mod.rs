@@ -4,7 +4,9 @@
 mod agent_cmd;
 mod config_cmd;
 mod doctor;
+mod inbox_cmd;
 mod init;
+mod mission_cmd;
 mod vet;
 
 use std::io::IsTerminal;
@@ -320,9 +322,17 @@ fn run(ctx: &Ctx, command: Option<Command>, flags: BetaFlags) -> anyhow::Result<
             }
         }
         Some(Command::Board { .. }) => not_built("the board"),
-        Some(Command::Mission(_)) => not_built("missions"),
+        Some(Command::Mission(m)) => match m {
+            MissionCmd::List { limit, json } => mission_cmd::list(ctx, limit, json),
+            MissionCmd::Show { id, json } => mission_cmd::show(ctx, &id, json),
+            MissionCmd::Reports { id, json } => mission_cmd::reports(ctx, &id, json),
+            MissionCmd::Plan { id, json } => mission_cmd::plan(ctx, &id, json),
+            MissionCmd::Fire { .. } | MissionCmd::Asks { .. } | MissionCmd::Stop { .. } => {
+                not_built("firing and stopping missions")
+            }
+        },
         Some(Command::Approvals(_)) => not_built("approvals"),
-        Some(Command::Inbox(_)) => not_built("the inbox"),
+        Some(Command::Inbox(c)) => inbox_cmd::run(ctx, c),
         Some(Command::Config(c)) => config_cmd::run(ctx, c),
         Some(Command::Vet(a)) => vet::run(ctx, a),
         Some(Command::Init(a)) => init::run(ctx, a),

@@ -1,0 +1,231 @@
+//! `missionboard mission list|show|reports|plan`: read views over the mission record.
+
+use std::fmt::Write as _;
+
+use super::Ctx;
+use crate::clock;
+use crate::duration::age;
+use crate::mission::{Mission, Missions, Report};
+use crate::row;
+
+pub(super) fn missions(ctx: &Ctx) -> anyhow::Result<Missions> {
+    Ok(Missions::new(ctx.store()?))
+}
+
+pub(super) fn list(ctx: &Ctx, limit: usize, json: bool) -> anyhow::Result<i32> {
+    let svc = missions(ctx)?;
+    let all = svc
+        .list(limit)
+        .map_err(|e| anyhow::anyhow!("failed to list missions: {e}"))?;
+    if json {
+        println!("{}", serde_json::to_string_pretty(&all)?);
+        return Ok(0);
+    }
+    if all.is_empty() {
+        println!(
+            "No missions recorded. Fire one with 'missionboard mission fire <agent> \"<intent>\" --wait', or /mission from the board."
+        );
+        return Ok(0);
+    }
+    let mut rows = vec![row!["ID", "AGENT", "ENVELOPE", "STATUS", "AGE"]];
+    for m in &all {
+        rows.push(row![
+            m.id,
+            m.agent_name,
+            m.hitl_policy_name,
+            m.status,
+            age(clock::age_secs(m.created_at))
+        ]);
+    }
+    print!("{}", crate::table::render(&rows));
+    Ok(0)
+}
+
+pub(super) fn show(ctx: &Ctx, id: &str, json: bool) -> anyhow::Result<i32> {
+    let svc = missions(ctx)?;
+    let m = svc.resolve(id)?;
+    let reports = svc
+        .reports(&m.id, 200)
+        .map_err(|e| anyhow::anyhow!("failed to read reports for mission {:?}: {e}", m.id))?;
+    if json {
+        let mut v = serde_json::to_value(&m)?;
+        v["plan"] = serde_json::to_value(svc.plan(&m.id)?)?;
+        v["planRevisions"] = serde_json::to_value(svc.plan_revisions(&m.id)?)?;
+        v["reports"] = serde_json::to_value(&reports)?;
+        println!("{}", serde_json::to_string_pretty(&v)?);
+        return Ok(0);
+    }
+    let mut out = String::new();
+    let ago = |ms: i64| format!("{} ago", age(clock::age_secs(ms)));
+    writeln!(out, "Mission:   {}", m.id)?;
+    writeln!(out, "Intent:    {}", m.intent)?;
+    writeln!(out, "Agent:     {}", m.agent_name)?;
+    writeln!(out, "Envelope:  {}", m.hitl_policy_name)?;
+    writeln!(out, "Status:    {}", status_line(&m))?;
+    if let Some(s) = &m.session_id {
+        writeln!(out, "Session:   {s}")?;
+    }
+    if let Some(i) = &m.instance_id {
+        writeln!(out, "Instance:  {i}")?;
+    }
+    if let Some(p) = &m.parent_session_id {
+        writeln!(out, "Fired by:  session {p}")?;
+    }
+    if let Some(h) = m.last_heartbeat {
+        writeln!(out, "Heartbeat: {}", ago(h))?;
+    }
+    if let Some(e) = &m.last_error {
+        writeln!(out, "LastError: {e}")?;
+    }
+    if m.plan_revision > 0
+        && let Some(rev) = svc
+            .plan_revisions(&m.id)?
+            .into_iter()
+            .find(|r| r.revision == m.plan_revision)
+    {
+        writeln!(out, "Plan:      {}", rev.show_line())?;
+    }
+    writeln!(
+        out,
+        "Created:   {} ({})",
+        clock::rfc3339(m.created_at),
+        ago(m.created_at)
+    )?;
+    writeln!(
+        out,
+        "Updated:   {} ({})",
+        clock::rfc3339(m.updated_at),
+        ago(m.updated_at)
+    )?;
+    if reports.is_empty() {
+        write!(out, "\nNo reports filed yet.\n")?;
+    } else {
+        writeln!(
+            out,
+            "\nReports ({}, oldest first — full detail: missionboard mission reports {}):",
+            reports.len(),
+            m.id
+        )?;
+        out.push_str(&report_lines(&reports));
+    }
+    print!("{out}");
+    Ok(0)
+}
+
+/// `<status>[ — <reason>]`
+pub(super) fn status_line(m: &Mission) -> String {
+    match &m.status_reason {
+        Some(r) => format!("{} — {r}", m.status),
+        None => m.status.to_string(),
+    }
+}
+
+/// The short per-report lines `mission show` and `mission fire` print.
+pub(super) fn report_lines(reports: &[Report]) -> String {
+    let mut out = String::new();
+    for r in reports {
+        out.push_str(&format!("  [{}] {}\n", r.kind, r.summary));
+        if !r.refs.is_empty() {
+            out.push_str(&format!("        refs: {}\n", r.refs.join(", ")));
+        }
+        if let Some(w) = r.downgrade_warning() {
+            out.push_str(&format!("        ⚠ {w}\n"));
+        }
+    }
+    out
+}
+
+pub(super) fn reports(ctx: &Ctx, id: &str, json: bool) -> anyhow::Result<i32> {
+    let svc = missions(ctx)?;
+    let m = svc.resolve(id)?;
+    let reports = svc.reports(&m.id, 10_000)?;
+    if json {
+        println!("{}", serde_json::to_string_pretty(&reports)?);
+        return Ok(0);
+    }
+    let mut out = format!("Mission {} ({}): {}\n", m.id, m.status, m.intent);
+    if reports.is_empty() {
+        out.push_str("\nNo reports filed yet.\n");
+    }
+    for r in &reports {
+        out.push_str(&full_report(r));
+    }
+    print!("{out}");
+    Ok(0)
+}
+
+/// One report in full, preceded by a blank line (`mission reports`, `inbox show`).
+pub(super) fn full_report(r: &Report) -> String {
+    let mut out = format!("\n[{}] {}\n", r.kind, clock::rfc3339(r.created_at));
+    out.push_str(&format!("Summary: {}\n", r.summary));
+    out.push_str(&report_body(r));
+    out
+}
+
+/// Detail, refs and handover of a report.
+pub(super) fn report_body(r: &Report) -> String {
+    let mut out = String::new();
+    if !r.detail.trim().is_empty() {
+        out.push_str(&format!("Detail:\n{}\n", r.detail));
+    }
+    if !r.refs.is_empty() {
+        out.push_str(&format!("Refs: {}\n", r.refs.join(", ")));
+    }
+    if let Some(h) = &r.handover {
+        out.push_str("Handover:\n");
+        if !h.outcome.is_empty() {
+            out.push_str(&format!("  Outcome:  {}\n", h.outcome));
+        }
+        if !h.artifacts.is_empty() {
+            out.push_str(&format!("  Artifacts: {}\n", h.artifacts.join(", ")));
+        }
+        if !h.handover_for_next.is_empty() {
+            out.push_str(&format!("  For next: {}\n", h.handover_for_next));
+        }
+        if !h.caveats.is_empty() {
+            out.push_str(&format!("  Caveats:  {}\n", h.caveats));
+        }
+    }
+    out
+}
+
+pub(super) fn plan(ctx: &Ctx, id: &str, json: bool) -> anyhow::Result<i32> {
+    let svc = missions(ctx)?;
+    let m = svc.resolve(id)?;
+    let plan = svc.plan(&m.id)?;
+    let revisions = svc.plan_revisions(&m.id)?;
+    if json {
+        println!(
+            "{}",
+            serde_json::to_string_pretty(
+                &serde_json::json!({"plan": plan, "revisions": revisions})
+            )?
+        );
+        return Ok(0);
+    }
+    if plan.revision == 0 {
+        println!(
+            "Mission {} has no plan yet (revision 0) — no resident planner has run for this mission.",
+            m.id
+        );
+        return Ok(0);
+    }
+    let mut out = format!("Mission {} — plan revision {}\n", m.id, plan.revision);
+    if !plan.explanation.is_empty() {
+        out.push_str(&format!("Rationale: {}\n", plan.explanation));
+    }
+    out.push('\n');
+    let mut rows = vec![row!["STATUS", "PRIORITY", "ENTRY"]];
+    for e in &plan.entries {
+        rows.push(row![e.status, e.priority, e.content]);
+    }
+    out.push_str(&crate::table::render(&rows));
+    if !revisions.is_empty() {
+        out.push_str("\nRevision history (oldest first):\n");
+        for r in &revisions {
+            out.push_str(&format!("  {}\n", r.history_line()));
+        }
+    }
+    print!("{out}");
+    Ok(0)
+}
