@@ -4,6 +4,7 @@
 //! Each service module owns its tables and exposes a narrow API.
 
 pub mod agents;
+pub mod asks;
 pub mod bus;
 pub mod cli;
 pub mod clock;

@@ -25,6 +25,8 @@ const MIGRATIONS: &[&[&str]] = &[
         crate::mission::plan::SCHEMA_V2,
         crate::mission::inbox::SCHEMA_V2,
     ],
+    // v3: durable asks.
+    &[crate::asks::SCHEMA_V3],
 ];
 
 /// How long a write waits for another process's lock before it gives up.

@@ -2,6 +2,7 @@
 //! arguments here and calls one handler; handlers print and return an exit code.
 
 mod agent_cmd;
+mod approvals_cmd;
 mod config_cmd;
 mod doctor;
 mod inbox_cmd;
@@ -311,7 +312,6 @@ fn fail(e: &anyhow::Error) -> i32 {
 }
 
 fn run(ctx: &Ctx, command: Option<Command>, flags: BetaFlags) -> anyhow::Result<i32> {
-    let _ = &flags;
     match command {
         None => {
             if std::io::stdout().is_terminal() && std::io::stdin().is_terminal() {
@@ -331,7 +331,7 @@ fn run(ctx: &Ctx, command: Option<Command>, flags: BetaFlags) -> anyhow::Result<
                 not_built("firing and stopping missions")
             }
         },
-        Some(Command::Approvals(_)) => not_built("approvals"),
+        Some(Command::Approvals(c)) => approvals_cmd::run(ctx, c, &flags),
         Some(Command::Inbox(c)) => inbox_cmd::run(ctx, c),
         Some(Command::Config(c)) => config_cmd::run(ctx, c),
         Some(Command::Vet(a)) => vet::run(ctx, a),

@@ -1,0 +1,645 @@
+//! Durable asks: a unit's question for the operator, or a gated tool call waiting for
+//! a verdict. The row is written before anything waits on it or hears of it, and it
+//! becomes terminal exactly once, by a guarded `UPDATE … WHERE state = 'pending'`.
+//! Waiters poll the row (the answer may come from any process sharing the database)
+//! and are woken at once when the answer comes from their own process.
+
+use std::collections::HashMap;
+use std::fmt;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use rusqlite::{OptionalExtension, Row, params};
+use serde::Serialize;
+use serde_json::{Value, json};
+use tokio::sync::Notify;
+
+use crate::clock;
+use crate::store::{Store, StoreError};
+
+pub(crate) const SCHEMA_V3: &str = "
+CREATE TABLE asks (
+    id           TEXT PRIMARY KEY NOT NULL,
+    tools_name   TEXT NOT NULL,
+    tool_name    TEXT NOT NULL,
+    args_summary TEXT NOT NULL DEFAULT '',
+    diff         TEXT,
+    policy_name  TEXT NOT NULL DEFAULT '',
+    matched_rule INTEGER,
+    on_timeout   TEXT NOT NULL DEFAULT 'deny',
+    state        TEXT NOT NULL DEFAULT 'pending',
+    resolution   TEXT,
+    instance_id  TEXT NOT NULL DEFAULT '',
+    session_id   TEXT NOT NULL DEFAULT '',
+    agent_name   TEXT NOT NULL DEFAULT '',
+    mission_id   TEXT,
+    created_at   INTEGER NOT NULL,
+    expires_at   INTEGER NOT NULL,
+    resolved_at  INTEGER
+);
+CREATE INDEX asks_by_state_created ON asks (state, created_at);
+CREATE INDEX asks_by_state_expires ON asks (state, expires_at);
+CREATE INDEX asks_by_mission ON asks (mission_id, state);";
+
+/// The toolset/tool pair that marks a question (as opposed to a permission gate).
+pub const QUESTION_TOOLS: &str = "mission";
+pub const QUESTION_TOOL: &str = "mission_ask_attention";
+
+/// How often a waiter re-reads its row; an answer from another process reaches it
+/// within this interval.
+pub const POLL_INTERVAL: Duration = Duration::from_millis(100);
+
+/// Where an ask stands.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum AskState {
+    Pending,
+    Approved,
+    Denied,
+    Expired,
+}
+
+impl AskState {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            AskState::Pending => "pending",
+            AskState::Approved => "approved",
+            AskState::Denied => "denied",
+            AskState::Expired => "expired",
+        }
+    }
+
+    fn parse(s: &str) -> AskState {
+        match s {
+            "approved" => AskState::Approved,
+            "denied" => AskState::Denied,
+            "expired" => AskState::Expired,
+            _ => AskState::Pending,
+        }
+    }
+}
+
+/// One ask row.
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Ask {
+    pub id: String,
+    pub tools_name: String,
+    pub tool_name: String,
+    pub args_summary: String,
+    /// A permission's diff, or a question's long-form detail.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub diff: Option<String>,
+    pub policy_name: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub matched_rule: Option<i64>,
+    pub on_timeout: String,
+    pub state: AskState,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub resolution: Option<Value>,
+    pub instance_id: String,
+    pub session_id: String,
+    pub agent_name: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub mission_id: Option<String>,
+    #[serde(serialize_with = "clock::ser_rfc3339")]
+    pub created_at: i64,
+    /// 0 means no deadline.
+    pub expires_at: i64,
+    #[serde(
+        skip_serializing_if = "Option::is_none",
+        serialize_with = "clock::ser_opt_rfc3339"
+    )]
+    pub resolved_at: Option<i64>,
+}
+
+impl Ask {
+    /// A question (it takes words), not a permission gate (it takes a verdict).
+    pub fn is_question(&self) -> bool {
+        self.tools_name == QUESTION_TOOLS && self.tool_name == QUESTION_TOOL
+    }
+
+    pub fn kind(&self) -> &'static str {
+        if self.is_question() {
+            "question"
+        } else {
+            "permission"
+        }
+    }
+
+    /// The answer text, if a question was answered.
+    pub fn answer(&self) -> Option<&str> {
+        self.resolution.as_ref()?.get("answer")?.as_str()
+    }
+
+    /// Which agent answered (`None` for a human answer, a pending row or a permission).
+    pub fn answered_by(&self) -> Option<&str> {
+        self.resolution.as_ref()?.get("answeredBy")?.as_str()
+    }
+
+    /// The verdict of a resolved permission (expired and abandoned rows read as false).
+    pub fn approved(&self) -> Option<bool> {
+        if self.state == AskState::Pending {
+            return None;
+        }
+        Some(
+            self.resolution
+                .as_ref()
+                .and_then(|r| r.get("approved"))
+                .and_then(Value::as_bool)
+                .unwrap_or(false),
+        )
+    }
+
+    pub fn is_pending(&self) -> bool {
+        self.state == AskState::Pending
+    }
+}
+
+/// What a raiser supplies.
+#[derive(Debug, Clone, Default)]
+pub struct NewAsk {
+    /// Caller-chosen id (e.g. a tool-call id); blank mints one.
+    pub id: String,
+    pub tools_name: String,
+    pub tool_name: String,
+    pub args_summary: String,
+    pub diff: Option<String>,
+    pub policy_name: String,
+    pub matched_rule: Option<i64>,
+    /// Stored `deny` when blank.
+    pub on_timeout: String,
+    pub instance_id: String,
+    pub session_id: String,
+    pub agent_name: String,
+    pub mission_id: Option<String>,
+    /// `None`: no deadline.
+    pub wait: Option<Duration>,
+}
+
+/// Why a resolution did not land.
+#[derive(Debug)]
+pub enum AskError {
+    NotFound(String),
+    AlreadyResolved(String),
+    Expired { id: String, on_timeout: String },
+    Invalid(String),
+    Store(StoreError),
+}
+
+impl fmt::Display for AskError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            AskError::NotFound(id) => write!(
+                f,
+                "no ask {id:?} exists — 'missionboard approvals list' shows what is pending"
+            ),
+            AskError::AlreadyResolved(id) => write!(
+                f,
+                "ask {id} was already answered — a verdict is recorded exactly once"
+            ),
+            AskError::Expired { id, on_timeout } => write!(
+                f,
+                "ask {id} expired before this answer; its on-timeout verdict ({on_timeout}) already applied"
+            ),
+            AskError::Invalid(m) => f.write_str(m),
+            AskError::Store(e) => e.fmt(f),
+        }
+    }
+}
+
+impl std::error::Error for AskError {}
+
+impl From<StoreError> for AskError {
+    fn from(e: StoreError) -> Self {
+        AskError::Store(e)
+    }
+}
+
+/// The ask service. Clones share the in-process waiter table.
+#[derive(Clone)]
+pub struct Asks {
+    store: Store,
+    waiters: Arc<Mutex<HashMap<String, Arc<Notify>>>>,
+}
+
+const COLUMNS: &str = "id, tools_name, tool_name, args_summary, diff, policy_name, matched_rule, on_timeout, state, resolution, instance_id, session_id, agent_name, mission_id, created_at, expires_at, resolved_at";
+
+fn from_row(r: &Row<'_>) -> rusqlite::Result<Ask> {
+    let resolution: Option<String> = r.get(9)?;
+    Ok(Ask {
+        id: r.get(0)?,
+        tools_name: r.get(1)?,
+        tool_name: r.get(2)?,
+        args_summary: r.get(3)?,
+        diff: r.get(4)?,
+        policy_name: r.get(5)?,
+        matched_rule: r.get(6)?,
+        on_timeout: r.get(7)?,
+        state: AskState::parse(&r.get::<_, String>(8)?),
+        resolution: resolution.and_then(|s| serde_json::from_str(&s).ok()),
+        instance_id: r.get(10)?,
+        session_id: r.get(11)?,
+        agent_name: r.get(12)?,
+        mission_id: r.get(13)?,
+        created_at: r.get(14)?,
+        expires_at: r.get(15)?,
+        resolved_at: r.get(16)?,
+    })
+}
+
+/// One line, at most 96 characters: what the table and the board show of a call.
+pub fn one_line_summary(text: &str) -> String {
+    let flat: String = text
+        .chars()
+        .map(|c| if c == '\n' || c == '\r' { ' ' } else { c })
+        .collect();
+    if flat.chars().count() > 96 {
+        let cut: String = flat.chars().take(95).collect();
+        format!("{cut}...")
+    } else {
+        flat
+    }
+}
+
+impl Asks {
+    pub fn new(store: Store) -> Self {
+        Asks {
+            store,
+            waiters: Arc::default(),
+        }
+    }
+
+    /// Write a pending ask. Nothing waits on or announces an ask before this returns.
+    pub fn raise(&self, new: NewAsk) -> Result<Ask, AskError> {
+        let id = if new.id.trim().is_empty() {
+            uuid::Uuid::new_v4().to_string()
+        } else {
+            new.id.trim().to_string()
+        };
+        let now = clock::now_ms();
+        let expires_at = new.wait.map_or(0, |w| now + w.as_millis() as i64);
+        let on_timeout = if new.on_timeout.trim().is_empty() {
+            "deny".to_string()
+        } else {
+            new.on_timeout.trim().to_string()
+        };
+        self.store.with(|c| {
+            c.execute(
+                &format!("INSERT INTO asks ({COLUMNS}) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, 'pending', NULL, ?9, ?10, ?11, ?12, ?13, ?14, NULL)"),
+                params![
+                    id, new.tools_name, new.tool_name, new.args_summary,
+                    new.diff.filter(|d| !d.trim().is_empty()),
+                    new.policy_name, new.matched_rule, on_timeout, new.instance_id,
+                    new.session_id, new.agent_name, new.mission_id, now, expires_at
+                ],
+            )
+        })?;
+        self.require(&id)
+    }
+
+    pub fn get(&self, id: &str) -> Result<Option<Ask>, AskError> {
+        Ok(self.store.with(|c| {
+            c.query_row(
+                &format!("SELECT {COLUMNS} FROM asks WHERE id = ?1"),
+                params![id],
+                from_row,
+            )
+            .optional()
+        })?)
+    }
+
+    pub fn require(&self, id: &str) -> Result<Ask, AskError> {
+        self.get(id)?
+            .ok_or_else(|| AskError::NotFound(id.to_string()))
+    }
+
+    /// Pending asks, newest first.
+    pub fn pending(&self, limit: usize) -> Result<Vec<Ask>, AskError> {
+        self.query(
+            "WHERE state = 'pending' ORDER BY created_at DESC, id DESC LIMIT ?1",
+            params![limit as i64],
+        )
+    }
+
+    /// A mission's asks, newest first, any state.
+    pub fn for_mission(&self, mission_id: &str, limit: usize) -> Result<Vec<Ask>, AskError> {
+        self.query(
+            "WHERE mission_id = ?1 ORDER BY created_at DESC, id DESC LIMIT ?2",
+            params![mission_id, limit as i64],
+        )
+    }
+
+    /// How many asks of each mission are pending (the board's column).
+    pub fn pending_counts(&self) -> Result<HashMap<String, i64>, AskError> {
+        Ok(self.store.with(|c| {
+            let mut s = c.prepare_cached(
+                "SELECT mission_id, COUNT(*) FROM asks WHERE state = 'pending' AND mission_id IS NOT NULL GROUP BY mission_id",
+            )?;
+            s.query_map([], |r| Ok((r.get(0)?, r.get(1)?)))?.collect()
+        })?)
+    }
+
+    fn query(&self, tail: &str, p: impl rusqlite::Params) -> Result<Vec<Ask>, AskError> {
+        Ok(self.store.with(|c| {
+            let mut s = c.prepare_cached(&format!("SELECT {COLUMNS} FROM asks {tail}"))?;
+            s.query_map(p, from_row)?.collect()
+        })?)
+    }
+
+    /// A human's words for a question.
+    pub fn answer(&self, id: &str, text: &str) -> Result<Ask, AskError> {
+        let text = text.trim();
+        if text.is_empty() {
+            return Err(AskError::Invalid("an answer needs words".into()));
+        }
+        self.resolve(id, AskState::Approved, json!({ "answer": text }))
+    }
+
+    /// A verdict on a permission gate.
+    pub fn respond(&self, id: &str, approved: bool) -> Result<Ask, AskError> {
+        let state = if approved {
+            AskState::Approved
+        } else {
+            AskState::Denied
+        };
+        self.resolve(id, state, json!({ "approved": approved }))
+    }
+
+    /// The guarded resolution: lands only on a pending, unexpired row. A miss is told
+    /// apart by re-reading the row.
+    pub fn resolve(&self, id: &str, state: AskState, resolution: Value) -> Result<Ask, AskError> {
+        let now = clock::now_ms();
+        let changed = self.store.with(|c| {
+            c.execute(
+                "UPDATE asks SET state = ?2, resolution = ?3, resolved_at = ?4
+                 WHERE id = ?1 AND state = 'pending' AND (expires_at = 0 OR expires_at > ?4)",
+                params![id, state.as_str(), resolution.to_string(), now],
+            )
+        })?;
+        if changed == 1 {
+            self.wake(id);
+            return self.require(id);
+        }
+        let row = self.require(id)?;
+        match row.state {
+            // Pending but past its deadline: apply its on-timeout verdict now.
+            AskState::Pending => {
+                self.sweep_expired()?;
+                Err(AskError::Expired {
+                    id: id.to_string(),
+                    on_timeout: row.on_timeout,
+                })
+            }
+            AskState::Expired => Err(AskError::Expired {
+                id: id.to_string(),
+                on_timeout: row.on_timeout,
+            }),
+            _ => Err(AskError::AlreadyResolved(id.to_string())),
+        }
+    }
+
+    /// Resolve every pending ask past its deadline to its on-timeout verdict (always a
+    /// denial: `allow` is refused at load), at most 200 per call. Returns the rows.
+    pub fn sweep_expired(&self) -> Result<Vec<Ask>, AskError> {
+        let now = clock::now_ms();
+        let due = self.query(
+            "WHERE state = 'pending' AND expires_at > 0 AND expires_at <= ?1 ORDER BY expires_at LIMIT 200",
+            params![now],
+        )?;
+        let mut swept = Vec::new();
+        for a in due {
+            let changed = self.store.with(|c| {
+                c.execute(
+                    "UPDATE asks SET state = 'expired', resolution = ?2, resolved_at = ?3
+                     WHERE id = ?1 AND state = 'pending'",
+                    params![
+                        a.id,
+                        json!({"approved": a.on_timeout == "allow"}).to_string(),
+                        now
+                    ],
+                )
+            })?;
+            if changed == 1 {
+                self.wake(&a.id);
+                swept.push(self.require(&a.id)?);
+            }
+        }
+        Ok(swept)
+    }
+
+    /// Deny every pending ask of a mission (`mission stop`); returns the closed ids.
+    /// Rows resolved concurrently are skipped, never overwritten.
+    pub fn abandon_mission(&self, mission_id: &str) -> Result<Vec<String>, AskError> {
+        let pending = self.query(
+            "WHERE mission_id = ?1 AND state = 'pending' LIMIT 1000",
+            params![mission_id],
+        )?;
+        let mut closed = Vec::new();
+        for a in pending {
+            let changed = self.store.with(|c| {
+                c.execute(
+                    "UPDATE asks SET state = 'denied', resolution = ?2, resolved_at = ?3
+                     WHERE id = ?1 AND state = 'pending'",
+                    params![
+                        a.id,
+                        json!({"approved": false}).to_string(),
+                        clock::now_ms()
+                    ],
+                )
+            })?;
+            if changed == 1 {
+                self.wake(&a.id);
+                closed.push(a.id);
+            }
+        }
+        Ok(closed)
+    }
+
+    /// Wait until the ask is resolved or `deadline` passes. Returns the row as last
+    /// read: resolved, or still pending at the deadline.
+    pub async fn wait(&self, id: &str, deadline: Option<Instant>) -> Result<Ask, AskError> {
+        let notify = self.waiter(id);
+        let result = loop {
+            let notified = notify.notified();
+            let row = self.require(id)?;
+            if !row.is_pending() {
+                break Ok(row);
+            }
+            if row.expires_at > 0 && row.expires_at <= clock::now_ms() {
+                self.sweep_expired()?;
+                continue;
+            }
+            let mut sleep = POLL_INTERVAL;
+            if let Some(d) = deadline {
+                let left = d.saturating_duration_since(Instant::now());
+                if left.is_zero() {
+                    break Ok(row);
+                }
+                sleep = sleep.min(left);
+            }
+            tokio::select! {
+                _ = notified => {}
+                _ = tokio::time::sleep(sleep) => {}
+            }
+        };
+        self.drop_waiter(id, &notify);
+        result
+    }
+
+    /// Is a waiter for this ask parked in this process?
+    pub fn has_waiter(&self, id: &str) -> bool {
+        self.waiters.lock().unwrap().contains_key(id)
+    }
+
+    fn waiter(&self, id: &str) -> Arc<Notify> {
+        self.waiters
+            .lock()
+            .unwrap()
+            .entry(id.to_string())
+            .or_default()
+            .clone()
+    }
+
+    fn drop_waiter(&self, id: &str, notify: &Arc<Notify>) {
+        let mut w = self.waiters.lock().unwrap();
+        // Only the last waiter of this ask removes the entry.
+        if w.get(id).is_some_and(|n| Arc::ptr_eq(n, notify)) && Arc::strong_count(notify) <= 2 {
+            w.remove(id);
+        }
+    }
+
+    fn wake(&self, id: &str) {
+        if let Some(n) = self.waiters.lock().unwrap().get(id) {
+            n.notify_waiters();
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn asks() -> (tempfile::TempDir, Asks) {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open(&dir.path().join("board.db")).unwrap();
+        (dir, Asks::new(store))
+    }
+
+    fn question(a: &Asks, wait: Option<Duration>) -> Ask {
+        a.raise(NewAsk {
+            tools_name: QUESTION_TOOLS.into(),
+            tool_name: QUESTION_TOOL.into(),
+            args_summary: "Rename the env var too?".into(),
+            mission_id: Some("m1".into()),
+            wait,
+            ..Default::default()
+        })
+        .unwrap()
+    }
+
+    #[test]
+    fn a_row_is_terminal_exactly_once() {
+        let (_d, a) = asks();
+        let q = question(&a, None);
+        assert!(q.is_question() && q.is_pending() && q.expires_at == 0);
+        let done = a.answer(&q.id, "yes").unwrap();
+        assert_eq!(done.answer(), Some("yes"));
+        assert_eq!(done.answered_by(), None);
+        assert!(matches!(
+            a.answer(&q.id, "no").unwrap_err(),
+            AskError::AlreadyResolved(_)
+        ));
+        assert!(matches!(
+            a.respond("missing", true).unwrap_err(),
+            AskError::NotFound(_)
+        ));
+        assert_eq!(a.require(&q.id).unwrap().answer(), Some("yes"));
+    }
+
+    #[test]
+    fn concurrent_answers_land_once() {
+        let (_d, a) = asks();
+        let q = question(&a, None);
+        let results: Vec<_> = (0..8)
+            .map(|i| {
+                let a = a.clone();
+                let id = q.id.clone();
+                std::thread::spawn(move || a.answer(&id, &format!("answer {i}")).is_ok())
+            })
+            .map(|h| h.join().unwrap())
+            .collect();
+        assert_eq!(results.iter().filter(|ok| **ok).count(), 1);
+    }
+
+    #[test]
+    fn expiry_applies_the_on_timeout_verdict_and_refuses_late_answers() {
+        let (_d, a) = asks();
+        let q = question(&a, Some(Duration::from_millis(1)));
+        std::thread::sleep(Duration::from_millis(5));
+        let err = a.answer(&q.id, "late").unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            format!(
+                "ask {} expired before this answer; its on-timeout verdict (deny) already applied",
+                q.id
+            )
+        );
+        let row = a.require(&q.id).unwrap();
+        assert_eq!(row.state, AskState::Expired);
+        assert_eq!(row.approved(), Some(false));
+    }
+
+    #[tokio::test]
+    async fn a_waiter_wakes_on_an_answer_from_another_handle() {
+        let (dir, a) = asks();
+        let q = question(&a, None);
+        // A second store on the same file stands in for another process.
+        let other = Asks::new(Store::open(&dir.path().join("board.db")).unwrap());
+        let id = q.id.clone();
+        let t = tokio::spawn(async move {
+            tokio::time::sleep(Duration::from_millis(50)).await;
+            other.answer(&id, "go ahead").unwrap();
+        });
+        let got = a
+            .wait(&q.id, Some(Instant::now() + Duration::from_secs(10)))
+            .await
+            .unwrap();
+        t.await.unwrap();
+        assert_eq!(got.answer(), Some("go ahead"));
+        assert!(!a.has_waiter(&q.id));
+    }
+
+    #[tokio::test]
+    async fn a_wait_with_a_deadline_returns_the_pending_row() {
+        let (_d, a) = asks();
+        let q = question(&a, None);
+        let got = a
+            .wait(&q.id, Some(Instant::now() + Duration::from_millis(30)))
+            .await
+            .unwrap();
+        assert!(got.is_pending());
+    }
+
+    #[test]
+    fn abandoning_a_mission_denies_only_its_pending_asks() {
+        let (_d, a) = asks();
+        let q1 = question(&a, None);
+        let q2 = question(&a, None);
+        a.answer(&q2.id, "done").unwrap();
+        let closed = a.abandon_mission("m1").unwrap();
+        assert_eq!(closed, vec![q1.id.clone()]);
+        assert_eq!(a.require(&q1.id).unwrap().state, AskState::Denied);
+        assert_eq!(a.require(&q2.id).unwrap().answer(), Some("done"));
+        assert!(a.pending(50).unwrap().is_empty());
+    }
+
+    #[test]
+    fn summaries_are_one_line_and_bounded() {
+        assert_eq!(one_line_summary("a\nb"), "a b");
+        let long = "x".repeat(100);
+        let s = one_line_summary(&long);
+        assert_eq!(s.chars().count(), 98);
+        assert!(s.ends_with("..."));
+    }
+}

@@ -1,0 +1,133 @@
+//! `missionboard approvals list|respond`.
+
+use super::{ApprovalsCmd, BetaFlags, Ctx};
+use crate::asks::{Ask, Asks};
+use crate::clock;
+use crate::duration::age;
+use crate::row;
+
+pub(super) fn run(ctx: &Ctx, cmd: ApprovalsCmd, flags: &BetaFlags) -> anyhow::Result<i32> {
+    match cmd {
+        ApprovalsCmd::List { limit } => list(ctx, limit.min(1000)),
+        ApprovalsCmd::Respond {
+            id,
+            approve,
+            deny,
+            answer,
+        } => respond(ctx, &id, approve, deny, answer, flags.as_agent.as_deref()),
+    }
+}
+
+fn list(ctx: &Ctx, limit: usize) -> anyhow::Result<i32> {
+    let asks = Asks::new(ctx.store()?);
+    let swept = asks.sweep_expired()?;
+    if !swept.is_empty() {
+        println!(
+            "Swept {} expired ask(s) to their on-timeout verdict.\n",
+            swept.len()
+        );
+    }
+    let pending = asks.pending(limit)?;
+    if pending.is_empty() {
+        println!(
+            "No pending asks. Gated tool calls and mission questions land here when nobody is watching the session."
+        );
+        return Ok(0);
+    }
+    let now = clock::now_ms();
+    let mut rows = vec![row![
+        "ID",
+        "KIND",
+        "TOOL",
+        "SUMMARY",
+        "MISSION",
+        "AGE",
+        "EXPIRES-IN"
+    ]];
+    for a in &pending {
+        rows.push(row![
+            a.id,
+            a.kind(),
+            format!("{}.{}", a.tools_name, a.tool_name),
+            a.args_summary,
+            a.mission_id.as_deref().unwrap_or(""),
+            age(clock::age_secs(a.created_at)),
+            expires_in(a, now)
+        ]);
+    }
+    print!("{}", crate::table::render(&rows));
+    for a in pending.iter().filter(|a| a.diff.is_some()) {
+        println!("\nDiff for {}:\n{}", a.id, a.diff.as_deref().unwrap_or(""));
+    }
+    println!(
+        "\nAnswer with 'missionboard approvals respond <id> --approve|--deny' or '--answer \"...\"' for a question."
+    );
+    Ok(0)
+}
+
+/// `never` for an ask with no deadline, else the time left.
+pub(super) fn expires_in(a: &Ask, now_ms: i64) -> String {
+    if a.expires_at == 0 {
+        "never".into()
+    } else {
+        age((a.expires_at - now_ms).div_euclid(1000))
+    }
+}
+
+fn respond(
+    ctx: &Ctx,
+    ids: &[String],
+    approve: bool,
+    deny: bool,
+    answer: Option<String>,
+    as_agent: Option<&str>,
+) -> anyhow::Result<i32> {
+    if as_agent.is_some_and(|n| n.trim().is_empty()) {
+        anyhow::bail!("--as-agent requires a non-empty agent name");
+    }
+    let id = match ids {
+        [] => anyhow::bail!(
+            "respond takes exactly one ask id — 'missionboard approvals list' shows what is pending"
+        ),
+        [id] => id.as_str(),
+        more => anyhow::bail!("accepts at most 1 arg(s), received {}", more.len()),
+    };
+    let answer = answer.filter(|a| !a.trim().is_empty());
+    if [approve, deny, answer.is_some()]
+        .iter()
+        .filter(|b| **b)
+        .count()
+        != 1
+    {
+        anyhow::bail!("exactly one of --approve, --deny, or --answer is required");
+    }
+    if as_agent.is_some() && answer.is_none() {
+        anyhow::bail!("--as-agent attributes a question's answer; pair it with --answer \"...\"");
+    }
+    let asks = Asks::new(ctx.store()?);
+    let ask = asks.require(id)?;
+    if ask.is_question() && answer.is_none() {
+        anyhow::bail!(
+            "ask {id} is a QUESTION ({}) — answer it with --answer \"your words\", not a yes/no verdict",
+            ask.args_summary
+        );
+    }
+    if !ask.is_question() && answer.is_some() {
+        anyhow::bail!(
+            "ask {id} is a permission ask ({}.{}) — it takes --approve or --deny, not text",
+            ask.tools_name,
+            ask.tool_name
+        );
+    }
+    if as_agent.is_some() {
+        anyhow::bail!("--as-agent answers are not built yet in this version of missionboard");
+    }
+    match &answer {
+        Some(text) => asks.answer(id, text)?,
+        None => asks.respond(id, approve)?,
+    };
+    println!(
+        "Verdict recorded for {id}. Nothing was checkpointed under it, so nothing resumed here — the run that raised it is watching this row in its own process and carries on there, if it is still up."
+    );
+    Ok(0)
+}
