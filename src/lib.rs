@@ -11,6 +11,7 @@ pub mod clock;
 pub mod config;
 pub mod duration;
 pub mod envelope;
+pub mod fleet;
 pub mod logging;
 pub mod mission;
 pub mod paths;

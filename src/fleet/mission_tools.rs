@@ -1,0 +1,451 @@
+//! What the four mission tools do for one mission. The MCP server in `tools` carries
+//! the calls; this is where they meet the mission and ask services. Arguments may
+//! arrive as native JSON or as strings (some agents stringify everything).
+
+use std::time::{Duration, Instant};
+
+use serde_json::{Map, Value, json};
+
+use crate::asks::{Asks, NewAsk, QUESTION_TOOL, QUESTION_TOOLS};
+use crate::mission::report::{downgrade_paragraph, missing_claims, quoted_list};
+use crate::mission::{Handover, Missions, PlanEntry, ReportInput, Status, subjects};
+
+/// The mission a tool call speaks for, and the services it writes through.
+#[derive(Clone)]
+pub struct MissionToolCalls {
+    pub mission_id: String,
+    pub missions: Missions,
+    pub asks: Asks,
+    /// The unit's working directory: relative claimed artifacts are checked against it.
+    pub workdir: String,
+    pub agent_name: String,
+    pub session_id: String,
+    /// How long a question waits when nobody answers (`None`: until answered).
+    pub ask_ceiling: Option<Duration>,
+}
+
+type ToolResult = Result<String, String>;
+
+impl MissionToolCalls {
+    /// Dispatch one call by tool name.
+    pub async fn call(&self, tool: &str, args: Map<String, Value>) -> ToolResult {
+        match tool {
+            "mission_report" => self.report(&args),
+            "mission_plan" => self.plan(&args),
+            "mission_ask_attention" => self.ask(&args).await,
+            "mission_finish" => self.finish(&args),
+            other => Err(format!(
+                "missiontools: unknown tool {other:?} (want mission_report, mission_ask_attention, mission_plan or mission_finish)"
+            )),
+        }
+    }
+
+    fn heartbeat(&self) {
+        if let Err(e) = self.missions.heartbeat(&self.mission_id) {
+            tracing::warn!(mission = %self.mission_id, "heartbeat failed: {e}");
+        }
+    }
+
+    fn report(&self, args: &Map<String, Value>) -> ToolResult {
+        let mut input = ReportInput {
+            kind: text(args, "kind"),
+            summary: text(args, "summary"),
+            detail: text(args, "detail"),
+            refs: string_list(args.get("refs")),
+            handover: handover(args.get("handover"))?,
+        };
+        let mut downgraded = Vec::new();
+        if input.kind.trim() == "result" {
+            downgraded = missing_claims(&input.refs, input.handover.as_ref(), &self.workdir);
+            if !downgraded.is_empty() {
+                input.kind = "progress".into();
+                let warning = downgrade_paragraph(&downgraded);
+                input.detail = if input.detail.trim().is_empty() {
+                    warning
+                } else {
+                    format!("{}\n\n{warning}", input.detail.trim_end())
+                };
+            }
+        }
+        let report = self
+            .missions
+            .add_report(&self.mission_id, input)
+            .map_err(|e| format!("missiontools: file report: {e}"))?;
+        self.heartbeat();
+        let mut out = format!("recorded {} report {:?}", report.kind, report.id);
+        if !downgraded.is_empty() {
+            out.push_str(&format!(
+                " (downgraded from result: claimed artifacts not found: {})",
+                quoted_list(&downgraded)
+            ));
+        }
+        Ok(out)
+    }
+
+    fn plan(&self, args: &Map<String, Value>) -> ToolResult {
+        let entries = match args.get("entries") {
+            None | Some(Value::Null) => {
+                return Err(
+                    "missiontools: mission_plan requires an 'entries' array (a full snapshot of the plan)"
+                        .into(),
+                );
+            }
+            Some(Value::String(s)) => serde_json::from_str::<Vec<Value>>(s).map_err(|e| {
+                format!("missiontools: mission_plan 'entries' must be a JSON array: {e}")
+            })?,
+            Some(Value::Array(a)) => a.clone(),
+            Some(other) => {
+                return Err(format!(
+                    "missiontools: mission_plan 'entries' must be a JSON array: got {other}"
+                ));
+            }
+        };
+        let entries: Vec<PlanEntry> = entries
+            .iter()
+            .map(|e| {
+                let field = |k: &str| e.get(k).map(value_text).unwrap_or_default();
+                PlanEntry {
+                    id: field("id"),
+                    content: field("content"),
+                    status: field("status"),
+                    priority: field("priority"),
+                }
+            })
+            .collect();
+        let plan = self
+            .missions
+            .set_plan(
+                &self.mission_id,
+                entries,
+                &text(args, "explanation"),
+                "tool",
+            )
+            .map_err(|e| format!("missiontools: set plan: {e}"))?;
+        self.heartbeat();
+        Ok(serde_json::to_string(&plan).unwrap_or_default())
+    }
+
+    async fn ask(&self, args: &Map<String, Value>) -> ToolResult {
+        let summary = text(args, "summary");
+        if summary.trim().is_empty() {
+            return Err("missiontools: mission_ask_attention requires a summary".into());
+        }
+        let detail = text(args, "detail");
+        self.heartbeat();
+        let unanswered = match self.raise_and_wait(&summary, &detail).await {
+            Ok(Some(answer)) => {
+                self.heartbeat();
+                return Ok(answer);
+            }
+            Ok(None) => "nobody answered before the ask closed".to_string(),
+            Err(e) => e,
+        };
+        self.file_unanswered(&summary, &detail, &unanswered)
+    }
+
+    /// Raise the durable question, announce it, and wait. `Ok(None)` when it closed
+    /// without words (denied, expired, closed by a stop).
+    async fn raise_and_wait(&self, summary: &str, detail: &str) -> Result<Option<String>, String> {
+        let ask = self
+            .asks
+            .raise(NewAsk {
+                tools_name: QUESTION_TOOLS.into(),
+                tool_name: QUESTION_TOOL.into(),
+                args_summary: summary.trim().to_string(),
+                diff: Some(detail.trim().to_string()),
+                agent_name: self.agent_name.clone(),
+                session_id: self.session_id.clone(),
+                mission_id: Some(self.mission_id.clone()),
+                wait: self.ask_ceiling,
+                ..Default::default()
+            })
+            .map_err(|e| e.to_string())?;
+        let mission = self.missions.get(&self.mission_id).ok().flatten();
+        self.missions.publish(
+            subjects::ATTENTION_ASKED,
+            json!({
+                "missionId": self.mission_id,
+                "askId": ask.id,
+                "agentName": self.agent_name,
+                "intent": mission.map(|m| m.intent),
+                "summary": ask.args_summary,
+                "detail": ask.diff,
+            }),
+        );
+        let deadline = self.ask_ceiling.map(|c| Instant::now() + c);
+        let row = self
+            .asks
+            .wait(&ask.id, deadline)
+            .await
+            .map_err(|e| e.to_string())?;
+        Ok(row.answer().map(str::to_string))
+    }
+
+    /// Nobody answered: the question becomes a blocker report and the unit carries on.
+    fn file_unanswered(&self, summary: &str, detail: &str, why: &str) -> ToolResult {
+        let note = format!("(the unit asked for a decision and got no answer: {why})");
+        let detail = if detail.trim().is_empty() {
+            note
+        } else {
+            format!("{}\n\n{note}", detail.trim_end())
+        };
+        self.missions
+            .add_report(
+                &self.mission_id,
+                ReportInput {
+                    kind: "blocker".into(),
+                    summary: crate::asks::one_line_summary(summary.trim()),
+                    detail,
+                    ..Default::default()
+                },
+            )
+            .map_err(|e| format!("missiontools: file report: {e}"))?;
+        self.heartbeat();
+        Ok("attention requested (recorded as blocker — nobody answered)".into())
+    }
+
+    fn finish(&self, args: &Map<String, Value>) -> ToolResult {
+        let status = text(args, "status");
+        let status = status.trim();
+        if status.is_empty() {
+            return Err(
+                "missiontools: mission_finish requires a status (landed|derailed|stuck|abandoned)"
+                    .into(),
+            );
+        }
+        let Some(st) = Status::parse(status).filter(|s| s.is_terminal()) else {
+            return Err(format!(
+                "missiontools: finish mission: cannot finish mission {:?} as {status:?}: a terminal status is required (landed|derailed|stuck|abandoned)",
+                self.mission_id
+            ));
+        };
+        let done = self
+            .missions
+            .finish(&self.mission_id, st, &text(args, "reason"))
+            .map_err(|e| format!("missiontools: finish mission: {e}"))?;
+        self.heartbeat();
+        Ok(format!("mission finished as {}", done.mission.status))
+    }
+}
+
+/// A string argument; non-strings are rendered as JSON text, absent is empty.
+fn text(args: &Map<String, Value>, key: &str) -> String {
+    args.get(key).map(value_text).unwrap_or_default()
+}
+
+fn value_text(v: &Value) -> String {
+    match v {
+        Value::String(s) => s.clone(),
+        Value::Null => String::new(),
+        other => other.to_string(),
+    }
+}
+
+/// `refs`: a JSON array, or a string split on commas and newlines.
+fn string_list(v: Option<&Value>) -> Vec<String> {
+    let items: Vec<String> = match v {
+        Some(Value::Array(a)) => a.iter().map(value_text).collect(),
+        Some(Value::String(s)) => s.split([',', '\n']).map(str::to_string).collect(),
+        _ => vec![],
+    };
+    items
+        .into_iter()
+        .map(|s| s.trim().to_string())
+        .filter(|s| !s.is_empty())
+        .collect()
+}
+
+fn handover(v: Option<&Value>) -> Result<Option<Handover>, String> {
+    let obj = match v {
+        None | Some(Value::Null) => return Ok(None),
+        Some(Value::String(s)) if s.trim().is_empty() => return Ok(None),
+        Some(Value::String(s)) => serde_json::from_str::<Value>(s).map_err(|e| {
+            format!("missiontools: mission_report 'handover' must be a JSON object: {e}")
+        })?,
+        Some(other) => other.clone(),
+    };
+    let shape = |detail: String| {
+        format!(
+            "missiontools: mission_report 'handover' must be a {{outcome, artifacts, handoverForNext, caveats}} object: {detail}"
+        )
+    };
+    let Value::Object(map) = obj else {
+        return Err(shape(format!("got {obj}")));
+    };
+    let field = |k: &str| map.get(k).map(value_text).unwrap_or_default();
+    Ok(Some(Handover {
+        outcome: field("outcome"),
+        artifacts: string_list(map.get("artifacts")),
+        handover_for_next: field("handoverForNext"),
+        caveats: field("caveats"),
+    }))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::mission::NewMission;
+    use crate::store::Store;
+
+    fn calls() -> (tempfile::TempDir, MissionToolCalls) {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open(&dir.path().join("board.db")).unwrap();
+        let missions = Missions::new(store.clone());
+        let m = missions
+            .create(NewMission {
+                intent: "do it".into(),
+                agent_name: "stub".into(),
+                policy_name: "default".into(),
+                ..Default::default()
+            })
+            .unwrap();
+        let wd = dir.path().to_str().unwrap().to_string();
+        (
+            dir,
+            MissionToolCalls {
+                mission_id: m.id,
+                missions,
+                asks: Asks::new(store),
+                workdir: wd,
+                agent_name: "stub".into(),
+                session_id: "s".into(),
+                ask_ceiling: Some(Duration::from_secs(5)),
+            },
+        )
+    }
+
+    fn args(v: Value) -> Map<String, Value> {
+        v.as_object().unwrap().clone()
+    }
+
+    #[tokio::test]
+    async fn a_result_naming_a_missing_artifact_is_downgraded() {
+        let (dir, c) = calls();
+        std::fs::write(dir.path().join("real.md"), "x").unwrap();
+        let out = c
+            .call(
+                "mission_report",
+                args(json!({"kind":"result","summary":"done","refs":"real.md, notes/missing.md"})),
+            )
+            .await
+            .unwrap();
+        assert!(out.starts_with("recorded progress report \""), "{out}");
+        assert!(
+            out.ends_with(
+                " (downgraded from result: claimed artifacts not found: \"notes/missing.md\")"
+            ),
+            "{out}"
+        );
+        let r = &c.missions.reports(&c.mission_id, 10).unwrap()[0];
+        assert_eq!(r.refs, ["real.md", "notes/missing.md"]);
+        assert!(r.downgrade_warning().is_some());
+        let ok = c
+            .call(
+                "mission_report",
+                args(json!({"kind":"result","summary":"done","refs":["real.md"]})),
+            )
+            .await
+            .unwrap();
+        assert!(ok.starts_with("recorded result report"), "{ok}");
+    }
+
+    #[tokio::test]
+    async fn plan_accepts_a_stringified_snapshot_and_echoes_ids() {
+        let (_d, c) = calls();
+        let out = c
+            .call(
+                "mission_plan",
+                args(json!({"entries": "[{\"content\":\"a\",\"status\":\"in_progress\",\"priority\":\"high\"}]"})),
+            )
+            .await
+            .unwrap();
+        let v: Value = serde_json::from_str(&out).unwrap();
+        assert_eq!(v["revision"], 1);
+        assert!(!v["entries"][0]["id"].as_str().unwrap().is_empty());
+        assert_eq!(
+            c.call("mission_plan", Map::new()).await.unwrap_err(),
+            "missiontools: mission_plan requires an 'entries' array (a full snapshot of the plan)"
+        );
+    }
+
+    #[tokio::test]
+    async fn an_answered_question_is_the_tool_result() {
+        let (_d, c) = calls();
+        let asks = c.asks.clone();
+        let answerer = tokio::spawn(async move {
+            loop {
+                if let Some(a) = asks.pending(1).unwrap().first() {
+                    asks.answer(&a.id, "yes, rename it").unwrap();
+                    break;
+                }
+                tokio::time::sleep(Duration::from_millis(10)).await;
+            }
+        });
+        let out = c
+            .call(
+                "mission_ask_attention",
+                args(json!({"summary":"Rename the env var too?"})),
+            )
+            .await
+            .unwrap();
+        answerer.await.unwrap();
+        assert_eq!(out, "yes, rename it");
+        assert!(c.missions.reports(&c.mission_id, 10).unwrap().is_empty());
+    }
+
+    #[tokio::test]
+    async fn a_question_closed_without_words_becomes_a_blocker() {
+        let (_d, c) = calls();
+        let asks = c.asks.clone();
+        let mission = c.mission_id.clone();
+        let closer = tokio::spawn(async move {
+            while asks.abandon_mission(&mission).unwrap().is_empty() {
+                tokio::time::sleep(Duration::from_millis(10)).await;
+            }
+        });
+        let out = c
+            .call(
+                "mission_ask_attention",
+                args(json!({"summary":"Which region?","detail":"eu or us"})),
+            )
+            .await
+            .unwrap();
+        closer.await.unwrap();
+        assert_eq!(
+            out,
+            "attention requested (recorded as blocker — nobody answered)"
+        );
+        let r = &c.missions.reports(&c.mission_id, 10).unwrap()[0];
+        assert_eq!(
+            (r.kind.as_str(), r.summary.as_str()),
+            ("blocker", "Which region?")
+        );
+        assert!(
+            r.detail
+                .starts_with("eu or us\n\n(the unit asked for a decision and got no answer: ")
+        );
+    }
+
+    #[tokio::test]
+    async fn finish_is_terminal_and_a_second_verdict_conflicts() {
+        let (_d, c) = calls();
+        assert_eq!(
+            c.call("mission_finish", args(json!({"status":"landed"})))
+                .await
+                .unwrap(),
+            "mission finished as landed"
+        );
+        let err = c
+            .call("mission_finish", args(json!({"status":"derailed"})))
+            .await
+            .unwrap_err();
+        assert!(
+            err.starts_with("missiontools: finish mission: conflict: mission"),
+            "{err}"
+        );
+        assert_eq!(
+            c.call("mission_finish", Map::new()).await.unwrap_err(),
+            "missiontools: mission_finish requires a status (landed|derailed|stuck|abandoned)"
+        );
+    }
+}
