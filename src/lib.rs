@@ -3,6 +3,7 @@
 //! The CLI (`cli`) and, later, the board are thin surfaces over the same services.
 //! Each service module owns its tables and exposes a narrow API.
 
+pub mod acp;
 pub mod agents;
 pub mod asks;
 pub mod bus;
@@ -16,4 +17,6 @@ pub mod logging;
 pub mod mission;
 pub mod paths;
 pub mod store;
+pub mod stub;
 pub mod table;
+pub mod tools;

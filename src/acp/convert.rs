@@ -1,0 +1,281 @@
+//! Mapping between ACP schema types and the adapter's plain types.
+
+use agent_client_protocol::v1::schema::{
+    self as acp, PermissionOptionKind, RequestPermissionOutcome, RequestPermissionRequest,
+    RequestPermissionResponse, SelectedPermissionOutcome, SessionUpdate,
+};
+use serde::Serialize;
+use serde_json::Value;
+
+use super::{
+    PermissionAsk, PermissionReply, PlanItem, SessionModels, StopReason, TurnUsage, UnitEvent,
+};
+
+/// The wire name of a snake_case schema enum (`ToolKind::Execute` → "execute").
+/// Going through serde keeps us honest when the schema adds variants.
+fn wire_name(value: &impl Serialize) -> String {
+    match serde_json::to_value(value) {
+        Ok(Value::String(s)) => s,
+        _ => "other".to_owned(),
+    }
+}
+
+fn text_of(block: &acp::ContentBlock) -> Option<String> {
+    match block {
+        acp::ContentBlock::Text(text) => Some(text.text.clone()),
+        _ => None,
+    }
+}
+
+pub(super) fn session_update(update: SessionUpdate) -> Option<UnitEvent> {
+    Some(match update {
+        SessionUpdate::AgentMessageChunk(chunk) => UnitEvent::AgentText(text_of(&chunk.content)?),
+        SessionUpdate::AgentThoughtChunk(chunk) => UnitEvent::Thought(text_of(&chunk.content)?),
+        SessionUpdate::ToolCall(call) => UnitEvent::ToolCall {
+            id: call.tool_call_id.0.to_string(),
+            title: call.title,
+            kind: wire_name(&call.kind),
+            status: wire_name(&call.status),
+        },
+        SessionUpdate::ToolCallUpdate(update) => UnitEvent::ToolCallUpdate {
+            id: update.tool_call_id.0.to_string(),
+            status: update.fields.status.as_ref().map(wire_name),
+            title: update.fields.title,
+        },
+        SessionUpdate::Plan(plan) => UnitEvent::Plan(
+            plan.entries
+                .into_iter()
+                .map(|entry| PlanItem {
+                    content: entry.content,
+                    priority: wire_name(&entry.priority),
+                    status: wire_name(&entry.status),
+                })
+                .collect(),
+        ),
+        SessionUpdate::UsageUpdate(usage) => UnitEvent::Usage {
+            used: usage.used,
+            size: usage.size,
+            cost: usage.cost.map(|c| (c.amount, c.currency)),
+        },
+        other => {
+            tracing::trace!(?other, "session update not surfaced");
+            return None;
+        }
+    })
+}
+
+pub(super) fn turn_usage(usage: &acp::Usage) -> TurnUsage {
+    TurnUsage {
+        total_tokens: usage.total_tokens,
+        input_tokens: usage.input_tokens,
+        output_tokens: usage.output_tokens,
+        thought_tokens: usage.thought_tokens,
+        cached_read_tokens: usage.cached_read_tokens,
+        cached_write_tokens: usage.cached_write_tokens,
+    }
+}
+
+pub(super) fn stop_reason(reason: &acp::StopReason) -> StopReason {
+    match reason {
+        acp::StopReason::EndTurn => StopReason::EndTurn,
+        acp::StopReason::MaxTokens => StopReason::MaxTokens,
+        acp::StopReason::MaxTurnRequests => StopReason::MaxTurnRequests,
+        acp::StopReason::Refusal => StopReason::Refusal,
+        acp::StopReason::Cancelled => StopReason::Cancelled,
+        // The enum is non-exhaustive; an unknown reason still ended the turn.
+        _ => StopReason::EndTurn,
+    }
+}
+
+/// The ask to hand to the host, and the options offered (kept to pick an id
+/// from once the host has decided).
+pub(super) fn permission_ask(
+    request: RequestPermissionRequest,
+    reply: tokio::sync::oneshot::Sender<PermissionReply>,
+) -> (PermissionAsk, Vec<acp::PermissionOption>) {
+    let fields = request.tool_call.fields;
+    let mut meta = request.meta.unwrap_or_default();
+    if let Some(tool_meta) = request.tool_call.meta {
+        for (k, v) in tool_meta {
+            meta.entry(k).or_insert(v);
+        }
+    }
+    let ask = PermissionAsk {
+        tool_call_id: request.tool_call.tool_call_id.0.to_string(),
+        title: fields.title.unwrap_or_default(),
+        kind: fields
+            .kind
+            .as_ref()
+            .map_or_else(|| "other".to_owned(), wire_name),
+        raw_input: fields.raw_input,
+        locations: fields
+            .locations
+            .unwrap_or_default()
+            .into_iter()
+            .map(|l| l.path)
+            .collect(),
+        options: request
+            .options
+            .iter()
+            .map(|o| (o.option_id.0.to_string(), wire_name(&o.kind)))
+            .collect(),
+        meta,
+        reply,
+    };
+    (ask, request.options)
+}
+
+/// Pick the offered option matching the decision, preferring the narrower
+/// "once" kind; `cancelled` when nothing of that polarity was offered. Never
+/// invent an option id.
+pub(super) fn permission_response(
+    reply: PermissionReply,
+    offered: &[acp::PermissionOption],
+) -> RequestPermissionResponse {
+    let preference: &[PermissionOptionKind] = match reply {
+        PermissionReply::Allow => &[
+            PermissionOptionKind::AllowOnce,
+            PermissionOptionKind::AllowAlways,
+        ],
+        PermissionReply::Reject => &[
+            PermissionOptionKind::RejectOnce,
+            PermissionOptionKind::RejectAlways,
+        ],
+        PermissionReply::Cancelled => &[],
+    };
+    let chosen = preference
+        .iter()
+        .find_map(|kind| offered.iter().find(|o| o.kind == *kind));
+    RequestPermissionResponse::new(match chosen {
+        Some(option) => RequestPermissionOutcome::Selected(SelectedPermissionOutcome::new(
+            option.option_id.clone(),
+        )),
+        None => RequestPermissionOutcome::Cancelled,
+    })
+}
+
+/// The session's models, from the raw `session/new` response: a config
+/// option of category `model` (current ACP) or the older `models` object.
+pub(super) fn session_models(raw: &Value) -> Option<SessionModels> {
+    if let Some(options) = raw.get("configOptions").and_then(Value::as_array) {
+        for option in options {
+            if option.get("category").and_then(Value::as_str) != Some("model") {
+                continue;
+            }
+            let Some(current) = option.get("currentValue").and_then(Value::as_str) else {
+                continue;
+            };
+            let mut available = Vec::new();
+            for entry in option
+                .get("options")
+                .and_then(Value::as_array)
+                .into_iter()
+                .flatten()
+            {
+                if let Some(value) = entry.get("value").and_then(Value::as_str) {
+                    available.push(value.to_owned());
+                }
+                // Grouped options nest one level deeper.
+                for nested in entry
+                    .get("options")
+                    .and_then(Value::as_array)
+                    .into_iter()
+                    .flatten()
+                {
+                    if let Some(value) = nested.get("value").and_then(Value::as_str) {
+                        available.push(value.to_owned());
+                    }
+                }
+            }
+            return Some(SessionModels {
+                available,
+                current: current.to_owned(),
+            });
+        }
+    }
+    let legacy = raw.get("models")?.as_object()?;
+    let current = legacy.get("currentModelId")?.as_str()?.to_owned();
+    let available = legacy
+        .get("availableModels")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .filter_map(|m| m.get("modelId").and_then(Value::as_str).map(str::to_owned))
+        .collect();
+    Some(SessionModels { available, current })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use agent_client_protocol::v1::schema::PermissionOption;
+    use serde_json::json;
+
+    fn option(id: &str, kind: PermissionOptionKind) -> PermissionOption {
+        PermissionOption::new(id.to_owned(), id.to_owned(), kind)
+    }
+
+    fn selected(response: &RequestPermissionResponse) -> Option<String> {
+        match &response.outcome {
+            RequestPermissionOutcome::Selected(s) => Some(s.option_id.0.to_string()),
+            _ => None,
+        }
+    }
+
+    #[test]
+    fn options_are_chosen_by_kind_never_invented() {
+        let all = vec![
+            option("aa", PermissionOptionKind::AllowAlways),
+            option("ao", PermissionOptionKind::AllowOnce),
+            option("ra", PermissionOptionKind::RejectAlways),
+            option("ro", PermissionOptionKind::RejectOnce),
+        ];
+        assert_eq!(
+            selected(&permission_response(PermissionReply::Allow, &all)).as_deref(),
+            Some("ao")
+        );
+        assert_eq!(
+            selected(&permission_response(PermissionReply::Reject, &all)).as_deref(),
+            Some("ro")
+        );
+        assert_eq!(
+            selected(&permission_response(PermissionReply::Cancelled, &all)),
+            None
+        );
+
+        let always_only = vec![option("aa", PermissionOptionKind::AllowAlways)];
+        assert_eq!(
+            selected(&permission_response(PermissionReply::Allow, &always_only)).as_deref(),
+            Some("aa")
+        );
+        assert_eq!(
+            selected(&permission_response(PermissionReply::Reject, &always_only)),
+            None
+        );
+    }
+
+    #[test]
+    fn models_from_config_option_or_legacy_field() {
+        let current = json!({"sessionId": "s", "configOptions": [
+            {"id": "model", "name": "Model", "category": "model", "type": "select",
+             "currentValue": "b", "options": [{"value": "a", "name": "A"}, {"value": "b", "name": "B"}]}
+        ]});
+        assert_eq!(
+            session_models(&current),
+            Some(SessionModels {
+                available: vec!["a".into(), "b".into()],
+                current: "b".into()
+            })
+        );
+        let legacy = json!({"sessionId": "s", "models": {"currentModelId": "x",
+            "availableModels": [{"modelId": "x", "name": "X"}]}});
+        assert_eq!(
+            session_models(&legacy),
+            Some(SessionModels {
+                available: vec!["x".into()],
+                current: "x".into()
+            })
+        );
+        assert_eq!(session_models(&json!({"sessionId": "s"})), None);
+    }
+}

@@ -1,0 +1,831 @@
+//! Host-side ACP adapter: runs one unit (an agent child process speaking ACP
+//! v1 over stdio) and exposes it through plain Rust types.
+//!
+//! This is the only module of the host that names `agent-client-protocol`
+//! types; the crate churns, so the rest of missionboard talks to
+//! [`UnitSpec`], [`Unit`], [`UnitEvent`] and [`PermissionAsk`] instead.
+//!
+//! Lifecycle: [`Unit::start`] spawns the child (own process group, scrubbed
+//! environment, stderr into a bounded ring), sends `initialize` and
+//! `session/new`, and hands back a [`Unit`]. [`Unit::prompt`] runs one turn;
+//! every `session/update` of that turn is on the event channel before it
+//! returns. [`Unit::shutdown`] (or dropping the unit) reaps the process group.
+
+mod convert;
+mod process;
+
+use std::collections::BTreeMap;
+use std::fmt;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+use agent_client_protocol::schema::ProtocolVersion;
+use agent_client_protocol::v1::ConnectionTo;
+use agent_client_protocol::v1::schema::{
+    CancelNotification, ClientCapabilities, ContentBlock, EnvVariable, Implementation,
+    InitializeRequest, McpServer, McpServerStdio, NewSessionRequest, NewSessionResponse,
+    PromptRequest, RequestPermissionRequest, SessionNotification, TextContent,
+};
+use agent_client_protocol::{Client, Lines, UntypedMessage};
+use futures::StreamExt;
+use serde_json::{Map, Value};
+use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
+use tokio::sync::{mpsc, oneshot, watch};
+
+pub use process::{ExitInfo, STDERR_TAIL_BYTES, is_secret_name, unit_environment};
+
+/// How long `initialize` may take: npx cold starts take tens of seconds.
+pub const INITIALIZE_TIMEOUT: Duration = Duration::from_secs(120);
+/// How long `session/new` may take: agents connect their MCP servers here.
+pub const NEW_SESSION_TIMEOUT: Duration = Duration::from_secs(120);
+/// Grace between teardown steps (stdin closed → SIGTERM → SIGKILL).
+pub const KILL_GRACE: Duration = Duration::from_secs(2);
+/// How long a timed-out or cancelled turn gets to wind down on its own.
+pub const CANCEL_GRACE: Duration = Duration::from_secs(5);
+
+/// The `_meta` key under which the mission id travels on `session/new`.
+pub const MISSION_META_KEY: &str = "missionboard.mission";
+
+/// The `session/new._meta` map for a mission: `{"missionboard.mission": {"missionId": …}}`.
+pub fn mission_meta(mission_id: &str) -> Map<String, Value> {
+    let mut meta = Map::new();
+    meta.insert(
+        MISSION_META_KEY.to_owned(),
+        serde_json::json!({ "missionId": mission_id }),
+    );
+    meta
+}
+
+/// A stdio MCP server handed to the agent in `session/new`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct McpStdioServer {
+    pub name: String,
+    pub command: PathBuf,
+    pub args: Vec<String>,
+    pub env: BTreeMap<String, String>,
+}
+
+/// Everything needed to start one unit.
+#[derive(Debug, Clone, Default)]
+pub struct UnitSpec {
+    pub program: PathBuf,
+    pub args: Vec<String>,
+    /// The declaration's env: merged over the scrubbed host env, and the only
+    /// way a secret-looking variable reaches the child.
+    pub env: BTreeMap<String, String>,
+    pub cwd: PathBuf,
+    pub mcp_servers: Vec<McpStdioServer>,
+    /// `session/new._meta`; see [`mission_meta`].
+    pub meta: Map<String, Value>,
+}
+
+/// One plan entry as the agent sent it (a native ACP `plan` update).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PlanItem {
+    pub content: String,
+    /// `high` | `medium` | `low`
+    pub priority: String,
+    /// `pending` | `in_progress` | `completed`
+    pub status: String,
+}
+
+/// Token accounting the agent reported at the end of a turn
+/// (`PromptResponse.usage`, an unstable ACP field few agents send).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct TurnUsage {
+    pub total_tokens: u64,
+    pub input_tokens: u64,
+    pub output_tokens: u64,
+    pub thought_tokens: Option<u64>,
+    pub cached_read_tokens: Option<u64>,
+    pub cached_write_tokens: Option<u64>,
+}
+
+/// What the unit streamed during a turn, in arrival order.
+#[derive(Debug, Clone, PartialEq)]
+pub enum UnitEvent {
+    AgentText(String),
+    Thought(String),
+    ToolCall {
+        id: String,
+        title: String,
+        /// ACP tool kind: `read`, `edit`, `execute`, … or `other`.
+        kind: String,
+        /// `pending` | `in_progress` | `completed` | `failed`
+        status: String,
+    },
+    ToolCallUpdate {
+        id: String,
+        status: Option<String>,
+        title: Option<String>,
+    },
+    /// A full snapshot of the agent's native plan.
+    Plan(Vec<PlanItem>),
+    /// `usage_update`: tokens currently in context (not cumulative spend).
+    Usage {
+        used: u64,
+        size: u64,
+        /// Cumulative cost, when the agent reports it: (amount, currency).
+        cost: Option<(f64, String)>,
+    },
+    /// End-of-turn usage from `PromptResponse.usage`; sent just before
+    /// [`Unit::prompt`] returns.
+    TurnUsage(TurnUsage),
+    /// A non-JSON line on the agent's stdout. It is dropped (never answered),
+    /// and reported here so the board can show a chatty agent.
+    StdoutGarbage(String),
+}
+
+/// The host's decision on a permission request.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PermissionReply {
+    Allow,
+    Reject,
+    Cancelled,
+}
+
+/// A `session/request_permission` waiting for the host's decision. Answer it
+/// through `reply`; dropping it unanswered answers `cancelled`.
+#[derive(Debug)]
+pub struct PermissionAsk {
+    pub tool_call_id: String,
+    pub title: String,
+    pub kind: String,
+    pub raw_input: Option<Value>,
+    pub locations: Vec<PathBuf>,
+    /// The options offered, as (option id, kind). The adapter picks the id by
+    /// kind, so callers only need this for display or policy.
+    pub options: Vec<(String, String)>,
+    /// The request's `_meta` merged with the tool call's (`toolName` and
+    /// friends live here when the agent sends them).
+    pub meta: Map<String, Value>,
+    pub reply: oneshot::Sender<PermissionReply>,
+}
+
+/// Why a turn ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum StopReason {
+    EndTurn,
+    MaxTokens,
+    MaxTurnRequests,
+    Refusal,
+    Cancelled,
+}
+
+impl fmt::Display for StopReason {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            StopReason::EndTurn => "end_turn",
+            StopReason::MaxTokens => "max_tokens",
+            StopReason::MaxTurnRequests => "max_turn_requests",
+            StopReason::Refusal => "refusal",
+            StopReason::Cancelled => "cancelled",
+        })
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PromptOutcome {
+    pub stop_reason: StopReason,
+    pub usage: Option<TurnUsage>,
+}
+
+/// Models the agent advertised for the session (from a `model` config
+/// option, or the older `models` field).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SessionModels {
+    pub available: Vec<String>,
+    pub current: String,
+}
+
+/// The parts of the agent's self-description the runtime cares about.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct AgentCaps {
+    pub agent_name: Option<String>,
+    pub agent_version: Option<String>,
+    pub load_session: bool,
+    pub models: Option<SessionModels>,
+    /// Ids of the agent's advertised auth methods (a hint for "needs login").
+    pub auth_methods: Vec<String>,
+}
+
+/// A failure talking to a unit. Every variant names what happened; none of
+/// them is a host panic.
+#[derive(Debug, Clone, PartialEq)]
+pub enum UnitError {
+    /// The program could not be started at all.
+    Spawn { program: String, error: String },
+    /// The child exited while we were waiting on it.
+    Exited {
+        during: &'static str,
+        status: ExitInfo,
+        stderr_tail: String,
+    },
+    /// The connection ended (stdout closed, transport error) but the
+    /// process has not (yet) exited.
+    ConnectionClosed {
+        during: &'static str,
+        detail: String,
+        stderr_tail: String,
+    },
+    /// The agent answered with a JSON-RPC error.
+    Rpc {
+        during: &'static str,
+        code: i32,
+        message: String,
+        data: Option<Value>,
+    },
+    Timeout {
+        during: &'static str,
+        after: Duration,
+    },
+    /// The agent answered, but not with something we can use.
+    Protocol {
+        during: &'static str,
+        detail: String,
+    },
+}
+
+impl UnitError {
+    /// The captured stderr tail, when the error carries one.
+    pub fn stderr_tail(&self) -> Option<&str> {
+        match self {
+            UnitError::Exited { stderr_tail, .. }
+            | UnitError::ConnectionClosed { stderr_tail, .. } => Some(stderr_tail),
+            _ => None,
+        }
+    }
+}
+
+/// The last few lines of a stderr tail, for one-line error messages.
+fn last_lines(text: &str, n: usize) -> String {
+    let lines: Vec<&str> = text.lines().filter(|l| !l.trim().is_empty()).collect();
+    lines[lines.len().saturating_sub(n)..].join(" | ")
+}
+
+impl fmt::Display for UnitError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            UnitError::Spawn { program, error } => {
+                write!(f, "cannot start unit program {program}: {error}")
+            }
+            UnitError::Exited {
+                during,
+                status,
+                stderr_tail,
+            } => {
+                write!(f, "unit process exited ({status}) during {during}")?;
+                let tail = last_lines(stderr_tail, 5);
+                if !tail.is_empty() {
+                    write!(f, "; stderr: {tail}")?;
+                }
+                Ok(())
+            }
+            UnitError::ConnectionClosed {
+                during,
+                detail,
+                stderr_tail,
+            } => {
+                write!(f, "unit connection closed during {during}: {detail}")?;
+                let tail = last_lines(stderr_tail, 5);
+                if !tail.is_empty() {
+                    write!(f, "; stderr: {tail}")?;
+                }
+                Ok(())
+            }
+            UnitError::Rpc {
+                during,
+                code,
+                message,
+                ..
+            } => write!(f, "agent returned error {code} to {during}: {message}"),
+            UnitError::Timeout { during, after } => {
+                write!(f, "unit did not answer {during} within {after:?}")
+            }
+            UnitError::Protocol { during, detail } => {
+                write!(f, "unexpected answer to {during}: {detail}")
+            }
+        }
+    }
+}
+
+impl std::error::Error for UnitError {}
+
+/// State shared between the unit handle and the connection's handlers.
+struct Shared {
+    events: mpsc::UnboundedSender<UnitEvent>,
+    permissions: mpsc::UnboundedSender<PermissionAsk>,
+    /// Bumped by [`Unit::cancel`]; every pending permission task watches it.
+    cancel_generation: watch::Sender<u64>,
+}
+
+/// A running unit with one ACP session.
+pub struct Unit {
+    session_id: String,
+    caps: AgentCaps,
+    cx: ConnectionTo<agent_client_protocol::Agent>,
+    shared: Arc<Shared>,
+    process: process::UnitProcess,
+    events_rx: Option<mpsc::UnboundedReceiver<UnitEvent>>,
+    permissions_rx: Option<mpsc::UnboundedReceiver<PermissionAsk>>,
+    /// Dropping this ends the connection task, which drops (closes) stdin.
+    stop_connection: Option<oneshot::Sender<()>>,
+    connection_task: Option<tokio::task::JoinHandle<()>>,
+    reaped: bool,
+}
+
+impl Unit {
+    /// Spawn the unit, `initialize` it and open its session.
+    pub async fn start(spec: UnitSpec) -> Result<Unit, UnitError> {
+        let env = unit_environment(std::env::vars(), &spec.env);
+        let (process, pipes) =
+            process::spawn(&spec.program, &spec.args, &env, &spec.cwd).map_err(|e| {
+                UnitError::Spawn {
+                    program: spec.program.display().to_string(),
+                    error: e.to_string(),
+                }
+            })?;
+
+        let (events_tx, events_rx) = mpsc::unbounded_channel();
+        let (perm_tx, perm_rx) = mpsc::unbounded_channel();
+        let shared = Arc::new(Shared {
+            events: events_tx,
+            permissions: perm_tx,
+            cancel_generation: watch::channel(0).0,
+        });
+
+        let (cx_tx, cx_rx) = oneshot::channel();
+        let (stop_tx, stop_rx) = oneshot::channel::<()>();
+        let transport = line_transport(pipes, shared.events.clone());
+        let task_shared = shared.clone();
+        let pid = process.pid;
+        let connection_task = tokio::spawn(async move {
+            let result = run_connection(transport, task_shared, cx_tx, stop_rx).await;
+            if let Err(err) = result {
+                tracing::debug!(pid, ?err, "unit connection ended with an error");
+            }
+        });
+
+        let mut unit_parts = Some((process, events_rx, perm_rx, stop_tx, connection_task));
+        let cx = match cx_rx.await {
+            Ok(cx) => cx,
+            Err(_) => {
+                let (process, ..) = unit_parts.take().expect("parts are present");
+                let status = process.wait_exit(KILL_GRACE).await;
+                return Err(match status {
+                    Some(status) => UnitError::Exited {
+                        during: "startup",
+                        status,
+                        stderr_tail: process.stderr.text(),
+                    },
+                    None => UnitError::ConnectionClosed {
+                        during: "startup",
+                        detail: "the connection ended before it started".into(),
+                        stderr_tail: process.stderr.text(),
+                    },
+                });
+            }
+        };
+        let (process, events_rx, perm_rx, stop_tx, connection_task) =
+            unit_parts.take().expect("parts are present");
+
+        let mut unit = Unit {
+            session_id: String::new(),
+            caps: AgentCaps::default(),
+            cx,
+            shared,
+            process,
+            events_rx: Some(events_rx),
+            permissions_rx: Some(perm_rx),
+            stop_connection: Some(stop_tx),
+            connection_task: Some(connection_task),
+            reaped: false,
+        };
+        // A failed handshake reaps the child before returning (Drop would
+        // too, but without the grace period).
+        match unit.handshake(&spec).await {
+            Ok(()) => Ok(unit),
+            Err(err) => {
+                unit.shutdown().await;
+                Err(err)
+            }
+        }
+    }
+
+    async fn handshake(&mut self, spec: &UnitSpec) -> Result<(), UnitError> {
+        let init = InitializeRequest::new(ProtocolVersion::V1)
+            .client_capabilities(ClientCapabilities::new())
+            .client_info(Implementation::new(
+                "missionboard",
+                env!("CARGO_PKG_VERSION"),
+            ));
+        let during = "initialize";
+        let response =
+            match tokio::time::timeout(INITIALIZE_TIMEOUT, self.cx.send_request(init).block_task())
+                .await
+            {
+                Err(_) => {
+                    return Err(UnitError::Timeout {
+                        during,
+                        after: INITIALIZE_TIMEOUT,
+                    });
+                }
+                Ok(Err(err)) => return Err(self.classify(err, during).await),
+                Ok(Ok(response)) => response,
+            };
+        if response.protocol_version != ProtocolVersion::V1 {
+            return Err(UnitError::Protocol {
+                during,
+                detail: format!(
+                    "agent negotiated protocol version {:?}; missionboard speaks only v1",
+                    response.protocol_version
+                ),
+            });
+        }
+        self.caps.load_session = response.agent_capabilities.load_session;
+        if let Some(info) = &response.agent_info {
+            self.caps.agent_name = Some(info.name.clone());
+            self.caps.agent_version = Some(info.version.clone());
+        }
+        self.caps.auth_methods = response
+            .auth_methods
+            .iter()
+            .map(|m| m.id().to_string())
+            .collect();
+
+        let servers = spec
+            .mcp_servers
+            .iter()
+            .map(|s| {
+                McpServer::Stdio(
+                    McpServerStdio::new(s.name.clone(), s.command.clone())
+                        .args(s.args.clone())
+                        .env(
+                            s.env
+                                .iter()
+                                .map(|(k, v)| EnvVariable::new(k.clone(), v.clone()))
+                                .collect(),
+                        ),
+                )
+            })
+            .collect();
+        let mut request = NewSessionRequest::new(spec.cwd.clone()).mcp_servers(servers);
+        if !spec.meta.is_empty() {
+            request = request.meta(spec.meta.clone());
+        }
+        // Sent untyped so fields this schema version drops (the older
+        // `models` object) are still readable.
+        let during = "session/new";
+        let untyped =
+            UntypedMessage::new("session/new", &request).map_err(|e| UnitError::Protocol {
+                during,
+                detail: e.message,
+            })?;
+        let raw = match tokio::time::timeout(
+            NEW_SESSION_TIMEOUT,
+            self.cx.send_request(untyped).block_task(),
+        )
+        .await
+        {
+            Err(_) => {
+                return Err(UnitError::Timeout {
+                    during,
+                    after: NEW_SESSION_TIMEOUT,
+                });
+            }
+            Ok(Err(err)) => return Err(self.classify(err, during).await),
+            Ok(Ok(raw)) => raw,
+        };
+        let parsed: NewSessionResponse =
+            serde_json::from_value(raw.clone()).map_err(|e| UnitError::Protocol {
+                during,
+                detail: e.to_string(),
+            })?;
+        self.session_id = parsed.session_id.0.to_string();
+        self.caps.models = convert::session_models(&raw);
+        Ok(())
+    }
+
+    /// Turn an SDK error into a [`UnitError`], looking at the process to tell
+    /// "it died" from "it hung up".
+    async fn classify(&self, err: agent_client_protocol::Error, during: &'static str) -> UnitError {
+        let closed = agent_client_protocol::is_incoming_transport_closed(&err)
+            || agent_client_protocol::is_connection_terminated(&err);
+        if !closed {
+            return UnitError::Rpc {
+                during,
+                code: err.code.value(),
+                message: err.message,
+                data: err.data,
+            };
+        }
+        match self.process.wait_exit(KILL_GRACE).await {
+            Some(status) => UnitError::Exited {
+                during,
+                status,
+                stderr_tail: self.process.stderr.text(),
+            },
+            None => UnitError::ConnectionClosed {
+                during,
+                detail: err.message,
+                stderr_tail: self.process.stderr.text(),
+            },
+        }
+    }
+
+    pub fn session_id(&self) -> &str {
+        &self.session_id
+    }
+
+    pub fn capabilities(&self) -> &AgentCaps {
+        &self.caps
+    }
+
+    /// The child's pid (also its process group id).
+    pub fn pid(&self) -> u32 {
+        self.process.pid
+    }
+
+    /// The retained tail of the child's stderr (at most 64 KiB).
+    pub fn stderr_tail(&self) -> String {
+        self.process.stderr.text()
+    }
+
+    /// The exit status, if the child has already been reaped.
+    pub fn exit_status(&self) -> Option<ExitInfo> {
+        self.process.exited()
+    }
+
+    /// The stream of session updates. Can be taken once.
+    pub fn take_events(&mut self) -> Option<mpsc::UnboundedReceiver<UnitEvent>> {
+        self.events_rx.take()
+    }
+
+    /// The stream of permission requests. Can be taken once. Until it is
+    /// taken, asks queue up unanswered (and block the agent's turn).
+    pub fn take_permissions(&mut self) -> Option<mpsc::UnboundedReceiver<PermissionAsk>> {
+        self.permissions_rx.take()
+    }
+
+    /// Run one prompt turn; each string becomes its own text block.
+    pub async fn prompt(&self, blocks: Vec<String>) -> Result<PromptOutcome, UnitError> {
+        let during = "session/prompt";
+        let content = blocks
+            .into_iter()
+            .map(|text| ContentBlock::Text(TextContent::new(text)))
+            .collect();
+        let request = PromptRequest::new(self.session_id.clone(), content);
+        let response = match self.cx.send_request(request).block_task().await {
+            Ok(response) => response,
+            Err(err) => return Err(self.classify(err, during).await),
+        };
+        let usage = response.usage.as_ref().map(convert::turn_usage);
+        if let Some(usage) = usage {
+            let _ = self.shared.events.send(UnitEvent::TurnUsage(usage));
+        }
+        Ok(PromptOutcome {
+            stop_reason: convert::stop_reason(&response.stop_reason),
+            usage,
+        })
+    }
+
+    /// [`Unit::prompt`] bounded by `limit`: on timeout the turn is cancelled
+    /// and gets [`CANCEL_GRACE`] to wind down before we report the timeout.
+    pub async fn prompt_within(
+        &self,
+        blocks: Vec<String>,
+        limit: Duration,
+    ) -> Result<PromptOutcome, UnitError> {
+        let turn = self.prompt(blocks);
+        tokio::pin!(turn);
+        if let Ok(result) = tokio::time::timeout(limit, &mut turn).await {
+            return result;
+        }
+        self.cancel();
+        // Whatever the agent answers now, the turn overran its budget.
+        let _ = tokio::time::timeout(CANCEL_GRACE, &mut turn).await;
+        Err(UnitError::Timeout {
+            during: "session/prompt",
+            after: limit,
+        })
+    }
+
+    /// Ask the agent to stop the current turn (`session/cancel`), and answer
+    /// every pending permission request `cancelled` as ACP requires.
+    pub fn cancel(&self) {
+        self.shared.cancel_generation.send_modify(|g| *g += 1);
+        if let Err(err) = self
+            .cx
+            .send_notification(CancelNotification::new(self.session_id.clone()))
+        {
+            tracing::debug!(?err, "session/cancel could not be sent");
+        }
+    }
+
+    /// Close stdin, give the agent [`KILL_GRACE`] to exit, then SIGTERM and
+    /// finally SIGKILL its process group, and reap it.
+    pub async fn shutdown(mut self) -> Option<ExitInfo> {
+        self.close_connection().await;
+        let status = self.process.terminate(KILL_GRACE).await;
+        self.reaped = status.is_some();
+        status
+    }
+
+    async fn close_connection(&mut self) {
+        self.shared.cancel_generation.send_modify(|g| *g += 1);
+        drop(self.stop_connection.take());
+        if let Some(task) = self.connection_task.take() {
+            // The task only has to drop the transport; bound it anyway.
+            let _ = tokio::time::timeout(Duration::from_secs(1), task).await;
+        }
+    }
+}
+
+impl Drop for Unit {
+    fn drop(&mut self) {
+        if self.reaped || self.process.exited().is_some() {
+            return;
+        }
+        // No time for grace here: kill the group; the reaper task (or
+        // tokio's orphan reaping, if the runtime is gone) collects it.
+        drop(self.stop_connection.take());
+        self.process.signal_group(libc::SIGKILL);
+    }
+}
+
+type LineSink = std::pin::Pin<Box<dyn futures::Sink<String, Error = std::io::Error> + Send>>;
+type LineStream = std::pin::Pin<Box<dyn futures::Stream<Item = std::io::Result<String>> + Send>>;
+
+/// Newline-delimited JSON over the child's pipes. Incoming lines that are not
+/// JSON are dropped and reported as [`UnitEvent::StdoutGarbage`]: answering
+/// them (the SDK's default) would only confuse a chatty agent further.
+fn line_transport(
+    pipes: process::SpawnedPipes,
+    events: mpsc::UnboundedSender<UnitEvent>,
+) -> Lines<LineSink, LineStream> {
+    let sink = futures::sink::unfold(pipes.stdin, async |mut stdin, line: String| {
+        stdin.write_all(line.as_bytes()).await?;
+        stdin.write_all(b"\n").await?;
+        stdin.flush().await?;
+        Ok::<_, std::io::Error>(stdin)
+    });
+    let reader = BufReader::new(pipes.stdout);
+    let stream = futures::stream::unfold(Some(reader), async |reader| {
+        let mut reader = reader?;
+        let mut buf = Vec::new();
+        match reader.read_until(b'\n', &mut buf).await {
+            Ok(0) => None,
+            Ok(_) => {
+                let line = String::from_utf8_lossy(&buf).trim_end().to_owned();
+                Some((Ok(line), Some(reader)))
+            }
+            Err(err) => Some((Err(err), None)),
+        }
+    })
+    .filter(move |line| {
+        let keep = match line {
+            Ok(text) if text.trim().is_empty() => false,
+            Ok(text) => {
+                let json = serde_json::from_str::<serde::de::IgnoredAny>(text).is_ok();
+                if !json {
+                    tracing::warn!(line = %text, "unit wrote a non-JSON line to stdout");
+                    let shown: String = text.chars().take(400).collect();
+                    let _ = events.send(UnitEvent::StdoutGarbage(shown));
+                }
+                json
+            }
+            Err(_) => true,
+        };
+        futures::future::ready(keep)
+    });
+    Lines::new(Box::pin(sink) as LineSink, Box::pin(stream) as LineStream)
+}
+
+/// Drive the ACP client connection until the unit handle stops it or the
+/// agent's stdout closes.
+async fn run_connection(
+    transport: Lines<LineSink, LineStream>,
+    shared: Arc<Shared>,
+    cx_tx: oneshot::Sender<ConnectionTo<agent_client_protocol::Agent>>,
+    stop_rx: oneshot::Receiver<()>,
+) -> Result<(), agent_client_protocol::Error> {
+    let notify_shared = shared.clone();
+    Client
+        .v1()
+        .name("missionboard")
+        .on_receive_notification(
+            // Runs inside the dispatch loop: only a non-blocking send.
+            async move |notification: SessionNotification, _cx| {
+                if let Some(event) = convert::session_update(notification.update) {
+                    let _ = notify_shared.events.send(event);
+                }
+                Ok(())
+            },
+            agent_client_protocol::on_receive_notification!(),
+        )
+        .on_receive_request(
+            async move |request: RequestPermissionRequest, responder, _cx| {
+                // Never wait for the decision here: that would stall every
+                // other message of this unit (and deadlock the turn).
+                let (reply_tx, reply_rx) = oneshot::channel();
+                let (ask, offered) = convert::permission_ask(request, reply_tx);
+                let mut cancelled = shared.cancel_generation.subscribe();
+                let queued = shared.permissions.send(ask);
+                tokio::spawn(async move {
+                    let reply = if queued.is_err() {
+                        PermissionReply::Cancelled
+                    } else {
+                        tokio::select! {
+                            reply = reply_rx => reply.unwrap_or(PermissionReply::Cancelled),
+                            _ = cancelled.changed() => PermissionReply::Cancelled,
+                        }
+                    };
+                    let response = convert::permission_response(reply, &offered);
+                    if let Err(err) = responder.respond(response) {
+                        tracing::debug!(?err, "permission answer could not be sent");
+                    }
+                });
+                Ok(())
+            },
+            agent_client_protocol::on_receive_request!(),
+        )
+        .connect_with(transport, async move |cx| {
+            let _ = cx_tx.send(cx.clone());
+            tokio::select! {
+                _ = stop_rx => {}
+                _ = cx.incoming_closed() => {}
+            }
+            Ok(())
+        })
+        .await
+}
+
+/// Drain `events` into a vector without waiting (handy after a turn).
+pub fn drain_events(events: &mut mpsc::UnboundedReceiver<UnitEvent>) -> Vec<UnitEvent> {
+    let mut out = Vec::new();
+    while let Ok(event) = events.try_recv() {
+        out.push(event);
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn secrets_are_scrubbed_unless_declared() {
+        let host = vec![
+            ("PATH".to_owned(), "/bin".to_owned()),
+            ("FOO_TOKEN".to_owned(), "t".to_owned()),
+            ("OPENAI_API_KEY".to_owned(), "k".to_owned()),
+            ("AWS_SECRET".to_owned(), "s".to_owned()),
+            ("DB_PASSWORD_FILE".to_owned(), "p".to_owned()),
+            ("KEYBOARD".to_owned(), "us".to_owned()),
+            ("BAR_TOKEN".to_owned(), "host".to_owned()),
+        ];
+        let declared = BTreeMap::from([
+            ("BAR_TOKEN".to_owned(), "declared".to_owned()),
+            ("EXTRA".to_owned(), "x".to_owned()),
+        ]);
+        let env = unit_environment(host, &declared);
+        assert_eq!(env.get("PATH").map(String::as_str), Some("/bin"));
+        assert_eq!(env.get("KEYBOARD").map(String::as_str), Some("us"));
+        assert_eq!(env.get("BAR_TOKEN").map(String::as_str), Some("declared"));
+        assert_eq!(env.get("EXTRA").map(String::as_str), Some("x"));
+        for gone in [
+            "FOO_TOKEN",
+            "OPENAI_API_KEY",
+            "AWS_SECRET",
+            "DB_PASSWORD_FILE",
+        ] {
+            assert!(!env.contains_key(gone), "{gone} leaked");
+        }
+    }
+
+    #[test]
+    fn mission_meta_shape() {
+        let meta = mission_meta("m-123");
+        assert_eq!(
+            Value::Object(meta),
+            serde_json::json!({"missionboard.mission": {"missionId": "m-123"}})
+        );
+    }
+
+    #[test]
+    fn error_messages_name_the_failure() {
+        let err = UnitError::Exited {
+            during: "session/prompt",
+            status: ExitInfo {
+                code: Some(3),
+                signal: None,
+            },
+            stderr_tail: "a\n\nboom\n".into(),
+        };
+        assert_eq!(
+            err.to_string(),
+            "unit process exited (exit code 3) during session/prompt; stderr: a | boom"
+        );
+    }
+}

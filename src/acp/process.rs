@@ -1,0 +1,227 @@
+//! The unit's child process: environment scrubbing, spawning in its own
+//! process group, the stderr ring, the reaper, and signal escalation.
+//!
+//! Nothing here knows about ACP; `super` wires the pipes into a connection.
+
+use std::collections::{BTreeMap, VecDeque};
+use std::fmt;
+use std::path::Path;
+use std::process::{ExitStatus, Stdio};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use tokio::io::AsyncReadExt;
+use tokio::process::{ChildStderr, ChildStdin, ChildStdout, Command};
+use tokio::sync::watch;
+
+/// How much of a unit's stderr we keep: enough for a useful error message,
+/// bounded so a chatty agent cannot grow the host's memory.
+pub const STDERR_TAIL_BYTES: usize = 64 * 1024;
+
+/// True for host variables that look like credentials. Agents get the user's
+/// privileges already; we at least avoid handing every unit every secret.
+pub fn is_secret_name(name: &str) -> bool {
+    let upper = name.to_ascii_uppercase();
+    upper.ends_with("_TOKEN")
+        || upper.ends_with("_KEY")
+        || upper.ends_with("_SECRET")
+        || upper.contains("PASSWORD")
+}
+
+/// The environment a unit starts with: the host's, minus anything that looks
+/// like a secret (unless the declaration names it), with the declared
+/// variables merged over the top.
+pub fn unit_environment(
+    host: impl IntoIterator<Item = (String, String)>,
+    declared: &BTreeMap<String, String>,
+) -> BTreeMap<String, String> {
+    let mut env: BTreeMap<String, String> = host
+        .into_iter()
+        .filter(|(name, _)| !is_secret_name(name) || declared.contains_key(name))
+        .collect();
+    for (name, value) in declared {
+        env.insert(name.clone(), value.clone());
+    }
+    env
+}
+
+/// How a unit's process ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ExitInfo {
+    /// The exit code, when the process exited normally.
+    pub code: Option<i32>,
+    /// The signal that killed it, when it did not.
+    pub signal: Option<i32>,
+}
+
+impl ExitInfo {
+    fn from_status(status: ExitStatus) -> Self {
+        use std::os::unix::process::ExitStatusExt;
+        ExitInfo {
+            code: status.code(),
+            signal: status.signal(),
+        }
+    }
+}
+
+impl fmt::Display for ExitInfo {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match (self.code, self.signal) {
+            (Some(code), _) => write!(f, "exit code {code}"),
+            (None, Some(sig)) => write!(f, "killed by signal {sig}"),
+            (None, None) => f.write_str("unknown exit status"),
+        }
+    }
+}
+
+/// A bounded tail of the child's stderr, shared with the reader task.
+#[derive(Clone, Default)]
+pub struct StderrTail(Arc<Mutex<VecDeque<u8>>>);
+
+impl StderrTail {
+    fn push(&self, bytes: &[u8]) {
+        let mut ring = self.0.lock().unwrap_or_else(|e| e.into_inner());
+        ring.extend(bytes);
+        let excess = ring.len().saturating_sub(STDERR_TAIL_BYTES);
+        ring.drain(..excess);
+    }
+
+    /// The retained tail as text (lossy: agents may write anything).
+    pub fn text(&self) -> String {
+        let ring = self.0.lock().unwrap_or_else(|e| e.into_inner());
+        let (a, b) = ring.as_slices();
+        let mut bytes = Vec::with_capacity(ring.len());
+        bytes.extend_from_slice(a);
+        bytes.extend_from_slice(b);
+        String::from_utf8_lossy(&bytes).into_owned()
+    }
+}
+
+/// A spawned unit process. The `Child` itself lives in the reaper task so
+/// that exactly one place waits on it; everyone else watches `exit`.
+pub struct UnitProcess {
+    pub pid: u32,
+    pub stderr: StderrTail,
+    exit: watch::Receiver<Option<ExitInfo>>,
+}
+
+pub struct SpawnedPipes {
+    pub stdin: ChildStdin,
+    pub stdout: ChildStdout,
+}
+
+/// Spawn `program` in `cwd`, in a fresh process group, with exactly `env`.
+pub fn spawn(
+    program: &Path,
+    args: &[String],
+    env: &BTreeMap<String, String>,
+    cwd: &Path,
+) -> std::io::Result<(UnitProcess, SpawnedPipes)> {
+    let mut cmd = Command::new(program);
+    cmd.args(args)
+        .current_dir(cwd)
+        .env_clear()
+        .envs(env)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        // Own group: teardown signals reach node/python grandchildren too,
+        // and a Ctrl-C on the host's terminal does not hit units directly.
+        .process_group(0)
+        .kill_on_drop(true);
+    let mut child = cmd.spawn()?;
+    let pid = child
+        .id()
+        .ok_or_else(|| std::io::Error::other("child exited before its pid was read"))?;
+    let stdin = child.stdin.take().expect("stdin was piped");
+    let stdout = child.stdout.take().expect("stdout was piped");
+    let stderr_pipe = child.stderr.take().expect("stderr was piped");
+
+    let stderr = StderrTail::default();
+    tokio::spawn(pump_stderr(stderr_pipe, stderr.clone(), pid));
+
+    let (exit_tx, exit_rx) = watch::channel(None);
+    tokio::spawn(async move {
+        let info = match child.wait().await {
+            Ok(status) => ExitInfo::from_status(status),
+            Err(err) => {
+                tracing::warn!(pid, %err, "waiting on unit process failed");
+                ExitInfo {
+                    code: None,
+                    signal: None,
+                }
+            }
+        };
+        tracing::debug!(pid, %info, "unit process exited");
+        let _ = exit_tx.send(Some(info));
+    });
+
+    Ok((
+        UnitProcess {
+            pid,
+            stderr,
+            exit: exit_rx,
+        },
+        SpawnedPipes { stdin, stdout },
+    ))
+}
+
+async fn pump_stderr(mut pipe: ChildStderr, tail: StderrTail, pid: u32) {
+    let mut buf = [0u8; 4096];
+    loop {
+        match pipe.read(&mut buf).await {
+            Ok(0) | Err(_) => break,
+            Ok(n) => {
+                tail.push(&buf[..n]);
+                tracing::trace!(pid, stderr = %String::from_utf8_lossy(&buf[..n]), "unit stderr");
+            }
+        }
+    }
+}
+
+impl UnitProcess {
+    /// The exit status, if the process has been reaped.
+    pub fn exited(&self) -> Option<ExitInfo> {
+        *self.exit.borrow()
+    }
+
+    /// Wait up to `limit` for the process to be reaped.
+    pub async fn wait_exit(&self, limit: Duration) -> Option<ExitInfo> {
+        let mut rx = self.exit.clone();
+        let waited = tokio::time::timeout(limit, rx.wait_for(|s| s.is_some())).await;
+        match waited {
+            Ok(Ok(status)) => *status,
+            _ => self.exited(),
+        }
+    }
+
+    /// Signal the whole process group. Errors (ESRCH: the group is gone) are
+    /// expected during teardown and ignored.
+    pub fn signal_group(&self, signal: libc::c_int) {
+        let Ok(pgid) = libc::pid_t::try_from(self.pid) else {
+            return;
+        };
+        // SAFETY: kill(2) has no memory-safety preconditions; a negative pid
+        // addresses the process group we created with process_group(0).
+        unsafe {
+            libc::kill(-pgid, signal);
+        }
+    }
+
+    /// The escalation after stdin has been closed: a grace period, SIGTERM to
+    /// the group, another grace period, SIGKILL, then wait for the reap.
+    pub async fn terminate(&self, grace: Duration) -> Option<ExitInfo> {
+        if let Some(info) = self.wait_exit(grace).await {
+            // The leader left on its own; stragglers in its group (an MCP
+            // bridge, a node worker) get the polite signal.
+            self.signal_group(libc::SIGTERM);
+            return Some(info);
+        }
+        self.signal_group(libc::SIGTERM);
+        if let Some(info) = self.wait_exit(grace).await {
+            return Some(info);
+        }
+        self.signal_group(libc::SIGKILL);
+        self.wait_exit(Duration::from_secs(5)).await
+    }
+}
