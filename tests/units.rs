@@ -573,3 +573,103 @@ async fn a_missing_program_is_a_spawn_error() {
         .expect("spawn fails");
     assert!(matches!(err, UnitError::Spawn { .. }), "{err:?}");
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn prompt_within_times_out_and_cancels_the_turn() {
+    within(async {
+        let h = start(Options::default()).await;
+        let started = tokio::time::Instant::now();
+        let err = h
+            .unit
+            .prompt_within(vec!["p".into(), "hang".into()], Duration::from_millis(300))
+            .await
+            .unwrap_err();
+        assert!(
+            matches!(
+                err,
+                UnitError::Timeout {
+                    during: "session/prompt",
+                    ..
+                }
+            ),
+            "{err:?}"
+        );
+        // The stub honoured the cancel, so we did not sit out the grace.
+        assert!(
+            started.elapsed() < Duration::from_secs(2),
+            "{:?}",
+            started.elapsed()
+        );
+        assert!(
+            h.unit.stderr_tail().contains("cancelled"),
+            "{}",
+            h.unit.stderr_tail()
+        );
+        h.unit.shutdown().await;
+    })
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_program_that_is_not_an_agent_fails_startup_clearly() {
+    within(async {
+        let dir = tempfile::tempdir().unwrap();
+        let spec = |script: &str| missionboard::acp::UnitSpec {
+            program: "/bin/sh".into(),
+            args: vec!["-c".into(), script.into()],
+            cwd: dir.path().to_path_buf(),
+            ..Default::default()
+        };
+        // Chatter and exit: the exit and its stderr are named.
+        let err =
+            missionboard::acp::Unit::start(spec("echo hello; echo 'no such agent' >&2; exit 7"))
+                .await
+                .err()
+                .unwrap();
+        assert!(
+            matches!(&err, UnitError::Exited { status, .. } if status.code == Some(7)),
+            "{err:?}"
+        );
+        assert!(err.to_string().contains("no such agent"), "{err}");
+
+        // Hanging up stdout while staying alive: a closed connection.
+        let err = missionboard::acp::Unit::start(spec("exec 1>&-; exec sleep 30"))
+            .await
+            .err()
+            .unwrap();
+        assert!(
+            matches!(
+                err,
+                UnitError::ConnectionClosed {
+                    during: "initialize",
+                    ..
+                }
+            ),
+            "{err:?}"
+        );
+    })
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_parked_ask_is_asked_again_with_its_ask_id() {
+    within(async {
+        let script = json!({"steps": [
+            {"ask": {"summary": "ship it?", "retries": 2}},
+            {"report": {"kind": "finding", "summary": "got {{answer}}"}}
+        ]});
+        let h = start(Options { script: Some(script), ..Default::default() }).await;
+        h.handler.ask_replies.lock().unwrap().extend([
+            "no answer yet (ask_id=ask-42); call mission_ask_attention again with this ask_id to keep waiting, or carry on".to_owned(),
+        ]);
+        h.unit.prompt(vec!["go".into()]).await.unwrap();
+        let calls = h.handler.calls();
+        assert_eq!(calls.len(), 3);
+        assert_eq!(calls[0].1.get("ask_id"), None);
+        assert_eq!(calls[1].1["ask_id"], "ask-42");
+        assert_eq!(calls[1].1["summary"], "ship it?");
+        assert_eq!(calls[2].1["summary"], "got yes");
+        h.unit.shutdown().await;
+    })
+    .await;
+}

@@ -24,6 +24,8 @@ pub const TEST_DEADLINE: Duration = Duration::from_secs(30);
 pub struct RecordingHandler {
     pub calls: Mutex<Vec<(String, Map<String, Value>)>>,
     pub answer: String,
+    /// Replies to asks before `answer` is given (e.g. "no answer yet …").
+    pub ask_replies: Mutex<std::collections::VecDeque<String>>,
 }
 
 impl RecordingHandler {
@@ -31,6 +33,7 @@ impl RecordingHandler {
         Arc::new(RecordingHandler {
             calls: Mutex::new(Vec::new()),
             answer: answer.to_owned(),
+            ask_replies: Mutex::new(Default::default()),
         })
     }
 
@@ -54,7 +57,12 @@ impl MissionToolHandler for RecordingHandler {
             .unwrap()
             .push((tool.to_owned(), args.clone()));
         let reply = match tool {
-            "mission_ask_attention" => Ok(self.answer.clone()),
+            "mission_ask_attention" => Ok(self
+                .ask_replies
+                .lock()
+                .unwrap()
+                .pop_front()
+                .unwrap_or_else(|| self.answer.clone())),
             "mission_report" => Ok(format!(
                 "recorded {} report \"r-1\"",
                 args.get("kind").and_then(Value::as_str).unwrap_or("progress")
