@@ -614,13 +614,17 @@ impl Unit {
     /// Ask the agent to stop the current turn (`session/cancel`), and answer
     /// every pending permission request `cancelled` as ACP requires.
     pub fn cancel(&self) {
-        self.shared.cancel_generation.send_modify(|g| *g += 1);
+        // Notification first: it shares the outgoing queue with the
+        // permission answers, so the agent learns the turn is cancelled
+        // before it sees a `cancelled` outcome (and does not mistake it for
+        // a plain denial).
         if let Err(err) = self
             .cx
             .send_notification(CancelNotification::new(self.session_id.clone()))
         {
             tracing::debug!(?err, "session/cancel could not be sent");
         }
+        self.shared.cancel_generation.send_modify(|g| *g += 1);
     }
 
     /// Close stdin, give the agent [`KILL_GRACE`] to exit, then SIGTERM and

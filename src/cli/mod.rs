@@ -341,8 +341,45 @@ fn run(ctx: &Ctx, command: Option<Command>, flags: BetaFlags) -> anyhow::Result<
             None => not_built("the native agent (agent-planner)"),
         },
         Some(Command::Doctor) => doctor::run(ctx),
-        Some(Command::StubAgent(_)) => not_built("the stub agent"),
-        Some(Command::McpBridge { .. }) => not_built("the MCP bridge"),
+        Some(Command::StubAgent(a)) => Ok(run_role(async move {
+            crate::stub::run_stub_agent(crate::stub::StubOptions {
+                script: a.script,
+                demo: a.demo,
+            })
+            .await
+            .map_err(|e| format!("stub: {e}"))
+        })),
+        Some(Command::McpBridge { socket }) => Ok(run_role(async move {
+            crate::tools::run_mcp_bridge(&socket)
+                .await
+                .map_err(|e| format!("missionboard mcp-bridge: {e}"))
+        })),
+    }
+}
+
+/// Run a stdio role (stub agent, MCP bridge) on a fresh runtime; its errors go to
+/// stderr, because stdout belongs to the protocol.
+fn run_role(role: impl std::future::Future<Output = Result<(), String>>) -> i32 {
+    let runtime = match tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(rt) => rt,
+        Err(err) => {
+            eprintln!("missionboard: cannot start the async runtime: {err}");
+            return 1;
+        }
+    };
+    let result = runtime.block_on(role);
+    // tokio's stdin reader sits in a blocking thread that never returns on its own;
+    // waiting for it would hang the exit.
+    runtime.shutdown_background();
+    match result {
+        Ok(()) => 0,
+        Err(message) => {
+            eprintln!("{message}");
+            1
+        }
     }
 }
 

@@ -1,0 +1,856 @@
+//! The stub's ACP agent side: sessions, the turn cursor, and the step runner.
+
+use std::collections::{HashMap, VecDeque};
+use std::io::Write as _;
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use agent_client_protocol::schema::ProtocolVersion;
+use agent_client_protocol::v1::schema::{
+    AgentCapabilities, CancelNotification, ContentBlock, ContentChunk, Cost, Implementation,
+    InitializeRequest, InitializeResponse, McpServer, NewSessionRequest, NewSessionResponse,
+    PermissionOption, PermissionOptionKind, Plan, PlanEntry, PlanEntryPriority, PlanEntryStatus,
+    PromptRequest, PromptResponse, RequestPermissionOutcome, RequestPermissionRequest,
+    SessionNotification, SessionUpdate, StopReason, TextContent, ToolCall, ToolCallStatus,
+    ToolCallUpdate, ToolCallUpdateFields, ToolKind, Usage, UsageUpdate,
+};
+use agent_client_protocol::v1::{ConnectionTo, Responder};
+use agent_client_protocol::{Agent, Client, Error, Lines};
+use futures::StreamExt;
+use serde_json::{Map, Value, json};
+use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
+use tokio::sync::watch;
+
+use super::mission::{MissionClient, ServerEntry};
+use super::script::{self, OnDeny, RawStep, Script, Step, StopName, Vars, Via};
+
+/// Settings from the command line and environment.
+pub struct AgentConfig {
+    /// A script loaded from `--script` / `STUB_SCRIPT`; wins over directives.
+    pub preloaded: Option<Arc<Script>>,
+    /// The delay between steps when the script does not set one.
+    pub default_delay_ms: Option<u64>,
+    /// Append one line per prompt here (`STUB_TRANSCRIPT`).
+    pub transcript: Option<PathBuf>,
+}
+
+struct StubAgent {
+    config: AgentConfig,
+    sessions: Mutex<HashMap<String, Arc<Session>>>,
+    next_session: AtomicU64,
+    /// Raw lines for stdout, shared with the JSON-RPC writer so a garbage
+    /// line lands between whole messages.
+    outlet: futures::channel::mpsc::UnboundedSender<String>,
+}
+
+struct Session {
+    id: String,
+    /// Bumped by `session/cancel`; the running turn watches it.
+    cancel: watch::Sender<u64>,
+    /// Held for the whole turn, so one session's turns never overlap.
+    state: tokio::sync::Mutex<SessionState>,
+}
+
+#[derive(Default)]
+struct SessionState {
+    mission_entry: Option<ServerEntry>,
+    mission: Option<MissionClient>,
+    script: Option<Arc<Script>>,
+    cursor: usize,
+    vars: Vars,
+    ids: u64,
+}
+
+/// A turn's view of `session/cancel`: set once the session's cancel
+/// generation moves past the one the turn started with. Cheap to clone, so
+/// every step can race its own copy.
+#[derive(Clone)]
+struct CancelSignal {
+    rx: watch::Receiver<u64>,
+    start: u64,
+}
+
+impl CancelSignal {
+    fn is_set(&self) -> bool {
+        *self.rx.borrow() > self.start
+    }
+
+    async fn wait(mut self) {
+        let start = self.start;
+        if self.rx.wait_for(|g| *g > start).await.is_err() {
+            // The session is gone; nothing will ever cancel this turn.
+            std::future::pending::<()>().await;
+        }
+    }
+}
+
+enum Flow {
+    Continue,
+    /// Run these steps next (an ask's `then`), outside the cancel race of
+    /// the step that produced them.
+    Then(Vec<RawStep>),
+    /// Stop running steps; the turn ends normally with its `stop`.
+    EndTurn,
+    Cancelled,
+    Fail(Error),
+}
+
+fn fail(message: impl Into<String>) -> Flow {
+    Flow::Fail(Error::new(-32603, message.into()))
+}
+
+/// Run the stub agent on stdin/stdout until the client hangs up.
+pub async fn serve(config: AgentConfig) -> Result<(), String> {
+    let (out_tx, mut out_rx) = futures::channel::mpsc::unbounded::<String>();
+    let writer = tokio::spawn(async move {
+        let mut stdout = tokio::io::stdout();
+        while let Some(line) = out_rx.next().await {
+            let mut bytes = line.into_bytes();
+            bytes.push(b'\n');
+            if stdout.write_all(&bytes).await.is_err() || stdout.flush().await.is_err() {
+                break;
+            }
+        }
+    });
+
+    let sink = futures::sink::SinkExt::sink_map_err(out_tx.clone(), std::io::Error::other);
+    let reader = BufReader::new(tokio::io::stdin());
+    let incoming = futures::stream::unfold(Some(reader), async |reader| {
+        let mut reader = reader?;
+        let mut buf = Vec::new();
+        match reader.read_until(b'\n', &mut buf).await {
+            Ok(0) => None,
+            Ok(_) => Some((
+                Ok(String::from_utf8_lossy(&buf).trim_end().to_owned()),
+                Some(reader),
+            )),
+            Err(err) => Some((Err(err), None)),
+        }
+    })
+    .boxed();
+
+    let agent = Arc::new(StubAgent {
+        config,
+        sessions: Mutex::new(HashMap::new()),
+        next_session: AtomicU64::new(1),
+        outlet: out_tx,
+    });
+    let on_new = agent.clone();
+    let on_prompt = agent.clone();
+    let on_cancel = agent.clone();
+
+    let result = Agent
+        .v1()
+        .name("missionboard-stub")
+        .on_receive_request(
+            async move |request: InitializeRequest, responder, _cx| {
+                eprintln!(
+                    "stub: initialize (client asked for {:?})",
+                    request.protocol_version
+                );
+                responder.respond(
+                    InitializeResponse::new(ProtocolVersion::V1)
+                        .agent_capabilities(AgentCapabilities::new())
+                        .agent_info(Implementation::new(
+                            "missionboard-stub",
+                            env!("CARGO_PKG_VERSION"),
+                        )),
+                )
+            },
+            agent_client_protocol::on_receive_request!(),
+        )
+        .on_receive_request(
+            async move |request: NewSessionRequest, responder, _cx| {
+                let session = on_new.open_session(request);
+                responder.respond(NewSessionResponse::new(session.id.clone()))
+            },
+            agent_client_protocol::on_receive_request!(),
+        )
+        .on_receive_request(
+            async move |request: PromptRequest,
+                        responder: Responder<PromptResponse>,
+                        cx: ConnectionTo<Client>| {
+                let session_id = request.session_id.0.to_string();
+                let Some(session) = on_prompt.session(&session_id) else {
+                    return responder.respond_with_error(
+                        Error::invalid_params()
+                            .data(json!({"reason": format!("unknown session {session_id}")})),
+                    );
+                };
+                // Subscribe now, not in the task: a cancel that follows the
+                // prompt closely must still reach this turn.
+                let cancel = CancelSignal {
+                    rx: session.cancel.subscribe(),
+                    start: *session.cancel.borrow(),
+                };
+                let agent = on_prompt.clone();
+                // The turn blocks on the client (permissions) and on MCP
+                // calls, so it must not run inside the dispatch loop.
+                cx.spawn(run_prompt(
+                    agent,
+                    session,
+                    request,
+                    responder,
+                    cx.clone(),
+                    cancel,
+                ))
+            },
+            agent_client_protocol::on_receive_request!(),
+        )
+        .on_receive_notification(
+            async move |notification: CancelNotification, _cx| {
+                if let Some(session) = on_cancel.session(&notification.session_id.0) {
+                    eprintln!("stub: session/cancel for {}", session.id);
+                    session.cancel.send_modify(|g| *g += 1);
+                }
+                Ok(())
+            },
+            agent_client_protocol::on_receive_notification!(),
+        )
+        .connect_to(Lines::new(sink, incoming))
+        .await;
+    writer.abort();
+    result.map_err(|e| format!("ACP connection failed: {e:?}"))
+}
+
+impl StubAgent {
+    fn session(&self, id: &str) -> Option<Arc<Session>> {
+        self.sessions
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .get(id)
+            .cloned()
+    }
+
+    fn open_session(&self, request: NewSessionRequest) -> Arc<Session> {
+        let id = format!(
+            "stub-session-{}",
+            self.next_session.fetch_add(1, Ordering::Relaxed)
+        );
+        let mut servers = Vec::new();
+        for server in request.mcp_servers {
+            match server {
+                McpServer::Stdio(s) => servers.push(ServerEntry {
+                    name: s.name,
+                    command: s.command,
+                    args: s.args,
+                    env: s.env.into_iter().map(|e| (e.name, e.value)).collect(),
+                }),
+                _ => eprintln!("stub: ignoring a non-stdio MCP server"),
+            }
+        }
+        let mission_id = request
+            .meta
+            .as_ref()
+            .and_then(|m| m.get(crate::acp::MISSION_META_KEY))
+            .and_then(|m| m.get("missionId"))
+            .and_then(Value::as_str)
+            .unwrap_or("-")
+            .to_owned();
+        eprintln!(
+            "stub: session/new {id} cwd={} mission={mission_id} mcp=[{}]",
+            request.cwd.display(),
+            servers
+                .iter()
+                .map(|s| s.name.as_str())
+                .collect::<Vec<_>>()
+                .join(",")
+        );
+        let state = SessionState {
+            mission_entry: servers
+                .into_iter()
+                .find(|s| s.name == crate::tools::MISSION_SERVER_NAME),
+            script: self.config.preloaded.clone(),
+            ..SessionState::default()
+        };
+        let session = Arc::new(Session {
+            id: id.clone(),
+            cancel: watch::channel(0).0,
+            state: tokio::sync::Mutex::new(state),
+        });
+        self.sessions
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .insert(id, session.clone());
+        session
+    }
+
+    fn record_transcript(&self, turn: usize, text: &str) {
+        let Some(path) = &self.config.transcript else {
+            return;
+        };
+        let head: String = text
+            .chars()
+            .take(80)
+            .map(|c| if c == '\n' { ' ' } else { c })
+            .collect();
+        let written = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(path)
+            .and_then(|mut f| writeln!(f, "turn={turn} {head}"));
+        if let Err(err) = written {
+            eprintln!(
+                "stub: cannot append to transcript {}: {err}",
+                path.display()
+            );
+        }
+    }
+}
+
+async fn run_prompt(
+    agent: Arc<StubAgent>,
+    session: Arc<Session>,
+    request: PromptRequest,
+    responder: Responder<PromptResponse>,
+    cx: ConnectionTo<Client>,
+    cancel: CancelSignal,
+) -> Result<(), Error> {
+    let mut state = session.state.lock().await;
+    state.cursor += 1;
+    let turn = state.cursor;
+    let blocks: Vec<String> = request
+        .prompt
+        .iter()
+        .filter_map(|b| match b {
+            ContentBlock::Text(t) => Some(t.text.clone()),
+            _ => None,
+        })
+        .collect();
+    agent.record_transcript(turn, &blocks.join(" "));
+
+    // The first prompt decides the script; later ones (the nudge) only move
+    // the cursor.
+    if state.script.is_none() {
+        match script::script_from_prompt(&blocks, agent.config.default_delay_ms) {
+            Ok(s) => {
+                eprintln!("stub: script '{}' ({} turns)", s.name, s.turns.len());
+                state.script = Some(Arc::new(s));
+            }
+            Err(err) => {
+                eprintln!("stub: turn={turn} {err}");
+                return respond_error(responder, Error::new(-32602, format!("stub: {err}")));
+            }
+        }
+    }
+    let script = state.script.clone().expect("set above");
+    let Some(turn_def) = script.turns.get(turn - 1) else {
+        let message = format!(
+            "stub script '{}' exhausted: prompt asked for turn {turn}, script holds {}",
+            script.name,
+            script.turns.len()
+        );
+        eprintln!("stub: {message}");
+        return respond_error(responder, Error::new(-32603, message));
+    };
+
+    let delay = Duration::from_millis(
+        script
+            .delay_ms
+            .or(agent.config.default_delay_ms)
+            .unwrap_or(0),
+    );
+    state.vars.turn = turn;
+    let mut runner = TurnRunner {
+        agent: &agent,
+        cx: &cx,
+        session_id: &session.id,
+        turn,
+        state: &mut state,
+        cancel: cancel.clone(),
+        delay,
+        input_tokens: 0,
+        output_tokens: 0,
+        usage_seen: false,
+    };
+    let flow = runner.run_steps(&turn_def.steps).await;
+    let usage = runner.usage_seen.then(|| {
+        Usage::new(
+            runner.input_tokens + runner.output_tokens,
+            runner.input_tokens,
+            runner.output_tokens,
+        )
+    });
+    drop(runner);
+    // A cancel that raced the last step still wins: ACP wants `cancelled`.
+    let flow = match flow {
+        Flow::Continue | Flow::EndTurn if cancel.is_set() => Flow::Cancelled,
+        other => other,
+    };
+    let outcome = match flow {
+        Flow::Continue | Flow::EndTurn | Flow::Then(_) => {
+            let stop = match turn_def.stop {
+                StopName::EndTurn => StopReason::EndTurn,
+                StopName::Refusal => StopReason::Refusal,
+                StopName::MaxTokens => StopReason::MaxTokens,
+                StopName::MaxTurnRequests => StopReason::MaxTurnRequests,
+            };
+            eprintln!("stub: turn={turn} done ({stop:?})");
+            responder.respond(PromptResponse::new(stop).usage(usage))
+        }
+        Flow::Cancelled => {
+            eprintln!("stub: turn={turn} cancelled");
+            responder.respond(PromptResponse::new(StopReason::Cancelled))
+        }
+        Flow::Fail(err) => {
+            eprintln!("stub: turn={turn} failed: {}", err.message);
+            responder.respond_with_error(err)
+        }
+    };
+    if let Err(err) = outcome {
+        eprintln!("stub: could not answer the prompt: {err:?}");
+    }
+    Ok(())
+}
+
+/// Answer with an error; a failure to send is logged, never fatal to the
+/// connection (a spawned task's error would end it).
+fn respond_error(responder: Responder<PromptResponse>, error: Error) -> Result<(), Error> {
+    if let Err(err) = responder.respond_with_error(error) {
+        eprintln!("stub: could not answer the prompt: {err:?}");
+    }
+    Ok(())
+}
+
+struct TurnRunner<'a> {
+    agent: &'a StubAgent,
+    cx: &'a ConnectionTo<Client>,
+    session_id: &'a str,
+    turn: usize,
+    state: &'a mut SessionState,
+    cancel: CancelSignal,
+    delay: Duration,
+    input_tokens: u64,
+    output_tokens: u64,
+    usage_seen: bool,
+}
+
+/// Parse a snake_case wire name into a schema enum, with a fallback.
+fn wire<T: serde::de::DeserializeOwned>(name: &str, fallback: T) -> T {
+    serde_json::from_value(Value::String(name.to_owned())).unwrap_or(fallback)
+}
+
+fn split_chunks(text: &str, chunks: usize) -> Vec<String> {
+    let chars: Vec<char> = text.chars().collect();
+    if chunks <= 1 || chars.len() <= 1 {
+        return vec![text.to_owned()];
+    }
+    let size = chars.len().div_ceil(chunks);
+    chars.chunks(size).map(|c| c.iter().collect()).collect()
+}
+
+/// A step's payload with placeholders filled in. An ask's `then` is left
+/// alone: it may quote `{{answer}}`, which the ask has yet to produce.
+fn fill_step(raw: &RawStep, vars: &Vars) -> Value {
+    match (&raw.payload, raw.kind.as_str()) {
+        (Value::Object(map), "ask") => Value::Object(
+            map.iter()
+                .map(|(k, v)| {
+                    let v = if k == "then" {
+                        v.clone()
+                    } else {
+                        script::substitute(v, vars)
+                    };
+                    (k.clone(), v)
+                })
+                .collect(),
+        ),
+        (payload, _) => script::substitute(payload, vars),
+    }
+}
+
+/// "no answer yet (ask_id=abc); …" → `abc`.
+fn pending_ask_id(text: &str) -> Option<String> {
+    if !text.to_ascii_lowercase().contains("no answer yet") {
+        return None;
+    }
+    let rest = &text[text.find("ask_id=")? + "ask_id=".len()..];
+    let id: String = rest
+        .chars()
+        .take_while(|c| c.is_ascii_alphanumeric() || *c == '-' || *c == '_')
+        .collect();
+    (!id.is_empty()).then_some(id)
+}
+
+impl TurnRunner<'_> {
+    /// Run `steps` in order. An ask's `then` steps are spliced in right
+    /// after it (labelled `3.1`, `3.2`, …) instead of recursing.
+    async fn run_steps(&mut self, steps: &[RawStep]) -> Flow {
+        let mut queue: VecDeque<(String, RawStep)> = steps
+            .iter()
+            .enumerate()
+            .map(|(i, raw)| ((i + 1).to_string(), raw.clone()))
+            .collect();
+        let mut first = true;
+        while let Some((label, raw)) = queue.pop_front() {
+            if self.cancel.is_set() {
+                return Flow::Cancelled;
+            }
+            if !first && !self.delay.is_zero() {
+                tokio::select! {
+                    _ = tokio::time::sleep(self.delay) => {}
+                    _ = self.cancel.clone().wait() => return Flow::Cancelled,
+                }
+            }
+            first = false;
+            let filled = RawStep {
+                kind: raw.kind.clone(),
+                payload: fill_step(&raw, &self.state.vars),
+            };
+            let step = match script::decode(&filled) {
+                Ok(step) => step,
+                Err(err) => return fail(format!("stub: turn={} step={label}: {err}", self.turn)),
+            };
+            // Every step races session/cancel: sleep and hang end there, and
+            // a pending permission or MCP call is abandoned.
+            let cancel = self.cancel.clone();
+            let flow = tokio::select! {
+                flow = self.exec(step, &label, &raw.kind) => flow,
+                _ = cancel.wait() => Flow::Cancelled,
+            };
+            match flow {
+                Flow::Continue => {}
+                Flow::Then(then) => {
+                    for (j, step) in then.into_iter().enumerate().rev() {
+                        queue.push_front((format!("{label}.{}", j + 1), step));
+                    }
+                }
+                other => return other,
+            }
+        }
+        Flow::Continue
+    }
+
+    fn log(&self, label: &str, what: &str) {
+        eprintln!("stub: turn={} step={label} {what}", self.turn);
+    }
+
+    fn notify(&self, update: SessionUpdate) -> Result<(), Flow> {
+        self.cx
+            .send_notification(SessionNotification::new(self.session_id.to_owned(), update))
+            .map_err(|e| fail(format!("stub: cannot send a session update: {}", e.message)))
+    }
+
+    fn next_id(&mut self, what: &str) -> String {
+        self.state.ids += 1;
+        format!("{what}-{}-{}", self.turn, self.state.ids)
+    }
+
+    async fn mission(&mut self, label: &str, kind: &str) -> Result<&MissionClient, Flow> {
+        if self.state.mission.is_none() {
+            let Some(entry) = self.state.mission_entry.clone() else {
+                return Err(fail(format!(
+                    "stub: turn={} step={label} ({kind}) needs the 'mission' MCP server, but session/new provided none",
+                    self.turn
+                )));
+            };
+            let client = MissionClient::connect(&entry).await.map_err(|e| {
+                fail(format!(
+                    "stub: turn={} step={label} ({kind}): mission tools unavailable: {e}",
+                    self.turn
+                ))
+            })?;
+            self.state.mission = Some(client);
+        }
+        Ok(self.state.mission.as_ref().expect("connected above"))
+    }
+
+    /// Call a mission tool. A tool error is logged and returned as `Err`
+    /// text (a real agent would read it and carry on); a transport failure
+    /// fails the turn.
+    async fn tool(
+        &mut self,
+        label: &str,
+        kind: &str,
+        tool: &str,
+        args: Map<String, Value>,
+    ) -> Result<Result<String, String>, Flow> {
+        let turn = self.turn;
+        let client = self.mission(label, kind).await?;
+        let result = client
+            .call(tool, args)
+            .await
+            .map_err(|e| fail(format!("stub: turn={turn} step={label} ({kind}): {e}")))?;
+        match &result {
+            Ok(_) => self.log(label, &format!("{kind} ok")),
+            Err(text) => self.log(label, &format!("{kind} error: {text}")),
+        }
+        Ok(result)
+    }
+
+    /// [`Self::tool`] for steps that only need the call made: the outcome
+    /// is already in the diagnostics.
+    async fn tool_logged(
+        &mut self,
+        label: &str,
+        kind: &str,
+        tool: &str,
+        args: Map<String, Value>,
+    ) -> Result<(), Flow> {
+        self.tool(label, kind, tool, args).await.map(drop)
+    }
+
+    async fn exec(&mut self, step: Step, label: &str, kind: &str) -> Flow {
+        match self.exec_inner(step, label, kind).await {
+            Ok(flow) => flow,
+            Err(flow) => flow,
+        }
+    }
+
+    async fn exec_inner(&mut self, step: Step, label: &str, kind: &str) -> Result<Flow, Flow> {
+        match step {
+            Step::Say { text, chunks } | Step::Think { text, chunks } => {
+                let thought = kind == "think";
+                for piece in split_chunks(&text, chunks) {
+                    let chunk = ContentChunk::new(ContentBlock::Text(TextContent::new(piece)));
+                    self.notify(if thought {
+                        SessionUpdate::AgentThoughtChunk(chunk)
+                    } else {
+                        SessionUpdate::AgentMessageChunk(chunk)
+                    })?;
+                }
+                self.log(label, &format!("{kind} ok"));
+            }
+            Step::Mute { text } => {
+                let chunk = ContentChunk::new(ContentBlock::Text(TextContent::new(text)));
+                self.notify(SessionUpdate::AgentMessageChunk(chunk))?;
+                self.log(label, "mute ok");
+            }
+            Step::Plan {
+                entries,
+                via,
+                explanation,
+            } => {
+                if via != Via::Acp {
+                    let mut args = Map::new();
+                    args.insert("entries".into(), Value::Array(entries.clone()));
+                    if let Some(e) = explanation {
+                        args.insert("explanation".into(), Value::String(e));
+                    }
+                    self.tool_logged(label, kind, crate::tools::MISSION_PLAN, args)
+                        .await?;
+                }
+                if via != Via::Mcp {
+                    let plan = entries
+                        .iter()
+                        .map(|e| {
+                            let field = |k: &str| e.get(k).and_then(Value::as_str).unwrap_or("");
+                            PlanEntry::new(
+                                field("content"),
+                                wire(field("priority"), PlanEntryPriority::Medium),
+                                wire(field("status"), PlanEntryStatus::Pending),
+                            )
+                        })
+                        .collect();
+                    self.notify(SessionUpdate::Plan(Plan::new(plan)))?;
+                    self.log(label, "plan (acp) ok");
+                }
+            }
+            Step::Report { args } => {
+                self.tool_logged(label, kind, crate::tools::MISSION_REPORT, args)
+                    .await?;
+            }
+            Step::Finish { args } => {
+                self.tool_logged(label, kind, crate::tools::MISSION_FINISH, args)
+                    .await?;
+            }
+            Step::Ask {
+                summary,
+                detail,
+                retries,
+                then,
+            } => {
+                let mut args = Map::new();
+                args.insert("summary".into(), Value::String(summary));
+                if let Some(d) = detail {
+                    args.insert("detail".into(), Value::String(d));
+                }
+                let mut attempts = 0;
+                let answer = loop {
+                    match self
+                        .tool(
+                            label,
+                            kind,
+                            crate::tools::MISSION_ASK_ATTENTION,
+                            args.clone(),
+                        )
+                        .await?
+                    {
+                        Ok(text) => match pending_ask_id(&text) {
+                            Some(id) if attempts < retries => {
+                                attempts += 1;
+                                self.log(label, &format!("ask pending (ask_id={id}); asking again ({attempts}/{retries})"));
+                                args.insert("ask_id".into(), Value::String(id));
+                            }
+                            _ => break text,
+                        },
+                        Err(_) => break String::new(),
+                    }
+                };
+                self.state.vars.answer = answer;
+                if !then.is_empty() {
+                    return Ok(Flow::Then(then));
+                }
+            }
+            Step::Permission {
+                title,
+                kind: tool_kind,
+                times,
+                on_deny,
+                options,
+                report,
+            } => {
+                let offered: Vec<PermissionOption> = options
+                    .iter()
+                    .map(|o| {
+                        let id = o.id.clone().unwrap_or_else(|| o.kind.replace('_', "-"));
+                        let name = o.name.clone().unwrap_or_else(|| o.kind.replace('_', " "));
+                        PermissionOption::new(
+                            id,
+                            name,
+                            wire(&o.kind, PermissionOptionKind::RejectOnce),
+                        )
+                    })
+                    .collect();
+                for i in 1..=times {
+                    let call_id = self.next_id("perm");
+                    let fields = ToolCallUpdateFields::new()
+                        .title(title.clone())
+                        .kind(wire(&tool_kind, ToolKind::Other))
+                        .raw_input(json!({"stub": true, "attempt": i}));
+                    let request = RequestPermissionRequest::new(
+                        self.session_id.to_owned(),
+                        ToolCallUpdate::new(call_id, fields),
+                        offered.clone(),
+                    );
+                    let response =
+                        self.cx
+                            .send_request(request)
+                            .block_task()
+                            .await
+                            .map_err(|e| {
+                                fail(format!("stub: permission request failed: {}", e.message))
+                            })?;
+                    let outcome = match &response.outcome {
+                        RequestPermissionOutcome::Selected(s) => {
+                            let kind = offered
+                                .iter()
+                                .find(|o| o.option_id == s.option_id)
+                                .map(|o| o.kind);
+                            match kind {
+                                Some(
+                                    PermissionOptionKind::AllowOnce
+                                    | PermissionOptionKind::AllowAlways,
+                                ) => "allowed",
+                                _ => "denied",
+                            }
+                        }
+                        _ => "cancelled",
+                    };
+                    if outcome == "cancelled" && self.cancel.is_set() {
+                        self.log(
+                            label,
+                            &format!("permission {i}/{times} cancelled with the turn"),
+                        );
+                        return Ok(Flow::Cancelled);
+                    }
+                    self.state.vars.perm = outcome.to_owned();
+                    self.state.vars.perms.push(outcome.to_owned());
+                    self.log(label, &format!("permission {i}/{times} {outcome}"));
+                    if report {
+                        let mut args = Map::new();
+                        args.insert("kind".into(), json!("progress"));
+                        args.insert(
+                            "summary".into(),
+                            json!(format!("permission {i}/{times} for {title}: {outcome}")),
+                        );
+                        self.tool_logged(label, "report", crate::tools::MISSION_REPORT, args)
+                            .await?;
+                    }
+                    if outcome == "allowed" {
+                        continue;
+                    }
+                    let reason = format!("permission denied: {title}");
+                    match on_deny {
+                        OnDeny::Continue => {}
+                        OnDeny::ReportBlocker => {
+                            let mut args = Map::new();
+                            args.insert("kind".into(), json!("blocker"));
+                            args.insert("summary".into(), json!(reason));
+                            self.tool_logged(label, "report", crate::tools::MISSION_REPORT, args)
+                                .await?;
+                            return Ok(Flow::EndTurn);
+                        }
+                        OnDeny::FinishStuck => {
+                            let mut args = Map::new();
+                            args.insert("status".into(), json!("stuck"));
+                            args.insert("reason".into(), json!(reason));
+                            self.tool_logged(label, "finish", crate::tools::MISSION_FINISH, args)
+                                .await?;
+                            return Ok(Flow::EndTurn);
+                        }
+                        OnDeny::Error => return Err(fail(format!("stub: {reason}"))),
+                    }
+                }
+            }
+            Step::ToolCall {
+                id,
+                title,
+                kind: tool_kind,
+                status,
+            } => {
+                let id = id.unwrap_or_else(|| self.next_id("call"));
+                self.notify(SessionUpdate::ToolCall(
+                    ToolCall::new(id.clone(), title)
+                        .kind(wire(&tool_kind, ToolKind::Other))
+                        .status(ToolCallStatus::InProgress),
+                ))?;
+                self.notify(SessionUpdate::ToolCallUpdate(ToolCallUpdate::new(
+                    id,
+                    ToolCallUpdateFields::new().status(wire(&status, ToolCallStatus::Completed)),
+                )))?;
+                self.log(label, "tool_call ok");
+            }
+            Step::Usage {
+                used,
+                size,
+                input,
+                output,
+                cost,
+            } => {
+                let mut update = UsageUpdate::new(used, size);
+                if let Some((amount, currency)) = cost {
+                    update = update.cost(Cost::new(amount, currency));
+                }
+                self.notify(SessionUpdate::UsageUpdate(update))?;
+                self.input_tokens += input;
+                self.output_tokens += output;
+                self.usage_seen |= input > 0 || output > 0;
+                self.log(label, "usage ok");
+            }
+            Step::Sleep { ms } => {
+                tokio::time::sleep(Duration::from_millis(ms)).await;
+                self.log(label, "sleep ok");
+            }
+            Step::Hang => {
+                self.log(label, "hang: waiting for session/cancel");
+                std::future::pending::<()>().await;
+            }
+            Step::Error { code, message } => {
+                self.log(label, "error: failing the turn");
+                return Err(Flow::Fail(Error::new(code, message)));
+            }
+            Step::Crash { code } => {
+                self.log(label, &format!("crash: exiting with code {code}"));
+                std::process::exit(code);
+            }
+            Step::StdoutGarbage { line } => {
+                let _ = self.agent.outlet.unbounded_send(line);
+                self.log(label, "stdout_garbage ok");
+            }
+        }
+        Ok(Flow::Continue)
+    }
+}

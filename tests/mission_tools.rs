@@ -1,0 +1,243 @@
+//! Contract tests for the mission-tools MCP server, the socket and the
+//! bridge, driven by a plain rmcp client.
+
+mod common;
+
+use std::os::unix::fs::PermissionsExt;
+use std::sync::Arc;
+use std::time::Duration;
+
+use common::*;
+use futures::future::BoxFuture;
+use missionboard::tools::{MissionToolHandler, serve_mission_socket};
+use rmcp::ServiceExt;
+use rmcp::model::CallToolRequestParams;
+use serde_json::{Map, Value, json};
+
+async fn client(path: &std::path::Path) -> rmcp::service::RunningService<rmcp::RoleClient, ()> {
+    let stream = tokio::net::UnixStream::connect(path).await.unwrap();
+    ().serve(stream).await.unwrap()
+}
+
+fn text(result: &rmcp::model::CallToolResult) -> String {
+    result
+        .content
+        .iter()
+        .filter_map(|c| c.as_text().map(|t| t.text.clone()))
+        .collect()
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn lists_exactly_four_tools_and_forwards_raw_arguments() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("m-1.sock");
+    let handler = RecordingHandler::new("blue");
+    let socket = serve_mission_socket(&path, handler.clone()).await.unwrap();
+    let mode = std::fs::metadata(&path).unwrap().permissions().mode() & 0o777;
+    assert_eq!(mode, 0o600);
+
+    let c = client(&path).await;
+    let tools = c.list_all_tools().await.unwrap();
+    let names: Vec<&str> = tools.iter().map(|t| t.name.as_ref()).collect();
+    assert_eq!(
+        names,
+        [
+            "mission_report",
+            "mission_plan",
+            "mission_ask_attention",
+            "mission_finish"
+        ]
+    );
+    let finish = &tools[3];
+    assert_eq!(finish.input_schema["required"], json!(["status"]));
+    assert!(
+        finish
+            .description
+            .as_deref()
+            .unwrap_or("")
+            .contains("final")
+    );
+
+    let args = json!({"kind": "finding", "summary": "s", "refs": "a,b", "whatever": 1});
+    let result = c
+        .call_tool(
+            CallToolRequestParams::new("mission_report")
+                .with_arguments(args.as_object().unwrap().clone()),
+        )
+        .await
+        .unwrap();
+    assert_eq!(result.is_error, Some(false));
+    assert_eq!(text(&result), "recorded finding report \"r-1\"");
+    assert_eq!(
+        Value::Object(handler.calls()[0].1.clone()),
+        args,
+        "arguments arrive untouched"
+    );
+
+    let answer = c
+        .call_tool(CallToolRequestParams::new("mission_ask_attention").with_arguments(Map::new()))
+        .await
+        .unwrap();
+    assert_eq!(text(&answer), "blue");
+
+    // A handler error is a tool error result carrying the text.
+    let err = c
+        .call_tool(CallToolRequestParams::new("mission_finish"))
+        .await
+        .unwrap();
+    assert_eq!(err.is_error, Some(true));
+    assert_eq!(
+        text(&err),
+        "missiontools: mission_finish requires a status (landed|derailed|stuck|abandoned)"
+    );
+
+    let unknown = c
+        .call_tool(CallToolRequestParams::new("mission_launch"))
+        .await
+        .unwrap();
+    assert_eq!(unknown.is_error, Some(true));
+    assert_eq!(
+        text(&unknown),
+        "missiontools: unknown tool \"mission_launch\" (want mission_report, mission_ask_attention, mission_plan or mission_finish)"
+    );
+    assert_eq!(
+        handler.calls().len(),
+        3,
+        "unknown tools never reach the handler"
+    );
+    c.cancel().await.unwrap();
+    socket.close().await;
+    assert!(!path.exists());
+}
+
+/// Answers asks only after a while, to show calls run concurrently and a
+/// slow ask does not block other connections.
+struct SlowAsk;
+
+impl MissionToolHandler for SlowAsk {
+    fn call(
+        &self,
+        tool: &str,
+        _args: Map<String, Value>,
+    ) -> BoxFuture<'static, Result<String, String>> {
+        let slow = tool == "mission_ask_attention";
+        Box::pin(async move {
+            if slow {
+                tokio::time::sleep(Duration::from_millis(700)).await;
+                Ok("eventually".into())
+            } else {
+                Ok("quick".into())
+            }
+        })
+    }
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn many_connections_and_a_blocking_ask_does_not_block_the_others() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("m-2.sock");
+    let socket = serve_mission_socket(&path, Arc::new(SlowAsk))
+        .await
+        .unwrap();
+    let asker = client(&path).await;
+    let other = client(&path).await;
+    let ask = tokio::spawn(async move {
+        let r = asker
+            .call_tool(CallToolRequestParams::new("mission_ask_attention"))
+            .await
+            .unwrap();
+        text(&r)
+    });
+    let started = tokio::time::Instant::now();
+    let quick = other
+        .call_tool(CallToolRequestParams::new("mission_report"))
+        .await
+        .unwrap();
+    assert_eq!(text(&quick), "quick");
+    assert!(
+        started.elapsed() < Duration::from_millis(600),
+        "the report waited for the ask"
+    );
+    assert_eq!(ask.await.unwrap(), "eventually");
+    assert_eq!(socket.connections_accepted(), 2);
+    drop(socket);
+    assert!(!path.exists(), "dropping the socket removes the file");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn stale_sockets_are_replaced_and_other_files_are_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("m-3.sock");
+    // A socket file left behind by a dead host.
+    drop(std::os::unix::net::UnixListener::bind(&path).unwrap());
+    assert!(path.exists());
+    let socket = serve_mission_socket(&path, RecordingHandler::new("x"))
+        .await
+        .unwrap();
+    let c = client(&path).await;
+    assert_eq!(c.list_all_tools().await.unwrap().len(), 4);
+    socket.close().await;
+
+    let file = dir.path().join("m-4.sock");
+    std::fs::write(&file, "precious").unwrap();
+    let err = serve_mission_socket(&file, RecordingHandler::new("x"))
+        .await
+        .err()
+        .unwrap();
+    assert_eq!(err.kind(), std::io::ErrorKind::AlreadyExists);
+    assert_eq!(std::fs::read_to_string(&file).unwrap(), "precious");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn the_bridge_reports_an_unreachable_socket_and_exits_non_zero() {
+    let output = tokio::process::Command::new(EXE)
+        .args(["mcp-bridge", "/nonexistent/m-none.sock"])
+        .stdin(std::process::Stdio::null())
+        .output()
+        .await
+        .unwrap();
+    assert!(!output.status.success());
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        stderr.contains(
+            "missionboard mcp-bridge: cannot reach mission socket /nonexistent/m-none.sock"
+        ),
+        "{stderr}"
+    );
+    assert!(output.stdout.is_empty());
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn the_bridge_pipes_a_whole_mcp_session() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("m-5.sock");
+    let handler = RecordingHandler::new("x");
+    let _socket = serve_mission_socket(&path, handler.clone()).await.unwrap();
+    let mut child = tokio::process::Command::new(EXE)
+        .arg("mcp-bridge")
+        .arg(&path)
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()
+        .unwrap();
+    let stdin = child.stdin.take().unwrap();
+    let stdout = child.stdout.take().unwrap();
+    let c = ().serve((stdout, stdin)).await.unwrap();
+    let r = c
+        .call_tool(
+            CallToolRequestParams::new("mission_plan")
+                .with_arguments(json!({"entries": []}).as_object().unwrap().clone()),
+        )
+        .await
+        .unwrap();
+    assert_eq!(r.is_error, Some(false));
+    assert_eq!(handler.names(), ["mission_plan"]);
+    // Closing the client's side (the bridge's stdin) ends the bridge.
+    c.cancel().await.unwrap();
+    let status = tokio::time::timeout(Duration::from_secs(5), child.wait())
+        .await
+        .unwrap()
+        .unwrap();
+    assert!(status.success(), "{status}");
+}
