@@ -5,6 +5,7 @@ mod agent_cmd;
 mod approvals_cmd;
 mod config_cmd;
 mod doctor;
+mod fire;
 mod inbox_cmd;
 mod init;
 mod mission_cmd;
@@ -327,8 +328,24 @@ fn run(ctx: &Ctx, command: Option<Command>, flags: BetaFlags) -> anyhow::Result<
             MissionCmd::Show { id, json } => mission_cmd::show(ctx, &id, json),
             MissionCmd::Reports { id, json } => mission_cmd::reports(ctx, &id, json),
             MissionCmd::Plan { id, json } => mission_cmd::plan(ctx, &id, json),
-            MissionCmd::Fire { .. } | MissionCmd::Asks { .. } | MissionCmd::Stop { .. } => {
-                not_built("firing and stopping missions")
+            MissionCmd::Fire {
+                agent,
+                intent,
+                policy,
+                wait,
+                timeout,
+            } => fire::run(
+                ctx,
+                fire::FireArgs {
+                    agent,
+                    intent,
+                    policy,
+                    wait,
+                    timeout,
+                },
+            ),
+            MissionCmd::Asks { .. } | MissionCmd::Stop { .. } => {
+                not_built("mission asks and mission stop")
             }
         },
         Some(Command::Approvals(c)) => approvals_cmd::run(ctx, c, &flags),

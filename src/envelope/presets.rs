@@ -153,6 +153,20 @@ pub fn seed(dir: &Path, mode: Mode) -> anyhow::Result<Vec<Seeded>> {
     Ok(out)
 }
 
+/// Put back any missing envelope preset in `dir` without touching existing files
+/// (`mission fire` does this so the shipped envelopes can always be named).
+pub fn seed_policies_quietly(dir: &Path) -> anyhow::Result<()> {
+    std::fs::create_dir_all(dir)
+        .map_err(|e| anyhow::anyhow!("cannot create {}: {e}", dir.display()))?;
+    for p in PRESETS.iter().filter(|p| p.kind == Kind::Policy) {
+        let path = dir.join(p.file_name);
+        if !path.exists() {
+            write_atomically(&path, p.bytes)?;
+        }
+    }
+    Ok(())
+}
+
 /// Hex SHA-256 of `bytes`.
 pub fn sha256(bytes: &[u8]) -> String {
     Sha256::digest(bytes)

@@ -3,6 +3,7 @@
 
 use std::path::{Path, PathBuf};
 
+use super::policy::Policy;
 use crate::paths::Paths;
 
 /// File-name prefix every envelope carries.
@@ -43,6 +44,36 @@ pub fn find(dirs: &[PathBuf], file_name: &str) -> Result<Option<PathBuf>, String
         }
     }
     Ok(None)
+}
+
+/// An envelope found and parsed.
+#[derive(Debug, Clone)]
+pub struct Loaded {
+    /// The name as the operator typed it (what a mission records).
+    pub name: String,
+    pub path: PathBuf,
+    pub policy: Policy,
+}
+
+/// Resolve `name` on the search path and parse it. The error says which of the three
+/// went wrong: the name, the lookup, or the file.
+pub fn load(paths: &Paths, name: &str) -> Result<Loaded, String> {
+    let file = file_name(name)?;
+    let dirs = paths.search_dirs();
+    let path = find(&dirs, &file)?.ok_or_else(|| {
+        let shown: Vec<String> = dirs.iter().map(|d| d.display().to_string()).collect();
+        format!(
+            "hitl policy {file:?} not found in {} (run `missionboard init` to seed the presets)",
+            shown.join(" or ")
+        )
+    })?;
+    let bytes = std::fs::read(&path).map_err(|e| format!("read hitl policy {file:?}: {e}"))?;
+    let policy = Policy::parse(&file, &bytes).map_err(|e| e.to_string())?;
+    Ok(Loaded {
+        name: name.to_string(),
+        path,
+        policy,
+    })
 }
 
 /// An envelope file seen on the search path.

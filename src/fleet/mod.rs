@@ -1,4 +1,369 @@
 //! The fleet: dispatching missions to units, driving them, answering their
 //! permission requests, and tearing them down when their mission comes to rest.
+//!
+//! A fleet lives in one host process (`mission fire`, the board). Its units are
+//! children of that process; when a mission rests — finished by its unit, stopped
+//! from another terminal, reclaimed — the host that holds the unit reaps it, told by
+//! the `status_changed` event on the shared bus.
 
+mod drive;
 pub mod mission_tools;
+mod permissions;
+pub mod prompts;
+
+use std::collections::HashMap;
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use futures::future::BoxFuture;
+use serde_json::{Map, Value};
+use tokio::sync::watch;
+
+use crate::acp::{Unit, UnitSpec, mission_meta};
+use crate::agents::Registry;
+use crate::asks::Asks;
+use crate::config::Config;
+use crate::envelope::search;
+use crate::mission::{Missions, NewMission, subjects};
+use crate::paths::Paths;
+use crate::store::Store;
+use crate::tools::{
+    MissionToolHandler, bridge_server_entry, serve_mission_socket, socket_path_for,
+};
+use mission_tools::MissionToolCalls;
+
+/// What a surface asks the fleet to do.
+#[derive(Debug, Clone, Default)]
+pub struct DispatchRequest {
+    pub agent_name: String,
+    pub intent: String,
+    /// The envelope name as typed; the fleet never picks one itself.
+    pub policy_name: String,
+    /// Absolute working directory for the unit; empty means the host's.
+    pub cwd: Option<PathBuf>,
+}
+
+/// A dispatched mission.
+#[derive(Debug, Clone)]
+pub struct Dispatched {
+    pub mission_id: String,
+    pub instance_id: String,
+    pub session_id: String,
+}
+
+/// A unit this host holds.
+struct Hosted {
+    stop: watch::Sender<bool>,
+    done: tokio::task::JoinHandle<()>,
+}
+
+struct Inner {
+    paths: Paths,
+    missions: Missions,
+    asks: Asks,
+    max_parallel: u64,
+    ask_ceiling: Option<Duration>,
+    self_exe: PathBuf,
+    /// Held across the width check and the unit's start, so two dispatches can't both
+    /// slip under the cap.
+    admission: tokio::sync::Mutex<()>,
+    units: Mutex<HashMap<String, Hosted>>,
+}
+
+/// One host's fleet. Cheap to clone.
+#[derive(Clone)]
+pub struct Fleet {
+    inner: Arc<Inner>,
+}
+
+impl Fleet {
+    /// Build a fleet over the store. The width cap is read once, here.
+    pub fn new(paths: Paths, store: Store) -> anyhow::Result<Fleet> {
+        let config = Config::new(store.clone());
+        let fleet = Fleet {
+            inner: Arc::new(Inner {
+                max_parallel: config.fleet_max_parallel()?,
+                ask_ceiling: config.approval_ceiling()?,
+                missions: Missions::new(store.clone()),
+                asks: Asks::new(store),
+                self_exe: std::env::current_exe()
+                    .map_err(|e| anyhow::anyhow!("cannot locate the missionboard binary: {e}"))?,
+                paths,
+                admission: tokio::sync::Mutex::new(()),
+                units: Mutex::new(HashMap::new()),
+            }),
+        };
+        Ok(fleet)
+    }
+
+    pub fn missions(&self) -> &Missions {
+        &self.inner.missions
+    }
+
+    pub fn asks(&self) -> &Asks {
+        &self.inner.asks
+    }
+
+    /// Units this host holds right now (each holds fleet width until it is reaped).
+    pub fn open_units(&self) -> usize {
+        self.inner.units.lock().unwrap().len()
+    }
+
+    /// Dispatch a mission: validate, admit, start the unit, record the mission, and
+    /// start driving it. A refusal leaves no record and no process.
+    pub async fn dispatch(&self, req: DispatchRequest) -> anyhow::Result<Dispatched> {
+        let inner = &self.inner;
+        let agent_name = req.agent_name.trim().to_string();
+        if agent_name.is_empty() {
+            anyhow::bail!("missing parameter: agentName: agentName is required");
+        }
+        if req.intent.trim().is_empty() {
+            anyhow::bail!("missing parameter: intent: intent is required");
+        }
+        crate::mission::single_line("intent", &req.intent)?;
+        let policy_name = req.policy_name.trim().to_string();
+        if policy_name.is_empty() {
+            anyhow::bail!(
+                "missing parameter: hitlPolicyName: hitlPolicyName is required: a mission must name its envelope"
+            );
+        }
+        let envelope = search::load(&inner.paths, &policy_name).map_err(|e| {
+            anyhow::anyhow!(
+                "invalid parameter value: hitlPolicyName: hitl policy {policy_name:?} could not be loaded: it must name an existing policy (see `missionboard vet --all` / the .missionboard policy files) — {e}"
+            )
+        })?;
+        let cwd = match req.cwd {
+            Some(c) if !c.is_absolute() => {
+                anyhow::bail!(
+                    "cwd must be an absolute path, got {:?}",
+                    c.display().to_string()
+                )
+            }
+            Some(c) => c,
+            None => inner.paths.cwd.clone(),
+        };
+        let registry = Registry::load(&inner.paths)?;
+        let Some(agent) = registry.get(&agent_name).cloned() else {
+            let known = registry.names();
+            let hint = if known.is_empty() {
+                " — no agents are declared; run 'missionboard init' to seed agents.toml".to_string()
+            } else {
+                format!(
+                    " — declared agents: {} (see 'missionboard agent list')",
+                    known.join(", ")
+                )
+            };
+            anyhow::bail!("resolve agent {agent_name:?}: not found{hint}");
+        };
+
+        let mission_id = uuid::Uuid::new_v4().to_string();
+        let instance_id = uuid::Uuid::new_v4().to_string();
+        let _admit = inner.admission.lock().await;
+        let open = self.open_units() as u64;
+        if inner.max_parallel > 0 && open >= inner.max_parallel {
+            anyhow::bail!(
+                "conflict: fleet admission refused: {open} units are already open, at the fleet-width cap (fleet-max-parallel={}). Wait for a unit to conclude or stop one, or raise the cap: `missionboard config set fleet-max-parallel <N>` (0 = unlimited).",
+                inner.max_parallel
+            );
+        }
+
+        // The socket must listen before session/new: agents connect to their MCP
+        // servers while the session opens.
+        let run_dir = inner.paths.run_dir();
+        std::fs::create_dir_all(&run_dir)
+            .map_err(|e| anyhow::anyhow!("cannot create {}: {e}", run_dir.display()))?;
+        let socket_path = socket_path_for(&run_dir, &mission_id);
+        let calls = MissionToolCalls {
+            mission_id: mission_id.clone(),
+            missions: inner.missions.clone(),
+            asks: inner.asks.clone(),
+            workdir: cwd.display().to_string(),
+            agent_name: agent_name.clone(),
+            session_id: String::new(),
+            ask_ceiling: inner.ask_ceiling,
+        };
+        let handler = Arc::new(ToolHandler(Arc::new(Mutex::new(calls))));
+        let socket = serve_mission_socket(&socket_path, handler.clone())
+            .await
+            .map_err(|e| {
+                anyhow::anyhow!(
+                    "cannot serve the mission socket {}: {e}",
+                    socket_path.display()
+                )
+            })?;
+        let spec = UnitSpec {
+            program: agent.program(),
+            args: agent.args.clone(),
+            env: agent.env.clone(),
+            cwd: cwd.clone(),
+            mcp_servers: vec![bridge_server_entry(&inner.self_exe, &socket_path)],
+            meta: mission_meta(&mission_id),
+        };
+        let mut unit = Unit::start(spec)
+            .await
+            .map_err(|e| anyhow::anyhow!("agent {agent_name:?} could not start a session: {e}"))?;
+        let session_id = unit.session_id().to_string();
+        handler.0.lock().unwrap().session_id = session_id.clone();
+
+        let mission = match inner.missions.create(NewMission {
+            id: mission_id.clone(),
+            intent: req.intent.trim().to_string(),
+            agent_name: agent_name.clone(),
+            policy_name: policy_name.clone(),
+            cwd: cwd.display().to_string(),
+            session_id: Some(session_id.clone()),
+            instance_id: Some(instance_id.clone()),
+            parent_session_id: None,
+        }) {
+            Ok(m) => m,
+            Err(e) => {
+                unit.shutdown().await;
+                return Err(e.into());
+            }
+        };
+
+        let (stop_tx, stop_rx) = watch::channel(false);
+        let events = unit
+            .take_events()
+            .expect("fresh unit has its event channel");
+        let perms = unit
+            .take_permissions()
+            .expect("fresh unit has its permission channel");
+        permissions::spawn_answerer(
+            perms,
+            permissions::Gate {
+                mission_id: mission_id.clone(),
+                agent_name: agent_name.clone(),
+                session_id: session_id.clone(),
+                instance_id: instance_id.clone(),
+                cwd: cwd.display().to_string(),
+                envelope,
+                asks: inner.asks.clone(),
+                ask_ceiling: inner.ask_ceiling,
+            },
+        );
+        let drive = drive::Drive {
+            missions: inner.missions.clone(),
+            mission,
+            unit,
+            events,
+            stop: stop_rx,
+            socket,
+        };
+        let fleet = self.clone();
+        let key = mission_id.clone();
+        // Registered under the lock before the task can finish and deregister itself.
+        let mut units = inner.units.lock().unwrap();
+        let done = tokio::spawn(async move {
+            drive.run().await;
+            fleet.inner.units.lock().unwrap().remove(&key);
+        });
+        units.insert(
+            mission_id.clone(),
+            Hosted {
+                stop: stop_tx,
+                done,
+            },
+        );
+        drop(units);
+        Ok(Dispatched {
+            mission_id,
+            instance_id,
+            session_id,
+        })
+    }
+
+    /// Ask the unit of `mission_id` to wind down, if this host holds it. Returns at
+    /// once; the unit is cancelled, given a grace period, and reaped.
+    pub fn release(&self, mission_id: &str) -> bool {
+        match self.inner.units.lock().unwrap().get(mission_id) {
+            Some(h) => {
+                let _ = h.stop.send(true);
+                true
+            }
+            None => false,
+        }
+    }
+
+    /// Reap every unit this host holds and wait for them (host shutdown).
+    pub async fn shutdown(&self) {
+        let hosted: Vec<(String, Hosted)> = self.inner.units.lock().unwrap().drain().collect();
+        for (_, h) in &hosted {
+            let _ = h.stop.send(true);
+        }
+        for (id, h) in hosted {
+            if let Err(e) = h.done.await {
+                tracing::warn!(mission = %id, "unit task ended abnormally: {e}");
+            }
+        }
+    }
+
+    /// Follow the bus and reap units whose mission came to rest anywhere — this
+    /// host's unit finishing, an operator's stop from another terminal, a sweep.
+    /// Runs until the fleet is dropped.
+    pub fn spawn_teardown(&self) -> tokio::task::JoinHandle<()> {
+        let weak = Arc::downgrade(&self.inner);
+        tokio::spawn(async move {
+            let mut after = match weak.upgrade().map(|i| i.missions.bus().head()) {
+                Some(Ok(h)) => h,
+                _ => 0,
+            };
+            let mut ticks = 0u32;
+            loop {
+                tokio::time::sleep(TEARDOWN_POLL).await;
+                let Some(inner) = weak.upgrade() else { return };
+                let fleet = Fleet { inner };
+                match fleet.inner.missions.bus().since(after, 500) {
+                    Ok(events) => {
+                        for ev in events {
+                            after = ev.id;
+                            if ev.subject == subjects::STATUS_CHANGED
+                                && let Some(id) = ev.data.get("missionId").and_then(Value::as_str)
+                            {
+                                fleet.release(id);
+                            }
+                        }
+                    }
+                    Err(e) => tracing::warn!("teardown: bus poll failed: {e}"),
+                }
+                // A safety net for events pruned before we read them: every few
+                // seconds, check the records of the units we hold.
+                ticks += 1;
+                if ticks % 20 == 0 {
+                    fleet.release_resting();
+                }
+            }
+        })
+    }
+
+    fn release_resting(&self) {
+        let ids: Vec<String> = self.inner.units.lock().unwrap().keys().cloned().collect();
+        for id in ids {
+            if let Ok(Some(m)) = self.inner.missions.get(&id)
+                && m.status.is_terminal()
+            {
+                self.release(&id);
+            }
+        }
+    }
+}
+
+/// How often a host looks at the bus for missions that came to rest.
+const TEARDOWN_POLL: Duration = Duration::from_millis(100);
+
+/// Adapts the mission tool calls to the MCP server's handler trait. The session id
+/// is filled in once the session exists (tools are only called after that).
+struct ToolHandler(Arc<Mutex<MissionToolCalls>>);
+
+impl MissionToolHandler for ToolHandler {
+    fn call(
+        &self,
+        tool: &str,
+        args: Map<String, Value>,
+    ) -> BoxFuture<'static, Result<String, String>> {
+        let calls = self.0.lock().unwrap().clone();
+        let tool = tool.to_string();
+        Box::pin(async move { calls.call(&tool, args).await })
+    }
+}

@@ -1,0 +1,153 @@
+//! `missionboard mission fire <agent> <intent…> --wait [--timeout 30m] [--policy X]`.
+//! The unit is a child of this process: the command blocks until the mission rests,
+//! and tears the unit down on every way out.
+
+use std::time::{Duration, Instant};
+
+use super::Ctx;
+use super::mission_cmd::{report_lines, status_line};
+use crate::config::{self, Config};
+use crate::envelope::presets;
+use crate::fleet::{DispatchRequest, Fleet};
+use crate::mission::Status;
+
+/// How often the wait re-reads the mission record.
+const POLL: Duration = Duration::from_millis(250);
+
+pub(super) struct FireArgs {
+    pub agent: String,
+    pub intent: Vec<String>,
+    pub policy: Option<String>,
+    pub wait: bool,
+    pub timeout: String,
+}
+
+pub(super) fn run(ctx: &Ctx, args: FireArgs) -> anyhow::Result<i32> {
+    if !args.wait {
+        anyhow::bail!(
+            "mission fire requires --wait: the dispatched unit is a child subprocess of this command and dies when it exits, so a detached fire from a one-shot CLI would tear its own mission down. Pass --wait to block until the mission finishes, or fire from a long-lived host (the board's /mission)"
+        );
+    }
+    let timeout =
+        crate::duration::parse(&args.timeout).map_err(|e| anyhow::anyhow!("--timeout: {e}"))?;
+    let agent = args.agent.trim().to_string();
+    let intent = args.intent.join(" ").trim().to_string();
+    let store = ctx.store()?;
+    // The shipped envelopes are always there to be named, whatever was deleted.
+    if let Err(e) = presets::seed_policies_quietly(&ctx.paths.home) {
+        tracing::warn!("could not refresh the preset envelopes: {e}");
+    }
+    let policy = match args.policy.filter(|p| !p.trim().is_empty()) {
+        Some(p) => p,
+        None => Config::new(store.clone())
+            .get(config::DEFAULT_MISSION_POLICY)?
+            .ok_or_else(|| {
+                anyhow::anyhow!(
+                    "no mission envelope: pass --policy <policy>, or set a default with `missionboard config set default-mission-policy <policy>` — a mission must name the HITL policy that bounds it"
+                )
+            })?,
+    };
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()?;
+    runtime.block_on(async move {
+        let fleet = Fleet::new(ctx.paths.clone(), store)?;
+        let _teardown = fleet.spawn_teardown();
+        let code = fire_and_wait(&fleet, agent, intent, policy, timeout).await;
+        fleet.shutdown().await;
+        code
+    })
+}
+
+async fn fire_and_wait(
+    fleet: &Fleet,
+    agent: String,
+    intent: String,
+    policy: String,
+    timeout: Duration,
+) -> anyhow::Result<i32> {
+    let d = fleet
+        .dispatch(DispatchRequest {
+            agent_name: agent.clone(),
+            intent: intent.clone(),
+            policy_name: policy.clone(),
+            cwd: None,
+        })
+        .await?;
+    let id = d.mission_id.clone();
+    println!("Mission fired at agent {agent:?} under envelope {policy:?}.");
+    println!("Intent: {intent}");
+    println!(
+        "Mission {id} (instance {}, session {}).",
+        d.instance_id, d.session_id
+    );
+    println!(
+        "Waiting for a terminal status (timeout {}; the unit is a child of this process and is torn down when it exits)…",
+        crate::duration::format(timeout)
+    );
+    let deadline = Instant::now() + timeout;
+    let mut signals = Signals::new()?;
+    let mission = loop {
+        let m = fleet
+            .missions()
+            .require(&id)
+            .map_err(|e| anyhow::anyhow!("waiting on mission {id}: {e}"))?;
+        if m.status != Status::Open {
+            break m;
+        }
+        if Instant::now() >= deadline {
+            println!(
+                "mission {id} did not finish within {}: it is torn down with this process (the unit is a child subprocess). Its record and any reports so far survive — see 'missionboard mission show {id}'. Re-run with a larger --timeout, or fire from a long-lived host (the board's /mission).",
+                crate::duration::format(timeout)
+            );
+            return Ok(1);
+        }
+        tokio::select! {
+            _ = tokio::time::sleep(POLL.min(deadline.saturating_duration_since(Instant::now()))) => {}
+            _ = signals.next() => {
+                println!(
+                    "mission {id} wait interrupted: the unit is torn down with this process. Its record and any reports so far survive — see 'missionboard mission show {id}'."
+                );
+                return Ok(1);
+            }
+        }
+    };
+    println!("Mission {id} finished: {}", status_line(&mission));
+    let reports = fleet.missions().reports(&id, 200)?;
+    if !reports.is_empty() {
+        println!("Reports:");
+        print!("{}", report_lines(&reports));
+    }
+    println!("Full detail: missionboard mission reports {id}");
+    Ok(if mission.status == Status::Landed {
+        0
+    } else {
+        1
+    })
+}
+
+/// SIGINT, SIGTERM and SIGHUP all end the wait.
+struct Signals {
+    int: tokio::signal::unix::Signal,
+    term: tokio::signal::unix::Signal,
+    hup: tokio::signal::unix::Signal,
+}
+
+impl Signals {
+    fn new() -> anyhow::Result<Signals> {
+        use tokio::signal::unix::{SignalKind, signal};
+        Ok(Signals {
+            int: signal(SignalKind::interrupt())?,
+            term: signal(SignalKind::terminate())?,
+            hup: signal(SignalKind::hangup())?,
+        })
+    }
+
+    async fn next(&mut self) {
+        tokio::select! {
+            _ = self.int.recv() => {}
+            _ = self.term.recv() => {}
+            _ = self.hup.recv() => {}
+        }
+    }
+}

@@ -1,0 +1,65 @@
+//! The words the drive loop sends a unit. They name each tool the way every agent
+//! can find it — "the mission_report tool of the mission MCP server" — because
+//! agents spell MCP tool names differently (`mcp__mission__mission_report`,
+//! `mission.mission_report`, …).
+
+/// Sent as the first content block of the first turn; never stored on the mission.
+pub const PREAMBLE: &str = "You are running as an UNATTENDED mission unit. No human is reading this conversation — replying in prose reaches no one. You reach outside this session ONLY through your mission tools:
+- the mission_plan tool of the mission MCP server: file your plan before any other tool call, and keep it true — exactly one entry in_progress, mark an entry completed as soon as it is done, revise the plan when the work changes. It is the operator's only live view of what you are doing.
+- the mission_report tool of the mission MCP server: record real progress, a finding, a blocker, or the result (name the files or URLs it refers to in refs).
+- the mission_ask_attention tool of the mission MCP server: ask for a decision you may not make alone, then WAIT — the reply comes back as the tool's result on the same turn. If no reply comes, the question is filed as a blocker and you carry on with what you can.
+- the mission_finish tool of the mission MCP server: end the mission with a verdict (landed, derailed, stuck) once it is truly done.
+Do the work with your other tools. Decide what the intent below already settles; ask only for what it does not. Chat text alone will not be seen.";
+
+/// The one runtime nudge after a turn that reached nobody.
+pub const NUDGE: &str = "Your last turn ended without reaching outside this session, and no human is reading this chat. Use the mission_report tool of the mission MCP server to record progress, a finding, a blocker, or a result; the mission_ask_attention tool of the mission MCP server if you are blocked on a decision (then wait for the reply); or the mission_finish tool of the mission MCP server to end the mission. If you are not done, keep working. Do not answer in prose alone — it will not be seen.";
+
+/// The ATTACH paragraph of the runtime's blocker for a mute unit.
+pub fn attach(session_id: &str) -> String {
+    format!(
+        "The unit produced no mission report across two turns (its first turn and one runtime nudge). Attach to session {session_id} to read its transcript and continue it."
+    )
+}
+
+/// Collapse whitespace to single spaces and cut at `max` characters with `…`.
+pub fn excerpt(text: &str, max: usize) -> String {
+    let flat = text.split_whitespace().collect::<Vec<_>>().join(" ");
+    if flat.chars().count() > max {
+        let cut: String = flat.chars().take(max).collect();
+        format!("{cut}…")
+    } else {
+        flat
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn prompts_name_every_tool_in_the_server_qualified_form() {
+        for tool in [
+            "mission_plan",
+            "mission_report",
+            "mission_ask_attention",
+            "mission_finish",
+        ] {
+            assert!(
+                PREAMBLE.contains(&format!("the {tool} tool of the mission MCP server")),
+                "{tool}"
+            );
+        }
+        for tool in ["mission_report", "mission_ask_attention", "mission_finish"] {
+            assert!(NUDGE.contains(&format!("the {tool} tool of the mission MCP server")));
+        }
+        assert!(NUDGE.starts_with(
+            "Your last turn ended without reaching outside this session, and no human is reading this chat."
+        ));
+    }
+
+    #[test]
+    fn excerpts_are_single_line_and_bounded() {
+        assert_eq!(excerpt("a\n\n  b\tc", 240), "a b c");
+        assert_eq!(excerpt(&"x".repeat(300), 240).chars().count(), 241);
+    }
+}
