@@ -330,7 +330,7 @@ impl Fleet {
                 // A safety net for events pruned before we read them: every few
                 // seconds, check the records of the units we hold.
                 ticks += 1;
-                if ticks % 20 == 0 {
+                if ticks.is_multiple_of(20) {
                     fleet.release_resting();
                 }
             }
