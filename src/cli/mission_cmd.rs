@@ -229,3 +229,15 @@ pub(super) fn plan(ctx: &Ctx, id: &str, json: bool) -> anyhow::Result<i32> {
     print!("{out}");
     Ok(0)
 }
+
+pub(super) fn stop(ctx: &Ctx, id: &str, reason: Option<&str>) -> anyhow::Result<i32> {
+    let svc = missions(ctx)?;
+    let m = svc.resolve(id)?;
+    let asks = crate::asks::Asks::new(svc.store().clone());
+    crate::fleet::stop::stop_mission(&svc, &asks, &m.id, reason)?;
+    println!(
+        "Mission {} abandoned. Pending asks are closed; any live unit is being reaped by its host process.",
+        m.id
+    );
+    Ok(0)
+}

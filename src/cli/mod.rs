@@ -344,9 +344,8 @@ fn run(ctx: &Ctx, command: Option<Command>, flags: BetaFlags) -> anyhow::Result<
                     timeout,
                 },
             ),
-            MissionCmd::Asks { .. } | MissionCmd::Stop { .. } => {
-                not_built("mission asks and mission stop")
-            }
+            MissionCmd::Stop { id, reason } => mission_cmd::stop(ctx, &id, reason.as_deref()),
+            MissionCmd::Asks { .. } => not_built("mission asks"),
         },
         Some(Command::Approvals(c)) => approvals_cmd::run(ctx, c, &flags),
         Some(Command::Inbox(c)) => inbox_cmd::run(ctx, c),

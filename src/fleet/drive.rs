@@ -109,18 +109,29 @@ impl Drive {
                         Err(e) => Turn::Failed(e),
                     };
                 }
-                Some(ev) = self.events.recv() => journal.record(ev),
+                Some(ev) = self.events.recv() => {
+                    // Stdout belongs to the protocol: an agent that writes anything
+                    // else there is broken, and its turn cannot be trusted.
+                    if let UnitEvent::StdoutGarbage(line) = &ev {
+                        let detail = format!(
+                            "the agent wrote a line that is not JSON-RPC to stdout: {:?}",
+                            excerpt(line, 120)
+                        );
+                        self.unit.cancel();
+                        let _ = tokio::time::timeout(CANCEL_GRACE, &mut prompt).await;
+                        return Turn::Failed(UnitError::Protocol { during: "session/prompt", detail });
+                    }
+                    journal.record(ev);
+                }
                 changed = self.stop.changed() => {
                     if changed.is_err() || *self.stop.borrow() {
                         self.unit.cancel();
-                        break;
+                        let _ = tokio::time::timeout(CANCEL_GRACE, &mut prompt).await;
+                        return Turn::Stopped;
                     }
                 }
             }
         }
-        // Cancelled: give the turn a grace period to wind down, then move on.
-        let _ = tokio::time::timeout(CANCEL_GRACE, &mut prompt).await;
-        Turn::Stopped
     }
 
     fn heartbeat(&self) {

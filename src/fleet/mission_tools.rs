@@ -140,6 +140,15 @@ impl MissionToolCalls {
             Ok(None) => "nobody answered before the ask closed".to_string(),
             Err(e) => e,
         };
+        // A question closed by a stop needs no blocker: the mission already rests.
+        if let Ok(Some(m)) = self.missions.get(&self.mission_id)
+            && m.status.is_terminal()
+        {
+            return Ok(format!(
+                "the mission is at rest as {}; this question was closed without an answer",
+                m.status
+            ));
+        }
         self.file_unanswered(&summary, &detail, &unanswered)
     }
 

@@ -10,6 +10,7 @@ mod drive;
 pub mod mission_tools;
 mod permissions;
 pub mod prompts;
+pub mod stop;
 
 use std::collections::HashMap;
 use std::path::PathBuf;
