@@ -110,23 +110,24 @@ async fn lists_exactly_four_tools_and_forwards_raw_arguments() {
     assert!(!path.exists());
 }
 
-/// Answers asks only after a while, to show calls run concurrently and a
-/// slow ask does not block other connections.
-struct SlowAsk;
+/// Holds every ask until the test releases it, to show a blocking ask does
+/// not hold up other calls or connections.
+struct HeldAsk(Arc<tokio::sync::Notify>);
 
-impl MissionToolHandler for SlowAsk {
+impl MissionToolHandler for HeldAsk {
     fn call(
         &self,
         tool: &str,
         _args: Map<String, Value>,
     ) -> BoxFuture<'static, Result<String, String>> {
-        let slow = tool == "mission_ask_attention";
+        let release = (tool == "mission_ask_attention").then(|| self.0.clone());
         Box::pin(async move {
-            if slow {
-                tokio::time::sleep(Duration::from_millis(700)).await;
-                Ok("eventually".into())
-            } else {
-                Ok("quick".into())
+            match release {
+                Some(release) => {
+                    release.notified().await;
+                    Ok("eventually".into())
+                }
+                None => Ok("quick".into()),
             }
         })
     }
@@ -136,7 +137,8 @@ impl MissionToolHandler for SlowAsk {
 async fn many_connections_and_a_blocking_ask_does_not_block_the_others() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("m-2.sock");
-    let socket = serve_mission_socket(&path, Arc::new(SlowAsk))
+    let release = Arc::new(tokio::sync::Notify::new());
+    let socket = serve_mission_socket(&path, Arc::new(HeldAsk(release.clone())))
         .await
         .unwrap();
     let asker = client(&path).await;
@@ -148,17 +150,26 @@ async fn many_connections_and_a_blocking_ask_does_not_block_the_others() {
             .unwrap();
         text(&r)
     });
-    let started = tokio::time::Instant::now();
-    let quick = other
-        .call_tool(CallToolRequestParams::new("mission_report"))
-        .await
-        .unwrap();
+    let quick = tokio::time::timeout(
+        Duration::from_secs(10),
+        other.call_tool(CallToolRequestParams::new("mission_report")),
+    )
+    .await
+    .expect("the report is not held up by the pending ask")
+    .unwrap();
     assert_eq!(text(&quick), "quick");
     assert!(
-        started.elapsed() < Duration::from_millis(600),
-        "the report waited for the ask"
+        !ask.is_finished(),
+        "the ask is still waiting for its answer"
     );
-    assert_eq!(ask.await.unwrap(), "eventually");
+    release.notify_one();
+    assert_eq!(
+        tokio::time::timeout(Duration::from_secs(10), ask)
+            .await
+            .unwrap()
+            .unwrap(),
+        "eventually"
+    );
     assert_eq!(socket.connections_accepted(), 2);
     drop(socket);
     assert!(!path.exists(), "dropping the socket removes the file");

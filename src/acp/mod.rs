@@ -367,28 +367,27 @@ impl Unit {
             }
         });
 
-        let mut unit_parts = Some((process, events_rx, perm_rx, stop_tx, connection_task));
-        let cx = match cx_rx.await {
-            Ok(cx) => cx,
-            Err(_) => {
-                let (process, ..) = unit_parts.take().expect("parts are present");
-                let status = process.wait_exit(KILL_GRACE).await;
-                return Err(match status {
-                    Some(status) => UnitError::Exited {
-                        during: "startup",
-                        status,
-                        stderr_tail: process.stderr.text(),
-                    },
-                    None => UnitError::ConnectionClosed {
-                        during: "startup",
-                        detail: "the connection ended before it started".into(),
-                        stderr_tail: process.stderr.text(),
-                    },
-                });
+        let Ok(cx) = cx_rx.await else {
+            // The connection died before it started: report why, and make
+            // sure the child does not outlive the failure.
+            let status = process.wait_exit_for_report(KILL_GRACE).await;
+            if status.is_none() {
+                process.signal_group(libc::SIGKILL);
             }
+            let stderr_tail = process.stderr.text();
+            return Err(match status {
+                Some(status) => UnitError::Exited {
+                    during: "startup",
+                    status,
+                    stderr_tail,
+                },
+                None => UnitError::ConnectionClosed {
+                    during: "startup",
+                    detail: "the connection ended before it started".into(),
+                    stderr_tail,
+                },
+            });
         };
-        let (process, events_rx, perm_rx, stop_tx, connection_task) =
-            unit_parts.take().expect("parts are present");
 
         let mut unit = Unit {
             session_id: String::new(),
@@ -520,7 +519,7 @@ impl Unit {
                 data: err.data,
             };
         }
-        match self.process.wait_exit(KILL_GRACE).await {
+        match self.process.wait_exit_for_report(KILL_GRACE).await {
             Some(status) => UnitError::Exited {
                 during,
                 status,

@@ -75,12 +75,27 @@ impl fmt::Display for ExitInfo {
 }
 
 /// A bounded tail of the child's stderr, shared with the reader task.
-#[derive(Clone, Default)]
-pub struct StderrTail(Arc<Mutex<VecDeque<u8>>>);
+#[derive(Clone)]
+pub struct StderrTail {
+    ring: Arc<Mutex<VecDeque<u8>>>,
+    /// Becomes true when the pipe reaches EOF.
+    drained: watch::Receiver<bool>,
+}
 
 impl StderrTail {
+    fn new() -> (StderrTail, watch::Sender<bool>) {
+        let (tx, rx) = watch::channel(false);
+        (
+            StderrTail {
+                ring: Arc::default(),
+                drained: rx,
+            },
+            tx,
+        )
+    }
+
     fn push(&self, bytes: &[u8]) {
-        let mut ring = self.0.lock().unwrap_or_else(|e| e.into_inner());
+        let mut ring = self.ring.lock().unwrap_or_else(|e| e.into_inner());
         ring.extend(bytes);
         let excess = ring.len().saturating_sub(STDERR_TAIL_BYTES);
         ring.drain(..excess);
@@ -88,14 +103,25 @@ impl StderrTail {
 
     /// The retained tail as text (lossy: agents may write anything).
     pub fn text(&self) -> String {
-        let ring = self.0.lock().unwrap_or_else(|e| e.into_inner());
+        let ring = self.ring.lock().unwrap_or_else(|e| e.into_inner());
         let (a, b) = ring.as_slices();
         let mut bytes = Vec::with_capacity(ring.len());
         bytes.extend_from_slice(a);
         bytes.extend_from_slice(b);
         String::from_utf8_lossy(&bytes).into_owned()
     }
+
+    /// Wait (bounded) until the pipe is drained, so an error message built
+    /// right after the child died includes its last words. Bounded because
+    /// a grandchild may hold the pipe open long after the child is gone.
+    pub async fn settle(&self, limit: Duration) {
+        let mut rx = self.drained.clone();
+        let _ = tokio::time::timeout(limit, rx.wait_for(|done| *done)).await;
+    }
 }
+
+/// How long an error message waits for the last of a dead child's stderr.
+pub const STDERR_SETTLE: Duration = Duration::from_millis(300);
 
 /// A spawned unit process. The `Child` itself lives in the reaper task so
 /// that exactly one place waits on it; everyone else watches `exit`.
@@ -137,8 +163,8 @@ pub fn spawn(
     let stdout = child.stdout.take().expect("stdout was piped");
     let stderr_pipe = child.stderr.take().expect("stderr was piped");
 
-    let stderr = StderrTail::default();
-    tokio::spawn(pump_stderr(stderr_pipe, stderr.clone(), pid));
+    let (stderr, drained) = StderrTail::new();
+    tokio::spawn(pump_stderr(stderr_pipe, stderr.clone(), drained, pid));
 
     let (exit_tx, exit_rx) = watch::channel(None);
     tokio::spawn(async move {
@@ -166,7 +192,12 @@ pub fn spawn(
     ))
 }
 
-async fn pump_stderr(mut pipe: ChildStderr, tail: StderrTail, pid: u32) {
+async fn pump_stderr(
+    mut pipe: ChildStderr,
+    tail: StderrTail,
+    drained: watch::Sender<bool>,
+    pid: u32,
+) {
     let mut buf = [0u8; 4096];
     loop {
         match pipe.read(&mut buf).await {
@@ -177,12 +208,23 @@ async fn pump_stderr(mut pipe: ChildStderr, tail: StderrTail, pid: u32) {
             }
         }
     }
+    let _ = drained.send(true);
 }
 
 impl UnitProcess {
     /// The exit status, if the process has been reaped.
     pub fn exited(&self) -> Option<ExitInfo> {
         *self.exit.borrow()
+    }
+
+    /// [`Self::wait_exit`], then (if it exited) give its stderr a moment to
+    /// drain: for building error messages.
+    pub async fn wait_exit_for_report(&self, limit: Duration) -> Option<ExitInfo> {
+        let status = self.wait_exit(limit).await;
+        if status.is_some() {
+            self.stderr.settle(STDERR_SETTLE).await;
+        }
+        status
     }
 
     /// Wait up to `limit` for the process to be reaped.

@@ -211,7 +211,15 @@ pub async fn serve(config: AgentConfig) -> Result<(), String> {
         )
         .connect_to(Lines::new(sink, incoming))
         .await;
-    writer.abort();
+    // Let the last answers reach stdout: the writer ends once every sender
+    // (the transport's and the agent's outlet) is gone.
+    drop(agent);
+    if tokio::time::timeout(Duration::from_secs(1), writer)
+        .await
+        .is_err()
+    {
+        eprintln!("stub: stdout did not drain within a second");
+    }
     result.map_err(|e| format!("ACP connection failed: {e:?}"))
 }
 

@@ -77,7 +77,7 @@
 //! | `hang` | none | waits for `session/cancel`, then the turn ends `cancelled` |
 //! | `error` | `"message"` or `{code?, message}` | the turn answers with that JSON-RPC error (code default -32603) |
 //! | `crash` | `code` or `{code}` (default 1) | the process exits mid-turn |
-//! | `stdout_garbage` | `"line"` or none | writes a non-JSON line to stdout |
+//! | `stdout_garbage` | `"line"` or none | writes a non-JSON line to stdout (it may overtake updates still queued in the SDK) |
 //!
 //! Every string in a step may use `{{answer}}` (the latest ask's answer),
 //! `{{turn}}`, `{{perm}}`, `{{perms}}` and `{{env:NAME}}` (an environment
