@@ -87,6 +87,10 @@ impl Store {
                 ))
             })?;
         }
+        // Two processes initialising a fresh file at once can deadlock inside SQLite
+        // (one switching to WAL while the other migrates), so setup is serialised by
+        // an advisory lock beside the database.
+        let _setup = SetupLock::acquire(path);
         let conn = Connection::open(path).map_err(|e| describe(path, e))?;
         let store = Store {
             inner: Arc::new(Inner {
@@ -210,6 +214,31 @@ impl Store {
             })?;
         }
         Ok(())
+    }
+}
+
+/// An exclusive `flock` on `<db>.lock`, held while a process configures and migrates.
+/// Best effort: without it (an unusual filesystem) setup still works, just unserialised.
+struct SetupLock {
+    _file: Option<std::fs::File>,
+}
+
+impl SetupLock {
+    fn acquire(db: &Path) -> SetupLock {
+        use std::os::fd::AsRawFd;
+        let mut lock_path = db.as_os_str().to_owned();
+        lock_path.push(".lock");
+        let file = std::fs::OpenOptions::new()
+            .create(true)
+            .truncate(false)
+            .write(true)
+            .open(PathBuf::from(lock_path))
+            .ok();
+        if let Some(f) = &file {
+            // SAFETY: flock on a descriptor we own; it is released when the file closes.
+            unsafe { libc::flock(f.as_raw_fd(), libc::LOCK_EX) };
+        }
+        SetupLock { _file: file }
     }
 }
 

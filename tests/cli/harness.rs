@@ -103,7 +103,10 @@ impl Sandbox {
                 Some(json) => {
                     let path = self.home.join(format!("script-{name}.json"));
                     self.write(&path, json);
-                    format!("[\"stub-agent\", \"--script\", {:?}]", path.display().to_string())
+                    format!(
+                        "[\"stub-agent\", \"--script\", {:?}]",
+                        path.display().to_string()
+                    )
                 }
                 None => "[\"stub-agent\"]".to_string(),
             };
@@ -116,14 +119,18 @@ impl Sandbox {
 
     /// `mission fire <agent> <intent> --wait --policy default` plus `extra`.
     pub fn fire(&self, agent: &str, intent: &str, extra: &[&str]) -> Run {
-        let mut args = vec!["mission", "fire", agent, intent, "--wait", "--policy", "default"];
+        let mut args = vec![
+            "mission", "fire", agent, intent, "--wait", "--policy", "default",
+        ];
         args.extend_from_slice(extra);
         self.run(&args)
     }
 
     /// Start a fire in the background (stdout/stderr captured when it is joined).
     pub fn fire_in_background(&self, agent: &str, intent: &str, extra: &[&str]) -> Background {
-        let mut args = vec!["mission", "fire", agent, intent, "--wait", "--policy", "default"];
+        let mut args = vec![
+            "mission", "fire", agent, intent, "--wait", "--policy", "default",
+        ];
         args.extend_from_slice(extra);
         let child = self
             .command(&args)
@@ -138,7 +145,11 @@ impl Sandbox {
     pub fn newest_mission(&self) -> Option<String> {
         let out = self.run(&["mission", "list", "--json"]).ok();
         let v: serde_json::Value = serde_json::from_str(&out.stdout).unwrap();
-        v.as_array()?.first()?.get("id")?.as_str().map(str::to_string)
+        v.as_array()?
+            .first()?
+            .get("id")?
+            .as_str()
+            .map(str::to_string)
     }
 
     /// Pending asks as JSON rows (`approvals list` is for humans; the ids come from
@@ -188,7 +199,10 @@ pub fn wait_for<T>(secs: u64, what: &str, mut f: impl FnMut() -> Option<T>) -> T
         if let Some(v) = f() {
             return v;
         }
-        assert!(std::time::Instant::now() < deadline, "timed out waiting for {what}");
+        assert!(
+            std::time::Instant::now() < deadline,
+            "timed out waiting for {what}"
+        );
         std::thread::sleep(std::time::Duration::from_millis(50));
     }
 }

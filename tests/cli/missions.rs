@@ -7,7 +7,8 @@ fn script(steps: &str) -> String {
     format!(r#"{{"name":"t","turns":[{{"steps":[{steps}]}}]}}"#)
 }
 
-const LAND: &str = r#"{"report":{"kind":"result","summary":"work done"}},{"finish":{"status":"landed"}}"#;
+const LAND: &str =
+    r#"{"report":{"kind":"result","summary":"work done"}},{"finish":{"status":"landed"}}"#;
 
 #[test]
 fn a_fire_without_wait_is_refused_and_says_why_the_flag_exists() {
@@ -19,7 +20,12 @@ fn a_fire_without_wait_is_refused_and_says_why_the_flag_exists() {
         run.stderr.starts_with("Error: mission fire requires --wait: the dispatched unit is a child subprocess of this command and dies when it exits"),
         "{run:#?}"
     );
-    assert!(sb.run(&["mission", "list"]).ok().stdout.starts_with("No missions recorded."));
+    assert!(
+        sb.run(&["mission", "list"])
+            .ok()
+            .stdout
+            .starts_with("No missions recorded.")
+    );
 }
 
 #[test]
@@ -39,9 +45,12 @@ fn a_fire_with_no_envelope_is_refused_rather_than_guessed_at() {
 fn the_envelope_named_at_fire_time_is_written_into_the_record() {
     let sb = Sandbox::new();
     sb.declare_stubs(&[("stub", Some(&script(LAND)))]);
-    sb.run(&["config", "set", "default-mission-policy", "strict"]).ok();
-    sb.run(&["mission", "fire", "stub", "audit the loader", "--wait"]).ok();
-    sb.run(&["config", "set", "default-mission-policy", "dev"]).ok();
+    sb.run(&["config", "set", "default-mission-policy", "strict"])
+        .ok();
+    sb.run(&["mission", "fire", "stub", "audit the loader", "--wait"])
+        .ok();
+    sb.run(&["config", "set", "default-mission-policy", "dev"])
+        .ok();
     let id = sb.newest_mission().unwrap();
     let show = sb.run(&["mission", "show", &id]).ok();
     let lines = show.lines();
@@ -59,7 +68,8 @@ fn an_undeclared_agent_is_refused_before_a_mission_record_exists() {
     let run = sb.fire("notanagent", "do things", &[]);
     assert_eq!(run.code, 1);
     assert!(
-        run.stderr.starts_with("Error: resolve agent \"notanagent\": not found — declared agents: stub"),
+        run.stderr
+            .starts_with("Error: resolve agent \"notanagent\": not found — declared agents: stub"),
         "{run:#?}"
     );
     assert!(sb.newest_mission().is_none());
@@ -72,16 +82,31 @@ fn a_landed_mission_exits_zero_and_prints_its_reports() {
     let run = sb.fire("stub", "land the release notes", &[]).ok();
     let id = sb.newest_mission().unwrap();
     let lines = run.lines();
-    assert_eq!(lines[0], "Mission fired at agent \"stub\" under envelope \"default\".");
+    assert_eq!(
+        lines[0],
+        "Mission fired at agent \"stub\" under envelope \"default\"."
+    );
     assert_eq!(lines[1], "Intent: land the release notes");
-    assert!(lines[2].starts_with(&format!("Mission {id} (instance ")), "{}", run.stdout);
+    assert!(
+        lines[2].starts_with(&format!("Mission {id} (instance ")),
+        "{}",
+        run.stdout
+    );
     assert_eq!(
         lines[3],
         "Waiting for a terminal status (timeout 30m0s; the unit is a child of this process and is torn down when it exits)…"
     );
-    assert!(run.stdout.contains(&format!("\nMission {id} finished: landed\nReports:\n")), "{}", run.stdout);
+    assert!(
+        run.stdout
+            .contains(&format!("\nMission {id} finished: landed\nReports:\n")),
+        "{}",
+        run.stdout
+    );
     assert!(run.stdout.contains("  [result] "), "{}", run.stdout);
-    assert_eq!(lines.last(), Some(&format!("Full detail: missionboard mission reports {id}").as_str()));
+    assert_eq!(
+        lines.last(),
+        Some(&format!("Full detail: missionboard mission reports {id}").as_str())
+    );
 }
 
 #[test]
@@ -89,13 +114,17 @@ fn a_derailed_mission_exits_nonzero_naming_the_status_and_the_reason() {
     let sb = Sandbox::new();
     sb.declare_stubs(&[(
         "stub",
-        Some(&script(r#"{"finish":{"status":"derailed","reason":"the schema is gone"}}"#)),
+        Some(&script(
+            r#"{"finish":{"status":"derailed","reason":"the schema is gone"}}"#,
+        )),
     )]);
     let run = sb.fire("stub", "migrate", &[]);
     assert_eq!(run.code, 1);
     let id = sb.newest_mission().unwrap();
     assert!(
-        run.stdout.contains(&format!("Mission {id} finished: derailed — the schema is gone\n")),
+        run.stdout.contains(&format!(
+            "Mission {id} finished: derailed — the schema is gone\n"
+        )),
         "{run:#?}"
     );
 }
@@ -114,7 +143,11 @@ fn a_wait_that_runs_out_exits_nonzero_and_leaves_the_record_open() {
         "{run:#?}"
     );
     let show = sb.run(&["mission", "show", &id]).ok();
-    assert!(show.stdout.contains("\nStatus:    open\n"), "{}", show.stdout);
+    assert!(
+        show.stdout.contains("\nStatus:    open\n"),
+        "{}",
+        show.stdout
+    );
 }
 
 #[test]
@@ -125,7 +158,17 @@ fn a_mute_unit_gets_one_nudge_and_then_the_runtime_files_the_blocker_itself() {
         "stub",
         Some(r#"{"name":"mute","turns":[{"steps":["mute"]},{"steps":["mute"]}]}"#),
     )]);
-    let mut cmd = sb.command(&["mission", "fire", "stub", "say nothing", "--wait", "--policy", "default", "--timeout", "3s"]);
+    let mut cmd = sb.command(&[
+        "mission",
+        "fire",
+        "stub",
+        "say nothing",
+        "--wait",
+        "--policy",
+        "default",
+        "--timeout",
+        "3s",
+    ]);
     cmd.env("STUB_TRANSCRIPT", &transcript);
     let run = sb.run_with(cmd);
     assert_eq!(run.code, 1, "{run:#?}");
@@ -133,11 +176,22 @@ fn a_mute_unit_gets_one_nudge_and_then_the_runtime_files_the_blocker_itself() {
 
     let prompts = std::fs::read_to_string(&transcript).unwrap();
     let prompts: Vec<&str> = prompts.lines().collect();
-    assert_eq!(prompts.len(), 2, "exactly the intent turn and one nudge: {prompts:?}");
-    assert!(prompts[1].contains("Your last turn ended without reaching outside"), "{prompts:?}");
+    assert_eq!(
+        prompts.len(),
+        2,
+        "exactly the intent turn and one nudge: {prompts:?}"
+    );
+    assert!(
+        prompts[1].contains("Your last turn ended without reaching outside"),
+        "{prompts:?}"
+    );
 
     let show = sb.run(&["mission", "show", &id]).ok();
-    assert!(show.stdout.contains("\nStatus:    open\n"), "{}", show.stdout);
+    assert!(
+        show.stdout.contains("\nStatus:    open\n"),
+        "{}",
+        show.stdout
+    );
     let reports = sb.run(&["mission", "reports", &id, "--json"]).ok();
     let reports: serde_json::Value = serde_json::from_str(&reports.stdout).unwrap();
     let reports = reports.as_array().unwrap();
@@ -148,28 +202,56 @@ fn a_mute_unit_gets_one_nudge_and_then_the_runtime_files_the_blocker_itself() {
         detail.ends_with("The unit produced no mission report across two turns (its first turn and one runtime nudge). Attach to session stub-session-1 to read its transcript and continue it."),
         "{detail}"
     );
-    assert!(reports[0]["summary"].as_str().unwrap().starts_with("unit ended two turns without reporting — last said: "));
+    assert!(
+        reports[0]["summary"]
+            .as_str()
+            .unwrap()
+            .starts_with("unit ended two turns without reporting — last said: ")
+    );
 }
 
 #[test]
 fn a_turn_that_errors_skips_the_nudge_and_derails_the_mission() {
     let sb = Sandbox::new();
     let transcript = sb.home.join("transcript.log");
-    sb.declare_stubs(&[("stub", Some(&script(r#"{"error":"context length exceeded"}"#)))]);
-    let mut cmd = sb.command(&["mission", "fire", "stub", "overflow", "--wait", "--policy", "default"]);
+    sb.declare_stubs(&[(
+        "stub",
+        Some(&script(r#"{"error":"context length exceeded"}"#)),
+    )]);
+    let mut cmd = sb.command(&[
+        "mission", "fire", "stub", "overflow", "--wait", "--policy", "default",
+    ]);
     cmd.env("STUB_TRANSCRIPT", &transcript);
     let run = sb.run_with(cmd);
     assert_eq!(run.code, 1);
     let id = sb.newest_mission().unwrap();
     assert!(
-        run.stdout.contains(&format!("Mission {id} finished: derailed — unit turn failed: ")),
+        run.stdout.contains(&format!(
+            "Mission {id} finished: derailed — unit turn failed: "
+        )),
         "{run:#?}"
     );
     assert!(run.stdout.contains("context length exceeded"), "{run:#?}");
-    assert_eq!(std::fs::read_to_string(&transcript).unwrap().lines().count(), 1, "no nudge");
+    assert_eq!(
+        std::fs::read_to_string(&transcript)
+            .unwrap()
+            .lines()
+            .count(),
+        1,
+        "no nudge"
+    );
     let reports = sb.run(&["mission", "reports", &id]).ok();
-    assert_eq!(reports.stdout.matches("[blocker]").count(), 1, "{}", reports.stdout);
-    assert!(reports.stdout.contains("so it no longer holds fleet width"), "{}", reports.stdout);
+    assert_eq!(
+        reports.stdout.matches("[blocker]").count(),
+        1,
+        "{}",
+        reports.stdout
+    );
+    assert!(
+        reports.stdout.contains("so it no longer holds fleet width"),
+        "{}",
+        reports.stdout
+    );
 }
 
 #[test]
@@ -182,20 +264,29 @@ fn a_second_terminal_verdict_never_replaces_the_first() {
     sb.fire("stub", "decide twice", &[]).ok();
     let id = sb.newest_mission().unwrap();
     let show = sb.run(&["mission", "show", &id]).ok();
-    assert!(show.stdout.contains("\nStatus:    landed — first\n"), "{}", show.stdout);
+    assert!(
+        show.stdout.contains("\nStatus:    landed — first\n"),
+        "{}",
+        show.stdout
+    );
 }
 
 #[test]
 fn stopping_twice_is_a_no_op_and_stopping_a_finished_mission_is_a_conflict() {
     let sb = Sandbox::new();
-    sb.declare_stubs(&[("stub", Some(&script(LAND))), ("hang", Some(&script(r#""hang""#)))]);
+    sb.declare_stubs(&[
+        ("stub", Some(&script(LAND))),
+        ("hang", Some(&script(r#""hang""#))),
+    ]);
     sb.fire("stub", "land", &[]).ok();
     let landed = sb.newest_mission().unwrap();
     let run = sb.run(&["mission", "stop", &landed]);
     assert_eq!(run.code, 1);
     assert_eq!(
         run.stderr,
-        format!("Error: conflict: mission {landed:?} already finished as \"landed\"; cannot re-finish as \"abandoned\"\n")
+        format!(
+            "Error: conflict: mission {landed:?} already finished as \"landed\"; cannot re-finish as \"abandoned\"\n"
+        )
     );
 
     let bg = sb.fire_in_background("hang", "block", &[]);
@@ -206,11 +297,18 @@ fn stopping_twice_is_a_no_op_and_stopping_a_finished_mission_is_a_conflict() {
         "Mission {id} abandoned. Pending asks are closed; any live unit is being reaped by its host process.\n"
     );
     assert_eq!(sb.run(&["mission", "stop", &id]).ok().stdout, line);
-    assert_eq!(sb.run(&["mission", "stop", &id, "--reason", "again"]).ok().stdout, line);
+    assert_eq!(
+        sb.run(&["mission", "stop", &id, "--reason", "again"])
+            .ok()
+            .stdout,
+        line
+    );
     let fired = bg.join();
     assert_eq!(fired.code, 1);
     assert!(
-        fired.stdout.contains(&format!("Mission {id} finished: abandoned — stopped by operator")),
+        fired.stdout.contains(&format!(
+            "Mission {id} finished: abandoned — stopped by operator"
+        )),
         "{fired:#?}"
     );
 }
@@ -222,15 +320,27 @@ fn mission_stop_closes_the_pending_ask_and_records_the_reason() {
     let bg = sb.fire_in_background("stub", "deploy", &[]);
     wait_for(20, "the question", || sb.pending_ask_ids().first().cloned());
     let id = sb.newest_mission().unwrap();
-    sb.run(&["mission", "stop", &id, "--reason", "wrong quarter"]).ok();
+    sb.run(&["mission", "stop", &id, "--reason", "wrong quarter"])
+        .ok();
     assert!(
-        sb.run(&["approvals", "list"]).ok().stdout.starts_with("No pending asks."),
+        sb.run(&["approvals", "list"])
+            .ok()
+            .stdout
+            .starts_with("No pending asks."),
         "the stop closed the ask"
     );
     let fired = bg.join();
-    assert!(fired.stdout.contains("finished: abandoned — wrong quarter"), "{fired:#?}");
+    assert!(
+        fired.stdout.contains("finished: abandoned — wrong quarter"),
+        "{fired:#?}"
+    );
     let show = sb.run(&["mission", "show", &id]).ok();
-    assert!(show.stdout.contains("\nStatus:    abandoned — wrong quarter\n"), "{}", show.stdout);
+    assert!(
+        show.stdout
+            .contains("\nStatus:    abandoned — wrong quarter\n"),
+        "{}",
+        show.stdout
+    );
 }
 
 #[test]
@@ -247,28 +357,59 @@ fn a_report_an_ask_and_an_inbox_item_are_three_rows_with_three_lifecycles() {
     let id = sb.newest_mission().unwrap();
 
     let approvals = sb.run(&["approvals", "list"]).ok();
-    let row = approvals.lines().into_iter().find(|l| l.starts_with(&ask)).unwrap().to_string();
-    assert!(row.contains("  question  mission.mission_ask_attention  Rename the env var too?  "), "{row}");
+    let row = approvals
+        .lines()
+        .into_iter()
+        .find(|l| l.starts_with(&ask))
+        .unwrap()
+        .to_string();
+    assert!(
+        row.contains("  question  mission.mission_ask_attention  Rename the env var too?  "),
+        "{row}"
+    );
     assert!(row.contains(&id), "{row}");
 
     let inbox = sb.run(&["inbox", "list"]).ok();
-    let item = inbox.lines()[1].split_whitespace().next().unwrap().to_string();
-    assert!(inbox.stdout.contains("operator-fired (no session)"), "{}", inbox.stdout);
-    assert!(inbox.stdout.contains("the env var is read twice"), "{}", inbox.stdout);
+    let item = inbox.lines()[1]
+        .split_whitespace()
+        .next()
+        .unwrap()
+        .to_string();
+    assert!(
+        inbox.stdout.contains("operator-fired (no session)"),
+        "{}",
+        inbox.stdout
+    );
+    assert!(
+        inbox.stdout.contains("the env var is read twice"),
+        "{}",
+        inbox.stdout
+    );
     assert_eq!(
         sb.run(&["inbox", "ack", &item]).ok().stdout,
         format!("Inbox item {item} acknowledged.\n")
     );
-    assert!(sb.run(&["inbox", "list"]).ok().stdout.starts_with("No unacknowledged inbox items."));
+    assert!(
+        sb.run(&["inbox", "list"])
+            .ok()
+            .stdout
+            .starts_with("No unacknowledged inbox items.")
+    );
     let all = sb.run(&["inbox", "list", "--all"]).ok();
     assert!(all.lines()[1].trim_end().ends_with("yes"), "{}", all.stdout);
     // Acking touched neither the report nor the ask.
     assert_eq!(sb.pending_ask_ids(), vec![ask.clone()]);
 
-    sb.run(&["approvals", "respond", &ask, "--answer", "yes, everywhere"]).ok();
+    sb.run(&["approvals", "respond", &ask, "--answer", "yes, everywhere"])
+        .ok();
     let fired = bg.join();
     assert_eq!(fired.code, 0, "{fired:#?}");
-    assert!(fired.stdout.contains("  [finding] the env var is read twice\n  [result] renamed: yes, everywhere\n"), "{fired:#?}");
+    assert!(
+        fired.stdout.contains(
+            "  [finding] the env var is read twice\n  [result] renamed: yes, everywhere\n"
+        ),
+        "{fired:#?}"
+    );
 }
 
 #[test]
@@ -314,7 +455,12 @@ fn mission_show_flags_a_report_the_verification_gate_downgraded() {
         "{}",
         show.stdout
     );
-    assert!(show.stdout.contains("  [result] real notes written\n        refs: notes/real.md\n"), "{}", show.stdout);
+    assert!(
+        show.stdout
+            .contains("  [result] real notes written\n        refs: notes/real.md\n"),
+        "{}",
+        show.stdout
+    );
 }
 
 #[test]
@@ -332,7 +478,8 @@ fn the_plan_is_a_full_snapshot_and_mission_plan_prints_its_revisions() {
     let id = sb.newest_mission().unwrap();
     let show = sb.run(&["mission", "show", &id]).ok();
     assert!(
-        show.stdout.contains("\nPlan:      revision 2 (0 pending, 0 in progress, 2 completed)\n"),
+        show.stdout
+            .contains("\nPlan:      revision 2 (0 pending, 0 in progress, 2 completed)\n"),
         "{}",
         show.stdout
     );
@@ -353,7 +500,9 @@ fn a_mission_with_no_plan_says_so_rather_than_printing_an_empty_table() {
     let id = sb.newest_mission().unwrap();
     assert_eq!(
         sb.run(&["mission", "plan", &id]).ok().stdout,
-        format!("Mission {id} has no plan yet (revision 0) — no resident planner has run for this mission.\n")
+        format!(
+            "Mission {id} has no plan yet (revision 0) — no resident planner has run for this mission.\n"
+        )
     );
 }
 
@@ -367,16 +516,30 @@ fn a_gated_tool_call_raises_a_durable_permission_ask_another_process_releases() 
         )),
     )]);
     let bg = sb.fire_in_background("stub", "edit the config", &[]);
-    let ask = wait_for(20, "the permission ask", || sb.pending_ask_ids().first().cloned());
+    let ask = wait_for(20, "the permission ask", || {
+        sb.pending_ask_ids().first().cloned()
+    });
     let list = sb.run(&["approvals", "list"]).ok();
-    assert!(list.stdout.contains("  permission  local_fs.write_file  "), "{}", list.stdout);
+    assert!(
+        list.stdout.contains("  permission  local_fs.write_file  "),
+        "{}",
+        list.stdout
+    );
     let answered = sb.run(&["approvals", "respond", &ask, "--answer", "yes"]);
     assert_eq!(answered.code, 1);
-    assert!(answered.stderr.contains("is a permission ask (local_fs.write_file) — it takes --approve or --deny, not text"), "{answered:#?}");
+    assert!(
+        answered.stderr.contains(
+            "is a permission ask (local_fs.write_file) — it takes --approve or --deny, not text"
+        ),
+        "{answered:#?}"
+    );
     sb.run(&["approvals", "respond", &ask, "--approve"]).ok();
     let fired = bg.join();
     assert_eq!(fired.code, 0, "{fired:#?}");
-    assert!(fired.stdout.contains("allowed"), "the stub reports the outcome: {fired:#?}");
+    assert!(
+        fired.stdout.contains("allowed"),
+        "the stub reports the outcome: {fired:#?}"
+    );
 }
 
 #[test]
@@ -393,13 +556,23 @@ fn an_agent_that_writes_garbage_on_stdout_derails_and_the_host_carries_on() {
     let sb = Sandbox::new();
     sb.declare_stubs(&[(
         "stub",
-        Some(&script(r#"{"stdout_garbage":"hello from a chatty agent"},{"sleep":2000},{"finish":"landed"}"#)),
+        Some(&script(
+            r#"{"stdout_garbage":"hello from a chatty agent"},{"sleep":2000},{"finish":"landed"}"#,
+        )),
     )]);
     let run = sb.fire("stub", "chatter", &[]);
     assert_eq!(run.code, 1, "{run:#?}");
-    assert!(run.stdout.contains("finished: derailed — unit turn failed: "), "{run:#?}");
+    assert!(
+        run.stdout
+            .contains("finished: derailed — unit turn failed: "),
+        "{run:#?}"
+    );
     assert!(run.stdout.contains("not JSON-RPC"), "{run:#?}");
-    assert!(run.stdout.contains("Full detail: missionboard mission reports"), "the host finished normally: {run:#?}");
+    assert!(
+        run.stdout
+            .contains("Full detail: missionboard mission reports"),
+        "the host finished normally: {run:#?}"
+    );
 }
 
 #[test]
