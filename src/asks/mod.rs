@@ -216,6 +216,14 @@ impl From<StoreError> for AskError {
     }
 }
 
+/// An operator's verdict, from `approvals respond` or the board.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum OperatorVerdict {
+    Approve,
+    Deny,
+    Answer(String),
+}
+
 /// The ask service. Clones share the in-process waiter table.
 #[derive(Clone)]
 pub struct Asks {
@@ -345,6 +353,25 @@ impl Asks {
             let mut s = c.prepare_cached(&format!("SELECT {COLUMNS} FROM asks {tail}"))?;
             s.query_map(p, from_row)?.collect()
         })?)
+    }
+
+    /// Record an operator's verdict: words for a question, approve/deny for a
+    /// permission gate. The one path every surface uses, so the checks and the
+    /// exactly-once write are the same everywhere.
+    pub fn operator_verdict(&self, id: &str, verdict: &OperatorVerdict) -> Result<Ask, AskError> {
+        let ask = self.require(id)?;
+        match (ask.is_question(), verdict) {
+            (true, OperatorVerdict::Answer(text)) => self.answer(id, text),
+            (true, _) => Err(AskError::Invalid(format!(
+                "ask {id} is a QUESTION ({}) — answer it with --answer \"your words\", not a yes/no verdict",
+                ask.args_summary
+            ))),
+            (false, OperatorVerdict::Answer(_)) => Err(AskError::Invalid(format!(
+                "ask {id} is a permission ask ({}.{}) — it takes --approve or --deny, not text",
+                ask.tools_name, ask.tool_name
+            ))),
+            (false, v) => self.respond(id, *v == OperatorVerdict::Approve),
+        }
     }
 
     /// A human's words for a question.

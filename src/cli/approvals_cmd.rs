@@ -1,7 +1,7 @@
 //! `missionboard approvals list|respond`.
 
 use super::{ApprovalsCmd, BetaFlags, Ctx};
-use crate::asks::{Ask, Asks};
+use crate::asks::{Ask, Asks, OperatorVerdict};
 use crate::clock;
 use crate::duration::age;
 use crate::row;
@@ -104,28 +104,15 @@ fn respond(
     if as_agent.is_some() && answer.is_none() {
         anyhow::bail!("--as-agent attributes a question's answer; pair it with --answer \"...\"");
     }
-    let asks = Asks::new(ctx.store()?);
-    let ask = asks.require(id)?;
-    if ask.is_question() && answer.is_none() {
-        anyhow::bail!(
-            "ask {id} is a QUESTION ({}) — answer it with --answer \"your words\", not a yes/no verdict",
-            ask.args_summary
-        );
-    }
-    if !ask.is_question() && answer.is_some() {
-        anyhow::bail!(
-            "ask {id} is a permission ask ({}.{}) — it takes --approve or --deny, not text",
-            ask.tools_name,
-            ask.tool_name
-        );
-    }
     if as_agent.is_some() {
         anyhow::bail!("--as-agent answers are not built yet in this version of missionboard");
     }
-    match &answer {
-        Some(text) => asks.answer(id, text)?,
-        None => asks.respond(id, approve)?,
+    let verdict = match answer {
+        Some(text) => OperatorVerdict::Answer(text),
+        None if approve => OperatorVerdict::Approve,
+        None => OperatorVerdict::Deny,
     };
+    Asks::new(ctx.store()?).operator_verdict(id, &verdict)?;
     println!(
         "Verdict recorded for {id}. Nothing was checkpointed under it, so nothing resumed here — the run that raised it is watching this row in its own process and carries on there, if it is still up."
     );
