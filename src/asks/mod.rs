@@ -330,6 +330,17 @@ impl Asks {
         )
     }
 
+    /// How many asks are pending.
+    pub fn pending_count(&self) -> Result<i64, AskError> {
+        Ok(self.store.with(|c| {
+            c.query_row(
+                "SELECT COUNT(*) FROM asks WHERE state = 'pending'",
+                [],
+                |r| r.get(0),
+            )
+        })?)
+    }
+
     /// A mission's asks, newest first, any state.
     pub fn for_mission(&self, mission_id: &str, limit: usize) -> Result<Vec<Ask>, AskError> {
         self.query(

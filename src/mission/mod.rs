@@ -324,6 +324,28 @@ impl Missions {
         })?)
     }
 
+    /// One page of missions, newest first: what a scrolled view shows, and no more.
+    pub fn list_page(&self, offset: usize, limit: usize) -> Result<Vec<Mission>> {
+        Ok(self.store.with(|c| {
+            let mut s = c.prepare_cached(&format!(
+                "SELECT {COLUMNS} FROM missions ORDER BY created_at DESC, id DESC LIMIT ?1 OFFSET ?2"
+            ))?;
+            s.query_map(params![limit as i64, offset as i64], from_row)?
+                .collect()
+        })?)
+    }
+
+    /// How many missions there are, and how many of them are open.
+    pub fn counts(&self) -> Result<(i64, i64)> {
+        Ok(self.store.with(|c| {
+            c.query_row(
+                "SELECT COUNT(*), COALESCE(SUM(status = 'open'), 0) FROM missions",
+                [],
+                |r| Ok((r.get(0)?, r.get(1)?)),
+            )
+        })?)
+    }
+
     /// Open missions, oldest first (what sweeps and hosts scan).
     pub fn list_open(&self, limit: usize) -> Result<Vec<Mission>> {
         Ok(self.store.with(|c| {
