@@ -4,6 +4,7 @@
 //! `vet` is the linter behind `missionboard vet`, `search` resolves names on the
 //! search path and `presets` holds the files `missionboard init` seeds.
 
+pub mod bounds;
 pub mod eval;
 pub mod glob;
 pub mod policy;

@@ -7,6 +7,7 @@ use tokio::sync::{mpsc, watch};
 
 use super::prompts::{NUDGE, PREAMBLE, attach, excerpt};
 use crate::acp::{CANCEL_GRACE, PromptOutcome, Unit, UnitError, UnitEvent};
+use crate::envelope::policy::ComputeBounds;
 use crate::mission::{Mission, Missions, ReportInput, Status};
 use crate::tools::MissionSocket;
 
@@ -16,6 +17,8 @@ const JOURNAL_RING: usize = 512;
 pub(super) struct Drive {
     pub missions: Missions,
     pub mission: Mission,
+    /// The envelope's compute bounds, read once at dispatch.
+    pub compute: ComputeBounds,
     pub unit: Unit,
     pub events: mpsc::UnboundedReceiver<UnitEvent>,
     pub stop: watch::Receiver<bool>,
@@ -62,7 +65,21 @@ impl Drive {
         let intent = self.mission.intent.clone();
         let turns: [Vec<String>; 2] = [vec![PREAMBLE.to_string(), intent], vec![NUDGE.to_string()]];
         let mut reached = false;
-        for blocks in turns {
+        for (n, blocks) in turns.into_iter().enumerate() {
+            if n == 1 && self.compute.max_turns == 1 {
+                // The turn budget is spent: no nudge, and the mission stops here.
+                let reason = format!(
+                    "compute bound exhausted: maxTurns={} — the mission spent its turn budget without reaching its operator.",
+                    self.compute.max_turns
+                );
+                if let Err(e) = self
+                    .missions
+                    .finish(&self.mission.id, Status::Stuck, &reason)
+                {
+                    tracing::info!(mission = %self.mission.id, "turn bound lost to another verdict: {e}");
+                }
+                return self.reap().await;
+            }
             match self.turn(blocks, &mut journal).await {
                 Turn::Done(outcome) => {
                     tracing::debug!(mission = %self.mission.id, stop = %outcome.stop_reason, "turn ended");

@@ -81,6 +81,14 @@ pub struct Fleet {
 impl Fleet {
     /// Build a fleet over the store. The width cap is read once, here.
     pub fn new(paths: Paths, store: Store) -> anyhow::Result<Fleet> {
+        let exe = std::env::current_exe()
+            .map_err(|e| anyhow::anyhow!("cannot locate the missionboard binary: {e}"))?;
+        Fleet::with_executable(paths, store, exe)
+    }
+
+    /// A fleet whose units reach their mission tools through `exe mcp-bridge` — the
+    /// missionboard binary, when the host embedding the fleet is another program.
+    pub fn with_executable(paths: Paths, store: Store, exe: PathBuf) -> anyhow::Result<Fleet> {
         let config = Config::new(store.clone());
         let fleet = Fleet {
             inner: Arc::new(Inner {
@@ -88,8 +96,7 @@ impl Fleet {
                 ask_ceiling: config.approval_ceiling()?,
                 missions: Missions::new(store.clone()),
                 asks: Asks::new(store),
-                self_exe: std::env::current_exe()
-                    .map_err(|e| anyhow::anyhow!("cannot locate the missionboard binary: {e}"))?,
+                self_exe: exe,
                 paths,
                 admission: tokio::sync::Mutex::new(()),
                 units: Mutex::new(HashMap::new()),
@@ -239,13 +246,14 @@ impl Fleet {
                 session_id: session_id.clone(),
                 instance_id: instance_id.clone(),
                 cwd: cwd.display().to_string(),
-                envelope,
+                envelope: envelope.clone(),
                 asks: inner.asks.clone(),
                 ask_ceiling: inner.ask_ceiling,
             },
         );
         let drive = drive::Drive {
             missions: inner.missions.clone(),
+            compute: envelope.policy.compute.clone(),
             mission,
             unit,
             events,

@@ -1,0 +1,184 @@
+//! One host, several missions: the in-process fleet (as the board runs it) over the
+//! real stub agent binary and a real store in a scratch home.
+
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+use missionboard::asks::Asks;
+use missionboard::config::Config;
+use missionboard::envelope::presets;
+use missionboard::fleet::{DispatchRequest, Fleet, stop::stop_mission};
+use missionboard::mission::Status;
+use missionboard::paths::Paths;
+use missionboard::store::Store;
+
+const BIN: &str = env!("CARGO_BIN_EXE_missionboard");
+
+struct Host {
+    _dir: tempfile::TempDir,
+    fleet: Fleet,
+}
+
+fn host(max_parallel: &str, scripts: &[(&str, &str)]) -> Host {
+    let dir = tempfile::tempdir().unwrap();
+    let home = dir.path().join("home");
+    let cwd = dir.path().join("work");
+    std::fs::create_dir_all(&cwd).unwrap();
+    presets::seed_policies_quietly(&home).unwrap();
+    let mut toml = String::new();
+    for (name, script) in scripts {
+        let path = home.join(format!("{name}.json"));
+        std::fs::write(&path, script).unwrap();
+        toml.push_str(&format!(
+            "[agents.{name}]\ncommand = {BIN:?}\nargs = [\"stub-agent\", \"--script\", {:?}]\n\n",
+            path.display().to_string()
+        ));
+    }
+    std::fs::write(home.join("agents.toml"), toml).unwrap();
+    let store = Store::open(&home.join("board.db")).unwrap();
+    Config::new(store.clone())
+        .set("fleet-max-parallel", max_parallel)
+        .unwrap();
+    let fleet = Fleet::with_executable(Paths::resolve(home, cwd), store, BIN.into()).unwrap();
+    Host { _dir: dir, fleet }
+}
+
+fn request(agent: &str) -> DispatchRequest {
+    DispatchRequest {
+        agent_name: agent.into(),
+        intent: format!("{agent} something"),
+        policy_name: "default".into(),
+        cwd: None,
+    }
+}
+
+async fn until<T>(what: &str, mut f: impl FnMut() -> Option<T>) -> T {
+    let deadline = Instant::now() + Duration::from_secs(20);
+    loop {
+        if let Some(v) = f() {
+            return v;
+        }
+        assert!(Instant::now() < deadline, "timed out waiting for {what}");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+const MUTE: &str = r#"{"name":"mute","turns":[{"steps":["mute"]},{"steps":["mute"]}]}"#;
+const LAND: &str = r#"{"name":"land","turns":[{"steps":[{"report":{"kind":"result","summary":"ok"}},{"finish":"landed"}]}]}"#;
+const CRASH: &str = r#"{"name":"crash","turns":[{"steps":[{"crash":9}]}]}"#;
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_dispatch_past_the_fleet_width_cap_is_refused_and_leaves_no_record() {
+    let h = host("1", &[("mute", MUTE), ("land", LAND)]);
+    let _teardown = h.fleet.spawn_teardown();
+    let first = h.fleet.dispatch(request("mute")).await.unwrap();
+    let missions = h.fleet.missions().clone();
+    // The mute unit gets its nudge, the runtime files its blocker, and it stays open.
+    until("the runtime blocker", || {
+        (missions.report_count(&first.mission_id).unwrap() == 1).then_some(())
+    })
+    .await;
+    assert_eq!(
+        missions.require(&first.mission_id).unwrap().status,
+        Status::Open
+    );
+    assert_eq!(h.fleet.open_units(), 1);
+
+    let refused = h.fleet.dispatch(request("land")).await.unwrap_err();
+    assert_eq!(
+        refused.to_string(),
+        "conflict: fleet admission refused: 1 units are already open, at the fleet-width cap (fleet-max-parallel=1). Wait for a unit to conclude or stop one, or raise the cap: `missionboard config set fleet-max-parallel <N>` (0 = unlimited)."
+    );
+    assert_eq!(
+        missions.list(10).unwrap().len(),
+        1,
+        "a refusal leaves no record"
+    );
+
+    // Stopping the mute mission gives its width back once the host reaps the unit.
+    let asks = Asks::new(missions.store().clone());
+    stop_mission(&missions, &asks, &first.mission_id, None).unwrap();
+    until("the unit to be reaped", || {
+        (h.fleet.open_units() == 0).then_some(())
+    })
+    .await;
+    let second = h.fleet.dispatch(request("land")).await.unwrap();
+    until("the second mission to land", || {
+        (missions.require(&second.mission_id).unwrap().status == Status::Landed).then_some(())
+    })
+    .await;
+    h.fleet.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_crashed_unit_derails_its_mission_and_the_host_carries_on() {
+    let h = host("8", &[("crash", CRASH), ("land", LAND)]);
+    let _teardown = h.fleet.spawn_teardown();
+    let missions = h.fleet.missions().clone();
+    let crashed = h.fleet.dispatch(request("crash")).await.unwrap();
+    let m = until("the derail", || {
+        let m = missions.require(&crashed.mission_id).unwrap();
+        m.status.is_terminal().then_some(m)
+    })
+    .await;
+    assert_eq!(m.status, Status::Derailed);
+    assert!(
+        m.status_reason
+            .unwrap()
+            .starts_with("unit turn failed: unit process exited (exit code 9)")
+    );
+    until("the crashed unit's width back", || {
+        (h.fleet.open_units() == 0).then_some(())
+    })
+    .await;
+
+    let landed = h.fleet.dispatch(request("land")).await.unwrap();
+    until("the next mission to land", || {
+        (missions.require(&landed.mission_id).unwrap().status == Status::Landed).then_some(())
+    })
+    .await;
+    h.fleet.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_turn_bound_of_one_drops_the_nudge_and_finishes_stuck() {
+    let h = host("8", &[("mute", MUTE)]);
+    let home = h
+        .fleet
+        .missions()
+        .store()
+        .path()
+        .parent()
+        .unwrap()
+        .to_path_buf();
+    write(
+        &home.join("hitl-policy-oneturn.json"),
+        r#"{"default_action":"approve","rules":[],"compute":{"maxTurns":1}}"#,
+    );
+    let missions = h.fleet.missions().clone();
+    let mut req = request("mute");
+    req.policy_name = "oneturn".into();
+    let d = h.fleet.dispatch(req).await.unwrap();
+    let m = until("the turn bound", || {
+        let m = missions.require(&d.mission_id).unwrap();
+        m.status.is_terminal().then_some(m)
+    })
+    .await;
+    assert_eq!(m.status, Status::Stuck);
+    assert_eq!(
+        m.status_reason.as_deref(),
+        Some(
+            "compute bound exhausted: maxTurns=1 — the mission spent its turn budget without reaching its operator."
+        )
+    );
+    assert_eq!(
+        missions.report_count(&d.mission_id).unwrap(),
+        0,
+        "no silent blocker"
+    );
+    h.fleet.shutdown().await;
+}
+
+fn write(path: &Path, text: &str) {
+    std::fs::write(path, text).unwrap();
+}
