@@ -155,6 +155,19 @@ pub fn spawn(
         // and a Ctrl-C on the host's terminal does not hit units directly.
         .process_group(0)
         .kill_on_drop(true);
+    // A unit is a child of its host: if the host dies without reaping it (SIGKILL,
+    // a crash), the kernel kills the unit too, so no orphan keeps working a mission
+    // whose host is gone.
+    #[cfg(target_os = "linux")]
+    // SAFETY: prctl is async-signal-safe and touches only the child being set up.
+    unsafe {
+        cmd.pre_exec(|| {
+            if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL) == -1 {
+                return Err(std::io::Error::last_os_error());
+            }
+            Ok(())
+        });
+    }
     let mut child = cmd.spawn()?;
     let pid = child
         .id()

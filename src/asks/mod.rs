@@ -4,6 +4,8 @@
 //! Waiters poll the row (the answer may come from any process sharing the database)
 //! and are woken at once when the answer comes from their own process.
 
+pub mod bounds;
+
 use std::collections::HashMap;
 use std::fmt;
 use std::sync::{Arc, Mutex};
@@ -227,7 +229,7 @@ pub enum OperatorVerdict {
 /// The ask service. Clones share the in-process waiter table.
 #[derive(Clone)]
 pub struct Asks {
-    store: Store,
+    pub(crate) store: Store,
     waiters: Arc<Mutex<HashMap<String, Arc<Notify>>>>,
 }
 
@@ -547,7 +549,7 @@ impl Asks {
         }
     }
 
-    fn wake(&self, id: &str) {
+    pub(crate) fn wake(&self, id: &str) {
         if let Some(n) = self.waiters.lock().unwrap().get(id) {
             n.notify_waiters();
         }

@@ -104,17 +104,40 @@ fn respond(
     if as_agent.is_some() && answer.is_none() {
         anyhow::bail!("--as-agent attributes a question's answer; pair it with --answer \"...\"");
     }
-    if as_agent.is_some() {
-        anyhow::bail!("--as-agent answers are not built yet in this version of missionboard");
+    let store = ctx.store()?;
+    let asks = Asks::new(store.clone());
+    if let (Some(agent), Some(text)) = (as_agent, &answer) {
+        let row = asks.require(id)?;
+        if !row.is_question() {
+            anyhow::bail!(
+                "ask {id} is a permission ask ({}.{}) — it takes --approve or --deny, not text",
+                row.tools_name,
+                row.tool_name
+            );
+        }
+        let missions = crate::mission::Missions::new(store);
+        crate::asks::bounds::answer_as_agent_within_bounds(
+            &ctx.paths, &asks, &missions, id, agent, text,
+        )?;
+        println!(
+            "Answered as agent {:?} — the durable record attributes this answer to it, and it counts against the mission's agent-answer bound.",
+            agent.trim()
+        );
+        println!("{}", recorded_line(id));
+        return Ok(0);
     }
     let verdict = match answer {
         Some(text) => OperatorVerdict::Answer(text),
         None if approve => OperatorVerdict::Approve,
         None => OperatorVerdict::Deny,
     };
-    Asks::new(ctx.store()?).operator_verdict(id, &verdict)?;
-    println!(
-        "Verdict recorded for {id}. Nothing was checkpointed under it, so nothing resumed here — the run that raised it is watching this row in its own process and carries on there, if it is still up."
-    );
+    asks.operator_verdict(id, &verdict)?;
+    println!("{}", recorded_line(id));
     Ok(0)
+}
+
+fn recorded_line(id: &str) -> String {
+    format!(
+        "Verdict recorded for {id}. Nothing was checkpointed under it, so nothing resumed here — the run that raised it is watching this row in its own process and carries on there, if it is still up."
+    )
 }

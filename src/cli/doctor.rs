@@ -75,6 +75,15 @@ pub(super) fn run(ctx: &Ctx) -> anyhow::Result<i32> {
                 None => "no model-name set: agent-planner and the oracle need one (missionboard config set model-name <model>); the stub agents need none".into(),
             }
         ));
+        let missions = crate::mission::Missions::new(store.clone());
+        let asks = crate::asks::Asks::new(store.clone());
+        match crate::fleet::sweep::reclaim(&missions, &asks) {
+            Ok(0) => {}
+            Ok(n) => lines.push(crate::fleet::sweep::count_line(n)),
+            Err(e) => lines.push(format!(
+                "Missions: the abandoned-mission sweep did not run ({e}) — a mission whose host process is gone may still read as open."
+            )),
+        }
         let policy = cfg.get(config::DEFAULT_MISSION_POLICY)?;
         lines.push(format!(
             "Defaults:  envelope {}, fleet width {}",

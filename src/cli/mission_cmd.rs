@@ -12,8 +12,20 @@ pub(super) fn missions(ctx: &Ctx) -> anyhow::Result<Missions> {
     Ok(Missions::new(ctx.store()?))
 }
 
+/// The lazy reclaim sweep of list and show: the count line when it collected
+/// anything; its errors never fail the read.
+fn sweep(svc: &Missions, json: bool) {
+    let asks = crate::asks::Asks::new(svc.store().clone());
+    match crate::fleet::sweep::reclaim(svc, &asks) {
+        Ok(n) if n > 0 && !json => println!("{}\n", crate::fleet::sweep::count_line(n)),
+        Ok(_) => {}
+        Err(e) => tracing::warn!("reclaim sweep failed: {e}"),
+    }
+}
+
 pub(super) fn list(ctx: &Ctx, limit: usize, json: bool) -> anyhow::Result<i32> {
     let svc = missions(ctx)?;
+    sweep(&svc, json);
     let all = svc
         .list(limit)
         .map_err(|e| anyhow::anyhow!("failed to list missions: {e}"))?;
@@ -43,6 +55,7 @@ pub(super) fn list(ctx: &Ctx, limit: usize, json: bool) -> anyhow::Result<i32> {
 
 pub(super) fn show(ctx: &Ctx, id: &str, json: bool) -> anyhow::Result<i32> {
     let svc = missions(ctx)?;
+    sweep(&svc, json);
     let m = svc.resolve(id)?;
     let reports = svc
         .reports(&m.id, 200)
@@ -97,6 +110,23 @@ pub(super) fn show(ctx: &Ctx, id: &str, json: bool) -> anyhow::Result<i32> {
         clock::rfc3339(m.updated_at),
         ago(m.updated_at)
     )?;
+    let asks = crate::asks::Asks::new(svc.store().clone());
+    let pending: Vec<_> = asks
+        .for_mission(&m.id, 200)?
+        .into_iter()
+        .filter(|a| a.is_pending())
+        .collect();
+    if !pending.is_empty() {
+        writeln!(
+            out,
+            "Asks:      {} pending — answer with 'missionboard approvals respond <id> --answer \"...\"' (missionboard mission asks {}):",
+            pending.len(),
+            m.id
+        )?;
+        for a in &pending {
+            writeln!(out, "             [{}] {}", a.id, a.args_summary)?;
+        }
+    }
     if reports.is_empty() {
         write!(out, "\nNo reports filed yet.\n")?;
     } else {
@@ -239,5 +269,58 @@ pub(super) fn stop(ctx: &Ctx, id: &str, reason: Option<&str>) -> anyhow::Result<
         "Mission {} abandoned. Pending asks are closed; any live unit is being reaped by its host process.",
         m.id
     );
+    Ok(0)
+}
+
+pub(super) fn asks(ctx: &Ctx, id: Option<&str>, limit: usize) -> anyhow::Result<i32> {
+    let svc = missions(ctx)?;
+    let asks = crate::asks::Asks::new(svc.store().clone());
+    asks.sweep_expired()?;
+    let scope: Vec<Mission> = match id {
+        Some(id) => vec![svc.resolve(id)?],
+        None => svc.list_open(limit)?,
+    };
+    let mut rows = vec![row![
+        "ID",
+        "MISSION",
+        "AGENT",
+        "SUMMARY",
+        "AGE",
+        "EXPIRES-IN"
+    ]];
+    let mut details = String::new();
+    let now = clock::now_ms();
+    for m in &scope {
+        for a in asks.for_mission(&m.id, 200)? {
+            if !(a.is_pending() && a.is_question()) {
+                continue;
+            }
+            let agent = if a.agent_name.is_empty() {
+                m.agent_name.clone()
+            } else {
+                a.agent_name.clone()
+            };
+            rows.push(row![
+                a.id,
+                m.id,
+                agent,
+                a.args_summary,
+                age(clock::age_secs(a.created_at)),
+                super::approvals_cmd::expires_in(&a, now)
+            ]);
+            if let Some(d) = a.diff.as_deref().filter(|d| !d.trim().is_empty()) {
+                details.push_str(&format!("\nDetail for {}:\n{d}\n", a.id));
+            }
+        }
+    }
+    if rows.len() == 1 {
+        println!(
+            "No pending attention asks. A mission's unit raises one when it needs a human's own words, not a yes/no — answer with 'missionboard approvals respond <id> --answer \"...\"'."
+        );
+        return Ok(0);
+    }
+    print!("{}", crate::table::render(&rows));
+    print!("{details}");
+    println!("\nAnswer with 'missionboard approvals respond <id> --answer \"...\"'.");
     Ok(0)
 }

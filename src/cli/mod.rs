@@ -345,7 +345,7 @@ fn run(ctx: &Ctx, command: Option<Command>, flags: BetaFlags) -> anyhow::Result<
                 },
             ),
             MissionCmd::Stop { id, reason } => mission_cmd::stop(ctx, &id, reason.as_deref()),
-            MissionCmd::Asks { .. } => not_built("mission asks"),
+            MissionCmd::Asks { id, limit } => mission_cmd::asks(ctx, id.as_deref(), limit),
         },
         Some(Command::Approvals(c)) => approvals_cmd::run(ctx, c, &flags),
         Some(Command::Inbox(c)) => inbox_cmd::run(ctx, c),

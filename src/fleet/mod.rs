@@ -11,6 +11,7 @@ pub mod mission_tools;
 mod permissions;
 pub mod prompts;
 pub mod stop;
+pub mod sweep;
 
 use std::collections::HashMap;
 use std::path::PathBuf;
@@ -102,6 +103,12 @@ impl Fleet {
                 units: Mutex::new(HashMap::new()),
             }),
         };
+        // Host boot collects missions whose hosts died; it never fails the host.
+        match sweep::reclaim(&fleet.inner.missions, &fleet.inner.asks) {
+            Ok(n) if n > 0 => tracing::info!("boot sweep reclaimed {n} mission(s)"),
+            Ok(_) => {}
+            Err(e) => tracing::warn!("boot sweep failed: {e}"),
+        }
         Ok(fleet)
     }
 

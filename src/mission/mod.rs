@@ -346,6 +346,48 @@ impl Missions {
         })?)
     }
 
+    /// Open missions silent since before `cutoff_ms` (no heartbeat, nor creation, after
+    /// it), oldest activity first.
+    pub fn silent_since(&self, cutoff_ms: i64, limit: usize) -> Result<Vec<Mission>> {
+        Ok(self.store.with(|c| {
+            let mut s = c.prepare_cached(&format!(
+                "SELECT {COLUMNS} FROM missions
+                 WHERE status = 'open' AND MAX(created_at, COALESCE(last_heartbeat, 0)) < ?1
+                 ORDER BY MAX(created_at, COALESCE(last_heartbeat, 0)) LIMIT ?2"
+            ))?;
+            s.query_map(params![cutoff_ms, limit as i64], from_row)?
+                .collect()
+        })?)
+    }
+
+    /// Abandon a mission whose host is gone — only if it is still open and nothing
+    /// stamped it since `last_seen_ms` (a live write that lands first wins).
+    pub fn reclaim(&self, id: &str, last_seen_ms: i64, reason: &str) -> Result<bool> {
+        let changed = self.store.with(|c| {
+            c.execute(
+                "UPDATE missions SET status = 'abandoned', status_reason = ?2, updated_at = ?3
+                 WHERE id = ?1 AND status = 'open' AND MAX(created_at, COALESCE(last_heartbeat, 0)) = ?4",
+                params![id, reason, clock::now_ms(), last_seen_ms],
+            )
+        })?;
+        if changed == 1 {
+            let m = self.require(id)?;
+            self.publish(
+                subjects::STATUS_CHANGED,
+                json!({
+                    "missionId": m.id,
+                    "agentName": m.agent_name,
+                    "intent": m.intent,
+                    "oldStatus": "open",
+                    "newStatus": "abandoned",
+                    "reason": reason,
+                    "instanceId": m.instance_id,
+                }),
+            );
+        }
+        Ok(changed == 1)
+    }
+
     /// Open missions, oldest first (what sweeps and hosts scan).
     pub fn list_open(&self, limit: usize) -> Result<Vec<Mission>> {
         Ok(self.store.with(|c| {

@@ -1,0 +1,170 @@
+//! Attention bounds: the one function through which any agent — the oracle, an
+//! operator's `--as-agent` — answers a unit's question. The mission's own envelope
+//! must grant agent answers, and the cap rides the write itself, so racing answerers
+//! can never land more than the cap. Human answers never consume the budget.
+
+use std::fmt;
+
+use rusqlite::params;
+use serde_json::json;
+
+use super::{Ask, AskError, Asks};
+use crate::clock;
+use crate::envelope::search;
+use crate::mission::Missions;
+use crate::paths::Paths;
+
+/// The default cap when an envelope grants agent answers without naming one.
+pub const DEFAULT_MAX_AGENT_ANSWERS: i64 = 3;
+
+/// Why an agent answer did not land.
+#[derive(Debug)]
+pub enum AgentAnswerError {
+    /// The envelope holding: a human must answer (the text says why).
+    Refused(String),
+    Ask(AskError),
+}
+
+impl fmt::Display for AgentAnswerError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            AgentAnswerError::Refused(m) => f.write_str(m),
+            AgentAnswerError::Ask(e) => e.fmt(f),
+        }
+    }
+}
+
+impl std::error::Error for AgentAnswerError {}
+
+impl From<AskError> for AgentAnswerError {
+    fn from(e: AskError) -> Self {
+        AgentAnswerError::Ask(e)
+    }
+}
+
+/// The counted prior answers: question rows of the mission whose resolution names an
+/// agent. JSON escaping means a human's words can never forge the key.
+const COUNT: &str = "SELECT COUNT(*) FROM asks prior
+     WHERE prior.mission_id = ?1 AND prior.tools_name = 'mission' AND prior.tool_name = 'mission_ask_attention'
+       AND prior.resolution LIKE '%\"answeredBy\":%'";
+
+/// Answer question `ask_id` as agent `agent` (blank: `agent`), within the bounds of
+/// the envelope recorded on the ask's mission.
+pub fn answer_as_agent_within_bounds(
+    paths: &Paths,
+    asks: &Asks,
+    missions: &Missions,
+    ask_id: &str,
+    agent: &str,
+    text: &str,
+) -> Result<Ask, AgentAnswerError> {
+    let refuse = |m: String| {
+        Err(AgentAnswerError::Refused(format!(
+            "agent answer refused: {m}"
+        )))
+    };
+    let row = asks.require(ask_id)?;
+    if !row.is_question() {
+        return Err(AskError::Invalid(format!(
+            "ask {ask_id} is a permission request, not a question"
+        ))
+        .into());
+    }
+    let text = text.trim();
+    if text.is_empty() {
+        return Err(AskError::Invalid("an answer needs words".into()).into());
+    }
+    let Some(mission_id) = row.mission_id.clone() else {
+        return refuse(format!(
+            "ask {ask_id} belongs to no mission, so no envelope grants agent answers; a human must answer"
+        ));
+    };
+    let mission = match missions.require(&mission_id) {
+        Ok(m) => m,
+        Err(e) => {
+            return refuse(format!(
+                "mission {mission_id} of ask {ask_id} cannot be read: {e}; a human must answer"
+            ));
+        }
+    };
+    let envelope = &mission.hitl_policy_name;
+    let loaded = match search::load(paths, envelope) {
+        Ok(l) => l,
+        Err(e) => {
+            return refuse(format!(
+                "envelope {envelope:?} of mission {mission_id} cannot be read: {e}; a human must answer"
+            ));
+        }
+    };
+    let grant = loaded.policy.attention.filter(|a| a.allow_agent_answers);
+    let Some(grant) = grant else {
+        return refuse(format!(
+            "envelope {envelope:?} of mission {mission_id} does not allow agent answers (no attention.allowAgentAnswers grant); a human must answer"
+        ));
+    };
+    let max = if grant.max_agent_answers <= 0 {
+        DEFAULT_MAX_AGENT_ANSWERS
+    } else {
+        grant.max_agent_answers
+    };
+    let spent = |used: i64| {
+        refuse(format!(
+            "mission {mission_id} spent its agent-answer bound ({used} of {max}); this question waits for a human"
+        ))
+    };
+    let used = match count(asks, &mission_id) {
+        Ok(n) => n,
+        Err(e) => {
+            return refuse(format!(
+                "prior agent answers for mission {mission_id} cannot be counted: {e}; a human must answer"
+            ));
+        }
+    };
+    if used >= max {
+        return spent(used);
+    }
+    let actor = if agent.trim().is_empty() {
+        "agent"
+    } else {
+        agent.trim()
+    };
+    let resolution = json!({"answer": text, "answeredBy": actor}).to_string();
+    let now = clock::now_ms();
+    // The count is part of the guarded write: of racing answerers, only as many as
+    // the cap allows can see a count below it.
+    let changed = asks.store.with(|c| {
+        c.execute(
+            &format!(
+                "UPDATE asks SET state = 'approved', resolution = ?3, resolved_at = ?4
+                 WHERE id = ?2 AND state = 'pending' AND (expires_at = 0 OR expires_at > ?4)
+                   AND ({COUNT}) < ?5"
+            ),
+            params![mission_id, ask_id, resolution, now, max],
+        )
+    });
+    let changed = changed.map_err(AskError::Store)?;
+    if changed == 1 {
+        asks.wake(ask_id);
+        return Ok(asks.require(ask_id)?);
+    }
+    let row = asks.require(ask_id)?;
+    match row.state {
+        super::AskState::Pending if row.expires_at == 0 || row.expires_at > now => {
+            spent(count(asks, &mission_id).unwrap_or(max))
+        }
+        super::AskState::Pending | super::AskState::Expired => Err(AskError::Expired {
+            id: ask_id.to_string(),
+            on_timeout: row.on_timeout,
+        }
+        .into()),
+        _ => Err(AskError::AlreadyResolved(ask_id.to_string()).into()),
+    }
+}
+
+/// How many of a mission's questions agents have answered (durable: a restart never
+/// refills the budget).
+pub fn count(asks: &Asks, mission_id: &str) -> Result<i64, AskError> {
+    Ok(asks
+        .store
+        .with(|c| c.query_row(COUNT, params![mission_id], |r| r.get(0)))?)
+}
