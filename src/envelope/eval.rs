@@ -6,6 +6,7 @@
 
 use std::net::IpAddr;
 use std::path::Path;
+use std::time::Duration;
 
 use serde_json::{Map, Value};
 
@@ -71,6 +72,21 @@ pub struct Verdict {
     /// What the deciding rule saw (a blacklist hit) and, when the call ends on
     /// `approve`, why the allowlists it passed did not allow it.
     pub detail: String,
+}
+
+/// How long an ask waits when its rule sets no `timeout_s` (the operator may
+/// configure another ceiling).
+pub const DEFAULT_APPROVAL_CEILING: Duration = Duration::from_secs(3600);
+
+impl Verdict {
+    /// The wait for an ask raised on this verdict: a rule's positive `timeout_s`
+    /// exactly (it beats the ceiling either way), else the ceiling.
+    pub fn ask_wait(&self, ceiling: Duration) -> Duration {
+        match u64::try_from(self.timeout_s) {
+            Ok(secs) if secs > 0 => Duration::from_secs(secs),
+            _ => ceiling,
+        }
+    }
 }
 
 /// Decides `call` against `policy`. `policy_name` only labels the verdict.
@@ -729,6 +745,20 @@ mod tests {
             decide(&p, "mcp", "anything", json!({})).matched_rule,
             Some(4)
         );
+    }
+
+    #[test]
+    fn ask_wait_uses_the_rule_timeout_or_the_ceiling() {
+        let p = load(json!({"rules":[
+            {"tools":"a","action":"approve","timeout_s":7200},
+            {"action":"approve"}
+        ]}));
+        let ceiling = DEFAULT_APPROVAL_CEILING;
+        assert_eq!(
+            decide(&p, "a", "t", json!({})).ask_wait(ceiling),
+            Duration::from_secs(7200)
+        );
+        assert_eq!(decide(&p, "b", "t", json!({})).ask_wait(ceiling), ceiling);
     }
 
     #[test]

@@ -117,7 +117,8 @@ pub fn shell_mode_requested(args: &Map<String, Value>) -> bool {
 
 /// The `command_blacklist` / `command_ask_always` match: the name that matched,
 /// if the call's basename, or the program of any command in a readable compound
-/// line, is on the list.
+/// line, is on the list. A `sh -c <script>` (as argv or inside the line) has its
+/// script read too, since a blacklist that `bash -c` walks around protects nothing.
 pub fn blacklist_match(args: &Map<String, Value>, list: &str) -> Option<String> {
     let on_list = |name: &str| list_entries(list).any(|e| e == name);
     if let Some(base) = command_basename(args)
@@ -125,13 +126,57 @@ pub fn blacklist_match(args: &Map<String, Value>, list: &str) -> Option<String> 
     {
         return Some(base);
     }
-    let line = read_line(&structural_line(args)?).ok()?;
-    line.commands
-        .iter()
-        .filter_map(SimpleCommand::program)
-        .map(path_base)
-        .find(|p| on_list(p))
-        .map(str::to_string)
+    let mut commands = Vec::new();
+    if let Some(line) = structural_line(args)
+        && let Ok(parsed) = read_line(&line)
+    {
+        commands.extend(parsed.commands);
+    }
+    if matches!(args.get("args"), Some(Value::Array(_))) {
+        commands.push(SimpleCommand {
+            assignments: Vec::new(),
+            words: call_tokens(args),
+        });
+    }
+    find_listed(&commands, &on_list, 0)
+}
+
+/// How deep `sh -c 'sh -c …'` nesting is followed; past it the call just does
+/// not match here and falls to the rules below (which end on an ask).
+const MAX_SCRIPT_DEPTH: usize = 4;
+const SHELLS: [&str; 6] = ["sh", "bash", "dash", "zsh", "ksh", "ash"];
+
+fn find_listed(
+    commands: &[SimpleCommand],
+    on_list: &dyn Fn(&str) -> bool,
+    depth: usize,
+) -> Option<String> {
+    for cmd in commands {
+        let Some(program) = cmd.program() else {
+            continue;
+        };
+        let base = path_base(program);
+        if on_list(base) {
+            return Some(base.to_string());
+        }
+        if depth < MAX_SCRIPT_DEPTH
+            && SHELLS.contains(&base)
+            && let Some(script) = shell_script(&cmd.words)
+            && let Ok(parsed) = read_line(script)
+            && let Some(hit) = find_listed(&parsed.commands, on_list, depth + 1)
+        {
+            return Some(hit);
+        }
+    }
+    None
+}
+
+/// The script of a `<shell> … -c <script>` command line.
+fn shell_script(words: &[String]) -> Option<&str> {
+    let at = words.iter().position(|w| {
+        w.len() > 1 && w.starts_with('-') && !w.starts_with("--") && w[1..].contains('c')
+    })?;
+    words.get(at + 1).map(String::as_str)
 }
 
 /// The argv view of a call: `fields(command)` followed by the `args` tokens.
