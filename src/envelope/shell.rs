@@ -11,6 +11,8 @@
 
 use serde_json::{Map, Value};
 
+use super::policy::quote;
+
 /// The characters that make a token more than a plain argv word.
 const CONTROL_CHARS: [char; 8] = [';', '|', '&', '>', '<', '`', '\n', '\r'];
 
@@ -240,9 +242,15 @@ pub fn prefix_allowlist(args: &Map<String, Value>, list: &str) -> Allowlist {
     }
     let tokenwise_problem = tokens.iter().find_map(|t| {
         if t.contains(CONTROL_CHARS) {
-            Some(format!("token {t:?} contains a shell control character"))
+            Some(format!(
+                "token {} contains a shell control character",
+                quote(t)
+            ))
         } else if has_substitution(t) {
-            Some(format!("token {t:?} contains a command substitution"))
+            Some(format!(
+                "token {} contains a command substitution",
+                quote(t)
+            ))
         } else {
             None
         }
@@ -252,8 +260,8 @@ pub fn prefix_allowlist(args: &Map<String, Value>, list: &str) -> Allowlist {
         None => {
             if !allowlisted(&tokens, list) {
                 return Allowlist::Refused(format!(
-                    "{:?} is not on the allowlist",
-                    tokens.join(" ")
+                    "{} is not on the allowlist",
+                    quote(&tokens.join(" "))
                 ));
             }
             // The tokens look plain, but a shell may still read them differently
@@ -311,20 +319,20 @@ fn compound_allowlist(line: &str, list: &str, tokenwise_problem: String) -> Allo
         if !cmd.assignments.is_empty() {
             // LD_PRELOAD=… or GOFLAGS=… change what an allowlisted program does.
             return Allowlist::Refused(format!(
-                "command {:?} sets environment variables",
-                cmd.words.join(" ")
+                "command {} sets environment variables",
+                quote(&cmd.words.join(" "))
             ));
         }
         let Some(first) = cmd.words.first() else {
             continue;
         };
         if RESERVED_WORDS.contains(&first.as_str()) {
-            return Allowlist::Refused(format!("the line uses the shell keyword {first:?}"));
+            return Allowlist::Refused(format!("the line uses the shell keyword {}", quote(first)));
         }
         if !allowlisted(&cmd.words, list) {
             return Allowlist::Refused(format!(
-                "command {:?} in the line is not on the allowlist",
-                cmd.words.join(" ")
+                "command {} in the line is not on the allowlist",
+                quote(&cmd.words.join(" "))
             ));
         }
         programs.push(first.clone());
@@ -382,7 +390,7 @@ impl std::fmt::Display for ShellParseError {
             ShellParseError::UnterminatedQuote(q) => write!(f, "unterminated {q} quote"),
             ShellParseError::Unterminated(what) => write!(f, "unterminated {what}"),
             ShellParseError::TrailingBackslash => f.write_str("trailing backslash"),
-            ShellParseError::UnexpectedClose(c) => write!(f, "unexpected {c:?}"),
+            ShellParseError::UnexpectedClose(c) => write!(f, "unexpected '{c}'"),
         }
     }
 }
