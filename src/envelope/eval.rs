@@ -3,6 +3,11 @@
 //! Rules run top to bottom and the first match is final; `default_action`
 //! applies only when nothing matches. The compute and attention blocks never
 //! change the outcome.
+//!
+//! Two small departures from the Go evaluator: a non-string arg value is tested
+//! as its compact JSON text (`3`, `true`, `{"a":1}`) rather than Go's `%v`
+//! rendering (which would print `1e+06` for a million), and the `host` op treats
+//! `localhost.` as `localhost`, since both resolve alike.
 
 use std::net::IpAddr;
 use std::path::Path;

@@ -10,11 +10,23 @@
 //! * a value of the wrong JSON type is a parse error, so the policy fails to load;
 //! * `compute` and `trusted_binaries` are strict: an unknown key fails the whole
 //!   policy, because a typo there would otherwise silently drop a ceiling;
-//! * then [`validate`] runs. Vet calls the same function, so vet can never pass a
+//! * then validation runs. Vet calls the same function, so vet can never pass a
 //!   file the loader refuses.
 //!
 //! Rule and condition indices in messages are 0-based, as in the Go loop index the
-//! message formats come from.
+//! message formats come from. The loader reports the first validation message;
+//! [`PolicyError::validation_messages`] (and vet) give all of them.
+//!
+//! Where this port departs from the seed-era loader on purpose:
+//!
+//! * `compute.maxTurns` takes any value up to [`MAX_TURNS_CAP`] (vet warns from 2
+//!   on, since only 1 changes anything), and `onExhausted: "pause_ask"` is
+//!   accepted, because this runtime implements it;
+//! * `version` is understood (absent, 0 or 1 load);
+//! * a negative `timeout_s` is refused: this era has no "wait forever" value;
+//! * `trusted_binaries` entries must be absolute paths and well-formed digests,
+//!   and a malformed `[...]` glob class fails the load like a malformed brace —
+//!   each would otherwise make a rule silently inert.
 
 use std::collections::BTreeMap;
 use std::fmt;
