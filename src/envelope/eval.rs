@@ -486,6 +486,61 @@ mod tests {
     }
 
     #[test]
+    fn annotated_example_envelope() {
+        let p = load(json!({
+            "//": "what this envelope is for",
+            "default_action": "approve",
+            "rules": [
+                {"tools":"local_fs","tool":"*","action":"deny",
+                 "when":[{"key":"path","op":"glob","value":"**/{.ssh,.aws}/**"}]},
+                {"tools":"local_fs","tool":"read_file","action":"allow"},
+                {"tools":"local_shell","tool":"local_shell","action":"approve","timeout_s":1800,"on_timeout":"deny"}
+            ],
+            "//compute-fields": "disclosure note (ignored by loader)",
+            "compute": {"maxToolCalls": 300, "maxTokens": 2000000, "onExhausted": "finish_stuck"},
+            "attention": {"allowAgentAnswers": true, "maxAgentAnswers": 3}
+        }));
+        let read = |path: &str| action(&p, "local_fs", "read_file", json!({"path": path}));
+        assert_eq!(read("/home/u/.ssh/id_ed25519"), Action::Deny);
+        assert_eq!(read("README.md"), Action::Allow);
+        assert_eq!(
+            action(&p, "local_fs", "write_file", json!({"path":"README.md"})),
+            Action::Approve
+        );
+        let v = sh(&p, json!({"command":"ls"}));
+        assert_eq!(
+            (v.action, v.timeout_s, v.on_timeout),
+            (Action::Approve, 1800, Action::Deny)
+        );
+        assert_eq!(p.compute.max_tool_calls, 300);
+    }
+
+    #[test]
+    fn oracle_envelope_allows_exactly_its_two_tools() {
+        let p = load(json!({
+            "default_action": "deny",
+            "rules": [
+                {"//": "the verdict", "tools":"oracle","tool":"submit_verdict","action":"allow"},
+                {"//": "its state", "tools":"oracle","tool":"verdict_state","action":"allow"}
+            ],
+            "attention": {"allowAgentAnswers": false},
+            "compute": {"onExhausted": "finish_stuck"}
+        }));
+        for (tools, tool, want) in [
+            ("oracle", "submit_verdict", Action::Allow),
+            ("oracle", "verdict_state", Action::Allow),
+            ("local_shell", "local_shell", Action::Deny),
+            ("local_fs", "read_file", Action::Deny),
+            ("local_fs", "write_file", Action::Deny),
+            ("webtools", "web_get", Action::Deny),
+            ("git", "git_commit", Action::Deny),
+            ("oracle", "imagined_tool", Action::Deny),
+        ] {
+            assert_eq!(action(&p, tools, tool, json!({})), want, "{tools}.{tool}");
+        }
+    }
+
+    #[test]
     fn eq_table() {
         let p = single("mode", "eq", "fast");
         assert_eq!(action(&p, "t", "x", json!({"mode":"fast"})), Action::Allow);
@@ -512,6 +567,7 @@ mod tests {
             (json!("/home/u/src/main.go"), Action::Deny),
             (json!(["/tmp/x", "/home/u/.ssh/config"]), Action::Allow),
             (json!(["/tmp/x", "/tmp/y"]), Action::Deny),
+            (json!([]), Action::Deny),
         ] {
             assert_eq!(
                 action(&p, "local_fs", "read_file", json!({"path": path})),

@@ -23,6 +23,7 @@
 //!   on, since only 1 changes anything), and `onExhausted: "pause_ask"` is
 //!   accepted, because this runtime implements it;
 //! * `version` is understood (absent, 0 or 1 load);
+//! * `//` comment keys are allowed inside the strict sections too;
 //! * a negative `timeout_s` is refused: this era has no "wait forever" value;
 //! * `trusted_binaries` entries must be absolute paths and well-formed digests,
 //!   and a malformed `[...]` glob class fails the load like a malformed brace —
@@ -796,7 +797,15 @@ fn decode_rule(item: &Json, i: usize) -> Result<RawRule, String> {
     Ok(rule)
 }
 
-/// Load step 3: the sections where a typo must fail the whole policy.
+/// The comment convention: `//…` keys (and `$schema`) carry notes, never data.
+pub(crate) fn is_annotation_key(key: &str) -> bool {
+    key.starts_with("//") || key == "$schema"
+}
+
+/// Load step 3: the sections where a typo must fail the whole policy. Comment
+/// keys are exempt (Go's strict decode refuses them): they cannot be a misspelt
+/// field, and vet allows them everywhere, so refusing them here would let vet
+/// pass a file the loader refuses.
 fn check_strict_sections(doc: &Json) -> Result<(), String> {
     let Some(top) = doc.as_obj() else {
         return Ok(());
@@ -808,7 +817,7 @@ fn check_strict_sections(doc: &Json) -> Result<(), String> {
     for (section, known) in sections {
         if let Some(Json::Obj(entries)) = field(top, section, false) {
             for (k, _) in entries {
-                if !known.iter().any(|f| fold_key_eq(k, f)) {
+                if !is_annotation_key(k) && !known.iter().any(|f| fold_key_eq(k, f)) {
                     return Err(format!("{section}: json: unknown field {}", quote(k)));
                 }
             }
@@ -1239,8 +1248,8 @@ mod tests {
             err(json!({"trusted_binaries": {"dir": ["/usr/bin"]}})),
             r#"invalid hitl policy "x.json": trusted_binaries: json: unknown field "dir""#
         );
-        // `//` keys are not exempt inside a strict section.
-        assert!(parse(json!({"compute": {"//": "note"}})).is_err());
+        // Comment keys are not typos, so even a strict section takes them.
+        assert!(parse(json!({"compute": {"//": "note", "$schema": "x"}})).is_ok());
     }
 
     #[test]

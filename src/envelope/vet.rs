@@ -11,7 +11,8 @@ use std::collections::HashMap;
 use std::path::Path;
 
 use super::policy::{
-    self, Action, Json, MAX_TURNS_CAP, Num, RawPolicy, decode_policy, quote, sha256_file,
+    self, Action, Json, MAX_TURNS_CAP, Num, RawPolicy, decode_policy, is_annotation_key, quote,
+    sha256_file,
 };
 use super::shell::path_base;
 
@@ -149,13 +150,9 @@ fn last<'a>(entries: &'a [(String, Json)], key: &str) -> Option<&'a Json> {
     entries.iter().rev().find(|(k, _)| k == key).map(|(_, v)| v)
 }
 
-fn is_annotation(key: &str) -> bool {
-    key.starts_with("//") || key == "$schema"
-}
-
 fn check_keys(prefix: &str, entries: &[(String, Json)], known: &[&str], errs: &mut Vec<String>) {
     for (k, _) in entries {
-        if !is_annotation(k) && !known.contains(&k.as_str()) {
+        if !is_annotation_key(k) && !known.contains(&k.as_str()) {
             errs.push(format!(
                 "{prefix}: unknown field {} — known fields: {} (keys starting with // are comments; $schema is allowed)",
                 quote(k),
@@ -723,6 +720,35 @@ mod tests {
             [
                 "policy declares version 3 but this binary knows only 1 — update missionboard to load it"
             ]
+        );
+    }
+
+    #[test]
+    fn vet_never_passes_what_the_loader_refuses() {
+        let docs = [
+            json!({"compute": {"maxTurn": 1}}),
+            json!({"compute": {"MaxTurns": 1, "onExhaust": "x"}}),
+            json!({"COMPUTE": {"maxTurn": 1}}),
+            json!({"trusted_binaries": {"dir": []}}),
+            json!({"attention": {"maxAgentAnswers": 3.5}}),
+            json!({"rules": [{"action": "allow", "when": [{"key": "p", "op": "glob", "value": "{a"}]}]}),
+            json!({"rules": [{"action": "approve", "timeout_s": -1}]}),
+            json!({"rules": [null]}),
+            json!({"version": 2}),
+            json!({"default_action": 1}),
+        ];
+        for doc in docs {
+            let bytes = doc.to_string();
+            assert!(
+                crate::envelope::policy::Policy::parse("p", bytes.as_bytes()).is_err(),
+                "{doc}"
+            );
+            assert!(!vet_policy(bytes.as_bytes()).is_ok(), "{doc}");
+        }
+        let commented = json!({"compute": {"//": "note", "maxTokens": 5}});
+        assert!(vet(commented.clone()).is_ok());
+        assert!(
+            crate::envelope::policy::Policy::parse("p", commented.to_string().as_bytes()).is_ok()
         );
     }
 
