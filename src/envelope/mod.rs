@@ -12,3 +12,10 @@ pub mod presets;
 pub mod search;
 pub mod shell;
 pub mod vet;
+
+pub use eval::{Reason, ToolCall, Verdict, evaluate, evaluate_or_fail_closed};
+pub use policy::{
+    Action, AttentionBounds, ComputeBounds, Condition, OnExhausted, Op, Policy, PolicyError, Rule,
+    TrustedBinaries,
+};
+pub use vet::{FileKind, VetReport, classify, vet_chain, vet_policy};
