@@ -27,6 +27,8 @@ const MIGRATIONS: &[&[&str]] = &[
     ],
     // v3: durable asks.
     &[crate::asks::SCHEMA_V3],
+    // v4: runs parked on an ask past its park window.
+    &[crate::asks::checkpoint::SCHEMA_V4],
 ];
 
 /// How long a write waits for another process's lock before it gives up.

@@ -5,6 +5,7 @@
 //! and are woken at once when the answer comes from their own process.
 
 pub mod bounds;
+pub mod checkpoint;
 
 use std::collections::HashMap;
 use std::fmt;

@@ -4,6 +4,7 @@ use super::{ApprovalsCmd, BetaFlags, Ctx};
 use crate::asks::{Ask, Asks, OperatorVerdict};
 use crate::clock;
 use crate::duration::age;
+use crate::fleet::resume::{self, Afterwards, Answerer};
 use crate::row;
 
 pub(super) fn run(ctx: &Ctx, cmd: ApprovalsCmd, flags: &BetaFlags) -> anyhow::Result<i32> {
@@ -19,12 +20,22 @@ pub(super) fn run(ctx: &Ctx, cmd: ApprovalsCmd, flags: &BetaFlags) -> anyhow::Re
 }
 
 fn list(ctx: &Ctx, limit: usize) -> anyhow::Result<i32> {
-    let asks = Asks::new(ctx.store()?);
+    let store = ctx.store()?;
+    let asks = Asks::new(store.clone());
     let swept = asks.sweep_expired()?;
     if !swept.is_empty() {
         println!(
             "Swept {} expired ask(s) to their on-timeout verdict.\n",
             swept.len()
+        );
+    }
+    let (resumed, failed) = runtime()?.block_on(resume::resume_stranded(&ctx.paths, &store))?;
+    if resumed > 0 {
+        println!("Resumed {resumed} stranded run(s) to completion in this process.");
+    }
+    if failed > 0 {
+        println!(
+            "{failed} resume(s) failed; their checkpoints are retained with the failure and retried once the claim goes stale."
         );
     }
     let pending = asks.pending(limit)?;
@@ -106,34 +117,46 @@ fn respond(
     }
     let store = ctx.store()?;
     let asks = Asks::new(store.clone());
-    if let (Some(agent), Some(text)) = (as_agent, &answer) {
-        let row = asks.require(id)?;
-        if !row.is_question() {
-            anyhow::bail!(
-                "ask {id} is a permission ask ({}.{}) — it takes --approve or --deny, not text",
-                row.tools_name,
-                row.tool_name
-            );
-        }
-        let missions = crate::mission::Missions::new(store);
-        crate::asks::bounds::answer_as_agent_within_bounds(
-            &ctx.paths, &asks, &missions, id, agent, text,
-        )?;
-        println!(
-            "Answered as agent {:?} — the durable record attributes this answer to it, and it counts against the mission's agent-answer bound.",
-            agent.trim()
-        );
-        println!("{}", recorded_line(id));
-        return Ok(0);
-    }
+    let row = asks.require(id)?;
     let verdict = match answer {
         Some(text) => OperatorVerdict::Answer(text),
         None if approve => OperatorVerdict::Approve,
         None => OperatorVerdict::Deny,
     };
-    asks.operator_verdict(id, &verdict)?;
-    println!("{}", recorded_line(id));
+    if as_agent.is_some() && !row.is_question() {
+        anyhow::bail!(
+            "ask {id} is a permission ask ({}.{}) — it takes --approve or --deny, not text",
+            row.tools_name,
+            row.tool_name
+        );
+    }
+    let who = match (as_agent, &verdict) {
+        (Some(name), OperatorVerdict::Answer(text)) => Answerer::Agent { name, text },
+        _ => Answerer::Operator(&verdict),
+    };
+    let after = runtime()?.block_on(resume::answer(&ctx.paths, &store, id, who))?;
+    if let Some(agent) = as_agent {
+        println!(
+            "Answered as agent {:?} — the durable record attributes this answer to it, and it counts against the mission's agent-answer bound.",
+            agent.trim()
+        );
+    }
+    match after {
+        Afterwards::ResumedHere => println!(
+            "Verdict recorded for {id} and the suspended run was resumed in this process. If it paused on a further ask, 'missionboard approvals list' shows it."
+        ),
+        Afterwards::HostResumes => println!(
+            "Verdict recorded for {id}. Its run is parked under it in a host process that is still up, and that host resumes it with this answer."
+        ),
+        Afterwards::NothingParked => println!("{}", recorded_line(id)),
+    }
     Ok(0)
+}
+
+fn runtime() -> anyhow::Result<tokio::runtime::Runtime> {
+    Ok(tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()?)
 }
 
 fn recorded_line(id: &str) -> String {

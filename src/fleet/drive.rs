@@ -5,8 +5,10 @@
 
 use tokio::sync::{mpsc, watch};
 
-use super::prompts::{NUDGE, PREAMBLE, attach, excerpt};
+use super::prompts::{NUDGE, PREAMBLE, attach, excerpt, resume_turn};
 use crate::acp::{CANCEL_GRACE, PromptOutcome, Unit, UnitError, UnitEvent};
+use crate::asks::Asks;
+use crate::asks::checkpoint::{Checkpoint, HostId};
 use crate::envelope::policy::ComputeBounds;
 use crate::mission::{Mission, Missions, ReportInput, Status};
 use crate::tools::MissionSocket;
@@ -24,7 +26,20 @@ pub(super) struct Drive {
     pub stop: watch::Receiver<bool>,
     /// Held for the unit's lifetime; dropping it removes the socket file.
     pub socket: MissionSocket,
+    pub asks: Asks,
+    pub opening: Opening,
 }
+
+/// How a unit's first turn begins.
+pub(super) enum Opening {
+    /// A new mission: the preamble and the intent.
+    Fresh,
+    /// A fresh session resuming a run parked on `ask_id` (its host died).
+    Resumed { blocks: Vec<String>, ask_id: String },
+}
+
+/// How often a resident unit's parked questions are checked for an answer.
+const RESUME_POLL: std::time::Duration = std::time::Duration::from_millis(100);
 
 /// What the unit streamed, bounded.
 #[derive(Default)]
@@ -62,9 +77,30 @@ enum Turn {
 impl Drive {
     pub async fn run(mut self) {
         let mut journal = Journal::default();
-        let intent = self.mission.intent.clone();
-        let turns: [Vec<String>; 2] = [vec![PREAMBLE.to_string(), intent], vec![NUDGE.to_string()]];
-        let mut reached = false;
+        let (first, resumed_ask) = match std::mem::replace(&mut self.opening, Opening::Fresh) {
+            Opening::Fresh => (
+                vec![PREAMBLE.to_string(), self.mission.intent.clone()],
+                None,
+            ),
+            Opening::Resumed { blocks, ask_id } => (blocks, Some(ask_id)),
+        };
+        if let Some(ask_id) = resumed_ask {
+            // A resumer in the answering process: one turn, then the unit goes with it.
+            match self.turn(first, &mut journal).await {
+                Turn::Done(_) => {
+                    self.heartbeat();
+                    let _ = self.asks.drop_checkpoint(&ask_id);
+                }
+                Turn::Failed(e) => {
+                    let _ = self.asks.fail_checkpoint(&ask_id, &e.to_string());
+                    return self.fail_turn(e).await;
+                }
+                Turn::Stopped => {}
+            }
+            return self.reap().await;
+        }
+        let turns: [Vec<String>; 2] = [first, vec![NUDGE.to_string()]];
+        let mut heard = false;
         for (n, blocks) in turns.into_iter().enumerate() {
             if n == 1 && self.compute.max_turns == 1 {
                 // The turn budget is spent: no nudge, and the mission stops here.
@@ -84,8 +120,9 @@ impl Drive {
                 Turn::Done(outcome) => {
                     tracing::debug!(mission = %self.mission.id, stop = %outcome.stop_reason, "turn ended");
                     self.heartbeat();
-                    if self.reached() {
-                        reached = true;
+                    // A unit parked on a question is waiting for its operator, not mute.
+                    if self.reached() || !self.parked().is_empty() {
+                        heard = true;
                         break;
                     }
                 }
@@ -96,17 +133,74 @@ impl Drive {
                 return self.reap().await;
             }
         }
-        if !reached {
+        if !heard {
             self.file_silent_blocker(&journal);
         }
-        // Resident until the mission rests (the teardown follower flips `stop`).
+        // Resident until the mission rests (the teardown follower flips `stop`),
+        // resuming the unit whenever a question it parked on is resolved.
+        let mut tick = tokio::time::interval(RESUME_POLL);
+        tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Skip);
         while !*self.stop.borrow() {
             tokio::select! {
                 changed = self.stop.changed() => if changed.is_err() { break },
                 Some(ev) = self.events.recv() => journal.record(ev),
+                _ = tick.tick() => match self.resume_answered(&mut journal).await {
+                    Some(Turn::Failed(e)) => return self.fail_turn(e).await,
+                    Some(_) => break,
+                    None => {}
+                },
             }
         }
         self.reap().await;
+    }
+
+    /// This host's parked runs of the mission.
+    fn parked(&self) -> Vec<Checkpoint> {
+        let me = HostId::current();
+        self.asks
+            .checkpoints_for(&self.mission.id)
+            .unwrap_or_default()
+            .into_iter()
+            .filter(|c| c.host == me)
+            .collect()
+    }
+
+    /// If a question the unit parked on has been resolved, claim the resume and send
+    /// the unit its answer as a new turn. Returns that turn when it ended the drive
+    /// (it failed, or the mission came to rest under it).
+    async fn resume_answered(&mut self, journal: &mut Journal) -> Option<Turn> {
+        for cp in self.parked() {
+            let Ok(ask) = self.asks.require(&cp.ask_id) else {
+                continue;
+            };
+            if ask.is_pending() || !self.asks.claim_checkpoint(&cp.ask_id).unwrap_or(false) {
+                continue;
+            }
+            let answer = ask.answer().map(str::to_string);
+            if answer.is_none() {
+                self.file_blocker(
+                    crate::asks::one_line_summary(&ask.args_summary),
+                    format!(
+                        "{}(the unit asked for an operator and got no answer: the question was {} before anyone answered it)",
+                        ask.diff.as_deref().map(|d| format!("{d}\n\n")).unwrap_or_default(),
+                        ask.state.as_str()
+                    ),
+                );
+            }
+            let text = resume_turn(&ask.args_summary, answer.as_deref());
+            match self.turn(vec![text], journal).await {
+                Turn::Done(_) => {
+                    self.heartbeat();
+                    let _ = self.asks.drop_checkpoint(&cp.ask_id);
+                }
+                Turn::Failed(e) => {
+                    let _ = self.asks.fail_checkpoint(&cp.ask_id, &e.to_string());
+                    return Some(Turn::Failed(e));
+                }
+                Turn::Stopped => return Some(Turn::Stopped),
+            }
+        }
+        None
     }
 
     async fn turn(&mut self, blocks: Vec<String>, journal: &mut Journal) -> Turn {

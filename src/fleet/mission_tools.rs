@@ -6,6 +6,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::{Map, Value, json};
 
+use crate::asks::checkpoint::{Checkpoint, HostId};
 use crate::asks::{Asks, NewAsk, QUESTION_TOOL, QUESTION_TOOLS};
 use crate::mission::report::{downgrade_paragraph, missing_claims, quoted_list};
 use crate::mission::{Handover, Missions, PlanEntry, ReportInput, Status, subjects};
@@ -22,7 +23,13 @@ pub struct MissionToolCalls {
     pub session_id: String,
     /// How long a question waits when nobody answers (`None`: until answered).
     pub ask_ceiling: Option<Duration>,
+    /// How long a question holds the unit's turn before the run parks.
+    pub park_window: Duration,
 }
+
+/// The start of the tool result a parked question returns; agents (and our stub)
+/// recognise it, and re-asking with the `ask_id` waits on the same question again.
+pub const PARKED_PREFIX: &str = "no answer yet (ask_id=";
 
 type ToolResult = Result<String, String>;
 
@@ -132,12 +139,21 @@ impl MissionToolCalls {
         }
         let detail = text(args, "detail");
         self.heartbeat();
-        let unanswered = match self.raise_and_wait(&summary, &detail).await {
-            Ok(Some(answer)) => {
+        let unanswered = match self
+            .raise_and_wait(&summary, &detail, &text(args, "ask_id"))
+            .await
+        {
+            Ok(Waited::Answered(answer)) => {
                 self.heartbeat();
                 return Ok(answer);
             }
-            Ok(None) => "nobody answered before the ask closed".to_string(),
+            Ok(Waited::Parked(id)) => {
+                self.heartbeat();
+                return Ok(format!(
+                    "{PARKED_PREFIX}{id}): the operator has not answered within the park window. The question stays pending and this run is checkpointed under it. End your turn now: the operator's answer will come back to you as your next prompt."
+                ));
+            }
+            Ok(Waited::Closed) => "nobody answered before the ask closed".to_string(),
             Err(e) => e,
         };
         // A question closed by a stop needs no blocker: the mission already rests.
@@ -152,9 +168,17 @@ impl MissionToolCalls {
         self.file_unanswered(&summary, &detail, &unanswered)
     }
 
-    /// Raise the durable question, announce it, and wait. `Ok(None)` when it closed
-    /// without words (denied, expired, closed by a stop).
-    async fn raise_and_wait(&self, summary: &str, detail: &str) -> Result<Option<String>, String> {
+    /// Raise the durable question (or take up the pending one `ask_id` names), announce
+    /// it, and wait up to the park window; past it, park the run on a checkpoint.
+    async fn raise_and_wait(
+        &self,
+        summary: &str,
+        detail: &str,
+        ask_id: &str,
+    ) -> Result<Waited, String> {
+        if let Some(ask) = self.reasked(ask_id)? {
+            return self.wait_or_park(&ask.id).await;
+        }
         let ask = self
             .asks
             .raise(NewAsk {
@@ -181,13 +205,47 @@ impl MissionToolCalls {
                 "detail": ask.diff,
             }),
         );
-        let deadline = self.ask_ceiling.map(|c| Instant::now() + c);
+        self.wait_or_park(&ask.id).await
+    }
+
+    /// A re-ask: the unit names a question of its own mission that is still pending.
+    fn reasked(&self, ask_id: &str) -> Result<Option<crate::asks::Ask>, String> {
+        if ask_id.trim().is_empty() {
+            return Ok(None);
+        }
+        let row = self.asks.get(ask_id.trim()).map_err(|e| e.to_string())?;
+        Ok(row.filter(|a| a.is_question() && a.mission_id.as_deref() == Some(&self.mission_id)))
+    }
+
+    async fn wait_or_park(&self, ask_id: &str) -> Result<Waited, String> {
+        let deadline = Instant::now() + self.park_window;
         let row = self
             .asks
-            .wait(&ask.id, deadline)
+            .wait(ask_id, Some(deadline))
             .await
             .map_err(|e| e.to_string())?;
-        Ok(row.answer().map(str::to_string))
+        if let Some(answer) = row.answer() {
+            // Answered in time (perhaps on a re-ask): nothing stays parked.
+            let _ = self.asks.drop_checkpoint(ask_id);
+            return Ok(Waited::Answered(answer.to_string()));
+        }
+        if !row.is_pending() {
+            let _ = self.asks.drop_checkpoint(ask_id);
+            return Ok(Waited::Closed);
+        }
+        self.asks
+            .save_checkpoint(&Checkpoint {
+                ask_id: ask_id.to_string(),
+                mission_id: self.mission_id.clone(),
+                session_id: self.session_id.clone(),
+                agent_name: self.agent_name.clone(),
+                cwd: self.workdir.clone(),
+                host: HostId::current(),
+                claimed_at: None,
+                failure: None,
+            })
+            .map_err(|e| e.to_string())?;
+        Ok(Waited::Parked(ask_id.to_string()))
     }
 
     /// Nobody answered: the question becomes a blocker report and the unit carries on.
@@ -235,6 +293,15 @@ impl MissionToolCalls {
         self.heartbeat();
         Ok(format!("mission finished as {}", done.mission.status))
     }
+}
+
+/// How a question's wait ended.
+enum Waited {
+    Answered(String),
+    /// Past the park window, still pending: the run is checkpointed under this ask.
+    Parked(String),
+    /// Resolved without words: denied, expired, closed by a stop.
+    Closed,
 }
 
 /// A string argument; non-strings are rendered as JSON text, absent is empty.
@@ -319,6 +386,7 @@ mod tests {
                 agent_name: "stub".into(),
                 session_id: "s".into(),
                 ask_ceiling: Some(Duration::from_secs(5)),
+                park_window: Duration::from_secs(5),
             },
         )
     }

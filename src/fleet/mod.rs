@@ -10,6 +10,7 @@ mod drive;
 pub mod mission_tools;
 mod permissions;
 pub mod prompts;
+pub mod resume;
 pub mod stop;
 pub mod sweep;
 
@@ -54,6 +55,15 @@ pub struct Dispatched {
     pub session_id: String,
 }
 
+/// A unit whose session is open, not yet driven.
+struct Started {
+    unit: Unit,
+    socket: crate::tools::MissionSocket,
+    session_id: String,
+    instance_id: String,
+    cwd: String,
+}
+
 /// A unit this host holds.
 struct Hosted {
     stop: watch::Sender<bool>,
@@ -66,6 +76,7 @@ struct Inner {
     asks: Asks,
     max_parallel: u64,
     ask_ceiling: Option<Duration>,
+    park_window: Duration,
     self_exe: PathBuf,
     /// Held across the width check and the unit's start, so two dispatches can't both
     /// slip under the cap.
@@ -95,6 +106,7 @@ impl Fleet {
             inner: Arc::new(Inner {
                 max_parallel: config.fleet_max_parallel()?,
                 ask_ceiling: config.approval_ceiling()?,
+                park_window: config.ask_park_window()?,
                 missions: Missions::new(store.clone()),
                 asks: Asks::new(store),
                 self_exe: exe,
@@ -158,22 +170,9 @@ impl Fleet {
             Some(c) => c,
             None => inner.paths.cwd.clone(),
         };
-        let registry = Registry::load(&inner.paths)?;
-        let Some(agent) = registry.get(&agent_name).cloned() else {
-            let known = registry.names();
-            let hint = if known.is_empty() {
-                " — no agents are declared; run 'missionboard init' to seed agents.toml".to_string()
-            } else {
-                format!(
-                    " — declared agents: {} (see 'missionboard agent list')",
-                    known.join(", ")
-                )
-            };
-            anyhow::bail!("resolve agent {agent_name:?}: not found{hint}");
-        };
+        let agent = self.resolve_agent(&agent_name)?;
 
         let mission_id = uuid::Uuid::new_v4().to_string();
-        let instance_id = uuid::Uuid::new_v4().to_string();
         let _admit = inner.admission.lock().await;
         let open = self.open_units() as u64;
         if inner.max_parallel > 0 && open >= inner.max_parallel {
@@ -182,21 +181,147 @@ impl Fleet {
                 inner.max_parallel
             );
         }
+        let started = self.start_unit(&mission_id, &agent, &cwd).await?;
+        let mission = match inner.missions.create(NewMission {
+            id: mission_id.clone(),
+            intent: req.intent.trim().to_string(),
+            agent_name: agent_name.clone(),
+            policy_name: policy_name.clone(),
+            cwd: cwd.display().to_string(),
+            session_id: Some(started.session_id.clone()),
+            instance_id: Some(started.instance_id.clone()),
+            parent_session_id: None,
+        }) {
+            Ok(m) => m,
+            Err(e) => {
+                started.unit.shutdown().await;
+                return Err(e.into());
+            }
+        };
+        let (session_id, instance_id) = (started.session_id.clone(), started.instance_id.clone());
+        self.host(started, mission, envelope, drive::Opening::Fresh);
+        Ok(Dispatched {
+            mission_id,
+            instance_id,
+            session_id,
+        })
+    }
 
+    /// Resume a run parked on `ask_id` whose host is gone: claim the checkpoint
+    /// (exactly one resumer wins), start the mission's agent afresh with a brief of
+    /// what happened and the operator's answer, and drive it until its turn ends or
+    /// the mission rests (await it with [`Fleet::wait_unit`]). `Ok(false)` when there
+    /// is nothing to resume, or another process holds the claim.
+    pub async fn resume_parked(&self, ask_id: &str) -> anyhow::Result<bool> {
+        let inner = &self.inner;
+        let Some(cp) = inner.asks.checkpoint(ask_id)? else {
+            return Ok(false);
+        };
+        if !inner.asks.claim_checkpoint(ask_id)? {
+            return Ok(false);
+        }
+        let attempt = async {
+            let mission = inner.missions.require(&cp.mission_id)?;
+            if mission.status.is_terminal() {
+                inner.asks.drop_checkpoint(ask_id)?;
+                return Ok(false);
+            }
+            let envelope = search::load(&inner.paths, &mission.hitl_policy_name)
+                .map_err(anyhow::Error::msg)?;
+            let agent = self.resolve_agent(&mission.agent_name)?;
+            let ask = inner.asks.require(ask_id)?;
+            let reports = inner.missions.reports(&mission.id, 50)?;
+            let blocks = vec![
+                prompts::resume_brief(&reports, &ask.args_summary, ask.answer()),
+                prompts::PREAMBLE.to_string(),
+                mission.intent.clone(),
+            ];
+            let cwd = if cp.cwd.is_empty() {
+                inner.paths.cwd.clone()
+            } else {
+                PathBuf::from(&cp.cwd)
+            };
+            let started = self.start_unit(&mission.id, &agent, &cwd).await?;
+            let mission =
+                inner
+                    .missions
+                    .rebind(&mission.id, &started.session_id, &started.instance_id)?;
+            self.host(
+                started,
+                mission,
+                envelope,
+                drive::Opening::Resumed {
+                    blocks,
+                    ask_id: ask_id.to_string(),
+                },
+            );
+            Ok::<_, anyhow::Error>(true)
+        };
+        match attempt.await {
+            Ok(resumed) => Ok(resumed),
+            Err(e) => {
+                let _ = inner.asks.fail_checkpoint(ask_id, &e.to_string());
+                Err(e)
+            }
+        }
+    }
+
+    /// Could this process start the unit of `mission_id` again (its agent declared,
+    /// its envelope loadable)?
+    pub fn can_resume(&self, mission_id: &str) -> anyhow::Result<()> {
+        let m = self.inner.missions.require(mission_id)?;
+        self.resolve_agent(&m.agent_name)?;
+        search::load(&self.inner.paths, &m.hitl_policy_name).map_err(anyhow::Error::msg)?;
+        Ok(())
+    }
+
+    /// Wait until this host no longer holds a unit for `mission_id`.
+    pub async fn wait_unit(&self, mission_id: &str) {
+        while self.inner.units.lock().unwrap().contains_key(mission_id) {
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    }
+
+    fn resolve_agent(&self, name: &str) -> anyhow::Result<crate::agents::Agent> {
+        let registry = Registry::load(&self.inner.paths)?;
+        if let Some(agent) = registry.get(name) {
+            return Ok(agent.clone());
+        }
+        let known = registry.names();
+        let hint = if known.is_empty() {
+            " — no agents are declared; run 'missionboard init' to seed agents.toml".to_string()
+        } else {
+            format!(
+                " — declared agents: {} (see 'missionboard agent list')",
+                known.join(", ")
+            )
+        };
+        anyhow::bail!("resolve agent {name:?}: not found{hint}")
+    }
+
+    /// Serve the mission's socket and start its agent with a session pointed at it.
+    async fn start_unit(
+        &self,
+        mission_id: &str,
+        agent: &crate::agents::Agent,
+        cwd: &std::path::Path,
+    ) -> anyhow::Result<Started> {
+        let inner = &self.inner;
         // The socket must listen before session/new: agents connect to their MCP
         // servers while the session opens.
         let run_dir = inner.paths.run_dir();
         std::fs::create_dir_all(&run_dir)
             .map_err(|e| anyhow::anyhow!("cannot create {}: {e}", run_dir.display()))?;
-        let socket_path = socket_path_for(&run_dir, &mission_id);
+        let socket_path = socket_path_for(&run_dir, mission_id);
         let calls = MissionToolCalls {
-            mission_id: mission_id.clone(),
+            mission_id: mission_id.to_string(),
             missions: inner.missions.clone(),
             asks: inner.asks.clone(),
             workdir: cwd.display().to_string(),
-            agent_name: agent_name.clone(),
+            agent_name: agent.name.clone(),
             session_id: String::new(),
             ask_ceiling: inner.ask_ceiling,
+            park_window: inner.park_window,
         };
         let handler = Arc::new(ToolHandler(Arc::new(Mutex::new(calls))));
         let socket = serve_mission_socket(&socket_path, handler.clone())
@@ -211,48 +336,52 @@ impl Fleet {
             program: agent.program(),
             args: agent.args.clone(),
             env: agent.env.clone(),
-            cwd: cwd.clone(),
+            cwd: cwd.to_path_buf(),
             mcp_servers: vec![bridge_server_entry(&inner.self_exe, &socket_path)],
-            meta: mission_meta(&mission_id),
+            meta: mission_meta(mission_id),
         };
-        let mut unit = Unit::start(spec)
-            .await
-            .map_err(|e| anyhow::anyhow!("agent {agent_name:?} could not start a session: {e}"))?;
+        let unit = Unit::start(spec).await.map_err(|e| {
+            anyhow::anyhow!("agent {:?} could not start a session: {e}", agent.name)
+        })?;
         let session_id = unit.session_id().to_string();
         handler.0.lock().unwrap().session_id = session_id.clone();
-
-        let mission = match inner.missions.create(NewMission {
-            id: mission_id.clone(),
-            intent: req.intent.trim().to_string(),
-            agent_name: agent_name.clone(),
-            policy_name: policy_name.clone(),
+        Ok(Started {
+            unit,
+            socket,
+            session_id,
+            instance_id: uuid::Uuid::new_v4().to_string(),
             cwd: cwd.display().to_string(),
-            session_id: Some(session_id.clone()),
-            instance_id: Some(instance_id.clone()),
-            parent_session_id: None,
-        }) {
-            Ok(m) => m,
-            Err(e) => {
-                unit.shutdown().await;
-                return Err(e.into());
-            }
-        };
+        })
+    }
 
+    /// Hold a started unit: answer its permission requests and drive it. Returns the
+    /// mission id it is registered under.
+    fn host(
+        &self,
+        mut started: Started,
+        mission: crate::mission::Mission,
+        envelope: search::Loaded,
+        opening: drive::Opening,
+    ) -> String {
+        let inner = &self.inner;
+        let mission_id = mission.id.clone();
         let (stop_tx, stop_rx) = watch::channel(false);
-        let events = unit
+        let events = started
+            .unit
             .take_events()
             .expect("fresh unit has its event channel");
-        let perms = unit
+        let perms = started
+            .unit
             .take_permissions()
             .expect("fresh unit has its permission channel");
         permissions::spawn_answerer(
             perms,
             permissions::Gate {
                 mission_id: mission_id.clone(),
-                agent_name: agent_name.clone(),
-                session_id: session_id.clone(),
-                instance_id: instance_id.clone(),
-                cwd: cwd.display().to_string(),
+                agent_name: mission.agent_name.clone(),
+                session_id: started.session_id.clone(),
+                instance_id: started.instance_id.clone(),
+                cwd: started.cwd.clone(),
                 envelope: envelope.clone(),
                 asks: inner.asks.clone(),
                 ask_ceiling: inner.ask_ceiling,
@@ -260,12 +389,14 @@ impl Fleet {
         );
         let drive = drive::Drive {
             missions: inner.missions.clone(),
+            asks: inner.asks.clone(),
             compute: envelope.policy.compute.clone(),
             mission,
-            unit,
+            unit: started.unit,
             events,
             stop: stop_rx,
-            socket,
+            socket: started.socket,
+            opening,
         };
         let fleet = self.clone();
         let key = mission_id.clone();
@@ -282,12 +413,7 @@ impl Fleet {
                 done,
             },
         );
-        drop(units);
-        Ok(Dispatched {
-            mission_id,
-            instance_id,
-            session_id,
-        })
+        mission_id
     }
 
     /// Ask the unit of `mission_id` to wind down, if this host holds it. Returns at

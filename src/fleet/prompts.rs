@@ -14,6 +14,58 @@ Do the work with your other tools. Decide what the intent below already settles;
 /// The one runtime nudge after a turn that reached nobody.
 pub const NUDGE: &str = "Your last turn ended without reaching outside this session, and no human is reading this chat. Use the mission_report tool of the mission MCP server to record progress, a finding, a blocker, or a result; the mission_ask_attention tool of the mission MCP server if you are blocked on a decision (then wait for the reply); or the mission_finish tool of the mission MCP server to end the mission. If you are not done, keep working. Do not answer in prose alone — it will not be seen.";
 
+/// The marker lines a resumed unit (our stub, or a model) reads its answer from.
+pub const QUESTION_LINE: &str = "Your question: ";
+pub const ANSWER_LINE: &str = "The operator's answer: ";
+const NO_ANSWER: &str = "(none — the question closed without an answer)";
+
+fn question_and_answer(question: &str, answer: Option<&str>) -> String {
+    format!(
+        "{QUESTION_LINE}{question}\n{ANSWER_LINE}{}",
+        answer.unwrap_or(NO_ANSWER)
+    )
+}
+
+/// The turn a live host sends when the question a unit parked on is resolved.
+pub fn resume_turn(question: &str, answer: Option<&str>) -> String {
+    let (lead, tail) = match answer {
+        Some(_) => (
+            "The operator answered the question you parked on.",
+            "Carry on with the mission, and keep reaching the operator only through your mission tools.",
+        ),
+        None => (
+            "Nobody answered the question you parked on, and it has closed.",
+            "Carry on with what you can decide yourself, and report what stays blocked with the mission_report tool of the mission MCP server.",
+        ),
+    };
+    format!(
+        "{lead}\n{}\n\n{tail}",
+        question_and_answer(question, answer)
+    )
+}
+
+/// The first block of a fresh session that resumes a parked mission whose host died.
+pub fn resume_brief(
+    reports: &[crate::mission::Report],
+    question: &str,
+    answer: Option<&str>,
+) -> String {
+    let mut out = String::from(
+        "You are resuming a parked mission. The session that worked on it is gone (its host process ended), so this is a fresh session; here is what it had done.\n",
+    );
+    if reports.is_empty() {
+        out.push_str("Reports so far: none.\n");
+    } else {
+        out.push_str("Reports so far (oldest first):\n");
+        for r in reports {
+            out.push_str(&format!("- [{}] {}\n", r.kind, r.summary));
+        }
+    }
+    out.push_str(&question_and_answer(question, answer));
+    out.push_str("\n\nCarry on from there. Your standing instructions and the intent follow.");
+    out
+}
+
 /// The ATTACH paragraph of the runtime's blocker for a mute unit.
 pub fn attach(session_id: &str) -> String {
     format!(

@@ -423,6 +423,25 @@ impl Missions {
         Ok(m)
     }
 
+    /// Point an open mission at the unit that resumes it (a new session on a new
+    /// instance, after its host died). Refused for a mission at rest.
+    pub fn rebind(&self, id: &str, session_id: &str, instance_id: &str) -> Result<Mission> {
+        let changed = self.store.with(|c| {
+            c.execute(
+                "UPDATE missions SET session_id = ?2, instance_id = ?3, updated_at = ?4 WHERE id = ?1 AND status = 'open'",
+                params![id, session_id, instance_id, clock::now_ms()],
+            )
+        })?;
+        let m = self.require(id)?;
+        if changed == 0 {
+            return Err(MissionError::Conflict(format!(
+                "mission {id:?} is at rest as {:?}; it cannot be resumed",
+                m.status.as_str()
+            )));
+        }
+        Ok(m)
+    }
+
     /// Stamp liveness. A no-op on a mission at rest, so liveness never revives one.
     pub fn heartbeat(&self, id: &str) -> Result<()> {
         let now = clock::now_ms();

@@ -61,6 +61,8 @@ struct SessionState {
     cursor: usize,
     vars: Vars,
     ids: u64,
+    /// Steps waiting on a parked question's answer (the rest of the turn it parked in).
+    parked: Option<Vec<RawStep>>,
 }
 
 /// A turn's view of `session/cancel`: set once the session's cancel
@@ -93,6 +95,9 @@ enum Flow {
     Then(Vec<RawStep>),
     /// Stop running steps; the turn ends normally with its `stop`.
     EndTurn,
+    /// The ask was parked by the host: end the turn, and run these steps (the
+    /// ask's `then`) first when the answer arrives.
+    Park(Vec<RawStep>),
     Cancelled,
     Fail(Error),
 }
@@ -344,7 +349,28 @@ async fn run_prompt(
         }
     }
     let script = state.script.clone().expect("set above");
-    let Some(turn_def) = script.turns.get(turn - 1) else {
+    // A resume carries the operator's answer to a question this script parked on:
+    // the steps that waited for it run now, as this turn.
+    let resumed = resume_answer(&blocks).and_then(|(question, answer)| {
+        let steps = match state.parked.take() {
+            Some(steps) => {
+                state.cursor -= 1;
+                steps
+            }
+            None => {
+                let (turn_index, steps) = script::steps_after_ask(&script, &question)?;
+                state.cursor = turn_index + 1;
+                steps
+            }
+        };
+        state.vars.answer = answer;
+        Some(script::Turn {
+            steps,
+            stop: script::StopName::EndTurn,
+        })
+    });
+    let turn = state.cursor.max(1);
+    let Some(turn_def) = resumed.as_ref().or_else(|| script.turns.get(turn - 1)) else {
         let message = format!(
             "stub script '{}' exhausted: prompt asked for turn {turn}, script holds {}",
             script.name,
@@ -388,7 +414,7 @@ async fn run_prompt(
         other => other,
     };
     let outcome = match flow {
-        Flow::Continue | Flow::EndTurn | Flow::Then(_) => {
+        Flow::Continue | Flow::EndTurn | Flow::Then(_) | Flow::Park(_) => {
             let stop = match turn_def.stop {
                 StopName::EndTurn => StopReason::EndTurn,
                 StopName::Refusal => StopReason::Refusal,
@@ -469,6 +495,20 @@ fn fill_step(raw: &RawStep, vars: &Vars) -> Value {
     }
 }
 
+/// The question and answer a resume prompt carries (its `Your question:` and
+/// `The operator's answer:` lines).
+fn resume_answer(blocks: &[String]) -> Option<(String, String)> {
+    let text = blocks.join("\n");
+    let line = |marker: &str| {
+        let at = text.find(marker)? + marker.len();
+        Some(text[at..].lines().next().unwrap_or("").trim().to_string())
+    };
+    Some((
+        line(crate::fleet::prompts::QUESTION_LINE)?,
+        line(crate::fleet::prompts::ANSWER_LINE)?,
+    ))
+}
+
 /// "no answer yet (ask_id=abc); …" → `abc`.
 fn pending_ask_id(text: &str) -> Option<String> {
     if !text.to_ascii_lowercase().contains("no answer yet") {
@@ -524,6 +564,11 @@ impl TurnRunner<'_> {
                     for (j, step) in then.into_iter().enumerate().rev() {
                         queue.push_front((format!("{label}.{}", j + 1), step));
                     }
+                }
+                Flow::Park(then) => {
+                    let rest = then.into_iter().chain(queue.into_iter().map(|(_, s)| s));
+                    self.state.parked = Some(rest.collect());
+                    return Flow::EndTurn;
                 }
                 other => return other,
             }
@@ -692,7 +737,14 @@ impl TurnRunner<'_> {
                                 self.log(label, &format!("ask pending (ask_id={id}); asking again ({attempts}/{retries})"));
                                 args.insert("ask_id".into(), Value::String(id));
                             }
-                            _ => break text,
+                            Some(id) => {
+                                self.log(
+                                    label,
+                                    &format!("ask parked (ask_id={id}); ending the turn"),
+                                );
+                                return Ok(Flow::Park(then));
+                            }
+                            None => break text,
                         },
                         Err(_) => break String::new(),
                     }

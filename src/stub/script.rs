@@ -299,7 +299,7 @@ pub fn decode(raw: &RawStep) -> Result<Step, String> {
             Step::Ask {
                 summary: args.summary,
                 detail: args.detail,
-                retries: args.retries.unwrap_or(3),
+                retries: args.retries.unwrap_or(0),
                 then,
             }
         }
@@ -862,6 +862,37 @@ pub fn builtin(name: &str) -> Option<Script> {
         }
     };
     Some(parse_script(&value, name).expect("built-in scenarios are valid"))
+}
+
+/// For a fresh session resuming a parked run: the turn (0-based) holding the ask
+/// whose summary is `question`, and the steps that come after it there (its `then`
+/// first).
+pub fn steps_after_ask(script: &Script, question: &str) -> Option<(usize, Vec<RawStep>)> {
+    for (t, turn) in script.turns.iter().enumerate() {
+        for (i, raw) in turn.steps.iter().enumerate() {
+            if raw.kind != "ask" {
+                continue;
+            }
+            let summary = match &raw.payload {
+                Value::String(s) => s.as_str(),
+                Value::Object(m) => m.get("summary").and_then(Value::as_str).unwrap_or(""),
+                _ => "",
+            };
+            if summary.trim() != question.trim() {
+                continue;
+            }
+            let then: Vec<RawStep> = match raw.payload.get("then") {
+                Some(Value::Array(items)) => {
+                    items.iter().filter_map(|v| raw_step(v).ok()).collect()
+                }
+                Some(v) => raw_step(v).into_iter().collect(),
+                None => vec![],
+            };
+            let rest = turn.steps[i + 1..].iter().cloned();
+            return Some((t, then.into_iter().chain(rest).collect()));
+        }
+    }
+    None
 }
 
 #[cfg(test)]

@@ -75,7 +75,7 @@ fn vet_fails_each_broken_file_and_counts_them() {
             .join("\n")
     };
     assert!(
-        block("hitl-policy-typo.json").contains(r#"compute: json: unknown field "maxTurn""#),
+        block("hitl-policy-typo.json").contains(r#"unknown field "maxTurn""#),
         "{out}"
     );
     assert!(

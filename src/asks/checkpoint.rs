@@ -1,0 +1,244 @@
+//! Checkpoints: a run parked on a question past its park window. The row names the
+//! mission, the session, the agent and the host process that held the unit, so a
+//! later answer can resume the run exactly once — by that host if it is still alive,
+//! else by whichever process records the answer. Resuming is claimed by a guarded
+//! write, so two resumers can never both run it.
+
+use rusqlite::{OptionalExtension, params};
+
+use super::{AskError, Asks};
+use crate::clock;
+
+pub(crate) const SCHEMA_V4: &str = "
+CREATE TABLE checkpoints (
+    ask_id      TEXT PRIMARY KEY NOT NULL REFERENCES asks (id),
+    mission_id  TEXT NOT NULL,
+    session_id  TEXT NOT NULL,
+    agent_name  TEXT NOT NULL,
+    cwd         TEXT NOT NULL,
+    host_pid    INTEGER NOT NULL,
+    host_start  TEXT NOT NULL,
+    claimed_at  INTEGER,
+    claimed_by  TEXT,
+    failure     TEXT,
+    created_at  INTEGER NOT NULL,
+    updated_at  INTEGER NOT NULL
+);
+CREATE INDEX checkpoints_by_mission ON checkpoints (mission_id);";
+
+/// A claim older than this is presumed abandoned by a resumer that died mid-way.
+pub const CLAIM_STALE_MS: i64 = 10 * 60 * 1000;
+
+/// One parked run.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Checkpoint {
+    pub ask_id: String,
+    pub mission_id: String,
+    pub session_id: String,
+    pub agent_name: String,
+    pub cwd: String,
+    pub host: HostId,
+    pub claimed_at: Option<i64>,
+    pub failure: Option<String>,
+}
+
+/// A host process, told apart from a later process that reused its pid.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct HostId {
+    pub pid: u32,
+    pub start: String,
+}
+
+impl HostId {
+    /// This process.
+    pub fn current() -> HostId {
+        let pid = std::process::id();
+        HostId {
+            pid,
+            start: start_time(pid).unwrap_or_default(),
+        }
+    }
+
+    /// Is that process still running (and still the same process)?
+    pub fn is_alive(&self) -> bool {
+        match start_time(self.pid) {
+            Some(start) => start == self.start,
+            None => false,
+        }
+    }
+
+    fn label(&self) -> String {
+        format!("{}@{}", self.pid, self.start)
+    }
+}
+
+/// The process start time (field 22 of /proc/<pid>/stat), in clock ticks since boot.
+fn start_time(pid: u32) -> Option<String> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    // The command name may hold spaces and parentheses; fields resume after the last ')'.
+    let rest = &stat[stat.rfind(')')? + 1..];
+    rest.split_whitespace().nth(19).map(str::to_string)
+}
+
+const COLUMNS: &str =
+    "ask_id, mission_id, session_id, agent_name, cwd, host_pid, host_start, claimed_at, failure";
+
+fn from_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<Checkpoint> {
+    Ok(Checkpoint {
+        ask_id: r.get(0)?,
+        mission_id: r.get(1)?,
+        session_id: r.get(2)?,
+        agent_name: r.get(3)?,
+        cwd: r.get(4)?,
+        host: HostId {
+            pid: r.get(5)?,
+            start: r.get(6)?,
+        },
+        claimed_at: r.get(7)?,
+        failure: r.get(8)?,
+    })
+}
+
+impl Asks {
+    /// Park a run under its ask (idempotent: a re-park keeps the first row).
+    pub fn save_checkpoint(&self, cp: &Checkpoint) -> Result<(), AskError> {
+        let now = clock::now_ms();
+        self.store.with(|c| {
+            c.execute(
+                "INSERT OR IGNORE INTO checkpoints (ask_id, mission_id, session_id, agent_name, cwd, host_pid, host_start, created_at, updated_at)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?8)",
+                params![cp.ask_id, cp.mission_id, cp.session_id, cp.agent_name, cp.cwd, cp.host.pid, cp.host.start, now],
+            )
+        })?;
+        Ok(())
+    }
+
+    pub fn checkpoint(&self, ask_id: &str) -> Result<Option<Checkpoint>, AskError> {
+        Ok(self.store.with(|c| {
+            c.query_row(
+                &format!("SELECT {COLUMNS} FROM checkpoints WHERE ask_id = ?1"),
+                params![ask_id],
+                from_row,
+            )
+            .optional()
+        })?)
+    }
+
+    /// A mission's parked runs.
+    pub fn checkpoints_for(&self, mission_id: &str) -> Result<Vec<Checkpoint>, AskError> {
+        Ok(self.store.with(|c| {
+            let mut s = c.prepare_cached(&format!(
+                "SELECT {COLUMNS} FROM checkpoints WHERE mission_id = ?1 ORDER BY created_at"
+            ))?;
+            s.query_map(params![mission_id], from_row)?.collect()
+        })?)
+    }
+
+    /// Parked runs whose ask is already resolved and nobody is resuming (the
+    /// stranded ones `approvals list` reports).
+    pub fn stranded_checkpoints(&self) -> Result<Vec<Checkpoint>, AskError> {
+        let stale = clock::now_ms() - CLAIM_STALE_MS;
+        Ok(self.store.with(|c| {
+            let mut s = c.prepare_cached(&format!(
+                "SELECT {} FROM checkpoints k JOIN asks a ON a.id = k.ask_id
+                 WHERE a.state != 'pending' AND (k.claimed_at IS NULL OR k.claimed_at < ?1)
+                 ORDER BY k.created_at LIMIT 200",
+                COLUMNS
+                    .split(", ")
+                    .map(|c| format!("k.{c}"))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ))?;
+            s.query_map(params![stale], from_row)?.collect()
+        })?)
+    }
+
+    /// Claim the right to resume a parked run. Exactly one claimer wins; a claim
+    /// left stale by a dead resumer can be taken over.
+    pub fn claim_checkpoint(&self, ask_id: &str) -> Result<bool, AskError> {
+        let now = clock::now_ms();
+        let by = HostId::current().label();
+        let changed = self.store.with(|c| {
+            c.execute(
+                "UPDATE checkpoints SET claimed_at = ?2, claimed_by = ?3, updated_at = ?2
+                 WHERE ask_id = ?1 AND (claimed_at IS NULL OR claimed_at < ?4)",
+                params![ask_id, now, by, now - CLAIM_STALE_MS],
+            )
+        })?;
+        Ok(changed == 1)
+    }
+
+    /// A resume finished: the run is no longer parked.
+    pub fn drop_checkpoint(&self, ask_id: &str) -> Result<(), AskError> {
+        self.store
+            .with(|c| c.execute("DELETE FROM checkpoints WHERE ask_id = ?1", params![ask_id]))?;
+        Ok(())
+    }
+
+    /// A resume failed: keep the row, record why, and release the claim so a later
+    /// answer-side read can retry once the cause is fixed.
+    pub fn fail_checkpoint(&self, ask_id: &str, failure: &str) -> Result<(), AskError> {
+        self.store.with(|c| {
+            c.execute(
+                "UPDATE checkpoints SET failure = ?2, claimed_at = NULL, claimed_by = NULL, updated_at = ?3 WHERE ask_id = ?1",
+                params![ask_id, failure, clock::now_ms()],
+            )
+        })?;
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::asks::{NewAsk, QUESTION_TOOL, QUESTION_TOOLS};
+    use crate::store::Store;
+
+    #[test]
+    fn a_claim_is_won_exactly_once() {
+        let dir = tempfile::tempdir().unwrap();
+        let asks = Asks::new(Store::open(&dir.path().join("b.db")).unwrap());
+        let ask = asks
+            .raise(NewAsk {
+                tools_name: QUESTION_TOOLS.into(),
+                tool_name: QUESTION_TOOL.into(),
+                args_summary: "q".into(),
+                mission_id: Some("m".into()),
+                ..Default::default()
+            })
+            .unwrap();
+        let cp = Checkpoint {
+            ask_id: ask.id.clone(),
+            mission_id: "m".into(),
+            session_id: "s".into(),
+            agent_name: "a".into(),
+            cwd: "/".into(),
+            host: HostId::current(),
+            claimed_at: None,
+            failure: None,
+        };
+        asks.save_checkpoint(&cp).unwrap();
+        let wins: usize = (0..8)
+            .map(|_| {
+                let a = asks.clone();
+                let id = ask.id.clone();
+                std::thread::spawn(move || a.claim_checkpoint(&id).unwrap())
+            })
+            .map(|h| h.join().unwrap() as usize)
+            .sum();
+        assert_eq!(wins, 1);
+        asks.drop_checkpoint(&ask.id).unwrap();
+        assert!(asks.checkpoint(&ask.id).unwrap().is_none());
+    }
+
+    #[test]
+    fn this_process_is_alive_and_a_made_up_one_is_not() {
+        let me = HostId::current();
+        assert!(me.is_alive());
+        let impostor = HostId {
+            pid: me.pid,
+            start: "0".into(),
+        };
+        assert!(!impostor.is_alive());
+    }
+}

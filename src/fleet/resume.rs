@@ -1,0 +1,110 @@
+//! Answering an ask whose run is parked. The answer is recorded exactly once; the
+//! run resumes exactly once: by its own host while that host lives (it watches the
+//! row), else here, in the process that recorded the answer.
+
+use crate::asks::bounds::answer_as_agent_within_bounds;
+use crate::asks::{Asks, OperatorVerdict};
+use crate::fleet::Fleet;
+use crate::mission::Missions;
+use crate::paths::Paths;
+use crate::store::Store;
+
+/// Who answers.
+pub enum Answerer<'a> {
+    Operator(&'a OperatorVerdict),
+    /// An agent's words, within the mission envelope's attention bounds.
+    Agent {
+        name: &'a str,
+        text: &'a str,
+    },
+}
+
+/// What became of the run after the answer was recorded.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Afterwards {
+    /// Nothing was parked under the ask: the run waiting on it carries on by itself.
+    NothingParked,
+    /// Parked, and its host is alive: that host resumes it.
+    HostResumes,
+    /// Parked with its host gone: resumed here, and driven to the end of its turn.
+    ResumedHere,
+}
+
+/// Record an answer and see the run it unblocks resumed.
+pub async fn answer(
+    paths: &Paths,
+    store: &Store,
+    ask_id: &str,
+    who: Answerer<'_>,
+) -> anyhow::Result<Afterwards> {
+    let asks = Asks::new(store.clone());
+    let missions = Missions::new(store.clone());
+    let parked = asks.checkpoint(ask_id)?;
+    // A one-shot verdict is never spent on a process that cannot resume the run it
+    // unblocks: check the capability first, record second.
+    let resumer = match &parked {
+        Some(cp) if !cp.host.is_alive() => {
+            let fleet = Fleet::new(paths.clone(), store.clone())?;
+            if let Err(e) = fleet.can_resume(&cp.mission_id) {
+                anyhow::bail!(
+                    "ask {ask_id} has a suspended run checkpointed under it, and this process cannot resume it: {e}\nThe verdict was NOT recorded — the ask is still pending. Fix the configuration here (declare the mission's agent in agents.toml, restore its envelope), or answer from a terminal that can start it"
+                );
+            }
+            Some(fleet)
+        }
+        _ => None,
+    };
+    match who {
+        Answerer::Operator(v) => {
+            asks.operator_verdict(ask_id, v)?;
+        }
+        Answerer::Agent { name, text } => {
+            answer_as_agent_within_bounds(paths, &asks, &missions, ask_id, name, text)?;
+        }
+    }
+    match (parked, resumer) {
+        (None, _) => Ok(Afterwards::NothingParked),
+        (Some(_), None) => Ok(Afterwards::HostResumes),
+        (Some(cp), Some(fleet)) => {
+            drive_resume(&fleet, ask_id, &cp.mission_id).await?;
+            Ok(Afterwards::ResumedHere)
+        }
+    }
+}
+
+/// Resume every answered run whose host is gone (what `approvals list` reconciles).
+/// Returns (resumed, failed).
+pub async fn resume_stranded(paths: &Paths, store: &Store) -> anyhow::Result<(usize, usize)> {
+    let asks = Asks::new(store.clone());
+    let stranded: Vec<_> = asks
+        .stranded_checkpoints()?
+        .into_iter()
+        .filter(|cp| !cp.host.is_alive())
+        .collect();
+    if stranded.is_empty() {
+        return Ok((0, 0));
+    }
+    let fleet = Fleet::new(paths.clone(), store.clone())?;
+    let (mut resumed, mut failed) = (0, 0);
+    for cp in stranded {
+        match drive_resume(&fleet, &cp.ask_id, &cp.mission_id).await {
+            Ok(()) => resumed += 1,
+            Err(e) => {
+                tracing::warn!(ask = %cp.ask_id, "resume failed: {e}");
+                failed += 1;
+            }
+        }
+    }
+    Ok((resumed, failed))
+}
+
+async fn drive_resume(fleet: &Fleet, ask_id: &str, mission_id: &str) -> anyhow::Result<()> {
+    let teardown = fleet.spawn_teardown();
+    let result = fleet.resume_parked(ask_id).await;
+    if matches!(result, Ok(true)) {
+        fleet.wait_unit(mission_id).await;
+    }
+    fleet.shutdown().await;
+    teardown.abort();
+    result.map(|_| ())
+}
