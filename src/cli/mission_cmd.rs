@@ -65,6 +65,18 @@ pub(super) fn show(ctx: &Ctx, id: &str, json: bool) -> anyhow::Result<i32> {
         v["plan"] = serde_json::to_value(svc.plan(&m.id)?)?;
         v["planRevisions"] = serde_json::to_value(svc.plan_revisions(&m.id)?)?;
         v["reports"] = serde_json::to_value(&reports)?;
+        let asks = crate::asks::Asks::new(svc.store().clone());
+        let mut pending = Vec::new();
+        for a in asks
+            .for_mission(&m.id, 200)?
+            .into_iter()
+            .filter(|a| a.is_pending())
+        {
+            let mut row = serde_json::to_value(&a)?;
+            row["parked"] = serde_json::Value::Bool(asks.checkpoint(&a.id)?.is_some());
+            pending.push(row);
+        }
+        v["pendingAsks"] = serde_json::Value::Array(pending);
         println!("{}", serde_json::to_string_pretty(&v)?);
         return Ok(0);
     }

@@ -3,5 +3,6 @@
 
 mod harness;
 
+mod asks;
 mod foundation;
 mod missions;

@@ -1,0 +1,421 @@
+//! Issue C: durable asks — the park window, checkpoints and exactly-once resume,
+//! racing answers, attention bounds, expiry, the reclaim sweep, doctor.
+
+use std::process::Stdio;
+
+use crate::harness::{Run, Sandbox, wait_for};
+
+fn script(steps: &str) -> String {
+    format!(r#"{{"name":"t","turns":[{{"steps":[{steps}]}}]}}"#)
+}
+
+const ASK_THEN_LAND: &str = r#"{"ask":{"summary":"Rename the env var too?","then":{"report":{"kind":"result","summary":"renamed: {{answer}}"}}}},{"finish":"landed"}"#;
+
+/// The pending asks of the newest mission as `mission show --json` reports them.
+fn pending(sb: &Sandbox) -> Vec<serde_json::Value> {
+    let Some(id) = sb.newest_mission() else {
+        return vec![];
+    };
+    let show = sb.run(&["mission", "show", &id, "--json"]).ok();
+    let v: serde_json::Value = serde_json::from_str(&show.stdout).unwrap();
+    v["pendingAsks"].as_array().cloned().unwrap_or_default()
+}
+
+fn parked_ask(sb: &Sandbox) -> Option<String> {
+    pending(sb)
+        .into_iter()
+        .find(|a| a["parked"] == true)
+        .and_then(|a| a["id"].as_str().map(str::to_string))
+}
+
+#[test]
+fn an_answer_inside_the_park_window_continues_the_same_turn_with_no_checkpoint() {
+    let sb = Sandbox::new();
+    sb.declare_stubs(&[("stub", Some(&script(ASK_THEN_LAND)))]);
+    sb.run(&["config", "set", "ask-park-window", "60s"]).ok();
+    let bg = sb.fire_in_background("stub", "rename", &[]);
+    let ask = wait_for(20, "the question", || sb.pending_ask_ids().first().cloned());
+    assert!(
+        pending(&sb).iter().all(|a| a["parked"] == false),
+        "no checkpoint inside the window"
+    );
+    let answered = sb
+        .run(&["approvals", "respond", &ask, "--answer", "yes"])
+        .ok();
+    assert!(
+        answered
+            .stdout
+            .contains("Nothing was checkpointed under it"),
+        "{answered:#?}"
+    );
+    let fired = bg.join();
+    assert_eq!(fired.code, 0, "{fired:#?}");
+    assert!(
+        fired.stdout.contains("  [result] renamed: yes\n"),
+        "{fired:#?}"
+    );
+}
+
+#[test]
+fn a_live_host_resumes_a_parked_run_with_the_answer() {
+    let sb = Sandbox::new();
+    sb.declare_stubs(&[("stub", Some(&script(ASK_THEN_LAND)))]);
+    sb.run(&["config", "set", "ask-park-window", "300ms"]).ok();
+    let bg = sb.fire_in_background("stub", "rename", &[]);
+    let ask = wait_for(20, "the parked question", || parked_ask(&sb));
+    let answered = sb
+        .run(&["approvals", "respond", &ask, "--answer", "later, yes"])
+        .ok();
+    assert!(
+        answered
+            .stdout
+            .contains("that host resumes it with this answer"),
+        "{answered:#?}"
+    );
+    let fired = bg.join();
+    assert_eq!(fired.code, 0, "{fired:#?}");
+    assert!(
+        fired.stdout.contains("  [result] renamed: later, yes\n"),
+        "{fired:#?}"
+    );
+}
+
+/// Fire, let the question park, SIGKILL the host, answer from a new process.
+fn kill_then_answer(sb: &Sandbox, transcript: &std::path::Path) -> (String, Run) {
+    let mut cmd = sb.command(&[
+        "mission", "fire", "stub", "rename", "--wait", "--policy", "default",
+    ]);
+    cmd.env("STUB_TRANSCRIPT", transcript)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null());
+    let mut host = cmd.spawn().unwrap();
+    let ask = wait_for(20, "the parked question", || parked_ask(sb));
+    host.kill().unwrap();
+    host.wait().unwrap();
+    let mut respond = sb.command(&["approvals", "respond", &ask, "--answer", "yes"]);
+    respond.env("STUB_TRANSCRIPT", transcript);
+    (ask, sb.run_with(respond))
+}
+
+#[test]
+fn an_answer_after_the_host_died_resumes_the_run_exactly_once() {
+    for round in 0..20 {
+        let sb = Sandbox::new();
+        sb.declare_stubs(&[("stub", Some(&script(ASK_THEN_LAND)))]);
+        sb.run(&["config", "set", "ask-park-window", "200ms"]).ok();
+        let transcript = sb.home.join("transcript.log");
+        let (ask, answered) = kill_then_answer(&sb, &transcript);
+        let answered = answered.ok();
+        assert!(
+            answered
+                .stdout
+                .contains("and the suspended run was resumed in this process"),
+            "round {round}: {answered:#?}"
+        );
+        let id = sb.newest_mission().unwrap();
+        let show = sb.run(&["mission", "show", &id]).ok();
+        assert!(
+            show.stdout.contains("\nStatus:    landed\n"),
+            "round {round}: {}",
+            show.stdout
+        );
+        let resumes = std::fs::read_to_string(&transcript)
+            .unwrap()
+            .lines()
+            .filter(|l| l.contains("You are resuming a parked mission"))
+            .count();
+        assert_eq!(resumes, 1, "round {round}: the run resumed exactly once");
+        let again = sb.run(&["approvals", "respond", &ask, "--answer", "again"]);
+        assert_eq!(
+            again.code, 1,
+            "round {round}: a second answer never runs it twice"
+        );
+    }
+}
+
+#[test]
+fn two_racing_answers_to_one_ask_end_in_exactly_one_verdict() {
+    let sb = Sandbox::new();
+    sb.declare_stubs(&[("stub", Some(&script(ASK_THEN_LAND)))]);
+    let bg = sb.fire_in_background("stub", "race", &[]);
+    let ask = wait_for(20, "the question", || sb.pending_ask_ids().first().cloned());
+    let racers: Vec<_> = ["first", "second"]
+        .into_iter()
+        .map(|word| {
+            sb.command(&["approvals", "respond", &ask, "--answer", word])
+                .stdout(Stdio::piped())
+                .stderr(Stdio::piped())
+                .spawn()
+                .unwrap()
+        })
+        .collect();
+    let outs: Vec<_> = racers
+        .into_iter()
+        .map(|c| c.wait_with_output().unwrap())
+        .collect();
+    let ok = outs.iter().filter(|o| o.status.success()).count();
+    assert_eq!(ok, 1, "{outs:?}");
+    let loser = outs.iter().find(|o| !o.status.success()).unwrap();
+    assert_eq!(
+        String::from_utf8_lossy(&loser.stderr),
+        format!("Error: ask {ask} was already answered — a verdict is recorded exactly once\n")
+    );
+    assert_eq!(bg.join().code, 0);
+}
+
+/// A mission with `n` pending questions, created through the library on the real
+/// store (what a unit's asks would leave behind), under envelope `policy`.
+fn mission_with_questions(sb: &Sandbox, policy: &str, n: usize) -> Vec<String> {
+    use missionboard::asks::{Asks, NewAsk, QUESTION_TOOL, QUESTION_TOOLS};
+    use missionboard::mission::{Missions, NewMission};
+    use missionboard::store::Store;
+    let store = Store::open(&sb.db()).unwrap();
+    let m = Missions::new(store.clone())
+        .create(NewMission {
+            intent: "many questions".into(),
+            agent_name: "stub".into(),
+            policy_name: policy.into(),
+            ..Default::default()
+        })
+        .unwrap();
+    let asks = Asks::new(store);
+    (0..n)
+        .map(|i| {
+            asks.raise(NewAsk {
+                tools_name: QUESTION_TOOLS.into(),
+                tool_name: QUESTION_TOOL.into(),
+                args_summary: format!("question {i}"),
+                mission_id: Some(m.id.clone()),
+                ..Default::default()
+            })
+            .unwrap()
+            .id
+        })
+        .collect()
+}
+
+fn beta(sb: &Sandbox, args: &[&str]) -> std::process::Command {
+    let mut c = sb.command(args);
+    c.env("MISSIONBOARD_OPT_IN_BETA", "1");
+    c
+}
+
+#[test]
+fn eight_racing_agent_answers_land_exactly_the_cap() {
+    let sb = Sandbox::new();
+    sb.write(
+        &sb.home.join("hitl-policy-two.json"),
+        r#"{"default_action":"approve","rules":[],"attention":{"allowAgentAnswers":true,"maxAgentAnswers":2}}"#,
+    );
+    let ids = mission_with_questions(&sb, "two", 8);
+    let racers: Vec<_> = ids
+        .iter()
+        .map(|id| {
+            beta(
+                &sb,
+                &[
+                    "approvals",
+                    "respond",
+                    id,
+                    "--answer",
+                    "routine",
+                    "--as-agent",
+                    "bot",
+                ],
+            )
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap()
+        })
+        .collect();
+    let outs: Vec<_> = racers
+        .into_iter()
+        .map(|c| c.wait_with_output().unwrap())
+        .collect();
+    let landed = outs.iter().filter(|o| o.status.success()).count();
+    assert_eq!(landed, 2, "{outs:?}");
+    for o in outs.iter().filter(|o| !o.status.success()) {
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert!(
+            err.contains("spent its agent-answer bound (2 of 2); this question waits for a human"),
+            "{err}"
+        );
+    }
+    let winner = outs.iter().find(|o| o.status.success()).unwrap();
+    assert!(String::from_utf8_lossy(&winner.stdout).starts_with(
+        "Answered as agent \"bot\" — the durable record attributes this answer to it"
+    ));
+    assert_eq!(sb.pending_ask_ids().len(), 6);
+    // Human answers never consume the budget.
+    sb.run(&[
+        "approvals",
+        "respond",
+        &sb.pending_ask_ids()[0],
+        "--answer",
+        "from a human",
+    ])
+    .ok();
+}
+
+#[test]
+fn a_human_only_envelope_refuses_agent_answers_and_the_row_stays_pending() {
+    let sb = Sandbox::new();
+    sb.run(&["init"]).ok();
+    let ids = mission_with_questions(&sb, "strict", 1);
+    let run = sb.run_with(beta(
+        &sb,
+        &[
+            "approvals",
+            "respond",
+            &ids[0],
+            "--answer",
+            "x",
+            "--as-agent",
+            "oracle",
+        ],
+    ));
+    assert_eq!(run.code, 1);
+    let id = sb.newest_mission().unwrap();
+    assert_eq!(
+        run.stderr,
+        format!(
+            "Error: agent answer refused: envelope \"strict\" of mission {id} does not allow agent answers (no attention.allowAgentAnswers grant); a human must answer\n"
+        )
+    );
+    assert_eq!(sb.pending_ask_ids(), ids);
+    let plain = sb.run(&[
+        "approvals",
+        "respond",
+        &ids[0],
+        "--answer",
+        "x",
+        "--as-agent",
+        "bot",
+    ]);
+    assert_eq!(plain.code, 2, "without the opt-in the flag does not exist");
+}
+
+#[test]
+fn respond_validates_its_arguments_in_order() {
+    let sb = Sandbox::new();
+    let ids = mission_with_questions(&sb, "default", 1);
+    let cases: [(&[&str], &str); 4] = [
+        (
+            &["approvals", "respond"],
+            "Error: respond takes exactly one ask id — 'missionboard approvals list' shows what is pending\n",
+        ),
+        (
+            &["approvals", "respond", "x"],
+            "Error: exactly one of --approve, --deny, or --answer is required\n",
+        ),
+        (
+            &["approvals", "respond", "nope", "--approve"],
+            "Error: no ask \"nope\" exists — 'missionboard approvals list' shows what is pending\n",
+        ),
+        (&["approvals", "respond", &ids[0], "--approve"], ""),
+    ];
+    for (args, want) in cases {
+        let run = sb.run(args);
+        assert_eq!(run.code, 1, "{args:?}");
+        if !want.is_empty() {
+            assert_eq!(run.stderr, want, "{args:?}");
+        } else {
+            assert!(run.stderr.contains("is a QUESTION (question 0) — answer it with --answer \"your words\", not a yes/no verdict"), "{run:#?}");
+        }
+    }
+    let asks = sb.run(&["mission", "asks"]).ok();
+    assert!(asks.stdout.starts_with("ID"), "{}", asks.stdout);
+    assert!(asks.stdout.contains("question 0"), "{}", asks.stdout);
+}
+
+#[test]
+fn a_question_that_expires_takes_its_on_timeout_verdict_and_becomes_a_blocker() {
+    let sb = Sandbox::new();
+    sb.declare_stubs(&[("stub", Some(&script(ASK_THEN_LAND)))]);
+    sb.run(&["config", "set", "approval-ceiling", "1s"]).ok();
+    let run = sb.fire("stub", "nobody answers", &[]);
+    assert_eq!(run.code, 0, "{run:#?}");
+    let id = sb.newest_mission().unwrap();
+    let reports = sb.run(&["mission", "reports", &id]).ok();
+    assert!(reports.stdout.contains("[blocker]"), "{}", reports.stdout);
+    assert!(
+        reports.stdout.contains("Summary: Rename the env var too?"),
+        "{}",
+        reports.stdout
+    );
+    assert!(
+        reports
+            .stdout
+            .contains("(the unit asked for a decision and got no answer: "),
+        "{}",
+        reports.stdout
+    );
+    assert!(
+        sb.run(&["approvals", "list"])
+            .ok()
+            .stdout
+            .starts_with("No pending asks.")
+    );
+}
+
+#[test]
+fn a_silent_mission_is_reclaimed_but_one_waiting_on_a_longer_ask_is_not() {
+    let sb = Sandbox::new();
+    sb.declare_stubs(&[
+        (
+            "mute",
+            Some(r#"{"name":"mute","turns":[{"steps":["mute"]},{"steps":["mute"]}]}"#),
+        ),
+        ("asker", Some(&script(ASK_THEN_LAND))),
+    ]);
+    assert_eq!(sb.fire("mute", "say nothing", &["--timeout", "2s"]).code, 1);
+    let mute = sb.newest_mission().unwrap();
+    assert_eq!(
+        sb.fire("asker", "ask and wait", &["--timeout", "2s"]).code,
+        1
+    );
+    let asker = sb.newest_mission().unwrap();
+
+    let mut list = sb.command(&["mission", "list"]);
+    list.env("MISSIONBOARD_TEST_RECLAIM_AFTER_MS", "100");
+    let out = sb.run_with(list).ok();
+    assert!(
+        out.stdout.starts_with("Missions: 1 reclaimed as abandoned — open with no heartbeat for at least 100ms, so their host process is gone"),
+        "{}",
+        out.stdout
+    );
+    let show = sb.run(&["mission", "show", &mute]).ok();
+    assert!(
+        show.stdout.contains("\nStatus:    abandoned — reclaimed: host process gone, no heartbeat for less than a minute\n"),
+        "{}",
+        show.stdout
+    );
+    assert!(
+        show.stdout
+            .contains("  [blocker] Mission reclaimed: its host process is gone."),
+        "{}",
+        show.stdout
+    );
+    let waiting = sb.run(&["mission", "show", &asker]).ok();
+    assert!(
+        waiting.stdout.contains("\nStatus:    open\n"),
+        "{}",
+        waiting.stdout
+    );
+}
+
+#[test]
+fn doctor_gives_a_verdict_first() {
+    let sb = Sandbox::new();
+    let bare = sb.run(&["doctor"]);
+    assert_eq!(bare.code, 1);
+    assert!(
+        bare.stdout
+            .starts_with("Ready: no — run: missionboard init"),
+        "{bare:#?}"
+    );
+    sb.run(&["init"]).ok();
+    let ready = sb.run(&["doctor"]).ok();
+    assert_eq!(ready.lines()[0], "Ready: yes — run: missionboard board");
+}
