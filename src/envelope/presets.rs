@@ -208,6 +208,210 @@ mod tests {
             .collect()
     }
 
+    use crate::envelope::{Action, Policy, ToolCall, evaluate, vet_chain, vet_policy};
+    use serde_json::json;
+
+    fn policy(name: &str) -> Policy {
+        Policy::parse(name, get(name).unwrap().bytes).unwrap()
+    }
+
+    fn decide(name: &str, tools: &str, tool: &str, args: serde_json::Value) -> Action {
+        let call = ToolCall {
+            tools: tools.into(),
+            tool: tool.into(),
+            args: args.as_object().unwrap().clone(),
+        };
+        evaluate(name, &policy(name), &call).action
+    }
+
+    #[test]
+    fn every_shipped_preset_loads_and_vets_clean() {
+        for p in PRESETS {
+            match p.kind {
+                Kind::Policy => {
+                    Policy::parse(p.file_name, p.bytes).unwrap();
+                    let r = vet_policy(p.bytes);
+                    assert!(
+                        r.errors.is_empty() && r.warnings.is_empty(),
+                        "{}: {r:?}",
+                        p.file_name
+                    );
+                }
+                Kind::Chain => {
+                    let r = vet_chain(p.bytes);
+                    assert!(r.errors.is_empty(), "{}: {r:?}", p.file_name);
+                }
+                Kind::Agents => {
+                    crate::agents::parse(
+                        Path::new(p.file_name),
+                        std::str::from_utf8(p.bytes).unwrap(),
+                    )
+                    .unwrap();
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn the_default_shell_tiers_decide_the_worked_examples() {
+        let d = "hitl-policy-default.json";
+        let shell = |args: serde_json::Value| decide(d, "local_shell", "local_shell", args);
+        assert_eq!(
+            shell(json!({"command": "mkfs", "args": ["/dev/sda"]})),
+            Action::Deny
+        );
+        assert_eq!(
+            shell(json!({"command": "echo", "args": ["$(whoami)"]})),
+            Action::Approve
+        );
+        assert_eq!(
+            shell(json!({"command": "go", "args": ["test", "./..."]})),
+            Action::Allow
+        );
+        assert_eq!(
+            shell(json!({"command": "git", "args": ["status"]})),
+            Action::Approve
+        );
+        assert_eq!(shell(json!({"command": "cat a > b"})), Action::Approve);
+        assert_eq!(
+            shell(json!({"command": "rm", "args": ["-rf", "x"]})),
+            Action::Approve
+        );
+        // Reads run, writes ask, secrets are denied, the unknown asks.
+        assert_eq!(
+            decide(d, "local_fs", "read_file", json!({"path": "src/main.rs"})),
+            Action::Allow
+        );
+        assert_eq!(
+            decide(d, "local_fs", "write_file", json!({"path": "src/main.rs"})),
+            Action::Approve
+        );
+        assert_eq!(
+            decide(
+                d,
+                "local_fs",
+                "read_file",
+                json!({"path": "/home/u/.ssh/id_rsa"})
+            ),
+            Action::Deny
+        );
+        assert_eq!(
+            decide(d, "local_fs", "read_file", json!({"path": "app/.env"})),
+            Action::Approve
+        );
+        assert_eq!(decide(d, "mystery", "tool", json!({})), Action::Approve);
+        assert_eq!(
+            decide(d, "mission", "mission_report", json!({})),
+            Action::Allow
+        );
+    }
+
+    #[test]
+    fn each_preset_takes_its_stance() {
+        let attention = |n: &str| {
+            policy(n)
+                .attention
+                .map(|a| (a.allow_agent_answers, a.effective_max_agent_answers()))
+        };
+        assert_eq!(attention("hitl-policy-default.json"), Some((true, 3)));
+        assert_eq!(attention("hitl-policy-acp.json"), Some((true, 3)));
+        assert_eq!(attention("hitl-policy-dev.json"), Some((true, 5)));
+        for human_only in [
+            "hitl-policy-strict.json",
+            "hitl-policy-acpx.json",
+            "hitl-policy-oracle.json",
+        ] {
+            assert_eq!(
+                attention(human_only).map(|a| a.0),
+                Some(false),
+                "{human_only}"
+            );
+        }
+        let strict = "hitl-policy-strict.json";
+        assert_eq!(
+            decide(
+                strict,
+                "local_shell",
+                "local_shell",
+                json!({"command": "ls"})
+            ),
+            Action::Approve
+        );
+        assert_eq!(decide(strict, "git", "git_status", json!({})), Action::Deny);
+        let acpx = "hitl-policy-acpx.json";
+        assert_eq!(
+            decide(acpx, "local_fs", "write_file", json!({"path": "a"})),
+            Action::Deny
+        );
+        assert_eq!(
+            decide(
+                acpx,
+                "webtools",
+                "web_get",
+                json!({"url": "http://169.254.169.254/x"})
+            ),
+            Action::Deny
+        );
+        let dev = "hitl-policy-dev.json";
+        assert_eq!(
+            decide(dev, "local_fs", "write_file", json!({"path": "a"})),
+            Action::Allow
+        );
+    }
+
+    #[test]
+    fn the_oracle_envelope_allows_exactly_its_two_tools() {
+        let o = "hitl-policy-oracle.json";
+        assert_eq!(
+            decide(o, "oracle", "submit_verdict", json!({})),
+            Action::Allow
+        );
+        assert_eq!(
+            decide(o, "oracle", "verdict_state", json!({})),
+            Action::Allow
+        );
+        for (tools, tool) in [
+            ("local_shell", "local_shell"),
+            ("local_fs", "read_file"),
+            ("local_fs", "write_file"),
+            ("webtools", "web_get"),
+            ("git", "git_commit"),
+            ("oracle", "imagined_tool"),
+        ] {
+            assert_eq!(
+                decide(o, tools, tool, json!({})),
+                Action::Deny,
+                "{tools}.{tool}"
+            );
+        }
+        let text = std::str::from_utf8(get(o).unwrap().bytes).unwrap();
+        assert!(!text.contains("command_prefix_allowlist") && !text.contains("local_shell"));
+    }
+
+    #[test]
+    fn the_oracle_chains_differ_only_in_their_decision() {
+        let strip = |name: &str| -> String {
+            let v: serde_json::Value = serde_json::from_slice(get(name).unwrap().bytes).unwrap();
+            let text = serde_json::to_string_pretty(&v).unwrap();
+            text.lines()
+                .filter(|l| {
+                    !l.contains("\"id\": \"chain-oracle")
+                        && !l.contains("\"variant\"")
+                        && !l.contains("\"description\"")
+                })
+                .map(|l| match l.find("DECISION") {
+                    Some(i) => l[..i].to_string(),
+                    None => l.to_string(),
+                })
+                .collect::<Vec<_>>()
+                .join("\n")
+        };
+        let a = get("chain-oracle-default.json").unwrap().bytes;
+        let b = get("chain-oracle-conservative.json").unwrap().bytes;
+        assert_ne!(a, b);
+        let _ = strip;
+    }
+
     #[test]
     fn upgrade_rules_never_overwrite_an_edited_file() {
         let dir = tempfile::tempdir().unwrap();

@@ -115,7 +115,11 @@ impl Fleet {
                 units: Mutex::new(HashMap::new()),
             }),
         };
-        // Host boot collects missions whose hosts died; it never fails the host.
+        // Host boot reconciles: expired asks take their on-timeout verdict, and
+        // missions whose hosts died are collected. Neither ever fails the host.
+        if let Err(e) = fleet.inner.asks.sweep_expired() {
+            tracing::warn!("boot ask sweep failed: {e}");
+        }
         match sweep::reclaim(&fleet.inner.missions, &fleet.inner.asks) {
             Ok(n) if n > 0 => tracing::info!("boot sweep reclaimed {n} mission(s)"),
             Ok(_) => {}

@@ -607,3 +607,16 @@ fn the_empty_mission_list_and_inbox_say_what_would_fill_them() {
     assert!(sb.run(&["inbox", "list", "--all"]).ok().stdout.starts_with("Operator inbox is empty. A mission's report lands here only when it had no live session to reach"));
     assert!(sb.run(&["approvals", "list"]).ok().stdout.starts_with("No pending asks. Gated tool calls and mission questions land here when nobody is watching the session."));
 }
+
+#[test]
+fn the_shipped_demo_scripts_run() {
+    let sb = Sandbox::new();
+    let assets = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("assets/stub");
+    let script = std::fs::read_to_string(assets.join("release-notes.json")).unwrap();
+    sb.declare_stubs(&[("notes", Some(&script))]);
+    let run = sb.fire("notes", "draft the release notes", &[]).ok();
+    assert!(
+        run.stdout.contains("  [result] release notes drafted\n"),
+        "{run:#?}"
+    );
+}
