@@ -182,3 +182,76 @@ async fn a_turn_bound_of_one_drops_the_nudge_and_finishes_stuck() {
 fn write(path: &Path, text: &str) {
     std::fs::write(path, text).unwrap();
 }
+
+fn bounded(h: &Host, name: &str, compute: &str) -> String {
+    let home = h
+        .fleet
+        .missions()
+        .store()
+        .path()
+        .parent()
+        .unwrap()
+        .to_path_buf();
+    write(
+        &home.join(format!("hitl-policy-{name}.json")),
+        &format!(r#"{{"default_action":"allow","rules":[],"compute":{compute}}}"#),
+    );
+    name.to_string()
+}
+
+async fn run_to_rest(h: &Host, agent: &str, policy: &str) -> missionboard::mission::Mission {
+    let missions = h.fleet.missions().clone();
+    let mut req = request(agent);
+    req.policy_name = policy.into();
+    let d = h.fleet.dispatch(req).await.unwrap();
+    until("the mission to rest", || {
+        let m = missions.require(&d.mission_id).unwrap();
+        m.status.is_terminal().then_some(m)
+    })
+    .await
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_tool_call_counts_against_max_tool_calls() {
+    let five = r#"{"name":"five","turns":[{"steps":[{"report":{"summary":"starting"}},{"tool_call":"one"},{"tool_call":"two"},{"tool_call":"three"},{"tool_call":"four"},{"tool_call":"five"},{"finish":"landed"}]}]}"#;
+    let h = host("8", &[("five", five)]);
+    let _teardown = h.fleet.spawn_teardown();
+    let policy = bounded(&h, "three", r#"{"maxToolCalls":3}"#);
+    let m = run_to_rest(&h, "five", &policy).await;
+    assert_eq!(m.status, Status::Stuck, "{m:?}");
+    assert_eq!(
+        m.status_reason.as_deref(),
+        Some(
+            "compute bound exhausted: maxToolCalls=3 — the mission reached its envelope-gated action budget; this call and any after it are refused."
+        )
+    );
+    h.fleet.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_token_bound_holds_on_reported_usage_and_on_the_meter_without_it() {
+    let reported = r#"{"name":"r","turns":[{"steps":[{"report":{"summary":"go"}},{"usage":{"used":500,"size":32768}},{"finish":"landed"}]}]}"#;
+    let chatty = format!(
+        r#"{{"name":"c","turns":[{{"steps":[{{"report":{{"summary":"go"}}}},{{"say":"{}"}},{{"sleep":500}},{{"finish":"landed"}}]}}]}}"#,
+        "words ".repeat(400)
+    );
+    let h = host("8", &[("reported", reported), ("chatty", &chatty)]);
+    let _teardown = h.fleet.spawn_teardown();
+    let policy = bounded(&h, "small", r#"{"maxTokens":100}"#);
+    let m = run_to_rest(&h, "reported", &policy).await;
+    assert_eq!(m.status, Status::Stuck);
+    assert_eq!(
+        m.status_reason.as_deref(),
+        Some(
+            "compute bound exhausted: maxTokens=100 (reported usage 500) — the mission spent its token budget."
+        )
+    );
+    let m = run_to_rest(&h, "chatty", &policy).await;
+    assert_eq!(m.status, Status::Stuck);
+    let reason = m.status_reason.unwrap();
+    assert!(
+        reason.starts_with("compute bound exhausted: maxTokens=100 (metered usage "),
+        "{reason}"
+    );
+    h.fleet.shutdown().await;
+}

@@ -86,10 +86,15 @@ pub fn bound_status(
         // The drive loop prompts at most twice: only 1 changes anything (no nudge).
         ComputeField::MaxTurns if bounds.max_turns == 1 => BoundStatus::Enforced,
         ComputeField::MaxTurns => BoundStatus::NoEffect,
-        ComputeField::MaxToolCalls
-        | ComputeField::MaxTokens
-        | ComputeField::ModelAllowlist
-        | ComputeField::BackendAllowlist => BoundStatus::DeclaredNotEnforced,
+        // Every ACP tool call and every gated request is counted by the host.
+        ComputeField::MaxToolCalls => BoundStatus::Enforced,
+        // Reported usage when the agent sends it, else a bytes/4 meter: held, but
+        // on an estimate unless the agent reports.
+        ComputeField::MaxTokens => BoundStatus::BestEffort,
+        // Model selection is not wired to ACP session models yet.
+        ComputeField::ModelAllowlist | ComputeField::BackendAllowlist => {
+            BoundStatus::DeclaredNotEnforced
+        }
     }
 }
 
@@ -159,7 +164,7 @@ mod tests {
         let default = br#"{"default_action":"approve","compute":{"maxToolCalls":300},"attention":{"allowAgentAnswers":true,"maxAgentAnswers":0}}"#;
         assert_eq!(
             envelope_summary(default),
-            "unruled calls stop for approval · ≤300 tool calls (declared, not enforced) · an agent may answer 3 questions"
+            "unruled calls stop for approval · ≤300 tool calls (enforced) · an agent may answer 3 questions"
         );
         let strict = br#"{"default_action":"deny","attention":{"allowAgentAnswers":false}}"#;
         assert_eq!(
@@ -187,12 +192,15 @@ mod tests {
             bound_status(ComputeField::MaxTurns, &five, None),
             BoundStatus::NoEffect
         );
-        for f in [
-            ComputeField::MaxToolCalls,
-            ComputeField::MaxTokens,
-            ComputeField::ModelAllowlist,
-            ComputeField::BackendAllowlist,
-        ] {
+        assert_eq!(
+            bound_status(ComputeField::MaxToolCalls, &one, None),
+            BoundStatus::Enforced
+        );
+        assert_eq!(
+            bound_status(ComputeField::MaxTokens, &one, None),
+            BoundStatus::BestEffort
+        );
+        for f in [ComputeField::ModelAllowlist, ComputeField::BackendAllowlist] {
             assert_eq!(
                 bound_status(f, &one, None),
                 BoundStatus::DeclaredNotEnforced,

@@ -28,6 +28,7 @@ pub(super) struct Drive {
     pub socket: MissionSocket,
     pub asks: Asks,
     pub opening: Opening,
+    pub budget: std::sync::Arc<super::budget::Budget>,
 }
 
 /// How a unit's first turn begins.
@@ -207,13 +208,20 @@ impl Drive {
         if *self.stop.borrow() {
             return Turn::Stopped;
         }
+        self.budget.sent(&blocks);
         let prompt = self.unit.prompt(blocks);
         tokio::pin!(prompt);
         loop {
             tokio::select! {
                 result = &mut prompt => {
+                    let mut crossed = None;
                     while let Ok(ev) = self.events.try_recv() {
+                        crossed = crossed.or_else(|| self.budget.record(&ev));
                         journal.record(ev);
+                    }
+                    if let Some(reason) = crossed.or_else(|| self.budget.tokens_exhausted()) {
+                        self.exhausted(&reason);
+                        return Turn::Stopped;
                     }
                     return match result {
                         Ok(outcome) => Turn::Done(outcome),
@@ -232,6 +240,14 @@ impl Drive {
                         let _ = tokio::time::timeout(CANCEL_GRACE, &mut prompt).await;
                         return Turn::Failed(UnitError::Protocol { during: "session/prompt", detail });
                     }
+                    if let Some(reason) = self.budget.record(&ev) {
+                        // A bound crossed mid-turn: the mission stops here, and so does the turn.
+                        journal.record(ev);
+                        self.exhausted(&reason);
+                        self.unit.cancel();
+                        let _ = tokio::time::timeout(CANCEL_GRACE, &mut prompt).await;
+                        return Turn::Stopped;
+                    }
                     journal.record(ev);
                 }
                 changed = self.stop.changed() => {
@@ -242,6 +258,17 @@ impl Drive {
                     }
                 }
             }
+        }
+    }
+
+    /// A compute bound was crossed: finish the mission stuck with the reason (unless
+    /// another verdict got there first).
+    fn exhausted(&self, reason: &str) {
+        if let Err(e) = self
+            .missions
+            .finish(&self.mission.id, Status::Stuck, reason)
+        {
+            tracing::info!(mission = %self.mission.id, "compute bound lost to another verdict: {e}");
         }
     }
 

@@ -6,6 +6,7 @@
 //! from another terminal, reclaimed — the host that holds the unit reaps it, told by
 //! the `status_changed` event on the shared bus.
 
+mod budget;
 mod drive;
 pub mod mission_tools;
 mod permissions;
@@ -384,6 +385,7 @@ impl Fleet {
         let inner = &self.inner;
         let mission_id = mission.id.clone();
         let (stop_tx, stop_rx) = watch::channel(false);
+        let budget = Arc::new(budget::Budget::new(envelope.policy.compute.clone()));
         let events = started
             .unit
             .take_events()
@@ -402,7 +404,9 @@ impl Fleet {
                 cwd: started.cwd.clone(),
                 envelope: envelope.clone(),
                 asks: inner.asks.clone(),
+                missions: inner.missions.clone(),
                 ask_ceiling: inner.ask_ceiling,
+                budget: budget.clone(),
             },
         );
         let drive = drive::Drive {
@@ -415,6 +419,7 @@ impl Fleet {
             stop: stop_rx,
             socket: started.socket,
             opening,
+            budget,
         };
         let fleet = self.clone();
         let key = mission_id.clone();

@@ -14,6 +14,9 @@ use crate::asks::{Asks, NewAsk, one_line_summary};
 use crate::envelope::eval::{ToolCall, evaluate};
 use crate::envelope::policy::Action;
 use crate::envelope::search::Loaded;
+use crate::mission::{Missions, Status};
+
+use super::budget::Budget;
 
 /// The mission tools: requests aimed at them are our own channel, always allowed.
 const MISSION_TOOLS: [&str; 4] = [
@@ -32,7 +35,10 @@ pub(super) struct Gate {
     pub cwd: String,
     pub envelope: Loaded,
     pub asks: Asks,
+    pub missions: Missions,
     pub ask_ceiling: Option<Duration>,
+    /// Every gated call counts against `maxToolCalls`.
+    pub budget: Arc<Budget>,
 }
 
 /// Answer each request on its own task: one waiting for a human must not hold up
@@ -54,6 +60,18 @@ impl Gate {
     async fn decide(&self, ask: &PermissionAsk) -> PermissionReply {
         if targets_mission_server(ask) {
             return PermissionReply::Allow;
+        }
+        if let Some(reason) = self.budget.tool_call(&ask.tool_call_id, &ask.title) {
+            if let Err(e) = self
+                .missions
+                .finish(&self.mission_id, Status::Stuck, &reason)
+            {
+                tracing::info!(mission = %self.mission_id, "tool-call bound lost to another verdict: {e}");
+            }
+            return PermissionReply::Reject;
+        }
+        if self.budget.is_exhausted() {
+            return PermissionReply::Reject;
         }
         let call = tool_call_of(ask);
         let verdict = evaluate(&self.envelope.name, &self.envelope.policy, &call);
