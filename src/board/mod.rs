@@ -20,6 +20,9 @@ pub mod theme;
 pub mod update;
 pub mod view;
 
+#[cfg(test)]
+mod tests;
+
 use std::io::{IsTerminal, Write};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};

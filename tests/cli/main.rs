@@ -3,5 +3,6 @@
 
 mod harness;
 
+mod board;
 mod foundation;
 mod missions;

@@ -146,4 +146,4 @@ pub(super) fn kv<'a>(label: &'a str, value: String, label_style: Style) -> Line<
 }
 
 #[cfg(test)]
-mod tests;
+pub(crate) mod tests;
