@@ -292,3 +292,108 @@ fn stop_and_filter_against_the_store() {
     q.filter = "landed".into();
     assert_eq!(snapshot::build(&src, &q).matched, Some(0));
 }
+
+#[test]
+fn picker_walks_envelope_agent_intent_and_fires() {
+    use super::model::{AgentEntry, EnvelopeEntry, PickerData};
+    let mut m = model(120, 40, false);
+    assert_eq!(key(&mut m, KeyCode::Char('f')), vec![Effect::LoadPicker]);
+    let entry = |f: &str, s: &str| EnvelopeEntry {
+        file_name: f.into(),
+        short_name: crate::envelope::search::short_name(f).into(),
+        summary: s.into(),
+        labels: vec![],
+    };
+    update(
+        &mut m,
+        Msg::PickerLoaded(Ok(PickerData {
+            envelopes: vec![
+                entry("hitl-policy-default.json", "d"),
+                entry("hitl-policy-strict.json", "s"),
+            ],
+            agents: vec![
+                AgentEntry {
+                    name: "claude".into(),
+                    description: String::new(),
+                },
+                AgentEntry {
+                    name: "demo".into(),
+                    description: String::new(),
+                },
+            ],
+            default_agent: Some("demo".into()),
+            default_envelope: Some("strict".into()),
+        })),
+    );
+    // The default envelope and agent are preselected.
+    key(&mut m, KeyCode::Enter);
+    key(&mut m, KeyCode::Enter);
+    typed(&mut m, "land: jk typed as text");
+    let fx = key(&mut m, KeyCode::Enter);
+    assert_eq!(
+        fx,
+        vec![Effect::Fire {
+            agent: "demo".into(),
+            envelope: "strict".into(),
+            intent: "land: jk typed as text".into(),
+            summary: "s".into(),
+        }]
+    );
+    // A refusal keeps the picker open with the exact text.
+    update(
+        &mut m,
+        Msg::Fired(Err("conflict: fleet admission refused".into())),
+    );
+    assert!(
+        matches!(&m.mode, Mode::Picking(p) if p.error.as_deref() == Some("conflict: fleet admission refused"))
+    );
+    update(&mut m, Msg::Fired(Ok("Mission fired".into())));
+    assert_eq!(m.mode, Mode::Board);
+}
+
+#[test]
+fn mouse_click_selects_the_row_under_it() {
+    use crossterm::event::{MouseButton, MouseEvent, MouseEventKind};
+    let mut m = model(120, 40, false);
+    let a = super::layout::areas(m.size);
+    let click = |col, row| {
+        Msg::Term(Event::Mouse(MouseEvent {
+            kind: MouseEventKind::Down(MouseButton::Left),
+            column: col,
+            row,
+            modifiers: KeyModifiers::NONE,
+        }))
+    };
+    // Border, header, then rows 0, 1, 2…
+    update(&mut m, click(a.missions.x + 3, a.missions.y + 4));
+    assert_eq!((m.focus, m.mission_sel), (Pane::Missions, 2));
+    update(&mut m, click(a.asks.x + 3, a.asks.y + 2));
+    assert_eq!((m.focus, m.ask_sel), (Pane::Asks, 1));
+}
+
+#[test]
+fn toasts_announce_new_asks_and_terminal_states() {
+    let mut m = model(120, 40, false);
+    let mut s = (*m.snap).clone();
+    update(&mut m, Msg::Snapshot(Arc::new(s.clone())));
+    assert!(m.toasts.is_empty(), "the first snapshot is the baseline");
+    s.rows[0].status = crate::mission::Status::Landed;
+    s.asks[0].id = "ask-new".into();
+    update(&mut m, Msg::Snapshot(Arc::new(s)));
+    let texts: Vec<&str> = m.toasts.iter().map(|t| t.text.as_str()).collect();
+    assert!(
+        texts
+            .iter()
+            .any(|t| t.starts_with("new question from demo")),
+        "{texts:?}"
+    );
+    assert!(
+        texts
+            .iter()
+            .any(|t| t.starts_with("mission a1b2c3d4 landed")),
+        "{texts:?}"
+    );
+    let later = m.now_ms + 10_000;
+    update(&mut m, Msg::Tick(later));
+    assert!(m.toasts.is_empty());
+}

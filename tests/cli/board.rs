@@ -237,6 +237,29 @@ fn tmux_demo_shows_states_answers_in_place_and_restores_the_terminal() {
     assert!(screen.contains("Pending asks"), "{screen}");
     assert!(screen.contains("oracle not mounted"), "{screen}");
 
+    // Reflow at the 80x24 floor, and back.
+    let st = tmux
+        .cmd()
+        .args(["resize-window", "-t", "board", "-x", "80", "-y", "24"])
+        .status()
+        .unwrap();
+    assert!(st.success());
+    tmux.wait_screen(10, "the 80x24 reflow", |s| {
+        s.lines().count() <= 24
+            && s.lines()
+                .next()
+                .is_some_and(|l| l.starts_with("╭ Missions") && l.chars().count() == 80)
+    });
+    let st = tmux
+        .cmd()
+        .args(["resize-window", "-t", "board", "-x", "120", "-y", "40"])
+        .status()
+        .unwrap();
+    assert!(st.success());
+    tmux.wait_screen(10, "the 120x40 reflow", |s| {
+        s.lines().next().is_some_and(|l| l.chars().count() == 120)
+    });
+
     // Answer the question in place: focus the asks pane, open the oldest ask (the
     // demo fires its question first), type, send with C-s.
     tmux.keys(&["2"]);

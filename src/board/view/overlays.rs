@@ -229,8 +229,17 @@ pub fn help(frame: &mut Frame, area: Rect, m: &Model, filter: &str, scroll: usiz
 pub fn toasts(frame: &mut Frame, area: Rect, m: &Model) {
     let width = (area.width * 2 / 5).clamp(30, 48).min(area.width);
     let mut y = area.y + 1;
-    // Newest first, at most three: the board stays readable under a burst.
-    for toast in m.toasts.iter().rev().take(3) {
+    // Errors first (they wait to be dismissed), then the newest news; at most three,
+    // and no news over a modal the operator is working in.
+    let modal = !matches!(
+        m.mode,
+        crate::board::model::Mode::Board
+            | crate::board::model::Mode::Filter
+            | crate::board::model::Mode::CommandLine { .. }
+    );
+    let errors = m.toasts.iter().rev().filter(|t| t.error);
+    let news = m.toasts.iter().rev().filter(|t| !t.error && !modal);
+    for toast in errors.chain(news).take(3) {
         let inner_w = width.saturating_sub(2) as usize;
         let lines: Vec<Line> = toast
             .text
