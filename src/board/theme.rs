@@ -138,7 +138,7 @@ impl Symbols {
     }
 
     /// The state badge of a mission: a glyph and the status word, so the state
-    /// reads without colour.
+    /// reads without colour (the ASCII glyphs keep the badge inside its column).
     pub fn status_badge(&self, s: Status) -> &'static str {
         match (self.ascii, s) {
             (false, Status::Open) => "● open",
@@ -146,11 +146,11 @@ impl Symbols {
             (false, Status::Derailed) => "✗ derailed",
             (false, Status::Stuck) => "▲ stuck",
             (false, Status::Abandoned) => "○ abandoned",
-            (true, Status::Open) => "[RUN] open",
-            (true, Status::Landed) => "[DONE] landed",
-            (true, Status::Derailed) => "[FAIL] derailed",
-            (true, Status::Stuck) => "[STUCK] stuck",
-            (true, Status::Abandoned) => "[STOP] abandoned",
+            (true, Status::Open) => "o open",
+            (true, Status::Landed) => "+ landed",
+            (true, Status::Derailed) => "x derailed",
+            (true, Status::Stuck) => "! stuck",
+            (true, Status::Abandoned) => "- abandoned",
         }
     }
 
