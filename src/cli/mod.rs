@@ -316,13 +316,13 @@ fn run(ctx: &Ctx, command: Option<Command>, flags: BetaFlags) -> anyhow::Result<
     match command {
         None => {
             if std::io::stdout().is_terminal() && std::io::stdin().is_terminal() {
-                not_built("the board")
+                crate::board::run(ctx.paths.clone(), false)
             } else {
                 build_command(ctx.beta).print_help()?;
                 Ok(0)
             }
         }
-        Some(Command::Board { .. }) => not_built("the board"),
+        Some(Command::Board { demo }) => crate::board::run(ctx.paths.clone(), demo),
         Some(Command::Mission(m)) => match m {
             MissionCmd::List { limit, json } => mission_cmd::list(ctx, limit, json),
             MissionCmd::Show { id, json } => mission_cmd::show(ctx, &id, json),

@@ -4,5 +4,6 @@
 mod harness;
 
 mod asks;
+mod board;
 mod foundation;
 mod missions;

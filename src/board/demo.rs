@@ -1,0 +1,124 @@
+//! `board --demo`: a scratch home with the presets and a `demo` stub agent, and a
+//! handful of stub missions fired through the board's own fleet so a newcomer sees
+//! every state within a minute — no model, no network.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use tokio::sync::mpsc::UnboundedSender;
+
+use super::update::Msg;
+use crate::agents::Registry;
+use crate::config::{self, Config};
+use crate::envelope::presets;
+use crate::fleet::{DispatchRequest, Fleet};
+use crate::paths::{HOME_ENV, Paths};
+use crate::store::Store;
+
+pub const AGENT: &str = "demo";
+pub const ENVELOPE: &str = "default";
+
+/// The intents fired, in order. The stub picks its scenario from the first
+/// scenario name in the intent, so each names exactly one. The question comes
+/// first so it is the oldest (top) pending ask. `tokens` burns a compute bound that
+/// is not enforced yet, so `stuck` is fired too to show that state.
+pub const INTENTS: &[&str] = &[
+    "ask-then-land: rename the config env var once the operator agrees",
+    "land: write the release notes",
+    "mute: audit the logging setup",
+    "derail: migrate the schema",
+    "tokens: summarise the whole repository",
+    "stuck: deploy to staging",
+    "perm-1: tidy the imports under approval",
+];
+
+/// Pause between fires: missions appear one by one, as they would in real use.
+const SPACING: Duration = Duration::from_millis(700);
+
+/// The demo's home: `$MISSIONBOARD_HOME` when the operator set it, else a fresh
+/// scratch directory — never the operator's real ~/.missionboard.
+pub fn home() -> PathBuf {
+    match std::env::var_os(HOME_ENV).filter(|h| !h.is_empty()) {
+        Some(h) => {
+            let h = PathBuf::from(h);
+            if h.is_absolute() {
+                h
+            } else {
+                std::env::current_dir().unwrap_or_default().join(h)
+            }
+        }
+        None => std::env::temp_dir().join(format!("missionboard-demo-{}", std::process::id())),
+    }
+}
+
+/// Seed the demo home and return the paths the board runs on. Units work in a
+/// scratch directory inside it, so no workspace of the operator's is found or touched.
+pub fn prepare() -> anyhow::Result<Paths> {
+    let home = home();
+    let work = home.join("demo-work");
+    std::fs::create_dir_all(&work)
+        .map_err(|e| anyhow::anyhow!("cannot create the demo home {}: {e}", home.display()))?;
+    presets::seed(&home, presets::Mode::Upgrade)?;
+    let paths = Paths::resolve(home.clone(), work);
+    let registry = Registry::load(&paths)?;
+    if registry.get(AGENT).is_none() {
+        let file = home.join(crate::agents::FILE_NAME);
+        let mut text = std::fs::read_to_string(&file).unwrap_or_default();
+        if !text.is_empty() && !text.ends_with('\n') {
+            text.push('\n');
+        }
+        text.push_str(&format!(
+            "\n[agents.{AGENT}]\ncommand = \"missionboard\"\nargs = [\"stub-agent\", \"--demo\"]\ndescription = \"the scripted stub agent (offline demo)\"\n"
+        ));
+        std::fs::write(&file, text)
+            .map_err(|e| anyhow::anyhow!("cannot write {}: {e}", file.display()))?;
+    }
+    // `/mission <intent>` works out of the box in the demo.
+    let config = Config::new(Store::open(&paths.db_path())?);
+    for (key, value) in [
+        (config::DEFAULT_MISSION_AGENT, AGENT),
+        (config::DEFAULT_MISSION_POLICY, ENVELOPE),
+    ] {
+        if config.get(key)?.is_none() {
+            config.set(key, value)?;
+        }
+    }
+    Ok(paths)
+}
+
+/// Fire the demo missions one by one through the board's fleet.
+pub async fn fire_all(fleet: Fleet, tx: UnboundedSender<Msg>) {
+    for intent in INTENTS {
+        let req = DispatchRequest {
+            agent_name: AGENT.into(),
+            intent: (*intent).into(),
+            policy_name: ENVELOPE.into(),
+            cwd: None,
+        };
+        if let Err(e) = fleet.dispatch(req).await {
+            tracing::warn!("demo: could not fire {intent:?}: {e:#}");
+            let _ = tx.send(Msg::Toast {
+                text: format!("demo: could not fire {intent:?}: {e:#}"),
+                error: true,
+            });
+        }
+        tokio::time::sleep(SPACING).await;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_intent_names_the_scenario_it_means() {
+        for intent in INTENTS {
+            let first = intent.split(':').next().unwrap();
+            let words: Vec<&str> = intent
+                .split(|c: char| !(c.is_ascii_alphanumeric() || c == '-'))
+                .filter(|w| crate::stub::BUILTIN_NAMES.contains(w) || w.starts_with("perm-"))
+                .collect();
+            assert_eq!(words, vec![first], "{intent}");
+        }
+    }
+}

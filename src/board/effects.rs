@@ -1,0 +1,205 @@
+//! The effect runner: turns an `Effect` into service calls on spawned tasks and
+//! sends the outcome back as a `Msg`. The UI task never waits on any of it.
+
+use tokio::sync::mpsc::UnboundedSender;
+
+use super::model::{AgentEntry, EnvelopeEntry, PickerData};
+use super::picker::{self, MissionLine, Resolved};
+use super::update::{Effect, Msg, short};
+use crate::agents::Registry;
+use crate::asks::OperatorVerdict;
+use crate::config::{self, Config};
+use crate::envelope::bounds::{ComputeField, bound_status, envelope_summary};
+use crate::envelope::policy::Policy;
+use crate::envelope::search;
+use crate::fleet::{DispatchRequest, Fleet};
+use crate::paths::Paths;
+
+/// What effects act on: the host's paths and its fleet (whose `Asks` is the one
+/// its units wait on, so an answer wakes them at once).
+#[derive(Clone)]
+pub struct Services {
+    pub paths: Paths,
+    pub fleet: Fleet,
+}
+
+/// Run `effect` in the background; its result arrives on `tx`.
+pub fn spawn(effect: Effect, svc: &Services, tx: UnboundedSender<Msg>) {
+    let svc = svc.clone();
+    match effect {
+        Effect::RunMission { args } => {
+            tokio::spawn(async move {
+                let _ = tx.send(run_mission(&svc, &args).await);
+            });
+        }
+        Effect::Fire {
+            agent,
+            envelope,
+            intent,
+            summary,
+        } => {
+            tokio::spawn(async move {
+                let r = Resolved {
+                    agent,
+                    agent_named: true,
+                    envelope,
+                    origin: "picked",
+                    intent,
+                };
+                let _ = tx.send(Msg::Fired(fire(&svc.fleet, &r, &summary).await));
+            });
+        }
+        other => {
+            tokio::task::spawn_blocking(move || {
+                let _ = tx.send(execute_blocking(other, &svc));
+            });
+        }
+    }
+}
+
+/// The store-bound effects, synchronously (the runner calls this off the UI task;
+/// tests call it directly).
+pub fn execute_blocking(effect: Effect, svc: &Services) -> Msg {
+    let missions = svc.fleet.missions();
+    let asks = svc.fleet.asks();
+    match effect {
+        Effect::Verdict { ask_id, verdict } => {
+            let result = asks
+                .operator_verdict(&ask_id, &verdict)
+                .map(|_| match verdict {
+                    OperatorVerdict::Approve => format!("approved ask {}", short(&ask_id)),
+                    OperatorVerdict::Deny => format!("denied ask {}", short(&ask_id)),
+                    OperatorVerdict::Answer(_) => format!("answer sent to ask {}", short(&ask_id)),
+                })
+                .map_err(|e| e.to_string());
+            Msg::VerdictDone { ask_id, result }
+        }
+        Effect::Stop { mission_id, reason } => {
+            let r = crate::fleet::stop::stop_mission(missions, asks, &mission_id, Some(&reason))
+                .map(|m| {
+                    svc.fleet.release(&m.id);
+                    format!("mission {} stopped: {}", short(&m.id), reason.trim())
+                })
+                .map_err(|e| e.to_string());
+            Msg::StopDone(r)
+        }
+        Effect::Ack { inbox_id } => Msg::AckDone(
+            missions
+                .ack(&inbox_id)
+                .map(|i| format!("acknowledged {}", short(&i.id)))
+                .map_err(|e| e.to_string()),
+        ),
+        Effect::LoadPicker => Msg::PickerLoaded(load_picker(
+            &svc.paths,
+            &Config::new(missions.store().clone()),
+        )),
+        Effect::RunMission { .. } | Effect::Fire { .. } => Msg::Toast {
+            text: "internal: async effect run synchronously".into(),
+            error: true,
+        },
+    }
+}
+
+/// Everything the picker lists, read afresh (the search path is never cached).
+pub fn load_picker(paths: &Paths, config: &Config) -> Result<PickerData, String> {
+    let envelopes = search::list(paths)
+        .into_iter()
+        .filter_map(|l| {
+            let bytes = std::fs::read(&l.path).ok()?;
+            Some(envelope_entry(&l.file_name, &bytes))
+        })
+        .collect();
+    let registry = Registry::load(paths).map_err(|e| format!("{e:#}"))?;
+    let agents = registry
+        .all()
+        .map(|a| AgentEntry {
+            name: a.name.clone(),
+            description: a.description.clone(),
+        })
+        .collect();
+    let get = |k| {
+        config
+            .get(k)
+            .ok()
+            .flatten()
+            .filter(|v: &String| !v.trim().is_empty())
+    };
+    Ok(PickerData {
+        envelopes,
+        agents,
+        default_agent: get(config::DEFAULT_MISSION_AGENT),
+        default_envelope: get(config::DEFAULT_MISSION_POLICY),
+    })
+}
+
+/// One envelope's line: its character, and the truthful label of each compute
+/// field it sets (none before a mission starts can promise an agent's capabilities).
+pub fn envelope_entry(file_name: &str, bytes: &[u8]) -> EnvelopeEntry {
+    let labels = Policy::parse(file_name, bytes)
+        .map(|p| {
+            ComputeField::ALL
+                .into_iter()
+                .filter(|f| f.is_set(&p.compute))
+                .map(|f| (f.key(), bound_status(f, &p.compute, None).label()))
+                .collect()
+        })
+        .unwrap_or_default();
+    EnvelopeEntry {
+        file_name: file_name.to_string(),
+        short_name: search::short_name(file_name).to_string(),
+        summary: envelope_summary(bytes),
+        labels,
+    }
+}
+
+async fn run_mission(svc: &Services, args: &str) -> Msg {
+    let paths = svc.paths.clone();
+    let store = svc.fleet.missions().store().clone();
+    let data =
+        match tokio::task::spawn_blocking(move || load_picker(&paths, &Config::new(store))).await {
+            Ok(Ok(d)) => d,
+            Ok(Err(e)) => return Msg::Fired(Err(e)),
+            Err(e) => return Msg::Fired(Err(e.to_string())),
+        };
+    let line = match picker::parse(args, |w| data.agents.iter().any(|a| a.name == w)) {
+        Ok(l) => l,
+        Err(e) => return Msg::Fired(Err(e)),
+    };
+    match line {
+        MissionLine::List => Msg::OpenPicker(data),
+        MissionLine::Fire {
+            policy,
+            agent,
+            intent,
+        } => match picker::resolve(policy, agent, intent, &data) {
+            Ok(r) => {
+                let summary = picker::lookup_envelope(&r.envelope, r.origin, &data.envelopes)
+                    .map(|e| e.summary.clone())
+                    .unwrap_or_default();
+                Msg::Fired(fire(&svc.fleet, &r, &summary).await)
+            }
+            Err(e) => Msg::Fired(Err(e)),
+        },
+    }
+}
+
+/// Dispatch through the fleet; a refusal's text is shown verbatim.
+async fn fire(fleet: &Fleet, r: &Resolved, summary: &str) -> Result<String, String> {
+    let d = fleet
+        .dispatch(DispatchRequest {
+            agent_name: r.agent.clone(),
+            intent: r.intent.clone(),
+            policy_name: r.envelope.clone(),
+            cwd: None,
+        })
+        .await
+        .map_err(|e| format!("{e:#}"))?;
+    tracing::info!(mission = %d.mission_id, agent = %r.agent, envelope = %r.envelope, "board fired a mission");
+    Ok(picker::confirmation(
+        r,
+        summary,
+        &d.mission_id,
+        &d.instance_id,
+        &d.session_id,
+    ))
+}

@@ -1,0 +1,653 @@
+//! The keymap is data: every binding names an action and says what it does, and
+//! the `?` help and the status-bar hints are generated from this one table, so they
+//! cannot drift from what the keys really do.
+
+use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
+
+/// Which table a key is looked up in (one per mode, plus the global keys).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Context {
+    Global,
+    Board,
+    Answer,
+    Verdict,
+    Picker,
+    Confirm,
+    Filter,
+    Command,
+    Help,
+}
+
+impl Context {
+    pub fn title(self) -> &'static str {
+        match self {
+            Context::Global => "Everywhere",
+            Context::Board => "Board",
+            Context::Answer => "Answering a question",
+            Context::Verdict => "Deciding a permission",
+            Context::Picker => "/mission picker",
+            Context::Confirm => "Confirm dialog",
+            Context::Filter => "Filter (/)",
+            Context::Command => "Command line (:)",
+            Context::Help => "Help",
+        }
+    }
+}
+
+/// Named actions. `update` matches on these, never on raw keys.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Action {
+    ForceQuit,
+    Redraw,
+    Quit,
+    Help,
+    Down,
+    Up,
+    Top,
+    Bottom,
+    HalfDown,
+    HalfUp,
+    PageDown,
+    PageUp,
+    NextPane,
+    PrevPane,
+    FocusMissions,
+    FocusAsks,
+    FocusInbox,
+    FocusTrace,
+    Open,
+    Ack,
+    Stop,
+    Fire,
+    CommandLine,
+    Filter,
+    ClearFilter,
+    Submit,
+    Close,
+    Approve,
+    Deny,
+    Confirm,
+    Cancel,
+    Toggle,
+    EditReason,
+    Back,
+    Run,
+    Keep,
+}
+
+/// One key as shown and matched.
+#[derive(Debug, Clone, Copy)]
+pub struct Key {
+    pub code: KeyCode,
+    pub mods: KeyModifiers,
+}
+
+const fn k(c: char) -> Key {
+    Key {
+        code: KeyCode::Char(c),
+        mods: KeyModifiers::NONE,
+    }
+}
+const fn ctrl(c: char) -> Key {
+    Key {
+        code: KeyCode::Char(c),
+        mods: KeyModifiers::CONTROL,
+    }
+}
+const fn code(code: KeyCode) -> Key {
+    Key {
+        code,
+        mods: KeyModifiers::NONE,
+    }
+}
+const fn alt(code: KeyCode) -> Key {
+    Key {
+        code,
+        mods: KeyModifiers::ALT,
+    }
+}
+
+impl Key {
+    fn matches(&self, ev: &KeyEvent) -> bool {
+        // Shifted letters arrive as the upper-case char, sometimes with SHIFT set.
+        let mods = ev.modifiers - KeyModifiers::SHIFT;
+        let want = self.mods - KeyModifiers::SHIFT;
+        self.code == ev.code && mods == want
+    }
+
+    pub fn label(&self) -> String {
+        let base = match self.code {
+            KeyCode::Char(' ') => "Space".to_string(),
+            KeyCode::Char(c) => c.to_string(),
+            KeyCode::Enter => "Enter".into(),
+            KeyCode::Esc => "Esc".into(),
+            KeyCode::Tab => "Tab".into(),
+            KeyCode::BackTab => "S-Tab".into(),
+            KeyCode::Up => "↑".into(),
+            KeyCode::Down => "↓".into(),
+            KeyCode::Left => "←".into(),
+            KeyCode::Right => "→".into(),
+            KeyCode::Home => "Home".into(),
+            KeyCode::End => "End".into(),
+            KeyCode::PageUp => "PgUp".into(),
+            KeyCode::PageDown => "PgDn".into(),
+            other => format!("{other:?}"),
+        };
+        if self.mods.contains(KeyModifiers::CONTROL) {
+            format!("C-{base}")
+        } else if self.mods.contains(KeyModifiers::ALT) {
+            format!("M-{base}")
+        } else {
+            base
+        }
+    }
+}
+
+/// A binding: keys, the action, its help text, and whether it earns a place in the
+/// status-bar hints (the few keys a newcomer needs in that mode).
+#[derive(Debug)]
+pub struct Binding {
+    pub context: Context,
+    pub keys: &'static [Key],
+    /// A key sequence shown instead of `keys` (the `g g` chord is matched in `update`).
+    pub chord: Option<&'static str>,
+    pub action: Action,
+    pub help: &'static str,
+    pub hint: Option<&'static str>,
+}
+
+const fn b(
+    context: Context,
+    keys: &'static [Key],
+    action: Action,
+    help: &'static str,
+    hint: Option<&'static str>,
+) -> Binding {
+    Binding {
+        context,
+        keys,
+        chord: None,
+        action,
+        help,
+        hint,
+    }
+}
+
+use Context as C;
+
+pub const BINDINGS: &[Binding] = &[
+    b(
+        C::Global,
+        &[ctrl('c')],
+        Action::ForceQuit,
+        "quit now (drafts are lost)",
+        None,
+    ),
+    b(
+        C::Global,
+        &[ctrl('l')],
+        Action::Redraw,
+        "repaint the whole screen",
+        None,
+    ),
+    b(C::Board, &[k('?')], Action::Help, "this help", Some("help")),
+    b(
+        C::Board,
+        &[k('j'), code(KeyCode::Down)],
+        Action::Down,
+        "next row",
+        None,
+    ),
+    b(
+        C::Board,
+        &[k('k'), code(KeyCode::Up)],
+        Action::Up,
+        "previous row",
+        None,
+    ),
+    Binding {
+        context: C::Board,
+        keys: &[code(KeyCode::Home)],
+        chord: Some("g g"),
+        action: Action::Top,
+        help: "first row",
+        hint: None,
+    },
+    b(
+        C::Board,
+        &[k('G'), code(KeyCode::End)],
+        Action::Bottom,
+        "last row",
+        None,
+    ),
+    b(
+        C::Board,
+        &[ctrl('d')],
+        Action::HalfDown,
+        "half a page down",
+        None,
+    ),
+    b(
+        C::Board,
+        &[ctrl('u')],
+        Action::HalfUp,
+        "half a page up",
+        None,
+    ),
+    b(
+        C::Board,
+        &[code(KeyCode::PageDown)],
+        Action::PageDown,
+        "a page down",
+        None,
+    ),
+    b(
+        C::Board,
+        &[code(KeyCode::PageUp)],
+        Action::PageUp,
+        "a page up",
+        None,
+    ),
+    b(
+        C::Board,
+        &[code(KeyCode::Tab)],
+        Action::NextPane,
+        "focus the next pane",
+        None,
+    ),
+    b(
+        C::Board,
+        &[code(KeyCode::BackTab)],
+        Action::PrevPane,
+        "focus the previous pane",
+        None,
+    ),
+    b(
+        C::Board,
+        &[k('1')],
+        Action::FocusMissions,
+        "focus missions",
+        None,
+    ),
+    b(
+        C::Board,
+        &[k('2')],
+        Action::FocusAsks,
+        "focus pending asks",
+        None,
+    ),
+    b(
+        C::Board,
+        &[k('3')],
+        Action::FocusInbox,
+        "focus the inbox",
+        None,
+    ),
+    b(
+        C::Board,
+        &[k('4')],
+        Action::FocusTrace,
+        "focus the oracle trace",
+        None,
+    ),
+    b(
+        C::Board,
+        &[code(KeyCode::Enter)],
+        Action::Open,
+        "asks: answer or decide the selected ask · inbox: acknowledge",
+        Some("answer"),
+    ),
+    b(
+        C::Board,
+        &[k('a')],
+        Action::Ack,
+        "inbox: acknowledge the selected item",
+        None,
+    ),
+    b(
+        C::Board,
+        &[k('x')],
+        Action::Stop,
+        "stop the selected mission (confirm, reason editable)",
+        Some("stop"),
+    ),
+    b(
+        C::Board,
+        &[k('f')],
+        Action::Fire,
+        "fire a mission: pick envelope, agent, intent",
+        Some("fire"),
+    ),
+    b(
+        C::Board,
+        &[k(':')],
+        Action::CommandLine,
+        "command line: mission [--policy <envelope>] [agent] <intent>",
+        Some("cmd"),
+    ),
+    b(
+        C::Board,
+        &[k('/')],
+        Action::Filter,
+        "filter the missions (id, state, agent, envelope, intent)",
+        Some("filter"),
+    ),
+    b(
+        C::Board,
+        &[k('q')],
+        Action::Quit,
+        "quit (asks first if a draft is unsent)",
+        Some("quit"),
+    ),
+    b(
+        C::Board,
+        &[code(KeyCode::Esc)],
+        Action::ClearFilter,
+        "dismiss the toasts, else clear the filter",
+        None,
+    ),
+    b(
+        C::Answer,
+        &[ctrl('s'), alt(KeyCode::Enter)],
+        Action::Submit,
+        "send the answer",
+        Some("send"),
+    ),
+    b(
+        C::Answer,
+        &[code(KeyCode::Esc)],
+        Action::Close,
+        "close (the draft is kept)",
+        Some("close, keep draft"),
+    ),
+    b(
+        C::Verdict,
+        &[k('a')],
+        Action::Approve,
+        "approve the gated call",
+        Some("approve"),
+    ),
+    b(
+        C::Verdict,
+        &[k('d')],
+        Action::Deny,
+        "deny the gated call",
+        Some("deny"),
+    ),
+    b(
+        C::Verdict,
+        &[code(KeyCode::Esc)],
+        Action::Close,
+        "close without deciding",
+        Some("close"),
+    ),
+    b(
+        C::Picker,
+        &[k('j'), code(KeyCode::Down)],
+        Action::Down,
+        "next envelope / agent",
+        None,
+    ),
+    b(
+        C::Picker,
+        &[k('k'), code(KeyCode::Up)],
+        Action::Up,
+        "previous envelope / agent",
+        None,
+    ),
+    b(
+        C::Picker,
+        &[code(KeyCode::Enter)],
+        Action::Confirm,
+        "choose / fire",
+        Some("choose"),
+    ),
+    b(
+        C::Picker,
+        &[code(KeyCode::BackTab)],
+        Action::Back,
+        "back one step",
+        Some("back"),
+    ),
+    b(
+        C::Picker,
+        &[code(KeyCode::Esc)],
+        Action::Cancel,
+        "close the picker",
+        Some("close"),
+    ),
+    b(C::Confirm, &[k('y')], Action::Confirm, "yes", Some("yes")),
+    b(
+        C::Confirm,
+        &[k('n'), code(KeyCode::Esc)],
+        Action::Cancel,
+        "no",
+        Some("no"),
+    ),
+    b(
+        C::Confirm,
+        &[code(KeyCode::Left), code(KeyCode::Right)],
+        Action::Toggle,
+        "move between No and Yes",
+        None,
+    ),
+    b(
+        C::Confirm,
+        &[code(KeyCode::Enter)],
+        Action::Run,
+        "press the focused button (or finish editing the reason)",
+        None,
+    ),
+    b(
+        C::Confirm,
+        &[code(KeyCode::Tab), k('e')],
+        Action::EditReason,
+        "edit the reason",
+        Some("edit reason"),
+    ),
+    b(
+        C::Filter,
+        &[code(KeyCode::Enter)],
+        Action::Keep,
+        "keep the filter",
+        Some("keep"),
+    ),
+    b(
+        C::Filter,
+        &[code(KeyCode::Esc)],
+        Action::ClearFilter,
+        "clear the filter",
+        Some("clear"),
+    ),
+    b(
+        C::Command,
+        &[code(KeyCode::Enter)],
+        Action::Run,
+        "run (`mission` alone opens the picker)",
+        Some("run"),
+    ),
+    b(
+        C::Command,
+        &[code(KeyCode::Esc)],
+        Action::Cancel,
+        "cancel",
+        Some("cancel"),
+    ),
+    b(
+        C::Help,
+        &[code(KeyCode::Esc), k('?')],
+        Action::Close,
+        "close help (type to filter it)",
+        Some("close"),
+    ),
+    b(
+        C::Help,
+        &[code(KeyCode::Down)],
+        Action::Down,
+        "scroll down",
+        Some("scroll"),
+    ),
+    b(C::Help, &[code(KeyCode::Up)], Action::Up, "scroll up", None),
+    b(
+        C::Help,
+        &[code(KeyCode::PageDown)],
+        Action::PageDown,
+        "scroll a page down",
+        None,
+    ),
+    b(
+        C::Help,
+        &[code(KeyCode::PageUp)],
+        Action::PageUp,
+        "scroll a page up",
+        None,
+    ),
+];
+
+/// The action `ev` triggers in `context` (mode keys first, then the global ones).
+pub fn lookup(context: Context, ev: &KeyEvent) -> Option<Action> {
+    let find = |ctx: Context| {
+        BINDINGS
+            .iter()
+            .filter(|b| b.context == ctx)
+            .find(|b| b.keys.iter().any(|key| key.matches(ev)))
+            .map(|b| b.action)
+    };
+    find(context).or_else(|| find(Context::Global))
+}
+
+/// `keys` of a binding as shown: `j/↓`, or the chord plus the keys.
+pub fn keys_label(binding: &Binding) -> String {
+    let mut parts: Vec<String> = Vec::new();
+    if let Some(chord) = binding.chord {
+        parts.push(chord.to_string());
+    }
+    parts.extend(binding.keys.iter().map(Key::label));
+    parts.join("/")
+}
+
+/// The status-bar hints for a context: `key label` pairs.
+pub fn hints(context: Context) -> Vec<(String, &'static str)> {
+    BINDINGS
+        .iter()
+        .filter(|b| b.context == context)
+        .filter_map(|b| {
+            let first = b
+                .chord
+                .map(str::to_string)
+                .or_else(|| b.keys.first().map(Key::label))?;
+            b.hint.map(|h| (first, h))
+        })
+        .collect()
+}
+
+/// The help overlay's rows, grouped by context: (section title, [(keys, help)]),
+/// filtered by `query` (case-insensitive, over keys and text).
+pub fn help_sections(query: &str) -> Vec<(&'static str, Vec<(String, &'static str)>)> {
+    let q = query.to_lowercase();
+    let order = [
+        C::Board,
+        C::Answer,
+        C::Verdict,
+        C::Picker,
+        C::Confirm,
+        C::Filter,
+        C::Command,
+        C::Help,
+        C::Global,
+    ];
+    order
+        .into_iter()
+        .filter_map(|ctx| {
+            let rows: Vec<(String, &'static str)> = BINDINGS
+                .iter()
+                .filter(|b| b.context == ctx)
+                .map(|b| (keys_label(b), b.help))
+                .filter(|(keys, help)| {
+                    q.is_empty()
+                        || help.to_lowercase().contains(&q)
+                        || keys.to_lowercase().contains(&q)
+                })
+                .collect();
+            (!rows.is_empty()).then_some((ctx.title(), rows))
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ev(code: KeyCode, mods: KeyModifiers) -> KeyEvent {
+        KeyEvent::new(code, mods)
+    }
+
+    #[test]
+    fn lookups_follow_the_table() {
+        assert_eq!(
+            lookup(C::Board, &ev(KeyCode::Char('j'), KeyModifiers::NONE)),
+            Some(Action::Down)
+        );
+        assert_eq!(
+            lookup(C::Board, &ev(KeyCode::Char('G'), KeyModifiers::SHIFT)),
+            Some(Action::Bottom)
+        );
+        assert_eq!(
+            lookup(C::Answer, &ev(KeyCode::Char('s'), KeyModifiers::CONTROL)),
+            Some(Action::Submit)
+        );
+        assert_eq!(
+            lookup(C::Answer, &ev(KeyCode::Enter, KeyModifiers::ALT)),
+            Some(Action::Submit)
+        );
+        // Plain Enter in the answer pane is a newline, not a submit.
+        assert_eq!(
+            lookup(C::Answer, &ev(KeyCode::Enter, KeyModifiers::NONE)),
+            None
+        );
+        assert_eq!(
+            lookup(C::Answer, &ev(KeyCode::Char('c'), KeyModifiers::CONTROL)),
+            Some(Action::ForceQuit)
+        );
+        assert_eq!(
+            lookup(C::Board, &ev(KeyCode::Char(':'), KeyModifiers::NONE)),
+            Some(Action::CommandLine)
+        );
+        assert_eq!(
+            lookup(C::Board, &ev(KeyCode::Char('/'), KeyModifiers::NONE)),
+            Some(Action::Filter)
+        );
+    }
+
+    #[test]
+    fn no_key_is_bound_twice_in_one_context() {
+        for (i, a) in BINDINGS.iter().enumerate() {
+            for b in &BINDINGS[i + 1..] {
+                if a.context != b.context {
+                    continue;
+                }
+                for ka in a.keys {
+                    for kb in b.keys {
+                        assert!(
+                            !(ka.code == kb.code && ka.mods == kb.mods),
+                            "{:?} bound twice in {:?}",
+                            ka.label(),
+                            a.context
+                        );
+                    }
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn help_lists_every_binding_and_filters() {
+        let all: usize = help_sections("").iter().map(|(_, r)| r.len()).sum();
+        assert_eq!(all, BINDINGS.len());
+        let stop = help_sections("stop");
+        assert!(
+            stop.iter()
+                .any(|(_, rows)| rows.iter().any(|(k, _)| k == "x"))
+        );
+    }
+}

@@ -1,0 +1,297 @@
+//! The board: the product's face. A long-lived host that embeds the fleet (missions
+//! fired here live as long as it) and shows every mission in the database, from
+//! any process, live.
+//!
+//! Shape (spec/tui-ecosystem.md §2.2): one UI task owns the [`model::Model`];
+//! terminal events, effect results and store snapshots become [`update::Msg`]s;
+//! the pure [`update::update`] returns [`update::Effect`]s that [`effects`] runs on
+//! spawned tasks; a [`snapshot`] thread with its own SQLite connection publishes
+//! what the visible window needs; [`view`] draws on change, at most ~30 fps.
+
+pub mod demo;
+pub mod effects;
+pub mod keymap;
+pub mod layout;
+pub mod model;
+pub mod picker;
+pub mod sanitize;
+pub mod snapshot;
+pub mod theme;
+pub mod update;
+pub mod view;
+
+#[cfg(test)]
+mod tests;
+
+use std::io::{IsTerminal, Write};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
+
+use crossterm::event::{
+    DisableBracketedPaste, DisableMouseCapture, EnableBracketedPaste, EnableMouseCapture,
+    EventStream,
+};
+use crossterm::terminal::{
+    EnterAlternateScreen, LeaveAlternateScreen, disable_raw_mode, enable_raw_mode,
+};
+use futures::StreamExt;
+use ratatui::Terminal;
+use ratatui::backend::CrosstermBackend;
+use ratatui::layout::Rect;
+use tokio::sync::{mpsc, watch};
+use tokio::time::MissedTickBehavior;
+
+use crate::fleet::Fleet;
+use crate::paths::Paths;
+use crate::store::Store;
+use effects::Services;
+use model::{Model, Query, Snapshot};
+use update::{Msg, update};
+
+/// ~30 fps: the frame tick only draws when something changed.
+const FRAME: Duration = Duration::from_millis(33);
+/// Ages and toast expiry move once a second.
+const CLOCK: Duration = Duration::from_secs(1);
+
+/// `missionboard board [--demo]`. Returns the exit code.
+pub fn run(paths: Paths, demo: bool) -> anyhow::Result<i32> {
+    if !std::io::stdout().is_terminal() || !std::io::stdin().is_terminal() {
+        anyhow::bail!(
+            "the board needs a terminal: run `missionboard board` in an interactive terminal (for scripts, use `missionboard mission list` and `missionboard approvals list`)"
+        );
+    }
+    if std::env::var("TERM").is_ok_and(|t| t == "dumb") {
+        anyhow::bail!(
+            "the board cannot draw on TERM=dumb: run it in a terminal emulator (set TERM, e.g. xterm-256color), or use `missionboard mission list`"
+        );
+    }
+    let paths = if demo { demo::prepare()? } else { paths };
+    // The shipped envelopes are always there to be picked, whatever was deleted.
+    if let Err(e) = crate::envelope::presets::seed_policies_quietly(&paths.home) {
+        tracing::warn!("board: could not refresh the preset envelopes: {e}");
+    }
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()?;
+    let home = paths.home.clone();
+    let code = runtime.block_on(host(paths, demo));
+    // Units that ignore their cancel must not hold the exit hostage.
+    runtime.shutdown_timeout(Duration::from_secs(2));
+    if demo {
+        println!(
+            "missionboard demo home: {} (inspect it with MISSIONBOARD_HOME={} missionboard mission list)",
+            home.display(),
+            home.display()
+        );
+    }
+    code
+}
+
+async fn host(paths: Paths, demo: bool) -> anyhow::Result<i32> {
+    let db = paths.db_path();
+    let store = Store::open(&db)?;
+    let fleet = Fleet::new(paths.clone(), store)?;
+    let _teardown = fleet.spawn_teardown();
+    let beta = crate::config::beta_enabled(&db);
+    let (query_tx, query_rx) = watch::channel(Query::default());
+    let (snap_tx, snap_rx) = watch::channel(Arc::new(Snapshot::default()));
+    let probe_fleet = fleet.clone();
+    let store_thread = snapshot::spawn(
+        db,
+        Box::new(move || probe_fleet.open_units()),
+        beta,
+        query_rx,
+        snap_tx,
+    )?;
+    let (theme, symbols) = theme::from_env();
+    let (tx, rx) = mpsc::unbounded_channel::<Msg>();
+    let svc = Services {
+        paths: paths.clone(),
+        fleet: fleet.clone(),
+    };
+
+    let mut term = TerminalGuard::enter()?;
+    let size = term.terminal.size()?;
+    let mut model = Model::new(theme, symbols, Rect::new(0, 0, size.width, size.height));
+    model.host.log_dir = Some(paths.log_dir());
+    if demo {
+        model.host.demo_home = Some(paths.home.clone());
+        tokio::spawn(demo::fire_all(fleet.clone(), tx.clone()));
+    }
+    let result = event_loop(&mut term, &mut model, &svc, tx, rx, query_tx, snap_rx).await;
+    term.leave();
+    // The store thread ends once the query sender is gone (dropped by the loop).
+    let _ = tokio::task::spawn_blocking(move || store_thread.join()).await;
+    fleet.shutdown().await;
+    result.map(|()| 0)
+}
+
+async fn event_loop(
+    term: &mut TerminalGuard,
+    model: &mut Model,
+    svc: &Services,
+    tx: mpsc::UnboundedSender<Msg>,
+    mut rx: mpsc::UnboundedReceiver<Msg>,
+    query_tx: watch::Sender<Query>,
+    mut snap_rx: watch::Receiver<Arc<Snapshot>>,
+) -> anyhow::Result<()> {
+    let mut events = EventStream::new();
+    let mut frame = tokio::time::interval(FRAME);
+    frame.set_missed_tick_behavior(MissedTickBehavior::Skip);
+    let mut clock = tokio::time::interval(CLOCK);
+    clock.set_missed_tick_behavior(MissedTickBehavior::Skip);
+    let mut signals = Signals::new()?;
+    let mut dirty = true;
+    query_tx.send_replace(model.query());
+    loop {
+        let msg = tokio::select! {
+            _ = frame.tick() => {
+                if model.redraw {
+                    term.terminal.clear()?;
+                    model.redraw = false;
+                    dirty = true;
+                }
+                if dirty {
+                    let now = model.now_ms;
+                    term.terminal.draw(|f| view::draw(f, model, now))?;
+                    dirty = false;
+                }
+                continue;
+            }
+            _ = clock.tick() => Msg::Tick(crate::clock::now_ms()),
+            ev = events.next() => match ev {
+                Some(Ok(ev)) => Msg::Term(ev),
+                Some(Err(e)) => {
+                    tracing::warn!("board: terminal event error: {e}");
+                    continue;
+                }
+                None => break,
+            },
+            Ok(()) = snap_rx.changed() => Msg::Snapshot(snap_rx.borrow_and_update().clone()),
+            Some(msg) = rx.recv() => msg,
+            _ = signals.next() => {
+                tracing::info!("board: signal received, leaving");
+                break;
+            }
+        };
+        for effect in update(model, msg) {
+            effects::spawn(effect, svc, tx.clone());
+        }
+        dirty = true;
+        let q = model.query();
+        query_tx.send_if_modified(|cur| {
+            if *cur != q {
+                *cur = q;
+                true
+            } else {
+                false
+            }
+        });
+        if model.quit {
+            break;
+        }
+    }
+    Ok(())
+}
+
+/// Whether this process holds the terminal in board mode (so restore runs once).
+static TERMINAL_ACTIVE: AtomicBool = AtomicBool::new(false);
+
+/// Undo everything `enter` did. Safe to call twice and from the panic hook:
+/// ratatui's own restore leaves mouse capture and bracketed paste on.
+fn restore_terminal() {
+    if !TERMINAL_ACTIVE.swap(false, Ordering::SeqCst) {
+        return;
+    }
+    let mut out = std::io::stdout();
+    let _ = crossterm::execute!(
+        out,
+        DisableMouseCapture,
+        DisableBracketedPaste,
+        LeaveAlternateScreen,
+        crossterm::cursor::Show
+    );
+    let _ = disable_raw_mode();
+    let _ = out.flush();
+}
+
+struct TerminalGuard {
+    terminal: Terminal<CrosstermBackend<std::io::Stdout>>,
+}
+
+impl TerminalGuard {
+    fn enter() -> anyhow::Result<TerminalGuard> {
+        install_panic_hook();
+        enable_raw_mode()?;
+        TERMINAL_ACTIVE.store(true, Ordering::SeqCst);
+        let mut out = std::io::stdout();
+        if let Err(e) = crossterm::execute!(
+            out,
+            EnterAlternateScreen,
+            EnableMouseCapture,
+            EnableBracketedPaste
+        ) {
+            restore_terminal();
+            return Err(e.into());
+        }
+        let terminal = match Terminal::new(CrosstermBackend::new(std::io::stdout())) {
+            Ok(t) => t,
+            Err(e) => {
+                restore_terminal();
+                return Err(e.into());
+            }
+        };
+        Ok(TerminalGuard { terminal })
+    }
+
+    fn leave(&mut self) {
+        restore_terminal();
+    }
+}
+
+impl Drop for TerminalGuard {
+    fn drop(&mut self) {
+        restore_terminal();
+    }
+}
+
+/// A panic anywhere — including a spawned task, which tokio would otherwise
+/// survive headless on a cooked terminal — restores the terminal, reports, and
+/// ends the process.
+fn install_panic_hook() {
+    static INSTALLED: AtomicBool = AtomicBool::new(false);
+    if INSTALLED.swap(true, Ordering::SeqCst) {
+        return;
+    }
+    let previous = std::panic::take_hook();
+    std::panic::set_hook(Box::new(move |info| {
+        restore_terminal();
+        tracing::error!(panic = %info, "board: panic; exiting");
+        previous(info);
+        std::process::exit(101);
+    }));
+}
+
+/// SIGTERM and SIGHUP end the board cleanly (Ctrl-C arrives as a key in raw mode).
+struct Signals {
+    term: tokio::signal::unix::Signal,
+    hup: tokio::signal::unix::Signal,
+}
+
+impl Signals {
+    fn new() -> anyhow::Result<Signals> {
+        use tokio::signal::unix::{SignalKind, signal};
+        Ok(Signals {
+            term: signal(SignalKind::terminate())?,
+            hup: signal(SignalKind::hangup())?,
+        })
+    }
+
+    async fn next(&mut self) {
+        tokio::select! {
+            _ = self.term.recv() => {}
+            _ = self.hup.recv() => {}
+        }
+    }
+}

@@ -1,0 +1,127 @@
+//! Agent text is untrusted: a unit (or anything it read) can put terminal escape
+//! sequences into a report, an ask or a plan entry. Painted raw, `ESC[2J` would
+//! clear the operator's screen, OSC 52 would write their clipboard, OSC 8 would
+//! plant links and a bidi override would make text read differently than it is.
+//! Everything the board shows from the store passes through [`sanitize`] once, when
+//! the snapshot is built, so the render path only ever sees inert text.
+
+/// Strip escape sequences (CSI, OSC, DCS/SOS/PM/APC strings, two-byte escapes, and
+/// their 8-bit C1 forms), the remaining C0/C1 controls and the Unicode bidi
+/// controls. Newlines survive (views split on them); a tab becomes a space; `\r` and
+/// everything else invisible is dropped.
+pub fn sanitize(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut chars = text.chars().peekable();
+    while let Some(c) = chars.next() {
+        match c {
+            '\x1b' => match chars.next() {
+                Some('[') => skip_csi(&mut chars),
+                Some(']' | 'P' | 'X' | '^' | '_') => skip_string(&mut chars),
+                // A two-byte escape (ESC c, ESC 7, …) or a truncated one: drop both.
+                _ => {}
+            },
+            '\u{9b}' => skip_csi(&mut chars),
+            '\u{9d}' | '\u{90}' | '\u{98}' | '\u{9e}' | '\u{9f}' => skip_string(&mut chars),
+            '\n' => out.push('\n'),
+            '\t' => out.push(' '),
+            c if c.is_control() => {}
+            c if is_bidi_control(c) => {}
+            c => out.push(c),
+        }
+    }
+    out
+}
+
+/// [`sanitize`], then every line break folded into a space: for one-line cells.
+pub fn one_line(text: &str) -> String {
+    let clean = sanitize(text);
+    let mut out = String::with_capacity(clean.len());
+    for (i, part) in clean.split('\n').enumerate() {
+        let part = part.trim();
+        if part.is_empty() {
+            continue;
+        }
+        if i > 0 && !out.is_empty() {
+            out.push(' ');
+        }
+        out.push_str(part);
+    }
+    out
+}
+
+fn is_bidi_control(c: char) -> bool {
+    matches!(c, '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}' | '\u{200e}' | '\u{200f}' | '\u{061c}')
+}
+
+/// CSI: parameter and intermediate bytes, then one final byte in `@`..=`~`.
+fn skip_csi(chars: &mut std::iter::Peekable<std::str::Chars<'_>>) {
+    for c in chars.by_ref() {
+        if ('\u{40}'..='\u{7e}').contains(&c) {
+            return;
+        }
+        // A control inside a CSI aborts it (as terminals do); swallow it too.
+        if c.is_control() {
+            return;
+        }
+    }
+}
+
+/// OSC/DCS/SOS/PM/APC: everything up to BEL, ST (`ESC \`) or 8-bit ST.
+fn skip_string(chars: &mut std::iter::Peekable<std::str::Chars<'_>>) {
+    while let Some(c) = chars.next() {
+        match c {
+            '\x07' | '\u{9c}' => return,
+            '\x1b' => {
+                if chars.peek() == Some(&'\\') {
+                    chars.next();
+                }
+                return;
+            }
+            _ => {}
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn csi_sequences_vanish() {
+        assert_eq!(sanitize("a\x1b[2Jb"), "ab");
+        assert_eq!(sanitize("\x1b[1;31mred\x1b[0m"), "red");
+        assert_eq!(sanitize("x\x1b[?1049hy"), "xy");
+        assert_eq!(sanitize("8bit\u{9b}2Jcsi"), "8bitcsi");
+    }
+
+    #[test]
+    fn osc_strings_vanish_with_either_terminator() {
+        assert_eq!(sanitize("\x1b]0;pwned title\x07after"), "after");
+        assert_eq!(
+            sanitize("\x1b]8;;https://evil.example\x1b\\link\x1b]8;;\x1b\\"),
+            "link"
+        );
+        assert_eq!(sanitize("\x1b]52;c;aGVsbG8=\x07clip"), "clip");
+        assert_eq!(sanitize("\x1bPq#0;2;0;0;0\x1b\\dcs"), "dcs");
+        assert_eq!(sanitize("\u{9d}0;t\u{9c}ok"), "ok");
+        // An unterminated string eats the rest rather than leaking it.
+        assert_eq!(sanitize("ok\x1b]0;never ends"), "ok");
+    }
+
+    #[test]
+    fn controls_and_bidi_overrides_vanish() {
+        assert_eq!(sanitize("a\x07b\x08c\x00d\re"), "abcde");
+        assert_eq!(sanitize("tab\there"), "tab here");
+        assert_eq!(sanitize("line1\nline2"), "line1\nline2");
+        assert_eq!(sanitize("\u{85}next\u{9f}"), "next");
+        assert_eq!(sanitize("abc\u{202e}fed\u{202c}"), "abcfed");
+        assert_eq!(sanitize("\u{2066}iso\u{2069}\u{200f}"), "iso");
+        assert_eq!(sanitize("\x1bcreset"), "reset");
+    }
+
+    #[test]
+    fn plain_text_and_unicode_survive() {
+        assert_eq!(sanitize("héllo · ≤300 ✓ 日本"), "héllo · ≤300 ✓ 日本");
+        assert_eq!(one_line("  one\n\n two \nthree"), "one two three");
+    }
+}

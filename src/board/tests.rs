@@ -1,0 +1,399 @@
+//! Key-driven tests of the whole update loop: keys in, effects out, and the
+//! store-bound effects run against a real database in a tempdir.
+
+use std::sync::Arc;
+
+use crossterm::event::{Event, KeyCode, KeyEvent, KeyModifiers};
+
+use super::effects::{self, Services};
+use super::model::{ConfirmKind, Mode, Model, Pane};
+use super::snapshot::{self, Source};
+use super::update::{Effect, Msg, update};
+use super::view::tests::model;
+use crate::asks::{NewAsk, OperatorVerdict, QUESTION_TOOL, QUESTION_TOOLS};
+use crate::fleet::Fleet;
+use crate::mission::NewMission;
+use crate::paths::Paths;
+use crate::store::Store;
+
+fn key(m: &mut Model, code: KeyCode) -> Vec<Effect> {
+    update(
+        m,
+        Msg::Term(Event::Key(KeyEvent::new(code, KeyModifiers::NONE))),
+    )
+}
+
+fn ctrl(m: &mut Model, c: char) -> Vec<Effect> {
+    update(
+        m,
+        Msg::Term(Event::Key(KeyEvent::new(
+            KeyCode::Char(c),
+            KeyModifiers::CONTROL,
+        ))),
+    )
+}
+
+fn typed(m: &mut Model, text: &str) {
+    for c in text.chars() {
+        key(m, KeyCode::Char(c));
+    }
+}
+
+#[test]
+fn vim_and_arrow_navigation() {
+    let mut m = model(120, 40, false);
+    key(&mut m, KeyCode::Char('j'));
+    key(&mut m, KeyCode::Down);
+    assert_eq!(m.mission_sel, 2);
+    key(&mut m, KeyCode::Char('k'));
+    assert_eq!(m.mission_sel, 1);
+    key(&mut m, KeyCode::Char('G'));
+    assert_eq!(m.mission_sel, 5);
+    key(&mut m, KeyCode::Char('g'));
+    assert!(m.chord_g);
+    key(&mut m, KeyCode::Char('g'));
+    assert_eq!(m.mission_sel, 0);
+    // A broken chord does nothing but drop the pending g.
+    key(&mut m, KeyCode::Char('g'));
+    key(&mut m, KeyCode::Char('j'));
+    assert!(!m.chord_g);
+    assert_eq!(m.mission_sel, 1);
+    key(&mut m, KeyCode::Tab);
+    assert_eq!(m.focus, Pane::Asks);
+    key(&mut m, KeyCode::Char('j'));
+    assert_eq!(m.ask_sel, 1);
+    key(&mut m, KeyCode::BackTab);
+    assert_eq!(m.focus, Pane::Missions);
+    key(&mut m, KeyCode::Char('3'));
+    assert_eq!(m.focus, Pane::Inbox);
+    assert_eq!(
+        key(&mut m, KeyCode::Enter),
+        vec![Effect::Ack {
+            inbox_id: "inbox-1".into()
+        }]
+    );
+}
+
+#[test]
+fn command_line_and_filter_do_not_collide() {
+    let mut m = model(120, 40, false);
+    key(&mut m, KeyCode::Char('/'));
+    assert_eq!(m.mode, Mode::Filter);
+    typed(&mut m, "mission x");
+    assert_eq!(m.filter, "mission x");
+    key(&mut m, KeyCode::Esc);
+    assert_eq!((m.mode.clone(), m.filter.as_str()), (Mode::Board, ""));
+
+    key(&mut m, KeyCode::Char(':'));
+    typed(&mut m, "mission --policy strict demo land: go");
+    let fx = key(&mut m, KeyCode::Enter);
+    assert_eq!(
+        fx,
+        vec![Effect::RunMission {
+            args: "--policy strict demo land: go".into()
+        }]
+    );
+
+    key(&mut m, KeyCode::Char(':'));
+    typed(&mut m, "/mission");
+    assert_eq!(key(&mut m, KeyCode::Enter), vec![Effect::LoadPicker]);
+    assert!(matches!(m.mode, Mode::Picking(_)));
+}
+
+#[test]
+fn stop_confirms_with_an_editable_reason_and_focus_on_no() {
+    let mut m = model(120, 40, false);
+    key(&mut m, KeyCode::Char('x'));
+    assert!(
+        matches!(&m.mode, Mode::Confirm(c) if c.reason == "stopped by operator" && !c.yes_focused)
+    );
+    // Enter on the default focus (No) cancels.
+    assert!(key(&mut m, KeyCode::Enter).is_empty());
+    assert_eq!(m.mode, Mode::Board);
+
+    key(&mut m, KeyCode::Char('x'));
+    key(&mut m, KeyCode::Char('e'));
+    for _ in 0.."stopped by operator".len() {
+        key(&mut m, KeyCode::Backspace);
+    }
+    typed(&mut m, "wrong repo");
+    key(&mut m, KeyCode::Enter);
+    let fx = key(&mut m, KeyCode::Char('y'));
+    assert_eq!(
+        fx,
+        vec![Effect::Stop {
+            mission_id: "a1b2c3d4-0000".into(),
+            reason: "wrong repo".into()
+        }]
+    );
+}
+
+#[test]
+fn quit_asks_first_when_a_draft_is_unsent() {
+    let mut m = model(120, 40, false);
+    key(&mut m, KeyCode::Char('2'));
+    key(&mut m, KeyCode::Enter);
+    typed(&mut m, "half an answer");
+    key(&mut m, KeyCode::Esc);
+    key(&mut m, KeyCode::Char('q'));
+    assert!(matches!(&m.mode, Mode::Confirm(c) if c.kind == ConfirmKind::Quit { drafts: 1 }));
+    assert!(!m.quit);
+    key(&mut m, KeyCode::Char('y'));
+    assert!(m.quit);
+}
+
+/// A scratch world: a real store with one open mission and its pending question.
+fn world() -> (tempfile::TempDir, Services, String) {
+    let dir = tempfile::tempdir().unwrap();
+    let home = dir.path().join("home");
+    let paths = Paths::resolve(home.clone(), dir.path().to_path_buf());
+    let store = Store::open(&paths.db_path()).unwrap();
+    let fleet = Fleet::new(paths.clone(), store).unwrap();
+    fleet
+        .missions()
+        .create(NewMission {
+            id: "m-1".into(),
+            intent: "ask-then-land: rename it".into(),
+            agent_name: "demo".into(),
+            policy_name: "default".into(),
+            ..Default::default()
+        })
+        .unwrap();
+    let ask = fleet
+        .asks()
+        .raise(NewAsk {
+            tools_name: QUESTION_TOOLS.into(),
+            tool_name: QUESTION_TOOL.into(),
+            args_summary: "Should I proceed with the change?".into(),
+            agent_name: "demo".into(),
+            mission_id: Some("m-1".into()),
+            ..Default::default()
+        })
+        .unwrap();
+    (dir, Services { paths, fleet }, ask.id)
+}
+
+fn snapshot_of(svc: &Services, m: &Model) -> Msg {
+    let src = Source::open(&svc.paths.db_path(), Box::new(|| 0), false).unwrap();
+    Msg::Snapshot(Arc::new(snapshot::build(&src, &m.query())))
+}
+
+#[test]
+fn answering_in_place_writes_the_ask_through_the_operator_path() {
+    let (_dir, svc, ask_id) = world();
+    let mut m = model(120, 40, false);
+    let msg = snapshot_of(&svc, &m);
+    update(&mut m, msg);
+    assert_eq!(m.snap.asks.len(), 1);
+    assert_eq!(m.snap.rows[0].pending_asks, 1);
+
+    key(&mut m, KeyCode::Char('2'));
+    key(&mut m, KeyCode::Enter);
+    assert_eq!(
+        m.mode,
+        Mode::Answering {
+            ask_id: ask_id.clone()
+        }
+    );
+    typed(&mut m, "yes, go");
+    // A refresh while typing keeps the draft.
+    let msg = snapshot_of(&svc, &m);
+    update(&mut m, msg);
+    assert_eq!(m.drafts[&ask_id].text(), "yes, go");
+
+    let fx = ctrl(&mut m, 's');
+    assert_eq!(
+        fx,
+        vec![Effect::Verdict {
+            ask_id: ask_id.clone(),
+            verdict: OperatorVerdict::Answer("yes, go".into())
+        }]
+    );
+    let done = effects::execute_blocking(fx[0].clone(), &svc);
+    update(&mut m, done);
+    assert_eq!(m.mode, Mode::Board);
+    let row = svc.fleet.asks().require(&ask_id).unwrap();
+    assert!(!row.is_pending());
+    assert_eq!(row.answer(), Some("yes, go"));
+
+    // A second answer is refused by the service; the refusal shows inline and the
+    // typed text survives.
+    m.mode = Mode::Answering {
+        ask_id: ask_id.clone(),
+    };
+    m.drafts
+        .entry(ask_id.clone())
+        .or_default()
+        .area
+        .insert_str("again");
+    let again = effects::execute_blocking(
+        Effect::Verdict {
+            ask_id: ask_id.clone(),
+            verdict: OperatorVerdict::Answer("again".into()),
+        },
+        &svc,
+    );
+    update(&mut m, again);
+    let draft = &m.drafts[&ask_id];
+    assert_eq!(draft.text(), "again");
+    assert!(
+        draft.error.as_deref().unwrap().contains("already answered"),
+        "{:?}",
+        draft.error
+    );
+    assert!(matches!(m.mode, Mode::Answering { .. }));
+}
+
+#[test]
+fn a_yes_no_verdict_on_a_question_is_refused_inline() {
+    let (_dir, svc, ask_id) = world();
+    let msg = effects::execute_blocking(
+        Effect::Verdict {
+            ask_id: ask_id.clone(),
+            verdict: OperatorVerdict::Approve,
+        },
+        &svc,
+    );
+    match msg {
+        Msg::VerdictDone { result: Err(e), .. } => assert!(e.contains("is a QUESTION"), "{e}"),
+        other => panic!("{other:?}"),
+    }
+    assert!(svc.fleet.asks().require(&ask_id).unwrap().is_pending());
+}
+
+#[test]
+fn stop_and_filter_against_the_store() {
+    let (_dir, svc, ask_id) = world();
+    let msg = effects::execute_blocking(
+        Effect::Stop {
+            mission_id: "m-1".into(),
+            reason: "wrong repo".into(),
+        },
+        &svc,
+    );
+    assert!(matches!(msg, Msg::StopDone(Ok(_))), "{msg:?}");
+    let mission = svc.fleet.missions().require("m-1").unwrap();
+    assert_eq!(mission.status_reason.as_deref(), Some("wrong repo"));
+    assert!(!svc.fleet.asks().require(&ask_id).unwrap().is_pending());
+
+    let src = Source::open(&svc.paths.db_path(), Box::new(|| 0), false).unwrap();
+    let mut q = super::model::Query {
+        offset: 0,
+        limit: 5,
+        selected: 0,
+        filter: "abandoned".into(),
+    };
+    let s = snapshot::build(&src, &q);
+    assert_eq!((s.matched, s.rows.len()), (Some(1), 1));
+    assert_eq!(
+        s.detail.unwrap().mission.status_reason.as_deref(),
+        Some("wrong repo")
+    );
+    q.filter = "landed".into();
+    assert_eq!(snapshot::build(&src, &q).matched, Some(0));
+}
+
+#[test]
+fn picker_walks_envelope_agent_intent_and_fires() {
+    use super::model::{AgentEntry, EnvelopeEntry, PickerData};
+    let mut m = model(120, 40, false);
+    assert_eq!(key(&mut m, KeyCode::Char('f')), vec![Effect::LoadPicker]);
+    let entry = |f: &str, s: &str| EnvelopeEntry {
+        file_name: f.into(),
+        short_name: crate::envelope::search::short_name(f).into(),
+        summary: s.into(),
+        labels: vec![],
+    };
+    update(
+        &mut m,
+        Msg::PickerLoaded(Ok(PickerData {
+            envelopes: vec![
+                entry("hitl-policy-default.json", "d"),
+                entry("hitl-policy-strict.json", "s"),
+            ],
+            agents: vec![
+                AgentEntry {
+                    name: "claude".into(),
+                    description: String::new(),
+                },
+                AgentEntry {
+                    name: "demo".into(),
+                    description: String::new(),
+                },
+            ],
+            default_agent: Some("demo".into()),
+            default_envelope: Some("strict".into()),
+        })),
+    );
+    // The default envelope and agent are preselected.
+    key(&mut m, KeyCode::Enter);
+    key(&mut m, KeyCode::Enter);
+    typed(&mut m, "land: jk typed as text");
+    let fx = key(&mut m, KeyCode::Enter);
+    assert_eq!(
+        fx,
+        vec![Effect::Fire {
+            agent: "demo".into(),
+            envelope: "strict".into(),
+            intent: "land: jk typed as text".into(),
+            summary: "s".into(),
+        }]
+    );
+    // A refusal keeps the picker open with the exact text.
+    update(
+        &mut m,
+        Msg::Fired(Err("conflict: fleet admission refused".into())),
+    );
+    assert!(
+        matches!(&m.mode, Mode::Picking(p) if p.error.as_deref() == Some("conflict: fleet admission refused"))
+    );
+    update(&mut m, Msg::Fired(Ok("Mission fired".into())));
+    assert_eq!(m.mode, Mode::Board);
+}
+
+#[test]
+fn mouse_click_selects_the_row_under_it() {
+    use crossterm::event::{MouseButton, MouseEvent, MouseEventKind};
+    let mut m = model(120, 40, false);
+    let a = super::layout::areas(m.size);
+    let click = |col, row| {
+        Msg::Term(Event::Mouse(MouseEvent {
+            kind: MouseEventKind::Down(MouseButton::Left),
+            column: col,
+            row,
+            modifiers: KeyModifiers::NONE,
+        }))
+    };
+    // Border, header, then rows 0, 1, 2…
+    update(&mut m, click(a.missions.x + 3, a.missions.y + 4));
+    assert_eq!((m.focus, m.mission_sel), (Pane::Missions, 2));
+    update(&mut m, click(a.asks.x + 3, a.asks.y + 2));
+    assert_eq!((m.focus, m.ask_sel), (Pane::Asks, 1));
+}
+
+#[test]
+fn toasts_announce_new_asks_and_terminal_states() {
+    let mut m = model(120, 40, false);
+    let mut s = (*m.snap).clone();
+    update(&mut m, Msg::Snapshot(Arc::new(s.clone())));
+    assert!(m.toasts.is_empty(), "the first snapshot is the baseline");
+    s.rows[0].status = crate::mission::Status::Landed;
+    s.asks[0].id = "ask-new".into();
+    update(&mut m, Msg::Snapshot(Arc::new(s)));
+    let texts: Vec<&str> = m.toasts.iter().map(|t| t.text.as_str()).collect();
+    assert!(
+        texts
+            .iter()
+            .any(|t| t.starts_with("new question from demo")),
+        "{texts:?}"
+    );
+    assert!(
+        texts
+            .iter()
+            .any(|t| t.starts_with("mission a1b2c3d4 landed")),
+        "{texts:?}"
+    );
+    let later = m.now_ms + 10_000;
+    update(&mut m, Msg::Tick(later));
+    assert!(m.toasts.is_empty());
+}

@@ -1,0 +1,144 @@
+//! The attention panes: pending asks across all missions, the unacked inbox, and
+//! the oracle trace. One line per item, so a mouse click maps to a row.
+
+use ratatui::Frame;
+use ratatui::layout::Rect;
+use ratatui::text::{Line, Span};
+use ratatui::widgets::{Paragraph, Wrap};
+
+use super::{age, fit, pane_block, truncate};
+use crate::board::model::{Model, Pane};
+use crate::board::update::short;
+
+fn selected_style(m: &Model, pane: Pane) -> ratatui::style::Style {
+    if m.focus == pane && m.mode == crate::board::model::Mode::Board {
+        m.theme.selection
+    } else {
+        m.theme.title
+    }
+}
+
+pub fn render_asks(frame: &mut Frame, area: Rect, m: &Model, now_ms: i64) {
+    let s = &m.snap;
+    let title = if s.pending_total > s.asks.len() {
+        format!(
+            " Pending asks {} (oldest {} shown) ",
+            s.pending_total,
+            s.asks.len()
+        )
+    } else {
+        format!(" Pending asks {} ", s.pending_total)
+    };
+    let block = pane_block(m, title, Some(Pane::Asks));
+    let inner = block.inner(area);
+    frame.render_widget(block, area);
+    let width = inner.width as usize;
+    let e = m.symbols.ellipsis;
+    let mut lines = Vec::new();
+    if s.asks.is_empty() {
+        lines.push(Line::styled("nothing is waiting for you", m.theme.muted));
+    }
+    let skip = m
+        .ask_sel
+        .saturating_sub(inner.height.saturating_sub(1) as usize);
+    for (i, a) in s
+        .asks
+        .iter()
+        .enumerate()
+        .skip(skip)
+        .take(inner.height as usize)
+    {
+        let marker = if a.question { "Q" } else { "P" };
+        let draft = if m
+            .drafts
+            .get(&a.id)
+            .is_some_and(|d| !d.text().trim().is_empty())
+        {
+            "*"
+        } else {
+            " "
+        };
+        let when = age(now_ms, a.created_at);
+        let head = format!("{marker}{draft}{} ", fit(&a.agent, 8, e));
+        let room = width.saturating_sub(Span::raw(head.as_str()).width() + when.len() + 1);
+        let mut line = Line::from(vec![
+            Span::styled(head, m.theme.ask_pending),
+            Span::raw(fit(&a.summary, room, e)),
+            Span::styled(format!(" {when}"), m.theme.muted),
+        ]);
+        if i == m.ask_sel {
+            line = line.style(selected_style(m, Pane::Asks));
+        }
+        lines.push(line);
+    }
+    frame.render_widget(Paragraph::new(lines), inner);
+}
+
+pub fn render_inbox(frame: &mut Frame, area: Rect, m: &Model, now_ms: i64) {
+    let s = &m.snap;
+    let block = pane_block(
+        m,
+        format!(" Inbox {} unacked ", s.inbox_total),
+        Some(Pane::Inbox),
+    );
+    let inner = block.inner(area);
+    frame.render_widget(block, area);
+    let width = inner.width as usize;
+    let e = m.symbols.ellipsis;
+    let mut lines = Vec::new();
+    if s.inbox.is_empty() {
+        lines.push(Line::styled("inbox clear", m.theme.muted));
+    }
+    let skip = m
+        .inbox_sel
+        .saturating_sub(inner.height.saturating_sub(1) as usize);
+    for (i, it) in s
+        .inbox
+        .iter()
+        .enumerate()
+        .skip(skip)
+        .take(inner.height as usize)
+    {
+        let text = format!(
+            "{} {}{}{}{}{} {}",
+            fit(&it.kind, 8, e),
+            it.summary,
+            m.symbols.sep,
+            short(&it.mission_id),
+            m.symbols.sep,
+            it.reason,
+            age(now_ms, it.created_at),
+        );
+        let mut line = Line::raw(truncate(&text, width, e));
+        if i == m.inbox_sel {
+            line = line.style(selected_style(m, Pane::Inbox));
+        }
+        lines.push(line);
+    }
+    frame.render_widget(Paragraph::new(lines), inner);
+}
+
+/// Empty until the oracle (issue E) writes its `oracle_trace` rows.
+pub const ORACLE_EMPTY: &str =
+    "oracle not mounted — fire with the oracle on (beta) to see its trace here";
+
+pub fn render_trace(frame: &mut Frame, area: Rect, m: &Model) {
+    let s = &m.snap;
+    let block = pane_block(m, " Oracle trace ".into(), Some(Pane::Trace));
+    if s.oracle_trace.is_empty() {
+        frame.render_widget(
+            Paragraph::new(Line::styled(ORACLE_EMPTY, m.theme.muted))
+                .block(block)
+                .wrap(Wrap { trim: true }),
+            area,
+        );
+        return;
+    }
+    let lines: Vec<Line> = s
+        .oracle_trace
+        .iter()
+        .skip(m.trace_scroll)
+        .map(|l| Line::raw(l.clone()))
+        .collect();
+    frame.render_widget(Paragraph::new(lines).block(block), area);
+}

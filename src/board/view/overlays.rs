@@ -1,0 +1,283 @@
+//! Modal surfaces drawn over the board: the answer/verdict pane, the confirm
+//! dialog, the help overlay and the toasts.
+
+use ratatui::Frame;
+use ratatui::layout::{Constraint, Layout, Rect};
+use ratatui::text::{Line, Span};
+use ratatui::widgets::{Block, Borders, Clear, Paragraph, Wrap};
+
+use super::{age, kv, truncate};
+use crate::board::keymap;
+use crate::board::layout::centered;
+use crate::board::model::{Confirm, ConfirmKind, Model};
+use crate::board::update::short;
+
+fn modal<'a>(m: &Model, title: String) -> Block<'a> {
+    Block::default()
+        .borders(Borders::ALL)
+        .border_set(m.symbols.border)
+        .border_style(m.theme.focus_border)
+        .title(Span::styled(title, m.theme.title))
+}
+
+/// The answer pane (a question: a text area) or the verdict pane (a permission).
+pub fn answer(frame: &mut Frame, area: Rect, m: &Model, ask_id: &str, now_ms: i64) {
+    let t = &m.theme;
+    let rect = centered(
+        area,
+        area.width.saturating_sub(6).min(100),
+        area.height.saturating_sub(4).min(18),
+    );
+    frame.render_widget(Clear, rect);
+    let ask = m.ask(ask_id);
+    let question = ask.is_none_or(|a| a.question);
+    let title = if question {
+        format!(" Answer {} ", short(ask_id))
+    } else {
+        format!(" Permission {} ", short(ask_id))
+    };
+    let block = modal(m, title);
+    let inner = block.inner(rect);
+    frame.render_widget(block, rect);
+    let draft = m.drafts.get(ask_id);
+    let mut head: Vec<Line> = Vec::new();
+    match ask {
+        Some(a) => {
+            let mission = a.mission_id.as_deref().map(short).unwrap_or("-");
+            let expires = if a.expires_at > 0 {
+                format!("{}expires in {}", m.symbols.sep, crate::duration::age((a.expires_at - now_ms).div_euclid(1000)))
+            } else {
+                String::new()
+            };
+            head.push(Line::styled(
+                format!(
+                    "{} from {} (mission {mission}){}asked {} ago{expires}",
+                    if a.question { "Question" } else { "Gated call" },
+                    a.agent,
+                    m.symbols.sep,
+                    age(now_ms, a.created_at)
+                ),
+                t.muted,
+            ));
+            head.push(Line::styled(a.summary.clone(), t.title));
+            if !a.question {
+                head.push(kv("Tool: ", a.tool.clone(), t.title));
+                head.push(kv("Envelope: ", a.envelope.clone(), t.title));
+            }
+            if let Some(d) = &a.detail {
+                for l in d.lines().take(8) {
+                    head.push(Line::raw(l.to_string()));
+                }
+            }
+        }
+        None => head.push(Line::styled(
+            "this ask is no longer pending (answered elsewhere, expired, or its mission stopped) — the draft is kept",
+            t.warning,
+        )),
+    }
+    if let Some(err) = draft.and_then(|d| d.error.as_ref()) {
+        head.push(Line::from(vec![
+            Span::styled("! ", t.danger),
+            Span::styled(err.clone(), t.danger),
+        ]));
+    }
+    if draft.is_some_and(|d| d.sending) {
+        head.push(Line::styled("sending…", t.muted));
+    }
+    let head_h =
+        (head.len() as u16 + 1).min(inner.height.saturating_sub(if question { 3 } else { 1 }));
+    let [top, bottom] =
+        Layout::vertical([Constraint::Length(head_h), Constraint::Fill(1)]).areas(inner);
+    frame.render_widget(Paragraph::new(head).wrap(Wrap { trim: false }), top);
+    if question {
+        if let Some(d) = draft {
+            let mut area = d.area.clone();
+            area.set_block(
+                Block::default()
+                    .borders(Borders::ALL)
+                    .border_set(m.symbols.border)
+                    .border_style(t.border)
+                    .title(" your answer — C-s or M-Enter sends · Esc closes, keeps the draft "),
+            );
+            area.set_cursor_line_style(ratatui::style::Style::new());
+            frame.render_widget(&area, bottom);
+        }
+    } else {
+        frame.render_widget(
+            Paragraph::new(Line::from(vec![
+                Span::styled("a", t.key),
+                Span::raw(" approve   "),
+                Span::styled("d", t.key),
+                Span::raw(" deny   "),
+                Span::styled("Esc", t.key),
+                Span::raw(" close without deciding"),
+            ])),
+            bottom,
+        );
+    }
+}
+
+pub fn confirm(frame: &mut Frame, area: Rect, m: &Model, c: &Confirm) {
+    let t = &m.theme;
+    let rect = centered(area, 64.min(area.width), 9);
+    frame.render_widget(Clear, rect);
+    let (title, lines) = match &c.kind {
+        ConfirmKind::Stop { mission_id, intent } => {
+            let cursor = if c.editing { "_" } else { "" };
+            (
+                format!(" Stop mission {}? ", short(mission_id)),
+                vec![
+                    Line::raw(truncate(
+                        intent,
+                        rect.width.saturating_sub(4) as usize,
+                        m.symbols.ellipsis,
+                    )),
+                    Line::raw("It is abandoned, its pending asks close, its unit is reaped."),
+                    Line::from(vec![
+                        Span::styled("Reason: ", t.title),
+                        Span::styled(
+                            format!("{}{cursor}", c.reason),
+                            if c.editing {
+                                t.selection
+                            } else {
+                                ratatui::style::Style::new()
+                            },
+                        ),
+                    ]),
+                ],
+            )
+        }
+        ConfirmKind::Quit { drafts } => (
+            " Quit? ".to_string(),
+            vec![Line::raw(format!(
+                "{drafts} unsent answer draft(s) will be lost."
+            ))],
+        ),
+    };
+    let block = modal(m, title);
+    let inner = block.inner(rect);
+    frame.render_widget(block, rect);
+    let mut lines = lines;
+    lines.push(Line::raw(""));
+    let button = |label: &'static str, focused: bool| {
+        Span::styled(label, if focused { t.selection } else { t.title })
+    };
+    lines.push(Line::from(vec![
+        button("[ No ]", !c.yes_focused),
+        Span::raw("  "),
+        button("[ Yes ]", c.yes_focused),
+        Span::styled(
+            if matches!(c.kind, ConfirmKind::Stop { .. }) {
+                "   y yes · n no · e edit reason"
+            } else {
+                "   y yes · n no"
+            },
+            t.muted,
+        ),
+    ]));
+    frame.render_widget(Paragraph::new(lines).wrap(Wrap { trim: false }), inner);
+}
+
+pub fn help(frame: &mut Frame, area: Rect, m: &Model, filter: &str, scroll: usize) {
+    let t = &m.theme;
+    let rect = centered(
+        area,
+        area.width.saturating_sub(4).min(96),
+        area.height.saturating_sub(2),
+    );
+    frame.render_widget(Clear, rect);
+    let block = modal(m, " Help — every key (type to filter, Esc closes) ".into());
+    let inner = block.inner(rect);
+    frame.render_widget(block, rect);
+    let mut lines = vec![Line::from(vec![
+        Span::styled("filter: ", t.title),
+        Span::raw(format!("{filter}_")),
+    ])];
+    let wide = inner.width >= 90;
+    let mut row = Vec::new();
+    for (title, rows) in keymap::help_sections(filter) {
+        lines.push(Line::styled(title, t.header));
+        for (keys, help) in rows {
+            let cell = format!("{:<14} {help}", keys);
+            if wide {
+                row.push(cell);
+                if row.len() == 2 {
+                    let left = super::fit(&row[0], (inner.width / 2) as usize, m.symbols.ellipsis);
+                    lines.push(Line::raw(format!("{left}{}", row[1])));
+                    row.clear();
+                }
+            } else {
+                lines.push(Line::raw(cell));
+            }
+        }
+        if let Some(r) = row.pop() {
+            lines.push(Line::raw(r));
+        }
+    }
+    if let Some(dir) = &m.host.log_dir {
+        lines.push(Line::styled(format!("logs: {}", dir.display()), t.muted));
+    }
+    // The filter line stays put; the rest scrolls (clamped to the last page).
+    let body: Vec<Line> = lines.split_off(1);
+    let room = inner.height.saturating_sub(1) as usize;
+    let scroll = scroll.min(body.len().saturating_sub(room));
+    lines.extend(body.into_iter().skip(scroll));
+    frame.render_widget(Paragraph::new(lines), inner);
+}
+
+/// Top-right stack; errors stay until dismissed.
+pub fn toasts(frame: &mut Frame, area: Rect, m: &Model) {
+    let width = (area.width * 2 / 5).clamp(30, 48).min(area.width);
+    let mut y = area.y + 1;
+    // Errors first (they wait to be dismissed), then the newest news; at most three,
+    // and no news over a modal the operator is working in.
+    let modal = !matches!(
+        m.mode,
+        crate::board::model::Mode::Board
+            | crate::board::model::Mode::Filter
+            | crate::board::model::Mode::CommandLine { .. }
+    );
+    let errors = m.toasts.iter().rev().filter(|t| t.error);
+    let news = m.toasts.iter().rev().filter(|t| !t.error && !modal);
+    for toast in errors.chain(news).take(3) {
+        let inner_w = width.saturating_sub(2) as usize;
+        let lines: Vec<Line> = toast
+            .text
+            .lines()
+            .map(|l| Line::raw(l.to_string()))
+            .collect();
+        let wrapped: u16 = toast
+            .text
+            .lines()
+            .map(|l| (Span::raw(l).width().max(1)).div_ceil(inner_w.max(1)) as u16)
+            .sum();
+        let h = (wrapped + 2).min(8);
+        if y + h > area.y + area.height.saturating_sub(1) {
+            break;
+        }
+        let rect = Rect::new(area.x + area.width - width, y, width, h);
+        frame.render_widget(Clear, rect);
+        let style = if toast.error {
+            m.theme.toast_error
+        } else {
+            m.theme.toast
+        };
+        let block = Block::default()
+            .borders(Borders::ALL)
+            .border_set(m.symbols.border)
+            .style(style)
+            .title(if toast.error {
+                " error — Esc dismisses "
+            } else {
+                ""
+            });
+        frame.render_widget(
+            Paragraph::new(lines)
+                .block(block)
+                .style(style)
+                .wrap(Wrap { trim: false }),
+            rect,
+        );
+        y += h;
+    }
+}

@@ -1,0 +1,115 @@
+//! The bottom line: mode, host state, counts, fleet width, beta/oracle, key hints —
+//! or the command/filter line being typed.
+
+use ratatui::Frame;
+use ratatui::layout::Rect;
+use ratatui::text::{Line, Span};
+use ratatui::widgets::Paragraph;
+
+use super::truncate;
+use crate::board::keymap;
+use crate::board::model::{Mode, Model};
+use crate::board::update::current_context;
+
+pub fn render(frame: &mut Frame, area: Rect, m: &Model) {
+    let t = &m.theme;
+    let width = area.width as usize;
+    match &m.mode {
+        Mode::CommandLine { line } => {
+            let text = format!(":{line}_");
+            frame.render_widget(
+                Paragraph::new(Line::from(vec![
+                    Span::styled(
+                        truncate(&text, width.saturating_sub(30), m.symbols.ellipsis),
+                        t.title,
+                    ),
+                    Span::styled("  Enter run · Esc cancel", t.muted),
+                ])),
+                area,
+            );
+            return;
+        }
+        Mode::Filter => {
+            let text = format!("/{}_", m.filter);
+            frame.render_widget(
+                Paragraph::new(Line::from(vec![
+                    Span::styled(text, t.title),
+                    Span::styled("  Enter keep · Esc clear", t.muted),
+                ])),
+                area,
+            );
+            return;
+        }
+        _ => {}
+    }
+    let s = &m.snap;
+    let mode = match &m.mode {
+        Mode::Board => "BOARD",
+        Mode::Answering { .. } => "ANSWER",
+        Mode::Picking(_) => "FIRE",
+        Mode::Confirm(_) => "CONFIRM",
+        Mode::Help { .. } => "HELP",
+        Mode::Filter => "FILTER",
+        Mode::CommandLine { .. } => "CMD",
+    };
+    let (dot_style, host) = match &s.store_error {
+        Some(e) => (t.danger, format!("store error: {e}")),
+        None => (t.state_landed, "live".to_string()),
+    };
+    let spin = if m.busy > 0 {
+        let frames = m.symbols.spinner;
+        format!(" {}", frames[(m.tick as usize) % frames.len()])
+    } else {
+        String::new()
+    };
+    let cap = if s.fleet_cap == 0 {
+        "∞".to_string()
+    } else {
+        s.fleet_cap.to_string()
+    };
+    let cap = if m.symbols.ascii && s.fleet_cap == 0 {
+        "inf".to_string()
+    } else {
+        cap
+    };
+    // At the 80-column floor the facts go compact so the key hints still fit.
+    let narrow = width < crate::board::layout::WIDE_BREAKPOINT as usize;
+    let sep = if narrow { " " } else { m.symbols.sep };
+    let demo = if m.host.demo_home.is_some() {
+        " DEMO"
+    } else {
+        ""
+    };
+    // The oracle needs the beta: with the beta off, "beta off" says both.
+    let beta = match (s.beta, s.oracle_mounted) {
+        (false, _) => "beta off".to_string(),
+        (true, o) => format!("beta on{sep}oracle {}", if o { "on" } else { "off" }),
+    };
+    let facts = format!(
+        " {host}{spin}{sep}asks {}{sep}open {}{sep}inbox {}{sep}fleet {}/{cap}{sep}{beta}",
+        s.pending_total, s.open_missions, s.inbox_total, s.fleet_used,
+    );
+    let hints: Vec<String> = keymap::hints(current_context(m))
+        .into_iter()
+        .map(|(k, h)| format!("{k} {h}"))
+        .collect();
+    let mode = if narrow && m.mode == Mode::Board {
+        ""
+    } else {
+        mode
+    };
+    let mut spans = vec![
+        Span::styled(format!("{mode}{demo} ").trim_start().to_string(), t.key),
+        Span::styled(m.symbols.dot, dot_style),
+        Span::raw(facts),
+        Span::raw("  "),
+    ];
+    let used: usize = spans.iter().map(Span::width).sum();
+    let hint_text = truncate(
+        &hints.join(" · "),
+        width.saturating_sub(used),
+        m.symbols.ellipsis,
+    );
+    spans.push(Span::styled(hint_text, t.muted));
+    frame.render_widget(Paragraph::new(Line::from(spans)), area);
+}

@@ -1,0 +1,390 @@
+//! Frames from a hand-built model at a fixed "now": deterministic snapshots of
+//! every pane and overlay at the 80x24 floor and at 120x40.
+
+use std::sync::Arc;
+
+use ratatui::Terminal;
+use ratatui::backend::TestBackend;
+use ratatui::layout::Rect;
+
+use crate::board::model::*;
+use crate::board::theme::{Symbols, Theme};
+use crate::mission::Status;
+
+const NOW: i64 = 1_796_220_003_000;
+const S: i64 = 1000;
+
+fn mission(id: &str, status: Status, intent: &str, age_s: i64, asks: i64) -> MissionRow {
+    MissionRow {
+        id: id.into(),
+        intent: intent.into(),
+        agent: "demo".into(),
+        envelope: "default".into(),
+        status,
+        status_reason: match status {
+            Status::Stuck => Some("the stub is scripted to get stuck".into()),
+            Status::Derailed => Some("stub derail: the scripted turn failed".into()),
+            _ => None,
+        },
+        created_at: NOW - age_s * S,
+        last_heartbeat: (status == Status::Open).then_some(NOW - 2 * S),
+        pending_asks: asks,
+    }
+}
+
+pub(crate) fn snapshot() -> Snapshot {
+    let rows = vec![
+        mission(
+            "a1b2c3d4-0000",
+            Status::Open,
+            "ask-then-land: rename the config env var",
+            40,
+            1,
+        ),
+        mission(
+            "b2c3d4e5-0000",
+            Status::Landed,
+            "land: write the release notes",
+            120,
+            0,
+        ),
+        mission(
+            "c3d4e5f6-0000",
+            Status::Stuck,
+            "stuck: deploy to staging",
+            300,
+            0,
+        ),
+        mission(
+            "d4e5f6a7-0000",
+            Status::Derailed,
+            "derail: migrate the schema",
+            900,
+            0,
+        ),
+        mission(
+            "e5f6a7b8-0000",
+            Status::Abandoned,
+            "mute: audit the logging setup",
+            4000,
+            0,
+        ),
+        mission(
+            "f6a7b8c9-0000",
+            Status::Open,
+            "perm-1: tidy the imports under approval",
+            20,
+            1,
+        ),
+    ];
+    let detail = Detail {
+        mission: rows[0].clone(),
+        last_error: None,
+        plan: vec![
+            PlanRow {
+                content: "survey the task".into(),
+                status: "completed".into(),
+            },
+            PlanRow {
+                content: "do the work".into(),
+                status: "in_progress".into(),
+            },
+            PlanRow {
+                content: "report the result".into(),
+                status: "pending".into(),
+            },
+        ],
+        plan_revision: 2,
+        reports: vec![
+            ReportRow {
+                kind: "result".into(),
+                summary: "wrote docs/config.md".into(),
+                warning: Some("claimed artifacts not found: docs/config.md".into()),
+                created_at: NOW - 5 * S,
+            },
+            ReportRow {
+                kind: "progress".into(),
+                summary: "surveyed the task".into(),
+                warning: None,
+                created_at: NOW - 30 * S,
+            },
+        ],
+        handover: vec![
+            "outcome: env var renamed".into(),
+            "next: update the deploy docs".into(),
+        ],
+    };
+    Snapshot {
+        generation: 1,
+        total_missions: 6,
+        open_missions: 2,
+        matched: None,
+        offset: 0,
+        rows,
+        detail: Some(detail),
+        asks: vec![
+            AskRow {
+                id: "ask-1111-question".into(),
+                mission_id: Some("a1b2c3d4-0000".into()),
+                agent: "demo".into(),
+                question: true,
+                summary: "Should I proceed with the change?".into(),
+                detail: Some("The env var is read in three places.".into()),
+                tool: "mission.mission_ask_attention".into(),
+                envelope: "default".into(),
+                created_at: NOW - 35 * S,
+                expires_at: 0,
+            },
+            AskRow {
+                id: "ask-2222-permission".into(),
+                mission_id: Some("f6a7b8c9-0000".into()),
+                agent: "demo".into(),
+                question: false,
+                summary: "edit the workspace".into(),
+                detail: Some("--- a/src/lib.rs\n+++ b/src/lib.rs".into()),
+                tool: "fs.edit".into(),
+                envelope: "default".into(),
+                created_at: NOW - 10 * S,
+                expires_at: NOW + 3600 * S,
+            },
+        ],
+        pending_total: 2,
+        inbox: vec![InboxRow {
+            id: "inbox-1".into(),
+            mission_id: "b2c3d4e5-0000".into(),
+            agent: "demo".into(),
+            reason: "operator-fired (no session)".into(),
+            kind: "result".into(),
+            summary: "the stub finished its scripted work".into(),
+            created_at: NOW - 100 * S,
+        }],
+        inbox_total: 1,
+        oracle_trace: vec![],
+        oracle_mounted: false,
+        beta: false,
+        fleet_used: 2,
+        fleet_cap: 8,
+        store_error: None,
+    }
+}
+
+pub(crate) fn model(w: u16, h: u16, ascii: bool) -> Model {
+    let symbols = if ascii {
+        Symbols::ascii()
+    } else {
+        Symbols::unicode()
+    };
+    let theme = if ascii { Theme::mono() } else { Theme::dark() };
+    let mut m = Model::new(theme, symbols, Rect::new(0, 0, w, h));
+    m.snap = Arc::new(snapshot());
+    m.now_ms = NOW;
+    m
+}
+
+fn frame(m: &Model) -> String {
+    let mut t = Terminal::new(TestBackend::new(m.size.width, m.size.height)).unwrap();
+    t.draw(|f| super::draw(f, m, NOW)).unwrap();
+    format!("{}", t.backend())
+}
+
+fn picker_data() -> PickerData {
+    PickerData {
+        envelopes: vec![
+            EnvelopeEntry {
+                file_name: "hitl-policy-default.json".into(),
+                short_name: "default".into(),
+                summary: "unruled calls stop for approval · ≤300 tool calls (declared, not enforced) · an agent may answer 3 questions".into(),
+                labels: vec![("maxToolCalls", "declared, not enforced"), ("maxTurns", "no effect")],
+            },
+            EnvelopeEntry {
+                file_name: "hitl-policy-strict.json".into(),
+                short_name: "strict".into(),
+                summary: "unruled calls are denied · questions always wait for a human".into(),
+                labels: vec![("maxTurns", "enforced")],
+            },
+            EnvelopeEntry {
+                file_name: "hitl-policy-broken.json".into(),
+                short_name: "broken".into(),
+                summary: String::new(),
+                labels: vec![],
+            },
+        ],
+        agents: vec![
+            AgentEntry { name: "demo".into(), description: "the scripted stub agent".into() },
+            AgentEntry { name: "claude".into(), description: "Claude over ACP".into() },
+        ],
+        default_agent: Some("demo".into()),
+        default_envelope: Some("default".into()),
+    }
+}
+
+macro_rules! both_sizes {
+    ($name:ident, $setup:expr) => {
+        #[test]
+        fn $name() {
+            for (w, h) in [(80u16, 24u16), (120, 40)] {
+                let mut m = model(w, h, false);
+                #[allow(clippy::redundant_closure_call)]
+                ($setup)(&mut m);
+                insta::assert_snapshot!(format!("{}_{w}x{h}", stringify!($name)), frame(&m));
+            }
+        }
+    };
+}
+
+both_sizes!(board, |_m: &mut Model| {});
+both_sizes!(board_asks_focused, |m: &mut Model| m.focus = Pane::Asks);
+both_sizes!(answer_pane, |m: &mut Model| {
+    let mut d = Draft::new();
+    d.area.insert_str("yes, rename it everywhere");
+    d.error = Some("ask ask-1111 was already answered — a verdict is recorded exactly once".into());
+    m.drafts.insert("ask-1111-question".into(), d);
+    m.mode = Mode::Answering {
+        ask_id: "ask-1111-question".into(),
+    };
+});
+both_sizes!(verdict_pane, |m: &mut Model| {
+    m.drafts.insert("ask-2222-permission".into(), Draft::new());
+    m.mode = Mode::Answering {
+        ask_id: "ask-2222-permission".into(),
+    };
+});
+both_sizes!(picker_envelopes, |m: &mut Model| {
+    let mut p = Picker::new();
+    p.data = Some(picker_data());
+    m.mode = Mode::Picking(p);
+});
+both_sizes!(picker_agent, |m: &mut Model| {
+    let mut p = Picker::new();
+    p.data = Some(picker_data());
+    p.step = PickStep::Agent;
+    m.mode = Mode::Picking(p);
+});
+both_sizes!(picker_intent_refused, |m: &mut Model| {
+    let mut p = Picker::new();
+    p.data = Some(picker_data());
+    p.step = PickStep::Intent;
+    p.intent = "land: write the notes".into();
+    p.error = Some("conflict: fleet admission refused: 8 units are already open".into());
+    m.mode = Mode::Picking(p);
+});
+both_sizes!(confirm_stop, |m: &mut Model| {
+    m.mode = Mode::Confirm(Confirm {
+        kind: ConfirmKind::Stop {
+            mission_id: "a1b2c3d4-0000".into(),
+            intent: "ask-then-land: rename".into(),
+        },
+        reason: "stopped by operator".into(),
+        editing: false,
+        yes_focused: false,
+        error: None,
+    });
+});
+both_sizes!(help_overlay, |m: &mut Model| m.mode = Mode::Help {
+    filter: String::new(),
+    scroll: 0
+});
+both_sizes!(command_line, |m: &mut Model| m.mode = Mode::CommandLine {
+    line: "mission --policy strict demo land: go".into()
+});
+both_sizes!(filter_and_toasts, |m: &mut Model| {
+    m.filter = "land".into();
+    let mut s = snapshot();
+    s.matched = Some(1);
+    s.rows.retain(|r| r.intent.contains("land"));
+    m.snap = Arc::new(s);
+    m.mode = Mode::Filter;
+    m.toasts.push(Toast {
+        text: "new question from demo: Should I proceed?".into(),
+        error: false,
+        until_ms: None,
+    });
+    m.toasts.push(Toast {
+        text:
+            "unknown mission envelope \"nope\" (--policy): no such policy file on the search path"
+                .into(),
+        error: true,
+        until_ms: None,
+    });
+});
+both_sizes!(empty_board, |m: &mut Model| m.snap =
+    Arc::new(Snapshot::default()));
+
+#[test]
+fn ascii_mono_frame() {
+    let m = model(80, 24, true);
+    let text = frame(&m);
+    assert!(text.is_ascii(), "ASCII mode drew non-ASCII:\n{text}");
+    insta::assert_snapshot!("ascii_mono_80x24", text);
+    // Mono carries no colour at all: every cell's fg/bg is the terminal's default.
+    let mut t = Terminal::new(TestBackend::new(80, 24)).unwrap();
+    t.draw(|f| super::draw(f, &m, NOW)).unwrap();
+    let buf = t.backend().buffer();
+    for cell in buf.content() {
+        assert_eq!(cell.fg, ratatui::style::Color::Reset);
+        assert_eq!(cell.bg, ratatui::style::Color::Reset);
+    }
+}
+
+#[test]
+fn ascii_picker_frame() {
+    let mut m = model(80, 24, true);
+    let mut p = Picker::new();
+    p.data = Some(picker_data());
+    m.mode = Mode::Picking(p);
+    insta::assert_snapshot!("ascii_picker_80x24", frame(&m));
+}
+
+#[test]
+fn too_small_says_so() {
+    let m = model(60, 20, false);
+    assert!(frame(&m).contains("terminal too small (need 80x24, have 60x20)"));
+}
+
+#[test]
+fn hostile_ask_text_renders_inert() {
+    use crate::asks::{Ask, AskState};
+    let hostile = Ask {
+        id: "ask-evil".into(),
+        tools_name: "mission".into(),
+        tool_name: "mission_ask_attention".into(),
+        args_summary: "\x1b[2J\x1b]0;owned\x07\x1b]8;;http://x\x1b\\click\x1b]8;;\x1b\\ me\u{202e}txet\x1b]52;c;aGk=\x07".into(),
+        diff: Some("line\x1b[31m red\x1b[0m\r\n\x07bell".into()),
+        policy_name: "default".into(),
+        matched_rule: None,
+        on_timeout: "deny".into(),
+        state: AskState::Pending,
+        resolution: None,
+        instance_id: String::new(),
+        session_id: String::new(),
+        agent_name: "evil\x1b[Hagent".into(),
+        mission_id: None,
+        created_at: NOW - S,
+        expires_at: 0,
+        resolved_at: None,
+    };
+    let row = crate::board::snapshot::ask_row(&hostile);
+    assert_eq!(row.summary, "click metxet");
+    assert_eq!(row.agent, "evilagent");
+    let mut m = model(120, 40, false);
+    let mut s = snapshot();
+    s.asks = vec![row];
+    m.snap = Arc::new(s);
+    m.drafts.insert("ask-evil".into(), Draft::new());
+    m.mode = Mode::Answering {
+        ask_id: "ask-evil".into(),
+    };
+    let mut t = Terminal::new(TestBackend::new(120, 40)).unwrap();
+    t.draw(|f| super::draw(f, &m, NOW)).unwrap();
+    for cell in t.backend().buffer().content() {
+        let sym = cell.symbol();
+        assert!(
+            !sym.chars()
+                .any(|c| c.is_control() || ('\u{202a}'..='\u{202e}').contains(&c)),
+            "a control character reached the screen: {sym:?}"
+        );
+    }
+    let text = format!("{}", t.backend());
+    assert!(text.contains("click metxet"));
+    assert!(!text.contains("owned") && !text.contains("aGk="));
+}

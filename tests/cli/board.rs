@@ -1,0 +1,297 @@
+//! The board: answering in place against the real stub (in process), and a tmux
+//! black-box run of `board --demo` on the real binary.
+
+use std::path::Path;
+use std::process::Command;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use crossterm::event::{Event, KeyCode, KeyEvent, KeyModifiers};
+use missionboard::board::effects::{self, Services};
+use missionboard::board::model::{Mode, Model};
+use missionboard::board::snapshot::{self, Source};
+use missionboard::board::theme::{Symbols, Theme};
+use missionboard::board::update::{Msg, update};
+use missionboard::envelope::presets;
+use missionboard::fleet::{DispatchRequest, Fleet};
+use missionboard::mission::Status;
+use missionboard::paths::Paths;
+use missionboard::store::Store;
+use ratatui::layout::Rect;
+
+use crate::harness::{BIN, Sandbox, wait_for};
+
+fn press(
+    m: &mut Model,
+    code: KeyCode,
+    mods: KeyModifiers,
+) -> Vec<missionboard::board::update::Effect> {
+    update(m, Msg::Term(Event::Key(KeyEvent::new(code, mods))))
+}
+
+/// Keys in, the answer through the operator path, and the real stub unit carries
+/// on and lands its mission.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn answering_in_the_board_lets_the_real_stub_land() {
+    let sb = Sandbox::new();
+    presets::seed(&sb.home, presets::Mode::Upgrade).unwrap();
+    sb.write(
+        &sb.home.join("agents.toml"),
+        &format!("[agents.stub]\ncommand = {BIN:?}\nargs = [\"stub-agent\"]\ndescription = \"test stub\"\n"),
+    );
+    let paths = Paths::resolve(sb.home.clone(), sb.cwd.clone());
+    let store = Store::open(&paths.db_path()).unwrap();
+    let fleet = Fleet::with_executable(paths.clone(), store, BIN.into()).unwrap();
+    let _teardown = fleet.spawn_teardown();
+    let d = fleet
+        .dispatch(DispatchRequest {
+            agent_name: "stub".into(),
+            intent: "ask-then-land: rename the env var".into(),
+            policy_name: "default".into(),
+            cwd: None,
+        })
+        .await
+        .expect("dispatch");
+    let svc = Services {
+        paths: paths.clone(),
+        fleet: fleet.clone(),
+    };
+    let src = Source::open(&paths.db_path(), Box::new(|| 1), false).unwrap();
+    let mut m = Model::new(Theme::mono(), Symbols::ascii(), Rect::new(0, 0, 120, 40));
+
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        let snap = snapshot::build(&src, &m.query());
+        update(&mut m, Msg::Snapshot(Arc::new(snap)));
+        if !m.snap.asks.is_empty() {
+            break;
+        }
+        assert!(Instant::now() < deadline, "the stub never asked");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    assert_eq!(
+        m.snap.asks[0].mission_id.as_deref(),
+        Some(d.mission_id.as_str())
+    );
+
+    press(&mut m, KeyCode::Char('2'), KeyModifiers::NONE);
+    press(&mut m, KeyCode::Enter, KeyModifiers::NONE);
+    assert!(matches!(m.mode, Mode::Answering { .. }));
+    for c in "yes, rename it".chars() {
+        press(&mut m, KeyCode::Char(c), KeyModifiers::NONE);
+    }
+    let fx = press(&mut m, KeyCode::Enter, KeyModifiers::ALT);
+    assert_eq!(fx.len(), 1, "{fx:?}");
+    let done = {
+        let svc = svc.clone();
+        let e = fx[0].clone();
+        tokio::task::spawn_blocking(move || effects::execute_blocking(e, &svc))
+            .await
+            .unwrap()
+    };
+    update(&mut m, done);
+    assert_eq!(m.mode, Mode::Board);
+
+    let deadline = Instant::now() + Duration::from_secs(30);
+    let mission = loop {
+        let mission = fleet.missions().require(&d.mission_id).unwrap();
+        if mission.status != Status::Open {
+            break mission;
+        }
+        assert!(Instant::now() < deadline, "the mission never came to rest");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    };
+    assert_eq!(mission.status, Status::Landed, "{mission:?}");
+    let reports = fleet.missions().reports(&d.mission_id, 50).unwrap();
+    assert!(
+        reports
+            .iter()
+            .any(|r| r.summary == "answer was: yes, rename it"),
+        "{reports:#?}"
+    );
+    fleet.shutdown().await;
+}
+
+/// A tmux server of our own, killed on drop.
+struct Tmux {
+    socket: String,
+}
+
+impl Tmux {
+    fn cmd(&self) -> Command {
+        let mut c = Command::new("tmux");
+        c.args(["-L", &self.socket]);
+        c
+    }
+
+    fn capture(&self) -> String {
+        let out = self
+            .cmd()
+            .args(["capture-pane", "-p", "-t", "board"])
+            .output()
+            .unwrap();
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    }
+
+    fn keys(&self, keys: &[&str]) {
+        let st = self
+            .cmd()
+            .args(["send-keys", "-t", "board"])
+            .args(keys)
+            .status()
+            .unwrap();
+        assert!(st.success());
+    }
+
+    fn literal(&self, text: &str) {
+        let st = self
+            .cmd()
+            .args(["send-keys", "-t", "board", "-l", text])
+            .status()
+            .unwrap();
+        assert!(st.success());
+    }
+
+    /// Wait until the screen satisfies `cond`, with a deadline, returning it.
+    #[track_caller]
+    fn wait_screen(&self, secs: u64, what: &str, cond: impl Fn(&str) -> bool) -> String {
+        let deadline = Instant::now() + Duration::from_secs(secs);
+        loop {
+            let screen = self.capture();
+            if cond(&screen) {
+                return screen;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "timed out waiting for {what}; screen:\n{screen}"
+            );
+            std::thread::sleep(Duration::from_millis(100));
+        }
+    }
+}
+
+impl Drop for Tmux {
+    fn drop(&mut self) {
+        let _ = self.cmd().arg("kill-server").status();
+    }
+}
+
+fn tmux_available() -> bool {
+    Command::new("tmux")
+        .arg("-V")
+        .output()
+        .is_ok_and(|o| o.status.success())
+}
+
+fn shell_quote(p: &Path) -> String {
+    format!("'{}'", p.display().to_string().replace('\'', "'\\''"))
+}
+
+#[test]
+fn tmux_demo_shows_states_answers_in_place_and_restores_the_terminal() {
+    if !tmux_available() {
+        eprintln!("note: tmux is not installed; skipping the board's black-box test");
+        return;
+    }
+    let sb = Sandbox::new();
+    let tmux = Tmux {
+        socket: format!("mb-board-{}", std::process::id()),
+    };
+    let script = format!(
+        "cd {cwd} && env MISSIONBOARD_HOME={home} HOME={home_parent} LANG=C.UTF-8 TERM=xterm-256color {bin} board --demo; echo EXITED:$?; sleep 60",
+        cwd = shell_quote(&sb.cwd),
+        home = shell_quote(&sb.home),
+        home_parent = shell_quote(sb.home.parent().unwrap()),
+        bin = shell_quote(Path::new(BIN)),
+    );
+    let st = tmux
+        .cmd()
+        .args([
+            "new-session",
+            "-d",
+            "-s",
+            "board",
+            "-x",
+            "120",
+            "-y",
+            "40",
+            &script,
+        ])
+        .status()
+        .unwrap();
+    assert!(st.success(), "tmux new-session failed");
+
+    // Missions in several states, and the demo's question waiting.
+    let screen = tmux.wait_screen(
+        60,
+        "missions in several states and the demo question",
+        |s| {
+            let states = ["open", "landed", "derailed", "stuck"]
+                .iter()
+                .filter(|w| s.contains(&format!(" {w} ")))
+                .count();
+            states >= 3 && s.contains("Should I proceed")
+        },
+    );
+    assert!(screen.contains("Missions"), "{screen}");
+    assert!(screen.contains("Pending asks"), "{screen}");
+    assert!(screen.contains("oracle not mounted"), "{screen}");
+
+    // Reflow at the 80x24 floor, and back.
+    let st = tmux
+        .cmd()
+        .args(["resize-window", "-t", "board", "-x", "80", "-y", "24"])
+        .status()
+        .unwrap();
+    assert!(st.success());
+    tmux.wait_screen(10, "the 80x24 reflow", |s| {
+        s.lines().count() <= 24
+            && s.lines()
+                .next()
+                .is_some_and(|l| l.starts_with("╭ Missions") && l.chars().count() == 80)
+    });
+    let st = tmux
+        .cmd()
+        .args(["resize-window", "-t", "board", "-x", "120", "-y", "40"])
+        .status()
+        .unwrap();
+    assert!(st.success());
+    tmux.wait_screen(10, "the 120x40 reflow", |s| {
+        s.lines().next().is_some_and(|l| l.chars().count() == 120)
+    });
+
+    // Answer the question in place: focus the asks pane, open the oldest ask (the
+    // demo fires its question first), type, send with C-s.
+    tmux.keys(&["2"]);
+    tmux.keys(&["Enter"]);
+    tmux.wait_screen(10, "the answer pane", |s| s.contains("your answer"));
+    tmux.literal("yes, rename it");
+    tmux.wait_screen(10, "the typed answer", |s| s.contains("yes, rename it"));
+    tmux.keys(&["C-s"]);
+    tmux.wait_screen(10, "the answer pane to close", |s| {
+        !s.contains("your answer")
+    });
+
+    // The asked mission lands: read back through the CLI against the same home.
+    wait_for(60, "the ask-then-land mission to land", || {
+        let out = sb.run(&["mission", "list", "--json"]);
+        let v: serde_json::Value = serde_json::from_str(&out.stdout).ok()?;
+        let landed = v.as_array()?.iter().any(|m| {
+            m["intent"]
+                .as_str()
+                .is_some_and(|i| i.starts_with("ask-then-land"))
+                && m["status"] == "landed"
+        });
+        landed.then_some(())
+    });
+
+    // q leaves the board; the alternate screen is gone and the process exited 0.
+    tmux.keys(&["q"]);
+    let screen = tmux.wait_screen(30, "the board to exit", |s| s.contains("EXITED:"));
+    assert!(screen.contains("EXITED:0"), "{screen}");
+    assert!(screen.contains("missionboard demo home:"), "{screen}");
+    assert!(
+        !screen.contains("Pending asks"),
+        "the board is still on screen:\n{screen}"
+    );
+}
