@@ -213,7 +213,7 @@ async fn run_to_rest(h: &Host, agent: &str, policy: &str) -> missionboard::missi
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn every_tool_call_counts_against_max_tool_calls() {
-    let five = r#"{"name":"five","turns":[{"steps":[{"report":{"summary":"starting"}},{"tool_call":"one"},{"tool_call":"two"},{"tool_call":"three"},{"tool_call":"four"},{"tool_call":"five"},{"finish":"landed"}]}]}"#;
+    let five = r#"{"name":"five","delay_ms":50,"turns":[{"steps":[{"report":{"summary":"starting"}},{"tool_call":"one"},{"tool_call":"two"},{"tool_call":"three"},{"tool_call":"four"},{"tool_call":"five"},{"finish":"landed"}]}]}"#;
     let h = host("8", &[("five", five)]);
     let _teardown = h.fleet.spawn_teardown();
     let policy = bounded(&h, "three", r#"{"maxToolCalls":3}"#);
@@ -230,7 +230,7 @@ async fn every_tool_call_counts_against_max_tool_calls() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_token_bound_holds_on_reported_usage_and_on_the_meter_without_it() {
-    let reported = r#"{"name":"r","turns":[{"steps":[{"report":{"summary":"go"}},{"usage":{"used":500,"size":32768}},{"finish":"landed"}]}]}"#;
+    let reported = r#"{"name":"r","delay_ms":50,"turns":[{"steps":[{"report":{"summary":"go"}},{"usage":{"used":500,"size":32768}},{"finish":"landed"}]}]}"#;
     let chatty = format!(
         r#"{{"name":"c","turns":[{{"steps":[{{"report":{{"summary":"go"}}}},{{"say":"{}"}},{{"sleep":500}},{{"finish":"landed"}}]}}]}}"#,
         "words ".repeat(400)
