@@ -17,11 +17,21 @@ use crate::store::Store;
 
 pub const AGENT: &str = "demo";
 pub const ENVELOPE: &str = "default";
+/// A demo envelope with a small token budget, so one mission visibly hits a bound.
+pub const BUDGET_ENVELOPE: &str = "demo-budget";
+const BUDGET_ENVELOPE_FILE: &str = r#"{
+  "//": "The board demo's budget envelope: a small token ceiling so a mission visibly hits a compute bound.",
+  "default_action": "approve",
+  "rules": [{"tools": "mission", "tool": "*", "action": "allow"}],
+  "attention": {"allowAgentAnswers": false},
+  "compute": {"maxTokens": 100000, "onExhausted": "finish_stuck"}
+}
+"#;
 
 /// The intents fired, in order. The stub picks its scenario from the first
 /// scenario name in the intent, so each names exactly one. The question comes
-/// first so it is the oldest (top) pending ask. `tokens` burns a compute bound that
-/// is not enforced yet, so `stuck` is fired too to show that state.
+/// first so it is the oldest (top) pending ask. `tokens` runs under
+/// [`BUDGET_ENVELOPE`] and crosses its token bound; `stuck` is the unit's own verdict.
 pub const INTENTS: &[&str] = &[
     "ask-then-land: rename the config env var once the operator agrees",
     "land: write the release notes",
@@ -59,6 +69,11 @@ pub fn prepare() -> anyhow::Result<Paths> {
     std::fs::create_dir_all(&work)
         .map_err(|e| anyhow::anyhow!("cannot create the demo home {}: {e}", home.display()))?;
     presets::seed(&home, presets::Mode::Upgrade)?;
+    let budget = home.join(format!("hitl-policy-{BUDGET_ENVELOPE}.json"));
+    if !budget.exists() {
+        std::fs::write(&budget, BUDGET_ENVELOPE_FILE)
+            .map_err(|e| anyhow::anyhow!("cannot write {}: {e}", budget.display()))?;
+    }
     let paths = Paths::resolve(home.clone(), work);
     let registry = Registry::load(&paths)?;
     if registry.get(AGENT).is_none() {
@@ -92,7 +107,12 @@ pub async fn fire_all(fleet: Fleet, tx: UnboundedSender<Msg>) {
         let req = DispatchRequest {
             agent_name: AGENT.into(),
             intent: (*intent).into(),
-            policy_name: ENVELOPE.into(),
+            policy_name: if intent.starts_with("tokens") {
+                BUDGET_ENVELOPE
+            } else {
+                ENVELOPE
+            }
+            .into(),
             cwd: None,
         };
         if let Err(e) = fleet.dispatch(req).await {
