@@ -10,7 +10,7 @@ use crate::acp::{CANCEL_GRACE, PromptOutcome, Unit, UnitError, UnitEvent};
 use crate::asks::Asks;
 use crate::asks::checkpoint::{Checkpoint, HostId};
 use crate::envelope::policy::ComputeBounds;
-use crate::mission::{Mission, Missions, ReportInput, Status};
+use crate::mission::{Mission, Missions, Status};
 use crate::tools::MissionSocket;
 
 /// Journal entries kept per unit (the "last words" come from here).
@@ -311,15 +311,7 @@ impl Drive {
     }
 
     fn file_blocker(&self, summary: String, detail: String) {
-        let r = self.missions.add_report(
-            &self.mission.id,
-            ReportInput {
-                kind: "blocker".into(),
-                summary,
-                detail,
-                ..Default::default()
-            },
-        );
+        let r = self.missions.add_blocker(&self.mission.id, summary, detail);
         if let Err(e) = r {
             tracing::error!(mission = %self.mission.id, "could not file the runtime blocker: {e}");
         }
@@ -343,15 +335,7 @@ impl Drive {
         let detail = format!(
             "The unit's turn on session {session} returned an error, and the drive loop is the only thing prompting a dispatched unit:\n\n{err}\n\nThe mission was finished derailed and the unit stopped, so it no longer holds fleet width. Re-dispatch once the cause is addressed."
         );
-        if let Err(e) = missions.add_report(
-            &id,
-            ReportInput {
-                kind: "blocker".into(),
-                summary: summary.clone(),
-                detail,
-                ..Default::default()
-            },
-        ) {
+        if let Err(e) = missions.add_blocker(&id, summary.clone(), detail) {
             tracing::error!(mission = %id, "could not file the turn-failure blocker: {e}");
         }
         if let Err(e) = missions.finish(&id, Status::Derailed, &summary) {

@@ -257,14 +257,10 @@ impl MissionToolCalls {
             format!("{}\n\n{note}", detail.trim_end())
         };
         self.missions
-            .add_report(
+            .add_blocker(
                 &self.mission_id,
-                ReportInput {
-                    kind: "blocker".into(),
-                    summary: crate::asks::one_line_summary(summary.trim()),
-                    detail,
-                    ..Default::default()
-                },
+                crate::asks::one_line_summary(summary.trim()),
+                detail,
             )
             .map_err(|e| format!("missiontools: file report: {e}"))?;
         self.heartbeat();

@@ -236,18 +236,10 @@ impl Fleet {
             let agent = self.resolve_agent(&mission.agent_name)?;
             let ask = inner.asks.require(ask_id)?;
             if ask.answer().is_none() {
-                inner.missions.add_report(
-                    &mission.id,
-                    crate::mission::ReportInput {
-                        kind: "blocker".into(),
-                        summary: crate::asks::one_line_summary(&ask.args_summary),
-                        detail: format!(
+                inner.missions.add_blocker(&mission.id, crate::asks::one_line_summary(&ask.args_summary), format!(
                             "(the unit asked for an operator and got no answer: the question was {} before anyone answered it)",
                             ask.state.as_str()
-                        ),
-                        ..Default::default()
-                    },
-                )?;
+                        ))?;
             }
             let reports = inner.missions.reports(&mission.id, 50)?;
             let blocks = vec![

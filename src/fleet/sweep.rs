@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use crate::asks::Asks;
 use crate::clock;
-use crate::mission::{Mission, MissionError, Missions, ReportInput};
+use crate::mission::{Mission, MissionError, Missions};
 
 /// Silence longer than this means the host is gone.
 pub const STALE_AFTER: Duration = Duration::from_secs(6 * 3600);
@@ -60,14 +60,10 @@ pub fn reclaim(missions: &Missions, asks: &Asks) -> Result<usize, MissionError> 
             silence_text(silence),
             silence_text(bound)
         );
-        missions.add_report(
+        missions.add_blocker(
             &m.id,
-            ReportInput {
-                kind: "blocker".into(),
-                summary: "Mission reclaimed: its host process is gone.".into(),
-                detail,
-                ..Default::default()
-            },
+            "Mission reclaimed: its host process is gone.".into(),
+            detail,
         )?;
     }
     Ok(reclaimed)

@@ -316,23 +316,18 @@ impl Missions {
 
     /// Missions newest first.
     pub fn list(&self, limit: usize) -> Result<Vec<Mission>> {
-        Ok(self.store.with(|c| {
-            let mut s = c.prepare_cached(&format!(
-                "SELECT {COLUMNS} FROM missions ORDER BY created_at DESC, id DESC LIMIT ?1"
-            ))?;
-            s.query_map(params![limit as i64], from_row)?.collect()
-        })?)
+        self.query(
+            "ORDER BY created_at DESC, id DESC LIMIT ?1",
+            params![limit as i64],
+        )
     }
 
     /// One page of missions, newest first: what a scrolled view shows, and no more.
     pub fn list_page(&self, offset: usize, limit: usize) -> Result<Vec<Mission>> {
-        Ok(self.store.with(|c| {
-            let mut s = c.prepare_cached(&format!(
-                "SELECT {COLUMNS} FROM missions ORDER BY created_at DESC, id DESC LIMIT ?1 OFFSET ?2"
-            ))?;
-            s.query_map(params![limit as i64, offset as i64], from_row)?
-                .collect()
-        })?)
+        self.query(
+            "ORDER BY created_at DESC, id DESC LIMIT ?1 OFFSET ?2",
+            params![limit as i64, offset as i64],
+        )
     }
 
     /// How many missions there are, and how many of them are open.
@@ -388,14 +383,19 @@ impl Missions {
         Ok(changed == 1)
     }
 
+    fn query(&self, tail: &str, p: impl rusqlite::Params) -> Result<Vec<Mission>> {
+        Ok(self.store.with(|c| {
+            let mut s = c.prepare_cached(&format!("SELECT {COLUMNS} FROM missions {tail}"))?;
+            s.query_map(p, from_row)?.collect()
+        })?)
+    }
+
     /// Open missions, oldest first (what sweeps and hosts scan).
     pub fn list_open(&self, limit: usize) -> Result<Vec<Mission>> {
-        Ok(self.store.with(|c| {
-            let mut s = c.prepare_cached(&format!(
-                "SELECT {COLUMNS} FROM missions WHERE status = 'open' ORDER BY created_at, id LIMIT ?1"
-            ))?;
-            s.query_map(params![limit as i64], from_row)?.collect()
-        })?)
+        self.query(
+            "WHERE status = 'open' ORDER BY created_at, id LIMIT ?1",
+            params![limit as i64],
+        )
     }
 
     /// Record the unit's session and instance. Re-binding the same value is a no-op;

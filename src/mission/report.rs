@@ -207,6 +207,19 @@ impl Missions {
         Ok(report)
     }
 
+    /// File a blocker report (the runtime's way of saying what stopped a mission).
+    pub fn add_blocker(&self, mission_id: &str, summary: String, detail: String) -> Result<Report> {
+        self.add_report(
+            mission_id,
+            ReportInput {
+                kind: "blocker".into(),
+                summary,
+                detail,
+                ..Default::default()
+            },
+        )
+    }
+
     /// A mission's reports, oldest first, at most `limit` (the newest `limit`).
     pub fn reports(&self, mission_id: &str, limit: usize) -> Result<Vec<Report>> {
         let mut out: Vec<Report> = self.store.with(|c| {
