@@ -397,3 +397,18 @@ fn toasts_announce_new_asks_and_terminal_states() {
     update(&mut m, Msg::Tick(later));
     assert!(m.toasts.is_empty());
 }
+
+#[test]
+fn the_selection_follows_its_mission_when_new_ones_arrive() {
+    let mut m = model(120, 40, false);
+    key(&mut m, KeyCode::Char('j'));
+    let chosen = m.selected_mission().unwrap().id.clone();
+    // A mission fired meanwhile lands on top and pushes every row down one.
+    let mut s = (*m.snap).clone();
+    let mut fresh = s.rows[0].clone();
+    fresh.id = "f00dbabe-0000-0000-0000-000000000000".into();
+    s.rows.insert(0, fresh);
+    s.rows.pop();
+    update(&mut m, Msg::Snapshot(Arc::new(s)));
+    assert_eq!(m.selected_mission().unwrap().id, chosen);
+}

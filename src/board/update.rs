@@ -236,7 +236,13 @@ fn on_snapshot(m: &mut Model, s: Arc<Snapshot>) {
         m.seen_status.insert(r.id.clone(), r.status);
     }
     m.primed = true;
+    // Selection follows the mission, not the row: a mission fired meanwhile pushes
+    // rows down, and a key pressed next must still act on what the operator chose.
+    let chosen = m.selected_mission().map(|r| r.id.clone());
     m.snap = s;
+    if let Some(i) = chosen.and_then(|id| m.snap.rows.iter().position(|r| r.id == id)) {
+        m.mission_sel = m.snap.offset + i;
+    }
     let count = m.mission_count();
     if count == 0 {
         m.mission_sel = 0;
