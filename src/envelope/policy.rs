@@ -684,7 +684,7 @@ pub(crate) struct RawCompute {
     pub(crate) on_exhausted: String,
 }
 
-const COMPUTE_FIELDS: [&str; 6] = [
+pub(crate) const COMPUTE_FIELDS: [&str; 6] = [
     "maxTurns",
     "maxToolCalls",
     "maxTokens",
@@ -692,7 +692,7 @@ const COMPUTE_FIELDS: [&str; 6] = [
     "backendAllowlist",
     "onExhausted",
 ];
-const TRUSTED_BINARIES_FIELDS: [&str; 2] = ["dirs", "hashes"];
+pub(crate) const TRUSTED_BINARIES_FIELDS: [&str; 2] = ["dirs", "hashes"];
 
 /// The lenient decode (load step 2): wrong types fail, unknown keys do not.
 pub(crate) fn decode_policy(doc: &Json) -> Result<RawPolicy, String> {

@@ -29,16 +29,7 @@ const POLICY_FIELDS: &[&str] = &[
 ];
 const RULE_FIELDS: &[&str] = &["tools", "tool", "when", "action", "timeout_s", "on_timeout"];
 const CONDITION_FIELDS: &[&str] = &["key", "op", "value"];
-const COMPUTE_FIELDS: &[&str] = &[
-    "maxTurns",
-    "maxToolCalls",
-    "maxTokens",
-    "modelAllowlist",
-    "backendAllowlist",
-    "onExhausted",
-];
 const ATTENTION_FIELDS: &[&str] = &["allowAgentAnswers", "maxAgentAnswers"];
-const TRUSTED_BINARIES_FIELDS: &[&str] = &["dirs", "hashes"];
 
 const CHAIN_FIELDS: &[&str] = &[
     "id",
@@ -231,9 +222,9 @@ fn check_policy_shapes(top: &[(String, Json)], errs: &mut Vec<String>) -> bool {
             ),
             (section @ ("compute" | "attention" | "trusted_binaries"), Json::Obj(entries)) => {
                 let known = match section {
-                    "compute" => COMPUTE_FIELDS,
+                    "compute" => &super::policy::COMPUTE_FIELDS,
                     "attention" => ATTENTION_FIELDS,
-                    _ => TRUSTED_BINARIES_FIELDS,
+                    _ => &super::policy::TRUSTED_BINARIES_FIELDS,
                 };
                 check_keys(section, entries, known, errs);
                 if section == "trusted_binaries"

@@ -14,14 +14,6 @@ use crate::envelope::policy::ComputeBounds;
 /// English prose and code.
 pub const BYTES_PER_TOKEN: u64 = 4;
 
-/// The mission tools: the unit's own channel to the operator, never counted.
-const MISSION_TOOLS: [&str; 4] = [
-    "mission_report",
-    "mission_plan",
-    "mission_ask_attention",
-    "mission_finish",
-];
-
 #[derive(Default)]
 struct Spent {
     tool_calls: HashSet<String>,
@@ -51,7 +43,10 @@ impl Budget {
     /// `maxToolCalls` (reported once; later calls return `None` but are refused by
     /// [`Budget::is_exhausted`]).
     pub fn tool_call(&self, id: &str, title: &str) -> Option<String> {
-        if MISSION_TOOLS.iter().any(|t| title.contains(t)) {
+        if crate::tools::MISSION_TOOL_NAMES
+            .iter()
+            .any(|t| title.contains(t))
+        {
             return None;
         }
         let max = self.bounds.max_tool_calls;

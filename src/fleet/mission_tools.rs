@@ -41,9 +41,7 @@ impl MissionToolCalls {
             "mission_plan" => self.plan(&args),
             "mission_ask_attention" => self.ask(&args).await,
             "mission_finish" => self.finish(&args),
-            other => Err(format!(
-                "missiontools: unknown tool {other:?} (want mission_report, mission_ask_attention, mission_plan or mission_finish)"
-            )),
+            other => Err(crate::tools::unknown_tool_error(other)),
         }
     }
 

@@ -18,14 +18,6 @@ use crate::mission::{Missions, Status};
 
 use super::budget::Budget;
 
-/// The mission tools: requests aimed at them are our own channel, always allowed.
-const MISSION_TOOLS: [&str; 4] = [
-    "mission_report",
-    "mission_plan",
-    "mission_ask_attention",
-    "mission_finish",
-];
-
 /// Everything the answerer needs about the unit it serves.
 pub(super) struct Gate {
     pub mission_id: String,
@@ -143,7 +135,7 @@ fn targets_mission_server(ask: &PermissionAsk) -> bool {
         .as_ref()
         .map(Value::to_string)
         .unwrap_or_default();
-    MISSION_TOOLS
+    crate::tools::MISSION_TOOL_NAMES
         .iter()
         .any(|t| ask.title.contains(t) || raw.contains(t))
 }

@@ -366,19 +366,7 @@ impl Missions {
             )
         })?;
         if changed == 1 {
-            let m = self.require(id)?;
-            self.publish(
-                subjects::STATUS_CHANGED,
-                json!({
-                    "missionId": m.id,
-                    "agentName": m.agent_name,
-                    "intent": m.intent,
-                    "oldStatus": "open",
-                    "newStatus": "abandoned",
-                    "reason": reason,
-                    "instanceId": m.instance_id,
-                }),
-            );
+            self.publish_status(&self.require(id)?);
         }
         Ok(changed == 1)
     }
@@ -476,18 +464,7 @@ impl Missions {
         })?;
         let m = self.require(id)?;
         if changed == 1 {
-            self.publish(
-                subjects::STATUS_CHANGED,
-                json!({
-                    "missionId": m.id,
-                    "agentName": m.agent_name,
-                    "intent": m.intent,
-                    "oldStatus": "open",
-                    "newStatus": status.as_str(),
-                    "reason": reason,
-                    "instanceId": m.instance_id,
-                }),
-            );
+            self.publish_status(&m);
             return Ok(Finished {
                 mission: m,
                 changed: true,
@@ -504,6 +481,23 @@ impl Missions {
             m.status.as_str(),
             status.as_str()
         )))
+    }
+
+    /// Announce a mission's move from open to its (stored) terminal status; every
+    /// host follows these to reap the unit it holds.
+    fn publish_status(&self, m: &Mission) {
+        self.publish(
+            subjects::STATUS_CHANGED,
+            json!({
+                "missionId": m.id,
+                "agentName": m.agent_name,
+                "intent": m.intent,
+                "oldStatus": "open",
+                "newStatus": m.status.as_str(),
+                "reason": m.status_reason.clone().unwrap_or_default(),
+                "instanceId": m.instance_id,
+            }),
+        );
     }
 
     /// Publish after a durable write. A failed publish never undoes the write; it is
