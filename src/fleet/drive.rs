@@ -139,13 +139,16 @@ impl Drive {
         }
         // Resident until the mission rests (the teardown follower flips `stop`),
         // resuming the unit whenever a question it parked on is resolved.
+        // A unit parks only during a turn, so the list is read now and after each
+        // resume turn; a resident unit with nothing parked polls nothing.
+        let mut parked = self.parked();
         let mut tick = tokio::time::interval(RESUME_POLL);
         tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Skip);
         while !*self.stop.borrow() {
             tokio::select! {
                 changed = self.stop.changed() => if changed.is_err() { break },
                 Some(ev) = self.events.recv() => journal.record(ev),
-                _ = tick.tick() => match self.resume_answered(&mut journal).await {
+                _ = tick.tick(), if !parked.is_empty() => match self.resume_answered(&mut parked, &mut journal).await {
                     Some(Turn::Failed(e)) => return self.fail_turn(e).await,
                     Some(_) => break,
                     None => {}
@@ -169,8 +172,12 @@ impl Drive {
     /// If a question the unit parked on has been resolved, claim the resume and send
     /// the unit its answer as a new turn. Returns that turn when it ended the drive
     /// (it failed, or the mission came to rest under it).
-    async fn resume_answered(&mut self, journal: &mut Journal) -> Option<Turn> {
-        for cp in self.parked() {
+    async fn resume_answered(
+        &mut self,
+        parked: &mut Vec<Checkpoint>,
+        journal: &mut Journal,
+    ) -> Option<Turn> {
+        for cp in parked.clone() {
             let Ok(ask) = self.asks.require(&cp.ask_id) else {
                 continue;
             };
@@ -193,6 +200,9 @@ impl Drive {
                 Turn::Done(_) => {
                     self.heartbeat();
                     let _ = self.asks.drop_checkpoint(&cp.ask_id);
+                    // The resumed turn may have parked on a new question.
+                    *parked = self.parked();
+                    return None;
                 }
                 Turn::Failed(e) => {
                     let _ = self.asks.fail_checkpoint(&cp.ask_id, &e.to_string());

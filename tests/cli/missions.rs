@@ -399,6 +399,14 @@ fn a_report_an_ask_and_an_inbox_item_are_three_rows_with_three_lifecycles() {
     assert!(all.lines()[1].trim_end().ends_with("yes"), "{}", all.stdout);
     // Acking touched neither the report nor the ask.
     assert_eq!(sb.pending_ask_ids(), vec![ask.clone()]);
+    let show = sb.run(&["mission", "show", &id]).ok();
+    assert!(
+        show.stdout.contains(&format!(
+            "Asks:      1 pending — answer with 'missionboard approvals respond <id> --answer \"...\"' (missionboard mission asks {id}):\n             [{ask}] Rename the env var too?\n"
+        )),
+        "{}",
+        show.stdout
+    );
 
     sb.run(&["approvals", "respond", &ask, "--answer", "yes, everywhere"])
         .ok();
