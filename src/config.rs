@@ -293,15 +293,8 @@ pub fn beta_enabled(db_path: &std::path::Path) -> bool {
     let Ok(Some(store)) = Store::open_read_only(db_path) else {
         return false;
     };
-    store
-        .with(|c| {
-            c.query_row(
-                "SELECT value FROM config WHERE key = ?1",
-                params![OPT_IN_BETA],
-                |r| r.get::<_, String>(0),
-            )
-            .optional()
-        })
+    Config::new(store)
+        .get(OPT_IN_BETA)
         .ok()
         .flatten()
         .is_some_and(|v| v == "true")
