@@ -16,6 +16,7 @@ pub mod envelope;
 pub mod fleet;
 pub mod logging;
 pub mod mission;
+pub mod model;
 pub mod paths;
 pub mod store;
 pub mod stub;

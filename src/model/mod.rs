@@ -1,0 +1,418 @@
+//! The model client shared by the oracle and the native agent (`missionboard agent`).
+//!
+//! One thin client over OpenAI-compatible `POST {base}/chat/completions` with function
+//! tools, and a scripted backend (`model-base-url scripted:<file.json>`) that replays a
+//! JSON dialog turn by turn, so demos and tests never reach a real model. Both sit behind
+//! [`ModelClient`]; callers build a [`ChatRequest`] and get a [`ChatReply`].
+//!
+//! Servers differ (Ollama, llama.cpp, vLLM, OpenAI): the reply parser is lenient about the
+//! shape of tool-call arguments and missing ids, but the request is always the plain
+//! OpenAI shape.
+
+mod openai;
+mod scripted;
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use serde::{Deserialize, Serialize};
+use serde_json::{Value, json};
+
+pub use openai::OpenAiClient;
+pub use scripted::{ScriptedBackend, ScriptedTurn, recorded_requests_path};
+
+/// The model name the scripted backend advertises everywhere, so nobody mistakes a replay
+/// for a real model.
+pub const SCRIPTED_MODEL: &str = "scripted-test";
+
+/// Prefix of `model-base-url` that selects the scripted backend.
+pub const SCRIPTED_PREFIX: &str = "scripted:";
+
+/// Who wrote a message in the dialog.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Role {
+    System,
+    User,
+    Assistant,
+    Tool,
+}
+
+/// One message of a chat dialog.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ChatMessage {
+    pub role: Role,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub content: Option<String>,
+    /// Tool calls the assistant made in this message.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub tool_calls: Vec<ToolCall>,
+    /// For a `tool` message: which call this is the result of.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tool_call_id: Option<String>,
+}
+
+impl ChatMessage {
+    pub fn system(text: impl Into<String>) -> Self {
+        Self::text(Role::System, text)
+    }
+
+    pub fn user(text: impl Into<String>) -> Self {
+        Self::text(Role::User, text)
+    }
+
+    pub fn assistant(content: Option<String>, tool_calls: Vec<ToolCall>) -> Self {
+        ChatMessage {
+            role: Role::Assistant,
+            content,
+            tool_calls,
+            tool_call_id: None,
+        }
+    }
+
+    /// The result of tool call `call_id`.
+    pub fn tool_result(call_id: impl Into<String>, text: impl Into<String>) -> Self {
+        ChatMessage {
+            role: Role::Tool,
+            content: Some(text.into()),
+            tool_calls: Vec::new(),
+            tool_call_id: Some(call_id.into()),
+        }
+    }
+
+    fn text(role: Role, text: impl Into<String>) -> Self {
+        ChatMessage {
+            role,
+            content: Some(text.into()),
+            tool_calls: Vec::new(),
+            tool_call_id: None,
+        }
+    }
+}
+
+/// A tool the model may call: a name, what it is for, and a JSON Schema for its arguments.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ToolSpec {
+    pub name: String,
+    pub description: String,
+    pub parameters: Value,
+}
+
+/// Whether, and which, tool the model must call.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub enum ToolChoice {
+    /// The server's default (`auto` when tools are offered).
+    #[default]
+    Auto,
+    /// Some tool must be called.
+    Required,
+    /// This tool must be called. Local servers may ignore it; callers tolerate that.
+    Named(String),
+}
+
+/// A call the model made.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ToolCall {
+    /// The server's id for the call; generated when the server sends none.
+    pub id: String,
+    pub name: String,
+    /// Arguments as a JSON value (servers that send a JSON string are decoded; a string
+    /// that is not JSON is kept as a JSON string so the caller can say what was wrong).
+    pub arguments: Value,
+}
+
+/// Token usage the server reported for one call.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+pub struct Usage {
+    #[serde(default)]
+    pub prompt_tokens: u64,
+    #[serde(default)]
+    pub completion_tokens: u64,
+    #[serde(default)]
+    pub total_tokens: u64,
+}
+
+impl Usage {
+    /// The total, computed from the parts when the server left it out.
+    pub fn total(&self) -> u64 {
+        if self.total_tokens > 0 {
+            self.total_tokens
+        } else {
+            self.prompt_tokens + self.completion_tokens
+        }
+    }
+}
+
+/// One completion request.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct ChatRequest {
+    pub messages: Vec<ChatMessage>,
+    pub tools: Vec<ToolSpec>,
+    pub tool_choice: ToolChoice,
+    /// Cap on the reply's length, if any.
+    pub max_tokens: Option<u32>,
+}
+
+impl ChatRequest {
+    /// The request body in the OpenAI wire shape, for `model`.
+    pub fn to_wire(&self, model: &str) -> Value {
+        let mut body = json!({
+            "model": model,
+            "messages": self.messages.iter().map(wire_message).collect::<Vec<_>>(),
+            "temperature": 0,
+            "stream": false,
+        });
+        if !self.tools.is_empty() {
+            body["tools"] = self
+                .tools
+                .iter()
+                .map(|t| {
+                    json!({"type": "function", "function": {
+                        "name": t.name, "description": t.description, "parameters": t.parameters}})
+                })
+                .collect();
+            body["tool_choice"] = match &self.tool_choice {
+                ToolChoice::Auto => json!("auto"),
+                ToolChoice::Required => json!("required"),
+                ToolChoice::Named(name) => json!({"type": "function", "function": {"name": name}}),
+            };
+        }
+        if let Some(max) = self.max_tokens {
+            body["max_tokens"] = json!(max);
+        }
+        body
+    }
+}
+
+fn wire_message(m: &ChatMessage) -> Value {
+    let mut v = json!({"role": m.role, "content": m.content});
+    if !m.tool_calls.is_empty() {
+        v["tool_calls"] = m
+            .tool_calls
+            .iter()
+            .map(|c| {
+                json!({"id": c.id, "type": "function", "function": {
+                    "name": c.name, "arguments": c.arguments.to_string()}})
+            })
+            .collect();
+    }
+    if let Some(id) = &m.tool_call_id {
+        v["tool_call_id"] = json!(id);
+    }
+    v
+}
+
+/// What the model answered.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+pub struct ChatReply {
+    pub content: Option<String>,
+    pub tool_calls: Vec<ToolCall>,
+    pub finish_reason: Option<String>,
+    pub usage: Option<Usage>,
+}
+
+/// Why a completion failed. Each message names what to do about it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ModelError {
+    /// Nothing answered at the endpoint.
+    Unreachable { url: String, detail: String },
+    /// The endpoint answered with an error status (after retries, for transient ones).
+    Status {
+        url: String,
+        status: u16,
+        body: String,
+    },
+    /// No reply within the per-call timeout (after retries).
+    Timeout { url: String, after: Duration },
+    /// The endpoint answered something that is not a chat completion.
+    BadReply { url: String, detail: String },
+    /// The scripted dialog has no turn left for this call.
+    Exhausted {
+        path: PathBuf,
+        call: usize,
+        held: usize,
+    },
+    /// The scripted dialog could not be loaded.
+    Script { path: PathBuf, detail: String },
+    /// The settings are unusable (no model name, a missing API key variable, ...).
+    Settings(String),
+}
+
+impl std::fmt::Display for ModelError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            ModelError::Unreachable { url, detail } => write!(
+                f,
+                "model endpoint {url} is unreachable ({detail}); start the model server or set `missionboard config set model-base-url <url>`"
+            ),
+            ModelError::Status { url, status, body } => {
+                write!(f, "model endpoint {url} answered HTTP {status}")?;
+                if !body.is_empty() {
+                    write!(f, ": {body}")?;
+                }
+                Ok(())
+            }
+            ModelError::Timeout { url, after } => write!(
+                f,
+                "model endpoint {url} did not answer within {}s",
+                after.as_secs()
+            ),
+            ModelError::BadReply { url, detail } => {
+                write!(
+                    f,
+                    "model endpoint {url} sent a reply that is not a chat completion: {detail}"
+                )
+            }
+            ModelError::Exhausted { path, call, held } => write!(
+                f,
+                "scripted backend {} is exhausted: call {call} asked for turn {call} but the script holds {held} turn(s)",
+                path.display()
+            ),
+            ModelError::Script { path, detail } => {
+                write!(f, "scripted backend {}: {detail}", path.display())
+            }
+            ModelError::Settings(detail) => f.write_str(detail),
+        }
+    }
+}
+
+impl std::error::Error for ModelError {}
+
+/// Where the model lives and which one to ask for.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ModelSettings {
+    /// `http(s)://…/v1`, or `scripted:<file.json>`.
+    pub base_url: String,
+    /// The model to ask for; required for an HTTP endpoint.
+    pub model: Option<String>,
+    /// Name of the environment variable that holds the bearer key, if the endpoint needs one.
+    pub api_key_env: Option<String>,
+    /// Per-call timeout.
+    pub timeout: Duration,
+}
+
+impl ModelSettings {
+    pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(120);
+
+    /// Settings from the `model-*` config keys.
+    pub fn from_config(config: &crate::config::Config) -> anyhow::Result<Self> {
+        use crate::config::{MODEL_API_KEY_ENV, MODEL_BASE_URL, MODEL_NAME};
+        Ok(ModelSettings {
+            base_url: config
+                .get(MODEL_BASE_URL)?
+                .unwrap_or_else(|| "http://127.0.0.1:11434/v1".to_string()),
+            model: config.get(MODEL_NAME)?,
+            api_key_env: config.get(MODEL_API_KEY_ENV)?,
+            timeout: Self::DEFAULT_TIMEOUT,
+        })
+    }
+
+    /// The scripted file, when these settings select the scripted backend.
+    pub fn scripted_path(&self) -> Option<PathBuf> {
+        self.base_url
+            .strip_prefix(SCRIPTED_PREFIX)
+            .map(|p| PathBuf::from(p.trim()))
+    }
+}
+
+/// A connected model: the HTTP client or the scripted replay.
+#[derive(Debug)]
+pub enum ModelClient {
+    OpenAi(OpenAiClient),
+    Scripted(ScriptedBackend),
+}
+
+impl ModelClient {
+    /// Build the client the settings select. A scripted dialog is loaded and validated
+    /// now, so a broken script fails before any work starts.
+    pub fn connect(settings: &ModelSettings) -> Result<Self, ModelError> {
+        match settings.scripted_path() {
+            Some(path) => Ok(ModelClient::Scripted(ScriptedBackend::load(&path)?)),
+            None => Ok(ModelClient::OpenAi(OpenAiClient::new(settings)?)),
+        }
+    }
+
+    /// One completion.
+    pub async fn complete(&self, request: &ChatRequest) -> Result<ChatReply, ModelError> {
+        match self {
+            ModelClient::OpenAi(c) => c.complete(request).await,
+            ModelClient::Scripted(s) => s.complete(request),
+        }
+    }
+
+    /// The model's name as every surface shows it.
+    pub fn model_name(&self) -> &str {
+        match self {
+            ModelClient::OpenAi(c) => c.model(),
+            ModelClient::Scripted(_) => SCRIPTED_MODEL,
+        }
+    }
+
+    /// A one-line description for narration: `qwen3 at http://…` or `scripted (path)`.
+    pub fn describe(&self) -> String {
+        match self {
+            ModelClient::OpenAi(c) => format!("{} at {}", c.model(), c.base_url()),
+            ModelClient::Scripted(s) => format!("scripted ({})", s.path().display()),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_wire_request_is_the_openai_shape() {
+        let request = ChatRequest {
+            messages: vec![
+                ChatMessage::system("be brief"),
+                ChatMessage::assistant(
+                    None,
+                    vec![ToolCall {
+                        id: "c1".into(),
+                        name: "read_file".into(),
+                        arguments: json!({"path": "a"}),
+                    }],
+                ),
+                ChatMessage::tool_result("c1", "contents"),
+            ],
+            tools: vec![ToolSpec {
+                name: "read_file".into(),
+                description: "read".into(),
+                parameters: json!({"type": "object"}),
+            }],
+            tool_choice: ToolChoice::Named("read_file".into()),
+            max_tokens: Some(64),
+        };
+        let wire = request.to_wire("m");
+        assert_eq!(wire["model"], "m");
+        assert_eq!(
+            wire["messages"][0],
+            json!({"role": "system", "content": "be brief"})
+        );
+        assert_eq!(
+            wire["messages"][1]["tool_calls"][0]["function"]["arguments"],
+            json!("{\"path\":\"a\"}")
+        );
+        assert_eq!(wire["messages"][2]["tool_call_id"], "c1");
+        assert_eq!(wire["tools"][0]["function"]["name"], "read_file");
+        assert_eq!(
+            wire["tool_choice"],
+            json!({"type": "function", "function": {"name": "read_file"}})
+        );
+        assert_eq!(wire["max_tokens"], 64);
+    }
+
+    #[test]
+    fn settings_select_the_scripted_backend_by_prefix() {
+        let mut s = ModelSettings {
+            base_url: "scripted:/tmp/d.json".into(),
+            model: None,
+            api_key_env: None,
+            timeout: ModelSettings::DEFAULT_TIMEOUT,
+        };
+        assert_eq!(s.scripted_path(), Some(PathBuf::from("/tmp/d.json")));
+        s.base_url = "http://127.0.0.1:11434/v1".into();
+        assert_eq!(s.scripted_path(), None);
+    }
+}

@@ -1,0 +1,294 @@
+//! The scripted backend: replays a JSON dialog, one turn per completion, and records every
+//! request it was sent, so a demo or a test can show exactly what the model saw.
+//!
+//! File shape: `{"turns": [turn, …]}` (or the bare array), where a turn is
+//! `{match?, text?, tool_calls?: [{id?, name, arguments}], finish_reason?, usage?}` and
+//! must carry text or tool calls. A turn with `match` is consumed first by the earliest
+//! request whose messages contain that substring (an ask id, a mission id, a summary), so
+//! concurrent oracles do not race one cursor; other turns are consumed in order. One cursor
+//! per script per process. Running past the end fails with the path and the turn index:
+//! there is never a fallback reply.
+//!
+//! Each request is appended, as one JSON line in the OpenAI wire shape, to
+//! `<script>.requests.jsonl` beside the script (see [`recorded_requests_path`]).
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::sync::Mutex;
+
+use serde::Deserialize;
+use serde_json::Value;
+
+use super::{ChatReply, ChatRequest, ModelError, SCRIPTED_MODEL, ToolCall, Usage};
+
+/// One scripted reply.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ScriptedTurn {
+    #[serde(default, rename = "match")]
+    pub matches: Option<String>,
+    #[serde(default)]
+    pub text: Option<String>,
+    #[serde(default)]
+    pub tool_calls: Vec<ScriptedCall>,
+    #[serde(default)]
+    pub finish_reason: Option<String>,
+    #[serde(default)]
+    pub usage: Option<Usage>,
+}
+
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ScriptedCall {
+    #[serde(default)]
+    pub id: Option<String>,
+    pub name: String,
+    #[serde(default)]
+    pub arguments: Value,
+}
+
+#[derive(Deserialize)]
+#[serde(untagged)]
+enum ScriptFile {
+    Dialog {
+        #[serde(default)]
+        #[allow(dead_code)]
+        // accepted for compatibility; the identity is always scripted-test
+        model: Option<String>,
+        turns: Vec<ScriptedTurn>,
+    },
+    Turns(Vec<ScriptedTurn>),
+}
+
+#[derive(Debug)]
+struct Cursor {
+    consumed: Vec<bool>,
+    calls: usize,
+}
+
+#[derive(Debug)]
+pub struct ScriptedBackend {
+    path: PathBuf,
+    turns: Vec<ScriptedTurn>,
+    cursor: Mutex<Cursor>,
+}
+
+/// Where the scripted backend records the requests it was sent for `script`.
+pub fn recorded_requests_path(script: &Path) -> PathBuf {
+    let mut name = script.as_os_str().to_owned();
+    name.push(".requests.jsonl");
+    PathBuf::from(name)
+}
+
+impl ScriptedBackend {
+    /// Load and validate a dialog.
+    pub fn load(path: &Path) -> Result<Self, ModelError> {
+        let fail = |detail: String| ModelError::Script {
+            path: path.to_path_buf(),
+            detail,
+        };
+        let text =
+            std::fs::read_to_string(path).map_err(|e| fail(format!("cannot read it: {e}")))?;
+        let turns = match serde_json::from_str::<ScriptFile>(&text) {
+            Ok(ScriptFile::Dialog { turns, .. }) | Ok(ScriptFile::Turns(turns)) => turns,
+            Err(e) => {
+                return Err(fail(format!(
+                    "not a dialog ({e}); expected {{\"turns\": [{{\"text\": …}} | {{\"tool_calls\": [{{\"name\": …, \"arguments\": {{…}}}}]}}]}}"
+                )));
+            }
+        };
+        if let Some(i) = turns
+            .iter()
+            .position(|t| t.text.is_none() && t.tool_calls.is_empty())
+        {
+            return Err(fail(format!(
+                "turn {} is empty: give it text or tool_calls",
+                i + 1
+            )));
+        }
+        Ok(ScriptedBackend {
+            path: path.to_path_buf(),
+            cursor: Mutex::new(Cursor {
+                consumed: vec![false; turns.len()],
+                calls: 0,
+            }),
+            turns,
+        })
+    }
+
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    pub fn complete(&self, request: &ChatRequest) -> Result<ChatReply, ModelError> {
+        self.record(request);
+        let mut cursor = self.cursor.lock().unwrap_or_else(|p| p.into_inner());
+        cursor.calls += 1;
+        let call = cursor.calls;
+        let mentions = |needle: &str| {
+            request
+                .messages
+                .iter()
+                .any(|m| m.content.as_deref().is_some_and(|c| c.contains(needle)))
+        };
+        let pick = (0..self.turns.len())
+            .filter(|&i| !cursor.consumed[i])
+            .find(|&i| self.turns[i].matches.as_deref().is_some_and(mentions))
+            .or_else(|| {
+                (0..self.turns.len())
+                    .find(|&i| !cursor.consumed[i] && self.turns[i].matches.is_none())
+            });
+        let Some(index) = pick else {
+            return Err(ModelError::Exhausted {
+                path: self.path.clone(),
+                call,
+                held: self.turns.len(),
+            });
+        };
+        cursor.consumed[index] = true;
+        let turn = &self.turns[index];
+        Ok(ChatReply {
+            content: turn.text.clone(),
+            tool_calls: turn
+                .tool_calls
+                .iter()
+                .enumerate()
+                .map(|(i, c)| ToolCall {
+                    id: c
+                        .id
+                        .clone()
+                        .unwrap_or_else(|| format!("call_{}_{}", index + 1, i + 1)),
+                    name: c.name.clone(),
+                    arguments: c.arguments.clone(),
+                })
+                .collect(),
+            finish_reason: turn.finish_reason.clone().or_else(|| {
+                Some(
+                    if turn.tool_calls.is_empty() {
+                        "stop"
+                    } else {
+                        "tool_calls"
+                    }
+                    .to_string(),
+                )
+            }),
+            usage: turn.usage,
+        })
+    }
+
+    /// Append the request to the record. A record that cannot be written is logged, not
+    /// fatal: the replay itself does not depend on it.
+    fn record(&self, request: &ChatRequest) {
+        let path = recorded_requests_path(&self.path);
+        let line = format!("{}\n", request.to_wire(SCRIPTED_MODEL));
+        let written = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(&path)
+            .and_then(|mut f| f.write_all(line.as_bytes()));
+        if let Err(e) = written {
+            tracing::warn!(path = %path.display(), error = %e, "cannot record a scripted request");
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::ChatMessage;
+    use serde_json::json;
+
+    fn script(dir: &Path, dialog: Value) -> PathBuf {
+        let path = dir.join("dialog.json");
+        std::fs::write(&path, dialog.to_string()).unwrap();
+        path
+    }
+
+    fn ask(text: &str) -> ChatRequest {
+        ChatRequest {
+            messages: vec![ChatMessage::user(text)],
+            ..Default::default()
+        }
+    }
+
+    #[test]
+    fn turns_replay_in_order_then_the_script_is_exhausted() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = script(
+            dir.path(),
+            json!({"turns": [
+                {"text": "one"},
+                {"tool_calls": [{"name": "f", "arguments": {"a": 1}}], "usage": {"total_tokens": 7}}
+            ]}),
+        );
+        let backend = ScriptedBackend::load(&path).unwrap();
+        assert_eq!(
+            backend.complete(&ask("x")).unwrap().content.as_deref(),
+            Some("one")
+        );
+        let second = backend.complete(&ask("y")).unwrap();
+        assert_eq!(second.tool_calls[0].id, "call_2_1");
+        assert_eq!(second.tool_calls[0].arguments, json!({"a": 1}));
+        assert_eq!(second.finish_reason.as_deref(), Some("tool_calls"));
+        assert_eq!(second.usage.unwrap().total(), 7);
+        let err = backend.complete(&ask("z")).unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            format!(
+                "scripted backend {} is exhausted: call 3 asked for turn 3 but the script holds 2 turn(s)",
+                path.display()
+            )
+        );
+        let recorded = std::fs::read_to_string(recorded_requests_path(&path)).unwrap();
+        let lines: Vec<Value> = recorded
+            .lines()
+            .map(|l| serde_json::from_str(l).unwrap())
+            .collect();
+        assert_eq!(lines.len(), 3);
+        assert_eq!(lines[1]["messages"][0]["content"], "y");
+        assert_eq!(lines[1]["model"], SCRIPTED_MODEL);
+    }
+
+    #[test]
+    fn a_matching_turn_is_consumed_before_the_ordered_ones() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = script(
+            dir.path(),
+            json!([{"text": "plain"}, {"match": "ask-42", "text": "for 42"}]),
+        );
+        let backend = ScriptedBackend::load(&path).unwrap();
+        assert_eq!(
+            backend
+                .complete(&ask("about ask-42"))
+                .unwrap()
+                .content
+                .as_deref(),
+            Some("for 42")
+        );
+        assert_eq!(
+            backend
+                .complete(&ask("about ask-42"))
+                .unwrap()
+                .content
+                .as_deref(),
+            Some("plain")
+        );
+    }
+
+    #[test]
+    fn an_empty_turn_or_a_malformed_file_is_refused_at_load() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = script(
+            dir.path(),
+            json!({"turns": [{"text": "ok"}, {"usage": {}}]}),
+        );
+        let err = ScriptedBackend::load(&path).unwrap_err().to_string();
+        assert!(
+            err.ends_with("turn 2 is empty: give it text or tool_calls"),
+            "{err}"
+        );
+        let path = script(dir.path(), json!({"turns": [{"txt": "typo"}]}));
+        let err = ScriptedBackend::load(&path).unwrap_err().to_string();
+        assert!(err.contains("not a dialog"), "{err}");
+    }
+}
