@@ -39,6 +39,8 @@ impl Context {
 pub enum Action {
     ForceQuit,
     Redraw,
+    Suspend,
+    Editor,
     Quit,
     Help,
     Down,
@@ -188,6 +190,13 @@ pub const BINDINGS: &[Binding] = &[
         &[ctrl('l')],
         Action::Redraw,
         "repaint the whole screen",
+        None,
+    ),
+    b(
+        C::Global,
+        &[ctrl('z')],
+        Action::Suspend,
+        "suspend to the shell; `fg` resumes (missions hosted here wait meanwhile)",
         None,
     ),
     b(C::Board, &[k('?')], Action::Help, "this help", Some("help")),
@@ -352,6 +361,13 @@ pub const BINDINGS: &[Binding] = &[
         Action::Submit,
         "send the answer",
         Some("send"),
+    ),
+    b(
+        C::Answer,
+        &[ctrl('o')],
+        Action::Editor,
+        "edit in $VISUAL or $EDITOR",
+        None,
     ),
     b(
         C::Answer,

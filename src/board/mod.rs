@@ -46,7 +46,7 @@ use crate::fleet::Fleet;
 use crate::paths::Paths;
 use crate::store::Store;
 use effects::Services;
-use model::{Model, Query, Snapshot};
+use model::{Model, Query, Snapshot, TerminalRequest};
 use update::{Msg, update};
 
 /// ~30 fps: the frame tick only draws when something changed.
@@ -148,7 +148,7 @@ async fn event_loop(
         let msg = tokio::select! {
             _ = frame.tick() => {
                 if model.redraw {
-                    term.terminal.clear()?;
+                    term.repaint()?;
                     model.redraw = false;
                     dirty = true;
                 }
@@ -179,6 +179,27 @@ async fn event_loop(
             effects::spawn(effect, svc, tx.clone());
         }
         dirty = true;
+        if let Some(request) = model.terminal_request.take() {
+            // crossterm's reader thread would steal the editor's (or the shell's)
+            // keystrokes: stop it for the hand-over, start a fresh one after.
+            drop(events);
+            match request {
+                TerminalRequest::Suspend => term.hand_over(|| {
+                    // Stop our whole process group, as the terminal's own ^Z would (raw
+                    // mode turned that off), so a wrapper script stops with us and the
+                    // shell's `fg` continues both. Units run in their own groups.
+                    // SAFETY: kill(2) on our own group; no memory is involved.
+                    unsafe { libc::kill(0, libc::SIGTSTP) };
+                })?,
+                TerminalRequest::Edit { ask_id, text } => {
+                    let dir = svc.paths.run_dir();
+                    let result = term.hand_over(|| edit_in_editor(&dir, &ask_id, &text))?;
+                    let _ = tx.send(Msg::Edited { ask_id, result });
+                }
+            }
+            events = EventStream::new();
+            model.redraw = true;
+        }
         let q = model.query();
         query_tx.send_if_modified(|cur| {
             if *cur != q {
@@ -220,21 +241,26 @@ struct TerminalGuard {
     terminal: Terminal<CrosstermBackend<std::io::Stdout>>,
 }
 
+/// Put the terminal in board mode; on failure, leave it as it was.
+fn take_terminal() -> std::io::Result<()> {
+    enable_raw_mode()?;
+    TERMINAL_ACTIVE.store(true, Ordering::SeqCst);
+    let entered = crossterm::execute!(
+        std::io::stdout(),
+        EnterAlternateScreen,
+        EnableMouseCapture,
+        EnableBracketedPaste
+    );
+    if entered.is_err() {
+        restore_terminal();
+    }
+    entered
+}
+
 impl TerminalGuard {
     fn enter() -> anyhow::Result<TerminalGuard> {
         install_panic_hook();
-        enable_raw_mode()?;
-        TERMINAL_ACTIVE.store(true, Ordering::SeqCst);
-        let mut out = std::io::stdout();
-        if let Err(e) = crossterm::execute!(
-            out,
-            EnterAlternateScreen,
-            EnableMouseCapture,
-            EnableBracketedPaste
-        ) {
-            restore_terminal();
-            return Err(e.into());
-        }
+        take_terminal()?;
         let terminal = match Terminal::new(CrosstermBackend::new(std::io::stdout())) {
             Ok(t) => t,
             Err(e) => {
@@ -248,6 +274,54 @@ impl TerminalGuard {
     fn leave(&mut self) {
         restore_terminal();
     }
+
+    /// Clear the screen and draw everything afresh on the next frame. Not
+    /// `Terminal::clear`: it queries the cursor position, whose answer the live
+    /// `EventStream` swallows, so it stalls two seconds and fails.
+    fn repaint(&mut self) -> anyhow::Result<()> {
+        let size = self.terminal.size()?;
+        self.terminal
+            .resize(Rect::new(0, 0, size.width, size.height))?;
+        Ok(())
+    }
+
+    /// Give the terminal back to the shell while `f` runs (an editor, a suspend),
+    /// then take it again; the caller asks for a repaint.
+    fn hand_over<T>(&mut self, f: impl FnOnce() -> T) -> anyhow::Result<T> {
+        restore_terminal();
+        let out = tokio::task::block_in_place(f);
+        take_terminal()?;
+        Ok(out)
+    }
+}
+
+/// Edit `text` in `$VISUAL`, else `$EDITOR`, else `vi`, through a file in the run
+/// directory; the new text, or why the draft stays as it was.
+fn edit_in_editor(run_dir: &std::path::Path, ask_id: &str, text: &str) -> Result<String, String> {
+    let editor = ["VISUAL", "EDITOR"]
+        .iter()
+        .find_map(|v| std::env::var(v).ok().filter(|e| !e.trim().is_empty()))
+        .unwrap_or_else(|| "vi".to_string());
+    let file = run_dir.join(format!("answer-{ask_id}.md"));
+    let unchanged = |why: String| format!("{why}; the draft is unchanged");
+    std::fs::create_dir_all(run_dir)
+        .and_then(|()| std::fs::write(&file, text))
+        .map_err(|e| unchanged(format!("cannot write {}: {e}", file.display())))?;
+    // Through the shell, so an editor given with arguments (`code -w`) works.
+    let status = std::process::Command::new("sh")
+        .arg("-c")
+        .arg(format!("{editor} \"$1\""))
+        .arg("sh")
+        .arg(&file)
+        .status();
+    let result = match status {
+        Ok(s) if s.success() => std::fs::read_to_string(&file)
+            .map_err(|e| unchanged(format!("cannot read {}: {e}", file.display()))),
+        Ok(s) => Err(unchanged(format!("the editor `{editor}` exited with {s}"))),
+        Err(e) => Err(unchanged(format!("cannot run the editor `{editor}`: {e}"))),
+    };
+    let _ = std::fs::remove_file(&file);
+    result
 }
 
 impl Drop for TerminalGuard {

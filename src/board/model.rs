@@ -263,12 +263,31 @@ impl Draft {
     pub fn text(&self) -> String {
         self.area.lines().join("\n")
     }
+
+    /// Replace the draft (after the operator's editor), cursor at the end.
+    pub fn set_text(&mut self, text: &str) {
+        let placeholder = self.area.placeholder_text().to_string();
+        self.area = TextArea::from(text.trim_end_matches('\n').lines());
+        self.area.set_placeholder_text(placeholder);
+        self.area.move_cursor(ratatui_textarea::CursorMove::Bottom);
+        self.area.move_cursor(ratatui_textarea::CursorMove::End);
+        self.error = None;
+    }
 }
 
 impl Default for Draft {
     fn default() -> Self {
         Draft::new()
     }
+}
+
+/// A hand-over of the terminal: the board steps aside, then takes it back.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum TerminalRequest {
+    /// Ctrl-Z: stop the process as a shell's job control expects.
+    Suspend,
+    /// Ctrl-O: edit this ask's draft in the operator's editor.
+    Edit { ask_id: String, text: String },
 }
 
 /// Facts about the host shown in the status bar and on exit.
@@ -299,6 +318,8 @@ pub struct Model {
     pub symbols: Symbols,
     pub quit: bool,
     pub redraw: bool,
+    /// Something only the terminal's owner (the event loop) can do; it takes it.
+    pub terminal_request: Option<TerminalRequest>,
     /// A pending `g` of the `g g` chord.
     pub chord_g: bool,
     pub now_ms: i64,
@@ -330,6 +351,7 @@ impl Model {
             symbols,
             quit: false,
             redraw: false,
+            terminal_request: None,
             chord_g: false,
             now_ms: 0,
             tick: 0,

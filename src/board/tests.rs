@@ -6,7 +6,7 @@ use std::sync::Arc;
 use crossterm::event::{Event, KeyCode, KeyEvent, KeyModifiers};
 
 use super::effects::{self, Services};
-use super::model::{ConfirmKind, Mode, Model, Pane};
+use super::model::{ConfirmKind, Mode, Model, Pane, TerminalRequest};
 use super::snapshot::{self, Source};
 use super::update::{Effect, Msg, update};
 use super::view::tests::model;
@@ -140,6 +140,53 @@ fn quit_asks_first_when_a_draft_is_unsent() {
     assert!(!m.quit);
     key(&mut m, KeyCode::Char('y'));
     assert!(m.quit);
+}
+
+#[test]
+fn ctrl_z_suspends_and_ctrl_o_hands_the_draft_to_the_editor() {
+    let mut m = model(120, 40, false);
+    ctrl(&mut m, 'z');
+    assert_eq!(m.terminal_request.take(), Some(TerminalRequest::Suspend));
+    key(&mut m, KeyCode::Char('2'));
+    key(&mut m, KeyCode::Enter);
+    let Mode::Answering { ask_id } = m.mode.clone() else {
+        panic!("not answering: {:?}", m.mode);
+    };
+    typed(&mut m, "first");
+    ctrl(&mut m, 'o');
+    assert_eq!(
+        m.terminal_request.take(),
+        Some(TerminalRequest::Edit {
+            ask_id: ask_id.clone(),
+            text: "first".into()
+        })
+    );
+    // The editor's text replaces the draft; typing goes on at its end.
+    update(
+        &mut m,
+        Msg::Edited {
+            ask_id: ask_id.clone(),
+            result: Ok("line one\nline two\n".into()),
+        },
+    );
+    typed(&mut m, "!");
+    assert_eq!(m.drafts[&ask_id].text(), "line one\nline two!");
+    // An editor that failed leaves the draft and says why.
+    update(
+        &mut m,
+        Msg::Edited {
+            ask_id: ask_id.clone(),
+            result: Err(
+                "the editor `false` exited with exit status: 1; the draft is unchanged".into(),
+            ),
+        },
+    );
+    assert_eq!(m.drafts[&ask_id].text(), "line one\nline two!");
+    assert!(
+        m.toasts
+            .iter()
+            .any(|t| t.text.contains("the draft is unchanged"))
+    );
 }
 
 /// A scratch world: a real store with one open mission and its pending question.

@@ -13,7 +13,7 @@ use super::keymap::{self, Action, Context};
 use super::layout;
 use super::model::{
     Confirm, ConfirmKind, Mode, Model, Pane, PickStep, Picker, PickerData, Snapshot, TOAST_MS,
-    Toast,
+    TerminalRequest, Toast,
 };
 use crate::asks::OperatorVerdict;
 use crate::fleet::stop::DEFAULT_REASON;
@@ -38,6 +38,11 @@ pub enum Msg {
     Toast {
         text: String,
         error: bool,
+    },
+    /// The operator's editor returned: the draft's new text, or why it could not run.
+    Edited {
+        ask_id: String,
+        result: Result<String, String>,
     },
 }
 
@@ -178,6 +183,13 @@ pub fn update(m: &mut Model, msg: Msg) -> Vec<Effect> {
             toast(m, text, error);
             vec![]
         }
+        Msg::Edited { ask_id, result } => {
+            match result {
+                Ok(text) => m.drafts.entry(ask_id).or_default().set_text(&text),
+                Err(e) => toast(m, e, true),
+            }
+            vec![]
+        }
     }
 }
 
@@ -302,6 +314,10 @@ fn on_key(m: &mut Model, key: KeyEvent) -> Vec<Effect> {
         }
         Some(Action::Redraw) => {
             m.redraw = true;
+            return vec![];
+        }
+        Some(Action::Suspend) => {
+            m.terminal_request = Some(TerminalRequest::Suspend);
             return vec![];
         }
         _ => {}
@@ -565,6 +581,16 @@ fn answering_key(
     match action {
         Some(Action::Close) => {
             m.mode = Mode::Board;
+            return vec![];
+        }
+        Some(Action::Editor) if question => {
+            let draft = m.drafts.entry(ask_id.to_string()).or_default();
+            if !draft.sending {
+                m.terminal_request = Some(TerminalRequest::Edit {
+                    ask_id: ask_id.to_string(),
+                    text: draft.text(),
+                });
+            }
             return vec![];
         }
         Some(Action::Submit) if question => {

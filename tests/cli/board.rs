@@ -197,11 +197,18 @@ fn tmux_demo_shows_states_answers_in_place_and_restores_the_terminal() {
     let tmux = Tmux {
         socket: format!("mb-board-{}", std::process::id()),
     };
-    let script = format!(
-        "cd {cwd} && env MISSIONBOARD_HOME={home} HOME={home_parent} LANG=C.UTF-8 TERM=xterm-256color {bin} board --demo; echo EXITED:$?; sleep 60",
+    // The operator's editor: appends to the draft it is handed.
+    let editor = sb.cwd.join("fake-editor.sh");
+    std::fs::write(&editor, "#!/bin/sh\nprintf ', rename it' >> \"$1\"\n").unwrap();
+    std::fs::set_permissions(&editor, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    // An interactive shell with job control, as an operator has, so Ctrl-Z really stops
+    // the board and `fg` brings it back.
+    let command_line = format!(
+        "(cd {cwd} && env MISSIONBOARD_HOME={home} HOME={home_parent} LANG=C.UTF-8 TERM=xterm-256color VISUAL= EDITOR={editor} {bin} board --demo; echo EXITED:$((0+$?)))",
         cwd = shell_quote(&sb.cwd),
         home = shell_quote(&sb.home),
         home_parent = shell_quote(sb.home.parent().unwrap()),
+        editor = shell_quote(&editor),
         bin = shell_quote(Path::new(BIN)),
     );
     let st = tmux
@@ -215,11 +222,16 @@ fn tmux_demo_shows_states_answers_in_place_and_restores_the_terminal() {
             "120",
             "-y",
             "40",
-            &script,
+            "env PS1='$ ' bash --norc --noprofile -i",
         ])
         .status()
         .unwrap();
     assert!(st.success(), "tmux new-session failed");
+    tmux.wait_screen(10, "the shell prompt", |s| {
+        s.lines().any(|l| l.trim_end() == "$")
+    });
+    tmux.literal(&command_line);
+    tmux.keys(&["Enter"]);
 
     // Missions in several states, and the demo's question waiting.
     let screen = tmux.wait_screen(
@@ -265,8 +277,11 @@ fn tmux_demo_shows_states_answers_in_place_and_restores_the_terminal() {
     tmux.keys(&["2"]);
     tmux.keys(&["Enter"]);
     tmux.wait_screen(10, "the answer pane", |s| s.contains("your answer"));
-    tmux.literal("yes, rename it");
-    tmux.wait_screen(10, "the typed answer", |s| s.contains("yes, rename it"));
+    tmux.literal("yes");
+    tmux.wait_screen(10, "the typed answer", |s| s.contains("yes"));
+    // C-o hands the draft to $EDITOR; what it wrote comes back as the draft.
+    tmux.keys(&["C-o"]);
+    tmux.wait_screen(10, "the edited answer", |s| s.contains("yes, rename it"));
     tmux.keys(&["C-s"]);
     tmux.wait_screen(10, "the answer pane to close", |s| {
         !s.contains("your answer")
@@ -285,9 +300,20 @@ fn tmux_demo_shows_states_answers_in_place_and_restores_the_terminal() {
         landed.then_some(())
     });
 
+    // C-z gives the terminal back to the shell; `fg` brings the board back whole.
+    tmux.keys(&["C-z"]);
+    tmux.wait_screen(10, "the shell's job control to report the stop", |s| {
+        s.contains("Stopped") && !s.contains("Pending asks")
+    });
+    tmux.literal("fg");
+    tmux.keys(&["Enter"]);
+    tmux.wait_screen(10, "the board to come back", |s| s.contains("Pending asks"));
+
     // q leaves the board; the alternate screen is gone and the process exited 0.
     tmux.keys(&["q"]);
-    let screen = tmux.wait_screen(30, "the board to exit", |s| s.contains("EXITED:"));
+    let screen = tmux.wait_screen(30, "the board to exit", |s| {
+        s.lines().any(|l| l.starts_with("EXITED:"))
+    });
     assert!(screen.contains("EXITED:0"), "{screen}");
     assert!(screen.contains("missionboard demo home:"), "{screen}");
     assert!(
