@@ -301,7 +301,12 @@ impl Drive {
                 }
             }
         };
-        // A bound crossed mid-turn: the turn stops here, whatever follows.
+        // A bound crossed mid-turn: the turn stops here, whatever follows. Under
+        // finish_stuck the verdict lands first, so nothing the unit does while
+        // its turn winds down can outrun it.
+        if self.budget.bounds().on_exhausted == OnExhausted::FinishStuck {
+            self.finish_stuck(&crossing.reason);
+        }
         self.unit.cancel();
         let _ = tokio::time::timeout(CANCEL_GRACE, &mut prompt).await;
         Prompted::Crossed {
@@ -322,7 +327,9 @@ impl Drive {
                 }
             }
         }
-        self.finish_stuck(&crossing.reason);
+        if !self.resting() {
+            self.finish_stuck(&crossing.reason);
+        }
         false
     }
 
