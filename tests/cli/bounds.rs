@@ -446,3 +446,42 @@ fn a_pause_outlives_its_host_and_the_answering_process_settles_it() {
     );
     assert_eq!(status_line(&sb, &id), format!("stuck — {TOOLS_REASON}"));
 }
+
+#[test]
+fn an_extension_answered_after_the_host_died_resumes_the_mission_here() {
+    let sb = Sandbox::new();
+    let transcript = sb.home.join("transcript.log");
+    pausing_stub(&sb);
+    let mut host = fire_pausing_in_background(&sb, &transcript);
+    let (ask, _) = budget_question(&sb);
+    let id = sb.newest_mission().unwrap();
+    host.kill().unwrap();
+    host.wait().unwrap();
+    let mut respond = sb.command(&["approvals", "respond", &ask, "--answer", "extend +2"]);
+    respond.env("STUB_TRANSCRIPT", &transcript);
+    let answered = sb.run_with(respond).ok();
+    assert!(
+        answered
+            .stdout
+            .contains("the suspended run was resumed in this process"),
+        "{answered:#?}"
+    );
+    // The fresh session replays the script's first turn: its five calls fit the
+    // raised limit of five, and it lands.
+    assert_eq!(status_line(&sb, &id), "landed");
+    let prompts = std::fs::read_to_string(&transcript).unwrap();
+    assert!(
+        prompts
+            .lines()
+            .nth(1)
+            .is_some_and(|l| l.contains("You are resuming a parked mission")),
+        "{prompts}"
+    );
+    let show = sb.run(&["mission", "show", &id]).ok();
+    assert!(
+        show.stdout
+            .contains("maxToolCalls=5 (enforced), raised from 3 by the operator"),
+        "{}",
+        show.stdout
+    );
+}
