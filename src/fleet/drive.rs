@@ -10,7 +10,7 @@ use super::prompts::{NUDGE, PREAMBLE, attach, excerpt, extended_turn, resume_tur
 use crate::acp::{CANCEL_GRACE, PromptOutcome, Unit, UnitError, UnitEvent};
 use crate::asks::checkpoint::{Checkpoint, HostId};
 use crate::asks::{Asks, BUDGET_TOOL, NewAsk, QUESTION_TOOLS};
-use crate::envelope::bounds::{BUDGET_ANSWER_GRAMMAR, BudgetAnswer};
+use crate::envelope::bounds::BUDGET_ANSWER_GRAMMAR;
 use crate::envelope::policy::OnExhausted;
 use crate::mission::{Mission, Missions, Status};
 use crate::tools::MissionSocket;
@@ -411,20 +411,17 @@ impl Drive {
             // Another process holds the resume; it settles the mission.
             return Ok(false);
         }
-        let raised = answered
-            .answer()
-            .and_then(|a| BudgetAnswer::parse(a).ok())
-            .and_then(|a| a.raise(crossing.limit, crossing.field.cap()))
-            .filter(|limit| *limit > crossing.limit);
-        self.ledger.end_pause(
-            &self.mission.id,
-            &ask.id,
-            raised.map(|l| (crossing.field, l)),
+        let raised = super::budget::settle_pause(
+            &self.ledger,
+            &self.missions,
+            &answered,
+            crossing.field,
+            crossing.limit,
+            &crossing.reason,
         )?;
         self.asks.drop_checkpoint(&ask.id)?;
+        // None: "stop", or the question closed unanswered; the mission is stuck.
         let Some(limit) = raised else {
-            // "stop", or the question closed unanswered.
-            self.finish_stuck(&crossing.reason);
             return Ok(false);
         };
         tracing::info!(mission = %self.mission.id, "operator raised {} to {limit}", crossing.field.key());

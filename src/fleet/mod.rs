@@ -28,7 +28,6 @@ use crate::acp::{AgentCaps, Unit, UnitSpec, mission_meta};
 use crate::agents::Registry;
 use crate::asks::Asks;
 use crate::config::Config;
-use crate::envelope::bounds::BudgetAnswer;
 use crate::envelope::policy::ComputeBounds;
 use crate::envelope::search;
 use crate::mission::{Missions, NewMission, subjects};
@@ -253,7 +252,9 @@ impl Fleet {
                 .map_err(anyhow::Error::msg)?;
             let agent = self.resolve_agent(&mission.agent_name)?;
             let ask = inner.asks.require(ask_id)?;
-            if ask.is_budget() && !self.settle_budget_question(&mission.id, &ask)? {
+            if ask.is_budget()
+                && !self.settle_budget_question(&mission.id, &ask, &envelope.policy.compute)?
+            {
                 inner.asks.drop_checkpoint(ask_id)?;
                 return Ok(false);
             }
@@ -317,6 +318,7 @@ impl Fleet {
         &self,
         mission_id: &str,
         ask: &crate::asks::Ask,
+        envelope: &ComputeBounds,
     ) -> anyhow::Result<bool> {
         let ledger = budget::ComputeLedger::new(self.inner.missions.store().clone());
         let Some(record) = ledger.get(mission_id)? else {
@@ -326,21 +328,15 @@ impl Fleet {
             // Settled already (the checkpoint claim makes that unlikely; be safe).
             return Ok(false);
         };
-        let m = self.inner.missions.require(mission_id)?;
-        let envelope =
-            search::load(&self.inner.paths, &m.hitl_policy_name).map_err(anyhow::Error::msg)?;
-        let limit = pause.field.limit(&record.apply(&envelope.policy.compute));
-        let raised = ask
-            .answer()
-            .and_then(|a| BudgetAnswer::parse(a).ok())
-            .and_then(|a| a.raise(limit, pause.field.cap()))
-            .filter(|l| *l > limit);
-        ledger.end_pause(mission_id, &ask.id, raised.map(|l| (pause.field, l)))?;
-        if raised.is_none() {
-            self.inner
-                .missions
-                .finish(mission_id, crate::mission::Status::Stuck, &pause.reason)?;
-        }
+        let limit = pause.field.limit(&record.apply(envelope));
+        let raised = budget::settle_pause(
+            &ledger,
+            &self.inner.missions,
+            ask,
+            pause.field,
+            limit,
+            &pause.reason,
+        )?;
         Ok(raised.is_some())
     }
 
