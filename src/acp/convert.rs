@@ -190,6 +190,7 @@ pub(super) fn session_models(raw: &Value) -> Option<SessionModels> {
             return Some(SessionModels {
                 available,
                 current: current.to_owned(),
+                config_id: option.get("id").and_then(Value::as_str).map(str::to_owned),
             });
         }
     }
@@ -202,7 +203,11 @@ pub(super) fn session_models(raw: &Value) -> Option<SessionModels> {
         .flatten()
         .filter_map(|m| m.get("modelId").and_then(Value::as_str).map(str::to_owned))
         .collect();
-    Some(SessionModels { available, current })
+    Some(SessionModels {
+        available,
+        current,
+        config_id: None,
+    })
 }
 
 #[cfg(test)]
@@ -264,7 +269,8 @@ mod tests {
             session_models(&current),
             Some(SessionModels {
                 available: vec!["a".into(), "b".into()],
-                current: "b".into()
+                current: "b".into(),
+                config_id: Some("model".into()),
             })
         );
         let legacy = json!({"sessionId": "s", "models": {"currentModelId": "x",
@@ -273,7 +279,8 @@ mod tests {
             session_models(&legacy),
             Some(SessionModels {
                 available: vec!["x".into()],
-                current: "x".into()
+                current: "x".into(),
+                config_id: None,
             })
         );
         assert_eq!(session_models(&json!({"sessionId": "s"})), None);

@@ -25,7 +25,8 @@ use agent_client_protocol::v1::ConnectionTo;
 use agent_client_protocol::v1::schema::{
     CancelNotification, ClientCapabilities, ContentBlock, EnvVariable, Implementation,
     InitializeRequest, McpServer, McpServerStdio, NewSessionRequest, NewSessionResponse,
-    PromptRequest, RequestPermissionRequest, SessionNotification, TextContent,
+    PromptRequest, RequestPermissionRequest, SessionNotification, SetSessionConfigOptionRequest,
+    TextContent,
 };
 use agent_client_protocol::{Client, Lines, UntypedMessage};
 use futures::StreamExt;
@@ -197,6 +198,16 @@ pub struct PromptOutcome {
 pub struct SessionModels {
     pub available: Vec<String>,
     pub current: String,
+    /// The config option that selects the model (`session/set_config_option`);
+    /// `None` when the agent used the older `models` field (`session/set_model`).
+    pub config_id: Option<String>,
+}
+
+impl AgentCaps {
+    /// The session models the agent offers, if it advertised any at all.
+    pub fn offered_models(&self) -> Option<&SessionModels> {
+        self.models.as_ref().filter(|m| !m.available.is_empty())
+    }
 }
 
 /// The parts of the agent's self-description the runtime cares about.
@@ -539,6 +550,56 @@ impl Unit {
 
     pub fn capabilities(&self) -> &AgentCaps {
         &self.caps
+    }
+
+    /// Switch the session to `model`, one of the models it advertised: through
+    /// the model config option (`session/set_config_option`), or, for an agent
+    /// on the older `models` field, `session/set_model`.
+    pub async fn select_model(&mut self, model: &str) -> Result<(), UnitError> {
+        let Some(models) = self.caps.models.as_ref() else {
+            return Err(UnitError::Protocol {
+                during: "model selection",
+                detail: "the agent advertised no session models".into(),
+            });
+        };
+        // Both sent untyped: `session/set_model` is not in this schema version
+        // any more, and one path keeps the two alike.
+        let (during, params) = match &models.config_id {
+            Some(config_id) => (
+                "session/set_config_option",
+                serde_json::to_value(SetSessionConfigOptionRequest::new(
+                    self.session_id.clone(),
+                    config_id.clone(),
+                    model,
+                )),
+            ),
+            None => (
+                "session/set_model",
+                Ok(serde_json::json!({"sessionId": self.session_id, "modelId": model})),
+            ),
+        };
+        let protocol = |detail: String| UnitError::Protocol { during, detail };
+        let params = params.map_err(|e| protocol(e.to_string()))?;
+        let untyped = UntypedMessage::new(during, &params).map_err(|e| protocol(e.message))?;
+        match tokio::time::timeout(
+            NEW_SESSION_TIMEOUT,
+            self.cx.send_request(untyped).block_task(),
+        )
+        .await
+        {
+            Err(_) => {
+                return Err(UnitError::Timeout {
+                    during,
+                    after: NEW_SESSION_TIMEOUT,
+                });
+            }
+            Ok(Err(err)) => return Err(self.classify(err, during).await),
+            Ok(Ok(_)) => {}
+        }
+        if let Some(models) = self.caps.models.as_mut() {
+            models.current = model.to_owned();
+        }
+        Ok(())
     }
 
     /// The child's pid (also its process group id).

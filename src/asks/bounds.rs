@@ -64,6 +64,11 @@ pub fn answer_as_agent_within_bounds(
         )))
     };
     let row = asks.require(ask_id)?;
+    if row.is_budget() {
+        return refuse(format!(
+            "ask {ask_id} is a compute-bound question: only an operator may extend a mission's budget or stop it"
+        ));
+    }
     if !row.is_question() {
         return Err(AskError::Invalid(format!(
             "ask {ask_id} is a permission request, not a question"

@@ -18,6 +18,7 @@ use serde_json::{Value, json};
 use tokio::sync::Notify;
 
 use crate::clock;
+use crate::envelope::bounds::{BUDGET_ANSWER_GRAMMAR, BudgetAnswer};
 use crate::store::{Store, StoreError};
 
 pub(crate) const SCHEMA_V3: &str = "
@@ -47,6 +48,9 @@ CREATE INDEX asks_by_mission ON asks (mission_id, state);";
 /// The toolset/tool pair that marks a question (as opposed to a permission gate).
 pub const QUESTION_TOOLS: &str = "mission";
 pub const QUESTION_TOOL: &str = "mission_ask_attention";
+/// The tool name of a compute-bound question: the runtime asking the operator to
+/// extend a crossed bound or stop the mission (`onExhausted: pause_ask`).
+pub const BUDGET_TOOL: &str = "compute_bound";
 
 /// How often a waiter re-reads its row; an answer from another process reaches it
 /// within this interval.
@@ -122,9 +126,21 @@ impl Ask {
         self.tools_name == QUESTION_TOOLS && self.tool_name == QUESTION_TOOL
     }
 
+    /// A compute-bound question (the runtime's, not the unit's).
+    pub fn is_budget(&self) -> bool {
+        self.tools_name == QUESTION_TOOLS && self.tool_name == BUDGET_TOOL
+    }
+
+    /// Answered in words (a question of either kind), not with a verdict.
+    pub fn takes_words(&self) -> bool {
+        self.is_question() || self.is_budget()
+    }
+
     pub fn kind(&self) -> &'static str {
         if self.is_question() {
             "question"
+        } else if self.is_budget() {
+            "compute"
         } else {
             "permission"
         }
@@ -374,6 +390,20 @@ impl Asks {
     /// exactly-once write are the same everywhere.
     pub fn operator_verdict(&self, id: &str, verdict: &OperatorVerdict) -> Result<Ask, AskError> {
         let ask = self.require(id)?;
+        if ask.is_budget() {
+            return match verdict {
+                OperatorVerdict::Answer(text) => {
+                    // Refused here, before the one-shot write: an answer the
+                    // runtime cannot act on must not close the question.
+                    BudgetAnswer::parse(text).map_err(AskError::Invalid)?;
+                    self.answer(id, text)
+                }
+                _ => Err(AskError::Invalid(format!(
+                    "ask {id} is a compute-bound question ({}) — {BUDGET_ANSWER_GRAMMAR}, with --answer",
+                    ask.args_summary
+                ))),
+            };
+        }
         match (ask.is_question(), verdict) {
             (true, OperatorVerdict::Answer(text)) => self.answer(id, text),
             (true, _) => Err(AskError::Invalid(format!(
@@ -682,5 +712,44 @@ mod tests {
         let s = one_line_summary(&long);
         assert_eq!(s.chars().count(), 98);
         assert!(s.ends_with("..."));
+    }
+
+    #[test]
+    fn a_compute_bound_question_takes_only_the_budget_grammar() {
+        let (_d, a) = asks();
+        let q = a
+            .raise(NewAsk {
+                tools_name: QUESTION_TOOLS.into(),
+                tool_name: BUDGET_TOOL.into(),
+                args_summary:
+                    "mission m1 hit its compute bound maxToolCalls=3 — extend it or let it stop?"
+                        .into(),
+                mission_id: Some("m1".into()),
+                ..Default::default()
+            })
+            .unwrap();
+        assert!(q.is_budget() && q.takes_words() && !q.is_question());
+        assert_eq!(q.kind(), "compute");
+        let err = a
+            .operator_verdict(&q.id, &OperatorVerdict::Answer("sure".into()))
+            .unwrap_err();
+        assert!(
+            err.to_string().starts_with(
+                "\"sure\" is not an answer to a compute-bound question: answer \"extend N%\""
+            ),
+            "{err}"
+        );
+        assert!(
+            a.require(&q.id).unwrap().is_pending(),
+            "nothing was written"
+        );
+        assert!(
+            a.operator_verdict(&q.id, &OperatorVerdict::Approve)
+                .is_err()
+        );
+        let done = a
+            .operator_verdict(&q.id, &OperatorVerdict::Answer("extend 50%".into()))
+            .unwrap();
+        assert_eq!(done.answer(), Some("extend 50%"));
     }
 }

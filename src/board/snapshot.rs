@@ -263,7 +263,7 @@ pub fn ask_row(a: &Ask) -> AskRow {
         id: one_line(&a.id),
         mission_id: a.mission_id.clone(),
         agent: one_line(&a.agent_name),
-        question: a.is_question(),
+        question: a.takes_words(),
         summary: one_line(&a.args_summary),
         detail: a
             .diff

@@ -123,7 +123,7 @@ fn respond(
         None if approve => OperatorVerdict::Approve,
         None => OperatorVerdict::Deny,
     };
-    if as_agent.is_some() && !row.is_question() {
+    if as_agent.is_some() && !row.takes_words() {
         anyhow::bail!(
             "ask {id} is a permission ask ({}.{}) — it takes --approve or --deny, not text",
             row.tools_name,
@@ -147,6 +147,10 @@ fn respond(
         ),
         Afterwards::HostResumes => println!(
             "Verdict recorded for {id}. Its run is parked under it in a host process that is still up, and that host resumes it with this answer."
+        ),
+        Afterwards::SettledHere => println!(
+            "Verdict recorded for {id}. Its run had no live host and nothing was left to resume, so it was settled here: 'missionboard mission show {}' has the outcome.",
+            row.mission_id.as_deref().unwrap_or("<mission>")
         ),
         Afterwards::NothingParked => println!("{}", recorded_line(id)),
     }

@@ -6,7 +6,10 @@ use std::time::{Duration, Instant};
 
 use super::Ctx;
 use super::mission_cmd::{report_lines, status_line};
+use crate::acp::AgentCaps;
 use crate::config::{self, Config};
+use crate::envelope::bounds::{ComputeField, bound_status, describe_all};
+use crate::envelope::policy::{ComputeBounds, OnExhausted};
 use crate::envelope::presets;
 use crate::fleet::{DispatchRequest, Fleet};
 use crate::mission::Status;
@@ -81,6 +84,9 @@ async fn fire_and_wait(
         "Mission {id} (instance {}, session {}).",
         d.instance_id, d.session_id
     );
+    for line in compute_narration(&agent, &d.compute, &d.caps) {
+        println!("{line}");
+    }
     println!(
         "Waiting for a terminal status (timeout {}; the unit is a child of this process and is torn down when it exits)…",
         crate::duration::format(timeout)
@@ -124,6 +130,37 @@ async fn fire_and_wait(
     } else {
         1
     })
+}
+
+/// What the mission's compute bounds amount to for this agent, each field with
+/// its truthful label; nothing when the envelope sets none.
+fn compute_narration(agent: &str, bounds: &ComputeBounds, caps: &AgentCaps) -> Vec<String> {
+    let mut lines = Vec::new();
+    let described = describe_all(bounds, Some(caps));
+    if described.is_empty() {
+        return lines;
+    }
+    let crossing = match bounds.on_exhausted {
+        OnExhausted::FinishStuck => "a crossed bound finishes the mission stuck",
+        OnExhausted::PauseAsk => {
+            "a crossed bound pauses the mission and asks the operator to extend it or stop"
+        }
+    };
+    lines.push(format!("Compute bounds: {described}; {crossing}."));
+    if !bounds.model_allowlist.is_empty() {
+        lines.push(match caps.offered_models() {
+            Some(m) => format!(
+                "Model: {:?}, of the models agent {agent:?} offers ({}), as modelAllowlist permits.",
+                m.current,
+                m.available.join(", ")
+            ),
+            None => format!(
+                "modelAllowlist is {} for agent {agent:?}: it advertises no session models, so the host can neither see nor choose the model it runs on.",
+                bound_status(ComputeField::ModelAllowlist, bounds, Some(caps)).label()
+            ),
+        });
+    }
+    lines
 }
 
 /// SIGINT, SIGTERM and SIGHUP all end the wait.

@@ -5,6 +5,8 @@ use std::fmt::Write as _;
 use super::Ctx;
 use crate::clock;
 use crate::duration::age;
+use crate::envelope::bounds::{ComputeField, describe};
+use crate::fleet::budget::{ComputeLedger, ComputeRecord};
 use crate::mission::{Mission, Missions, Report};
 use crate::row;
 
@@ -102,6 +104,9 @@ pub(super) fn show(ctx: &Ctx, id: &str, json: bool) -> anyhow::Result<i32> {
     if let Some(e) = &m.last_error {
         writeln!(out, "LastError: {e}")?;
     }
+    for line in compute_lines(ctx, svc.store(), &m) {
+        writeln!(out, "{line}")?;
+    }
     if m.plan_revision > 0
         && let Some(rev) = svc
             .plan_revisions(&m.id)?
@@ -152,6 +157,45 @@ pub(super) fn show(ctx: &Ctx, id: &str, json: bool) -> anyhow::Result<i32> {
     }
     print!("{out}");
     Ok(0)
+}
+
+/// The mission's compute bounds (as an operator raised them), each with its
+/// truthful label for the agent as it started, and the model it runs on. Nothing
+/// when the envelope sets no bound or can no longer be read.
+fn compute_lines(ctx: &Ctx, store: &crate::store::Store, m: &Mission) -> Vec<String> {
+    let Ok(envelope) = crate::envelope::search::load(&ctx.paths, &m.hitl_policy_name) else {
+        return Vec::new();
+    };
+    let record = ComputeLedger::new(store.clone()).get(&m.id).ok().flatten();
+    let declared = &envelope.policy.compute;
+    let bounds = record
+        .as_ref()
+        .map_or_else(|| declared.clone(), |r| r.apply(declared));
+    let caps = record.as_ref().map(ComputeRecord::agent_caps);
+    let parts: Vec<String> = ComputeField::ALL
+        .into_iter()
+        .filter(|f| f.is_set(&bounds))
+        .map(|f| {
+            let line = describe(f, &bounds, caps.as_ref());
+            if f.limit(&bounds) != f.limit(declared) {
+                format!("{line}, raised from {} by the operator", f.limit(declared))
+            } else {
+                line
+            }
+        })
+        .collect();
+    let mut lines = Vec::new();
+    if !parts.is_empty() {
+        lines.push(format!(
+            "Compute:   {} (onExhausted {})",
+            parts.join(" · "),
+            bounds.on_exhausted.as_str()
+        ));
+    }
+    if let Some(model) = record.and_then(|r| r.model) {
+        lines.push(format!("Model:     {model}"));
+    }
+    lines
 }
 
 /// `<status>[ — <reason>]`
@@ -304,7 +348,7 @@ pub(super) fn asks(ctx: &Ctx, id: Option<&str>, limit: usize) -> anyhow::Result<
     let now = clock::now_ms();
     for m in &scope {
         for a in asks.for_mission(&m.id, 200)? {
-            if !(a.is_pending() && a.is_question()) {
+            if !(a.is_pending() && a.takes_words()) {
                 continue;
             }
             let agent = if a.agent_name.is_empty() {

@@ -5,7 +5,7 @@
 
 use serde_json::Value;
 
-use super::policy::ComputeBounds;
+use super::policy::{ComputeBounds, MAX_TOKENS_CAP, MAX_TOOL_CALLS_CAP, MAX_TURNS_CAP};
 use crate::acp::AgentCaps;
 
 /// A compute field of an envelope.
@@ -38,6 +38,41 @@ impl ComputeField {
         }
     }
 
+    /// The field named `key` (as in the envelope file).
+    pub fn from_key(key: &str) -> Option<ComputeField> {
+        ComputeField::ALL.into_iter().find(|f| f.key() == key)
+    }
+
+    /// The numeric limit `bounds` sets on this field (0: unbounded, or a list).
+    pub fn limit(self, bounds: &ComputeBounds) -> u64 {
+        match self {
+            ComputeField::MaxTurns => bounds.max_turns,
+            ComputeField::MaxToolCalls => bounds.max_tool_calls,
+            ComputeField::MaxTokens => bounds.max_tokens,
+            ComputeField::ModelAllowlist | ComputeField::BackendAllowlist => 0,
+        }
+    }
+
+    /// Raise a numeric field to `limit` (an operator's extension); lists are untouched.
+    pub fn set_limit(self, bounds: &mut ComputeBounds, limit: u64) {
+        match self {
+            ComputeField::MaxTurns => bounds.max_turns = limit,
+            ComputeField::MaxToolCalls => bounds.max_tool_calls = limit,
+            ComputeField::MaxTokens => bounds.max_tokens = limit,
+            ComputeField::ModelAllowlist | ComputeField::BackendAllowlist => {}
+        }
+    }
+
+    /// The largest value an envelope (or an extension) may give a numeric field.
+    pub fn cap(self) -> u64 {
+        match self {
+            ComputeField::MaxTurns => MAX_TURNS_CAP as u64,
+            ComputeField::MaxToolCalls => MAX_TOOL_CALLS_CAP as u64,
+            ComputeField::MaxTokens => MAX_TOKENS_CAP as u64,
+            ComputeField::ModelAllowlist | ComputeField::BackendAllowlist => 0,
+        }
+    }
+
     /// Does `bounds` set this field?
     pub fn is_set(self, bounds: &ComputeBounds) -> bool {
         match self {
@@ -53,11 +88,12 @@ impl ComputeField {
 /// How far the runtime holds a field.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum BoundStatus {
-    /// Counted by the host, and crossing it stops the mission.
+    /// Counted (or checked) by the host, and crossing it stops the mission.
     Enforced,
-    /// Held, but on an estimate rather than an exact count.
+    /// Held, but not exactly: on an estimate when the agent reports no usage, or
+    /// — before the agent is known — only if it turns out to make the field visible.
     BestEffort,
-    /// Parsed and validated; nothing counts it yet.
+    /// Parsed and validated; nothing the host can see lets it hold the field.
     DeclaredNotEnforced,
     /// Accepted, but the value cannot change what a mission does.
     NoEffect,
@@ -81,20 +117,103 @@ pub fn bound_status(
     bounds: &ComputeBounds,
     agent: Option<&AgentCaps>,
 ) -> BoundStatus {
-    let _ = agent;
     match field {
         // The drive loop prompts at most twice: only 1 changes anything (no nudge).
         ComputeField::MaxTurns if bounds.max_turns == 1 => BoundStatus::Enforced,
         ComputeField::MaxTurns => BoundStatus::NoEffect,
         // Every ACP tool call and every gated request is counted by the host.
         ComputeField::MaxToolCalls => BoundStatus::Enforced,
-        // Reported usage when the agent sends it, else a bytes/4 meter: held, but
-        // on an estimate unless the agent reports.
+        // Reported usage when the agent sends it, else a bytes/4 meter. No agent
+        // declares up front that it reports usage, so this is never more than
+        // best-effort: the meter is an estimate.
         ComputeField::MaxTokens => BoundStatus::BestEffort,
-        // Model selection is not wired to ACP session models yet.
-        ComputeField::ModelAllowlist | ComputeField::BackendAllowlist => {
-            BoundStatus::DeclaredNotEnforced
-        }
+        // The host selects an allowed session model when the agent advertises
+        // models, and refuses the fire when none is allowed.
+        ComputeField::ModelAllowlist => match agent {
+            None => BoundStatus::BestEffort,
+            Some(caps) if caps.offered_models().is_some() => BoundStatus::Enforced,
+            Some(_) => BoundStatus::DeclaredNotEnforced,
+        },
+        // ACP exposes no backend or provider to the client: nothing to check.
+        ComputeField::BackendAllowlist => BoundStatus::DeclaredNotEnforced,
+    }
+}
+
+/// `maxToolCalls=3 (enforced)`, `modelAllowlist=["b"] (enforced)`: a set field
+/// with its value and its truthful label.
+pub fn describe(field: ComputeField, bounds: &ComputeBounds, agent: Option<&AgentCaps>) -> String {
+    let value = match field {
+        ComputeField::MaxTurns => bounds.max_turns.to_string(),
+        ComputeField::MaxToolCalls => bounds.max_tool_calls.to_string(),
+        ComputeField::MaxTokens => bounds.max_tokens.to_string(),
+        ComputeField::ModelAllowlist => format!("{:?}", bounds.model_allowlist),
+        ComputeField::BackendAllowlist => format!("{:?}", bounds.backend_allowlist),
+    };
+    format!(
+        "{}={value} ({})",
+        field.key(),
+        bound_status(field, bounds, agent).label()
+    )
+}
+
+/// Every set field of `bounds`, described, joined by ` · ` (empty when unbounded).
+pub fn describe_all(bounds: &ComputeBounds, agent: Option<&AgentCaps>) -> String {
+    ComputeField::ALL
+        .into_iter()
+        .filter(|f| f.is_set(bounds))
+        .map(|f| describe(f, bounds, agent))
+        .collect::<Vec<_>>()
+        .join(" · ")
+}
+
+/// The grammar of an answer to a compute-bound question, as the question states it.
+pub const BUDGET_ANSWER_GRAMMAR: &str = "answer \"extend N%\" to raise the bound by N percent (\"extend 50%\": by half, rounded up), \"extend +N\" to raise it by N, or \"stop\" to let the mission finish stuck";
+
+/// An operator's answer to a compute-bound question.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum BudgetAnswer {
+    /// Raise the bound by this percentage of its current limit.
+    ExtendPercent(u64),
+    /// Raise the bound by this much.
+    ExtendBy(u64),
+    Stop,
+}
+
+impl BudgetAnswer {
+    /// Parse `extend 50%`, `extend +20` or `stop` (case and spacing are free).
+    pub fn parse(text: &str) -> Result<BudgetAnswer, String> {
+        let words: Vec<String> = text.split_whitespace().map(str::to_lowercase).collect();
+        let words: Vec<&str> = words.iter().map(String::as_str).collect();
+        let amount = |s: &str| s.parse::<u64>().ok().filter(|n| *n > 0);
+        let parsed = match words.as_slice() {
+            ["stop"] => Some(BudgetAnswer::Stop),
+            ["extend", arg] => match (arg.strip_suffix('%'), arg.strip_prefix('+')) {
+                (Some(p), _) => amount(p).map(BudgetAnswer::ExtendPercent),
+                (_, Some(n)) => amount(n).map(BudgetAnswer::ExtendBy),
+                _ => None,
+            },
+            ["extend", n, "%"] => amount(n).map(BudgetAnswer::ExtendPercent),
+            ["extend", "+", n] => amount(n).map(BudgetAnswer::ExtendBy),
+            _ => None,
+        };
+        parsed.ok_or_else(|| {
+            format!(
+                "{:?} is not an answer to a compute-bound question: {BUDGET_ANSWER_GRAMMAR}",
+                text.trim()
+            )
+        })
+    }
+
+    /// The raised limit for a bound at `limit`, at most `cap`; always above
+    /// `limit` (when the cap allows), so an extension never leaves the mission
+    /// where it stopped. `None` for `stop`.
+    pub fn raise(self, limit: u64, cap: u64) -> Option<u64> {
+        let by = match self {
+            BudgetAnswer::Stop => return None,
+            BudgetAnswer::ExtendPercent(p) => limit.saturating_mul(p).div_ceil(100).max(1),
+            BudgetAnswer::ExtendBy(n) => n,
+        };
+        Some(limit.saturating_add(by).min(cap))
     }
 }
 
@@ -175,37 +294,126 @@ mod tests {
     }
 
     #[test]
-    fn every_field_has_a_truthful_label() {
+    fn every_field_has_a_truthful_label_for_every_agent() {
+        use crate::acp::SessionModels;
+        let advertising = AgentCaps {
+            models: Some(SessionModels {
+                available: vec!["a".into(), "b".into()],
+                current: "a".into(),
+                config_id: Some("model".into()),
+            }),
+            ..Default::default()
+        };
+        let silent = AgentCaps::default();
+        // An empty model list is no advertisement at all.
+        let empty = AgentCaps {
+            models: Some(SessionModels {
+                available: vec![],
+                current: String::new(),
+                config_id: None,
+            }),
+            ..Default::default()
+        };
+        let agents: [(&str, Option<&AgentCaps>); 4] = [
+            ("unknown", None),
+            ("advertises models", Some(&advertising)),
+            ("advertises none", Some(&silent)),
+            ("advertises an empty list", Some(&empty)),
+        ];
         let one = ComputeBounds {
             max_turns: 1,
+            max_tool_calls: 3,
+            max_tokens: 100,
+            model_allowlist: vec!["b".into()],
+            backend_allowlist: vec!["x".into()],
             ..Default::default()
         };
         let five = ComputeBounds {
             max_turns: 5,
-            ..Default::default()
+            ..one.clone()
         };
-        assert_eq!(
-            bound_status(ComputeField::MaxTurns, &one, None),
-            BoundStatus::Enforced
-        );
-        assert_eq!(
-            bound_status(ComputeField::MaxTurns, &five, None),
-            BoundStatus::NoEffect
-        );
-        assert_eq!(
-            bound_status(ComputeField::MaxToolCalls, &one, None),
-            BoundStatus::Enforced
-        );
-        assert_eq!(
-            bound_status(ComputeField::MaxTokens, &one, None),
-            BoundStatus::BestEffort
-        );
-        for f in [ComputeField::ModelAllowlist, ComputeField::BackendAllowlist] {
-            assert_eq!(
-                bound_status(f, &one, None),
-                BoundStatus::DeclaredNotEnforced,
-                "{f:?}"
+        use BoundStatus::*;
+        use ComputeField::*;
+        // (field, bounds, expected per agent, in the order of `agents`)
+        let table: [(ComputeField, &ComputeBounds, [BoundStatus; 4]); 6] = [
+            (MaxTurns, &one, [Enforced; 4]),
+            (MaxTurns, &five, [NoEffect; 4]),
+            (MaxToolCalls, &one, [Enforced; 4]),
+            (MaxTokens, &one, [BestEffort; 4]),
+            (
+                ModelAllowlist,
+                &one,
+                [
+                    BestEffort,
+                    Enforced,
+                    DeclaredNotEnforced,
+                    DeclaredNotEnforced,
+                ],
+            ),
+            (BackendAllowlist, &one, [DeclaredNotEnforced; 4]),
+        ];
+        for field in ComputeField::ALL {
+            assert!(
+                table.iter().any(|(f, ..)| *f == field),
+                "{field:?} has no row"
             );
         }
+        for (field, bounds, expected) in &table {
+            for ((agent, caps), want) in agents.iter().zip(expected) {
+                assert_eq!(
+                    bound_status(*field, bounds, *caps),
+                    *want,
+                    "{field:?} for an agent that {agent}"
+                );
+            }
+        }
+        assert_eq!(
+            describe_all(&one, Some(&advertising)),
+            "maxTurns=1 (enforced) · maxToolCalls=3 (enforced) · maxTokens=100 (best-effort) · modelAllowlist=[\"b\"] (enforced) · backendAllowlist=[\"x\"] (declared, not enforced)"
+        );
+        assert_eq!(describe_all(&ComputeBounds::default(), None), "");
+    }
+
+    #[test]
+    fn budget_answers_follow_the_documented_grammar() {
+        assert_eq!(
+            BudgetAnswer::parse("extend 50%"),
+            Ok(BudgetAnswer::ExtendPercent(50))
+        );
+        assert_eq!(
+            BudgetAnswer::parse("  Extend  +20 "),
+            Ok(BudgetAnswer::ExtendBy(20))
+        );
+        assert_eq!(
+            BudgetAnswer::parse("extend 50 %"),
+            Ok(BudgetAnswer::ExtendPercent(50))
+        );
+        assert_eq!(BudgetAnswer::parse("STOP"), Ok(BudgetAnswer::Stop));
+        for bad in [
+            "extend",
+            "extend 50",
+            "extend 0%",
+            "extend +0",
+            "extend -5",
+            "go on",
+            "stop now",
+            "",
+        ] {
+            let err = BudgetAnswer::parse(bad).unwrap_err();
+            assert!(err.ends_with(BUDGET_ANSWER_GRAMMAR), "{bad}: {err}");
+        }
+        assert_eq!(BudgetAnswer::ExtendPercent(50).raise(3, 100), Some(5));
+        assert_eq!(BudgetAnswer::ExtendPercent(50).raise(100, 1000), Some(150));
+        assert_eq!(
+            BudgetAnswer::ExtendPercent(1).raise(1, 1000),
+            Some(2),
+            "at least one more"
+        );
+        assert_eq!(
+            BudgetAnswer::ExtendBy(20).raise(100, 110),
+            Some(110),
+            "capped"
+        );
+        assert_eq!(BudgetAnswer::Stop.raise(3, 100), None);
     }
 }

@@ -288,17 +288,35 @@ fn check_never_matching(raw: &RawPolicy, errs: &mut Vec<String>) {
 }
 
 fn policy_warnings(raw: &RawPolicy) -> Vec<(String, String)> {
+    use super::bounds::{BoundStatus, ComputeField, bound_status};
     let mut warnings = Vec::new();
-    if let Some(c) = &raw.compute
-        && (2..=MAX_TURNS_CAP).contains(&c.max_turns)
-    {
-        warnings.push((
-            "compute.maxTurns".to_string(),
-            format!(
-                "maxTurns is {}, but a mission runs at most two prompt turns (its own, plus one runtime nudge when it reports nothing): values of 2 or more have no effect today — only 1 changes anything (it drops the nudge)",
-                c.max_turns
-            ),
-        ));
+    if let Some(c) = &raw.compute {
+        // Labelled as the picker and `mission show` label them, before any agent
+        // is known: only what holds whatever the agent is draws a warning.
+        let bounds = super::policy::ComputeBounds {
+            // Out of range is an error already; it gets no warning on top.
+            max_turns: if (0..=MAX_TURNS_CAP).contains(&c.max_turns) {
+                c.max_turns as u64
+            } else {
+                0
+            },
+            backend_allowlist: c.backend_allowlist.clone(),
+            ..Default::default()
+        };
+        for field in [ComputeField::MaxTurns, ComputeField::BackendAllowlist] {
+            if !field.is_set(&bounds) {
+                continue;
+            }
+            let message = match (field, bound_status(field, &bounds, None)) {
+                (ComputeField::MaxTurns, BoundStatus::NoEffect) => format!(
+                    "maxTurns is {}, but a mission runs at most two prompt turns (its own, plus one runtime nudge when it reports nothing): values of 2 or more have no effect today — only 1 changes anything (it drops the nudge)",
+                    c.max_turns
+                ),
+                (ComputeField::BackendAllowlist, BoundStatus::DeclaredNotEnforced) => "backendAllowlist is declared, not enforced: an ACP agent exposes no backend or provider to the host, so nothing can check it — hold the agent to its models with modelAllowlist instead".to_string(),
+                _ => continue,
+            };
+            warnings.push((format!("compute.{}", field.key()), message));
+        }
     }
     if let Some(trusted) = &raw.trusted_binaries {
         for (path, declared) in &trusted.hashes {
@@ -811,6 +829,19 @@ mod tests {
                 r#"rule 0: timeout_s/on_timeout only apply when action is "approve" — this rule's action "deny" never waits, so they would silently do nothing"#.to_string(),
                 r#"rule 0: tools "local_*" can never match — tool names are compared exactly, and the only wildcard is "*" on its own; name the tool exactly or use "*""#.to_string(),
             ]
+        );
+    }
+
+    #[test]
+    fn a_backend_allowlist_warns_that_nothing_holds_it() {
+        let r = vet(json!({"compute": {"backendAllowlist": ["openai"], "modelAllowlist": ["b"]}}));
+        assert!(r.is_ok());
+        assert_eq!(
+            r.warnings,
+            [(
+                "compute.backendAllowlist".to_string(),
+                "backendAllowlist is declared, not enforced: an ACP agent exposes no backend or provider to the host, so nothing can check it — hold the agent to its models with modelAllowlist instead".to_string()
+            )]
         );
     }
 

@@ -5,11 +5,13 @@
 
 use tokio::sync::{mpsc, watch};
 
-use super::prompts::{NUDGE, PREAMBLE, attach, excerpt, resume_turn};
+use super::budget::{Budget, ComputeLedger, Crossing};
+use super::prompts::{NUDGE, PREAMBLE, attach, excerpt, extended_turn, resume_turn};
 use crate::acp::{CANCEL_GRACE, PromptOutcome, Unit, UnitError, UnitEvent};
-use crate::asks::Asks;
 use crate::asks::checkpoint::{Checkpoint, HostId};
-use crate::envelope::policy::ComputeBounds;
+use crate::asks::{Asks, BUDGET_TOOL, NewAsk, QUESTION_TOOLS};
+use crate::envelope::bounds::BUDGET_ANSWER_GRAMMAR;
+use crate::envelope::policy::OnExhausted;
 use crate::mission::{Mission, Missions, Status};
 use crate::tools::MissionSocket;
 
@@ -19,8 +21,6 @@ const JOURNAL_RING: usize = 512;
 pub(super) struct Drive {
     pub missions: Missions,
     pub mission: Mission,
-    /// The envelope's compute bounds, read once at dispatch.
-    pub compute: ComputeBounds,
     pub unit: Unit,
     pub events: mpsc::UnboundedReceiver<UnitEvent>,
     pub stop: watch::Receiver<bool>,
@@ -28,7 +28,13 @@ pub(super) struct Drive {
     pub socket: MissionSocket,
     pub asks: Asks,
     pub opening: Opening,
-    pub budget: std::sync::Arc<super::budget::Budget>,
+    /// The envelope's compute bounds (as raised by the operator) and the spend.
+    pub budget: std::sync::Arc<Budget>,
+    /// Crossings the permission answerer saw.
+    pub crossings: mpsc::UnboundedReceiver<Crossing>,
+    pub ledger: ComputeLedger,
+    /// How long a compute-bound question may wait (the approval ceiling).
+    pub ask_ceiling: Option<std::time::Duration>,
 }
 
 /// How a unit's first turn begins.
@@ -75,6 +81,17 @@ enum Turn {
     Stopped,
 }
 
+/// How one prompt ended.
+enum Prompted {
+    Ended(Turn),
+    /// A compute bound was crossed: mid-turn (the turn was cancelled: `ended` is
+    /// `None`), or by the turn's own last updates (`ended` holds its result).
+    Crossed {
+        crossing: Crossing,
+        ended: Option<Result<PromptOutcome, UnitError>>,
+    },
+}
+
 impl Drive {
     pub async fn run(mut self) {
         let mut journal = Journal::default();
@@ -103,19 +120,15 @@ impl Drive {
         let turns: [Vec<String>; 2] = [first, vec![NUDGE.to_string()]];
         let mut heard = false;
         for (n, blocks) in turns.into_iter().enumerate() {
-            if n == 1 && self.compute.max_turns == 1 {
-                // The turn budget is spent: no nudge, and the mission stops here.
-                let reason = format!(
-                    "compute bound exhausted: maxTurns={} — the mission spent its turn budget without reaching its operator.",
-                    self.compute.max_turns
-                );
-                if let Err(e) = self
-                    .missions
-                    .finish(&self.mission.id, Status::Stuck, &reason)
+            let max_turns = self.budget.bounds().max_turns;
+            if n == 1 && max_turns == 1 {
+                // The turn budget is spent: no nudge, unless the operator extends it.
+                if !self
+                    .exhausted(&Crossing::turns(max_turns), &mut journal)
+                    .await
                 {
-                    tracing::info!(mission = %self.mission.id, "turn bound lost to another verdict: {e}");
+                    return self.reap().await;
                 }
-                return self.reap().await;
             }
             match self.turn(blocks, &mut journal).await {
                 Turn::Done(outcome) => {
@@ -214,28 +227,50 @@ impl Drive {
         None
     }
 
+    /// One host-driven turn: the prompt, and — when it crosses a compute bound
+    /// that the operator then extends — the prompt that lets the unit carry on.
     async fn turn(&mut self, blocks: Vec<String>, journal: &mut Journal) -> Turn {
+        let mut blocks = blocks;
+        loop {
+            let (crossing, ended) = match self.prompt(blocks, journal).await {
+                Prompted::Ended(turn) => return turn,
+                Prompted::Crossed { crossing, ended } => (crossing, ended),
+            };
+            if !self.exhausted(&crossing, journal).await {
+                return Turn::Stopped;
+            }
+            match ended {
+                Some(Ok(outcome)) => return Turn::Done(outcome),
+                Some(Err(e)) => return Turn::Failed(e),
+                None => {
+                    let limit = crossing.field.limit(&self.budget.bounds());
+                    blocks = vec![extended_turn(crossing.field.key(), crossing.limit, limit)];
+                }
+            }
+        }
+    }
+
+    async fn prompt(&mut self, blocks: Vec<String>, journal: &mut Journal) -> Prompted {
         if *self.stop.borrow() {
-            return Turn::Stopped;
+            return Prompted::Ended(Turn::Stopped);
         }
         self.budget.sent(&blocks);
         let prompt = self.unit.prompt(blocks);
         tokio::pin!(prompt);
-        loop {
+        let crossing = loop {
             tokio::select! {
                 result = &mut prompt => {
-                    let mut crossed = None;
+                    let mut crossed = self.crossings.try_recv().ok();
                     while let Ok(ev) = self.events.try_recv() {
                         crossed = crossed.or_else(|| self.budget.record(&ev));
                         journal.record(ev);
                     }
-                    if let Some(reason) = crossed.or_else(|| self.budget.tokens_exhausted()) {
-                        self.exhausted(&reason);
-                        return Turn::Stopped;
-                    }
-                    return match result {
-                        Ok(outcome) => Turn::Done(outcome),
-                        Err(e) => Turn::Failed(e),
+                    return match crossed.or_else(|| self.budget.tokens_exhausted()) {
+                        Some(crossing) => Prompted::Crossed { crossing, ended: Some(result) },
+                        None => Prompted::Ended(match result {
+                            Ok(outcome) => Turn::Done(outcome),
+                            Err(e) => Turn::Failed(e),
+                        }),
                     };
                 }
                 Some(ev) = self.events.recv() => {
@@ -248,38 +283,151 @@ impl Drive {
                         );
                         self.unit.cancel();
                         let _ = tokio::time::timeout(CANCEL_GRACE, &mut prompt).await;
-                        return Turn::Failed(UnitError::Protocol { during: "session/prompt", detail });
+                        return Prompted::Ended(Turn::Failed(UnitError::Protocol { during: "session/prompt", detail }));
                     }
-                    if let Some(reason) = self.budget.record(&ev) {
-                        // A bound crossed mid-turn: the mission stops here, and so does the turn.
-                        journal.record(ev);
-                        self.exhausted(&reason);
-                        self.unit.cancel();
-                        let _ = tokio::time::timeout(CANCEL_GRACE, &mut prompt).await;
-                        return Turn::Stopped;
-                    }
+                    let crossed = self.budget.record(&ev);
                     journal.record(ev);
+                    if let Some(crossing) = crossed {
+                        break crossing;
+                    }
                 }
+                Some(crossing) = self.crossings.recv() => break crossing,
                 changed = self.stop.changed() => {
                     if changed.is_err() || *self.stop.borrow() {
                         self.unit.cancel();
                         let _ = tokio::time::timeout(CANCEL_GRACE, &mut prompt).await;
-                        return Turn::Stopped;
+                        return Prompted::Ended(Turn::Stopped);
                     }
                 }
             }
+        };
+        // A bound crossed mid-turn: the turn stops here, whatever follows. Under
+        // finish_stuck the verdict lands first, so nothing the unit does while
+        // its turn winds down can outrun it.
+        if self.budget.bounds().on_exhausted == OnExhausted::FinishStuck {
+            self.finish_stuck(&crossing.reason);
+        }
+        self.unit.cancel();
+        let _ = tokio::time::timeout(CANCEL_GRACE, &mut prompt).await;
+        Prompted::Crossed {
+            crossing,
+            ended: None,
         }
     }
 
-    /// A compute bound was crossed: finish the mission stuck with the reason (unless
-    /// another verdict got there first).
-    fn exhausted(&self, reason: &str) {
+    /// A compute bound was crossed. `finish_stuck`: the mission finishes stuck with
+    /// the reason. `pause_ask`: the operator is asked to extend the bound or stop.
+    /// Returns whether the mission may go on (the bound was extended).
+    async fn exhausted(&mut self, crossing: &Crossing, journal: &mut Journal) -> bool {
+        if self.budget.bounds().on_exhausted == OnExhausted::PauseAsk && !self.resting() {
+            match self.pause(crossing, journal).await {
+                Ok(extended) => return extended,
+                Err(e) => {
+                    tracing::error!(mission = %self.mission.id, "could not ask to extend the compute bound; finishing stuck: {e}")
+                }
+            }
+        }
+        if !self.resting() {
+            self.finish_stuck(&crossing.reason);
+        }
+        false
+    }
+
+    fn finish_stuck(&self, reason: &str) {
         if let Err(e) = self
             .missions
             .finish(&self.mission.id, Status::Stuck, reason)
         {
             tracing::info!(mission = %self.mission.id, "compute bound lost to another verdict: {e}");
         }
+    }
+
+    /// Is the mission already at rest (nobody left to ask)?
+    fn resting(&self) -> bool {
+        matches!(self.missions.get(&self.mission.id), Ok(Some(m)) if m.status.is_terminal())
+    }
+
+    /// File the durable compute-bound question, park the run under it (so another
+    /// process can settle it if this host dies), and wait for the operator. The
+    /// mission stays open meanwhile; the unit's updates are still counted.
+    /// `Ok(true)`: extended, and the budget holds the raised limit.
+    async fn pause(&mut self, crossing: &Crossing, journal: &mut Journal) -> anyhow::Result<bool> {
+        let m = &self.mission;
+        let bound = format!("{}={}", crossing.field.key(), crossing.limit);
+        let ask = self.asks.raise(NewAsk {
+            tools_name: QUESTION_TOOLS.into(),
+            tool_name: BUDGET_TOOL.into(),
+            args_summary: format!(
+                "mission {} hit its compute bound {bound} — extend it or let it stop?",
+                m.id
+            ),
+            diff: Some(format!(
+                "{}\n\nThe unit's turn was cancelled and the mission is paused, not finished. To go on or not, {BUDGET_ANSWER_GRAMMAR}.",
+                crossing.reason
+            )),
+            policy_name: m.hitl_policy_name.clone(),
+            instance_id: m.instance_id.clone().unwrap_or_default(),
+            session_id: self.unit.session_id().to_string(),
+            agent_name: m.agent_name.clone(),
+            mission_id: Some(m.id.clone()),
+            wait: self.ask_ceiling,
+            ..Default::default()
+        })?;
+        self.ledger
+            .pause(&m.id, &ask.id, crossing.field, &crossing.reason)?;
+        self.asks.save_checkpoint(&Checkpoint {
+            ask_id: ask.id.clone(),
+            mission_id: m.id.clone(),
+            session_id: self.unit.session_id().to_string(),
+            agent_name: m.agent_name.clone(),
+            cwd: m.cwd.clone(),
+            host: HostId::current(),
+            claimed_at: None,
+            failure: None,
+        })?;
+        tracing::info!(mission = %m.id, ask = %ask.id, "paused on compute bound {bound}");
+        let answered = loop {
+            tokio::select! {
+                changed = self.stop.changed() => {
+                    // Resting, or this host is leaving: the checkpoint stays for
+                    // whichever process records the answer.
+                    if changed.is_err() || *self.stop.borrow() {
+                        return Ok(false);
+                    }
+                }
+                Some(ev) = self.events.recv() => {
+                    self.budget.record(&ev);
+                    journal.record(ev);
+                }
+                row = self.asks.wait(&ask.id, Some(std::time::Instant::now() + RESUME_POLL)) => {
+                    let row = row?;
+                    if !row.is_pending() {
+                        break row;
+                    }
+                }
+            }
+        };
+        if !self.asks.claim_checkpoint(&ask.id)? {
+            // Another process holds the resume; it settles the mission.
+            return Ok(false);
+        }
+        let raised = super::budget::settle_pause(
+            &self.ledger,
+            &self.missions,
+            &answered,
+            crossing.field,
+            crossing.limit,
+            &crossing.reason,
+        )?;
+        self.asks.drop_checkpoint(&ask.id)?;
+        // None: "stop", or the question closed unanswered; the mission is stuck.
+        let Some(limit) = raised else {
+            return Ok(false);
+        };
+        tracing::info!(mission = %self.mission.id, "operator raised {} to {limit}", crossing.field.key());
+        self.budget.extend(crossing.field, limit);
+        self.heartbeat();
+        Ok(true)
     }
 
     fn heartbeat(&self) {

@@ -6,7 +6,7 @@
 //! from another terminal, reclaimed — the host that holds the unit reaps it, told by
 //! the `status_changed` event on the shared bus.
 
-mod budget;
+pub mod budget;
 mod drive;
 pub mod mission_tools;
 mod permissions;
@@ -24,10 +24,11 @@ use futures::future::BoxFuture;
 use serde_json::{Map, Value};
 use tokio::sync::watch;
 
-use crate::acp::{Unit, UnitSpec, mission_meta};
+use crate::acp::{AgentCaps, Unit, UnitSpec, mission_meta};
 use crate::agents::Registry;
 use crate::asks::Asks;
 use crate::config::Config;
+use crate::envelope::policy::ComputeBounds;
 use crate::envelope::search;
 use crate::mission::{Missions, NewMission, subjects};
 use crate::paths::Paths;
@@ -54,6 +55,10 @@ pub struct Dispatched {
     pub mission_id: String,
     pub instance_id: String,
     pub session_id: String,
+    /// What the agent said about itself (its session models, as selected).
+    pub caps: AgentCaps,
+    /// The envelope's compute bounds the mission runs under.
+    pub compute: ComputeBounds,
 }
 
 /// A unit whose session is open, not yet driven.
@@ -186,7 +191,16 @@ impl Fleet {
                 inner.max_parallel
             );
         }
-        let started = self.start_unit(&mission_id, &agent, &cwd).await?;
+        let mut started = self.start_unit(&mission_id, &agent, &cwd).await?;
+        // The model allowlist is held on the started unit, before the mission row
+        // exists: only a running agent says which models it offers, and a refused
+        // fire must leave no record (the unit is reaped, the socket removed).
+        let compute = envelope.policy.compute.clone();
+        if let Err(e) = budget::select_allowed_model(&mut started.unit, &compute, &agent_name).await
+        {
+            started.unit.shutdown().await;
+            return Err(e);
+        }
         let mission = match inner.missions.create(NewMission {
             id: mission_id.clone(),
             intent: req.intent.trim().to_string(),
@@ -204,11 +218,14 @@ impl Fleet {
             }
         };
         let (session_id, instance_id) = (started.session_id.clone(), started.instance_id.clone());
+        let caps = started.unit.capabilities().clone();
         self.host(started, mission, envelope, drive::Opening::Fresh);
         Ok(Dispatched {
             mission_id,
             instance_id,
             session_id,
+            caps,
+            compute,
         })
     }
 
@@ -235,7 +252,13 @@ impl Fleet {
                 .map_err(anyhow::Error::msg)?;
             let agent = self.resolve_agent(&mission.agent_name)?;
             let ask = inner.asks.require(ask_id)?;
-            if ask.answer().is_none() {
+            if ask.is_budget()
+                && !self.settle_budget_question(&mission.id, &ask, &envelope.policy.compute)?
+            {
+                inner.asks.drop_checkpoint(ask_id)?;
+                return Ok(false);
+            }
+            if ask.answer().is_none() && !ask.is_budget() {
                 inner.missions.add_blocker(&mission.id, crate::asks::one_line_summary(&ask.args_summary), format!(
                             "(the unit asked for an operator and got no answer: the question was {} before anyone answered it)",
                             ask.state.as_str()
@@ -252,7 +275,17 @@ impl Fleet {
             } else {
                 PathBuf::from(&cp.cwd)
             };
-            let started = self.start_unit(&mission.id, &agent, &cwd).await?;
+            let mut started = self.start_unit(&mission.id, &agent, &cwd).await?;
+            if let Err(e) = budget::select_allowed_model(
+                &mut started.unit,
+                &envelope.policy.compute,
+                &mission.agent_name,
+            )
+            .await
+            {
+                started.unit.shutdown().await;
+                return Err(e);
+            }
             let mission =
                 inner
                     .missions
@@ -275,6 +308,36 @@ impl Fleet {
                 Err(e)
             }
         }
+    }
+
+    /// Settle the compute-bound question `ask` of a mission whose host is gone: an
+    /// extension is recorded on the mission (the resumed unit runs under it), a
+    /// "stop" — or a question that closed unanswered — finishes it stuck with the
+    /// reason the bound gave. Returns whether the mission goes on.
+    fn settle_budget_question(
+        &self,
+        mission_id: &str,
+        ask: &crate::asks::Ask,
+        envelope: &ComputeBounds,
+    ) -> anyhow::Result<bool> {
+        let ledger = budget::ComputeLedger::new(self.inner.missions.store().clone());
+        let Some(record) = ledger.get(mission_id)? else {
+            return Ok(false);
+        };
+        let Some(pause) = record.pause.clone() else {
+            // Settled already (the checkpoint claim makes that unlikely; be safe).
+            return Ok(false);
+        };
+        let limit = pause.field.limit(&record.apply(envelope));
+        let raised = budget::settle_pause(
+            &ledger,
+            &self.inner.missions,
+            ask,
+            pause.field,
+            limit,
+            &pause.reason,
+        )?;
+        Ok(raised.is_some())
     }
 
     /// Could this process start the unit of `mission_id` again (its agent declared,
@@ -377,7 +440,23 @@ impl Fleet {
         let inner = &self.inner;
         let mission_id = mission.id.clone();
         let (stop_tx, stop_rx) = watch::channel(false);
-        let budget = Arc::new(budget::Budget::new(envelope.policy.compute.clone()));
+        let ledger = budget::ComputeLedger::new(inner.missions.store().clone());
+        let caps = started.unit.capabilities();
+        let offered = caps.offered_models();
+        if let Err(e) = ledger.record_unit(
+            &mission_id,
+            offered.map(|m| m.available.as_slice()),
+            offered.map(|m| m.current.as_str()),
+        ) {
+            tracing::warn!(mission = %mission_id, "could not record the unit's session model: {e}");
+        }
+        // The envelope's bounds, as an operator raised them on an earlier pause.
+        let compute = match ledger.get(&mission_id) {
+            Ok(Some(record)) => record.apply(&envelope.policy.compute),
+            _ => envelope.policy.compute.clone(),
+        };
+        let (budget, crossings) = budget::Budget::new(compute);
+        let budget = Arc::new(budget);
         let events = started
             .unit
             .take_events()
@@ -396,7 +475,6 @@ impl Fleet {
                 cwd: started.cwd.clone(),
                 envelope: envelope.clone(),
                 asks: inner.asks.clone(),
-                missions: inner.missions.clone(),
                 ask_ceiling: inner.ask_ceiling,
                 budget: budget.clone(),
             },
@@ -404,7 +482,6 @@ impl Fleet {
         let drive = drive::Drive {
             missions: inner.missions.clone(),
             asks: inner.asks.clone(),
-            compute: envelope.policy.compute.clone(),
             mission,
             unit: started.unit,
             events,
@@ -412,6 +489,9 @@ impl Fleet {
             socket: started.socket,
             opening,
             budget,
+            crossings,
+            ledger,
+            ask_ceiling: inner.ask_ceiling,
         };
         let fleet = self.clone();
         let key = mission_id.clone();

@@ -14,7 +14,6 @@ use crate::asks::{Asks, NewAsk, one_line_summary};
 use crate::envelope::eval::{ToolCall, evaluate};
 use crate::envelope::policy::Action;
 use crate::envelope::search::Loaded;
-use crate::mission::{Missions, Status};
 
 use super::budget::Budget;
 
@@ -27,7 +26,6 @@ pub(super) struct Gate {
     pub cwd: String,
     pub envelope: Loaded,
     pub asks: Asks,
-    pub missions: Missions,
     pub ask_ceiling: Option<Duration>,
     /// Every gated call counts against `maxToolCalls`.
     pub budget: Arc<Budget>,
@@ -53,16 +51,10 @@ impl Gate {
         if targets_mission_server(ask) {
             return PermissionReply::Allow;
         }
-        if let Some(reason) = self.budget.tool_call(&ask.tool_call_id, &ask.title) {
-            if let Err(e) = self
-                .missions
-                .finish(&self.mission_id, Status::Stuck, &reason)
-            {
-                tracing::info!(mission = %self.mission_id, "tool-call bound lost to another verdict: {e}");
-            }
-            return PermissionReply::Reject;
-        }
-        if self.budget.is_exhausted() {
+        // Counted before rule evaluation. The call that crosses `maxToolCalls`
+        // (and every call while the budget stays spent) is refused; the drive loop
+        // hears of the crossing, cancels the turn and applies `onExhausted`.
+        if self.budget.gated_call(&ask.tool_call_id, &ask.title) {
             return PermissionReply::Reject;
         }
         let call = tool_call_of(ask);

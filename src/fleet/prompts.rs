@@ -44,6 +44,14 @@ pub fn resume_turn(question: &str, answer: Option<&str>) -> String {
     )
 }
 
+/// The turn that follows an operator's extension of a compute bound that
+/// cancelled the unit's previous turn.
+pub fn extended_turn(bound: &str, was: u64, now: u64) -> String {
+    format!(
+        "Your previous turn was cancelled when the mission reached its compute bound {bound}={was}. The operator extended it: {bound} is now {now}. Carry on with the mission from where you stopped, and keep reaching the operator only through your mission tools."
+    )
+}
+
 /// The first block of a fresh session that resumes a parked mission whose host died.
 pub fn resume_brief(
     reports: &[crate::mission::Report],

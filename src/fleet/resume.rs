@@ -28,6 +28,9 @@ pub enum Afterwards {
     HostResumes,
     /// Parked with its host gone: resumed here, and driven to the end of its turn.
     ResumedHere,
+    /// Parked with its host gone, and the answer ended it here without a unit (a
+    /// compute-bound question answered "stop", or a mission already at rest).
+    SettledHere,
 }
 
 /// Record an answer and see the run it unblocks resumed.
@@ -65,10 +68,11 @@ pub async fn answer(
     match (parked, resumer) {
         (None, _) => Ok(Afterwards::NothingParked),
         (Some(_), None) => Ok(Afterwards::HostResumes),
-        (Some(cp), Some(fleet)) => {
-            drive_resume(&fleet, ask_id, &cp.mission_id).await?;
-            Ok(Afterwards::ResumedHere)
-        }
+        (Some(cp), Some(fleet)) => Ok(if drive_resume(&fleet, ask_id, &cp.mission_id).await? {
+            Afterwards::ResumedHere
+        } else {
+            Afterwards::SettledHere
+        }),
     }
 }
 
@@ -88,7 +92,7 @@ pub async fn resume_stranded(paths: &Paths, store: &Store) -> anyhow::Result<(us
     let (mut resumed, mut failed) = (0, 0);
     for cp in stranded {
         match drive_resume(&fleet, &cp.ask_id, &cp.mission_id).await {
-            Ok(()) => resumed += 1,
+            Ok(_) => resumed += 1,
             Err(e) => {
                 tracing::warn!(ask = %cp.ask_id, "resume failed: {e}");
                 failed += 1;
@@ -98,7 +102,8 @@ pub async fn resume_stranded(paths: &Paths, store: &Store) -> anyhow::Result<(us
     Ok((resumed, failed))
 }
 
-async fn drive_resume(fleet: &Fleet, ask_id: &str, mission_id: &str) -> anyhow::Result<()> {
+/// Whether a unit was resumed (`false`: there was nothing to run).
+async fn drive_resume(fleet: &Fleet, ask_id: &str, mission_id: &str) -> anyhow::Result<bool> {
     let teardown = fleet.spawn_teardown();
     let result = fleet.resume_parked(ask_id).await;
     if matches!(result, Ok(true)) {
@@ -106,5 +111,5 @@ async fn drive_resume(fleet: &Fleet, ask_id: &str, mission_id: &str) -> anyhow::
     }
     fleet.shutdown().await;
     teardown.abort();
-    result.map(|_| ())
+    result
 }

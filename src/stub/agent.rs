@@ -13,8 +13,10 @@ use agent_client_protocol::v1::schema::{
     InitializeRequest, InitializeResponse, McpServer, NewSessionRequest, NewSessionResponse,
     PermissionOption, PermissionOptionKind, Plan, PlanEntry, PlanEntryPriority, PlanEntryStatus,
     PromptRequest, PromptResponse, RequestPermissionOutcome, RequestPermissionRequest,
-    SessionNotification, SessionUpdate, StopReason, TextContent, ToolCall, ToolCallStatus,
-    ToolCallUpdate, ToolCallUpdateFields, ToolKind, Usage, UsageUpdate,
+    SessionConfigOption, SessionConfigOptionCategory, SessionConfigOptionValue,
+    SessionConfigSelectOption, SessionConfigValueId, SessionNotification, SessionUpdate,
+    SetSessionConfigOptionRequest, SetSessionConfigOptionResponse, StopReason, TextContent,
+    ToolCall, ToolCallStatus, ToolCallUpdate, ToolCallUpdateFields, ToolKind, Usage, UsageUpdate,
 };
 use agent_client_protocol::v1::{ConnectionTo, Responder};
 use agent_client_protocol::{Agent, Client, Error, Lines};
@@ -25,6 +27,9 @@ use tokio::sync::watch;
 
 use super::mission::{MissionClient, ServerEntry};
 use super::script::{self, OnDeny, RawStep, Script, Step, StopName, Vars, Via};
+
+/// The id of the config option through which a script's models are offered.
+const MODEL_OPTION: &str = "model";
 
 /// Settings from the command line and environment.
 pub struct AgentConfig {
@@ -47,6 +52,9 @@ struct StubAgent {
 
 struct Session {
     id: String,
+    /// The session model (the first advertised one until the client picks),
+    /// empty when the script advertises none.
+    model: Mutex<String>,
     /// Bumped by `session/cancel`; the running turn watches it.
     cancel: watch::Sender<u64>,
     /// Held for the whole turn, so one session's turns never overlap.
@@ -143,6 +151,7 @@ pub async fn serve(config: AgentConfig) -> Result<(), String> {
         outlet: out_tx,
     });
     let on_new = agent.clone();
+    let on_config = agent.clone();
     let on_prompt = agent.clone();
     let on_cancel = agent.clone();
 
@@ -169,7 +178,25 @@ pub async fn serve(config: AgentConfig) -> Result<(), String> {
         .on_receive_request(
             async move |request: NewSessionRequest, responder, _cx| {
                 let session = on_new.open_session(request);
-                responder.respond(NewSessionResponse::new(session.id.clone()))
+                let mut response = NewSessionResponse::new(session.id.clone());
+                if let Some(option) = on_new.model_option(&session) {
+                    response = response.config_options(vec![option]);
+                }
+                responder.respond(response)
+            },
+            agent_client_protocol::on_receive_request!(),
+        )
+        .on_receive_request(
+            async move |request: SetSessionConfigOptionRequest, responder, _cx| match on_config
+                .set_model(&request)
+            {
+                Ok(option) => responder.respond(SetSessionConfigOptionResponse::new(vec![option])),
+                Err(reason) => {
+                    eprintln!("stub: session/set_config_option refused: {reason}");
+                    responder.respond_with_error(
+                        Error::invalid_params().data(json!({ "reason": reason })),
+                    )
+                }
             },
             agent_client_protocol::on_receive_request!(),
         )
@@ -278,8 +305,15 @@ impl StubAgent {
             script: self.config.preloaded.clone(),
             ..SessionState::default()
         };
+        let model = self
+            .config
+            .preloaded
+            .as_ref()
+            .and_then(|s| s.models.first().cloned())
+            .unwrap_or_default();
         let session = Arc::new(Session {
             id: id.clone(),
+            model: Mutex::new(model),
             cancel: watch::channel(0).0,
             state: tokio::sync::Mutex::new(state),
         });
@@ -288,6 +322,69 @@ impl StubAgent {
             .unwrap_or_else(|e| e.into_inner())
             .insert(id, session.clone());
         session
+    }
+
+    /// The models a preloaded script advertises.
+    fn models(&self) -> &[String] {
+        self.config
+            .preloaded
+            .as_ref()
+            .map_or(&[], |s| s.models.as_slice())
+    }
+
+    /// The `model` config option of a session, when the script advertises models.
+    fn model_option(&self, session: &Session) -> Option<SessionConfigOption> {
+        let models = self.models();
+        if models.is_empty() {
+            return None;
+        }
+        let current = session
+            .model
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone();
+        let choices: Vec<SessionConfigSelectOption> = models
+            .iter()
+            .map(|m| {
+                SessionConfigSelectOption::new(SessionConfigValueId::new(m.as_str()), m.clone())
+            })
+            .collect();
+        Some(
+            SessionConfigOption::select(
+                MODEL_OPTION,
+                "Model",
+                SessionConfigValueId::new(current),
+                choices,
+            )
+            .category(SessionConfigOptionCategory::Model),
+        )
+    }
+
+    /// `session/set_config_option` for the model: only an advertised model.
+    fn set_model(
+        &self,
+        request: &SetSessionConfigOptionRequest,
+    ) -> Result<SessionConfigOption, String> {
+        let session = self
+            .session(&request.session_id.0)
+            .ok_or_else(|| format!("unknown session {}", request.session_id.0))?;
+        if &*request.config_id.0 != MODEL_OPTION || self.models().is_empty() {
+            return Err(format!("unknown config option '{}'", request.config_id.0));
+        }
+        let SessionConfigOptionValue::ValueId { value } = &request.value else {
+            return Err("the model option takes a model id".into());
+        };
+        if !self.models().iter().any(|m| m.as_str() == &*value.0) {
+            return Err(format!(
+                "model '{}' is not offered (offered: {})",
+                value.0,
+                self.models().join(", ")
+            ));
+        }
+        eprintln!("stub: session {} now runs on model {}", session.id, value.0);
+        *session.model.lock().unwrap_or_else(|e| e.into_inner()) = value.0.to_string();
+        self.model_option(&session)
+            .ok_or_else(|| "no models advertised".to_string())
     }
 
     fn record_transcript(&self, turn: usize, text: &str) {
@@ -387,6 +484,11 @@ async fn run_prompt(
             .unwrap_or(0),
     );
     state.vars.turn = turn;
+    state.vars.model = session
+        .model
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .clone();
     let mut runner = TurnRunner {
         agent: &agent,
         cx: &cx,

@@ -53,6 +53,11 @@
 //! - `delay_ms` (optional) is slept between steps. Without it the delay is
 //!   600 ms under `--demo` (watchable on the board) and 0 otherwise; an
 //!   `@stub … delay_ms=` setting overrides a built-in's own.
+//! - `models` (optional, a list of model ids) are advertised in `session/new`
+//!   as a `model` config option (current: the first), and the client may pick
+//!   another with `session/set_config_option`; `{{model}}` names the one in
+//!   use. Only a script given at start (`--script` / `STUB_SCRIPT`) can set
+//!   them: models are offered before the first prompt is read.
 //! - `turns` are consumed one per `session/prompt`, in order (turn 2 is the
 //!   nudge). A bare `{"steps": [...], "stop": …}` is a one-turn script.
 //! - `stop` (per turn, default `end_turn`): `end_turn`, `refusal`,
@@ -80,7 +85,8 @@
 //! | `stdout_garbage` | `"line"` or none | writes a non-JSON line to stdout (it may overtake updates still queued in the SDK) |
 //!
 //! Every string in a step may use `{{answer}}` (the latest ask's answer),
-//! `{{turn}}`, `{{perm}}`, `{{perms}}` and `{{env:NAME}}` (an environment
+//! `{{turn}}`, `{{perm}}`, `{{perms}}`, `{{model}}` (the session model, empty
+//! when none is advertised) and `{{env:NAME}}` (an environment
 //! variable of the stub, empty when unset). Unknown placeholders stay as
 //! written.
 //!

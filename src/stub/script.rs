@@ -10,6 +10,9 @@ use serde_json::{Map, Value, json};
 pub struct Script {
     pub name: String,
     pub delay_ms: Option<u64>,
+    /// Session models to advertise (`models`); only a script given at start
+    /// (`--script`) can set them, since they are offered before the first prompt.
+    pub models: Vec<String>,
     pub turns: Vec<Turn>,
 }
 
@@ -537,7 +540,7 @@ pub fn parse_script(value: &Value, fallback_name: &str) -> Result<Script, String
         return Err("a script must be a JSON object".into());
     };
     for key in map.keys() {
-        if !["name", "delay_ms", "turns", "steps", "stop"].contains(&key.as_str()) {
+        if !["name", "delay_ms", "models", "turns", "steps", "stop"].contains(&key.as_str()) {
             return Err(format!("unknown script key '{key}'"));
         }
     }
@@ -549,6 +552,13 @@ pub fn parse_script(value: &Value, fallback_name: &str) -> Result<Script, String
     let delay_ms = match map.get("delay_ms") {
         None => None,
         Some(v) => Some(v.as_u64().ok_or("'delay_ms' must be a whole number")?),
+    };
+    let models = match map.get("models") {
+        None => Vec::new(),
+        Some(v) => Vec::<String>::deserialize(v)
+            .ok()
+            .filter(|m| m.iter().all(|s| !s.trim().is_empty()))
+            .ok_or("'models' must be an array of non-empty strings")?,
     };
     let turn_values: Vec<Value> = match (map.get("turns"), map.get("steps")) {
         (Some(Value::Array(turns)), None) => turns.clone(),
@@ -590,6 +600,7 @@ pub fn parse_script(value: &Value, fallback_name: &str) -> Result<Script, String
     Ok(Script {
         name,
         delay_ms,
+        models,
         turns,
     })
 }
@@ -601,9 +612,11 @@ pub struct Vars {
     pub answer: String,
     pub perm: String,
     pub perms: Vec<String>,
+    /// The session model the client selected (the advertised default until then).
+    pub model: String,
 }
 
-/// Fill `{{answer}}`, `{{turn}}`, `{{perm}}`, `{{perms}}` and `{{env:NAME}}`
+/// Fill `{{answer}}`, `{{turn}}`, `{{perm}}`, `{{perms}}`, `{{model}}` and `{{env:NAME}}`
 /// in every string of `value`. Unknown placeholders stay as written.
 pub fn substitute(value: &Value, vars: &Vars) -> Value {
     match value {
@@ -634,6 +647,7 @@ fn fill(template: &str, vars: &Vars) -> String {
             "turn" => Some(vars.turn.to_string()),
             "perm" => Some(vars.perm.clone()),
             "perms" => Some(vars.perms.join(",")),
+            "model" => Some(vars.model.clone()),
             _ => key
                 .strip_prefix("env:")
                 .map(|name| std::env::var(name.trim()).unwrap_or_default()),
@@ -972,14 +986,15 @@ mod tests {
             answer: "yes".into(),
             perm: "denied".into(),
             perms: vec!["allowed".into(), "denied".into()],
+            model: "b".into(),
         };
         let v = substitute(
-            &json!({"a": "answer={{answer}} t={{ turn }} p={{perm}} ps={{perms}} {{nope}} {{env:MB_STUB_SURELY_UNSET}}."}),
+            &json!({"a": "answer={{answer}} t={{ turn }} p={{perm}} ps={{perms}} m={{model}} {{nope}} {{env:MB_STUB_SURELY_UNSET}}."}),
             &vars,
         );
         assert_eq!(
             v["a"],
-            "answer=yes t=2 p=denied ps=allowed,denied {{nope}} ."
+            "answer=yes t=2 p=denied ps=allowed,denied m=b {{nope}} ."
         );
     }
 }

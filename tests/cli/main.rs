@@ -5,5 +5,6 @@ mod harness;
 
 mod asks;
 mod board;
+mod bounds;
 mod foundation;
 mod missions;

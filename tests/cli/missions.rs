@@ -94,6 +94,10 @@ fn a_landed_mission_exits_zero_and_prints_its_reports() {
     );
     assert_eq!(
         lines[3],
+        "Compute bounds: maxToolCalls=300 (enforced) · maxTokens=2000000 (best-effort); a crossed bound finishes the mission stuck."
+    );
+    assert_eq!(
+        lines[4],
         "Waiting for a terminal status (timeout 30m0s; the unit is a child of this process and is torn down when it exits)…"
     );
     assert!(

@@ -1,0 +1,487 @@
+//! Issue D: compute bounds, all of them enforced — turns, tool calls, tokens, the
+//! model allowlist, and `onExhausted: pause_ask` — through the real binary, a real
+//! stub agent per case, and the record read back through our own commands.
+
+use std::process::Stdio;
+
+use crate::harness::{Run, Sandbox, wait_for};
+
+const TURNS_REASON: &str = "compute bound exhausted: maxTurns=1 — the mission spent its turn budget without reaching its operator.";
+const TOOLS_REASON: &str = "compute bound exhausted: maxToolCalls=3 — the mission reached its envelope-gated action budget; this call and any after it are refused.";
+
+/// Write envelope `name` (home) allowing every call, with this compute block.
+fn envelope(sb: &Sandbox, name: &str, compute: &str) {
+    sb.write(
+        &sb.home.join(format!("hitl-policy-{name}.json")),
+        &format!(r#"{{"default_action":"allow","rules":[],"compute":{compute}}}"#),
+    );
+}
+
+/// `mission fire stub <intent> --wait --policy <policy>`, with a prompt transcript.
+fn fire(sb: &Sandbox, policy: &str, transcript: Option<&std::path::Path>) -> Run {
+    let mut cmd = sb.command(&[
+        "mission",
+        "fire",
+        "stub",
+        "go",
+        "--wait",
+        "--policy",
+        policy,
+        "--timeout",
+        "60s",
+    ]);
+    if let Some(t) = transcript {
+        cmd.env("STUB_TRANSCRIPT", t);
+    }
+    sb.run_with(cmd)
+}
+
+fn reports(sb: &Sandbox, id: &str) -> Vec<String> {
+    let out = sb.run(&["mission", "reports", id, "--json"]).ok();
+    let v: serde_json::Value = serde_json::from_str(&out.stdout).unwrap();
+    v.as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["summary"].as_str().unwrap().to_string())
+        .collect()
+}
+
+fn status_line(sb: &Sandbox, id: &str) -> String {
+    let show = sb.run(&["mission", "show", id]).ok();
+    show.stdout
+        .lines()
+        .find_map(|l| l.strip_prefix("Status:    "))
+        .unwrap()
+        .to_string()
+}
+
+#[test]
+fn a_turn_bound_of_one_sends_exactly_one_prompt_and_finishes_stuck() {
+    let sb = Sandbox::new();
+    let transcript = sb.home.join("transcript.log");
+    sb.declare_stubs(&[(
+        "stub",
+        Some(r#"{"name":"mute","turns":[{"steps":["mute"]},{"steps":["mute"]}]}"#),
+    )]);
+    envelope(&sb, "oneturn", r#"{"maxTurns":1}"#);
+    let run = fire(&sb, "oneturn", Some(&transcript));
+    assert_eq!(run.code, 1, "{run:#?}");
+    assert!(
+        run.stdout.contains(
+            "\nCompute bounds: maxTurns=1 (enforced); a crossed bound finishes the mission stuck.\n"
+        ),
+        "{}",
+        run.stdout
+    );
+    let id = sb.newest_mission().unwrap();
+    assert!(
+        run.stdout
+            .contains(&format!("Mission {id} finished: stuck — {TURNS_REASON}\n")),
+        "{}",
+        run.stdout
+    );
+    let prompts = std::fs::read_to_string(&transcript).unwrap();
+    assert_eq!(prompts.lines().count(), 1, "no nudge: {prompts}");
+    assert_eq!(status_line(&sb, &id), format!("stuck — {TURNS_REASON}"));
+    assert!(reports(&sb, &id).is_empty(), "and no silent blocker");
+}
+
+#[test]
+fn the_fourth_of_five_tool_calls_under_a_bound_of_three_finishes_stuck() {
+    let sb = Sandbox::new();
+    // The unit's own card for its mission_report call is not one of its tool calls.
+    let mut steps = vec![
+        r#"{"report":{"summary":"starting"}}"#.to_string(),
+        r#"{"tool_call":"mcp__mission__mission_report"}"#.to_string(),
+    ];
+    for n in 1..=5 {
+        steps.push(format!(r#"{{"tool_call":"call {n}"}}"#));
+        steps.push(format!(r#"{{"report":{{"summary":"after call {n}"}}}}"#));
+    }
+    steps.push(r#"{"finish":"landed"}"#.to_string());
+    let script = format!(
+        r#"{{"name":"five","delay_ms":100,"turns":[{{"steps":[{}]}}]}}"#,
+        steps.join(",")
+    );
+    sb.declare_stubs(&[("stub", Some(&script))]);
+    envelope(&sb, "three", r#"{"maxToolCalls":3}"#);
+    let run = fire(&sb, "three", None);
+    assert_eq!(run.code, 1, "{run:#?}");
+    let id = sb.newest_mission().unwrap();
+    assert_eq!(status_line(&sb, &id), format!("stuck — {TOOLS_REASON}"));
+    assert_eq!(
+        reports(&sb, &id),
+        ["starting", "after call 1", "after call 2", "after call 3"],
+        "the 4th call stopped the mission; nothing after it was recorded"
+    );
+}
+
+#[test]
+fn gated_permission_requests_count_and_the_crossing_one_is_refused() {
+    let sb = Sandbox::new();
+    // Each outcome is reported: three allowed, then the fourth is refused and the
+    // mission is stuck before the unit can carry on.
+    let script = r#"{"name":"perms","delay_ms":50,"turns":[{"steps":[{"permission":{"title":"edit src/x.rs","times":5,"report":true}},{"finish":"landed"}]}]}"#;
+    sb.declare_stubs(&[("stub", Some(script))]);
+    envelope(&sb, "three", r#"{"maxToolCalls":3}"#);
+    let run = fire(&sb, "three", None);
+    assert_eq!(run.code, 1, "{run:#?}");
+    let id = sb.newest_mission().unwrap();
+    assert_eq!(status_line(&sb, &id), format!("stuck — {TOOLS_REASON}"));
+    let filed = reports(&sb, &id);
+    assert!(
+        filed.len() >= 3 && filed[..3].iter().all(|r| r.contains("allowed")),
+        "{filed:?}"
+    );
+    assert!(
+        !filed.iter().skip(3).any(|r| r.contains("allowed")),
+        "nothing past the bound was allowed: {filed:?}"
+    );
+}
+
+#[test]
+fn the_token_bound_holds_on_reported_usage() {
+    let sb = Sandbox::new();
+    let script = r#"{"name":"usage","delay_ms":50,"turns":[{"steps":[{"report":{"summary":"go"}},{"usage":{"used":500,"size":32768}},{"report":{"summary":"past the bound"}},{"finish":"landed"}]}]}"#;
+    sb.declare_stubs(&[("stub", Some(script))]);
+    envelope(&sb, "small", r#"{"maxTokens":100}"#);
+    let run = fire(&sb, "small", None);
+    assert_eq!(run.code, 1, "{run:#?}");
+    assert!(
+        run.stdout
+            .contains("Compute bounds: maxTokens=100 (best-effort);"),
+        "{}",
+        run.stdout
+    );
+    let id = sb.newest_mission().unwrap();
+    assert_eq!(
+        status_line(&sb, &id),
+        "stuck — compute bound exhausted: maxTokens=100 (reported usage 500) — the mission spent its token budget."
+    );
+    assert_eq!(reports(&sb, &id), ["go"]);
+}
+
+#[test]
+fn with_no_usage_reported_the_meter_holds_the_token_bound() {
+    let sb = Sandbox::new();
+    let chat = "x".repeat(2048);
+    let script = format!(
+        r#"{{"name":"chatty","delay_ms":50,"turns":[{{"steps":[{{"say":"{chat}"}},{{"report":{{"summary":"past the bound"}}}},{{"finish":"landed"}}]}}]}}"#
+    );
+    sb.declare_stubs(&[("stub", Some(&script))]);
+    envelope(&sb, "small", r#"{"maxTokens":100}"#);
+    let run = fire(&sb, "small", None);
+    assert_eq!(run.code, 1, "{run:#?}");
+    let id = sb.newest_mission().unwrap();
+    // Everything that crossed the boundary by then: the first prompt (preamble and
+    // intent) and the 2 KB message, at a token per four bytes.
+    let metered = (missionboard::fleet::prompts::PREAMBLE.len() + "go".len() + chat.len()) / 4;
+    assert_eq!(
+        status_line(&sb, &id),
+        format!(
+            "stuck — compute bound exhausted: maxTokens=100 (metered usage {metered}, counted as bytes/4 of the text crossing the ACP boundary because the agent reports none) — the mission spent its token budget."
+        )
+    );
+    assert!(reports(&sb, &id).is_empty());
+}
+
+const ON_MODEL: &str = r#"{"name":"models","models":["a","b"],"turns":[{"steps":[{"report":{"kind":"result","summary":"running on {{model}}"}},{"finish":"landed"}]}]}"#;
+
+#[test]
+fn an_agent_offering_models_runs_on_the_one_the_allowlist_permits() {
+    let sb = Sandbox::new();
+    sb.declare_stubs(&[("stub", Some(ON_MODEL))]);
+    envelope(&sb, "onlyb", r#"{"modelAllowlist":["b"]}"#);
+    let run = fire(&sb, "onlyb", None).ok();
+    assert!(
+        run.stdout.contains(
+            "\nCompute bounds: modelAllowlist=[\"b\"] (enforced); a crossed bound finishes the mission stuck.\nModel: \"b\", of the models agent \"stub\" offers (a, b), as modelAllowlist permits.\n"
+        ),
+        "{}",
+        run.stdout
+    );
+    let id = sb.newest_mission().unwrap();
+    assert_eq!(reports(&sb, &id), ["running on b"]);
+    let show = sb.run(&["mission", "show", &id]).ok();
+    assert!(show.stdout.contains("\nModel:     b\n"), "{}", show.stdout);
+    assert!(
+        show.stdout.contains(
+            "\nCompute:   modelAllowlist=[\"b\"] (enforced) (onExhausted finish_stuck)\n"
+        ),
+        "{}",
+        show.stdout
+    );
+}
+
+#[test]
+fn an_allowlist_naming_no_offered_model_refuses_the_fire_and_leaves_no_record() {
+    let sb = Sandbox::new();
+    let transcript = sb.home.join("transcript.log");
+    sb.declare_stubs(&[("stub", Some(ON_MODEL))]);
+    envelope(&sb, "onlyc", r#"{"modelAllowlist":["c"]}"#);
+    let run = fire(&sb, "onlyc", Some(&transcript));
+    assert_eq!(run.code, 1, "{run:#?}");
+    assert_eq!(
+        run.stderr.lines().next().unwrap(),
+        "Error: compute bound refused: modelAllowlist — this mission's envelope permits only \"c\"; agent \"stub\" offers \"a\", \"b\". Nothing was sent and no mission was recorded: fire under an envelope whose modelAllowlist names one of the agent's models, or at an agent that offers an allowed one"
+    );
+    assert!(sb.newest_mission().is_none(), "no record");
+    assert!(!transcript.exists(), "no prompt was sent");
+}
+
+#[test]
+fn an_agent_offering_no_models_is_told_once_the_allowlist_is_not_enforced() {
+    let sb = Sandbox::new();
+    let script = r#"{"name":"plain","turns":[{"steps":[{"report":{"kind":"result","summary":"on {{model}}?"}},{"finish":"landed"}]}]}"#;
+    sb.declare_stubs(&[("stub", Some(script))]);
+    envelope(&sb, "onlyb", r#"{"modelAllowlist":["b"]}"#);
+    let run = fire(&sb, "onlyb", None).ok();
+    let note = "modelAllowlist is declared, not enforced for agent \"stub\": it advertises no session models, so the host can neither see nor choose the model it runs on.";
+    assert_eq!(run.stdout.matches(note).count(), 1, "{}", run.stdout);
+    assert!(
+        run.stdout
+            .contains("Compute bounds: modelAllowlist=[\"b\"] (declared, not enforced);"),
+        "{}",
+        run.stdout
+    );
+    let id = sb.newest_mission().unwrap();
+    let show = sb.run(&["mission", "show", &id]).ok();
+    assert!(
+        show.stdout
+            .contains("\nCompute:   modelAllowlist=[\"b\"] (declared, not enforced) (onExhausted finish_stuck)\n"),
+        "{}",
+        show.stdout
+    );
+}
+
+/// Turn 1 crosses `maxToolCalls=3` on its 4th call; the turn after an extension
+/// (the stub's turn 2) lands.
+fn pausing_stub(sb: &Sandbox) {
+    let mut steps = vec![r#"{"report":{"summary":"starting"}}"#.to_string()];
+    for n in 1..=5 {
+        steps.push(format!(r#"{{"tool_call":"call {n}"}}"#));
+    }
+    steps.push(r#"{"finish":"landed"}"#.to_string());
+    let script = format!(
+        r#"{{"name":"pause","delay_ms":100,"turns":[{{"steps":[{}]}},{{"steps":[{{"report":{{"kind":"result","summary":"carried on"}}}},{{"finish":"landed"}}]}}]}}"#,
+        steps.join(",")
+    );
+    sb.declare_stubs(&[("stub", Some(&script))]);
+    envelope(
+        sb,
+        "pausing",
+        r#"{"maxToolCalls":3,"onExhausted":"pause_ask"}"#,
+    );
+}
+
+fn fire_pausing_in_background(sb: &Sandbox, transcript: &std::path::Path) -> std::process::Child {
+    let mut cmd = sb.command(&[
+        "mission",
+        "fire",
+        "stub",
+        "go",
+        "--wait",
+        "--policy",
+        "pausing",
+        "--timeout",
+        "60s",
+    ]);
+    cmd.env("STUB_TRANSCRIPT", transcript)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    cmd.spawn().unwrap()
+}
+
+/// The compute-bound question, once it is pending: (id, summary).
+fn budget_question(sb: &Sandbox) -> (String, String) {
+    wait_for(30, "the compute-bound question", || {
+        let id = sb.newest_mission()?;
+        let show = sb.run(&["mission", "show", &id, "--json"]).ok();
+        let v: serde_json::Value = serde_json::from_str(&show.stdout).unwrap();
+        let ask = v["pendingAsks"]
+            .as_array()?
+            .iter()
+            .find(|a| a["toolName"] == "compute_bound" && a["parked"] == true)?
+            .clone();
+        Some((
+            ask["id"].as_str()?.to_string(),
+            ask["argsSummary"].as_str()?.to_string(),
+        ))
+    })
+}
+
+fn join(child: std::process::Child) -> Run {
+    let out = child.wait_with_output().unwrap();
+    Run {
+        code: out.status.code().unwrap_or(-1),
+        stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
+        stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
+    }
+}
+
+#[test]
+fn pause_ask_extended_by_the_operator_carries_on_and_lands() {
+    let sb = Sandbox::new();
+    let transcript = sb.home.join("transcript.log");
+    pausing_stub(&sb);
+    let host = fire_pausing_in_background(&sb, &transcript);
+    let (ask, summary) = budget_question(&sb);
+    let id = sb.newest_mission().unwrap();
+    assert_eq!(
+        summary,
+        format!("mission {id} hit its compute bound maxToolCalls=3 — extend it or let it stop?")
+    );
+    assert_eq!(status_line(&sb, &id), "open", "paused, not finished");
+    let list = sb.run(&["approvals", "list"]).ok();
+    assert!(
+        list.stdout.contains("compute") && list.stdout.contains("mission.compute_bound"),
+        "{}",
+        list.stdout
+    );
+
+    // An answer outside the grammar is refused, and the question stays open.
+    let wrong = sb.run(&["approvals", "respond", &ask, "--answer", "sure, go on"]);
+    assert_eq!(wrong.code, 1, "{wrong:#?}");
+    assert_eq!(
+        wrong.stderr.trim_end(),
+        "Error: \"sure, go on\" is not an answer to a compute-bound question: answer \"extend N%\" to raise the bound by N percent (\"extend 50%\": by half, rounded up), \"extend +N\" to raise it by N, or \"stop\" to let the mission finish stuck"
+    );
+    let mut agent_answer = sb.command(&[
+        "approvals",
+        "respond",
+        &ask,
+        "--answer",
+        "extend 50%",
+        "--as-agent",
+        "oracle",
+    ]);
+    agent_answer.env("MISSIONBOARD_OPT_IN_BETA", "1");
+    let as_agent = sb.run_with(agent_answer);
+    assert_eq!(as_agent.code, 1, "{as_agent:#?}");
+    assert!(
+        as_agent
+            .stderr
+            .contains("only an operator may extend a mission's budget or stop it"),
+        "{as_agent:#?}"
+    );
+
+    let answered = sb
+        .run(&["approvals", "respond", &ask, "--answer", "extend 50%"])
+        .ok();
+    assert!(
+        answered
+            .stdout
+            .contains("that host resumes it with this answer"),
+        "{answered:#?}"
+    );
+    let run = join(host);
+    assert_eq!(run.code, 0, "{run:#?}");
+    assert!(
+        run.stdout
+            .contains(&format!("Mission {id} finished: landed")),
+        "{}",
+        run.stdout
+    );
+    assert_eq!(reports(&sb, &id), ["starting", "carried on"]);
+    let prompts = std::fs::read_to_string(&transcript).unwrap();
+    let prompts: Vec<&str> = prompts.lines().collect();
+    assert_eq!(prompts.len(), 2, "{prompts:?}");
+    assert!(
+        prompts[1].starts_with(
+            "turn=2 Your previous turn was cancelled when the mission reached its compute bound"
+        ),
+        "{prompts:?}"
+    );
+    let show = sb.run(&["mission", "show", &id]).ok();
+    assert!(
+        show.stdout.contains(
+            "\nCompute:   maxToolCalls=5 (enforced), raised from 3 by the operator (onExhausted pause_ask)\n"
+        ),
+        "{}",
+        show.stdout
+    );
+}
+
+#[test]
+fn pause_ask_answered_stop_finishes_stuck_with_the_bound_reason() {
+    let sb = Sandbox::new();
+    let transcript = sb.home.join("transcript.log");
+    pausing_stub(&sb);
+    let host = fire_pausing_in_background(&sb, &transcript);
+    let (ask, _) = budget_question(&sb);
+    let id = sb.newest_mission().unwrap();
+    sb.run(&["approvals", "respond", &ask, "--answer", "stop"])
+        .ok();
+    let run = join(host);
+    assert_eq!(run.code, 1, "{run:#?}");
+    assert!(
+        run.stdout
+            .contains(&format!("Mission {id} finished: stuck — {TOOLS_REASON}\n")),
+        "{}",
+        run.stdout
+    );
+    assert_eq!(reports(&sb, &id), ["starting"]);
+    let prompts = std::fs::read_to_string(&transcript).unwrap();
+    assert_eq!(prompts.lines().count(), 1, "nothing more was sent");
+}
+
+#[test]
+fn a_pause_outlives_its_host_and_the_answering_process_settles_it() {
+    let sb = Sandbox::new();
+    let transcript = sb.home.join("transcript.log");
+    pausing_stub(&sb);
+    let mut host = fire_pausing_in_background(&sb, &transcript);
+    let (ask, _) = budget_question(&sb);
+    let id = sb.newest_mission().unwrap();
+    host.kill().unwrap();
+    host.wait().unwrap();
+    let answered = sb
+        .run(&["approvals", "respond", &ask, "--answer", "stop"])
+        .ok();
+    assert!(
+        answered.stdout.contains(&format!(
+            "Its run had no live host and nothing was left to resume, so it was settled here: 'missionboard mission show {id}' has the outcome."
+        )),
+        "{answered:#?}"
+    );
+    assert_eq!(status_line(&sb, &id), format!("stuck — {TOOLS_REASON}"));
+}
+
+#[test]
+fn an_extension_answered_after_the_host_died_resumes_the_mission_here() {
+    let sb = Sandbox::new();
+    let transcript = sb.home.join("transcript.log");
+    pausing_stub(&sb);
+    let mut host = fire_pausing_in_background(&sb, &transcript);
+    let (ask, _) = budget_question(&sb);
+    let id = sb.newest_mission().unwrap();
+    host.kill().unwrap();
+    host.wait().unwrap();
+    let mut respond = sb.command(&["approvals", "respond", &ask, "--answer", "extend +2"]);
+    respond.env("STUB_TRANSCRIPT", &transcript);
+    let answered = sb.run_with(respond).ok();
+    assert!(
+        answered
+            .stdout
+            .contains("the suspended run was resumed in this process"),
+        "{answered:#?}"
+    );
+    // The fresh session replays the script's first turn: its five calls fit the
+    // raised limit of five, and it lands.
+    assert_eq!(status_line(&sb, &id), "landed");
+    let prompts = std::fs::read_to_string(&transcript).unwrap();
+    assert!(
+        prompts
+            .lines()
+            .nth(1)
+            .is_some_and(|l| l.contains("You are resuming a parked mission")),
+        "{prompts}"
+    );
+    let show = sb.run(&["mission", "show", &id]).ok();
+    assert!(
+        show.stdout
+            .contains("maxToolCalls=5 (enforced), raised from 3 by the operator"),
+        "{}",
+        show.stdout
+    );
+}
