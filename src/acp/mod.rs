@@ -11,6 +11,7 @@
 //! every `session/update` of that turn is on the event channel before it
 //! returns. [`Unit::shutdown`] (or dropping the unit) reaps the process group.
 
+pub mod agent_side;
 mod convert;
 mod process;
 

@@ -10,20 +10,20 @@ use std::time::Duration;
 use agent_client_protocol::schema::ProtocolVersion;
 use agent_client_protocol::v1::schema::{
     AgentCapabilities, CancelNotification, ContentBlock, ContentChunk, Cost, Implementation,
-    InitializeRequest, InitializeResponse, McpServer, NewSessionRequest, NewSessionResponse,
-    PermissionOption, PermissionOptionKind, Plan, PlanEntry, PlanEntryPriority, PlanEntryStatus,
-    PromptRequest, PromptResponse, RequestPermissionOutcome, RequestPermissionRequest,
-    SessionNotification, SessionUpdate, StopReason, TextContent, ToolCall, ToolCallStatus,
-    ToolCallUpdate, ToolCallUpdateFields, ToolKind, Usage, UsageUpdate,
+    InitializeRequest, InitializeResponse, NewSessionRequest, NewSessionResponse, PermissionOption,
+    PermissionOptionKind, Plan, PlanEntry, PlanEntryPriority, PlanEntryStatus, PromptRequest,
+    PromptResponse, RequestPermissionOutcome, RequestPermissionRequest, SessionNotification,
+    SessionUpdate, StopReason, TextContent, ToolCall, ToolCallStatus, ToolCallUpdate,
+    ToolCallUpdateFields, ToolKind, Usage, UsageUpdate,
 };
 use agent_client_protocol::v1::{ConnectionTo, Responder};
-use agent_client_protocol::{Agent, Client, Error, Lines};
-use futures::StreamExt;
+use agent_client_protocol::{Agent, Client, Error};
 use serde_json::{Map, Value, json};
-use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
 use tokio::sync::watch;
 
-use super::mission::{MissionClient, ServerEntry};
+use crate::acp::McpStdioServer;
+use crate::tools::client::MissionClient;
+
 use super::script::{self, OnDeny, RawStep, Script, Step, StopName, Vars, Via};
 
 /// Settings from the command line and environment.
@@ -55,7 +55,7 @@ struct Session {
 
 #[derive(Default)]
 struct SessionState {
-    mission_entry: Option<ServerEntry>,
+    mission_entry: Option<McpStdioServer>,
     mission: Option<MissionClient>,
     script: Option<Arc<Script>>,
     cursor: usize,
@@ -108,39 +108,12 @@ fn fail(message: impl Into<String>) -> Flow {
 
 /// Run the stub agent on stdin/stdout until the client hangs up.
 pub async fn serve(config: AgentConfig) -> Result<(), String> {
-    let (out_tx, mut out_rx) = futures::channel::mpsc::unbounded::<String>();
-    let writer = tokio::spawn(async move {
-        let mut stdout = tokio::io::stdout();
-        while let Some(line) = out_rx.next().await {
-            let mut bytes = line.into_bytes();
-            bytes.push(b'\n');
-            if stdout.write_all(&bytes).await.is_err() || stdout.flush().await.is_err() {
-                break;
-            }
-        }
-    });
-
-    let sink = futures::sink::SinkExt::sink_map_err(out_tx.clone(), std::io::Error::other);
-    let reader = BufReader::new(tokio::io::stdin());
-    let incoming = futures::stream::unfold(Some(reader), async |reader| {
-        let mut reader = reader?;
-        let mut buf = Vec::new();
-        match reader.read_until(b'\n', &mut buf).await {
-            Ok(0) => None,
-            Ok(_) => Some((
-                Ok(String::from_utf8_lossy(&buf).trim_end().to_owned()),
-                Some(reader),
-            )),
-            Err(err) => Some((Err(err), None)),
-        }
-    })
-    .boxed();
-
+    let (transport, outlet, writer) = crate::acp::agent_side::stdio_transport();
     let agent = Arc::new(StubAgent {
         config,
         sessions: Mutex::new(HashMap::new()),
         next_session: AtomicU64::new(1),
-        outlet: out_tx,
+        outlet,
     });
     let on_new = agent.clone();
     let on_prompt = agent.clone();
@@ -214,17 +187,12 @@ pub async fn serve(config: AgentConfig) -> Result<(), String> {
             },
             agent_client_protocol::on_receive_notification!(),
         )
-        .connect_to(Lines::new(sink, incoming))
+        .connect_to(transport)
         .await;
     // Let the last answers reach stdout: the writer ends once every sender
     // (the transport's and the agent's outlet) is gone.
     drop(agent);
-    if tokio::time::timeout(Duration::from_secs(1), writer)
-        .await
-        .is_err()
-    {
-        eprintln!("stub: stdout did not drain within a second");
-    }
+    writer.drain("stub").await;
     result.map_err(|e| format!("ACP connection failed: {e:?}"))
 }
 
@@ -242,26 +210,8 @@ impl StubAgent {
             "stub-session-{}",
             self.next_session.fetch_add(1, Ordering::Relaxed)
         );
-        let mut servers = Vec::new();
-        for server in request.mcp_servers {
-            match server {
-                McpServer::Stdio(s) => servers.push(ServerEntry {
-                    name: s.name,
-                    command: s.command,
-                    args: s.args,
-                    env: s.env.into_iter().map(|e| (e.name, e.value)).collect(),
-                }),
-                _ => eprintln!("stub: ignoring a non-stdio MCP server"),
-            }
-        }
-        let mission_id = request
-            .meta
-            .as_ref()
-            .and_then(|m| m.get(crate::acp::MISSION_META_KEY))
-            .and_then(|m| m.get("missionId"))
-            .and_then(Value::as_str)
-            .unwrap_or("-")
-            .to_owned();
+        let servers = crate::acp::agent_side::stdio_servers(&request, "stub");
+        let mission_id = crate::acp::agent_side::mission_id(&request);
         eprintln!(
             "stub: session/new {id} cwd={} mission={mission_id} mcp=[{}]",
             request.cwd.display(),
