@@ -1,6 +1,6 @@
 //! Helpers for the agent end of ACP, shared by missionboard's built-in agents
-//! (`stub-agent` and the native `agent`): the stdio line transport and reading
-//! what a `session/new` hands the agent.
+//! (`stub-agent` and the native `agent`): the stdio line transport, reading
+//! what a `session/new` hands the agent, and a turn's view of `session/cancel`.
 
 use std::time::Duration;
 
@@ -12,6 +12,7 @@ use futures::sink::SinkMapErr;
 use futures::stream::BoxStream;
 use serde_json::Value;
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
+use tokio::sync::watch;
 
 use super::{MISSION_META_KEY, McpStdioServer};
 
@@ -110,4 +111,37 @@ pub fn mission_id(request: &NewSessionRequest) -> String {
         .and_then(Value::as_str)
         .unwrap_or("-")
         .to_owned()
+}
+
+/// A turn's view of `session/cancel`: set once the session's cancel generation
+/// (a counter the cancel handler bumps) moves past the one the turn started
+/// with. Cheap to clone, so every step can race its own copy.
+#[derive(Clone)]
+pub struct CancelSignal {
+    rx: watch::Receiver<u64>,
+    start: u64,
+}
+
+impl CancelSignal {
+    /// Subscribe when the prompt arrives, not when its task starts: a cancel
+    /// that follows the prompt closely must still reach the turn.
+    pub fn new(generation: &watch::Sender<u64>) -> CancelSignal {
+        CancelSignal {
+            rx: generation.subscribe(),
+            start: *generation.borrow(),
+        }
+    }
+
+    pub fn is_set(&self) -> bool {
+        *self.rx.borrow() > self.start
+    }
+
+    /// Resolves when the turn is cancelled.
+    pub async fn wait(mut self) {
+        let start = self.start;
+        if self.rx.wait_for(|g| *g > start).await.is_err() {
+            // The session is gone; nothing will ever cancel this turn.
+            std::future::pending::<()>().await;
+        }
+    }
 }

@@ -22,6 +22,7 @@ use serde_json::{Map, Value, json};
 use tokio::sync::watch;
 
 use crate::acp::McpStdioServer;
+use crate::acp::agent_side::CancelSignal;
 use crate::tools::client::MissionClient;
 
 use super::script::{self, OnDeny, RawStep, Script, Step, StopName, Vars, Via};
@@ -63,29 +64,6 @@ struct SessionState {
     ids: u64,
     /// Steps waiting on a parked question's answer (the rest of the turn it parked in).
     parked: Option<Vec<RawStep>>,
-}
-
-/// A turn's view of `session/cancel`: set once the session's cancel
-/// generation moves past the one the turn started with. Cheap to clone, so
-/// every step can race its own copy.
-#[derive(Clone)]
-struct CancelSignal {
-    rx: watch::Receiver<u64>,
-    start: u64,
-}
-
-impl CancelSignal {
-    fn is_set(&self) -> bool {
-        *self.rx.borrow() > self.start
-    }
-
-    async fn wait(mut self) {
-        let start = self.start;
-        if self.rx.wait_for(|g| *g > start).await.is_err() {
-            // The session is gone; nothing will ever cancel this turn.
-            std::future::pending::<()>().await;
-        }
-    }
 }
 
 enum Flow {
@@ -159,10 +137,7 @@ pub async fn serve(config: AgentConfig) -> Result<(), String> {
                 };
                 // Subscribe now, not in the task: a cancel that follows the
                 // prompt closely must still reach this turn.
-                let cancel = CancelSignal {
-                    rx: session.cancel.subscribe(),
-                    start: *session.cancel.borrow(),
-                };
+                let cancel = CancelSignal::new(&session.cancel);
                 let agent = on_prompt.clone();
                 // The turn blocks on the client (permissions) and on MCP
                 // calls, so it must not run inside the dispatch loop.
