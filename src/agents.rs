@@ -172,19 +172,28 @@ pub fn parse(path: &Path, text: &str) -> anyhow::Result<Vec<Agent>> {
                     path.display()
                 );
             }
-            Ok(Agent {
+            let model = ModelKeys {
+                model: d.model,
+                base_url: d.base_url,
+                api_key_env: d.api_key_env,
+            };
+            let agent = Agent {
                 name,
                 command: d.command,
                 args: d.args,
                 env: d.env,
                 description: d.description,
-                model: ModelKeys {
-                    model: d.model,
-                    base_url: d.base_url,
-                    api_key_env: d.api_key_env,
-                },
+                model,
                 source: path.to_path_buf(),
-            })
+            };
+            if agent.model != ModelKeys::default() && !agent.is_native_agent() {
+                anyhow::bail!(
+                    "agents file {}: agent {:?} sets model, base_url or api_key_env, but only the native agent (command \"missionboard\", args [\"agent\", …]) reads them — configure this agent's model its own way and remove those keys",
+                    path.display(),
+                    agent.name
+                );
+            }
+            Ok(agent)
         })
         .collect()
 }
@@ -214,5 +223,23 @@ mod tests {
 
         let err = parse(p, "[agents.a\n").unwrap_err().to_string();
         assert!(err.contains("/x/agents.toml:1:"), "{err}");
+
+        let native =
+            "[agents.p]\ncommand = \"missionboard\"\nargs = [\"agent\"]\nmodel = \"qwen3:8b\"\n";
+        let agents = parse(p, native).unwrap();
+        assert_eq!(agents[0].model.model.as_deref(), Some("qwen3:8b"));
+        assert!(agents[0].is_native_agent());
+        let err = parse(
+            p,
+            "[agents.c]\ncommand = \"claude-agent-acp\"\nmodel = \"opus\"\n",
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(
+            err.contains(
+                "agent \"c\" sets model, base_url or api_key_env, but only the native agent"
+            ),
+            "{err}"
+        );
     }
 }
