@@ -435,7 +435,7 @@ fn walk_files(root: &Path) -> Result<Vec<PathBuf>, String> {
     let mut files = Vec::new();
     let mut pending = vec![root.to_path_buf()];
     let mut visited = 0;
-    while let Some(dir) = pending.pop() {
+    'walk: while let Some(dir) = pending.pop() {
         let Ok(entries) = std::fs::read_dir(&dir) else {
             continue;
         };
@@ -444,7 +444,7 @@ fn walk_files(root: &Path) -> Result<Vec<PathBuf>, String> {
         for entry in entries.into_iter().rev() {
             visited += 1;
             if visited > WALK_LIMIT {
-                return Ok(files);
+                break 'walk;
             }
             let Ok(kind) = entry.file_type() else {
                 continue;
