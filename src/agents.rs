@@ -6,6 +6,13 @@
 //! args = []
 //! env = { ANTHROPIC_API_KEY = "…" }
 //! description = "Claude over ACP"
+//!
+//! [agents.planner-local]
+//! command = "missionboard"
+//! args = ["agent"]
+//! model = "qwen3:8b"                      # the native agent's model keys; each
+//! base_url = "http://127.0.0.1:8080/v1"  # falls back to the model-* config key
+//! api_key_env = "OPENAI_API_KEY"
 //! ```
 //!
 //! A command of exactly `missionboard` means this running binary, so the built-in
@@ -31,8 +38,19 @@ pub struct Agent {
     pub args: Vec<String>,
     pub env: BTreeMap<String, String>,
     pub description: String,
+    /// Model settings for the native agent (`missionboard agent`); unset keys fall
+    /// back to the `model-*` config keys. Other agents pick their own model.
+    pub model: ModelKeys,
     /// The `agents.toml` that declared it.
     pub source: PathBuf,
+}
+
+/// A declaration's model keys: `model`, `base_url`, `api_key_env`.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ModelKeys {
+    pub model: Option<String>,
+    pub base_url: Option<String>,
+    pub api_key_env: Option<String>,
 }
 
 impl Agent {
@@ -44,6 +62,11 @@ impl Agent {
             return exe;
         }
         PathBuf::from(&self.command)
+    }
+
+    /// Does this declaration run missionboard's native agent (`missionboard agent`)?
+    pub fn is_native_agent(&self) -> bool {
+        self.command == SELF_COMMAND && self.args.first().is_some_and(|a| a == "agent")
     }
 
     /// `command args…` as the operator would type it.
@@ -72,6 +95,12 @@ struct Decl {
     env: BTreeMap<String, String>,
     #[serde(default)]
     description: String,
+    #[serde(default)]
+    model: Option<String>,
+    #[serde(default)]
+    base_url: Option<String>,
+    #[serde(default)]
+    api_key_env: Option<String>,
 }
 
 /// Every declared agent, workspace declarations shadowing home ones of the same name.
@@ -129,7 +158,7 @@ pub fn parse(path: &Path, text: &str) -> anyhow::Result<Vec<Agent>> {
             })
             .unwrap_or_default();
         anyhow::anyhow!(
-            "agents file {}{location}: {} — fix the file (format: [agents.<name>] with command, args, env, description)",
+            "agents file {}{location}: {} — fix the file (format: [agents.<name>] with command, args, env, description; the native agent also takes model, base_url, api_key_env)",
             path.display(),
             e.message().trim()
         )
@@ -143,14 +172,28 @@ pub fn parse(path: &Path, text: &str) -> anyhow::Result<Vec<Agent>> {
                     path.display()
                 );
             }
-            Ok(Agent {
+            let model = ModelKeys {
+                model: d.model,
+                base_url: d.base_url,
+                api_key_env: d.api_key_env,
+            };
+            let agent = Agent {
                 name,
                 command: d.command,
                 args: d.args,
                 env: d.env,
                 description: d.description,
+                model,
                 source: path.to_path_buf(),
-            })
+            };
+            if agent.model != ModelKeys::default() && !agent.is_native_agent() {
+                anyhow::bail!(
+                    "agents file {}: agent {:?} sets model, base_url or api_key_env, but only the native agent (command \"missionboard\", args [\"agent\", …]) reads them — configure this agent's model its own way and remove those keys",
+                    path.display(),
+                    agent.name
+                );
+            }
+            Ok(agent)
         })
         .collect()
 }
@@ -180,5 +223,23 @@ mod tests {
 
         let err = parse(p, "[agents.a\n").unwrap_err().to_string();
         assert!(err.contains("/x/agents.toml:1:"), "{err}");
+
+        let native =
+            "[agents.p]\ncommand = \"missionboard\"\nargs = [\"agent\"]\nmodel = \"qwen3:8b\"\n";
+        let agents = parse(p, native).unwrap();
+        assert_eq!(agents[0].model.model.as_deref(), Some("qwen3:8b"));
+        assert!(agents[0].is_native_agent());
+        let err = parse(
+            p,
+            "[agents.c]\ncommand = \"claude-agent-acp\"\nmodel = \"opus\"\n",
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(
+            err.contains(
+                "agent \"c\" sets model, base_url or api_key_env, but only the native agent"
+            ),
+            "{err}"
+        );
     }
 }

@@ -18,6 +18,7 @@ pub mod logging;
 pub mod mission;
 pub mod model;
 pub mod paths;
+pub mod planner;
 pub mod store;
 pub mod stub;
 pub mod table;

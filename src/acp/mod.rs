@@ -10,7 +10,11 @@
 //! `session/new`, and hands back a [`Unit`]. [`Unit::prompt`] runs one turn;
 //! every `session/update` of that turn is on the event channel before it
 //! returns. [`Unit::shutdown`] (or dropping the unit) reaps the process group.
+//!
+//! [`agent_side`] is the other end: helpers the built-in agents (`stub-agent`,
+//! the native `agent`) share to serve ACP on their own stdio.
 
+pub mod agent_side;
 mod convert;
 mod process;
 

@@ -201,6 +201,21 @@ struct InitArgs {
 struct AgentArgs {
     #[command(subcommand)]
     command: Option<AgentCmd>,
+    /// The OpenAI-compatible endpoint (else env MISSIONBOARD_MODEL_BASE_URL, else config model-base-url).
+    #[arg(long, value_name = "URL")]
+    base_url: Option<String>,
+    /// The model to ask for (else env MISSIONBOARD_MODEL_NAME, else config model-name).
+    #[arg(long, value_name = "NAME")]
+    model: Option<String>,
+    /// The variable holding the endpoint's API key (else env MISSIONBOARD_MODEL_API_KEY_ENV, else config model-api-key-env).
+    #[arg(long, value_name = "VAR")]
+    api_key_env: Option<String>,
+    /// The model's context window in tokens; the dialog is kept inside it.
+    #[arg(long, value_name = "N", default_value_t = crate::planner::DEFAULT_CONTEXT_TOKENS)]
+    context_tokens: u64,
+    /// Model calls one prompt turn may make.
+    #[arg(long, value_name = "N", default_value_t = crate::planner::DEFAULT_MAX_STEPS)]
+    max_steps: usize,
 }
 
 #[derive(Subcommand, Debug)]
@@ -354,7 +369,23 @@ fn run(ctx: &Ctx, command: Option<Command>, flags: BetaFlags) -> anyhow::Result<
         Some(Command::Init(a)) => init::run(ctx, a),
         Some(Command::Agent(a)) => match a.command {
             Some(AgentCmd::List) => agent_cmd::list(ctx),
-            None => not_built("the native agent (agent-planner)"),
+            None => {
+                let options = crate::planner::AgentOptions {
+                    model: crate::planner::ModelFlags {
+                        base_url: a.base_url,
+                        model: a.model,
+                        api_key_env: a.api_key_env,
+                    },
+                    context_tokens: a.context_tokens.max(1024),
+                    max_steps: a.max_steps.max(1),
+                    db: ctx.paths.db_path(),
+                };
+                Ok(run_role(async move {
+                    crate::planner::run_agent(options)
+                        .await
+                        .map_err(|e| format!("missionboard agent: {e}"))
+                }))
+            }
         },
         Some(Command::Doctor) => doctor::run(ctx),
         Some(Command::StubAgent(a)) => Ok(run_role(async move {
@@ -373,8 +404,8 @@ fn run(ctx: &Ctx, command: Option<Command>, flags: BetaFlags) -> anyhow::Result<
     }
 }
 
-/// Run a stdio role (stub agent, MCP bridge) on a fresh runtime; its errors go to
-/// stderr, because stdout belongs to the protocol.
+/// Run a stdio role (the native agent, the stub agent, the MCP bridge) on a fresh
+/// runtime; its errors go to stderr, because stdout belongs to the protocol.
 fn run_role(role: impl std::future::Future<Output = Result<(), String>>) -> i32 {
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .enable_all()
@@ -397,8 +428,4 @@ fn run_role(role: impl std::future::Future<Output = Result<(), String>>) -> i32 
             1
         }
     }
-}
-
-fn not_built(what: &str) -> anyhow::Result<i32> {
-    anyhow::bail!("{what} is not built yet in this version of missionboard")
 }

@@ -409,7 +409,7 @@ impl Fleet {
         let spec = UnitSpec {
             program: agent.program(),
             args: agent.args.clone(),
-            env: agent.env.clone(),
+            env: crate::planner::unit_env(agent, &Config::new(inner.missions.store().clone()))?,
             cwd: cwd.to_path_buf(),
             mcp_servers: vec![bridge_server_entry(&inner.self_exe, &socket_path)],
             meta: mission_meta(mission_id),

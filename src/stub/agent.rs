@@ -10,7 +10,7 @@ use std::time::Duration;
 use agent_client_protocol::schema::ProtocolVersion;
 use agent_client_protocol::v1::schema::{
     AgentCapabilities, CancelNotification, ContentBlock, ContentChunk, Cost, Implementation,
-    InitializeRequest, InitializeResponse, McpServer, NewSessionRequest, NewSessionResponse,
+    InitializeRequest, InitializeResponse, NewSessionRequest, NewSessionResponse,
     PermissionOption, PermissionOptionKind, Plan, PlanEntry, PlanEntryPriority, PlanEntryStatus,
     PromptRequest, PromptResponse, RequestPermissionOutcome, RequestPermissionRequest,
     SessionConfigOption, SessionConfigOptionCategory, SessionConfigOptionValue,
@@ -19,13 +19,14 @@ use agent_client_protocol::v1::schema::{
     ToolCall, ToolCallStatus, ToolCallUpdate, ToolCallUpdateFields, ToolKind, Usage, UsageUpdate,
 };
 use agent_client_protocol::v1::{ConnectionTo, Responder};
-use agent_client_protocol::{Agent, Client, Error, Lines};
-use futures::StreamExt;
+use agent_client_protocol::{Agent, Client, Error};
 use serde_json::{Map, Value, json};
-use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
 use tokio::sync::watch;
 
-use super::mission::{MissionClient, ServerEntry};
+use crate::acp::McpStdioServer;
+use crate::acp::agent_side::CancelSignal;
+use crate::tools::client::MissionClient;
+
 use super::script::{self, OnDeny, RawStep, Script, Step, StopName, Vars, Via};
 
 /// The id of the config option through which a script's models are offered.
@@ -63,7 +64,7 @@ struct Session {
 
 #[derive(Default)]
 struct SessionState {
-    mission_entry: Option<ServerEntry>,
+    mission_entry: Option<McpStdioServer>,
     mission: Option<MissionClient>,
     script: Option<Arc<Script>>,
     cursor: usize,
@@ -71,29 +72,6 @@ struct SessionState {
     ids: u64,
     /// Steps waiting on a parked question's answer (the rest of the turn it parked in).
     parked: Option<Vec<RawStep>>,
-}
-
-/// A turn's view of `session/cancel`: set once the session's cancel
-/// generation moves past the one the turn started with. Cheap to clone, so
-/// every step can race its own copy.
-#[derive(Clone)]
-struct CancelSignal {
-    rx: watch::Receiver<u64>,
-    start: u64,
-}
-
-impl CancelSignal {
-    fn is_set(&self) -> bool {
-        *self.rx.borrow() > self.start
-    }
-
-    async fn wait(mut self) {
-        let start = self.start;
-        if self.rx.wait_for(|g| *g > start).await.is_err() {
-            // The session is gone; nothing will ever cancel this turn.
-            std::future::pending::<()>().await;
-        }
-    }
 }
 
 enum Flow {
@@ -116,39 +94,12 @@ fn fail(message: impl Into<String>) -> Flow {
 
 /// Run the stub agent on stdin/stdout until the client hangs up.
 pub async fn serve(config: AgentConfig) -> Result<(), String> {
-    let (out_tx, mut out_rx) = futures::channel::mpsc::unbounded::<String>();
-    let writer = tokio::spawn(async move {
-        let mut stdout = tokio::io::stdout();
-        while let Some(line) = out_rx.next().await {
-            let mut bytes = line.into_bytes();
-            bytes.push(b'\n');
-            if stdout.write_all(&bytes).await.is_err() || stdout.flush().await.is_err() {
-                break;
-            }
-        }
-    });
-
-    let sink = futures::sink::SinkExt::sink_map_err(out_tx.clone(), std::io::Error::other);
-    let reader = BufReader::new(tokio::io::stdin());
-    let incoming = futures::stream::unfold(Some(reader), async |reader| {
-        let mut reader = reader?;
-        let mut buf = Vec::new();
-        match reader.read_until(b'\n', &mut buf).await {
-            Ok(0) => None,
-            Ok(_) => Some((
-                Ok(String::from_utf8_lossy(&buf).trim_end().to_owned()),
-                Some(reader),
-            )),
-            Err(err) => Some((Err(err), None)),
-        }
-    })
-    .boxed();
-
+    let (transport, outlet, writer) = crate::acp::agent_side::stdio_transport();
     let agent = Arc::new(StubAgent {
         config,
         sessions: Mutex::new(HashMap::new()),
         next_session: AtomicU64::new(1),
-        outlet: out_tx,
+        outlet,
     });
     let on_new = agent.clone();
     let on_config = agent.clone();
@@ -213,10 +164,7 @@ pub async fn serve(config: AgentConfig) -> Result<(), String> {
                 };
                 // Subscribe now, not in the task: a cancel that follows the
                 // prompt closely must still reach this turn.
-                let cancel = CancelSignal {
-                    rx: session.cancel.subscribe(),
-                    start: *session.cancel.borrow(),
-                };
+                let cancel = CancelSignal::new(&session.cancel);
                 let agent = on_prompt.clone();
                 // The turn blocks on the client (permissions) and on MCP
                 // calls, so it must not run inside the dispatch loop.
@@ -241,17 +189,12 @@ pub async fn serve(config: AgentConfig) -> Result<(), String> {
             },
             agent_client_protocol::on_receive_notification!(),
         )
-        .connect_to(Lines::new(sink, incoming))
+        .connect_to(transport)
         .await;
     // Let the last answers reach stdout: the writer ends once every sender
     // (the transport's and the agent's outlet) is gone.
     drop(agent);
-    if tokio::time::timeout(Duration::from_secs(1), writer)
-        .await
-        .is_err()
-    {
-        eprintln!("stub: stdout did not drain within a second");
-    }
+    writer.drain("stub").await;
     result.map_err(|e| format!("ACP connection failed: {e:?}"))
 }
 
@@ -269,26 +212,8 @@ impl StubAgent {
             "stub-session-{}",
             self.next_session.fetch_add(1, Ordering::Relaxed)
         );
-        let mut servers = Vec::new();
-        for server in request.mcp_servers {
-            match server {
-                McpServer::Stdio(s) => servers.push(ServerEntry {
-                    name: s.name,
-                    command: s.command,
-                    args: s.args,
-                    env: s.env.into_iter().map(|e| (e.name, e.value)).collect(),
-                }),
-                _ => eprintln!("stub: ignoring a non-stdio MCP server"),
-            }
-        }
-        let mission_id = request
-            .meta
-            .as_ref()
-            .and_then(|m| m.get(crate::acp::MISSION_META_KEY))
-            .and_then(|m| m.get("missionId"))
-            .and_then(Value::as_str)
-            .unwrap_or("-")
-            .to_owned();
+        let servers = crate::acp::agent_side::stdio_servers(&request, "stub");
+        let mission_id = crate::acp::agent_side::mission_id(&request);
         eprintln!(
             "stub: session/new {id} cwd={} mission={mission_id} mcp=[{}]",
             request.cwd.display(),

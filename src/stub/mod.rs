@@ -117,7 +117,6 @@
 //!   `turn=N <first 80 characters of the prompt>`.
 
 mod agent;
-mod mission;
 pub mod script;
 
 use std::path::PathBuf;

@@ -8,6 +8,7 @@
 //! the mission service supplies; this module only carries calls to it.
 
 mod bridge;
+pub mod client;
 mod server;
 mod socket;
 

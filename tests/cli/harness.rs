@@ -132,13 +132,7 @@ impl Sandbox {
             "mission", "fire", agent, intent, "--wait", "--policy", "default",
         ];
         args.extend_from_slice(extra);
-        let child = self
-            .command(&args)
-            .stdout(std::process::Stdio::piped())
-            .stderr(std::process::Stdio::piped())
-            .spawn()
-            .expect("spawn fire");
-        Background { child: Some(child) }
+        Background::spawn(self.command(&args))
     }
 
     /// The id of the newest mission.
@@ -172,6 +166,16 @@ pub struct Background {
 }
 
 impl Background {
+    /// Start `command` with its output captured.
+    pub fn spawn(mut command: Command) -> Background {
+        let child = command
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .expect("spawn missionboard");
+        Background { child: Some(child) }
+    }
+
     pub fn join(mut self) -> Run {
         let out = self.child.take().unwrap().wait_with_output().unwrap();
         Run {

@@ -8,3 +8,4 @@ mod board;
 mod bounds;
 mod foundation;
 mod missions;
+mod planner;

@@ -1,6 +1,7 @@
-//! The stub's MCP client for the `mission` server it was handed in
-//! `session/new`. It starts the server's command exactly as any agent would
-//! (for missionboard that is `missionboard mcp-bridge <socket>`).
+//! The agent side of the mission tools: an MCP client for the `mission` server a
+//! unit is handed in `session/new`. It starts the server's command exactly as any
+//! agent would (for missionboard that is `missionboard mcp-bridge <socket>`), so the
+//! built-in agents exercise the same path as a third-party one.
 
 use std::process::Stdio;
 
@@ -10,13 +11,14 @@ use rmcp::{RoleClient, ServiceExt};
 use serde_json::{Map, Value};
 use tokio::process::{Child, Command};
 
-/// A stdio MCP server entry, copied out of `session/new`.
-#[derive(Debug, Clone)]
-pub struct ServerEntry {
+use crate::acp::McpStdioServer;
+
+/// A tool the server lists: its name, description and JSON Schema.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ListedTool {
     pub name: String,
-    pub command: std::path::PathBuf,
-    pub args: Vec<String>,
-    pub env: Vec<(String, String)>,
+    pub description: String,
+    pub input_schema: Map<String, Value>,
 }
 
 pub struct MissionClient {
@@ -26,10 +28,10 @@ pub struct MissionClient {
 }
 
 impl MissionClient {
-    pub async fn connect(entry: &ServerEntry) -> Result<MissionClient, String> {
+    pub async fn connect(entry: &McpStdioServer) -> Result<MissionClient, String> {
         let mut child = Command::new(&entry.command)
             .args(&entry.args)
-            .envs(entry.env.iter().map(|(k, v)| (k, v)))
+            .envs(&entry.env)
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             // The server's complaints belong in our stderr, which the host
@@ -54,6 +56,23 @@ impl MissionClient {
             service,
             _child: child,
         })
+    }
+
+    /// Every tool the server offers.
+    pub async fn list_tools(&self) -> Result<Vec<ListedTool>, String> {
+        let tools = self
+            .service
+            .list_all_tools()
+            .await
+            .map_err(|e| format!("listing the mission tools failed: {e}"))?;
+        Ok(tools
+            .into_iter()
+            .map(|t| ListedTool {
+                name: t.name.into_owned(),
+                description: t.description.map(|d| d.into_owned()).unwrap_or_default(),
+                input_schema: (*t.input_schema).clone(),
+            })
+            .collect())
     }
 
     /// Call a tool. The outer error is a transport failure; the inner one is

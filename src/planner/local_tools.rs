@@ -1,0 +1,707 @@
+//! The native agent's own small toolset: read_file, list_dir, grep, find_files,
+//! write_file and shell. Each call is first put to the host as a
+//! `session/request_permission` (by the caller, [`super::turn`]), named the way the
+//! envelope presets name these tools (`_meta` toolsName/toolName: `local_fs` /
+//! `read_file`, …, `local_shell` / `local_shell`) with the arguments rules look at
+//! in `rawInput` (`path`, `command`), so the mission's envelope decides: the
+//! default preset runs reads, asks for writes and most commands.
+//!
+//! Paths are taken relative to the session's working directory; writes must stay
+//! inside it. Walks skip `.git`, `target` and `node_modules`, and every listing is
+//! capped so one call cannot flood the context.
+
+use std::io::Read as _;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use agent_client_protocol::v1::schema::ToolKind;
+use serde_json::{Value, json};
+
+use crate::envelope::glob;
+use crate::model::ToolSpec;
+
+/// Directories no walk descends into: version-control internals and build output.
+const SKIPPED_DIRS: [&str; 3] = [".git", "target", "node_modules"];
+/// How many directory entries one walk visits at most.
+const WALK_LIMIT: usize = 20_000;
+/// How many entries list_dir returns at most.
+const LIST_LIMIT: usize = 1000;
+/// How many hits grep and find_files return at most.
+const HIT_LIMIT: usize = 200;
+/// Lines read_file returns when the call names no limit.
+const READ_LINES: usize = 400;
+/// Files larger than this are not searched.
+const GREP_FILE_LIMIT: u64 = 2 * 1024 * 1024;
+/// The shell tool's default and longest run time.
+const SHELL_TIMEOUT: Duration = Duration::from_secs(120);
+const SHELL_TIMEOUT_MAX: Duration = Duration::from_secs(600);
+
+/// One of the agent's own tools.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum LocalTool {
+    ReadFile,
+    ListDir,
+    Grep,
+    FindFiles,
+    WriteFile,
+    Shell,
+}
+
+impl LocalTool {
+    pub const ALL: [LocalTool; 6] = [
+        LocalTool::ReadFile,
+        LocalTool::ListDir,
+        LocalTool::Grep,
+        LocalTool::FindFiles,
+        LocalTool::WriteFile,
+        LocalTool::Shell,
+    ];
+
+    pub fn from_name(name: &str) -> Option<LocalTool> {
+        Self::ALL.into_iter().find(|t| t.name() == name)
+    }
+
+    /// The name the model calls it by.
+    pub fn name(self) -> &'static str {
+        match self {
+            LocalTool::ReadFile => "read_file",
+            LocalTool::ListDir => "list_dir",
+            LocalTool::Grep => "grep",
+            LocalTool::FindFiles => "find_files",
+            LocalTool::WriteFile => "write_file",
+            LocalTool::Shell => "shell",
+        }
+    }
+
+    /// The (toolset, tool) envelope rules name it by.
+    pub fn envelope_name(self) -> (&'static str, &'static str) {
+        match self {
+            LocalTool::Shell => ("local_shell", "local_shell"),
+            other => ("local_fs", other.name()),
+        }
+    }
+
+    /// The ACP tool kind, for clients that look at kinds rather than names.
+    pub fn kind(self) -> ToolKind {
+        match self {
+            LocalTool::ReadFile | LocalTool::ListDir => ToolKind::Read,
+            LocalTool::Grep | LocalTool::FindFiles => ToolKind::Search,
+            LocalTool::WriteFile => ToolKind::Edit,
+            LocalTool::Shell => ToolKind::Execute,
+        }
+    }
+
+    /// What the model is told about it.
+    pub fn spec(self) -> ToolSpec {
+        let (description, parameters) = match self {
+            LocalTool::ReadFile => (
+                "Read a text file. Returns up to `limit` lines (default 400) from line `offset` (1-based, default 1); the reply says when there is more.",
+                json!({"type": "object", "properties": {
+                    "path": {"type": "string", "description": "File path, relative to the working directory or absolute."},
+                    "offset": {"type": "integer", "minimum": 1},
+                    "limit": {"type": "integer", "minimum": 1}
+                }, "required": ["path"]}),
+            ),
+            LocalTool::ListDir => (
+                "List a directory's entries (directories end with /).",
+                json!({"type": "object", "properties": {
+                    "path": {"type": "string", "description": "Directory, relative to the working directory; default the working directory itself."}
+                }}),
+            ),
+            LocalTool::Grep => (
+                "Search files for a literal text (not a regular expression). Returns `path:line: text` for up to 200 matching lines.",
+                json!({"type": "object", "properties": {
+                    "pattern": {"type": "string", "description": "The text to find."},
+                    "path": {"type": "string", "description": "File or directory to search; default the working directory."},
+                    "glob": {"type": "string", "description": "Only files whose path matches this glob, e.g. **/*.rs."},
+                    "ignore_case": {"type": "boolean"}
+                }, "required": ["pattern"]}),
+            ),
+            LocalTool::FindFiles => (
+                "Find files whose path matches a glob (e.g. **/*.toml, src/**/mod.rs). Returns up to 200 paths.",
+                json!({"type": "object", "properties": {
+                    "pattern": {"type": "string"},
+                    "path": {"type": "string", "description": "Directory to search; default the working directory."}
+                }, "required": ["pattern"]}),
+            ),
+            LocalTool::WriteFile => (
+                "Create or overwrite a text file inside the working directory (parent directories are created). The mission's envelope usually asks the operator first.",
+                json!({"type": "object", "properties": {
+                    "path": {"type": "string"},
+                    "content": {"type": "string", "description": "The whole new content of the file."}
+                }, "required": ["path", "content"]}),
+            ),
+            LocalTool::Shell => (
+                "Run a command line with sh in the working directory. Returns the exit code and output. The mission's envelope decides which commands run, ask the operator, or are refused.",
+                json!({"type": "object", "properties": {
+                    "command": {"type": "string", "description": "The command line."},
+                    "timeout_s": {"type": "integer", "minimum": 1, "maximum": 600, "description": "Give up after this many seconds (default 120)."}
+                }, "required": ["command"]}),
+            ),
+        };
+        ToolSpec {
+            name: self.name().to_string(),
+            description: description.to_string(),
+            parameters,
+        }
+    }
+}
+
+/// A validated call, ready to be put to the envelope and then run.
+#[derive(Debug, Clone, PartialEq)]
+pub struct LocalCall {
+    pub tool: LocalTool,
+    /// One line for the tool-call card and the approvals list.
+    pub title: String,
+    /// What the envelope's rules look at: `path` (absolute), `command`, ….
+    pub raw_input: Value,
+    /// The file or directory it touches, if any.
+    pub location: Option<PathBuf>,
+    args: Args,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+enum Args {
+    Read {
+        path: PathBuf,
+        offset: usize,
+        limit: usize,
+    },
+    List {
+        path: PathBuf,
+    },
+    Grep {
+        pattern: String,
+        root: PathBuf,
+        glob: Option<String>,
+        ignore_case: bool,
+    },
+    Find {
+        pattern: String,
+        root: PathBuf,
+    },
+    Write {
+        path: PathBuf,
+        content: String,
+    },
+    Shell {
+        command: String,
+        timeout: Duration,
+    },
+}
+
+/// Check a call's arguments. The error is the tool result the model reads.
+pub fn prepare(tool: LocalTool, arguments: &Value, cwd: &Path) -> Result<LocalCall, String> {
+    let text = |key: &str| arguments.get(key).and_then(Value::as_str).map(str::trim);
+    let required = |key: &str| {
+        text(key)
+            .filter(|v| !v.is_empty())
+            .ok_or_else(|| format!("{} needs a non-empty \"{key}\" argument", tool.name()))
+    };
+    let number = |key: &str| arguments.get(key).and_then(Value::as_u64);
+    let shown_path = |key: &str| text(key).filter(|v| !v.is_empty()).unwrap_or(".");
+    let (title, args, location) = match tool {
+        LocalTool::ReadFile => {
+            let path = resolve(cwd, required("path")?);
+            let args = Args::Read {
+                path: path.clone(),
+                offset: number("offset").unwrap_or(1).max(1) as usize,
+                limit: number("limit").map_or(READ_LINES, |n| n.max(1) as usize),
+            };
+            (
+                format!("read_file {}", shown_path("path")),
+                args,
+                Some(path),
+            )
+        }
+        LocalTool::ListDir => {
+            let path = resolve(cwd, shown_path("path"));
+            let title = format!("list_dir {}", shown_path("path"));
+            (title, Args::List { path: path.clone() }, Some(path))
+        }
+        LocalTool::Grep => {
+            let pattern = arguments
+                .get("pattern")
+                .and_then(Value::as_str)
+                .filter(|p| !p.is_empty())
+                .ok_or_else(|| "grep needs a non-empty \"pattern\" argument".to_string())?
+                .to_string();
+            let root = resolve(cwd, shown_path("path"));
+            let glob = text("glob").filter(|g| !g.is_empty()).map(str::to_string);
+            if let Some(g) = &glob {
+                glob::validate(g).map_err(|e| format!("grep: {e}"))?;
+            }
+            let title = format!("grep {pattern:?} in {}", shown_path("path"));
+            let args = Args::Grep {
+                pattern,
+                root: root.clone(),
+                glob,
+                ignore_case: arguments.get("ignore_case").and_then(Value::as_bool) == Some(true),
+            };
+            (title, args, Some(root))
+        }
+        LocalTool::FindFiles => {
+            let pattern = required("pattern")?.to_string();
+            glob::validate(&pattern).map_err(|e| format!("find_files: {e}"))?;
+            let root = resolve(cwd, shown_path("path"));
+            let title = format!("find_files {pattern} in {}", shown_path("path"));
+            (
+                title,
+                Args::Find {
+                    pattern,
+                    root: root.clone(),
+                },
+                Some(root),
+            )
+        }
+        LocalTool::WriteFile => {
+            let shown = required("path")?;
+            let path = resolve(cwd, shown);
+            if !path.starts_with(resolve(cwd, ".")) {
+                return Err(format!(
+                    "write_file refused: {} is outside the working directory {}; write inside it",
+                    path.display(),
+                    cwd.display()
+                ));
+            }
+            let content = arguments
+                .get("content")
+                .and_then(Value::as_str)
+                .ok_or_else(|| "write_file needs a \"content\" argument (a string)".to_string())?
+                .to_string();
+            let title = format!("write_file {shown}");
+            (
+                title,
+                Args::Write {
+                    path: path.clone(),
+                    content,
+                },
+                Some(path),
+            )
+        }
+        LocalTool::Shell => {
+            let command = required("command")?.to_string();
+            let timeout = number("timeout_s")
+                .map_or(SHELL_TIMEOUT, Duration::from_secs)
+                .clamp(Duration::from_secs(1), SHELL_TIMEOUT_MAX);
+            let title = format!("shell: {command}");
+            (title, Args::Shell { command, timeout }, None)
+        }
+    };
+    Ok(LocalCall {
+        tool,
+        title,
+        raw_input: raw_input(&args, cwd),
+        location,
+        args,
+    })
+}
+
+/// The arguments as envelope rules read them. A shell line keeps `command` whole
+/// (the envelope reads compound lines itself) and carries an empty `args`, so the
+/// substitution check scans the line.
+fn raw_input(args: &Args, cwd: &Path) -> Value {
+    let shown = |p: &Path| p.display().to_string();
+    match args {
+        Args::Read {
+            path,
+            offset,
+            limit,
+        } => json!({"path": shown(path), "offset": offset, "limit": limit}),
+        Args::List { path } => json!({"path": shown(path)}),
+        Args::Grep {
+            pattern,
+            root,
+            glob,
+            ..
+        } => json!({"path": shown(root), "pattern": pattern, "glob": glob}),
+        Args::Find { pattern, root } => json!({"path": shown(root), "pattern": pattern}),
+        Args::Write { path, content } => json!({"path": shown(path), "content": content}),
+        Args::Shell { command, timeout } => json!({
+            "command": command, "args": [], "cwd": shown(cwd), "timeout_s": timeout.as_secs()
+        }),
+    }
+}
+
+/// `raw` against `cwd`, cleaned lexically (`..` resolved, no symlinks followed).
+fn resolve(cwd: &Path, raw: &str) -> PathBuf {
+    let joined = if Path::new(raw).is_absolute() {
+        PathBuf::from(raw)
+    } else {
+        cwd.join(raw)
+    };
+    PathBuf::from(glob::clean(&joined.to_string_lossy()))
+}
+
+/// Run an approved call. The error is the tool result the model reads.
+pub async fn run(call: &LocalCall, cwd: &Path) -> Result<String, String> {
+    let args = call.args.clone();
+    let cwd = cwd.to_path_buf();
+    if let Args::Shell { command, timeout } = args {
+        return run_shell(&command, &cwd, timeout).await;
+    }
+    tokio::task::spawn_blocking(move || run_blocking(args, &cwd))
+        .await
+        .map_err(|e| format!("the tool task failed: {e}"))?
+}
+
+fn run_blocking(args: Args, cwd: &Path) -> Result<String, String> {
+    match args {
+        Args::Read {
+            path,
+            offset,
+            limit,
+        } => read_file(&path, offset, limit),
+        Args::List { path } => list_dir(&path),
+        Args::Grep {
+            pattern,
+            root,
+            glob,
+            ignore_case,
+        } => grep(&pattern, &root, glob.as_deref(), ignore_case, cwd),
+        Args::Find { pattern, root } => find_files(&pattern, &root, cwd),
+        Args::Write { path, content } => {
+            if let Some(parent) = path.parent() {
+                std::fs::create_dir_all(parent)
+                    .map_err(|e| format!("cannot create {}: {e}", parent.display()))?;
+            }
+            std::fs::write(&path, &content)
+                .map_err(|e| format!("cannot write {}: {e}", path.display()))?;
+            Ok(format!(
+                "wrote {} ({} bytes)",
+                path.display(),
+                content.len()
+            ))
+        }
+        Args::Shell { .. } => unreachable!("the shell runs async"),
+    }
+}
+
+fn read_file(path: &Path, offset: usize, limit: usize) -> Result<String, String> {
+    let bytes = std::fs::read(path).map_err(|e| format!("cannot read {}: {e}", path.display()))?;
+    if bytes.iter().take(8192).any(|b| *b == 0) {
+        return Err(format!("{} looks like a binary file", path.display()));
+    }
+    let text = String::from_utf8_lossy(&bytes);
+    let lines: Vec<&str> = text.lines().collect();
+    let start = (offset - 1).min(lines.len());
+    let end = start.saturating_add(limit).min(lines.len());
+    let mut out = lines[start..end].join("\n");
+    if start > 0 || end < lines.len() {
+        out.push_str(&format!(
+            "\n[showing lines {}-{end} of {}; pass offset to read on]",
+            start + 1,
+            lines.len()
+        ));
+    }
+    Ok(out)
+}
+
+fn list_dir(path: &Path) -> Result<String, String> {
+    let entries =
+        std::fs::read_dir(path).map_err(|e| format!("cannot list {}: {e}", path.display()))?;
+    let mut names: Vec<String> = entries
+        .flatten()
+        .map(|e| {
+            let name = e.file_name().to_string_lossy().into_owned();
+            if e.file_type().is_ok_and(|t| t.is_dir()) {
+                format!("{name}/")
+            } else {
+                name
+            }
+        })
+        .collect();
+    names.sort();
+    if names.is_empty() {
+        return Ok(format!("{} is empty", path.display()));
+    }
+    let total = names.len();
+    names.truncate(LIST_LIMIT);
+    let mut out = names.join("\n");
+    if total > names.len() {
+        out.push_str(&format!("\n[{} more entries]", total - names.len()));
+    }
+    Ok(out)
+}
+
+/// Every file under `root` (or `root` itself, when it is a file), skipping the
+/// usual heavy directories; stops after [`WALK_LIMIT`] entries.
+fn walk_files(root: &Path) -> Result<Vec<PathBuf>, String> {
+    let meta =
+        std::fs::metadata(root).map_err(|e| format!("cannot search {}: {e}", root.display()))?;
+    if meta.is_file() {
+        return Ok(vec![root.to_path_buf()]);
+    }
+    let mut files = Vec::new();
+    let mut pending = vec![root.to_path_buf()];
+    let mut visited = 0;
+    'walk: while let Some(dir) = pending.pop() {
+        let Ok(entries) = std::fs::read_dir(&dir) else {
+            continue;
+        };
+        let mut entries: Vec<_> = entries.flatten().collect();
+        entries.sort_by_key(|e| e.file_name());
+        for entry in entries.into_iter().rev() {
+            visited += 1;
+            if visited > WALK_LIMIT {
+                break 'walk;
+            }
+            let Ok(kind) = entry.file_type() else {
+                continue;
+            };
+            let name = entry.file_name();
+            if kind.is_dir() {
+                if !SKIPPED_DIRS.iter().any(|s| name == *s) {
+                    pending.push(entry.path());
+                }
+            } else if kind.is_file() {
+                files.push(entry.path());
+            }
+        }
+    }
+    files.sort();
+    Ok(files)
+}
+
+/// `path` as the model should see it: relative to `cwd` when inside it.
+fn shown(path: &Path, cwd: &Path) -> String {
+    path.strip_prefix(cwd).unwrap_or(path).display().to_string()
+}
+
+fn grep(
+    pattern: &str,
+    root: &Path,
+    glob_filter: Option<&str>,
+    ignore_case: bool,
+    cwd: &Path,
+) -> Result<String, String> {
+    let needle = if ignore_case {
+        pattern.to_lowercase()
+    } else {
+        pattern.to_string()
+    };
+    let mut hits = Vec::new();
+    let mut more = false;
+    'files: for file in walk_files(root)? {
+        let rel = shown(&file, cwd);
+        if glob_filter.is_some_and(|g| !glob::matches(g, &rel)) {
+            continue;
+        }
+        if std::fs::metadata(&file).map_or(true, |m| m.len() > GREP_FILE_LIMIT) {
+            continue;
+        }
+        let mut bytes = Vec::new();
+        if std::fs::File::open(&file)
+            .and_then(|mut f| f.read_to_end(&mut bytes))
+            .is_err()
+            || bytes.iter().take(8192).any(|b| *b == 0)
+        {
+            continue;
+        }
+        for (n, line) in String::from_utf8_lossy(&bytes).lines().enumerate() {
+            let found = if ignore_case {
+                line.to_lowercase().contains(&needle)
+            } else {
+                line.contains(&needle)
+            };
+            if found {
+                if hits.len() == HIT_LIMIT {
+                    more = true;
+                    break 'files;
+                }
+                let line: String = line.trim_end().chars().take(300).collect();
+                hits.push(format!("{rel}:{}: {line}", n + 1));
+            }
+        }
+    }
+    if hits.is_empty() {
+        return Ok(format!("no matches for {pattern:?}"));
+    }
+    let mut out = hits.join("\n");
+    if more {
+        out.push_str(&format!(
+            "\n[stopped at {HIT_LIMIT} matches; narrow the path or glob]"
+        ));
+    }
+    Ok(out)
+}
+
+fn find_files(pattern: &str, root: &Path, cwd: &Path) -> Result<String, String> {
+    let matched: Vec<String> = walk_files(root)?
+        .iter()
+        .map(|f| shown(f, cwd))
+        .filter(|rel| glob::matches(pattern, rel))
+        .collect();
+    if matched.is_empty() {
+        return Ok(format!("no files match {pattern}"));
+    }
+    let mut out = matched
+        .iter()
+        .take(HIT_LIMIT)
+        .cloned()
+        .collect::<Vec<_>>()
+        .join("\n");
+    if matched.len() > HIT_LIMIT {
+        out.push_str(&format!(
+            "\n[{} more; narrow the pattern]",
+            matched.len() - HIT_LIMIT
+        ));
+    }
+    Ok(out)
+}
+
+/// Kills the command's whole process group when dropped (a cancelled turn drops
+/// the running command), so grandchildren do not outlive it.
+struct GroupGuard(Option<u32>);
+
+impl Drop for GroupGuard {
+    fn drop(&mut self) {
+        if let Some(pid) = self.0 {
+            // SAFETY: killpg has no memory-safety preconditions; a stale group id
+            // fails with ESRCH, which is fine.
+            unsafe {
+                libc::killpg(pid as libc::pid_t, libc::SIGKILL);
+            }
+        }
+    }
+}
+
+async fn run_shell(command: &str, cwd: &Path, timeout: Duration) -> Result<String, String> {
+    let child = tokio::process::Command::new("sh")
+        .arg("-c")
+        .arg(command)
+        .current_dir(cwd)
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .process_group(0)
+        .kill_on_drop(true)
+        .spawn()
+        .map_err(|e| format!("cannot start sh: {e}"))?;
+    let mut guard = GroupGuard(child.id());
+    let output = match tokio::time::timeout(timeout, child.wait_with_output()).await {
+        Ok(result) => result.map_err(|e| format!("the command failed to run: {e}"))?,
+        Err(_) => {
+            return Err(format!(
+                "the command did not finish within {}s and was killed",
+                timeout.as_secs()
+            ));
+        }
+    };
+    // The leader has been reaped: its group id may be reused, so only signal a
+    // group that a timeout left running.
+    guard.0 = None;
+    let code = match output.status.code() {
+        Some(c) => format!("exit code {c}"),
+        None => "killed by a signal".to_string(),
+    };
+    let mut out = code;
+    for (name, bytes) in [("stdout", &output.stdout), ("stderr", &output.stderr)] {
+        if !bytes.is_empty() {
+            out.push_str(&format!(
+                "\n--- {name} ---\n{}",
+                String::from_utf8_lossy(bytes).trim_end()
+            ));
+        }
+    }
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn calls_carry_what_envelope_rules_match_on() {
+        let cwd = Path::new("/w");
+        let read = prepare(LocalTool::ReadFile, &json!({"path": "src/../a.rs"}), cwd).unwrap();
+        assert_eq!(read.raw_input["path"], "/w/a.rs");
+        assert_eq!(read.title, "read_file src/../a.rs");
+        assert_eq!(
+            LocalTool::ReadFile.envelope_name(),
+            ("local_fs", "read_file")
+        );
+
+        let sh = prepare(LocalTool::Shell, &json!({"command": "ls -la"}), cwd).unwrap();
+        assert_eq!(sh.raw_input["command"], "ls -la");
+        assert_eq!(sh.raw_input["args"], json!([]));
+        assert_eq!(
+            LocalTool::Shell.envelope_name(),
+            ("local_shell", "local_shell")
+        );
+
+        let err = prepare(
+            LocalTool::WriteFile,
+            &json!({"path": "../x", "content": ""}),
+            cwd,
+        )
+        .unwrap_err();
+        assert!(
+            err.starts_with("write_file refused: /x is outside the working directory /w"),
+            "{err}"
+        );
+        let err = prepare(LocalTool::Grep, &json!({}), cwd).unwrap_err();
+        assert_eq!(err, "grep needs a non-empty \"pattern\" argument");
+    }
+
+    #[tokio::test]
+    async fn the_tools_do_what_they_say() {
+        let dir = tempfile::tempdir().unwrap();
+        let cwd = dir.path();
+        let call = |tool, args: Value| prepare(tool, &args, cwd).unwrap();
+        let wrote = run(
+            &call(
+                LocalTool::WriteFile,
+                json!({"path": "notes/a.md", "content": "one\nTwo\nthree"}),
+            ),
+            cwd,
+        )
+        .await
+        .unwrap();
+        assert!(wrote.ends_with("notes/a.md (13 bytes)"), "{wrote}");
+        let read = run(
+            &call(
+                LocalTool::ReadFile,
+                json!({"path": "notes/a.md", "offset": 2, "limit": 1}),
+            ),
+            cwd,
+        )
+        .await
+        .unwrap();
+        assert_eq!(
+            read,
+            "Two\n[showing lines 2-2 of 3; pass offset to read on]"
+        );
+        let found = run(
+            &call(
+                LocalTool::Grep,
+                json!({"pattern": "two", "ignore_case": true}),
+            ),
+            cwd,
+        )
+        .await
+        .unwrap();
+        assert_eq!(found, "notes/a.md:2: Two");
+        let listed = run(&call(LocalTool::ListDir, json!({})), cwd)
+            .await
+            .unwrap();
+        assert_eq!(listed, "notes/");
+        let files = run(
+            &call(LocalTool::FindFiles, json!({"pattern": "**/*.md"})),
+            cwd,
+        )
+        .await
+        .unwrap();
+        assert_eq!(files, "notes/a.md");
+        let sh = run(
+            &call(
+                LocalTool::Shell,
+                json!({"command": "echo hi; echo oops >&2; exit 3"}),
+            ),
+            cwd,
+        )
+        .await
+        .unwrap();
+        assert_eq!(sh, "exit code 3\n--- stdout ---\nhi\n--- stderr ---\noops");
+    }
+}

@@ -1,0 +1,55 @@
+//! `missionboard agent`: the built-in native ACP agent (the `agent-planner`
+//! preset) on an OpenAI-compatible model — Ollama, llama.cpp's server, vLLM,
+//! OpenAI, or the scripted backend (`model-base-url scripted:<file.json>`).
+//!
+//! It speaks ACP v1 on stdio like any third-party agent, and reaches its mission
+//! only through the `mission` MCP server it is handed in `session/new` (it lists
+//! that server's tools and offers them to the model). Each prompt runs a
+//! tool-calling loop: the model's text streams out as `agent_message_chunk`, each
+//! of its own tools ([`local_tools`]) is a `tool_call` card and a
+//! `session/request_permission` the host's envelope decides, usage goes out as
+//! `usage_update` after every model call and as the turn's `PromptResponse.usage`
+//! (estimated at four bytes a token when the server reports none), and
+//! `session/cancel` drops whatever is in flight — the model call, a permission
+//! wait, a running command — and ends the turn `cancelled`. The dialog is kept
+//! inside `--context-tokens` ([`context`]).
+//!
+//! A model call that fails (endpoint down, bad settings, a scripted dialog run
+//! out) fails the turn with the model client's error text, so the host derails
+//! the mission with it in the blocker. A call the envelope refuses is reported to
+//! the operator (a blocker report naming the call) and the model is told not to
+//! retry it. Model settings: see [`settings`].
+
+mod context;
+mod local_tools;
+mod prompt;
+mod server;
+pub mod settings;
+mod turn;
+
+use std::path::PathBuf;
+
+pub use settings::{ENV_API_KEY_ENV, ENV_BASE_URL, ENV_MODEL, ModelFlags, unit_env};
+
+/// What `missionboard agent` was started with.
+#[derive(Debug, Clone)]
+pub struct AgentOptions {
+    pub model: ModelFlags,
+    /// The model's context window, in tokens.
+    pub context_tokens: u64,
+    /// Model calls one prompt turn may make before it ends `max_turn_requests`.
+    pub max_steps: usize,
+    /// The home database, read (never written) for `model-*` config fallbacks.
+    pub db: PathBuf,
+}
+
+/// The context window assumed when none is given: what Ollama and llama.cpp
+/// serve most models with comfortably.
+pub const DEFAULT_CONTEXT_TOKENS: u64 = 32_768;
+/// Model calls per turn by default: room for a real task, a stop for a loop.
+pub const DEFAULT_MAX_STEPS: usize = 50;
+
+/// Serve ACP on stdin/stdout until the client hangs up.
+pub async fn run_agent(options: AgentOptions) -> Result<(), String> {
+    server::serve(options).await
+}

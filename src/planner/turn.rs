@@ -1,0 +1,447 @@
+//! One prompt turn of the native agent: the tool-calling loop over the model.
+
+use std::collections::HashSet;
+use std::path::Path;
+
+use agent_client_protocol::v1::ConnectionTo;
+use agent_client_protocol::v1::schema::{
+    ContentBlock, ContentChunk, PermissionOption, PermissionOptionKind, PromptResponse,
+    RequestPermissionOutcome, RequestPermissionRequest, SessionNotification, SessionUpdate,
+    StopReason, TextContent, ToolCall as AcpToolCall, ToolCallContent, ToolCallLocation,
+    ToolCallStatus, ToolCallUpdate, ToolCallUpdateFields, Usage, UsageUpdate,
+};
+use agent_client_protocol::{Client, Error};
+use serde_json::{Map, Value, json};
+
+use super::context::{self, truncate_output};
+use super::local_tools::{self, LocalCall, LocalTool};
+use super::server::model_error;
+use crate::acp::McpStdioServer;
+use crate::acp::agent_side::CancelSignal;
+use crate::fleet::mission_tools::PARKED_PREFIX;
+use crate::model::{ChatMessage, ChatRequest, ModelClient, Role, ToolChoice, ToolSpec};
+use crate::tools::client::MissionClient;
+
+/// The longest reply asked of the model, in tokens (a quarter of small windows).
+const REPLY_TOKENS: u64 = 4096;
+/// How much of a tool's output its `tool_call_update` card carries.
+const CARD_OUTPUT: usize = 2000;
+const ALLOW_ONCE: &str = "allow-once";
+const REJECT_ONCE: &str = "reject-once";
+
+/// What a session keeps between turns.
+pub struct SessionState {
+    mission_server: Option<McpStdioServer>,
+    mission: Option<MissionClient>,
+    /// Tool names served by the mission server.
+    mission_tools: HashSet<String>,
+    tools: Vec<ToolSpec>,
+    /// The dialog so far; empty until the first prompt.
+    messages: Vec<ChatMessage>,
+    /// Refusals already reported to the operator (by call title).
+    refusals: HashSet<String>,
+    calls: u64,
+}
+
+impl SessionState {
+    pub fn new(mission_server: Option<McpStdioServer>) -> SessionState {
+        SessionState {
+            mission_server,
+            mission: None,
+            mission_tools: HashSet::new(),
+            tools: Vec::new(),
+            messages: Vec::new(),
+            refusals: HashSet::new(),
+            calls: 0,
+        }
+    }
+}
+
+/// Everything a turn borrows from its session and agent.
+pub struct Turn<'a> {
+    pub cx: &'a ConnectionTo<Client>,
+    pub session_id: &'a str,
+    pub cwd: &'a Path,
+    pub model: &'a ModelClient,
+    pub context_tokens: u64,
+    pub max_steps: usize,
+}
+
+/// Token totals over a turn's model calls.
+#[derive(Default)]
+struct Spent {
+    input: u64,
+    output: u64,
+}
+
+/// What a tool call did to the turn.
+#[derive(PartialEq)]
+enum Effect {
+    Continue,
+    /// `mission_finish` succeeded: nothing is left to do.
+    Finished,
+    /// The question was parked: the answer comes as a later prompt.
+    Parked,
+}
+
+/// How the envelope answered a permission request.
+enum Permission {
+    Allowed,
+    Refused,
+}
+
+impl Turn<'_> {
+    /// Run one prompt: the loop until the model stops calling tools, the mission
+    /// finishes, a question parks, the step bound is reached, or the turn is
+    /// cancelled. A model failure is the turn's error.
+    pub async fn run(
+        &self,
+        state: &mut SessionState,
+        prompt: String,
+        cancel: CancelSignal,
+    ) -> Result<PromptResponse, Error> {
+        let mut spent = Spent::default();
+        let outcome = tokio::select! {
+            outcome = self.steps(state, prompt, &mut spent) => outcome,
+            _ = cancel.clone().wait() => Ok(StopReason::Cancelled),
+        };
+        // A cancel that raced the last step still wins: ACP wants `cancelled`.
+        let stop = match outcome? {
+            _ if cancel.is_set() => StopReason::Cancelled,
+            stop => stop,
+        };
+        if stop == StopReason::Cancelled {
+            answer_dangling_calls(&mut state.messages);
+        }
+        Ok(PromptResponse::new(stop).usage(Usage::new(
+            spent.input + spent.output,
+            spent.input,
+            spent.output,
+        )))
+    }
+
+    async fn steps(
+        &self,
+        state: &mut SessionState,
+        prompt: String,
+        spent: &mut Spent,
+    ) -> Result<StopReason, Error> {
+        if state.messages.is_empty() {
+            self.open(state).await?;
+        }
+        state.messages.push(ChatMessage::user(prompt));
+        let reply_tokens = REPLY_TOKENS.min(self.context_tokens / 4).max(256);
+        for _ in 0..self.max_steps {
+            let budget = self.context_tokens.saturating_sub(reply_tokens);
+            context::fit(&mut state.messages, &state.tools, budget);
+            let request = ChatRequest {
+                messages: state.messages.clone(),
+                tools: state.tools.clone(),
+                tool_choice: ToolChoice::Auto,
+                max_tokens: Some(reply_tokens as u32),
+            };
+            let estimate = context::request_tokens(&request.messages, &request.tools);
+            let reply = self.model.complete(&request).await.map_err(model_error)?;
+            let (input, output) = match reply.usage {
+                Some(u) if u.total() > 0 => (u.prompt_tokens, u.completion_tokens),
+                _ => {
+                    let calls: String = reply
+                        .tool_calls
+                        .iter()
+                        .map(|c| format!("{}{}", c.name, c.arguments))
+                        .collect();
+                    let text = reply.content.as_deref().unwrap_or("");
+                    (estimate, context::tokens(text) + context::tokens(&calls))
+                }
+            };
+            spent.input += input;
+            spent.output += output;
+            self.notify(SessionUpdate::UsageUpdate(UsageUpdate::new(
+                input + output,
+                self.context_tokens,
+            )))?;
+            let content = reply.content.filter(|c| !c.trim().is_empty());
+            if let Some(text) = &content {
+                self.notify(SessionUpdate::AgentMessageChunk(ContentChunk::new(
+                    ContentBlock::Text(TextContent::new(text.clone())),
+                )))?;
+            }
+            state
+                .messages
+                .push(ChatMessage::assistant(content, reply.tool_calls.clone()));
+            if reply.tool_calls.is_empty() {
+                return Ok(match reply.finish_reason.as_deref() {
+                    Some("length") => StopReason::MaxTokens,
+                    _ => StopReason::EndTurn,
+                });
+            }
+            let mut effect = Effect::Continue;
+            for call in &reply.tool_calls {
+                let text = if effect == Effect::Finished {
+                    "skipped: the mission is already finished".to_string()
+                } else {
+                    let (text, this) = self.call_tool(state, call).await?;
+                    if effect == Effect::Continue {
+                        effect = this;
+                    }
+                    text
+                };
+                state
+                    .messages
+                    .push(ChatMessage::tool_result(&call.id, truncate_output(text)));
+            }
+            if effect != Effect::Continue {
+                return Ok(StopReason::EndTurn);
+            }
+        }
+        Ok(StopReason::MaxTurnRequests)
+    }
+
+    /// The first prompt of a session: connect the mission tools and write the
+    /// system message.
+    async fn open(&self, state: &mut SessionState) -> Result<(), Error> {
+        let mut tools = Vec::new();
+        if let Some(entry) = &state.mission_server {
+            let client = MissionClient::connect(entry)
+                .await
+                .map_err(|e| fail(format!("mission tools unavailable: {e}")))?;
+            for tool in client.list_tools().await.map_err(fail)? {
+                state.mission_tools.insert(tool.name.clone());
+                tools.push(ToolSpec {
+                    name: tool.name,
+                    description: tool.description,
+                    parameters: Value::Object(tool.input_schema),
+                });
+            }
+            state.mission = Some(client);
+        }
+        tools.extend(LocalTool::ALL.iter().map(|t| t.spec()));
+        state.tools = tools;
+        state
+            .messages
+            .push(ChatMessage::system(super::prompt::system_prompt(
+                self.cwd,
+                state.mission.is_some(),
+            )));
+        Ok(())
+    }
+
+    fn notify(&self, update: SessionUpdate) -> Result<(), Error> {
+        self.cx
+            .send_notification(SessionNotification::new(self.session_id.to_owned(), update))
+    }
+
+    /// Run one call the model made; the text is its result for the model.
+    async fn call_tool(
+        &self,
+        state: &mut SessionState,
+        call: &crate::model::ToolCall,
+    ) -> Result<(String, Effect), Error> {
+        if state.mission_tools.contains(&call.name) {
+            return self.call_mission_tool(state, call).await;
+        }
+        let Some(tool) = LocalTool::from_name(&call.name) else {
+            let known: Vec<&str> = state.tools.iter().map(|t| t.name.as_str()).collect();
+            return Ok((
+                format!(
+                    "error: there is no tool {:?}; the tools are {}",
+                    call.name,
+                    known.join(", ")
+                ),
+                Effect::Continue,
+            ));
+        };
+        let local = match local_tools::prepare(tool, &call.arguments, self.cwd) {
+            Ok(local) => local,
+            Err(e) => return Ok((format!("error: {e}"), Effect::Continue)),
+        };
+        state.calls += 1;
+        let id = format!("{}-{}", tool.name(), state.calls);
+        let location: Vec<ToolCallLocation> =
+            local.location.iter().map(ToolCallLocation::new).collect();
+        self.notify(SessionUpdate::ToolCall(
+            AcpToolCall::new(id.clone(), local.title.clone())
+                .kind(tool.kind())
+                .status(ToolCallStatus::Pending)
+                .raw_input(local.raw_input.clone())
+                .locations(location.clone()),
+        ))?;
+        if let Permission::Refused = self.ask_permission(&id, &local, location).await? {
+            self.update_card(&id, ToolCallStatus::Failed, "refused by the envelope")?;
+            let reported = self.report_refusal(state, &local).await?;
+            return Ok((
+                format!(
+                    "refused: the mission's envelope did not allow {}.{} Do not retry it in another form; carry on within what is allowed, or report what stays blocked.",
+                    local.title,
+                    if reported {
+                        " The operator has been told."
+                    } else {
+                        ""
+                    }
+                ),
+                Effect::Continue,
+            ));
+        }
+        self.notify(SessionUpdate::ToolCallUpdate(ToolCallUpdate::new(
+            id.clone(),
+            ToolCallUpdateFields::new().status(ToolCallStatus::InProgress),
+        )))?;
+        Ok(match local_tools::run(&local, self.cwd).await {
+            Ok(output) => {
+                self.update_card(&id, ToolCallStatus::Completed, &output)?;
+                (output, Effect::Continue)
+            }
+            Err(e) => {
+                self.update_card(&id, ToolCallStatus::Failed, &e)?;
+                (format!("error: {e}"), Effect::Continue)
+            }
+        })
+    }
+
+    fn update_card(&self, id: &str, status: ToolCallStatus, text: &str) -> Result<(), Error> {
+        let shown: String = text.chars().take(CARD_OUTPUT).collect();
+        self.notify(SessionUpdate::ToolCallUpdate(ToolCallUpdate::new(
+            id.to_owned(),
+            ToolCallUpdateFields::new()
+                .status(status)
+                .content(vec![ToolCallContent::from(ContentBlock::Text(
+                    TextContent::new(shown),
+                ))]),
+        )))
+    }
+
+    /// Put the call to the host. It names the tool the way envelope rules do
+    /// (`_meta` toolsName/toolName) and offers only one-time options: every call
+    /// is decided afresh.
+    async fn ask_permission(
+        &self,
+        id: &str,
+        local: &LocalCall,
+        locations: Vec<ToolCallLocation>,
+    ) -> Result<Permission, Error> {
+        let (toolset, tool) = local.tool.envelope_name();
+        let mut meta = Map::new();
+        meta.insert("toolsName".into(), json!(toolset));
+        meta.insert("toolName".into(), json!(tool));
+        let fields = ToolCallUpdateFields::new()
+            .title(local.title.clone())
+            .kind(local.tool.kind())
+            .raw_input(local.raw_input.clone())
+            .locations(locations);
+        let request = RequestPermissionRequest::new(
+            self.session_id.to_owned(),
+            ToolCallUpdate::new(id.to_owned(), fields).meta(meta),
+            vec![
+                PermissionOption::new(ALLOW_ONCE, "Allow once", PermissionOptionKind::AllowOnce),
+                PermissionOption::new(REJECT_ONCE, "Reject", PermissionOptionKind::RejectOnce),
+            ],
+        );
+        let response = self.cx.send_request(request).block_task().await?;
+        Ok(match response.outcome {
+            RequestPermissionOutcome::Selected(s) if &*s.option_id.0 == ALLOW_ONCE => {
+                Permission::Allowed
+            }
+            // A rejection, or `cancelled` outside a cancelled turn (the host had
+            // no answer): either way the call does not run.
+            _ => Permission::Refused,
+        })
+    }
+
+    /// Tell the operator about a refused call, once per call title. Returns
+    /// whether a report was filed.
+    async fn report_refusal(
+        &self,
+        state: &mut SessionState,
+        local: &LocalCall,
+    ) -> Result<bool, Error> {
+        let Some(mission) = &state.mission else {
+            return Ok(false);
+        };
+        if !state.refusals.insert(local.title.clone()) {
+            return Ok(false);
+        }
+        let summary = crate::asks::one_line_summary(&format!("refused: {}", local.title));
+        let mut args = Map::new();
+        args.insert("kind".into(), json!("blocker"));
+        args.insert("summary".into(), json!(summary));
+        args.insert(
+            "detail".into(),
+            json!(format!(
+                "The mission's envelope (or the operator answering its ask) did not allow this call:\n{}\n\nThe agent carries on without it. If the mission needs it, widen the envelope or fire again under one that allows it.",
+                local.title
+            )),
+        );
+        let result = mission
+            .call(crate::tools::MISSION_REPORT, args)
+            .await
+            .map_err(fail)?;
+        if let Err(e) = &result {
+            eprintln!(
+                "{}: the refusal report failed: {e}",
+                super::server::AGENT_NAME
+            );
+        }
+        Ok(result.is_ok())
+    }
+
+    async fn call_mission_tool(
+        &self,
+        state: &mut SessionState,
+        call: &crate::model::ToolCall,
+    ) -> Result<(String, Effect), Error> {
+        let Value::Object(args) = &call.arguments else {
+            return Ok((
+                format!(
+                    "error: {} takes a JSON object of arguments, got {}",
+                    call.name, call.arguments
+                ),
+                Effect::Continue,
+            ));
+        };
+        let mission = state.mission.as_ref().expect("mission tools came from it");
+        let result = mission.call(&call.name, args.clone()).await.map_err(fail)?;
+        Ok(match result {
+            Ok(text) => {
+                let effect = if call.name == crate::tools::MISSION_FINISH {
+                    Effect::Finished
+                } else if call.name == crate::tools::MISSION_ASK_ATTENTION
+                    && text.starts_with(PARKED_PREFIX)
+                {
+                    Effect::Parked
+                } else {
+                    Effect::Continue
+                };
+                (text, effect)
+            }
+            Err(text) => (format!("error: {text}"), Effect::Continue),
+        })
+    }
+}
+
+fn fail(message: String) -> Error {
+    Error::new(-32603, message)
+}
+
+/// After a cancel, give every call of the last assistant message a result, so
+/// the next request is a well-formed dialog.
+fn answer_dangling_calls(messages: &mut Vec<ChatMessage>) {
+    let Some(at) = messages.iter().rposition(|m| m.role == Role::Assistant) else {
+        return;
+    };
+    let answered: HashSet<String> = messages[at + 1..]
+        .iter()
+        .filter_map(|m| m.tool_call_id.clone())
+        .collect();
+    let missing: Vec<String> = messages[at]
+        .tool_calls
+        .iter()
+        .map(|c| c.id.clone())
+        .filter(|id| !answered.contains(id))
+        .collect();
+    for id in missing {
+        messages.push(ChatMessage::tool_result(
+            id,
+            "cancelled: the operator cancelled the turn before this call finished",
+        ));
+    }
+}

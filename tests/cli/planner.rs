@@ -1,0 +1,278 @@
+//! Issue G: `agent-planner`, the native agent, fired from the shipped preset against
+//! the scripted model backend (and against a model endpoint that is down). The
+//! agent is the real `missionboard agent` child; its mission tools go over the real
+//! MCP bridge and its own tools through the real envelope.
+
+use serde_json::{Value, json};
+
+use crate::harness::{Background, Sandbox, wait_for};
+
+/// A scratch world with the presets seeded and the model replaced by `dialog`.
+/// Returns the dialog's path (its recorded requests sit beside it).
+fn planner_world(sb: &Sandbox, dialog: Value) -> std::path::PathBuf {
+    sb.run(&["init"]).ok();
+    let path = sb.home.join("dialog.json");
+    sb.write(&path, &dialog.to_string());
+    let url = format!("scripted:{}", path.display());
+    sb.run(&["config", "set", "model-base-url", &url]).ok();
+    path
+}
+
+/// What the model was sent, one request per line of `<dialog>.requests.jsonl`.
+fn requests(dialog: &std::path::Path) -> Vec<Value> {
+    let path = format!("{}.requests.jsonl", dialog.display());
+    std::fs::read_to_string(&path)
+        .unwrap_or_else(|e| panic!("no recorded requests at {path}: {e}"))
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect()
+}
+
+/// The content of the last message of a recorded request.
+fn last_message(request: &Value) -> String {
+    let messages = request["messages"].as_array().unwrap();
+    messages.last().unwrap()["content"]
+        .as_str()
+        .unwrap_or_default()
+        .to_string()
+}
+
+fn call(name: &str, arguments: Value) -> Value {
+    json!({"tool_calls": [{"name": name, "arguments": arguments}]})
+}
+
+fn approve_next_ask(sb: &Sandbox, seen: &mut Vec<String>) -> String {
+    let ask = wait_for(30, "a permission ask", || {
+        sb.pending_ask_ids()
+            .into_iter()
+            .find(|id| !seen.contains(id))
+    });
+    seen.push(ask.clone());
+    sb.run(&["approvals", "respond", &ask, "--approve"]).ok();
+    ask
+}
+
+#[test]
+fn agent_planner_plans_reads_writes_with_approval_reports_a_result_and_lands() {
+    let sb = Sandbox::new();
+    sb.write(&sb.cwd.join("notes/input.txt"), "alpha\nbeta\n");
+    let dialog = planner_world(
+        &sb,
+        json!({"turns": [
+            call("mission_plan", json!({"entries": [
+                {"content": "read the input", "status": "in_progress", "priority": "high"},
+                {"content": "write the summary", "status": "pending", "priority": "medium"}]})),
+            call("read_file", json!({"path": "notes/input.txt"})),
+            {"text": "Writing the summary.", "tool_calls": [{"name": "write_file",
+                "arguments": {"path": "notes/summary.md", "content": "# Summary\nalpha, beta\n"}}]},
+            call("mission_report", json!({"kind": "result", "summary": "summary written",
+                "refs": ["notes/summary.md"]})),
+            call("mission_finish", json!({"status": "landed", "reason": "summary written"})),
+        ]}),
+    );
+    let bg = sb.fire_in_background("agent-planner", "summarise notes/input.txt", &[]);
+    let ask = wait_for(30, "the write_file ask", || {
+        sb.pending_ask_ids().first().cloned()
+    });
+    let list = sb.run(&["approvals", "list"]).ok();
+    assert!(
+        list.stdout.contains("  permission  local_fs.write_file  "),
+        "{}",
+        list.stdout
+    );
+    assert!(
+        !sb.cwd.join("notes/summary.md").exists(),
+        "nothing is written before the operator approves"
+    );
+    sb.run(&["approvals", "respond", &ask, "--approve"]).ok();
+    let fired = bg.join();
+    assert_eq!(fired.code, 0, "{fired:#?}");
+    assert!(
+        fired
+            .stdout
+            .contains("finished: landed — summary written\n"),
+        "{fired:#?}"
+    );
+    assert!(
+        fired.stdout.contains("  [result] summary written\n"),
+        "the result kept its kind: {fired:#?}"
+    );
+    assert_eq!(
+        std::fs::read_to_string(sb.cwd.join("notes/summary.md")).unwrap(),
+        "# Summary\nalpha, beta\n"
+    );
+    let id = sb.newest_mission().unwrap();
+    let plan = sb.run(&["mission", "plan", &id]).ok();
+    assert!(plan.stdout.contains("read the input"), "{}", plan.stdout);
+    let sent = requests(&dialog);
+    assert_eq!(sent.len(), 5, "one model call per scripted turn");
+    assert_eq!(
+        sent[0]["messages"][0]["role"], "system",
+        "the agent's own system prompt leads"
+    );
+    assert!(
+        last_message(&sent[0]).contains("summarise notes/input.txt"),
+        "the intent reached the model"
+    );
+    let tools: Vec<&str> = sent[0]["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["function"]["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        tools,
+        [
+            "mission_report",
+            "mission_plan",
+            "mission_ask_attention",
+            "mission_finish",
+            "read_file",
+            "list_dir",
+            "grep",
+            "find_files",
+            "write_file",
+            "shell"
+        ]
+    );
+    assert_eq!(
+        last_message(&sent[2]),
+        "alpha\nbeta",
+        "the read ran ungated and its text went to the model"
+    );
+    assert!(
+        last_message(&sent[3]).starts_with("wrote ")
+            && last_message(&sent[3]).ends_with("notes/summary.md (22 bytes)"),
+        "{}",
+        last_message(&sent[3])
+    );
+    assert_eq!(
+        sb.pending_ask_ids(),
+        Vec::<String>::new(),
+        "only the write asked"
+    );
+}
+
+#[test]
+fn the_shell_tool_asks_every_time_under_the_strict_envelope() {
+    let sb = Sandbox::new();
+    let dialog = planner_world(
+        &sb,
+        json!({"turns": [
+            call("shell", json!({"command": "echo one"})),
+            call("shell", json!({"command": "echo one"})),
+            call("mission_report", json!({"kind": "progress", "summary": "echoed twice"})),
+            call("mission_finish", json!({"status": "landed"})),
+        ]}),
+    );
+    let bg = Background::spawn(sb.command(&[
+        "mission",
+        "fire",
+        "agent-planner",
+        "echo one, twice",
+        "--wait",
+        "--policy",
+        "strict",
+    ]));
+    let mut seen = Vec::new();
+    approve_next_ask(&sb, &mut seen);
+    approve_next_ask(&sb, &mut seen);
+    let fired = bg.join();
+    assert_eq!(fired.code, 0, "{fired:#?}");
+    assert_ne!(seen[0], seen[1], "the same command asked again");
+    let sent = requests(&dialog);
+    for reply in [&sent[1], &sent[2]] {
+        assert_eq!(last_message(reply), "exit code 0\n--- stdout ---\none");
+    }
+}
+
+#[test]
+fn the_shell_tool_is_refused_under_acpx_and_the_agent_reports_the_refusal() {
+    let sb = Sandbox::new();
+    let dialog = planner_world(
+        &sb,
+        json!({"turns": [
+            call("shell", json!({"command": "ls -la"})),
+            call("mission_finish", json!({"status": "stuck", "reason": "no shell here"})),
+        ]}),
+    );
+    let fired = sb.run(&[
+        "mission",
+        "fire",
+        "agent-planner",
+        "list the files",
+        "--wait",
+        "--policy",
+        "acpx",
+    ]);
+    assert_eq!(fired.code, 1, "{fired:#?}");
+    assert!(
+        fired.stdout.contains("finished: stuck — no shell here\n"),
+        "{fired:#?}"
+    );
+    assert!(
+        fired
+            .stdout
+            .contains("  [blocker] refused: shell: ls -la\n"),
+        "{fired:#?}"
+    );
+    let told = last_message(&requests(&dialog)[1]);
+    assert!(
+        told.starts_with(
+            "refused: the mission's envelope did not allow shell: ls -la. The operator has been told. Do not retry it"
+        ),
+        "{told}"
+    );
+    assert_eq!(sb.pending_ask_ids(), Vec::<String>::new(), "nothing asked");
+}
+
+#[test]
+fn a_model_endpoint_that_is_down_derails_the_mission_with_the_error_in_the_blocker() {
+    let sb = Sandbox::new();
+    sb.run(&["init"]).ok();
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let url = format!("http://127.0.0.1:{port}/v1");
+    sb.run(&["config", "set", "model-base-url", &url]).ok();
+    sb.run(&["config", "set", "model-name", "qwen3:8b"]).ok();
+    let fired = sb.fire("agent-planner", "summarise the notes", &[]);
+    assert_eq!(fired.code, 1, "{fired:#?}");
+    let expected = format!(
+        "finished: derailed — unit turn failed: agent returned error -32603 to session/prompt: model endpoint {url}/chat/completions is unreachable ("
+    );
+    assert!(fired.stdout.contains(&expected), "{fired:#?}");
+    let id = sb.newest_mission().unwrap();
+    let reports = sb.run(&["mission", "reports", &id]).ok();
+    assert!(
+        reports.stdout.contains(
+            "start the model server or set `missionboard config set model-base-url <url>`"
+        ),
+        "the blocker carries the model client's whole message: {}",
+        reports.stdout
+    );
+}
+
+#[test]
+fn the_declaration_s_model_keys_win_over_config() {
+    let sb = Sandbox::new();
+    let dialog = planner_world(
+        &sb,
+        json!({"turns": [call("mission_finish", json!({"status": "landed"}))]}),
+    );
+    // config points at a dead endpoint; the declaration at the dialog.
+    sb.run(&["config", "set", "model-base-url", "http://127.0.0.1:9/v1"])
+        .ok();
+    sb.write(
+        &sb.cwd.join(".missionboard/agents.toml"),
+        &format!(
+            "[agents.local-planner]\ncommand = \"missionboard\"\nargs = [\"agent\"]\nbase_url = \"scripted:{}\"\n",
+            dialog.display()
+        ),
+    );
+    let fired = sb.fire("local-planner", "land at once", &[]);
+    assert_eq!(fired.code, 0, "{fired:#?}");
+    assert_eq!(requests(&dialog).len(), 1);
+}

@@ -1,0 +1,98 @@
+//! The native agent (`missionboard agent`) driven directly over ACP: the library is
+//! the host, the built binary the unit, its mission tools on a recording handler
+//! behind the real MCP bridge, and its model a loopback endpoint this test holds.
+
+mod common;
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Duration;
+
+use common::*;
+use missionboard::acp::{StopReason, Unit, UnitEvent, UnitSpec, mission_meta};
+use missionboard::tools::{bridge_server_entry, serve_mission_socket};
+
+/// A model endpoint that accepts connections and never answers. Each accepted
+/// connection is announced on the channel and held open until the test ends.
+fn silent_endpoint() -> (String, std::sync::mpsc::Receiver<()>) {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let url = format!("http://{}/v1", listener.local_addr().unwrap());
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let mut held = Vec::new();
+        for stream in listener.incoming().flatten() {
+            held.push(stream);
+            if tx.send(()).is_err() {
+                return;
+            }
+        }
+    });
+    (url, rx)
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn session_cancel_mid_model_call_ends_the_turn_cancelled_within_a_second() {
+    tokio::time::timeout(TEST_DEADLINE, async {
+        let dir = tempfile::tempdir().unwrap();
+        let handler = RecordingHandler::new("yes");
+        let socket_path = dir.path().join("m-test.sock");
+        let socket = serve_mission_socket(&socket_path, handler.clone())
+            .await
+            .unwrap();
+        let (url, accepted) = silent_endpoint();
+        let spec = UnitSpec {
+            program: PathBuf::from(EXE),
+            args: ["agent", "--base-url", &url, "--model", "m"]
+                .map(String::from)
+                .to_vec(),
+            // A home of its own, so no config of the machine's leaks in.
+            env: [(
+                "MISSIONBOARD_HOME".to_string(),
+                dir.path().display().to_string(),
+            )]
+            .into(),
+            cwd: dir.path().to_path_buf(),
+            mcp_servers: vec![bridge_server_entry(Path::new(EXE), &socket_path)],
+            meta: mission_meta("m-test"),
+        };
+        let mut unit = Unit::start(spec).await.expect("the agent starts");
+        assert_eq!(
+            unit.capabilities().agent_name.as_deref(),
+            Some("missionboard-agent")
+        );
+        let mut events = unit.take_events().unwrap();
+        let unit = Arc::new(unit);
+        let turn = tokio::spawn({
+            let unit = unit.clone();
+            async move {
+                unit.prompt(vec!["preamble".into(), "do the work".into()])
+                    .await
+            }
+        });
+        // The model call is in flight once the endpoint has the connection.
+        tokio::task::spawn_blocking(move || accepted.recv_timeout(Duration::from_secs(20)))
+            .await
+            .unwrap()
+            .expect("the agent called the model");
+        unit.cancel();
+        let outcome = tokio::time::timeout(Duration::from_secs(1), turn)
+            .await
+            .expect("cancel ended the turn within a second")
+            .unwrap()
+            .unwrap();
+        assert_eq!(outcome.stop_reason, StopReason::Cancelled);
+        assert!(
+            handler.names().is_empty(),
+            "the model never answered, so no mission tool ran"
+        );
+        let seen = drain(&mut events);
+        assert!(
+            !seen.iter().any(|e| matches!(e, UnitEvent::AgentText(_))),
+            "{seen:?}"
+        );
+        Arc::into_inner(unit).unwrap().shutdown().await;
+        socket.close().await;
+    })
+    .await
+    .expect("test exceeded its deadline");
+}
