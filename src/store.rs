@@ -29,6 +29,8 @@ const MIGRATIONS: &[&[&str]] = &[
     &[crate::asks::SCHEMA_V3],
     // v4: runs parked on an ask past its park window.
     &[crate::asks::checkpoint::SCHEMA_V4],
+    // v5: TEMP placeholder for helper D's migration (dropped at merge).
+    &[],
 ];
 
 /// How long a write waits for another process's lock before it gives up.
