@@ -77,6 +77,7 @@ pub(super) fn show(ctx: &Ctx, id: &str, json: bool) -> anyhow::Result<i32> {
             pending.push(row);
         }
         v["pendingAsks"] = serde_json::Value::Array(pending);
+        v["oracleTrace"] = serde_json::to_value(oracle_trace(&svc, &m.id)?)?;
         println!("{}", serde_json::to_string_pretty(&v)?);
         return Ok(0);
     }
@@ -139,6 +140,13 @@ pub(super) fn show(ctx: &Ctx, id: &str, json: bool) -> anyhow::Result<i32> {
             writeln!(out, "             [{}] {}", a.id, a.args_summary)?;
         }
     }
+    let trace = oracle_trace(&svc, &m.id)?;
+    if !trace.is_empty() {
+        writeln!(out, "Oracle:    {} trace line(s), oldest first:", trace.len())?;
+        for t in &trace {
+            writeln!(out, "             {}", t.line)?;
+        }
+    }
     if reports.is_empty() {
         write!(out, "\nNo reports filed yet.\n")?;
     } else {
@@ -152,6 +160,11 @@ pub(super) fn show(ctx: &Ctx, id: &str, json: bool) -> anyhow::Result<i32> {
     }
     print!("{out}");
     Ok(0)
+}
+
+/// What the oracle did about this mission's questions (its newest 200 lines).
+fn oracle_trace(svc: &Missions, id: &str) -> anyhow::Result<Vec<crate::oracle::trace::TraceLine>> {
+    Ok(crate::oracle::trace::Trace::new(svc.store().clone(), false).for_mission(id, 200)?)
 }
 
 /// `<status>[ — <reason>]`
