@@ -197,7 +197,11 @@ fn try_build(src: &Source, q: &Query) -> Result<Snapshot, String> {
         inbox,
         oracle_trace: oracle_trace(src)?,
         oracle_mounted: false,
-        oracle_model: if src.beta { oracle_model(&src.config) } else { None },
+        oracle_model: if src.beta {
+            oracle_model(&src.config)
+        } else {
+            None
+        },
         beta: src.beta,
         fleet_used: (src.fleet_probe)(),
         fleet_cap: src.config.fleet_max_parallel().unwrap_or(0),

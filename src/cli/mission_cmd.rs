@@ -66,17 +66,16 @@ pub(super) fn show(ctx: &Ctx, id: &str, json: bool) -> anyhow::Result<i32> {
         v["planRevisions"] = serde_json::to_value(svc.plan_revisions(&m.id)?)?;
         v["reports"] = serde_json::to_value(&reports)?;
         let asks = crate::asks::Asks::new(svc.store().clone());
+        let all = asks.for_mission(&m.id, 200)?;
         let mut pending = Vec::new();
-        for a in asks
-            .for_mission(&m.id, 200)?
-            .into_iter()
-            .filter(|a| a.is_pending())
-        {
-            let mut row = serde_json::to_value(&a)?;
+        for a in all.iter().filter(|a| a.is_pending()) {
+            let mut row = serde_json::to_value(a)?;
             row["parked"] = serde_json::Value::Bool(asks.checkpoint(&a.id)?.is_some());
             pending.push(row);
         }
         v["pendingAsks"] = serde_json::Value::Array(pending);
+        // Every ask with its resolution, newest first: who answered shows there.
+        v["asks"] = serde_json::to_value(&all)?;
         v["oracleTrace"] = serde_json::to_value(oracle_trace(&svc, &m.id)?)?;
         println!("{}", serde_json::to_string_pretty(&v)?);
         return Ok(0);
@@ -142,7 +141,11 @@ pub(super) fn show(ctx: &Ctx, id: &str, json: bool) -> anyhow::Result<i32> {
     }
     let trace = oracle_trace(&svc, &m.id)?;
     if !trace.is_empty() {
-        writeln!(out, "Oracle:    {} trace line(s), oldest first:", trace.len())?;
+        writeln!(
+            out,
+            "Oracle:    {} trace line(s), oldest first:",
+            trace.len()
+        )?;
         for t in &trace {
             writeln!(out, "             {}", t.line)?;
         }

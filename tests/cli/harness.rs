@@ -172,6 +172,13 @@ pub struct Background {
 }
 
 impl Background {
+    /// Start `c` (its stdout and stderr piped by the caller).
+    pub fn spawn(mut c: Command) -> Background {
+        Background {
+            child: Some(c.spawn().expect("spawn missionboard")),
+        }
+    }
+
     pub fn join(mut self) -> Run {
         let out = self.child.take().unwrap().wait_with_output().unwrap();
         Run {

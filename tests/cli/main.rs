@@ -7,3 +7,4 @@ mod asks;
 mod board;
 mod foundation;
 mod missions;
+mod oracle;

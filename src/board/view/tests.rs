@@ -402,8 +402,14 @@ fn the_trace_pane_shows_the_oracle_model_and_its_newest_lines() {
     ];
     m.snap = Arc::new(s);
     let text = frame(&m);
-    assert!(text.contains("Oracle trace · scripted (/tmp/d.json)"), "{text}");
-    assert!(text.contains("oracle: reviewing ask a-1 (mission"), "{text}");
+    assert!(
+        text.contains("Oracle trace · scripted (/tmp/d.json)"),
+        "{text}"
+    );
+    assert!(
+        text.contains("oracle: reviewing ask a-1 (mission"),
+        "{text}"
+    );
     assert!(text.contains("oracle: WAIT for ask a-1 (3ms)"), "{text}");
     assert!(!text.contains(crate::board::view::lists::ORACLE_EMPTY));
 }
