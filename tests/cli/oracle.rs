@@ -615,7 +615,27 @@ fn another_hosts_mission_is_declined_without_a_model_call() {
             .all(|r| !r.to_string().contains("Deploy on Friday")),
         "no model call for another host's question"
     );
-    assert_eq!(pending_ids(&w.sb, &theirs), [their_ask.clone()]);
+    assert_eq!(
+        pending_ids(&w.sb, &theirs),
+        std::slice::from_ref(&their_ask)
+    );
     human_answers(&w.sb, &their_ask);
     assert_eq!(other_fire.join().code, 0);
+}
+
+#[test]
+fn a_missing_chain_file_refuses_the_fire_before_anything_runs() {
+    let sb = Sandbox::new();
+    sb.declare_stubs(&[("stub", Some(&script(r#"{"finish":"landed"}"#)))]);
+    sb.run(&["config", "set", "opt-in-beta", "true"]).ok();
+    let fired = sb.fire("stub", "land", &["--oracle"]);
+    assert_eq!(fired.code, 1, "{fired:#?}");
+    assert!(
+        fired.stderr.starts_with(
+            "Error: --oracle: chain-oracle-default.json not found (run `missionboard init` to seed it): it is in none of "
+        ),
+        "{fired:#?}"
+    );
+    assert_eq!(fired.stdout, "");
+    assert_eq!(sb.newest_mission(), None, "nothing was fired");
 }
