@@ -17,6 +17,7 @@ pub mod fleet;
 pub mod logging;
 pub mod mission;
 pub mod model;
+pub mod oracle;
 pub mod paths;
 pub mod planner;
 pub mod store;

@@ -31,6 +31,8 @@ const MIGRATIONS: &[&[&str]] = &[
     &[crate::asks::checkpoint::SCHEMA_V4],
     // v5: per-mission compute: the unit's session model, raised limits, a pause.
     &[crate::fleet::budget::SCHEMA_V5],
+    // v6: the oracle's operator trace.
+    &[crate::oracle::trace::SCHEMA_V6],
 ];
 
 /// How long a write waits for another process's lock before it gives up.

@@ -101,9 +101,12 @@ pub struct Snapshot {
     pub pending_total: usize,
     pub inbox: Vec<InboxRow>,
     pub inbox_total: usize,
-    /// Oracle trace lines (issue E fills them from the `oracle_trace` table).
+    /// The newest oracle trace lines of every mission, oldest first.
     pub oracle_trace: Vec<String>,
     pub oracle_mounted: bool,
+    /// The model an `--oracle` fire would consult, under the beta: `scripted (path)`
+    /// or `<model> at <url>`.
+    pub oracle_model: Option<String>,
     pub beta: bool,
     pub fleet_used: usize,
     pub fleet_cap: u64,

@@ -15,6 +15,7 @@ use crate::asks::{Ask, Asks};
 use crate::config::Config;
 use crate::mission::inbox::InboxItem;
 use crate::mission::{Mission, Missions, Report};
+use crate::oracle::trace::Trace;
 use crate::store::Store;
 
 /// How often the thread looks for a new query (keys feel instant).
@@ -28,6 +29,7 @@ const HEARTBEAT: Duration = Duration::from_secs(1);
 const ASKS_LIMIT: usize = 200;
 const INBOX_LIMIT: usize = 200;
 const REPORTS_LIMIT: usize = 200;
+const TRACE_LIMIT: usize = 200;
 /// A filter scans the missions newest first in pages, up to this many rows.
 pub const FILTER_SCAN_CAP: usize = 5000;
 const FILTER_PAGE: usize = 500;
@@ -193,8 +195,13 @@ fn try_build(src: &Source, q: &Query) -> Result<Snapshot, String> {
         pending_total,
         inbox_total: inbox.len(),
         inbox,
-        oracle_trace: oracle_trace(src),
+        oracle_trace: oracle_trace(src)?,
         oracle_mounted: false,
+        oracle_model: if src.beta {
+            oracle_model(&src.config)
+        } else {
+            None
+        },
         beta: src.beta,
         fleet_used: (src.fleet_probe)(),
         fleet_cap: src.config.fleet_max_parallel().unwrap_or(0),
@@ -202,10 +209,25 @@ fn try_build(src: &Source, q: &Query) -> Result<Snapshot, String> {
     })
 }
 
-/// THE SEAM for issue E: the oracle's trace lines, from the `oracle_trace` table
-/// once the oracle writes it. Nothing writes it yet, so the pane shows its empty state.
-fn oracle_trace(_src: &Source) -> Vec<String> {
-    Vec::new()
+/// The newest oracle trace lines of every mission, oldest first, as one line each.
+fn oracle_trace(src: &Source) -> Result<Vec<String>, String> {
+    let lines = Trace::new(src.missions.store().clone(), false)
+        .recent(TRACE_LIMIT)
+        .map_err(|e| e.to_string())?;
+    Ok(lines.iter().map(|l| one_line(l)).collect())
+}
+
+/// The configured oracle model, described without connecting to it.
+fn oracle_model(config: &Config) -> Option<String> {
+    let settings = crate::model::ModelSettings::from_config(config).ok()?;
+    Some(one_line(&match settings.scripted_path() {
+        Some(path) => format!("scripted ({})", path.display()),
+        None => format!(
+            "{} at {}",
+            settings.model.as_deref().unwrap_or("no model-name"),
+            settings.base_url
+        ),
+    }))
 }
 
 /// Missions matching `filter` (id, state, agent, envelope or intent contain it),

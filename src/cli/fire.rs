@@ -1,6 +1,7 @@
-//! `missionboard mission fire <agent> <intent…> --wait [--timeout 30m] [--policy X]`.
+//! `missionboard mission fire <agent> <intent…> --wait [--timeout 30m] [--policy X] [--oracle]`.
 //! The unit is a child of this process: the command blocks until the mission rests,
-//! and tears the unit down on every way out.
+//! and tears the unit down on every way out. With `--oracle` (beta) the oracle driver
+//! lives exactly as long as the command.
 
 use std::time::{Duration, Instant};
 
@@ -13,6 +14,7 @@ use crate::envelope::policy::{ComputeBounds, OnExhausted};
 use crate::envelope::presets;
 use crate::fleet::{DispatchRequest, Fleet};
 use crate::mission::Status;
+use crate::oracle::Oracle;
 
 /// How often the wait re-reads the mission record.
 const POLL: Duration = Duration::from_millis(250);
@@ -23,6 +25,8 @@ pub(super) struct FireArgs {
     pub policy: Option<String>,
     pub wait: bool,
     pub timeout: String,
+    /// Mount the oracle attention driver (only parsed under opt-in-beta).
+    pub oracle: bool,
 }
 
 pub(super) fn run(ctx: &Ctx, args: FireArgs) -> anyhow::Result<i32> {
@@ -53,10 +57,27 @@ pub(super) fn run(ctx: &Ctx, args: FireArgs) -> anyhow::Result<i32> {
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()?;
+    // Mounted before anything is fired: a chain or envelope that cannot load refuses
+    // the fire whole.
+    let oracle = if args.oracle {
+        Some(Oracle::mount(&ctx.paths, &store)?)
+    } else {
+        None
+    };
     runtime.block_on(async move {
         let fleet = Fleet::new(ctx.paths.clone(), store)?;
         let _teardown = fleet.spawn_teardown();
+        let driver = match oracle {
+            Some(o) => {
+                println!("{}", o.mount_line());
+                Some(o.spawn(fleet.clone())?)
+            }
+            None => None,
+        };
         let code = fire_and_wait(&fleet, agent, intent, policy, timeout).await;
+        if let Some(d) = driver {
+            d.abort();
+        }
         fleet.shutdown().await;
         code
     })

@@ -68,17 +68,17 @@ pub(super) fn show(ctx: &Ctx, id: &str, json: bool) -> anyhow::Result<i32> {
         v["planRevisions"] = serde_json::to_value(svc.plan_revisions(&m.id)?)?;
         v["reports"] = serde_json::to_value(&reports)?;
         let asks = crate::asks::Asks::new(svc.store().clone());
+        let all = asks.for_mission(&m.id, 200)?;
         let mut pending = Vec::new();
-        for a in asks
-            .for_mission(&m.id, 200)?
-            .into_iter()
-            .filter(|a| a.is_pending())
-        {
-            let mut row = serde_json::to_value(&a)?;
+        for a in all.iter().filter(|a| a.is_pending()) {
+            let mut row = serde_json::to_value(a)?;
             row["parked"] = serde_json::Value::Bool(asks.checkpoint(&a.id)?.is_some());
             pending.push(row);
         }
         v["pendingAsks"] = serde_json::Value::Array(pending);
+        // Every ask with its resolution, newest first: who answered shows there.
+        v["asks"] = serde_json::to_value(&all)?;
+        v["oracleTrace"] = serde_json::to_value(oracle_trace(&svc, &m.id)?)?;
         println!("{}", serde_json::to_string_pretty(&v)?);
         return Ok(0);
     }
@@ -144,6 +144,17 @@ pub(super) fn show(ctx: &Ctx, id: &str, json: bool) -> anyhow::Result<i32> {
             writeln!(out, "             [{}] {}", a.id, a.args_summary)?;
         }
     }
+    let trace = oracle_trace(&svc, &m.id)?;
+    if !trace.is_empty() {
+        writeln!(
+            out,
+            "Oracle:    {} trace line(s), oldest first:",
+            trace.len()
+        )?;
+        for t in &trace {
+            writeln!(out, "             {}", t.line)?;
+        }
+    }
     if reports.is_empty() {
         write!(out, "\nNo reports filed yet.\n")?;
     } else {
@@ -196,6 +207,11 @@ fn compute_lines(ctx: &Ctx, store: &crate::store::Store, m: &Mission) -> Vec<Str
         lines.push(format!("Model:     {model}"));
     }
     lines
+}
+
+/// What the oracle did about this mission's questions (its newest 200 lines).
+fn oracle_trace(svc: &Missions, id: &str) -> anyhow::Result<Vec<crate::oracle::trace::TraceLine>> {
+    Ok(crate::oracle::trace::Trace::new(svc.store().clone(), false).for_mission(id, 200)?)
 }
 
 /// `<status>[ — <reason>]`

@@ -357,6 +357,7 @@ fn run(ctx: &Ctx, command: Option<Command>, flags: BetaFlags) -> anyhow::Result<
                     policy,
                     wait,
                     timeout,
+                    oracle: flags.oracle,
                 },
             ),
             MissionCmd::Stop { id, reason } => mission_cmd::stop(ctx, &id, reason.as_deref()),

@@ -142,6 +142,11 @@ impl Fleet {
         &self.inner.asks
     }
 
+    /// Does this host hold the unit of `mission_id` (it dispatched or resumed it)?
+    pub fn holds(&self, mission_id: &str) -> bool {
+        self.inner.units.lock().unwrap().contains_key(mission_id)
+    }
+
     /// Units this host holds right now (each holds fleet width until it is reaped).
     pub fn open_units(&self) -> usize {
         self.inner.units.lock().unwrap().len()

@@ -5,7 +5,10 @@
 //! `{match?, text?, tool_calls?: [{id?, name, arguments}], finish_reason?, usage?}` and
 //! must carry text or tool calls. A turn with `match` is consumed first by the earliest
 //! request whose messages contain that substring (an ask id, a mission id, a summary), so
-//! concurrent oracles do not race one cursor; other turns are consumed in order. One cursor
+//! concurrent oracles do not race one cursor; other turns are consumed in order. A string in
+//! a turn's tool-call arguments may quote `{{input.<field>}}`: a field of the JSON object
+//! the request's first user message carries (the oracle's INPUT event), so a dialog can
+//! echo ids it cannot know when it is written. One cursor
 //! per script per process. Running past the end fails with the path and the turn index:
 //! there is never a fallback reply.
 //!
@@ -159,7 +162,7 @@ impl ScriptedBackend {
                         .clone()
                         .unwrap_or_else(|| format!("call_{}_{}", index + 1, i + 1)),
                     name: c.name.clone(),
-                    arguments: c.arguments.clone(),
+                    arguments: fill_from_input(&c.arguments, request),
                 })
                 .collect(),
             finish_reason: turn.finish_reason.clone().or_else(|| {
@@ -190,6 +193,39 @@ impl ScriptedBackend {
             tracing::warn!(path = %path.display(), error = %e, "cannot record a scripted request");
         }
     }
+}
+
+/// `{{input.<field>}}` in any string of `value`, replaced by that field of the JSON object
+/// in the request's first user message; an unknown field is left as written.
+fn fill_from_input(value: &Value, request: &ChatRequest) -> Value {
+    let input: Option<Value> = request
+        .messages
+        .iter()
+        .find(|m| m.role == super::Role::User)
+        .and_then(|m| m.content.as_deref())
+        .and_then(|c| serde_json::from_str(c).ok());
+    let Some(Value::Object(input)) = input else {
+        return value.clone();
+    };
+    fn fill(v: &Value, input: &serde_json::Map<String, Value>) -> Value {
+        match v {
+            Value::String(s) if s.contains("{{input.") => {
+                let mut out = s.clone();
+                for (k, field) in input {
+                    if let Some(text) = field.as_str() {
+                        out = out.replace(&format!("{{{{input.{k}}}}}"), text);
+                    }
+                }
+                Value::String(out)
+            }
+            Value::Array(a) => Value::Array(a.iter().map(|x| fill(x, input)).collect()),
+            Value::Object(o) => {
+                Value::Object(o.iter().map(|(k, x)| (k.clone(), fill(x, input))).collect())
+            }
+            other => other.clone(),
+        }
+    }
+    fill(value, &input)
 }
 
 #[cfg(test)]
@@ -272,6 +308,21 @@ mod tests {
                 .content
                 .as_deref(),
             Some("plain")
+        );
+    }
+
+    #[test]
+    fn tool_call_arguments_can_echo_a_field_of_the_json_input() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = script(
+            dir.path(),
+            json!([{"tool_calls": [{"name": "f", "arguments": {"id": "{{input.askId}}", "n": 1, "x": "{{input.nope}}"}}]}]),
+        );
+        let backend = ScriptedBackend::load(&path).unwrap();
+        let reply = backend.complete(&ask(r#"{"askId":"a-7"}"#)).unwrap();
+        assert_eq!(
+            reply.tool_calls[0].arguments,
+            json!({"id": "a-7", "n": 1, "x": "{{input.nope}}"})
         );
     }
 

@@ -8,4 +8,5 @@ mod board;
 mod bounds;
 mod foundation;
 mod missions;
+mod oracle;
 mod planner;

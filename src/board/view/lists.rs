@@ -118,13 +118,17 @@ pub fn render_inbox(frame: &mut Frame, area: Rect, m: &Model, now_ms: i64) {
     frame.render_widget(Paragraph::new(lines), inner);
 }
 
-/// Empty until the oracle (issue E) writes its `oracle_trace` rows.
+/// Until an `--oracle` fire writes its first `oracle_trace` row.
 pub const ORACLE_EMPTY: &str =
     "oracle not mounted — fire with the oracle on (beta) to see its trace here";
 
 pub fn render_trace(frame: &mut Frame, area: Rect, m: &Model) {
     let s = &m.snap;
-    let block = pane_block(m, " Oracle trace ".into(), Some(Pane::Trace));
+    let title = match &s.oracle_model {
+        Some(model) => format!(" Oracle trace{}{model} ", m.symbols.sep),
+        None => " Oracle trace ".into(),
+    };
+    let block = pane_block(m, title, Some(Pane::Trace));
     if s.oracle_trace.is_empty() {
         frame.render_widget(
             Paragraph::new(Line::styled(ORACLE_EMPTY, m.theme.muted))

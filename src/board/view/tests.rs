@@ -161,6 +161,7 @@ pub(crate) fn snapshot() -> Snapshot {
         inbox_total: 1,
         oracle_trace: vec![],
         oracle_mounted: false,
+        oracle_model: None,
         beta: false,
         fleet_used: 2,
         fleet_cap: 8,
@@ -387,4 +388,28 @@ fn hostile_ask_text_renders_inert() {
     let text = format!("{}", t.backend());
     assert!(text.contains("click metxet"));
     assert!(!text.contains("owned") && !text.contains("aGk="));
+}
+
+#[test]
+fn the_trace_pane_shows_the_oracle_model_and_its_newest_lines() {
+    let mut m = model(120, 40, false);
+    let mut s = snapshot();
+    s.beta = true;
+    s.oracle_model = Some("scripted (/tmp/d.json)".into());
+    s.oracle_trace = vec![
+        "oracle: reviewing ask a-1 (mission m-1): Rename it?".into(),
+        "oracle: WAIT for ask a-1 (3ms) — the question stays with a human".into(),
+    ];
+    m.snap = Arc::new(s);
+    let text = frame(&m);
+    assert!(
+        text.contains("Oracle trace · scripted (/tmp/d.json)"),
+        "{text}"
+    );
+    assert!(
+        text.contains("oracle: reviewing ask a-1 (mission"),
+        "{text}"
+    );
+    assert!(text.contains("oracle: WAIT for ask a-1 (3ms)"), "{text}");
+    assert!(!text.contains(crate::board::view::lists::ORACLE_EMPTY));
 }

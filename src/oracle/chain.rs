@@ -1,0 +1,392 @@
+//! The oracle chain, in code: chat → tool call → execute → back to chat, with the
+//! budgets of the chain file. Its shape (hitl-oracle §6.7):
+//!
+//! - `oracle_loop` chats. A failure goes to recovery; past `tool_rounds` tool rounds
+//!   the reply goes to recovery unread; a tool call is executed and the results go back
+//!   to the loop; a chat reply past `text_corrections` corrections ends the chain;
+//!   any other chat reply meets the `verdict_state` gate: settled ends the chain, open
+//!   sends the correction (with the INPUT) back to the loop.
+//! - `oracle_recovery` chats once more on the same conversation under its own prompt;
+//!   a tool call is executed (at most `recovery_rounds` times), and its text ends it.
+//!
+//! Ending with the contract open is WAIT-equivalent: nothing executed, no error. Only a
+//! recovery chat that fails too is an error (the driver's `chain error` line).
+//!
+//! The prompts and budgets come from the chain file on the search path, so an operator
+//! can edit them; the transitions are this code.
+
+use std::path::PathBuf;
+
+use serde_json::Value;
+
+use super::contract::{Binding, TOOLSET, submit_verdict_spec};
+use crate::envelope::{Action, ToolCall, evaluate, search, vet_chain};
+use crate::model::{ChatMessage, ChatReply, ChatRequest, ModelClient, ModelError, ToolChoice};
+use crate::paths::Paths;
+
+/// The chain file `oracle-variant` selects.
+pub fn file_for_variant(variant: &str) -> &'static str {
+    match variant {
+        "conservative" => "chain-oracle-conservative.json",
+        _ => "chain-oracle-default.json",
+    }
+}
+
+/// How far each stage of the chain may go.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Budgets {
+    pub tool_rounds: u32,
+    pub text_corrections: u32,
+    pub recovery_rounds: u32,
+}
+
+impl Default for Budgets {
+    fn default() -> Self {
+        Budgets {
+            tool_rounds: 3,
+            text_corrections: 2,
+            recovery_rounds: 2,
+        }
+    }
+}
+
+/// A loaded chain file: the two prompts and the budgets.
+#[derive(Debug, Clone)]
+pub struct ChainFile {
+    pub file_name: String,
+    pub path: PathBuf,
+    pub loop_instruction: String,
+    /// Holds `{{tool_rounds_used}}` and `{{recovery_rounds_used}}`, filled per call.
+    pub recovery_instruction: String,
+    pub budgets: Budgets,
+}
+
+impl ChainFile {
+    /// Find `file_name` on the search path (workspace, then home) and load it.
+    pub fn load(paths: &Paths, file_name: &str) -> anyhow::Result<ChainFile> {
+        let dirs = paths.search_dirs();
+        let found = search::find(&dirs, file_name).map_err(anyhow::Error::msg)?;
+        let Some(path) = found else {
+            let shown: Vec<String> = dirs.iter().map(|d| d.display().to_string()).collect();
+            anyhow::bail!(
+                "--oracle: {file_name} not found (run `missionboard init` to seed it): it is in none of {}",
+                shown.join(", ")
+            );
+        };
+        std::fs::read(&path)
+            .map_err(|e| e.to_string())
+            .and_then(|bytes| Self::from_bytes(file_name, path.clone(), &bytes))
+            .map_err(|e| anyhow::anyhow!("--oracle: load {}: {e}", path.display()))
+    }
+
+    /// The prompts of `oracle_loop` and `oracle_recovery`, and the budgets. The file
+    /// must vet clean: a chain with a typo must not run with half its prompt.
+    pub fn from_bytes(file_name: &str, path: PathBuf, bytes: &[u8]) -> Result<ChainFile, String> {
+        let report = vet_chain(bytes);
+        if !report.is_ok() {
+            return Err(format!(
+                "{} (see `missionboard vet`)",
+                report.errors.join("; ")
+            ));
+        }
+        let doc: Value = serde_json::from_slice(bytes).map_err(|e| e.to_string())?;
+        let instruction = |task: &str| {
+            doc["tasks"]
+                .as_array()
+                .and_then(|ts| ts.iter().find(|t| t["id"] == task))
+                .and_then(|t| t["system_instruction"].as_str())
+                .filter(|s| !s.trim().is_empty())
+                .map(str::to_string)
+                .ok_or_else(|| format!("task {task:?} needs a system_instruction"))
+        };
+        let defaults = Budgets::default();
+        let budget = |key: &str, default: u32| {
+            doc["budgets"][key]
+                .as_u64()
+                .map_or(default, |n| n.min(100) as u32)
+        };
+        Ok(ChainFile {
+            file_name: file_name.to_string(),
+            path,
+            loop_instruction: instruction("oracle_loop")?,
+            recovery_instruction: instruction("oracle_recovery")?,
+            budgets: Budgets {
+                tool_rounds: budget("tool_rounds", defaults.tool_rounds),
+                text_corrections: budget("text_corrections", defaults.text_corrections),
+                recovery_rounds: budget("recovery_rounds", defaults.recovery_rounds),
+            },
+        })
+    }
+}
+
+/// Everything one run of the chain needs besides the contract.
+pub struct Chain<'a> {
+    pub model: &'a Result<ModelClient, ModelError>,
+    pub file: &'a ChainFile,
+    /// The oracle's own envelope: every tool call the model makes is decided by it.
+    pub envelope: &'a search::Loaded,
+}
+
+impl Chain<'_> {
+    /// Run one review of `input`. `Err` only when recovery's own chat failed.
+    pub async fn run(&self, input: &str, binding: &mut Binding<'_>) -> Result<(), String> {
+        let budgets = self.file.budgets;
+        let mut conversation = vec![ChatMessage::user(input)];
+        let mut tool_rounds = 0;
+        let mut corrections = 0;
+        loop {
+            let reply = match self.chat(&self.file.loop_instruction, &conversation).await {
+                Ok(r) => r,
+                Err(e) => {
+                    tracing::info!("oracle: loop chat failed, recovering: {e}");
+                    break;
+                }
+            };
+            if tool_rounds >= budgets.tool_rounds {
+                break;
+            }
+            if !reply.tool_calls.is_empty() {
+                tool_rounds += 1;
+                self.execute(reply, &mut conversation, binding);
+                continue;
+            }
+            if corrections >= budgets.text_corrections {
+                return Ok(());
+            }
+            corrections += 1;
+            conversation.push(ChatMessage::assistant(
+                Some(reply.content.unwrap_or_default()),
+                vec![],
+            ));
+            match binding.verdict_state()["text"].as_str() {
+                Some(text) if !text.is_empty() => conversation.push(ChatMessage::user(text)),
+                _ => return Ok(()),
+            }
+        }
+        let mut recovery_rounds = 0;
+        loop {
+            let instruction = self
+                .file
+                .recovery_instruction
+                .replace("{{tool_rounds_used}}", &tool_rounds.to_string())
+                .replace("{{recovery_rounds_used}}", &recovery_rounds.to_string());
+            let reply = self.chat(&instruction, &conversation).await?;
+            if recovery_rounds >= budgets.recovery_rounds || reply.tool_calls.is_empty() {
+                return Ok(());
+            }
+            recovery_rounds += 1;
+            self.execute(reply, &mut conversation, binding);
+        }
+    }
+
+    async fn chat(&self, system: &str, conversation: &[ChatMessage]) -> Result<ChatReply, String> {
+        let model = self.model.as_ref().map_err(ToString::to_string)?;
+        let mut messages = vec![ChatMessage::system(system)];
+        messages.extend_from_slice(conversation);
+        let request = ChatRequest {
+            messages,
+            tools: vec![submit_verdict_spec()],
+            // Not forced: after an accepted verdict the model is to reply DONE in text.
+            tool_choice: ToolChoice::Auto,
+            max_tokens: None,
+        };
+        model.complete(&request).await.map_err(|e| e.to_string())
+    }
+
+    /// Append the reply and the result of each of its calls. A call the oracle's
+    /// envelope does not allow is refused here and never reaches the contract.
+    fn execute(
+        &self,
+        reply: ChatReply,
+        conversation: &mut Vec<ChatMessage>,
+        binding: &mut Binding<'_>,
+    ) {
+        let calls = reply.tool_calls.clone();
+        conversation.push(ChatMessage::assistant(reply.content, reply.tool_calls));
+        for call in calls {
+            // The model may drop the toolset prefix; the oracle offers only its own.
+            let (tools, tool) = call.name.split_once('.').unwrap_or((TOOLSET, &call.name));
+            let verdict = evaluate(
+                &self.envelope.name,
+                &self.envelope.policy,
+                &ToolCall::new(tools, tool, call.arguments.clone()),
+            );
+            let text = if verdict.action != Action::Allow {
+                format!(
+                    "{tools}.{tool} refused by the oracle envelope {}: the oracle may only submit a verdict; nothing was executed.",
+                    self.envelope.name
+                )
+            } else {
+                match binding.exec(tools, tool, &call.arguments) {
+                    Ok(result) => result.to_string(),
+                    Err(e) => e,
+                }
+            };
+            conversation.push(ChatMessage::tool_result(call.id, text));
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Mutex;
+
+    use serde_json::json;
+
+    use super::*;
+    use crate::envelope::{Policy, presets};
+    use crate::oracle::contract::{AnswerError, Answerer, Outcome};
+
+    #[derive(Default)]
+    struct Recorder(Mutex<Vec<String>>);
+
+    impl Answerer for Recorder {
+        fn answer(&self, _ask: &str, text: &str) -> Result<(), AnswerError> {
+            self.0.lock().unwrap().push(text.to_string());
+            Ok(())
+        }
+    }
+
+    const INPUT: &str = r#"{"missionId":"m1","askId":"a1","summary":"Rename it?"}"#;
+
+    fn verdict(args: Value) -> Value {
+        json!({"tool_calls": [{"name": "oracle.submit_verdict", "arguments": args}]})
+    }
+
+    /// Run the shipped default chain over a scripted dialog; returns the outcome, the
+    /// deliveries and the requests the model received.
+    async fn review(turns: Value) -> (Outcome, Result<(), String>, Vec<String>, Vec<Value>) {
+        let dir = tempfile::tempdir().unwrap();
+        let script = dir.path().join("dialog.json");
+        std::fs::write(&script, json!({"turns": turns}).to_string()).unwrap();
+        let model = ModelClient::connect(&crate::model::ModelSettings {
+            base_url: format!("scripted:{}", script.display()),
+            model: None,
+            api_key_env: None,
+            timeout: std::time::Duration::from_secs(5),
+        });
+        let preset = |name: &str| presets::get(name).unwrap().bytes;
+        let file = ChainFile::from_bytes(
+            "chain-oracle-default.json",
+            PathBuf::new(),
+            preset("chain-oracle-default.json"),
+        )
+        .unwrap();
+        let envelope = search::Loaded {
+            name: crate::oracle::ENVELOPE.into(),
+            path: PathBuf::new(),
+            policy: Policy::parse(crate::oracle::ENVELOPE, preset(crate::oracle::ENVELOPE))
+                .unwrap(),
+        };
+        let rec = Recorder::default();
+        let mut binding = Binding::new("a1", INPUT, &rec);
+        let chain = Chain {
+            model: &model,
+            file: &file,
+            envelope: &envelope,
+        };
+        let ran = chain.run(INPUT, &mut binding).await;
+        let requests = std::fs::read_to_string(crate::model::recorded_requests_path(&script))
+            .unwrap_or_default()
+            .lines()
+            .map(|l| serde_json::from_str(l).unwrap())
+            .collect();
+        let delivered = rec.0.lock().unwrap().clone();
+        (binding.outcome().clone(), ran, delivered, requests)
+    }
+
+    fn last_message(request: &Value) -> String {
+        let messages = request["messages"].as_array().unwrap();
+        messages.last().unwrap()["content"]
+            .as_str()
+            .unwrap_or_default()
+            .to_string()
+    }
+
+    #[tokio::test]
+    async fn the_happy_path_takes_two_chat_calls() {
+        let (outcome, ran, delivered, requests) = review(json!([
+            verdict(json!({"verdict": "answer", "askId": "a1", "answer": "yes"})),
+            {"text": "DONE"}
+        ]))
+        .await;
+        assert_eq!(
+            (outcome, ran, delivered),
+            (
+                Outcome::Answered("yes".into()),
+                Ok(()),
+                vec!["yes".to_string()]
+            )
+        );
+        assert_eq!(requests.len(), 2);
+        assert!(
+            requests[0]["messages"][0]["content"]
+                .as_str()
+                .unwrap()
+                .starts_with("You are a task processing engine talking to other machines.")
+        );
+        assert_eq!(requests[0]["messages"][1]["content"], INPUT);
+        assert_eq!(
+            requests[0]["tools"][0]["function"]["name"],
+            "oracle.submit_verdict"
+        );
+    }
+
+    #[tokio::test]
+    async fn three_chat_replies_end_the_chain_with_nothing_executed() {
+        let (outcome, ran, delivered, requests) =
+            review(json!([{"text": "hmm"}, {"text": "well"}, {"text": "maybe"}])).await;
+        assert_eq!((outcome, ran), (Outcome::Open, Ok(())));
+        assert!(delivered.is_empty());
+        assert_eq!(requests.len(), 3);
+        let correction = crate::oracle::contract::correction(INPUT);
+        assert_eq!(last_message(&requests[1]), correction);
+        assert_eq!(last_message(&requests[2]), correction);
+    }
+
+    #[tokio::test]
+    async fn past_three_tool_rounds_recovery_gets_the_budget_line() {
+        let bad = verdict(json!({"verdict": "approve", "askId": "a1"}));
+        let (outcome, ran, _, requests) = review(json!([
+            bad, bad, bad, {"text": "unread"},
+            verdict(json!({"verdict": "wait", "askId": "a1"})),
+            {"text": "DONE"}
+        ]))
+        .await;
+        assert_eq!((outcome, ran), (Outcome::Wait, Ok(())));
+        assert_eq!(requests.len(), 6);
+        let recovery = requests[4]["messages"][0]["content"].as_str().unwrap();
+        assert!(
+            recovery.contains("BUDGET: 3 of 3 review rounds and 0 of 2 recovery rounds are spent."),
+            "{recovery}"
+        );
+        assert!(
+            requests[5]["messages"][0]["content"]
+                .as_str()
+                .unwrap()
+                .contains("1 of 2 recovery rounds")
+        );
+    }
+
+    #[tokio::test]
+    async fn a_call_outside_the_oracle_envelope_executes_nothing() {
+        let (outcome, _, delivered, requests) = review(json!([
+            {"tool_calls": [{"name": "local_shell.local_shell", "arguments": {"command": "rm -rf /"}}]},
+            {"text": "a"}, {"text": "b"}, {"text": "c"}
+        ]))
+        .await;
+        assert_eq!(outcome, Outcome::Open);
+        assert!(delivered.is_empty());
+        assert_eq!(
+            last_message(&requests[1]),
+            "local_shell.local_shell refused by the oracle envelope hitl-policy-oracle.json: the oracle may only submit a verdict; nothing was executed."
+        );
+    }
+
+    #[tokio::test]
+    async fn a_model_that_fails_in_recovery_too_is_a_chain_error() {
+        let (outcome, ran, _, _) = review(json!([])).await;
+        assert_eq!(outcome, Outcome::Open);
+        assert!(ran.unwrap_err().contains("is exhausted: call 2"));
+    }
+}

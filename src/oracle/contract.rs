@@ -1,0 +1,377 @@
+//! The verdict contract: the oracle's one model-facing tool, `oracle.submit_verdict`,
+//! bound to the single ask under review, and the deterministic `verdict_state` gate
+//! the chain reads after a chat reply.
+//!
+//! The contract is a fixed state machine. Checks run in order — settled, verdict,
+//! askId, answer text — and an invalid call is a *result* (accepted false) that never
+//! reaches the answerer. A refused answer keeps the contract open and repeats
+//! identically; a settled contract never delivers twice.
+//!
+//! There is no global registry to leak it from: a [`Binding`] exists only for the
+//! length of one review, so outside the driver's own run the tool does not exist.
+
+use serde_json::{Map, Value, json};
+
+use crate::model::ToolSpec;
+
+/// The toolset the model sees; tools are qualified as `oracle.<tool>`.
+pub const TOOLSET: &str = "oracle";
+pub const SUBMIT_VERDICT: &str = "submit_verdict";
+pub const VERDICT_STATE: &str = "verdict_state";
+
+/// The one schema line every invalid-call message ends with.
+const SCHEMA_LINE: &str = "the schema is {\"verdict\":\"wait\"|\"answer\", \"answer\": string (required when verdict is \"answer\"), \"askId\": string}. Correct the call and submit the verdict via submit_verdict again.";
+
+/// Where the review stands.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Outcome {
+    Open,
+    Wait,
+    /// Delivered, with the words the unit received.
+    Answered(String),
+}
+
+/// Why an answer did not land.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum AnswerError {
+    /// The envelope, or the ask's state, holds: a human must answer. The reason has
+    /// already gone to the operator; the model is told only that it was denied.
+    Refused,
+    /// Plumbing failed; the model may retry.
+    Transient(String),
+}
+
+/// Delivers an answer to the bound ask.
+pub trait Answerer: Sync {
+    fn answer(&self, ask_id: &str, text: &str) -> Result<(), AnswerError>;
+}
+
+/// One review's contract: the ask it is bound to, the INPUT event the model saw,
+/// and where the verdict stands.
+pub struct Binding<'a> {
+    ask_id: String,
+    input: String,
+    outcome: Outcome,
+    answerer: &'a dyn Answerer,
+}
+
+impl<'a> Binding<'a> {
+    pub fn new(ask_id: &str, input: &str, answerer: &'a dyn Answerer) -> Self {
+        Binding {
+            ask_id: ask_id.to_string(),
+            input: input.to_string(),
+            outcome: Outcome::Open,
+            answerer,
+        }
+    }
+
+    pub fn outcome(&self) -> &Outcome {
+        &self.outcome
+    }
+
+    /// Run `tools.tool`. `Err` is a tool error: the chain hands its text back to the
+    /// model as the call's result, and the contract stays open.
+    pub fn exec(&mut self, tools: &str, tool: &str, args: &Value) -> Result<Value, String> {
+        if tools != TOOLSET {
+            return Err(format!("unknown tools: {tools}"));
+        }
+        match tool {
+            SUBMIT_VERDICT => self.submit_verdict(args),
+            VERDICT_STATE => Ok(self.verdict_state()),
+            other => Err(format!(
+                "oracletools: unknown tool {other:?} (want submit_verdict or verdict_state)"
+            )),
+        }
+    }
+
+    fn submit_verdict(&mut self, args: &Value) -> Result<Value, String> {
+        let ask = self.ask_id.clone();
+        if self.outcome != Outcome::Open {
+            return Ok(rejected(format!(
+                "verdict already recorded for ask {ask}: the contract is settled. Do not call submit_verdict again."
+            )));
+        }
+        let empty = Map::new();
+        let args = args.as_object().unwrap_or(&empty);
+        let verdict = arg(args, "verdict").to_lowercase();
+        let answer = arg(args, "answer");
+        let ask_id = arg(args, "askId");
+        if verdict != "wait" && verdict != "answer" {
+            return Ok(rejected(format!(
+                "invalid verdict {verdict:?}: {SCHEMA_LINE}"
+            )));
+        }
+        if ask_id != ask {
+            return Ok(rejected(format!(
+                "invalid askId {ask_id:?}: askId must be the askId field of the INPUT event, which is {ask:?}. Correct the call and submit the verdict via submit_verdict again."
+            )));
+        }
+        if verdict == "wait" {
+            self.outcome = Outcome::Wait;
+            return Ok(result(
+                true,
+                "wait",
+                format!(
+                    "verdict recorded for ask {ask}: WAIT — nothing was executed; the question stays with a human. The contract is complete: do not call submit_verdict again."
+                ),
+            ));
+        }
+        if answer.is_empty() {
+            return Ok(rejected(format!(
+                "invalid call: verdict \"answer\" requires a non-empty \"answer\" — the one short plain sentence the unit acts on. {SCHEMA_LINE}"
+            )));
+        }
+        match self.answerer.answer(&ask, &answer) {
+            Ok(()) => {
+                self.outcome = Outcome::Answered(answer);
+                Ok(result(
+                    true,
+                    "answered",
+                    format!(
+                        "verdict recorded for ask {ask}: ANSWER delivered as agent \"oracle\"; the asking unit continues with it. The contract is complete: do not call submit_verdict again."
+                    ),
+                ))
+            }
+            Err(AnswerError::Refused) => {
+                Ok(rejected(format!("answer denied per policy for ask {ask}.")))
+            }
+            Err(AnswerError::Transient(e)) => {
+                Err(format!("oracletools: deliver answer for ask {ask}: {e}"))
+            }
+        }
+    }
+
+    /// The deterministic gate: settled, or open with the correction the model gets
+    /// next (it carries the original INPUT verbatim, so a model that lost the thread
+    /// can start over from it).
+    pub fn verdict_state(&self) -> Value {
+        if self.outcome == Outcome::Open {
+            json!({"state": "open", "text": correction(&self.input)})
+        } else {
+            json!({"state": "settled", "text": ""})
+        }
+    }
+}
+
+/// What the loop sends back after a chat reply while the contract is open.
+pub fn correction(input: &str) -> String {
+    format!(
+        "output rejected: submit the verdict via submit_verdict. Chat text is not a protocol action.\n\nINPUT:\n{input}"
+    )
+}
+
+fn result(accepted: bool, outcome: &str, message: String) -> Value {
+    json!({"accepted": accepted, "outcome": outcome, "message": message})
+}
+
+fn rejected(message: String) -> Value {
+    result(false, "", message)
+}
+
+/// A string argument, trimmed; a non-string is read as its JSON text.
+fn arg(args: &Map<String, Value>, key: &str) -> String {
+    match args.get(key) {
+        None | Some(Value::Null) => String::new(),
+        Some(Value::String(s)) => s.trim().to_string(),
+        Some(other) => other.to_string(),
+    }
+}
+
+/// The one property table the descriptor is built from.
+const PROPERTIES: &[(&str, &str)] = &[
+    (
+        "verdict",
+        "\"wait\": a human must answer. \"answer\": the question is ROUTINE and the answer property carries the reply.",
+    ),
+    (
+        "answer",
+        "Required when verdict is answer: one short plain sentence, on one line, that the asking unit can act on. Omitted or empty for a wait verdict.",
+    ),
+    (
+        "askId",
+        "The askId field of the INPUT event, echoed exactly. A value that does not match the bound ask is refused.",
+    ),
+];
+
+/// `oracle.submit_verdict` as the model sees it. `verdict_state` is never advertised.
+pub fn submit_verdict_spec() -> ToolSpec {
+    let mut properties = Map::new();
+    for (name, description) in PROPERTIES {
+        let mut p = json!({"type": "string", "description": description});
+        if *name == "verdict" {
+            p["enum"] = json!(["wait", "answer"]);
+        }
+        properties.insert(name.to_string(), p);
+    }
+    ToolSpec {
+        name: format!("{TOOLSET}.{SUBMIT_VERDICT}"),
+        description: "Submit the verdict for the ask under review. Exactly one accepted call ends the review. Returns {accepted, outcome, message}: accepted false means nothing was recorded and message states what to correct.".into(),
+        parameters: json!({"type": "object", "properties": properties, "required": ["verdict", "askId"]}),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Mutex;
+
+    use super::*;
+
+    /// Records deliveries; refuses every call, or fails the first one.
+    #[derive(Default)]
+    struct Recorder {
+        delivered: Mutex<Vec<String>>,
+        refuse: bool,
+        fail_once: Mutex<bool>,
+    }
+
+    impl Answerer for Recorder {
+        fn answer(&self, _ask: &str, text: &str) -> Result<(), AnswerError> {
+            if self.refuse {
+                return Err(AnswerError::Refused);
+            }
+            if std::mem::take(&mut *self.fail_once.lock().unwrap()) {
+                return Err(AnswerError::Transient("database is locked".into()));
+            }
+            self.delivered.lock().unwrap().push(text.to_string());
+            Ok(())
+        }
+    }
+
+    fn submit(b: &mut Binding<'_>, args: Value) -> Value {
+        b.exec(TOOLSET, SUBMIT_VERDICT, &args).unwrap()
+    }
+
+    fn message(v: &Value) -> &str {
+        v["message"].as_str().unwrap()
+    }
+
+    #[test]
+    fn invalid_calls_are_results_checked_in_order_and_never_deliver() {
+        let rec = Recorder::default();
+        let mut b = Binding::new("a1", "{}", &rec);
+        let bad = submit(&mut b, json!({"verdict": "approve", "askId": "zz"}));
+        assert_eq!(
+            bad,
+            json!({"accepted": false, "outcome": "", "message": format!("invalid verdict \"approve\": {SCHEMA_LINE}")})
+        );
+        assert_eq!(
+            message(&submit(&mut b, json!({"askId": "a1"}))),
+            format!("invalid verdict \"\": {SCHEMA_LINE}")
+        );
+        assert_eq!(
+            message(&submit(
+                &mut b,
+                json!({"verdict": " Answer ", "askId": "zz", "answer": "x"})
+            )),
+            "invalid askId \"zz\": askId must be the askId field of the INPUT event, which is \"a1\". Correct the call and submit the verdict via submit_verdict again."
+        );
+        assert_eq!(
+            message(&submit(
+                &mut b,
+                json!({"verdict": "answer", "askId": "a1", "answer": "  "})
+            )),
+            format!(
+                "invalid call: verdict \"answer\" requires a non-empty \"answer\" — the one short plain sentence the unit acts on. {SCHEMA_LINE}"
+            )
+        );
+        assert!(rec.delivered.lock().unwrap().is_empty());
+        assert_eq!(b.outcome(), &Outcome::Open);
+    }
+
+    #[test]
+    fn an_answer_delivers_once_and_settles() {
+        let rec = Recorder::default();
+        let mut b = Binding::new("a1", "{}", &rec);
+        let ok = submit(
+            &mut b,
+            json!({"verdict": "answer", "askId": "a1", "answer": " yes "}),
+        );
+        assert_eq!(ok["accepted"], true);
+        assert_eq!(ok["outcome"], "answered");
+        assert_eq!(
+            message(&ok),
+            "verdict recorded for ask a1: ANSWER delivered as agent \"oracle\"; the asking unit continues with it. The contract is complete: do not call submit_verdict again."
+        );
+        let again = submit(
+            &mut b,
+            json!({"verdict": "answer", "askId": "a1", "answer": "no"}),
+        );
+        assert_eq!(
+            message(&again),
+            "verdict already recorded for ask a1: the contract is settled. Do not call submit_verdict again."
+        );
+        assert_eq!(*rec.delivered.lock().unwrap(), ["yes"]);
+        assert_eq!(b.outcome(), &Outcome::Answered("yes".into()));
+        assert_eq!(b.verdict_state(), json!({"state": "settled", "text": ""}));
+    }
+
+    #[test]
+    fn a_refusal_is_plain_open_and_identical_then_wait_settles() {
+        let rec = Recorder {
+            refuse: true,
+            ..Default::default()
+        };
+        let mut b = Binding::new("a1", "{}", &rec);
+        let call = json!({"verdict": "answer", "askId": "a1", "answer": "yes"});
+        let first = submit(&mut b, call.clone());
+        assert_eq!(
+            first,
+            json!({"accepted": false, "outcome": "", "message": "answer denied per policy for ask a1."})
+        );
+        assert_eq!(submit(&mut b, call), first);
+        assert_eq!(b.outcome(), &Outcome::Open);
+        let wait = submit(&mut b, json!({"verdict": "wait", "askId": "a1"}));
+        assert_eq!(wait["outcome"], "wait");
+        assert_eq!(
+            message(&wait),
+            "verdict recorded for ask a1: WAIT — nothing was executed; the question stays with a human. The contract is complete: do not call submit_verdict again."
+        );
+        assert_eq!(b.outcome(), &Outcome::Wait);
+    }
+
+    #[test]
+    fn a_transient_failure_is_a_tool_error_and_the_retry_lands() {
+        let rec = Recorder {
+            fail_once: Mutex::new(true),
+            ..Default::default()
+        };
+        let mut b = Binding::new("a1", "{}", &rec);
+        let call = json!({"verdict": "answer", "askId": "a1", "answer": "yes"});
+        assert_eq!(
+            b.exec(TOOLSET, SUBMIT_VERDICT, &call).unwrap_err(),
+            "oracletools: deliver answer for ask a1: database is locked"
+        );
+        assert_eq!(b.outcome(), &Outcome::Open);
+        assert_eq!(submit(&mut b, call)["accepted"], true);
+    }
+
+    #[test]
+    fn the_gate_embeds_the_input_and_unknown_names_are_tool_errors() {
+        let rec = Recorder::default();
+        let mut b = Binding::new("a1", "{\"askId\":\"a1\"}", &rec);
+        assert_eq!(
+            b.exec(TOOLSET, VERDICT_STATE, &Value::Null).unwrap(),
+            json!({"state": "open", "text": "output rejected: submit the verdict via submit_verdict. Chat text is not a protocol action.\n\nINPUT:\n{\"askId\":\"a1\"}"})
+        );
+        assert_eq!(
+            b.exec("local_shell", "run", &Value::Null).unwrap_err(),
+            "unknown tools: local_shell"
+        );
+        assert_eq!(
+            b.exec(TOOLSET, "approve", &Value::Null).unwrap_err(),
+            "oracletools: unknown tool \"approve\" (want submit_verdict or verdict_state)"
+        );
+    }
+
+    #[test]
+    fn the_descriptor_lists_every_property_and_requires_two() {
+        let spec = submit_verdict_spec();
+        assert_eq!(spec.name, "oracle.submit_verdict");
+        let props = spec.parameters["properties"].as_object().unwrap();
+        let names: Vec<&str> = props.keys().map(String::as_str).collect();
+        assert_eq!(names, ["verdict", "answer", "askId"]);
+        assert!(props.values().all(|p| p["type"] == "string"));
+        assert_eq!(props["verdict"]["enum"], json!(["wait", "answer"]));
+        assert_eq!(spec.parameters["required"], json!(["verdict", "askId"]));
+    }
+}

@@ -1,0 +1,334 @@
+//! The attention oracle (beta): `mission fire --oracle` mounts a driver that reviews
+//! the questions of the missions this fire dispatched, and answers the routine ones
+//! in-process as agent `oracle`, within the mission envelope's attention bounds.
+//! Everything else waits for a human, exactly as without it.
+//!
+//! The driver follows the shared bus for `attention_asked` events, self-selects (only
+//! operator-fired asks of missions this host holds; everything else is declined
+//! without a model call), runs the chain ([`chain`]) against the verdict contract
+//! ([`contract`]), and delivers through the one bounded agent-answer function. Every
+//! step leaves a trace line on the fire's stderr and in the `oracle_trace` table
+//! ([`trace`]). The driver never fails the fire: every non-answer leaves the ask on
+//! its ordinary path.
+
+pub mod chain;
+pub mod contract;
+pub mod trace;
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
+
+use serde_json::{Map, Value};
+
+use crate::asks::AskError;
+use crate::asks::bounds::{AgentAnswerError, answer_as_agent_within_bounds};
+use crate::config::{self, Config};
+use crate::envelope::search;
+use crate::fleet::Fleet;
+use crate::mission::{Mission, subjects};
+use crate::model::{ModelClient, ModelError, ModelSettings};
+use crate::paths::Paths;
+use crate::store::Store;
+use chain::{Chain, ChainFile};
+use contract::{AnswerError, Answerer, Binding, Outcome};
+use trace::Trace;
+
+/// The name the oracle's answers are recorded under.
+pub const AGENT: &str = "oracle";
+/// The oracle chain's own envelope: it allows the two oracle tools and nothing else.
+pub const ENVELOPE: &str = "hitl-policy-oracle.json";
+
+/// How often the driver looks at the bus for new questions.
+const BUS_POLL: Duration = Duration::from_millis(100);
+
+/// A mounted oracle: the chain, its envelope and the model, ready to follow the bus.
+pub struct Oracle {
+    paths: Paths,
+    chain: ChainFile,
+    envelope: search::Loaded,
+    /// A model that could not be connected is kept as its error: every review then
+    /// ends as a `chain error` and the fire itself is unaffected.
+    model: Result<ModelClient, ModelError>,
+    trace: Trace,
+}
+
+impl Oracle {
+    /// Load the chain `oracle-variant` selects (workspace, then home, so an operator's
+    /// edited copy is the one that runs), the oracle envelope, and connect the model.
+    /// An error here means nothing may be fired.
+    pub fn mount(paths: &Paths, store: &Store) -> anyhow::Result<Oracle> {
+        let config = Config::new(store.clone());
+        let variant = config.get(config::ORACLE_VARIANT)?.unwrap_or_default();
+        let chain = ChainFile::load(paths, chain::file_for_variant(&variant))?;
+        let envelope = search::load(paths, ENVELOPE)
+            .map_err(|e| anyhow::anyhow!("--oracle: load {ENVELOPE}: {e}"))?;
+        let model = ModelClient::connect(&ModelSettings::from_config(&config)?);
+        match &model {
+            Ok(m) => {
+                tracing::info!(model = %m.describe(), chain = %chain.file_name, "oracle mounted")
+            }
+            Err(e) => tracing::warn!("oracle mounted without a model: {e}"),
+        }
+        Ok(Oracle {
+            paths: paths.clone(),
+            chain,
+            envelope,
+            model,
+            trace: Trace::new(store.clone(), true),
+        })
+    }
+
+    /// What `mission fire` prints on stdout once the driver is mounted.
+    pub fn mount_line(&self) -> String {
+        format!(
+            "Oracle attention driver mounted ({} under {ENVELOPE}): routine questions may be answered as agent \"{AGENT}\" within the mission envelope's attention bounds.",
+            self.chain.file_name
+        )
+    }
+
+    /// Follow the bus from now on, reviewing the questions `fleet` is host to, one at a
+    /// time, until the task is aborted (the fire ends).
+    pub fn spawn(self, fleet: Fleet) -> anyhow::Result<tokio::task::JoinHandle<()>> {
+        let mut after = fleet.missions().bus().head()?;
+        Ok(tokio::spawn(async move {
+            loop {
+                tokio::time::sleep(BUS_POLL).await;
+                let events = match fleet.missions().bus().since(after, 100) {
+                    Ok(e) => e,
+                    Err(e) => {
+                        tracing::warn!("oracle: bus poll failed: {e}");
+                        continue;
+                    }
+                };
+                for ev in events {
+                    after = ev.id;
+                    if ev.subject == subjects::ATTENTION_ASKED {
+                        self.offer(&fleet, &ev.data).await;
+                    }
+                }
+            }
+        }))
+    }
+
+    /// One `attention_asked` event: review it, or decline without a model call.
+    async fn offer(&self, fleet: &Fleet, event: &Value) {
+        let field = |k: &str| event.get(k).and_then(Value::as_str).unwrap_or_default();
+        let (ask_id, mission_id) = (field("askId"), field("missionId"));
+        let mission = match fleet.missions().get(mission_id) {
+            Ok(Some(m)) => m,
+            _ => return,
+        };
+        let parent = [
+            field("parentSessionId"),
+            mission.parent_session_id.as_deref().unwrap_or_default(),
+        ];
+        if let Some(why) = declines(ask_id, &parent, fleet.holds(&mission.id)) {
+            tracing::debug!(ask = %ask_id, mission = %mission.id, "oracle declines: {why}");
+            return;
+        }
+        // A human may have been quicker; a settled question costs no model call.
+        match fleet.asks().get(ask_id) {
+            Ok(Some(a)) if a.is_pending() && a.is_question() => {}
+            _ => return,
+        }
+        self.review(fleet, &mission, ask_id, event).await;
+    }
+
+    async fn review(&self, fleet: &Fleet, mission: &Mission, ask_id: &str, event: &Value) {
+        let input = review_input(event);
+        let summary = one_line(
+            event
+                .get("summary")
+                .and_then(Value::as_str)
+                .unwrap_or_default(),
+        );
+        let emit = |line: String| self.trace.emit(&mission.id, ask_id, &line);
+        emit(format!(
+            "oracle: reviewing ask {ask_id} (mission {}): {summary}",
+            mission.id
+        ));
+        let deliver = Deliver {
+            oracle: self,
+            fleet,
+            mission_id: &mission.id,
+            parked: AtomicBool::new(false),
+        };
+        let mut binding = Binding::new(ask_id, &input, &deliver);
+        let started = Instant::now();
+        let chain = Chain {
+            model: &self.model,
+            file: &self.chain,
+            envelope: &self.envelope,
+        };
+        let ran = chain.run(&input, &mut binding).await;
+        let elapsed = crate::duration::format(round_to_ms(started.elapsed()));
+        emit(match (binding.outcome(), ran) {
+            (Outcome::Answered(text), _) => format!(
+                "oracle: answered ask {ask_id} in {elapsed} as agent \"{AGENT}\": {text:?}{}",
+                if deliver.parked.load(Ordering::Relaxed) {
+                    " (past the park window: the ask had checkpointed; the durable respond path resumed it)"
+                } else {
+                    ""
+                }
+            ),
+            (Outcome::Wait, _) => format!(
+                "oracle: WAIT for ask {ask_id} ({elapsed}) — the question stays with a human"
+            ),
+            (Outcome::Open, Err(e)) => format!(
+                "oracle: chain error for ask {ask_id} ({elapsed}): {e} — the question stays with a human"
+            ),
+            (Outcome::Open, Ok(())) => format!(
+                "oracle: no verdict for ask {ask_id} within the chain budgets ({elapsed}) — the question stays with a human"
+            ),
+        });
+    }
+}
+
+/// Why the driver leaves an ask alone, if it does: a parented ask belongs to the
+/// session that fired the mission, and another host's mission to that host (every
+/// host follows the same bus, so without this one `--oracle` fire would spend model
+/// calls on other terminals' missions).
+fn declines(ask_id: &str, parent_sessions: &[&str], held_here: bool) -> Option<&'static str> {
+    if ask_id.is_empty() {
+        Some("the event names no ask")
+    } else if parent_sessions.iter().any(|p| !p.is_empty()) {
+        Some("a parented ask: the firing session answers it")
+    } else if !held_here {
+        Some("a mission this host did not dispatch")
+    } else {
+        None
+    }
+}
+
+/// The INPUT the model reviews: the event's fields in their documented order
+/// (missionId, askId, agentName, intent, summary, detail), absent ones left out.
+fn review_input(event: &Value) -> String {
+    let mut input = Map::new();
+    for key in [
+        "missionId",
+        "askId",
+        "agentName",
+        "intent",
+        "summary",
+        "detail",
+    ] {
+        if let Some(Value::String(s)) = event.get(key)
+            && !s.is_empty()
+        {
+            input.insert(key.to_string(), Value::String(s.clone()));
+        }
+    }
+    Value::Object(input).to_string()
+}
+
+fn one_line(text: &str) -> String {
+    text.split(['\n', '\r'])
+        .filter(|l| !l.is_empty())
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+fn round_to_ms(d: Duration) -> Duration {
+    Duration::from_millis(((d.as_nanos() + 500_000) / 1_000_000) as u64)
+}
+
+/// The answerer the contract calls: the row's checks, then the bounded write.
+struct Deliver<'a> {
+    oracle: &'a Oracle,
+    fleet: &'a Fleet,
+    mission_id: &'a str,
+    /// Whether the run had parked on a checkpoint by the time the answer landed.
+    parked: AtomicBool,
+}
+
+impl Deliver<'_> {
+    /// The reason goes to the operator, exactly one line per refusal; the model is
+    /// only told the answer was denied.
+    fn refuse(&self, ask_id: &str, reason: &str) -> Result<(), AnswerError> {
+        self.oracle.trace.emit(
+            self.mission_id,
+            ask_id,
+            &format!("oracle: answer refused for ask {ask_id}: {reason}"),
+        );
+        Err(AnswerError::Refused)
+    }
+}
+
+impl Answerer for Deliver<'_> {
+    fn answer(&self, ask_id: &str, text: &str) -> Result<(), AnswerError> {
+        let asks = self.fleet.asks();
+        let row = match asks.get(ask_id) {
+            Ok(Some(r)) => r,
+            Ok(None) => return self.refuse(ask_id, &format!("ask {ask_id} no longer exists")),
+            Err(e) => return Err(AnswerError::Transient(format!("read ask {ask_id}: {e}"))),
+        };
+        if !row.is_question() {
+            return self.refuse(
+                ask_id,
+                &format!("ask {ask_id} is a permission request, not a question"),
+            );
+        }
+        let checkpointed = || asks.checkpoint(ask_id).ok().flatten().is_some();
+        let parked_before = checkpointed();
+        // The fleet's own ask service: a unit waiting inside its park window in this
+        // process is woken at once. Past the window, the run's checkpoint is ours, and
+        // this host's drive loop resumes it from the durable row.
+        match answer_as_agent_within_bounds(
+            &self.oracle.paths,
+            asks,
+            self.fleet.missions(),
+            ask_id,
+            AGENT,
+            text,
+        ) {
+            Ok(_) => {
+                self.parked
+                    .store(parked_before || checkpointed(), Ordering::Relaxed);
+                Ok(())
+            }
+            Err(AgentAnswerError::Refused(reason)) => self.refuse(ask_id, &reason),
+            Err(AgentAnswerError::Ask(AskError::Store(e))) => {
+                Err(AnswerError::Transient(e.to_string()))
+            }
+            Err(AgentAnswerError::Ask(e)) => self.refuse(ask_id, &e.to_string()),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn only_operator_fired_asks_of_held_missions_are_reviewed() {
+        assert_eq!(declines("a1", &["", ""], true), None);
+        assert!(declines("", &["", ""], true).is_some());
+        assert_eq!(
+            declines("a1", &["", "sess-9"], true),
+            Some("a parented ask: the firing session answers it")
+        );
+        assert_eq!(
+            declines("a1", &["", ""], false),
+            Some("a mission this host did not dispatch")
+        );
+    }
+
+    #[test]
+    fn the_input_keeps_the_documented_order_and_drops_absent_fields() {
+        let event = json!({"summary": "Rename it?", "detail": null, "askId": "a1",
+                           "missionId": "m1", "agentName": "stub", "intent": "rename"});
+        assert_eq!(
+            review_input(&event),
+            r#"{"missionId":"m1","askId":"a1","agentName":"stub","intent":"rename","summary":"Rename it?"}"#
+        );
+    }
+
+    #[test]
+    fn elapsed_rounds_to_the_millisecond() {
+        assert_eq!(
+            crate::duration::format(round_to_ms(Duration::from_micros(8_921_600))),
+            "8.922s"
+        );
+    }
+}

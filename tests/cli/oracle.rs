@@ -1,0 +1,641 @@
+//! Issue E: the attention oracle — `mission fire --oracle` behind the beta gate, with
+//! the scripted model backend and the stub agent asking real questions over MCP.
+//! What the model received is read back from the scripted backend's request record;
+//! what the oracle did, from the fire's stderr and `mission show --json`.
+
+use std::path::PathBuf;
+use std::process::{Command, Stdio};
+
+use serde_json::{Value, json};
+
+use crate::harness::{Background, Run, Sandbox, wait_for};
+
+const RENAME: &str = "Rename the env var too?";
+const ASK_THEN_LAND: &str = r#"{"ask":{"summary":"Rename the env var too?","detail":"The config key MB_PORT is being renamed to MB_LISTEN.","then":{"report":{"kind":"result","summary":"renamed: {{answer}}"}}}},{"finish":"landed"}"#;
+
+fn script(steps: &str) -> String {
+    format!(r#"{{"name":"t","turns":[{{"steps":[{steps}]}}]}}"#)
+}
+
+/// A scripted `oracle.submit_verdict` call; the ask id is echoed from the INPUT.
+fn verdict(args: Value) -> Value {
+    json!({"tool_calls": [{"name": "oracle.submit_verdict", "arguments": args}]})
+}
+
+fn answer(text: &str) -> Value {
+    verdict(json!({"verdict": "answer", "askId": "{{input.askId}}", "answer": text}))
+}
+
+fn wait_verdict() -> Value {
+    verdict(json!({"verdict": "wait", "askId": "{{input.askId}}"}))
+}
+
+fn done() -> Value {
+    json!({"text": "DONE"})
+}
+
+/// A sandbox seeded by `init`, with stub agent `stub` running `steps`, the beta on, and
+/// the oracle's model replaying `turns`.
+struct World {
+    sb: Sandbox,
+    dialog: PathBuf,
+}
+
+impl World {
+    fn new(steps: &str, turns: Value) -> World {
+        let sb = Sandbox::new();
+        sb.run(&["init"]).ok();
+        sb.declare_stubs(&[("stub", Some(&script(steps)))]);
+        sb.run(&["config", "set", "opt-in-beta", "true"]).ok();
+        let dialog = sb.home.join("dialog.json");
+        sb.write(&dialog, &json!({ "turns": turns }).to_string());
+        let url = format!("scripted:{}", dialog.display());
+        sb.run(&["config", "set", "model-base-url", &url]).ok();
+        World { sb, dialog }
+    }
+
+    /// `mission fire stub <intent> --wait --policy <policy> --oracle`.
+    fn fire(&self, policy: &str) -> Command {
+        self.sb.command(&[
+            "mission",
+            "fire",
+            "stub",
+            "rename the setting",
+            "--wait",
+            "--policy",
+            policy,
+            "--oracle",
+        ])
+    }
+
+    fn fire_in_background(&self, policy: &str) -> Background {
+        background(self.fire(policy))
+    }
+
+    /// Every request the model received, in order.
+    fn requests(&self) -> Vec<Value> {
+        let path = format!("{}.requests.jsonl", self.dialog.display());
+        std::fs::read_to_string(path)
+            .unwrap_or_default()
+            .lines()
+            .map(|l| serde_json::from_str(l).unwrap())
+            .collect()
+    }
+}
+
+fn background(mut c: Command) -> Background {
+    c.stdout(Stdio::piped()).stderr(Stdio::piped());
+    Background::spawn(c)
+}
+
+fn show(sb: &Sandbox, id: &str) -> Value {
+    let out = sb.run(&["mission", "show", id, "--json"]).ok();
+    serde_json::from_str(&out.stdout).unwrap()
+}
+
+/// The durable trace of a mission, elapsed times normalised.
+fn recorded_trace(sb: &Sandbox, id: &str) -> Vec<String> {
+    show(sb, id)["oracleTrace"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| normalize(t["line"].as_str().unwrap()))
+        .collect()
+}
+
+/// The oracle lines of a fire's stderr, elapsed times normalised.
+fn stderr_trace(run: &Run) -> Vec<String> {
+    run.stderr
+        .lines()
+        .filter(|l| l.starts_with("oracle: "))
+        .map(normalize)
+        .collect()
+}
+
+/// Elapsed times vary run to run: `(8.922s)` becomes `(T)`, `in 3ms as` becomes `in T as`.
+fn normalize(line: &str) -> String {
+    let is_elapsed = |t: &str| {
+        t.chars().next().is_some_and(|c| c.is_ascii_digit())
+            && missionboard::duration::parse(t).is_ok()
+    };
+    let words: Vec<String> = line
+        .split(' ')
+        .map(|w| {
+            let (inner, tail) = match w.strip_suffix("):") {
+                Some(inner) => (inner, "):"),
+                None => (w.strip_suffix(')').unwrap_or(w), ")"),
+            };
+            match inner.strip_prefix('(') {
+                Some(d) if is_elapsed(d) && w.ends_with(tail) => format!("(T{tail}"),
+                _ => w.to_string(),
+            }
+        })
+        .collect();
+    let mut out = words.join(" ");
+    if let Some(at) = out.find(" in ")
+        && let Some(end) = out[at + 4..].find(" as agent ")
+        && is_elapsed(&out[at + 4..at + 4 + end])
+    {
+        out.replace_range(at + 4..at + 4 + end, "T");
+    }
+    out
+}
+
+fn wait_trace(sb: &Sandbox, id: &str, needle: &str) -> Vec<String> {
+    wait_for(30, needle, || {
+        let t = recorded_trace(sb, id);
+        t.iter().any(|l| l.contains(needle)).then_some(t)
+    })
+}
+
+fn pending_ids(sb: &Sandbox, id: &str) -> Vec<String> {
+    show(sb, id)["pendingAsks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|a| a["id"].as_str().unwrap().to_string())
+        .collect()
+}
+
+/// The last message of a request the model received.
+fn last_message(request: &Value) -> String {
+    request["messages"].as_array().unwrap().last().unwrap()["content"]
+        .as_str()
+        .unwrap_or_default()
+        .to_string()
+}
+
+/// The `message` of a tool result the model received last.
+fn last_tool_message(request: &Value) -> String {
+    let result: Value = serde_json::from_str(&last_message(request)).unwrap();
+    result["message"].as_str().unwrap().to_string()
+}
+
+fn mount_line(chain: &str) -> String {
+    format!(
+        "Oracle attention driver mounted ({chain} under hitl-policy-oracle.json): routine questions may be answered as agent \"oracle\" within the mission envelope's attention bounds."
+    )
+}
+
+fn reviewing(ask: &str, mission: &str) -> String {
+    format!("oracle: reviewing ask {ask} (mission {mission}): {RENAME}")
+}
+
+fn waited(ask: &str) -> String {
+    format!("oracle: WAIT for ask {ask} (T) — the question stays with a human")
+}
+
+fn human_answers(sb: &Sandbox, ask: &str) {
+    sb.run(&["approvals", "respond", ask, "--answer", "a human says yes"])
+        .ok();
+}
+
+#[test]
+fn without_the_beta_oracle_is_no_flag_at_all() {
+    let sb = Sandbox::new();
+    sb.declare_stubs(&[("stub", Some(&script(r#"{"finish":"landed"}"#)))]);
+    let help = sb.run(&["mission", "fire", "--help"]).ok();
+    assert!(!help.stdout.contains("--oracle"), "{}", help.stdout);
+    let fired = sb.fire("stub", "land", &["--oracle"]);
+    assert_eq!(fired.code, 2, "{fired:#?}");
+    assert!(
+        fired
+            .stderr
+            .starts_with("error: unexpected argument '--oracle' found"),
+        "{fired:#?}"
+    );
+    assert_eq!(sb.newest_mission(), None, "nothing was fired");
+    let mut beta = sb.command(&["mission", "fire", "--help"]);
+    beta.env("MISSIONBOARD_OPT_IN_BETA", "1");
+    let help = sb.run_with(beta).ok();
+    assert!(
+        help.stdout.contains("--oracle") && help.stdout.contains("Mount the oracle attention driver: routine questions the mission's intent already answers are answered in-process as agent \"oracle\""),
+        "{}",
+        help.stdout
+    );
+}
+
+#[test]
+fn a_routine_question_is_answered_as_oracle_inside_the_park_window() {
+    let w = World::new(ASK_THEN_LAND, json!([answer("yes, rename it"), done()]));
+    let transcript = w.sb.home.join("transcript.log");
+    let mut fire = w.fire("default");
+    fire.env("STUB_TRANSCRIPT", &transcript);
+    let run = w.sb.run_with(fire);
+    assert_eq!(run.code, 0, "{run:#?}");
+    assert_eq!(run.lines()[0], mount_line("chain-oracle-default.json"));
+    assert!(
+        run.stdout.contains("  [result] renamed: yes, rename it\n"),
+        "{run:#?}"
+    );
+    let id = w.sb.newest_mission().unwrap();
+    let record = show(&w.sb, &id);
+    assert_eq!(record["status"], "landed");
+    let ask = &record["asks"][0];
+    let ask_id = ask["id"].as_str().unwrap();
+    assert_eq!(
+        ask["resolution"],
+        json!({"answer": "yes, rename it", "answeredBy": "oracle"})
+    );
+    let expected = vec![
+        reviewing(ask_id, &id),
+        format!("oracle: answered ask {ask_id} in T as agent \"oracle\": \"yes, rename it\""),
+    ];
+    assert_eq!(stderr_trace(&run), expected);
+    assert_eq!(recorded_trace(&w.sb, &id), expected);
+    // Inside the window the unit carried on in the same turn: no checkpoint, no resume.
+    let prompts = std::fs::read_to_string(&transcript).unwrap();
+    assert!(!prompts.contains("parked on"), "{prompts}");
+    let requests = w.requests();
+    assert_eq!(requests.len(), 2, "a verdict, then DONE");
+    let system = requests[0]["messages"][0]["content"].as_str().unwrap();
+    assert!(system.starts_with("You are a task processing engine talking to other machines."));
+    let input: Value =
+        serde_json::from_str(requests[0]["messages"][1]["content"].as_str().unwrap()).unwrap();
+    assert_eq!(
+        input,
+        json!({"missionId": id, "askId": ask_id, "agentName": "stub", "intent": "rename the setting",
+               "summary": RENAME, "detail": "The config key MB_PORT is being renamed to MB_LISTEN."})
+    );
+    assert_eq!(
+        requests[0]["tools"][0]["function"]["name"],
+        "oracle.submit_verdict"
+    );
+    let text = w.sb.run(&["mission", "show", &id]).ok();
+    assert!(
+        text.stdout
+            .contains("\nOracle:    2 trace line(s), oldest first:\n"),
+        "{}",
+        text.stdout
+    );
+}
+
+#[test]
+fn chat_text_a_wrong_ask_id_and_a_bad_verdict_are_corrected_and_one_answer_lands() {
+    let w = World::new(
+        ASK_THEN_LAND,
+        json!([
+            {"text": "I think the env var should be renamed too."},
+            verdict(json!({"verdict": "answer", "askId": "ask-from-nowhere", "answer": "yes"})),
+            verdict(json!({"verdict": "approve", "askId": "{{input.askId}}"})),
+            answer("yes"),
+            done(),
+            done()
+        ]),
+    );
+    let run = w.sb.run_with(w.fire("default"));
+    assert_eq!(run.code, 0, "{run:#?}");
+    let id = w.sb.newest_mission().unwrap();
+    let record = show(&w.sb, &id);
+    let ask_id = record["asks"][0]["id"].as_str().unwrap().to_string();
+    assert_eq!(record["asks"].as_array().unwrap().len(), 1);
+    assert_eq!(record["asks"][0]["resolution"]["answeredBy"], "oracle");
+    let results: Vec<&Value> = record["reports"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|r| r["kind"] == "result")
+        .collect();
+    assert_eq!(results.len(), 1, "exactly one delivery");
+    assert_eq!(results[0]["summary"], "renamed: yes");
+
+    let requests = w.requests();
+    assert_eq!(
+        requests.len(),
+        6,
+        "4 loop rounds, DONE past the budget, recovery's DONE"
+    );
+    let input = requests[0]["messages"][1]["content"].as_str().unwrap();
+    assert_eq!(
+        last_message(&requests[1]),
+        format!(
+            "output rejected: submit the verdict via submit_verdict. Chat text is not a protocol action.\n\nINPUT:\n{input}"
+        )
+    );
+    assert_eq!(
+        last_tool_message(&requests[2]),
+        format!(
+            "invalid askId \"ask-from-nowhere\": askId must be the askId field of the INPUT event, which is \"{ask_id}\". Correct the call and submit the verdict via submit_verdict again."
+        )
+    );
+    assert_eq!(
+        last_tool_message(&requests[3]),
+        "invalid verdict \"approve\": the schema is {\"verdict\":\"wait\"|\"answer\", \"answer\": string (required when verdict is \"answer\"), \"askId\": string}. Correct the call and submit the verdict via submit_verdict again."
+    );
+    assert_eq!(
+        last_tool_message(&requests[4]),
+        format!(
+            "verdict recorded for ask {ask_id}: ANSWER delivered as agent \"oracle\"; the asking unit continues with it. The contract is complete: do not call submit_verdict again."
+        )
+    );
+    assert!(
+        requests[5]["messages"][0]["content"]
+            .as_str()
+            .unwrap()
+            .contains("BUDGET: 3 of 3 review rounds and 0 of 2 recovery rounds are spent."),
+        "recovery states the spent budget"
+    );
+    assert_eq!(
+        stderr_trace(&run),
+        [
+            reviewing(&ask_id, &id),
+            format!("oracle: answered ask {ask_id} in T as agent \"oracle\": \"yes\"")
+        ]
+    );
+}
+
+#[test]
+fn a_chain_that_exhausts_its_budgets_delivers_nothing_and_the_ask_waits() {
+    let w = World::new(
+        ASK_THEN_LAND,
+        json!([{"text": "hmm"}, {"text": "let me think"}, {"text": "probably yes"}]),
+    );
+    let bg = w.fire_in_background("default");
+    let id = wait_for(20, "the mission", || w.sb.newest_mission());
+    let trace = wait_trace(&w.sb, &id, "no verdict");
+    let ask = pending_ids(&w.sb, &id);
+    assert_eq!(ask.len(), 1, "the question is still pending for a human");
+    let expected = vec![
+        reviewing(&ask[0], &id),
+        format!(
+            "oracle: no verdict for ask {} within the chain budgets (T) — the question stays with a human",
+            ask[0]
+        ),
+    ];
+    assert_eq!(trace, expected);
+    assert_eq!(w.requests().len(), 3, "the third chat reply ends the chain");
+    human_answers(&w.sb, &ask[0]);
+    let run = bg.join();
+    assert_eq!(run.code, 0, "{run:#?}");
+    assert_eq!(stderr_trace(&run), expected);
+    let record = show(&w.sb, &id);
+    assert_eq!(
+        record["asks"][0]["resolution"],
+        json!({"answer": "a human says yes"})
+    );
+}
+
+#[test]
+fn a_human_only_envelope_refuses_the_answer_and_the_chain_waits() {
+    let w = World::new(
+        ASK_THEN_LAND,
+        json!([answer("yes"), wait_verdict(), done()]),
+    );
+    let bg = w.fire_in_background("strict");
+    let id = wait_for(20, "the mission", || w.sb.newest_mission());
+    let trace = wait_trace(&w.sb, &id, "WAIT");
+    let ask = pending_ids(&w.sb, &id);
+    assert_eq!(ask.len(), 1, "the row stays pending");
+    let ask = &ask[0];
+    let expected = vec![
+        reviewing(ask, &id),
+        format!(
+            "oracle: answer refused for ask {ask}: agent answer refused: envelope \"strict\" of mission {id} does not allow agent answers (no attention.allowAgentAnswers grant); a human must answer"
+        ),
+        waited(ask),
+    ];
+    assert_eq!(trace, expected);
+    let requests = w.requests();
+    assert_eq!(
+        last_tool_message(&requests[1]),
+        format!("answer denied per policy for ask {ask}.")
+    );
+    assert!(
+        requests
+            .iter()
+            .all(|r| !r.to_string().contains("does not allow agent answers")),
+        "the reason goes to the operator only"
+    );
+    human_answers(&w.sb, ask);
+    let run = bg.join();
+    assert_eq!(run.code, 0, "{run:#?}");
+    assert_eq!(stderr_trace(&run), expected);
+}
+
+#[test]
+fn with_one_agent_answer_allowed_the_second_question_waits_for_a_human() {
+    const TWO_ASKS: &str = r#"{"ask":{"summary":"Rename the env var too?","then":{"report":{"kind":"finding","summary":"first: {{answer}}"}}}},{"ask":{"summary":"Also bump the version?","then":{"report":{"kind":"finding","summary":"second: {{answer}}"}}}},{"finish":"landed"}"#;
+    let first = |t: Value| {
+        let mut t = t;
+        t["match"] = json!("Rename the env var");
+        t
+    };
+    let second = |t: Value| {
+        let mut t = t;
+        t["match"] = json!("bump the version");
+        t
+    };
+    let w = World::new(
+        TWO_ASKS,
+        json!([
+            first(answer("yes")),
+            first(done()),
+            second(answer("yes, bump it")),
+            second(wait_verdict()),
+            second(done())
+        ]),
+    );
+    w.sb.write(
+        &w.sb.home.join("hitl-policy-one.json"),
+        r#"{"default_action":"approve","rules":[],"attention":{"allowAgentAnswers":true,"maxAgentAnswers":1}}"#,
+    );
+    let bg = w.fire_in_background("one");
+    let id = wait_for(20, "the mission", || w.sb.newest_mission());
+    let trace = wait_trace(&w.sb, &id, "WAIT");
+    let pending = pending_ids(&w.sb, &id);
+    assert_eq!(pending.len(), 1);
+    let second_ask = &pending[0];
+    let record = show(&w.sb, &id);
+    let first_ask = record["asks"][1]["id"].as_str().unwrap();
+    assert_eq!(record["asks"][1]["resolution"]["answeredBy"], "oracle");
+    assert_eq!(
+        trace,
+        [
+            reviewing(first_ask, &id),
+            format!("oracle: answered ask {first_ask} in T as agent \"oracle\": \"yes\""),
+            format!("oracle: reviewing ask {second_ask} (mission {id}): Also bump the version?"),
+            format!(
+                "oracle: answer refused for ask {second_ask}: agent answer refused: mission {id} spent its agent-answer bound (1 of 1); this question waits for a human"
+            ),
+            waited(second_ask),
+        ]
+    );
+    human_answers(&w.sb, second_ask);
+    let run = bg.join();
+    assert_eq!(run.code, 0, "{run:#?}");
+    assert!(run.stdout.contains("  [finding] first: yes\n"), "{run:#?}");
+    assert!(
+        run.stdout
+            .contains("  [finding] second: a human says yes\n"),
+        "{run:#?}"
+    );
+}
+
+#[test]
+fn an_unreachable_model_is_a_chain_error_and_the_fire_carries_on() {
+    let w = World::new(ASK_THEN_LAND, json!([]));
+    // A port nothing listens on: bound, then released.
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let url = format!("http://127.0.0.1:{port}/v1");
+    w.sb.run(&["config", "set", "model-base-url", &url]).ok();
+    w.sb.run(&["config", "set", "model-name", "qwen3:8b"]).ok();
+    let bg = w.fire_in_background("default");
+    let id = wait_for(20, "the mission", || w.sb.newest_mission());
+    let trace = wait_trace(&w.sb, &id, "chain error");
+    let ask = pending_ids(&w.sb, &id);
+    assert_eq!(ask.len(), 1, "the question waits");
+    assert_eq!(trace.len(), 2, "{trace:?}");
+    let prefix = format!(
+        "oracle: chain error for ask {} (T): model endpoint {url}/chat/completions is unreachable (",
+        ask[0]
+    );
+    assert!(trace[1].starts_with(&prefix), "{trace:?}");
+    assert!(
+        trace[1].ends_with(
+            "); start the model server or set `missionboard config set model-base-url <url>` — the question stays with a human"
+        ),
+        "{trace:?}"
+    );
+    human_answers(&w.sb, &ask[0]);
+    let run = bg.join();
+    assert_eq!(run.code, 0, "the fire itself is unaffected: {run:#?}");
+    assert!(
+        run.stdout
+            .contains("  [result] renamed: a human says yes\n")
+    );
+}
+
+#[test]
+fn the_conservative_variant_is_selected_by_config() {
+    let w = World::new(ASK_THEN_LAND, json!([answer("yes"), done()]));
+    w.sb.run(&["config", "set", "oracle-variant", "conservative"])
+        .ok();
+    let run = w.sb.run_with(w.fire("default"));
+    assert_eq!(run.code, 0, "{run:#?}");
+    assert_eq!(run.lines()[0], mount_line("chain-oracle-conservative.json"));
+    let chain: Value = serde_json::from_str(
+        &std::fs::read_to_string(w.sb.home.join("chain-oracle-conservative.json")).unwrap(),
+    )
+    .unwrap();
+    let system = &w.requests()[0]["messages"][0]["content"];
+    assert_eq!(system, &chain["tasks"][0]["system_instruction"]);
+    assert!(system.as_str().unwrap().contains(
+        "DECISION: the question is ROUTINE only when the stated intent alone resolves it;"
+    ));
+}
+
+#[test]
+fn an_answer_past_the_park_window_resumes_the_run_through_the_durable_path() {
+    let w = World::new(ASK_THEN_LAND, json!([answer("yes, later"), done()]));
+    // The question parks at once; the oracle's answer then finds a checkpoint.
+    w.sb.run(&["config", "set", "ask-park-window", "0s"]).ok();
+    let transcript = w.sb.home.join("transcript.log");
+    let mut fire = w.fire("default");
+    fire.env("STUB_TRANSCRIPT", &transcript);
+    let run = w.sb.run_with(fire);
+    assert_eq!(run.code, 0, "{run:#?}");
+    assert!(
+        run.stdout.contains("  [result] renamed: yes, later\n"),
+        "{run:#?}"
+    );
+    let id = w.sb.newest_mission().unwrap();
+    let ask_id = show(&w.sb, &id)["asks"][0]["id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    assert_eq!(
+        stderr_trace(&run)[1],
+        format!(
+            "oracle: answered ask {ask_id} in T as agent \"oracle\": \"yes, later\" (past the park window: the ask had checkpointed; the durable respond path resumed it)"
+        )
+    );
+    let resumes = std::fs::read_to_string(&transcript)
+        .unwrap()
+        .lines()
+        .filter(|l| l.contains("The operator answered the question you parked on."))
+        .count();
+    assert_eq!(resumes, 1, "resumed exactly once");
+}
+
+#[test]
+fn another_hosts_mission_is_declined_without_a_model_call() {
+    const TWO_ASKS: &str = r#"{"ask":{"summary":"Which region?","then":{"report":{"kind":"finding","summary":"region: {{answer}}"}}}},{"ask":{"summary":"Rename the env var too?","then":{"report":{"kind":"result","summary":"renamed: {{answer}}"}}}},{"finish":"landed"}"#;
+    let matching = |needle: &str, t: Value| {
+        let mut t = t;
+        t["match"] = json!(needle);
+        t
+    };
+    let w = World::new(
+        TWO_ASKS,
+        json!([
+            matching("Which region", wait_verdict()),
+            matching("Which region", done()),
+            matching("Rename", answer("yes")),
+            matching("Rename", done())
+        ]),
+    );
+    w.sb.declare_stubs(&[
+        ("stub", Some(&script(TWO_ASKS))),
+        (
+            "other",
+            Some(&script(
+                r#"{"ask":{"summary":"Deploy on Friday?"}},{"finish":"landed"}"#,
+            )),
+        ),
+    ]);
+    let oracle_fire = w.fire_in_background("default");
+    let ours = wait_for(20, "the oracle's mission", || w.sb.newest_mission());
+    wait_trace(&w.sb, &ours, "WAIT");
+    let region = pending_ids(&w.sb, &ours);
+    // A plain fire from another terminal asks on the same bus.
+    let other_fire = background(w.sb.command(&[
+        "mission", "fire", "other", "deploy", "--wait", "--policy", "default",
+    ]));
+    let theirs = wait_for(20, "the other mission", || {
+        w.sb.newest_mission().filter(|m| *m != ours)
+    });
+    let their_ask = wait_for(20, "the other question", || {
+        pending_ids(&w.sb, &theirs).first().cloned()
+    });
+    // Our unit asks again only after this; the bus is ordered, so once the oracle has
+    // reviewed that question it has long passed over theirs.
+    human_answers(&w.sb, &region[0]);
+    let run = oracle_fire.join();
+    assert_eq!(run.code, 0, "{run:#?}");
+    assert!(run.stdout.contains("  [result] renamed: yes\n"), "{run:#?}");
+    assert!(recorded_trace(&w.sb, &theirs).is_empty());
+    assert!(stderr_trace(&run).iter().all(|l| !l.contains(&their_ask)));
+    assert!(
+        w.requests()
+            .iter()
+            .all(|r| !r.to_string().contains("Deploy on Friday")),
+        "no model call for another host's question"
+    );
+    assert_eq!(
+        pending_ids(&w.sb, &theirs),
+        std::slice::from_ref(&their_ask)
+    );
+    human_answers(&w.sb, &their_ask);
+    assert_eq!(other_fire.join().code, 0);
+}
+
+#[test]
+fn a_missing_chain_file_refuses_the_fire_before_anything_runs() {
+    let sb = Sandbox::new();
+    sb.declare_stubs(&[("stub", Some(&script(r#"{"finish":"landed"}"#)))]);
+    sb.run(&["config", "set", "opt-in-beta", "true"]).ok();
+    let fired = sb.fire("stub", "land", &["--oracle"]);
+    assert_eq!(fired.code, 1, "{fired:#?}");
+    assert!(
+        fired.stderr.starts_with(
+            "Error: --oracle: chain-oracle-default.json not found (run `missionboard init` to seed it): it is in none of "
+        ),
+        "{fired:#?}"
+    );
+    assert_eq!(fired.stdout, "");
+    assert_eq!(sb.newest_mission(), None, "nothing was fired");
+}
