@@ -1,6 +1,8 @@
 //! The effect runner: turns an `Effect` into service calls on spawned tasks and
 //! sends the outcome back as a `Msg`. The UI task never waits on any of it.
 
+use std::sync::{Arc, Mutex};
+
 use tokio::sync::mpsc::UnboundedSender;
 
 use super::model::{AgentEntry, EnvelopeEntry, PickerData};
@@ -21,6 +23,18 @@ use crate::paths::Paths;
 pub struct Services {
     pub paths: Paths,
     pub fleet: Fleet,
+    /// The oracle driver this board mounted, if any; aborted to unmount.
+    pub oracle: Arc<Mutex<Option<tokio::task::JoinHandle<()>>>>,
+}
+
+impl Services {
+    pub fn new(paths: Paths, fleet: Fleet) -> Services {
+        Services {
+            paths,
+            fleet,
+            oracle: Arc::default(),
+        }
+    }
 }
 
 /// Run `effect` in the background; its result arrives on `tx`.
@@ -49,12 +63,37 @@ pub fn spawn(effect: Effect, svc: &Services, tx: UnboundedSender<Msg>) {
                 let _ = tx.send(Msg::Fired(fire(&svc.fleet, &r, &summary).await));
             });
         }
+        Effect::ToggleOracle { mount } => {
+            let _ = tx.send(Msg::OracleToggled(toggle_oracle(&svc, mount)));
+        }
         other => {
             tokio::task::spawn_blocking(move || {
                 let _ = tx.send(execute_blocking(other, &svc));
             });
         }
     }
+}
+
+/// Mount the oracle on this board's fleet (the same driver `mission fire --oracle`
+/// runs), or abort it. Runs on the UI's runtime: mounting reads a few files, and the
+/// driver must be spawned there.
+fn toggle_oracle(svc: &Services, mount: bool) -> Result<Option<String>, String> {
+    let mut slot = svc.oracle.lock().unwrap_or_else(|p| p.into_inner());
+    if let Some(driver) = slot.take() {
+        driver.abort();
+    }
+    if !mount {
+        return Ok(None);
+    }
+    let oracle = crate::oracle::Oracle::mount(&svc.paths, svc.fleet.missions().store())
+        .map_err(|e| format!("oracle not mounted: {e}"))?;
+    let line = oracle.mount_line();
+    *slot = Some(
+        oracle
+            .spawn(svc.fleet.clone())
+            .map_err(|e| format!("oracle not mounted: {e}"))?,
+    );
+    Ok(Some(line))
 }
 
 /// The store-bound effects, synchronously (the runner calls this off the UI task;
@@ -93,10 +132,12 @@ pub fn execute_blocking(effect: Effect, svc: &Services) -> Msg {
             &svc.paths,
             &Config::new(missions.store().clone()),
         )),
-        Effect::RunMission { .. } | Effect::Fire { .. } => Msg::Toast {
-            text: "internal: async effect run synchronously".into(),
-            error: true,
-        },
+        Effect::RunMission { .. } | Effect::Fire { .. } | Effect::ToggleOracle { .. } => {
+            Msg::Toast {
+                text: "internal: async effect run synchronously".into(),
+                error: true,
+            }
+        }
     }
 }
 

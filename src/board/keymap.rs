@@ -41,6 +41,7 @@ pub enum Action {
     Redraw,
     Suspend,
     Editor,
+    ToggleOracle,
     Quit,
     Help,
     Down,
@@ -340,6 +341,13 @@ pub const BINDINGS: &[Binding] = &[
         Action::Filter,
         "filter the missions (id, state, agent, envelope, intent)",
         Some("filter"),
+    ),
+    b(
+        C::Board,
+        &[k('o')],
+        Action::ToggleOracle,
+        "mount / unmount the oracle for the missions this board hosts (beta)",
+        None,
     ),
     b(
         C::Board,

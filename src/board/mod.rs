@@ -106,10 +106,7 @@ async fn host(paths: Paths, demo: bool) -> anyhow::Result<i32> {
     )?;
     let (theme, symbols) = theme::from_env();
     let (tx, rx) = mpsc::unbounded_channel::<Msg>();
-    let svc = Services {
-        paths: paths.clone(),
-        fleet: fleet.clone(),
-    };
+    let svc = Services::new(paths.clone(), fleet.clone());
 
     let mut term = TerminalGuard::enter()?;
     let size = term.terminal.size()?;

@@ -103,7 +103,6 @@ pub struct Snapshot {
     pub inbox_total: usize,
     /// The newest oracle trace lines of every mission, oldest first.
     pub oracle_trace: Vec<String>,
-    pub oracle_mounted: bool,
     /// The model an `--oracle` fire would consult, under the beta: `scripted (path)`
     /// or `<model> at <url>`.
     pub oracle_model: Option<String>,
@@ -298,6 +297,8 @@ pub enum TerminalRequest {
 pub struct HostInfo {
     pub demo_home: Option<PathBuf>,
     pub log_dir: Option<PathBuf>,
+    /// This board's own oracle driver is following its missions' questions.
+    pub oracle_on: bool,
 }
 
 pub struct Model {

@@ -196,7 +196,6 @@ fn try_build(src: &Source, q: &Query) -> Result<Snapshot, String> {
         inbox_total: inbox.len(),
         inbox,
         oracle_trace: oracle_trace(src)?,
-        oracle_mounted: false,
         oracle_model: if src.beta {
             oracle_model(&src.config)
         } else {

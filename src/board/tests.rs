@@ -189,6 +189,16 @@ fn ctrl_z_suspends_and_ctrl_o_hands_the_draft_to_the_editor() {
     );
 }
 
+#[test]
+fn the_oracle_toggle_needs_the_beta() {
+    let mut m = model(120, 40, false);
+    assert!(!m.snap.beta);
+    assert_eq!(key(&mut m, KeyCode::Char('o')), vec![]);
+    assert!(m.toasts.iter().any(|t| t.error
+        && t.text == "the oracle is a beta feature: `missionboard config set opt-in-beta true`, then reopen the board"));
+    assert!(!m.host.oracle_on);
+}
+
 /// A scratch world: a real store with one open mission and its pending question.
 fn world() -> (tempfile::TempDir, Services, String) {
     let dir = tempfile::tempdir().unwrap();
@@ -217,7 +227,7 @@ fn world() -> (tempfile::TempDir, Services, String) {
             ..Default::default()
         })
         .unwrap();
-    (dir, Services { paths, fleet }, ask.id)
+    (dir, Services::new(paths, fleet), ask.id)
 }
 
 fn snapshot_of(svc: &Services, m: &Model) -> Msg {

@@ -39,6 +39,8 @@ pub enum Msg {
         text: String,
         error: bool,
     },
+    /// The oracle toggle's outcome: mounted (with its mount line), unmounted, or why not.
+    OracleToggled(Result<Option<String>, String>),
     /// The operator's editor returned: the draft's new text, or why it could not run.
     Edited {
         ask_id: String,
@@ -64,6 +66,10 @@ pub enum Effect {
     /// config and search path, then parses and resolves).
     RunMission {
         args: String,
+    },
+    /// Mount (or unmount) this board's oracle driver.
+    ToggleOracle {
+        mount: bool,
     },
     /// A mission chosen in the picker.
     Fire {
@@ -181,6 +187,21 @@ pub fn update(m: &mut Model, msg: Msg) -> Vec<Effect> {
         }
         Msg::Toast { text, error } => {
             toast(m, text, error);
+            vec![]
+        }
+        Msg::OracleToggled(result) => {
+            m.busy = m.busy.saturating_sub(1);
+            match result {
+                Ok(Some(line)) => {
+                    m.host.oracle_on = true;
+                    toast(m, line, false);
+                }
+                Ok(None) => {
+                    m.host.oracle_on = false;
+                    toast(m, "oracle unmounted: questions wait for you".into(), false);
+                }
+                Err(e) => toast(m, e, true),
+            }
             vec![]
         }
         Msg::Edited { ask_id, result } => {
@@ -439,6 +460,17 @@ fn board_key(m: &mut Model, key: KeyEvent, action: Option<Action>) -> Vec<Effect
         Action::FocusAsks => m.focus = Pane::Asks,
         Action::FocusInbox => m.focus = Pane::Inbox,
         Action::FocusTrace => m.focus = Pane::Trace,
+        Action::ToggleOracle if !m.snap.beta => toast(
+            m,
+            "the oracle is a beta feature: `missionboard config set opt-in-beta true`, then reopen the board".into(),
+            true,
+        ),
+        Action::ToggleOracle => {
+            m.busy += 1;
+            return vec![Effect::ToggleOracle {
+                mount: !m.host.oracle_on,
+            }];
+        }
         Action::Open => match m.focus {
             Pane::Asks | Pane::Missions => return open_ask(m),
             Pane::Inbox => return ack(m),

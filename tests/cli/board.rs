@@ -52,10 +52,7 @@ async fn answering_in_the_board_lets_the_real_stub_land() {
         })
         .await
         .expect("dispatch");
-    let svc = Services {
-        paths: paths.clone(),
-        fleet: fleet.clone(),
-    };
+    let svc = Services::new(paths.clone(), fleet.clone());
     let src = Source::open(&paths.db_path(), Box::new(|| 1), false).unwrap();
     let mut m = Model::new(Theme::mono(), Symbols::ascii(), Rect::new(0, 0, 120, 40));
 
@@ -109,6 +106,105 @@ async fn answering_in_the_board_lets_the_real_stub_land() {
             .any(|r| r.summary == "answer was: yes, rename it"),
         "{reports:#?}"
     );
+    fleet.shutdown().await;
+}
+
+/// `o` mounts the same oracle driver `mission fire --oracle` runs, on the board's own
+/// fleet: a routine question of a mission the board hosts is answered as oracle, the
+/// trace reaches the board's snapshot, and a second `o` unmounts it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_board_mounts_its_oracle_and_it_answers_a_routine_question() {
+    let sb = Sandbox::new();
+    presets::seed(&sb.home, presets::Mode::Upgrade).unwrap();
+    sb.write(
+        &sb.home.join("agents.toml"),
+        &format!("[agents.stub]\ncommand = {BIN:?}\nargs = [\"stub-agent\"]\ndescription = \"test stub\"\n"),
+    );
+    let dialog = sb.home.join("dialog.json");
+    sb.write(
+        &dialog,
+        &serde_json::json!({"turns": [
+            {"tool_calls": [{"name": "oracle.submit_verdict", "arguments":
+                {"verdict": "answer", "askId": "{{input.askId}}", "answer": "yes, rename it"}}]},
+            {"text": "DONE"}
+        ]})
+        .to_string(),
+    );
+    let paths = Paths::resolve(sb.home.clone(), sb.cwd.clone());
+    let store = Store::open(&paths.db_path()).unwrap();
+    let config = missionboard::config::Config::new(store.clone());
+    config.set("opt-in-beta", "true").unwrap();
+    config
+        .set("model-base-url", &format!("scripted:{}", dialog.display()))
+        .unwrap();
+    let fleet = Fleet::with_executable(paths.clone(), store, BIN.into()).unwrap();
+    let _teardown = fleet.spawn_teardown();
+    let svc = Services::new(paths.clone(), fleet.clone());
+    let src = Source::open(&paths.db_path(), Box::new(|| 1), true).unwrap();
+    let mut m = Model::new(Theme::mono(), Symbols::ascii(), Rect::new(0, 0, 120, 40));
+    let snap = snapshot::build(&src, &m.query());
+    update(&mut m, Msg::Snapshot(Arc::new(snap)));
+
+    let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
+    let toggle = |m: &mut Model| {
+        let fx = press(m, KeyCode::Char('o'), KeyModifiers::NONE);
+        assert_eq!(fx.len(), 1, "{fx:?}");
+        effects::spawn(fx[0].clone(), &svc, tx.clone());
+    };
+    toggle(&mut m);
+    let toggled = rx.recv().await.unwrap();
+    assert!(
+        matches!(&toggled, Msg::OracleToggled(Ok(Some(line))) if line.starts_with("Oracle attention driver mounted (chain-oracle-default.json")),
+        "{toggled:?}"
+    );
+    update(&mut m, toggled);
+    assert!(m.host.oracle_on);
+
+    let d = fleet
+        .dispatch(DispatchRequest {
+            agent_name: "stub".into(),
+            intent: "ask-then-land: rename the env var".into(),
+            policy_name: "default".into(),
+            cwd: None,
+        })
+        .await
+        .expect("dispatch");
+    let deadline = Instant::now() + Duration::from_secs(30);
+    let mission = loop {
+        let mission = fleet.missions().require(&d.mission_id).unwrap();
+        if mission.status != Status::Open {
+            break mission;
+        }
+        assert!(Instant::now() < deadline, "the mission never came to rest");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    };
+    assert_eq!(mission.status, Status::Landed, "{mission:?}");
+    let asks = fleet.asks().for_mission(&d.mission_id, 10).unwrap();
+    assert_eq!(asks.len(), 1, "{asks:?}");
+    assert_eq!(
+        asks[0].resolution.as_ref().map(|r| r["answeredBy"].clone()),
+        Some(serde_json::json!("oracle")),
+        "{asks:?}"
+    );
+    let snap = snapshot::build(&src, &m.query());
+    update(&mut m, Msg::Snapshot(Arc::new(snap)));
+    assert!(
+        m.snap
+            .oracle_trace
+            .iter()
+            .any(|l| l.contains(&format!("reviewing ask {}", asks[0].id))),
+        "{:?}",
+        m.snap.oracle_trace
+    );
+
+    toggle(&mut m);
+    let toggled = rx.recv().await.unwrap();
+    assert!(
+        matches!(toggled, Msg::OracleToggled(Ok(None))),
+        "{toggled:?}"
+    );
+    update(&mut m, toggled);
+    assert!(!m.host.oracle_on);
     fleet.shutdown().await;
 }
 

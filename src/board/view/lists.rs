@@ -118,9 +118,9 @@ pub fn render_inbox(frame: &mut Frame, area: Rect, m: &Model, now_ms: i64) {
     frame.render_widget(Paragraph::new(lines), inner);
 }
 
-/// Until an `--oracle` fire writes its first `oracle_trace` row.
+/// Until an oracle (the board's `o`, or an `--oracle` fire) writes its first trace row.
 pub const ORACLE_EMPTY: &str =
-    "oracle not mounted — fire with the oracle on (beta) to see its trace here";
+    "oracle not mounted — press o (beta) or fire with --oracle to see its trace here";
 
 pub fn render_trace(frame: &mut Frame, area: Rect, m: &Model) {
     let s = &m.snap;

@@ -81,7 +81,7 @@ pub fn render(frame: &mut Frame, area: Rect, m: &Model) {
         ""
     };
     // The oracle needs the beta: with the beta off, "beta off" says both.
-    let beta = match (s.beta, s.oracle_mounted) {
+    let beta = match (s.beta, m.host.oracle_on) {
         (false, _) => "beta off".to_string(),
         (true, o) => format!("beta on{sep}oracle {}", if o { "on" } else { "off" }),
     };

@@ -160,7 +160,6 @@ pub(crate) fn snapshot() -> Snapshot {
         }],
         inbox_total: 1,
         oracle_trace: vec![],
-        oracle_mounted: false,
         oracle_model: None,
         beta: false,
         fleet_used: 2,
