@@ -43,6 +43,8 @@ struct StubAgent {
     /// Raw lines for stdout, shared with the JSON-RPC writer so a garbage
     /// line lands between whole messages.
     outlet: futures::channel::mpsc::UnboundedSender<String>,
+    /// Set by the `deaf` step: stdin is never read again.
+    deaf: watch::Sender<bool>,
 }
 
 struct Session {
@@ -122,16 +124,25 @@ pub async fn serve(config: AgentConfig) -> Result<(), String> {
 
     let sink = futures::sink::SinkExt::sink_map_err(out_tx.clone(), std::io::Error::other);
     let reader = BufReader::new(tokio::io::stdin());
-    let incoming = futures::stream::unfold(Some(reader), async |reader| {
+    let deaf = watch::channel(false).0;
+    let gone_deaf = deaf.subscribe();
+    let incoming = futures::stream::unfold(Some(reader), move |reader| {
+        let mut gone_deaf = gone_deaf.clone();
+        async move {
         let mut reader = reader?;
         let mut buf = Vec::new();
-        match reader.read_until(b'\n', &mut buf).await {
+        let read = tokio::select! {
+            read = reader.read_until(b'\n', &mut buf) => read,
+            _ = async { drop(gone_deaf.wait_for(|d| *d).await) } => std::future::pending().await,
+        };
+        match read {
             Ok(0) => None,
             Ok(_) => Some((
                 Ok(String::from_utf8_lossy(&buf).trim_end().to_owned()),
                 Some(reader),
             )),
             Err(err) => Some((Err(err), None)),
+        }
         }
     })
     .boxed();
@@ -141,6 +152,7 @@ pub async fn serve(config: AgentConfig) -> Result<(), String> {
         sessions: Mutex::new(HashMap::new()),
         next_session: AtomicU64::new(1),
         outlet: out_tx,
+        deaf,
     });
     let on_new = agent.clone();
     let on_prompt = agent.clone();
@@ -909,6 +921,29 @@ impl TurnRunner<'_> {
             Step::StdoutGarbage { line } => {
                 let _ = self.agent.outlet.unbounded_send(line);
                 self.log(label, "stdout_garbage ok");
+            }
+            Step::Flood { bytes, line_bytes } => {
+                let mut left = bytes;
+                while left > 0 {
+                    let n = left.min(line_bytes);
+                    let _ = self.agent.outlet.unbounded_send("x".repeat(n as usize));
+                    left -= n;
+                }
+                self.log(
+                    label,
+                    &format!("flood: wrote {bytes} bytes of non-JSON to stdout"),
+                );
+            }
+            Step::Deaf { requests } => {
+                self.agent.deaf.send_replace(true);
+                for i in 0..requests {
+                    let request = json!({"jsonrpc": "2.0", "id": format!("deaf-{i}"), "method": "_stub/echo", "params": {"i": i}});
+                    let _ = self.agent.outlet.unbounded_send(request.to_string());
+                }
+                self.log(
+                    label,
+                    &format!("deaf: stopped reading stdin, sent {requests} requests"),
+                );
             }
         }
         Ok(Flow::Continue)
