@@ -63,6 +63,19 @@ fn shown(bytes: &[u8]) -> String {
     String::from_utf8_lossy(&bytes[..end]).into_owned()
 }
 
+/// What a `session/update` frame from a unit becomes on the host, if anything: the
+/// message layer's view of one line (the fuzz target drives this).
+pub fn decode_update(message: &str) -> Option<super::UnitEvent> {
+    let value: serde_json::Value = serde_json::from_str(message).ok()?;
+    if value.get("method")? != "session/update" {
+        return None;
+    }
+    let params = value.get("params")?.clone();
+    let notification: agent_client_protocol::v1::schema::SessionNotification =
+        serde_json::from_value(params).ok()?;
+    super::convert::session_update(notification.update)
+}
+
 /// Read the next line, holding at most [`MAX_FRAME_BYTES`] of it. `None` at EOF.
 pub async fn read_frame<R: AsyncBufRead + Unpin>(reader: &mut R) -> io::Result<Option<Frame>> {
     let mut line = Vec::new();
@@ -152,6 +165,13 @@ mod tests {
             other => panic!("{other:?}"),
         }
         assert_eq!(got[1], Frame::Message("{\"ok\":true}".into()));
+    }
+
+    #[test]
+    fn a_session_update_frame_becomes_a_unit_event() {
+        let line = r#"{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"s","update":{"sessionUpdate":"agent_message_chunk","content":{"type":"text","text":"hi"}}}}"#;
+        assert_eq!(decode_update(line), Some(super::super::UnitEvent::AgentText("hi".into())));
+        assert_eq!(decode_update(r#"{"method":"session/update","params":7}"#), None);
     }
 
     #[test]
