@@ -170,8 +170,14 @@ mod tests {
     #[test]
     fn a_session_update_frame_becomes_a_unit_event() {
         let line = r#"{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"s","update":{"sessionUpdate":"agent_message_chunk","content":{"type":"text","text":"hi"}}}}"#;
-        assert_eq!(decode_update(line), Some(super::super::UnitEvent::AgentText("hi".into())));
-        assert_eq!(decode_update(r#"{"method":"session/update","params":7}"#), None);
+        assert_eq!(
+            decode_update(line),
+            Some(super::super::UnitEvent::AgentText("hi".into()))
+        );
+        assert_eq!(
+            decode_update(r#"{"method":"session/update","params":7}"#),
+            None
+        );
     }
 
     #[test]
