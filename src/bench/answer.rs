@@ -5,11 +5,10 @@
 //! its next poll of the row, so its answers are spread over the poll period). The
 //! floor is one WAL commit on the same file.
 
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use futures::future::BoxFuture;
-use serde_json::{Map, Value, json};
+use serde_json::{Value, json};
 
 use super::scratch::{Scratch, one_turn, until};
 use super::{Row, Scale, median_ms};
@@ -19,21 +18,7 @@ use crate::config::Config;
 use crate::fleet::mission_tools::MissionToolCalls;
 use crate::mission::{Missions, NewMission};
 use crate::store::Store;
-use crate::tools::{MissionToolHandler, bridge_server_entry, serve_mission_socket};
-
-struct Handler(Arc<Mutex<MissionToolCalls>>);
-
-impl MissionToolHandler for Handler {
-    fn call(
-        &self,
-        tool: &str,
-        args: Map<String, Value>,
-    ) -> BoxFuture<'static, Result<String, String>> {
-        let calls = self.0.lock().unwrap().clone();
-        let tool = tool.to_string();
-        Box::pin(async move { calls.call(&tool, args).await })
-    }
-}
+use crate::tools::{bridge_server_entry, serve_mission_socket};
 
 /// The median of `samples` trivial commits through the config service.
 pub fn commit_floor(store: &Store, samples: usize) -> anyhow::Result<f64> {
@@ -80,8 +65,7 @@ pub async fn run(scale: Scale) -> anyhow::Result<Vec<Row>> {
         ask_ceiling: None,
         park_window: Duration::from_secs(120),
     };
-    let _socket =
-        serve_mission_socket(&socket_path, Arc::new(Handler(Arc::new(Mutex::new(calls))))).await?;
+    let _socket = serve_mission_socket(&socket_path, Arc::new(calls)).await?;
     let mut unit = Unit::start(UnitSpec {
         program: exe.clone(),
         args: vec![

@@ -129,20 +129,21 @@ pub async fn serve(config: AgentConfig) -> Result<(), String> {
     let incoming = futures::stream::unfold(Some(reader), move |reader| {
         let mut gone_deaf = gone_deaf.clone();
         async move {
-        let mut reader = reader?;
-        let mut buf = Vec::new();
-        let read = tokio::select! {
-            read = reader.read_until(b'\n', &mut buf) => read,
-            _ = async { drop(gone_deaf.wait_for(|d| *d).await) } => std::future::pending().await,
-        };
-        match read {
-            Ok(0) => None,
-            Ok(_) => Some((
-                Ok(String::from_utf8_lossy(&buf).trim_end().to_owned()),
-                Some(reader),
-            )),
-            Err(err) => Some((Err(err), None)),
-        }
+            let mut reader = reader?;
+            let mut buf = Vec::new();
+            let read = tokio::select! {
+                read = reader.read_until(b'\n', &mut buf) => read,
+                // Deaf for good: the next line is never read.
+                _ = async { drop(gone_deaf.wait_for(|d| *d).await) } => std::future::pending().await,
+            };
+            match read {
+                Ok(0) => None,
+                Ok(_) => Some((
+                    Ok(String::from_utf8_lossy(&buf).trim_end().to_owned()),
+                    Some(reader),
+                )),
+                Err(err) => Some((Err(err), None)),
+            }
         }
     })
     .boxed();
