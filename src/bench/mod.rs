@@ -257,11 +257,17 @@ mod tests {
         let text = render(&rows);
         assert_eq!(
             text,
-            "FIGURE             MEASURED          FLOOR             RATIO    TARGET                                 MET\n\
-             answer round-trip  52.0 ms           0.250 ms          208.00x  ≤ 100.75 ms (3x commit + 100 ms poll)  yes\n\
-             fleet throughput   10.0 missions/s   20.0 missions/s   2.00x    —                                      n/a\n\
-             \n\
-             Floors:\n  answer round-trip: one WAL commit\n  fleet throughput: bare units\n"
+            [
+                "FIGURE             MEASURED         FLOOR            RATIO    TARGET                                 MET",
+                "answer round-trip  52.0 ms          0.250 ms         208.00x  ≤ 100.75 ms (3x commit + 100 ms poll)  yes",
+                "fleet throughput   10.0 missions/s  20.0 missions/s  2.00x    —                                      n/a",
+                "",
+                "Floors:",
+                "  answer round-trip: one WAL commit",
+                "  fleet throughput: bare units",
+                "",
+            ]
+            .join("\n")
         );
     }
 
