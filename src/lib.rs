@@ -6,6 +6,7 @@
 pub mod acp;
 pub mod agents;
 pub mod asks;
+pub mod bench;
 pub mod board;
 pub mod bus;
 pub mod cli;

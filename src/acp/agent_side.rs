@@ -45,8 +45,12 @@ fn to_io(e: SendError) -> std::io::Error {
 }
 
 /// Open the stdio transport: the transport to connect with, an outlet for raw
-/// lines, and the writer to drain before the process exits.
-pub fn stdio_transport() -> (StdioLines, UnboundedSender<String>, StdoutWriter) {
+/// lines, and the writer to drain before the process exits. Once `deaf` turns
+/// true, stdin is never read again (the stub's `deaf` step, which shows what a host
+/// does with a unit that stops reading).
+pub fn stdio_transport(
+    deaf: Option<watch::Receiver<bool>>,
+) -> (StdioLines, UnboundedSender<String>, StdoutWriter) {
     let (out_tx, mut out_rx) = futures::channel::mpsc::unbounded::<String>();
     let task = tokio::spawn(async move {
         let mut stdout = tokio::io::stdout();
@@ -63,20 +67,37 @@ pub fn stdio_transport() -> (StdioLines, UnboundedSender<String>, StdoutWriter) 
         to_io as fn(SendError) -> std::io::Error,
     );
     let reader = BufReader::new(tokio::io::stdin());
-    let incoming = futures::stream::unfold(Some(reader), async |reader| {
-        let mut reader = reader?;
-        let mut buf = Vec::new();
-        match reader.read_until(b'\n', &mut buf).await {
-            Ok(0) => None,
-            Ok(_) => Some((
-                Ok(String::from_utf8_lossy(&buf).trim_end().to_owned()),
-                Some(reader),
-            )),
-            Err(err) => Some((Err(err), None)),
+    let incoming = futures::stream::unfold(Some(reader), move |reader| {
+        let deaf = deaf.clone();
+        async move {
+            let mut reader = reader?;
+            let mut buf = Vec::new();
+            let read = tokio::select! {
+                read = reader.read_until(b'\n', &mut buf) => read,
+                () = gone_deaf(deaf) => std::future::pending().await,
+            };
+            match read {
+                Ok(0) => None,
+                Ok(_) => Some((
+                    Ok(String::from_utf8_lossy(&buf).trim_end().to_owned()),
+                    Some(reader),
+                )),
+                Err(err) => Some((Err(err), None)),
+            }
         }
     })
     .boxed();
     (Lines::new(sink, incoming), out_tx, StdoutWriter { task })
+}
+
+/// Resolves once `deaf` turns true; never, without one (or once its sender is gone).
+async fn gone_deaf(deaf: Option<watch::Receiver<bool>>) {
+    if let Some(mut rx) = deaf
+        && rx.wait_for(|d| *d).await.is_ok()
+    {
+        return;
+    }
+    std::future::pending().await
 }
 
 /// The stdio MCP servers a session was handed (others are skipped with a note

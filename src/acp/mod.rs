@@ -16,6 +16,7 @@
 
 pub mod agent_side;
 mod convert;
+pub mod frame;
 mod process;
 
 use std::collections::BTreeMap;
@@ -35,8 +36,10 @@ use agent_client_protocol::v1::schema::{
 use agent_client_protocol::{Client, Lines, UntypedMessage};
 use futures::StreamExt;
 use serde_json::{Map, Value};
-use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
+use tokio::io::{AsyncWriteExt, BufReader};
 use tokio::sync::{mpsc, oneshot, watch};
+
+use frame::Frame;
 
 pub use process::{ExitInfo, STDERR_TAIL_BYTES, is_secret_name, unit_environment};
 
@@ -333,6 +336,8 @@ struct Shared {
     permissions: mpsc::UnboundedSender<PermissionAsk>,
     /// Bumped by [`Unit::cancel`]; every pending permission task watches it.
     cancel_generation: watch::Sender<u64>,
+    /// Why the transport gave up writing to the unit, when it did (it went deaf).
+    deafness: Arc<std::sync::Mutex<Option<String>>>,
 }
 
 /// A running unit with one ACP session.
@@ -368,11 +373,12 @@ impl Unit {
             events: events_tx,
             permissions: perm_tx,
             cancel_generation: watch::channel(0).0,
+            deafness: Arc::default(),
         });
 
         let (cx_tx, cx_rx) = oneshot::channel();
         let (stop_tx, stop_rx) = oneshot::channel::<()>();
-        let transport = line_transport(pipes, shared.events.clone());
+        let transport = line_transport(pipes, shared.events.clone(), shared.deafness.clone());
         let task_shared = shared.clone();
         let pid = process.pid;
         let connection_task = tokio::spawn(async move {
@@ -526,6 +532,19 @@ impl Unit {
     async fn classify(&self, err: agent_client_protocol::Error, during: &'static str) -> UnitError {
         let closed = agent_client_protocol::is_incoming_transport_closed(&err)
             || agent_client_protocol::is_connection_terminated(&err);
+        let deaf = self
+            .shared
+            .deafness
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone();
+        if let Some(detail) = deaf {
+            return UnitError::ConnectionClosed {
+                during,
+                detail,
+                stderr_tail: self.process.stderr.text(),
+            };
+        }
         if !closed {
             return UnitError::Rpc {
                 during,
@@ -725,47 +744,67 @@ impl Drop for Unit {
 type LineSink = std::pin::Pin<Box<dyn futures::Sink<String, Error = std::io::Error> + Send>>;
 type LineStream = std::pin::Pin<Box<dyn futures::Stream<Item = std::io::Result<String>> + Send>>;
 
-/// Newline-delimited JSON over the child's pipes. Incoming lines that are not
-/// JSON are dropped and reported as [`UnitEvent::StdoutGarbage`]: answering
-/// them (the SDK's default) would only confuse a chatty agent further.
+/// Garbage lines reported as events per unit; the first one already fails the turn,
+/// so the rest of a flood is only counted in the log.
+const GARBAGE_EVENTS: usize = 8;
+
+/// Newline-delimited JSON over the child's pipes, bounded by [`frame`]. Incoming
+/// lines that are not JSON are dropped and reported as [`UnitEvent::StdoutGarbage`]:
+/// answering them (the SDK's default) would only confuse a chatty agent further. A
+/// write the agent does not take within the stdin deadline ends the connection.
 fn line_transport(
     pipes: process::SpawnedPipes,
     events: mpsc::UnboundedSender<UnitEvent>,
+    deafness: Arc<std::sync::Mutex<Option<String>>>,
 ) -> Lines<LineSink, LineStream> {
-    let sink = futures::sink::unfold(pipes.stdin, async |mut stdin, line: String| {
-        stdin.write_all(line.as_bytes()).await?;
-        stdin.write_all(b"\n").await?;
-        stdin.flush().await?;
-        Ok::<_, std::io::Error>(stdin)
+    let deadline = frame::stdin_deadline();
+    let sink = futures::sink::unfold(pipes.stdin, move |mut stdin, line: String| {
+        let deafness = deafness.clone();
+        async move {
+            let write = async {
+                stdin.write_all(line.as_bytes()).await?;
+                stdin.write_all(b"\n").await?;
+                stdin.flush().await
+            };
+            match tokio::time::timeout(deadline, write).await {
+                Ok(result) => result.map(|()| stdin),
+                Err(_) => {
+                    let why = format!(
+                        "the agent stopped reading its stdin: a {}-byte message waited {} to be written",
+                        line.len() + 1,
+                        crate::duration::format(deadline)
+                    );
+                    *deafness.lock().unwrap_or_else(|e| e.into_inner()) = Some(why.clone());
+                    Err(std::io::Error::new(std::io::ErrorKind::TimedOut, why))
+                }
+            }
+        }
     });
     let reader = BufReader::new(pipes.stdout);
+    let mut garbage = 0usize;
     let stream = futures::stream::unfold(Some(reader), async |reader| {
         let mut reader = reader?;
-        let mut buf = Vec::new();
-        match reader.read_until(b'\n', &mut buf).await {
-            Ok(0) => None,
-            Ok(_) => {
-                let line = String::from_utf8_lossy(&buf).trim_end().to_owned();
-                Some((Ok(line), Some(reader)))
-            }
+        match frame::read_frame(&mut reader).await {
+            Ok(None) => None,
+            Ok(Some(f)) => Some((Ok(f), Some(reader))),
             Err(err) => Some((Err(err), None)),
         }
     })
-    .filter(move |line| {
-        let keep = match line {
-            Ok(text) if text.trim().is_empty() => false,
-            Ok(text) => {
-                let json = serde_json::from_str::<serde::de::IgnoredAny>(text).is_ok();
-                if !json {
-                    tracing::warn!(line = %text, "unit wrote a non-JSON line to stdout");
-                    let shown: String = text.chars().take(400).collect();
+    .filter_map(move |item| {
+        let line = match item {
+            Ok(Frame::Message(text)) => Some(Ok(text)),
+            Ok(Frame::Blank) => None,
+            Ok(Frame::Garbage(shown)) => {
+                garbage += 1;
+                tracing::warn!(line = %shown, count = garbage, "unit wrote a non-JSON line to stdout");
+                if garbage <= GARBAGE_EVENTS {
                     let _ = events.send(UnitEvent::StdoutGarbage(shown));
                 }
-                json
+                None
             }
-            Err(_) => true,
+            Err(err) => Some(Err(err)),
         };
-        futures::future::ready(keep)
+        futures::future::ready(line)
     });
     Lines::new(Box::pin(sink) as LineSink, Box::pin(stream) as LineStream)
 }

@@ -368,13 +368,22 @@ impl Asks {
         )
     }
 
-    /// How many asks of each mission are pending (the board's column).
-    pub fn pending_counts(&self) -> Result<HashMap<String, i64>, AskError> {
+    /// How many asks of each of `mission_ids` are pending (the board's column). Only
+    /// the missions asked about are read, so the cost follows the visible rows, not
+    /// the number of pending asks.
+    pub fn pending_counts(&self, mission_ids: &[&str]) -> Result<HashMap<String, i64>, AskError> {
+        if mission_ids.is_empty() {
+            return Ok(HashMap::new());
+        }
+        let marks = vec!["?"; mission_ids.len()].join(", ");
         Ok(self.store.with(|c| {
-            let mut s = c.prepare_cached(
-                "SELECT mission_id, COUNT(*) FROM asks WHERE state = 'pending' AND mission_id IS NOT NULL GROUP BY mission_id",
-            )?;
-            s.query_map([], |r| Ok((r.get(0)?, r.get(1)?)))?.collect()
+            let mut s = c.prepare_cached(&format!(
+                "SELECT mission_id, COUNT(*) FROM asks WHERE mission_id IN ({marks}) AND state = 'pending' GROUP BY mission_id"
+            ))?;
+            s.query_map(rusqlite::params_from_iter(mission_ids), |r| {
+                Ok((r.get(0)?, r.get(1)?))
+            })?
+            .collect()
         })?)
     }
 

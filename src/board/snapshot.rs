@@ -141,7 +141,6 @@ pub fn build(src: &Source, q: &Query) -> Snapshot {
 fn try_build(src: &Source, q: &Query) -> Result<Snapshot, String> {
     let s = |e: &dyn std::fmt::Display| e.to_string();
     let (total, open) = src.missions.counts().map_err(|e| s(&e))?;
-    let pending = src.asks.pending_counts().map_err(|e| s(&e))?;
     let limit = q.limit.max(1);
     let (page, selected, matched, offset) = if q.filter.trim().is_empty() {
         let page = src.missions.list_page(q.offset, limit).map_err(|e| s(&e))?;
@@ -158,6 +157,12 @@ fn try_build(src: &Source, q: &Query) -> Result<Snapshot, String> {
         let selected = matches.get(q.selected).cloned();
         (page, selected, Some(matches.len()), offset)
     };
+    let ids: Vec<&str> = page
+        .iter()
+        .chain(selected.as_ref())
+        .map(|m| m.id.as_str())
+        .collect();
+    let pending = src.asks.pending_counts(&ids).map_err(|e| s(&e))?;
     let count_of = |id: &str| pending.get(id).copied().unwrap_or(0);
     let rows: Vec<MissionRow> = page
         .iter()

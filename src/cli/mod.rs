@@ -62,6 +62,8 @@ enum Command {
     Agent(AgentArgs),
     /// Check that this machine is ready to run missions.
     Doctor,
+    /// Measure the figures operators rely on, each beside its floor (scratch home, real stub units).
+    Bench(BenchArgs),
     /// The scripted stub ACP agent (offline demos and tests).
     #[command(name = "stub-agent", hide = true)]
     StubAgent(StubArgs),
@@ -222,6 +224,19 @@ struct AgentArgs {
 enum AgentCmd {
     /// The declared agents: NAME, COMMAND, DESCRIPTION.
     List,
+}
+
+#[derive(Args, Debug)]
+struct BenchArgs {
+    /// A small, fast run (a CI smoke test; the figures are not the real scale).
+    #[arg(long)]
+    quick: bool,
+    /// Run only these figure groups (answer, fire, board, fleet, fleet-rss).
+    #[arg(long, value_delimiter = ',')]
+    group: Vec<String>,
+    /// Run one group in this process and print its rows as JSON lines (internal).
+    #[arg(long, hide = true)]
+    only: Option<String>,
 }
 
 #[derive(Args, Debug)]
@@ -389,6 +404,10 @@ fn run(ctx: &Ctx, command: Option<Command>, flags: BetaFlags) -> anyhow::Result<
             }
         },
         Some(Command::Doctor) => doctor::run(ctx),
+        Some(Command::Bench(a)) => match a.only {
+            Some(group) => crate::bench::run_group(&group, crate::bench::Scale::new(a.quick)),
+            None => crate::bench::run_all(a.quick, &a.group),
+        },
         Some(Command::StubAgent(a)) => Ok(run_role(async move {
             crate::stub::run_stub_agent(crate::stub::StubOptions {
                 script: a.script,

@@ -113,7 +113,7 @@ impl Drive {
                     let _ = self.asks.fail_checkpoint(&ask_id, &e.to_string());
                     return self.fail_turn(e).await;
                 }
-                Turn::Stopped => {}
+                Turn::Stopped => self.spend_if_resting(&ask_id),
             }
             return self.reap().await;
         }
@@ -221,7 +221,10 @@ impl Drive {
                     let _ = self.asks.fail_checkpoint(&cp.ask_id, &e.to_string());
                     return Some(Turn::Failed(e));
                 }
-                Turn::Stopped => return Some(Turn::Stopped),
+                Turn::Stopped => {
+                    self.spend_if_resting(&cp.ask_id);
+                    return Some(Turn::Stopped);
+                }
             }
         }
         None
@@ -312,6 +315,15 @@ impl Drive {
         Prompted::Crossed {
             crossing,
             ended: None,
+        }
+    }
+
+    /// A resume turn was cut short because the mission came to rest under it (the
+    /// unit finished it mid-turn, an operator stopped it): the answer was delivered,
+    /// so the checkpoint is spent. A host that is merely leaving keeps it.
+    fn spend_if_resting(&self, ask_id: &str) {
+        if matches!(self.missions.get(&self.mission.id), Ok(Some(m)) if m.status.is_terminal()) {
+            let _ = self.asks.drop_checkpoint(ask_id);
         }
     }
 

@@ -33,6 +33,20 @@ pub const PARKED_PREFIX: &str = "no answer yet (ask_id=";
 
 type ToolResult = Result<String, String>;
 
+/// Served directly when the session id is known up front (the bench does this; the
+/// fleet fills it in after `session/new`, behind its own handler).
+impl crate::tools::MissionToolHandler for MissionToolCalls {
+    fn call(
+        &self,
+        tool: &str,
+        args: Map<String, Value>,
+    ) -> futures::future::BoxFuture<'static, Result<String, String>> {
+        let calls = self.clone();
+        let tool = tool.to_string();
+        Box::pin(async move { MissionToolCalls::call(&calls, &tool, args).await })
+    }
+}
+
 impl MissionToolCalls {
     /// Dispatch one call by tool name.
     pub async fn call(&self, tool: &str, args: Map<String, Value>) -> ToolResult {

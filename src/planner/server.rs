@@ -42,7 +42,7 @@ struct Session {
 }
 
 pub async fn serve(options: AgentOptions) -> Result<(), String> {
-    let (transport, outlet, writer) = agent_side::stdio_transport();
+    let (transport, outlet, writer) = agent_side::stdio_transport(None);
     drop(outlet);
     let planner = Arc::new(Planner {
         options,

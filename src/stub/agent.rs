@@ -49,6 +49,8 @@ struct StubAgent {
     /// Raw lines for stdout, shared with the JSON-RPC writer so a garbage
     /// line lands between whole messages.
     outlet: futures::channel::mpsc::UnboundedSender<String>,
+    /// Set by the `deaf` step: stdin is never read again.
+    deaf: watch::Sender<bool>,
 }
 
 struct Session {
@@ -94,12 +96,15 @@ fn fail(message: impl Into<String>) -> Flow {
 
 /// Run the stub agent on stdin/stdout until the client hangs up.
 pub async fn serve(config: AgentConfig) -> Result<(), String> {
-    let (transport, outlet, writer) = crate::acp::agent_side::stdio_transport();
+    let deaf = watch::channel(false).0;
+    let (transport, outlet, writer) =
+        crate::acp::agent_side::stdio_transport(Some(deaf.subscribe()));
     let agent = Arc::new(StubAgent {
         config,
         sessions: Mutex::new(HashMap::new()),
         next_session: AtomicU64::new(1),
         outlet,
+        deaf,
     });
     let on_new = agent.clone();
     let on_config = agent.clone();
@@ -936,6 +941,29 @@ impl TurnRunner<'_> {
             Step::StdoutGarbage { line } => {
                 let _ = self.agent.outlet.unbounded_send(line);
                 self.log(label, "stdout_garbage ok");
+            }
+            Step::Flood { bytes, line_bytes } => {
+                let mut left = bytes;
+                while left > 0 {
+                    let n = left.min(line_bytes);
+                    let _ = self.agent.outlet.unbounded_send("x".repeat(n as usize));
+                    left -= n;
+                }
+                self.log(
+                    label,
+                    &format!("flood: wrote {bytes} bytes of non-JSON to stdout"),
+                );
+            }
+            Step::Deaf { requests } => {
+                self.agent.deaf.send_replace(true);
+                for i in 0..requests {
+                    let request = json!({"jsonrpc": "2.0", "id": format!("deaf-{i}"), "method": "_stub/echo", "params": {"i": i}});
+                    let _ = self.agent.outlet.unbounded_send(request.to_string());
+                }
+                self.log(
+                    label,
+                    &format!("deaf: stopped reading stdin, sent {requests} requests"),
+                );
             }
         }
         Ok(Flow::Continue)

@@ -83,6 +83,8 @@
 //! | `error` | `"message"` or `{code?, message}` | the turn answers with that JSON-RPC error (code default -32603) |
 //! | `crash` | `code` or `{code}` (default 1) | the process exits mid-turn |
 //! | `stdout_garbage` | `"line"` or none | writes a non-JSON line to stdout (it may overtake updates still queued in the SDK) |
+//! | `flood` | `{bytes, line_bytes?}` | writes `bytes` of non-JSON output to stdout, in lines of `line_bytes` (default: one line of all of it) |
+//! | `deaf` | none or `{requests}` | stops reading stdin for good, then sends `requests` JSON-RPC requests the client must answer (an unknown method); follow it with `hang` |
 //!
 //! Every string in a step may use `{{answer}}` (the latest ask's answer),
 //! `{{turn}}`, `{{perm}}`, `{{perms}}`, `{{model}}` (the session model, empty

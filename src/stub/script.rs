@@ -131,6 +131,13 @@ pub enum Step {
     StdoutGarbage {
         line: String,
     },
+    Flood {
+        bytes: u64,
+        line_bytes: u64,
+    },
+    Deaf {
+        requests: u32,
+    },
     Mute {
         text: String,
     },
@@ -165,6 +172,8 @@ const STEP_KINDS: &[&str] = &[
     "error",
     "crash",
     "stdout_garbage",
+    "flood",
+    "deaf",
     "mute",
 ];
 
@@ -481,6 +490,33 @@ pub fn decode(raw: &RawStep) -> Result<Step, String> {
                         line: String,
                     }
                     de::<GarbageArgs>(kind, p)?.line
+                }
+            },
+        },
+        "flood" => {
+            #[derive(Deserialize)]
+            #[serde(deny_unknown_fields)]
+            struct FloodArgs {
+                bytes: u64,
+                #[serde(default)]
+                line_bytes: Option<u64>,
+            }
+            let a: FloodArgs = de(kind, p)?;
+            Step::Flood {
+                bytes: a.bytes,
+                line_bytes: a.line_bytes.unwrap_or(a.bytes).max(1),
+            }
+        }
+        "deaf" => Step::Deaf {
+            requests: match p {
+                Value::Null => 0,
+                _ => {
+                    #[derive(Deserialize)]
+                    #[serde(deny_unknown_fields)]
+                    struct DeafArgs {
+                        requests: u32,
+                    }
+                    de::<DeafArgs>(kind, p)?.requests
                 }
             },
         },

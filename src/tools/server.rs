@@ -11,7 +11,9 @@ use rmcp::model::{
 };
 use rmcp::service::RequestContext;
 use rmcp::{ErrorData as McpError, RoleServer, ServerHandler, ServiceExt};
-use tokio::io::{AsyncRead, AsyncWrite};
+use tokio::io::{AsyncBufReadExt, AsyncRead, AsyncWrite, AsyncWriteExt, BufReader};
+
+use crate::acp::frame::{Frame, read_frame};
 
 use super::{MISSION_TOOL_NAMES, MissionToolHandler, mission_tool_specs, unknown_tool_error};
 
@@ -111,6 +113,11 @@ impl ServerHandler for MissionTools {
 /// Serve the mission tools over one byte stream until the client hangs up.
 /// The socket server runs this per connection; tests can run it over a
 /// `tokio::io::duplex` pair.
+///
+/// Frames reach rmcp through the same bounded reader as a unit's stdout (see
+/// [`crate::acp::frame`]): a line that is not JSON, or is over the frame limit, is
+/// answered with a JSON-RPC parse error naming what was wrong, and never buffered
+/// whole; rmcp sees only JSON lines.
 pub async fn serve_mission_stream<S>(
     stream: S,
     handler: Arc<dyn MissionToolHandler>,
@@ -118,13 +125,87 @@ pub async fn serve_mission_stream<S>(
 where
     S: AsyncRead + AsyncWrite + Send + Unpin + 'static,
 {
-    let running = MissionTools::new(handler)
-        .serve(stream)
-        .await
-        .map_err(|e| std::io::Error::other(format!("mcp handshake failed: {e}")))?;
-    running
-        .waiting()
-        .await
-        .map_err(|e| std::io::Error::other(format!("mcp service task failed: {e}")))?;
-    Ok(())
+    let (client_in, client_out) = tokio::io::split(stream);
+    let client_out = Arc::new(tokio::sync::Mutex::new(client_out));
+    let (rmcp_end, our_end) = tokio::io::duplex(64 * 1024);
+    let (from_rmcp, mut to_rmcp) = tokio::io::split(our_end);
+
+    let inbound = {
+        let client_out = client_out.clone();
+        async move {
+            let mut reader = BufReader::new(client_in);
+            while let Some(frame) = read_frame(&mut reader).await? {
+                match frame {
+                    Frame::Message(line) => {
+                        to_rmcp.write_all(line.as_bytes()).await?;
+                        to_rmcp.write_all(b"\n").await?;
+                    }
+                    Frame::Blank => {}
+                    Frame::Garbage(shown) => {
+                        tracing::warn!(line = %shown, "mission tools: a frame that is not JSON");
+                        let reply = parse_error(&shown);
+                        client_out.lock().await.write_all(reply.as_bytes()).await?;
+                    }
+                }
+            }
+            // The client hung up: so does rmcp's input.
+            to_rmcp.shutdown().await
+        }
+    };
+    let outbound = async move {
+        let mut reader = BufReader::new(from_rmcp);
+        let mut line = Vec::new();
+        loop {
+            line.clear();
+            if reader.read_until(b'\n', &mut line).await? == 0 {
+                return client_out.lock().await.shutdown().await;
+            }
+            client_out.lock().await.write_all(&line).await?;
+        }
+    };
+    let service = async move {
+        let running = MissionTools::new(handler)
+            .serve(rmcp_end)
+            .await
+            .map_err(|e| std::io::Error::other(format!("mcp handshake failed: {e}")))?;
+        running
+            .waiting()
+            .await
+            .map_err(|e| std::io::Error::other(format!("mcp service task failed: {e}")))?;
+        Ok::<_, std::io::Error>(())
+    };
+    // When the service ends, stop reading the client; when the client hangs up,
+    // let the service finish what it has in flight.
+    let pumps = async { tokio::join!(service, outbound) };
+    tokio::pin!(pumps, inbound);
+    let (served, outbound) = tokio::select! {
+        done = &mut pumps => done,
+        read = &mut inbound => {
+            if let Err(e) = read {
+                tracing::debug!(%e, "mission tools connection: reading the client ended");
+            }
+            pumps.await
+        }
+    };
+    if let Err(e) = outbound {
+        // A client that vanished mid-write is not this side's failure.
+        tracing::debug!(%e, "mission tools connection: writing to the client ended");
+    }
+    served
+}
+
+/// The JSON-RPC answer to a line that is not a JSON-RPC message at all.
+fn parse_error(shown: &str) -> String {
+    let shown: String = shown.chars().take(120).collect();
+    let mut reply = serde_json::json!({
+        "jsonrpc": "2.0",
+        "id": null,
+        "error": {
+            "code": -32700,
+            "message": format!("Parse error: the mission tools read a line that is not JSON (one JSON-RPC message per line is expected): {shown}"),
+        }
+    })
+    .to_string();
+    reply.push('\n');
+    reply
 }

@@ -1,0 +1,113 @@
+//! Fire overhead: `Fleet::dispatch` (what `mission fire` and the board call) → the
+//! first prompt arriving at the stub, against the bare floor: spawn the same stub,
+//! ACP `initialize` + `session/new`, send it a prompt. Both are clocked the same way,
+//! by the stub's transcript line appearing, so the detection cost cancels out.
+
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+use serde_json::json;
+
+use super::scratch::{POLICY, Scratch, one_turn, until};
+use super::{Row, Scale, median_ms};
+use crate::acp::{Unit, UnitSpec, mission_meta};
+use crate::fleet::{DispatchRequest, Fleet};
+
+/// How often the transcript is looked at: fine enough for a figure in milliseconds.
+const DETECT: Duration = Duration::from_micros(100);
+
+fn arrived(transcript: &Path) -> bool {
+    std::fs::metadata(transcript).is_ok_and(|m| m.len() > 0)
+}
+
+pub async fn run(scale: Scale) -> anyhow::Result<Vec<Row>> {
+    let scratch = Scratch::new()?;
+    let transcript = scratch.home().join("transcript.log");
+    let land =
+        one_turn(json!([{"report": {"kind": "result", "summary": "done"}}, {"finish": "landed"}]));
+    scratch.declare_stub("stub", &land, &[("STUB_TRANSCRIPT", &transcript)])?;
+    let bare_script = scratch.home().join("bare.json");
+    std::fs::write(
+        &bare_script,
+        serde_json::to_vec(&one_turn(json!([{"say": "hi"}])))?,
+    )?;
+    let exe = std::env::current_exe()?;
+    let limit = Duration::from_secs(30);
+
+    let fleet = Fleet::new(scratch.paths.clone(), scratch.store.clone())?;
+    let _teardown = fleet.spawn_teardown();
+    let mut fired = Vec::new();
+    let mut bare = Vec::new();
+    // One untimed round of each first: page cache, the binary, the store file.
+    for round in 0..=scale.samples {
+        let _ = std::fs::remove_file(&transcript);
+        let t = Instant::now();
+        fleet
+            .dispatch(DispatchRequest {
+                agent_name: "stub".into(),
+                intent: "fire bench".into(),
+                policy_name: POLICY.into(),
+                cwd: None,
+            })
+            .await?;
+        until("the first prompt at the stub", limit, DETECT, || {
+            arrived(&transcript)
+        })
+        .await?;
+        let took = t.elapsed();
+        until(
+            "the unit to be reaped",
+            limit,
+            Duration::from_millis(5),
+            || fleet.open_units() == 0,
+        )
+        .await?;
+
+        let _ = std::fs::remove_file(&transcript);
+        let t = Instant::now();
+        let unit = Unit::start(UnitSpec {
+            program: exe.clone(),
+            args: vec![
+                "stub-agent".into(),
+                "--script".into(),
+                bare_script.display().to_string(),
+            ],
+            env: [(
+                "STUB_TRANSCRIPT".to_string(),
+                transcript.display().to_string(),
+            )]
+            .into(),
+            cwd: scratch.paths.cwd.clone(),
+            mcp_servers: Vec::new(),
+            meta: mission_meta("bench-bare"),
+        })
+        .await?;
+        let seen = async {
+            until("the bare prompt at the stub", limit, DETECT, || {
+                arrived(&transcript)
+            })
+            .await?;
+            anyhow::Ok(t.elapsed())
+        };
+        let (turn, bare_took) = tokio::join!(unit.prompt(vec!["bare".into()]), seen);
+        turn?;
+        let bare_took = bare_took?;
+        unit.shutdown().await;
+        if round > 0 {
+            fired.push(took);
+            bare.push(bare_took);
+        }
+    }
+    let fire_ms = median_ms(&mut fired);
+    let bare_ms = median_ms(&mut bare);
+    Ok(vec![
+        Row::cost(
+            "fire overhead (dispatch → first prompt at the stub)",
+            fire_ms,
+            "ms",
+            bare_ms,
+            "bare spawn of the same stub + ACP initialize + session/new + a prompt reaching it",
+        )
+        .target("≤ 1.5x floor", fire_ms <= 1.5 * bare_ms),
+    ])
+}

@@ -1,0 +1,106 @@
+//! A scratch world for one bench group: its own home and store, an envelope that
+//! approves everything, and stub agents declared with scripts.
+
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+
+use crate::config::Config;
+use crate::paths::Paths;
+use crate::store::Store;
+
+/// The envelope every bench mission runs under.
+pub const POLICY: &str = "bench";
+
+pub struct Scratch {
+    dir: PathBuf,
+    pub paths: Paths,
+    pub store: Store,
+}
+
+impl Scratch {
+    pub fn new() -> anyhow::Result<Scratch> {
+        let dir = std::env::temp_dir().join(format!("missionboard-bench-{}", uuid::Uuid::new_v4()));
+        let home = dir.join("home");
+        let cwd = dir.join("work");
+        std::fs::create_dir_all(&home)?;
+        std::fs::create_dir_all(&cwd)?;
+        std::fs::write(
+            home.join(format!("hitl-policy-{POLICY}.json")),
+            r#"{"default_action":"approve","rules":[]}"#,
+        )?;
+        let paths = Paths::resolve(home, cwd);
+        let store = Store::open(&paths.db_path())?;
+        // The fleet figures hold every unit at once.
+        Config::new(store.clone()).set(crate::config::FLEET_MAX_PARALLEL, "0")?;
+        Ok(Scratch { dir, paths, store })
+    }
+
+    pub fn home(&self) -> &Path {
+        &self.paths.home
+    }
+
+    /// Write `script` and declare agent `name` running the stub on it, with `env`.
+    pub fn declare_stub(
+        &self,
+        name: &str,
+        script: &Value,
+        env: &[(&str, &Path)],
+    ) -> anyhow::Result<PathBuf> {
+        let script_path = self.home().join(format!("script-{name}.json"));
+        std::fs::write(&script_path, serde_json::to_vec(script)?)?;
+        let mut toml = std::fs::read_to_string(self.home().join("agents.toml")).unwrap_or_default();
+        let env: Vec<String> = env
+            .iter()
+            .map(|(k, v)| format!("{k} = {:?}", v.display().to_string()))
+            .collect();
+        toml.push_str(&format!(
+            "[agents.{name}]\ncommand = \"missionboard\"\nargs = [\"stub-agent\", \"--script\", {:?}]\nenv = {{ {} }}\n\n",
+            script_path.display().to_string(),
+            env.join(", ")
+        ));
+        std::fs::write(self.home().join("agents.toml"), toml)?;
+        Ok(script_path)
+    }
+}
+
+impl Drop for Scratch {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}
+
+/// A one-turn stub script of these steps.
+pub fn one_turn(steps: Value) -> Value {
+    serde_json::json!({"name": "bench", "turns": [{"steps": steps}]})
+}
+
+/// Wait for `cond` (checked every `every`), or fail naming `what` after `limit`.
+pub async fn until(
+    what: &str,
+    limit: Duration,
+    every: Duration,
+    mut cond: impl FnMut() -> bool,
+) -> anyhow::Result<()> {
+    let deadline = Instant::now() + limit;
+    while !cond() {
+        if Instant::now() >= deadline {
+            anyhow::bail!("bench: timed out after {limit:?} waiting for {what}");
+        }
+        tokio::time::sleep(every).await;
+    }
+    Ok(())
+}
+
+/// This process's resident set, in bytes (`VmRSS` of /proc/self/status).
+pub fn rss_bytes() -> u64 {
+    std::fs::read_to_string("/proc/self/status")
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find_map(|l| l.strip_prefix("VmRSS:"))
+                .and_then(|v| v.split_whitespace().next()?.parse::<u64>().ok())
+        })
+        .map_or(0, |kb| kb * 1024)
+}

@@ -1,0 +1,157 @@
+//! A unit that floods its stdout, or stops reading its stdin, is derailed while the
+//! host's memory stays bounded and the host carries on. The host is this process
+//! (an in-process fleet, as the board runs it), so its peak resident set is read
+//! from /proc/self/status; this binary holds one test so nothing else moves it.
+
+use std::time::{Duration, Instant};
+
+use missionboard::config::Config;
+use missionboard::fleet::{DispatchRequest, Fleet};
+use missionboard::mission::Status;
+use missionboard::paths::Paths;
+use missionboard::store::Store;
+
+const BIN: &str = env!("CARGO_BIN_EXE_missionboard");
+const MB: u64 = 1024 * 1024;
+/// Four times what the host needs here (~25 MB), and less than holding a 50 MB
+/// line twice — which reading it whole and copying it once takes.
+const PEAK_CEILING: u64 = 100 * MB;
+
+fn script(steps: &str) -> String {
+    format!(r#"{{"name":"t","turns":[{{"steps":[{steps}]}}]}}"#)
+}
+
+/// `VmHWM` (peak resident set) of this process, in bytes.
+fn peak_rss() -> u64 {
+    let status = std::fs::read_to_string("/proc/self/status").unwrap();
+    let kb: u64 = status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmHWM:"))
+        .and_then(|v| v.split_whitespace().next()?.parse().ok())
+        .expect("VmHWM in /proc/self/status");
+    kb * 1024
+}
+
+/// Restart the peak-RSS counter (Linux ≥ 4.0), so each scenario is measured alone.
+fn reset_peak_rss() {
+    std::fs::write("/proc/self/clear_refs", "5").expect("reset VmHWM");
+}
+
+async fn until_status(fleet: &Fleet, id: &str, limit: Duration) -> missionboard::mission::Mission {
+    let deadline = Instant::now() + limit;
+    loop {
+        let m = fleet.missions().require(id).unwrap();
+        if m.status.is_terminal() {
+            return m;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "mission {id} still open after {limit:?}"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_flooding_or_deaf_unit_is_derailed_with_bounded_host_memory_and_the_host_carries_on() {
+    // The deaf unit is caught by the stdin write deadline; shortened for the test.
+    // SAFETY: set before any thread of ours reads the environment.
+    unsafe { std::env::set_var("MISSIONBOARD_UNIT_STDIN_DEADLINE_MS", "2000") };
+    let dir = tempfile::tempdir().unwrap();
+    let home = dir.path().join("home");
+    let cwd = dir.path().join("work");
+    std::fs::create_dir_all(&cwd).unwrap();
+    std::fs::create_dir_all(&home).unwrap();
+    std::fs::write(
+        home.join("hitl-policy-open.json"),
+        r#"{"default_action":"approve","rules":[]}"#,
+    )
+    .unwrap();
+    let agents = [
+        // 50 MB in one line: no newline to stop at.
+        ("one_line", script(r#"{"flood":{"bytes":52428800}},"hang""#)),
+        // 50 MB in 64 KiB lines: many frames, each one garbage.
+        (
+            "many_lines",
+            script(r#"{"flood":{"bytes":52428800,"line_bytes":65536}},"hang""#),
+        ),
+        // Stops reading, then asks the host 5000 questions it must answer.
+        ("deaf", script(r#"{"deaf":{"requests":5000}},"hang""#)),
+        (
+            "land",
+            script(r#"{"report":{"kind":"result","summary":"still here"}},{"finish":"landed"}"#),
+        ),
+    ];
+    let mut toml = String::new();
+    for (name, body) in &agents {
+        let path = home.join(format!("{name}.json"));
+        std::fs::write(&path, body).unwrap();
+        toml.push_str(&format!(
+            "[agents.{name}]\ncommand = {BIN:?}\nargs = [\"stub-agent\", \"--script\", {:?}]\n\n",
+            path.display().to_string()
+        ));
+    }
+    std::fs::write(home.join("agents.toml"), toml).unwrap();
+    let store = Store::open(&home.join("board.db")).unwrap();
+    Config::new(store.clone())
+        .set("fleet-max-parallel", "0")
+        .unwrap();
+    let fleet = Fleet::with_executable(Paths::resolve(home, cwd), store, BIN.into()).unwrap();
+    let _teardown = fleet.spawn_teardown();
+    let fire = |agent: &str| {
+        let fleet = fleet.clone();
+        let agent = agent.to_string();
+        async move {
+            fleet
+                .dispatch(DispatchRequest {
+                    agent_name: agent.clone(),
+                    intent: format!("{agent} mission"),
+                    policy_name: "open".into(),
+                    cwd: None,
+                })
+                .await
+                .unwrap()
+                .mission_id
+        }
+    };
+
+    for (agent, reason) in [
+        ("one_line", "frame limit"),
+        ("many_lines", "not JSON-RPC"),
+        ("deaf", "stopped reading its stdin"),
+    ] {
+        reset_peak_rss();
+        let id = fire(agent).await;
+        let m = until_status(&fleet, &id, Duration::from_secs(60)).await;
+        assert_eq!(m.status, Status::Derailed, "{agent}: {m:?}");
+        let peak = peak_rss();
+        assert!(
+            peak < PEAK_CEILING,
+            "{agent}: host peak RSS {} MB (ceiling {} MB)",
+            peak / MB,
+            PEAK_CEILING / MB
+        );
+        let why = m.status_reason.clone().unwrap_or_default();
+        assert!(
+            why.contains(reason),
+            "{agent}: the reason names the cause: {why}"
+        );
+        let deadline = Instant::now() + Duration::from_secs(30);
+        while fleet.open_units() > 0 {
+            assert!(
+                Instant::now() < deadline,
+                "{agent}: the unit was never reaped"
+            );
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    }
+    // The host is alive and still hosts missions.
+    let id = fire("land").await;
+    assert_eq!(
+        until_status(&fleet, &id, Duration::from_secs(30))
+            .await
+            .status,
+        Status::Landed
+    );
+    fleet.shutdown().await;
+}
