@@ -502,21 +502,7 @@ impl Unit {
                 during,
                 detail: e.message,
             })?;
-        let raw = match tokio::time::timeout(
-            NEW_SESSION_TIMEOUT,
-            self.cx.send_request(untyped).block_task(),
-        )
-        .await
-        {
-            Err(_) => {
-                return Err(UnitError::Timeout {
-                    during,
-                    after: NEW_SESSION_TIMEOUT,
-                });
-            }
-            Ok(Err(err)) => return Err(self.classify(err, during).await),
-            Ok(Ok(raw)) => raw,
-        };
+        let raw = self.request_untyped(untyped, during).await?;
         let parsed: NewSessionResponse =
             serde_json::from_value(raw.clone()).map_err(|e| UnitError::Protocol {
                 during,
@@ -525,6 +511,28 @@ impl Unit {
         self.session_id = parsed.session_id.0.to_string();
         self.caps.models = convert::session_models(&raw);
         Ok(())
+    }
+
+    /// Send a session-setup request untyped (so fields this schema version does not
+    /// know are still readable), bounded by the setup timeout.
+    async fn request_untyped(
+        &self,
+        untyped: UntypedMessage,
+        during: &'static str,
+    ) -> Result<serde_json::Value, UnitError> {
+        match tokio::time::timeout(
+            NEW_SESSION_TIMEOUT,
+            self.cx.send_request(untyped).block_task(),
+        )
+        .await
+        {
+            Err(_) => Err(UnitError::Timeout {
+                during,
+                after: NEW_SESSION_TIMEOUT,
+            }),
+            Ok(Err(err)) => Err(self.classify(err, during).await),
+            Ok(Ok(raw)) => Ok(raw),
+        }
     }
 
     /// Turn an SDK error into a [`UnitError`], looking at the process to tell
@@ -604,21 +612,7 @@ impl Unit {
         let protocol = |detail: String| UnitError::Protocol { during, detail };
         let params = params.map_err(|e| protocol(e.to_string()))?;
         let untyped = UntypedMessage::new(during, &params).map_err(|e| protocol(e.message))?;
-        match tokio::time::timeout(
-            NEW_SESSION_TIMEOUT,
-            self.cx.send_request(untyped).block_task(),
-        )
-        .await
-        {
-            Err(_) => {
-                return Err(UnitError::Timeout {
-                    during,
-                    after: NEW_SESSION_TIMEOUT,
-                });
-            }
-            Ok(Err(err)) => return Err(self.classify(err, during).await),
-            Ok(Ok(_)) => {}
-        }
+        self.request_untyped(untyped, during).await?;
         if let Some(models) = self.caps.models.as_mut() {
             models.current = model.to_owned();
         }

@@ -29,6 +29,19 @@ fn press(
     update(m, Msg::Term(Event::Key(KeyEvent::new(code, mods))))
 }
 
+/// The mission once it has left `open`, within 30 s.
+async fn come_to_rest(fleet: &Fleet, id: &str) -> missionboard::mission::Mission {
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        let mission = fleet.missions().require(id).unwrap();
+        if mission.status != Status::Open {
+            return mission;
+        }
+        assert!(Instant::now() < deadline, "the mission never came to rest");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
 /// Keys in, the answer through the operator path, and the real stub unit carries
 /// on and lands its mission.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -89,15 +102,7 @@ async fn answering_in_the_board_lets_the_real_stub_land() {
     update(&mut m, done);
     assert_eq!(m.mode, Mode::Board);
 
-    let deadline = Instant::now() + Duration::from_secs(30);
-    let mission = loop {
-        let mission = fleet.missions().require(&d.mission_id).unwrap();
-        if mission.status != Status::Open {
-            break mission;
-        }
-        assert!(Instant::now() < deadline, "the mission never came to rest");
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    };
+    let mission = come_to_rest(&fleet, &d.mission_id).await;
     assert_eq!(mission.status, Status::Landed, "{mission:?}");
     let reports = fleet.missions().reports(&d.mission_id, 50).unwrap();
     assert!(
@@ -169,15 +174,7 @@ async fn the_board_mounts_its_oracle_and_it_answers_a_routine_question() {
         })
         .await
         .expect("dispatch");
-    let deadline = Instant::now() + Duration::from_secs(30);
-    let mission = loop {
-        let mission = fleet.missions().require(&d.mission_id).unwrap();
-        if mission.status != Status::Open {
-            break mission;
-        }
-        assert!(Instant::now() < deadline, "the mission never came to rest");
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    };
+    let mission = come_to_rest(&fleet, &d.mission_id).await;
     assert_eq!(mission.status, Status::Landed, "{mission:?}");
     let asks = fleet.asks().for_mission(&d.mission_id, 10).unwrap();
     assert_eq!(asks.len(), 1, "{asks:?}");
