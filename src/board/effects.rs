@@ -63,9 +63,6 @@ pub fn spawn(effect: Effect, svc: &Services, tx: UnboundedSender<Msg>) {
                 let _ = tx.send(Msg::Fired(fire(&svc.fleet, &r, &summary).await));
             });
         }
-        Effect::ToggleOracle { mount } => {
-            let _ = tx.send(Msg::OracleToggled(toggle_oracle(&svc, mount)));
-        }
         other => {
             tokio::task::spawn_blocking(move || {
                 let _ = tx.send(execute_blocking(other, &svc));
@@ -75,8 +72,8 @@ pub fn spawn(effect: Effect, svc: &Services, tx: UnboundedSender<Msg>) {
 }
 
 /// Mount the oracle on this board's fleet (the same driver `mission fire --oracle`
-/// runs), or abort it. Runs on the UI's runtime: mounting reads a few files, and the
-/// driver must be spawned there.
+/// runs), or abort it. Mounting reads files and the store, so it runs with the other
+/// blocking effects; the driver is spawned from there onto the board's runtime.
 fn toggle_oracle(svc: &Services, mount: bool) -> Result<Option<String>, String> {
     let mut slot = svc.oracle.lock().unwrap_or_else(|p| p.into_inner());
     if let Some(driver) = slot.take() {
@@ -113,6 +110,7 @@ pub fn execute_blocking(effect: Effect, svc: &Services) -> Msg {
                 .map_err(|e| e.to_string());
             Msg::VerdictDone { ask_id, result }
         }
+        Effect::ToggleOracle { mount } => Msg::OracleToggled(toggle_oracle(svc, mount)),
         Effect::Stop { mission_id, reason } => {
             let r = crate::fleet::stop::stop_mission(missions, asks, &mission_id, Some(&reason))
                 .map(|m| {
@@ -132,12 +130,10 @@ pub fn execute_blocking(effect: Effect, svc: &Services) -> Msg {
             &svc.paths,
             &Config::new(missions.store().clone()),
         )),
-        Effect::RunMission { .. } | Effect::Fire { .. } | Effect::ToggleOracle { .. } => {
-            Msg::Toast {
-                text: "internal: async effect run synchronously".into(),
-                error: true,
-            }
-        }
+        Effect::RunMission { .. } | Effect::Fire { .. } => Msg::Toast {
+            text: "internal: async effect run synchronously".into(),
+            error: true,
+        },
     }
 }
 
