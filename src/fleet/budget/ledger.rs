@@ -1,0 +1,238 @@
+//! The durable side of a mission's compute: the `mission_compute` table — what the
+//! agent offered and which model the unit runs on, the limits an operator raised
+//! on a `pause_ask` question, and the pause itself (so a host that dies while it
+//! waits leaves enough for another process to resume or stop the mission).
+
+use rusqlite::{OptionalExtension, params};
+
+use crate::clock;
+use crate::envelope::bounds::ComputeField;
+use crate::envelope::policy::ComputeBounds;
+use crate::store::{Store, StoreError};
+
+pub(crate) const SCHEMA_V5: &str = "
+CREATE TABLE mission_compute (
+    mission_id     TEXT PRIMARY KEY NOT NULL,
+    models         TEXT,
+    model          TEXT,
+    max_turns      INTEGER,
+    max_tool_calls INTEGER,
+    max_tokens     INTEGER,
+    paused_ask     TEXT,
+    paused_field   TEXT,
+    paused_reason  TEXT,
+    updated_at     INTEGER NOT NULL
+);";
+
+/// What the record says about one mission's compute.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ComputeRecord {
+    /// The session models the agent advertised; `None`: it advertised none.
+    pub models: Option<Vec<String>>,
+    /// The session model the unit runs on, when the agent advertised models.
+    pub model: Option<String>,
+    /// Limits an operator raised (`None`: the envelope's).
+    pub max_turns: Option<u64>,
+    pub max_tool_calls: Option<u64>,
+    pub max_tokens: Option<u64>,
+    /// The compute-bound question the mission is paused on, if any.
+    pub pause: Option<Pause>,
+}
+
+/// A mission waiting for its operator to extend a crossed bound or stop it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Pause {
+    pub ask_id: String,
+    pub field: ComputeField,
+    pub reason: String,
+}
+
+impl ComputeRecord {
+    /// The envelope's bounds with the operator's raised limits applied.
+    pub fn apply(&self, envelope: &ComputeBounds) -> ComputeBounds {
+        let mut b = envelope.clone();
+        for (field, raised) in [
+            (ComputeField::MaxTurns, self.max_turns),
+            (ComputeField::MaxToolCalls, self.max_tool_calls),
+            (ComputeField::MaxTokens, self.max_tokens),
+        ] {
+            if let Some(limit) = raised {
+                field.set_limit(&mut b, limit);
+            }
+        }
+        b
+    }
+
+    /// What the agent offered, as far as the labels care.
+    pub fn agent_caps(&self) -> crate::acp::AgentCaps {
+        crate::acp::AgentCaps {
+            models: self.models.as_ref().map(|m| crate::acp::SessionModels {
+                available: m.clone(),
+                current: self.model.clone().unwrap_or_default(),
+                config_id: None,
+            }),
+            ..Default::default()
+        }
+    }
+}
+
+fn column(field: ComputeField) -> Option<&'static str> {
+    match field {
+        ComputeField::MaxTurns => Some("max_turns"),
+        ComputeField::MaxToolCalls => Some("max_tool_calls"),
+        ComputeField::MaxTokens => Some("max_tokens"),
+        ComputeField::ModelAllowlist | ComputeField::BackendAllowlist => None,
+    }
+}
+
+/// The `mission_compute` table.
+#[derive(Clone)]
+pub struct ComputeLedger {
+    store: Store,
+}
+
+impl ComputeLedger {
+    pub fn new(store: Store) -> ComputeLedger {
+        ComputeLedger { store }
+    }
+
+    pub fn get(&self, mission_id: &str) -> Result<Option<ComputeRecord>, StoreError> {
+        self.store.with(|c| {
+            c.query_row(
+                "SELECT models, model, max_turns, max_tool_calls, max_tokens, paused_ask, paused_field, paused_reason
+                 FROM mission_compute WHERE mission_id = ?1",
+                params![mission_id],
+                |r| {
+                    let models: Option<String> = r.get(0)?;
+                    let ask: Option<String> = r.get(5)?;
+                    let field: Option<String> = r.get(6)?;
+                    let pause = match (ask, field.as_deref().and_then(ComputeField::from_key)) {
+                        (Some(ask_id), Some(field)) => Some(Pause {
+                            ask_id,
+                            field,
+                            reason: r.get::<_, Option<String>>(7)?.unwrap_or_default(),
+                        }),
+                        _ => None,
+                    };
+                    Ok(ComputeRecord {
+                        models: models.and_then(|m| serde_json::from_str(&m).ok()),
+                        model: r.get(1)?,
+                        max_turns: r.get::<_, Option<i64>>(2)?.map(|v| v.max(0) as u64),
+                        max_tool_calls: r.get::<_, Option<i64>>(3)?.map(|v| v.max(0) as u64),
+                        max_tokens: r.get::<_, Option<i64>>(4)?.map(|v| v.max(0) as u64),
+                        pause,
+                    })
+                },
+            )
+            .optional()
+        })
+    }
+
+    /// What a freshly started unit offered and runs on (a resumed unit records
+    /// its own; raised limits and a pause are kept).
+    pub fn record_unit(
+        &self,
+        mission_id: &str,
+        models: Option<&[String]>,
+        model: Option<&str>,
+    ) -> Result<(), StoreError> {
+        let models = models.map(|m| serde_json::to_string(m).unwrap_or_default());
+        self.store.with(|c| {
+            c.execute(
+                "INSERT INTO mission_compute (mission_id, models, model, updated_at) VALUES (?1, ?2, ?3, ?4)
+                 ON CONFLICT (mission_id) DO UPDATE SET models = ?2, model = ?3, updated_at = ?4",
+                params![mission_id, models, model, clock::now_ms()],
+            )
+        })?;
+        Ok(())
+    }
+
+    /// The mission waits on `ask_id` for a crossed bound.
+    pub fn pause(
+        &self,
+        mission_id: &str,
+        ask_id: &str,
+        field: ComputeField,
+        reason: &str,
+    ) -> Result<(), StoreError> {
+        self.store.with(|c| {
+            c.execute(
+                "INSERT INTO mission_compute (mission_id, paused_ask, paused_field, paused_reason, updated_at) VALUES (?1, ?2, ?3, ?4, ?5)
+                 ON CONFLICT (mission_id) DO UPDATE SET paused_ask = ?2, paused_field = ?3, paused_reason = ?4, updated_at = ?5",
+                params![mission_id, ask_id, field.key(), reason, clock::now_ms()],
+            )
+        })?;
+        Ok(())
+    }
+
+    /// End the pause on `ask_id`, raising its bound to `raised` when the operator
+    /// extended it. Guarded on the pause, so exactly one resumer applies it;
+    /// `false` when it was already ended.
+    pub fn end_pause(
+        &self,
+        mission_id: &str,
+        ask_id: &str,
+        raised: Option<(ComputeField, u64)>,
+    ) -> Result<bool, StoreError> {
+        let set = match raised.and_then(|(f, limit)| column(f).map(|c| (c, limit))) {
+            Some((col, limit)) => format!("{col} = {limit}, "),
+            None => String::new(),
+        };
+        let changed = self.store.with(|c| {
+            c.execute(
+                &format!(
+                    "UPDATE mission_compute SET {set}paused_ask = NULL, paused_field = NULL, paused_reason = NULL, updated_at = ?3
+                     WHERE mission_id = ?1 AND paused_ask = ?2"
+                ),
+                params![mission_id, ask_id, clock::now_ms()],
+            )
+        })?;
+        Ok(changed == 1)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_ledger_applies_raised_limits_and_ends_a_pause_once() {
+        let dir = tempfile::tempdir().unwrap();
+        let ledger = ComputeLedger::new(Store::open(&dir.path().join("b.db")).unwrap());
+        assert_eq!(ledger.get("m").unwrap(), None);
+        ledger
+            .record_unit("m", Some(&["a".into(), "b".into()]), Some("b"))
+            .unwrap();
+        ledger
+            .pause("m", "ask-1", ComputeField::MaxToolCalls, "why")
+            .unwrap();
+        let r = ledger.get("m").unwrap().unwrap();
+        assert_eq!(r.model.as_deref(), Some("b"));
+        assert_eq!(
+            r.pause,
+            Some(Pause {
+                ask_id: "ask-1".into(),
+                field: ComputeField::MaxToolCalls,
+                reason: "why".into()
+            })
+        );
+        assert!(
+            ledger
+                .end_pause("m", "ask-1", Some((ComputeField::MaxToolCalls, 5)))
+                .unwrap()
+        );
+        assert!(
+            !ledger.end_pause("m", "ask-1", None).unwrap(),
+            "exactly once"
+        );
+        let r = ledger.get("m").unwrap().unwrap();
+        assert_eq!(r.pause, None);
+        let envelope = ComputeBounds {
+            max_tool_calls: 3,
+            max_tokens: 9,
+            ..Default::default()
+        };
+        let applied = r.apply(&envelope);
+        assert_eq!((applied.max_tool_calls, applied.max_tokens), (5, 9));
+    }
+}

@@ -1,0 +1,317 @@
+//! A unit's compute spend against its envelope's bounds, shared by its drive loop
+//! (which sees every ACP update) and its permission answerer (which sees every gated
+//! call). Tool calls are counted once per ACP tool-call id, whichever side saw them
+//! first; tokens come from the usage the agent reports, and when it reports none,
+//! from a meter over the text crossing the ACP boundary — so the bound is never inert.
+//!
+//! The module splits along its responsibilities: this file is the in-memory
+//! spend; [`ledger`] owns the durable `mission_compute` table; [`model`] holds
+//! the model allowlist on a started unit; [`pause`] settles a `pause_ask`
+//! question.
+
+use std::collections::HashSet;
+use std::sync::Mutex;
+
+use tokio::sync::mpsc;
+
+use crate::acp::UnitEvent;
+use crate::envelope::bounds::ComputeField;
+use crate::envelope::policy::ComputeBounds;
+
+mod ledger;
+mod model;
+mod pause;
+
+pub(crate) use ledger::SCHEMA_V5;
+pub use ledger::{ComputeLedger, ComputeRecord, Pause};
+pub(super) use model::select_allowed_model;
+pub(super) use pause::settle_pause;
+
+/// The meter's estimate: a token per four bytes of text, the usual rough figure for
+/// English prose and code.
+pub const BYTES_PER_TOKEN: u64 = 4;
+
+/// A bound crossed: which, at what limit, and the mission's stuck reason.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Crossing {
+    pub field: ComputeField,
+    pub limit: u64,
+    pub reason: String,
+}
+
+impl Crossing {
+    /// The stuck reason for the turn bound (crossed before the nudge, not counted).
+    pub fn turns(limit: u64) -> Crossing {
+        Crossing {
+            field: ComputeField::MaxTurns,
+            limit,
+            reason: format!(
+                "compute bound exhausted: maxTurns={limit} — the mission spent its turn budget without reaching its operator."
+            ),
+        }
+    }
+}
+
+#[derive(Default)]
+struct Spent {
+    bounds: ComputeBounds,
+    tool_calls: HashSet<String>,
+    /// The largest `usage_update.used` seen (context occupancy).
+    max_used: Option<u64>,
+    /// The sum of end-of-turn totals, when the agent reports them.
+    turn_totals: Option<u64>,
+    metered_bytes: u64,
+    /// Set once a bound is crossed, so the crossing is reported exactly once;
+    /// cleared when an operator extends the bound.
+    exhausted: bool,
+}
+
+pub(super) struct Budget {
+    spent: Mutex<Spent>,
+    /// Crossings the permission answerer saw: the drive loop cancels the turn.
+    gated: mpsc::UnboundedSender<Crossing>,
+}
+
+impl Budget {
+    /// A budget, and the channel on which crossings seen by the permission
+    /// answerer reach the drive loop.
+    pub fn new(bounds: ComputeBounds) -> (Budget, mpsc::UnboundedReceiver<Crossing>) {
+        let (gated, rx) = mpsc::unbounded_channel();
+        let spent = Spent {
+            bounds,
+            ..Spent::default()
+        };
+        (
+            Budget {
+                spent: Mutex::new(spent),
+                gated,
+            },
+            rx,
+        )
+    }
+
+    /// The bounds in force (the envelope's, as raised by the operator).
+    pub fn bounds(&self) -> ComputeBounds {
+        self.spent.lock().unwrap().bounds.clone()
+    }
+
+    /// An operator raised `field` to `limit`: the mission may spend again.
+    pub fn extend(&self, field: ComputeField, limit: u64) {
+        let mut s = self.spent.lock().unwrap();
+        field.set_limit(&mut s.bounds, limit);
+        s.exhausted = false;
+    }
+
+    /// Count a tool call by id. Returns the crossing when this call crosses
+    /// `maxToolCalls` (reported once; later calls return `None` but are refused by
+    /// [`Budget::is_exhausted`]).
+    pub fn tool_call(&self, id: &str, title: &str) -> Option<Crossing> {
+        if crate::tools::MISSION_TOOL_NAMES
+            .iter()
+            .any(|t| title.contains(t))
+        {
+            return None;
+        }
+        let mut s = self.spent.lock().unwrap();
+        let max = s.bounds.max_tool_calls;
+        let key = if id.is_empty() {
+            format!("untitled-{}", s.tool_calls.len())
+        } else {
+            id.to_string()
+        };
+        s.tool_calls.insert(key);
+        if max > 0 && s.tool_calls.len() as u64 > max && !s.exhausted {
+            s.exhausted = true;
+            return Some(Crossing {
+                field: ComputeField::MaxToolCalls,
+                limit: max,
+                reason: format!(
+                    "compute bound exhausted: maxToolCalls={max} — the mission reached its envelope-gated action budget; this call and any after it are refused."
+                ),
+            });
+        }
+        None
+    }
+
+    /// A gated permission request: counted like any tool call. Returns whether it
+    /// must be refused (it crossed the bound, or the budget is already spent); a
+    /// crossing goes to the drive loop, which cancels the turn.
+    pub fn gated_call(&self, id: &str, title: &str) -> bool {
+        if let Some(crossing) = self.tool_call(id, title) {
+            let _ = self.gated.send(crossing);
+            return true;
+        }
+        self.is_exhausted()
+    }
+
+    /// Has a bound been crossed (and not extended since)?
+    pub fn is_exhausted(&self) -> bool {
+        self.spent.lock().unwrap().exhausted
+    }
+
+    /// The text the host sends counts towards the meter.
+    pub fn sent(&self, blocks: &[String]) {
+        let bytes: usize = blocks.iter().map(String::len).sum();
+        self.spent.lock().unwrap().metered_bytes += bytes as u64;
+    }
+
+    /// Account for one update from the unit. Returns the crossing when it crosses
+    /// a bound.
+    pub fn record(&self, ev: &UnitEvent) -> Option<Crossing> {
+        match ev {
+            UnitEvent::ToolCall { id, title, .. } => {
+                self.meter(title.len());
+                self.tool_call(id, title)
+            }
+            UnitEvent::AgentText(t) | UnitEvent::Thought(t) => {
+                self.meter(t.len());
+                self.tokens_exhausted()
+            }
+            UnitEvent::ToolCallUpdate { title, .. } => {
+                self.meter(title.as_deref().map_or(0, str::len));
+                None
+            }
+            UnitEvent::Usage { used, .. } => {
+                let mut s = self.spent.lock().unwrap();
+                s.max_used = Some(s.max_used.unwrap_or(0).max(*used));
+                drop(s);
+                self.tokens_exhausted()
+            }
+            UnitEvent::TurnUsage(u) => {
+                let mut s = self.spent.lock().unwrap();
+                s.turn_totals = Some(s.turn_totals.unwrap_or(0) + u.total_tokens);
+                drop(s);
+                self.tokens_exhausted()
+            }
+            _ => None,
+        }
+    }
+
+    fn meter(&self, bytes: usize) {
+        self.spent.lock().unwrap().metered_bytes += bytes as u64;
+    }
+
+    /// The crossing when the token bound is crossed (reported once).
+    pub fn tokens_exhausted(&self) -> Option<Crossing> {
+        let mut s = self.spent.lock().unwrap();
+        let max = s.bounds.max_tokens;
+        if max == 0 || s.exhausted {
+            return None;
+        }
+        let reported = match (s.turn_totals, s.max_used) {
+            (None, None) => None,
+            (a, b) => Some(a.unwrap_or(0).max(b.unwrap_or(0))),
+        };
+        let (used, measure) = match reported {
+            Some(u) => (u, format!("reported usage {u}")),
+            None => {
+                let u = s.metered_bytes / BYTES_PER_TOKEN;
+                (
+                    u,
+                    format!(
+                        "metered usage {u}, counted as bytes/4 of the text crossing the ACP boundary because the agent reports none"
+                    ),
+                )
+            }
+        };
+        if used <= max {
+            return None;
+        }
+        s.exhausted = true;
+        Some(Crossing {
+            field: ComputeField::MaxTokens,
+            limit: max,
+            reason: format!(
+                "compute bound exhausted: maxTokens={max} ({measure}) — the mission spent its token budget."
+            ),
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn budget(calls: u64, tokens: u64) -> Budget {
+        Budget::new(ComputeBounds {
+            max_tool_calls: calls,
+            max_tokens: tokens,
+            ..Default::default()
+        })
+        .0
+    }
+
+    #[test]
+    fn tool_calls_count_once_per_id_and_never_our_own() {
+        let b = budget(2, 0);
+        assert_eq!(b.tool_call("a", "read x"), None);
+        assert_eq!(
+            b.tool_call("a", "read x"),
+            None,
+            "the same id twice is one call"
+        );
+        assert_eq!(b.tool_call("m", "mcp__mission__mission_report"), None);
+        assert_eq!(b.tool_call("b", "edit y"), None);
+        let reason = b.tool_call("c", "run z").unwrap().reason;
+        assert!(
+            reason.starts_with("compute bound exhausted: maxToolCalls=2 — "),
+            "{reason}"
+        );
+        assert!(b.is_exhausted());
+        assert_eq!(
+            b.tool_call("d", "again"),
+            None,
+            "the crossing is reported once"
+        );
+    }
+
+    #[test]
+    fn reported_usage_wins_over_the_meter() {
+        let b = budget(0, 100);
+        assert_eq!(b.record(&UnitEvent::AgentText("x".repeat(100))), None);
+        let r = b
+            .record(&UnitEvent::Usage {
+                used: 150,
+                size: 1000,
+                cost: None,
+            })
+            .unwrap()
+            .reason;
+        assert_eq!(
+            r,
+            "compute bound exhausted: maxTokens=100 (reported usage 150) — the mission spent its token budget."
+        );
+    }
+
+    #[test]
+    fn with_no_usage_the_meter_holds_the_bound() {
+        let b = budget(0, 100);
+        b.sent(&["p".repeat(200)]);
+        let r = b
+            .record(&UnitEvent::AgentText("y".repeat(300)))
+            .unwrap()
+            .reason;
+        assert!(
+            r.starts_with(
+                "compute bound exhausted: maxTokens=100 (metered usage 125, counted as bytes/4 "
+            ),
+            "{r}"
+        );
+    }
+
+    #[test]
+    fn an_extension_lets_the_mission_spend_again() {
+        let b = budget(1, 0);
+        assert_eq!(b.tool_call("a", "one"), None);
+        let crossing = b.tool_call("b", "two").unwrap();
+        assert_eq!(
+            (crossing.field, crossing.limit),
+            (ComputeField::MaxToolCalls, 1)
+        );
+        assert!(b.gated_call("c", "three"), "refused while spent");
+        b.extend(ComputeField::MaxToolCalls, 4);
+        assert!(!b.is_exhausted());
+        assert!(!b.gated_call("d", "four"), "4 calls within the raised 4");
+        assert!(b.gated_call("e", "five"), "and the fifth crosses again");
+    }
+}
