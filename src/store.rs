@@ -33,6 +33,12 @@ const MIGRATIONS: &[&[&str]] = &[
     &[crate::fleet::budget::SCHEMA_V5],
     // v6: the oracle's operator trace.
     &[crate::oracle::trace::SCHEMA_V6],
+    // v7: checkpoints written with their ask (parked marks the turn's end); the
+    // compute each mission has spent, so a resumed session continues it.
+    &[
+        crate::asks::checkpoint::SCHEMA_V7,
+        crate::fleet::budget::SCHEMA_V7,
+    ],
 ];
 
 /// How long a write waits for another process's lock before it gives up.

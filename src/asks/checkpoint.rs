@@ -1,8 +1,11 @@
-//! Checkpoints: a run parked on a question past its park window. The row names the
-//! mission, the session, the agent and the host process that held the unit, so a
-//! later answer can resume the run exactly once — by that host if it is still alive,
-//! else by whichever process records the answer. Resuming is claimed by a guarded
-//! write, so two resumers can never both run it.
+//! Checkpoints: a run waiting on an ask. The row is written with the ask row itself
+//! (questions, permission asks and compute-bound questions alike) and names the
+//! mission, the session, the agent and the host process that holds the unit, so an
+//! answer from any moment on resumes the run exactly once — by that host if it is
+//! still alive, else by whichever process records the answer. "Parked" means the
+//! unit's turn ended under the ask (its park window passed); until then the host
+//! delivers an answer on the same turn. Either way the run is resumed only through
+//! the guarded claim, so of every claimant exactly one delivers the answer.
 
 use rusqlite::{OptionalExtension, params};
 
@@ -26,6 +29,12 @@ CREATE TABLE checkpoints (
 );
 CREATE INDEX checkpoints_by_mission ON checkpoints (mission_id);";
 
+/// v7: when the unit's turn ended under the ask. Rows from before were only ever
+/// written at the park, so they are parked.
+pub(crate) const SCHEMA_V7: &str = "
+ALTER TABLE checkpoints ADD COLUMN parked_at INTEGER;
+UPDATE checkpoints SET parked_at = created_at;";
+
 /// A claim older than this is presumed abandoned by a resumer that died mid-way.
 pub const CLAIM_STALE_MS: i64 = 10 * 60 * 1000;
 
@@ -39,6 +48,9 @@ pub struct Checkpoint {
     pub cwd: String,
     pub host: HostId,
     pub claimed_at: Option<i64>,
+    /// When the unit's turn ended under the ask (`None`: the host still holds the
+    /// turn inside its park window, or the ask is a permission the turn waits on).
+    pub parked_at: Option<i64>,
     pub failure: Option<String>,
 }
 
@@ -80,8 +92,7 @@ fn start_time(pid: u32) -> Option<String> {
     rest.split_whitespace().nth(19).map(str::to_string)
 }
 
-const COLUMNS: &str =
-    "ask_id, mission_id, session_id, agent_name, cwd, host_pid, host_start, claimed_at, failure";
+const COLUMNS: &str = "ask_id, mission_id, session_id, agent_name, cwd, host_pid, host_start, claimed_at, failure, parked_at";
 
 fn from_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<Checkpoint> {
     Ok(Checkpoint {
@@ -96,21 +107,55 @@ fn from_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<Checkpoint> {
         },
         claimed_at: r.get(7)?,
         failure: r.get(8)?,
+        parked_at: r.get(9)?,
     })
 }
 
+/// The checkpoint row, written inside the transaction that writes its ask.
+pub(super) fn insert(
+    tx: &rusqlite::Transaction<'_>,
+    cp: &Checkpoint,
+    now: i64,
+) -> rusqlite::Result<usize> {
+    tx.execute(
+        "INSERT INTO checkpoints (ask_id, mission_id, session_id, agent_name, cwd, host_pid, host_start, created_at, updated_at)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?8)",
+        params![cp.ask_id, cp.mission_id, cp.session_id, cp.agent_name, cp.cwd, cp.host.pid, cp.host.start, now],
+    )
+}
+
 impl Asks {
-    /// Park a run under its ask (idempotent: a re-park keeps the first row).
-    pub fn save_checkpoint(&self, cp: &Checkpoint) -> Result<(), AskError> {
+    /// The unit's turn ended under the ask (its park window passed unanswered):
+    /// from now on the answer comes to it as a resume turn. Guarded on an unclaimed
+    /// row; `false` when the row is gone or already claimed.
+    pub fn mark_parked(&self, ask_id: &str) -> Result<bool, AskError> {
         let now = clock::now_ms();
-        self.store.with(|c| {
+        let changed = self.store.with(|c| {
             c.execute(
-                "INSERT OR IGNORE INTO checkpoints (ask_id, mission_id, session_id, agent_name, cwd, host_pid, host_start, created_at, updated_at)
-                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?8)",
-                params![cp.ask_id, cp.mission_id, cp.session_id, cp.agent_name, cp.cwd, cp.host.pid, cp.host.start, now],
+                "UPDATE checkpoints SET parked_at = COALESCE(parked_at, ?2), updated_at = ?2
+                 WHERE ask_id = ?1 AND claimed_at IS NULL",
+                params![ask_id, now],
             )
         })?;
-        Ok(())
+        Ok(changed == 1)
+    }
+
+    /// Is a run parked under the ask (its turn ended waiting on it)?
+    pub fn is_parked(&self, ask_id: &str) -> Result<bool, AskError> {
+        Ok(self
+            .checkpoint(ask_id)?
+            .is_some_and(|c| c.parked_at.is_some()))
+    }
+
+    /// The host that holds the turn waiting on a resolved ask delivers the answer
+    /// itself — if it wins the claim. `true`: deliver it (the checkpoint is spent, or
+    /// there never was one); `false`: another process holds the resume.
+    pub fn claim_for_delivery(&self, ask_id: &str) -> Result<bool, AskError> {
+        if self.claim_checkpoint(ask_id)? {
+            self.drop_checkpoint(ask_id)?;
+            return Ok(true);
+        }
+        Ok(self.checkpoint(ask_id)?.is_none())
     }
 
     pub fn checkpoint(&self, ask_id: &str) -> Result<Option<Checkpoint>, AskError> {
@@ -134,8 +179,8 @@ impl Asks {
         })?)
     }
 
-    /// Parked runs whose ask is already resolved and nobody is resuming (the
-    /// stranded ones `approvals list` reports).
+    /// Runs whose ask is already resolved (answered, decided or expired) and
+    /// nobody is resuming (the stranded ones `approvals list` reconciles).
     pub fn stranded_checkpoints(&self) -> Result<Vec<Checkpoint>, AskError> {
         let stale = clock::now_ms() - CLAIM_STALE_MS;
         Ok(self.store.with(|c| {
@@ -153,6 +198,16 @@ impl Asks {
         })?)
     }
 
+    /// Runs a resumer has claimed (and may never have finished), oldest first.
+    pub fn claimed_checkpoints(&self, limit: usize) -> Result<Vec<Checkpoint>, AskError> {
+        Ok(self.store.with(|c| {
+            let mut s = c.prepare_cached(&format!(
+                "SELECT {COLUMNS} FROM checkpoints WHERE claimed_at IS NOT NULL ORDER BY claimed_at LIMIT ?1"
+            ))?;
+            s.query_map(params![limit as i64], from_row)?.collect()
+        })?)
+    }
+
     /// Claim the right to resume a parked run. Exactly one claimer wins; a claim
     /// left stale by a dead resumer can be taken over.
     pub fn claim_checkpoint(&self, ask_id: &str) -> Result<bool, AskError> {
@@ -166,6 +221,17 @@ impl Asks {
             )
         })?;
         Ok(changed == 1)
+    }
+
+    /// A mission came to rest: none of its runs can be resumed any more, whether
+    /// they wait, are parked or were claimed by a resumer that never finished.
+    pub fn drop_mission_checkpoints(&self, mission_id: &str) -> Result<usize, AskError> {
+        Ok(self.store.with(|c| {
+            c.execute(
+                "DELETE FROM checkpoints WHERE mission_id = ?1",
+                params![mission_id],
+            )
+        })?)
     }
 
     /// A resume finished: the run is no longer parked.
@@ -204,20 +270,15 @@ mod tests {
                 tool_name: QUESTION_TOOL.into(),
                 args_summary: "q".into(),
                 mission_id: Some("m".into()),
+                checkpoint_cwd: Some("/".into()),
                 ..Default::default()
             })
             .unwrap();
-        let cp = Checkpoint {
-            ask_id: ask.id.clone(),
-            mission_id: "m".into(),
-            session_id: "s".into(),
-            agent_name: "a".into(),
-            cwd: "/".into(),
-            host: HostId::current(),
-            claimed_at: None,
-            failure: None,
-        };
-        asks.save_checkpoint(&cp).unwrap();
+        let cp = asks
+            .checkpoint(&ask.id)
+            .unwrap()
+            .expect("written with the ask");
+        assert_eq!((cp.host, cp.parked_at), (HostId::current(), None));
         let wins: usize = (0..8)
             .map(|_| {
                 let a = asks.clone();

@@ -194,6 +194,10 @@ pub struct NewAsk {
     pub mission_id: Option<String>,
     /// `None`: no deadline.
     pub wait: Option<Duration>,
+    /// `Some(cwd)`: a run waits on this ask — the mission's unit, in `cwd` — and is
+    /// checkpointed with the row itself, in the same write, so a host that dies at
+    /// any moment after the ask exists leaves a run another process can resume.
+    pub checkpoint_cwd: Option<String>,
 }
 
 /// Why a resolution did not land.
@@ -311,8 +315,19 @@ impl Asks {
         } else {
             new.on_timeout.trim().to_string()
         };
-        self.store.with(|c| {
-            c.execute(
+        let checkpoint = new.checkpoint_cwd.map(|cwd| checkpoint::Checkpoint {
+            ask_id: id.clone(),
+            mission_id: new.mission_id.clone().unwrap_or_default(),
+            session_id: new.session_id.clone(),
+            agent_name: new.agent_name.clone(),
+            cwd,
+            host: checkpoint::HostId::current(),
+            claimed_at: None,
+            parked_at: None,
+            failure: None,
+        });
+        self.store.write(|tx| {
+            tx.execute(
                 &format!("INSERT INTO asks ({COLUMNS}) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, 'pending', NULL, ?9, ?10, ?11, ?12, ?13, ?14, NULL)"),
                 params![
                     id, new.tools_name, new.tool_name, new.args_summary,
@@ -320,7 +335,11 @@ impl Asks {
                     new.policy_name, new.matched_rule, on_timeout, new.instance_id,
                     new.session_id, new.agent_name, new.mission_id, now, expires_at
                 ],
-            )
+            )?;
+            if let Some(cp) = &checkpoint {
+                checkpoint::insert(tx, cp, now)?;
+            }
+            Ok(())
         })?;
         self.require(&id)
     }

@@ -146,7 +146,7 @@ fn respond(
             "Verdict recorded for {id} and the suspended run was resumed in this process. If it paused on a further ask, 'missionboard approvals list' shows it."
         ),
         Afterwards::HostResumes => println!(
-            "Verdict recorded for {id}. Its run is parked under it in a host process that is still up, and that host resumes it with this answer."
+            "Verdict recorded for {id}. Its run is checkpointed under it in a host process that is still up, and that host resumes it with this answer."
         ),
         Afterwards::SettledHere => println!(
             "Verdict recorded for {id}. Its run had no live host and nothing was left to resume, so it was settled here: 'missionboard mission show {}' has the outcome.",

@@ -72,7 +72,7 @@ pub(super) fn show(ctx: &Ctx, id: &str, json: bool) -> anyhow::Result<i32> {
         let mut pending = Vec::new();
         for a in all.iter().filter(|a| a.is_pending()) {
             let mut row = serde_json::to_value(a)?;
-            row["parked"] = serde_json::Value::Bool(asks.checkpoint(&a.id)?.is_some());
+            row["parked"] = serde_json::Value::Bool(asks.is_parked(&a.id)?);
             pending.push(row);
         }
         v["pendingAsks"] = serde_json::Value::Array(pending);

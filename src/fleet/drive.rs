@@ -110,7 +110,8 @@ impl Drive {
                     let _ = self.asks.drop_checkpoint(&ask_id);
                 }
                 Turn::Failed(e) => {
-                    let _ = self.asks.fail_checkpoint(&ask_id, &e.to_string());
+                    // The failed turn derails the mission: nothing is left to resume.
+                    let _ = self.asks.drop_checkpoint(&ask_id);
                     return self.fail_turn(e).await;
                 }
                 Turn::Stopped => self.spend_if_resting(&ask_id),
@@ -171,14 +172,15 @@ impl Drive {
         self.reap().await;
     }
 
-    /// This host's parked runs of the mission.
+    /// This host's parked runs of the mission (the turn ended under the ask; a
+    /// question still inside its park window is answered on its own turn).
     fn parked(&self) -> Vec<Checkpoint> {
         let me = HostId::current();
         self.asks
             .checkpoints_for(&self.mission.id)
             .unwrap_or_default()
             .into_iter()
-            .filter(|c| c.host == me)
+            .filter(|c| c.host == me && c.parked_at.is_some())
             .collect()
     }
 
@@ -197,8 +199,7 @@ impl Drive {
             if ask.is_pending() || !self.asks.claim_checkpoint(&cp.ask_id).unwrap_or(false) {
                 continue;
             }
-            let answer = ask.answer().map(str::to_string);
-            if answer.is_none() {
+            if ask.answer().is_none() {
                 self.file_blocker(
                     crate::asks::one_line_summary(&ask.args_summary),
                     format!(
@@ -208,7 +209,7 @@ impl Drive {
                     ),
                 );
             }
-            let text = resume_turn(&ask.args_summary, answer.as_deref());
+            let text = resume_turn(&ask);
             match self.turn(vec![text], journal).await {
                 Turn::Done(_) => {
                     self.heartbeat();
@@ -218,7 +219,7 @@ impl Drive {
                     return None;
                 }
                 Turn::Failed(e) => {
-                    let _ = self.asks.fail_checkpoint(&cp.ask_id, &e.to_string());
+                    let _ = self.asks.drop_checkpoint(&cp.ask_id);
                     return Some(Turn::Failed(e));
                 }
                 Turn::Stopped => {
@@ -268,6 +269,8 @@ impl Drive {
                         crossed = crossed.or_else(|| self.budget.record(&ev));
                         journal.record(ev);
                     }
+                    // The meter's tokens are made durable once a turn, not per chunk.
+                    self.budget.record_spend();
                     return match crossed.or_else(|| self.budget.tokens_exhausted()) {
                         Some(crossing) => Prompted::Crossed { crossing, ended: Some(result) },
                         None => Prompted::Ended(match result {
@@ -366,7 +369,14 @@ impl Drive {
     async fn pause(&mut self, crossing: &Crossing, journal: &mut Journal) -> anyhow::Result<bool> {
         let m = &self.mission;
         let bound = format!("{}={}", crossing.field.key(), crossing.limit);
+        // The pause is on the record before its question exists, and the question
+        // is checkpointed with its row: whenever this host dies, another process
+        // finds enough to settle the mission.
+        let ask_id = uuid::Uuid::new_v4().to_string();
+        self.ledger
+            .pause(&m.id, &ask_id, crossing.field, &crossing.reason)?;
         let ask = self.asks.raise(NewAsk {
+            id: ask_id,
             tools_name: QUESTION_TOOLS.into(),
             tool_name: BUDGET_TOOL.into(),
             args_summary: format!(
@@ -383,20 +393,11 @@ impl Drive {
             agent_name: m.agent_name.clone(),
             mission_id: Some(m.id.clone()),
             wait: self.ask_ceiling,
+            checkpoint_cwd: Some(m.cwd.clone()),
             ..Default::default()
         })?;
-        self.ledger
-            .pause(&m.id, &ask.id, crossing.field, &crossing.reason)?;
-        self.asks.save_checkpoint(&Checkpoint {
-            ask_id: ask.id.clone(),
-            mission_id: m.id.clone(),
-            session_id: self.unit.session_id().to_string(),
-            agent_name: m.agent_name.clone(),
-            cwd: m.cwd.clone(),
-            host: HostId::current(),
-            claimed_at: None,
-            failure: None,
-        })?;
+        // The turn is already over: the run is parked from the start.
+        self.asks.mark_parked(&ask.id)?;
         tracing::info!(mission = %m.id, ask = %ask.id, "paused on compute bound {bound}");
         let answered = loop {
             tokio::select! {

@@ -6,7 +6,6 @@ use std::time::{Duration, Instant};
 
 use serde_json::{Map, Value, json};
 
-use crate::asks::checkpoint::{Checkpoint, HostId};
 use crate::asks::{Asks, NewAsk, QUESTION_TOOL, QUESTION_TOOLS};
 use crate::mission::report::{downgrade_paragraph, missing_claims, quoted_list};
 use crate::mission::{Handover, Missions, PlanEntry, ReportInput, Status, subjects};
@@ -181,7 +180,7 @@ impl MissionToolCalls {
     }
 
     /// Raise the durable question (or take up the pending one `ask_id` names), announce
-    /// it, and wait up to the park window; past it, park the run on a checkpoint.
+    /// it, and wait up to the park window; past it, the run parks.
     async fn raise_and_wait(
         &self,
         summary: &str,
@@ -202,6 +201,7 @@ impl MissionToolCalls {
                 session_id: self.session_id.clone(),
                 mission_id: Some(self.mission_id.clone()),
                 wait: self.ask_ceiling,
+                checkpoint_cwd: Some(self.workdir.clone()),
                 ..Default::default()
             })
             .map_err(|e| e.to_string())?;
@@ -229,6 +229,10 @@ impl MissionToolCalls {
         Ok(row.filter(|a| a.is_question() && a.mission_id.as_deref() == Some(&self.mission_id)))
     }
 
+    /// Hold the turn on the question up to the park window. The run has been
+    /// checkpointed since the row was written; an answer inside the window is
+    /// delivered here only under the checkpoint's claim, so a process that resumes
+    /// the run elsewhere and this host can never both deliver it.
     async fn wait_or_park(&self, ask_id: &str) -> Result<Waited, String> {
         let deadline = Instant::now() + self.park_window;
         let row = self
@@ -236,28 +240,21 @@ impl MissionToolCalls {
             .wait(ask_id, Some(deadline))
             .await
             .map_err(|e| e.to_string())?;
-        if let Some(answer) = row.answer() {
-            // Answered in time (perhaps on a re-ask): nothing stays parked.
-            let _ = self.asks.drop_checkpoint(ask_id);
-            return Ok(Waited::Answered(answer.to_string()));
+        if row.is_pending() {
+            self.asks.mark_parked(ask_id).map_err(|e| e.to_string())?;
+            return Ok(Waited::Parked(ask_id.to_string()));
         }
-        if !row.is_pending() {
-            let _ = self.asks.drop_checkpoint(ask_id);
-            return Ok(Waited::Closed);
+        if !self
+            .asks
+            .claim_for_delivery(ask_id)
+            .map_err(|e| e.to_string())?
+        {
+            return Ok(Waited::Parked(ask_id.to_string()));
         }
-        self.asks
-            .save_checkpoint(&Checkpoint {
-                ask_id: ask_id.to_string(),
-                mission_id: self.mission_id.clone(),
-                session_id: self.session_id.clone(),
-                agent_name: self.agent_name.clone(),
-                cwd: self.workdir.clone(),
-                host: HostId::current(),
-                claimed_at: None,
-                failure: None,
-            })
-            .map_err(|e| e.to_string())?;
-        Ok(Waited::Parked(ask_id.to_string()))
+        Ok(match row.answer() {
+            Some(answer) => Waited::Answered(answer.to_string()),
+            None => Waited::Closed,
+        })
     }
 
     /// Nobody answered: the question becomes a blocker report and the unit carries on.
@@ -306,7 +303,8 @@ impl MissionToolCalls {
 /// How a question's wait ended.
 enum Waited {
     Answered(String),
-    /// Past the park window, still pending: the run is checkpointed under this ask.
+    /// Past the park window, still pending — or resolved while another process holds
+    /// the run's resume: either way this turn must end.
     Parked(String),
     /// Resolved without words: denied, expired, closed by a stop.
     Closed,

@@ -263,7 +263,7 @@ impl Fleet {
                 inner.asks.drop_checkpoint(ask_id)?;
                 return Ok(false);
             }
-            if ask.answer().is_none() && !ask.is_budget() {
+            if ask.is_question() && ask.answer().is_none() {
                 inner.missions.add_blocker(&mission.id, crate::asks::one_line_summary(&ask.args_summary), format!(
                             "(the unit asked for an operator and got no answer: the question was {} before anyone answered it)",
                             ask.state.as_str()
@@ -271,7 +271,7 @@ impl Fleet {
             }
             let reports = inner.missions.reports(&mission.id, 50)?;
             let blocks = vec![
-                prompts::resume_brief(&reports, &ask.args_summary, ask.answer()),
+                prompts::resume_brief(&reports, &ask),
                 prompts::PREAMBLE.to_string(),
                 mission.intent.clone(),
             ];
@@ -455,13 +455,14 @@ impl Fleet {
         ) {
             tracing::warn!(mission = %mission_id, "could not record the unit's session model: {e}");
         }
-        // The envelope's bounds, as an operator raised them on an earlier pause.
-        let compute = match ledger.get(&mission_id) {
-            Ok(Some(record)) => record.apply(&envelope.policy.compute),
-            _ => envelope.policy.compute.clone(),
+        // The envelope's bounds, as an operator raised them on an earlier pause, and
+        // what earlier sessions of the mission spent against them.
+        let (compute, spent) = match ledger.get(&mission_id) {
+            Ok(Some(record)) => (record.apply(&envelope.policy.compute), record.spent),
+            _ => (envelope.policy.compute.clone(), budget::Spend::default()),
         };
         let (budget, crossings) = budget::Budget::new(compute);
-        let budget = Arc::new(budget);
+        let budget = Arc::new(budget.continuing(ledger.clone(), &mission_id, spent));
         let events = started
             .unit
             .take_events()
@@ -470,6 +471,15 @@ impl Fleet {
             .unit
             .take_permissions()
             .expect("fresh unit has its permission channel");
+        let resumed_approval = match &opening {
+            drive::Opening::Resumed { ask_id, .. } => inner
+                .asks
+                .get(ask_id)
+                .ok()
+                .flatten()
+                .filter(|a| !a.takes_words() && a.approved() == Some(true)),
+            drive::Opening::Fresh => None,
+        };
         permissions::spawn_answerer(
             perms,
             permissions::Gate {
@@ -482,6 +492,7 @@ impl Fleet {
                 asks: inner.asks.clone(),
                 ask_ceiling: inner.ask_ceiling,
                 budget: budget.clone(),
+                resumed_approval: Mutex::new(resumed_approval),
             },
         );
         let drive = drive::Drive {

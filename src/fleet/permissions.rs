@@ -29,6 +29,10 @@ pub(super) struct Gate {
     pub ask_ceiling: Option<Duration>,
     /// Every gated call counts against `maxToolCalls`.
     pub budget: Arc<Budget>,
+    /// A session resumed after its operator approved a gated call whose host had
+    /// died: that verdict stands for the call once more, so the operator is not
+    /// asked the same thing twice.
+    pub resumed_approval: std::sync::Mutex<Option<crate::asks::Ask>>,
 }
 
 /// Answer each request on its own task: one waiting for a human must not hold up
@@ -68,6 +72,9 @@ impl Gate {
         match verdict.action {
             Action::Allow => PermissionReply::Allow,
             Action::Deny => PermissionReply::Reject,
+            Action::Approve if self.take_resumed_approval(&call, &ask.title) => {
+                PermissionReply::Allow
+            }
             Action::Approve => {
                 let wait = if verdict.timeout_s > 0 {
                     Some(Duration::from_secs(verdict.timeout_s as u64))
@@ -87,6 +94,7 @@ impl Gate {
                     agent_name: self.agent_name.clone(),
                     mission_id: Some(self.mission_id.clone()),
                     wait,
+                    checkpoint_cwd: Some(self.cwd.clone()),
                     ..Default::default()
                 });
                 let row = match raised {
@@ -97,9 +105,19 @@ impl Gate {
                     }
                 };
                 let deadline = wait.map(|w| Instant::now() + w);
+                // The run is checkpointed with the ask: the verdict reaches this
+                // waiting call only under the checkpoint's claim, so a process that
+                // resumes the run elsewhere (this host presumed dead) and this call
+                // never both act on it.
+                let delivered = |r: &crate::asks::Ask| {
+                    !r.is_pending() && self.asks.claim_for_delivery(&r.id).unwrap_or(false)
+                };
                 match self.asks.wait(&row.id, deadline).await {
-                    Ok(r) if r.approved() == Some(true) => PermissionReply::Allow,
-                    Ok(_) => PermissionReply::Reject,
+                    Ok(r) if r.approved() == Some(true) && delivered(&r) => PermissionReply::Allow,
+                    Ok(r) => {
+                        delivered(&r);
+                        PermissionReply::Reject
+                    }
                     Err(e) => {
                         tracing::error!(mission = %self.mission_id, "permission ask {} unreadable; refusing: {e}", row.id);
                         PermissionReply::Reject
@@ -107,6 +125,23 @@ impl Gate {
                 }
             }
         }
+    }
+}
+
+impl Gate {
+    /// Is this the call an operator approved before the session was resumed? The
+    /// approval is spent on the first match.
+    fn take_resumed_approval(&self, call: &ToolCall, title: &str) -> bool {
+        let mut approved = self.resumed_approval.lock().unwrap();
+        let matches = approved.as_ref().is_some_and(|a| {
+            a.tools_name == call.tools
+                && a.tool_name == call.tool
+                && a.args_summary == summarize(call, title, &self.cwd)
+        });
+        if matches {
+            *approved = None;
+        }
+        matches
     }
 }
 

@@ -3,6 +3,8 @@
 //! agents spell MCP tool names differently (`mcp__mission__mission_report`,
 //! `mission.mission_report`, …).
 
+use crate::asks::{Ask, AskState};
+
 /// Sent as the first content block of the first turn; never stored on the mission.
 pub const PREAMBLE: &str = "You are running as an UNATTENDED mission unit. No human is reading this conversation — replying in prose reaches no one. You reach outside this session ONLY through your mission tools:
 - the mission_plan tool of the mission MCP server: file your plan before any other tool call, and keep it true — exactly one entry in_progress, mark an entry completed as soon as it is done, revise the plan when the work changes. It is the operator's only live view of what you are doing.
@@ -17,18 +19,37 @@ pub const NUDGE: &str = "Your last turn ended without reaching outside this sess
 /// The marker lines a resumed unit (our stub, or a model) reads its answer from.
 pub const QUESTION_LINE: &str = "Your question: ";
 pub const ANSWER_LINE: &str = "The operator's answer: ";
+/// The marker lines of a resumed gated call: which call, and the verdict on it.
+pub const GATED_CALL_LINE: &str = "Your gated tool call: ";
+pub const VERDICT_LINE: &str = "The operator's verdict: ";
 const NO_ANSWER: &str = "(none — the question closed without an answer)";
 
-fn question_and_answer(question: &str, answer: Option<&str>) -> String {
+/// What became of the ask a run waited on, in marker lines.
+fn outcome_lines(ask: &Ask) -> String {
+    if ask.takes_words() {
+        return format!(
+            "{QUESTION_LINE}{}\n{ANSWER_LINE}{}",
+            ask.args_summary,
+            ask.answer().unwrap_or(NO_ANSWER)
+        );
+    }
+    let verdict = match (ask.approved(), ask.state) {
+        (Some(true), _) => "approved — make the call again now and it is allowed".to_string(),
+        (_, AskState::Expired) => format!(
+            "denied — nobody decided before its deadline, so its on-timeout verdict ({}) applied; do not make the call",
+            ask.on_timeout
+        ),
+        _ => "denied — do not make the call; carry on without it".to_string(),
+    };
     format!(
-        "{QUESTION_LINE}{question}\n{ANSWER_LINE}{}",
-        answer.unwrap_or(NO_ANSWER)
+        "{GATED_CALL_LINE}{} ({}.{})\n{VERDICT_LINE}{verdict}",
+        ask.args_summary, ask.tools_name, ask.tool_name
     )
 }
 
 /// The turn a live host sends when the question a unit parked on is resolved.
-pub fn resume_turn(question: &str, answer: Option<&str>) -> String {
-    let (lead, tail) = match answer {
+pub fn resume_turn(ask: &Ask) -> String {
+    let (lead, tail) = match ask.answer() {
         Some(_) => (
             "The operator answered the question you parked on.",
             "Carry on with the mission, and keep reaching the operator only through your mission tools.",
@@ -38,10 +59,7 @@ pub fn resume_turn(question: &str, answer: Option<&str>) -> String {
             "Carry on with what you can decide yourself, and report what stays blocked with the mission_report tool of the mission MCP server.",
         ),
     };
-    format!(
-        "{lead}\n{}\n\n{tail}",
-        question_and_answer(question, answer)
-    )
+    format!("{lead}\n{}\n\n{tail}", outcome_lines(ask))
 }
 
 /// The turn that follows an operator's extension of a compute bound that
@@ -53,11 +71,7 @@ pub fn extended_turn(bound: &str, was: u64, now: u64) -> String {
 }
 
 /// The first block of a fresh session that resumes a parked mission whose host died.
-pub fn resume_brief(
-    reports: &[crate::mission::Report],
-    question: &str,
-    answer: Option<&str>,
-) -> String {
+pub fn resume_brief(reports: &[crate::mission::Report], ask: &Ask) -> String {
     let mut out = String::from(
         "You are resuming a parked mission. The session that worked on it is gone (its host process ended), so this is a fresh session; here is what it had done.\n",
     );
@@ -69,7 +83,7 @@ pub fn resume_brief(
             out.push_str(&format!("- [{}] {}\n", r.kind, r.summary));
         }
     }
-    out.push_str(&question_and_answer(question, answer));
+    out.push_str(&outcome_lines(ask));
     out.push_str("\n\nCarry on from there. Your standing instructions and the intent follow.");
     out
 }

@@ -65,15 +65,26 @@ pub async fn answer(
             answer_as_agent_within_bounds(paths, &asks, &missions, ask_id, name, text)?;
         }
     }
-    match (parked, resumer) {
-        (None, _) => Ok(Afterwards::NothingParked),
-        (Some(_), None) => Ok(Afterwards::HostResumes),
-        (Some(cp), Some(fleet)) => Ok(if drive_resume(&fleet, ask_id, &cp.mission_id).await? {
-            Afterwards::ResumedHere
-        } else {
-            Afterwards::SettledHere
-        }),
-    }
+    let (cp, fleet) = match (parked, resumer) {
+        (None, _) => return Ok(Afterwards::NothingParked),
+        (Some(cp), Some(fleet)) => (cp, fleet),
+        // The host was alive when we looked. Had it died since, before it could
+        // claim the run, the answer would wait for a reconciling read: resume it
+        // here now if this process can (the claim keeps it exactly once).
+        (Some(cp), None) if !cp.host.is_alive() => match Fleet::new(paths.clone(), store.clone()) {
+            Ok(f) if f.can_resume(&cp.mission_id).is_ok() => (cp, f),
+            _ => return Ok(Afterwards::HostResumes),
+        },
+        (Some(_), None) => return Ok(Afterwards::HostResumes),
+    };
+    Ok(if drive_resume(&fleet, ask_id, &cp.mission_id).await? {
+        Afterwards::ResumedHere
+    } else if asks.checkpoint(ask_id)?.is_some() {
+        // Another process holds the claim and resumes it.
+        Afterwards::HostResumes
+    } else {
+        Afterwards::SettledHere
+    })
 }
 
 /// Resume every answered run whose host is gone (what `approvals list` reconciles).

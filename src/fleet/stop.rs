@@ -20,18 +20,17 @@ pub fn stop_mission(
         .filter(|r| !r.is_empty())
         .unwrap_or(DEFAULT_REASON);
     let done = missions.finish(id, Status::Abandoned, reason)?;
-    let closed = asks.abandon_mission(id).map_err(|e| {
+    asks.abandon_mission(id).map_err(|e| {
         MissionError::Invalid(format!(
             "mission {id} is abandoned, but closing its pending asks failed: {e}"
         ))
     })?;
-    // Runs parked under those asks are dropped, never resumed.
-    for ask_id in closed {
-        asks.drop_checkpoint(&ask_id).map_err(|e| {
-            MissionError::Invalid(format!(
-                "mission {id} is abandoned, but deleting checkpoint {ask_id} failed: {e}"
-            ))
-        })?;
-    }
+    // Every run checkpointed on the mission is dropped, never resumed: those under
+    // the asks just closed, and any a resumer claimed and never finished.
+    asks.drop_mission_checkpoints(id).map_err(|e| {
+        MissionError::Invalid(format!(
+            "mission {id} is abandoned, but deleting its checkpoints failed: {e}"
+        ))
+    })?;
     Ok(done.mission)
 }

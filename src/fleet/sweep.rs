@@ -1,6 +1,8 @@
 //! The reclaim sweep: an open mission whose host process is gone (its unit died
 //! with it) is collected as abandoned — unless a pending ask could still explain the
-//! silence. It runs on host boot, `mission list`, `mission show` and `doctor`.
+//! silence. It runs on host boot, `mission list`, `mission show` and `doctor`, and
+//! also drops the claimed checkpoints of missions at rest (resumes interrupted
+//! mid-turn).
 
 use std::time::Duration;
 
@@ -66,7 +68,25 @@ pub fn reclaim(missions: &Missions, asks: &Asks) -> Result<usize, MissionError> 
             detail,
         )?;
     }
+    drop_interrupted_resumes(missions, asks);
     Ok(reclaimed)
+}
+
+/// A resume interrupted mid-turn (its resumer died with the unit) leaves a claimed
+/// checkpoint: once the mission rests, nothing can use it, so it goes.
+fn drop_interrupted_resumes(missions: &Missions, asks: &Asks) {
+    let claimed = match asks.claimed_checkpoints(BATCH) {
+        Ok(c) => c,
+        Err(e) => return tracing::warn!("sweep: cannot read claimed checkpoints: {e}"),
+    };
+    for cp in claimed {
+        if let Ok(Some(m)) = missions.get(&cp.mission_id)
+            && m.status.is_terminal()
+            && let Err(e) = asks.drop_checkpoint(&cp.ask_id)
+        {
+            tracing::warn!(ask = %cp.ask_id, "sweep: cannot drop a spent checkpoint: {e}");
+        }
+    }
 }
 
 /// The silence that proves the host gone: the floor, widened to the longest window

@@ -268,8 +268,8 @@ impl Answerer for Deliver<'_> {
                 &format!("ask {ask_id} is a permission request, not a question"),
             );
         }
-        let checkpointed = || asks.checkpoint(ask_id).ok().flatten().is_some();
-        let parked_before = checkpointed();
+        let parked = || asks.is_parked(ask_id).unwrap_or(false);
+        let parked_before = parked();
         // The fleet's own ask service: a unit waiting inside its park window in this
         // process is woken at once. Past the window, the run's checkpoint is ours, and
         // this host's drive loop resumes it from the durable row.
@@ -283,7 +283,7 @@ impl Answerer for Deliver<'_> {
         ) {
             Ok(_) => {
                 self.parked
-                    .store(parked_before || checkpointed(), Ordering::Relaxed);
+                    .store(parked_before || parked(), Ordering::Relaxed);
                 Ok(())
             }
             Err(AgentAnswerError::Refused(reason)) => self.refuse(ask_id, &reason),

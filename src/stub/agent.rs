@@ -396,6 +396,17 @@ async fn run_prompt(
             stop: script::StopName::EndTurn,
         })
     });
+    // A fresh session resuming after a gated call was decided: carry on from it.
+    let resumed = resumed.or_else(|| {
+        let (title, approved) = resume_verdict(&blocks)?;
+        let (turn_index, steps) = script::steps_after_permission(&script, &title, approved)?;
+        state.cursor = turn_index + 1;
+        state.vars.perm = if approved { "allowed" } else { "denied" }.to_owned();
+        Some(script::Turn {
+            steps,
+            stop: script::StopName::EndTurn,
+        })
+    });
     let turn = state.cursor.max(1);
     let Some(turn_def) = resumed.as_ref().or_else(|| script.turns.get(turn - 1)) else {
         let message = format!(
@@ -539,6 +550,21 @@ fn resume_answer(blocks: &[String]) -> Option<(String, String)> {
         line(crate::fleet::prompts::QUESTION_LINE)?,
         line(crate::fleet::prompts::ANSWER_LINE)?,
     ))
+}
+
+/// The gated call a resume brief names and whether it was approved (its
+/// `Your gated tool call:` and `The operator's verdict:` lines).
+fn resume_verdict(blocks: &[String]) -> Option<(String, bool)> {
+    let text = blocks.join("\n");
+    let line = |marker: &str| {
+        let at = text.find(marker)? + marker.len();
+        Some(text[at..].lines().next().unwrap_or("").trim().to_string())
+    };
+    let call = line(crate::fleet::prompts::GATED_CALL_LINE)?;
+    // "<title> (<toolset>.<tool>)"
+    let title = call.rsplit_once(" (").map_or(call.as_str(), |(t, _)| t);
+    let verdict = line(crate::fleet::prompts::VERDICT_LINE)?;
+    Some((title.to_string(), verdict.starts_with("approved")))
 }
 
 /// "no answer yet (ask_id=abc); …" → `abc`.

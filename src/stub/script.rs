@@ -945,6 +945,60 @@ pub fn steps_after_ask(script: &Script, question: &str) -> Option<(usize, Vec<Ra
     None
 }
 
+/// For a fresh session resuming a run whose gated call `title` was decided while
+/// its host was gone: the turn (0-based) holding that permission step, and the
+/// steps that carry on from the verdict. Approved, the call is made once more (the
+/// host allows it on the strength of that verdict); denied, the step's `on_deny`
+/// applies, as if the request had been refused just now.
+pub fn steps_after_permission(
+    script: &Script,
+    title: &str,
+    approved: bool,
+) -> Option<(usize, Vec<RawStep>)> {
+    for (t, turn) in script.turns.iter().enumerate() {
+        for (i, raw) in turn.steps.iter().enumerate() {
+            if raw.kind != "permission"
+                || raw
+                    .payload
+                    .get("title")
+                    .and_then(Value::as_str)
+                    .map(str::trim)
+                    != Some(title.trim())
+            {
+                continue;
+            }
+            let rest = turn.steps[i + 1..].iter().cloned();
+            let reason = format!("permission denied: {}", title.trim());
+            let on_deny = raw.payload.get("on_deny").and_then(Value::as_str);
+            let first: Vec<Value> = match (approved, on_deny) {
+                (true, _) => {
+                    let mut once = raw.payload.clone();
+                    once["times"] = json!(1);
+                    vec![json!({ "permission": once })]
+                }
+                (false, Some("report_blocker")) => {
+                    vec![json!({"report": {"kind": "blocker", "summary": reason}})]
+                }
+                (false, Some("finish_stuck")) => {
+                    vec![json!({"finish": {"status": "stuck", "reason": reason}})]
+                }
+                (false, Some("error")) => vec![json!({ "error": reason })],
+                (false, _) => vec![],
+            };
+            let ends_turn =
+                !approved && matches!(on_deny, Some("report_blocker" | "finish_stuck" | "error"));
+            let first = first.iter().filter_map(|v| raw_step(v).ok());
+            let steps = if ends_turn {
+                first.collect()
+            } else {
+                first.chain(rest).collect()
+            };
+            return Some((t, steps));
+        }
+    }
+    None
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -28,8 +28,16 @@ fn parked_ask(sb: &Sandbox) -> Option<String> {
         .and_then(|a| a["id"].as_str().map(str::to_string))
 }
 
+/// The run's checkpoint, read back from the store (`None`: spent or never written).
+fn checkpoint_of(sb: &Sandbox, ask: &str) -> Option<missionboard::asks::checkpoint::Checkpoint> {
+    let store = missionboard::store::Store::open(&sb.db()).unwrap();
+    missionboard::asks::Asks::new(store)
+        .checkpoint(ask)
+        .unwrap()
+}
+
 #[test]
-fn an_answer_inside_the_park_window_continues_the_same_turn_with_no_checkpoint() {
+fn an_answer_inside_the_park_window_continues_the_same_turn_under_the_checkpoint_claim() {
     let sb = Sandbox::new();
     sb.declare_stubs(&[("stub", Some(&script(ASK_THEN_LAND)))]);
     sb.run(&["config", "set", "ask-park-window", "60s"]).ok();
@@ -37,15 +45,17 @@ fn an_answer_inside_the_park_window_continues_the_same_turn_with_no_checkpoint()
     let ask = wait_for(20, "the question", || sb.pending_ask_ids().first().cloned());
     assert!(
         pending(&sb).iter().all(|a| a["parked"] == false),
-        "no checkpoint inside the window"
+        "inside the window nothing is parked"
     );
+    let cp = checkpoint_of(&sb, &ask).expect("checkpointed with the ask row itself");
+    assert_eq!(cp.parked_at, None);
     let answered = sb
         .run(&["approvals", "respond", &ask, "--answer", "yes"])
         .ok();
     assert!(
         answered
             .stdout
-            .contains("Nothing was checkpointed under it"),
+            .contains("that host resumes it with this answer"),
         "{answered:#?}"
     );
     let fired = bg.join();
@@ -53,6 +63,10 @@ fn an_answer_inside_the_park_window_continues_the_same_turn_with_no_checkpoint()
     assert!(
         fired.stdout.contains("  [result] renamed: yes\n"),
         "{fired:#?}"
+    );
+    assert!(
+        checkpoint_of(&sb, &ask).is_none(),
+        "the host spent the claim"
     );
 }
 

@@ -75,12 +75,12 @@ fn a_host_killed_mid_turn_leaves_its_reports_and_is_reclaimed_once() {
 }
 
 #[test]
-fn a_host_killed_mid_ask_leaves_the_question_answerable_and_the_mission_collectable() {
+fn a_host_killed_inside_the_park_window_leaves_a_run_an_answer_resumes() {
     let sb = Sandbox::new();
     sb.declare_stubs(&[(
         "stub",
         Some(&script(
-            r#"{"ask":"Proceed with the migration?"},{"finish":"landed"}"#,
+            r#"{"ask":{"summary":"Proceed with the migration?","then":{"report":{"kind":"result","summary":"migrated: {{answer}}"}}}},{"finish":"landed"}"#,
         )),
     )]);
     sb.run(&["config", "set", "ask-park-window", "60s"]).ok();
@@ -104,13 +104,15 @@ fn a_host_killed_mid_ask_leaves_the_question_answerable_and_the_mission_collecta
     assert!(
         answered
             .stdout
-            .contains("Nothing was checkpointed under it"),
+            .contains("and the suspended run was resumed in this process"),
         "{answered:#?}"
     );
-    // Answered and hostless, it is collected on the next sweep, exactly once.
-    reclaimed_by_a_restart(&sb);
     let v = show(&sb, &id);
-    assert_eq!(v["status"], "abandoned");
+    assert_eq!(v["status"], "landed");
+    assert_eq!(
+        reports(&v).pop().unwrap(),
+        ("result".into(), "migrated: yes".into())
+    );
     assert_eq!(v["pendingAsks"], Value::Array(vec![]));
     assert_eq!(integrity(&sb), "ok");
 }
@@ -168,10 +170,20 @@ fn a_host_killed_mid_plan_write_leaves_a_plan_whose_revisions_agree() {
     }
 }
 
-/// Answer-after-crash, 100 times: batches of hosts park on a question and are
-/// SIGKILLed together; then two answers race for each question from two fresh
-/// processes. Exactly one answer lands, and its process resumes the run exactly
-/// once (the stub's transcript, one file per trial, counts the resume prompts).
+/// A pseudo-random number from the standard library's per-process hash keys.
+fn random() -> u64 {
+    use std::hash::{BuildHasher, Hasher};
+    std::collections::hash_map::RandomState::new()
+        .build_hasher()
+        .finish()
+}
+
+/// Answer-after-crash, 100 times: batches of hosts raise a question and are
+/// SIGKILLed each at a random moment between the ask and the park (the window is
+/// 3 s; the kill comes within 1 s of the row); then two answers race for each
+/// question from two fresh processes. Exactly one answer lands, and its process
+/// resumes the run exactly once (the stub's transcript, one file per trial, counts
+/// the resume prompts).
 #[test]
 fn an_answer_after_a_crash_resumes_exactly_once_over_100_trials() {
     const TRIALS: usize = 100;
@@ -183,19 +195,20 @@ fn an_answer_after_a_crash_resumes_exactly_once_over_100_trials() {
             r#"{"ask":{"summary":"Ship it?","then":{"report":{"kind":"result","summary":"shipped: {{answer}}"}}}},{"finish":"landed"}"#,
         )),
     )]);
-    sb.run(&["config", "set", "ask-park-window", "100ms"]).ok();
+    sb.run(&["config", "set", "ask-park-window", "3s"]).ok();
     let store = missionboard::store::Store::open(&sb.db()).unwrap();
     let asks = missionboard::asks::Asks::new(store);
     for batch in 0..TRIALS / BATCH {
-        let trials: Vec<(usize, std::path::PathBuf)> = (0..BATCH)
+        let trials: Vec<(usize, std::path::PathBuf, std::time::Duration)> = (0..BATCH)
             .map(|i| {
                 let n = batch * BATCH + i;
-                (n, sb.home.join(format!("transcript-{n}.log")))
+                let kill_after = std::time::Duration::from_millis(random() % 1000);
+                (n, sb.home.join(format!("transcript-{n}.log")), kill_after)
             })
             .collect();
         let hosts: Vec<Host> = trials
             .iter()
-            .map(|(n, t)| {
+            .map(|(n, t, _)| {
                 Host::fire(
                     &sb,
                     "stub",
@@ -204,27 +217,42 @@ fn an_answer_after_a_crash_resumes_exactly_once_over_100_trials() {
                 )
             })
             .collect();
-        // Each host's question, once it has parked (a checkpoint names it).
-        let parked: Vec<String> = hosts
-            .iter()
-            .map(|h| {
-                wait_for(30, "a parked question", || {
-                    asks.for_mission(&h.mission, 5)
-                        .unwrap()
-                        .into_iter()
-                        .find(|a| asks.checkpoint(&a.id).unwrap().is_some())
-                        .map(|a| a.id)
-                })
-            })
-            .collect();
         let missions: Vec<String> = hosts.iter().map(|h| h.mission.clone()).collect();
-        for h in hosts {
-            h.kill();
-        }
+        // Each host's question, the moment its row exists; the host dies a random
+        // while later, its turn still held inside the park window.
+        let parked: Vec<String> = std::thread::scope(|scope| {
+            let killers: Vec<_> = hosts
+                .into_iter()
+                .zip(&trials)
+                .map(|(h, (n, _, kill_after))| {
+                    let asks = &asks;
+                    scope.spawn(move || {
+                        let ask = wait_for(30, "the question", || {
+                            asks.for_mission(&h.mission, 5)
+                                .unwrap()
+                                .first()
+                                .map(|a| a.id.clone())
+                        });
+                        std::thread::sleep(*kill_after);
+                        h.kill();
+                        let cp = asks.checkpoint(&ask).unwrap();
+                        let cp = cp.unwrap_or_else(|| {
+                            panic!("trial {n}: the run is checkpointed with its ask")
+                        });
+                        assert_eq!(
+                            cp.parked_at, None,
+                            "trial {n}: killed {kill_after:?} after the ask, before the park"
+                        );
+                        ask
+                    })
+                })
+                .collect();
+            killers.into_iter().map(|k| k.join().unwrap()).collect()
+        });
         let racers: Vec<Vec<std::process::Child>> = parked
             .iter()
             .zip(&trials)
-            .map(|(ask, (_, transcript))| {
+            .map(|(ask, (_, transcript, _))| {
                 ["left", "right"]
                     .into_iter()
                     .map(|word| {
@@ -238,7 +266,7 @@ fn an_answer_after_a_crash_resumes_exactly_once_over_100_trials() {
                     .collect()
             })
             .collect();
-        for (((pair, ask), mission), (n, transcript)) in
+        for (((pair, ask), mission), (n, transcript, kill_after)) in
             racers.into_iter().zip(&parked).zip(&missions).zip(&trials)
         {
             let outs: Vec<_> = pair
@@ -249,7 +277,7 @@ fn an_answer_after_a_crash_resumes_exactly_once_over_100_trials() {
             assert_eq!(
                 won.len(),
                 1,
-                "trial {n}: exactly one answer lands: {outs:?}"
+                "trial {n} (killed after {kill_after:?}): exactly one answer lands: {outs:?}"
             );
             let winner = if String::from_utf8_lossy(&outs[0].stdout).is_empty() {
                 "right"
@@ -259,7 +287,7 @@ fn an_answer_after_a_crash_resumes_exactly_once_over_100_trials() {
             assert!(
                 String::from_utf8_lossy(&won[0].stdout)
                     .contains("and the suspended run was resumed in this process"),
-                "trial {n}: {outs:?}"
+                "trial {n} (killed after {kill_after:?}): {outs:?}"
             );
             let resumes = std::fs::read_to_string(transcript)
                 .unwrap()

@@ -24,6 +24,11 @@ CREATE TABLE mission_compute (
     updated_at     INTEGER NOT NULL
 );";
 
+/// v7: what the mission has spent, across every session that ran it.
+pub(crate) const SCHEMA_V7: &str = "
+ALTER TABLE mission_compute ADD COLUMN spent_tool_calls INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE mission_compute ADD COLUMN spent_tokens INTEGER NOT NULL DEFAULT 0;";
+
 /// What the record says about one mission's compute.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct ComputeRecord {
@@ -37,6 +42,15 @@ pub struct ComputeRecord {
     pub max_tokens: Option<u64>,
     /// The compute-bound question the mission is paused on, if any.
     pub pause: Option<Pause>,
+    /// What every session of the mission has spent so far.
+    pub spent: Spend,
+}
+
+/// A mission's durable spend: counted tool calls and tokens.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Spend {
+    pub tool_calls: u64,
+    pub tokens: u64,
 }
 
 /// A mission waiting for its operator to extend a crossed bound or stop it.
@@ -99,7 +113,7 @@ impl ComputeLedger {
     pub fn get(&self, mission_id: &str) -> Result<Option<ComputeRecord>, StoreError> {
         self.store.with(|c| {
             c.query_row(
-                "SELECT models, model, max_turns, max_tool_calls, max_tokens, paused_ask, paused_field, paused_reason
+                "SELECT models, model, max_turns, max_tool_calls, max_tokens, paused_ask, paused_field, paused_reason, spent_tool_calls, spent_tokens
                  FROM mission_compute WHERE mission_id = ?1",
                 params![mission_id],
                 |r| {
@@ -121,6 +135,10 @@ impl ComputeLedger {
                         max_tool_calls: r.get::<_, Option<i64>>(3)?.map(|v| v.max(0) as u64),
                         max_tokens: r.get::<_, Option<i64>>(4)?.map(|v| v.max(0) as u64),
                         pause,
+                        spent: Spend {
+                            tool_calls: r.get::<_, i64>(8)?.max(0) as u64,
+                            tokens: r.get::<_, i64>(9)?.max(0) as u64,
+                        },
                     })
                 },
             )
@@ -142,6 +160,21 @@ impl ComputeLedger {
                 "INSERT INTO mission_compute (mission_id, models, model, updated_at) VALUES (?1, ?2, ?3, ?4)
                  ON CONFLICT (mission_id) DO UPDATE SET models = ?2, model = ?3, updated_at = ?4",
                 params![mission_id, models, model, clock::now_ms()],
+            )
+        })?;
+        Ok(())
+    }
+
+    /// Record what the mission has spent. Spend only grows: a write carrying less
+    /// than the record (a session that started before another's last write) never
+    /// lowers it.
+    pub fn record_spend(&self, mission_id: &str, spent: Spend) -> Result<(), StoreError> {
+        self.store.with(|c| {
+            c.execute(
+                "INSERT INTO mission_compute (mission_id, spent_tool_calls, spent_tokens, updated_at) VALUES (?1, ?2, ?3, ?4)
+                 ON CONFLICT (mission_id) DO UPDATE SET spent_tool_calls = MAX(spent_tool_calls, ?2),
+                     spent_tokens = MAX(spent_tokens, ?3), updated_at = ?4",
+                params![mission_id, spent.tool_calls as i64, spent.tokens as i64, clock::now_ms()],
             )
         })?;
         Ok(())

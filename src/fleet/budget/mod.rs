@@ -22,8 +22,8 @@ mod ledger;
 mod model;
 mod pause;
 
-pub(crate) use ledger::SCHEMA_V5;
-pub use ledger::{ComputeLedger, ComputeRecord, Pause};
+pub use ledger::{ComputeLedger, ComputeRecord, Pause, Spend};
+pub(crate) use ledger::{SCHEMA_V5, SCHEMA_V7};
 pub(super) use model::select_allowed_model;
 pub(super) use pause::settle_pause;
 
@@ -61,15 +61,39 @@ struct Spent {
     /// The sum of end-of-turn totals, when the agent reports them.
     turn_totals: Option<u64>,
     metered_bytes: u64,
+    /// What earlier sessions of the mission spent (from the ledger): this session
+    /// continues it, never refills it.
+    prior: Spend,
+    /// What the ledger last heard, so unchanged spend is not rewritten.
+    recorded: Spend,
     /// Set once a bound is crossed, so the crossing is reported exactly once;
     /// cleared when an operator extends the bound.
     exhausted: bool,
+}
+
+/// How this session's tokens are known.
+#[derive(Clone, Copy)]
+enum Measure {
+    Reported,
+    Metered,
+}
+
+impl Spent {
+    /// This session's tokens: the usage the agent reports, else the meter.
+    fn session_tokens(&self) -> (u64, Measure) {
+        match (self.turn_totals, self.max_used) {
+            (None, None) => (self.metered_bytes / BYTES_PER_TOKEN, Measure::Metered),
+            (a, b) => (a.unwrap_or(0).max(b.unwrap_or(0)), Measure::Reported),
+        }
+    }
 }
 
 pub(super) struct Budget {
     spent: Mutex<Spent>,
     /// Crossings the permission answerer saw: the drive loop cancels the turn.
     gated: mpsc::UnboundedSender<Crossing>,
+    /// Where the spend is made durable, as it is counted.
+    ledger: Option<(ComputeLedger, String)>,
 }
 
 impl Budget {
@@ -85,9 +109,48 @@ impl Budget {
             Budget {
                 spent: Mutex::new(spent),
                 gated,
+                ledger: None,
             },
             rx,
         )
+    }
+
+    /// Continue mission `mission_id`'s durable spend: what its earlier sessions
+    /// spent counts against the bounds, and every call and token counted here is
+    /// recorded as it is counted.
+    pub fn continuing(mut self, ledger: ComputeLedger, mission_id: &str, prior: Spend) -> Budget {
+        let s = self.spent.get_mut().unwrap();
+        s.prior = prior;
+        s.recorded = prior;
+        self.ledger = Some((ledger, mission_id.to_string()));
+        self
+    }
+
+    /// What the mission has spent, this session included.
+    pub fn spend(&self) -> Spend {
+        let s = self.spent.lock().unwrap();
+        Spend {
+            tool_calls: s.prior.tool_calls + s.tool_calls.len() as u64,
+            tokens: s.prior.tokens + s.session_tokens().0,
+        }
+    }
+
+    /// Make the spend durable if it grew since the ledger last heard of it.
+    pub fn record_spend(&self) {
+        let Some((ledger, mission_id)) = &self.ledger else {
+            return;
+        };
+        let now = self.spend();
+        {
+            let mut s = self.spent.lock().unwrap();
+            if now == s.recorded {
+                return;
+            }
+            s.recorded = now;
+        }
+        if let Err(e) = ledger.record_spend(mission_id, now) {
+            tracing::warn!(mission = %mission_id, "could not record the compute spend: {e}");
+        }
     }
 
     /// The bounds in force (the envelope's, as raised by the operator).
@@ -119,9 +182,17 @@ impl Budget {
         } else {
             id.to_string()
         };
-        s.tool_calls.insert(key);
-        if max > 0 && s.tool_calls.len() as u64 > max && !s.exhausted {
+        let counted = s.tool_calls.insert(key);
+        let calls = s.prior.tool_calls + s.tool_calls.len() as u64;
+        let crossed = max > 0 && calls > max && !s.exhausted;
+        if crossed {
             s.exhausted = true;
+        }
+        drop(s);
+        if counted {
+            self.record_spend();
+        }
+        if crossed {
             return Some(Crossing {
                 field: ComputeField::MaxToolCalls,
                 limit: max,
@@ -175,12 +246,14 @@ impl Budget {
                 let mut s = self.spent.lock().unwrap();
                 s.max_used = Some(s.max_used.unwrap_or(0).max(*used));
                 drop(s);
+                self.record_spend();
                 self.tokens_exhausted()
             }
             UnitEvent::TurnUsage(u) => {
                 let mut s = self.spent.lock().unwrap();
                 s.turn_totals = Some(s.turn_totals.unwrap_or(0) + u.total_tokens);
                 drop(s);
+                self.record_spend();
                 self.tokens_exhausted()
             }
             _ => None,
@@ -198,25 +271,23 @@ impl Budget {
         if max == 0 || s.exhausted {
             return None;
         }
-        let reported = match (s.turn_totals, s.max_used) {
-            (None, None) => None,
-            (a, b) => Some(a.unwrap_or(0).max(b.unwrap_or(0))),
-        };
-        let (used, measure) = match reported {
-            Some(u) => (u, format!("reported usage {u}")),
-            None => {
-                let u = s.metered_bytes / BYTES_PER_TOKEN;
-                (
-                    u,
-                    format!(
-                        "metered usage {u}, counted as bytes/4 of the text crossing the ACP boundary because the agent reports none"
-                    ),
-                )
-            }
-        };
+        let (session, measure) = s.session_tokens();
+        let used = s.prior.tokens + session;
         if used <= max {
             return None;
         }
+        let measure = match (measure, s.prior.tokens) {
+            (Measure::Reported, 0) => format!("reported usage {used}"),
+            (Measure::Metered, 0) => format!(
+                "metered usage {used}, counted as bytes/4 of the text crossing the ACP boundary because the agent reports none"
+            ),
+            (Measure::Reported, prior) => format!(
+                "reported usage {used}: {prior} spent by earlier sessions of the mission, {session} by this one"
+            ),
+            (Measure::Metered, prior) => format!(
+                "metered usage {used}: {prior} spent by earlier sessions of the mission, {session} by this one, counted as bytes/4 of the text crossing the ACP boundary because the agent reports none"
+            ),
+        };
         s.exhausted = true;
         Some(Crossing {
             field: ComputeField::MaxTokens,
