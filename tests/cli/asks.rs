@@ -433,3 +433,255 @@ fn doctor_gives_a_verdict_first() {
     let ready = sb.run(&["doctor"]).ok();
     assert_eq!(ready.lines()[0], "Ready: yes — run: missionboard board");
 }
+
+/// `mission fire stub <intent> --wait --policy <policy>` as a host in the background,
+/// its unit appending to `transcript`.
+fn host(sb: &Sandbox, policy: &str, transcript: &std::path::Path) -> std::process::Child {
+    let mut cmd = sb.command(&[
+        "mission", "fire", "stub", "work", "--wait", "--policy", policy,
+    ]);
+    cmd.env("STUB_TRANSCRIPT", transcript)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null());
+    cmd.spawn().unwrap()
+}
+
+fn kill(mut child: std::process::Child) {
+    child.kill().unwrap();
+    child.wait().unwrap();
+}
+
+fn show_json(sb: &Sandbox, id: &str) -> serde_json::Value {
+    serde_json::from_str(&sb.run(&["mission", "show", id, "--json"]).ok().stdout).unwrap()
+}
+
+fn report_summaries(sb: &Sandbox, id: &str) -> Vec<String> {
+    show_json(sb, id)["reports"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| format!("[{}] {}", r["kind"].as_str().unwrap(), r["summary"].as_str().unwrap()))
+        .collect()
+}
+
+fn resumes(transcript: &std::path::Path) -> usize {
+    std::fs::read_to_string(transcript)
+        .unwrap()
+        .lines()
+        .filter(|l| l.contains("You are resuming a parked mission"))
+        .count()
+}
+
+/// An envelope that allows everything but gates the shell (`timeout_s` 0: no
+/// deadline of its own).
+fn gate_envelope(sb: &Sandbox, timeout_s: u64) {
+    sb.write(
+        &sb.home.join("hitl-policy-gate.json"),
+        &format!(
+            r#"{{"default_action":"allow","rules":[{{"tools":"local_shell","tool":"local_shell","action":"approve","timeout_s":{timeout_s}}}]}}"#
+        ),
+    );
+}
+
+/// Report, request a gated shell call (reporting its outcome; a denial finishes
+/// the mission stuck), report the outcome, land.
+const GATED_THEN_LAND: &str = r#"{"report":{"kind":"progress","summary":"before the call"}},{"permission":{"title":"rm -rf build","kind":"execute","report":true,"on_deny":"finish_stuck"}},{"report":{"kind":"result","summary":"cleaned: {{perm}}"}},{"finish":"landed"}"#;
+
+/// Fire under the gate, wait for the permission ask, SIGKILL the host.
+fn gated_host_killed(sb: &Sandbox, transcript: &std::path::Path) -> (String, String) {
+    let child = host(sb, "gate", transcript);
+    let ask = wait_for(20, "the permission ask", || sb.pending_ask_ids().first().cloned());
+    kill(child);
+    (sb.newest_mission().unwrap(), ask)
+}
+
+#[test]
+fn a_gated_call_approved_after_the_host_died_resumes_in_a_fresh_session_that_makes_it() {
+    let sb = Sandbox::new();
+    sb.declare_stubs(&[("stub", Some(&script(GATED_THEN_LAND)))]);
+    gate_envelope(&sb, 0);
+    let transcript = sb.home.join("transcript.log");
+    let (id, ask) = gated_host_killed(&sb, &transcript);
+    let mut respond = sb.command(&["approvals", "respond", &ask, "--approve"]);
+    respond.env("STUB_TRANSCRIPT", &transcript);
+    let answered = sb.run_with(respond).ok();
+    assert!(
+        answered
+            .stdout
+            .contains("and the suspended run was resumed in this process"),
+        "{answered:#?}"
+    );
+    assert_eq!(resumes(&transcript), 1);
+    // The brief named the call and its approval: the fresh session carried on from
+    // that call, made it once more, and the approval stood for it — no second ask.
+    assert_eq!(
+        report_summaries(&sb, &id),
+        [
+            "[progress] before the call",
+            "[progress] permission 1/1 for rm -rf build: allowed",
+            "[result] cleaned: allowed",
+        ]
+    );
+    let v = show_json(&sb, &id);
+    assert_eq!(v["status"], "landed");
+    assert_eq!(v["asks"].as_array().unwrap().len(), 1, "asked exactly once");
+}
+
+#[test]
+fn a_gated_call_denied_after_the_host_died_resumes_a_session_that_takes_the_denial() {
+    let sb = Sandbox::new();
+    sb.declare_stubs(&[("stub", Some(&script(GATED_THEN_LAND)))]);
+    gate_envelope(&sb, 0);
+    let transcript = sb.home.join("transcript.log");
+    let (id, ask) = gated_host_killed(&sb, &transcript);
+    let mut respond = sb.command(&["approvals", "respond", &ask, "--deny"]);
+    respond.env("STUB_TRANSCRIPT", &transcript);
+    let answered = sb.run_with(respond).ok();
+    assert!(
+        answered
+            .stdout
+            .contains("and the suspended run was resumed in this process"),
+        "{answered:#?}"
+    );
+    assert_eq!(resumes(&transcript), 1);
+    let show = sb.run(&["mission", "show", &id]).ok();
+    assert!(
+        show.stdout
+            .contains("\nStatus:    stuck — permission denied: rm -rf build\n"),
+        "{}",
+        show.stdout
+    );
+    assert_eq!(show_json(&sb, &id)["asks"].as_array().unwrap().len(), 1);
+}
+
+#[test]
+fn a_gated_call_that_expires_after_the_host_died_settles_its_run_on_the_next_reconciling_read() {
+    let sb = Sandbox::new();
+    sb.declare_stubs(&[("stub", Some(&script(GATED_THEN_LAND)))]);
+    gate_envelope(&sb, 1);
+    let transcript = sb.home.join("transcript.log");
+    let (id, ask) = gated_host_killed(&sb, &transcript);
+    let mut list = sb.command(&["approvals", "list"]);
+    list.env("STUB_TRANSCRIPT", &transcript);
+    let reconciled = wait_for(20, "the ask's deadline", || {
+        let mut list = sb.command(&["approvals", "list"]);
+        list.env("STUB_TRANSCRIPT", &transcript);
+        let run = sb.run_with(list).ok();
+        run.stdout.starts_with("Swept 1 expired ask(s)").then_some(run)
+    });
+    assert!(
+        reconciled
+            .stdout
+            .contains("Resumed 1 stranded run(s) to completion in this process."),
+        "{reconciled:#?}"
+    );
+    assert_eq!(resumes(&transcript), 1);
+    let v = show_json(&sb, &id);
+    assert_eq!(v["status"], "stuck", "the on-timeout denial settled the run");
+    assert_eq!(v["asks"][0]["id"], ask.as_str());
+    assert_eq!(v["asks"][0]["state"], "expired");
+    // Exactly once: a later read finds nothing left to resume.
+    let mut again = sb.command(&["approvals", "list"]);
+    again.env("STUB_TRANSCRIPT", &transcript);
+    let again = sb.run_with(again).ok();
+    assert!(!again.stdout.contains("Resumed"), "{again:#?}");
+    assert_eq!(resumes(&transcript), 1);
+}
+
+#[test]
+fn a_resume_interrupted_mid_turn_leaves_no_claimed_checkpoint_once_the_mission_rests() {
+    let sb = Sandbox::new();
+    sb.declare_stubs(&[(
+        "stub",
+        Some(&script(
+            r#"{"ask":{"summary":"Go on?","then":[{"report":{"kind":"progress","summary":"resumed: {{answer}}"}},"hang"]}}"#,
+        )),
+    )]);
+    sb.run(&["config", "set", "ask-park-window", "100ms"]).ok();
+    let transcript = sb.home.join("transcript.log");
+    let child = host(&sb, "default", &transcript);
+    let ask = wait_for(20, "the parked question", || parked_ask(&sb));
+    kill(child);
+    let id = sb.newest_mission().unwrap();
+    // The answering process resumes the run, and dies in the middle of its turn.
+    let mut respond = sb.command(&["approvals", "respond", &ask, "--answer", "yes"]);
+    respond
+        .env("STUB_TRANSCRIPT", &transcript)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null());
+    let resumer = respond.spawn().unwrap();
+    wait_for(20, "the resumed turn", || {
+        report_summaries(&sb, &id)
+            .contains(&"[progress] resumed: yes".to_string())
+            .then_some(())
+    });
+    let claimed = checkpoint_of(&sb, &ask).expect("the resume holds the checkpoint");
+    assert!(claimed.claimed_at.is_some());
+    kill(resumer);
+    // The mission comes to rest (a restart's sweep reclaims it): the claim goes.
+    wait_for(20, "the mission to be reclaimed", || {
+        let mut list = sb.command(&["mission", "list"]);
+        list.env("MISSIONBOARD_TEST_RECLAIM_AFTER_MS", "100");
+        sb.run_with(list);
+        (show_json(&sb, &id)["status"] == "abandoned").then_some(())
+    });
+    assert!(checkpoint_of(&sb, &ask).is_none(), "no claimed checkpoint left");
+    let list = sb.run(&["approvals", "list"]).ok();
+    assert!(!list.stdout.contains("Resumed"), "{list:#?}");
+    assert_eq!(resumes(&transcript), 1);
+}
+
+#[test]
+fn compute_spend_is_durable_a_resumed_session_continues_it_and_is_stopped_at_the_bound() {
+    let sb = Sandbox::new();
+    sb.write(
+        &sb.home.join("hitl-policy-five.json"),
+        r#"{"default_action":"allow","rules":[],"compute":{"maxToolCalls":5}}"#,
+    );
+    sb.declare_stubs(&[(
+        "stub",
+        Some(&script(
+            r#"{"permission":{"title":"first","kind":"read","times":3,"report":true}},{"ask":{"summary":"Go on?","then":{"permission":{"title":"then","kind":"read","times":5,"report":true}}}},{"finish":"landed"}"#,
+        )),
+    )]);
+    sb.run(&["config", "set", "ask-park-window", "100ms"]).ok();
+    let transcript = sb.home.join("transcript.log");
+    let child = host(&sb, "five", &transcript);
+    let ask = wait_for(20, "the parked question", || parked_ask(&sb));
+    let id = sb.newest_mission().unwrap();
+    let allowed = |sb: &Sandbox| {
+        report_summaries(sb, &id)
+            .into_iter()
+            .filter(|r| r.ends_with(": allowed"))
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(allowed(&sb).len(), 3, "3 of maxToolCalls=5 spent");
+    kill(child);
+    let mut respond = sb.command(&["approvals", "respond", &ask, "--answer", "go"]);
+    respond.env("STUB_TRANSCRIPT", &transcript);
+    let answered = sb.run_with(respond).ok();
+    assert!(
+        answered
+            .stdout
+            .contains("and the suspended run was resumed in this process"),
+        "{answered:#?}"
+    );
+    assert_eq!(resumes(&transcript), 1);
+    // The fresh session continued the spend: calls 4 and 5 ran, the 6th crossed.
+    assert_eq!(
+        allowed(&sb),
+        [
+            "[progress] permission 1/3 for first: allowed",
+            "[progress] permission 2/3 for first: allowed",
+            "[progress] permission 3/3 for first: allowed",
+            "[progress] permission 1/5 for then: allowed",
+            "[progress] permission 2/5 for then: allowed",
+        ]
+    );
+    let show = sb.run(&["mission", "show", &id]).ok();
+    assert!(
+        show.stdout.contains("\nStatus:    stuck — compute bound exhausted: maxToolCalls=5 — the mission reached its envelope-gated action budget; this call and any after it are refused.\n"),
+        "{}",
+        show.stdout
+    );
+}
