@@ -2,7 +2,10 @@
 //! run resumes exactly once: by its own host while that host lives (it watches the
 //! row), else here, in the process that recorded the answer.
 
+#[cfg(doc)]
+use crate::asks::bounds::AgentAnswerError;
 use crate::asks::bounds::answer_as_agent_within_bounds;
+use crate::asks::checkpoint::Checkpoint;
 use crate::asks::{Asks, OperatorVerdict};
 use crate::fleet::Fleet;
 use crate::mission::Missions;
@@ -33,14 +36,38 @@ pub enum Afterwards {
     SettledHere,
 }
 
-/// Record an answer and see the run it unblocks resumed.
+/// An answer on the record, and the run it unblocks if this process must resume it.
+pub struct Recorded {
+    /// The run's checkpoint as it stood before the answer (`None`: nothing waits).
+    parked: Option<Checkpoint>,
+    /// The fleet that resumes it here: its host is gone.
+    resumer: Option<Fleet>,
+}
+
+/// Record an answer and see the run it unblocks resumed: the one path every
+/// surface answers through.
 pub async fn answer(
     paths: &Paths,
     store: &Store,
     ask_id: &str,
     who: Answerer<'_>,
 ) -> anyhow::Result<Afterwards> {
-    let asks = Asks::new(store.clone());
+    let recorded = record(paths, &Asks::new(store.clone()), ask_id, who)?;
+    resume(paths, store, ask_id, recorded).await
+}
+
+/// The recording half of [`answer`], for a surface that cannot wait on a resume
+/// (the oracle answers from inside the host that holds the unit, so the run it
+/// unblocks is never stranded by it). `asks` is the caller's ask service, so a
+/// waiter in this process is woken at once. Refusals keep their type
+/// ([`AgentAnswerError`], [`crate::asks::AskError`]) inside the error.
+pub fn record(
+    paths: &Paths,
+    asks: &Asks,
+    ask_id: &str,
+    who: Answerer<'_>,
+) -> anyhow::Result<Recorded> {
+    let store = &asks.store;
     let missions = Missions::new(store.clone());
     let parked = asks.checkpoint(ask_id)?;
     // A one-shot verdict is never spent on a process that cannot resume the run it
@@ -62,10 +89,20 @@ pub async fn answer(
             asks.operator_verdict(ask_id, v)?;
         }
         Answerer::Agent { name, text } => {
-            answer_as_agent_within_bounds(paths, &asks, &missions, ask_id, name, text)?;
+            answer_as_agent_within_bounds(paths, asks, &missions, ask_id, name, text)?;
         }
     }
-    let (cp, fleet) = match (parked, resumer) {
+    Ok(Recorded { parked, resumer })
+}
+
+/// The resuming half of [`answer`].
+async fn resume(
+    paths: &Paths,
+    store: &Store,
+    ask_id: &str,
+    recorded: Recorded,
+) -> anyhow::Result<Afterwards> {
+    let (cp, fleet) = match (recorded.parked, recorded.resumer) {
         (None, _) => return Ok(Afterwards::NothingParked),
         (Some(cp), Some(fleet)) => (cp, fleet),
         // The host was alive when we looked. Had it died since, before it could
@@ -79,7 +116,7 @@ pub async fn answer(
     };
     Ok(if drive_resume(&fleet, ask_id, &cp.mission_id).await? {
         Afterwards::ResumedHere
-    } else if asks.checkpoint(ask_id)?.is_some() {
+    } else if Asks::new(store.clone()).checkpoint(ask_id)?.is_some() {
         // Another process holds the claim and resumes it.
         Afterwards::HostResumes
     } else {

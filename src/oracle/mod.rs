@@ -21,7 +21,7 @@ use std::time::{Duration, Instant};
 use serde_json::{Map, Value};
 
 use crate::asks::AskError;
-use crate::asks::bounds::{AgentAnswerError, answer_as_agent_within_bounds};
+use crate::asks::bounds::AgentAnswerError;
 use crate::config::{self, Config};
 use crate::envelope::search;
 use crate::fleet::Fleet;
@@ -270,27 +270,28 @@ impl Answerer for Deliver<'_> {
         }
         let parked = || asks.is_parked(ask_id).unwrap_or(false);
         let parked_before = parked();
-        // The fleet's own ask service: a unit waiting inside its park window in this
-        // process is woken at once. Past the window, the run's checkpoint is ours, and
-        // this host's drive loop resumes it from the durable row.
-        match answer_as_agent_within_bounds(
-            &self.oracle.paths,
-            asks,
-            self.fleet.missions(),
-            ask_id,
-            AGENT,
-            text,
-        ) {
+        // The one answer path, over the fleet's own ask service: a unit waiting
+        // inside its park window in this process is woken at once. Past the window,
+        // the run's checkpoint is ours, and this host's drive loop resumes it from
+        // the durable row.
+        let who = crate::fleet::resume::Answerer::Agent { name: AGENT, text };
+        match crate::fleet::resume::record(&self.oracle.paths, asks, ask_id, who) {
             Ok(_) => {
                 self.parked
                     .store(parked_before || parked(), Ordering::Relaxed);
                 Ok(())
             }
-            Err(AgentAnswerError::Refused(reason)) => self.refuse(ask_id, &reason),
-            Err(AgentAnswerError::Ask(AskError::Store(e))) => {
-                Err(AnswerError::Transient(e.to_string()))
-            }
-            Err(AgentAnswerError::Ask(e)) => self.refuse(ask_id, &e.to_string()),
+            Err(e) => match e.downcast::<AgentAnswerError>() {
+                Ok(AgentAnswerError::Refused(reason)) => self.refuse(ask_id, &reason),
+                Ok(AgentAnswerError::Ask(AskError::Store(e))) => {
+                    Err(AnswerError::Transient(e.to_string()))
+                }
+                Ok(AgentAnswerError::Ask(e)) => self.refuse(ask_id, &e.to_string()),
+                Err(e) => match e.downcast::<crate::store::StoreError>() {
+                    Ok(e) => Err(AnswerError::Transient(e.to_string())),
+                    Err(e) => self.refuse(ask_id, &e.to_string()),
+                },
+            },
         }
     }
 }

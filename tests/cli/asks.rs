@@ -460,7 +460,13 @@ fn report_summaries(sb: &Sandbox, id: &str) -> Vec<String> {
         .as_array()
         .unwrap()
         .iter()
-        .map(|r| format!("[{}] {}", r["kind"].as_str().unwrap(), r["summary"].as_str().unwrap()))
+        .map(|r| {
+            format!(
+                "[{}] {}",
+                r["kind"].as_str().unwrap(),
+                r["summary"].as_str().unwrap()
+            )
+        })
         .collect()
 }
 
@@ -490,7 +496,9 @@ const GATED_THEN_LAND: &str = r#"{"report":{"kind":"progress","summary":"before 
 /// Fire under the gate, wait for the permission ask, SIGKILL the host.
 fn gated_host_killed(sb: &Sandbox, transcript: &std::path::Path) -> (String, String) {
     let child = host(sb, "gate", transcript);
-    let ask = wait_for(20, "the permission ask", || sb.pending_ask_ids().first().cloned());
+    let ask = wait_for(20, "the permission ask", || {
+        sb.pending_ask_ids().first().cloned()
+    });
     kill(child);
     (sb.newest_mission().unwrap(), ask)
 }
@@ -567,7 +575,9 @@ fn a_gated_call_that_expires_after_the_host_died_settles_its_run_on_the_next_rec
         let mut list = sb.command(&["approvals", "list"]);
         list.env("STUB_TRANSCRIPT", &transcript);
         let run = sb.run_with(list).ok();
-        run.stdout.starts_with("Swept 1 expired ask(s)").then_some(run)
+        run.stdout
+            .starts_with("Swept 1 expired ask(s)")
+            .then_some(run)
     });
     assert!(
         reconciled
@@ -577,7 +587,10 @@ fn a_gated_call_that_expires_after_the_host_died_settles_its_run_on_the_next_rec
     );
     assert_eq!(resumes(&transcript), 1);
     let v = show_json(&sb, &id);
-    assert_eq!(v["status"], "stuck", "the on-timeout denial settled the run");
+    assert_eq!(
+        v["status"], "stuck",
+        "the on-timeout denial settled the run"
+    );
     assert_eq!(v["asks"][0]["id"], ask.as_str());
     assert_eq!(v["asks"][0]["state"], "expired");
     // Exactly once: a later read finds nothing left to resume.
@@ -625,7 +638,10 @@ fn a_resume_interrupted_mid_turn_leaves_no_claimed_checkpoint_once_the_mission_r
         sb.run_with(list);
         (show_json(&sb, &id)["status"] == "abandoned").then_some(())
     });
-    assert!(checkpoint_of(&sb, &ask).is_none(), "no claimed checkpoint left");
+    assert!(
+        checkpoint_of(&sb, &ask).is_none(),
+        "no claimed checkpoint left"
+    );
     let list = sb.run(&["approvals", "list"]).ok();
     assert!(!list.stdout.contains("Resumed"), "{list:#?}");
     assert_eq!(resumes(&transcript), 1);
