@@ -29,9 +29,9 @@ use agent_client_protocol::schema::ProtocolVersion;
 use agent_client_protocol::v1::ConnectionTo;
 use agent_client_protocol::v1::schema::{
     CancelNotification, ClientCapabilities, ContentBlock, EnvVariable, Implementation,
-    InitializeRequest, McpServer, McpServerStdio, NewSessionRequest, NewSessionResponse,
-    PromptRequest, RequestPermissionRequest, SessionNotification, SetSessionConfigOptionRequest,
-    TextContent,
+    InitializeRequest, LoadSessionRequest, McpServer, McpServerStdio, NewSessionRequest,
+    NewSessionResponse, PromptRequest, RequestPermissionRequest, SessionNotification,
+    SetSessionConfigOptionRequest, TextContent,
 };
 use agent_client_protocol::{Client, Lines, UntypedMessage};
 use futures::StreamExt;
@@ -353,11 +353,24 @@ pub struct Unit {
     stop_connection: Option<oneshot::Sender<()>>,
     connection_task: Option<tokio::task::JoinHandle<()>>,
     reaped: bool,
+    /// The session was loaded (`session/load`), not opened afresh.
+    loaded: bool,
 }
 
 impl Unit {
     /// Spawn the unit, `initialize` it and open its session.
     pub async fn start(spec: UnitSpec) -> Result<Unit, UnitError> {
+        Unit::start_session(spec, None).await
+    }
+
+    /// Spawn the unit and `initialize` it; then, if the agent advertises
+    /// `loadSession`, load its earlier session `session_id` (`session/load`), else
+    /// open a new one. [`Unit::loaded`] says which.
+    pub async fn start_loading(spec: UnitSpec, session_id: &str) -> Result<Unit, UnitError> {
+        Unit::start_session(spec, Some(session_id)).await
+    }
+
+    async fn start_session(spec: UnitSpec, load: Option<&str>) -> Result<Unit, UnitError> {
         let env = unit_environment(std::env::vars(), &spec.env);
         let (process, pipes) =
             process::spawn(&spec.program, &spec.args, &env, &spec.cwd).map_err(|e| {
@@ -421,10 +434,11 @@ impl Unit {
             stop_connection: Some(stop_tx),
             connection_task: Some(connection_task),
             reaped: false,
+            loaded: false,
         };
         // A failed handshake reaps the child before returning (Drop would
         // too, but without the grace period).
-        match unit.handshake(&spec).await {
+        match unit.handshake(&spec, load).await {
             Ok(()) => Ok(unit),
             Err(err) => {
                 unit.shutdown().await;
@@ -433,7 +447,7 @@ impl Unit {
         }
     }
 
-    async fn handshake(&mut self, spec: &UnitSpec) -> Result<(), UnitError> {
+    async fn handshake(&mut self, spec: &UnitSpec, load: Option<&str>) -> Result<(), UnitError> {
         let init = InitializeRequest::new(ProtocolVersion::V1)
             .client_capabilities(ClientCapabilities::new())
             .client_info(Implementation::new(
@@ -490,6 +504,24 @@ impl Unit {
                 )
             })
             .collect();
+        if let Some(id) = load.filter(|_| self.caps.load_session) {
+            let mut request =
+                LoadSessionRequest::new(id.to_string(), spec.cwd.clone()).mcp_servers(servers);
+            if !spec.meta.is_empty() {
+                request = request.meta(spec.meta.clone());
+            }
+            let during = "session/load";
+            let untyped =
+                UntypedMessage::new(during, &request).map_err(|e| UnitError::Protocol {
+                    during,
+                    detail: e.message,
+                })?;
+            let raw = self.request_untyped(untyped, during).await?;
+            self.session_id = id.to_string();
+            self.caps.models = convert::session_models(&raw);
+            self.loaded = true;
+            return Ok(());
+        }
         let mut request = NewSessionRequest::new(spec.cwd.clone()).mcp_servers(servers);
         if !spec.meta.is_empty() {
             request = request.meta(spec.meta.clone());
@@ -581,6 +613,11 @@ impl Unit {
 
     pub fn capabilities(&self) -> &AgentCaps {
         &self.caps
+    }
+
+    /// Was the session loaded (`session/load`) rather than opened afresh?
+    pub fn loaded(&self) -> bool {
+        self.loaded
     }
 
     /// Switch the session to `model`, one of the models it advertised: through

@@ -196,7 +196,7 @@ impl Fleet {
                 inner.max_parallel
             );
         }
-        let mut started = self.start_unit(&mission_id, &agent, &cwd).await?;
+        let mut started = self.start_unit(&mission_id, &agent, &cwd, None).await?;
         // The model allowlist is held on the started unit, before the mission row
         // exists: only a running agent says which models it offers, and a refused
         // fire must leave no record (the unit is reaped, the socket removed).
@@ -269,18 +269,34 @@ impl Fleet {
                             ask.state.as_str()
                         ))?;
             }
-            let reports = inner.missions.reports(&mission.id, 50)?;
-            let blocks = vec![
-                prompts::resume_brief(&reports, &ask),
-                prompts::PREAMBLE.to_string(),
-                mission.intent.clone(),
-            ];
             let cwd = if cp.cwd.is_empty() {
                 inner.paths.cwd.clone()
             } else {
                 PathBuf::from(&cp.cwd)
             };
-            let mut started = self.start_unit(&mission.id, &agent, &cwd).await?;
+            // The agent's own session when it can load it: the unit carries on as
+            // a live host's would, told only the answer. Else a fresh session,
+            // briefed on what happened.
+            let mut started = match self
+                .start_unit(&mission.id, &agent, &cwd, Some(&cp.session_id))
+                .await
+            {
+                Ok(started) => started,
+                Err(e) => {
+                    tracing::warn!(mission = %mission.id, "could not load session {}; starting a fresh one: {e}", cp.session_id);
+                    self.start_unit(&mission.id, &agent, &cwd, None).await?
+                }
+            };
+            let blocks = if started.unit.loaded() {
+                vec![prompts::resume_turn(&ask)]
+            } else {
+                let reports = inner.missions.reports(&mission.id, 50)?;
+                vec![
+                    prompts::resume_brief(&reports, &ask),
+                    prompts::PREAMBLE.to_string(),
+                    mission.intent.clone(),
+                ]
+            };
             if let Err(e) = budget::select_allowed_model(
                 &mut started.unit,
                 &envelope.policy.compute,
@@ -378,12 +394,14 @@ impl Fleet {
         anyhow::bail!("resolve agent {name:?}: not found{hint}")
     }
 
-    /// Serve the mission's socket and start its agent with a session pointed at it.
+    /// Serve the mission's socket and start its agent with a session pointed at it:
+    /// session `load` when given and the agent can load sessions, else a new one.
     async fn start_unit(
         &self,
         mission_id: &str,
         agent: &crate::agents::Agent,
         cwd: &std::path::Path,
+        load: Option<&str>,
     ) -> anyhow::Result<Started> {
         let inner = &self.inner;
         // The socket must listen before session/new: agents connect to their MCP
@@ -419,7 +437,11 @@ impl Fleet {
             mcp_servers: vec![bridge_server_entry(&inner.self_exe, &socket_path)],
             meta: mission_meta(mission_id),
         };
-        let unit = Unit::start(spec).await.map_err(|e| {
+        let unit = match load {
+            Some(session_id) => Unit::start_loading(spec, session_id).await,
+            None => Unit::start(spec).await,
+        };
+        let unit = unit.map_err(|e| {
             anyhow::anyhow!("agent {:?} could not start a session: {e}", agent.name)
         })?;
         let session_id = unit.session_id().to_string();

@@ -47,9 +47,14 @@ fn outcome_lines(ask: &Ask) -> String {
     )
 }
 
-/// The turn a live host sends when the question a unit parked on is resolved.
+/// The turn a live host sends when the question a unit parked on is resolved (and
+/// the first turn of a session an agent loaded to resume its run).
 pub fn resume_turn(ask: &Ask) -> String {
     let (lead, tail) = match ask.answer() {
+        _ if !ask.takes_words() => (
+            "The gated tool call your turn was waiting on was decided while your host was away.",
+            "Carry on with the mission, and keep reaching the operator only through your mission tools.",
+        ),
         Some(_) => (
             "The operator answered the question you parked on.",
             "Carry on with the mission, and keep reaching the operator only through your mission tools.",

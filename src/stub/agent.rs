@@ -10,13 +10,14 @@ use std::time::Duration;
 use agent_client_protocol::schema::ProtocolVersion;
 use agent_client_protocol::v1::schema::{
     AgentCapabilities, CancelNotification, ContentBlock, ContentChunk, Cost, Implementation,
-    InitializeRequest, InitializeResponse, NewSessionRequest, NewSessionResponse, PermissionOption,
-    PermissionOptionKind, Plan, PlanEntry, PlanEntryPriority, PlanEntryStatus, PromptRequest,
-    PromptResponse, RequestPermissionOutcome, RequestPermissionRequest, SessionConfigOption,
-    SessionConfigOptionCategory, SessionConfigOptionValue, SessionConfigSelectOption,
-    SessionConfigValueId, SessionNotification, SessionUpdate, SetSessionConfigOptionRequest,
-    SetSessionConfigOptionResponse, StopReason, TextContent, ToolCall, ToolCallStatus,
-    ToolCallUpdate, ToolCallUpdateFields, ToolKind, Usage, UsageUpdate,
+    InitializeRequest, InitializeResponse, LoadSessionRequest, LoadSessionResponse,
+    NewSessionRequest, NewSessionResponse, PermissionOption, PermissionOptionKind, Plan, PlanEntry,
+    PlanEntryPriority, PlanEntryStatus, PromptRequest, PromptResponse, RequestPermissionOutcome,
+    RequestPermissionRequest, SessionConfigOption, SessionConfigOptionCategory,
+    SessionConfigOptionValue, SessionConfigSelectOption, SessionConfigValueId, SessionNotification,
+    SessionUpdate, SetSessionConfigOptionRequest, SetSessionConfigOptionResponse, StopReason,
+    TextContent, ToolCall, ToolCallStatus, ToolCallUpdate, ToolCallUpdateFields, ToolKind, Usage,
+    UsageUpdate,
 };
 use agent_client_protocol::v1::{ConnectionTo, Responder};
 use agent_client_protocol::{Agent, Client, Error};
@@ -27,6 +28,7 @@ use crate::acp::McpStdioServer;
 use crate::acp::agent_side::CancelSignal;
 use crate::tools::client::MissionClient;
 
+use super::saved::{self, Saved};
 use super::script::{self, OnDeny, RawStep, Script, Step, StopName, Vars, Via};
 
 /// The id of the config option through which a script's models are offered.
@@ -107,7 +109,9 @@ pub async fn serve(config: AgentConfig) -> Result<(), String> {
         deaf,
     });
     let on_new = agent.clone();
+    let on_load = agent.clone();
     let on_config = agent.clone();
+    let loads = agent.loads_sessions();
     let on_prompt = agent.clone();
     let on_cancel = agent.clone();
 
@@ -122,7 +126,7 @@ pub async fn serve(config: AgentConfig) -> Result<(), String> {
                 );
                 responder.respond(
                     InitializeResponse::new(ProtocolVersion::V1)
-                        .agent_capabilities(AgentCapabilities::new())
+                        .agent_capabilities(AgentCapabilities::new().load_session(loads))
                         .agent_info(Implementation::new(
                             "missionboard-stub",
                             env!("CARGO_PKG_VERSION"),
@@ -139,6 +143,26 @@ pub async fn serve(config: AgentConfig) -> Result<(), String> {
                     response = response.config_options(vec![option]);
                 }
                 responder.respond(response)
+            },
+            agent_client_protocol::on_receive_request!(),
+        )
+        .on_receive_request(
+            async move |request: LoadSessionRequest, responder, _cx| match on_load
+                .load_session(request)
+            {
+                Ok(session) => {
+                    let mut response = LoadSessionResponse::new();
+                    if let Some(option) = on_load.model_option(&session) {
+                        response = response.config_options(vec![option]);
+                    }
+                    responder.respond(response)
+                }
+                Err(reason) => {
+                    eprintln!("stub: session/load refused: {reason}");
+                    responder.respond_with_error(
+                        Error::invalid_params().data(json!({ "reason": reason })),
+                    )
+                }
             },
             agent_client_protocol::on_receive_request!(),
         )
@@ -212,11 +236,50 @@ impl StubAgent {
             .cloned()
     }
 
+    /// Does the preloaded script advertise and honour `session/load`?
+    fn loads_sessions(&self) -> bool {
+        self.config
+            .preloaded
+            .as_ref()
+            .is_some_and(|s| s.load_session)
+    }
+
     fn open_session(&self, request: NewSessionRequest) -> Arc<Session> {
-        let id = format!(
-            "stub-session-{}",
-            self.next_session.fetch_add(1, Ordering::Relaxed)
-        );
+        // Loadable sessions outlive this process, so their ids must be unique
+        // across processes too.
+        let id = if self.loads_sessions() {
+            format!("stub-session-{}", uuid::Uuid::new_v4())
+        } else {
+            format!(
+                "stub-session-{}",
+                self.next_session.fetch_add(1, Ordering::Relaxed)
+            )
+        };
+        self.open_session_as(id, request, Saved::default())
+    }
+
+    /// `session/load`: the session as its last turn left it, from its saved state.
+    fn load_session(&self, request: LoadSessionRequest) -> Result<Arc<Session>, String> {
+        if !self.loads_sessions() {
+            return Err("this stub does not advertise loadSession".into());
+        }
+        let id = request.session_id.0.to_string();
+        let place = saved::load(&id)?;
+        let mut as_new =
+            NewSessionRequest::new(request.cwd.clone()).mcp_servers(request.mcp_servers);
+        if let Some(meta) = request.meta {
+            as_new = as_new.meta(meta);
+        }
+        eprintln!("stub: session/load {id} at turn {}", place.cursor);
+        Ok(self.open_session_as(id, as_new, place))
+    }
+
+    fn open_session_as(
+        &self,
+        id: String,
+        request: NewSessionRequest,
+        place: Saved,
+    ) -> Arc<Session> {
         let servers = crate::acp::agent_side::stdio_servers(&request, "stub");
         let mission_id = crate::acp::agent_side::mission_id(&request);
         eprintln!(
@@ -233,6 +296,14 @@ impl StubAgent {
                 .into_iter()
                 .find(|s| s.name == crate::tools::MISSION_SERVER_NAME),
             script: self.config.preloaded.clone(),
+            cursor: place.cursor,
+            parked: place.parked,
+            ids: place.ids,
+            vars: Vars {
+                answer: place.answer,
+                perms: place.perms,
+                ..Vars::default()
+            },
             ..SessionState::default()
         };
         let model = self
@@ -476,6 +547,7 @@ async fn run_prompt(
             responder.respond_with_error(err)
         }
     };
+    save_place(&session.id, &state, state.parked.clone());
     if let Err(err) = outcome {
         eprintln!("stub: could not answer the prompt: {err:?}");
     }
@@ -535,6 +607,24 @@ fn fill_step(raw: &RawStep, vars: &Vars) -> Value {
                 .collect(),
         ),
         (payload, _) => script::substitute(payload, vars),
+    }
+}
+
+/// Save a loadable session's place in its script, with `parked` as the steps that
+/// wait on an answer (a no-op unless the script says `load_session`).
+fn save_place(session_id: &str, state: &SessionState, parked: Option<Vec<RawStep>>) {
+    if !state.script.as_ref().is_some_and(|s| s.load_session) {
+        return;
+    }
+    let place = Saved {
+        cursor: state.cursor,
+        parked,
+        answer: state.vars.answer.clone(),
+        perms: state.vars.perms.clone(),
+        ids: state.ids,
+    };
+    if let Err(err) = saved::save(session_id, &place) {
+        eprintln!("stub: cannot save session {session_id}: {err}");
     }
 }
 
@@ -601,6 +691,15 @@ impl TurnRunner<'_> {
                 }
             }
             first = false;
+            if raw.kind == "ask" {
+                // Saved before the question exists: whenever this process dies
+                // while it is outstanding, a loaded session carries on from its
+                // answer.
+                let waiting = script::ask_then(&raw)
+                    .into_iter()
+                    .chain(queue.iter().map(|(_, s)| s.clone()));
+                save_place(self.session_id, self.state, Some(waiting.collect()));
+            }
             let filled = RawStep {
                 kind: raw.kind.clone(),
                 payload: fill_step(&raw, &self.state.vars),

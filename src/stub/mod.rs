@@ -58,6 +58,12 @@
 //!   another with `session/set_config_option`; `{{model}}` names the one in
 //!   use. Only a script given at start (`--script` / `STUB_SCRIPT`) can set
 //!   them: models are offered before the first prompt is read.
+//! - `load_session` (optional, default false) advertises `loadSession` and
+//!   honours `session/load`: each session's place in the script (turn, parked
+//!   steps, answer) is saved after every turn to `$STUB_STATE_DIR/<session>.json`
+//!   (default directory: `missionboard-stub` under the system temp directory), and
+//!   a restarted stub that loads the session carries on from there. Only a script
+//!   given at start can set it.
 //! - `turns` are consumed one per `session/prompt`, in order (turn 2 is the
 //!   nudge). A bare `{"steps": [...], "stop": …}` is a one-turn script.
 //! - `stop` (per turn, default `end_turn`): `end_turn`, `refusal`,
@@ -119,6 +125,7 @@
 //!   `turn=N <first 80 characters of the prompt>`.
 
 mod agent;
+mod saved;
 pub mod script;
 
 use std::path::PathBuf;

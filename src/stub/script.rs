@@ -13,6 +13,10 @@ pub struct Script {
     /// Session models to advertise (`models`); only a script given at start
     /// (`--script`) can set them, since they are offered before the first prompt.
     pub models: Vec<String>,
+    /// `load_session`: advertise `loadSession` and honour `session/load`, each
+    /// session's place in the script kept in a state file (only a script given at
+    /// start can set it: capabilities are sent before the first prompt).
+    pub load_session: bool,
     pub turns: Vec<Turn>,
 }
 
@@ -576,7 +580,17 @@ pub fn parse_script(value: &Value, fallback_name: &str) -> Result<Script, String
         return Err("a script must be a JSON object".into());
     };
     for key in map.keys() {
-        if !["name", "delay_ms", "models", "turns", "steps", "stop"].contains(&key.as_str()) {
+        if ![
+            "name",
+            "delay_ms",
+            "models",
+            "load_session",
+            "turns",
+            "steps",
+            "stop",
+        ]
+        .contains(&key.as_str())
+        {
             return Err(format!("unknown script key '{key}'"));
         }
     }
@@ -595,6 +609,10 @@ pub fn parse_script(value: &Value, fallback_name: &str) -> Result<Script, String
             .ok()
             .filter(|m| m.iter().all(|s| !s.trim().is_empty()))
             .ok_or("'models' must be an array of non-empty strings")?,
+    };
+    let load_session = match map.get("load_session") {
+        None => false,
+        Some(v) => v.as_bool().ok_or("'load_session' must be true or false")?,
     };
     let turn_values: Vec<Value> = match (map.get("turns"), map.get("steps")) {
         (Some(Value::Array(turns)), None) => turns.clone(),
@@ -637,6 +655,7 @@ pub fn parse_script(value: &Value, fallback_name: &str) -> Result<Script, String
         name,
         delay_ms,
         models,
+        load_session,
         turns,
     })
 }
@@ -914,6 +933,15 @@ pub fn builtin(name: &str) -> Option<Script> {
     Some(parse_script(&value, name).expect("built-in scenarios are valid"))
 }
 
+/// An ask step's `then`: the steps that run once it is answered.
+pub fn ask_then(raw: &RawStep) -> Vec<RawStep> {
+    match raw.payload.get("then") {
+        Some(Value::Array(items)) => items.iter().filter_map(|v| raw_step(v).ok()).collect(),
+        Some(v) => raw_step(v).into_iter().collect(),
+        None => vec![],
+    }
+}
+
 /// For a fresh session resuming a parked run: the turn (0-based) holding the ask
 /// whose summary is `question`, and the steps that come after it there (its `then`
 /// first).
@@ -931,15 +959,8 @@ pub fn steps_after_ask(script: &Script, question: &str) -> Option<(usize, Vec<Ra
             if summary.trim() != question.trim() {
                 continue;
             }
-            let then: Vec<RawStep> = match raw.payload.get("then") {
-                Some(Value::Array(items)) => {
-                    items.iter().filter_map(|v| raw_step(v).ok()).collect()
-                }
-                Some(v) => raw_step(v).into_iter().collect(),
-                None => vec![],
-            };
             let rest = turn.steps[i + 1..].iter().cloned();
-            return Some((t, then.into_iter().chain(rest).collect()));
+            return Some((t, ask_then(raw).into_iter().chain(rest).collect()));
         }
     }
     None

@@ -701,3 +701,63 @@ fn compute_spend_is_durable_a_resumed_session_continues_it_and_is_stopped_at_the
         show.stdout
     );
 }
+
+#[test]
+fn an_agent_that_loads_sessions_resumes_its_own_session_after_the_host_died() {
+    let sb = Sandbox::new();
+    sb.declare_stubs(&[(
+        "stub",
+        Some(&format!(
+            r#"{{"name":"t","load_session":true,"turns":[{{"steps":[{ASK_THEN_LAND}]}}]}}"#
+        )),
+    )]);
+    sb.run(&["config", "set", "ask-park-window", "200ms"]).ok();
+    let state = sb.home.join("stub-state");
+    let transcript = sb.home.join("transcript.log");
+    let mut fire = sb.command(&[
+        "mission", "fire", "stub", "rename", "--wait", "--policy", "default",
+    ]);
+    fire.env("STUB_TRANSCRIPT", &transcript)
+        .env("STUB_STATE_DIR", &state)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null());
+    let child = fire.spawn().unwrap();
+    let ask = wait_for(20, "the parked question", || parked_ask(&sb));
+    kill(child);
+    let id = sb.newest_mission().unwrap();
+    let session = show_json(&sb, &id)["sessionId"].clone();
+    assert!(session.is_string(), "{session}");
+    let mut respond = sb.command(&["approvals", "respond", &ask, "--answer", "yes"]);
+    respond
+        .env("STUB_TRANSCRIPT", &transcript)
+        .env("STUB_STATE_DIR", &state);
+    let answered = sb.run_with(respond).ok();
+    assert!(
+        answered
+            .stdout
+            .contains("and the suspended run was resumed in this process"),
+        "{answered:#?}"
+    );
+    // session/load: the same session, told only the answer — no brief.
+    let v = show_json(&sb, &id);
+    assert_eq!(v["status"], "landed");
+    assert_eq!(
+        v["sessionId"], session,
+        "the agent's own session was loaded"
+    );
+    assert_eq!(
+        report_summaries(&sb, &id),
+        ["[result] renamed: yes"],
+        "the loaded session carried on from its own place in the script"
+    );
+    let lines = std::fs::read_to_string(&transcript).unwrap();
+    assert_eq!(resumes(&transcript), 0, "{lines}");
+    assert_eq!(
+        lines
+            .lines()
+            .filter(|l| l.contains("The operator answered the question you parked on."))
+            .count(),
+        1,
+        "{lines}"
+    );
+}
