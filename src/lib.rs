@@ -24,4 +24,5 @@ pub mod planner;
 pub mod store;
 pub mod stub;
 pub mod table;
+pub mod text;
 pub mod tools;
