@@ -2,6 +2,7 @@
 //! verdict; each following line names one part and, when it is missing, the fix.
 
 use super::Ctx;
+use super::out::outln;
 use crate::agents::Registry;
 use crate::config::{self, Config};
 use crate::envelope::{presets, search};
@@ -98,12 +99,12 @@ pub(super) fn run(ctx: &Ctx) -> anyhow::Result<i32> {
 
     fixes.dedup();
     if fixes.is_empty() {
-        println!("Ready: yes — run: missionboard board");
+        outln!("Ready: yes — run: missionboard board")?;
     } else {
-        println!("Ready: no — {}", fixes.join("; "));
+        outln!("Ready: no — {}", fixes.join("; "))?;
     }
     for l in lines {
-        println!("{l}");
+        outln!("{l}")?;
     }
     Ok(if fixes.is_empty() { 0 } else { 1 })
 }

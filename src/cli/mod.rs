@@ -9,6 +9,7 @@ mod fire;
 mod inbox_cmd;
 mod init;
 mod mission_cmd;
+mod out;
 mod vet;
 
 use std::io::IsTerminal;
@@ -249,6 +250,31 @@ struct StubArgs {
     demo: bool,
 }
 
+impl Command {
+    /// Commands that host units (or are one): they must tear down before they
+    /// exit, so a closed stdout reaches them as an error from the output layer.
+    fn hosts_units(&self) -> bool {
+        matches!(
+            self,
+            Command::Board { .. }
+                | Command::Mission(MissionCmd::Fire { .. })
+                | Command::Agent(AgentArgs { command: None, .. })
+                | Command::StubAgent(_)
+                | Command::McpBridge { .. }
+        )
+    }
+}
+
+/// A one-shot command whose reader went away (`| head`) ends the way git does: by
+/// SIGPIPE, quietly, at the first write nobody reads — whoever's code wrote it.
+fn die_quietly_on_closed_stdout() {
+    // SAFETY: restoring the default disposition of one signal, before any thread or
+    // child exists that could observe the change.
+    unsafe {
+        libc::signal(libc::SIGPIPE, libc::SIG_DFL);
+    }
+}
+
 /// Flags that exist only under `opt-in-beta`: absent, not hidden, without it.
 #[derive(Debug, Default)]
 struct BetaFlags {
@@ -328,6 +354,9 @@ pub fn main() -> i32 {
         Err(e) => e.exit(),
     };
     let flags = beta_flags(&matches);
+    if !cli.command.as_ref().is_some_and(Command::hosts_units) {
+        die_quietly_on_closed_stdout();
+    }
     let _log_guard = crate::logging::init(&paths.log_dir(), cli.trace);
     let ctx = Ctx { paths, beta };
     match run(&ctx, cli.command, flags) {
@@ -337,8 +366,11 @@ pub fn main() -> i32 {
 }
 
 fn fail(e: &anyhow::Error) -> i32 {
+    if e.chain().any(|cause| cause.is::<out::StdoutClosed>()) {
+        return out::STDOUT_CLOSED_EXIT;
+    }
     tracing::error!("{e:#}");
-    eprintln!("Error: {e:#}");
+    out::error(&format!("{e:#}"));
     1
 }
 
