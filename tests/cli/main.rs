@@ -7,6 +7,7 @@ mod asks;
 mod board;
 mod bounds;
 mod foundation;
+mod hostile_text;
 mod missions;
 mod oracle;
 mod planner;
