@@ -122,6 +122,15 @@ async fn fire_and_wait(
             .require(&id)
             .map_err(|e| anyhow::anyhow!("waiting on mission {id}: {e}"))?;
         if m.status != Status::Open {
+            outln!("Mission {id} finished: {}", status_line(&m))?;
+            break m;
+        }
+        // Nothing will move it: the unit's turns are over and nothing is pending.
+        if let Some(why) = fleet.idle_reason(&id) {
+            outln!(
+                "Mission {id} is still {} with no verdict and nothing pending: {why}. It is torn down with this process; its record and reports survive — see 'missionboard mission show {id}'.",
+                m.status
+            )?;
             break m;
         }
         if Instant::now() >= deadline {
@@ -129,6 +138,7 @@ async fn fire_and_wait(
                 "mission {id} did not finish within {}: it is torn down with this process (the unit is a child subprocess). Its record and any reports so far survive — see 'missionboard mission show {id}'. Re-run with a larger --timeout, or fire from a long-lived host (the board's /mission).",
                 crate::duration::format(timeout)
             )?;
+            out!("{}", pending_lines(fleet, &id)?)?;
             return Ok(1);
         }
         tokio::select! {
@@ -141,7 +151,6 @@ async fn fire_and_wait(
             }
         }
     };
-    outln!("Mission {id} finished: {}", status_line(&mission))?;
     let reports = fleet.missions().reports(&id, 200)?;
     if !reports.is_empty() {
         outln!("Reports:")?;
@@ -153,6 +162,30 @@ async fn fire_and_wait(
     } else {
         1
     })
+}
+
+/// What a timed-out mission is waiting on: each pending ask and how to answer it
+/// (the answer resumes the run even after this process is gone).
+fn pending_lines(fleet: &Fleet, mission_id: &str) -> anyhow::Result<String> {
+    let mut out = String::new();
+    for a in fleet.asks().for_mission(mission_id, 200)? {
+        if !a.is_pending() {
+            continue;
+        }
+        let how = if a.takes_words() {
+            "--answer \"...\""
+        } else {
+            "--approve|--deny"
+        };
+        out.push_str(&format!(
+            "It is waiting on {} ask {}: {}\nAnswer it with 'missionboard approvals respond {} {how}'.\n",
+            a.kind(),
+            a.id,
+            a.args_summary,
+            a.id
+        ));
+    }
+    Ok(out)
 }
 
 /// What the mission's compute bounds amount to for this agent, each field with

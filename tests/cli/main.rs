@@ -6,6 +6,7 @@ mod harness;
 mod asks;
 mod board;
 mod bounds;
+mod edges;
 mod foundation;
 mod hostile_text;
 mod missions;
