@@ -309,6 +309,32 @@ fn build_command(beta: bool) -> clap::Command {
     })
 }
 
+/// A beta flag used without the beta is unknown to the parser; the error says how
+/// to turn it on.
+fn with_beta_tip(mut e: clap::Error, beta: bool) -> clap::Error {
+    use clap::error::{ContextKind, ContextValue, ErrorKind};
+    if beta || e.kind() != ErrorKind::UnknownArgument {
+        return e;
+    }
+    let flag = match e.get(ContextKind::InvalidArg) {
+        Some(ContextValue::String(arg)) => arg.split('=').next().unwrap_or_default().to_string(),
+        _ => return e,
+    };
+    if !["--oracle", "--as-agent"].contains(&flag.as_str()) {
+        return e;
+    }
+    let mut tips = match e.get(ContextKind::Suggested) {
+        Some(ContextValue::StyledStrs(tips)) => tips.clone(),
+        _ => Vec::new(),
+    };
+    tips.insert(
+        0,
+        format!("{flag} requires opt-in-beta (missionboard config set opt-in-beta true)").into(),
+    );
+    e.insert(ContextKind::Suggested, ContextValue::StyledStrs(tips));
+    e
+}
+
 fn beta_flags(m: &ArgMatches) -> BetaFlags {
     let mut flags = BetaFlags::default();
     if let Some(("mission", m)) = m.subcommand()
@@ -347,7 +373,7 @@ pub fn main() -> i32 {
     let beta = crate::config::beta_enabled(&paths.db_path());
     let matches = match build_command(beta).try_get_matches() {
         Ok(m) => m,
-        Err(e) => e.exit(),
+        Err(e) => with_beta_tip(e, beta).exit(),
     };
     let cli = match Cli::from_arg_matches(&matches) {
         Ok(c) => c,
