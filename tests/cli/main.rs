@@ -9,6 +9,7 @@ mod bounds;
 mod edges;
 mod foundation;
 mod hostile_text;
+mod hygiene;
 mod missions;
 mod oracle;
 mod planner;
