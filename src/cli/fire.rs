@@ -7,7 +7,7 @@ use std::time::{Duration, Instant};
 
 use super::Ctx;
 use super::mission_cmd::{report_lines, status_line};
-use crate::acp::AgentCaps;
+use crate::agents::AgentCaps;
 use crate::config::{self, Config};
 use crate::envelope::bounds::{ComputeField, bound_status, describe_all};
 use crate::envelope::policy::{ComputeBounds, OnExhausted};
