@@ -31,9 +31,12 @@ const MODULES: &[(&str, (&str, u8, Siblings))] = &[
     ("clock", LEAVES),
     ("duration", LEAVES),
     ("paths", LEAVES),
-    ("text", LEAVES),
     ("table", LEAVES),
     ("logging", LEAVES),
+    ("runtime", LEAVES),
+    ("text", LEAVES),
+    ("signals", LEAVES),
+    ("confine", LEAVES),
     // storage: the connection and the migration runner, no tables of its own
     ("store", STORAGE),
     // domain: the services that own tables and rules
