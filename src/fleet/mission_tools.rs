@@ -12,6 +12,7 @@ use crate::mission::report::{
     downgrade_paragraph, missing_claims, quoted_list, unverified_claims, unverified_paragraph,
 };
 use crate::mission::{Handover, Missions, PlanEntry, ReportInput, Status, subjects};
+use crate::tools::PARKED_PREFIX;
 
 /// The mission a tool call speaks for, and the services it writes through.
 #[derive(Clone)]
@@ -28,10 +29,6 @@ pub struct MissionToolCalls {
     /// How long a question holds the unit's turn before the run parks.
     pub park_window: Duration,
 }
-
-/// The start of the tool result a parked question returns; agents (and our stub)
-/// recognise it, and re-asking with the `ask_id` waits on the same question again.
-pub const PARKED_PREFIX: &str = "no answer yet (ask_id=";
 
 type ToolResult = Result<String, String>;
 
