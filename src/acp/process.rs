@@ -40,16 +40,13 @@ pub const SECRET_NAME_PATTERNS: &[&str] = &[
 /// avoid handing every unit every secret.
 pub fn is_secret_name(name: &str) -> bool {
     let upper = name.to_ascii_uppercase();
-    SECRET_NAME_PATTERNS.iter().any(|p| {
-        match (
-            p.strip_prefix('*').and_then(|r| r.strip_suffix('*')),
-            p.strip_prefix('*'),
-        ) {
-            (Some(inner), _) => upper.contains(inner),
-            (None, Some(suffix)) => upper.ends_with(suffix),
-            (None, None) => upper == *p,
-        }
-    })
+    SECRET_NAME_PATTERNS
+        .iter()
+        .any(|p| match (p.strip_prefix('*'), p.strip_suffix('*')) {
+            (Some(_), Some(_)) => upper.contains(p.trim_matches('*')),
+            (Some(suffix), None) => upper.ends_with(suffix),
+            _ => upper == *p,
+        })
 }
 
 /// True for a value that carries a credential whatever its name: a URL with

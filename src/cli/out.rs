@@ -3,9 +3,11 @@
 //! passes through the sanitizer on its way out, and `--json` through the escaper:
 //! no control byte an agent wrote reaches the operator's terminal raw.
 //!
-//! A closed stdout (`missionboard mission list | head`) is not an error to report:
+//! A closed stdout (`missionboard mission fire … | head`) is not an error to report:
 //! the write fails with [`StdoutClosed`], the command unwinds through its normal
-//! teardown and the process exits quietly with git's status for it.
+//! teardown (a fire reaps its unit) and the process exits quietly with the status a
+//! shell shows for git there. One-shot commands do not even get that far: they run
+//! with SIGPIPE's default action (see `cli::main`), and end at the failed write.
 
 use std::io::Write;
 
@@ -17,7 +19,7 @@ pub(super) const STDOUT_CLOSED_EXIT: i32 = 128 + libc::SIGPIPE;
 
 /// Stdout's reader is gone: nothing more can be said, and nothing is wrong.
 #[derive(Debug)]
-pub(crate) struct StdoutClosed;
+pub(super) struct StdoutClosed;
 
 impl std::fmt::Display for StdoutClosed {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -28,12 +30,12 @@ impl std::fmt::Display for StdoutClosed {
 impl std::error::Error for StdoutClosed {}
 
 /// Write `text` to stdout, stripped of escape sequences and controls.
-pub(crate) fn text(text: &str) -> anyhow::Result<()> {
+pub(super) fn text(text: &str) -> anyhow::Result<()> {
     write_stdout(sanitize(text).as_bytes())
 }
 
 /// Write `value` as pretty JSON with C0, C1, DEL and bidi controls as `\uXXXX`.
-pub(crate) fn json(value: &impl serde::Serialize) -> anyhow::Result<()> {
+pub(super) fn json(value: &impl serde::Serialize) -> anyhow::Result<()> {
     let mut serialized = escape_json(&serde_json::to_string_pretty(value)?);
     serialized.push('\n');
     write_stdout(serialized.as_bytes())
@@ -46,7 +48,7 @@ pub(super) fn error(message: &str) {
 }
 
 /// A notice on stderr (not the command's output), sanitized.
-pub(crate) fn notice(message: &str) {
+pub(super) fn notice(message: &str) {
     let _ = writeln!(std::io::stderr(), "{}", sanitize(message));
 }
 
@@ -76,4 +78,4 @@ macro_rules! out {
     };
 }
 
-pub(crate) use {out, outln};
+pub(super) use {out, outln};

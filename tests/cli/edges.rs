@@ -5,11 +5,7 @@ use std::io::{BufRead, BufReader};
 use std::os::unix::process::ExitStatusExt;
 use std::process::Stdio;
 
-use crate::harness::{Sandbox, wait_for};
-
-fn script(steps: &str) -> String {
-    format!(r#"{{"name":"t","turns":[{{"steps":[{steps}]}}]}}"#)
-}
+use crate::harness::{Sandbox, script, wait_for};
 
 const ASK_THEN_LAND: &str = r#"{"ask":{"summary":"Rename the env var too?","then":{"report":{"kind":"result","summary":"renamed: {{answer}}"}}}},{"finish":"landed"}"#;
 

@@ -5,11 +5,7 @@ use std::ffi::OsStr;
 use std::os::unix::ffi::OsStrExt;
 use std::os::unix::fs::PermissionsExt;
 
-use crate::harness::{Sandbox, wait_for};
-
-fn script(steps: &str) -> String {
-    format!(r#"{{"name":"t","turns":[{{"steps":[{steps}]}}]}}"#)
-}
+use crate::harness::{Sandbox, script, wait_for};
 
 const LAND: &str = r#"{"report":{"kind":"result","summary":"work done"}},{"finish":"landed"}"#;
 

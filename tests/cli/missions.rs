@@ -1,11 +1,7 @@
 //! Issue B: missions over real ACP units (the stub agent as a child process, its
 //! mission tools over the real MCP bridge), read back through our own commands.
 
-use crate::harness::{Sandbox, wait_for};
-
-fn script(steps: &str) -> String {
-    format!(r#"{{"name":"t","turns":[{{"steps":[{steps}]}}]}}"#)
-}
+use crate::harness::{Sandbox, script, wait_for};
 
 const LAND: &str =
     r#"{"report":{"kind":"result","summary":"work done"}},{"finish":{"status":"landed"}}"#;
