@@ -144,7 +144,7 @@ fn a_unit_that_stops_without_a_verdict_gets_a_blocker_and_the_fire_returns_at_on
             r#"{"report":{"kind":"progress","summary":"half way"}}"#,
         )),
     )]);
-    let run = sb.fire("stub", "do half of it", &["--timeout", "120s"]);
+    let run = sb.fire("stub", "do half of it", &["--timeout", "60s"]);
     assert_eq!(run.code, 1, "{run:#?}");
     let id = sb.newest_mission().unwrap();
     assert!(
