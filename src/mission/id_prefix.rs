@@ -67,3 +67,50 @@ pub fn resolve(store: &Store, kind: &IdKind, typed: &str) -> Result<Resolved, St
         )),
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const THINGS: IdKind = IdKind {
+        noun: "thing",
+        table: "things",
+        list_command: "missionboard thing list",
+    };
+
+    #[test]
+    fn exact_unique_short_ambiguous_and_missing() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open(&dir.path().join("board.db")).unwrap();
+        store
+            .with(|c| {
+                c.execute_batch(
+                    "CREATE TABLE things (id TEXT PRIMARY KEY);
+                     INSERT INTO things VALUES ('abcd-1111'), ('abcd-2222'), ('abc'), ('wxyz-9');",
+                )
+            })
+            .unwrap();
+        let r = |typed| resolve(&store, &THINGS, typed).unwrap();
+        assert_eq!(r(" abcd-1111 "), Resolved::Id("abcd-1111".into()));
+        assert_eq!(
+            r("abc"),
+            Resolved::Id("abc".into()),
+            "an exact id of any length"
+        );
+        assert_eq!(r("wxyz"), Resolved::Id("wxyz-9".into()));
+        assert_eq!(
+            r("abcd"),
+            Resolved::Refused(
+                "thing id prefix \"abcd\" matches more than one thing — type more of the id (see 'missionboard thing list')".into()
+            )
+        );
+        assert_eq!(
+            r("wx"),
+            Resolved::Refused(
+                "thing id prefix \"wx\" is too short — type at least 4 characters of the id (see 'missionboard thing list')".into()
+            )
+        );
+        assert_eq!(r("zzzz"), Resolved::NotFound);
+        assert_eq!(r("ab%_"), Resolved::NotFound);
+    }
+}
