@@ -488,7 +488,9 @@ fn run_role(role: impl std::future::Future<Output = Result<(), String>>) -> i32 
     let runtime = match crate::runtime::multi_thread() {
         Ok(rt) => rt,
         Err(err) => {
-            eprintln!("missionboard: cannot start the async runtime: {err}");
+            out::notice(&format!(
+                "missionboard: cannot start the async runtime: {err}"
+            ));
             return 1;
         }
     };
@@ -499,7 +501,7 @@ fn run_role(role: impl std::future::Future<Output = Result<(), String>>) -> i32 
     match result {
         Ok(()) => 0,
         Err(message) => {
-            eprintln!("{message}");
+            out::notice(&message);
             1
         }
     }

@@ -213,3 +213,31 @@ fn no_raw_control_byte_from_an_agent_reaches_any_command_output() {
     assert_eq!(fired.code, 0, "{fired:#?}");
     assert_inert("mission fire (asked)", &fired);
 }
+
+/// The output layer is the one place command text is written: a `println!` added
+/// anywhere else in `src/cli/` would bypass the sanitizer (and the closed-stdout
+/// handling), so it fails here, naming the file and line.
+#[test]
+fn every_command_writes_through_the_output_layer() {
+    let cli = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("src/cli");
+    let mut raw = Vec::new();
+    for entry in std::fs::read_dir(&cli).unwrap().flatten() {
+        let path = entry.path();
+        if path.file_name().is_some_and(|n| n == "out.rs") {
+            continue;
+        }
+        let text = std::fs::read_to_string(&path).unwrap();
+        for (i, line) in text.lines().enumerate() {
+            let code = line.split("//").next().unwrap_or_default();
+            // Also matches eprint! and eprintln!.
+            if code.contains("print!") || code.contains("println!") {
+                raw.push(format!("{}:{}: {}", path.display(), i + 1, line.trim()));
+            }
+        }
+    }
+    assert!(
+        raw.is_empty(),
+        "write through cli::out (outln!, out!, out::json, out::notice) instead:\n{}",
+        raw.join("\n")
+    );
+}
