@@ -111,6 +111,7 @@ impl Drive {
                 Turn::Done(_) => {
                     self.heartbeat();
                     let _ = self.asks.drop_checkpoint(&ask_id);
+                    self.note_if_idle();
                 }
                 Turn::Failed(e) => {
                     let _ = self.asks.fail_checkpoint(&ask_id, &e.to_string());

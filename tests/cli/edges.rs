@@ -189,3 +189,56 @@ fn a_fire_that_times_out_names_the_pending_ask_and_how_to_answer_it() {
         "{run:#?}"
     );
 }
+
+#[test]
+fn a_resumed_run_that_stops_without_a_verdict_gets_the_blocker_too() {
+    let sb = Sandbox::new();
+    sb.declare_stubs(&[(
+        "stub",
+        Some(&script(
+            r#"{"ask":{"summary":"Which region?","then":{"report":{"kind":"progress","summary":"region: {{answer}}"}}}}"#,
+        )),
+    )]);
+    sb.run(&["config", "set", "ask-park-window", "200ms"]).ok();
+    let mut host = sb
+        .command(&[
+            "mission", "fire", "stub", "pick", "--wait", "--policy", "default",
+        ])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let ask = wait_for(20, "the parked question", || {
+        let id = sb.newest_mission()?;
+        let show = sb.run(&["mission", "show", &id, "--json"]).ok();
+        let v: serde_json::Value = serde_json::from_str(&show.stdout).unwrap();
+        v["pendingAsks"]
+            .as_array()?
+            .iter()
+            .find(|a| a["parked"] == true)
+            .and_then(|a| a["id"].as_str().map(str::to_string))
+    });
+    host.kill().unwrap();
+    host.wait().unwrap();
+    let answered = sb
+        .run(&["approvals", "respond", &ask, "--answer", "eu"])
+        .ok();
+    assert!(
+        answered.stdout.contains("resumed in this process"),
+        "{answered:#?}"
+    );
+    let id = sb.newest_mission().unwrap();
+    let show = sb.run(&["mission", "show", &id]).ok();
+    assert!(
+        show.stdout.contains("\nStatus:    open\n"),
+        "{}",
+        show.stdout
+    );
+    assert!(
+        show.stdout.ends_with(
+            "  [progress] region: eu\n  [blocker] unit ended its turn with no verdict and nothing pending; attach to session stub-session-1\n"
+        ),
+        "{}",
+        show.stdout
+    );
+}
