@@ -5,12 +5,15 @@
 //! search path and `presets` holds the files `missionboard init` seeds.
 
 pub mod bounds;
+mod decode;
 pub mod eval;
 pub mod glob;
 pub mod policy;
 pub mod presets;
 pub mod search;
 pub mod shell;
+mod trusted;
+mod validate;
 pub mod vet;
 
 pub use eval::{Reason, ToolCall, Verdict, evaluate, evaluate_or_fail_closed};
