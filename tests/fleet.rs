@@ -6,10 +6,10 @@ use std::time::{Duration, Instant};
 
 use missionboard::asks::Asks;
 use missionboard::config::Config;
-use missionboard::envelope::presets;
 use missionboard::fleet::{DispatchRequest, Fleet, stop::stop_mission};
 use missionboard::mission::Status;
 use missionboard::paths::Paths;
+use missionboard::presets;
 use missionboard::store::Store;
 
 const BIN: &str = env!("CARGO_BIN_EXE_missionboard");
