@@ -14,11 +14,11 @@ use super::policy::{
     TrustedBinaries, quote,
 };
 
-/// Parses `bytes` into a JSON object, or says why it is not one.
-pub(crate) fn parse_object(bytes: &[u8]) -> Result<Json, String> {
+/// Parses `bytes` into a JSON object's entries, or says why it is not one.
+pub(crate) fn parse_object(bytes: &[u8]) -> Result<Vec<(String, Json)>, String> {
     match serde_json::from_slice::<Json>(bytes) {
         Err(e) => Err(format!("not a JSON object: {e}")),
-        Ok(doc @ Json::Obj(_)) => Ok(doc),
+        Ok(Json::Obj(entries)) => Ok(entries),
         Ok(other) => Err(format!("not a JSON object: got {}", other.type_name())),
     }
 }
@@ -272,13 +272,7 @@ pub(crate) struct RawCompute {
 
 /// The typed decode of a document whose keys and shapes validation has passed: a
 /// wrong JSON type is an error worded like Go's.
-pub(crate) fn decode_policy(doc: &Json) -> Result<RawPolicy, String> {
-    let top = match doc {
-        Json::Obj(entries) => entries.as_slice(),
-        // Go decodes a bare `null` document to the zero policy without complaint.
-        Json::Null => &[],
-        other => return Err(type_error(other, "policy", "object")),
-    };
+pub(crate) fn decode_policy(top: &[(String, Json)]) -> Result<RawPolicy, String> {
     let mut raw = RawPolicy {
         version: decode_int(top, "version", "version")?,
         default_action: decode_string(top, "default_action", "default_action")?,

@@ -491,7 +491,11 @@ mod tests {
         ];
         for (doc, want) in cases {
             let e = parse_str(doc).expect_err(doc);
-            assert_eq!(e.validation_messages(), [want.clone()], "{doc}");
+            assert_eq!(
+                e.validation_messages(),
+                std::slice::from_ref(&want),
+                "{doc}"
+            );
             assert_eq!(
                 e.to_string(),
                 format!("invalid hitl policy \"x.json\": {want}")

@@ -49,14 +49,14 @@ pub const MAX_RULE_TIMEOUT_S: i64 = 604_800;
 /// Checks an envelope file's bytes and decodes it. `Err` holds every problem
 /// found, in file order, each naming the field it is about.
 pub(crate) fn check(bytes: &[u8]) -> Result<RawPolicy, Vec<String>> {
-    let doc = parse_object(bytes).map_err(|e| vec![e])?;
+    let top = parse_object(bytes).map_err(|e| vec![e])?;
     let mut errs = Vec::new();
     // A shape error already says why the decode would fail; repeating it as a
     // decode error would only say it twice.
-    if !check_shapes(doc.as_obj().unwrap_or(&[]), &mut errs) {
+    if !check_shapes(&top, &mut errs) {
         return Err(errs);
     }
-    let raw = match decode_policy(&doc) {
+    let raw = match decode_policy(&top) {
         Ok(raw) => raw,
         Err(e) => {
             errs.push(format!("policy does not parse: {e}"));

@@ -203,14 +203,14 @@ fn non_negative_int(v: &Json) -> Option<i64> {
 /// Vets a chain file (prompts and budgets for a chain implemented in code).
 pub fn vet_chain(bytes: &[u8]) -> VetReport {
     let mut report = VetReport::default();
-    let doc = match parse_object(bytes) {
-        Ok(doc) => doc,
+    let top = match parse_object(bytes) {
+        Ok(top) => top,
         Err(e) => {
             report.errors.push(e);
             return report;
         }
     };
-    let top = doc.as_obj().unwrap_or(&[]);
+    let top = top.as_slice();
     let errs = &mut report.errors;
     check_keys("chain", "", top, CHAIN_FIELDS, errs);
 

@@ -16,9 +16,9 @@ use futures::future::BoxFuture;
 use missionboard::acp::{Unit, UnitEvent, UnitSpec, mission_meta};
 use missionboard::clock::{poll_until, poll_until_blocking};
 use missionboard::config::Config;
-use missionboard::presets;
 use missionboard::fleet::Fleet;
 use missionboard::paths::Paths;
+use missionboard::presets;
 use missionboard::store::Store;
 use missionboard::tools::{
     MissionSocket, MissionToolHandler, bridge_server_entry, serve_mission_socket,
