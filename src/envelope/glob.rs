@@ -122,11 +122,6 @@ impl Glob {
         })
     }
 
-    /// The pattern as written.
-    pub fn as_str(&self) -> &str {
-        &self.source
-    }
-
     /// Whether `path` (cleaned first) matches.
     pub fn matches(&self, path: &str) -> bool {
         self.matches_counting(path, &mut 0)
@@ -584,5 +579,84 @@ mod tests {
         let pattern = "*a*a*a*a*a*a*a*a*a*a*a*a*b";
         let name = "a".repeat(200);
         assert!(!matches(pattern, &name));
+    }
+}
+
+/// The table matcher against the recursion it replaced (exponential in the number
+/// of `**`, so only small cases), over generated patterns and paths.
+#[cfg(test)]
+mod reference_equivalence {
+    use super::*;
+
+    fn reference_simple(pat: &str, name: &str) -> bool {
+        let Ok(toks) = compile(pat) else { return false };
+        wild_match(&toks, name)
+    }
+    fn reference_alternative(pat: &str, path: &str) -> bool {
+        if !pat.contains(['*', '?', '[']) {
+            return pat == path;
+        }
+        let Some(idx) = pat.find("**") else {
+            return reference_simple(pat, path);
+        };
+        let (pre, post) = (&pat[..idx], &pat[idx + 2..]);
+        let remaining = if pre.is_empty() {
+            path.to_string()
+        } else {
+            let pre = pre.strip_suffix('/').unwrap_or(pre);
+            let pre_segs = pre.split('/').count();
+            let segs: Vec<&str> = path.split('/').collect();
+            if segs.len() < pre_segs || !reference_alternative(pre, &segs[..pre_segs].join("/")) {
+                return false;
+            }
+            segs[pre_segs..].join("/")
+        };
+        let post = post.trim_start_matches('/');
+        if post.is_empty() {
+            return true;
+        }
+        if reference_alternative(post, &remaining) {
+            return true;
+        }
+        remaining
+            .match_indices('/')
+            .any(|(i, _)| reference_alternative(post, &remaining[i + 1..]))
+    }
+    fn reference_matches(pattern: &str, path: &str) -> bool {
+        let Ok(alts) = expand_braces(pattern) else {
+            return false;
+        };
+        let path = clean(path);
+        alts.iter()
+            .any(|alt| reference_alternative(&clean(alt), &path))
+    }
+    #[test]
+    fn the_table_matcher_agrees_with_the_reference_recursion() {
+        let mut seed: u64 = 0x1234_5678;
+        let mut rnd = |n: usize| {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            (seed % n as u64) as usize
+        };
+        let pat_atoms = [
+            "**", "*", "a", "b", "/", "?", "[ab]", "{a,b}", ".", "..", "x*", "*b", "a/**", "**/b",
+        ];
+        let path_atoms = ["a", "b", "/", "x", "ab", ".", "..", "ba", "xb"];
+        let mut checked = 0;
+        for _ in 0..30_000 {
+            let pl = 1 + rnd(6);
+            let pat: String = (0..pl).map(|_| pat_atoms[rnd(pat_atoms.len())]).collect();
+            let ql = rnd(8);
+            let path: String = (0..ql).map(|_| path_atoms[rnd(path_atoms.len())]).collect();
+            let Ok(g) = Glob::new(&pat) else { continue };
+            checked += 1;
+            assert_eq!(
+                g.matches(&path),
+                reference_matches(&pat, &path),
+                "{pat:?} vs {path:?}"
+            );
+        }
+        assert!(checked > 3000, "only {checked} patterns compiled");
     }
 }
