@@ -4,7 +4,7 @@
 
 use std::time::{Duration, Instant};
 
-use crate::harness::{Run, Sandbox};
+use crate::harness::{Background, Run, Sandbox, processes_mentioning, wait_for};
 
 const COMMENTS: &str = "(keys starting with // are comments; $schema is allowed)";
 
@@ -116,10 +116,9 @@ fn an_unknown_or_repeated_field_at_any_level_refuses_the_fire() {
     );
 }
 
-#[test]
-fn a_glob_with_fourteen_double_stars_decides_at_once_and_vet_warns_about_it() {
-    let sb = Sandbox::new();
-    // Deny writes whose path runs through fourteen `a` directories to a `b`.
+/// Deny writes whose path runs through fourteen `a` directories to a `b`; returns
+/// the envelope file and the pattern.
+fn fourteen_double_stars(sb: &Sandbox) -> (std::path::PathBuf, String) {
     let pattern = format!("{}b", "**/a/".repeat(14));
     let file = sb.home.join("hitl-policy-stars.json");
     sb.write(
@@ -128,15 +127,24 @@ fn a_glob_with_fourteen_double_stars_decides_at_once_and_vet_warns_about_it() {
             r#"{{"default_action":"allow","rules":[{{"tools":"local_fs","tool":"write_file","action":"deny","when":[{{"key":"path","op":"glob","value":"{pattern}"}}]}}]}}"#
         ),
     );
-    // 24 segments each: the miss is the case the backtracking matcher never finished.
+    (file, pattern)
+}
+
+/// Two gated writes of 24-segment paths: the miss (the case the backtracking
+/// matcher never finished) and the hit; then `last`.
+fn deep_writes(last: &str) -> String {
     let miss = format!("/{}c", "a/".repeat(23));
     let hit = format!("/{}b", "a/".repeat(23));
-    sb.declare_stubs(&[(
-        "stub",
-        Some(&script(&format!(
-            r#"{{"permission":{{"title":"write the miss","path":"{miss}","report":true}}}},{{"permission":{{"title":"write the hit","path":"{hit}","report":true}}}},{{"finish":"landed"}}"#
-        ))),
-    )]);
+    script(&format!(
+        r#"{{"permission":{{"title":"write the miss","path":"{miss}","report":true}}}},{{"permission":{{"title":"write the hit","path":"{hit}","report":true}}}},{last}"#
+    ))
+}
+
+#[test]
+fn a_glob_with_fourteen_double_stars_decides_at_once_and_vet_warns_about_it() {
+    let sb = Sandbox::new();
+    let (file, pattern) = fourteen_double_stars(&sb);
+    sb.declare_stubs(&[("stub", Some(&deep_writes(r#"{"finish":"landed"}"#)))]);
 
     let started = Instant::now();
     let run = fire(&sb, "stars", "write deep files");
@@ -165,4 +173,52 @@ fn a_glob_with_fourteen_double_stars_decides_at_once_and_vet_warns_about_it() {
             ),
         ]
     );
+}
+
+#[test]
+fn after_deciding_a_fourteen_double_star_glob_the_host_still_honours_sigterm() {
+    let sb = Sandbox::new();
+    fourteen_double_stars(&sb);
+    sb.declare_stubs(&[("stub", Some(&deep_writes(r#""hang""#)))]);
+    let host = Background::spawn(sb.command(&[
+        "mission",
+        "fire",
+        "stub",
+        "write deep files",
+        "--wait",
+        "--policy",
+        "stars",
+    ]));
+    let id = wait_for(30, "the mission record", || sb.newest_mission());
+    wait_for(30, "both decisions reported", || {
+        let reports = sb.run(&["mission", "reports", &id]).stdout;
+        (reports.contains("write the miss: allowed") && reports.contains("write the hit: denied"))
+            .then_some(())
+    });
+
+    let pid = host.pid() as i32;
+    // SAFETY: signalling a child this test spawned and has not yet reaped.
+    assert_eq!(unsafe { libc::kill(pid, libc::SIGTERM) }, 0);
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || tx.send(host.join()));
+    let run = rx
+        .recv_timeout(Duration::from_secs(15))
+        .unwrap_or_else(|_| {
+            // SAFETY: as above; nothing is left running when the assertion fails.
+            unsafe { libc::kill(pid, libc::SIGKILL) };
+            panic!("the host ignored SIGTERM for 15 s");
+        });
+    assert_eq!(run.code, 1, "{run:#?}");
+    assert!(
+        run.stdout.contains(&format!(
+            "mission {id} wait interrupted: the unit is torn down with this process."
+        )),
+        "{run:#?}"
+    );
+    let script = sb.home.join("script-stub.json");
+    wait_for(15, "the unit torn down with its host", || {
+        processes_mentioning(script.to_str().unwrap())
+            .is_empty()
+            .then_some(())
+    });
 }

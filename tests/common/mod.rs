@@ -240,6 +240,11 @@ impl Background {
         Background { child: Some(child) }
     }
 
+    /// The process id, to signal it.
+    pub fn pid(&self) -> u32 {
+        self.child.as_ref().unwrap().id()
+    }
+
     pub fn join(mut self) -> Run {
         let out = self.child.take().unwrap().wait_with_output().unwrap();
         Run {
