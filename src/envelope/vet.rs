@@ -1,11 +1,9 @@
 //! The linter behind `missionboard vet`: classifies files and checks envelopes
 //! and chain files, collecting every problem in one run.
 //!
-//! Envelope checks are exact-key (the loader folds case, vet does not, so
-//! `Default_Action` loads but is flagged), then the loader's own validation —
-//! the same function, so vet never passes a file the runtime refuses — then
-//! checks that only vet makes because the loader cannot tell a typo from an
-//! intent. Warnings are not defects: the file loads and the runtime accepts it.
+//! An envelope's errors are exactly the loader's (one function, so vet and the
+//! runtime can never disagree). Warnings are not defects: the file loads and the
+//! runtime accepts it, but something in it has no effect or is rarely meant.
 
 use std::collections::HashMap;
 use std::path::Path;
