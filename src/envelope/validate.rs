@@ -15,30 +15,26 @@ use super::policy::{
     MAX_TOKENS_CAP, MAX_TOOL_CALLS_CAP, MAX_TURNS_CAP, Op, POLICY_VERSION, TrustedBinaries, quote,
 };
 
-/// Every field an envelope may carry: the top level, then each object block's
-/// own fields. A new block is one entry in each list (and its decode).
-const TOP_LEVEL_FIELDS: &[&str] = &[
-    "default_action",
-    "rules",
-    "compute",
-    "attention",
-    "trusted_binaries",
-    "version",
-];
-const BLOCKS: &[(&str, &[&str])] = &[
+/// Every top-level field an envelope may carry, in the order messages list them,
+/// with the fields of each object block. A new block is one entry here (and its
+/// decode).
+const TOP_LEVEL: &[(&str, Option<&[&str]>)] = &[
+    ("default_action", None),
+    ("rules", None),
     (
         "compute",
-        &[
+        Some(&[
             "maxTurns",
             "maxToolCalls",
             "maxTokens",
             "modelAllowlist",
             "backendAllowlist",
             "onExhausted",
-        ],
+        ]),
     ),
-    ("attention", &["allowAgentAnswers", "maxAgentAnswers"]),
-    ("trusted_binaries", &["dirs", "hashes"]),
+    ("attention", Some(&["allowAgentAnswers", "maxAgentAnswers"])),
+    ("trusted_binaries", Some(&["dirs", "hashes"])),
+    ("version", None),
 ];
 const RULE_FIELDS: &[&str] = &["tools", "tool", "when", "action", "timeout_s", "on_timeout"];
 const CONDITION_FIELDS: &[&str] = &["key", "op", "value"];
@@ -135,9 +131,13 @@ fn check_shapes(top: &[(String, Json)], errs: &mut Vec<String>) -> bool {
         shapes_ok = false;
         errs.push(msg);
     };
-    check_keys("policy", "", top, TOP_LEVEL_FIELDS, errs);
+    let known: Vec<&str> = TOP_LEVEL.iter().map(|(name, _)| *name).collect();
+    check_keys("policy", "", top, &known, errs);
     for (key, value) in top {
-        let block = BLOCKS.iter().find(|(name, _)| name == key);
+        let block = TOP_LEVEL
+            .iter()
+            .find(|(name, _)| name == key)
+            .and_then(|(_, fields)| *fields);
         match (key.as_str(), value, block) {
             (_, Json::Null, _) => {}
             ("rules", Json::Arr(rules), _) => {
@@ -154,7 +154,7 @@ fn check_shapes(top: &[(String, Json)], errs: &mut Vec<String>) -> bool {
                     other.type_name()
                 ),
             ),
-            (name, Json::Obj(entries), Some((_, known))) => {
+            (name, Json::Obj(entries), Some(known)) => {
                 check_keys(name, name, entries, known, errs);
                 if name == "trusted_binaries"
                     && let Some((_, hashes)) = entries.iter().rev().find(|(k, _)| k == "hashes")
