@@ -41,6 +41,8 @@ use tokio::sync::{mpsc, oneshot, watch};
 
 use frame::Frame;
 
+use crate::agents::{AgentCaps, SessionModels};
+
 pub use process::{ExitInfo, STDERR_TAIL_BYTES, is_secret_name, unit_environment};
 
 /// How long `initialize` may take: npx cold starts take tens of seconds.
@@ -199,35 +201,6 @@ pub struct PromptOutcome {
     pub usage: Option<TurnUsage>,
 }
 
-/// Models the agent advertised for the session (from a `model` config
-/// option, or the older `models` field).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct SessionModels {
-    pub available: Vec<String>,
-    pub current: String,
-    /// The config option that selects the model (`session/set_config_option`);
-    /// `None` when the agent used the older `models` field (`session/set_model`).
-    pub config_id: Option<String>,
-}
-
-impl AgentCaps {
-    /// The session models the agent offers, if it advertised any at all.
-    pub fn offered_models(&self) -> Option<&SessionModels> {
-        self.models.as_ref().filter(|m| !m.available.is_empty())
-    }
-}
-
-/// The parts of the agent's self-description the runtime cares about.
-#[derive(Debug, Clone, PartialEq, Eq, Default)]
-pub struct AgentCaps {
-    pub agent_name: Option<String>,
-    pub agent_version: Option<String>,
-    pub load_session: bool,
-    pub models: Option<SessionModels>,
-    /// Ids of the agent's advertised auth methods (a hint for "needs login").
-    pub auth_methods: Vec<String>,
-}
-
 /// A failure talking to a unit. Every variant names what happened; none of
 /// them is a host panic.
 #[derive(Debug, Clone, PartialEq)]
@@ -371,7 +344,7 @@ impl Unit {
     }
 
     async fn start_session(spec: UnitSpec, load: Option<&str>) -> Result<Unit, UnitError> {
-        let env = unit_environment(std::env::vars(), &spec.env);
+        let env = unit_environment(std::env::vars_os(), &spec.env);
         let (process, pipes) =
             process::spawn(&spec.program, &spec.args, &env, &spec.cwd).map_err(|e| {
                 UnitError::Spawn {
@@ -914,31 +887,61 @@ mod tests {
 
     #[test]
     fn secrets_are_scrubbed_unless_declared() {
-        let host = vec![
-            ("PATH".to_owned(), "/bin".to_owned()),
-            ("FOO_TOKEN".to_owned(), "t".to_owned()),
-            ("OPENAI_API_KEY".to_owned(), "k".to_owned()),
-            ("AWS_SECRET".to_owned(), "s".to_owned()),
-            ("DB_PASSWORD_FILE".to_owned(), "p".to_owned()),
-            ("KEYBOARD".to_owned(), "us".to_owned()),
-            ("BAR_TOKEN".to_owned(), "host".to_owned()),
-        ];
+        use std::ffi::{OsStr, OsString};
+        use std::os::unix::ffi::OsStringExt;
+        let mut host: Vec<(OsString, OsString)> = [
+            ("PATH", "/bin"),
+            ("FOO_TOKEN", "t"),
+            ("OPENAI_API_KEY", "k"),
+            ("AWS_SECRET", "s"),
+            ("DB_PASSWORD_FILE", "p"),
+            ("MYSQL_PASSWD", "p"),
+            ("PGPASSFILE", "p"),
+            ("STRIPE_APIKEY_LIVE", "k"),
+            ("X_AUTH_HEADER", "a"),
+            ("GOOGLE_APPLICATION_CREDENTIALS", "c"),
+            ("SSH_AUTH_SOCK", "/tmp/agent"),
+            ("GPG_AGENT_INFO", "/run/gpg"),
+            ("DATABASE_URL", "postgres://me:hunter2@db/app"),
+            ("KEYBOARD", "us"),
+            ("DOCS_URL", "https://example.com/a@b"),
+            ("BAR_TOKEN", "host"),
+        ]
+        .into_iter()
+        .map(|(k, v)| (k.into(), v.into()))
+        .collect();
+        // Not UTF-8: carried through, never a panic.
+        host.push(("LATIN1".into(), OsString::from_vec(vec![0xe9, 0x74, 0xe9])));
         let declared = BTreeMap::from([
             ("BAR_TOKEN".to_owned(), "declared".to_owned()),
             ("EXTRA".to_owned(), "x".to_owned()),
         ]);
         let env = unit_environment(host, &declared);
-        assert_eq!(env.get("PATH").map(String::as_str), Some("/bin"));
-        assert_eq!(env.get("KEYBOARD").map(String::as_str), Some("us"));
-        assert_eq!(env.get("BAR_TOKEN").map(String::as_str), Some("declared"));
-        assert_eq!(env.get("EXTRA").map(String::as_str), Some("x"));
+        let get = |k: &str| {
+            env.get(OsStr::new(k))
+                .map(|v| v.to_string_lossy().into_owned())
+        };
+        assert_eq!(get("PATH").as_deref(), Some("/bin"));
+        assert_eq!(get("KEYBOARD").as_deref(), Some("us"));
+        assert_eq!(get("DOCS_URL").as_deref(), Some("https://example.com/a@b"));
+        assert_eq!(get("BAR_TOKEN").as_deref(), Some("declared"));
+        assert_eq!(get("EXTRA").as_deref(), Some("x"));
+        assert!(env.contains_key(OsStr::new("LATIN1")));
         for gone in [
             "FOO_TOKEN",
             "OPENAI_API_KEY",
             "AWS_SECRET",
             "DB_PASSWORD_FILE",
+            "MYSQL_PASSWD",
+            "PGPASSFILE",
+            "STRIPE_APIKEY_LIVE",
+            "X_AUTH_HEADER",
+            "GOOGLE_APPLICATION_CREDENTIALS",
+            "SSH_AUTH_SOCK",
+            "GPG_AGENT_INFO",
+            "DATABASE_URL",
         ] {
-            assert!(!env.contains_key(gone), "{gone} leaked");
+            assert!(!env.contains_key(OsStr::new(gone)), "{gone} leaked");
         }
     }
 

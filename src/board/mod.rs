@@ -14,7 +14,6 @@ pub mod keymap;
 pub mod layout;
 pub mod model;
 pub mod picker;
-pub mod sanitize;
 pub mod snapshot;
 pub mod theme;
 pub mod update;
@@ -68,12 +67,10 @@ pub fn run(paths: Paths, demo: bool) -> anyhow::Result<i32> {
     }
     let paths = if demo { demo::prepare()? } else { paths };
     // The shipped envelopes are always there to be picked, whatever was deleted.
-    if let Err(e) = crate::envelope::presets::seed_policies_quietly(&paths.home) {
+    if let Err(e) = crate::presets::seed_policies_quietly(&paths.home) {
         tracing::warn!("board: could not refresh the preset envelopes: {e}");
     }
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .build()?;
+    let runtime = crate::runtime::multi_thread()?;
     let home = paths.home.clone();
     let code = runtime.block_on(host(paths, demo));
     // Units that ignore their cancel must not hold the exit hostage.

@@ -7,8 +7,11 @@ use std::time::{Duration, Instant};
 use serde_json::{Map, Value, json};
 
 use crate::asks::{Asks, NewAsk, QUESTION_TOOL, QUESTION_TOOLS};
-use crate::mission::report::{downgrade_paragraph, missing_claims, quoted_list};
+use crate::mission::report::{
+    downgrade_paragraph, missing_claims, quoted_list, unverified_claims, unverified_paragraph,
+};
 use crate::mission::{Handover, Missions, PlanEntry, ReportInput, Status, subjects};
+use crate::tools::PARKED_PREFIX;
 
 /// The mission a tool call speaks for, and the services it writes through.
 #[derive(Clone)]
@@ -25,10 +28,6 @@ pub struct MissionToolCalls {
     /// How long a question holds the unit's turn before the run parks.
     pub park_window: Duration,
 }
-
-/// The start of the tool result a parked question returns; agents (and our stub)
-/// recognise it, and re-asking with the `ask_id` waits on the same question again.
-pub const PARKED_PREFIX: &str = "no answer yet (ask_id=";
 
 type ToolResult = Result<String, String>;
 
@@ -74,6 +73,13 @@ impl MissionToolCalls {
         };
         let mut downgraded = Vec::new();
         if input.kind.trim() == "result" {
+            let urls = unverified_claims(&input.refs, input.handover.as_ref());
+            if !urls.is_empty() {
+                input.detail = [input.detail.trim_end(), &unverified_paragraph(&urls)]
+                    .join("\n\n")
+                    .trim_start()
+                    .to_string();
+            }
             downgraded = missing_claims(&input.refs, input.handover.as_ref(), &self.workdir);
             if !downgraded.is_empty() {
                 input.kind = "progress".into();

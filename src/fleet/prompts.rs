@@ -4,6 +4,7 @@
 //! `mission.mission_report`, …).
 
 use crate::asks::{Ask, AskState};
+use crate::tools::{ANSWER_LINE, GATED_CALL_LINE, QUESTION_LINE, VERDICT_LINE};
 
 /// Sent as the first content block of the first turn; never stored on the mission.
 pub const PREAMBLE: &str = "You are running as an UNATTENDED mission unit. No human is reading this conversation — replying in prose reaches no one. You reach outside this session ONLY through your mission tools:
@@ -16,12 +17,6 @@ Do the work with your other tools. Decide what the intent below already settles;
 /// The one runtime nudge after a turn that reached nobody.
 pub const NUDGE: &str = "Your last turn ended without reaching outside this session, and no human is reading this chat. Use the mission_report tool of the mission MCP server to record progress, a finding, a blocker, or a result; the mission_ask_attention tool of the mission MCP server if you are blocked on a decision (then wait for the reply); or the mission_finish tool of the mission MCP server to end the mission. If you are not done, keep working. Do not answer in prose alone — it will not be seen.";
 
-/// The marker lines a resumed unit (our stub, or a model) reads its answer from.
-pub const QUESTION_LINE: &str = "Your question: ";
-pub const ANSWER_LINE: &str = "The operator's answer: ";
-/// The marker lines of a resumed gated call: which call, and the verdict on it.
-pub const GATED_CALL_LINE: &str = "Your gated tool call: ";
-pub const VERDICT_LINE: &str = "The operator's verdict: ";
 const NO_ANSWER: &str = "(none — the question closed without an answer)";
 
 /// What became of the ask a run waited on, in marker lines.

@@ -637,8 +637,8 @@ fn resume_answer(blocks: &[String]) -> Option<(String, String)> {
         Some(text[at..].lines().next().unwrap_or("").trim().to_string())
     };
     Some((
-        line(crate::fleet::prompts::QUESTION_LINE)?,
-        line(crate::fleet::prompts::ANSWER_LINE)?,
+        line(crate::tools::QUESTION_LINE)?,
+        line(crate::tools::ANSWER_LINE)?,
     ))
 }
 
@@ -650,10 +650,10 @@ fn resume_verdict(blocks: &[String]) -> Option<(String, bool)> {
         let at = text.find(marker)? + marker.len();
         Some(text[at..].lines().next().unwrap_or("").trim().to_string())
     };
-    let call = line(crate::fleet::prompts::GATED_CALL_LINE)?;
+    let call = line(crate::tools::GATED_CALL_LINE)?;
     // "<title> (<toolset>.<tool>)"
     let title = call.rsplit_once(" (").map_or(call.as_str(), |(t, _)| t);
-    let verdict = line(crate::fleet::prompts::VERDICT_LINE)?;
+    let verdict = line(crate::tools::VERDICT_LINE)?;
     Some((title.to_string(), verdict.starts_with("approved")))
 }
 
@@ -914,6 +914,7 @@ impl TurnRunner<'_> {
             Step::Permission {
                 title,
                 kind: tool_kind,
+                path,
                 times,
                 on_deny,
                 options,
@@ -933,10 +934,14 @@ impl TurnRunner<'_> {
                     .collect();
                 for i in 1..=times {
                     let call_id = self.next_id("perm");
+                    let mut input = json!({"stub": true, "attempt": i});
+                    if let Some(path) = &path {
+                        input["path"] = json!(path);
+                    }
                     let fields = ToolCallUpdateFields::new()
                         .title(title.clone())
                         .kind(wire(&tool_kind, ToolKind::Other))
-                        .raw_input(json!({"stub": true, "attempt": i}));
+                        .raw_input(input);
                     let request = RequestPermissionRequest::new(
                         self.session_id.to_owned(),
                         ToolCallUpdate::new(call_id, fields),

@@ -1,12 +1,17 @@
 //! Black-box tests: the real binary, a scratch MISSIONBOARD_HOME per test, assertions
 //! on exit codes, output lines and the durable record read back through our commands.
 
+#[path = "../common/mod.rs"]
 mod harness;
 
 mod asks;
 mod board;
 mod bounds;
+mod edges;
+mod envelopes;
 mod foundation;
+mod hostile_text;
+mod hygiene;
 mod missions;
 mod oracle;
 mod planner;
