@@ -35,6 +35,12 @@ pub(super) struct Drive {
     pub ledger: ComputeLedger,
     /// How long a compute-bound question may wait (the approval ceiling).
     pub ask_ceiling: Option<std::time::Duration>,
+    /// How long a compute-bound question holds a resumed session in the answering
+    /// process (the park window): that process is transient, so past it the run
+    /// stays parked for whoever answers, and the process moves on.
+    pub park_window: std::time::Duration,
+    /// The unit was started by an answering process to resume a parked run.
+    pub resumer: bool,
     /// Set (to the runtime blocker's summary) when the loop has prompted its turns
     /// and the mission is still open with nothing pending: nothing will move it.
     pub idle: watch::Sender<Option<String>>,
@@ -408,8 +414,17 @@ impl Drive {
         // The turn is already over: the run is parked from the start.
         self.asks.mark_parked(&ask.id)?;
         tracing::info!(mission = %m.id, ask = %ask.id, "paused on compute bound {bound}");
+        // A resumer in an answering process holds the question only as long as a
+        // unit's question would hold its turn.
+        let resumer_gives_up = self
+            .resumer
+            .then(|| tokio::time::Instant::now() + self.park_window);
         let answered = loop {
             tokio::select! {
+                _ = tokio::time::sleep_until(resumer_gives_up.unwrap_or_else(tokio::time::Instant::now)), if resumer_gives_up.is_some() => {
+                    tracing::info!(mission = %m.id, ask = %ask.id, "parked on compute bound {bound}; the answering process moves on");
+                    return Ok(false);
+                }
                 changed = self.stop.changed() => {
                     // Resting, or this host is leaving: the checkpoint stays for
                     // whichever process records the answer.

@@ -528,11 +528,13 @@ impl Fleet {
             events,
             stop: stop_rx,
             socket: started.socket,
+            resumer: matches!(opening, drive::Opening::Resumed { .. }),
             opening,
             budget,
             crossings,
             ledger,
             ask_ceiling: inner.ask_ceiling,
+            park_window: inner.park_window,
             idle: idle_tx,
         };
         let fleet = self.clone();

@@ -448,10 +448,12 @@ fn a_pause_outlives_its_host_and_the_answering_process_settles_it() {
 }
 
 #[test]
-fn an_extension_answered_after_the_host_died_resumes_the_mission_here() {
+fn an_extension_answered_after_the_host_died_resumes_the_mission_here_and_its_spend_carries_on() {
     let sb = Sandbox::new();
     let transcript = sb.home.join("transcript.log");
     pausing_stub(&sb);
+    // The answering process holds a further pause only this long before moving on.
+    sb.run(&["config", "set", "ask-park-window", "200ms"]).ok();
     let mut host = fire_pausing_in_background(&sb, &transcript);
     let (ask, _) = budget_question(&sb);
     let id = sb.newest_mission().unwrap();
@@ -466,9 +468,6 @@ fn an_extension_answered_after_the_host_died_resumes_the_mission_here() {
             .contains("the suspended run was resumed in this process"),
         "{answered:#?}"
     );
-    // The fresh session replays the script's first turn: its five calls fit the
-    // raised limit of five, and it lands.
-    assert_eq!(status_line(&sb, &id), "landed");
     let prompts = std::fs::read_to_string(&transcript).unwrap();
     assert!(
         prompts
@@ -477,11 +476,26 @@ fn an_extension_answered_after_the_host_died_resumes_the_mission_here() {
             .is_some_and(|l| l.contains("You are resuming a parked mission")),
         "{prompts}"
     );
+    // The fresh session replays the script's five calls, but the mission had spent
+    // four of them already (the fourth crossed 3): a refilled budget would fit all
+    // five under the raised five; the durable one crosses again on the replay's
+    // second call, and the mission pauses on a new question.
+    let (again, summary) = budget_question(&sb);
+    assert_ne!(again, ask);
+    assert!(summary.contains("maxToolCalls=5"), "{summary}");
+    assert_eq!(status_line(&sb, &id), "open");
     let show = sb.run(&["mission", "show", &id]).ok();
     assert!(
         show.stdout
             .contains("maxToolCalls=5 (enforced), raised from 3 by the operator"),
         "{}",
         show.stdout
+    );
+    sb.run(&["approvals", "respond", &again, "--answer", "stop"])
+        .ok();
+    assert!(
+        status_line(&sb, &id).starts_with("stuck — compute bound exhausted: maxToolCalls=5"),
+        "{}",
+        status_line(&sb, &id)
     );
 }
