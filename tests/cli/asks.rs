@@ -470,6 +470,29 @@ fn report_summaries(sb: &Sandbox, id: &str) -> Vec<String> {
         .collect()
 }
 
+/// `approvals respond <args…>` from a fresh process whose unit appends to
+/// `transcript` (plus `env`): it says it resumed the run here.
+#[track_caller]
+fn respond_and_resume(
+    sb: &Sandbox,
+    transcript: &std::path::Path,
+    args: &[&str],
+    env: &[(&str, &std::path::Path)],
+) {
+    let mut respond = sb.command(&[&["approvals", "respond"], args].concat());
+    respond.env("STUB_TRANSCRIPT", transcript);
+    for (k, v) in env {
+        respond.env(k, v);
+    }
+    let answered = sb.run_with(respond).ok();
+    assert!(
+        answered
+            .stdout
+            .contains("and the suspended run was resumed in this process"),
+        "{answered:#?}"
+    );
+}
+
 fn resumes(transcript: &std::path::Path) -> usize {
     std::fs::read_to_string(transcript)
         .unwrap()
@@ -510,15 +533,7 @@ fn a_gated_call_approved_after_the_host_died_resumes_in_a_fresh_session_that_mak
     gate_envelope(&sb, 0);
     let transcript = sb.home.join("transcript.log");
     let (id, ask) = gated_host_killed(&sb, &transcript);
-    let mut respond = sb.command(&["approvals", "respond", &ask, "--approve"]);
-    respond.env("STUB_TRANSCRIPT", &transcript);
-    let answered = sb.run_with(respond).ok();
-    assert!(
-        answered
-            .stdout
-            .contains("and the suspended run was resumed in this process"),
-        "{answered:#?}"
-    );
+    respond_and_resume(&sb, &transcript, &[&ask, "--approve"], &[]);
     assert_eq!(resumes(&transcript), 1);
     // The brief named the call and its approval: the fresh session carried on from
     // that call, made it once more, and the approval stood for it — no second ask.
@@ -542,15 +557,7 @@ fn a_gated_call_denied_after_the_host_died_resumes_a_session_that_takes_the_deni
     gate_envelope(&sb, 0);
     let transcript = sb.home.join("transcript.log");
     let (id, ask) = gated_host_killed(&sb, &transcript);
-    let mut respond = sb.command(&["approvals", "respond", &ask, "--deny"]);
-    respond.env("STUB_TRANSCRIPT", &transcript);
-    let answered = sb.run_with(respond).ok();
-    assert!(
-        answered
-            .stdout
-            .contains("and the suspended run was resumed in this process"),
-        "{answered:#?}"
-    );
+    respond_and_resume(&sb, &transcript, &[&ask, "--deny"], &[]);
     assert_eq!(resumes(&transcript), 1);
     let show = sb.run(&["mission", "show", &id]).ok();
     assert!(
@@ -673,15 +680,7 @@ fn compute_spend_is_durable_a_resumed_session_continues_it_and_is_stopped_at_the
     };
     assert_eq!(allowed(&sb).len(), 3, "3 of maxToolCalls=5 spent");
     kill(child);
-    let mut respond = sb.command(&["approvals", "respond", &ask, "--answer", "go"]);
-    respond.env("STUB_TRANSCRIPT", &transcript);
-    let answered = sb.run_with(respond).ok();
-    assert!(
-        answered
-            .stdout
-            .contains("and the suspended run was resumed in this process"),
-        "{answered:#?}"
-    );
+    respond_and_resume(&sb, &transcript, &[&ask, "--answer", "go"], &[]);
     assert_eq!(resumes(&transcript), 1);
     // The fresh session continued the spend: calls 4 and 5 ran, the 6th crossed.
     assert_eq!(
@@ -727,16 +726,11 @@ fn an_agent_that_loads_sessions_resumes_its_own_session_after_the_host_died() {
     let id = sb.newest_mission().unwrap();
     let session = show_json(&sb, &id)["sessionId"].clone();
     assert!(session.is_string(), "{session}");
-    let mut respond = sb.command(&["approvals", "respond", &ask, "--answer", "yes"]);
-    respond
-        .env("STUB_TRANSCRIPT", &transcript)
-        .env("STUB_STATE_DIR", &state);
-    let answered = sb.run_with(respond).ok();
-    assert!(
-        answered
-            .stdout
-            .contains("and the suspended run was resumed in this process"),
-        "{answered:#?}"
+    respond_and_resume(
+        &sb,
+        &transcript,
+        &[&ask, "--answer", "yes"],
+        &[("STUB_STATE_DIR", state.as_path())],
     );
     // session/load: the same session, told only the answer — no brief.
     let v = show_json(&sb, &id);
