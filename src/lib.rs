@@ -21,6 +21,7 @@ pub mod model;
 pub mod oracle;
 pub mod paths;
 pub mod planner;
+pub mod signals;
 pub mod store;
 pub mod stub;
 pub mod table;

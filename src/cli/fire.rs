@@ -15,6 +15,7 @@ use crate::envelope::presets;
 use crate::fleet::{DispatchRequest, Fleet};
 use crate::mission::Status;
 use crate::oracle::Oracle;
+use crate::signals::Signals;
 
 /// How often the wait re-reads the mission record.
 const POLL: Duration = Duration::from_millis(250);
@@ -113,7 +114,8 @@ async fn fire_and_wait(
         crate::duration::format(timeout)
     );
     let deadline = Instant::now() + timeout;
-    let mut signals = Signals::new()?;
+    // SIGINT, SIGTERM and SIGHUP all end the wait.
+    let mut signals = Signals::termination_or_interrupt()?;
     let mission = loop {
         let m = fleet
             .missions()
@@ -182,30 +184,4 @@ fn compute_narration(agent: &str, bounds: &ComputeBounds, caps: &AgentCaps) -> V
         });
     }
     lines
-}
-
-/// SIGINT, SIGTERM and SIGHUP all end the wait.
-struct Signals {
-    int: tokio::signal::unix::Signal,
-    term: tokio::signal::unix::Signal,
-    hup: tokio::signal::unix::Signal,
-}
-
-impl Signals {
-    fn new() -> anyhow::Result<Signals> {
-        use tokio::signal::unix::{SignalKind, signal};
-        Ok(Signals {
-            int: signal(SignalKind::interrupt())?,
-            term: signal(SignalKind::terminate())?,
-            hup: signal(SignalKind::hangup())?,
-        })
-    }
-
-    async fn next(&mut self) {
-        tokio::select! {
-            _ = self.int.recv() => {}
-            _ = self.term.recv() => {}
-            _ = self.hup.recv() => {}
-        }
-    }
 }
