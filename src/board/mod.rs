@@ -12,6 +12,7 @@ pub mod demo;
 pub mod effects;
 pub mod keymap;
 pub mod layout;
+pub mod line;
 pub mod model;
 pub mod picker;
 pub mod sanitize;

@@ -281,7 +281,7 @@ both_sizes!(confirm_stop, |m: &mut Model| {
     });
 });
 both_sizes!(help_overlay, |m: &mut Model| m.mode = Mode::Help {
-    filter: String::new(),
+    filter: Default::default(),
     scroll: 0
 });
 both_sizes!(command_line, |m: &mut Model| m.mode = Mode::CommandLine {
