@@ -55,8 +55,44 @@ pub fn draw(frame: &mut Frame, m: &Model, now_ms: i64) {
         Mode::Board | Mode::Filter | Mode::CommandLine { .. } => {}
     }
     overlays::toasts(frame, area, m);
+    terminal_safe(frame.buffer_mut());
     if m.symbols.ascii {
         asciify(frame.buffer_mut());
+    }
+}
+
+/// The frame as a terminal will really show it, so the next frame's diff starts
+/// from the truth. Two things differ otherwise:
+/// - a wide char whose trailing cell was drawn over afterwards (an overlay's or a
+///   toast's left edge): printing into half of it erases it whole, yet the buffer
+///   would still hold it, so a later frame drawing it again would look unchanged to
+///   the diff and leave the blank behind. It is blanked here too (and the buffer is
+///   the well-formed one ratatui's diff assumes: no wide char before a non-blank);
+/// - an emoji presentation selector (U+FE0F) makes a char one cell wide on some
+///   terminals and two on others, and the diff cannot know which: it is dropped,
+///   so the char takes the one cell every terminal agrees on.
+fn terminal_safe(buf: &mut ratatui::buffer::Buffer) {
+    for cell in buf.content.iter_mut() {
+        if cell.symbol().contains('\u{fe0f}') {
+            let plain = cell.symbol().replace('\u{fe0f}', "");
+            cell.set_symbol(&plain);
+        }
+    }
+    let area = buf.area;
+    for y in area.top()..area.bottom() {
+        let mut x = area.left();
+        while x < area.right() {
+            let w = buf[(x, y)].symbol().cell_width().max(1);
+            let covered = (1..w)
+                .map(|i| x + i)
+                .any(|t| t < area.right() && buf[(t, y)].symbol() != " ");
+            if covered {
+                buf[(x, y)].set_symbol(" ");
+                x += 1;
+            } else {
+                x += w;
+            }
+        }
     }
 }
 
