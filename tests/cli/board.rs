@@ -211,6 +211,61 @@ struct Tmux {
 }
 
 impl Tmux {
+    /// A 120x40 session of our own running an interactive shell with job control, as
+    /// an operator has, so Ctrl-Z really stops the board and `fg` brings it back.
+    fn shell(tag: &str) -> Tmux {
+        let tmux = Tmux {
+            socket: format!("mb-{tag}-{}", std::process::id()),
+        };
+        let st = tmux
+            .cmd()
+            .args([
+                "new-session",
+                "-d",
+                "-s",
+                "board",
+                "-x",
+                "120",
+                "-y",
+                "40",
+                "env PS1='$ ' bash --norc --noprofile -i",
+            ])
+            .status()
+            .unwrap();
+        assert!(st.success(), "tmux new-session failed");
+        tmux.wait_screen(10, "the shell prompt", |s| {
+            s.lines().any(|l| l.trim_end() == "$")
+        });
+        tmux
+    }
+
+    /// Run `missionboard board <args>` in the shell against the sandbox's home, with
+    /// `env` (shell-quoted assignments) added; `EXITED:<code>` is printed after it.
+    fn run_board(&self, sb: &Sandbox, env: &str, args: &str) {
+        let command_line = format!(
+            "(cd {cwd} && env MISSIONBOARD_HOME={home} HOME={home_parent} LANG=C.UTF-8 TERM=xterm-256color {env} {bin} board {args}; echo EXITED:$((0+$?)))",
+            cwd = shell_quote(&sb.cwd),
+            home = shell_quote(&sb.home),
+            home_parent = shell_quote(sb.home.parent().unwrap()),
+            bin = shell_quote(Path::new(BIN)),
+        );
+        self.literal(&command_line);
+        self.keys(&["Enter"]);
+    }
+
+    /// The screen once two captures in a row agree (a frame is not half drawn).
+    fn settled(&self) -> String {
+        let mut last = self.capture();
+        loop {
+            std::thread::sleep(Duration::from_millis(150));
+            let now = self.capture();
+            if now == last {
+                return now;
+            }
+            last = now;
+        }
+    }
+
     fn cmd(&self) -> Command {
         let mut c = Command::new("tmux");
         c.args(["-L", &self.socket]);
@@ -287,44 +342,16 @@ fn tmux_demo_shows_states_answers_in_place_and_restores_the_terminal() {
         return;
     }
     let sb = Sandbox::new();
-    let tmux = Tmux {
-        socket: format!("mb-board-{}", std::process::id()),
-    };
+    let tmux = Tmux::shell("demo");
     // The operator's editor: appends to the draft it is handed.
     let editor = sb.cwd.join("fake-editor.sh");
     std::fs::write(&editor, "#!/bin/sh\nprintf ', rename it' >> \"$1\"\n").unwrap();
     std::fs::set_permissions(&editor, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
-    // An interactive shell with job control, as an operator has, so Ctrl-Z really stops
-    // the board and `fg` brings it back.
-    let command_line = format!(
-        "(cd {cwd} && env MISSIONBOARD_HOME={home} HOME={home_parent} LANG=C.UTF-8 TERM=xterm-256color VISUAL= EDITOR={editor} {bin} board --demo; echo EXITED:$((0+$?)))",
-        cwd = shell_quote(&sb.cwd),
-        home = shell_quote(&sb.home),
-        home_parent = shell_quote(sb.home.parent().unwrap()),
-        editor = shell_quote(&editor),
-        bin = shell_quote(Path::new(BIN)),
+    tmux.run_board(
+        &sb,
+        &format!("VISUAL= EDITOR={}", shell_quote(&editor)),
+        "--demo",
     );
-    let st = tmux
-        .cmd()
-        .args([
-            "new-session",
-            "-d",
-            "-s",
-            "board",
-            "-x",
-            "120",
-            "-y",
-            "40",
-            "env PS1='$ ' bash --norc --noprofile -i",
-        ])
-        .status()
-        .unwrap();
-    assert!(st.success(), "tmux new-session failed");
-    tmux.wait_screen(10, "the shell prompt", |s| {
-        s.lines().any(|l| l.trim_end() == "$")
-    });
-    tmux.literal(&command_line);
-    tmux.keys(&["Enter"]);
 
     // Missions in several states, and the demo's question waiting.
     let screen = tmux.wait_screen(
@@ -413,4 +440,136 @@ fn tmux_demo_shows_states_answers_in_place_and_restores_the_terminal() {
         !screen.contains("Pending asks"),
         "the board is still on screen:\n{screen}"
     );
+}
+
+/// The stub asks "Rename the env var too?", then reports the answer and lands.
+const ASK_THEN_LAND: &str = r#"{"name":"t","turns":[{"steps":[{"ask":{"summary":"Rename the env var too?","then":{"report":{"kind":"result","summary":"renamed: {{answer}}"}}}},{"finish":"landed"}]}]}"#;
+
+/// The ask of mission `id` once its run has parked under it.
+fn parked_ask_of(sb: &Sandbox, id: &str) -> Option<String> {
+    let show = sb.run(&["mission", "show", id, "--json"]).ok();
+    let v: serde_json::Value = serde_json::from_str(&show.stdout).ok()?;
+    v["pendingAsks"]
+        .as_array()?
+        .iter()
+        .find(|a| a["parked"] == true)
+        .and_then(|a| a["id"].as_str().map(str::to_string))
+}
+
+/// The one answer path on the board: a run parked under a question whose host was
+/// killed resumes in the board's own process when the board answers it, and lands.
+#[test]
+fn tmux_a_board_answer_resumes_a_parked_run_whose_host_is_gone() {
+    if !tmux_available() {
+        eprintln!("note: tmux is not installed; skipping the board's black-box test");
+        return;
+    }
+    let sb = Sandbox::new();
+    sb.declare_stubs(&[("stub", Some(ASK_THEN_LAND))]);
+    sb.run(&["config", "set", "ask-park-window", "200ms"]).ok();
+    let mut host = sb.command(&[
+        "mission", "fire", "stub", "rename", "--wait", "--policy", "default",
+    ]);
+    host.stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null());
+    let mut host = host.spawn().unwrap();
+    let id = wait_for(20, "the mission", || sb.newest_mission());
+    let ask = wait_for(20, "the parked question", || parked_ask_of(&sb, &id));
+    host.kill().unwrap();
+    host.wait().unwrap();
+
+    let tmux = Tmux::shell("resume");
+    tmux.run_board(&sb, "", "");
+    tmux.wait_screen(30, "the parked question on the board", |s| {
+        s.contains("Rename the env var too?")
+    });
+    tmux.keys(&["2"]);
+    tmux.keys(&["Enter"]);
+    tmux.wait_screen(10, "the answer pane", |s| s.contains("your answer"));
+    tmux.literal("yes, from the board");
+    tmux.wait_screen(10, "the typed answer", |s| {
+        s.contains("yes, from the board")
+    });
+    tmux.keys(&["C-s"]);
+    tmux.wait_screen(60, "the board to say it resumed the run", |s| {
+        s.contains("this board resumed it")
+    });
+    let show = sb.run(&["mission", "show", &id, "--json"]).ok();
+    let v: serde_json::Value = serde_json::from_str(&show.stdout).unwrap();
+    assert_eq!(v["status"], "landed", "{v:#}");
+    let reports = sb.run(&["mission", "reports", &id]).ok();
+    assert!(
+        reports.stdout.contains("renamed: yes, from the board"),
+        "{reports:#?}"
+    );
+    let asks = sb.run(&["approvals", "list"]).ok();
+    assert!(!asks.stdout.contains(&ask), "{asks:#?}");
+    tmux.keys(&["q"]);
+    let screen = tmux.wait_screen(30, "the board to exit", |s| {
+        s.lines().any(|l| l.starts_with("EXITED:"))
+    });
+    assert!(screen.contains("EXITED:0"), "{screen}");
+}
+
+/// A screen with its clock taken out: ages tick while the test looks.
+fn without_ages(screen: &str) -> String {
+    let mut out = String::new();
+    let mut prev = ' ';
+    for c in screen.chars() {
+        let c = if c.is_ascii_digit() { '#' } else { c };
+        if !(c == prev && (c == '#' || c == ' ')) {
+            out.push(c);
+        }
+        prev = c;
+    }
+    out
+}
+
+/// Wide (CJK, emoji, a ZWJ sequence), zero-width (ZWJ, U+200B) and combining text in
+/// a real terminal emulator: after an overlay over it closes, and after the
+/// selection moves to an ASCII mission, the screen is exactly what a full repaint
+/// (C-l) draws — no cell is left stale.
+#[test]
+fn tmux_wide_zero_width_and_combining_text_leaves_no_stale_cells() {
+    if !tmux_available() {
+        eprintln!("note: tmux is not installed; skipping the board's black-box test");
+        return;
+    }
+    let sb = Sandbox::new();
+    sb.declare_stubs(&[("stub", None)]);
+    let wide = "日本語の説明を書く 👩‍💻 te\u{301}st a\u{200b}b\u{200d}c";
+    assert_eq!(sb.fire("stub", "land: plain ascii notes", &[]).code, 0);
+    let fired = sb.fire(
+        "stub",
+        &format!("land: {wide} x{wide} {wide} x{wide} {wide}"),
+        &[],
+    );
+    assert_eq!(fired.code, 0, "{fired:#?}");
+
+    let tmux = Tmux::shell("wide");
+    tmux.run_board(&sb, "", "");
+    tmux.wait_screen(30, "both missions", |s| {
+        s.contains("Missions 2") && s.contains("Intent: land: 日本語")
+    });
+    let repainted = |what: &str| {
+        let before = without_ages(&tmux.settled());
+        tmux.keys(&["C-l"]);
+        let after = without_ages(&tmux.settled());
+        assert_eq!(before, after, "stale cells {what}");
+    };
+    // The help overlay's left edge lands inside the wide text of the detail pane.
+    tmux.keys(&["?"]);
+    tmux.wait_screen(10, "the help overlay", |s| s.contains("every key"));
+    tmux.keys(&["Escape"]);
+    tmux.wait_screen(10, "the help to close", |s| !s.contains("every key"));
+    repainted("after the help overlay closed");
+    tmux.keys(&["j"]);
+    tmux.wait_screen(10, "the ASCII mission's detail", |s| {
+        s.contains("Intent: land: plain ascii notes")
+    });
+    repainted("after the detail went from wide text to ASCII");
+    tmux.keys(&["q"]);
+    tmux.wait_screen(30, "the board to exit", |s| {
+        s.lines().any(|l| l.starts_with("EXITED:"))
+    });
 }

@@ -61,6 +61,9 @@ pub fn draw(frame: &mut Frame, m: &Model, now_ms: i64) {
     }
 }
 
+/// Chars that must not end a cell: the joiners.
+pub(super) const UNSAFE_TAIL: &[char] = &['\u{200c}', '\u{200d}'];
+
 /// The frame as a terminal will really show it, so the next frame's diff starts
 /// from the truth. Two things differ otherwise:
 /// - a wide char whose trailing cell was drawn over afterwards (an overlay's or a
@@ -70,12 +73,17 @@ pub fn draw(frame: &mut Frame, m: &Model, now_ms: i64) {
 ///   the well-formed one ratatui's diff assumes: no wide char before a non-blank);
 /// - an emoji presentation selector (U+FE0F) makes a char one cell wide on some
 ///   terminals and two on others, and the diff cannot know which: it is dropped,
-///   so the char takes the one cell every terminal agrees on.
+///   so the char takes the one cell every terminal agrees on;
+/// - a joiner (ZWJ, ZWNJ) ending a cell ("b\u{200d}c" is two cells) stays pending in
+///   the terminal and glues itself to whatever is printed next, wherever the cursor
+///   went meanwhile: it is dropped. Inside one glyph (an emoji ZWJ sequence) it stays.
 fn terminal_safe(buf: &mut ratatui::buffer::Buffer) {
     for cell in buf.content.iter_mut() {
-        if cell.symbol().contains('\u{fe0f}') {
-            let plain = cell.symbol().replace('\u{fe0f}', "");
-            cell.set_symbol(&plain);
+        let sym = cell.symbol();
+        if sym.contains('\u{fe0f}') || sym.ends_with(UNSAFE_TAIL) {
+            let safe = sym.replace('\u{fe0f}', "");
+            let safe = safe.trim_end_matches(UNSAFE_TAIL);
+            cell.set_symbol(if safe.is_empty() { " " } else { safe });
         }
     }
     let area = buf.area;

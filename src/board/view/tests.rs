@@ -456,6 +456,13 @@ impl Screen {
         use ratatui::buffer::CellWidth;
         let mut t = Terminal::new(TestBackend::new(m.size.width, m.size.height)).unwrap();
         let next = t.draw(|f| super::draw(f, m, NOW)).unwrap().buffer.clone();
+        for cell in next.content() {
+            let sym = cell.symbol();
+            assert!(
+                !sym.contains('\u{fe0f}') && !sym.ends_with(super::UNSAFE_TAIL),
+                "{sym:?} reaches the terminal: its width or its joiner is the terminal's guess"
+            );
+        }
         let width =
             |b: &ratatui::buffer::Buffer, x: u16, y: u16| b[(x, y)].symbol().cell_width().max(1);
         for (x, y, cell) in self.believed.diff(&next) {
