@@ -141,9 +141,7 @@ fn answer(svc: &Services, ask_id: &str, verdict: &OperatorVerdict) -> Result<Str
     // with no runtime around (a test of the update loop) gets a private one.
     let after = match tokio::runtime::Handle::try_current() {
         Ok(board) => board.block_on(answering),
-        Err(_) => tokio::runtime::Builder::new_current_thread()
-            .enable_all()
-            .build()
+        Err(_) => crate::runtime::multi_thread()
             .map_err(|e| e.to_string())?
             .block_on(answering),
     }
