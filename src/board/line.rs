@@ -51,9 +51,10 @@ impl LineField {
 
     /// An editing key; whether the text changed. Line breaks are refused.
     pub fn input(&mut self, key: KeyEvent) -> bool {
+        // The keys a text area turns into a newline (C-j deletes to the line's start).
         let line_break = match key.code {
             KeyCode::Enter | KeyCode::Char('\n' | '\r') => true,
-            KeyCode::Char('m' | 'j') => key.modifiers.contains(KeyModifiers::CONTROL),
+            KeyCode::Char('m') => key.modifiers.contains(KeyModifiers::CONTROL),
             _ => false,
         };
         if line_break {
@@ -144,6 +145,9 @@ mod tests {
         assert_eq!(f.split_at_cursor(), (">", "land notes"));
         key(&mut f, KeyCode::Char('u'), KeyModifiers::CONTROL);
         assert_eq!(f, "land notes");
+        key(&mut f, KeyCode::Char('f'), KeyModifiers::ALT);
+        key(&mut f, KeyCode::Char('j'), KeyModifiers::CONTROL);
+        assert_eq!(f.split_at_cursor(), ("", "notes"));
     }
 
     #[test]
@@ -152,7 +156,7 @@ mod tests {
         for (code, mods) in [
             (KeyCode::Enter, KeyModifiers::NONE),
             (KeyCode::Char('m'), KeyModifiers::CONTROL),
-            (KeyCode::Char('j'), KeyModifiers::CONTROL),
+            (KeyCode::Char('\n'), KeyModifiers::NONE),
             (KeyCode::Tab, KeyModifiers::NONE),
         ] {
             assert!(!key(&mut f, code, mods), "{code:?} {mods:?}");
