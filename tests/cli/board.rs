@@ -212,8 +212,13 @@ struct Tmux {
 
 impl Tmux {
     /// A 120x40 session of our own running an interactive shell with job control, as
-    /// an operator has, so Ctrl-Z really stops the board and `fg` brings it back.
-    fn shell(tag: &str) -> Tmux {
+    /// an operator has, so Ctrl-Z really stops the board and `fg` brings it back. None
+    /// (and a note) where tmux is not installed.
+    fn shell(tag: &str) -> Option<Tmux> {
+        if !tmux_available() {
+            eprintln!("note: tmux is not installed; skipping the board's black-box test");
+            return None;
+        }
         let tmux = Tmux {
             socket: format!("mb-{tag}-{}", std::process::id()),
         };
@@ -236,7 +241,15 @@ impl Tmux {
         tmux.wait_screen(10, "the shell prompt", |s| {
             s.lines().any(|l| l.trim_end() == "$")
         });
-        tmux
+        Some(tmux)
+    }
+
+    /// `q`, then the shell's screen once the board has exited.
+    fn quit(&self) -> String {
+        self.keys(&["q"]);
+        self.wait_screen(30, "the board to exit", |s| {
+            s.lines().any(|l| l.starts_with("EXITED:"))
+        })
     }
 
     /// Run `missionboard board <args>` in the shell against the sandbox's home, with
@@ -337,12 +350,10 @@ fn shell_quote(p: &Path) -> String {
 
 #[test]
 fn tmux_demo_shows_states_answers_in_place_and_restores_the_terminal() {
-    if !tmux_available() {
-        eprintln!("note: tmux is not installed; skipping the board's black-box test");
+    let Some(tmux) = Tmux::shell("demo") else {
         return;
-    }
+    };
     let sb = Sandbox::new();
-    let tmux = Tmux::shell("demo");
     // The operator's editor: appends to the draft it is handed.
     let editor = sb.cwd.join("fake-editor.sh");
     std::fs::write(&editor, "#!/bin/sh\nprintf ', rename it' >> \"$1\"\n").unwrap();
@@ -430,10 +441,7 @@ fn tmux_demo_shows_states_answers_in_place_and_restores_the_terminal() {
     tmux.wait_screen(10, "the board to come back", |s| s.contains("Pending asks"));
 
     // q leaves the board; the alternate screen is gone and the process exited 0.
-    tmux.keys(&["q"]);
-    let screen = tmux.wait_screen(30, "the board to exit", |s| {
-        s.lines().any(|l| l.starts_with("EXITED:"))
-    });
+    let screen = tmux.quit();
     assert!(screen.contains("EXITED:0"), "{screen}");
     assert!(screen.contains("missionboard demo home:"), "{screen}");
     assert!(
@@ -460,10 +468,9 @@ fn parked_ask_of(sb: &Sandbox, id: &str) -> Option<String> {
 /// killed resumes in the board's own process when the board answers it, and lands.
 #[test]
 fn tmux_a_board_answer_resumes_a_parked_run_whose_host_is_gone() {
-    if !tmux_available() {
-        eprintln!("note: tmux is not installed; skipping the board's black-box test");
+    let Some(tmux) = Tmux::shell("resume") else {
         return;
-    }
+    };
     let sb = Sandbox::new();
     sb.declare_stubs(&[("stub", Some(ASK_THEN_LAND))]);
     sb.run(&["config", "set", "ask-park-window", "200ms"]).ok();
@@ -478,7 +485,6 @@ fn tmux_a_board_answer_resumes_a_parked_run_whose_host_is_gone() {
     host.kill().unwrap();
     host.wait().unwrap();
 
-    let tmux = Tmux::shell("resume");
     tmux.run_board(&sb, "", "");
     tmux.wait_screen(30, "the parked question on the board", |s| {
         s.contains("Rename the env var too?")
@@ -504,10 +510,7 @@ fn tmux_a_board_answer_resumes_a_parked_run_whose_host_is_gone() {
     );
     let asks = sb.run(&["approvals", "list"]).ok();
     assert!(!asks.stdout.contains(&ask), "{asks:#?}");
-    tmux.keys(&["q"]);
-    let screen = tmux.wait_screen(30, "the board to exit", |s| {
-        s.lines().any(|l| l.starts_with("EXITED:"))
-    });
+    let screen = tmux.quit();
     assert!(screen.contains("EXITED:0"), "{screen}");
 }
 
@@ -531,10 +534,9 @@ fn without_ages(screen: &str) -> String {
 /// (C-l) draws — no cell is left stale.
 #[test]
 fn tmux_wide_zero_width_and_combining_text_leaves_no_stale_cells() {
-    if !tmux_available() {
-        eprintln!("note: tmux is not installed; skipping the board's black-box test");
+    let Some(tmux) = Tmux::shell("wide") else {
         return;
-    }
+    };
     let sb = Sandbox::new();
     sb.declare_stubs(&[("stub", None)]);
     let wide = "日本語の説明を書く 👩‍💻 te\u{301}st a\u{200b}b\u{200d}c";
@@ -546,7 +548,6 @@ fn tmux_wide_zero_width_and_combining_text_leaves_no_stale_cells() {
     );
     assert_eq!(fired.code, 0, "{fired:#?}");
 
-    let tmux = Tmux::shell("wide");
     tmux.run_board(&sb, "", "");
     tmux.wait_screen(30, "both missions", |s| {
         s.contains("Missions 2") && s.contains("Intent: land: 日本語")
@@ -568,8 +569,6 @@ fn tmux_wide_zero_width_and_combining_text_leaves_no_stale_cells() {
         s.contains("Intent: land: plain ascii notes")
     });
     repainted("after the detail went from wide text to ASCII");
-    tmux.keys(&["q"]);
-    tmux.wait_screen(30, "the board to exit", |s| {
-        s.lines().any(|l| l.starts_with("EXITED:"))
-    });
+    let screen = tmux.quit();
+    assert!(screen.contains("EXITED:0"), "{screen}");
 }
