@@ -65,7 +65,7 @@ pub fn draw(frame: &mut Frame, m: &Model, now_ms: i64) {
 pub(super) const UNSAFE_TAIL: &[char] = &['\u{200c}', '\u{200d}'];
 
 /// The frame as a terminal will really show it, so the next frame's diff starts
-/// from the truth. Two things differ otherwise:
+/// from the truth. Three things differ otherwise:
 /// - a wide char whose trailing cell was drawn over afterwards (an overlay's or a
 ///   toast's left edge): printing into half of it erases it whole, yet the buffer
 ///   would still hold it, so a later frame drawing it again would look unchanged to
