@@ -107,13 +107,13 @@ async fn fire_and_wait(
     for line in compute_narration(&agent, &d.compute, &d.caps) {
         println!("{line}");
     }
+    // SIGINT, SIGTERM and SIGHUP all end the wait, from the moment it is announced.
+    let mut signals = Signals::termination_or_interrupt()?;
     println!(
         "Waiting for a terminal status (timeout {}; the unit is a child of this process and is torn down when it exits)…",
         crate::duration::format(timeout)
     );
     let deadline = Instant::now() + timeout;
-    // SIGINT, SIGTERM and SIGHUP all end the wait.
-    let mut signals = Signals::termination_or_interrupt()?;
     let mission = loop {
         let m = fleet
             .missions()

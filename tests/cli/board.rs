@@ -572,3 +572,45 @@ fn tmux_wide_zero_width_and_combining_text_leaves_no_stale_cells() {
     let screen = tmux.quit();
     assert!(screen.contains("EXITED:0"), "{screen}");
 }
+
+/// The signals that end a long-lived command: each of SIGINT, SIGTERM and SIGHUP ends
+/// `mission fire --wait` on a mute unit with its interrupted line and exit code 1.
+#[test]
+fn a_signal_ends_the_wait_of_mission_fire() {
+    use std::io::BufRead;
+    let sb = Sandbox::new();
+    sb.declare_stubs(&[("stub", None)]);
+    for signal in [libc::SIGINT, libc::SIGTERM, libc::SIGHUP] {
+        let mut fire = sb.command(&[
+            "mission",
+            "fire",
+            "stub",
+            "mute: say nothing",
+            "--wait",
+            "--policy",
+            "default",
+        ]);
+        fire.stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::null());
+        let mut child = fire.spawn().unwrap();
+        let mut out = std::io::BufReader::new(child.stdout.take().unwrap());
+        let mut seen = String::new();
+        while !seen.contains("Waiting for a terminal status") {
+            let mut line = String::new();
+            assert!(
+                out.read_line(&mut line).unwrap() > 0,
+                "fire ended early: {seen}"
+            );
+            seen.push_str(&line);
+        }
+        // SAFETY: kill(2) on a child of ours that has not been reaped.
+        assert_eq!(unsafe { libc::kill(child.id() as i32, signal) }, 0);
+        std::io::Read::read_to_string(&mut out, &mut seen).unwrap();
+        let status = child.wait().unwrap();
+        assert_eq!(status.code(), Some(1), "signal {signal}: {seen}");
+        assert!(
+            seen.contains("wait interrupted: the unit is torn down with this process"),
+            "signal {signal}: {seen}"
+        );
+    }
+}
