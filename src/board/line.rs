@@ -10,6 +10,8 @@
 use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
 use ratatui_textarea::TextArea;
 
+use super::sanitize::one_line;
+
 #[derive(Clone)]
 pub struct LineField {
     area: TextArea<'static>,
@@ -26,7 +28,7 @@ impl LineField {
     /// A field holding `text` (one line of it), the cursor at its end.
     pub fn with_text(text: &str) -> LineField {
         let mut f = LineField::new();
-        f.area.insert_str(crate::board::sanitize::one_line(text));
+        f.area.insert_str(one_line(text));
         f
     }
 
@@ -65,8 +67,7 @@ impl LineField {
 
     /// Pasted text, folded to one line; whether the text changed.
     pub fn paste(&mut self, text: &str) -> bool {
-        self.area
-            .insert_str(crate::board::sanitize::one_line(&line_breaks(text)))
+        self.area.insert_str(one_line(&line_breaks(text)))
     }
 
     /// The text before and after the cursor.

@@ -9,7 +9,8 @@ use std::sync::Arc;
 use ratatui::layout::Rect;
 use ratatui_textarea::TextArea;
 
-use super::line::LineField;
+use super::line::{LineField, line_breaks};
+use super::sanitize::sanitize;
 use super::theme::{Symbols, Theme};
 use crate::mission::Status;
 
@@ -273,8 +274,7 @@ impl Draft {
     /// break becomes a real one (a bare `\r` too, which the text area would keep as
     /// an invisible char), and escapes and controls are stripped as from agent text.
     pub fn paste(&mut self, text: &str) {
-        self.area
-            .insert_str(super::sanitize::sanitize(&super::line::line_breaks(text)));
+        self.area.insert_str(sanitize(&line_breaks(text)));
         self.error = None;
     }
 
@@ -282,7 +282,7 @@ impl Draft {
     /// cleaned as a paste is.
     pub fn set_text(&mut self, text: &str) {
         let placeholder = self.area.placeholder_text().to_string();
-        let text = super::sanitize::sanitize(&super::line::line_breaks(text));
+        let text = sanitize(&line_breaks(text));
         self.area = TextArea::from(text.trim_end_matches('\n').lines());
         self.area.set_placeholder_text(placeholder);
         self.area.move_cursor(ratatui_textarea::CursorMove::Bottom);
