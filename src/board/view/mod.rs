@@ -195,10 +195,17 @@ pub(super) fn fit(s: &str, width: usize, ellipsis: &str) -> String {
     format!("{t}{}", " ".repeat(width.saturating_sub(w)))
 }
 
-/// A text field in at most `width` cells: its text in `style`, the cell under the
-/// cursor in the theme's cursor role (past the end, a `_`), scrolled so the cursor
-/// stays in view (a cut end shows the ellipsis).
-pub(super) fn field(m: &Model, f: &LineField, width: usize, style: Style) -> Vec<Span<'static>> {
+/// A labelled text field in at most `width` cells: the label, then the text in
+/// `style` with the cell under the cursor in the theme's cursor role (past the end,
+/// a `_`), scrolled so the cursor stays in view (a cut end shows the ellipsis).
+pub(super) fn field(
+    m: &Model,
+    (label, label_style): (&'static str, Style),
+    f: &LineField,
+    width: usize,
+    style: Style,
+) -> Vec<Span<'static>> {
+    let width = width.saturating_sub(cells(label));
     let e = m.symbols.ellipsis;
     let (before, after) = f.split_at_cursor();
     let mut rest = after.graphemes(true);
@@ -226,6 +233,7 @@ pub(super) fn field(m: &Model, f: &LineField, width: usize, style: Style) -> Vec
     let used = cells(lead) + cells(before) + at_w;
     let tail = truncate(rest.as_str(), width.saturating_sub(used), e);
     vec![
+        Span::styled(label, label_style),
         Span::styled(format!("{lead}{before}"), style),
         Span::styled(at.to_string(), at_style),
         Span::styled(tail, style),

@@ -127,17 +127,14 @@ pub fn confirm(frame: &mut Frame, area: Rect, m: &Model, c: &Confirm) {
         ConfirmKind::Stop { mission_id, intent } => {
             const LABEL: &str = "Reason: ";
             let text_w = rect.width.saturating_sub(4) as usize;
-            let mut reason = vec![Span::styled(LABEL, t.title)];
-            if c.editing {
-                reason.extend(field(
-                    m,
-                    &c.reason,
-                    text_w.saturating_sub(LABEL.len()),
-                    t.selection,
-                ));
+            let reason = if c.editing {
+                field(m, (LABEL, t.title), &c.reason, text_w, t.selection)
             } else {
-                reason.push(Span::raw(c.reason.as_str().to_string()));
-            }
+                vec![
+                    Span::styled(LABEL, t.title),
+                    Span::raw(c.reason.as_str().to_string()),
+                ]
+            };
             (
                 format!(" Stop mission {}? ", short(mission_id)),
                 vec![
@@ -189,15 +186,13 @@ pub fn help(frame: &mut Frame, area: Rect, m: &Model, filter: &LineField, scroll
     let block = modal(m, " Help — every key (type to filter, Esc closes) ".into());
     let inner = block.inner(rect);
     frame.render_widget(block, rect);
-    const LABEL: &str = "filter: ";
-    let mut filter_line = vec![Span::styled(LABEL, t.title)];
-    filter_line.extend(field(
+    let mut lines = vec![Line::from(field(
         m,
+        ("filter: ", t.title),
         filter,
-        (inner.width as usize).saturating_sub(LABEL.len()),
+        inner.width as usize,
         Style::new(),
-    ));
-    let mut lines = vec![Line::from(filter_line)];
+    ))];
     let wide = inner.width >= 90;
     let mut row = Vec::new();
     for (title, rows) in keymap::help_sections(filter.as_str()) {

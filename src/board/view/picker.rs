@@ -128,15 +128,13 @@ pub fn render(frame: &mut Frame, area: Rect, m: &Model, p: &Picker) {
                 agent.map_or("", |a| a.name.as_str())
             )));
             lines.push(Line::raw(""));
-            const LABEL: &str = "Intent: ";
-            let mut intent = vec![Span::styled(LABEL, t.title)];
-            intent.extend(field(
+            lines.push(Line::from(field(
                 m,
+                ("Intent: ", t.title),
                 &p.intent,
-                width.saturating_sub(LABEL.len()),
+                width,
                 t.selection,
-            ));
-            lines.push(Line::from(intent));
+            )));
             lines.push(Line::styled(
                 if p.busy {
                     "firing…"

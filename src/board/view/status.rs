@@ -17,21 +17,20 @@ pub fn render(frame: &mut Frame, area: Rect, m: &Model) {
     match &m.mode {
         Mode::CommandLine { line } => {
             const HINT: &str = "  Enter run · Esc cancel";
-            let mut spans = vec![Span::styled(":", t.title)];
-            spans.extend(field(m, line, width.saturating_sub(31), t.title));
+            let mut spans = field(m, (":", t.title), line, width.saturating_sub(30), t.title);
             spans.push(Span::styled(HINT, t.muted));
             frame.render_widget(Paragraph::new(Line::from(spans)), area);
             return;
         }
         Mode::Filter => {
             const HINT: &str = "  Enter keep · Esc clear";
-            let mut spans = vec![Span::styled("/", t.title)];
-            spans.extend(field(
+            let mut spans = field(
                 m,
+                ("/", t.title),
                 &m.filter,
-                width.saturating_sub(1 + cells(HINT)),
+                width.saturating_sub(cells(HINT)),
                 t.title,
-            ));
+            );
             spans.push(Span::styled(HINT, t.muted));
             frame.render_widget(Paragraph::new(Line::from(spans)), area);
             return;

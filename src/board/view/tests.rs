@@ -582,19 +582,37 @@ fn a_long_field_scrolls_to_keep_its_cursor_in_view() {
     };
     let mut f = crate::board::line::LineField::from("mission --policy strict demo land: go");
     assert_eq!(
-        text(super::field(&m, &f, 12, Default::default())),
+        text(super::field(
+            &m,
+            ("", Default::default()),
+            &f,
+            12,
+            Default::default()
+        )),
         "…o land: go_"
     );
     f.input(KeyEvent::new(KeyCode::Home, KeyModifiers::NONE));
     assert_eq!(
-        text(super::field(&m, &f, 12, Default::default())),
+        text(super::field(
+            &m,
+            ("", Default::default()),
+            &f,
+            12,
+            Default::default()
+        )),
         "mission --p…"
     );
     f.input(KeyEvent::new(KeyCode::End, KeyModifiers::NONE));
     for _ in 0..4 {
         f.input(KeyEvent::new(KeyCode::Char('日'), KeyModifiers::NONE));
     }
-    let shown = text(super::field(&m, &f, 12, Default::default()));
+    let shown = text(super::field(
+        &m,
+        ("", Default::default()),
+        &f,
+        12,
+        Default::default(),
+    ));
     assert_eq!(shown, "…go日日日日_");
     assert_eq!(super::cells(&shown), 12);
 }
