@@ -91,41 +91,20 @@ pub struct Key {
     pub mods: KeyModifiers,
 }
 
+const fn with(code: KeyCode, mods: KeyModifiers) -> Key {
+    Key { code, mods }
+}
 const fn k(c: char) -> Key {
-    Key {
-        code: KeyCode::Char(c),
-        mods: KeyModifiers::NONE,
-    }
+    with(KeyCode::Char(c), KeyModifiers::NONE)
 }
 const fn ctrl(c: char) -> Key {
-    Key {
-        code: KeyCode::Char(c),
-        mods: KeyModifiers::CONTROL,
-    }
+    with(KeyCode::Char(c), KeyModifiers::CONTROL)
 }
 const fn code(code: KeyCode) -> Key {
-    Key {
-        code,
-        mods: KeyModifiers::NONE,
-    }
-}
-const fn alt_c(c: char) -> Key {
-    Key {
-        code: KeyCode::Char(c),
-        mods: KeyModifiers::ALT,
-    }
-}
-const fn ctrl_code(code: KeyCode) -> Key {
-    Key {
-        code,
-        mods: KeyModifiers::CONTROL,
-    }
+    with(code, KeyModifiers::NONE)
 }
 const fn alt(code: KeyCode) -> Key {
-    Key {
-        code,
-        mods: KeyModifiers::ALT,
-    }
+    with(code, KeyModifiers::ALT)
 }
 
 impl Key {
@@ -561,10 +540,10 @@ pub const BINDINGS: &[Binding] = &[
     b(
         C::Text,
         &[
-            alt_c('b'),
-            alt_c('f'),
-            ctrl_code(KeyCode::Left),
-            ctrl_code(KeyCode::Right),
+            alt(KeyCode::Char('b')),
+            alt(KeyCode::Char('f')),
+            with(KeyCode::Left, KeyModifiers::CONTROL),
+            with(KeyCode::Right, KeyModifiers::CONTROL),
         ],
         Action::EditText,
         "a word back, a word forward",

@@ -577,42 +577,19 @@ fn cuts_and_pads_count_cells_as_the_buffer_draws_them() {
 fn a_long_field_scrolls_to_keep_its_cursor_in_view() {
     use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
     let m = model(80, 24, false);
-    let text = |spans: Vec<ratatui::text::Span>| -> String {
+    // The field as drawn in 12 cells, behind a 2-cell label.
+    let shown = |f: &crate::board::line::LineField| -> String {
+        let spans = super::field(&m, ("> ", Default::default()), f, 12, Default::default());
         spans.iter().map(|s| s.content.as_ref()).collect()
     };
     let mut f = crate::board::line::LineField::from("mission --policy strict demo land: go");
-    assert_eq!(
-        text(super::field(
-            &m,
-            ("", Default::default()),
-            &f,
-            12,
-            Default::default()
-        )),
-        "…o land: go_"
-    );
+    assert_eq!(shown(&f), "> …land: go_");
     f.input(KeyEvent::new(KeyCode::Home, KeyModifiers::NONE));
-    assert_eq!(
-        text(super::field(
-            &m,
-            ("", Default::default()),
-            &f,
-            12,
-            Default::default()
-        )),
-        "mission --p…"
-    );
+    assert_eq!(shown(&f), "> mission -…");
     f.input(KeyEvent::new(KeyCode::End, KeyModifiers::NONE));
     for _ in 0..4 {
         f.input(KeyEvent::new(KeyCode::Char('日'), KeyModifiers::NONE));
     }
-    let shown = text(super::field(
-        &m,
-        ("", Default::default()),
-        &f,
-        12,
-        Default::default(),
-    ));
-    assert_eq!(shown, "…go日日日日_");
-    assert_eq!(super::cells(&shown), 12);
+    assert_eq!(shown(&f), "> …日日日日_");
+    assert_eq!(super::cells(&shown(&f)), 12);
 }
