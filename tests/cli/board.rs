@@ -211,59 +211,12 @@ struct Tmux {
 }
 
 impl Tmux {
-    /// A 120x40 session of our own running an interactive shell with job control, as
-    /// an operator has, so Ctrl-Z really stops the board and `fg` brings it back. None
-    /// (and a note) where tmux is not installed.
-    fn shell(tag: &str) -> Option<Tmux> {
-        if !tmux_available() {
-            eprintln!("note: tmux is not installed; skipping the board's black-box test");
-            return None;
-        }
-        let tmux = Tmux {
-            socket: format!("mb-{tag}-{}", std::process::id()),
-        };
-        let st = tmux
-            .cmd()
-            .args([
-                "new-session",
-                "-d",
-                "-s",
-                "board",
-                "-x",
-                "120",
-                "-y",
-                "40",
-                "env PS1='$ ' bash --norc --noprofile -i",
-            ])
-            .status()
-            .unwrap();
-        assert!(st.success(), "tmux new-session failed");
-        tmux.wait_screen(10, "the shell prompt", |s| {
-            s.lines().any(|l| l.trim_end() == "$")
-        });
-        Some(tmux)
-    }
-
     /// `q`, then the shell's screen once the board has exited.
     fn quit(&self) -> String {
         self.keys(&["q"]);
         self.wait_screen(30, "the board to exit", |s| {
             s.lines().any(|l| l.starts_with("EXITED:"))
         })
-    }
-
-    /// Run `missionboard board <args>` in the shell against the sandbox's home, with
-    /// `env` (shell-quoted assignments) added; `EXITED:<code>` is printed after it.
-    fn run_board(&self, sb: &Sandbox, env: &str, args: &str) {
-        let command_line = format!(
-            "(cd {cwd} && env MISSIONBOARD_HOME={home} HOME={home_parent} LANG=C.UTF-8 TERM=xterm-256color {env} {bin} board {args}; echo EXITED:$((0+$?)))",
-            cwd = shell_quote(&sb.cwd),
-            home = shell_quote(&sb.home),
-            home_parent = shell_quote(sb.home.parent().unwrap()),
-            bin = shell_quote(Path::new(BIN)),
-        );
-        self.literal(&command_line);
-        self.keys(&["Enter"]);
     }
 
     /// The screen once two captures in a row agree (a frame is not half drawn).
@@ -348,20 +301,52 @@ fn shell_quote(p: &Path) -> String {
     format!("'{}'", p.display().to_string().replace('\'', "'\\''"))
 }
 
+/// `missionboard <args>` against the sandbox, with `env` (shell words) added, typed at
+/// an interactive shell with job control — as an operator has, so Ctrl-Z really
+/// stops the board and `fg` brings it back — in a 120x40 tmux server of our own. It
+/// prints `EXITED:<code>` when it ends.
+fn board_in_tmux(sb: &Sandbox, name: &str, env: &str, args: &str) -> Tmux {
+    let tmux = Tmux {
+        socket: format!("{name}-{}", std::process::id()),
+    };
+    let command_line = format!(
+        "(cd {cwd} && env MISSIONBOARD_HOME={home} HOME={home_parent} LANG=C.UTF-8 TERM=xterm-256color {env} {bin} {args}; echo EXITED:$((0+$?)))",
+        cwd = shell_quote(&sb.cwd),
+        home = shell_quote(&sb.home),
+        home_parent = shell_quote(sb.home.parent().unwrap()),
+        bin = shell_quote(Path::new(BIN)),
+    );
+    let st = tmux
+        .cmd()
+        .args(["new-session", "-d", "-s", "board", "-x", "120", "-y", "40"])
+        .arg("env PS1='$ ' bash --norc --noprofile -i")
+        .status()
+        .unwrap();
+    assert!(st.success(), "tmux new-session failed");
+    tmux.wait_screen(10, "the shell prompt", |s| {
+        s.lines().any(|l| l.trim_end() == "$")
+    });
+    tmux.literal(&command_line);
+    tmux.keys(&["Enter"]);
+    tmux
+}
+
 #[test]
 fn tmux_demo_shows_states_answers_in_place_and_restores_the_terminal() {
-    let Some(tmux) = Tmux::shell("demo") else {
+    if !tmux_available() {
+        eprintln!("note: tmux is not installed; skipping the board's black-box test");
         return;
-    };
+    }
     let sb = Sandbox::new();
     // The operator's editor: appends to the draft it is handed.
     let editor = sb.cwd.join("fake-editor.sh");
     std::fs::write(&editor, "#!/bin/sh\nprintf ', rename it' >> \"$1\"\n").unwrap();
     std::fs::set_permissions(&editor, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
-    tmux.run_board(
+    let tmux = board_in_tmux(
         &sb,
+        "mb-board",
         &format!("VISUAL= EDITOR={}", shell_quote(&editor)),
-        "--demo",
+        "board --demo",
     );
 
     // Missions in several states, and the demo's question waiting.
@@ -441,7 +426,10 @@ fn tmux_demo_shows_states_answers_in_place_and_restores_the_terminal() {
     tmux.wait_screen(10, "the board to come back", |s| s.contains("Pending asks"));
 
     // q leaves the board; the alternate screen is gone and the process exited 0.
-    let screen = tmux.quit();
+    tmux.keys(&["q"]);
+    let screen = tmux.wait_screen(30, "the board to exit", |s| {
+        s.lines().any(|l| l.starts_with("EXITED:"))
+    });
     assert!(screen.contains("EXITED:0"), "{screen}");
     assert!(screen.contains("missionboard demo home:"), "{screen}");
     assert!(
@@ -468,9 +456,10 @@ fn parked_ask_of(sb: &Sandbox, id: &str) -> Option<String> {
 /// killed resumes in the board's own process when the board answers it, and lands.
 #[test]
 fn tmux_a_board_answer_resumes_a_parked_run_whose_host_is_gone() {
-    let Some(tmux) = Tmux::shell("resume") else {
-        return;
-    };
+    assert!(
+        tmux_available(),
+        "tmux drives the board in this test (apt-get install tmux)"
+    );
     let sb = Sandbox::new();
     sb.declare_stubs(&[("stub", Some(ASK_THEN_LAND))]);
     sb.run(&["config", "set", "ask-park-window", "200ms"]).ok();
@@ -485,7 +474,7 @@ fn tmux_a_board_answer_resumes_a_parked_run_whose_host_is_gone() {
     host.kill().unwrap();
     host.wait().unwrap();
 
-    tmux.run_board(&sb, "", "");
+    let tmux = board_in_tmux(&sb, "mb-board-resume", "", "board");
     tmux.wait_screen(30, "the parked question on the board", |s| {
         s.contains("Rename the env var too?")
     });
@@ -534,9 +523,10 @@ fn without_ages(screen: &str) -> String {
 /// (C-l) draws — no cell is left stale.
 #[test]
 fn tmux_wide_zero_width_and_combining_text_leaves_no_stale_cells() {
-    let Some(tmux) = Tmux::shell("wide") else {
-        return;
-    };
+    assert!(
+        tmux_available(),
+        "tmux drives the board in this test (apt-get install tmux)"
+    );
     let sb = Sandbox::new();
     sb.declare_stubs(&[("stub", None)]);
     let wide = "日本語の説明を書く 👩‍💻 te\u{301}st a\u{200b}b\u{200d}c";
@@ -548,7 +538,7 @@ fn tmux_wide_zero_width_and_combining_text_leaves_no_stale_cells() {
     );
     assert_eq!(fired.code, 0, "{fired:#?}");
 
-    tmux.run_board(&sb, "", "");
+    let tmux = board_in_tmux(&sb, "mb-board-wide", "", "board");
     tmux.wait_screen(30, "both missions", |s| {
         s.contains("Missions 2") && s.contains("Intent: land: 日本語")
     });
