@@ -11,8 +11,9 @@ use crate::fleet::budget::{ComputeLedger, ComputeRecord};
 use crate::mission::{Mission, Missions, Report};
 use crate::row;
 
+/// The missions of an existing store; a missing one is an error that says so.
 pub(super) fn missions(ctx: &Ctx) -> anyhow::Result<Missions> {
-    Ok(Missions::new(ctx.store()?))
+    Ok(Missions::new(ctx.required_store()?))
 }
 
 /// The lazy reclaim sweep of list and show: the count line when it collected
@@ -28,13 +29,19 @@ fn sweep(svc: &Missions, json: bool) -> anyhow::Result<()> {
 }
 
 pub(super) fn list(ctx: &Ctx, limit: usize, json: bool) -> anyhow::Result<i32> {
-    let svc = missions(ctx)?;
-    sweep(&svc, json)?;
-    let all = svc
-        .list(limit)
-        .map_err(|e| anyhow::anyhow!("failed to list missions: {e}"))?;
+    let (all, total) = match ctx.existing_store()? {
+        Some(store) => {
+            let svc = Missions::new(store);
+            sweep(&svc, json)?;
+            let all = svc
+                .list(limit)
+                .map_err(|e| anyhow::anyhow!("failed to list missions: {e}"))?;
+            (all, svc.counts()?.0)
+        }
+        None => (Vec::new(), 0),
+    };
     if json {
-        out::json(&all)?;
+        out::json(&serde_json::json!({"missions": all, "total": total}))?;
         return Ok(0);
     }
     if all.is_empty() {
@@ -54,6 +61,9 @@ pub(super) fn list(ctx: &Ctx, limit: usize, json: bool) -> anyhow::Result<i32> {
         ]);
     }
     out!("{}", crate::table::render(&rows))?;
+    if let Some(line) = super::more_line(all.len(), total) {
+        outln!("\n{line}")?;
+    }
     Ok(0)
 }
 
@@ -341,14 +351,27 @@ pub(super) fn stop(ctx: &Ctx, id: &str, reason: Option<&str>) -> anyhow::Result<
     Ok(0)
 }
 
-pub(super) fn asks(ctx: &Ctx, id: Option<&str>, limit: usize) -> anyhow::Result<i32> {
-    let svc = missions(ctx)?;
-    let asks = crate::asks::Asks::new(svc.store().clone());
-    asks.sweep_expired()?;
-    let scope: Vec<Mission> = match id {
-        Some(id) => vec![svc.resolve(id)?],
-        None => svc.list_open(limit)?,
+pub(super) fn asks(
+    ctx: &Ctx,
+    id: Option<&str>,
+    limit: usize,
+    json: bool,
+) -> anyhow::Result<i32> {
+    let (questions, total) = match ctx.existing_store()? {
+        Some(store) => pending_questions(Missions::new(store), id, limit)?,
+        None if id.is_none() => (Vec::new(), 0),
+        None => anyhow::bail!("{}", ctx.no_store()),
     };
+    if json {
+        out::json(&serde_json::json!({"asks": questions, "total": total}))?;
+        return Ok(0);
+    }
+    if questions.is_empty() {
+        outln!(
+            "No pending attention asks. A mission's unit raises one when it needs a human's own words, not a yes/no — answer with 'missionboard approvals respond <id> --answer \"...\"'."
+        )?;
+        return Ok(0);
+    }
     let mut rows = vec![row![
         "ID",
         "MISSION",
@@ -359,37 +382,45 @@ pub(super) fn asks(ctx: &Ctx, id: Option<&str>, limit: usize) -> anyhow::Result<
     ]];
     let mut details = String::new();
     let now = clock::now_ms();
-    for m in &scope {
-        for a in asks.for_mission(&m.id, 200)? {
-            if !(a.is_pending() && a.takes_words()) {
-                continue;
-            }
-            let agent = if a.agent_name.is_empty() {
-                m.agent_name.clone()
-            } else {
-                a.agent_name.clone()
-            };
-            rows.push(row![
-                a.id,
-                m.id,
-                agent,
-                a.args_summary,
-                age(clock::age_secs(a.created_at)),
-                super::approvals_cmd::expires_in(&a, now)
-            ]);
-            if let Some(d) = a.diff.as_deref().filter(|d| !d.trim().is_empty()) {
-                details.push_str(&format!("\nDetail for {}:\n{d}\n", a.id));
-            }
+    for a in &questions {
+        rows.push(row![
+            a.id,
+            a.mission_id.as_deref().unwrap_or_default(),
+            a.agent_name,
+            a.args_summary,
+            age(clock::age_secs(a.created_at)),
+            super::approvals_cmd::expires_in(a, now)
+        ]);
+        if let Some(d) = a.diff.as_deref().filter(|d| !d.trim().is_empty()) {
+            details.push_str(&format!("\nDetail for {}:\n{d}\n", a.id));
         }
-    }
-    if rows.len() == 1 {
-        outln!(
-            "No pending attention asks. A mission's unit raises one when it needs a human's own words, not a yes/no — answer with 'missionboard approvals respond <id> --answer \"...\"'."
-        )?;
-        return Ok(0);
     }
     out!("{}", crate::table::render(&rows))?;
     out!("{details}")?;
     outln!("\nAnswer with 'missionboard approvals respond <id> --answer \"...\"'.")?;
+    if let Some(line) = super::more_line(questions.len(), total) {
+        outln!("{line}")?;
+    }
     Ok(0)
+}
+
+/// The newest `limit` pending questions of one mission (`id`) or of every open one,
+/// each naming its mission's agent when it names none itself, and how many there
+/// are in all.
+fn pending_questions(
+    svc: Missions,
+    id: Option<&str>,
+    limit: usize,
+) -> anyhow::Result<(Vec<crate::asks::Ask>, i64)> {
+    let asks = crate::asks::Asks::new(svc.store().clone());
+    asks.sweep_expired()?;
+    let scope = id.map(|id| svc.resolve(id)).transpose()?;
+    let scope = scope.as_ref().map(|m| m.id.as_str());
+    let mut questions = asks.pending_questions(scope, limit)?;
+    for a in questions.iter_mut().filter(|a| a.agent_name.is_empty()) {
+        if let Some(m) = svc.get(a.mission_id.as_deref().unwrap_or_default())? {
+            a.agent_name = m.agent_name;
+        }
+    }
+    Ok((questions, asks.pending_questions_count(scope)?))
 }

@@ -203,7 +203,8 @@ impl Sandbox {
     pub fn newest_mission(&self) -> Option<String> {
         let out = self.run(&["mission", "list", "--json"]).ok();
         let v: serde_json::Value = serde_json::from_str(&out.stdout).unwrap();
-        v.as_array()?
+        v["missions"]
+            .as_array()?
             .first()?
             .get("id")?
             .as_str()
