@@ -8,6 +8,7 @@ mod asks;
 mod board;
 mod bounds;
 mod edges;
+mod ergonomics;
 mod envelopes;
 mod foundation;
 mod hostile_text;
