@@ -390,7 +390,13 @@ impl Asks {
     ) -> Result<Vec<Ask>, AskError> {
         self.query(
             &format!("{PENDING_QUESTIONS} ORDER BY created_at DESC, id DESC LIMIT ?5"),
-            params![QUESTION_TOOLS, QUESTION_TOOL, BUDGET_TOOL, mission_id, limit as i64],
+            params![
+                QUESTION_TOOLS,
+                QUESTION_TOOL,
+                BUDGET_TOOL,
+                mission_id,
+                limit as i64
+            ],
         )
     }
 

@@ -351,12 +351,7 @@ pub(super) fn stop(ctx: &Ctx, id: &str, reason: Option<&str>) -> anyhow::Result<
     Ok(0)
 }
 
-pub(super) fn asks(
-    ctx: &Ctx,
-    id: Option<&str>,
-    limit: usize,
-    json: bool,
-) -> anyhow::Result<i32> {
+pub(super) fn asks(ctx: &Ctx, id: Option<&str>, limit: usize, json: bool) -> anyhow::Result<i32> {
     let (questions, total) = match ctx.existing_store()? {
         Some(store) => pending_questions(Missions::new(store), id, limit)?,
         None if id.is_none() => (Vec::new(), 0),

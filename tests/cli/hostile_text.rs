@@ -183,7 +183,10 @@ fn no_raw_control_byte_from_an_agent_reaches_any_command_output() {
         ),
         ("mission asks --json", vec!["mission", "asks", "--json"]),
         ("approvals list --json", vec!["approvals", "list", "--json"]),
-        ("inbox list --json", vec!["inbox", "list", "--all", "--json"]),
+        (
+            "inbox list --json",
+            vec!["inbox", "list", "--all", "--json"],
+        ),
     ] {
         let v = assert_json_inert(what, &sb.run(&args));
         if what == "mission plan --json" {
