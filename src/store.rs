@@ -4,6 +4,10 @@
 //! module owns its own tables (their DDL lives beside the code that reads them) and
 //! talks to SQLite through [`Store::with`]. Keeping every SQL statement inside the
 //! owning module is what lets a shared PostgreSQL store replace this one later.
+//!
+//! Every call here blocks (on the connection's mutex, then on SQLite's busy
+//! timeout). Async code reaches the store only through [`blocking`]: see
+//! [`boundary`], the blocking boundary.
 
 use std::fmt;
 use std::path::{Path, PathBuf};
@@ -11,6 +15,9 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use rusqlite::{Connection, ErrorCode, OpenFlags};
+
+pub mod boundary;
+pub use boundary::{blocking, blocking_in_place};
 
 /// Schema migrations, applied in order; `PRAGMA user_version` records how many ran.
 /// Append only: a released migration is never edited.
