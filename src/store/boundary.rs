@@ -52,8 +52,9 @@ mod tests {
 
     use super::*;
 
-    /// Work that waits for a task spawned after it: with one worker, that task only
-    /// runs if the work left the worker. Bounded, so a regression fails, not hangs.
+    /// Work that waits for a task spawned once it has begun: with one worker, that
+    /// task only runs if the work left the worker. Bounded, so a regression fails
+    /// rather than hangs.
     fn waits_for_the_next_task() -> (impl FnOnce() -> bool, impl Future<Output = bool>) {
         let (tx, rx) = mpsc::channel::<()>();
         let work = move || rx.recv_timeout(Duration::from_secs(10)).is_ok();
@@ -63,7 +64,12 @@ mod tests {
     #[tokio::test(flavor = "multi_thread", worker_threads = 1)]
     async fn blocking_work_leaves_the_worker_free() {
         let (work, next) = waits_for_the_next_task();
-        let work = tokio::spawn(async move { blocking(work).await });
+        let (began, begun) = tokio::sync::oneshot::channel();
+        let work = tokio::spawn(async move {
+            let _ = began.send(());
+            blocking(work).await
+        });
+        begun.await.unwrap();
         let next = tokio::spawn(next);
         assert!(
             work.await.unwrap(),
@@ -75,7 +81,12 @@ mod tests {
     #[tokio::test(flavor = "multi_thread", worker_threads = 1)]
     async fn in_place_work_leaves_the_other_tasks_free() {
         let (work, next) = waits_for_the_next_task();
-        let work = tokio::spawn(async move { blocking_in_place(work) });
+        let (began, begun) = tokio::sync::oneshot::channel();
+        let work = tokio::spawn(async move {
+            let _ = began.send(());
+            blocking_in_place(work)
+        });
+        begun.await.unwrap();
         let next = tokio::spawn(next);
         assert!(
             work.await.unwrap(),
