@@ -195,6 +195,84 @@ impl Drop for Background {
     }
 }
 
+/// Another process — the sqlite3 shell — holding the database's write lock.
+pub struct ForeignLock {
+    child: Option<std::process::Child>,
+    release: PathBuf,
+    released: PathBuf,
+}
+
+impl Sandbox {
+    /// Take an EXCLUSIVE lock on the database from another process, and return once it
+    /// is held. It is held for `secs` seconds, or until [`ForeignLock::release`].
+    pub fn hold_write_lock(&self, secs: u64) -> ForeignLock {
+        use std::io::Write;
+        static TAKEN: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+        let n = TAKEN.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let dir = self.home.join(format!("foreign-lock-{n}"));
+        std::fs::create_dir_all(&dir).unwrap();
+        let (held, release, released) =
+            (dir.join("held"), dir.join("release"), dir.join("released"));
+        let mut child = Command::new("sqlite3")
+            .arg(self.db())
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .expect("the sqlite3 shell (apt-get install sqlite3) holds the lock in this test");
+        let mut stdin = child.stdin.take().unwrap();
+        // `released` is touched before COMMIT: while it is absent, the lock is held.
+        writeln!(
+            stdin,
+            "BEGIN EXCLUSIVE;\nUPDATE config SET value = value WHERE 0;\n.shell touch {held}\n.shell i=0; while [ $i -lt {ticks} ] && [ ! -e {release} ]; do sleep 0.1; i=$((i+1)); done; touch {released}\nCOMMIT;",
+            held = held.display(),
+            release = release.display(),
+            released = released.display(),
+            ticks = secs * 10,
+        )
+        .unwrap();
+        drop(stdin);
+        wait_for(20, "the other process to hold the lock", || {
+            held.exists().then_some(())
+        });
+        ForeignLock {
+            child: Some(child),
+            release,
+            released,
+        }
+    }
+}
+
+impl ForeignLock {
+    /// Is the lock still held (the holder has not begun to commit)?
+    pub fn is_held(&self) -> bool {
+        !self.released.exists()
+    }
+
+    /// Let the holder commit now (if it has not already), and wait for it.
+    #[track_caller]
+    pub fn release(mut self) {
+        std::fs::write(&self.release, "").unwrap();
+        self.wait();
+    }
+
+    /// Wait for the holder to commit on its own, asserting it did.
+    #[track_caller]
+    pub fn wait(&mut self) {
+        let out = self.child.take().unwrap().wait_with_output().unwrap();
+        assert!(out.status.success(), "the lock holder failed: {out:?}");
+    }
+}
+
+impl Drop for ForeignLock {
+    fn drop(&mut self) {
+        if let Some(c) = &mut self.child {
+            let _ = c.kill();
+            let _ = c.wait();
+        }
+    }
+}
+
 /// Poll `f` until it yields `Some`, or panic after `secs` seconds naming `what`.
 #[track_caller]
 pub fn wait_for<T>(secs: u64, what: &str, mut f: impl FnMut() -> Option<T>) -> T {
