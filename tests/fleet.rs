@@ -167,7 +167,10 @@ async fn a_unit_slow_to_initialize_delays_no_other_fire_and_holds_its_width_mean
         "the cap refused the third fire while the slow unit held only a reservation"
     );
 
-    let slow = slow.await.unwrap().expect("the slow unit starts in the end");
+    let slow = slow
+        .await
+        .unwrap()
+        .expect("the slow unit starts in the end");
     until("the slow mission to land", || {
         (missions.require(&slow.mission_id).unwrap().status == Status::Landed).then_some(())
     })
@@ -178,7 +181,11 @@ async fn a_unit_slow_to_initialize_delays_no_other_fire_and_holds_its_width_mean
         .into_iter()
         .map(|m| m.id)
         .collect();
-    assert_eq!(recorded.len(), 2, "the refusal left no record: {recorded:?}");
+    assert_eq!(
+        recorded.len(),
+        2,
+        "the refusal left no record: {recorded:?}"
+    );
     assert!(recorded.contains(&mute.mission_id) && recorded.contains(&slow.mission_id));
     h.fleet.shutdown().await;
 }

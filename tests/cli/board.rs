@@ -414,3 +414,92 @@ fn tmux_demo_shows_states_answers_in_place_and_restores_the_terminal() {
         "the board is still on screen:\n{screen}"
     );
 }
+
+/// While another process holds the database's write lock, the board's own fires wait
+/// on the store, and the board still answers every key: the help overlay opens,
+/// filters as typed and closes — all before the lock is released. The fires land
+/// once it is.
+#[test]
+fn the_board_redraws_on_keys_while_another_process_holds_the_write_lock() {
+    assert!(
+        tmux_available(),
+        "tmux drives the board in this test (apt-get install tmux)"
+    );
+    let sb = Sandbox::new();
+    sb.declare_stubs(&[(
+        "stub",
+        Some(r#"{"name":"t","turns":[{"steps":[{"report":{"kind":"result","summary":"done"}},{"finish":"landed"}]}]}"#),
+    )]);
+    let tmux = Tmux {
+        socket: format!("mb-board-lock-{}", std::process::id()),
+    };
+    let command_line = format!(
+        "(cd {cwd} && env MISSIONBOARD_HOME={home} HOME={home_parent} LANG=C.UTF-8 TERM=xterm-256color {bin} board; echo EXITED:$((0+$?)))",
+        cwd = shell_quote(&sb.cwd),
+        home = shell_quote(&sb.home),
+        home_parent = shell_quote(sb.home.parent().unwrap()),
+        bin = shell_quote(Path::new(BIN)),
+    );
+    let st = tmux
+        .cmd()
+        .args(["new-session", "-d", "-s", "board", "-x", "120", "-y", "40"])
+        .arg("env PS1='$ ' bash --norc --noprofile -i")
+        .status()
+        .unwrap();
+    assert!(st.success(), "tmux new-session failed");
+    tmux.wait_screen(10, "the shell prompt", |s| {
+        s.lines().any(|l| l.trim_end() == "$")
+    });
+    tmux.literal(&command_line);
+    tmux.keys(&["Enter"]);
+    tmux.wait_screen(30, "the board", |s| s.contains("Pending asks"));
+
+    let lock = sb.hold_write_lock(20);
+    const FIRES: usize = 4;
+    for n in 1..=FIRES {
+        tmux.keys(&[":"]);
+        tmux.literal(&format!("mission --policy default stub held fire {n}"));
+        tmux.keys(&["Enter"]);
+    }
+    tmux.keys(&["?"]);
+    tmux.wait_screen(10, "the help overlay", |s| s.contains("Help — every key"));
+    // One key at a time, each drawn before the next is sent: the fires reach the
+    // store (and wait there) while the keys are still coming.
+    let mut typed = String::new();
+    for c in "suspend the board".chars() {
+        typed.push(c);
+        tmux.literal(&c.to_string());
+        let shown = format!("filter: {typed}_");
+        tmux.wait_screen(10, "the typed filter", |s| s.contains(&shown));
+    }
+    tmux.keys(&["Escape"]);
+    tmux.wait_screen(10, "the help overlay to close", |s| {
+        !s.contains("Help — every key")
+    });
+    assert!(
+        lock.is_held(),
+        "every key was drawn while the other process still held the lock"
+    );
+    lock.release();
+
+    wait_for(60, "the board's fires to land", || {
+        let out = sb.run(&["mission", "list", "--json"]);
+        let v: serde_json::Value = serde_json::from_str(&out.stdout).ok()?;
+        let landed = v
+            .as_array()?
+            .iter()
+            .filter(|m| {
+                m["intent"]
+                    .as_str()
+                    .is_some_and(|i| i.starts_with("held fire"))
+                    && m["status"] == "landed"
+            })
+            .count();
+        (landed == FIRES).then_some(())
+    });
+    tmux.keys(&["q"]);
+    let screen = tmux.wait_screen(30, "the board to exit", |s| {
+        s.lines().any(|l| l.starts_with("EXITED:"))
+    });
+    assert!(screen.contains("EXITED:0"), "{screen}");
+}
