@@ -1,62 +1,18 @@
 //! One host, several missions: the in-process fleet (as the board runs it) over the
 //! real stub agent binary and a real store in a scratch home.
 
-use std::path::{Path, PathBuf};
-use std::time::{Duration, Instant};
+mod common;
 
+use std::path::Path;
+
+use common::{BIN, FleetHost, wait_for_async};
 use missionboard::asks::Asks;
-use missionboard::config::Config;
-use missionboard::envelope::presets;
-use missionboard::fleet::{DispatchRequest, Fleet, stop::stop_mission};
+use missionboard::fleet::{DispatchRequest, stop::stop_mission};
 use missionboard::mission::Status;
-use missionboard::paths::Paths;
-use missionboard::store::Store;
-
-const BIN: &str = env!("CARGO_BIN_EXE_missionboard");
-
-struct Host {
-    _dir: tempfile::TempDir,
-    fleet: Fleet,
-}
-
-fn host(max_parallel: &str, scripts: &[(&str, &str)]) -> Host {
-    let dir = tempfile::tempdir().unwrap();
-    let home = dir.path().join("home");
-    let cwd = dir.path().join("work");
-    std::fs::create_dir_all(&cwd).unwrap();
-    presets::seed_policies_quietly(&home).unwrap();
-    let mut toml = String::new();
-    for (name, script) in scripts {
-        let path = home.join(format!("{name}.json"));
-        std::fs::write(&path, script).unwrap();
-        toml.push_str(&format!(
-            "[agents.{name}]\ncommand = {BIN:?}\nargs = [\"stub-agent\", \"--script\", {:?}]\n\n",
-            path.display().to_string()
-        ));
-    }
-    std::fs::write(home.join("agents.toml"), toml).unwrap();
-    let store = Store::open(&home.join("board.db")).unwrap();
-    Config::new(store.clone())
-        .set("fleet-max-parallel", max_parallel)
-        .unwrap();
-    let fleet = Fleet::with_executable(Paths::resolve(home, cwd), store, BIN.into()).unwrap();
-    Host { _dir: dir, fleet }
-}
-
-/// The host's home (where its envelopes and `agents.toml` live).
-fn home(h: &Host) -> PathBuf {
-    h.fleet
-        .missions()
-        .store()
-        .path()
-        .parent()
-        .unwrap()
-        .to_path_buf()
-}
 
 /// Declare one more agent in the host's `agents.toml` (read afresh on each fire).
-fn declare(h: &Host, declaration: &str) {
-    let path = home(h).join("agents.toml");
+fn declare(h: &FleetHost, declaration: &str) {
+    let path = h.home.join("agents.toml");
     let mut toml = std::fs::read_to_string(&path).unwrap();
     toml.push_str(declaration);
     write(&path, &toml);
@@ -71,29 +27,18 @@ fn request(agent: &str) -> DispatchRequest {
     }
 }
 
-async fn until<T>(what: &str, mut f: impl FnMut() -> Option<T>) -> T {
-    let deadline = Instant::now() + Duration::from_secs(20);
-    loop {
-        if let Some(v) = f() {
-            return v;
-        }
-        assert!(Instant::now() < deadline, "timed out waiting for {what}");
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
-}
-
 const MUTE: &str = r#"{"name":"mute","turns":[{"steps":["mute"]},{"steps":["mute"]}]}"#;
 const LAND: &str = r#"{"name":"land","turns":[{"steps":[{"report":{"kind":"result","summary":"ok"}},{"finish":"landed"}]}]}"#;
 const CRASH: &str = r#"{"name":"crash","turns":[{"steps":[{"crash":9}]}]}"#;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_dispatch_past_the_fleet_width_cap_is_refused_and_leaves_no_record() {
-    let h = host("1", &[("mute", MUTE), ("land", LAND)]);
+    let h = FleetHost::new("1", &[("mute", MUTE), ("land", LAND)]);
     let _teardown = h.fleet.spawn_teardown();
     let first = h.fleet.dispatch(request("mute")).await.unwrap();
     let missions = h.fleet.missions().clone();
     // The mute unit gets its nudge, the runtime files its blocker, and it stays open.
-    until("the runtime blocker", || {
+    wait_for_async(20, "the runtime blocker", || {
         (missions.report_count(&first.mission_id).unwrap() == 1).then_some(())
     })
     .await;
@@ -117,12 +62,12 @@ async fn a_dispatch_past_the_fleet_width_cap_is_refused_and_leaves_no_record() {
     // Stopping the mute mission gives its width back once the host reaps the unit.
     let asks = Asks::new(missions.store().clone());
     stop_mission(&missions, &asks, &first.mission_id, None).unwrap();
-    until("the unit to be reaped", || {
+    wait_for_async(20, "the unit to be reaped", || {
         (h.fleet.open_units() == 0).then_some(())
     })
     .await;
     let second = h.fleet.dispatch(request("land")).await.unwrap();
-    until("the second mission to land", || {
+    wait_for_async(20, "the second mission to land", || {
         (missions.require(&second.mission_id).unwrap().status == Status::Landed).then_some(())
     })
     .await;
@@ -134,20 +79,19 @@ async fn a_dispatch_past_the_fleet_width_cap_is_refused_and_leaves_no_record() {
 /// still counts against the cap while it starts.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_unit_slow_to_initialize_delays_no_other_fire_and_holds_its_width_meanwhile() {
-    let h = host("2", &[("mute", MUTE), ("land", LAND)]);
-    let script = home(&h).join("land.json");
+    let h = FleetHost::new("2", &[("mute", MUTE), ("land", LAND)]);
     declare(
         &h,
         &format!(
             "[agents.slow]\ncommand = {BIN:?}\nargs = [\"stub-agent\", \"--script\", {:?}]\nenv = {{ STUB_INITIALIZE_DELAY_MS = \"10000\" }}\n",
-            script.display().to_string()
+            h.home.join("land.json").display().to_string()
         ),
     );
     let _teardown = h.fleet.spawn_teardown();
     let missions = h.fleet.missions().clone();
     let fleet = h.fleet.clone();
     let slow = tokio::spawn(async move { fleet.dispatch(request("slow")).await });
-    until("the slow unit's reserved slot", || {
+    wait_for_async(20, "the slow unit's reserved slot", || {
         (h.fleet.open_units() == 1).then_some(())
     })
     .await;
@@ -171,7 +115,7 @@ async fn a_unit_slow_to_initialize_delays_no_other_fire_and_holds_its_width_mean
         .await
         .unwrap()
         .expect("the slow unit starts in the end");
-    until("the slow mission to land", || {
+    wait_for_async(30, "the slow mission to land", || {
         (missions.require(&slow.mission_id).unwrap().status == Status::Landed).then_some(())
     })
     .await;
@@ -194,7 +138,7 @@ async fn a_unit_slow_to_initialize_delays_no_other_fire_and_holds_its_width_mean
 /// fire is admitted.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_unit_that_fails_to_start_gives_its_width_back() {
-    let h = host("1", &[("land", LAND)]);
+    let h = FleetHost::new("1", &[("land", LAND)]);
     declare(&h, "[agents.missing]\ncommand = \"/nonexistent/agent\"\n");
     let err = h.fleet.dispatch(request("missing")).await.unwrap_err();
     assert!(
@@ -205,7 +149,7 @@ async fn a_unit_that_fails_to_start_gives_its_width_back() {
     assert_eq!(h.fleet.open_units(), 0);
     let missions = h.fleet.missions().clone();
     let landed = h.fleet.dispatch(request("land")).await.unwrap();
-    until("the next mission to land", || {
+    wait_for_async(20, "the next mission to land", || {
         (missions.require(&landed.mission_id).unwrap().status == Status::Landed).then_some(())
     })
     .await;
@@ -214,11 +158,11 @@ async fn a_unit_that_fails_to_start_gives_its_width_back() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_crashed_unit_derails_its_mission_and_the_host_carries_on() {
-    let h = host("8", &[("crash", CRASH), ("land", LAND)]);
+    let h = FleetHost::new("8", &[("crash", CRASH), ("land", LAND)]);
     let _teardown = h.fleet.spawn_teardown();
     let missions = h.fleet.missions().clone();
     let crashed = h.fleet.dispatch(request("crash")).await.unwrap();
-    let m = until("the derail", || {
+    let m = wait_for_async(20, "the derail", || {
         let m = missions.require(&crashed.mission_id).unwrap();
         m.status.is_terminal().then_some(m)
     })
@@ -229,13 +173,13 @@ async fn a_crashed_unit_derails_its_mission_and_the_host_carries_on() {
             .unwrap()
             .starts_with("unit turn failed: unit process exited (exit code 9)")
     );
-    until("the crashed unit's width back", || {
+    wait_for_async(20, "the crashed unit's width back", || {
         (h.fleet.open_units() == 0).then_some(())
     })
     .await;
 
     let landed = h.fleet.dispatch(request("land")).await.unwrap();
-    until("the next mission to land", || {
+    wait_for_async(20, "the next mission to land", || {
         (missions.require(&landed.mission_id).unwrap().status == Status::Landed).then_some(())
     })
     .await;
@@ -244,16 +188,16 @@ async fn a_crashed_unit_derails_its_mission_and_the_host_carries_on() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_turn_bound_of_one_drops_the_nudge_and_finishes_stuck() {
-    let h = host("8", &[("mute", MUTE)]);
+    let h = FleetHost::new("8", &[("mute", MUTE)]);
     write(
-        &home(&h).join("hitl-policy-oneturn.json"),
+        &h.home.join("hitl-policy-oneturn.json"),
         r#"{"default_action":"approve","rules":[],"compute":{"maxTurns":1}}"#,
     );
     let missions = h.fleet.missions().clone();
     let mut req = request("mute");
     req.policy_name = "oneturn".into();
     let d = h.fleet.dispatch(req).await.unwrap();
-    let m = until("the turn bound", || {
+    let m = wait_for_async(20, "the turn bound", || {
         let m = missions.require(&d.mission_id).unwrap();
         m.status.is_terminal().then_some(m)
     })
@@ -277,20 +221,20 @@ fn write(path: &Path, text: &str) {
     std::fs::write(path, text).unwrap();
 }
 
-fn bounded(h: &Host, name: &str, compute: &str) -> String {
+fn bounded(h: &FleetHost, name: &str, compute: &str) -> String {
     write(
-        &home(h).join(format!("hitl-policy-{name}.json")),
+        &h.home.join(format!("hitl-policy-{name}.json")),
         &format!(r#"{{"default_action":"allow","rules":[],"compute":{compute}}}"#),
     );
     name.to_string()
 }
 
-async fn run_to_rest(h: &Host, agent: &str, policy: &str) -> missionboard::mission::Mission {
+async fn run_to_rest(h: &FleetHost, agent: &str, policy: &str) -> missionboard::mission::Mission {
     let missions = h.fleet.missions().clone();
     let mut req = request(agent);
     req.policy_name = policy.into();
     let d = h.fleet.dispatch(req).await.unwrap();
-    until("the mission to rest", || {
+    wait_for_async(20, "the mission to rest", || {
         let m = missions.require(&d.mission_id).unwrap();
         m.status.is_terminal().then_some(m)
     })
@@ -300,7 +244,7 @@ async fn run_to_rest(h: &Host, agent: &str, policy: &str) -> missionboard::missi
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn every_tool_call_counts_against_max_tool_calls() {
     let five = r#"{"name":"five","delay_ms":50,"turns":[{"steps":[{"report":{"summary":"starting"}},{"tool_call":"one"},{"tool_call":"two"},{"tool_call":"three"},{"tool_call":"four"},{"tool_call":"five"},{"finish":"landed"}]}]}"#;
-    let h = host("8", &[("five", five)]);
+    let h = FleetHost::new("8", &[("five", five)]);
     let _teardown = h.fleet.spawn_teardown();
     let policy = bounded(&h, "three", r#"{"maxToolCalls":3}"#);
     let m = run_to_rest(&h, "five", &policy).await;
@@ -321,7 +265,7 @@ async fn the_token_bound_holds_on_reported_usage_and_on_the_meter_without_it() {
         r#"{{"name":"c","turns":[{{"steps":[{{"report":{{"summary":"go"}}}},{{"say":"{}"}},{{"sleep":500}},{{"finish":"landed"}}]}}]}}"#,
         "words ".repeat(400)
     );
-    let h = host("8", &[("reported", reported), ("chatty", &chatty)]);
+    let h = FleetHost::new("8", &[("reported", reported), ("chatty", &chatty)]);
     let _teardown = h.fleet.spawn_teardown();
     let policy = bounded(&h, "small", r#"{"maxTokens":100}"#);
     let m = run_to_rest(&h, "reported", &policy).await;

@@ -31,8 +31,8 @@ use futures::future::BoxFuture;
 use serde_json::{Map, Value};
 use tokio::sync::watch;
 
-use crate::acp::{AgentCaps, Unit, UnitSpec, mission_meta};
-use crate::agents::Registry;
+use crate::acp::{Unit, UnitSpec, mission_meta};
+use crate::agents::{AgentCaps, Registry};
 use crate::asks::Asks;
 use crate::asks::checkpoint::Checkpoint;
 use crate::config::Config;
@@ -515,7 +515,7 @@ impl Fleet {
                 )
             })?;
         let (declared, config) = (agent.clone(), Config::new(inner.missions.store().clone()));
-        let env = blocking(move || crate::planner::unit_env(&declared, &config)).await?;
+        let env = blocking(move || declared.unit_env(&config)).await?;
         let spec = UnitSpec {
             program: agent.program(),
             args: agent.args.clone(),

@@ -19,7 +19,7 @@ use missionboard::paths::Paths;
 use missionboard::store::Store;
 use ratatui::layout::Rect;
 
-use crate::harness::{BIN, Sandbox, wait_for};
+use crate::harness::{BIN, ForeignLock, Sandbox, wait_for};
 
 fn press(
     m: &mut Model,
@@ -454,7 +454,7 @@ fn the_board_redraws_on_keys_while_another_process_holds_the_write_lock() {
     tmux.keys(&["Enter"]);
     tmux.wait_screen(30, "the board", |s| s.contains("Pending asks"));
 
-    let lock = sb.hold_write_lock(20);
+    let lock = ForeignLock::hold(&sb.db(), 20);
     const FIRES: usize = 4;
     for n in 1..=FIRES {
         tmux.keys(&[":"]);

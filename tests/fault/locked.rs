@@ -3,16 +3,13 @@
 //! on the host stalls — other units' ACP traffic keeps flowing.
 
 use std::process::Stdio;
-use std::time::{Duration, Instant};
 
 use missionboard::acp::{Unit, UnitEvent, UnitSpec, mission_meta};
-use missionboard::envelope::presets;
-use missionboard::fleet::{DispatchRequest, Fleet};
+use missionboard::fleet::DispatchRequest;
 use missionboard::mission::{Missions, NewMission, Status};
-use missionboard::paths::Paths;
 use missionboard::store::Store;
 
-use crate::harness::{BIN, Sandbox};
+use crate::harness::{BIN, FleetHost, ForeignLock, Sandbox, wait_for_async};
 use crate::{integrity, script, show};
 
 #[test]
@@ -40,7 +37,7 @@ fn writes_during_a_five_second_exclusive_lock_by_another_process_all_land() {
         })
         .collect();
 
-    let mut lock = sb.hold_write_lock(5);
+    let mut lock = ForeignLock::hold(&sb.db(), 5);
 
     let spawn = |args: &[&str]| {
         sb.command(args)
@@ -99,30 +96,16 @@ const TICKS: usize = 30;
 /// turn over ACP before the lock is released. Afterwards every waiting write lands.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn units_waiting_on_a_foreign_lock_stall_no_other_units_acp_traffic() {
-    let sb = Sandbox::new();
-    presets::seed_policies_quietly(&sb.home).unwrap();
     let ticks: Vec<String> = (1..=TICKS)
         .map(|n| format!(r#"{{"report":{{"summary":"tick {n}"}}}},{{"sleep":100}}"#))
         .collect();
-    // In process, so the agent names the binary itself (`missionboard` would be us).
-    let ticker = sb.home.join("ticker.json");
-    sb.write(
-        &ticker,
-        &script(&format!(r#"{},{{"finish":"landed"}}"#, ticks.join(","))),
-    );
-    sb.write(
-        &sb.home.join("agents.toml"),
-        &format!(
-            "[agents.ticker]\ncommand = {BIN:?}\nargs = [\"stub-agent\", \"--script\", {:?}]\n",
-            ticker.display().to_string()
-        ),
-    );
-    let paths = Paths::resolve(sb.home.clone(), sb.cwd.clone());
-    let fleet = Fleet::with_executable(paths, Store::open(&sb.db()).unwrap(), BIN.into()).unwrap();
-    let _teardown = fleet.spawn_teardown();
+    let ticker = script(&format!(r#"{},{{"finish":"landed"}}"#, ticks.join(",")));
+    let h = FleetHost::new("8", &[("ticker", &ticker)]);
+    let _teardown = h.fleet.spawn_teardown();
     let mut ids = Vec::new();
     for n in 0..3 {
-        let d = fleet
+        let d = h
+            .fleet
             .dispatch(DispatchRequest {
                 agent_name: "ticker".into(),
                 intent: format!("tick {n}"),
@@ -133,20 +116,21 @@ async fn units_waiting_on_a_foreign_lock_stall_no_other_units_acp_traffic() {
             .unwrap();
         ids.push(d.mission_id);
     }
-    let missions = fleet.missions().clone();
+    let missions = h.fleet.missions().clone();
     let reporting = |n: usize| {
         ids.iter()
             .all(|id| missions.report_count(id).unwrap() as usize >= n)
     };
-    until("every ticker to report", || reporting(1)).await;
+    wait_for_async(30, "every ticker to report", || reporting(1).then_some(())).await;
 
     // Held past the tickers' next reports, and well inside the 15 s busy timeout.
-    let lock = sb.hold_write_lock(10);
-    let other = sb.cwd.join("other.json");
-    sb.write(
+    let lock = ForeignLock::hold(missions.store().path(), 10);
+    let other = h.home.join("other.json");
+    std::fs::write(
         &other,
-        &script(r#"{"say":{"text":"the other unit is heard","chunks":3}}"#),
-    );
+        script(r#"{"say":{"text":"the other unit is heard","chunks":3}}"#),
+    )
+    .unwrap();
     let mut unit = Unit::start(UnitSpec {
         program: BIN.into(),
         args: vec![
@@ -155,7 +139,7 @@ async fn units_waiting_on_a_foreign_lock_stall_no_other_units_acp_traffic() {
             other.display().to_string(),
         ],
         env: Default::default(),
-        cwd: sb.cwd.clone(),
+        cwd: h.home.clone(),
         mcp_servers: Vec::new(),
         meta: mission_meta("other"),
     })
@@ -184,8 +168,8 @@ async fn units_waiting_on_a_foreign_lock_stall_no_other_units_acp_traffic() {
     lock.release();
 
     for id in &ids {
-        until("every ticker to land", || {
-            missions.require(id).unwrap().status == Status::Landed
+        wait_for_async(60, "every ticker to land", || {
+            (missions.require(id).unwrap().status == Status::Landed).then_some(())
         })
         .await;
         assert_eq!(
@@ -194,15 +178,6 @@ async fn units_waiting_on_a_foreign_lock_stall_no_other_units_acp_traffic() {
             "every report waited out the lock and landed"
         );
     }
-    fleet.shutdown().await;
-    assert_eq!(integrity(&sb), "ok");
-}
-
-/// Poll `cond` on the runtime (never blocking a worker) until it holds, within 60 s.
-async fn until(what: &str, mut cond: impl FnMut() -> bool) {
-    let deadline = Instant::now() + Duration::from_secs(60);
-    while !cond() {
-        assert!(Instant::now() < deadline, "timed out waiting for {what}");
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
+    h.fleet.shutdown().await;
+    assert_eq!(missions.store().integrity_check().unwrap(), "ok");
 }
