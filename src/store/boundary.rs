@@ -50,49 +50,43 @@ mod tests {
     use std::sync::mpsc;
     use std::time::Duration;
 
+    use futures::future::BoxFuture;
+
     use super::*;
 
-    /// Work that waits for a task spawned once it has begun: with one worker, that
-    /// task only runs if the work left the worker. Bounded, so a regression fails
-    /// rather than hangs.
-    fn waits_for_the_next_task() -> (impl FnOnce() -> bool, impl Future<Output = bool>) {
+    type Work = Box<dyn FnOnce() -> bool + Send>;
+
+    /// Runs `start(work)` on the only worker, where `work` waits for a task spawned
+    /// once it has begun: that task can only run if the work left the worker.
+    /// Bounded, so a regression fails rather than hangs.
+    async fn the_next_task_runs_while_it_waits(
+        start: impl FnOnce(Work) -> BoxFuture<'static, bool> + Send + 'static,
+    ) {
         let (tx, rx) = mpsc::channel::<()>();
-        let work = move || rx.recv_timeout(Duration::from_secs(10)).is_ok();
-        (work, async move { tx.send(()).is_ok() })
+        let work: Work = Box::new(move || rx.recv_timeout(Duration::from_secs(10)).is_ok());
+        let (began, begun) = tokio::sync::oneshot::channel();
+        let work = tokio::spawn(async move {
+            let _ = began.send(());
+            start(work).await
+        });
+        begun.await.unwrap();
+        let next = tokio::spawn(async move { tx.send(()).is_ok() });
+        assert!(
+            work.await.unwrap(),
+            "the next task ran while the work waited"
+        );
+        assert!(next.await.unwrap());
     }
 
     #[tokio::test(flavor = "multi_thread", worker_threads = 1)]
     async fn blocking_work_leaves_the_worker_free() {
-        let (work, next) = waits_for_the_next_task();
-        let (began, begun) = tokio::sync::oneshot::channel();
-        let work = tokio::spawn(async move {
-            let _ = began.send(());
-            blocking(work).await
-        });
-        begun.await.unwrap();
-        let next = tokio::spawn(next);
-        assert!(
-            work.await.unwrap(),
-            "the next task ran while the work waited"
-        );
-        assert!(next.await.unwrap());
+        the_next_task_runs_while_it_waits(|work| Box::pin(blocking(work))).await;
     }
 
     #[tokio::test(flavor = "multi_thread", worker_threads = 1)]
     async fn in_place_work_leaves_the_other_tasks_free() {
-        let (work, next) = waits_for_the_next_task();
-        let (began, begun) = tokio::sync::oneshot::channel();
-        let work = tokio::spawn(async move {
-            let _ = began.send(());
-            blocking_in_place(work)
-        });
-        begun.await.unwrap();
-        let next = tokio::spawn(next);
-        assert!(
-            work.await.unwrap(),
-            "the next task ran while the work waited"
-        );
-        assert!(next.await.unwrap());
+        the_next_task_runs_while_it_waits(|work| Box::pin(async move { blocking_in_place(work) }))
+            .await;
     }
 
     #[tokio::test]

@@ -280,43 +280,25 @@ fn shell_quote(p: &Path) -> String {
     format!("'{}'", p.display().to_string().replace('\'', "'\\''"))
 }
 
-#[test]
-fn tmux_demo_shows_states_answers_in_place_and_restores_the_terminal() {
-    if !tmux_available() {
-        eprintln!("note: tmux is not installed; skipping the board's black-box test");
-        return;
-    }
-    let sb = Sandbox::new();
+/// `missionboard <args>` against the sandbox, with `env` (shell words) added, typed at
+/// an interactive shell with job control — as an operator has, so Ctrl-Z really
+/// stops the board and `fg` brings it back — in a 120x40 tmux server of our own. It
+/// prints `EXITED:<code>` when it ends.
+fn board_in_tmux(sb: &Sandbox, name: &str, env: &str, args: &str) -> Tmux {
     let tmux = Tmux {
-        socket: format!("mb-board-{}", std::process::id()),
+        socket: format!("{name}-{}", std::process::id()),
     };
-    // The operator's editor: appends to the draft it is handed.
-    let editor = sb.cwd.join("fake-editor.sh");
-    std::fs::write(&editor, "#!/bin/sh\nprintf ', rename it' >> \"$1\"\n").unwrap();
-    std::fs::set_permissions(&editor, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
-    // An interactive shell with job control, as an operator has, so Ctrl-Z really stops
-    // the board and `fg` brings it back.
     let command_line = format!(
-        "(cd {cwd} && env MISSIONBOARD_HOME={home} HOME={home_parent} LANG=C.UTF-8 TERM=xterm-256color VISUAL= EDITOR={editor} {bin} board --demo; echo EXITED:$((0+$?)))",
+        "(cd {cwd} && env MISSIONBOARD_HOME={home} HOME={home_parent} LANG=C.UTF-8 TERM=xterm-256color {env} {bin} {args}; echo EXITED:$((0+$?)))",
         cwd = shell_quote(&sb.cwd),
         home = shell_quote(&sb.home),
         home_parent = shell_quote(sb.home.parent().unwrap()),
-        editor = shell_quote(&editor),
         bin = shell_quote(Path::new(BIN)),
     );
     let st = tmux
         .cmd()
-        .args([
-            "new-session",
-            "-d",
-            "-s",
-            "board",
-            "-x",
-            "120",
-            "-y",
-            "40",
-            "env PS1='$ ' bash --norc --noprofile -i",
-        ])
+        .args(["new-session", "-d", "-s", "board", "-x", "120", "-y", "40"])
+        .arg("env PS1='$ ' bash --norc --noprofile -i")
         .status()
         .unwrap();
     assert!(st.success(), "tmux new-session failed");
@@ -325,6 +307,26 @@ fn tmux_demo_shows_states_answers_in_place_and_restores_the_terminal() {
     });
     tmux.literal(&command_line);
     tmux.keys(&["Enter"]);
+    tmux
+}
+
+#[test]
+fn tmux_demo_shows_states_answers_in_place_and_restores_the_terminal() {
+    if !tmux_available() {
+        eprintln!("note: tmux is not installed; skipping the board's black-box test");
+        return;
+    }
+    let sb = Sandbox::new();
+    // The operator's editor: appends to the draft it is handed.
+    let editor = sb.cwd.join("fake-editor.sh");
+    std::fs::write(&editor, "#!/bin/sh\nprintf ', rename it' >> \"$1\"\n").unwrap();
+    std::fs::set_permissions(&editor, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    let tmux = board_in_tmux(
+        &sb,
+        "mb-board",
+        &format!("VISUAL= EDITOR={}", shell_quote(&editor)),
+        "board --demo",
+    );
 
     // Missions in several states, and the demo's question waiting.
     let screen = tmux.wait_screen(
@@ -430,28 +432,7 @@ fn the_board_redraws_on_keys_while_another_process_holds_the_write_lock() {
         "stub",
         Some(r#"{"name":"t","turns":[{"steps":[{"report":{"kind":"result","summary":"done"}},{"finish":"landed"}]}]}"#),
     )]);
-    let tmux = Tmux {
-        socket: format!("mb-board-lock-{}", std::process::id()),
-    };
-    let command_line = format!(
-        "(cd {cwd} && env MISSIONBOARD_HOME={home} HOME={home_parent} LANG=C.UTF-8 TERM=xterm-256color {bin} board; echo EXITED:$((0+$?)))",
-        cwd = shell_quote(&sb.cwd),
-        home = shell_quote(&sb.home),
-        home_parent = shell_quote(sb.home.parent().unwrap()),
-        bin = shell_quote(Path::new(BIN)),
-    );
-    let st = tmux
-        .cmd()
-        .args(["new-session", "-d", "-s", "board", "-x", "120", "-y", "40"])
-        .arg("env PS1='$ ' bash --norc --noprofile -i")
-        .status()
-        .unwrap();
-    assert!(st.success(), "tmux new-session failed");
-    tmux.wait_screen(10, "the shell prompt", |s| {
-        s.lines().any(|l| l.trim_end() == "$")
-    });
-    tmux.literal(&command_line);
-    tmux.keys(&["Enter"]);
+    let tmux = board_in_tmux(&sb, "mb-board-lock", "", "board");
     tmux.wait_screen(30, "the board", |s| s.contains("Pending asks"));
 
     let lock = ForeignLock::hold(&sb.db(), 20);
