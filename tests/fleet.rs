@@ -18,6 +18,17 @@ fn declare(h: &FleetHost, declaration: &str) {
     write(&path, &toml);
 }
 
+/// Declare `slow`: the `land` stub, taking 10 s to answer `initialize`.
+fn declare_slow(h: &FleetHost) {
+    declare(
+        h,
+        &format!(
+            "[agents.slow]\ncommand = {BIN:?}\nargs = [\"stub-agent\", \"--script\", {:?}]\nenv = {{ STUB_INITIALIZE_DELAY_MS = \"10000\" }}\n",
+            h.home.join("land.json").display().to_string()
+        ),
+    );
+}
+
 fn request(agent: &str) -> DispatchRequest {
     DispatchRequest {
         agent_name: agent.into(),
@@ -80,13 +91,7 @@ async fn a_dispatch_past_the_fleet_width_cap_is_refused_and_leaves_no_record() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_unit_slow_to_initialize_delays_no_other_fire_and_holds_its_width_meanwhile() {
     let h = FleetHost::new("2", &[("mute", MUTE), ("land", LAND)]);
-    declare(
-        &h,
-        &format!(
-            "[agents.slow]\ncommand = {BIN:?}\nargs = [\"stub-agent\", \"--script\", {:?}]\nenv = {{ STUB_INITIALIZE_DELAY_MS = \"10000\" }}\n",
-            h.home.join("land.json").display().to_string()
-        ),
-    );
+    declare_slow(&h);
     let _teardown = h.fleet.spawn_teardown();
     let missions = h.fleet.missions().clone();
     let fleet = h.fleet.clone();
@@ -134,11 +139,24 @@ async fn a_unit_slow_to_initialize_delays_no_other_fire_and_holds_its_width_mean
     h.fleet.shutdown().await;
 }
 
-/// A unit that cannot start gives its reserved slot back: at a cap of one, the next
-/// fire is admitted.
+/// A unit that cannot start, and a fire abandoned while its unit starts, give their
+/// reserved slot back: at a cap of one, the next fire is admitted.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_unit_that_fails_to_start_gives_its_width_back() {
+async fn a_failed_or_abandoned_start_gives_its_width_back() {
     let h = FleetHost::new("1", &[("land", LAND)]);
+    declare_slow(&h);
+    let fleet = h.fleet.clone();
+    let abandoned = tokio::spawn(async move { fleet.dispatch(request("slow")).await });
+    wait_for_async(20, "the slow unit's reserved slot", || {
+        (h.fleet.open_units() == 1).then_some(())
+    })
+    .await;
+    abandoned.abort();
+    wait_for_async(20, "the abandoned fire's slot back", || {
+        (h.fleet.open_units() == 0).then_some(())
+    })
+    .await;
+
     declare(&h, "[agents.missing]\ncommand = \"/nonexistent/agent\"\n");
     let err = h.fleet.dispatch(request("missing")).await.unwrap_err();
     assert!(

@@ -48,16 +48,16 @@ impl MissionToolCalls {
     /// Dispatch one call by tool name.
     pub async fn call(&self, tool: &str, args: Map<String, Value>) -> ToolResult {
         match tool {
-            "mission_report" => self.off(move |c| c.report(&args)).await,
-            "mission_plan" => self.off(move |c| c.plan(&args)).await,
+            "mission_report" => self.store(move |c| c.report(&args)).await,
+            "mission_plan" => self.store(move |c| c.plan(&args)).await,
             "mission_ask_attention" => self.ask(&args).await,
-            "mission_finish" => self.off(move |c| c.finish(&args)).await,
+            "mission_finish" => self.store(move |c| c.finish(&args)).await,
             other => Err(crate::tools::unknown_tool_error(other)),
         }
     }
 
     /// Run the store-bound part of a call through the blocking boundary.
-    async fn off<T: Send + 'static>(
+    async fn store<T: Send + 'static>(
         &self,
         f: impl FnOnce(&MissionToolCalls) -> T + Send + 'static,
     ) -> T {
@@ -156,17 +156,17 @@ impl MissionToolCalls {
             return Err("missiontools: mission_ask_attention requires a summary".into());
         }
         let detail = text(args, "detail");
-        self.off(MissionToolCalls::heartbeat).await;
+        self.store(MissionToolCalls::heartbeat).await;
         let unanswered = match self
             .raise_and_wait(&summary, &detail, &text(args, "ask_id"))
             .await
         {
             Ok(Waited::Answered(answer)) => {
-                self.off(MissionToolCalls::heartbeat).await;
+                self.store(MissionToolCalls::heartbeat).await;
                 return Ok(answer);
             }
             Ok(Waited::Parked(id)) => {
-                self.off(MissionToolCalls::heartbeat).await;
+                self.store(MissionToolCalls::heartbeat).await;
                 return Ok(format!(
                     "{PARKED_PREFIX}{id}): the operator has not answered within the park window. The question stays pending and this run is checkpointed under it. End your turn now: the operator's answer will come back to you as your next prompt."
                 ));
@@ -174,7 +174,7 @@ impl MissionToolCalls {
             Ok(Waited::Closed) => "nobody answered before the ask closed".to_string(),
             Err(e) => e,
         };
-        self.off(move |c| {
+        self.store(move |c| {
             // A question closed by a stop needs no blocker: the mission already rests.
             if let Ok(Some(m)) = c.missions.get(&c.mission_id)
                 && m.status.is_terminal()
@@ -200,7 +200,7 @@ impl MissionToolCalls {
         let (asking, summary, detail) =
             (ask_id.to_string(), summary.to_string(), detail.to_string());
         let ask_id = self
-            .off(move |c| match c.reasked(&asking)? {
+            .store(move |c| match c.reasked(&asking)? {
                 Some(ask) => Ok(ask.id),
                 None => c.raise_question(&summary, &detail),
             })
@@ -256,7 +256,7 @@ impl MissionToolCalls {
             .await
             .map_err(|e| e.to_string())?;
         let ask_id = ask_id.to_string();
-        self.off(move |c| {
+        self.store(move |c| {
             if let Some(answer) = row.answer() {
                 // Answered in time (perhaps on a re-ask): nothing stays parked.
                 let _ = c.asks.drop_checkpoint(&ask_id);
