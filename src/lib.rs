@@ -27,4 +27,5 @@ pub mod schema;
 pub mod store;
 pub mod stub;
 pub mod table;
+pub mod text;
 pub mod tools;

@@ -14,7 +14,6 @@ pub mod keymap;
 pub mod layout;
 pub mod model;
 pub mod picker;
-pub mod sanitize;
 pub mod snapshot;
 pub mod theme;
 pub mod update;

@@ -38,6 +38,9 @@ pub(super) struct Drive {
     pub ledger: ComputeLedger,
     /// How long a compute-bound question may wait (the approval ceiling).
     pub ask_ceiling: Option<std::time::Duration>,
+    /// Set (to the runtime blocker's summary) when the loop has prompted its turns
+    /// and the mission is still open with nothing pending: nothing will move it.
+    pub idle: watch::Sender<Option<String>>,
 }
 
 /// The drive's store-bound services, handed to work that runs off the async
@@ -120,6 +123,7 @@ impl Drive {
                 Turn::Done(_) => {
                     self.heartbeat().await;
                     self.drop_checkpoint(&ask_id).await;
+                    self.note_if_idle().await;
                 }
                 Turn::Failed(e) => {
                     self.fail_checkpoint(&ask_id, &e).await;
@@ -161,6 +165,8 @@ impl Drive {
         }
         if !heard {
             self.file_silent_blocker(&journal).await;
+        } else {
+            self.note_if_idle().await;
         }
         // Resident until the mission rests (the teardown follower flips `stop`),
         // resuming the unit whenever a question it parked on is resolved.
@@ -261,6 +267,9 @@ impl Drive {
                     self.drop_checkpoint(&cp.ask_id).await;
                     // The resumed turn may have parked on a new question.
                     *parked = self.parked().await;
+                    if parked.is_empty() {
+                        self.note_if_idle().await;
+                    }
                     return None;
                 }
                 Turn::Failed(e) => {
@@ -551,7 +560,36 @@ impl Drive {
                 format!("The unit's last words:\n\n{words}\n\n{}", attach(session)),
             )
         };
-        self.file_blocker(summary, detail).await;
+        self.file_blocker(summary.clone(), detail).await;
+        let _ = self.idle.send(Some(summary));
+    }
+
+    /// The unit reached its operator, but its turn ended with no verdict and nothing
+    /// pending (an agent that ran out of steps ends this way), and the loop prompts a
+    /// unit that reached someone no further: say so, durably, and mark the drive idle
+    /// so a waiting `mission fire` returns instead of idling to its timeout.
+    async fn note_if_idle(&self) {
+        let pending = self
+            .store(|r| {
+                r.asks
+                    .for_mission(&r.mission_id, 200)
+                    .map(|asks| asks.iter().any(|a| a.is_pending()))
+                    .unwrap_or(true)
+            })
+            .await;
+        if pending || self.resting().await {
+            return;
+        }
+        let id = &self.mission.id;
+        let session = self.unit.session_id();
+        let summary = format!(
+            "unit ended its turn with no verdict and nothing pending; attach to session {session}"
+        );
+        let detail = format!(
+            "The unit's turn ended without mission_finish and with no question or gated tool call pending, and the drive loop prompts a unit that has reached its operator no further — an agent that ran out of steps ends this way. The mission stays open: read its reports, then fire it again or stop it ('missionboard mission stop {id}'). Attach to session {session} to read its transcript."
+        );
+        self.file_blocker(summary.clone(), detail).await;
+        let _ = self.idle.send(Some(summary));
     }
 
     async fn file_blocker(&self, summary: String, detail: String) {
