@@ -10,7 +10,7 @@ use crate::row;
 
 pub(super) fn run(ctx: &Ctx, cmd: ApprovalsCmd, flags: &BetaFlags) -> anyhow::Result<i32> {
     match cmd {
-        ApprovalsCmd::List { limit, all, json } => list(ctx, super::row_limit(limit, all), json),
+        ApprovalsCmd::List(rows) => list(ctx, rows.rows(), rows.json),
         ApprovalsCmd::Respond {
             id,
             approve,

@@ -9,16 +9,17 @@ use crate::row;
 
 pub(super) fn run(ctx: &Ctx, cmd: InboxCmd) -> anyhow::Result<i32> {
     match cmd {
-        InboxCmd::List { all, limit, json } => {
+        InboxCmd::List(list) => {
+            let all = list.all;
             let (items, total) = match ctx.existing_store()? {
                 Some(store) => {
                     let svc = crate::mission::Missions::new(store);
-                    let items = svc.inbox(all, super::row_limit(limit, all))?;
+                    let items = svc.inbox(all, list.rows())?;
                     (items, svc.inbox_count(all)?)
                 }
                 None => (Vec::new(), 0),
             };
-            if json {
+            if list.json {
                 out::json(&serde_json::json!({"items": items, "total": total}))?;
                 return Ok(0);
             }

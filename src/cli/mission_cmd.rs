@@ -2,8 +2,8 @@
 
 use std::fmt::Write as _;
 
-use super::Ctx;
 use super::out::{self, out, outln};
+use super::{Ctx, ListArgs};
 use crate::clock;
 use crate::duration::age;
 use crate::envelope::bounds::{ComputeField, describe};
@@ -28,13 +28,14 @@ fn sweep(svc: &Missions, json: bool) -> anyhow::Result<()> {
     Ok(())
 }
 
-pub(super) fn list(ctx: &Ctx, limit: usize, json: bool) -> anyhow::Result<i32> {
+pub(super) fn list(ctx: &Ctx, list: &ListArgs) -> anyhow::Result<i32> {
+    let json = list.json;
     let (all, total) = match ctx.existing_store()? {
         Some(store) => {
             let svc = Missions::new(store);
             sweep(&svc, json)?;
             let all = svc
-                .list(limit)
+                .list(list.rows())
                 .map_err(|e| anyhow::anyhow!("failed to list missions: {e}"))?;
             (all, svc.counts()?.0)
         }
@@ -351,13 +352,13 @@ pub(super) fn stop(ctx: &Ctx, id: &str, reason: Option<&str>) -> anyhow::Result<
     Ok(0)
 }
 
-pub(super) fn asks(ctx: &Ctx, id: Option<&str>, limit: usize, json: bool) -> anyhow::Result<i32> {
+pub(super) fn asks(ctx: &Ctx, id: Option<&str>, list: &ListArgs) -> anyhow::Result<i32> {
     let (questions, total) = match ctx.existing_store()? {
-        Some(store) => pending_questions(Missions::new(store), id, limit)?,
+        Some(store) => pending_questions(Missions::new(store), id, list.rows())?,
         None if id.is_none() => (Vec::new(), 0),
         None => anyhow::bail!("{}", ctx.no_store()),
     };
-    if json {
+    if list.json {
         out::json(&serde_json::json!({"asks": questions, "total": total}))?;
         return Ok(0);
     }

@@ -104,16 +104,7 @@ enum MissionCmd {
         timeout: String,
     },
     /// List missions, newest first.
-    List {
-        /// Show at most this many.
-        #[arg(long, default_value_t = DEFAULT_LIMIT, conflicts_with = "all")]
-        limit: usize,
-        /// Show every mission.
-        #[arg(long)]
-        all: bool,
-        #[arg(long)]
-        json: bool,
-    },
+    List(ListArgs),
     /// Show one mission.
     Show {
         id: String,
@@ -135,14 +126,8 @@ enum MissionCmd {
     /// Pending questions of one mission, or of every open mission, newest first.
     Asks {
         id: Option<String>,
-        /// Show at most this many.
-        #[arg(long, default_value_t = DEFAULT_LIMIT, conflicts_with = "all")]
-        limit: usize,
-        /// Show every pending question.
-        #[arg(long)]
-        all: bool,
-        #[arg(long)]
-        json: bool,
+        #[command(flatten)]
+        list: ListArgs,
     },
     /// Stop a mission: abandon it, close its asks, reap its unit.
     Stop {
@@ -155,16 +140,7 @@ enum MissionCmd {
 #[derive(Subcommand, Debug)]
 enum ApprovalsCmd {
     /// List pending asks, newest first.
-    List {
-        /// Show at most this many.
-        #[arg(long, default_value_t = DEFAULT_LIMIT, conflicts_with = "all")]
-        limit: usize,
-        /// Show every pending ask.
-        #[arg(long)]
-        all: bool,
-        #[arg(long)]
-        json: bool,
-    },
+    List(ListArgs),
     /// Answer one ask.
     Respond {
         id: Vec<String>,
@@ -179,17 +155,8 @@ enum ApprovalsCmd {
 
 #[derive(Subcommand, Debug)]
 enum InboxCmd {
-    /// Unacknowledged items, newest first.
-    List {
-        /// Every item, acknowledged or not, with no limit.
-        #[arg(long)]
-        all: bool,
-        /// Show at most this many.
-        #[arg(long, default_value_t = DEFAULT_LIMIT, conflicts_with = "all")]
-        limit: usize,
-        #[arg(long)]
-        json: bool,
-    },
+    /// Unacknowledged items, newest first; --all is every item, acknowledged or not.
+    List(ListArgs),
     /// One item in full.
     Show {
         id: String,
@@ -286,12 +253,30 @@ impl CompletionShell {
     }
 }
 
-/// How many rows a list shows when neither `--limit` nor `--all` says otherwise.
-const DEFAULT_LIMIT: usize = 50;
+/// The flags every list takes. A list shows its newest rows and, when it shows
+/// fewer than there are, says so ([`more_line`]).
+#[derive(Args, Debug)]
+struct ListArgs {
+    /// Show at most this many rows.
+    #[arg(long, default_value_t = 50, conflicts_with = "all")]
+    limit: usize,
+    /// Show every row.
+    #[arg(long)]
+    all: bool,
+    /// Print the rows and their total as JSON.
+    #[arg(long)]
+    json: bool,
+}
 
-/// The row count a list asks its store for: `--all` is every row.
-fn row_limit(limit: usize, all: bool) -> usize {
-    if all { i64::MAX as usize } else { limit }
+impl ListArgs {
+    /// The row count to ask the store for: `--all` is every row.
+    fn rows(&self) -> usize {
+        if self.all {
+            i64::MAX as usize
+        } else {
+            self.limit
+        }
+    }
 }
 
 /// The last line of a list that shows fewer rows than there are: the count is
@@ -528,9 +513,7 @@ fn run(ctx: &Ctx, command: Option<Command>, flags: BetaFlags) -> anyhow::Result<
         }
         Some(Command::Board { demo }) => crate::board::run(ctx.paths.clone(), demo),
         Some(Command::Mission(m)) => match m {
-            MissionCmd::List { limit, all, json } => {
-                mission_cmd::list(ctx, row_limit(limit, all), json)
-            }
+            MissionCmd::List(list) => mission_cmd::list(ctx, &list),
             MissionCmd::Show { id, json } => mission_cmd::show(ctx, &id, json),
             MissionCmd::Reports { id, json } => mission_cmd::reports(ctx, &id, json),
             MissionCmd::Plan { id, json } => mission_cmd::plan(ctx, &id, json),
@@ -552,12 +535,7 @@ fn run(ctx: &Ctx, command: Option<Command>, flags: BetaFlags) -> anyhow::Result<
                 },
             ),
             MissionCmd::Stop { id, reason } => mission_cmd::stop(ctx, &id, reason.as_deref()),
-            MissionCmd::Asks {
-                id,
-                limit,
-                all,
-                json,
-            } => mission_cmd::asks(ctx, id.as_deref(), row_limit(limit, all), json),
+            MissionCmd::Asks { id, list } => mission_cmd::asks(ctx, id.as_deref(), &list),
         },
         Some(Command::Approvals(c)) => approvals_cmd::run(ctx, c, &flags),
         Some(Command::Inbox(c)) => inbox_cmd::run(ctx, c),

@@ -654,7 +654,7 @@ fn the_board_redraws_on_keys_while_another_process_holds_the_write_lock() {
     wait_for(60, "the board's fires to land", || {
         let out = sb.run(&["mission", "list", "--json"]);
         let v: serde_json::Value = serde_json::from_str(&out.stdout).ok()?;
-        let landed = v
+        let landed = v["missions"]
             .as_array()?
             .iter()
             .filter(|m| {

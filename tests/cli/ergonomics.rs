@@ -10,23 +10,11 @@ use crate::harness::{Run, Sandbox};
 /// mission ids, newest last.
 fn seed(sb: &Sandbox, n: usize) -> Vec<String> {
     use missionboard::asks::{Asks, NewAsk, QUESTION_TOOL, QUESTION_TOOLS};
-    use missionboard::mission::{Missions, NewMission, ReportInput};
+    use missionboard::mission::{Missions, ReportInput};
     use missionboard::store::Store;
+    let ids = sb.record_missions("mission", n);
     let store = Store::open(&sb.db()).unwrap();
     let missions = Missions::new(store.clone());
-    let ids: Vec<String> = (0..n)
-        .map(|i| {
-            missions
-                .create(NewMission {
-                    intent: format!("mission {i}"),
-                    agent_name: "stub".into(),
-                    policy_name: "default".into(),
-                    ..Default::default()
-                })
-                .unwrap()
-                .id
-        })
-        .collect();
     let newest = ids.last().unwrap();
     let asks = Asks::new(store);
     for i in 0..n {
