@@ -1,7 +1,7 @@
 //! `missionboard approvals list|respond`.
 
 use super::out::{self, out, outln};
-use super::{ApprovalsCmd, BetaFlags, Ctx};
+use super::{ApprovalsCmd, BetaFlags, Ctx, ListArgs};
 use crate::asks::{Ask, Asks, OperatorVerdict};
 use crate::clock;
 use crate::duration::age;
@@ -10,7 +10,7 @@ use crate::row;
 
 pub(super) fn run(ctx: &Ctx, cmd: ApprovalsCmd, flags: &BetaFlags) -> anyhow::Result<i32> {
     match cmd {
-        ApprovalsCmd::List(rows) => list(ctx, rows.rows(), rows.json),
+        ApprovalsCmd::List(list_args) => list(ctx, &list_args),
         ApprovalsCmd::Respond {
             id,
             approve,
@@ -20,9 +20,10 @@ pub(super) fn run(ctx: &Ctx, cmd: ApprovalsCmd, flags: &BetaFlags) -> anyhow::Re
     }
 }
 
-fn list(ctx: &Ctx, limit: usize, json: bool) -> anyhow::Result<i32> {
+fn list(ctx: &Ctx, list: &ListArgs) -> anyhow::Result<i32> {
+    let json = list.json;
     let (pending, total) = match ctx.existing_store()? {
-        Some(store) => settle_then_list(ctx, store, limit, json)?,
+        Some(store) => settle_then_list(ctx, store, list.rows(), json)?,
         None => (Vec::new(), 0),
     };
     if json {
