@@ -72,8 +72,11 @@ enum Command {
         #[arg(value_enum)]
         shell: CompletionShell,
     },
-    /// Print the manual page (roff): `missionboard man | man -l -`.
-    Man,
+    /// Print a manual page (roff): `missionboard man mission fire | man -l -`.
+    Man {
+        /// The subcommand whose page to print (none: the top-level page).
+        command: Vec<String>,
+    },
     /// Measure the figures operators rely on, each beside its floor (scratch home, real stub units).
     Bench(BenchArgs),
     /// The scripted stub ACP agent (offline demos and tests).
@@ -341,6 +344,24 @@ impl Command {
     }
 }
 
+/// The command `path` names under `root`, titled as its manual page is
+/// (`missionboard-mission-fire`, the name the parent page's SUBCOMMANDS refer to)
+/// and synopsised as it is typed (`missionboard mission fire`).
+fn man_page_of(root: clap::Command, path: &[String]) -> anyhow::Result<clap::Command> {
+    let mut cmd = root;
+    let mut typed = cmd.get_name().to_string();
+    for word in path {
+        let Some(sub) = cmd.find_subcommand(word).filter(|s| !s.is_hide_set()) else {
+            anyhow::bail!(
+                "{typed} has no subcommand {word:?} — '{typed} --help' lists those it has"
+            );
+        };
+        typed = format!("{typed} {}", sub.get_name());
+        cmd = sub.clone();
+    }
+    Ok(cmd.display_name(typed.replace(' ', "-")).bin_name(typed))
+}
+
 /// A one-shot command whose reader went away (`| head`) ends the way git does: by
 /// SIGPIPE, quietly, at the first write nobody reads — whoever's code wrote it.
 fn die_quietly_on_closed_stdout() {
@@ -574,9 +595,11 @@ fn run(ctx: &Ctx, command: Option<Command>, flags: BetaFlags) -> anyhow::Result<
             out::generated(&script)?;
             Ok(0)
         }
-        Some(Command::Man) => {
+        Some(Command::Man { command }) => {
             let mut page = Vec::new();
-            clap_mangen::Man::new(build_command(ctx.beta)).render(&mut page)?;
+            clap_mangen::Man::new(man_page_of(build_command(ctx.beta), &command)?)
+                .source(format!("missionboard {}", env!("CARGO_PKG_VERSION")))
+                .render(&mut page)?;
             out::generated(&page)?;
             Ok(0)
         }

@@ -225,6 +225,28 @@ fn man_prints_a_roff_page_of_the_whole_grammar() {
             page.stdout
         );
     }
+
+    // Every page a SUBCOMMANDS section names exists, titled as it is referred to.
+    let fire = sb.run(&["man", "mission", "fire"]).ok();
+    assert!(
+        fire.stdout
+            .contains("\n.TH missionboard-mission-fire 1  \"missionboard "),
+        "{}",
+        fire.stdout
+    );
+    assert!(
+        fire.stdout
+            .contains("\n.SH SYNOPSIS\n\\fBmissionboard mission fire\\fR"),
+        "{}",
+        fire.stdout
+    );
+    assert!(fire.stdout.contains("\\-\\-policy"), "{}", fire.stdout);
+    let unknown = sb.run(&["man", "mission", "nope"]);
+    assert_eq!(unknown.code, 1);
+    assert_eq!(
+        unknown.stderr,
+        "Error: missionboard mission has no subcommand \"nope\" — 'missionboard mission --help' lists those it has\n"
+    );
     assert!(!sb.home.exists(), "man touches no home");
 }
 
