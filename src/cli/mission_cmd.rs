@@ -73,13 +73,15 @@ pub(super) fn show(ctx: &Ctx, id: &str, json: bool) -> anyhow::Result<i32> {
     sweep(&svc, json)?;
     let m = svc.resolve(id)?;
     let reports = svc
-        .reports(&m.id, 200)
+        .reports(&m.id, SHOWN_REPORTS)
         .map_err(|e| anyhow::anyhow!("failed to read reports for mission {:?}: {e}", m.id))?;
+    let report_count = svc.report_count(&m.id)?;
     if json {
         let mut v = serde_json::to_value(&m)?;
         v["plan"] = serde_json::to_value(svc.plan(&m.id)?)?;
         v["planRevisions"] = serde_json::to_value(svc.plan_revisions(&m.id)?)?;
         v["reports"] = serde_json::to_value(&reports)?;
+        v["reportsTotal"] = report_count.into();
         let asks = crate::asks::Asks::new(svc.store().clone());
         let all = asks.for_mission(&m.id, 200)?;
         let mut pending = Vec::new();
@@ -171,10 +173,14 @@ pub(super) fn show(ctx: &Ctx, id: &str, json: bool) -> anyhow::Result<i32> {
     if reports.is_empty() {
         write!(out, "\nNo reports filed yet.\n")?;
     } else {
+        let shown = if (reports.len() as i64) < report_count {
+            format!("the newest {} of {report_count}", reports.len())
+        } else {
+            reports.len().to_string()
+        };
         writeln!(
             out,
-            "\nReports ({}, oldest first — full detail: missionboard mission reports {}):",
-            reports.len(),
+            "\nReports ({shown}, oldest first — full detail: missionboard mission reports {}):",
             m.id
         )?;
         out.push_str(&report_lines(&reports));
@@ -182,6 +188,9 @@ pub(super) fn show(ctx: &Ctx, id: &str, json: bool) -> anyhow::Result<i32> {
     out!("{out}")?;
     Ok(0)
 }
+
+/// How many of its newest reports `mission show` prints (`mission reports` has all).
+const SHOWN_REPORTS: usize = 200;
 
 /// The mission's compute bounds (as an operator raised them), each with its
 /// truthful label for the agent as it started, and the model it runs on. Nothing
@@ -253,7 +262,7 @@ pub(super) fn report_lines(reports: &[Report]) -> String {
 pub(super) fn reports(ctx: &Ctx, id: &str, json: bool) -> anyhow::Result<i32> {
     let svc = missions(ctx)?;
     let m = svc.resolve(id)?;
-    let reports = svc.reports(&m.id, 10_000)?;
+    let reports = svc.reports(&m.id, i64::MAX as usize)?;
     if json {
         out::json(&reports)?;
         return Ok(0);

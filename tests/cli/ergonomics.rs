@@ -323,3 +323,36 @@ fn reads_against_a_missing_home_create_nothing() {
     sb.run(&["config", "set", "fleet-max-parallel", "2"]).ok();
     assert!(sb.db().exists());
 }
+
+#[test]
+fn mission_show_says_when_it_prints_only_the_newest_reports() {
+    use missionboard::mission::{Missions, ReportInput};
+    let sb = Sandbox::new();
+    let id = sb.record_missions("chatty", 1).remove(0);
+    let missions = Missions::new(missionboard::store::Store::open(&sb.db()).unwrap());
+    for i in 0..201 {
+        missions
+            .add_report(
+                &id,
+                ReportInput {
+                    summary: format!("step {i}"),
+                    ..Default::default()
+                },
+            )
+            .unwrap();
+    }
+    let show = sb.run(&["mission", "show", &id]).ok();
+    assert!(
+        show.stdout.contains(&format!(
+            "\nReports (the newest 200 of 201, oldest first — full detail: missionboard mission reports {id}):\n"
+        )),
+        "{}",
+        show.stdout
+    );
+    let v = json(&sb.run(&["mission", "show", &id, "--json"]));
+    assert_eq!(v["reports"].as_array().unwrap().len(), 200);
+    assert_eq!(v["reportsTotal"], 201);
+    let all = json(&sb.run(&["mission", "reports", &id, "--json"]));
+    assert_eq!(all.as_array().unwrap().len(), 201);
+    assert_eq!(all[0]["summary"], "step 0");
+}
