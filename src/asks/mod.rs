@@ -86,6 +86,12 @@ impl AskState {
     }
 }
 
+/// The pending questions of mission `?4`, or of every open mission when `?4` is
+/// NULL; `?1`–`?3` name the question tools. (An ask filed by a mission that is no
+/// longer open is `approvals list`'s to show, not `mission asks`'.)
+const PENDING_QUESTIONS: &str = "WHERE state = 'pending' AND tools_name = ?1 AND tool_name IN (?2, ?3)
+   AND (mission_id = ?4 OR (?4 IS NULL AND mission_id IN (SELECT id FROM missions WHERE status = 'open')))";
+
 /// One ask row.
 #[derive(Debug, Clone, Serialize)]
 #[serde(rename_all = "camelCase")]
@@ -394,6 +400,36 @@ impl Asks {
         })?)
     }
 
+    /// Pending questions (asks that take words), newest first: one mission's, or
+    /// every open mission's — what `mission asks` lists.
+    pub fn pending_questions(
+        &self,
+        mission_id: Option<&str>,
+        limit: usize,
+    ) -> Result<Vec<Ask>, AskError> {
+        self.query(
+            &format!("{PENDING_QUESTIONS} ORDER BY created_at DESC, id DESC LIMIT ?5"),
+            params![
+                QUESTION_TOOLS,
+                QUESTION_TOOL,
+                BUDGET_TOOL,
+                mission_id,
+                limit as i64
+            ],
+        )
+    }
+
+    /// How many [`pending_questions`](Self::pending_questions) there are in all.
+    pub fn pending_questions_count(&self, mission_id: Option<&str>) -> Result<i64, AskError> {
+        Ok(self.store.with(|c| {
+            c.query_row(
+                &format!("SELECT COUNT(*) FROM asks {PENDING_QUESTIONS}"),
+                params![QUESTION_TOOLS, QUESTION_TOOL, BUDGET_TOOL, mission_id],
+                |r| r.get(0),
+            )
+        })?)
+    }
+
     /// A mission's asks, newest first, any state.
     pub fn for_mission(&self, mission_id: &str, limit: usize) -> Result<Vec<Ask>, AskError> {
         self.query(
@@ -576,12 +612,21 @@ impl Asks {
         let notify = self.waiter(id);
         let result = loop {
             let notified = notify.notified();
-            let row = self.require(id)?;
+            // Each look at the row crosses the blocking boundary: a foreign lock
+            // must not stall the worker this waiter shares with other missions.
+            let (asks, key) = (self.clone(), id.to_string());
+            let row = match crate::store::blocking(move || asks.require(&key)).await {
+                Ok(row) => row,
+                Err(e) => break Err(e),
+            };
             if !row.is_pending() {
                 break Ok(row);
             }
             if row.expires_at > 0 && row.expires_at <= clock::now_ms() {
-                self.sweep_expired()?;
+                let asks = self.clone();
+                if let Err(e) = crate::store::blocking(move || asks.sweep_expired()).await {
+                    break Err(e);
+                }
                 continue;
             }
             let mut sleep = POLL_INTERVAL;

@@ -49,12 +49,21 @@ impl MissionToolCalls {
     /// Dispatch one call by tool name.
     pub async fn call(&self, tool: &str, args: Map<String, Value>) -> ToolResult {
         match tool {
-            "mission_report" => self.report(&args),
-            "mission_plan" => self.plan(&args),
+            "mission_report" => self.store(move |c| c.report(&args)).await,
+            "mission_plan" => self.store(move |c| c.plan(&args)).await,
             "mission_ask_attention" => self.ask(&args).await,
-            "mission_finish" => self.finish(&args),
+            "mission_finish" => self.store(move |c| c.finish(&args)).await,
             other => Err(crate::tools::unknown_tool_error(other)),
         }
+    }
+
+    /// Run the store-bound part of a call through the blocking boundary.
+    async fn store<T: Send + 'static>(
+        &self,
+        f: impl FnOnce(&MissionToolCalls) -> T + Send + 'static,
+    ) -> T {
+        let calls = self.clone();
+        crate::store::blocking(move || f(&calls)).await
     }
 
     fn heartbeat(&self) {
@@ -155,17 +164,17 @@ impl MissionToolCalls {
             return Err("missiontools: mission_ask_attention requires a summary".into());
         }
         let detail = text(args, "detail");
-        self.heartbeat();
+        self.store(MissionToolCalls::heartbeat).await;
         let unanswered = match self
             .raise_and_wait(&summary, &detail, &text(args, "ask_id"))
             .await
         {
             Ok(Waited::Answered(answer)) => {
-                self.heartbeat();
+                self.store(MissionToolCalls::heartbeat).await;
                 return Ok(answer);
             }
             Ok(Waited::Parked(id)) => {
-                self.heartbeat();
+                self.store(MissionToolCalls::heartbeat).await;
                 return Ok(format!(
                     "{PARKED_PREFIX}{id}): the operator has not answered within the park window. The question stays pending and this run is checkpointed under it. End your turn now: the operator's answer will come back to you as your next prompt."
                 ));
@@ -173,16 +182,19 @@ impl MissionToolCalls {
             Ok(Waited::Closed) => "nobody answered before the ask closed".to_string(),
             Err(e) => e,
         };
-        // A question closed by a stop needs no blocker: the mission already rests.
-        if let Ok(Some(m)) = self.missions.get(&self.mission_id)
-            && m.status.is_terminal()
-        {
-            return Ok(format!(
-                "the mission is at rest as {}; this question was closed without an answer",
-                m.status
-            ));
-        }
-        self.file_unanswered(&summary, &detail, &unanswered)
+        self.store(move |c| {
+            // A question closed by a stop needs no blocker: the mission already rests.
+            if let Ok(Some(m)) = c.missions.get(&c.mission_id)
+                && m.status.is_terminal()
+            {
+                return Ok(format!(
+                    "the mission is at rest as {}; this question was closed without an answer",
+                    m.status
+                ));
+            }
+            c.file_unanswered(&summary, &detail, &unanswered)
+        })
+        .await
     }
 
     /// Raise the durable question (or take up the pending one `ask_id` names), announce
@@ -193,9 +205,19 @@ impl MissionToolCalls {
         detail: &str,
         ask_id: &str,
     ) -> Result<Waited, String> {
-        if let Some(ask) = self.reasked(ask_id)? {
-            return self.wait_or_park(&ask.id).await;
-        }
+        let (asking, summary, detail) =
+            (ask_id.to_string(), summary.to_string(), detail.to_string());
+        let ask_id = self
+            .store(move |c| match c.reasked(&asking)? {
+                Some(ask) => Ok(ask.id),
+                None => c.raise_question(&summary, &detail),
+            })
+            .await?;
+        self.wait_or_park(&ask_id).await
+    }
+
+    /// Raise the durable question and announce it on the bus; returns its id.
+    fn raise_question(&self, summary: &str, detail: &str) -> Result<String, String> {
         let ask = self
             .asks
             .raise(NewAsk {
@@ -223,7 +245,7 @@ impl MissionToolCalls {
                 "detail": ask.diff,
             }),
         );
-        self.wait_or_park(&ask.id).await
+        Ok(ask.id)
     }
 
     /// A re-ask: the unit names a question of its own mission that is still pending.
@@ -246,21 +268,25 @@ impl MissionToolCalls {
             .wait(ask_id, Some(deadline))
             .await
             .map_err(|e| e.to_string())?;
-        if row.is_pending() {
-            self.asks.mark_parked(ask_id).map_err(|e| e.to_string())?;
-            return Ok(Waited::Parked(ask_id.to_string()));
-        }
-        if !self
-            .asks
-            .claim_for_delivery(ask_id)
-            .map_err(|e| e.to_string())?
-        {
-            return Ok(Waited::Parked(ask_id.to_string()));
-        }
-        Ok(match row.answer() {
-            Some(answer) => Waited::Answered(answer.to_string()),
-            None => Waited::Closed,
+        let ask_id = ask_id.to_string();
+        self.store(move |c| {
+            if row.is_pending() {
+                c.asks.mark_parked(&ask_id).map_err(|e| e.to_string())?;
+                return Ok(Waited::Parked(ask_id));
+            }
+            if !c
+                .asks
+                .claim_for_delivery(&ask_id)
+                .map_err(|e| e.to_string())?
+            {
+                return Ok(Waited::Parked(ask_id));
+            }
+            Ok(match row.answer() {
+                Some(answer) => Waited::Answered(answer.to_string()),
+                None => Waited::Closed,
+            })
         })
+        .await
     }
 
     /// Nobody answered: the question becomes a blocker report and the unit carries on.

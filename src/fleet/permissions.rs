@@ -81,7 +81,7 @@ impl Gate {
                 } else {
                     self.ask_ceiling
                 };
-                let raised = self.asks.raise(NewAsk {
+                let new = NewAsk {
                     tools_name: call.tools.clone(),
                     tool_name: call.tool.clone(),
                     args_summary: summarize(&call, &ask.title, &self.cwd),
@@ -96,8 +96,9 @@ impl Gate {
                     wait,
                     checkpoint_cwd: Some(self.cwd.clone()),
                     ..Default::default()
-                });
-                let row = match raised {
+                };
+                let asks = self.asks.clone();
+                let row = match crate::store::blocking(move || asks.raise(new)).await {
                     Ok(r) => r,
                     Err(e) => {
                         tracing::error!(mission = %self.mission_id, "could not raise a permission ask; refusing the call: {e}");
@@ -109,14 +110,20 @@ impl Gate {
                 // waiting call only under the checkpoint's claim, so a process that
                 // resumes the run elsewhere (this host presumed dead) and this call
                 // never both act on it.
-                let delivered = |r: &crate::asks::Ask| {
-                    !r.is_pending() && self.asks.claim_for_delivery(&r.id).unwrap_or(false)
-                };
                 match self.asks.wait(&row.id, deadline).await {
-                    Ok(r) if r.approved() == Some(true) && delivered(&r) => PermissionReply::Allow,
+                    // Resolved, or still pending at the deadline (the call is
+                    // refused, so nothing waits on the row any more): either way
+                    // this call spends the checkpoint, unless another process
+                    // holds the run.
                     Ok(r) => {
-                        delivered(&r);
-                        PermissionReply::Reject
+                        let (asks, id) = (self.asks.clone(), r.id.clone());
+                        let delivered =
+                            crate::store::blocking(move || asks.claim_for_delivery(&id)).await;
+                        if delivered.unwrap_or(false) && r.approved() == Some(true) {
+                            PermissionReply::Allow
+                        } else {
+                            PermissionReply::Reject
+                        }
                     }
                     Err(e) => {
                         tracing::error!(mission = %self.mission_id, "permission ask {} unreadable; refusing: {e}", row.id);

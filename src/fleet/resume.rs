@@ -10,7 +10,7 @@ use crate::asks::{Asks, OperatorVerdict};
 use crate::fleet::Fleet;
 use crate::mission::Missions;
 use crate::paths::Paths;
-use crate::store::Store;
+use crate::store::{Store, blocking_in_place};
 
 /// Who answers.
 pub enum Answerer<'a> {
@@ -52,7 +52,9 @@ pub async fn answer(
     ask_id: &str,
     who: Answerer<'_>,
 ) -> anyhow::Result<Afterwards> {
-    let recorded = record(paths, &Asks::new(store.clone()), ask_id, who)?;
+    // Synchronous store work (and, with the host gone, a fleet's boot sweeps):
+    // in place, the worker's other tasks handed off first.
+    let recorded = blocking_in_place(|| record(paths, &Asks::new(store.clone()), ask_id, who))?;
     resume(paths, store, ask_id, recorded).await
 }
 
@@ -108,15 +110,17 @@ async fn resume(
         // The host was alive when we looked. Had it died since, before it could
         // claim the run, the answer would wait for a reconciling read: resume it
         // here now if this process can (the claim keeps it exactly once).
-        (Some(cp), None) if !cp.host.is_alive() => match Fleet::new(paths.clone(), store.clone()) {
-            Ok(f) if f.can_resume(&cp.mission_id).is_ok() => (cp, f),
-            _ => return Ok(Afterwards::HostResumes),
-        },
+        (Some(cp), None) if !cp.host.is_alive() => {
+            match blocking_in_place(|| Fleet::new(paths.clone(), store.clone())) {
+                Ok(f) if f.can_resume(&cp.mission_id).is_ok() => (cp, f),
+                _ => return Ok(Afterwards::HostResumes),
+            }
+        }
         (Some(_), None) => return Ok(Afterwards::HostResumes),
     };
     Ok(if drive_resume(&fleet, ask_id, &cp.mission_id).await? {
         Afterwards::ResumedHere
-    } else if Asks::new(store.clone()).checkpoint(ask_id)?.is_some() {
+    } else if blocking_in_place(|| Asks::new(store.clone()).checkpoint(ask_id))?.is_some() {
         // Another process holds the claim and resumes it.
         Afterwards::HostResumes
     } else {

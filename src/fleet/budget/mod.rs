@@ -148,7 +148,9 @@ impl Budget {
             }
             s.recorded = now;
         }
-        if let Err(e) = ledger.record_spend(mission_id, now) {
+        // Counted from the drive loop and the permission answerer, both async: the
+        // write runs in place with the worker's other tasks handed off first.
+        if let Err(e) = crate::store::blocking_in_place(|| ledger.record_spend(mission_id, now)) {
             tracing::warn!(mission = %mission_id, "could not record the compute spend: {e}");
         }
     }
