@@ -615,13 +615,14 @@ impl Fleet {
             .unit
             .take_permissions()
             .expect("fresh unit has its permission channel");
+        // A resume after an approved gated call: that approval stands once more.
         let resumed_approval = match &opening {
-            drive::Opening::Resumed { ask_id, .. } => inner
-                .asks
-                .get(ask_id)
-                .ok()
-                .flatten()
-                .filter(|a| !a.takes_words() && a.approved() == Some(true)),
+            drive::Opening::Resumed { ask_id, .. } => {
+                crate::store::blocking_in_place(|| inner.asks.get(ask_id))
+                    .ok()
+                    .flatten()
+                    .filter(|a| !a.takes_words() && a.approved() == Some(true))
+            }
             drive::Opening::Fresh => None,
         };
         permissions::spawn_answerer(

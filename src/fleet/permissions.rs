@@ -133,9 +133,7 @@ impl Gate {
             }
         }
     }
-}
 
-impl Gate {
     /// Is this the call an operator approved before the session was resumed? The
     /// approval is spent on the first match.
     fn take_resumed_approval(&self, call: &ToolCall, title: &str) -> bool {

@@ -2,8 +2,6 @@
 //! run resumes exactly once: by its own host while that host lives (it watches the
 //! row), else here, in the process that recorded the answer.
 
-#[cfg(doc)]
-use crate::asks::bounds::AgentAnswerError;
 use crate::asks::bounds::answer_as_agent_within_bounds;
 use crate::asks::checkpoint::Checkpoint;
 use crate::asks::{Asks, OperatorVerdict};
@@ -62,7 +60,7 @@ pub async fn answer(
 /// (the oracle answers from inside the host that holds the unit, so the run it
 /// unblocks is never stranded by it). `asks` is the caller's ask service, so a
 /// waiter in this process is woken at once. Refusals keep their type
-/// ([`AgentAnswerError`], [`crate::asks::AskError`]) inside the error.
+/// ([`crate::asks::bounds::AgentAnswerError`], [`crate::asks::AskError`]) inside the error.
 pub fn record(
     paths: &Paths,
     asks: &Asks,
@@ -111,9 +109,13 @@ async fn resume(
         // claim the run, the answer would wait for a reconciling read: resume it
         // here now if this process can (the claim keeps it exactly once).
         (Some(cp), None) if !cp.host.is_alive() => {
-            match blocking_in_place(|| Fleet::new(paths.clone(), store.clone())) {
-                Ok(f) if f.can_resume(&cp.mission_id).is_ok() => (cp, f),
-                _ => return Ok(Afterwards::HostResumes),
+            let capable = blocking_in_place(|| {
+                let fleet = Fleet::new(paths.clone(), store.clone())?;
+                fleet.can_resume(&cp.mission_id).map(|_| fleet)
+            });
+            match capable {
+                Ok(fleet) => (cp, fleet),
+                Err(_) => return Ok(Afterwards::HostResumes),
             }
         }
         (Some(_), None) => return Ok(Afterwards::HostResumes),

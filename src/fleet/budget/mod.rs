@@ -387,4 +387,24 @@ mod tests {
         assert!(!b.gated_call("d", "four"), "4 calls within the raised 4");
         assert!(b.gated_call("e", "five"), "and the fifth crosses again");
     }
+
+    #[test]
+    fn a_continuing_budget_counts_earlier_sessions_and_records_what_it_adds() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = crate::store::Store::open(&dir.path().join("b.db")).unwrap();
+        let ledger = ComputeLedger::new(store);
+        let prior = Spend {
+            tool_calls: 3,
+            tokens: 0,
+        };
+        let b = budget(5, 0).continuing(ledger.clone(), "m", prior);
+        assert_eq!(b.tool_call("a", "four"), None);
+        assert_eq!(b.tool_call("b", "five"), None);
+        let crossing = b.tool_call("c", "six").expect("the sixth call overall");
+        assert_eq!(
+            (crossing.field, crossing.limit),
+            (ComputeField::MaxToolCalls, 5)
+        );
+        assert_eq!(ledger.get("m").unwrap().unwrap().spent.tool_calls, 6);
+    }
 }
