@@ -282,6 +282,33 @@ fn last_lines(text: &str, n: usize) -> String {
     lines[lines.len().saturating_sub(n)..].join(" | ")
 }
 
+/// Longest slice of a JSON-RPC error's `data` quoted in an error line.
+const ERROR_DATA_QUOTE: usize = 500;
+
+/// What an agent put in a JSON-RPC error's `data`, on one bounded line: SDKs wrap
+/// the real cause there (the Python SDK answers "Internal error" with
+/// `{"details": "<the exception>"}`), so without it a blocker says nothing useful.
+/// A lone `details`/`message`/`reason` string is quoted bare, anything else as JSON.
+fn error_data_text(data: &Value) -> Option<String> {
+    let bare = match data {
+        Value::Null => return None,
+        Value::String(s) => Some(s.clone()),
+        Value::Object(m) if m.len() == 1 => ["details", "message", "reason"]
+            .iter()
+            .find_map(|k| m.get(*k).and_then(Value::as_str).map(str::to_owned)),
+        _ => None,
+    };
+    let text = bare.unwrap_or_else(|| data.to_string());
+    let flat = text.split_whitespace().collect::<Vec<_>>().join(" ");
+    if flat.is_empty() {
+        return None;
+    }
+    Some(match flat.char_indices().nth(ERROR_DATA_QUOTE) {
+        Some((cut, _)) => format!("{}…", &flat[..cut]),
+        None => flat,
+    })
+}
+
 impl fmt::Display for UnitError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
@@ -316,8 +343,14 @@ impl fmt::Display for UnitError {
                 during,
                 code,
                 message,
-                ..
-            } => write!(f, "agent returned error {code} to {during}: {message}"),
+                data,
+            } => {
+                write!(f, "agent returned error {code} to {during}: {message}")?;
+                match data.as_ref().and_then(error_data_text) {
+                    Some(text) => write!(f, " ({text})"),
+                    None => Ok(()),
+                }
+            }
             UnitError::Timeout { during, after } => {
                 write!(f, "unit did not answer {during} within {after:?}")
             }
@@ -912,6 +945,30 @@ mod tests {
             Value::Object(meta),
             serde_json::json!({"missionboard.mission": {"missionId": "m-123"}})
         );
+    }
+
+    #[test]
+    fn an_rpc_error_quotes_its_data() {
+        let rpc = |data: Option<Value>| UnitError::Rpc {
+            during: "session/prompt",
+            code: -32603,
+            message: "Internal error".into(),
+            data,
+        };
+        assert_eq!(
+            rpc(Some(serde_json::json!({"details": "model\nfell over"}))).to_string(),
+            "agent returned error -32603 to session/prompt: Internal error (model fell over)"
+        );
+        assert_eq!(
+            rpc(Some(serde_json::json!({"errors": [1], "hint": "x"}))).to_string(),
+            "agent returned error -32603 to session/prompt: Internal error ({\"errors\":[1],\"hint\":\"x\"})"
+        );
+        assert_eq!(
+            rpc(None).to_string(),
+            "agent returned error -32603 to session/prompt: Internal error"
+        );
+        let long = rpc(Some(Value::String("y".repeat(600)))).to_string();
+        assert!(long.ends_with("…)"), "{long}");
     }
 
     #[test]

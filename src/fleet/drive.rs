@@ -284,9 +284,13 @@ impl Drive {
                             "the agent wrote a line that is not JSON-RPC to stdout: {:?}",
                             excerpt(line, 120)
                         );
+                        let err = UnitError::Protocol { during: "session/prompt", detail };
+                        // The derail is recorded before the cancel grace: a verdict the
+                        // broken unit sends while it winds down must not outrun it.
+                        self.record_derail(&err);
                         self.unit.cancel();
                         let _ = tokio::time::timeout(CANCEL_GRACE, &mut prompt).await;
-                        return Prompted::Ended(Turn::Failed(UnitError::Protocol { during: "session/prompt", detail }));
+                        return Prompted::Ended(Turn::Failed(err));
                     }
                     let crossed = self.budget.record(&ev);
                     journal.record(ev);
@@ -490,27 +494,29 @@ impl Drive {
     /// A turn errored: reap the unit so it no longer holds width, and — unless the
     /// mission already rests — file the blocker and finish it derailed.
     async fn fail_turn(self, err: UnitError) {
-        let id = self.mission.id.clone();
-        let session = self.unit.session_id().to_string();
-        let missions = self.missions.clone();
-        self.reap().await;
-        match missions.get(&id) {
-            Ok(Some(m)) if m.status.is_terminal() => {
-                tracing::info!(mission = %id, "mission already at rest as {}; unit reaped", m.status);
-                return;
-            }
-            _ => {}
-        }
-        let summary = excerpt(&format!("unit turn failed: {err}"), 240);
-        let detail = format!(
-            "The unit's turn on session {session} returned an error, and the drive loop is the only thing prompting a dispatched unit:\n\n{err}\n\nThe mission was finished derailed and the unit stopped, so it no longer holds fleet width. Re-dispatch once the cause is addressed."
+        let Drive {
+            unit,
+            socket,
+            missions,
+            mission,
+            ..
+        } = self;
+        let session = unit.session_id().to_string();
+        let status = unit.shutdown().await;
+        tracing::debug!(?status, "unit reaped");
+        drop(socket);
+        derail(&missions, &mission.id, &session, &err);
+    }
+
+    /// File the turn-failure blocker and finish the mission derailed, unless it
+    /// already rests.
+    fn record_derail(&self, err: &UnitError) {
+        derail(
+            &self.missions,
+            &self.mission.id,
+            self.unit.session_id(),
+            err,
         );
-        if let Err(e) = missions.add_blocker(&id, summary.clone(), detail) {
-            tracing::error!(mission = %id, "could not file the turn-failure blocker: {e}");
-        }
-        if let Err(e) = missions.finish(&id, Status::Derailed, &summary) {
-            tracing::info!(mission = %id, "derail lost to another verdict: {e}");
-        }
     }
 
     async fn reap(self) {
@@ -518,5 +524,27 @@ impl Drive {
         let status = unit.shutdown().await;
         tracing::debug!(?status, "unit reaped");
         drop(socket);
+    }
+}
+
+/// A turn errored: unless the mission already rests, file the blocker and finish it
+/// derailed (a second call for the same failure finds it resting and does nothing).
+fn derail(missions: &Missions, id: &str, session: &str, err: &UnitError) {
+    match missions.get(id) {
+        Ok(Some(m)) if m.status.is_terminal() => {
+            tracing::info!(mission = %id, "mission already at rest as {}; not derailing it", m.status);
+            return;
+        }
+        _ => {}
+    }
+    let summary = excerpt(&format!("unit turn failed: {err}"), 240);
+    let detail = format!(
+        "The unit's turn on session {session} returned an error, and the drive loop is the only thing prompting a dispatched unit:\n\n{err}\n\nThe mission was finished derailed and the unit stopped, so it no longer holds fleet width. Re-dispatch once the cause is addressed."
+    );
+    if let Err(e) = missions.add_blocker(id, summary.clone(), detail) {
+        tracing::error!(mission = %id, "could not file the turn-failure blocker: {e}");
+    }
+    if let Err(e) = missions.finish(id, Status::Derailed, &summary) {
+        tracing::info!(mission = %id, "derail lost to another verdict: {e}");
     }
 }

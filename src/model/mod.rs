@@ -144,13 +144,39 @@ impl Usage {
 }
 
 /// One completion request.
-#[derive(Debug, Clone, PartialEq, Default)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct ChatRequest {
     pub messages: Vec<ChatMessage>,
     pub tools: Vec<ToolSpec>,
     pub tool_choice: ToolChoice,
-    /// Cap on the reply's length, if any.
-    pub max_tokens: Option<u32>,
+    /// Cap on the reply's length. Always sent: servers that default to "until the
+    /// context is full" (llama.cpp) otherwise let one runaway reply eat the call.
+    pub max_tokens: u32,
+}
+
+/// The reply cap of a request that states none.
+pub const DEFAULT_MAX_TOKENS: u32 = 1024;
+
+impl Default for ChatRequest {
+    fn default() -> Self {
+        ChatRequest {
+            messages: Vec::new(),
+            tools: Vec::new(),
+            tool_choice: ToolChoice::default(),
+            max_tokens: DEFAULT_MAX_TOKENS,
+        }
+    }
+}
+
+/// Does `name` pass the function-name rule OpenAI-compatible servers enforce
+/// (`^[A-Za-z0-9_-]+$`, at most 64 characters)? llama.cpp and vLLM refuse a request
+/// whose tool names break it.
+pub fn is_wire_tool_name(name: &str) -> bool {
+    !name.is_empty()
+        && name.len() <= 64
+        && name
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-')
 }
 
 impl ChatRequest {
@@ -177,15 +203,15 @@ impl ChatRequest {
                 ToolChoice::Named(name) => json!({"type": "function", "function": {"name": name}}),
             };
         }
-        if let Some(max) = self.max_tokens {
-            body["max_tokens"] = json!(max);
-        }
+        body["max_tokens"] = json!(self.max_tokens);
         body
     }
 }
 
 fn wire_message(m: &ChatMessage) -> Value {
-    let mut v = json!({"role": m.role, "content": m.content});
+    // Never null: llama.cpp and vLLM refuse an assistant tool-call message whose
+    // content is null, and an empty string means the same to every server.
+    let mut v = json!({"role": m.role, "content": m.content.as_deref().unwrap_or_default()});
     if !m.tool_calls.is_empty() {
         v["tool_calls"] = m
             .tool_calls
@@ -382,7 +408,7 @@ mod tests {
                 parameters: json!({"type": "object"}),
             }],
             tool_choice: ToolChoice::Named("read_file".into()),
-            max_tokens: Some(64),
+            max_tokens: 64,
         };
         let wire = request.to_wire("m");
         assert_eq!(wire["model"], "m");
@@ -394,6 +420,10 @@ mod tests {
             wire["messages"][1]["tool_calls"][0]["function"]["arguments"],
             json!("{\"path\":\"a\"}")
         );
+        assert_eq!(
+            wire["messages"][1]["content"], "",
+            "an assistant tool-call message carries empty content, never null"
+        );
         assert_eq!(wire["messages"][2]["tool_call_id"], "c1");
         assert_eq!(wire["tools"][0]["function"]["name"], "read_file");
         assert_eq!(
@@ -401,6 +431,15 @@ mod tests {
             json!({"type": "function", "function": {"name": "read_file"}})
         );
         assert_eq!(wire["max_tokens"], 64);
+    }
+
+    #[test]
+    fn wire_tool_names_follow_the_openai_rule() {
+        assert!(is_wire_tool_name("oracle_submit_verdict"));
+        assert!(is_wire_tool_name("read-file_2"));
+        assert!(!is_wire_tool_name("oracle.submit_verdict"));
+        assert!(!is_wire_tool_name(""));
+        assert!(!is_wire_tool_name(&"x".repeat(65)));
     }
 
     #[test]

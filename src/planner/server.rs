@@ -201,6 +201,7 @@ async fn run_prompt(
                 model: &model,
                 context_tokens: planner.options.context_tokens,
                 max_steps: planner.options.max_steps,
+                max_tokens: planner.options.max_tokens,
             };
             turn.run(&mut state, text, cancel).await
         }

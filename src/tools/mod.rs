@@ -56,6 +56,30 @@ pub const MISSION_TOOL_NAMES: [&str; 4] = [
 /// The name of the MCP server entry units get (`mission`).
 pub const MISSION_SERVER_NAME: &str = "mission";
 
+/// The `_meta` key (on a permission request or its tool call) by which an agent
+/// names the mission tool it asks to run: `{"missionboard.missionTool": "mission_report"}`.
+pub const MISSION_TOOL_META_KEY: &str = "missionboard.missionTool";
+
+/// Does `label` — a tool call's or permission request's title, or a tool name as an
+/// agent spells it — name one of the mission tools? Agents qualify names their own
+/// way (`mcp__mission__mission_report`, `mission/mission_report`) or show the tool's
+/// display title (`Report to the operator`, perhaps with a trailing `(…)` naming the
+/// server); a title must match whole, so a title that merely mentions one does not.
+pub fn names_mission_tool(label: &str) -> bool {
+    if MISSION_TOOL_NAMES.iter().any(|t| label.contains(t)) {
+        return true;
+    }
+    let mut title = label.trim();
+    if title.ends_with(')')
+        && let Some(open) = title.rfind(" (")
+    {
+        title = title[..open].trim_end();
+    }
+    mission_tool_specs()
+        .iter()
+        .any(|spec| spec.title.eq_ignore_ascii_case(title))
+}
+
 /// The error text for a tool that is not one of ours.
 pub fn unknown_tool_error(name: &str) -> String {
     format!(
@@ -226,6 +250,27 @@ mod tests {
             report["properties"]["kind"]["enum"],
             json!(["progress", "finding", "blocker", "result"])
         );
+    }
+
+    #[test]
+    fn mission_tools_are_named_by_name_or_whole_display_title() {
+        for label in [
+            "mcp__mission__mission_report",
+            "mission/mission_finish",
+            "Report to the operator",
+            "  ask the operator ",
+            "Finish the mission (mission MCP Server)",
+        ] {
+            assert!(names_mission_tool(label), "{label}");
+        }
+        for label in [
+            "Report to the operator and delete src/",
+            "read src/report.rs",
+            "Finish the mission docs",
+            "",
+        ] {
+            assert!(!names_mission_tool(label), "{label}");
+        }
     }
 
     #[test]
