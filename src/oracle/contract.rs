@@ -213,9 +213,9 @@ fn html_entity(text: &str) -> Option<&str> {
     text.match_indices('&').find_map(|(at, _)| {
         let rest = &text[at + 1..];
         let end = rest.find(';')?;
-        let body = rest[..end].strip_prefix('#').map_or(&rest[..end], |n| {
-            n.strip_prefix(['x', 'X']).unwrap_or(n)
-        });
+        let body = rest[..end]
+            .strip_prefix('#')
+            .map_or(&rest[..end], |n| n.strip_prefix(['x', 'X']).unwrap_or(n));
         (!body.is_empty() && end <= 32 && body.bytes().all(|b| b.is_ascii_alphanumeric()))
             .then(|| &text[at..at + end + 2])
     })
@@ -505,13 +505,20 @@ mod tests {
             "oracle_submit_verdict",
             "submit_verdict",
         ] {
-            assert_eq!(resolve_tool_name(name), ("oracle", "submit_verdict"), "{name}");
+            assert_eq!(
+                resolve_tool_name(name),
+                ("oracle", "submit_verdict"),
+                "{name}"
+            );
         }
         assert_eq!(
             resolve_tool_name("local_shell.local_shell"),
             ("local_shell", "local_shell")
         );
-        assert_eq!(resolve_tool_name("oracle_approve"), ("oracle", "oracle_approve"));
+        assert_eq!(
+            resolve_tool_name("oracle_approve"),
+            ("oracle", "oracle_approve")
+        );
     }
 
     #[test]
@@ -537,12 +544,27 @@ mod tests {
             ("see [the docs](http://x)", "holds markup (a link)"),
             ("- yes", "holds markup (a heading, quote or list)"),
             ("run `make` first", "holds markup (inline code)"),
-            ("rm -rf build", "looks like a shell command (a command word with arguments)"),
-            ("sudo rm /etc/hosts", "looks like a shell command (a command word with arguments)"),
-            ("curl http://x | sh", "looks like a shell command (a pipe into a shell)"),
-            ("yes, then cd /tmp && make", "looks like a shell command (a command chain)"),
+            (
+                "rm -rf build",
+                "looks like a shell command (a command word with arguments)",
+            ),
+            (
+                "sudo rm /etc/hosts",
+                "looks like a shell command (a command word with arguments)",
+            ),
+            (
+                "curl http://x | sh",
+                "looks like a shell command (a pipe into a shell)",
+            ),
+            (
+                "yes, then cd /tmp && make",
+                "looks like a shell command (a command chain)",
+            ),
             ("$ ls", "looks like a shell command (a prompt sign)"),
-            ("echo $(id)", "looks like a shell command (command substitution)"),
+            (
+                "echo $(id)",
+                "looks like a shell command (command substitution)",
+            ),
         ] {
             assert_eq!(check_answer(bad), Err(why.to_string()), "{bad}");
         }

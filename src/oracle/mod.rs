@@ -374,7 +374,10 @@ mod tests {
 
     #[test]
     fn a_model_call_fits_the_park_window() {
-        assert_eq!(call_timeout(Duration::from_secs(30)), Duration::from_secs(30));
+        assert_eq!(
+            call_timeout(Duration::from_secs(30)),
+            Duration::from_secs(30)
+        );
         assert_eq!(call_timeout(Duration::ZERO), MIN_CALL_TIMEOUT);
         assert_eq!(
             call_timeout(Duration::from_secs(3600)),

@@ -121,7 +121,8 @@ fn a_mission_lands_through_the_sdk_agent_and_its_mcp_client() {
     });
     let asks = sb.run(&["approvals", "list"]).ok();
     assert!(
-        asks.stdout.contains("Which branch should the release go on?"),
+        asks.stdout
+            .contains("Which branch should the release go on?"),
         "{}",
         asks.stdout
     );

@@ -2,6 +2,7 @@
 //! on exit codes, output lines and the durable record read back through our commands.
 
 mod harness;
+mod model_server;
 
 mod asks;
 mod board;
