@@ -830,3 +830,30 @@ fn a_review_still_running_when_the_fire_ends_closes_its_trace_abandoned() {
     assert_eq!(stderr_trace(&run), expected);
     assert_eq!(recorded_trace(&w.sb, &id), expected);
 }
+
+#[test]
+fn a_hung_model_server_is_given_up_on_at_the_park_window_not_the_clients_default() {
+    // Every attempt hangs: three for the loop's chat, three for recovery's.
+    let server = ModelServer::start(vec![Reply::Hang; 6]);
+    let w = World::new(ASK_THEN_LAND, json!([]));
+    w.use_server(&server);
+    w.sb.run(&["config", "set", "ask-park-window", "5s"]).ok();
+    let bg = w.fire_in_background("default");
+    let id = wait_for(20, "the mission", || w.sb.newest_mission());
+    // Six calls of 5 s and the backoffs between them: past wait_trace's deadline.
+    let trace = wait_for(120, "the chain error", || {
+        let t = recorded_trace(&w.sb, &id);
+        t.iter().any(|l| l.contains("chain error")).then_some(t)
+    });
+    let ask = pending_ids(&w.sb, &id);
+    assert_eq!(
+        trace[1],
+        format!(
+            "oracle: chain error for ask {} (T): model endpoint {}/chat/completions did not answer within 5s — the question stays with a human",
+            ask[0], server.url
+        )
+    );
+    assert_eq!(server.requests().len(), 6, "each call tried three times");
+    human_answers(&w.sb, &ask[0]);
+    assert_eq!(bg.join().code, 0);
+}
