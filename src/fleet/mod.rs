@@ -24,8 +24,8 @@ use futures::future::BoxFuture;
 use serde_json::{Map, Value};
 use tokio::sync::watch;
 
-use crate::acp::{AgentCaps, Unit, UnitSpec, mission_meta};
-use crate::agents::Registry;
+use crate::acp::{Unit, UnitSpec, mission_meta};
+use crate::agents::{AgentCaps, Registry};
 use crate::asks::Asks;
 use crate::config::Config;
 use crate::envelope::policy::ComputeBounds;
@@ -414,7 +414,7 @@ impl Fleet {
         let spec = UnitSpec {
             program: agent.program(),
             args: agent.args.clone(),
-            env: crate::planner::unit_env(agent, &Config::new(inner.missions.store().clone()))?,
+            env: agent.unit_env(&Config::new(inner.missions.store().clone()))?,
             cwd: cwd.to_path_buf(),
             mcp_servers: vec![bridge_server_entry(&inner.self_exe, &socket_path)],
             meta: mission_meta(mission_id),

@@ -18,8 +18,8 @@ use super::local_tools::{self, LocalCall, LocalTool};
 use super::server::model_error;
 use crate::acp::McpStdioServer;
 use crate::acp::agent_side::CancelSignal;
-use crate::fleet::mission_tools::PARKED_PREFIX;
 use crate::model::{ChatMessage, ChatRequest, ModelClient, Role, ToolChoice, ToolSpec};
+use crate::tools::PARKED_PREFIX;
 use crate::tools::client::MissionClient;
 
 /// How much of a tool's output its `tool_call_update` card carries.

@@ -6,9 +6,7 @@
 //! These tests need python3 with the packages of `tests/agents/requirements.txt`;
 //! without them they fail, saying how to install them (`.ci/run` does).
 
-// The cli suite's harness; this suite uses part of it.
-#[allow(dead_code)]
-#[path = "../cli/harness.rs"]
+#[path = "../common/mod.rs"]
 mod harness;
 
 use std::path::{Path, PathBuf};
