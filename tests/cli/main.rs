@@ -3,7 +3,6 @@
 
 #[path = "../common/mod.rs"]
 mod harness;
-mod model_server;
 
 mod asks;
 mod board;

@@ -8,8 +8,8 @@ use std::process::{Command, Stdio};
 
 use serde_json::{Value, json};
 
+use crate::harness::model_server::{self, ModelServer, Reply};
 use crate::harness::{Background, Run, Sandbox, wait_for};
-use crate::model_server::{self, ModelServer, Reply};
 
 const RENAME: &str = "Rename the env var too?";
 const ASK_THEN_LAND: &str = r#"{"ask":{"summary":"Rename the env var too?","detail":"The config key MB_PORT is being renamed to MB_LISTEN.","then":{"report":{"kind":"result","summary":"renamed: {{answer}}"}}}},{"finish":"landed"}"#;

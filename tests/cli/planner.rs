@@ -5,8 +5,8 @@
 
 use serde_json::{Value, json};
 
+use crate::harness::model_server::{self, ModelServer, Reply};
 use crate::harness::{Background, Sandbox, wait_for};
-use crate::model_server::{self, ModelServer, Reply};
 
 /// A scratch world with the presets seeded and the model replaced by `dialog`.
 /// Returns the dialog's path (its recorded requests sit beside it).
