@@ -275,17 +275,17 @@ fn shell_like(text: &str) -> Option<&'static str> {
     if text.starts_with("$ ") || text.starts_with("# ") {
         return Some("a prompt sign");
     }
+    // `rm -rf build`, `git push --force`, `chmod 777 x`, `sudo rm x`: a command word,
+    // then a flag, a path, a number or another command word.
     let mut words = text.split_whitespace();
     let first = words.next().unwrap_or_default();
-    let second = words.next().unwrap_or_default();
-    // `rm -rf build`, `git push --force`, `chmod 777 x`: a command word, then a flag
-    // or an argument that is no English word.
-    let arg_like = second.starts_with('-')
-        || second.contains('/')
-        || (!second.is_empty() && second.chars().all(|c| c.is_ascii_digit()));
-    let word = first.trim_end_matches([',', ':', ';']);
-    (SHELL_WORDS.contains(&word) && (arg_like || SHELL_WORDS.contains(&second)))
-        .then_some("a command word with arguments")
+    let arg_like = |w: &str| {
+        w.starts_with('-')
+            || w.contains('/')
+            || w.chars().all(|c| c.is_ascii_digit())
+            || SHELL_WORDS.contains(&w)
+    };
+    (SHELL_WORDS.contains(&first) && words.any(arg_like)).then_some("a command word with arguments")
 }
 
 /// What the loop sends back after a chat reply while the contract is open.
@@ -550,6 +550,10 @@ mod tests {
             ),
             (
                 "sudo rm /etc/hosts",
+                "looks like a shell command (a command word with arguments)",
+            ),
+            (
+                "git push --force",
                 "looks like a shell command (a command word with arguments)",
             ),
             (

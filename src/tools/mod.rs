@@ -45,6 +45,13 @@ pub const MISSION_PLAN: &str = "mission_plan";
 pub const MISSION_ASK_ATTENTION: &str = "mission_ask_attention";
 pub const MISSION_FINISH: &str = "mission_finish";
 
+/// The tools' display titles (MCP `title`), which some agents show in place of names.
+const REPORT_TITLE: &str = "Report to the operator";
+const PLAN_TITLE: &str = "File or revise the plan";
+const ASK_TITLE: &str = "Ask the operator";
+const FINISH_TITLE: &str = "Finish the mission";
+const MISSION_TOOL_TITLES: [&str; 4] = [REPORT_TITLE, PLAN_TITLE, ASK_TITLE, FINISH_TITLE];
+
 /// The four tools, in the order they are listed.
 pub const MISSION_TOOL_NAMES: [&str; 4] = [
     MISSION_REPORT,
@@ -84,9 +91,9 @@ pub fn names_mission_tool(label: &str) -> bool {
     {
         title = title[..open].trim_end();
     }
-    mission_tool_specs()
+    MISSION_TOOL_TITLES
         .iter()
-        .any(|spec| spec.title.eq_ignore_ascii_case(title))
+        .any(|t| t.eq_ignore_ascii_case(title))
 }
 
 /// The error text for a tool that is not one of ours.
@@ -128,7 +135,7 @@ pub fn mission_tool_specs() -> Vec<ToolSpec> {
     vec![
         ToolSpec {
             name: MISSION_REPORT,
-            title: "Report to the operator",
+            title: REPORT_TITLE,
             description: "File a report on this mission for the operator. Nobody reads your \
                 prose: reports are how progress, findings, blockers and results become visible. \
                 Use kind=result (with refs to the artifacts you produced) when the work is done; \
@@ -174,7 +181,7 @@ pub fn mission_tool_specs() -> Vec<ToolSpec> {
         },
         ToolSpec {
             name: MISSION_PLAN,
-            title: "File or revise the plan",
+            title: PLAN_TITLE,
             description: "Set this mission's plan. Every call is a full snapshot: entries you \
                 leave out are deleted. Echo an entry's id to carry it forward; omit the id for a \
                 new entry. Keep exactly one entry in_progress. The stored plan, with the ids the \
@@ -206,7 +213,7 @@ pub fn mission_tool_specs() -> Vec<ToolSpec> {
         },
         ToolSpec {
             name: MISSION_ASK_ATTENTION,
-            title: "Ask the operator",
+            title: ASK_TITLE,
             description: "Ask for a decision you cannot make yourself. The call waits for the \
                 answer and returns its text. If it returns \"no answer yet\" with an ask_id, call \
                 again with that ask_id to keep waiting, or carry on without it.",
@@ -222,7 +229,7 @@ pub fn mission_tool_specs() -> Vec<ToolSpec> {
         },
         ToolSpec {
             name: MISSION_FINISH,
-            title: "Finish the mission",
+            title: FINISH_TITLE,
             description: "Declare the mission's final state. landed: the work is done (file a \
                 result report first). derailed: it went wrong. stuck: you cannot proceed. \
                 abandoned: it should not be done. This is final and cannot be changed.",
