@@ -19,7 +19,8 @@ use crate::model::ToolSpec;
 pub const TOOLSET: &str = "oracle";
 pub const SUBMIT_VERDICT: &str = "submit_verdict";
 pub const VERDICT_STATE: &str = "verdict_state";
-/// `oracle.submit_verdict` as the model is offered it (`^[A-Za-z0-9_-]+$`).
+/// `oracle.submit_verdict` as the model is offered it: OpenAI-compatible servers
+/// refuse function names outside `^[A-Za-z0-9_-]+$`.
 pub const WIRE_SUBMIT_VERDICT: &str = "oracle_submit_verdict";
 
 /// The longest answer delivered to a unit, in characters.
@@ -595,7 +596,6 @@ mod tests {
     fn the_descriptor_lists_every_property_and_requires_two() {
         let spec = submit_verdict_spec();
         assert_eq!(spec.name, "oracle_submit_verdict");
-        assert!(crate::model::is_wire_tool_name(&spec.name));
         let props = spec.parameters["properties"].as_object().unwrap();
         let names: Vec<&str> = props.keys().map(String::as_str).collect();
         assert_eq!(names, ["verdict", "answer", "askId"]);
