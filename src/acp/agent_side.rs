@@ -1,7 +1,8 @@
 //! The agent end of ACP, shared by missionboard's built-in agents (`stub-agent`
 //! and the native `agent`): the scaffold that serves a [`BuiltinAgent`] on stdio
-//! ([`serve`]: `initialize`, `session/new`, `session/set_config_option`,
-//! `session/prompt` on its own task, `session/cancel`), the stdio line transport,
+//! ([`serve`]: `initialize`, `session/new`, `session/load`,
+//! `session/set_config_option`, `session/prompt` on its own task,
+//! `session/cancel`), the stdio line transport,
 //! reading what a `session/new` hands the agent, and a turn's view of
 //! `session/cancel`.
 
@@ -14,8 +15,8 @@ use std::time::Duration;
 use agent_client_protocol::schema::ProtocolVersion;
 use agent_client_protocol::v1::schema::{
     AgentCapabilities, CancelNotification, Implementation, InitializeRequest, InitializeResponse,
-    McpServer, NewSessionRequest, NewSessionResponse, PromptRequest, PromptResponse,
-    SetSessionConfigOptionRequest, SetSessionConfigOptionResponse,
+    LoadSessionRequest, LoadSessionResponse, McpServer, NewSessionRequest, NewSessionResponse,
+    PromptRequest, PromptResponse, SetSessionConfigOptionRequest, SetSessionConfigOptionResponse,
 };
 use agent_client_protocol::v1::{ConnectionTo, Responder};
 use agent_client_protocol::{Agent, Client, Error, Lines};
@@ -57,14 +58,26 @@ pub trait BuiltinAgent: Send + Sync + Sized + 'static {
         self.name()
     }
 
+    /// What `initialize` advertises (nothing optional, by default).
+    fn capabilities(&self) -> AgentCapabilities {
+        AgentCapabilities::new()
+    }
+
     fn sessions(&self) -> &Sessions<Self::Session>;
 
-    /// Open the session `id` for `request` (the scaffold files it under `id`).
-    fn open_session(
+    /// Open a session for `session/new` (ids from [`Sessions::next_id`], or the
+    /// agent's own); the scaffold files it under the response's session id.
+    fn open_session(&self, request: NewSessionRequest) -> (Arc<Self::Session>, NewSessionResponse);
+
+    /// `session/load`; the scaffold files the session under the requested id. An
+    /// agent that does not advertise `loadSession` refuses it.
+    fn load_session(
         &self,
-        id: String,
-        request: NewSessionRequest,
-    ) -> (Arc<Self::Session>, NewSessionResponse);
+        request: LoadSessionRequest,
+    ) -> Result<(Arc<Self::Session>, LoadSessionResponse), Error> {
+        let _ = request;
+        Err(Error::method_not_found())
+    }
 
     /// `session/set_config_option`; an agent that advertises no options refuses it.
     fn set_config_option(
@@ -103,7 +116,8 @@ impl<S> Sessions<S> {
         self.lock().get(id).cloned()
     }
 
-    fn next_id(&self) -> String {
+    /// The next id of this process's sequence: `<prefix>-<n>`.
+    pub fn next_id(&self) -> String {
         format!(
             "{}-{}",
             self.prefix,
@@ -129,7 +143,8 @@ pub async fn serve<A: BuiltinAgent>(
     writer: StdoutWriter,
 ) -> Result<(), String> {
     let tag = agent.tag();
-    let (on_init, on_new, on_config, on_prompt, on_cancel) = (
+    let (on_init, on_new, on_load, on_config, on_prompt, on_cancel) = (
+        agent.clone(),
         agent.clone(),
         agent.clone(),
         agent.clone(),
@@ -148,7 +163,7 @@ pub async fn serve<A: BuiltinAgent>(
                 );
                 responder.respond(
                     InitializeResponse::new(ProtocolVersion::V1)
-                        .agent_capabilities(AgentCapabilities::new())
+                        .agent_capabilities(on_init.capabilities())
                         .agent_info(Implementation::new(
                             on_init.name(),
                             env!("CARGO_PKG_VERSION"),
@@ -159,10 +174,24 @@ pub async fn serve<A: BuiltinAgent>(
         )
         .on_receive_request(
             async move |request: NewSessionRequest, responder, _cx| {
-                let id = on_new.sessions().next_id();
-                let (session, response) = on_new.open_session(id.clone(), request);
-                on_new.sessions().insert(id, session);
+                let (session, response) = on_new.open_session(request);
+                on_new
+                    .sessions()
+                    .insert(response.session_id.0.to_string(), session);
                 responder.respond(response)
+            },
+            agent_client_protocol::on_receive_request!(),
+        )
+        .on_receive_request(
+            async move |request: LoadSessionRequest, responder, _cx| {
+                let id = request.session_id.0.to_string();
+                match on_load.load_session(request) {
+                    Ok((session, response)) => {
+                        on_load.sessions().insert(id, session);
+                        responder.respond(response)
+                    }
+                    Err(err) => responder.respond_with_error(err),
+                }
             },
             agent_client_protocol::on_receive_request!(),
         )

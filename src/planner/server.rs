@@ -61,11 +61,8 @@ impl BuiltinAgent for Planner {
         &self.sessions
     }
 
-    fn open_session(
-        &self,
-        id: String,
-        request: NewSessionRequest,
-    ) -> (Arc<Session>, NewSessionResponse) {
+    fn open_session(&self, request: NewSessionRequest) -> (Arc<Session>, NewSessionResponse) {
+        let id = self.sessions.next_id();
         let mission_server = agent_side::stdio_servers(&request, AGENT_NAME)
             .into_iter()
             .find(|s| s.name == crate::tools::MISSION_SERVER_NAME);

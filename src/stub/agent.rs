@@ -126,11 +126,8 @@ impl BuiltinAgent for StubAgent {
         &self.sessions
     }
 
-    fn open_session(
-        &self,
-        id: String,
-        request: NewSessionRequest,
-    ) -> (Arc<Session>, NewSessionResponse) {
+    fn open_session(&self, request: NewSessionRequest) -> (Arc<Session>, NewSessionResponse) {
+        let id = self.sessions.next_id();
         let servers = agent_side::stdio_servers(&request, "stub");
         let mission_id = agent_side::mission_id(&request);
         eprintln!(
