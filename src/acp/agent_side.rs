@@ -14,9 +14,10 @@ use std::time::Duration;
 
 use agent_client_protocol::schema::ProtocolVersion;
 use agent_client_protocol::v1::schema::{
-    AgentCapabilities, CancelNotification, Implementation, InitializeRequest, InitializeResponse,
-    LoadSessionRequest, LoadSessionResponse, McpServer, NewSessionRequest, NewSessionResponse,
-    PromptRequest, PromptResponse, SetSessionConfigOptionRequest, SetSessionConfigOptionResponse,
+    AgentCapabilities, CancelNotification, ContentBlock, Implementation, InitializeRequest,
+    InitializeResponse, LoadSessionRequest, LoadSessionResponse, McpServer, NewSessionRequest,
+    NewSessionResponse, PromptRequest, PromptResponse, SetSessionConfigOptionRequest,
+    SetSessionConfigOptionResponse,
 };
 use agent_client_protocol::v1::{ConnectionTo, Responder};
 use agent_client_protocol::{Agent, Client, Error, Lines};
@@ -44,6 +45,20 @@ pub struct PromptTurn<S> {
     pub cx: ConnectionTo<Client>,
     /// Subscribed when the prompt arrived, so a cancel right behind it still counts.
     pub cancel: CancelSignal,
+}
+
+impl<S> PromptTurn<S> {
+    /// The prompt's text blocks, in order (the built-in agents read nothing else).
+    pub fn text_blocks(&self) -> Vec<String> {
+        self.request
+            .prompt
+            .iter()
+            .filter_map(|b| match b {
+                ContentBlock::Text(t) => Some(t.text.clone()),
+                _ => None,
+            })
+            .collect()
+    }
 }
 
 /// What a built-in agent supplies; [`serve`] does the rest.

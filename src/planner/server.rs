@@ -5,7 +5,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use agent_client_protocol::Error;
-use agent_client_protocol::v1::schema::{ContentBlock, NewSessionRequest, NewSessionResponse};
+use agent_client_protocol::v1::schema::{NewSessionRequest, NewSessionResponse};
 use tokio::sync::{OnceCell, watch};
 
 use super::AgentOptions;
@@ -111,22 +111,14 @@ pub(super) fn model_error(e: crate::model::ModelError) -> Error {
 }
 
 async fn run_prompt(planner: Arc<Planner>, turn: PromptTurn<Session>) {
+    let text = turn.text_blocks().join("\n\n");
     let PromptTurn {
         session,
-        request,
         responder,
         cx,
         cancel,
+        ..
     } = turn;
-    let text = request
-        .prompt
-        .iter()
-        .filter_map(|b| match b {
-            ContentBlock::Text(t) => Some(t.text.as_str()),
-            _ => None,
-        })
-        .collect::<Vec<_>>()
-        .join("\n\n");
     let mut state = session.state.lock().await;
     let outcome = match planner.model().await {
         Ok(model) => {

@@ -272,24 +272,17 @@ impl StubAgent {
 }
 
 async fn run_prompt(agent: Arc<StubAgent>, turn: PromptTurn<Session>) {
+    let blocks = turn.text_blocks();
     let PromptTurn {
         session,
-        request,
         responder,
         cx,
         cancel,
+        ..
     } = turn;
     let mut state = session.state.lock().await;
     state.cursor += 1;
     let turn = state.cursor;
-    let blocks: Vec<String> = request
-        .prompt
-        .iter()
-        .filter_map(|b| match b {
-            ContentBlock::Text(t) => Some(t.text.clone()),
-            _ => None,
-        })
-        .collect();
     agent.record_transcript(turn, &blocks.join(" "));
 
     // The first prompt decides the script; later ones (the nudge) only move
