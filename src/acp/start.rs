@@ -24,7 +24,7 @@ use super::{
 impl Unit {
     /// Spawn the unit, `initialize` it and open its session.
     pub async fn start(spec: UnitSpec) -> Result<Unit, UnitError> {
-        let env = unit_environment(std::env::vars(), &spec.env);
+        let env = unit_environment(std::env::vars_os(), &spec.env);
         let (process, pipes) =
             process::spawn(&spec.program, &spec.args, &env, &spec.cwd).map_err(|e| {
                 UnitError::Spawn {
