@@ -273,9 +273,18 @@ impl Drive {
             tokio::select! {
                 result = &mut prompt => {
                     let mut crossed = self.crossings.try_recv().ok();
+                    let mut garbage = None;
                     while let Ok(ev) = self.events.try_recv() {
+                        if let UnitEvent::StdoutGarbage(line) = &ev {
+                            garbage.get_or_insert_with(|| stdout_garbage(line));
+                        }
                         crossed = crossed.or_else(|| self.budget.record(&ev));
                         journal.record(ev);
+                    }
+                    // A turn that ended right behind its garbage line failed all the same.
+                    if let Some(err) = garbage {
+                        self.record_derail(&err);
+                        return Prompted::Ended(Turn::Failed(err));
                     }
                     return match crossed.or_else(|| self.budget.tokens_exhausted()) {
                         Some(crossing) => Prompted::Crossed { crossing, ended: Some(result) },
@@ -289,11 +298,7 @@ impl Drive {
                     // Stdout belongs to the protocol: an agent that writes anything
                     // else there is broken, and its turn cannot be trusted.
                     if let UnitEvent::StdoutGarbage(line) = &ev {
-                        let detail = format!(
-                            "the agent wrote a line that is not JSON-RPC to stdout: {:?}",
-                            excerpt(line, 120)
-                        );
-                        let err = UnitError::Protocol { during: "session/prompt", detail };
+                        let err = stdout_garbage(line);
                         // The derail is recorded before the cancel grace: a verdict the
                         // broken unit sends while it winds down must not outrun it.
                         self.record_derail(&err);
@@ -559,6 +564,17 @@ impl Drive {
         let status = unit.shutdown().await;
         tracing::debug!(?status, "unit reaped");
         drop(socket);
+    }
+}
+
+/// The turn failure a non-JSON-RPC line on the unit's stdout is.
+fn stdout_garbage(line: &str) -> UnitError {
+    UnitError::Protocol {
+        during: "session/prompt",
+        detail: format!(
+            "the agent wrote a line that is not JSON-RPC to stdout: {:?}",
+            excerpt(line, 120)
+        ),
     }
 }
 

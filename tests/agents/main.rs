@@ -201,3 +201,15 @@ fn a_non_json_stdout_line_derails_even_when_the_agent_finishes_during_the_cancel
     let id = sb.newest_mission().unwrap();
     assert_eq!(show(&sb, &id)["status"], "derailed");
 }
+
+#[test]
+fn a_turn_that_ends_right_behind_its_stdout_garbage_derails_too() {
+    let sb = sdk_world();
+    let run = sb.fire("sdk", "sdk: garbage-end", &[]);
+    assert_eq!(run.code, 1, "{run:#?}");
+    assert_finished(
+        &sb,
+        &run,
+        "derailed — unit turn failed: unexpected answer to session/prompt: the agent wrote a line that is not JSON-RPC to stdout: \"sdk agent says goodbye on stdout\"",
+    );
+}

@@ -12,7 +12,8 @@ It has no model. What it does is chosen by a `sdk: <scenario>` line in the promp
               by the `missionboard.missionTool` `_meta` key, and unnamed -- report what
               the host chose for each, then finish landed;
 - `garbage`   write a line that is not JSON-RPC to stdout, then call mission_finish
-              (landed) as soon as the host cancels the turn.
+              (landed) as soon as the host cancels the turn;
+- `garbage-end` write such a line and end the turn at once.
 
 Diagnostics go to stderr; stdout belongs to the protocol.
 """
@@ -127,6 +128,9 @@ class SdkAgent:
             raise RuntimeError("the upstream model answered HTTP 500: overloaded")
         if scenario == "garbage":
             return await self.garbage(session)
+        if scenario == "garbage-end":
+            os.write(1, b"sdk agent says goodbye on stdout\n")
+            return PromptResponse(stop_reason="end_turn")
         if scenario == "permissions":
             return await self.permissions(session)
         return await self.land(session)
