@@ -73,6 +73,12 @@ pub trait BuiltinAgent: Send + Sync + Sized + 'static {
         self.name()
     }
 
+    /// How long to hold `initialize` before answering it: the stub's stand-in for an
+    /// agent that is slow to start (`STUB_INITIALIZE_DELAY_MS`).
+    fn initialize_delay(&self) -> Option<Duration> {
+        None
+    }
+
     /// What `initialize` advertises (nothing optional, by default).
     fn capabilities(&self) -> AgentCapabilities {
         AgentCapabilities::new()
@@ -176,6 +182,9 @@ pub async fn serve<A: BuiltinAgent>(
                     on_init.tag(),
                     request.protocol_version
                 );
+                if let Some(delay) = on_init.initialize_delay() {
+                    tokio::time::sleep(delay).await;
+                }
                 responder.respond(
                     InitializeResponse::new(ProtocolVersion::V1)
                         .agent_capabilities(on_init.capabilities())

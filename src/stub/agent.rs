@@ -39,6 +39,8 @@ pub struct AgentConfig {
     pub default_delay_ms: Option<u64>,
     /// Append one line per prompt here (`STUB_TRANSCRIPT`).
     pub transcript: Option<PathBuf>,
+    /// Wait this long before answering `initialize` (`STUB_INITIALIZE_DELAY_MS`).
+    pub initialize_delay: Option<std::time::Duration>,
 }
 
 struct StubAgent {
@@ -120,6 +122,10 @@ impl BuiltinAgent for StubAgent {
 
     fn tag(&self) -> &'static str {
         "stub"
+    }
+
+    fn initialize_delay(&self) -> Option<Duration> {
+        self.config.initialize_delay
     }
 
     fn sessions(&self) -> &Sessions<Session> {
