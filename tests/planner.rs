@@ -8,27 +8,10 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
+use common::model_server::{ModelServer, Reply};
 use common::*;
 use missionboard::acp::{StopReason, Unit, UnitEvent, UnitSpec, mission_meta};
 use missionboard::tools::{bridge_server_entry, serve_mission_socket};
-
-/// A model endpoint that accepts connections and never answers. Each accepted
-/// connection is announced on the channel and held open until the test ends.
-fn silent_endpoint() -> (String, std::sync::mpsc::Receiver<()>) {
-    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-    let url = format!("http://{}/v1", listener.local_addr().unwrap());
-    let (tx, rx) = std::sync::mpsc::channel();
-    std::thread::spawn(move || {
-        let mut held = Vec::new();
-        for stream in listener.incoming().flatten() {
-            held.push(stream);
-            if tx.send(()).is_err() {
-                return;
-            }
-        }
-    });
-    (url, rx)
-}
 
 #[tokio::test(flavor = "multi_thread")]
 async fn session_cancel_mid_model_call_ends_the_turn_cancelled_within_a_second() {
@@ -39,7 +22,8 @@ async fn session_cancel_mid_model_call_ends_the_turn_cancelled_within_a_second()
         let socket = serve_mission_socket(&socket_path, handler.clone())
             .await
             .unwrap();
-        let (url, accepted) = silent_endpoint();
+        let server = ModelServer::start(vec![Reply::Hang]);
+        let url = server.url.clone();
         let spec = UnitSpec {
             program: PathBuf::from(EXE),
             args: ["agent", "--base-url", &url, "--model", "m"]
@@ -69,11 +53,11 @@ async fn session_cancel_mid_model_call_ends_the_turn_cancelled_within_a_second()
                     .await
             }
         });
-        // The model call is in flight once the endpoint has the connection.
-        tokio::task::spawn_blocking(move || accepted.recv_timeout(Duration::from_secs(20)))
-            .await
-            .unwrap()
-            .expect("the agent called the model");
+        // The model call is in flight once the endpoint has the request.
+        assert!(
+            eventually(Duration::from_secs(20), || !server.requests().is_empty()).await,
+            "the agent called the model"
+        );
         unit.cancel();
         let outcome = tokio::time::timeout(Duration::from_secs(1), turn)
             .await

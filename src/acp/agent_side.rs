@@ -1,11 +1,26 @@
-//! Helpers for the agent end of ACP, shared by missionboard's built-in agents
-//! (`stub-agent` and the native `agent`): the stdio line transport, reading
-//! what a `session/new` hands the agent, and a turn's view of `session/cancel`.
+//! The agent end of ACP, shared by missionboard's built-in agents (`stub-agent`
+//! and the native `agent`): the scaffold that serves a [`BuiltinAgent`] on stdio
+//! ([`serve`]: `initialize`, `session/new`, `session/load`,
+//! `session/set_config_option`, `session/prompt` on its own task,
+//! `session/cancel`), the stdio line transport,
+//! reading what a `session/new` hands the agent, and a turn's view of
+//! `session/cancel`.
 
+use std::collections::HashMap;
+use std::future::Future;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use agent_client_protocol::Lines;
-use agent_client_protocol::v1::schema::{McpServer, NewSessionRequest};
+use agent_client_protocol::schema::ProtocolVersion;
+use agent_client_protocol::v1::schema::{
+    AgentCapabilities, CancelNotification, ContentBlock, Implementation, InitializeRequest,
+    InitializeResponse, LoadSessionRequest, LoadSessionResponse, McpServer, NewSessionRequest,
+    NewSessionResponse, PromptRequest, PromptResponse, SetSessionConfigOptionRequest,
+    SetSessionConfigOptionResponse,
+};
+use agent_client_protocol::v1::{ConnectionTo, Responder};
+use agent_client_protocol::{Agent, Client, Error, Lines};
 use futures::StreamExt;
 use futures::channel::mpsc::{SendError, UnboundedSender};
 use futures::sink::SinkMapErr;
@@ -15,6 +30,252 @@ use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
 use tokio::sync::watch;
 
 use super::{MISSION_META_KEY, McpStdioServer};
+
+/// A session of a built-in agent, as the scaffold needs it.
+pub trait AgentSession: Send + Sync + 'static {
+    /// The counter `session/cancel` bumps; the running turn watches it.
+    fn cancel_generation(&self) -> &watch::Sender<u64>;
+}
+
+/// One prompt turn handed to the agent, on its own task.
+pub struct PromptTurn<S> {
+    pub session: Arc<S>,
+    pub request: PromptRequest,
+    pub responder: Responder<PromptResponse>,
+    pub cx: ConnectionTo<Client>,
+    /// Subscribed when the prompt arrived, so a cancel right behind it still counts.
+    pub cancel: CancelSignal,
+}
+
+impl<S> PromptTurn<S> {
+    /// The prompt's text blocks, in order (the built-in agents read nothing else).
+    pub fn text_blocks(&self) -> Vec<String> {
+        self.request
+            .prompt
+            .iter()
+            .filter_map(|b| match b {
+                ContentBlock::Text(t) => Some(t.text.clone()),
+                _ => None,
+            })
+            .collect()
+    }
+}
+
+/// What a built-in agent supplies; [`serve`] does the rest.
+pub trait BuiltinAgent: Send + Sync + Sized + 'static {
+    type Session: AgentSession;
+
+    /// The name in `initialize`'s `agentInfo`.
+    fn name(&self) -> &'static str;
+
+    /// The prefix of its diagnostics on stderr.
+    fn tag(&self) -> &'static str {
+        self.name()
+    }
+
+    /// How long to hold `initialize` before answering it: the stub's stand-in for an
+    /// agent that is slow to start (`STUB_INITIALIZE_DELAY_MS`).
+    fn initialize_delay(&self) -> Option<Duration> {
+        None
+    }
+
+    /// What `initialize` advertises (nothing optional, by default).
+    fn capabilities(&self) -> AgentCapabilities {
+        AgentCapabilities::new()
+    }
+
+    fn sessions(&self) -> &Sessions<Self::Session>;
+
+    /// Open a session for `session/new` (ids from [`Sessions::next_id`], or the
+    /// agent's own); the scaffold files it under the response's session id.
+    fn open_session(&self, request: NewSessionRequest) -> (Arc<Self::Session>, NewSessionResponse);
+
+    /// `session/load`; the scaffold files the session under the requested id. An
+    /// agent that does not advertise `loadSession` refuses it.
+    fn load_session(
+        &self,
+        request: LoadSessionRequest,
+    ) -> Result<(Arc<Self::Session>, LoadSessionResponse), Error> {
+        let _ = request;
+        Err(Error::method_not_found())
+    }
+
+    /// `session/set_config_option`; an agent that advertises no options refuses it.
+    fn set_config_option(
+        &self,
+        request: &SetSessionConfigOptionRequest,
+    ) -> Result<SetSessionConfigOptionResponse, Error> {
+        let _ = request;
+        Err(Error::method_not_found())
+    }
+
+    /// Run one turn and answer its responder. It waits on the client (permissions)
+    /// and on MCP calls, so the scaffold runs it off the dispatch loop.
+    fn run_prompt(
+        self: Arc<Self>,
+        turn: PromptTurn<Self::Session>,
+    ) -> impl Future<Output = ()> + Send;
+}
+
+/// A built-in agent's sessions, by id (`<prefix>-1`, `<prefix>-2`, …).
+pub struct Sessions<S> {
+    prefix: &'static str,
+    by_id: Mutex<HashMap<String, Arc<S>>>,
+    next: AtomicU64,
+}
+
+impl<S> Sessions<S> {
+    pub fn new(prefix: &'static str) -> Sessions<S> {
+        Sessions {
+            prefix,
+            by_id: Mutex::new(HashMap::new()),
+            next: AtomicU64::new(1),
+        }
+    }
+
+    pub fn get(&self, id: &str) -> Option<Arc<S>> {
+        self.lock().get(id).cloned()
+    }
+
+    /// The next id of this process's sequence: `<prefix>-<n>`.
+    pub fn next_id(&self) -> String {
+        format!(
+            "{}-{}",
+            self.prefix,
+            self.next.fetch_add(1, Ordering::Relaxed)
+        )
+    }
+
+    fn insert(&self, id: String, session: Arc<S>) {
+        self.lock().insert(id, session);
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<String, Arc<S>>> {
+        self.by_id.lock().unwrap_or_else(|e| e.into_inner())
+    }
+}
+
+/// Serve `agent` over `transport` until the client hangs up, then let the last
+/// answers reach stdout: the writer ends once every sender (the transport's and
+/// any outlet the agent holds) is gone, so the agent is dropped first.
+pub async fn serve<A: BuiltinAgent>(
+    agent: Arc<A>,
+    transport: StdioLines,
+    writer: StdoutWriter,
+) -> Result<(), String> {
+    let tag = agent.tag();
+    let (on_init, on_new, on_load, on_config, on_prompt, on_cancel) = (
+        agent.clone(),
+        agent.clone(),
+        agent.clone(),
+        agent.clone(),
+        agent.clone(),
+        agent.clone(),
+    );
+    let result = Agent
+        .v1()
+        .name(agent.name())
+        .on_receive_request(
+            async move |request: InitializeRequest, responder, _cx| {
+                eprintln!(
+                    "{}: initialize (client asked for {:?})",
+                    on_init.tag(),
+                    request.protocol_version
+                );
+                if let Some(delay) = on_init.initialize_delay() {
+                    tokio::time::sleep(delay).await;
+                }
+                responder.respond(
+                    InitializeResponse::new(ProtocolVersion::V1)
+                        .agent_capabilities(on_init.capabilities())
+                        .agent_info(Implementation::new(
+                            on_init.name(),
+                            env!("CARGO_PKG_VERSION"),
+                        )),
+                )
+            },
+            agent_client_protocol::on_receive_request!(),
+        )
+        .on_receive_request(
+            async move |request: NewSessionRequest, responder, _cx| {
+                let (session, response) = on_new.open_session(request);
+                on_new
+                    .sessions()
+                    .insert(response.session_id.0.to_string(), session);
+                responder.respond(response)
+            },
+            agent_client_protocol::on_receive_request!(),
+        )
+        .on_receive_request(
+            async move |request: LoadSessionRequest, responder, _cx| {
+                let id = request.session_id.0.to_string();
+                match on_load.load_session(request) {
+                    Ok((session, response)) => {
+                        on_load.sessions().insert(id, session);
+                        responder.respond(response)
+                    }
+                    Err(err) => responder.respond_with_error(err),
+                }
+            },
+            agent_client_protocol::on_receive_request!(),
+        )
+        .on_receive_request(
+            async move |request: SetSessionConfigOptionRequest, responder, _cx| match on_config
+                .set_config_option(&request)
+            {
+                Ok(response) => responder.respond(response),
+                Err(err) => responder.respond_with_error(err),
+            },
+            agent_client_protocol::on_receive_request!(),
+        )
+        .on_receive_request(
+            async move |request: PromptRequest,
+                        responder: Responder<PromptResponse>,
+                        cx: ConnectionTo<Client>| {
+                let session_id = request.session_id.0.to_string();
+                let Some(session) = on_prompt.sessions().get(&session_id) else {
+                    return responder.respond_with_error(unknown_session(&session_id));
+                };
+                let cancel = CancelSignal::new(session.cancel_generation());
+                let turn = PromptTurn {
+                    session,
+                    request,
+                    responder,
+                    cx: cx.clone(),
+                    cancel,
+                };
+                let agent = on_prompt.clone();
+                cx.spawn(async move {
+                    // A turn's failure is its own answer, never the connection's:
+                    // an error from a spawned task would end the whole connection.
+                    agent.run_prompt(turn).await;
+                    Ok(())
+                })
+            },
+            agent_client_protocol::on_receive_request!(),
+        )
+        .on_receive_notification(
+            async move |notification: CancelNotification, _cx| {
+                let id = &notification.session_id.0;
+                if let Some(session) = on_cancel.sessions().get(id) {
+                    eprintln!("{}: session/cancel for {id}", on_cancel.tag());
+                    session.cancel_generation().send_modify(|g| *g += 1);
+                }
+                Ok(())
+            },
+            agent_client_protocol::on_receive_notification!(),
+        )
+        .connect_to(transport)
+        .await;
+    drop(agent);
+    writer.drain(tag).await;
+    result.map_err(|e| format!("ACP connection failed: {e:?}"))
+}
+
+/// The error for a prompt naming a session this agent never opened.
+pub fn unknown_session(id: &str) -> Error {
+    Error::invalid_params().data(serde_json::json!({"reason": format!("unknown session {id}")}))
+}
 
 type Outgoing = SinkMapErr<UnboundedSender<String>, fn(SendError) -> std::io::Error>;
 

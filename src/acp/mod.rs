@@ -5,19 +5,20 @@
 //! types; the crate churns, so the rest of missionboard talks to
 //! [`UnitSpec`], [`Unit`], [`UnitEvent`] and [`PermissionAsk`] instead.
 //!
-//! Lifecycle: [`Unit::start`] spawns the child (own process group, scrubbed
+//! Lifecycle: [`Unit::start`] (in `start`) spawns the child (own process group, scrubbed
 //! environment, stderr into a bounded ring), sends `initialize` and
 //! `session/new`, and hands back a [`Unit`]. [`Unit::prompt`] runs one turn;
 //! every `session/update` of that turn is on the event channel before it
 //! returns. [`Unit::shutdown`] (or dropping the unit) reaps the process group.
 //!
-//! [`agent_side`] is the other end: helpers the built-in agents (`stub-agent`,
-//! the native `agent`) share to serve ACP on their own stdio.
+//! [`agent_side`] is the other end: the scaffold the built-in agents
+//! (`stub-agent`, the native `agent`) serve ACP on over their own stdio.
 
 pub mod agent_side;
 mod convert;
 pub mod frame;
 mod process;
+mod start;
 
 use std::collections::BTreeMap;
 use std::fmt;
@@ -25,21 +26,13 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
-use agent_client_protocol::schema::ProtocolVersion;
+use agent_client_protocol::UntypedMessage;
 use agent_client_protocol::v1::ConnectionTo;
 use agent_client_protocol::v1::schema::{
-    CancelNotification, ClientCapabilities, ContentBlock, EnvVariable, Implementation,
-    InitializeRequest, LoadSessionRequest, McpServer, McpServerStdio, NewSessionRequest,
-    NewSessionResponse, PromptRequest, RequestPermissionRequest, SessionNotification,
-    SetSessionConfigOptionRequest, TextContent,
+    CancelNotification, ContentBlock, PromptRequest, SetSessionConfigOptionRequest, TextContent,
 };
-use agent_client_protocol::{Client, Lines, UntypedMessage};
-use futures::StreamExt;
 use serde_json::{Map, Value};
-use tokio::io::{AsyncWriteExt, BufReader};
 use tokio::sync::{mpsc, oneshot, watch};
-
-use frame::Frame;
 
 use crate::agents::{AgentCaps, SessionModels};
 
@@ -255,6 +248,33 @@ fn last_lines(text: &str, n: usize) -> String {
     lines[lines.len().saturating_sub(n)..].join(" | ")
 }
 
+/// Longest slice of a JSON-RPC error's `data` quoted in an error line.
+const ERROR_DATA_QUOTE: usize = 500;
+
+/// What an agent put in a JSON-RPC error's `data`, on one bounded line: SDKs wrap
+/// the real cause there (the Python SDK answers "Internal error" with
+/// `{"details": "<the exception>"}`), so without it a blocker says nothing useful.
+/// A lone `details`/`message`/`reason` string is quoted bare, anything else as JSON.
+fn error_data_text(data: &Value) -> Option<String> {
+    let bare = match data {
+        Value::Null => return None,
+        Value::String(s) => Some(s.clone()),
+        Value::Object(m) if m.len() == 1 => ["details", "message", "reason"]
+            .iter()
+            .find_map(|k| m.get(*k).and_then(Value::as_str).map(str::to_owned)),
+        _ => None,
+    };
+    let text = bare.unwrap_or_else(|| data.to_string());
+    let flat = text.split_whitespace().collect::<Vec<_>>().join(" ");
+    if flat.is_empty() {
+        return None;
+    }
+    Some(match flat.char_indices().nth(ERROR_DATA_QUOTE) {
+        Some((cut, _)) => format!("{}…", &flat[..cut]),
+        None => flat,
+    })
+}
+
 impl fmt::Display for UnitError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
@@ -289,8 +309,14 @@ impl fmt::Display for UnitError {
                 during,
                 code,
                 message,
-                ..
-            } => write!(f, "agent returned error {code} to {during}: {message}"),
+                data,
+            } => {
+                write!(f, "agent returned error {code} to {during}: {message}")?;
+                match data.as_ref().and_then(error_data_text) {
+                    Some(text) => write!(f, " ({text})"),
+                    None => Ok(()),
+                }
+            }
             UnitError::Timeout { during, after } => {
                 write!(f, "unit did not answer {during} within {after:?}")
             }
@@ -331,193 +357,6 @@ pub struct Unit {
 }
 
 impl Unit {
-    /// Spawn the unit, `initialize` it and open its session.
-    pub async fn start(spec: UnitSpec) -> Result<Unit, UnitError> {
-        Unit::start_session(spec, None).await
-    }
-
-    /// Spawn the unit and `initialize` it; then, if the agent advertises
-    /// `loadSession`, load its earlier session `session_id` (`session/load`), else
-    /// open a new one. [`Unit::loaded`] says which.
-    pub async fn start_loading(spec: UnitSpec, session_id: &str) -> Result<Unit, UnitError> {
-        Unit::start_session(spec, Some(session_id)).await
-    }
-
-    async fn start_session(spec: UnitSpec, load: Option<&str>) -> Result<Unit, UnitError> {
-        let env = unit_environment(std::env::vars_os(), &spec.env);
-        let (process, pipes) =
-            process::spawn(&spec.program, &spec.args, &env, &spec.cwd).map_err(|e| {
-                UnitError::Spawn {
-                    program: spec.program.display().to_string(),
-                    error: e.to_string(),
-                }
-            })?;
-
-        let (events_tx, events_rx) = mpsc::unbounded_channel();
-        let (perm_tx, perm_rx) = mpsc::unbounded_channel();
-        let shared = Arc::new(Shared {
-            events: events_tx,
-            permissions: perm_tx,
-            cancel_generation: watch::channel(0).0,
-            deafness: Arc::default(),
-        });
-
-        let (cx_tx, cx_rx) = oneshot::channel();
-        let (stop_tx, stop_rx) = oneshot::channel::<()>();
-        let transport = line_transport(pipes, shared.events.clone(), shared.deafness.clone());
-        let task_shared = shared.clone();
-        let pid = process.pid;
-        let connection_task = tokio::spawn(async move {
-            let result = run_connection(transport, task_shared, cx_tx, stop_rx).await;
-            if let Err(err) = result {
-                tracing::debug!(pid, ?err, "unit connection ended with an error");
-            }
-        });
-
-        let Ok(cx) = cx_rx.await else {
-            // The connection died before it started: report why, and make
-            // sure the child does not outlive the failure.
-            let status = process.wait_exit_for_report(KILL_GRACE).await;
-            if status.is_none() {
-                process.signal_group(libc::SIGKILL);
-            }
-            let stderr_tail = process.stderr.text();
-            return Err(match status {
-                Some(status) => UnitError::Exited {
-                    during: "startup",
-                    status,
-                    stderr_tail,
-                },
-                None => UnitError::ConnectionClosed {
-                    during: "startup",
-                    detail: "the connection ended before it started".into(),
-                    stderr_tail,
-                },
-            });
-        };
-
-        let mut unit = Unit {
-            session_id: String::new(),
-            caps: AgentCaps::default(),
-            cx,
-            shared,
-            process,
-            events_rx: Some(events_rx),
-            permissions_rx: Some(perm_rx),
-            stop_connection: Some(stop_tx),
-            connection_task: Some(connection_task),
-            reaped: false,
-            loaded: false,
-        };
-        // A failed handshake reaps the child before returning (Drop would
-        // too, but without the grace period).
-        match unit.handshake(&spec, load).await {
-            Ok(()) => Ok(unit),
-            Err(err) => {
-                unit.shutdown().await;
-                Err(err)
-            }
-        }
-    }
-
-    async fn handshake(&mut self, spec: &UnitSpec, load: Option<&str>) -> Result<(), UnitError> {
-        let init = InitializeRequest::new(ProtocolVersion::V1)
-            .client_capabilities(ClientCapabilities::new())
-            .client_info(Implementation::new(
-                "missionboard",
-                env!("CARGO_PKG_VERSION"),
-            ));
-        let during = "initialize";
-        let response =
-            match tokio::time::timeout(INITIALIZE_TIMEOUT, self.cx.send_request(init).block_task())
-                .await
-            {
-                Err(_) => {
-                    return Err(UnitError::Timeout {
-                        during,
-                        after: INITIALIZE_TIMEOUT,
-                    });
-                }
-                Ok(Err(err)) => return Err(self.classify(err, during).await),
-                Ok(Ok(response)) => response,
-            };
-        if response.protocol_version != ProtocolVersion::V1 {
-            return Err(UnitError::Protocol {
-                during,
-                detail: format!(
-                    "agent negotiated protocol version {:?}; missionboard speaks only v1",
-                    response.protocol_version
-                ),
-            });
-        }
-        self.caps.load_session = response.agent_capabilities.load_session;
-        if let Some(info) = &response.agent_info {
-            self.caps.agent_name = Some(info.name.clone());
-            self.caps.agent_version = Some(info.version.clone());
-        }
-        self.caps.auth_methods = response
-            .auth_methods
-            .iter()
-            .map(|m| m.id().to_string())
-            .collect();
-
-        let servers = spec
-            .mcp_servers
-            .iter()
-            .map(|s| {
-                McpServer::Stdio(
-                    McpServerStdio::new(s.name.clone(), s.command.clone())
-                        .args(s.args.clone())
-                        .env(
-                            s.env
-                                .iter()
-                                .map(|(k, v)| EnvVariable::new(k.clone(), v.clone()))
-                                .collect(),
-                        ),
-                )
-            })
-            .collect();
-        if let Some(id) = load.filter(|_| self.caps.load_session) {
-            let mut request =
-                LoadSessionRequest::new(id.to_string(), spec.cwd.clone()).mcp_servers(servers);
-            if !spec.meta.is_empty() {
-                request = request.meta(spec.meta.clone());
-            }
-            let during = "session/load";
-            let untyped =
-                UntypedMessage::new(during, &request).map_err(|e| UnitError::Protocol {
-                    during,
-                    detail: e.message,
-                })?;
-            let raw = self.request_untyped(untyped, during).await?;
-            self.session_id = id.to_string();
-            self.caps.models = convert::session_models(&raw);
-            self.loaded = true;
-            return Ok(());
-        }
-        let mut request = NewSessionRequest::new(spec.cwd.clone()).mcp_servers(servers);
-        if !spec.meta.is_empty() {
-            request = request.meta(spec.meta.clone());
-        }
-        // Sent untyped so fields this schema version drops (the older
-        // `models` object) are still readable.
-        let during = "session/new";
-        let untyped =
-            UntypedMessage::new("session/new", &request).map_err(|e| UnitError::Protocol {
-                during,
-                detail: e.message,
-            })?;
-        let raw = self.request_untyped(untyped, during).await?;
-        let parsed: NewSessionResponse =
-            serde_json::from_value(raw.clone()).map_err(|e| UnitError::Protocol {
-                during,
-                detail: e.to_string(),
-            })?;
-        self.session_id = parsed.session_id.0.to_string();
-        self.caps.models = convert::session_models(&raw);
-        Ok(())
-    }
-
     /// Send a session-setup request untyped (so fields this schema version does not
     /// know are still readable), bounded by the setup timeout.
     async fn request_untyped(
@@ -745,133 +584,6 @@ impl Drop for Unit {
     }
 }
 
-type LineSink = std::pin::Pin<Box<dyn futures::Sink<String, Error = std::io::Error> + Send>>;
-type LineStream = std::pin::Pin<Box<dyn futures::Stream<Item = std::io::Result<String>> + Send>>;
-
-/// Garbage lines reported as events per unit; the first one already fails the turn,
-/// so the rest of a flood is only counted in the log.
-const GARBAGE_EVENTS: usize = 8;
-
-/// Newline-delimited JSON over the child's pipes, bounded by [`frame`]. Incoming
-/// lines that are not JSON are dropped and reported as [`UnitEvent::StdoutGarbage`]:
-/// answering them (the SDK's default) would only confuse a chatty agent further. A
-/// write the agent does not take within the stdin deadline ends the connection.
-fn line_transport(
-    pipes: process::SpawnedPipes,
-    events: mpsc::UnboundedSender<UnitEvent>,
-    deafness: Arc<std::sync::Mutex<Option<String>>>,
-) -> Lines<LineSink, LineStream> {
-    let deadline = frame::stdin_deadline();
-    let sink = futures::sink::unfold(pipes.stdin, move |mut stdin, line: String| {
-        let deafness = deafness.clone();
-        async move {
-            let write = async {
-                stdin.write_all(line.as_bytes()).await?;
-                stdin.write_all(b"\n").await?;
-                stdin.flush().await
-            };
-            match tokio::time::timeout(deadline, write).await {
-                Ok(result) => result.map(|()| stdin),
-                Err(_) => {
-                    let why = format!(
-                        "the agent stopped reading its stdin: a {}-byte message waited {} to be written",
-                        line.len() + 1,
-                        crate::duration::format(deadline)
-                    );
-                    *deafness.lock().unwrap_or_else(|e| e.into_inner()) = Some(why.clone());
-                    Err(std::io::Error::new(std::io::ErrorKind::TimedOut, why))
-                }
-            }
-        }
-    });
-    let reader = BufReader::new(pipes.stdout);
-    let mut garbage = 0usize;
-    let stream = futures::stream::unfold(Some(reader), async |reader| {
-        let mut reader = reader?;
-        match frame::read_frame(&mut reader).await {
-            Ok(None) => None,
-            Ok(Some(f)) => Some((Ok(f), Some(reader))),
-            Err(err) => Some((Err(err), None)),
-        }
-    })
-    .filter_map(move |item| {
-        let line = match item {
-            Ok(Frame::Message(text)) => Some(Ok(text)),
-            Ok(Frame::Blank) => None,
-            Ok(Frame::Garbage(shown)) => {
-                garbage += 1;
-                tracing::warn!(line = %shown, count = garbage, "unit wrote a non-JSON line to stdout");
-                if garbage <= GARBAGE_EVENTS {
-                    let _ = events.send(UnitEvent::StdoutGarbage(shown));
-                }
-                None
-            }
-            Err(err) => Some(Err(err)),
-        };
-        futures::future::ready(line)
-    });
-    Lines::new(Box::pin(sink) as LineSink, Box::pin(stream) as LineStream)
-}
-
-/// Drive the ACP client connection until the unit handle stops it or the
-/// agent's stdout closes.
-async fn run_connection(
-    transport: Lines<LineSink, LineStream>,
-    shared: Arc<Shared>,
-    cx_tx: oneshot::Sender<ConnectionTo<agent_client_protocol::Agent>>,
-    stop_rx: oneshot::Receiver<()>,
-) -> Result<(), agent_client_protocol::Error> {
-    let notify_shared = shared.clone();
-    Client
-        .v1()
-        .name("missionboard")
-        .on_receive_notification(
-            // Runs inside the dispatch loop: only a non-blocking send.
-            async move |notification: SessionNotification, _cx| {
-                if let Some(event) = convert::session_update(notification.update) {
-                    let _ = notify_shared.events.send(event);
-                }
-                Ok(())
-            },
-            agent_client_protocol::on_receive_notification!(),
-        )
-        .on_receive_request(
-            async move |request: RequestPermissionRequest, responder, _cx| {
-                // Never wait for the decision here: that would stall every
-                // other message of this unit (and deadlock the turn).
-                let (reply_tx, reply_rx) = oneshot::channel();
-                let (ask, offered) = convert::permission_ask(request, reply_tx);
-                let mut cancelled = shared.cancel_generation.subscribe();
-                let queued = shared.permissions.send(ask);
-                tokio::spawn(async move {
-                    let reply = if queued.is_err() {
-                        PermissionReply::Cancelled
-                    } else {
-                        tokio::select! {
-                            reply = reply_rx => reply.unwrap_or(PermissionReply::Cancelled),
-                            _ = cancelled.changed() => PermissionReply::Cancelled,
-                        }
-                    };
-                    let response = convert::permission_response(reply, &offered);
-                    if let Err(err) = responder.respond(response) {
-                        tracing::debug!(?err, "permission answer could not be sent");
-                    }
-                });
-                Ok(())
-            },
-            agent_client_protocol::on_receive_request!(),
-        )
-        .connect_with(transport, async move |cx| {
-            let _ = cx_tx.send(cx.clone());
-            tokio::select! {
-                _ = stop_rx => {}
-                _ = cx.incoming_closed() => {}
-            }
-            Ok(())
-        })
-        .await
-}
-
 /// Drain `events` into a vector without waiting (handy after a turn).
 pub fn drain_events(events: &mut mpsc::UnboundedReceiver<UnitEvent>) -> Vec<UnitEvent> {
     let mut out = Vec::new();
@@ -952,6 +664,30 @@ mod tests {
             Value::Object(meta),
             serde_json::json!({"missionboard.mission": {"missionId": "m-123"}})
         );
+    }
+
+    #[test]
+    fn an_rpc_error_quotes_its_data() {
+        let rpc = |data: Option<Value>| UnitError::Rpc {
+            during: "session/prompt",
+            code: -32603,
+            message: "Internal error".into(),
+            data,
+        };
+        assert_eq!(
+            rpc(Some(serde_json::json!({"details": "model\nfell over"}))).to_string(),
+            "agent returned error -32603 to session/prompt: Internal error (model fell over)"
+        );
+        assert_eq!(
+            rpc(Some(serde_json::json!({"errors": [1], "hint": "x"}))).to_string(),
+            "agent returned error -32603 to session/prompt: Internal error ({\"errors\":[1],\"hint\":\"x\"})"
+        );
+        assert_eq!(
+            rpc(None).to_string(),
+            "agent returned error -32603 to session/prompt: Internal error"
+        );
+        let long = rpc(Some(Value::String("y".repeat(600)))).to_string();
+        assert!(long.ends_with("…)"), "{long}");
     }
 
     #[test]

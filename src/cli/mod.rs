@@ -227,6 +227,9 @@ struct AgentArgs {
     /// Model calls one prompt turn may make.
     #[arg(long, value_name = "N", default_value_t = crate::planner::DEFAULT_MAX_STEPS)]
     max_steps: usize,
+    /// The longest reply asked of the model per call (`max_tokens`), in tokens.
+    #[arg(long, value_name = "N", default_value_t = crate::planner::DEFAULT_MAX_TOKENS)]
+    max_tokens: u32,
 }
 
 #[derive(Subcommand, Debug)]
@@ -574,6 +577,7 @@ fn run(ctx: &Ctx, command: Option<Command>, flags: BetaFlags) -> anyhow::Result<
                     },
                     context_tokens: a.context_tokens.max(1024),
                     max_steps: a.max_steps.max(1),
+                    max_tokens: a.max_tokens.max(1),
                     db: ctx.paths.db_path(),
                 };
                 Ok(run_role(async move {

@@ -319,12 +319,21 @@ impl Drive {
             tokio::select! {
                 result = &mut prompt => {
                     let mut crossed = self.crossings.try_recv().ok();
+                    let mut garbage = None;
                     while let Ok(ev) = self.events.try_recv() {
+                        if let UnitEvent::StdoutGarbage(line) = &ev {
+                            garbage.get_or_insert_with(|| stdout_garbage(line));
+                        }
                         crossed = crossed.or_else(|| self.budget.record(&ev));
                         journal.record(ev);
                     }
                     // The meter's tokens are made durable once a turn, not per chunk.
                     self.budget.record_spend();
+                    // A turn that ended right behind its garbage line failed all the same.
+                    if let Some(err) = garbage {
+                        self.record_derail(&err).await;
+                        return Prompted::Ended(Turn::Failed(err));
+                    }
                     return match crossed.or_else(|| self.budget.tokens_exhausted()) {
                         Some(crossing) => Prompted::Crossed { crossing, ended: Some(result) },
                         None => Prompted::Ended(match result {
@@ -337,13 +346,13 @@ impl Drive {
                     // Stdout belongs to the protocol: an agent that writes anything
                     // else there is broken, and its turn cannot be trusted.
                     if let UnitEvent::StdoutGarbage(line) = &ev {
-                        let detail = format!(
-                            "the agent wrote a line that is not JSON-RPC to stdout: {:?}",
-                            excerpt(line, 120)
-                        );
+                        let err = stdout_garbage(line);
+                        // The derail is recorded before the cancel grace: a verdict the
+                        // broken unit sends while it winds down must not outrun it.
+                        self.record_derail(&err).await;
                         self.unit.cancel();
                         let _ = tokio::time::timeout(CANCEL_GRACE, &mut prompt).await;
-                        return Prompted::Ended(Turn::Failed(UnitError::Protocol { during: "session/prompt", detail }));
+                        return Prompted::Ended(Turn::Failed(err));
                     }
                     let crossed = self.budget.record(&ev);
                     journal.record(ev);
@@ -609,30 +618,19 @@ impl Drive {
     /// A turn errored: reap the unit so it no longer holds width, and — unless the
     /// mission already rests — file the blocker and finish it derailed.
     async fn fail_turn(self, err: UnitError) {
-        let id = self.mission.id.clone();
         let session = self.unit.session_id().to_string();
         let missions = self.missions.clone();
+        let id = self.mission.id.clone();
         self.reap().await;
-        let summary = excerpt(&format!("unit turn failed: {err}"), 240);
-        let detail = format!(
-            "The unit's turn on session {session} returned an error, and the drive loop is the only thing prompting a dispatched unit:\n\n{err}\n\nThe mission was finished derailed and the unit stopped, so it no longer holds fleet width. Re-dispatch once the cause is addressed."
-        );
-        crate::store::blocking(move || {
-            match missions.get(&id) {
-                Ok(Some(m)) if m.status.is_terminal() => {
-                    tracing::info!(mission = %id, "mission already at rest as {}; unit reaped", m.status);
-                    return;
-                }
-                _ => {}
-            }
-            if let Err(e) = missions.add_blocker(&id, summary.clone(), detail) {
-                tracing::error!(mission = %id, "could not file the turn-failure blocker: {e}");
-            }
-            if let Err(e) = missions.finish(&id, Status::Derailed, &summary) {
-                tracing::info!(mission = %id, "derail lost to another verdict: {e}");
-            }
-        })
-        .await
+        crate::store::blocking(move || derail(&missions, &id, &session, &err)).await
+    }
+
+    /// File the turn-failure blocker and finish the mission derailed, unless it
+    /// already rests.
+    async fn record_derail(&self, err: &UnitError) {
+        let (session, err) = (self.unit.session_id().to_string(), err.clone());
+        self.store(move |r| derail(&r.missions, &r.mission_id, &session, &err))
+            .await
     }
 
     async fn reap(self) {
@@ -640,5 +638,38 @@ impl Drive {
         let status = unit.shutdown().await;
         tracing::debug!(?status, "unit reaped");
         drop(socket);
+    }
+}
+
+/// The turn failure a non-JSON-RPC line on the unit's stdout is.
+fn stdout_garbage(line: &str) -> UnitError {
+    UnitError::Protocol {
+        during: "session/prompt",
+        detail: format!(
+            "the agent wrote a line that is not JSON-RPC to stdout: {:?}",
+            excerpt(line, 120)
+        ),
+    }
+}
+
+/// A turn errored: unless the mission already rests, file the blocker and finish it
+/// derailed (a second call for the same failure finds it resting and does nothing).
+fn derail(missions: &Missions, id: &str, session: &str, err: &UnitError) {
+    match missions.get(id) {
+        Ok(Some(m)) if m.status.is_terminal() => {
+            tracing::info!(mission = %id, "mission already at rest as {}; not derailing it", m.status);
+            return;
+        }
+        _ => {}
+    }
+    let summary = excerpt(&format!("unit turn failed: {err}"), 240);
+    let detail = format!(
+        "The unit's turn on session {session} returned an error, and the drive loop is the only thing prompting a dispatched unit:\n\n{err}\n\nThe mission was finished derailed and the unit stopped, so it no longer holds fleet width. Re-dispatch once the cause is addressed."
+    );
+    if let Err(e) = missions.add_blocker(id, summary.clone(), detail) {
+        tracing::error!(mission = %id, "could not file the turn-failure blocker: {e}");
+    }
+    if let Err(e) = missions.finish(id, Status::Derailed, &summary) {
+        tracing::info!(mission = %id, "derail lost to another verdict: {e}");
     }
 }

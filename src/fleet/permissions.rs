@@ -150,11 +150,18 @@ impl Gate {
     }
 }
 
-/// A request for one of our own mission tools. Only non-mutating kinds qualify, so a
-/// shell line that merely mentions a tool name is never waved through.
+/// A request for one of our own mission tools: named in `_meta` (the documented
+/// `missionboard.missionTool` key, or contenox's `toolsName: "mission"`), or by the
+/// tool's name or display title in the title or raw input. Only non-mutating kinds
+/// qualify, so a shell line that merely mentions a tool name is never waved through.
 fn targets_mission_server(ask: &PermissionAsk) -> bool {
+    if let Some(tool) = ask.meta.get(crate::tools::MISSION_TOOL_META_KEY) {
+        return tool
+            .as_str()
+            .is_some_and(|t| crate::tools::MISSION_TOOL_NAMES.contains(&t));
+    }
     if let Some(Value::String(t)) = ask.meta.get("toolsName") {
-        return t == "mission";
+        return t == crate::tools::MISSION_SERVER_NAME;
     }
     if matches!(
         ask.kind.as_str(),
@@ -167,9 +174,10 @@ fn targets_mission_server(ask: &PermissionAsk) -> bool {
         .as_ref()
         .map(Value::to_string)
         .unwrap_or_default();
-    crate::tools::MISSION_TOOL_NAMES
-        .iter()
-        .any(|t| ask.title.contains(t) || raw.contains(t))
+    crate::tools::names_mission_tool(&ask.title)
+        || crate::tools::MISSION_TOOL_NAMES
+            .iter()
+            .any(|t| raw.contains(t))
 }
 
 /// The envelope's view of a request. Agents that name the tool (`_meta` toolsName /
@@ -338,6 +346,20 @@ mod tests {
             "read src/x",
             json!({})
         )));
+        assert!(targets_mission_server(&ask(
+            "other",
+            "Report to the operator",
+            json!({"summary": "x"})
+        )));
+        let mut by_meta = ask("other", "Tool call", json!({}));
+        by_meta
+            .meta
+            .insert("missionboard.missionTool".into(), json!("mission_finish"));
+        assert!(targets_mission_server(&by_meta));
+        by_meta
+            .meta
+            .insert("missionboard.missionTool".into(), json!("local_shell"));
+        assert!(!targets_mission_server(&by_meta), "only our four tools");
     }
 
     #[test]

@@ -144,13 +144,28 @@ impl Usage {
 }
 
 /// One completion request.
-#[derive(Debug, Clone, PartialEq, Default)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct ChatRequest {
     pub messages: Vec<ChatMessage>,
     pub tools: Vec<ToolSpec>,
     pub tool_choice: ToolChoice,
-    /// Cap on the reply's length, if any.
-    pub max_tokens: Option<u32>,
+    /// Cap on the reply's length. Always sent: servers that default to "until the
+    /// context is full" (llama.cpp) otherwise let one runaway reply eat the call.
+    pub max_tokens: u32,
+}
+
+/// The reply cap of a request that states none.
+pub const DEFAULT_MAX_TOKENS: u32 = 1024;
+
+impl Default for ChatRequest {
+    fn default() -> Self {
+        ChatRequest {
+            messages: Vec::new(),
+            tools: Vec::new(),
+            tool_choice: ToolChoice::default(),
+            max_tokens: DEFAULT_MAX_TOKENS,
+        }
+    }
 }
 
 impl ChatRequest {
@@ -177,15 +192,15 @@ impl ChatRequest {
                 ToolChoice::Named(name) => json!({"type": "function", "function": {"name": name}}),
             };
         }
-        if let Some(max) = self.max_tokens {
-            body["max_tokens"] = json!(max);
-        }
+        body["max_tokens"] = json!(self.max_tokens);
         body
     }
 }
 
 fn wire_message(m: &ChatMessage) -> Value {
-    let mut v = json!({"role": m.role, "content": m.content});
+    // Never null: llama.cpp and vLLM refuse an assistant tool-call message whose
+    // content is null, and an empty string means the same to every server.
+    let mut v = json!({"role": m.role, "content": m.content.as_deref().unwrap_or_default()});
     if !m.tool_calls.is_empty() {
         v["tool_calls"] = m
             .tool_calls
@@ -382,7 +397,7 @@ mod tests {
                 parameters: json!({"type": "object"}),
             }],
             tool_choice: ToolChoice::Named("read_file".into()),
-            max_tokens: Some(64),
+            max_tokens: 64,
         };
         let wire = request.to_wire("m");
         assert_eq!(wire["model"], "m");
@@ -393,6 +408,10 @@ mod tests {
         assert_eq!(
             wire["messages"][1]["tool_calls"][0]["function"]["arguments"],
             json!("{\"path\":\"a\"}")
+        );
+        assert_eq!(
+            wire["messages"][1]["content"], "",
+            "an assistant tool-call message carries empty content, never null"
         );
         assert_eq!(wire["messages"][2]["tool_call_id"], "c1");
         assert_eq!(wire["tools"][0]["function"]["name"], "read_file");

@@ -19,7 +19,7 @@ use std::path::PathBuf;
 
 use serde_json::Value;
 
-use super::contract::{Binding, TOOLSET, submit_verdict_spec};
+use super::contract::{Binding, resolve_tool_name, submit_verdict_spec};
 use crate::envelope::{Action, ToolCall, evaluate, search, vet_chain};
 use crate::model::{ChatMessage, ChatReply, ChatRequest, ModelClient, ModelError, ToolChoice};
 use crate::paths::Paths;
@@ -31,6 +31,10 @@ pub fn file_for_variant(variant: &str) -> &'static str {
         _ => "chain-oracle-default.json",
     }
 }
+
+/// The reply cap of every oracle call: a verdict is one small tool call, and a
+/// model that rambles past this has not produced one.
+pub const MAX_TOKENS: u32 = 256;
 
 /// How far each stage of the chain may go.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -188,7 +192,7 @@ impl Chain<'_> {
             tools: vec![submit_verdict_spec()],
             // Not forced: after an accepted verdict the model is to reply DONE in text.
             tool_choice: ToolChoice::Auto,
-            max_tokens: None,
+            max_tokens: MAX_TOKENS,
         };
         model.complete(&request).await.map_err(|e| e.to_string())
     }
@@ -204,8 +208,7 @@ impl Chain<'_> {
         let calls = reply.tool_calls.clone();
         conversation.push(ChatMessage::assistant(reply.content, reply.tool_calls));
         for call in calls {
-            // The model may drop the toolset prefix; the oracle offers only its own.
-            let (tools, tool) = call.name.split_once('.').unwrap_or((TOOLSET, &call.name));
+            let (tools, tool) = resolve_tool_name(&call.name);
             let verdict = evaluate(
                 &self.envelope.name,
                 &self.envelope.policy,
@@ -329,8 +332,9 @@ mod tests {
         assert_eq!(requests[0]["messages"][1]["content"], INPUT);
         assert_eq!(
             requests[0]["tools"][0]["function"]["name"],
-            "oracle.submit_verdict"
+            "oracle_submit_verdict"
         );
+        assert_eq!(requests[0]["max_tokens"], 256);
     }
 
     #[tokio::test]

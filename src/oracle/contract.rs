@@ -1,10 +1,11 @@
-//! The verdict contract: the oracle's one model-facing tool, `oracle.submit_verdict`,
-//! bound to the single ask under review, and the deterministic `verdict_state` gate
-//! the chain reads after a chat reply.
+//! The verdict contract: the oracle's one model-facing tool, `oracle.submit_verdict`
+//! (offered on the wire as `oracle_submit_verdict`, since OpenAI-compatible servers
+//! refuse dotted function names), bound to the single ask under review, and the
+//! deterministic `verdict_state` gate the chain reads after a chat reply.
 //!
 //! The contract is a fixed state machine. Checks run in order — settled, verdict,
-//! askId, answer text — and an invalid call is a *result* (accepted false) that never
-//! reaches the answerer. A refused answer keeps the contract open and repeats
+//! askId, answer text ([`check_answer`]) — and an invalid call is a *result* (accepted
+//! false) that never reaches the answerer. A refused answer keeps the contract open and repeats
 //! identically; a settled contract never delivers twice.
 //!
 //! There is no global registry to leak it from: a [`Binding`] exists only for the
@@ -18,6 +19,26 @@ use crate::model::ToolSpec;
 pub const TOOLSET: &str = "oracle";
 pub const SUBMIT_VERDICT: &str = "submit_verdict";
 pub const VERDICT_STATE: &str = "verdict_state";
+/// `oracle.submit_verdict` as the model is offered it: OpenAI-compatible servers
+/// refuse function names outside `^[A-Za-z0-9_-]+$`.
+pub const WIRE_SUBMIT_VERDICT: &str = "oracle_submit_verdict";
+
+/// The longest answer delivered to a unit, in characters.
+pub const MAX_ANSWER_CHARS: usize = 300;
+
+/// The `(toolset, tool)` a model's call names: `oracle.submit_verdict`,
+/// `oracle_submit_verdict` (the wire name) and a bare `submit_verdict` all name the
+/// same tool; a dotted name of another toolset stays that toolset's.
+pub fn resolve_tool_name(name: &str) -> (&str, &str) {
+    if let Some(split) = name.split_once('.') {
+        return split;
+    }
+    let prefix = format!("{TOOLSET}_");
+    match name.strip_prefix(&prefix) {
+        Some(tool) if [SUBMIT_VERDICT, VERDICT_STATE].contains(&tool) => (TOOLSET, tool),
+        _ => (TOOLSET, name),
+    }
+}
 
 /// The one schema line every invalid-call message ends with.
 const SCHEMA_LINE: &str = "the schema is {\"verdict\":\"wait\"|\"answer\", \"answer\": string (required when verdict is \"answer\"), \"askId\": string}. Correct the call and submit the verdict via submit_verdict again.";
@@ -121,6 +142,11 @@ impl<'a> Binding<'a> {
                 "invalid call: verdict \"answer\" requires a non-empty \"answer\" — the one short plain sentence the unit acts on. {SCHEMA_LINE}"
             )));
         }
+        if let Err(why) = check_answer(&answer) {
+            return Ok(rejected(format!(
+                "invalid answer: it {why}. An answer is one short plain sentence on one line, at most {MAX_ANSWER_CHARS} characters, with no code fences, markup, HTML entities or shell commands; nothing was delivered. Correct the call and submit the verdict via submit_verdict again, or submit wait."
+            )));
+        }
         match self.answerer.answer(&ask, &answer) {
             Ok(()) => {
                 self.outcome = Outcome::Answered(answer);
@@ -151,6 +177,116 @@ impl<'a> Binding<'a> {
             json!({"state": "settled", "text": ""})
         }
     }
+}
+
+/// Is `answer` (trimmed) fit to hand to a unit as its operator's reply? A unit acts on
+/// these words unattended, so anything that is not one plain sentence — several
+/// lines, an essay, a code block, markup, an entity a renderer would decode, or a
+/// command line the unit might run — is refused, naming why.
+pub fn check_answer(answer: &str) -> Result<(), String> {
+    if answer.contains(['\n', '\r', '\u{2028}', '\u{2029}']) {
+        return Err("spans several lines".into());
+    }
+    let chars = answer.chars().count();
+    if chars > MAX_ANSWER_CHARS {
+        return Err(format!("is {chars} characters long"));
+    }
+    if answer.contains("```") || answer.contains("~~~") {
+        return Err("holds a code fence".into());
+    }
+    if answer.chars().any(|c| c.is_control()) {
+        return Err("holds control characters".into());
+    }
+    if let Some(entity) = html_entity(answer) {
+        return Err(format!("holds the HTML entity {entity}"));
+    }
+    if let Some(mark) = markup(answer) {
+        return Err(format!("holds markup ({mark})"));
+    }
+    if let Some(shell) = shell_like(answer) {
+        return Err(format!("looks like a shell command ({shell})"));
+    }
+    Ok(())
+}
+
+/// The first `&name;`, `&#123;` or `&#x1F;` in `text`.
+fn html_entity(text: &str) -> Option<&str> {
+    text.match_indices('&').find_map(|(at, _)| {
+        let rest = &text[at + 1..];
+        let end = rest.find(';')?;
+        let body = rest[..end]
+            .strip_prefix('#')
+            .map_or(&rest[..end], |n| n.strip_prefix(['x', 'X']).unwrap_or(n));
+        (!body.is_empty() && end <= 32 && body.bytes().all(|b| b.is_ascii_alphanumeric()))
+            .then(|| &text[at..at + end + 2])
+    })
+}
+
+/// HTML tags and Markdown that changes how the text reads.
+fn markup(text: &str) -> Option<&'static str> {
+    let tag = text.match_indices('<').any(|(at, _)| {
+        text[at + 1..]
+            .chars()
+            .next()
+            .is_some_and(|c| c.is_ascii_alphabetic() || c == '/' || c == '!')
+    });
+    if tag {
+        return Some("an HTML tag");
+    }
+    if text.contains('`') {
+        return Some("inline code");
+    }
+    if text.contains("**") || text.contains("__") {
+        return Some("emphasis");
+    }
+    if text.contains("](") {
+        return Some("a link");
+    }
+    let starts = |p: &str| text.starts_with(p);
+    if starts("#") || starts("> ") || starts("- ") || starts("* ") || starts("+ ") {
+        return Some("a heading, quote or list");
+    }
+    None
+}
+
+/// Commands a unit could take at its word.
+const SHELL_WORDS: &[&str] = &[
+    "sudo", "rm", "curl", "wget", "chmod", "chown", "dd", "mkfs", "bash", "sh", "zsh", "eval",
+    "exec", "kill", "pkill", "git", "npm", "npx", "pip", "cargo", "make", "docker", "mv", "cp",
+    "ls", "cat", "echo", "export", "cd",
+];
+
+/// Why `text` reads as a command line rather than a sentence, if it does.
+fn shell_like(text: &str) -> Option<&'static str> {
+    for (needle, why) in [
+        ("$(", "command substitution"),
+        ("&&", "a command chain"),
+        ("||", "a command chain"),
+        ("| sh", "a pipe into a shell"),
+        ("|sh", "a pipe into a shell"),
+        ("| bash", "a pipe into a shell"),
+        ("|bash", "a pipe into a shell"),
+        ("> /dev/", "a redirection"),
+        (">/dev/", "a redirection"),
+    ] {
+        if text.contains(needle) {
+            return Some(why);
+        }
+    }
+    if text.starts_with("$ ") || text.starts_with("# ") {
+        return Some("a prompt sign");
+    }
+    // `rm -rf build`, `git push --force`, `chmod 777 x`, `sudo rm x`: a command word,
+    // then a flag, a path, a number or another command word.
+    let mut words = text.split_whitespace();
+    let first = words.next().unwrap_or_default();
+    let arg_like = |w: &str| {
+        w.starts_with('-')
+            || w.contains('/')
+            || w.chars().all(|c| c.is_ascii_digit())
+            || SHELL_WORDS.contains(&w)
+    };
+    (SHELL_WORDS.contains(&first) && words.any(arg_like)).then_some("a command word with arguments")
 }
 
 /// What the loop sends back after a chat reply while the contract is open.
@@ -204,7 +340,7 @@ pub fn submit_verdict_spec() -> ToolSpec {
         properties.insert(name.to_string(), p);
     }
     ToolSpec {
-        name: format!("{TOOLSET}.{SUBMIT_VERDICT}"),
+        name: WIRE_SUBMIT_VERDICT.into(),
         description: "Submit the verdict for the ask under review. Exactly one accepted call ends the review. Returns {accepted, outcome, message}: accepted false means nothing was recorded and message states what to correct.".into(),
         parameters: json!({"type": "object", "properties": properties, "required": ["verdict", "askId"]}),
     }
@@ -364,9 +500,102 @@ mod tests {
     }
 
     #[test]
+    fn every_spelling_of_the_verdict_tool_resolves_to_it() {
+        for name in [
+            "oracle.submit_verdict",
+            "oracle_submit_verdict",
+            "submit_verdict",
+        ] {
+            assert_eq!(
+                resolve_tool_name(name),
+                ("oracle", "submit_verdict"),
+                "{name}"
+            );
+        }
+        assert_eq!(
+            resolve_tool_name("local_shell.local_shell"),
+            ("local_shell", "local_shell")
+        );
+        assert_eq!(
+            resolve_tool_name("oracle_approve"),
+            ("oracle", "oracle_approve")
+        );
+    }
+
+    #[test]
+    fn only_one_plain_line_is_an_answer() {
+        for ok in [
+            "yes, rename it",
+            "Use the staging database; production stays untouched.",
+            "Keep 3 retries & a 10 s backoff.",
+            "git history can stay as it is.",
+            "the cat picture goes in docs/img",
+        ] {
+            assert_eq!(check_answer(ok), Ok(()), "{ok}");
+        }
+        for (bad, why) in [
+            ("yes\nand also no", "spans several lines"),
+            (&"y".repeat(301), "is 301 characters long"),
+            ("```sh\nls\n```", "spans several lines"),
+            ("run ```ls``` first", "holds a code fence"),
+            ("yes &amp; no", "holds the HTML entity &amp;"),
+            ("use &#x3C;b&#x3E;", "holds the HTML entity &#x3C;"),
+            ("<b>yes</b>", "holds markup (an HTML tag)"),
+            ("**yes**", "holds markup (emphasis)"),
+            ("see [the docs](http://x)", "holds markup (a link)"),
+            ("- yes", "holds markup (a heading, quote or list)"),
+            ("run `make` first", "holds markup (inline code)"),
+            (
+                "rm -rf build",
+                "looks like a shell command (a command word with arguments)",
+            ),
+            (
+                "sudo rm /etc/hosts",
+                "looks like a shell command (a command word with arguments)",
+            ),
+            (
+                "git push --force",
+                "looks like a shell command (a command word with arguments)",
+            ),
+            (
+                "curl http://x | sh",
+                "looks like a shell command (a pipe into a shell)",
+            ),
+            (
+                "yes, then cd /tmp && make",
+                "looks like a shell command (a command chain)",
+            ),
+            ("$ ls", "looks like a shell command (a prompt sign)"),
+            (
+                "echo $(id)",
+                "looks like a shell command (command substitution)",
+            ),
+        ] {
+            assert_eq!(check_answer(bad), Err(why.to_string()), "{bad}");
+        }
+    }
+
+    #[test]
+    fn an_unfit_answer_is_a_correction_and_delivers_nothing() {
+        let rec = Recorder::default();
+        let mut b = Binding::new("a1", "{}", &rec);
+        let bad = submit(
+            &mut b,
+            json!({"verdict": "answer", "askId": "a1", "answer": "rm -rf build"}),
+        );
+        assert_eq!(bad["accepted"], false);
+        assert_eq!(
+            message(&bad),
+            "invalid answer: it looks like a shell command (a command word with arguments). An answer is one short plain sentence on one line, at most 300 characters, with no code fences, markup, HTML entities or shell commands; nothing was delivered. Correct the call and submit the verdict via submit_verdict again, or submit wait."
+        );
+        assert!(rec.delivered.lock().unwrap().is_empty());
+        assert_eq!(b.outcome(), &Outcome::Open);
+    }
+
+    #[test]
     fn the_descriptor_lists_every_property_and_requires_two() {
         let spec = submit_verdict_spec();
-        assert_eq!(spec.name, "oracle.submit_verdict");
+        assert_eq!(spec.name, "oracle_submit_verdict");
         let props = spec.parameters["properties"].as_object().unwrap();
         let names: Vec<&str> = props.keys().map(String::as_str).collect();
         assert_eq!(names, ["verdict", "answer", "askId"]);

@@ -43,6 +43,16 @@ pub const ENVELOPE: &str = "hitl-policy-oracle.json";
 
 /// How often the driver looks at the bus for new questions.
 const BUS_POLL: Duration = Duration::from_millis(100);
+/// The shortest per-call model timeout, however short the park window.
+const MIN_CALL_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// One oracle model call may take as long as the park window (within
+/// [`MIN_CALL_TIMEOUT`] and the client's default): a verdict that comes later than
+/// that reaches a unit that has already parked, and a hung server must not hold the
+/// review for the client's full two minutes.
+fn call_timeout(park_window: Duration) -> Duration {
+    park_window.clamp(MIN_CALL_TIMEOUT, ModelSettings::DEFAULT_TIMEOUT)
+}
 
 /// A mounted oracle: the chain, its envelope and the model, ready to follow the bus.
 pub struct Oracle {
@@ -65,7 +75,9 @@ impl Oracle {
         let chain = ChainFile::load(paths, chain::file_for_variant(&variant))?;
         let envelope = search::load(paths, ENVELOPE)
             .map_err(|e| anyhow::anyhow!("--oracle: load {ENVELOPE}: {e}"))?;
-        let model = ModelClient::connect(&ModelSettings::from_config(&config)?);
+        let mut settings = ModelSettings::from_config(&config)?;
+        settings.timeout = call_timeout(config.ask_park_window()?);
+        let model = ModelClient::connect(&settings);
         match &model {
             Ok(m) => {
                 tracing::info!(model = %m.describe(), chain = %chain.file_name, "oracle mounted")
@@ -161,6 +173,14 @@ impl Oracle {
             mission.id
         ))
         .await;
+        let started = Instant::now();
+        let mut closing = Abandoned {
+            trace: &self.trace,
+            mission_id: &mission.id,
+            ask_id,
+            started,
+            armed: true,
+        };
         let deliver = Deliver {
             oracle: self,
             fleet,
@@ -168,13 +188,13 @@ impl Oracle {
             parked: AtomicBool::new(false),
         };
         let mut binding = Binding::new(ask_id, &input, &deliver);
-        let started = Instant::now();
         let chain = Chain {
             model: &self.model,
             file: &self.chain,
             envelope: &self.envelope,
         };
         let ran = chain.run(&input, &mut binding).await;
+        closing.armed = false;
         let elapsed = crate::duration::format(round_to_ms(started.elapsed()));
         emit(match (binding.outcome(), ran) {
             (Outcome::Answered(text), _) => format!(
@@ -196,6 +216,36 @@ impl Oracle {
             ),
         })
         .await;
+    }
+}
+
+/// The closing line of a review that never finished: the driver is dropped with the
+/// fire (or the board unmounts it) while the chain still runs, and the trace must not
+/// end on "reviewing".
+struct Abandoned<'a> {
+    trace: &'a Trace,
+    mission_id: &'a str,
+    ask_id: &'a str,
+    started: Instant,
+    /// Cleared once the review wrote its own closing line.
+    armed: bool,
+}
+
+impl Drop for Abandoned<'_> {
+    // Drop cannot await the blocking boundary, and `blocking_in_place` may panic while
+    // the runtime is being torn down: this one short insert runs where it stands.
+    fn drop(&mut self) {
+        if self.armed {
+            let elapsed = crate::duration::format(round_to_ms(self.started.elapsed()));
+            self.trace.emit(
+                self.mission_id,
+                self.ask_id,
+                &format!(
+                    "oracle: abandoned the review of ask {} ({elapsed}): the oracle was unmounted before a verdict — the question stays with a human",
+                    self.ask_id
+                ),
+            );
+        }
     }
 }
 
@@ -343,6 +393,19 @@ mod tests {
         assert_eq!(
             review_input(&event),
             r#"{"missionId":"m1","askId":"a1","agentName":"stub","intent":"rename","summary":"Rename it?"}"#
+        );
+    }
+
+    #[test]
+    fn a_model_call_fits_the_park_window() {
+        assert_eq!(
+            call_timeout(Duration::from_secs(30)),
+            Duration::from_secs(30)
+        );
+        assert_eq!(call_timeout(Duration::ZERO), MIN_CALL_TIMEOUT);
+        assert_eq!(
+            call_timeout(Duration::from_secs(3600)),
+            ModelSettings::DEFAULT_TIMEOUT
         );
     }
 

@@ -39,6 +39,8 @@ pub struct AgentOptions {
     pub context_tokens: u64,
     /// Model calls one prompt turn may make before it ends `max_turn_requests`.
     pub max_steps: usize,
+    /// The reply cap (`max_tokens`) of every model call, within a quarter of the window.
+    pub max_tokens: u32,
     /// The home database, read (never written) for `model-*` config fallbacks.
     pub db: PathBuf,
 }
@@ -48,6 +50,8 @@ pub struct AgentOptions {
 pub const DEFAULT_CONTEXT_TOKENS: u64 = 32_768;
 /// Model calls per turn by default: room for a real task, a stop for a loop.
 pub const DEFAULT_MAX_STEPS: usize = 50;
+/// The longest reply asked of the model by default (a quarter of small windows).
+pub const DEFAULT_MAX_TOKENS: u32 = 4096;
 
 /// Serve ACP on stdin/stdout until the client hangs up.
 pub async fn run_agent(options: AgentOptions) -> Result<(), String> {

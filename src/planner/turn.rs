@@ -22,8 +22,6 @@ use crate::model::{ChatMessage, ChatRequest, ModelClient, Role, ToolChoice, Tool
 use crate::tools::PARKED_PREFIX;
 use crate::tools::client::MissionClient;
 
-/// The longest reply asked of the model, in tokens (a quarter of small windows).
-const REPLY_TOKENS: u64 = 4096;
 /// How much of a tool's output its `tool_call_update` card carries.
 const CARD_OUTPUT: usize = 2000;
 const ALLOW_ONCE: &str = "allow-once";
@@ -65,6 +63,8 @@ pub struct Turn<'a> {
     pub model: &'a ModelClient,
     pub context_tokens: u64,
     pub max_steps: usize,
+    /// The reply cap of each model call.
+    pub max_tokens: u32,
 }
 
 /// Token totals over a turn's model calls.
@@ -130,7 +130,7 @@ impl Turn<'_> {
             self.open(state).await?;
         }
         state.messages.push(ChatMessage::user(prompt));
-        let reply_tokens = REPLY_TOKENS.min(self.context_tokens / 4).max(256);
+        let reply_tokens = u64::from(self.max_tokens).min(self.context_tokens / 4);
         for _ in 0..self.max_steps {
             let budget = self.context_tokens.saturating_sub(reply_tokens);
             context::fit(&mut state.messages, &state.tools, budget);
@@ -138,7 +138,7 @@ impl Turn<'_> {
                 messages: state.messages.clone(),
                 tools: state.tools.clone(),
                 tool_choice: ToolChoice::Auto,
-                max_tokens: Some(reply_tokens as u32),
+                max_tokens: reply_tokens as u32,
             };
             let estimate = context::request_tokens(&request.messages, &request.tools);
             let reply = self.model.complete(&request).await.map_err(model_error)?;

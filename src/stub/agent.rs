@@ -1,18 +1,15 @@
 //! The stub's ACP agent side: sessions, the turn cursor, and the step runner.
 
-use std::collections::{HashMap, VecDeque};
+use std::collections::VecDeque;
 use std::io::Write as _;
 use std::path::PathBuf;
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use agent_client_protocol::schema::ProtocolVersion;
 use agent_client_protocol::v1::schema::{
-    AgentCapabilities, CancelNotification, ContentBlock, ContentChunk, Cost, Implementation,
-    InitializeRequest, InitializeResponse, LoadSessionRequest, LoadSessionResponse,
+    AgentCapabilities, ContentBlock, ContentChunk, Cost, LoadSessionRequest, LoadSessionResponse,
     NewSessionRequest, NewSessionResponse, PermissionOption, PermissionOptionKind, Plan, PlanEntry,
-    PlanEntryPriority, PlanEntryStatus, PromptRequest, PromptResponse, RequestPermissionOutcome,
+    PlanEntryPriority, PlanEntryStatus, PromptResponse, RequestPermissionOutcome,
     RequestPermissionRequest, SessionConfigOption, SessionConfigOptionCategory,
     SessionConfigOptionValue, SessionConfigSelectOption, SessionConfigValueId, SessionNotification,
     SessionUpdate, SetSessionConfigOptionRequest, SetSessionConfigOptionResponse, StopReason,
@@ -20,12 +17,14 @@ use agent_client_protocol::v1::schema::{
     UsageUpdate,
 };
 use agent_client_protocol::v1::{ConnectionTo, Responder};
-use agent_client_protocol::{Agent, Client, Error};
+use agent_client_protocol::{Client, Error};
 use serde_json::{Map, Value, json};
 use tokio::sync::watch;
 
 use crate::acp::McpStdioServer;
-use crate::acp::agent_side::CancelSignal;
+use crate::acp::agent_side::{
+    self, AgentSession, BuiltinAgent, CancelSignal, PromptTurn, Sessions,
+};
 use crate::tools::client::MissionClient;
 
 use super::saved::{self, Saved};
@@ -48,8 +47,7 @@ pub struct AgentConfig {
 
 struct StubAgent {
     config: AgentConfig,
-    sessions: Mutex<HashMap<String, Arc<Session>>>,
-    next_session: AtomicU64,
+    sessions: Sessions<Session>,
     /// Raw lines for stdout, shared with the JSON-RPC writer so a garbage
     /// line lands between whole messages.
     outlet: futures::channel::mpsc::UnboundedSender<String>,
@@ -101,147 +99,108 @@ fn fail(message: impl Into<String>) -> Flow {
 /// Run the stub agent on stdin/stdout until the client hangs up.
 pub async fn serve(config: AgentConfig) -> Result<(), String> {
     let deaf = watch::channel(false).0;
-    let (transport, outlet, writer) =
-        crate::acp::agent_side::stdio_transport(Some(deaf.subscribe()));
+    let (transport, outlet, writer) = agent_side::stdio_transport(Some(deaf.subscribe()));
     let agent = Arc::new(StubAgent {
         config,
-        sessions: Mutex::new(HashMap::new()),
-        next_session: AtomicU64::new(1),
+        sessions: Sessions::new("stub-session"),
         outlet,
         deaf,
     });
-    let on_new = agent.clone();
-    let on_load = agent.clone();
-    let on_config = agent.clone();
-    let loads = agent.loads_sessions();
-    let on_prompt = agent.clone();
-    let on_cancel = agent.clone();
-    let initialize_delay = agent.config.initialize_delay;
+    agent_side::serve(agent, transport, writer).await
+}
 
-    let result = Agent
-        .v1()
-        .name("missionboard-stub")
-        .on_receive_request(
-            async move |request: InitializeRequest, responder, _cx| {
-                eprintln!(
-                    "stub: initialize (client asked for {:?})",
-                    request.protocol_version
-                );
-                if let Some(delay) = initialize_delay {
-                    tokio::time::sleep(delay).await;
-                }
-                responder.respond(
-                    InitializeResponse::new(ProtocolVersion::V1)
-                        .agent_capabilities(AgentCapabilities::new().load_session(loads))
-                        .agent_info(Implementation::new(
-                            "missionboard-stub",
-                            env!("CARGO_PKG_VERSION"),
-                        )),
-                )
-            },
-            agent_client_protocol::on_receive_request!(),
-        )
-        .on_receive_request(
-            async move |request: NewSessionRequest, responder, _cx| {
-                let session = on_new.open_session(request);
-                let mut response = NewSessionResponse::new(session.id.clone());
-                if let Some(option) = on_new.model_option(&session) {
-                    response = response.config_options(vec![option]);
-                }
-                responder.respond(response)
-            },
-            agent_client_protocol::on_receive_request!(),
-        )
-        .on_receive_request(
-            async move |request: LoadSessionRequest, responder, _cx| match on_load
-                .load_session(request)
-            {
-                Ok(session) => {
-                    let mut response = LoadSessionResponse::new();
-                    if let Some(option) = on_load.model_option(&session) {
-                        response = response.config_options(vec![option]);
-                    }
-                    responder.respond(response)
-                }
-                Err(reason) => {
-                    eprintln!("stub: session/load refused: {reason}");
-                    responder.respond_with_error(
-                        Error::invalid_params().data(json!({ "reason": reason })),
-                    )
-                }
-            },
-            agent_client_protocol::on_receive_request!(),
-        )
-        .on_receive_request(
-            async move |request: SetSessionConfigOptionRequest, responder, _cx| match on_config
-                .set_model(&request)
-            {
-                Ok(option) => responder.respond(SetSessionConfigOptionResponse::new(vec![option])),
-                Err(reason) => {
-                    eprintln!("stub: session/set_config_option refused: {reason}");
-                    responder.respond_with_error(
-                        Error::invalid_params().data(json!({ "reason": reason })),
-                    )
-                }
-            },
-            agent_client_protocol::on_receive_request!(),
-        )
-        .on_receive_request(
-            async move |request: PromptRequest,
-                        responder: Responder<PromptResponse>,
-                        cx: ConnectionTo<Client>| {
-                let session_id = request.session_id.0.to_string();
-                let Some(session) = on_prompt.session(&session_id) else {
-                    return responder.respond_with_error(
-                        Error::invalid_params()
-                            .data(json!({"reason": format!("unknown session {session_id}")})),
-                    );
-                };
-                // Subscribe now, not in the task: a cancel that follows the
-                // prompt closely must still reach this turn.
-                let cancel = CancelSignal::new(&session.cancel);
-                let agent = on_prompt.clone();
-                // The turn blocks on the client (permissions) and on MCP
-                // calls, so it must not run inside the dispatch loop.
-                cx.spawn(run_prompt(
-                    agent,
-                    session,
-                    request,
-                    responder,
-                    cx.clone(),
-                    cancel,
-                ))
-            },
-            agent_client_protocol::on_receive_request!(),
-        )
-        .on_receive_notification(
-            async move |notification: CancelNotification, _cx| {
-                if let Some(session) = on_cancel.session(&notification.session_id.0) {
-                    eprintln!("stub: session/cancel for {}", session.id);
-                    session.cancel.send_modify(|g| *g += 1);
-                }
-                Ok(())
-            },
-            agent_client_protocol::on_receive_notification!(),
-        )
-        .connect_to(transport)
-        .await;
-    // Let the last answers reach stdout: the writer ends once every sender
-    // (the transport's and the agent's outlet) is gone.
-    drop(agent);
-    writer.drain("stub").await;
-    result.map_err(|e| format!("ACP connection failed: {e:?}"))
+impl AgentSession for Session {
+    fn cancel_generation(&self) -> &watch::Sender<u64> {
+        &self.cancel
+    }
+}
+
+impl BuiltinAgent for StubAgent {
+    type Session = Session;
+
+    fn name(&self) -> &'static str {
+        "missionboard-stub"
+    }
+
+    fn tag(&self) -> &'static str {
+        "stub"
+    }
+
+    fn initialize_delay(&self) -> Option<Duration> {
+        self.config.initialize_delay
+    }
+
+    fn capabilities(&self) -> AgentCapabilities {
+        AgentCapabilities::new().load_session(self.loads_sessions())
+    }
+
+    fn sessions(&self) -> &Sessions<Session> {
+        &self.sessions
+    }
+
+    fn open_session(&self, request: NewSessionRequest) -> (Arc<Session>, NewSessionResponse) {
+        // Loadable sessions outlive this process, so their ids must be unique
+        // across processes too.
+        let id = if self.loads_sessions() {
+            format!("stub-session-{}", uuid::Uuid::new_v4())
+        } else {
+            self.sessions.next_id()
+        };
+        let session = self.open_session_as(id.clone(), request, Saved::default());
+        let mut response = NewSessionResponse::new(id);
+        if let Some(option) = self.model_option(&session) {
+            response = response.config_options(vec![option]);
+        }
+        (session, response)
+    }
+
+    /// `session/load`: the session as its last turn left it, from its saved state.
+    fn load_session(
+        &self,
+        request: LoadSessionRequest,
+    ) -> Result<(Arc<Session>, LoadSessionResponse), Error> {
+        let refuse = |reason: String| {
+            eprintln!("stub: session/load refused: {reason}");
+            Error::invalid_params().data(json!({ "reason": reason }))
+        };
+        if !self.loads_sessions() {
+            return Err(refuse("this stub does not advertise loadSession".into()));
+        }
+        let id = request.session_id.0.to_string();
+        let place = saved::load(&id).map_err(refuse)?;
+        let mut as_new =
+            NewSessionRequest::new(request.cwd.clone()).mcp_servers(request.mcp_servers);
+        if let Some(meta) = request.meta {
+            as_new = as_new.meta(meta);
+        }
+        eprintln!("stub: session/load {id} at turn {}", place.cursor);
+        let session = self.open_session_as(id, as_new, place);
+        let mut response = LoadSessionResponse::new();
+        if let Some(option) = self.model_option(&session) {
+            response = response.config_options(vec![option]);
+        }
+        Ok((session, response))
+    }
+
+    fn set_config_option(
+        &self,
+        request: &SetSessionConfigOptionRequest,
+    ) -> Result<SetSessionConfigOptionResponse, Error> {
+        match self.set_model(request) {
+            Ok(option) => Ok(SetSessionConfigOptionResponse::new(vec![option])),
+            Err(reason) => {
+                eprintln!("stub: session/set_config_option refused: {reason}");
+                Err(Error::invalid_params().data(json!({ "reason": reason })))
+            }
+        }
+    }
+
+    async fn run_prompt(self: Arc<Self>, turn: PromptTurn<Session>) {
+        run_prompt(self, turn).await
+    }
 }
 
 impl StubAgent {
-    fn session(&self, id: &str) -> Option<Arc<Session>> {
-        self.sessions
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .get(id)
-            .cloned()
-    }
-
     /// Does the preloaded script advertise and honour `session/load`?
     fn loads_sessions(&self) -> bool {
         self.config
@@ -250,44 +209,14 @@ impl StubAgent {
             .is_some_and(|s| s.load_session)
     }
 
-    fn open_session(&self, request: NewSessionRequest) -> Arc<Session> {
-        // Loadable sessions outlive this process, so their ids must be unique
-        // across processes too.
-        let id = if self.loads_sessions() {
-            format!("stub-session-{}", uuid::Uuid::new_v4())
-        } else {
-            format!(
-                "stub-session-{}",
-                self.next_session.fetch_add(1, Ordering::Relaxed)
-            )
-        };
-        self.open_session_as(id, request, Saved::default())
-    }
-
-    /// `session/load`: the session as its last turn left it, from its saved state.
-    fn load_session(&self, request: LoadSessionRequest) -> Result<Arc<Session>, String> {
-        if !self.loads_sessions() {
-            return Err("this stub does not advertise loadSession".into());
-        }
-        let id = request.session_id.0.to_string();
-        let place = saved::load(&id)?;
-        let mut as_new =
-            NewSessionRequest::new(request.cwd.clone()).mcp_servers(request.mcp_servers);
-        if let Some(meta) = request.meta {
-            as_new = as_new.meta(meta);
-        }
-        eprintln!("stub: session/load {id} at turn {}", place.cursor);
-        Ok(self.open_session_as(id, as_new, place))
-    }
-
     fn open_session_as(
         &self,
         id: String,
         request: NewSessionRequest,
         place: Saved,
     ) -> Arc<Session> {
-        let servers = crate::acp::agent_side::stdio_servers(&request, "stub");
-        let mission_id = crate::acp::agent_side::mission_id(&request);
+        let servers = agent_side::stdio_servers(&request, "stub");
+        let mission_id = agent_side::mission_id(&request);
         eprintln!(
             "stub: session/new {id} cwd={} mission={mission_id} mcp=[{}]",
             request.cwd.display(),
@@ -324,10 +253,6 @@ impl StubAgent {
             cancel: watch::channel(0).0,
             state: tokio::sync::Mutex::new(state),
         });
-        self.sessions
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .insert(id, session.clone());
         session
     }
 
@@ -373,7 +298,8 @@ impl StubAgent {
         request: &SetSessionConfigOptionRequest,
     ) -> Result<SessionConfigOption, String> {
         let session = self
-            .session(&request.session_id.0)
+            .sessions
+            .get(&request.session_id.0)
             .ok_or_else(|| format!("unknown session {}", request.session_id.0))?;
         if &*request.config_id.0 != MODEL_OPTION || self.models().is_empty() {
             return Err(format!("unknown config option '{}'", request.config_id.0));
@@ -417,25 +343,18 @@ impl StubAgent {
     }
 }
 
-async fn run_prompt(
-    agent: Arc<StubAgent>,
-    session: Arc<Session>,
-    request: PromptRequest,
-    responder: Responder<PromptResponse>,
-    cx: ConnectionTo<Client>,
-    cancel: CancelSignal,
-) -> Result<(), Error> {
+async fn run_prompt(agent: Arc<StubAgent>, turn: PromptTurn<Session>) {
+    let blocks = turn.text_blocks();
+    let PromptTurn {
+        session,
+        responder,
+        cx,
+        cancel,
+        ..
+    } = turn;
     let mut state = session.state.lock().await;
     state.cursor += 1;
     let turn = state.cursor;
-    let blocks: Vec<String> = request
-        .prompt
-        .iter()
-        .filter_map(|b| match b {
-            ContentBlock::Text(t) => Some(t.text.clone()),
-            _ => None,
-        })
-        .collect();
     agent.record_transcript(turn, &blocks.join(" "));
 
     // The first prompt decides the script; later ones (the nudge) only move
@@ -557,16 +476,14 @@ async fn run_prompt(
     if let Err(err) = outcome {
         eprintln!("stub: could not answer the prompt: {err:?}");
     }
-    Ok(())
 }
 
 /// Answer with an error; a failure to send is logged, never fatal to the
 /// connection (a spawned task's error would end it).
-fn respond_error(responder: Responder<PromptResponse>, error: Error) -> Result<(), Error> {
+fn respond_error(responder: Responder<PromptResponse>, error: Error) {
     if let Err(err) = responder.respond_with_error(error) {
         eprintln!("stub: could not answer the prompt: {err:?}");
     }
-    Ok(())
 }
 
 struct TurnRunner<'a> {

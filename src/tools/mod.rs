@@ -45,6 +45,13 @@ pub const MISSION_PLAN: &str = "mission_plan";
 pub const MISSION_ASK_ATTENTION: &str = "mission_ask_attention";
 pub const MISSION_FINISH: &str = "mission_finish";
 
+/// The tools' display titles (MCP `title`), which some agents show in place of names.
+const REPORT_TITLE: &str = "Report to the operator";
+const PLAN_TITLE: &str = "File or revise the plan";
+const ASK_TITLE: &str = "Ask the operator";
+const FINISH_TITLE: &str = "Finish the mission";
+const MISSION_TOOL_TITLES: [&str; 4] = [REPORT_TITLE, PLAN_TITLE, ASK_TITLE, FINISH_TITLE];
+
 /// The four tools, in the order they are listed.
 pub const MISSION_TOOL_NAMES: [&str; 4] = [
     MISSION_REPORT,
@@ -67,6 +74,30 @@ pub const VERDICT_LINE: &str = "The operator's verdict: ";
 
 /// The name of the MCP server entry units get (`mission`).
 pub const MISSION_SERVER_NAME: &str = "mission";
+
+/// The `_meta` key (on a permission request or its tool call) by which an agent
+/// names the mission tool it asks to run: `{"missionboard.missionTool": "mission_report"}`.
+pub const MISSION_TOOL_META_KEY: &str = "missionboard.missionTool";
+
+/// Does `label` — a tool call's or permission request's title, or a tool name as an
+/// agent spells it — name one of the mission tools? Agents qualify names their own
+/// way (`mcp__mission__mission_report`, `mission/mission_report`) or show the tool's
+/// display title (`Report to the operator`, perhaps with a trailing `(…)` naming the
+/// server); a title must match whole, so a title that merely mentions one does not.
+pub fn names_mission_tool(label: &str) -> bool {
+    if MISSION_TOOL_NAMES.iter().any(|t| label.contains(t)) {
+        return true;
+    }
+    let mut title = label.trim();
+    if title.ends_with(')')
+        && let Some(open) = title.rfind(" (")
+    {
+        title = title[..open].trim_end();
+    }
+    MISSION_TOOL_TITLES
+        .iter()
+        .any(|t| t.eq_ignore_ascii_case(title))
+}
 
 /// The error text for a tool that is not one of ours.
 pub fn unknown_tool_error(name: &str) -> String {
@@ -107,7 +138,7 @@ pub fn mission_tool_specs() -> Vec<ToolSpec> {
     vec![
         ToolSpec {
             name: MISSION_REPORT,
-            title: "Report to the operator",
+            title: REPORT_TITLE,
             description: "File a report on this mission for the operator. Nobody reads your \
                 prose: reports are how progress, findings, blockers and results become visible. \
                 Use kind=result (with refs to the artifacts you produced) when the work is done; \
@@ -153,7 +184,7 @@ pub fn mission_tool_specs() -> Vec<ToolSpec> {
         },
         ToolSpec {
             name: MISSION_PLAN,
-            title: "File or revise the plan",
+            title: PLAN_TITLE,
             description: "Set this mission's plan. Every call is a full snapshot: entries you \
                 leave out are deleted. Echo an entry's id to carry it forward; omit the id for a \
                 new entry. Keep exactly one entry in_progress. The stored plan, with the ids the \
@@ -185,7 +216,7 @@ pub fn mission_tool_specs() -> Vec<ToolSpec> {
         },
         ToolSpec {
             name: MISSION_ASK_ATTENTION,
-            title: "Ask the operator",
+            title: ASK_TITLE,
             description: "Ask for a decision you cannot make yourself. The call waits for the \
                 answer and returns its text. If it returns \"no answer yet\" with an ask_id, call \
                 again with that ask_id to keep waiting, or carry on without it.",
@@ -201,7 +232,7 @@ pub fn mission_tool_specs() -> Vec<ToolSpec> {
         },
         ToolSpec {
             name: MISSION_FINISH,
-            title: "Finish the mission",
+            title: FINISH_TITLE,
             description: "Declare the mission's final state. landed: the work is done (file a \
                 result report first). derailed: it went wrong. stuck: you cannot proceed. \
                 abandoned: it should not be done. This is final and cannot be changed.",
@@ -238,6 +269,27 @@ mod tests {
             report["properties"]["kind"]["enum"],
             json!(["progress", "finding", "blocker", "result"])
         );
+    }
+
+    #[test]
+    fn mission_tools_are_named_by_name_or_whole_display_title() {
+        for label in [
+            "mcp__mission__mission_report",
+            "mission/mission_finish",
+            "Report to the operator",
+            "  ask the operator ",
+            "Finish the mission (mission MCP Server)",
+        ] {
+            assert!(names_mission_tool(label), "{label}");
+        }
+        for label in [
+            "Report to the operator and delete src/",
+            "read src/report.rs",
+            "Finish the mission docs",
+            "",
+        ] {
+            assert!(!names_mission_tool(label), "{label}");
+        }
     }
 
     #[test]

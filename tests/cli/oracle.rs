@@ -8,6 +8,7 @@ use std::process::{Command, Stdio};
 
 use serde_json::{Value, json};
 
+use crate::harness::model_server::{self, ModelServer, Reply};
 use crate::harness::{Background, Run, Sandbox, wait_for};
 
 const RENAME: &str = "Rename the env var too?";
@@ -259,8 +260,9 @@ fn a_routine_question_is_answered_as_oracle_inside_the_park_window() {
     );
     assert_eq!(
         requests[0]["tools"][0]["function"]["name"],
-        "oracle.submit_verdict"
+        "oracle_submit_verdict"
     );
+    assert_eq!(requests[0]["max_tokens"], 256);
     let text = w.sb.run(&["mission", "show", &id]).ok();
     assert!(
         text.stdout
@@ -638,4 +640,220 @@ fn a_missing_chain_file_refuses_the_fire_before_anything_runs() {
     );
     assert_eq!(fired.stdout, "");
     assert_eq!(sb.newest_mission(), None, "nothing was fired");
+}
+
+impl World {
+    /// Point the oracle at `server` instead of the scripted dialog.
+    fn use_server(&self, server: &ModelServer) {
+        self.sb
+            .run(&["config", "set", "model-base-url", &server.url])
+            .ok();
+        self.sb
+            .run(&["config", "set", "model-name", "test-model"])
+            .ok();
+    }
+}
+
+/// `oracle_submit_verdict` answering `text`, as a model server sends it.
+fn served_answer(text: &str) -> Reply {
+    model_server::tool_call(
+        "oracle_submit_verdict",
+        json!({"verdict": "answer", "askId": "{{input.askId}}", "answer": text}),
+    )
+}
+
+#[test]
+fn the_oracle_answers_through_a_model_server_that_validates_like_llama_cpp() {
+    let server = ModelServer::start(vec![
+        served_answer("yes, rename it"),
+        model_server::text("DONE"),
+    ]);
+    let w = World::new(ASK_THEN_LAND, json!([]));
+    w.use_server(&server);
+    let run = w.sb.run_with(w.fire("default"));
+    assert_eq!(run.code, 0, "{run:#?}");
+    assert!(
+        run.stdout.contains("  [result] renamed: yes, rename it\n"),
+        "{run:#?}"
+    );
+    let requests = server.requests();
+    assert_eq!(
+        requests.len(),
+        2,
+        "a verdict, then DONE; none refused: {requests:#?}"
+    );
+    for r in &requests {
+        assert_eq!(r["max_tokens"], 256);
+        assert_eq!(r["tools"][0]["function"]["name"], "oracle_submit_verdict");
+    }
+    let echoed = requests[1]["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|m| m["role"] == "assistant")
+        .unwrap();
+    assert_eq!(echoed["content"], "", "never null: {echoed}");
+    assert_eq!(
+        echoed["tool_calls"][0]["function"]["name"],
+        "oracle_submit_verdict"
+    );
+}
+
+/// What the model is told when its answer is not one plain line.
+fn unfit(why: &str) -> String {
+    format!(
+        "invalid answer: it {why}. An answer is one short plain sentence on one line, at most 300 characters, with no code fences, markup, HTML entities or shell commands; nothing was delivered. Correct the call and submit the verdict via submit_verdict again, or submit wait."
+    )
+}
+
+#[test]
+fn an_answer_that_is_not_one_plain_line_is_corrected_before_anything_is_delivered() {
+    let w = World::new(
+        ASK_THEN_LAND,
+        json!([
+            answer("rm -rf build && make"),
+            answer("<b>yes</b> &amp; rename"),
+            answer("yes, rename it"),
+            done(),
+            done()
+        ]),
+    );
+    let run = w.sb.run_with(w.fire("default"));
+    assert_eq!(run.code, 0, "{run:#?}");
+    let id = w.sb.newest_mission().unwrap();
+    let record = show(&w.sb, &id);
+    assert_eq!(
+        record["asks"][0]["resolution"],
+        json!({"answer": "yes, rename it", "answeredBy": "oracle"})
+    );
+    let requests = w.requests();
+    assert_eq!(
+        last_tool_message(&requests[1]),
+        unfit("looks like a shell command (a command chain)")
+    );
+    assert_eq!(
+        last_tool_message(&requests[2]),
+        unfit("holds the HTML entity &amp;")
+    );
+    let ask_id = record["asks"][0]["id"].as_str().unwrap();
+    assert_eq!(
+        stderr_trace(&run),
+        [
+            reviewing(ask_id, &id),
+            format!("oracle: answered ask {ask_id} in T as agent \"oracle\": \"yes, rename it\"")
+        ]
+    );
+}
+
+#[test]
+fn unfit_answers_past_every_budget_deliver_nothing_and_the_question_waits() {
+    let multi_line = answer("yes\nand also rename the docs");
+    let w = World::new(
+        ASK_THEN_LAND,
+        json!([
+            multi_line,
+            answer("```yes```"),
+            answer(&"yes ".repeat(80)),
+            {"text": "unread"},
+            answer("- yes"),
+            answer("sudo rm -rf /"),
+            done()
+        ]),
+    );
+    let bg = w.fire_in_background("default");
+    let id = wait_for(20, "the mission", || w.sb.newest_mission());
+    let trace = wait_trace(&w.sb, &id, "no verdict");
+    let ask = pending_ids(&w.sb, &id);
+    assert_eq!(ask.len(), 1, "nothing was delivered: {trace:?}");
+    assert_eq!(
+        trace[1],
+        format!(
+            "oracle: no verdict for ask {} within the chain budgets (T) — the question stays with a human",
+            ask[0]
+        )
+    );
+    let requests = w.requests();
+    assert_eq!(
+        requests.len(),
+        7,
+        "3 review rounds, the unread reply, 2 recovery rounds, the last word"
+    );
+    let told: Vec<String> = [1, 2, 3, 5, 6]
+        .iter()
+        .map(|&i| last_tool_message(&requests[i]))
+        .collect();
+    assert_eq!(
+        told,
+        [
+            unfit("spans several lines"),
+            unfit("holds a code fence"),
+            unfit("is 319 characters long"),
+            unfit("holds markup (a heading, quote or list)"),
+            unfit("looks like a shell command (a command word with arguments)"),
+        ]
+    );
+    human_answers(&w.sb, &ask[0]);
+    let run = bg.join();
+    assert_eq!(run.code, 0, "{run:#?}");
+    assert!(
+        run.stdout
+            .contains("  [result] renamed: a human says yes\n"),
+        "{run:#?}"
+    );
+}
+
+#[test]
+fn a_review_still_running_when_the_fire_ends_closes_its_trace_abandoned() {
+    let server = ModelServer::start(vec![Reply::Hang]);
+    let w = World::new(ASK_THEN_LAND, json!([]));
+    w.use_server(&server);
+    let bg = w.fire_in_background("default");
+    let id = wait_for(20, "the mission", || w.sb.newest_mission());
+    wait_trace(&w.sb, &id, "reviewing");
+    wait_for(20, "the model call", || {
+        (!server.requests().is_empty()).then_some(())
+    });
+    w.sb.run(&["mission", "stop", &id, "--reason", "done for today"])
+        .ok();
+    let run = bg.join();
+    assert_eq!(run.code, 1, "{run:#?}");
+    let ask = show(&w.sb, &id)["asks"][0]["id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let expected = vec![
+        reviewing(&ask, &id),
+        format!(
+            "oracle: abandoned the review of ask {ask} (T): the oracle was unmounted before a verdict — the question stays with a human"
+        ),
+    ];
+    assert_eq!(stderr_trace(&run), expected);
+    assert_eq!(recorded_trace(&w.sb, &id), expected);
+}
+
+#[test]
+fn a_hung_model_server_is_given_up_on_at_the_park_window_not_the_clients_default() {
+    // Every attempt hangs: three for the loop's chat, three for recovery's.
+    let server = ModelServer::start(vec![Reply::Hang; 6]);
+    let w = World::new(ASK_THEN_LAND, json!([]));
+    w.use_server(&server);
+    w.sb.run(&["config", "set", "ask-park-window", "5s"]).ok();
+    let bg = w.fire_in_background("default");
+    let id = wait_for(20, "the mission", || w.sb.newest_mission());
+    // Six calls of 5 s and the backoffs between them: past wait_trace's deadline.
+    let trace = wait_for(120, "the chain error", || {
+        let t = recorded_trace(&w.sb, &id);
+        t.iter().any(|l| l.contains("chain error")).then_some(t)
+    });
+    let ask = pending_ids(&w.sb, &id);
+    assert_eq!(
+        trace[1],
+        format!(
+            "oracle: chain error for ask {} (T): model endpoint {}/chat/completions did not answer within 5s — the question stays with a human",
+            ask[0], server.url
+        )
+    );
+    assert_eq!(server.requests().len(), 6, "each call tried three times");
+    human_answers(&w.sb, &ask[0]);
+    assert_eq!(bg.join().code, 0);
 }

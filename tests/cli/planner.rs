@@ -5,6 +5,7 @@
 
 use serde_json::{Value, json};
 
+use crate::harness::model_server::{self, ModelServer, Reply};
 use crate::harness::{Background, Sandbox, wait_for};
 
 /// A scratch world with the presets seeded and the model replaced by `dialog`.
@@ -275,4 +276,67 @@ fn the_declaration_s_model_keys_win_over_config() {
     let fired = sb.fire("local-planner", "land at once", &[]);
     assert_eq!(fired.code, 0, "{fired:#?}");
     assert_eq!(requests(&dialog).len(), 1);
+}
+
+/// Declare `http-planner`: the native agent on `server`, with `--max-tokens 512`.
+fn http_planner(sb: &Sandbox, server: &ModelServer) {
+    sb.run(&["init"]).ok();
+    sb.write(
+        &sb.cwd.join(".missionboard/agents.toml"),
+        &format!(
+            "[agents.http-planner]\ncommand = \"missionboard\"\nargs = [\"agent\", \"--max-tokens\", \"512\"]\nbase_url = \"{}\"\nmodel = \"test-model\"\n",
+            server.url
+        ),
+    );
+}
+
+#[test]
+fn agent_planner_works_against_a_model_server_that_validates_like_llama_cpp() {
+    let server = ModelServer::start(vec![
+        model_server::tool_call(
+            "mission_report",
+            json!({"kind": "progress", "summary": "working over http"}),
+        ),
+        model_server::tool_call(
+            "mission_finish",
+            json!({"status": "landed", "reason": "done over http"}),
+        ),
+    ]);
+    let sb = Sandbox::new();
+    http_planner(&sb, &server);
+    let fired = sb.fire("http-planner", "land over http", &[]);
+    assert_eq!(fired.code, 0, "{fired:#?}");
+    assert!(
+        fired.stdout.contains("finished: landed — done over http\n"),
+        "{fired:#?}"
+    );
+    let sent = server.requests();
+    assert_eq!(sent.len(), 2, "none refused, none retried: {sent:#?}");
+    for request in &sent {
+        assert_eq!(request["max_tokens"], 512, "the configured reply cap");
+        assert_eq!(request["model"], "test-model");
+    }
+    let echoed = sent[1]["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|m| m["role"] == "assistant" && m["tool_calls"].is_array())
+        .expect("the tool call went back to the model");
+    assert_eq!(echoed["content"], "", "never null: {echoed}");
+}
+
+#[test]
+fn a_4xx_from_the_model_server_is_not_retried_and_derails_with_its_body() {
+    let body = r#"{"error":{"message":"'tool_choice' is not supported by this model"}}"#;
+    let server = ModelServer::start(vec![Reply::Status(400, body.into())]);
+    let sb = Sandbox::new();
+    http_planner(&sb, &server);
+    let fired = sb.fire("http-planner", "land over http", &[]);
+    assert_eq!(fired.code, 1, "{fired:#?}");
+    let expected = format!(
+        "finished: derailed — unit turn failed: agent returned error -32603 to session/prompt: model endpoint {}/chat/completions answered HTTP 400: {body}",
+        server.url
+    );
+    assert!(fired.stdout.contains(&expected), "{fired:#?}");
+    assert_eq!(server.requests().len(), 1, "a 4xx is not retried");
 }

@@ -171,10 +171,7 @@ impl Budget {
     /// `maxToolCalls` (reported once; later calls return `None` but are refused by
     /// [`Budget::is_exhausted`]).
     pub fn tool_call(&self, id: &str, title: &str) -> Option<Crossing> {
-        if crate::tools::MISSION_TOOL_NAMES
-            .iter()
-            .any(|t| title.contains(t))
-        {
+        if crate::tools::names_mission_tool(title) {
             return None;
         }
         let mut s = self.spent.lock().unwrap();

@@ -1,0 +1,215 @@
+//! Missions run by a third-party agent written on the official Python SDKs
+//! (`agent-client-protocol` for ACP, `mcp` for the mission tools): the real binary
+//! hosts `tests/agents/sdk_agent.py`, which reaches its mission only through the
+//! `missionboard mcp-bridge` entry it is handed in `session/new`.
+//!
+//! These tests need python3 with the packages of `tests/agents/requirements.txt`;
+//! without them they fail, saying how to install them (`.ci/run` does).
+
+#[path = "../common/mod.rs"]
+mod harness;
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::sync::OnceLock;
+
+use harness::{Run, Sandbox, wait_for};
+use serde_json::Value;
+
+const REQUIREMENTS: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/agents/requirements.txt");
+const AGENT: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/agents/sdk_agent.py");
+
+/// The interpreter that has the SDKs, resolved once to its real executable (so a
+/// pyenv or virtualenv shim on PATH does not have to survive the unit's scrubbed
+/// environment). `MISSIONBOARD_TEST_PYTHON` names one explicitly; else `python3`,
+/// then `python`, on PATH.
+fn python() -> &'static Path {
+    static PYTHON: OnceLock<Result<PathBuf, String>> = OnceLock::new();
+    let found = PYTHON.get_or_init(|| {
+        let mut tried = Vec::new();
+        let candidates = std::env::var("MISSIONBOARD_TEST_PYTHON")
+            .into_iter()
+            .chain(["python3".to_string(), "python".to_string()]);
+        for candidate in candidates {
+            let probe = Command::new(&candidate)
+                .args(["-c", "import sys, acp, mcp; print(sys.executable)"])
+                .output();
+            match probe {
+                Ok(out) if out.status.success() => {
+                    let exe = String::from_utf8_lossy(&out.stdout).trim().to_string();
+                    if !exe.is_empty() {
+                        return Ok(PathBuf::from(exe));
+                    }
+                    tried.push(format!("{candidate}: no sys.executable"));
+                }
+                Ok(out) => tried.push(format!(
+                    "{candidate}: {}",
+                    String::from_utf8_lossy(&out.stderr)
+                        .lines()
+                        .last()
+                        .unwrap_or("failed")
+                )),
+                Err(e) => tried.push(format!("{candidate}: {e}")),
+            }
+        }
+        Err(format!(
+            "the SDK agent tests need python3 with the agent-client-protocol and mcp packages. Install them with `python3 -m pip install -r {REQUIREMENTS}` (or point MISSIONBOARD_TEST_PYTHON at an interpreter that has them). Tried: {}",
+            tried.join("; ")
+        ))
+    });
+    match found {
+        Ok(path) => path,
+        Err(why) => panic!("{why}"),
+    }
+}
+
+/// A scratch world with the presets seeded and `sdk` declared as the SDK agent.
+fn sdk_world() -> Sandbox {
+    let sb = Sandbox::new();
+    sb.run(&["init"]).ok();
+    sb.write(
+        &sb.home.join("agents.toml"),
+        &format!(
+            "[agents.sdk]\ncommand = {:?}\nargs = [{:?}]\ndescription = \"the Python ACP SDK test agent\"\n",
+            python().display().to_string(),
+            AGENT
+        ),
+    );
+    sb
+}
+
+fn show(sb: &Sandbox, id: &str) -> Value {
+    let out = sb.run(&["mission", "show", id, "--json"]).ok();
+    serde_json::from_str(&out.stdout).unwrap()
+}
+
+/// `(kind, summary)` of every report of the newest mission, as recorded.
+fn reports(sb: &Sandbox) -> Vec<(String, String)> {
+    let id = sb.newest_mission().expect("a mission");
+    show(sb, &id)["reports"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| {
+            (
+                r["kind"].as_str().unwrap().to_string(),
+                r["summary"].as_str().unwrap().to_string(),
+            )
+        })
+        .collect()
+}
+
+/// The fire's verdict line: `Mission <id> finished: <verdict>`.
+#[track_caller]
+fn assert_finished(sb: &Sandbox, run: &Run, verdict: &str) {
+    let id = sb.newest_mission().expect("a mission");
+    let line = format!("Mission {id} finished: {verdict}");
+    assert!(
+        run.stdout.lines().any(|l| l == line),
+        "wanted the line {line:?}:\n{run:#?}"
+    );
+}
+
+#[test]
+fn a_mission_lands_through_the_sdk_agent_and_its_mcp_client() {
+    let sb = sdk_world();
+    let bg = sb.fire_in_background("sdk", "sdk: land", &[]);
+    let ask = wait_for(60, "the sdk agent's question", || {
+        sb.pending_ask_ids().first().cloned()
+    });
+    let asks = sb.run(&["approvals", "list"]).ok();
+    assert!(
+        asks.stdout
+            .contains("Which branch should the release go on?"),
+        "{}",
+        asks.stdout
+    );
+    sb.run(&["approvals", "respond", &ask, "--answer", "main"])
+        .ok();
+    let run = bg.join();
+    assert_eq!(run.code, 0, "{run:#?}");
+    assert_finished(&sb, &run, "landed — released by the sdk agent");
+    let id = sb.newest_mission().unwrap();
+    assert_eq!(show(&sb, &id)["status"], "landed");
+    let reports = reports(&sb);
+    assert!(
+        reports.contains(&("progress".into(), "sdk agent at work".into())),
+        "{reports:?}"
+    );
+    assert!(
+        reports.contains(&("result".into(), "released on: main".into())),
+        "{reports:?}"
+    );
+}
+
+#[test]
+fn the_sdk_agents_turn_error_is_quoted_with_its_data() {
+    let sb = sdk_world();
+    let run = sb.fire("sdk", "sdk: error", &[]);
+    assert_eq!(run.code, 1, "{run:#?}");
+    let reason = "unit turn failed: agent returned error -32603 to session/prompt: Internal error (the upstream model answered HTTP 500: overloaded)";
+    assert_finished(&sb, &run, &format!("derailed — {reason}"));
+    let id = sb.newest_mission().unwrap();
+    let record = show(&sb, &id);
+    assert_eq!(record["status"], "derailed");
+    assert!(
+        reports(&sb).contains(&("blocker".into(), reason.into())),
+        "the blocker quotes the SDK's details: {record:#}"
+    );
+}
+
+#[test]
+fn permission_requests_for_mission_tools_are_recognised_by_title_and_meta() {
+    let sb = sdk_world();
+    // Under strict every unruled call is denied: only a request recognised as one of
+    // the mission tools is allowed.
+    let run = sb.run(&[
+        "mission",
+        "fire",
+        "sdk",
+        "sdk: permissions",
+        "--wait",
+        "--policy",
+        "strict",
+    ]);
+    assert_eq!(run.code, 0, "{run:#?}");
+    let findings: Vec<String> = reports(&sb)
+        .into_iter()
+        .filter(|(kind, _)| kind == "finding")
+        .map(|(_, summary)| summary)
+        .collect();
+    assert_eq!(
+        findings,
+        [
+            "permission by title: allowed",
+            "permission by _meta: allowed",
+            "permission unnamed: rejected"
+        ]
+    );
+}
+
+#[test]
+fn a_non_json_stdout_line_derails_even_when_the_agent_finishes_during_the_cancel_grace() {
+    let sb = sdk_world();
+    let run = sb.fire("sdk", "sdk: garbage", &[]);
+    assert_eq!(run.code, 1, "{run:#?}");
+    assert_finished(
+        &sb,
+        &run,
+        "derailed — unit turn failed: unexpected answer to session/prompt: the agent wrote a line that is not JSON-RPC to stdout: \"sdk agent says hello on stdout\"",
+    );
+    let id = sb.newest_mission().unwrap();
+    assert_eq!(show(&sb, &id)["status"], "derailed");
+}
+
+#[test]
+fn a_turn_that_ends_right_behind_its_stdout_garbage_derails_too() {
+    let sb = sdk_world();
+    let run = sb.fire("sdk", "sdk: garbage-end", &[]);
+    assert_eq!(run.code, 1, "{run:#?}");
+    assert_finished(
+        &sb,
+        &run,
+        "derailed — unit turn failed: unexpected answer to session/prompt: the agent wrote a line that is not JSON-RPC to stdout: \"sdk agent says goodbye on stdout\"",
+    );
+}
