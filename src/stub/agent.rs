@@ -247,13 +247,12 @@ impl StubAgent {
             .as_ref()
             .and_then(|s| s.models.first().cloned())
             .unwrap_or_default();
-        let session = Arc::new(Session {
-            id: id.clone(),
+        Arc::new(Session {
+            id,
             model: Mutex::new(model),
             cancel: watch::channel(0).0,
             state: tokio::sync::Mutex::new(state),
-        });
-        session
+        })
     }
 
     /// The models a preloaded script advertises.
