@@ -12,6 +12,7 @@ pub mod bus;
 pub mod cli;
 pub mod clock;
 pub mod config;
+pub mod confine;
 pub mod duration;
 pub mod envelope;
 pub mod fleet;

@@ -358,14 +358,22 @@ pub struct Unit {
 impl Unit {
     /// Spawn the unit, `initialize` it and open its session.
     pub async fn start(spec: UnitSpec) -> Result<Unit, UnitError> {
+        Unit::start_confined(spec, None).await
+    }
+
+    /// [`Unit::start`] inside `confinement`, applied to the child before it runs.
+    pub async fn start_confined(
+        spec: UnitSpec,
+        confinement: Option<crate::confine::Prepared>,
+    ) -> Result<Unit, UnitError> {
         let env = unit_environment(std::env::vars(), &spec.env);
         let (process, pipes) =
-            process::spawn(&spec.program, &spec.args, &env, &spec.cwd).map_err(|e| {
-                UnitError::Spawn {
+            process::spawn(&spec.program, &spec.args, &env, &spec.cwd, confinement).map_err(
+                |e| UnitError::Spawn {
                     program: spec.program.display().to_string(),
                     error: e.to_string(),
-                }
-            })?;
+                },
+            )?;
 
         let (events_tx, events_rx) = mpsc::unbounded_channel();
         let (perm_tx, perm_rx) = mpsc::unbounded_channel();

@@ -65,7 +65,7 @@ pub async fn run(scale: Scale) -> anyhow::Result<Vec<Row>> {
         ask_ceiling: None,
         park_window: Duration::from_secs(120),
     };
-    let _socket = serve_mission_socket(&socket_path, Arc::new(calls)).await?;
+    let socket = serve_mission_socket(&socket_path, Arc::new(calls)).await?;
     let mut unit = Unit::start(UnitSpec {
         program: exe.clone(),
         args: vec![
@@ -75,7 +75,7 @@ pub async fn run(scale: Scale) -> anyhow::Result<Vec<Row>> {
         ],
         env: Default::default(),
         cwd: scratch.paths.cwd.clone(),
-        mcp_servers: vec![bridge_server_entry(&exe, &socket_path)],
+        mcp_servers: vec![bridge_server_entry(&exe, &socket)],
         meta: mission_meta(&mission.id),
     })
     .await?;

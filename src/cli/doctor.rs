@@ -91,6 +91,16 @@ pub(super) fn run(ctx: &Ctx) -> anyhow::Result<i32> {
             cfg.fleet_max_parallel()?
         ));
     }
+    let abi = crate::confine::landlock_abi();
+    lines.push(format!(
+        "Sandbox:   Landlock ABI {abi} — {}",
+        match crate::envelope::sandbox::unenforced_note(abi) {
+            Some(note) => note,
+            None =>
+                "envelope sandbox limits are enforced by the kernel (network.connect from ABI 4)"
+                    .to_string(),
+        }
+    ));
     lines.push(format!(
         "Beta:      {}",
         if ctx.beta { "on" } else { "off" }

@@ -108,6 +108,9 @@ async fn fire_and_wait(
     for line in compute_narration(&agent, &d.compute, &d.caps) {
         println!("{line}");
     }
+    for line in sandbox_narration(&d.sandbox) {
+        println!("{line}");
+    }
     println!(
         "Waiting for a terminal status (timeout {}; the unit is a child of this process and is torn down when it exits)…",
         crate::duration::format(timeout)
@@ -181,6 +184,17 @@ fn compute_narration(agent: &str, bounds: &ComputeBounds, caps: &AgentCaps) -> V
             ),
         });
     }
+    lines
+}
+
+/// The unit's sandbox, each limit with its truthful label; on a kernel without
+/// Landlock, once, that none of it is enforced; and any tree granted around the home.
+fn sandbox_narration(sandbox: &crate::envelope::sandbox::Resolved) -> Vec<String> {
+    use crate::envelope::sandbox::{describe, unenforced_note};
+    let abi = crate::confine::landlock_abi();
+    let mut lines = vec![format!("Sandbox: {}.", describe(&sandbox.decl, abi))];
+    lines.extend(unenforced_note(abi).map(|n| format!("Sandbox: {n}.")));
+    lines.extend(sandbox.carved.iter().map(|c| format!("Sandbox: {c}.")));
     lines
 }
 

@@ -206,6 +206,13 @@ fn compute_lines(ctx: &Ctx, store: &crate::store::Store, m: &Mission) -> Vec<Str
     if let Some(model) = record.and_then(|r| r.model) {
         lines.push(format!("Model:     {model}"));
     }
+    lines.push(format!(
+        "Sandbox:   {}",
+        crate::envelope::sandbox::describe(
+            &envelope.policy.sandbox_or_baseline(),
+            crate::confine::landlock_abi()
+        )
+    ));
     lines
 }
 

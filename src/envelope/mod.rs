@@ -9,6 +9,7 @@ pub mod eval;
 pub mod glob;
 pub mod policy;
 pub mod presets;
+pub mod sandbox;
 pub mod search;
 pub mod shell;
 pub mod vet;

@@ -320,9 +320,20 @@ pub struct Policy {
     pub compute: ComputeBounds,
     pub attention: Option<AttentionBounds>,
     pub trusted_binaries: Option<TrustedBinaries>,
+    /// The `sandbox` block; `None`: the baseline ([`super::sandbox::SandboxDecl::baseline`]).
+    pub sandbox: Option<super::sandbox::SandboxDecl>,
+    /// `workspace`: where the unit works unless the fire says otherwise.
+    pub workspace: super::sandbox::WorkspaceMode,
 }
 
 impl Policy {
+    /// The sandbox the unit runs under: the declared block, else the baseline.
+    pub fn sandbox_or_baseline(&self) -> super::sandbox::SandboxDecl {
+        self.sandbox
+            .clone()
+            .unwrap_or_else(super::sandbox::SandboxDecl::baseline)
+    }
+
     /// Loads a policy file's bytes with the full load model (see the module docs).
     /// `name` only labels errors.
     pub fn parse(name: &str, bytes: &[u8]) -> Result<Policy, PolicyError> {
@@ -348,6 +359,8 @@ impl Policy {
             compute: ComputeBounds::default(),
             attention: None,
             trusted_binaries: None,
+            sandbox: None,
+            workspace: Default::default(),
         }
     }
 }
@@ -655,6 +668,8 @@ pub(crate) struct RawPolicy {
     pub(crate) compute: Option<RawCompute>,
     pub(crate) attention: Option<AttentionBounds>,
     pub(crate) trusted_binaries: Option<TrustedBinaries>,
+    pub(crate) sandbox: Option<super::sandbox::SandboxDecl>,
+    pub(crate) workspace: super::sandbox::WorkspaceMode,
 }
 
 #[derive(Debug, Clone, Default)]
@@ -759,6 +774,12 @@ pub(crate) fn decode_policy(doc: &Json) -> Result<RawPolicy, String> {
             }
         }
         raw.trusted_binaries = Some(trusted);
+    }
+    if let Some(s) = field(top, "sandbox", false) {
+        raw.sandbox = Some(super::sandbox::decode(s)?);
+    }
+    if let Some(w) = field(top, "workspace", true) {
+        raw.workspace = super::sandbox::decode_workspace(w)?;
     }
     Ok(raw)
 }
@@ -1020,6 +1041,8 @@ impl RawPolicy {
             compute,
             attention: self.attention,
             trusted_binaries: self.trusted_binaries,
+            sandbox: self.sandbox,
+            workspace: self.workspace,
         }
     }
 }

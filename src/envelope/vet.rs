@@ -26,6 +26,8 @@ const POLICY_FIELDS: &[&str] = &[
     "attention",
     "trusted_binaries",
     "version",
+    "sandbox",
+    "workspace",
 ];
 const RULE_FIELDS: &[&str] = &["tools", "tool", "when", "action", "timeout_s", "on_timeout"];
 const CONDITION_FIELDS: &[&str] = &["key", "op", "value"];
@@ -316,6 +318,21 @@ fn policy_warnings(raw: &RawPolicy) -> Vec<(String, String)> {
                 _ => continue,
             };
             warnings.push((format!("compute.{}", field.key()), message));
+        }
+    }
+    if let Some(decl) = &raw.sandbox {
+        use super::sandbox::{SandboxField, SandboxStatus, sandbox_status};
+        let abi = crate::confine::landlock_abi();
+        for field in SandboxField::ALL {
+            if sandbox_status(field, decl, abi) == SandboxStatus::DeclaredNotEnforced {
+                warnings.push((
+                    format!("sandbox.{}", field.key()),
+                    format!(
+                        "{} is declared, not enforced: this kernel offers Landlock ABI {abi}, too old to hold it — the unit is not confined by it here",
+                        field.key()
+                    ),
+                ));
+            }
         }
     }
     if let Some(trusted) = &raw.trusted_binaries {

@@ -7,6 +7,7 @@
 //! the `status_changed` event on the shared bus.
 
 pub mod budget;
+pub mod confinement;
 mod drive;
 pub mod mission_tools;
 mod permissions;
@@ -59,6 +60,8 @@ pub struct Dispatched {
     pub caps: AgentCaps,
     /// The envelope's compute bounds the mission runs under.
     pub compute: ComputeBounds,
+    /// The sandbox its unit runs in.
+    pub sandbox: crate::envelope::sandbox::Resolved,
 }
 
 /// A unit whose session is open, not yet driven.
@@ -68,6 +71,9 @@ struct Started {
     session_id: String,
     instance_id: String,
     cwd: String,
+    /// `{tmp}`: lives as long as the unit's drive task.
+    tmp: confinement::MissionTmp,
+    sandbox: crate::envelope::sandbox::Resolved,
 }
 
 /// A unit this host holds.
@@ -196,7 +202,9 @@ impl Fleet {
                 inner.max_parallel
             );
         }
-        let mut started = self.start_unit(&mission_id, &agent, &cwd).await?;
+        let mut started = self
+            .start_unit(&mission_id, &agent, &cwd, &envelope.policy)
+            .await?;
         // The model allowlist is held on the started unit, before the mission row
         // exists: only a running agent says which models it offers, and a refused
         // fire must leave no record (the unit is reaped, the socket removed).
@@ -224,6 +232,7 @@ impl Fleet {
         };
         let (session_id, instance_id) = (started.session_id.clone(), started.instance_id.clone());
         let caps = started.unit.capabilities().clone();
+        let sandbox = started.sandbox.clone();
         self.host(started, mission, envelope, drive::Opening::Fresh);
         Ok(Dispatched {
             mission_id,
@@ -231,6 +240,7 @@ impl Fleet {
             session_id,
             caps,
             compute,
+            sandbox,
         })
     }
 
@@ -280,7 +290,9 @@ impl Fleet {
             } else {
                 PathBuf::from(&cp.cwd)
             };
-            let mut started = self.start_unit(&mission.id, &agent, &cwd).await?;
+            let mut started = self
+                .start_unit(&mission.id, &agent, &cwd, &envelope.policy)
+                .await?;
             if let Err(e) = budget::select_allowed_model(
                 &mut started.unit,
                 &envelope.policy.compute,
@@ -378,14 +390,33 @@ impl Fleet {
         anyhow::bail!("resolve agent {name:?}: not found{hint}")
     }
 
-    /// Serve the mission's socket and start its agent with a session pointed at it.
+    /// Serve the mission's socket and start its agent, inside the envelope's sandbox,
+    /// with a session pointed at it.
     async fn start_unit(
         &self,
         mission_id: &str,
         agent: &crate::agents::Agent,
         cwd: &std::path::Path,
+        policy: &crate::envelope::Policy,
     ) -> anyhow::Result<Started> {
         let inner = &self.inner;
+        let config = Config::new(inner.missions.store().clone());
+        let mut env = crate::planner::unit_env(agent, &config)?;
+        let tmp = confinement::MissionTmp::create(mission_id)?;
+        env.insert("TMPDIR".to_string(), tmp.path().display().to_string());
+        let model_url = match env.get(crate::planner::ENV_BASE_URL) {
+            Some(url) => Some(url.clone()),
+            None => config.get(crate::config::MODEL_BASE_URL)?,
+        };
+        let confined = confinement::confine_unit(
+            &inner.paths,
+            agent,
+            &policy.sandbox_or_baseline(),
+            cwd,
+            &tmp,
+            &inner.self_exe,
+            model_url.as_deref(),
+        )?;
         // The socket must listen before session/new: agents connect to their MCP
         // servers while the session opens.
         let run_dir = inner.paths.run_dir();
@@ -414,14 +445,16 @@ impl Fleet {
         let spec = UnitSpec {
             program: agent.program(),
             args: agent.args.clone(),
-            env: crate::planner::unit_env(agent, &Config::new(inner.missions.store().clone()))?,
+            env,
             cwd: cwd.to_path_buf(),
-            mcp_servers: vec![bridge_server_entry(&inner.self_exe, &socket_path)],
+            mcp_servers: vec![bridge_server_entry(&inner.self_exe, &socket)],
             meta: mission_meta(mission_id),
         };
-        let unit = Unit::start(spec).await.map_err(|e| {
-            anyhow::anyhow!("agent {:?} could not start a session: {e}", agent.name)
-        })?;
+        let unit = Unit::start_confined(spec, confined.prepared)
+            .await
+            .map_err(|e| {
+                anyhow::anyhow!("agent {:?} could not start a session: {e}", agent.name)
+            })?;
         let session_id = unit.session_id().to_string();
         handler.0.lock().unwrap().session_id = session_id.clone();
         Ok(Started {
@@ -430,6 +463,8 @@ impl Fleet {
             session_id,
             instance_id: uuid::Uuid::new_v4().to_string(),
             cwd: cwd.display().to_string(),
+            tmp,
+            sandbox: confined.resolved,
         })
     }
 
@@ -500,10 +535,12 @@ impl Fleet {
         };
         let fleet = self.clone();
         let key = mission_id.clone();
+        let tmp = started.tmp;
         // Registered under the lock before the task can finish and deregister itself.
         let mut units = inner.units.lock().unwrap();
         let done = tokio::spawn(async move {
             drive.run().await;
+            drop(tmp);
             fleet.inner.units.lock().unwrap().remove(&key);
         });
         units.insert(

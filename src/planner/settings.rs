@@ -99,6 +99,7 @@ mod tests {
             env: BTreeMap::new(),
             description: String::new(),
             model,
+            state_dirs: Vec::new(),
             source: "/x/agents.toml".into(),
         }
     }

@@ -127,7 +127,7 @@ pub async fn start(options: Options) -> Harness {
         env: options.env,
         cwd: dir.path().to_path_buf(),
         mcp_servers: if options.mission_server {
-            vec![bridge_server_entry(Path::new(EXE), &socket_path)]
+            vec![bridge_server_entry(Path::new(EXE), &socket)]
         } else {
             Vec::new()
         },
