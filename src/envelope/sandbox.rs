@@ -15,11 +15,15 @@
 //! limited reads the system dirs and the programs the unit runs are always readable.
 //!
 //! One rule is not the envelope's to change: the missionboard home (store, sockets,
-//! logs, envelopes) and the workspace's `.missionboard/` are never writable by a
-//! unit. Landlock can only grant, never subtract, so a granted tree that contains one
-//! of them is granted entry by entry around it; an entry inside one is refused.
-//! An envelope without a block gets [`SandboxDecl::baseline`]: writes anywhere but
-//! those places.
+//! logs, envelopes) is never writable by a unit. Landlock can only grant, never
+//! subtract, so a granted tree that contains the home is granted entry by entry
+//! around it (new files directly in the directories on the way are refused); an
+//! entry inside it refuses the fire. An envelope without a block gets
+//! [`SandboxDecl::baseline`]: writes anywhere but the home.
+//!
+//! A workspace's own `.missionboard/` is not carved out the same way: it sits at the
+//! root of the tree a unit works in, and carving around it would refuse every new
+//! file there. A mission fired with a worktree keeps it out of reach instead.
 
 use std::path::{Component, Path, PathBuf};
 
@@ -232,8 +236,7 @@ pub struct Places {
     pub tmp: PathBuf,
     /// `~`; entries starting with it are skipped when there is none.
     pub user_home: Option<PathBuf>,
-    /// Never writable (and never readable under limited reads): the missionboard
-    /// home, the workspace's `.missionboard/`.
+    /// Never writable (and never readable under limited reads): the missionboard home.
     pub protected: Vec<PathBuf>,
     /// The agent declaration's `state_dirs` (templates, like write entries).
     pub state_dirs: Vec<String>,

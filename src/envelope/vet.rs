@@ -603,7 +603,7 @@ mod tests {
     }
 
     const POLICY_KNOWN: &str =
-        "default_action, rules, compute, attention, trusted_binaries, version";
+        "default_action, rules, compute, attention, trusted_binaries, version, sandbox, workspace";
     const RULE_KNOWN: &str = "tools, tool, when, action, timeout_s, on_timeout";
 
     #[test]

@@ -71,9 +71,7 @@ pub fn confine_unit(
         user_home: std::env::var_os("HOME")
             .filter(|h| !h.is_empty())
             .map(PathBuf::from),
-        protected: std::iter::once(paths.home.clone())
-            .chain(paths.workspace.clone())
-            .collect(),
+        protected: vec![paths.home.clone()],
         state_dirs: agent.state_dirs.clone(),
         executables: vec![agent.program(), bridge_exe.to_path_buf()],
         model_port: model_base_url.and_then(url_port),

@@ -103,7 +103,7 @@ fn an_answer_after_the_host_died_resumes_the_run_exactly_once() {
         let sb = Sandbox::new();
         sb.declare_stubs(&[("stub", Some(&script(ASK_THEN_LAND)))]);
         sb.run(&["config", "set", "ask-park-window", "200ms"]).ok();
-        let transcript = sb.home.join("transcript.log");
+        let transcript = sb.cwd.join("transcript.log");
         let (ask, answered) = kill_then_answer(&sb, &transcript);
         let answered = answered.ok();
         assert!(

@@ -101,7 +101,8 @@ impl Sandbox {
         for (name, script) in agents {
             let args = match script {
                 Some(json) => {
-                    let path = self.home.join(format!("script-{name}.json"));
+                    // In the workspace: under strict and acpx a unit cannot read the home.
+                    let path = self.cwd.join(format!("script-{name}.json"));
                     self.write(&path, json);
                     format!(
                         "[\"stub-agent\", \"--script\", {:?}]",

@@ -10,3 +10,4 @@ mod foundation;
 mod missions;
 mod oracle;
 mod planner;
+mod sandbox;

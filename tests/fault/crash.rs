@@ -190,7 +190,7 @@ fn an_answer_after_a_crash_resumes_exactly_once_over_100_trials() {
         let trials: Vec<(usize, std::path::PathBuf)> = (0..BATCH)
             .map(|i| {
                 let n = batch * BATCH + i;
-                (n, sb.home.join(format!("transcript-{n}.log")))
+                (n, sb.cwd.join(format!("transcript-{n}.log")))
             })
             .collect();
         let hosts: Vec<Host> = trials
