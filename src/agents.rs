@@ -23,12 +23,53 @@ use std::path::{Path, PathBuf};
 
 use serde::Deserialize;
 
+use crate::config::{Config, MODEL_API_KEY_ENV, MODEL_BASE_URL, MODEL_NAME};
 use crate::paths::Paths;
 
 /// The file name looked up in each search directory.
 pub const FILE_NAME: &str = "agents.toml";
 /// The command name that stands for this binary.
 pub const SELF_COMMAND: &str = "missionboard";
+
+// How the host hands the native agent its resolved model settings (the agent reads
+// them back in `planner::settings`).
+/// The endpoint, as the host passes it to a native-agent unit.
+pub const ENV_BASE_URL: &str = "MISSIONBOARD_MODEL_BASE_URL";
+/// The model name.
+pub const ENV_MODEL: &str = "MISSIONBOARD_MODEL_NAME";
+/// The name of the variable that holds the endpoint's API key.
+pub const ENV_API_KEY_ENV: &str = "MISSIONBOARD_MODEL_API_KEY_ENV";
+
+/// The parts of a running agent's self-description the runtime cares about (what
+/// it says when a unit starts). It lives here, beside the declarations, so the
+/// envelope can judge model bounds without knowing the protocol that carried it.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct AgentCaps {
+    pub agent_name: Option<String>,
+    pub agent_version: Option<String>,
+    pub load_session: bool,
+    pub models: Option<SessionModels>,
+    /// Ids of the agent's advertised auth methods (a hint for "needs login").
+    pub auth_methods: Vec<String>,
+}
+
+impl AgentCaps {
+    /// The session models the agent offers, if it advertised any at all.
+    pub fn offered_models(&self) -> Option<&SessionModels> {
+        self.models.as_ref().filter(|m| !m.available.is_empty())
+    }
+}
+
+/// Models the agent advertised for the session (from a `model` config
+/// option, or the older `models` field).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SessionModels {
+    pub available: Vec<String>,
+    pub current: String,
+    /// The config option that selects the model (`session/set_config_option`);
+    /// `None` when the agent used the older `models` field (`session/set_model`).
+    pub config_id: Option<String>,
+}
 
 /// One declared agent.
 #[derive(Debug, Clone, PartialEq)]
@@ -78,6 +119,39 @@ impl Agent {
             .chain(self.args.iter().map(String::as_str))
             .collect::<Vec<_>>()
             .join(" ")
+    }
+
+    /// The environment for a unit of this agent: its declared env, plus — for the
+    /// native agent — the resolved model settings and the API key they name.
+    pub fn unit_env(&self, config: &Config) -> anyhow::Result<BTreeMap<String, String>> {
+        let mut env = self.env.clone();
+        if !self.is_native_agent() {
+            return Ok(env);
+        }
+        let keys = &self.model;
+        let pick = |declared: &Option<String>, key: &str| -> anyhow::Result<Option<String>> {
+            match declared.as_deref().map(str::trim).filter(|v| !v.is_empty()) {
+                Some(v) => Ok(Some(v.to_string())),
+                None => config.get(key),
+            }
+        };
+        let settings = [
+            (ENV_BASE_URL, pick(&keys.base_url, MODEL_BASE_URL)?),
+            (ENV_MODEL, pick(&keys.model, MODEL_NAME)?),
+            (ENV_API_KEY_ENV, pick(&keys.api_key_env, MODEL_API_KEY_ENV)?),
+        ];
+        for (name, value) in settings {
+            if let Some(value) = value {
+                if name == ENV_API_KEY_ENV
+                    && !env.contains_key(&value)
+                    && let Ok(key) = std::env::var(&value)
+                {
+                    env.insert(value.clone(), key);
+                }
+                env.insert(name.to_string(), value);
+            }
+        }
+        Ok(env)
     }
 }
 
@@ -247,5 +321,57 @@ mod tests {
             ),
             "{err}"
         );
+    }
+
+    fn agent(args: &[&str], model: ModelKeys) -> Agent {
+        Agent {
+            name: "p".into(),
+            command: "missionboard".into(),
+            args: args.iter().map(|a| a.to_string()).collect(),
+            env: BTreeMap::new(),
+            description: String::new(),
+            model,
+            state_dirs: Vec::new(),
+            source: "/x/agents.toml".into(),
+        }
+    }
+
+    fn config() -> (tempfile::TempDir, Config) {
+        let dir = tempfile::tempdir().unwrap();
+        let store = crate::store::Store::open(&dir.path().join("board.db")).unwrap();
+        (dir, Config::new(store))
+    }
+
+    #[test]
+    fn the_declaration_wins_and_config_fills_the_rest() {
+        let (_dir, config) = config();
+        config.set(MODEL_NAME, "from-config").unwrap();
+        config
+            .set(MODEL_API_KEY_ENV, "MB_TEST_UNSET_KEY_VAR")
+            .unwrap();
+        let a = agent(
+            &["agent"],
+            ModelKeys {
+                base_url: Some("http://127.0.0.1:8080/v1".into()),
+                ..Default::default()
+            },
+        );
+        let env = a.unit_env(&config).unwrap();
+        assert_eq!(env[ENV_BASE_URL], "http://127.0.0.1:8080/v1");
+        assert_eq!(env[ENV_MODEL], "from-config");
+        assert_eq!(env[ENV_API_KEY_ENV], "MB_TEST_UNSET_KEY_VAR");
+        assert!(
+            !env.contains_key("MB_TEST_UNSET_KEY_VAR"),
+            "unset in the host, so not invented"
+        );
+    }
+
+    #[test]
+    fn other_agents_get_only_their_declared_env() {
+        let (_dir, config) = config();
+        let env = agent(&["stub-agent"], ModelKeys::default())
+            .unit_env(&config)
+            .unwrap();
+        assert!(env.is_empty());
     }
 }

@@ -1,6 +1,7 @@
-//! Wall-clock time as stored (unix milliseconds) and as printed (RFC 3339, UTC).
+//! Wall-clock time as stored (unix milliseconds) and as printed (RFC 3339, UTC),
+//! and the one way to wait on a condition with a deadline.
 
-use std::time::{SystemTime, UNIX_EPOCH};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 /// Milliseconds since the unix epoch.
 pub fn now_ms() -> i64 {
@@ -56,6 +57,43 @@ pub fn ser_opt_rfc3339<S: serde::Serializer>(ms: &Option<i64>, s: S) -> Result<S
     }
 }
 
+/// Check `probe` every `every` until it yields `Some`; `None` once `limit` has
+/// passed without it. For async callers: it sleeps on the runtime, not the thread.
+pub async fn poll_until<T>(
+    limit: Duration,
+    every: Duration,
+    mut probe: impl FnMut() -> Option<T>,
+) -> Option<T> {
+    let deadline = Instant::now() + limit;
+    loop {
+        if let Some(v) = probe() {
+            return Some(v);
+        }
+        if Instant::now() >= deadline {
+            return None;
+        }
+        tokio::time::sleep(every).await;
+    }
+}
+
+/// [`poll_until`] for a plain thread: it sleeps the thread between checks.
+pub fn poll_until_blocking<T>(
+    limit: Duration,
+    every: Duration,
+    mut probe: impl FnMut() -> Option<T>,
+) -> Option<T> {
+    let deadline = Instant::now() + limit;
+    loop {
+        if let Some(v) = probe() {
+            return Some(v);
+        }
+        if Instant::now() >= deadline {
+            return None;
+        }
+        std::thread::sleep(every);
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -65,5 +103,17 @@ mod tests {
         assert_eq!(rfc3339(0), "1970-01-01T00:00:00Z");
         assert_eq!(rfc3339(951_782_400_000), "2000-02-29T00:00:00Z");
         assert_eq!(rfc3339(1_796_220_003_000), "2026-12-02T14:00:03Z");
+    }
+
+    #[test]
+    fn a_poll_returns_the_first_value_or_none_at_the_deadline() {
+        let mut n = 0;
+        let got = poll_until_blocking(Duration::from_secs(30), Duration::ZERO, || {
+            n += 1;
+            (n == 3).then_some(n)
+        });
+        assert_eq!(got, Some(3));
+        let never: Option<()> = poll_until_blocking(Duration::ZERO, Duration::ZERO, || None);
+        assert_eq!(never, None);
     }
 }

@@ -22,6 +22,8 @@ pub mod model;
 pub mod oracle;
 pub mod paths;
 pub mod planner;
+pub mod runtime;
+pub mod schema;
 pub mod store;
 pub mod stub;
 pub mod table;

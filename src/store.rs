@@ -1,9 +1,11 @@
 //! The durable store: one SQLite file at `<home>/board.db`.
 //!
-//! The store owns the connection, the pragmas and the schema version; each service
+//! The store owns the connection, the pragmas and the migration runner; each service
 //! module owns its own tables (their DDL lives beside the code that reads them) and
-//! talks to SQLite through [`Store::with`]. Keeping every SQL statement inside the
-//! owning module is what lets a shared PostgreSQL store replace this one later.
+//! talks to SQLite through [`Store::with`]. The list of migrations is handed in by
+//! the caller ([`Store::open_with`]); `crate::schema` assembles the real one.
+//! Keeping every SQL statement inside the owning module is what lets a shared
+//! PostgreSQL store replace this one later.
 
 use std::fmt;
 use std::path::{Path, PathBuf};
@@ -12,28 +14,10 @@ use std::time::Duration;
 
 use rusqlite::{Connection, ErrorCode, OpenFlags};
 
-/// Schema migrations, applied in order; `PRAGMA user_version` records how many ran.
-/// Append only: a released migration is never edited.
-/// Each entry lists the owning modules' DDL for that version.
-const MIGRATIONS: &[&[&str]] = &[
-    // v1: configuration and the cross-process bus.
-    &[crate::config::SCHEMA_V1, crate::bus::SCHEMA_V1],
-    // v2: missions, their reports, plan revisions and the operator inbox.
-    &[
-        crate::mission::SCHEMA_V2,
-        crate::mission::report::SCHEMA_V2,
-        crate::mission::plan::SCHEMA_V2,
-        crate::mission::inbox::SCHEMA_V2,
-    ],
-    // v3: durable asks.
-    &[crate::asks::SCHEMA_V3],
-    // v4: runs parked on an ask past its park window.
-    &[crate::asks::checkpoint::SCHEMA_V4],
-    // v5: per-mission compute: the unit's session model, raised limits, a pause.
-    &[crate::fleet::budget::SCHEMA_V5],
-    // v6: the oracle's operator trace.
-    &[crate::oracle::trace::SCHEMA_V6],
-];
+/// One schema version: the DDL each owning module contributes to it, run in one
+/// transaction. The ordered list of versions is assembled above the store (in
+/// `crate::schema`), so the store never names the modules that own tables.
+pub type Migration = &'static [&'static str];
 
 /// How long a write waits for another process's lock before it gives up.
 const BUSY_TIMEOUT: Duration = Duration::from_secs(15);
@@ -82,9 +66,10 @@ impl fmt::Display for StoreError {
 impl std::error::Error for StoreError {}
 
 impl Store {
-    /// Open (creating if needed) the database at `path`, apply pending migrations and
-    /// refuse a file written by a newer missionboard.
-    pub fn open(path: &Path) -> Result<Store, StoreError> {
+    /// Open (creating if needed) the database at `path`, apply the pending ones of
+    /// `migrations` (in order; `PRAGMA user_version` records how many ran) and refuse
+    /// a file written by a newer missionboard.
+    pub fn open_with(path: &Path, migrations: &[Migration]) -> Result<Store, StoreError> {
         if let Some(dir) = path.parent() {
             std::fs::create_dir_all(dir).map_err(|e| {
                 StoreError::new(format!(
@@ -105,7 +90,7 @@ impl Store {
             }),
         };
         store.configure()?;
-        store.migrate()?;
+        store.migrate(migrations)?;
         Ok(store)
     }
 
@@ -195,8 +180,8 @@ impl Store {
         })
     }
 
-    fn migrate(&self) -> Result<(), StoreError> {
-        let known = MIGRATIONS.len() as u32;
+    fn migrate(&self, migrations: &[Migration]) -> Result<(), StoreError> {
+        let known = migrations.len() as u32;
         let found = self.schema_version()?;
         if found > known {
             return Err(StoreError::new(format!(
@@ -204,7 +189,7 @@ impl Store {
                 self.path().display()
             )));
         }
-        for (i, parts) in MIGRATIONS.iter().enumerate().skip(found as usize) {
+        for (i, parts) in migrations.iter().enumerate().skip(found as usize) {
             let version = i as u32 + 1;
             self.write(|tx| {
                 // Re-check under the write lock: another process may have migrated meanwhile.
@@ -212,7 +197,7 @@ impl Store {
                 if now >= version {
                     return Ok(());
                 }
-                for sql in *parts {
+                for sql in parts.iter() {
                     tx.execute_batch(sql)?;
                 }
                 tx.pragma_update(None, "user_version", version)?;
@@ -275,14 +260,48 @@ fn describe(path: &Path, err: rusqlite::Error) -> StoreError {
 mod tests {
     use super::*;
 
+    /// Two versions, shaped like the real list but owned by this test.
+    const TEST_MIGRATIONS: &[Migration] = &[
+        &["CREATE TABLE a (id INTEGER PRIMARY KEY);"],
+        &[
+            "CREATE TABLE b (id INTEGER PRIMARY KEY);",
+            "CREATE TABLE c (id INTEGER PRIMARY KEY);",
+        ],
+    ];
+
+    fn open(path: &Path) -> Result<Store, StoreError> {
+        Store::open_with(path, TEST_MIGRATIONS)
+    }
+
+    #[test]
+    fn a_longer_list_applies_only_the_new_versions() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("board.db");
+        let s = Store::open_with(&path, &TEST_MIGRATIONS[..1]).unwrap();
+        assert_eq!(s.schema_version().unwrap(), 1);
+        drop(s);
+        let s = open(&path).unwrap();
+        assert_eq!(s.schema_version().unwrap(), 2);
+        let tables: i64 = s
+            .with(|c| {
+                c.query_row(
+                    "SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name IN ('a','b','c')",
+                    [],
+                    |r| r.get(0),
+                )
+            })
+            .unwrap();
+        assert_eq!(tables, 3);
+    }
+
     #[test]
     fn migrates_a_fresh_file_and_reopens_it() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("home/board.db");
-        let s = Store::open(&path).unwrap();
-        assert_eq!(s.schema_version().unwrap(), MIGRATIONS.len() as u32);
+        let s = open(&path).unwrap();
+        assert_eq!(s.schema_version().unwrap(), TEST_MIGRATIONS.len() as u32);
         drop(s);
-        let s = Store::open(&path).unwrap();
+        let s = open(&path).unwrap();
         assert_eq!(s.integrity_check().unwrap(), "ok");
     }
 
@@ -294,7 +313,7 @@ mod tests {
             let c = Connection::open(&path).unwrap();
             c.pragma_update(None, "user_version", 99).unwrap();
         }
-        let err = Store::open(&path).err().unwrap().to_string();
+        let err = open(&path).err().unwrap().to_string();
         assert!(err.contains("schema version 99"), "{err}");
         assert!(err.contains("upgrade missionboard"), "{err}");
         let c = Connection::open(&path).unwrap();
@@ -313,7 +332,7 @@ mod tests {
             b"this is plainly not sqlite, it is a long line of text...",
         )
         .unwrap();
-        let err = Store::open(&path).err().unwrap().to_string();
+        let err = open(&path).err().unwrap().to_string();
         assert!(err.contains(&path.display().to_string()), "{err}");
         assert!(err.contains("not a missionboard database"), "{err}");
     }

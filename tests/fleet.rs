@@ -1,47 +1,14 @@
 //! One host, several missions: the in-process fleet (as the board runs it) over the
 //! real stub agent binary and a real store in a scratch home.
 
+mod common;
+
 use std::path::Path;
-use std::time::{Duration, Instant};
 
+use common::{FleetHost, wait_for_async};
 use missionboard::asks::Asks;
-use missionboard::config::Config;
-use missionboard::envelope::presets;
-use missionboard::fleet::{DispatchRequest, Fleet, stop::stop_mission};
+use missionboard::fleet::{DispatchRequest, stop::stop_mission};
 use missionboard::mission::Status;
-use missionboard::paths::Paths;
-use missionboard::store::Store;
-
-const BIN: &str = env!("CARGO_BIN_EXE_missionboard");
-
-struct Host {
-    _dir: tempfile::TempDir,
-    fleet: Fleet,
-}
-
-fn host(max_parallel: &str, scripts: &[(&str, &str)]) -> Host {
-    let dir = tempfile::tempdir().unwrap();
-    let home = dir.path().join("home");
-    let cwd = dir.path().join("work");
-    std::fs::create_dir_all(&cwd).unwrap();
-    presets::seed_policies_quietly(&home).unwrap();
-    let mut toml = String::new();
-    for (name, script) in scripts {
-        let path = home.join(format!("{name}.json"));
-        std::fs::write(&path, script).unwrap();
-        toml.push_str(&format!(
-            "[agents.{name}]\ncommand = {BIN:?}\nargs = [\"stub-agent\", \"--script\", {:?}]\n\n",
-            path.display().to_string()
-        ));
-    }
-    std::fs::write(home.join("agents.toml"), toml).unwrap();
-    let store = Store::open(&home.join("board.db")).unwrap();
-    Config::new(store.clone())
-        .set("fleet-max-parallel", max_parallel)
-        .unwrap();
-    let fleet = Fleet::with_executable(Paths::resolve(home, cwd), store, BIN.into()).unwrap();
-    Host { _dir: dir, fleet }
-}
 
 fn request(agent: &str) -> DispatchRequest {
     DispatchRequest {
@@ -52,29 +19,18 @@ fn request(agent: &str) -> DispatchRequest {
     }
 }
 
-async fn until<T>(what: &str, mut f: impl FnMut() -> Option<T>) -> T {
-    let deadline = Instant::now() + Duration::from_secs(20);
-    loop {
-        if let Some(v) = f() {
-            return v;
-        }
-        assert!(Instant::now() < deadline, "timed out waiting for {what}");
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
-}
-
 const MUTE: &str = r#"{"name":"mute","turns":[{"steps":["mute"]},{"steps":["mute"]}]}"#;
 const LAND: &str = r#"{"name":"land","turns":[{"steps":[{"report":{"kind":"result","summary":"ok"}},{"finish":"landed"}]}]}"#;
 const CRASH: &str = r#"{"name":"crash","turns":[{"steps":[{"crash":9}]}]}"#;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_dispatch_past_the_fleet_width_cap_is_refused_and_leaves_no_record() {
-    let h = host("1", &[("mute", MUTE), ("land", LAND)]);
+    let h = FleetHost::new("1", &[("mute", MUTE), ("land", LAND)]);
     let _teardown = h.fleet.spawn_teardown();
     let first = h.fleet.dispatch(request("mute")).await.unwrap();
     let missions = h.fleet.missions().clone();
     // The mute unit gets its nudge, the runtime files its blocker, and it stays open.
-    until("the runtime blocker", || {
+    wait_for_async(20, "the runtime blocker", || {
         (missions.report_count(&first.mission_id).unwrap() == 1).then_some(())
     })
     .await;
@@ -98,12 +54,12 @@ async fn a_dispatch_past_the_fleet_width_cap_is_refused_and_leaves_no_record() {
     // Stopping the mute mission gives its width back once the host reaps the unit.
     let asks = Asks::new(missions.store().clone());
     stop_mission(&missions, &asks, &first.mission_id, None).unwrap();
-    until("the unit to be reaped", || {
+    wait_for_async(20, "the unit to be reaped", || {
         (h.fleet.open_units() == 0).then_some(())
     })
     .await;
     let second = h.fleet.dispatch(request("land")).await.unwrap();
-    until("the second mission to land", || {
+    wait_for_async(20, "the second mission to land", || {
         (missions.require(&second.mission_id).unwrap().status == Status::Landed).then_some(())
     })
     .await;
@@ -112,11 +68,11 @@ async fn a_dispatch_past_the_fleet_width_cap_is_refused_and_leaves_no_record() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_crashed_unit_derails_its_mission_and_the_host_carries_on() {
-    let h = host("8", &[("crash", CRASH), ("land", LAND)]);
+    let h = FleetHost::new("8", &[("crash", CRASH), ("land", LAND)]);
     let _teardown = h.fleet.spawn_teardown();
     let missions = h.fleet.missions().clone();
     let crashed = h.fleet.dispatch(request("crash")).await.unwrap();
-    let m = until("the derail", || {
+    let m = wait_for_async(20, "the derail", || {
         let m = missions.require(&crashed.mission_id).unwrap();
         m.status.is_terminal().then_some(m)
     })
@@ -127,13 +83,13 @@ async fn a_crashed_unit_derails_its_mission_and_the_host_carries_on() {
             .unwrap()
             .starts_with("unit turn failed: unit process exited (exit code 9)")
     );
-    until("the crashed unit's width back", || {
+    wait_for_async(20, "the crashed unit's width back", || {
         (h.fleet.open_units() == 0).then_some(())
     })
     .await;
 
     let landed = h.fleet.dispatch(request("land")).await.unwrap();
-    until("the next mission to land", || {
+    wait_for_async(20, "the next mission to land", || {
         (missions.require(&landed.mission_id).unwrap().status == Status::Landed).then_some(())
     })
     .await;
@@ -142,7 +98,7 @@ async fn a_crashed_unit_derails_its_mission_and_the_host_carries_on() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_turn_bound_of_one_drops_the_nudge_and_finishes_stuck() {
-    let h = host("8", &[("mute", MUTE)]);
+    let h = FleetHost::new("8", &[("mute", MUTE)]);
     let home = h
         .fleet
         .missions()
@@ -159,7 +115,7 @@ async fn a_turn_bound_of_one_drops_the_nudge_and_finishes_stuck() {
     let mut req = request("mute");
     req.policy_name = "oneturn".into();
     let d = h.fleet.dispatch(req).await.unwrap();
-    let m = until("the turn bound", || {
+    let m = wait_for_async(20, "the turn bound", || {
         let m = missions.require(&d.mission_id).unwrap();
         m.status.is_terminal().then_some(m)
     })
@@ -183,28 +139,20 @@ fn write(path: &Path, text: &str) {
     std::fs::write(path, text).unwrap();
 }
 
-fn bounded(h: &Host, name: &str, compute: &str) -> String {
-    let home = h
-        .fleet
-        .missions()
-        .store()
-        .path()
-        .parent()
-        .unwrap()
-        .to_path_buf();
+fn bounded(h: &FleetHost, name: &str, compute: &str) -> String {
     write(
-        &home.join(format!("hitl-policy-{name}.json")),
+        &h.home.join(format!("hitl-policy-{name}.json")),
         &format!(r#"{{"default_action":"allow","rules":[],"compute":{compute}}}"#),
     );
     name.to_string()
 }
 
-async fn run_to_rest(h: &Host, agent: &str, policy: &str) -> missionboard::mission::Mission {
+async fn run_to_rest(h: &FleetHost, agent: &str, policy: &str) -> missionboard::mission::Mission {
     let missions = h.fleet.missions().clone();
     let mut req = request(agent);
     req.policy_name = policy.into();
     let d = h.fleet.dispatch(req).await.unwrap();
-    until("the mission to rest", || {
+    wait_for_async(20, "the mission to rest", || {
         let m = missions.require(&d.mission_id).unwrap();
         m.status.is_terminal().then_some(m)
     })
@@ -214,7 +162,7 @@ async fn run_to_rest(h: &Host, agent: &str, policy: &str) -> missionboard::missi
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn every_tool_call_counts_against_max_tool_calls() {
     let five = r#"{"name":"five","delay_ms":50,"turns":[{"steps":[{"report":{"summary":"starting"}},{"tool_call":"one"},{"tool_call":"two"},{"tool_call":"three"},{"tool_call":"four"},{"tool_call":"five"},{"finish":"landed"}]}]}"#;
-    let h = host("8", &[("five", five)]);
+    let h = FleetHost::new("8", &[("five", five)]);
     let _teardown = h.fleet.spawn_teardown();
     let policy = bounded(&h, "three", r#"{"maxToolCalls":3}"#);
     let m = run_to_rest(&h, "five", &policy).await;
@@ -235,7 +183,7 @@ async fn the_token_bound_holds_on_reported_usage_and_on_the_meter_without_it() {
         r#"{{"name":"c","turns":[{{"steps":[{{"report":{{"summary":"go"}}}},{{"say":"{}"}},{{"sleep":500}},{{"finish":"landed"}}]}}]}}"#,
         "words ".repeat(400)
     );
-    let h = host("8", &[("reported", reported), ("chatty", &chatty)]);
+    let h = FleetHost::new("8", &[("reported", reported), ("chatty", &chatty)]);
     let _teardown = h.fleet.spawn_teardown();
     let policy = bounded(&h, "small", r#"{"maxTokens":100}"#);
     let m = run_to_rest(&h, "reported", &policy).await;

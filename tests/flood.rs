@@ -3,23 +3,16 @@
 //! (an in-process fleet, as the board runs it), so its peak resident set is read
 //! from /proc/self/status; this binary holds one test so nothing else moves it.
 
-use std::time::{Duration, Instant};
+mod common;
 
-use missionboard::config::Config;
+use common::{FleetHost, script, wait_for_async};
 use missionboard::fleet::{DispatchRequest, Fleet};
-use missionboard::mission::Status;
-use missionboard::paths::Paths;
-use missionboard::store::Store;
+use missionboard::mission::{Mission, Status};
 
-const BIN: &str = env!("CARGO_BIN_EXE_missionboard");
 const MB: u64 = 1024 * 1024;
 /// Four times what the host needs here (~25 MB), and less than holding a 50 MB
 /// line twice — which reading it whole and copying it once takes.
 const PEAK_CEILING: u64 = 100 * MB;
-
-fn script(steps: &str) -> String {
-    format!(r#"{{"name":"t","turns":[{{"steps":[{steps}]}}]}}"#)
-}
 
 /// `VmHWM` (peak resident set) of this process, in bytes.
 fn peak_rss() -> u64 {
@@ -37,19 +30,12 @@ fn reset_peak_rss() {
     std::fs::write("/proc/self/clear_refs", "5").expect("reset VmHWM");
 }
 
-async fn until_status(fleet: &Fleet, id: &str, limit: Duration) -> missionboard::mission::Mission {
-    let deadline = Instant::now() + limit;
-    loop {
+async fn until_status(fleet: &Fleet, id: &str, secs: u64) -> Mission {
+    wait_for_async(secs, &format!("mission {id} to come to rest"), || {
         let m = fleet.missions().require(id).unwrap();
-        if m.status.is_terminal() {
-            return m;
-        }
-        assert!(
-            Instant::now() < deadline,
-            "mission {id} still open after {limit:?}"
-        );
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
+        m.status.is_terminal().then_some(m)
+    })
+    .await
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -57,16 +43,6 @@ async fn a_flooding_or_deaf_unit_is_derailed_with_bounded_host_memory_and_the_ho
     // The deaf unit is caught by the stdin write deadline; shortened for the test.
     // SAFETY: set before any thread of ours reads the environment.
     unsafe { std::env::set_var("MISSIONBOARD_UNIT_STDIN_DEADLINE_MS", "2000") };
-    let dir = tempfile::tempdir().unwrap();
-    let home = dir.path().join("home");
-    let cwd = dir.path().join("work");
-    std::fs::create_dir_all(&cwd).unwrap();
-    std::fs::create_dir_all(&home).unwrap();
-    std::fs::write(
-        home.join("hitl-policy-open.json"),
-        r#"{"default_action":"approve","rules":[]}"#,
-    )
-    .unwrap();
     let agents = [
         // 50 MB in one line: no newline to stop at.
         ("one_line", script(r#"{"flood":{"bytes":52428800}},"hang""#)),
@@ -82,21 +58,14 @@ async fn a_flooding_or_deaf_unit_is_derailed_with_bounded_host_memory_and_the_ho
             script(r#"{"report":{"kind":"result","summary":"still here"}},{"finish":"landed"}"#),
         ),
     ];
-    let mut toml = String::new();
-    for (name, body) in &agents {
-        let path = home.join(format!("{name}.json"));
-        std::fs::write(&path, body).unwrap();
-        toml.push_str(&format!(
-            "[agents.{name}]\ncommand = {BIN:?}\nargs = [\"stub-agent\", \"--script\", {:?}]\n\n",
-            path.display().to_string()
-        ));
-    }
-    std::fs::write(home.join("agents.toml"), toml).unwrap();
-    let store = Store::open(&home.join("board.db")).unwrap();
-    Config::new(store.clone())
-        .set("fleet-max-parallel", "0")
-        .unwrap();
-    let fleet = Fleet::with_executable(Paths::resolve(home, cwd), store, BIN.into()).unwrap();
+    let scripts: Vec<(&str, &str)> = agents.iter().map(|(n, s)| (*n, s.as_str())).collect();
+    let host = FleetHost::new("0", &scripts);
+    std::fs::write(
+        host.home.join("hitl-policy-open.json"),
+        r#"{"default_action":"approve","rules":[]}"#,
+    )
+    .unwrap();
+    let fleet = host.fleet.clone();
     let _teardown = fleet.spawn_teardown();
     let fire = |agent: &str| {
         let fleet = fleet.clone();
@@ -122,7 +91,7 @@ async fn a_flooding_or_deaf_unit_is_derailed_with_bounded_host_memory_and_the_ho
     ] {
         reset_peak_rss();
         let id = fire(agent).await;
-        let m = until_status(&fleet, &id, Duration::from_secs(60)).await;
+        let m = until_status(&fleet, &id, 60).await;
         assert_eq!(m.status, Status::Derailed, "{agent}: {m:?}");
         let peak = peak_rss();
         assert!(
@@ -136,22 +105,13 @@ async fn a_flooding_or_deaf_unit_is_derailed_with_bounded_host_memory_and_the_ho
             why.contains(reason),
             "{agent}: the reason names the cause: {why}"
         );
-        let deadline = Instant::now() + Duration::from_secs(30);
-        while fleet.open_units() > 0 {
-            assert!(
-                Instant::now() < deadline,
-                "{agent}: the unit was never reaped"
-            );
-            tokio::time::sleep(Duration::from_millis(20)).await;
-        }
+        wait_for_async(30, &format!("{agent}: the unit to be reaped"), || {
+            (fleet.open_units() == 0).then_some(())
+        })
+        .await;
     }
     // The host is alive and still hosts missions.
     let id = fire("land").await;
-    assert_eq!(
-        until_status(&fleet, &id, Duration::from_secs(30))
-            .await
-            .status,
-        Status::Landed
-    );
+    assert_eq!(until_status(&fleet, &id, 30).await.status, Status::Landed);
     fleet.shutdown().await;
 }

@@ -41,6 +41,8 @@ use tokio::sync::{mpsc, oneshot, watch};
 
 use frame::Frame;
 
+use crate::agents::{AgentCaps, SessionModels};
+
 pub use process::{ExitInfo, STDERR_TAIL_BYTES, is_secret_name, unit_environment};
 
 /// How long `initialize` may take: npx cold starts take tens of seconds.
@@ -197,35 +199,6 @@ impl fmt::Display for StopReason {
 pub struct PromptOutcome {
     pub stop_reason: StopReason,
     pub usage: Option<TurnUsage>,
-}
-
-/// Models the agent advertised for the session (from a `model` config
-/// option, or the older `models` field).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct SessionModels {
-    pub available: Vec<String>,
-    pub current: String,
-    /// The config option that selects the model (`session/set_config_option`);
-    /// `None` when the agent used the older `models` field (`session/set_model`).
-    pub config_id: Option<String>,
-}
-
-impl AgentCaps {
-    /// The session models the agent offers, if it advertised any at all.
-    pub fn offered_models(&self) -> Option<&SessionModels> {
-        self.models.as_ref().filter(|m| !m.available.is_empty())
-    }
-}
-
-/// The parts of the agent's self-description the runtime cares about.
-#[derive(Debug, Clone, PartialEq, Eq, Default)]
-pub struct AgentCaps {
-    pub agent_name: Option<String>,
-    pub agent_version: Option<String>,
-    pub load_session: bool,
-    pub models: Option<SessionModels>,
-    /// Ids of the agent's advertised auth methods (a hint for "needs login").
-    pub auth_methods: Vec<String>,
 }
 
 /// A failure talking to a unit. Every variant names what happened; none of

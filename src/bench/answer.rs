@@ -12,7 +12,7 @@ use serde_json::{Value, json};
 
 use super::scratch::{Scratch, one_turn, until};
 use super::{Row, Scale, median_ms};
-use crate::acp::{Unit, UnitEvent, UnitSpec, mission_meta};
+use crate::acp::{Unit, UnitEvent, UnitSpec};
 use crate::asks::{Asks, POLL_INTERVAL};
 use crate::config::Config;
 use crate::fleet::mission_tools::MissionToolCalls;
@@ -34,7 +34,6 @@ pub fn commit_floor(store: &Store, samples: usize) -> anyhow::Result<f64> {
 
 pub async fn run(scale: Scale) -> anyhow::Result<Vec<Row>> {
     let scratch = Scratch::new()?;
-    let exe = std::env::current_exe()?;
     let commit = commit_floor(&scratch.store, scale.samples * 5)?;
 
     let missions = Missions::new(scratch.store.clone());
@@ -51,8 +50,7 @@ pub async fn run(scale: Scale) -> anyhow::Result<Vec<Row>> {
         .map(|i| json!({"ask": {"summary": format!("q{i}"), "then": {"say": "got {{answer}}"}}}))
         .chain([json!({"finish": "landed"})])
         .collect();
-    let script = scratch.home().join("answer.json");
-    std::fs::write(&script, serde_json::to_vec(&one_turn(Value::Array(steps)))?)?;
+    let script = scratch.write_script("answer", &one_turn(Value::Array(steps)))?;
 
     let socket_path = scratch.home().join("answer.sock");
     let calls = MissionToolCalls {
@@ -66,17 +64,10 @@ pub async fn run(scale: Scale) -> anyhow::Result<Vec<Row>> {
         park_window: Duration::from_secs(120),
     };
     let socket = serve_mission_socket(&socket_path, Arc::new(calls)).await?;
+    let bare = scratch.stub_unit(&script, &mission.id)?;
     let mut unit = Unit::start(UnitSpec {
-        program: exe.clone(),
-        args: vec![
-            "stub-agent".into(),
-            "--script".into(),
-            script.display().to_string(),
-        ],
-        env: Default::default(),
-        cwd: scratch.paths.cwd.clone(),
-        mcp_servers: vec![bridge_server_entry(&exe, &socket)],
-        meta: mission_meta(&mission.id),
+        mcp_servers: vec![bridge_server_entry(&bare.program, &socket)],
+        ..bare
     })
     .await?;
     let mut events = unit.take_events().expect("fresh unit");

@@ -10,7 +10,7 @@ use serde_json::json;
 
 use super::scratch::{POLICY, Scratch, one_turn, until};
 use super::{Row, Scale, median_ms};
-use crate::acp::{Unit, UnitSpec, mission_meta};
+use crate::acp::{Unit, UnitSpec};
 use crate::fleet::{DispatchRequest, Fleet};
 
 /// How often the transcript is looked at: fine enough for a figure in milliseconds.
@@ -26,12 +26,17 @@ pub async fn run(scale: Scale) -> anyhow::Result<Vec<Row>> {
     let land =
         one_turn(json!([{"report": {"kind": "result", "summary": "done"}}, {"finish": "landed"}]));
     scratch.declare_stub("stub", &land, &[("STUB_TRANSCRIPT", &transcript)])?;
-    let bare_script = scratch.home().join("bare.json");
-    std::fs::write(
-        &bare_script,
-        serde_json::to_vec(&one_turn(json!([{"say": "hi"}])))?,
-    )?;
-    let exe = std::env::current_exe()?;
+    let bare_spec = UnitSpec {
+        env: [(
+            "STUB_TRANSCRIPT".to_string(),
+            transcript.display().to_string(),
+        )]
+        .into(),
+        ..scratch.stub_unit(
+            &scratch.write_script("bare", &one_turn(json!([{"say": "hi"}])))?,
+            "bench-bare",
+        )?
+    };
     let limit = Duration::from_secs(30);
 
     let fleet = Fleet::new(scratch.paths.clone(), scratch.store.clone())?;
@@ -65,23 +70,7 @@ pub async fn run(scale: Scale) -> anyhow::Result<Vec<Row>> {
 
         let _ = std::fs::remove_file(&transcript);
         let t = Instant::now();
-        let unit = Unit::start(UnitSpec {
-            program: exe.clone(),
-            args: vec![
-                "stub-agent".into(),
-                "--script".into(),
-                bare_script.display().to_string(),
-            ],
-            env: [(
-                "STUB_TRANSCRIPT".to_string(),
-                transcript.display().to_string(),
-            )]
-            .into(),
-            cwd: scratch.paths.cwd.clone(),
-            mcp_servers: Vec::new(),
-            meta: mission_meta("bench-bare"),
-        })
-        .await?;
+        let unit = Unit::start(bare_spec.clone()).await?;
         let seen = async {
             until("the bare prompt at the stub", limit, DETECT, || {
                 arrived(&transcript)

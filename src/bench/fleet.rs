@@ -10,7 +10,7 @@ use serde_json::json;
 
 use super::scratch::{POLICY, Scratch, one_turn, rss_bytes, until};
 use super::{Row, Scale};
-use crate::acp::{Unit, UnitSpec, mission_meta};
+use crate::acp::Unit;
 use crate::fleet::{DispatchRequest, Fleet};
 use crate::mission::Status;
 
@@ -28,26 +28,9 @@ fn request(agent: &str, i: usize) -> DispatchRequest {
 }
 
 async fn bare_units(scratch: &Scratch, n: usize) -> anyhow::Result<Vec<Unit>> {
-    let exe = std::env::current_exe()?;
-    let script = scratch.home().join("bare.json");
-    std::fs::write(
-        &script,
-        serde_json::to_vec(&one_turn(json!([{"say": "hi"}])))?,
-    )?;
-    let starts = (0..n).map(|_| {
-        Unit::start(UnitSpec {
-            program: exe.clone(),
-            args: vec![
-                "stub-agent".into(),
-                "--script".into(),
-                script.display().to_string(),
-            ],
-            env: Default::default(),
-            cwd: scratch.paths.cwd.clone(),
-            mcp_servers: Vec::new(),
-            meta: mission_meta("bench-bare"),
-        })
-    });
+    let script = scratch.write_script("bare", &one_turn(json!([{"say": "hi"}])))?;
+    let spec = scratch.stub_unit(&script, "bench-bare")?;
+    let starts = (0..n).map(|_| Unit::start(spec.clone()));
     let units: Vec<Unit> = futures::future::try_join_all(starts).await?;
     futures::future::try_join_all(units.iter().map(|u| u.prompt(vec!["bare".into()]))).await?;
     Ok(units)

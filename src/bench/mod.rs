@@ -111,9 +111,7 @@ fn median_ms(samples: &mut [Duration]) -> f64 {
 
 /// Run one group in this process, printing its rows as JSON lines.
 pub fn run_group(group: &str, scale: Scale) -> anyhow::Result<i32> {
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .build()?;
+    let runtime = crate::runtime::multi_thread()?;
     let rows = runtime.block_on(async {
         match group {
             "answer" => answer::run(scale).await,

@@ -2,10 +2,11 @@
 //! approves everything, and stub agents declared with scripts.
 
 use std::path::{Path, PathBuf};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use serde_json::Value;
 
+use crate::acp::{UnitSpec, mission_meta};
 use crate::config::Config;
 use crate::paths::Paths;
 use crate::store::Store;
@@ -41,6 +42,30 @@ impl Scratch {
         &self.paths.home
     }
 
+    /// Write `script` as `<name>.json` in the scratch home.
+    pub fn write_script(&self, name: &str, script: &Value) -> anyhow::Result<PathBuf> {
+        let path = self.home().join(format!("{name}.json"));
+        std::fs::write(&path, serde_json::to_vec(script)?)?;
+        Ok(path)
+    }
+
+    /// A bare unit: this binary's stub running `script` in the scratch working
+    /// directory, with no env and no mission tools (callers add what they measure).
+    pub fn stub_unit(&self, script: &Path, mission_id: &str) -> anyhow::Result<UnitSpec> {
+        Ok(UnitSpec {
+            program: std::env::current_exe()?,
+            args: vec![
+                "stub-agent".into(),
+                "--script".into(),
+                script.display().to_string(),
+            ],
+            env: Default::default(),
+            cwd: self.paths.cwd.clone(),
+            mcp_servers: Vec::new(),
+            meta: mission_meta(mission_id),
+        })
+    }
+
     /// Write `script` and declare agent `name` running the stub on it, with `env`.
     pub fn declare_stub(
         &self,
@@ -48,8 +73,7 @@ impl Scratch {
         script: &Value,
         env: &[(&str, &Path)],
     ) -> anyhow::Result<PathBuf> {
-        let script_path = self.home().join(format!("script-{name}.json"));
-        std::fs::write(&script_path, serde_json::to_vec(script)?)?;
+        let script_path = self.write_script(&format!("script-{name}"), script)?;
         let mut toml = std::fs::read_to_string(self.home().join("agents.toml")).unwrap_or_default();
         let env: Vec<String> = env
             .iter()
@@ -83,14 +107,9 @@ pub async fn until(
     every: Duration,
     mut cond: impl FnMut() -> bool,
 ) -> anyhow::Result<()> {
-    let deadline = Instant::now() + limit;
-    while !cond() {
-        if Instant::now() >= deadline {
-            anyhow::bail!("bench: timed out after {limit:?} waiting for {what}");
-        }
-        tokio::time::sleep(every).await;
-    }
-    Ok(())
+    crate::clock::poll_until(limit, every, || cond().then_some(()))
+        .await
+        .ok_or_else(|| anyhow::anyhow!("bench: timed out after {limit:?} waiting for {what}"))
 }
 
 /// This process's resident set, in bytes (`VmRSS` of /proc/self/status).

@@ -71,9 +71,7 @@ pub fn run(paths: Paths, demo: bool) -> anyhow::Result<i32> {
     if let Err(e) = crate::envelope::presets::seed_policies_quietly(&paths.home) {
         tracing::warn!("board: could not refresh the preset envelopes: {e}");
     }
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .build()?;
+    let runtime = crate::runtime::multi_thread()?;
     let home = paths.home.clone();
     let code = runtime.block_on(host(paths, demo));
     // Units that ignore their cancel must not hold the exit hostage.

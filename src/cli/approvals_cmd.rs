@@ -29,7 +29,8 @@ fn list(ctx: &Ctx, limit: usize) -> anyhow::Result<i32> {
             swept.len()
         );
     }
-    let (resumed, failed) = runtime()?.block_on(resume::resume_stranded(&ctx.paths, &store))?;
+    let (resumed, failed) =
+        crate::runtime::multi_thread()?.block_on(resume::resume_stranded(&ctx.paths, &store))?;
     if resumed > 0 {
         println!("Resumed {resumed} stranded run(s) to completion in this process.");
     }
@@ -134,7 +135,8 @@ fn respond(
         (Some(name), OperatorVerdict::Answer(text)) => Answerer::Agent { name, text },
         _ => Answerer::Operator(&verdict),
     };
-    let after = runtime()?.block_on(resume::answer(&ctx.paths, &store, id, who))?;
+    let after =
+        crate::runtime::multi_thread()?.block_on(resume::answer(&ctx.paths, &store, id, who))?;
     if let Some(agent) = as_agent {
         println!(
             "Answered as agent {:?} — the durable record attributes this answer to it, and it counts against the mission's agent-answer bound.",
@@ -155,12 +157,6 @@ fn respond(
         Afterwards::NothingParked => println!("{}", recorded_line(id)),
     }
     Ok(0)
-}
-
-fn runtime() -> anyhow::Result<tokio::runtime::Runtime> {
-    Ok(tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .build()?)
 }
 
 fn recorded_line(id: &str) -> String {

@@ -7,7 +7,7 @@ use std::time::{Duration, Instant};
 
 use super::Ctx;
 use super::mission_cmd::{report_lines, status_line};
-use crate::acp::AgentCaps;
+use crate::agents::AgentCaps;
 use crate::config::{self, Config};
 use crate::envelope::bounds::{ComputeField, bound_status, describe_all};
 use crate::envelope::policy::{ComputeBounds, OnExhausted};
@@ -54,9 +54,7 @@ pub(super) fn run(ctx: &Ctx, args: FireArgs) -> anyhow::Result<i32> {
                 )
             })?,
     };
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .build()?;
+    let runtime = crate::runtime::multi_thread()?;
     // Mounted before anything is fired: a chain or envelope that cannot load refuses
     // the fire whole.
     let oracle = if args.oracle {

@@ -427,10 +427,7 @@ fn run(ctx: &Ctx, command: Option<Command>, flags: BetaFlags) -> anyhow::Result<
 /// Run a stdio role (the native agent, the stub agent, the MCP bridge) on a fresh
 /// runtime; its errors go to stderr, because stdout belongs to the protocol.
 fn run_role(role: impl std::future::Future<Output = Result<(), String>>) -> i32 {
-    let runtime = match tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .build()
-    {
+    let runtime = match crate::runtime::multi_thread() {
         Ok(rt) => rt,
         Err(err) => {
             eprintln!("missionboard: cannot start the async runtime: {err}");

@@ -6,7 +6,7 @@
 use serde_json::Value;
 
 use super::policy::{ComputeBounds, MAX_TOKENS_CAP, MAX_TOOL_CALLS_CAP, MAX_TURNS_CAP};
-use crate::acp::AgentCaps;
+use crate::agents::AgentCaps;
 
 /// A compute field of an envelope.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -295,7 +295,7 @@ mod tests {
 
     #[test]
     fn every_field_has_a_truthful_label_for_every_agent() {
-        use crate::acp::SessionModels;
+        use crate::agents::SessionModels;
         let advertising = AgentCaps {
             models: Some(SessionModels {
                 available: vec!["a".into(), "b".into()],

@@ -350,9 +350,9 @@ impl ComputeRecord {
     }
 
     /// What the agent offered, as far as the labels care.
-    pub fn agent_caps(&self) -> crate::acp::AgentCaps {
-        crate::acp::AgentCaps {
-            models: self.models.as_ref().map(|m| crate::acp::SessionModels {
+    pub fn agent_caps(&self) -> crate::agents::AgentCaps {
+        crate::agents::AgentCaps {
+            models: self.models.as_ref().map(|m| crate::agents::SessionModels {
                 available: m.clone(),
                 current: self.model.clone().unwrap_or_default(),
                 config_id: None,

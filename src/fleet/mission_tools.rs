@@ -10,6 +10,7 @@ use crate::asks::checkpoint::{Checkpoint, HostId};
 use crate::asks::{Asks, NewAsk, QUESTION_TOOL, QUESTION_TOOLS};
 use crate::mission::report::{downgrade_paragraph, missing_claims, quoted_list};
 use crate::mission::{Handover, Missions, PlanEntry, ReportInput, Status, subjects};
+use crate::tools::PARKED_PREFIX;
 
 /// The mission a tool call speaks for, and the services it writes through.
 #[derive(Clone)]
@@ -26,10 +27,6 @@ pub struct MissionToolCalls {
     /// How long a question holds the unit's turn before the run parks.
     pub park_window: Duration,
 }
-
-/// The start of the tool result a parked question returns; agents (and our stub)
-/// recognise it, and re-asking with the `ask_id` waits on the same question again.
-pub const PARKED_PREFIX: &str = "no answer yet (ask_id=";
 
 type ToolResult = Result<String, String>;
 

@@ -25,8 +25,8 @@ use futures::future::BoxFuture;
 use serde_json::{Map, Value};
 use tokio::sync::watch;
 
-use crate::acp::{AgentCaps, Unit, UnitSpec, mission_meta};
-use crate::agents::Registry;
+use crate::acp::{Unit, UnitSpec, mission_meta};
+use crate::agents::{AgentCaps, Registry};
 use crate::asks::Asks;
 use crate::config::Config;
 use crate::envelope::policy::ComputeBounds;
@@ -401,10 +401,10 @@ impl Fleet {
     ) -> anyhow::Result<Started> {
         let inner = &self.inner;
         let config = Config::new(inner.missions.store().clone());
-        let mut env = crate::planner::unit_env(agent, &config)?;
+        let mut env = agent.unit_env(&config)?;
         let tmp = confinement::MissionTmp::create(mission_id)?;
         env.insert("TMPDIR".to_string(), tmp.path().display().to_string());
-        let model_url = match env.get(crate::planner::ENV_BASE_URL) {
+        let model_url = match env.get(crate::agents::ENV_BASE_URL) {
             Some(url) => Some(url.clone()),
             None => config.get(crate::config::MODEL_BASE_URL)?,
         };

@@ -3,6 +3,8 @@
 //! agents spell MCP tool names differently (`mcp__mission__mission_report`,
 //! `mission.mission_report`, …).
 
+use crate::tools::{ANSWER_LINE, QUESTION_LINE};
+
 /// Sent as the first content block of the first turn; never stored on the mission.
 pub const PREAMBLE: &str = "You are running as an UNATTENDED mission unit. No human is reading this conversation — replying in prose reaches no one. You reach outside this session ONLY through your mission tools:
 - the mission_plan tool of the mission MCP server: file your plan before any other tool call, and keep it true — exactly one entry in_progress, mark an entry completed as soon as it is done, revise the plan when the work changes. It is the operator's only live view of what you are doing.
@@ -14,9 +16,6 @@ Do the work with your other tools. Decide what the intent below already settles;
 /// The one runtime nudge after a turn that reached nobody.
 pub const NUDGE: &str = "Your last turn ended without reaching outside this session, and no human is reading this chat. Use the mission_report tool of the mission MCP server to record progress, a finding, a blocker, or a result; the mission_ask_attention tool of the mission MCP server if you are blocked on a decision (then wait for the reply); or the mission_finish tool of the mission MCP server to end the mission. If you are not done, keep working. Do not answer in prose alone — it will not be seen.";
 
-/// The marker lines a resumed unit (our stub, or a model) reads its answer from.
-pub const QUESTION_LINE: &str = "Your question: ";
-pub const ANSWER_LINE: &str = "The operator's answer: ";
 const NO_ANSWER: &str = "(none — the question closed without an answer)";
 
 fn question_and_answer(question: &str, answer: Option<&str>) -> String {

@@ -29,7 +29,7 @@ mod turn;
 
 use std::path::PathBuf;
 
-pub use settings::{ENV_API_KEY_ENV, ENV_BASE_URL, ENV_MODEL, ModelFlags, unit_env};
+pub use settings::ModelFlags;
 
 /// What `missionboard agent` was started with.
 #[derive(Debug, Clone)]

@@ -18,8 +18,8 @@ use super::local_tools::{self, LocalCall, LocalTool};
 use super::server::model_error;
 use crate::acp::McpStdioServer;
 use crate::acp::agent_side::CancelSignal;
-use crate::fleet::mission_tools::PARKED_PREFIX;
 use crate::model::{ChatMessage, ChatRequest, ModelClient, Role, ToolChoice, ToolSpec};
+use crate::tools::PARKED_PREFIX;
 use crate::tools::client::MissionClient;
 
 /// The longest reply asked of the model, in tokens (a quarter of small windows).

@@ -536,8 +536,8 @@ fn resume_answer(blocks: &[String]) -> Option<(String, String)> {
         Some(text[at..].lines().next().unwrap_or("").trim().to_string())
     };
     Some((
-        line(crate::fleet::prompts::QUESTION_LINE)?,
-        line(crate::fleet::prompts::ANSWER_LINE)?,
+        line(crate::tools::QUESTION_LINE)?,
+        line(crate::tools::ANSWER_LINE)?,
     ))
 }
 

@@ -55,6 +55,15 @@ pub const MISSION_TOOL_NAMES: [&str; 4] = [
     MISSION_FINISH,
 ];
 
+/// The start of the tool result a parked question returns; agents (the planner, our
+/// stub) recognise it, and re-asking with the `ask_id` waits on the same question again.
+pub const PARKED_PREFIX: &str = "no answer yet (ask_id=";
+
+/// The marker lines of the turn that delivers a parked question's answer; a resumed
+/// unit (our stub, or a model) reads its answer from them.
+pub const QUESTION_LINE: &str = "Your question: ";
+pub const ANSWER_LINE: &str = "The operator's answer: ";
+
 /// The name of the MCP server entry units get (`mission`).
 pub const MISSION_SERVER_NAME: &str = "mission";
 

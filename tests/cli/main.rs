@@ -1,6 +1,7 @@
 //! Black-box tests: the real binary, a scratch MISSIONBOARD_HOME per test, assertions
 //! on exit codes, output lines and the durable record read back through our commands.
 
+#[path = "../common/mod.rs"]
 mod harness;
 
 mod asks;

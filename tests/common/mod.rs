@@ -1,24 +1,308 @@
-//! Shared harness: the library as the host, the built binary as the unit.
+//! The one test harness every test target shares: the built binary, a scratch
+//! world per test (its own home and working directory), the waits, an in-process
+//! fleet host, and a started unit with its mission tools on a recording handler.
+//! Black-box tests (`tests/cli`, `tests/fault`) load it as `harness`, the rest as
+//! `common`.
 
 #![allow(dead_code)]
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use futures::future::BoxFuture;
 use missionboard::acp::{Unit, UnitEvent, UnitSpec, mission_meta};
+use missionboard::clock::{poll_until, poll_until_blocking};
+use missionboard::config::Config;
+use missionboard::envelope::presets;
+use missionboard::fleet::Fleet;
+use missionboard::paths::Paths;
+use missionboard::store::Store;
 use missionboard::tools::{
     MissionSocket, MissionToolHandler, bridge_server_entry, serve_mission_socket,
 };
 use serde_json::{Map, Value};
 use tokio::sync::mpsc;
 
-pub const EXE: &str = env!("CARGO_BIN_EXE_missionboard");
+/// The built binary.
+pub const BIN: &str = env!("CARGO_BIN_EXE_missionboard");
+/// The same, under the name the unit tests use.
+pub const EXE: &str = BIN;
 
 /// Every test gets this long before it is declared hung.
 pub const TEST_DEADLINE: Duration = Duration::from_secs(30);
+
+/// How often a wait looks again.
+const POLL_EVERY: Duration = Duration::from_millis(20);
+
+/// A one-turn stub script of these steps (JSON text, comma-separated).
+pub fn script(steps: &str) -> String {
+    format!(r#"{{"name":"t","turns":[{{"steps":[{steps}]}}]}}"#)
+}
+
+// ---- Waits: every one is on a condition with a deadline. ----
+
+/// Poll `f` until it yields `Some`, or panic after `secs` seconds naming `what`.
+#[track_caller]
+pub fn wait_for<T>(secs: u64, what: &str, f: impl FnMut() -> Option<T>) -> T {
+    match poll_until_blocking(Duration::from_secs(secs), POLL_EVERY, f) {
+        Some(v) => v,
+        None => panic!("timed out waiting for {what}"),
+    }
+}
+
+/// [`wait_for`] on the async runtime.
+pub async fn wait_for_async<T>(secs: u64, what: &str, f: impl FnMut() -> Option<T>) -> T {
+    poll_until(Duration::from_secs(secs), POLL_EVERY, f)
+        .await
+        .unwrap_or_else(|| panic!("timed out waiting for {what}"))
+}
+
+/// Poll `cond` until it holds or `limit` passes.
+pub async fn eventually(limit: Duration, mut cond: impl FnMut() -> bool) -> bool {
+    poll_until(limit, POLL_EVERY, || cond().then_some(()))
+        .await
+        .is_some()
+}
+
+// ---- The black-box world: the real binary against a scratch home. ----
+
+pub struct Sandbox {
+    _dir: tempfile::TempDir,
+    /// `MISSIONBOARD_HOME`.
+    pub home: PathBuf,
+    /// The directory commands run in.
+    pub cwd: PathBuf,
+}
+
+/// What a run left behind.
+#[derive(Debug)]
+pub struct Run {
+    pub code: i32,
+    pub stdout: String,
+    pub stderr: String,
+}
+
+impl Run {
+    #[track_caller]
+    pub fn ok(self) -> Run {
+        assert_eq!(self.code, 0, "expected success:\n{self:#?}");
+        self
+    }
+
+    pub fn lines(&self) -> Vec<&str> {
+        self.stdout.lines().collect()
+    }
+}
+
+impl Sandbox {
+    pub fn new() -> Sandbox {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let home = dir.path().join("mbhome");
+        let cwd = dir.path().join("work");
+        std::fs::create_dir_all(&cwd).unwrap();
+        Sandbox {
+            home,
+            cwd,
+            _dir: dir,
+        }
+    }
+
+    /// A command with a clean, deterministic environment.
+    pub fn command(&self, args: &[&str]) -> Command {
+        let mut c = Command::new(BIN);
+        c.args(args)
+            .current_dir(&self.cwd)
+            .env("MISSIONBOARD_HOME", &self.home)
+            .env("HOME", self.home.parent().unwrap())
+            .env_remove("MISSIONBOARD_OPT_IN_BETA")
+            .env_remove("MISSIONBOARD_LOG")
+            .env("NO_COLOR", "1");
+        c
+    }
+
+    pub fn run(&self, args: &[&str]) -> Run {
+        self.run_with(self.command(args))
+    }
+
+    pub fn run_with(&self, mut c: Command) -> Run {
+        let Output {
+            status,
+            stdout,
+            stderr,
+        } = c.output().expect("spawn missionboard");
+        Run {
+            code: status.code().unwrap_or(-1),
+            stdout: String::from_utf8_lossy(&stdout).into_owned(),
+            stderr: String::from_utf8_lossy(&stderr).into_owned(),
+        }
+    }
+
+    /// The workspace `.missionboard/` of `cwd`, created.
+    pub fn workspace(&self) -> PathBuf {
+        let ws = self.cwd.join(".missionboard");
+        std::fs::create_dir_all(&ws).unwrap();
+        ws
+    }
+
+    pub fn write(&self, path: &Path, text: &str) {
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(path, text).unwrap();
+    }
+
+    pub fn db(&self) -> PathBuf {
+        self.home.join("board.db")
+    }
+}
+
+impl Sandbox {
+    /// Declare stub agents in home `agents.toml`: `(name, script)`; a `None` script
+    /// leaves the stub to read directives from the intent.
+    pub fn declare_stubs(&self, agents: &[(&str, Option<&str>)]) {
+        let mut toml = String::new();
+        for (name, script) in agents {
+            let args = match script {
+                Some(json) => {
+                    // In the workspace: under strict and acpx a unit cannot read the home.
+                    let path = self.cwd.join(format!("script-{name}.json"));
+                    self.write(&path, json);
+                    format!(
+                        "[\"stub-agent\", \"--script\", {:?}]",
+                        path.display().to_string()
+                    )
+                }
+                None => "[\"stub-agent\"]".to_string(),
+            };
+            toml.push_str(&format!(
+                "[agents.{name}]\ncommand = \"missionboard\"\nargs = {args}\ndescription = \"test stub\"\n\n"
+            ));
+        }
+        self.write(&self.home.join("agents.toml"), &toml);
+    }
+
+    /// `mission fire <agent> <intent> --wait --policy default` plus `extra`.
+    pub fn fire(&self, agent: &str, intent: &str, extra: &[&str]) -> Run {
+        let mut args = vec![
+            "mission", "fire", agent, intent, "--wait", "--policy", "default",
+        ];
+        args.extend_from_slice(extra);
+        self.run(&args)
+    }
+
+    /// Start a fire in the background (stdout/stderr captured when it is joined).
+    pub fn fire_in_background(&self, agent: &str, intent: &str, extra: &[&str]) -> Background {
+        let mut args = vec![
+            "mission", "fire", agent, intent, "--wait", "--policy", "default",
+        ];
+        args.extend_from_slice(extra);
+        Background::spawn(self.command(&args))
+    }
+
+    /// The id of the newest mission.
+    pub fn newest_mission(&self) -> Option<String> {
+        let out = self.run(&["mission", "list", "--json"]).ok();
+        let v: serde_json::Value = serde_json::from_str(&out.stdout).unwrap();
+        v.as_array()?
+            .first()?
+            .get("id")?
+            .as_str()
+            .map(str::to_string)
+    }
+
+    /// Pending asks as JSON rows (`approvals list` is for humans; the ids come from
+    /// its first column).
+    pub fn pending_ask_ids(&self) -> Vec<String> {
+        let out = self.run(&["approvals", "list"]).ok();
+        out.stdout
+            .lines()
+            .skip(1)
+            .take_while(|l| !l.trim().is_empty())
+            .filter_map(|l| l.split_whitespace().next().map(str::to_string))
+            .filter(|id| id.len() == 36)
+            .collect()
+    }
+}
+
+/// A background `mission fire`.
+pub struct Background {
+    child: Option<std::process::Child>,
+}
+
+impl Background {
+    /// Start `command` with its output captured.
+    pub fn spawn(mut command: Command) -> Background {
+        let child = command
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .expect("spawn missionboard");
+        Background { child: Some(child) }
+    }
+
+    pub fn join(mut self) -> Run {
+        let out = self.child.take().unwrap().wait_with_output().unwrap();
+        Run {
+            code: out.status.code().unwrap_or(-1),
+            stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
+            stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
+        }
+    }
+}
+
+impl Drop for Background {
+    fn drop(&mut self) {
+        if let Some(c) = &mut self.child {
+            let _ = c.kill();
+            let _ = c.wait();
+        }
+    }
+}
+
+// ---- An in-process fleet host (as the board runs it) over the stub binary. ----
+
+/// A fleet in a scratch home whose agents are stubs running the given scripts.
+pub struct FleetHost {
+    pub fleet: Fleet,
+    pub home: PathBuf,
+    _dir: tempfile::TempDir,
+}
+
+impl FleetHost {
+    /// `scripts` are `(agent name, script JSON)`; the preset envelopes are seeded and
+    /// `fleet-max-parallel` is set to `max_parallel`.
+    pub fn new(max_parallel: &str, scripts: &[(&str, &str)]) -> FleetHost {
+        let dir = tempfile::tempdir().unwrap();
+        let home = dir.path().join("home");
+        let cwd = dir.path().join("work");
+        std::fs::create_dir_all(&cwd).unwrap();
+        presets::seed_policies_quietly(&home).unwrap();
+        let mut toml = String::new();
+        for (name, script) in scripts {
+            let path = home.join(format!("{name}.json"));
+            std::fs::write(&path, script).unwrap();
+            toml.push_str(&format!(
+                "[agents.{name}]\ncommand = {BIN:?}\nargs = [\"stub-agent\", \"--script\", {:?}]\n\n",
+                path.display().to_string()
+            ));
+        }
+        std::fs::write(home.join("agents.toml"), toml).unwrap();
+        let store = Store::open(&home.join("board.db")).unwrap();
+        Config::new(store.clone())
+            .set("fleet-max-parallel", max_parallel)
+            .unwrap();
+        let fleet =
+            Fleet::with_executable(Paths::resolve(home.clone(), cwd), store, BIN.into()).unwrap();
+        FleetHost {
+            fleet,
+            home,
+            _dir: dir,
+        }
+    }
+}
+
+// ---- A started unit: the library as the host, the built binary as the unit. ----
 
 /// Records every tool call; answers asks with a fixed text.
 pub struct RecordingHandler {
@@ -122,12 +406,12 @@ pub async fn start(options: Options) -> Harness {
     }
     args.extend(options.args);
     let spec = UnitSpec {
-        program: PathBuf::from(EXE),
+        program: PathBuf::from(BIN),
         args,
         env: options.env,
         cwd: dir.path().to_path_buf(),
         mcp_servers: if options.mission_server {
-            vec![bridge_server_entry(Path::new(EXE), &socket)]
+            vec![bridge_server_entry(Path::new(BIN), &socket)]
         } else {
             Vec::new()
         },
@@ -175,20 +459,6 @@ pub async fn wait_event(
         "expected event not seen; got {seen:?}"
     );
     seen
-}
-
-/// Poll `cond` until it holds or `limit` passes.
-pub async fn eventually(limit: Duration, mut cond: impl FnMut() -> bool) -> bool {
-    let deadline = tokio::time::Instant::now() + limit;
-    loop {
-        if cond() {
-            return true;
-        }
-        if tokio::time::Instant::now() >= deadline {
-            return false;
-        }
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
 }
 
 pub fn pid_alive(pid: u32) -> bool {

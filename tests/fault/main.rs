@@ -3,7 +3,7 @@
 //! another process; malformed frames on both protocols. Real binary, real children,
 //! real SQLite; every wait is on a condition with a deadline.
 
-#[path = "../cli/harness.rs"]
+#[path = "../common/mod.rs"]
 mod harness;
 
 mod crash;
@@ -15,12 +15,8 @@ use std::io::{BufRead, BufReader};
 use std::process::{Child, Stdio};
 
 use harness::Sandbox;
+pub use harness::script;
 use missionboard::store::Store;
-
-/// A one-turn stub script of these steps.
-pub fn script(steps: &str) -> String {
-    format!(r#"{{"name":"t","turns":[{{"steps":[{steps}]}}]}}"#)
-}
 
 /// A `mission fire` host started in the background, with the mission id it printed.
 pub struct Host {
