@@ -28,3 +28,4 @@ pub mod store;
 pub mod stub;
 pub mod table;
 pub mod tools;
+pub mod worktree;

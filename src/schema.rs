@@ -28,6 +28,8 @@ pub const MIGRATIONS: &[Migration] = &[
     &[crate::fleet::budget::SCHEMA_V5],
     // v6: the oracle's operator trace.
     &[crate::oracle::trace::SCHEMA_V6],
+    // v7: which mission owns which git worktree, and the commit it started from.
+    &[crate::worktree::SCHEMA_V7],
 ];
 
 impl Store {

@@ -119,6 +119,7 @@ pub async fn fire_all(fleet: Fleet, tx: UnboundedSender<Msg>) {
             }
             .into(),
             cwd: None,
+            worktree: false,
         };
         if let Err(e) = fleet.dispatch(req).await {
             tracing::warn!("demo: could not fire {intent:?}: {e:#}");

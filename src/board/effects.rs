@@ -228,6 +228,7 @@ async fn fire(fleet: &Fleet, r: &Resolved, summary: &str) -> Result<String, Stri
             intent: r.intent.clone(),
             policy_name: r.envelope.clone(),
             cwd: None,
+            worktree: false,
         })
         .await
         .map_err(|e| format!("{e:#}"))?;

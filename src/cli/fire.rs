@@ -27,6 +27,8 @@ pub(super) struct FireArgs {
     pub timeout: String,
     /// Mount the oracle attention driver (only parsed under opt-in-beta).
     pub oracle: bool,
+    /// Work in a git worktree of its own.
+    pub worktree: bool,
 }
 
 pub(super) fn run(ctx: &Ctx, args: FireArgs) -> anyhow::Result<i32> {
@@ -72,7 +74,7 @@ pub(super) fn run(ctx: &Ctx, args: FireArgs) -> anyhow::Result<i32> {
             }
             None => None,
         };
-        let code = fire_and_wait(&fleet, agent, intent, policy, timeout).await;
+        let code = fire_and_wait(&fleet, agent, intent, policy, timeout, args.worktree).await;
         if let Some(d) = driver {
             d.abort();
         }
@@ -87,6 +89,7 @@ async fn fire_and_wait(
     intent: String,
     policy: String,
     timeout: Duration,
+    worktree: bool,
 ) -> anyhow::Result<i32> {
     let d = fleet
         .dispatch(DispatchRequest {
@@ -94,6 +97,7 @@ async fn fire_and_wait(
             intent: intent.clone(),
             policy_name: policy.clone(),
             cwd: None,
+            worktree,
         })
         .await?;
     let id = d.mission_id.clone();
@@ -108,6 +112,14 @@ async fn fire_and_wait(
     }
     for line in sandbox_narration(&d.sandbox) {
         println!("{line}");
+    }
+    if let Some(wt) = &d.worktree {
+        println!(
+            "Worktree: {} on branch {} from {} — see it with `missionboard mission diff {id}`, land it with `mission merge {id}` or drop it with `mission discard {id}`.",
+            wt.path.display(),
+            wt.branch,
+            crate::worktree::short_id(&wt.base)
+        );
     }
     println!(
         "Waiting for a terminal status (timeout {}; the unit is a child of this process and is torn down when it exits)…",

@@ -41,18 +41,38 @@ pub(super) fn list(ctx: &Ctx, limit: usize, json: bool) -> anyhow::Result<i32> {
         );
         return Ok(0);
     }
-    let mut rows = vec![row!["ID", "AGENT", "ENVELOPE", "STATUS", "AGE"]];
+    let worktrees = crate::worktree::Worktrees::new(svc.store().clone()).states()?;
+    let mut rows = vec![row![
+        "ID",
+        "AGENT",
+        "ENVELOPE",
+        "STATUS",
+        "WORKSPACE",
+        "AGE"
+    ]];
     for m in &all {
         rows.push(row![
             m.id,
             m.agent_name,
             m.hitl_policy_name,
             m.status,
+            workspace_label(worktrees.get(&m.id).copied()),
             age(clock::age_secs(m.created_at))
         ]);
     }
     print!("{}", crate::table::render(&rows));
     Ok(0)
+}
+
+/// Where a mission worked: its own worktree (and what became of it), or the cwd.
+pub(super) fn workspace_label(worktree: Option<crate::worktree::State>) -> String {
+    match worktree {
+        None => "cwd".to_string(),
+        Some(crate::worktree::State::Active | crate::worktree::State::Merging) => {
+            "worktree".to_string()
+        }
+        Some(state) => format!("worktree ({})", state.as_str()),
+    }
 }
 
 pub(super) fn show(ctx: &Ctx, id: &str, json: bool) -> anyhow::Result<i32> {

@@ -10,6 +10,7 @@ mod inbox_cmd;
 mod init;
 mod mission_cmd;
 mod vet;
+mod worktree_cmd;
 
 use std::io::IsTerminal;
 
@@ -90,6 +91,9 @@ enum MissionCmd {
         /// How long to wait for a terminal status.
         #[arg(long, default_value = "30m")]
         timeout: String,
+        /// Work in a git worktree of its own, on a new branch mission/<id8> from HEAD.
+        #[arg(long)]
+        worktree: bool,
     },
     /// List missions, newest first.
     List {
@@ -128,6 +132,17 @@ enum MissionCmd {
         #[arg(long)]
         reason: Option<String>,
     },
+    /// A worktree mission's committed and uncommitted changes against its base.
+    Diff {
+        id: String,
+        /// Only the file summary.
+        #[arg(long)]
+        stat: bool,
+    },
+    /// Merge a worktree mission into your current branch (leftovers committed first).
+    Merge { id: String },
+    /// Remove a worktree mission's worktree and branch, work and all.
+    Discard { id: String },
 }
 
 #[derive(Subcommand, Debug)]
@@ -364,6 +379,7 @@ fn run(ctx: &Ctx, command: Option<Command>, flags: BetaFlags) -> anyhow::Result<
                 policy,
                 wait,
                 timeout,
+                worktree,
             } => fire::run(
                 ctx,
                 fire::FireArgs {
@@ -373,10 +389,14 @@ fn run(ctx: &Ctx, command: Option<Command>, flags: BetaFlags) -> anyhow::Result<
                     wait,
                     timeout,
                     oracle: flags.oracle,
+                    worktree,
                 },
             ),
             MissionCmd::Stop { id, reason } => mission_cmd::stop(ctx, &id, reason.as_deref()),
             MissionCmd::Asks { id, limit } => mission_cmd::asks(ctx, id.as_deref(), limit),
+            MissionCmd::Diff { id, stat } => worktree_cmd::diff(ctx, &id, stat),
+            MissionCmd::Merge { id } => worktree_cmd::merge(ctx, &id),
+            MissionCmd::Discard { id } => worktree_cmd::discard(ctx, &id),
         },
         Some(Command::Approvals(c)) => approvals_cmd::run(ctx, c, &flags),
         Some(Command::Inbox(c)) => inbox_cmd::run(ctx, c),

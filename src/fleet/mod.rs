@@ -48,6 +48,8 @@ pub struct DispatchRequest {
     pub policy_name: String,
     /// Absolute working directory for the unit; empty means the host's.
     pub cwd: Option<PathBuf>,
+    /// Work in a git worktree of its own (else the envelope's `workspace` decides).
+    pub worktree: bool,
 }
 
 /// A dispatched mission.
@@ -62,6 +64,8 @@ pub struct Dispatched {
     pub compute: ComputeBounds,
     /// The sandbox its unit runs in.
     pub sandbox: crate::envelope::sandbox::Resolved,
+    /// The git worktree it works in, when it was fired with one.
+    pub worktree: Option<crate::worktree::Worktree>,
 }
 
 /// A unit whose session is open, not yet driven.
@@ -202,6 +206,52 @@ impl Fleet {
                 inner.max_parallel
             );
         }
+        let worktree = if req.worktree
+            || envelope.policy.workspace == crate::envelope::sandbox::WorkspaceMode::Worktree
+        {
+            let worktrees = crate::worktree::Worktrees::new(inner.missions.store().clone());
+            let (repo, id) = (cwd.clone(), mission_id.clone());
+            Some(
+                tokio::task::spawn_blocking(move || worktrees.create(&repo, &id))
+                    .await
+                    .map_err(|e| anyhow::anyhow!("creating the mission worktree failed: {e}"))??,
+            )
+        } else {
+            None
+        };
+        let cwd = worktree.as_ref().map_or(cwd, |w| w.path.clone());
+        let dispatched = self
+            .dispatch_admitted(
+                req.intent,
+                mission_id,
+                agent,
+                envelope,
+                cwd,
+                worktree.clone(),
+            )
+            .await;
+        if dispatched.is_err()
+            && let Some(wt) = worktree
+        {
+            let worktrees = crate::worktree::Worktrees::new(inner.missions.store().clone());
+            let _ = tokio::task::spawn_blocking(move || worktrees.abandon(&wt)).await;
+        }
+        dispatched
+    }
+
+    /// Start, check and record an admitted mission. A refusal here leaves no record
+    /// and no process (the caller removes a worktree made for it).
+    async fn dispatch_admitted(
+        &self,
+        intent: String,
+        mission_id: String,
+        agent: crate::agents::Agent,
+        envelope: search::Loaded,
+        cwd: PathBuf,
+        worktree: Option<crate::worktree::Worktree>,
+    ) -> anyhow::Result<Dispatched> {
+        let inner = &self.inner;
+        let (agent_name, policy_name) = (agent.name.clone(), envelope.name.clone());
         let mut started = self
             .start_unit(&mission_id, &agent, &cwd, &envelope.policy)
             .await?;
@@ -216,7 +266,7 @@ impl Fleet {
         }
         let mission = match inner.missions.create(NewMission {
             id: mission_id.clone(),
-            intent: req.intent.trim().to_string(),
+            intent: intent.trim().to_string(),
             agent_name: agent_name.clone(),
             policy_name: policy_name.clone(),
             cwd: cwd.display().to_string(),
@@ -241,6 +291,7 @@ impl Fleet {
             caps,
             compute,
             sandbox,
+            worktree,
         })
     }
 
