@@ -16,6 +16,7 @@ fn request(agent: &str) -> DispatchRequest {
         intent: format!("{agent} something"),
         policy_name: "default".into(),
         cwd: None,
+        worktree: false,
     }
 }
 

@@ -12,3 +12,4 @@ mod missions;
 mod oracle;
 mod planner;
 mod sandbox;
+mod worktree;
