@@ -381,3 +381,56 @@ fn without_landlock_every_surface_says_declared_not_enforced() {
         "{vet:#?}"
     );
 }
+
+#[test]
+fn under_strict_a_unit_reaches_only_the_model_endpoint_port() {
+    let sb = Sandbox::new();
+    require_landlock(&sb);
+    let model = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let other = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let (model_port, other_port) = (
+        model.local_addr().unwrap().port(),
+        other.local_addr().unwrap().port(),
+    );
+    sb.run(&[
+        "config",
+        "set",
+        "model-base-url",
+        &format!("http://127.0.0.1:{model_port}/v1"),
+    ])
+    .ok();
+    let connect = |port: u16| {
+        run_step(&[
+            "bash",
+            "-c",
+            &format!("exec 3<>/dev/tcp/127.0.0.1/{port} && echo connected"),
+        ])
+    };
+    let script_path = sb.cwd.join("probe.json");
+    sb.write(
+        &sb.home.join("agents.toml"),
+        &format!(
+            "[agents.probe]\ncommand = \"missionboard\"\nargs = [\"stub-agent\", \"--script\", {:?}]\n",
+            script_path.display().to_string()
+        ),
+    );
+    sb.write(
+        &script_path,
+        &script(vec![
+            connect(model_port),
+            connect(other_port),
+            json!({"finish": "landed"}),
+        ]),
+    );
+    fire(&sb, "strict", &[]).ok();
+    let got = reports(&sb);
+    assert_eq!(
+        got[0],
+        ("run bash: exit 0".to_string(), "connected".to_string())
+    );
+    assert_eq!(got[1].0, "run bash: exit 1", "{got:?}");
+    assert!(got[1].1.contains("Permission denied"), "{got:?}");
+    // Under default the network is open.
+    fire(&sb, "default", &[]).ok();
+    assert_eq!(reports(&sb)[1].0, "run bash: exit 0");
+}
