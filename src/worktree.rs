@@ -77,6 +77,15 @@ pub struct Merged {
     pub committed_leftovers: bool,
 }
 
+/// Where a mission worked, for listings: `cwd`, or its worktree and what became of it.
+pub fn workspace_label(worktree: Option<State>) -> String {
+    match worktree {
+        None => "cwd".to_string(),
+        Some(State::Active | State::Merging) => "worktree".to_string(),
+        Some(state) => format!("worktree ({})", state.as_str()),
+    }
+}
+
 /// The first 8 characters of a mission id: the branch and directory name.
 pub fn short_id(mission_id: &str) -> String {
     mission_id.chars().take(8).collect()

@@ -56,23 +56,12 @@ pub(super) fn list(ctx: &Ctx, limit: usize, json: bool) -> anyhow::Result<i32> {
             m.agent_name,
             m.hitl_policy_name,
             m.status,
-            workspace_label(worktrees.get(&m.id).copied()),
+            crate::worktree::workspace_label(worktrees.get(&m.id).copied()),
             age(clock::age_secs(m.created_at))
         ]);
     }
     print!("{}", crate::table::render(&rows));
     Ok(0)
-}
-
-/// Where a mission worked: its own worktree (and what became of it), or the cwd.
-pub(super) fn workspace_label(worktree: Option<crate::worktree::State>) -> String {
-    match worktree {
-        None => "cwd".to_string(),
-        Some(crate::worktree::State::Active | crate::worktree::State::Merging) => {
-            "worktree".to_string()
-        }
-        Some(state) => format!("worktree ({})", state.as_str()),
-    }
 }
 
 pub(super) fn show(ctx: &Ctx, id: &str, json: bool) -> anyhow::Result<i32> {
@@ -126,6 +115,16 @@ pub(super) fn show(ctx: &Ctx, id: &str, json: bool) -> anyhow::Result<i32> {
     }
     for line in compute_lines(ctx, svc.store(), &m) {
         writeln!(out, "{line}")?;
+    }
+    if let Some(wt) = crate::worktree::Worktrees::new(svc.store().clone()).get(&m.id)? {
+        writeln!(
+            out,
+            "Worktree:  {} on {} from {} ({})",
+            wt.path.display(),
+            wt.branch,
+            crate::worktree::short_id(&wt.base),
+            crate::worktree::workspace_label(Some(wt.state))
+        )?;
     }
     if m.plan_revision > 0
         && let Some(rev) = svc

@@ -130,18 +130,9 @@ fn the_store_and_the_home_are_out_of_reach_under_every_preset() {
     require_landlock(&sb);
     let db = sb.db();
     let marker = sb.home.join("run").join("planted");
-    // The script lives in the workspace: under strict and acpx the home is unreadable.
-    let script_path = sb.cwd.join("probe.json");
-    sb.write(
-        &sb.home.join("agents.toml"),
-        &format!(
-            "[agents.probe]\ncommand = \"missionboard\"\nargs = [\"stub-agent\", \"--script\", {:?}]\n",
-            script_path.display().to_string()
-        ),
-    );
-    sb.write(
-        &script_path,
-        &script(vec![
+    sb.declare_stubs(&[(
+        "probe",
+        Some(&script(vec![
             write_step(&db),
             write_step(&marker),
             run_step(&[BIN, "config", "set", "default-mission-agent", "pwned"]),
@@ -149,8 +140,8 @@ fn the_store_and_the_home_are_out_of_reach_under_every_preset() {
                 "{BIN} mission stop $({BIN} mission list | awk 'NR==2{{print $1}}') --reason pwned"
             )),
             json!({"finish": "landed"}),
-        ]),
-    );
+        ])),
+    )]);
     for policy in ["default", "acp", "strict", "acpx", "dev"] {
         let fired = fire(&sb, policy, &[]);
         assert_eq!(fired.code, 0, "{policy}: {fired:#?}");
@@ -406,22 +397,14 @@ fn under_strict_a_unit_reaches_only_the_model_endpoint_port() {
             &format!("exec 3<>/dev/tcp/127.0.0.1/{port} && echo connected"),
         ])
     };
-    let script_path = sb.cwd.join("probe.json");
-    sb.write(
-        &sb.home.join("agents.toml"),
-        &format!(
-            "[agents.probe]\ncommand = \"missionboard\"\nargs = [\"stub-agent\", \"--script\", {:?}]\n",
-            script_path.display().to_string()
-        ),
-    );
-    sb.write(
-        &script_path,
-        &script(vec![
+    sb.declare_stubs(&[(
+        "probe",
+        Some(&script(vec![
             connect(model_port),
             connect(other_port),
             json!({"finish": "landed"}),
-        ]),
-    );
+        ])),
+    )]);
     fire(&sb, "strict", &[]).ok();
     let got = reports(&sb);
     assert_eq!(

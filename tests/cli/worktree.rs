@@ -40,6 +40,25 @@ fn repo(sb: &Sandbox) {
     git(&sb.cwd, &["commit", "-q", "-m", "init"]);
 }
 
+/// [`repo`] with the [`writer`] stub declared and its script committed, so the
+/// operator's tree starts clean.
+fn clean_repo_with_writer(sb: &Sandbox, files: &[(&str, &str)]) {
+    repo(sb);
+    writer(sb, files);
+    git(&sb.cwd, &["add", "-A"]);
+    git(&sb.cwd, &["commit", "-q", "-m", "script"]);
+}
+
+/// Where a mission's worktree lives: inside the repository's own `.git`.
+fn worktree_path(sb: &Sandbox, id8: &str) -> std::path::PathBuf {
+    Path::new(&git(
+        &sb.cwd,
+        &["rev-parse", "--path-format=absolute", "--git-common-dir"],
+    ))
+    .join("missionboard-worktrees")
+    .join(id8)
+}
+
 /// A stub that writes `files` (relative to its cwd) and lands.
 fn writer(sb: &Sandbox, files: &[(&str, &str)]) {
     let mut steps: Vec<Value> = files
@@ -81,21 +100,12 @@ fn fire_in_worktree(sb: &Sandbox) -> (Run, String) {
 #[test]
 fn a_worktree_mission_is_diffed_then_merged_into_the_current_branch() {
     let sb = Sandbox::new();
-    repo(&sb);
-    // The script sits in the checkout, untracked; commit it so the tree is clean.
-    writer(&sb, &[("notes.txt", "two\n"), ("new.txt", "fresh\n")]);
-    git(&sb.cwd, &["add", "-A"]);
-    git(&sb.cwd, &["commit", "-q", "-m", "script"]);
+    clean_repo_with_writer(&sb, &[("notes.txt", "two\n"), ("new.txt", "fresh\n")]);
     let base = git(&sb.cwd, &["rev-parse", "HEAD"]);
     let (fired, id) = fire_in_worktree(&sb);
     assert_eq!(fired.code, 0, "{fired:#?}");
     let id8 = &id[..8];
-    let wt = Path::new(&git(
-        &sb.cwd,
-        &["rev-parse", "--path-format=absolute", "--git-common-dir"],
-    ))
-    .join("missionboard-worktrees")
-    .join(id8);
+    let wt = worktree_path(&sb, id8);
     assert!(
         fired.stdout.contains(&format!(
             "Worktree: {} on branch mission/{id8} from {}",
@@ -171,10 +181,7 @@ fn a_worktree_mission_is_diffed_then_merged_into_the_current_branch() {
 #[test]
 fn a_conflicting_or_dirty_merge_is_refused_naming_the_files_and_changes_nothing() {
     let sb = Sandbox::new();
-    repo(&sb);
-    writer(&sb, &[("notes.txt", "from the mission\n")]);
-    git(&sb.cwd, &["add", "-A"]);
-    git(&sb.cwd, &["commit", "-q", "-m", "script"]);
+    clean_repo_with_writer(&sb, &[("notes.txt", "from the mission\n")]);
     let (fired, id) = fire_in_worktree(&sb);
     assert_eq!(fired.code, 0, "{fired:#?}");
     let id8 = &id[..8];
@@ -234,12 +241,7 @@ fn an_envelope_that_asks_for_worktrees_gets_one_and_discard_removes_it_and_its_b
     assert_eq!(fired.code, 0, "{fired:#?}");
     let id = sb.newest_mission().unwrap();
     let id8 = &id[..8];
-    let wt = Path::new(&git(
-        &sb.cwd,
-        &["rev-parse", "--path-format=absolute", "--git-common-dir"],
-    ))
-    .join("missionboard-worktrees")
-    .join(id8);
+    let wt = worktree_path(&sb, id8);
     assert!(wt.join("scratch.txt").exists());
     let discarded = cmd(&sb, &["mission", "discard", id8]).ok();
     assert_eq!(
