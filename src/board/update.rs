@@ -685,13 +685,13 @@ fn on_paste(m: &mut Model, text: &str) {
             let draft = m.drafts.entry(ask_id.clone()).or_default();
             draft.area.insert_str(text);
         }
-        Mode::CommandLine { line } => line.push_str(&super::sanitize::one_line(text)),
+        Mode::CommandLine { line } => line.push_str(&crate::text::one_line(text)),
         Mode::Filter => {
-            m.filter.push_str(&super::sanitize::one_line(text));
+            m.filter.push_str(&crate::text::one_line(text));
             reset_missions(m);
         }
         Mode::Picking(p) if p.step == PickStep::Intent => {
-            p.intent.push_str(&super::sanitize::one_line(text))
+            p.intent.push_str(&crate::text::one_line(text))
         }
         _ => {}
     }

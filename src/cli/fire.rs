@@ -7,14 +7,15 @@ use std::time::{Duration, Instant};
 
 use super::Ctx;
 use super::mission_cmd::{report_lines, status_line};
+use super::out::{out, outln};
 use crate::agents::AgentCaps;
 use crate::config::{self, Config};
 use crate::envelope::bounds::{ComputeField, bound_status, describe_all};
 use crate::envelope::policy::{ComputeBounds, OnExhausted};
-use crate::envelope::presets;
 use crate::fleet::{DispatchRequest, Fleet};
 use crate::mission::Status;
 use crate::oracle::Oracle;
+use crate::presets;
 
 /// How often the wait re-reads the mission record.
 const POLL: Duration = Duration::from_millis(250);
@@ -69,7 +70,7 @@ pub(super) fn run(ctx: &Ctx, args: FireArgs) -> anyhow::Result<i32> {
         let _teardown = fleet.spawn_teardown();
         let driver = match oracle {
             Some(o) => {
-                println!("{}", o.mount_line());
+                outln!("{}", o.mount_line())?;
                 Some(o.spawn(fleet.clone())?)
             }
             None => None,
@@ -101,30 +102,31 @@ async fn fire_and_wait(
         })
         .await?;
     let id = d.mission_id.clone();
-    println!("Mission fired at agent {agent:?} under envelope {policy:?}.");
-    println!("Intent: {intent}");
-    println!(
+    outln!("Mission fired at agent {agent:?} under envelope {policy:?}.")?;
+    outln!("Intent: {intent}")?;
+    outln!(
         "Mission {id} (instance {}, session {}).",
-        d.instance_id, d.session_id
-    );
+        d.instance_id,
+        d.session_id
+    )?;
     for line in compute_narration(&agent, &d.compute, &d.caps) {
-        println!("{line}");
+        outln!("{line}")?;
     }
     for line in sandbox_narration(&d.sandbox) {
-        println!("{line}");
+        outln!("{line}")?;
     }
     if let Some(wt) = &d.worktree {
-        println!(
+        outln!(
             "Worktree: {} on branch {} from {} — see it with `missionboard mission diff {id}`, land it with `mission merge {id}` or drop it with `mission discard {id}`.",
             wt.path.display(),
             wt.branch,
             crate::worktree::short_id(&wt.base)
-        );
+        )?;
     }
-    println!(
+    outln!(
         "Waiting for a terminal status (timeout {}; the unit is a child of this process and is torn down when it exits)…",
         crate::duration::format(timeout)
-    );
+    )?;
     let deadline = Instant::now() + timeout;
     let mut signals = Signals::new()?;
     let mission = loop {
@@ -133,37 +135,70 @@ async fn fire_and_wait(
             .require(&id)
             .map_err(|e| anyhow::anyhow!("waiting on mission {id}: {e}"))?;
         if m.status != Status::Open {
+            outln!("Mission {id} finished: {}", status_line(&m))?;
+            break m;
+        }
+        // Nothing will move it: the unit's turns are over and nothing is pending.
+        if let Some(why) = fleet.idle_reason(&id) {
+            outln!(
+                "Mission {id} is still {} with no verdict and nothing pending: {why}. It is torn down with this process; its record and reports survive — see 'missionboard mission show {id}'.",
+                m.status
+            )?;
             break m;
         }
         if Instant::now() >= deadline {
-            println!(
+            outln!(
                 "mission {id} did not finish within {}: it is torn down with this process (the unit is a child subprocess). Its record and any reports so far survive — see 'missionboard mission show {id}'. Re-run with a larger --timeout, or fire from a long-lived host (the board's /mission).",
                 crate::duration::format(timeout)
-            );
+            )?;
+            out!("{}", pending_lines(fleet, &id)?)?;
             return Ok(1);
         }
         tokio::select! {
             _ = tokio::time::sleep(POLL.min(deadline.saturating_duration_since(Instant::now()))) => {}
             _ = signals.next() => {
-                println!(
+                outln!(
                     "mission {id} wait interrupted: the unit is torn down with this process. Its record and any reports so far survive — see 'missionboard mission show {id}'."
-                );
+                )?;
                 return Ok(1);
             }
         }
     };
-    println!("Mission {id} finished: {}", status_line(&mission));
     let reports = fleet.missions().reports(&id, 200)?;
     if !reports.is_empty() {
-        println!("Reports:");
-        print!("{}", report_lines(&reports));
+        outln!("Reports:")?;
+        out!("{}", report_lines(&reports))?;
     }
-    println!("Full detail: missionboard mission reports {id}");
+    outln!("Full detail: missionboard mission reports {id}")?;
     Ok(if mission.status == Status::Landed {
         0
     } else {
         1
     })
+}
+
+/// What a timed-out mission is waiting on: each pending ask and how to answer it
+/// (the answer resumes the run even after this process is gone).
+fn pending_lines(fleet: &Fleet, mission_id: &str) -> anyhow::Result<String> {
+    let mut out = String::new();
+    for a in fleet.asks().for_mission(mission_id, 200)? {
+        if !a.is_pending() {
+            continue;
+        }
+        let how = if a.takes_words() {
+            "--answer \"...\""
+        } else {
+            "--approve|--deny"
+        };
+        out.push_str(&format!(
+            "It is waiting on {} ask {}: {}\nAnswer it with 'missionboard approvals respond {} {how}'.\n",
+            a.kind(),
+            a.id,
+            a.args_summary,
+            a.id
+        ));
+    }
+    Ok(out)
 }
 
 /// What the mission's compute bounds amount to for this agent, each field with

@@ -1,6 +1,7 @@
 //! `mission diff|merge|discard <id>`: the operator's side of mission worktrees.
 
 use super::Ctx;
+use super::out::outln;
 use crate::mission::{Mission, Missions, Status};
 use crate::worktree::{self, Worktree, Worktrees};
 
@@ -35,14 +36,14 @@ pub(super) fn diff(ctx: &Ctx, id: &str, stat: bool) -> anyhow::Result<i32> {
     let (_, _, wt) = mission_worktree(ctx, id)?;
     let text = worktree::diff(&wt, stat)?;
     if text.is_empty() {
-        println!(
+        outln!(
             "No changes on {} against {}.",
             wt.branch,
             worktree::short_id(&wt.base)
-        );
+        )?;
     } else {
-        // The unit wrote this text: never let it drive the terminal.
-        println!("{}", crate::board::sanitize::sanitize(&text));
+        // The unit wrote this text; the output layer keeps it from driving the terminal.
+        outln!("{text}")?;
     }
     Ok(0)
 }
@@ -50,20 +51,20 @@ pub(super) fn diff(ctx: &Ctx, id: &str, stat: bool) -> anyhow::Result<i32> {
 pub(super) fn merge(ctx: &Ctx, id: &str) -> anyhow::Result<i32> {
     let (m, worktrees, wt) = mission_worktree(ctx, id)?;
     require_at_rest(&m, "merge")?;
-    let merged = worktrees.merge(&wt, &crate::board::sanitize::one_line(&m.intent))?;
+    let merged = worktrees.merge(&wt, &crate::text::one_line(&m.intent))?;
     if merged.committed_leftovers {
-        println!(
+        outln!(
             "Committed the worktree's uncommitted work on {} as \"mission {}: …\".",
             wt.branch,
             worktree::short_id(&m.id)
-        );
+        )?;
     }
-    println!(
+    outln!(
         "Merged {} into {} in {}; the worktree and its branch are removed.",
         wt.branch,
         merged.into,
         wt.repo.display()
-    );
+    )?;
     Ok(0)
 }
 
@@ -71,11 +72,11 @@ pub(super) fn discard(ctx: &Ctx, id: &str) -> anyhow::Result<i32> {
     let (m, worktrees, wt) = mission_worktree(ctx, id)?;
     require_at_rest(&m, "discard")?;
     worktrees.discard(&wt)?;
-    println!(
+    outln!(
         "Discarded mission {}'s worktree {} and its branch {}.",
         m.id,
         wt.path.display(),
         wt.branch
-    );
+    )?;
     Ok(0)
 }
