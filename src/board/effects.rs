@@ -169,15 +169,23 @@ pub fn load_picker(paths: &Paths, config: &Config) -> Result<PickerData, String>
     })
 }
 
-/// One envelope's line: its character, and the truthful label of each compute
-/// field it sets (none before a mission starts can promise an agent's capabilities).
+/// One envelope's line: its character, the truthful label of each compute field it
+/// sets (none before a mission starts can promise an agent's capabilities), and of
+/// each sandbox limit on this kernel.
 pub fn envelope_entry(file_name: &str, bytes: &[u8]) -> EnvelopeEntry {
+    use crate::envelope::sandbox::{SandboxField, SandboxStatus, sandbox_status};
+    let abi = crate::confine::landlock_abi();
     let labels = Policy::parse(file_name, bytes)
         .map(|p| {
+            let sandbox = p.sandbox_or_baseline();
             ComputeField::ALL
                 .into_iter()
                 .filter(|f| f.is_set(&p.compute))
                 .map(|f| (f.key(), bound_status(f, &p.compute, None).label()))
+                .chain(SandboxField::ALL.into_iter().filter_map(|f| {
+                    let status = sandbox_status(f, &sandbox, abi);
+                    (status != SandboxStatus::NotLimited).then(|| (f.key(), status.label()))
+                }))
                 .collect()
         })
         .unwrap_or_default();
@@ -240,4 +248,42 @@ async fn fire(fleet: &Fleet, r: &Resolved, summary: &str) -> Result<String, Stri
         &d.instance_id,
         &d.session_id,
     ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::envelope_entry;
+
+    fn labels(file_name: &str) -> Vec<(&'static str, &'static str)> {
+        let preset = crate::presets::get(file_name).expect("a preset");
+        envelope_entry(file_name, preset.bytes).labels
+    }
+
+    #[test]
+    fn the_picker_labels_the_sandbox_limits_an_envelope_sets_and_only_those() {
+        let kernel = |key: &str, got: &[(&str, &str)]| {
+            got.iter()
+                .find(|(k, _)| *k == key)
+                .map(|(_, label)| label.to_string())
+        };
+        let strict = labels("hitl-policy-strict.json");
+        for key in ["filesystem.write", "filesystem.read", "network.connect"] {
+            let label = kernel(key, &strict).unwrap_or_else(|| panic!("{key}: {strict:?}"));
+            assert!(
+                label == "enforced (kernel)" || label == "declared, not enforced",
+                "{key}: {label}"
+            );
+        }
+        let default = labels("hitl-policy-default.json");
+        assert!(
+            kernel("filesystem.write", &default).is_some(),
+            "{default:?}"
+        );
+        assert_eq!(kernel("filesystem.read", &default), None, "reads are open");
+        assert_eq!(
+            kernel("network.connect", &default),
+            None,
+            "connects are open"
+        );
+    }
 }
