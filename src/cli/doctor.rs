@@ -123,12 +123,7 @@ pub(super) fn run(ctx: &Ctx) -> anyhow::Result<i32> {
     let abi = crate::confine::landlock_abi();
     lines.push(format!(
         "Sandbox:   Landlock ABI {abi} — {}",
-        match crate::envelope::sandbox::unenforced_note(abi) {
-            Some(note) => note,
-            None =>
-                "envelope sandbox limits are enforced by the kernel (network.connect from ABI 4)"
-                    .to_string(),
-        }
+        crate::envelope::sandbox::kernel_summary(abi)
     ));
     lines.push(format!(
         "Beta:      {}",

@@ -534,6 +534,31 @@ pub fn describe(decl: &SandboxDecl, abi: u32) -> String {
     format!("{} (Landlock ABI {abi})", fields.join("; "))
 }
 
+/// What this kernel holds, for `doctor`: which limits, and which are declared only.
+pub fn kernel_summary(abi: u32) -> String {
+    if let Some(note) = unenforced_note(abi) {
+        return note;
+    }
+    let (held, declared): (Vec<SandboxField>, Vec<SandboxField>) = SandboxField::ALL
+        .into_iter()
+        .partition(|f| abi >= f.needs_abi());
+    let keys = |fields: &[SandboxField]| {
+        fields
+            .iter()
+            .map(|f| f.key())
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
+    let mut text = format!("the kernel holds {}", keys(&held));
+    if !declared.is_empty() {
+        text.push_str(&format!(
+            "; {} declared, not enforced (needs a newer kernel)",
+            keys(&declared)
+        ));
+    }
+    text
+}
+
 /// The one sentence a surface adds when the kernel holds nothing.
 pub fn unenforced_note(abi: u32) -> Option<String> {
     (abi < ABI_FOR_READ).then(|| {
@@ -651,5 +676,13 @@ mod tests {
             SandboxStatus::DeclaredNotEnforced
         );
         assert!(unenforced_note(0).is_some() && unenforced_note(1).is_none());
+        assert_eq!(
+            kernel_summary(2),
+            "the kernel holds filesystem.read; filesystem.write, network.connect declared, not enforced (needs a newer kernel)"
+        );
+        assert_eq!(
+            kernel_summary(7),
+            "the kernel holds filesystem.write, filesystem.read, network.connect"
+        );
     }
 }
