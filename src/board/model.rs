@@ -81,6 +81,8 @@ pub struct Detail {
     pub reports: Vec<ReportRow>,
     /// The latest handover, as labelled lines.
     pub handover: Vec<String>,
+    /// Its git worktree, when it was fired with one: path, branch, what became of it.
+    pub worktree: Option<String>,
 }
 
 /// What the store thread publishes. Everything text in it is sanitized.

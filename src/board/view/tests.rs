@@ -80,6 +80,7 @@ pub(crate) fn snapshot() -> Snapshot {
     let detail = Detail {
         mission: rows[0].clone(),
         last_error: None,
+        worktree: None,
         plan: vec![
             PlanRow {
                 content: "survey the task".into(),
@@ -411,4 +412,20 @@ fn the_trace_pane_shows_the_oracle_model_and_its_newest_lines() {
     );
     assert!(text.contains("oracle: WAIT for ask a-1 (3ms)"), "{text}");
     assert!(!text.contains(crate::board::view::lists::ORACLE_EMPTY));
+}
+
+#[test]
+fn the_detail_pane_names_a_worktree_mission_s_worktree() {
+    let mut m = model(120, 40, false);
+    let mut s = snapshot();
+    assert!(!frame(&m).contains("Worktree:"), "no worktree, no line");
+    if let Some(d) = &mut s.detail {
+        d.worktree = Some("/r/.git/missionboard-worktrees/a1b2c3d4 on mission/a1b2c3d4".into());
+    }
+    m.snap = Arc::new(s);
+    let text = frame(&m);
+    assert!(
+        text.contains("Worktree: /r/.git/missionboard-worktrees/a1b2c3d4 on mission/a1b2c3d4"),
+        "{text}"
+    );
 }
