@@ -25,6 +25,7 @@ pub mod planner;
 pub mod presets;
 pub mod runtime;
 pub mod schema;
+pub mod signals;
 pub mod store;
 pub mod stub;
 pub mod table;

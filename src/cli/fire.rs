@@ -16,6 +16,7 @@ use crate::fleet::{DispatchRequest, Fleet};
 use crate::mission::Status;
 use crate::oracle::Oracle;
 use crate::presets;
+use crate::signals::Signals;
 
 /// How often the wait re-reads the mission record.
 const POLL: Duration = Duration::from_millis(250);
@@ -123,12 +124,13 @@ async fn fire_and_wait(
             crate::worktree::short_id(&wt.base)
         )?;
     }
+    // SIGINT, SIGTERM and SIGHUP all end the wait, from the moment it is announced.
+    let mut signals = Signals::termination_or_interrupt()?;
     outln!(
         "Waiting for a terminal status (timeout {}; the unit is a child of this process and is torn down when it exits)…",
         crate::duration::format(timeout)
     )?;
     let deadline = Instant::now() + timeout;
-    let mut signals = Signals::new()?;
     let mission = loop {
         let m = fleet
             .missions()
@@ -241,30 +243,4 @@ fn sandbox_narration(sandbox: &crate::envelope::sandbox::Resolved) -> Vec<String
     lines.extend(unenforced_note(abi).map(|n| format!("Sandbox: {n}.")));
     lines.extend(sandbox.carved.iter().map(|c| format!("Sandbox: {c}.")));
     lines
-}
-
-/// SIGINT, SIGTERM and SIGHUP all end the wait.
-struct Signals {
-    int: tokio::signal::unix::Signal,
-    term: tokio::signal::unix::Signal,
-    hup: tokio::signal::unix::Signal,
-}
-
-impl Signals {
-    fn new() -> anyhow::Result<Signals> {
-        use tokio::signal::unix::{SignalKind, signal};
-        Ok(Signals {
-            int: signal(SignalKind::interrupt())?,
-            term: signal(SignalKind::terminate())?,
-            hup: signal(SignalKind::hangup())?,
-        })
-    }
-
-    async fn next(&mut self) {
-        tokio::select! {
-            _ = self.int.recv() => {}
-            _ = self.term.recv() => {}
-            _ = self.hup.recv() => {}
-        }
-    }
 }
