@@ -12,6 +12,7 @@
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
+use crate::mission::{Mission, Status};
 use crate::store::{Store, StoreError};
 
 pub(crate) const SCHEMA_V7: &str = "
@@ -193,6 +194,31 @@ impl Worktrees {
             })?;
             rows.next().transpose()
         })
+    }
+
+    /// The worktree of `mission`; an error naming the fix when it has none.
+    pub fn of(&self, mission: &Mission) -> anyhow::Result<Worktree> {
+        self.get(&mission.id)?.ok_or_else(|| {
+            anyhow::anyhow!(
+                "mission {} has no worktree: it worked in {} (fire with --worktree to give a mission its own)",
+                mission.id,
+                mission.cwd
+            )
+        })
+    }
+
+    /// [`Worktrees::of`], ready to be merged or discarded (`verb`): refused while the
+    /// mission is still open (its unit may be writing the worktree).
+    pub fn of_resting(&self, mission: &Mission, verb: &str) -> anyhow::Result<Worktree> {
+        let wt = self.of(mission)?;
+        if mission.status == Status::Open {
+            anyhow::bail!(
+                "mission {} is still open: its unit may still be writing the worktree — wait for it to rest, or `missionboard mission stop {}`, then {verb} it",
+                mission.id,
+                mission.id
+            );
+        }
+        Ok(wt)
     }
 
     /// The state of every mission's worktree, for listings.

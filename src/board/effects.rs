@@ -77,6 +77,29 @@ pub fn spawn(effect: Effect, svc: &Services, tx: UnboundedSender<Msg>) {
 /// Mount the oracle on this board's fleet (the same driver `mission fire --oracle`
 /// runs), or abort it. Mounting reads files and the store, so it runs with the other
 /// blocking effects; the driver is spawned from there onto the board's runtime.
+/// `mission merge` / `mission discard` from the board: the same service calls and
+/// refusals (no worktree, still open, dirty tree, conflict), said in a toast.
+fn worktree_effect(
+    missions: &crate::mission::Missions,
+    mission_id: &str,
+    merge: bool,
+) -> Result<String, String> {
+    let worktrees = crate::worktree::Worktrees::new(missions.store().clone());
+    let m = missions.require(mission_id).map_err(|e| e.to_string())?;
+    let wt = worktrees
+        .of_resting(&m, if merge { "merge" } else { "discard" })
+        .map_err(|e| e.to_string())?;
+    if merge {
+        let merged = worktrees
+            .merge(&wt, &crate::text::one_line(&m.intent))
+            .map_err(|e| e.to_string())?;
+        Ok(format!("merged {} into {}", wt.branch, merged.into))
+    } else {
+        worktrees.discard(&wt).map_err(|e| e.to_string())?;
+        Ok(format!("discarded {} and its worktree", wt.branch))
+    }
+}
+
 fn toggle_oracle(svc: &Services, mount: bool) -> Result<Option<String>, String> {
     let mut slot = svc.oracle.lock().unwrap_or_else(|p| p.into_inner());
     if let Some(driver) = slot.take() {
@@ -115,6 +138,9 @@ pub fn execute_blocking(effect: Effect, svc: &Services) -> Msg {
                 })
                 .map_err(|e| e.to_string());
             Msg::StopDone(r)
+        }
+        Effect::Worktree { mission_id, merge } => {
+            Msg::WorktreeDone(worktree_effect(missions, &mission_id, merge))
         }
         Effect::Ack { inbox_id } => Msg::AckDone(
             missions

@@ -65,6 +65,10 @@ pub enum Action {
     Open,
     Ack,
     Stop,
+    /// Merge the selected worktree mission into the operator's branch.
+    Merge,
+    /// Discard the selected worktree mission's worktree and branch.
+    Discard,
     Fire,
     CommandLine,
     Filter,
@@ -317,6 +321,20 @@ pub const BINDINGS: &[Binding] = &[
         Action::Stop,
         "stop the selected mission (confirm, reason editable)",
         Some("stop"),
+    ),
+    b(
+        C::Board,
+        &[k('m')],
+        Action::Merge,
+        "merge the selected worktree mission into your current branch (confirm)",
+        None,
+    ),
+    b(
+        C::Board,
+        &[k('D')],
+        Action::Discard,
+        "discard the selected worktree mission's worktree and branch (confirm)",
+        None,
     ),
     b(
         C::Board,

@@ -203,8 +203,23 @@ impl Default for Picker {
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum ConfirmKind {
-    Stop { mission_id: String, intent: String },
-    Quit { drafts: usize },
+    Stop {
+        mission_id: String,
+        intent: String,
+    },
+    Quit {
+        drafts: usize,
+    },
+    /// `mission merge`: the worktree's work onto the operator's current branch.
+    Merge {
+        mission_id: String,
+        intent: String,
+    },
+    /// `mission discard`: the worktree and its branch go, work and all.
+    Discard {
+        mission_id: String,
+        intent: String,
+    },
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -509,3 +509,47 @@ fn a_pasted_answer_is_shown_and_sent_exactly() {
     let row = svc.fleet.asks().require(&ask_id).unwrap();
     assert_eq!(row.answer(), Some(shown.as_str()));
 }
+
+#[test]
+fn m_and_shift_d_confirm_before_merging_or_discarding_and_refuse_without_a_worktree() {
+    let mut m = model(120, 40, false);
+    key(&mut m, KeyCode::Char('m'));
+    assert!(
+        matches!(&m.mode, Mode::Confirm(c) if matches!(c.kind, crate::board::model::ConfirmKind::Merge { .. })),
+        "{:?}",
+        m.mode
+    );
+    // Focus starts on No: Enter cancels.
+    assert!(key(&mut m, KeyCode::Enter).is_empty());
+    assert_eq!(m.mode, Mode::Board);
+    key(&mut m, KeyCode::Char('m'));
+    assert_eq!(
+        key(&mut m, KeyCode::Char('y')),
+        vec![Effect::Worktree {
+            mission_id: "a1b2c3d4-0000".into(),
+            merge: true
+        }]
+    );
+    key(&mut m, KeyCode::Char('D'));
+    assert_eq!(
+        key(&mut m, KeyCode::Char('y')),
+        vec![Effect::Worktree {
+            mission_id: "a1b2c3d4-0000".into(),
+            merge: false
+        }]
+    );
+
+    // Against the store: a mission fired without a worktree is refused, changing nothing.
+    let (_dir, svc, _ask) = world();
+    let msg = effects::execute_blocking(
+        Effect::Worktree {
+            mission_id: "m-1".into(),
+            merge: true,
+        },
+        &svc,
+    );
+    match msg {
+        Msg::WorktreeDone(Err(e)) => assert!(e.contains("has no worktree"), "{e}"),
+        other => panic!("{other:?}"),
+    }
+}

@@ -2,38 +2,19 @@
 
 use super::Ctx;
 use super::out::outln;
-use crate::mission::{Mission, Missions, Status};
-use crate::worktree::{self, Worktree, Worktrees};
+use crate::mission::{Mission, Missions};
+use crate::worktree::{self, Worktrees};
 
-/// The mission and its worktree; an error naming the fix when it has none.
-fn mission_worktree(ctx: &Ctx, id: &str) -> anyhow::Result<(Mission, Worktrees, Worktree)> {
+/// The mission and its worktree service.
+fn mission(ctx: &Ctx, id: &str) -> anyhow::Result<(Mission, Worktrees)> {
     let store = ctx.store()?;
     let mission = Missions::new(store.clone()).resolve(id)?;
-    let worktrees = Worktrees::new(store);
-    let wt = worktrees.get(&mission.id)?.ok_or_else(|| {
-        anyhow::anyhow!(
-            "mission {} has no worktree: it worked in {} (fire with --worktree to give a mission its own)",
-            mission.id,
-            mission.cwd
-        )
-    })?;
-    Ok((mission, worktrees, wt))
-}
-
-/// Merging or discarding the tree a live unit is still writing would race it.
-fn require_at_rest(m: &Mission, verb: &str) -> anyhow::Result<()> {
-    if m.status == Status::Open {
-        anyhow::bail!(
-            "mission {} is still open: its unit may still be writing the worktree — wait for it to rest, or `missionboard mission stop {}`, then {verb} it",
-            m.id,
-            m.id
-        );
-    }
-    Ok(())
+    Ok((mission, Worktrees::new(store)))
 }
 
 pub(super) fn diff(ctx: &Ctx, id: &str, stat: bool) -> anyhow::Result<i32> {
-    let (_, _, wt) = mission_worktree(ctx, id)?;
+    let (m, worktrees) = mission(ctx, id)?;
+    let wt = worktrees.of(&m)?;
     let text = worktree::diff(&wt, stat)?;
     if text.is_empty() {
         outln!(
@@ -49,8 +30,8 @@ pub(super) fn diff(ctx: &Ctx, id: &str, stat: bool) -> anyhow::Result<i32> {
 }
 
 pub(super) fn merge(ctx: &Ctx, id: &str) -> anyhow::Result<i32> {
-    let (m, worktrees, wt) = mission_worktree(ctx, id)?;
-    require_at_rest(&m, "merge")?;
+    let (m, worktrees) = mission(ctx, id)?;
+    let wt = worktrees.of_resting(&m, "merge")?;
     let merged = worktrees.merge(&wt, &crate::text::one_line(&m.intent))?;
     if merged.committed_leftovers {
         outln!(
@@ -69,8 +50,8 @@ pub(super) fn merge(ctx: &Ctx, id: &str) -> anyhow::Result<i32> {
 }
 
 pub(super) fn discard(ctx: &Ctx, id: &str) -> anyhow::Result<i32> {
-    let (m, worktrees, wt) = mission_worktree(ctx, id)?;
-    require_at_rest(&m, "discard")?;
+    let (m, worktrees) = mission(ctx, id)?;
+    let wt = worktrees.of_resting(&m, "discard")?;
     worktrees.discard(&wt)?;
     outln!(
         "Discarded mission {}'s worktree {} and its branch {}.",

@@ -87,6 +87,12 @@ pub(super) fn key(m: &mut Model, key: KeyEvent, action: Option<Action>) -> Vec<E
             Some(row) => m.mode = Mode::Confirm(confirm::stop(row)),
             None => toast(m, "no mission selected".into(), true),
         },
+        Action::Merge | Action::Discard => match m.selected_mission() {
+            Some(row) => {
+                m.mode = Mode::Confirm(confirm::worktree(row, action == Action::Merge))
+            }
+            None => toast(m, "no mission selected".into(), true),
+        },
         Action::Fire => {
             m.mode = Mode::Picking(Picker::new());
             m.busy += 1;

@@ -35,6 +35,7 @@ pub enum Msg {
         result: Result<String, String>,
     },
     StopDone(Result<String, String>),
+    WorktreeDone(Result<String, String>),
     AckDone(Result<String, String>),
     PickerLoaded(Result<PickerData, String>),
     /// A `/mission` line with no arguments, resolved by its effect: open the picker.
@@ -62,6 +63,11 @@ pub enum Effect {
     Stop {
         mission_id: String,
         reason: String,
+    },
+    /// Merge (or discard) a mission's worktree, as `mission merge|discard` does.
+    Worktree {
+        mission_id: String,
+        merge: bool,
     },
     Ack {
         inbox_id: String,
@@ -118,7 +124,7 @@ pub fn update(m: &mut Model, msg: Msg) -> Vec<Effect> {
             answer::on_verdict_done(m, ask_id, result);
             vec![]
         }
-        Msg::StopDone(r) | Msg::AckDone(r) => {
+        Msg::StopDone(r) | Msg::AckDone(r) | Msg::WorktreeDone(r) => {
             m.busy = m.busy.saturating_sub(1);
             match r {
                 Ok(t) => toast(m, t, false),

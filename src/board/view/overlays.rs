@@ -144,6 +144,29 @@ pub fn confirm(frame: &mut Frame, area: Rect, m: &Model, c: &Confirm) {
                 ],
             )
         }
+        ConfirmKind::Merge { mission_id, intent } => (
+            format!(" Merge mission {}? ", short(mission_id)),
+            vec![
+                Line::raw(truncate(
+                    intent,
+                    rect.width.saturating_sub(4) as usize,
+                    m.symbols.ellipsis,
+                )),
+                Line::raw("Its leftovers are committed, its branch merged into your current"),
+                Line::raw("branch; refused on a dirty tree or a conflict, changing nothing."),
+            ],
+        ),
+        ConfirmKind::Discard { mission_id, intent } => (
+            format!(" Discard mission {}'s worktree? ", short(mission_id)),
+            vec![
+                Line::raw(truncate(
+                    intent,
+                    rect.width.saturating_sub(4) as usize,
+                    m.symbols.ellipsis,
+                )),
+                Line::raw("Its worktree and its branch are removed, work and all."),
+            ],
+        ),
         ConfirmKind::Quit { drafts } => (
             " Quit? ".to_string(),
             vec![Line::raw(format!(
