@@ -77,6 +77,33 @@ pub fn spawn(effect: Effect, svc: &Services, tx: UnboundedSender<Msg>) {
 /// Mount the oracle on this board's fleet (the same driver `mission fire --oracle`
 /// runs), or abort it. Mounting reads files and the store, so it runs with the other
 /// blocking effects; the driver is spawned from there onto the board's runtime.
+/// `mission diff` for the board: the file summary and the patch, sanitized (the unit
+/// wrote every byte of it).
+fn load_diff(
+    missions: &crate::mission::Missions,
+    mission_id: &str,
+) -> Result<crate::board::model::DiffView, String> {
+    let worktrees = crate::worktree::Worktrees::new(missions.store().clone());
+    let m = missions.require(mission_id).map_err(|e| e.to_string())?;
+    let wt = worktrees.of(&m).map_err(|e| e.to_string())?;
+    let text = |stat| {
+        crate::worktree::diff(&wt, stat)
+            .map(|t| {
+                crate::text::sanitize(&t)
+                    .lines()
+                    .map(str::to_string)
+                    .collect::<Vec<_>>()
+            })
+            .map_err(|e| e.to_string())
+    };
+    Ok(crate::board::model::DiffView {
+        mission_id: m.id.clone(),
+        files: text(true)?,
+        lines: text(false)?,
+        scroll: 0,
+    })
+}
+
 /// `mission merge` / `mission discard` from the board: the same service calls and
 /// refusals (no worktree, still open, dirty tree, conflict), said in a toast.
 fn worktree_effect(
@@ -139,6 +166,7 @@ pub fn execute_blocking(effect: Effect, svc: &Services) -> Msg {
                 .map_err(|e| e.to_string());
             Msg::StopDone(r)
         }
+        Effect::LoadDiff { mission_id } => Msg::DiffLoaded(load_diff(missions, &mission_id)),
         Effect::Worktree { mission_id, merge } => {
             Msg::WorktreeDone(worktree_effect(missions, &mission_id, merge))
         }

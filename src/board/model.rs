@@ -233,6 +233,17 @@ pub struct Confirm {
     pub error: Option<String>,
 }
 
+/// A mission's changes against its worktree's base, sanitized.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DiffView {
+    pub mission_id: String,
+    /// `--stat` lines: the files touched.
+    pub files: Vec<String>,
+    /// The patch, line by line.
+    pub lines: Vec<String>,
+    pub scroll: usize,
+}
+
 /// The board's modes; key routing is `match (mode, key)`.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Mode {
@@ -247,6 +258,8 @@ pub enum Mode {
         filter: LineField,
         scroll: usize,
     },
+    /// The selected worktree mission's diff.
+    Diff(DiffView),
     /// Editing `Model::filter`, which stays applied after the mode ends.
     Filter,
     CommandLine {

@@ -182,7 +182,7 @@ pub(crate) fn model(w: u16, h: u16, ascii: bool) -> Model {
     m
 }
 
-fn frame(m: &Model) -> String {
+pub(crate) fn frame(m: &Model) -> String {
     let mut t = Terminal::new(TestBackend::new(m.size.width, m.size.height)).unwrap();
     t.draw(|f| super::draw(f, m, NOW)).unwrap();
     format!("{}", t.backend())
