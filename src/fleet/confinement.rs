@@ -8,6 +8,9 @@ use crate::confine;
 use crate::envelope::sandbox::{self, Places, Resolved, SandboxDecl};
 use crate::paths::Paths;
 
+/// `{tmp}` dirs are `<temp dir>/missionboard-<mission id>`.
+const TMP_PREFIX: &str = "missionboard-";
+
 /// `{tmp}`: a directory of the mission's own, created when its unit starts and
 /// removed when the unit is gone (dropped with the unit's drive task).
 #[derive(Debug)]
@@ -18,7 +21,7 @@ pub struct MissionTmp {
 impl MissionTmp {
     pub fn create(mission_id: &str) -> anyhow::Result<MissionTmp> {
         use std::os::unix::fs::DirBuilderExt;
-        let path = std::env::temp_dir().join(format!("missionboard-{mission_id}"));
+        let path = std::env::temp_dir().join(format!("{TMP_PREFIX}{mission_id}"));
         // A leftover from a host that died is this mission's own: start it afresh.
         let _ = std::fs::remove_dir_all(&path);
         std::fs::DirBuilder::new()
@@ -44,6 +47,30 @@ impl Drop for MissionTmp {
             && e.kind() != std::io::ErrorKind::NotFound
         {
             tracing::warn!(dir = %self.path.display(), "could not remove the mission's temp dir: {e}");
+        }
+    }
+}
+
+/// Remove the `{tmp}` dirs of this store's missions that are at rest: a host killed
+/// outright (SIGKILL, a crash) never got to remove its units' dirs. Dirs of missions
+/// this store does not know (another home's) are left alone.
+pub fn sweep_leftover_tmp(missions: &crate::mission::Missions) {
+    let Ok(entries) = std::fs::read_dir(std::env::temp_dir()) else {
+        return;
+    };
+    for entry in entries.flatten() {
+        let name = entry.file_name();
+        let Some(id) = name
+            .to_str()
+            .and_then(|n| n.strip_prefix(TMP_PREFIX))
+            .filter(|id| uuid::Uuid::parse_str(id).is_ok())
+        else {
+            continue;
+        };
+        if let Ok(Some(m)) = missions.get(id)
+            && m.status.is_terminal()
+        {
+            drop(MissionTmp { path: entry.path() });
         }
     }
 }

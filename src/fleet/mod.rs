@@ -193,6 +193,7 @@ impl Fleet {
             Ok(_) => {}
             Err(e) => tracing::warn!("boot sweep failed: {e}"),
         }
+        confinement::sweep_leftover_tmp(&fleet.inner.missions);
         Ok(fleet)
     }
 

@@ -417,3 +417,42 @@ fn under_strict_a_unit_reaches_only_the_model_endpoint_port() {
     fire(&sb, "default", &[]).ok();
     assert_eq!(reports(&sb)[1].0, "run bash: exit 0");
 }
+
+#[test]
+fn a_mission_s_temp_dir_is_exported_as_tmpdir_and_gone_when_it_rests() {
+    let sb = Sandbox::new();
+    let seen = sb.cwd.join("tmpdir.txt");
+    sb.declare_stubs(&[(
+        "probe",
+        Some(&script(vec![
+            sh(&format!("echo \"$TMPDIR\" > {}", seen.display())),
+            json!({"finish": "landed"}),
+        ])),
+    )]);
+    fire(&sb, "default", &[]).ok();
+    let id = sb.newest_mission().unwrap();
+    let tmp = std::env::temp_dir().join(format!("missionboard-{id}"));
+    assert_eq!(
+        std::fs::read_to_string(&seen).unwrap().trim(),
+        tmp.display().to_string()
+    );
+    assert!(!tmp.exists(), "removed with the unit");
+
+    // A host killed outright leaves its units' dirs behind: the next host's boot
+    // removes those of missions at rest, and only this store's.
+    std::fs::create_dir(&tmp).unwrap();
+    let stranger = std::env::temp_dir().join(format!("missionboard-{}", uuid_like()));
+    std::fs::create_dir(&stranger).unwrap();
+    fire(&sb, "default", &[]).ok();
+    assert!(!tmp.exists(), "the leftover of a resting mission is swept");
+    assert!(stranger.exists(), "another home's dir is left alone");
+    std::fs::remove_dir(&stranger).unwrap();
+}
+
+/// A mission id no store of these tests knows.
+fn uuid_like() -> String {
+    format!(
+        "00000000-0000-4000-8000-{:012x}",
+        std::process::id() as u64 * 7919 + 1
+    )
+}
