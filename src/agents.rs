@@ -82,6 +82,9 @@ pub struct Agent {
     /// Model settings for the native agent (`missionboard agent`); unset keys fall
     /// back to the `model-*` config keys. Other agents pick their own model.
     pub model: ModelKeys,
+    /// Directories the agent keeps its own state in (`~/.claude`, `~/.cache`, …): a
+    /// unit's sandbox lets it write them whatever the envelope's write list says.
+    pub state_dirs: Vec<String>,
     /// The `agents.toml` that declared it.
     pub source: PathBuf,
 }
@@ -175,6 +178,8 @@ struct Decl {
     base_url: Option<String>,
     #[serde(default)]
     api_key_env: Option<String>,
+    #[serde(default)]
+    state_dirs: Vec<String>,
 }
 
 /// Every declared agent, workspace declarations shadowing home ones of the same name.
@@ -232,7 +237,7 @@ pub fn parse(path: &Path, text: &str) -> anyhow::Result<Vec<Agent>> {
             })
             .unwrap_or_default();
         anyhow::anyhow!(
-            "agents file {}{location}: {} — fix the file (format: [agents.<name>] with command, args, env, description; the native agent also takes model, base_url, api_key_env)",
+            "agents file {}{location}: {} — fix the file (format: [agents.<name>] with command, args, env, description, state_dirs; the native agent also takes model, base_url, api_key_env)",
             path.display(),
             e.message().trim()
         )
@@ -258,6 +263,7 @@ pub fn parse(path: &Path, text: &str) -> anyhow::Result<Vec<Agent>> {
                 env: d.env,
                 description: d.description,
                 model,
+                state_dirs: d.state_dirs,
                 source: path.to_path_buf(),
             };
             if agent.model != ModelKeys::default() && !agent.is_native_agent() {
@@ -325,6 +331,7 @@ mod tests {
             env: BTreeMap::new(),
             description: String::new(),
             model,
+            state_dirs: Vec::new(),
             source: "/x/agents.toml".into(),
         }
     }

@@ -34,6 +34,8 @@ pub const MIGRATIONS: &[Migration] = &[
         crate::asks::checkpoint::SCHEMA_V7,
         crate::fleet::budget::SCHEMA_V7,
     ],
+    // v8: which mission owns which git worktree, and the commit it started from.
+    &[crate::worktree::SCHEMA_V8],
 ];
 
 impl Store {

@@ -35,6 +35,7 @@ fn request(agent: &str) -> DispatchRequest {
         intent: format!("{agent} something"),
         policy_name: "default".into(),
         cwd: None,
+        worktree: false,
     }
 }
 

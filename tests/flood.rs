@@ -77,6 +77,7 @@ async fn a_flooding_or_deaf_unit_is_derailed_with_bounded_host_memory_and_the_ho
                     intent: format!("{agent} mission"),
                     policy_name: "open".into(),
                     cwd: None,
+                    worktree: false,
                 })
                 .await
                 .unwrap()

@@ -48,6 +48,7 @@ const MODULES: &[(&str, (&str, u8, Siblings))] = &[
     ("mission", DOMAIN),
     ("asks", DOMAIN),
     ("envelope", DOMAIN),
+    ("worktree", DOMAIN),
     // protocol adapters: ACP to units, the MCP mission tools, the model client
     ("acp", PROTOCOL),
     ("tools", PROTOCOL),

@@ -9,13 +9,17 @@ use std::time::Duration;
 
 use common::*;
 use futures::future::BoxFuture;
-use missionboard::tools::{MissionToolHandler, serve_mission_socket};
+use missionboard::tools::{
+    MissionSocket, MissionToolHandler, TOKEN_ENV, connect_mission_socket, serve_mission_socket,
+};
 use rmcp::ServiceExt;
 use rmcp::model::CallToolRequestParams;
 use serde_json::{Map, Value, json};
 
-async fn client(path: &std::path::Path) -> rmcp::service::RunningService<rmcp::RoleClient, ()> {
-    let stream = tokio::net::UnixStream::connect(path).await.unwrap();
+async fn client(socket: &MissionSocket) -> rmcp::service::RunningService<rmcp::RoleClient, ()> {
+    let stream = connect_mission_socket(socket.path(), socket.token())
+        .await
+        .unwrap();
     ().serve(stream).await.unwrap()
 }
 
@@ -36,7 +40,7 @@ async fn lists_exactly_four_tools_and_forwards_raw_arguments() {
     let mode = std::fs::metadata(&path).unwrap().permissions().mode() & 0o777;
     assert_eq!(mode, 0o600);
 
-    let c = client(&path).await;
+    let c = client(&socket).await;
     let tools = c.list_all_tools().await.unwrap();
     let names: Vec<&str> = tools.iter().map(|t| t.name.as_ref()).collect();
     assert_eq!(
@@ -141,8 +145,8 @@ async fn many_connections_and_a_blocking_ask_does_not_block_the_others() {
     let socket = serve_mission_socket(&path, Arc::new(HeldAsk(release.clone())))
         .await
         .unwrap();
-    let asker = client(&path).await;
-    let other = client(&path).await;
+    let asker = client(&socket).await;
+    let other = client(&socket).await;
     let ask = tokio::spawn(async move {
         let r = asker
             .call_tool(CallToolRequestParams::new("mission_ask_attention"))
@@ -185,7 +189,7 @@ async fn stale_sockets_are_replaced_and_other_files_are_refused() {
     let socket = serve_mission_socket(&path, RecordingHandler::new("x"))
         .await
         .unwrap();
-    let c = client(&path).await;
+    let c = client(&socket).await;
     assert_eq!(c.list_all_tools().await.unwrap().len(), 4);
     socket.close().await;
 
@@ -223,10 +227,11 @@ async fn the_bridge_pipes_a_whole_mcp_session() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("m-5.sock");
     let handler = RecordingHandler::new("x");
-    let _socket = serve_mission_socket(&path, handler.clone()).await.unwrap();
+    let socket = serve_mission_socket(&path, handler.clone()).await.unwrap();
     let mut child = tokio::process::Command::new(EXE)
         .arg("mcp-bridge")
         .arg(&path)
+        .env(TOKEN_ENV, socket.token())
         .stdin(std::process::Stdio::piped())
         .stdout(std::process::Stdio::piped())
         .kill_on_drop(true)
@@ -251,4 +256,74 @@ async fn the_bridge_pipes_a_whole_mcp_session() {
         .unwrap()
         .unwrap();
     assert!(status.success(), "{status}");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_connection_without_the_mission_token_is_refused_and_reaches_no_tool() {
+    use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("m-6.sock");
+    let handler = RecordingHandler::new("x");
+    let socket = serve_mission_socket(&path, handler.clone()).await.unwrap();
+    let finish = r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"mission_finish","arguments":{"status":"derailed"}}}"#;
+    for preamble in [
+        String::new(),
+        "missionboard-token guessed\n".to_string(),
+        format!("missionboard-token {}x\n", socket.token()),
+    ] {
+        let mut stream = tokio::net::UnixStream::connect(&path).await.unwrap();
+        // The socket may hang up as soon as the bad first line is read, so the rest of
+        // this write can meet a closed pipe; the refusal is already on its way back.
+        let _ = stream
+            .write_all(format!("{preamble}{finish}\n").as_bytes())
+            .await;
+        let mut reply = String::new();
+        BufReader::new(stream).read_line(&mut reply).await.unwrap();
+        assert!(
+            reply.contains(
+                "mission socket: refused: this connection did not present the mission's token"
+            ),
+            "{preamble:?}: {reply}"
+        );
+    }
+    assert!(handler.names().is_empty(), "{:?}", handler.names());
+
+    // The bridge without the token in its environment says what is missing.
+    let output = tokio::process::Command::new(EXE)
+        .arg("mcp-bridge")
+        .arg(&path)
+        .env_remove(TOKEN_ENV)
+        .stdin(std::process::Stdio::null())
+        .output()
+        .await
+        .unwrap();
+    assert!(!output.status.success());
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        stderr.contains("no mission token in MISSIONBOARD_MISSION_TOKEN"),
+        "{stderr}"
+    );
+    // The real token still works.
+    let c = client(&socket).await;
+    assert_eq!(c.list_all_tools().await.unwrap().len(), 4);
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_socket_a_live_host_serves_is_never_replaced() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("m-7.sock");
+    let live = serve_mission_socket(&path, RecordingHandler::new("x"))
+        .await
+        .unwrap();
+    let err = serve_mission_socket(&path, RecordingHandler::new("y"))
+        .await
+        .err()
+        .unwrap();
+    assert_eq!(err.kind(), std::io::ErrorKind::AddrInUse);
+    assert!(
+        err.to_string().contains("is served by a live host"),
+        "{err}"
+    );
+    let c = client(&live).await;
+    assert_eq!(c.list_all_tools().await.unwrap().len(), 4);
 }

@@ -179,12 +179,15 @@ pub struct SpawnedPipes {
     pub stdout: ChildStdout,
 }
 
-/// Spawn `program` in `cwd`, in a fresh process group, with exactly `env`.
+/// Spawn `program` in `cwd`, in a fresh process group, with exactly `env`, inside
+/// `confinement` when one is given (the ruleset was built by the caller, before the
+/// fork; the child only applies it).
 pub fn spawn(
     program: &Path,
     args: &[String],
     env: &BTreeMap<OsString, OsString>,
     cwd: &Path,
+    confinement: Option<crate::confine::Prepared>,
 ) -> std::io::Result<(UnitProcess, SpawnedPipes)> {
     let mut cmd = Command::new(program);
     cmd.args(args)
@@ -202,15 +205,22 @@ pub fn spawn(
     // a crash), the kernel kills the unit too, so no orphan keeps working a mission
     // whose host is gone.
     #[cfg(target_os = "linux")]
-    // SAFETY: prctl is async-signal-safe and touches only the child being set up.
+    // SAFETY: prctl and the Landlock syscalls are async-signal-safe and touch only
+    // the child being set up; the ruleset was built before the fork.
     unsafe {
-        cmd.pre_exec(|| {
+        let mut confinement = confinement;
+        cmd.pre_exec(move || {
             if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL) == -1 {
                 return Err(std::io::Error::last_os_error());
+            }
+            if let Some(ruleset) = confinement.take() {
+                ruleset.apply()?;
             }
             Ok(())
         });
     }
+    #[cfg(not(target_os = "linux"))]
+    drop(confinement);
     let mut child = cmd.spawn()?;
     let pid = child
         .id()

@@ -25,25 +25,26 @@ use super::{
 impl Unit {
     /// Spawn the unit, `initialize` it and open its session.
     pub async fn start(spec: UnitSpec) -> Result<Unit, UnitError> {
-        Unit::start_session(spec, None).await
+        Unit::start_confined(spec, None, None).await
     }
 
-    /// Spawn the unit and `initialize` it; then, if the agent advertises
-    /// `loadSession`, load its earlier session `session_id` (`session/load`), else
-    /// open a new one. [`Unit::loaded`] says which.
-    pub async fn start_loading(spec: UnitSpec, session_id: &str) -> Result<Unit, UnitError> {
-        Unit::start_session(spec, Some(session_id)).await
-    }
-
-    async fn start_session(spec: UnitSpec, load: Option<&str>) -> Result<Unit, UnitError> {
+    /// [`Unit::start`] inside `confinement` (applied to the child before it runs);
+    /// with `load`, and an agent that advertises `loadSession`, its earlier session
+    /// is loaded (`session/load`) instead of a new one opened. [`Unit::loaded`] says
+    /// which.
+    pub async fn start_confined(
+        spec: UnitSpec,
+        load: Option<&str>,
+        confinement: Option<crate::confine::Prepared>,
+    ) -> Result<Unit, UnitError> {
         let env = unit_environment(std::env::vars_os(), &spec.env);
         let (process, pipes) =
-            process::spawn(&spec.program, &spec.args, &env, &spec.cwd).map_err(|e| {
-                UnitError::Spawn {
+            process::spawn(&spec.program, &spec.args, &env, &spec.cwd, confinement).map_err(
+                |e| UnitError::Spawn {
                     program: spec.program.display().to_string(),
                     error: e.to_string(),
-                }
-            })?;
+                },
+            )?;
 
         let (events_tx, events_rx) = mpsc::unbounded_channel();
         let (perm_tx, perm_rx) = mpsc::unbounded_channel();

@@ -63,10 +63,10 @@ pub async fn run(scale: Scale) -> anyhow::Result<Vec<Row>> {
         ask_ceiling: None,
         park_window: Duration::from_secs(120),
     };
-    let _socket = serve_mission_socket(&socket_path, Arc::new(calls)).await?;
+    let socket = serve_mission_socket(&socket_path, Arc::new(calls)).await?;
     let bare = scratch.stub_unit(&script, &mission.id)?;
     let mut unit = Unit::start(UnitSpec {
-        mcp_servers: vec![bridge_server_entry(&bare.program, &socket_path)],
+        mcp_servers: vec![bridge_server_entry(&bare.program, &socket)],
         ..bare
     })
     .await?;

@@ -53,6 +53,7 @@ pub async fn run(scale: Scale) -> anyhow::Result<Vec<Row>> {
                 intent: "fire bench".into(),
                 policy_name: POLICY.into(),
                 cwd: None,
+                worktree: false,
             })
             .await?;
         until("the first prompt at the stub", limit, DETECT, || {

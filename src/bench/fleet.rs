@@ -24,6 +24,7 @@ fn request(agent: &str, i: usize) -> DispatchRequest {
         intent: format!("fleet bench mission {i}"),
         policy_name: POLICY.into(),
         cwd: None,
+        worktree: false,
     }
 }
 

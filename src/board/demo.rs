@@ -62,12 +62,17 @@ pub fn home() -> PathBuf {
 }
 
 /// Seed the demo home and return the paths the board runs on. Units work in a
-/// scratch directory inside it, so no workspace of the operator's is found or touched.
+/// scratch directory beside it (`<home>-work`), so no workspace of the operator's is
+/// found or touched, and the home stays out of the units' reach as always.
 pub fn prepare() -> anyhow::Result<Paths> {
     let home = home();
-    let work = home.join("demo-work");
-    std::fs::create_dir_all(&work)
-        .map_err(|e| anyhow::anyhow!("cannot create the demo home {}: {e}", home.display()))?;
+    let mut work = home.clone().into_os_string();
+    work.push("-work");
+    let work = PathBuf::from(work);
+    for dir in [&home, &work] {
+        std::fs::create_dir_all(dir)
+            .map_err(|e| anyhow::anyhow!("cannot create the demo dir {}: {e}", dir.display()))?;
+    }
     presets::seed(&home, presets::Mode::Upgrade)?;
     let budget = home.join(format!("hitl-policy-{BUDGET_ENVELOPE}.json"));
     if !budget.exists() {
@@ -114,6 +119,7 @@ pub async fn fire_all(fleet: Fleet, tx: UnboundedSender<Msg>) {
             }
             .into(),
             cwd: None,
+            worktree: false,
         };
         if let Err(e) = fleet.dispatch(req).await {
             tracing::warn!("demo: could not fire {intent:?}: {e:#}");

@@ -77,6 +77,56 @@ pub fn spawn(effect: Effect, svc: &Services, tx: UnboundedSender<Msg>) {
 /// Mount the oracle on this board's fleet (the same driver `mission fire --oracle`
 /// runs), or abort it. Mounting reads files and the store, so it runs with the other
 /// blocking effects; the driver is spawned from there onto the board's runtime.
+/// `mission diff` for the board: the file summary and the patch, sanitized (the unit
+/// wrote every byte of it).
+fn load_diff(
+    missions: &crate::mission::Missions,
+    mission_id: &str,
+) -> Result<crate::board::model::DiffView, String> {
+    let worktrees = crate::worktree::Worktrees::new(missions.store().clone());
+    let m = missions.require(mission_id).map_err(|e| e.to_string())?;
+    let wt = worktrees.of(&m).map_err(|e| e.to_string())?;
+    let text = |stat| {
+        crate::worktree::diff(&wt, stat)
+            .map(|t| {
+                crate::text::sanitize(&t)
+                    .lines()
+                    .map(str::to_string)
+                    .collect::<Vec<_>>()
+            })
+            .map_err(|e| e.to_string())
+    };
+    Ok(crate::board::model::DiffView {
+        mission_id: m.id.clone(),
+        files: text(true)?,
+        lines: text(false)?,
+        scroll: 0,
+    })
+}
+
+/// `mission merge` / `mission discard` from the board: the same service calls and
+/// refusals (no worktree, still open, dirty tree, conflict), said in a toast.
+fn worktree_effect(
+    missions: &crate::mission::Missions,
+    mission_id: &str,
+    merge: bool,
+) -> Result<String, String> {
+    let worktrees = crate::worktree::Worktrees::new(missions.store().clone());
+    let m = missions.require(mission_id).map_err(|e| e.to_string())?;
+    let wt = worktrees
+        .of_resting(&m, if merge { "merge" } else { "discard" })
+        .map_err(|e| e.to_string())?;
+    if merge {
+        let merged = worktrees
+            .merge(&wt, &crate::text::one_line(&m.intent))
+            .map_err(|e| e.to_string())?;
+        Ok(format!("merged {} into {}", wt.branch, merged.into))
+    } else {
+        worktrees.discard(&wt).map_err(|e| e.to_string())?;
+        Ok(format!("discarded {} and its worktree", wt.branch))
+    }
+}
+
 fn toggle_oracle(svc: &Services, mount: bool) -> Result<Option<String>, String> {
     let mut slot = svc.oracle.lock().unwrap_or_else(|p| p.into_inner());
     if let Some(driver) = slot.take() {
@@ -115,6 +165,10 @@ pub fn execute_blocking(effect: Effect, svc: &Services) -> Msg {
                 })
                 .map_err(|e| e.to_string());
             Msg::StopDone(r)
+        }
+        Effect::LoadDiff { mission_id } => Msg::DiffLoaded(load_diff(missions, &mission_id)),
+        Effect::Worktree { mission_id, merge } => {
+            Msg::WorktreeDone(worktree_effect(missions, &mission_id, merge))
         }
         Effect::Ack { inbox_id } => Msg::AckDone(
             missions
@@ -197,15 +251,23 @@ pub fn load_picker(paths: &Paths, config: &Config) -> Result<PickerData, String>
     })
 }
 
-/// One envelope's line: its character, and the truthful label of each compute
-/// field it sets (none before a mission starts can promise an agent's capabilities).
+/// One envelope's line: its character, the truthful label of each compute field it
+/// sets (none before a mission starts can promise an agent's capabilities), and of
+/// each sandbox limit on this kernel.
 pub fn envelope_entry(file_name: &str, bytes: &[u8]) -> EnvelopeEntry {
+    use crate::envelope::sandbox::{SandboxField, SandboxStatus, sandbox_status};
+    let abi = crate::confine::landlock_abi();
     let labels = Policy::parse(file_name, bytes)
         .map(|p| {
+            let sandbox = p.sandbox_or_baseline();
             ComputeField::ALL
                 .into_iter()
                 .filter(|f| f.is_set(&p.compute))
                 .map(|f| (f.key(), bound_status(f, &p.compute, None).label()))
+                .chain(SandboxField::ALL.into_iter().filter_map(|f| {
+                    let status = sandbox_status(f, &sandbox, abi);
+                    (status != SandboxStatus::NotLimited).then(|| (f.key(), status.label()))
+                }))
                 .collect()
         })
         .unwrap_or_default();
@@ -255,6 +317,7 @@ async fn fire(fleet: &Fleet, r: &Resolved, summary: &str) -> Result<String, Stri
             intent: r.intent.clone(),
             policy_name: r.envelope.clone(),
             cwd: None,
+            worktree: false,
         })
         .await
         .map_err(|e| format!("{e:#}"))?;
@@ -266,4 +329,42 @@ async fn fire(fleet: &Fleet, r: &Resolved, summary: &str) -> Result<String, Stri
         &d.instance_id,
         &d.session_id,
     ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::envelope_entry;
+
+    fn labels(file_name: &str) -> Vec<(&'static str, &'static str)> {
+        let preset = crate::presets::get(file_name).expect("a preset");
+        envelope_entry(file_name, preset.bytes).labels
+    }
+
+    #[test]
+    fn the_picker_labels_the_sandbox_limits_an_envelope_sets_and_only_those() {
+        let kernel = |key: &str, got: &[(&str, &str)]| {
+            got.iter()
+                .find(|(k, _)| *k == key)
+                .map(|(_, label)| label.to_string())
+        };
+        let strict = labels("hitl-policy-strict.json");
+        for key in ["filesystem.write", "filesystem.read", "network.connect"] {
+            let label = kernel(key, &strict).unwrap_or_else(|| panic!("{key}: {strict:?}"));
+            assert!(
+                label == "enforced (kernel)" || label == "declared, not enforced",
+                "{key}: {label}"
+            );
+        }
+        let default = labels("hitl-policy-default.json");
+        assert!(
+            kernel("filesystem.write", &default).is_some(),
+            "{default:?}"
+        );
+        assert_eq!(kernel("filesystem.read", &default), None, "reads are open");
+        assert_eq!(
+            kernel("network.connect", &default),
+            None,
+            "connects are open"
+        );
+    }
 }

@@ -16,6 +16,8 @@ pub enum Context {
     Filter,
     Command,
     Help,
+    /// The selected worktree mission's diff.
+    Diff,
     /// Editing keys of every text field and the answer box; shown in `?`, never looked
     /// up (the text area itself handles them).
     Text,
@@ -33,6 +35,7 @@ impl Context {
             Context::Filter => "Filter (/)",
             Context::Command => "Command line (:)",
             Context::Help => "Help",
+            Context::Diff => "Mission diff (v)",
             Context::Text => "Editing text (every field, the answer box)",
         }
     }
@@ -65,6 +68,12 @@ pub enum Action {
     Open,
     Ack,
     Stop,
+    /// Merge the selected worktree mission into the operator's branch.
+    Merge,
+    /// Show the selected worktree mission's changes.
+    Diff,
+    /// Discard the selected worktree mission's worktree and branch.
+    Discard,
     Fire,
     CommandLine,
     Filter,
@@ -317,6 +326,64 @@ pub const BINDINGS: &[Binding] = &[
         Action::Stop,
         "stop the selected mission (confirm, reason editable)",
         Some("stop"),
+    ),
+    b(
+        C::Board,
+        &[k('m')],
+        Action::Merge,
+        "merge the selected worktree mission into your current branch (confirm)",
+        None,
+    ),
+    b(
+        C::Board,
+        &[k('v')],
+        Action::Diff,
+        "view the selected worktree mission's changes against its base",
+        None,
+    ),
+    b(
+        C::Diff,
+        &[code(KeyCode::Esc), k('q')],
+        Action::Close,
+        "close the diff",
+        Some("close"),
+    ),
+    b(
+        C::Diff,
+        &[k('j'), code(KeyCode::Down)],
+        Action::Down,
+        "scroll down",
+        Some("scroll"),
+    ),
+    b(
+        C::Diff,
+        &[k('k'), code(KeyCode::Up)],
+        Action::Up,
+        "scroll up",
+        None,
+    ),
+    b(
+        C::Diff,
+        &[code(KeyCode::PageDown), k(' ')],
+        Action::PageDown,
+        "scroll a page down",
+        None,
+    ),
+    b(
+        C::Diff,
+        &[code(KeyCode::PageUp)],
+        Action::PageUp,
+        "scroll a page up",
+        None,
+    ),
+    b(C::Diff, &[k('g')], Action::Top, "to the top", None),
+    b(C::Diff, &[k('G')], Action::Bottom, "to the end", None),
+    b(
+        C::Board,
+        &[k('D')],
+        Action::Discard,
+        "discard the selected worktree mission's worktree and branch (confirm)",
+        None,
     ),
     b(
         C::Board,
@@ -615,6 +682,7 @@ pub fn help_sections(query: &str) -> Vec<(&'static str, Vec<(String, &'static st
         C::Filter,
         C::Command,
         C::Help,
+        C::Diff,
         C::Text,
         C::Global,
     ];

@@ -83,6 +83,8 @@ pub struct Detail {
     pub reports: Vec<ReportRow>,
     /// The latest handover, as labelled lines.
     pub handover: Vec<String>,
+    /// Its git worktree, when it was fired with one: path, branch, what became of it.
+    pub worktree: Option<String>,
 }
 
 /// What the store thread publishes. Everything text in it is sanitized.
@@ -201,8 +203,23 @@ impl Default for Picker {
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum ConfirmKind {
-    Stop { mission_id: String, intent: String },
-    Quit { drafts: usize },
+    Stop {
+        mission_id: String,
+        intent: String,
+    },
+    Quit {
+        drafts: usize,
+    },
+    /// `mission merge`: the worktree's work onto the operator's current branch.
+    Merge {
+        mission_id: String,
+        intent: String,
+    },
+    /// `mission discard`: the worktree and its branch go, work and all.
+    Discard {
+        mission_id: String,
+        intent: String,
+    },
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -214,6 +231,17 @@ pub struct Confirm {
     /// Focus starts on No: a stray Enter never confirms.
     pub yes_focused: bool,
     pub error: Option<String>,
+}
+
+/// A mission's changes against its worktree's base, sanitized.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DiffView {
+    pub mission_id: String,
+    /// `--stat` lines: the files touched.
+    pub files: Vec<String>,
+    /// The patch, line by line.
+    pub lines: Vec<String>,
+    pub scroll: usize,
 }
 
 /// The board's modes; key routing is `match (mode, key)`.
@@ -230,6 +258,8 @@ pub enum Mode {
         filter: LineField,
         scroll: usize,
     },
+    /// The selected worktree mission's diff.
+    Diff(DiffView),
     /// Editing `Model::filter`, which stays applied after the mode ends.
     Filter,
     CommandLine {

@@ -355,7 +355,19 @@ fn detail(missions: &Missions, m: &Mission, pending: i64) -> Result<Detail, Stri
     } else {
         Vec::new()
     };
+    let worktree = crate::worktree::Worktrees::new(missions.store().clone())
+        .get(&m.id)
+        .map_err(|e| e.to_string())?
+        .map(|wt| {
+            one_line(&format!(
+                "{} on {} ({})",
+                wt.path.display(),
+                wt.branch,
+                crate::worktree::workspace_label(Some(wt.state))
+            ))
+        });
     Ok(Detail {
+        worktree,
         mission: mission_row(m, pending),
         last_error: m
             .last_error

@@ -509,3 +509,123 @@ fn a_pasted_answer_is_shown_and_sent_exactly() {
     let row = svc.fleet.asks().require(&ask_id).unwrap();
     assert_eq!(row.answer(), Some(shown.as_str()));
 }
+
+#[test]
+fn m_and_shift_d_confirm_before_merging_or_discarding_and_refuse_without_a_worktree() {
+    let mut m = model(120, 40, false);
+    key(&mut m, KeyCode::Char('m'));
+    assert!(
+        matches!(&m.mode, Mode::Confirm(c) if matches!(c.kind, crate::board::model::ConfirmKind::Merge { .. })),
+        "{:?}",
+        m.mode
+    );
+    // Focus starts on No: Enter cancels.
+    assert!(key(&mut m, KeyCode::Enter).is_empty());
+    assert_eq!(m.mode, Mode::Board);
+    key(&mut m, KeyCode::Char('m'));
+    assert_eq!(
+        key(&mut m, KeyCode::Char('y')),
+        vec![Effect::Worktree {
+            mission_id: "a1b2c3d4-0000".into(),
+            merge: true
+        }]
+    );
+    key(&mut m, KeyCode::Char('D'));
+    assert_eq!(
+        key(&mut m, KeyCode::Char('y')),
+        vec![Effect::Worktree {
+            mission_id: "a1b2c3d4-0000".into(),
+            merge: false
+        }]
+    );
+
+    // Against the store: a mission fired without a worktree is refused, changing nothing.
+    let (_dir, svc, _ask) = world();
+    let msg = effects::execute_blocking(
+        Effect::Worktree {
+            mission_id: "m-1".into(),
+            merge: true,
+        },
+        &svc,
+    );
+    match msg {
+        Msg::WorktreeDone(Err(e)) => assert!(e.contains("has no worktree"), "{e}"),
+        other => panic!("{other:?}"),
+    }
+}
+
+#[test]
+fn v_opens_the_selected_worktree_mission_s_diff_coloured_and_scrollable() {
+    // A real worktree of a real repository, made for the world's mission m-1.
+    let (dir, svc, _ask) = world();
+    let repo = dir.path().join("repo");
+    std::fs::create_dir_all(&repo).unwrap();
+    let git = |args: &[&str]| {
+        let ok = std::process::Command::new("git")
+            .arg("-C")
+            .arg(&repo)
+            .args(["-c", "user.name=t", "-c", "user.email=t@example.invalid"])
+            .args(args)
+            .env("GIT_CONFIG_NOSYSTEM", "1")
+            .env("GIT_CONFIG_GLOBAL", "/dev/null")
+            .status()
+            .unwrap()
+            .success();
+        assert!(ok, "git {args:?}");
+    };
+    git(&["init", "-q", "-b", "main"]);
+    std::fs::write(repo.join("notes.txt"), "old line\n").unwrap();
+    git(&["add", "notes.txt"]);
+    git(&["commit", "-q", "-m", "init"]);
+    let wt = crate::worktree::Worktrees::new(svc.fleet.missions().store().clone())
+        .create(&repo, "m-1")
+        .unwrap();
+    std::fs::write(wt.path.join("notes.txt"), "new line\n").unwrap();
+    let Msg::DiffLoaded(Ok(view)) = effects::execute_blocking(
+        Effect::LoadDiff {
+            mission_id: "m-1".into(),
+        },
+        &svc,
+    ) else {
+        panic!("the diff loads");
+    };
+    assert!(
+        view.files.iter().any(|f| f.contains("notes.txt")),
+        "{view:?}"
+    );
+    assert!(view.lines.contains(&"-old line".to_string()), "{view:?}");
+    assert!(view.lines.contains(&"+new line".to_string()), "{view:?}");
+
+    let mut m = model(120, 40, false);
+    assert_eq!(
+        key(&mut m, KeyCode::Char('v')),
+        vec![Effect::LoadDiff {
+            mission_id: "a1b2c3d4-0000".into()
+        }]
+    );
+    update(&mut m, Msg::DiffLoaded(Ok(view.clone())));
+    assert!(matches!(m.mode, Mode::Diff(_)), "{:?}", m.mode);
+    let text = crate::board::view::tests::frame(&m);
+    assert!(
+        text.contains("+new line") && text.contains("notes.txt"),
+        "{text}"
+    );
+    key(&mut m, KeyCode::Char('j'));
+    key(&mut m, KeyCode::Char('G'));
+    let Mode::Diff(d) = &m.mode else { panic!() };
+    assert_eq!(d.scroll, view.lines.len() - 1);
+    key(&mut m, KeyCode::Esc);
+    assert_eq!(m.mode, Mode::Board);
+
+    // A mission without a worktree says so.
+    let (_dir2, svc2, _) = world();
+    match effects::execute_blocking(
+        Effect::LoadDiff {
+            mission_id: "m-1".into(),
+        },
+        &svc2,
+    ) {
+        Msg::DiffLoaded(Err(e)) => assert!(e.contains("has no worktree"), "{e}"),
+        other => panic!("{other:?}"),
+    }
+}

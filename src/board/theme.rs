@@ -27,6 +27,9 @@ pub struct Theme {
     pub toast: Style,
     pub toast_error: Style,
     pub header: Style,
+    /// A diff's added and removed lines.
+    pub added: Style,
+    pub removed: Style,
     /// The cell under a text field's cursor (patched over the field's own style).
     pub cursor: Style,
 }
@@ -43,6 +46,8 @@ impl Theme {
             ask_pending: fg(Color::Magenta).add_modifier(Modifier::BOLD),
             warning: fg(Color::Yellow).add_modifier(Modifier::BOLD),
             danger: fg(Color::Red).add_modifier(Modifier::BOLD),
+            added: fg(Color::Green),
+            removed: fg(Color::Red),
             muted: fg(Color::DarkGray),
             border: fg(Color::Gray),
             focus_border: fg(Color::Cyan).add_modifier(Modifier::BOLD),
@@ -69,6 +74,8 @@ impl Theme {
             ask_pending: bold,
             warning: bold,
             danger: bold,
+            added: Style::new(),
+            removed: Style::new().add_modifier(Modifier::DIM),
             muted: plain,
             border: plain,
             focus_border: bold,

@@ -126,6 +126,11 @@ pub(super) fn run(ctx: &Ctx, json: bool) -> anyhow::Result<i32> {
             cfg.fleet_max_parallel()?
         ));
     }
+    let abi = crate::confine::landlock_abi();
+    lines.push(format!(
+        "Sandbox:   Landlock ABI {abi} — {}",
+        crate::envelope::sandbox::kernel_summary(abi)
+    ));
     lines.push(format!(
         "Beta:      {}",
         if ctx.beta { "on" } else { "off" }

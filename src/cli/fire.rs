@@ -29,6 +29,8 @@ pub(super) struct FireArgs {
     pub timeout: String,
     /// Mount the oracle attention driver (only parsed under opt-in-beta).
     pub oracle: bool,
+    /// Work in a git worktree of its own.
+    pub worktree: bool,
 }
 
 pub(super) fn run(ctx: &Ctx, args: FireArgs) -> anyhow::Result<i32> {
@@ -74,7 +76,7 @@ pub(super) fn run(ctx: &Ctx, args: FireArgs) -> anyhow::Result<i32> {
             }
             None => None,
         };
-        let code = fire_and_wait(&fleet, agent, intent, policy, timeout).await;
+        let code = fire_and_wait(&fleet, agent, intent, policy, timeout, args.worktree).await;
         if let Some(d) = driver {
             d.abort();
         }
@@ -89,6 +91,7 @@ async fn fire_and_wait(
     intent: String,
     policy: String,
     timeout: Duration,
+    worktree: bool,
 ) -> anyhow::Result<i32> {
     let d = fleet
         .dispatch(DispatchRequest {
@@ -96,6 +99,7 @@ async fn fire_and_wait(
             intent: intent.clone(),
             policy_name: policy.clone(),
             cwd: None,
+            worktree,
         })
         .await?;
     let id = d.mission_id.clone();
@@ -108,6 +112,17 @@ async fn fire_and_wait(
     )?;
     for line in compute_narration(&agent, &d.compute, &d.caps) {
         outln!("{line}")?;
+    }
+    for line in sandbox_narration(&d.sandbox) {
+        outln!("{line}")?;
+    }
+    if let Some(wt) = &d.worktree {
+        outln!(
+            "Worktree: {} on branch {} from {} — see it with `missionboard mission diff {id}`, land it with `mission merge {id}` or drop it with `mission discard {id}`.",
+            wt.path.display(),
+            wt.branch,
+            crate::worktree::short_id(&wt.base)
+        )?;
     }
     // SIGINT, SIGTERM and SIGHUP all end the wait, from the moment it is announced.
     let mut signals = Signals::termination_or_interrupt()?;
@@ -216,5 +231,16 @@ fn compute_narration(agent: &str, bounds: &ComputeBounds, caps: &AgentCaps) -> V
             ),
         });
     }
+    lines
+}
+
+/// The unit's sandbox, each limit with its truthful label; on a kernel without
+/// Landlock, once, that none of it is enforced; and any tree granted around the home.
+fn sandbox_narration(sandbox: &crate::envelope::sandbox::Resolved) -> Vec<String> {
+    use crate::envelope::sandbox::{describe, unenforced_note};
+    let abi = crate::confine::landlock_abi();
+    let mut lines = vec![format!("Sandbox: {}.", describe(&sandbox.decl, abi))];
+    lines.extend(unenforced_note(abi).map(|n| format!("Sandbox: {n}.")));
+    lines.extend(sandbox.carved.iter().map(|c| format!("Sandbox: {c}.")));
     lines
 }

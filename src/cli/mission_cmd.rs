@@ -30,16 +30,17 @@ fn sweep(svc: &Missions, json: bool) -> anyhow::Result<()> {
 
 pub(super) fn list(ctx: &Ctx, list: &ListArgs) -> anyhow::Result<i32> {
     let json = list.json;
-    let (all, total) = match ctx.existing_store()? {
+    let (all, total, worktrees) = match ctx.existing_store()? {
         Some(store) => {
             let svc = Missions::new(store);
             sweep(&svc, json)?;
             let all = svc
                 .list(list.rows())
                 .map_err(|e| anyhow::anyhow!("failed to list missions: {e}"))?;
-            (all, svc.counts()?.0)
+            let worktrees = crate::worktree::Worktrees::new(svc.store().clone()).states()?;
+            (all, svc.counts()?.0, worktrees)
         }
-        None => (Vec::new(), 0),
+        None => (Vec::new(), 0, Default::default()),
     };
     if json {
         out::json(&serde_json::json!({"missions": all, "total": total}))?;
@@ -51,13 +52,21 @@ pub(super) fn list(ctx: &Ctx, list: &ListArgs) -> anyhow::Result<i32> {
         )?;
         return Ok(0);
     }
-    let mut rows = vec![row!["ID", "AGENT", "ENVELOPE", "STATUS", "AGE"]];
+    let mut rows = vec![row![
+        "ID",
+        "AGENT",
+        "ENVELOPE",
+        "STATUS",
+        "WORKSPACE",
+        "AGE"
+    ]];
     for m in &all {
         rows.push(row![
             m.id,
             m.agent_name,
             m.hitl_policy_name,
             m.status,
+            crate::worktree::workspace_label(worktrees.get(&m.id).copied()),
             age(clock::age_secs(m.created_at))
         ]);
     }
@@ -121,6 +130,16 @@ pub(super) fn show(ctx: &Ctx, id: &str, json: bool) -> anyhow::Result<i32> {
     }
     for line in compute_lines(ctx, svc.store(), &m) {
         writeln!(out, "{line}")?;
+    }
+    if let Some(wt) = crate::worktree::Worktrees::new(svc.store().clone()).get(&m.id)? {
+        writeln!(
+            out,
+            "Worktree:  {} on {} from {} ({})",
+            wt.path.display(),
+            wt.branch,
+            crate::worktree::short_id(&wt.base),
+            crate::worktree::workspace_label(Some(wt.state))
+        )?;
     }
     if m.plan_revision > 0
         && let Some(rev) = svc
@@ -228,6 +247,13 @@ fn compute_lines(ctx: &Ctx, store: &crate::store::Store, m: &Mission) -> Vec<Str
     if let Some(model) = record.and_then(|r| r.model) {
         lines.push(format!("Model:     {model}"));
     }
+    lines.push(format!(
+        "Sandbox:   {}",
+        crate::envelope::sandbox::describe(
+            &envelope.policy.sandbox_or_baseline(),
+            crate::confine::landlock_abi()
+        )
+    ));
     lines
 }
 

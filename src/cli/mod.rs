@@ -11,6 +11,7 @@ mod init;
 mod mission_cmd;
 mod out;
 mod vet;
+mod worktree_cmd;
 
 use std::io::IsTerminal;
 
@@ -105,6 +106,9 @@ enum MissionCmd {
         /// How long to wait for a terminal status.
         #[arg(long, default_value = "30m")]
         timeout: String,
+        /// Work in a git worktree of its own, on a new branch mission/<id8> from HEAD.
+        #[arg(long)]
+        worktree: bool,
     },
     /// List missions, newest first.
     List(ListArgs),
@@ -138,6 +142,17 @@ enum MissionCmd {
         #[arg(long)]
         reason: Option<String>,
     },
+    /// A worktree mission's committed and uncommitted changes against its base.
+    Diff {
+        id: String,
+        /// Only the file summary.
+        #[arg(long)]
+        stat: bool,
+    },
+    /// Merge a worktree mission into your current branch (leftovers committed first).
+    Merge { id: String },
+    /// Remove a worktree mission's worktree and branch, work and all.
+    Discard { id: String },
 }
 
 #[derive(Subcommand, Debug)]
@@ -547,6 +562,7 @@ fn run(ctx: &Ctx, command: Option<Command>, flags: BetaFlags) -> anyhow::Result<
                 policy,
                 wait,
                 timeout,
+                worktree,
             } => fire::run(
                 ctx,
                 fire::FireArgs {
@@ -556,10 +572,14 @@ fn run(ctx: &Ctx, command: Option<Command>, flags: BetaFlags) -> anyhow::Result<
                     wait,
                     timeout,
                     oracle: flags.oracle,
+                    worktree,
                 },
             ),
             MissionCmd::Stop { id, reason } => mission_cmd::stop(ctx, &id, reason.as_deref()),
             MissionCmd::Asks { id, list } => mission_cmd::asks(ctx, id.as_deref(), &list),
+            MissionCmd::Diff { id, stat } => worktree_cmd::diff(ctx, &id, stat),
+            MissionCmd::Merge { id } => worktree_cmd::merge(ctx, &id),
+            MissionCmd::Discard { id } => worktree_cmd::discard(ctx, &id),
         },
         Some(Command::Approvals(c)) => approvals_cmd::run(ctx, c, &flags),
         Some(Command::Inbox(c)) => inbox_cmd::run(ctx, c),

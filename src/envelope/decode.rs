@@ -241,6 +241,8 @@ pub(crate) struct RawPolicy {
     pub(crate) compute: Option<RawCompute>,
     pub(crate) attention: Option<AttentionBounds>,
     pub(crate) trusted_binaries: Option<TrustedBinaries>,
+    pub(crate) sandbox: Option<super::sandbox::SandboxDecl>,
+    pub(crate) workspace: super::sandbox::WorkspaceMode,
 }
 
 #[derive(Debug, Clone, Default)]
@@ -331,6 +333,12 @@ pub(crate) fn decode_policy(top: &[(String, Json)]) -> Result<RawPolicy, String>
         }
         raw.trusted_binaries = Some(trusted);
     }
+    if let Some(s) = field(top, "sandbox", false) {
+        raw.sandbox = Some(super::sandbox::decode(s)?);
+    }
+    if let Some(w) = field(top, "workspace", true) {
+        raw.workspace = super::sandbox::decode_workspace(w)?;
+    }
     Ok(raw)
 }
 
@@ -420,6 +428,8 @@ impl RawPolicy {
             compute,
             attention: self.attention,
             trusted_binaries: self.trusted_binaries,
+            sandbox: self.sandbox,
+            workspace: self.workspace,
         })
     }
 }

@@ -12,6 +12,7 @@ mod decode;
 pub mod eval;
 pub mod glob;
 pub mod policy;
+pub mod sandbox;
 pub mod search;
 pub mod shell;
 mod trusted;

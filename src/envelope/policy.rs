@@ -209,9 +209,20 @@ pub struct Policy {
     pub compute: ComputeBounds,
     pub attention: Option<AttentionBounds>,
     pub trusted_binaries: Option<TrustedBinaries>,
+    /// The `sandbox` block; `None`: the baseline ([`super::sandbox::SandboxDecl::baseline`]).
+    pub sandbox: Option<super::sandbox::SandboxDecl>,
+    /// `workspace`: where the unit works unless the fire says otherwise.
+    pub workspace: super::sandbox::WorkspaceMode,
 }
 
 impl Policy {
+    /// The sandbox the unit runs under: the declared block, else the baseline.
+    pub fn sandbox_or_baseline(&self) -> super::sandbox::SandboxDecl {
+        self.sandbox
+            .clone()
+            .unwrap_or_else(super::sandbox::SandboxDecl::baseline)
+    }
+
     /// Loads a policy file's bytes (see the module docs). `name` only labels
     /// errors: give the file's path, so the operator knows which copy to fix.
     pub fn parse(name: &str, bytes: &[u8]) -> Result<Policy, PolicyError> {
@@ -231,6 +242,8 @@ impl Policy {
             compute: ComputeBounds::default(),
             attention: None,
             trusted_binaries: None,
+            sandbox: None,
+            workspace: Default::default(),
         }
     }
 }
@@ -461,7 +474,7 @@ mod tests {
             (
                 r#"{"Default_Action":"deny"}"#,
                 format!(
-                    r#"policy: unknown field "Default_Action" at Default_Action — known fields: default_action, rules, compute, attention, trusted_binaries, version {comments}"#
+                    r#"policy: unknown field "Default_Action" at Default_Action — known fields: default_action, rules, compute, attention, trusted_binaries, version, sandbox, workspace {comments}"#
                 ),
             ),
             (

@@ -35,6 +35,8 @@ const TOP_LEVEL: &[(&str, Option<&[&str]>)] = &[
     ("attention", Some(&["allowAgentAnswers", "maxAgentAnswers"])),
     ("trusted_binaries", Some(&["dirs", "hashes"])),
     ("version", None),
+    ("sandbox", Some(&["filesystem", "network"])),
+    ("workspace", None),
 ];
 const RULE_FIELDS: &[&str] = &["tools", "tool", "when", "action", "timeout_s", "on_timeout"];
 const CONDITION_FIELDS: &[&str] = &["key", "op", "value"];

@@ -147,6 +147,21 @@ fn policy_warnings(raw: &RawPolicy) -> Vec<(String, String)> {
             }
         }
     }
+    if let Some(decl) = &raw.sandbox {
+        use super::sandbox::{SandboxField, SandboxStatus, sandbox_status};
+        let abi = crate::confine::landlock_abi();
+        for field in SandboxField::ALL {
+            if sandbox_status(field, decl, abi) == SandboxStatus::DeclaredNotEnforced {
+                warnings.push((
+                    format!("sandbox.{}", field.key()),
+                    format!(
+                        "{} is declared, not enforced: this kernel offers Landlock ABI {abi}, too old to hold it — the unit is not confined by it here",
+                        field.key()
+                    ),
+                ));
+            }
+        }
+    }
     if let Some(trusted) = &raw.trusted_binaries {
         for (path, declared) in &trusted.hashes {
             if let Some(message) = hash_warning(trusted, path, declared) {
@@ -427,7 +442,7 @@ mod tests {
     }
 
     const POLICY_KNOWN: &str =
-        "default_action, rules, compute, attention, trusted_binaries, version";
+        "default_action, rules, compute, attention, trusted_binaries, version, sandbox, workspace";
     const RULE_KNOWN: &str = "tools, tool, when, action, timeout_s, on_timeout";
 
     #[test]

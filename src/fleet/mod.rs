@@ -14,6 +14,7 @@
 //! the blocking boundary ([`crate::store::boundary`]).
 
 pub mod budget;
+pub mod confinement;
 mod drive;
 pub mod mission_tools;
 mod permissions;
@@ -55,6 +56,8 @@ pub struct DispatchRequest {
     pub policy_name: String,
     /// Absolute working directory for the unit; empty means the host's.
     pub cwd: Option<PathBuf>,
+    /// Work in a git worktree of its own (else the envelope's `workspace` decides).
+    pub worktree: bool,
 }
 
 /// A dispatched mission.
@@ -67,6 +70,10 @@ pub struct Dispatched {
     pub caps: AgentCaps,
     /// The envelope's compute bounds the mission runs under.
     pub compute: ComputeBounds,
+    /// The sandbox its unit runs in.
+    pub sandbox: crate::envelope::sandbox::Resolved,
+    /// The git worktree it works in, when it was fired with one.
+    pub worktree: Option<crate::worktree::Worktree>,
 }
 
 /// A unit whose session is open, not yet driven.
@@ -76,6 +83,9 @@ struct Started {
     session_id: String,
     instance_id: String,
     cwd: String,
+    /// `{tmp}`: lives as long as the unit's drive task.
+    tmp: confinement::MissionTmp,
+    sandbox: crate::envelope::sandbox::Resolved,
 }
 
 /// What a resumed run's fresh unit starts with.
@@ -186,6 +196,7 @@ impl Fleet {
             Ok(_) => {}
             Err(e) => tracing::warn!("boot sweep failed: {e}"),
         }
+        confinement::sweep_leftover_tmp(&fleet.inner.missions);
         Ok(fleet)
     }
 
@@ -267,7 +278,51 @@ impl Fleet {
 
         let mission_id = uuid::Uuid::new_v4().to_string();
         let slot = self.reserve()?;
-        let mut started = self.start_unit(&mission_id, &agent, &cwd, None).await?;
+        let worktree = if req.worktree
+            || envelope.policy.workspace == crate::envelope::sandbox::WorkspaceMode::Worktree
+        {
+            let worktrees = crate::worktree::Worktrees::new(inner.missions.store().clone());
+            let (repo, id) = (cwd.clone(), mission_id.clone());
+            Some(blocking(move || worktrees.create(&repo, &id)).await?)
+        } else {
+            None
+        };
+        let cwd = worktree.as_ref().map_or(cwd, |w| w.path.clone());
+        let dispatched = self
+            .dispatch_admitted(
+                req.intent,
+                mission_id,
+                (agent, envelope),
+                cwd,
+                worktree.clone(),
+                slot,
+            )
+            .await;
+        if dispatched.is_err()
+            && let Some(wt) = worktree
+        {
+            let worktrees = crate::worktree::Worktrees::new(inner.missions.store().clone());
+            blocking(move || worktrees.abandon(&wt)).await;
+        }
+        dispatched
+    }
+
+    /// Start, check and record an admitted mission in `cwd`. A refusal here leaves no
+    /// record and no process (the caller removes a worktree made for it).
+    async fn dispatch_admitted(
+        &self,
+        intent: String,
+        mission_id: String,
+        (agent, envelope): (crate::agents::Agent, search::Loaded),
+        cwd: PathBuf,
+        worktree: Option<crate::worktree::Worktree>,
+        slot: Reservation,
+    ) -> anyhow::Result<Dispatched> {
+        let inner = &self.inner;
+        let (agent_name, policy_name) = (agent.name.clone(), envelope.name.clone());
+        let mut started = self
+            .start_unit(&mission_id, &agent, &cwd, &envelope.policy, None)
+            .await?;
         // The model allowlist is held on the started unit, before the mission row
         // exists: only a running agent says which models it offers, and a refused
         // fire must leave no record (the unit is reaped, the socket removed).
@@ -279,7 +334,7 @@ impl Fleet {
         }
         let new = NewMission {
             id: mission_id.clone(),
-            intent: req.intent.trim().to_string(),
+            intent: intent.trim().to_string(),
             agent_name: agent_name.clone(),
             policy_name: policy_name.clone(),
             cwd: cwd.display().to_string(),
@@ -297,6 +352,7 @@ impl Fleet {
         };
         let (session_id, instance_id) = (started.session_id.clone(), started.instance_id.clone());
         let caps = started.unit.capabilities().clone();
+        let sandbox = started.sandbox.clone();
         self.host(
             started,
             mission,
@@ -311,6 +367,8 @@ impl Fleet {
             session_id,
             caps,
             compute,
+            sandbox,
+            worktree,
         })
     }
 
@@ -352,13 +410,20 @@ impl Fleet {
             // a live host's would, told only the answer. Else a fresh session,
             // briefed on what happened.
             let mut started = match self
-                .start_unit(&mission.id, &agent, &cwd, Some(&cp.session_id))
+                .start_unit(
+                    &mission.id,
+                    &agent,
+                    &cwd,
+                    &envelope.policy,
+                    Some(&cp.session_id),
+                )
                 .await
             {
                 Ok(started) => started,
                 Err(e) => {
                     tracing::warn!(mission = %mission.id, "could not load session {}; starting a fresh one: {e}", cp.session_id);
-                    self.start_unit(&mission.id, &agent, &cwd, None).await?
+                    self.start_unit(&mission.id, &agent, &cwd, &envelope.policy, None)
+                        .await?
                 }
             };
             let blocks = if started.unit.loaded() {
@@ -512,9 +577,39 @@ impl Fleet {
         mission_id: &str,
         agent: &crate::agents::Agent,
         cwd: &std::path::Path,
+        policy: &crate::envelope::Policy,
         load: Option<&str>,
     ) -> anyhow::Result<Started> {
         let inner = &self.inner;
+        let (declared, config) = (agent.clone(), Config::new(inner.missions.store().clone()));
+        let (paths, exe, decl, dir) = (
+            inner.paths.clone(),
+            inner.self_exe.clone(),
+            policy.sandbox_or_baseline(),
+            cwd.to_path_buf(),
+        );
+        let id = mission_id.to_string();
+        // Store reads, the temp dir and the ruleset's path fds: all blocking work.
+        let (env, tmp, confined) = blocking(move || {
+            let mut env = declared.unit_env(&config)?;
+            let tmp = confinement::MissionTmp::create(&id)?;
+            env.insert("TMPDIR".to_string(), tmp.path().display().to_string());
+            let model_url = match env.get(crate::agents::ENV_BASE_URL) {
+                Some(url) => Some(url.clone()),
+                None => config.get(crate::config::MODEL_BASE_URL)?,
+            };
+            let confined = confinement::confine_unit(
+                &paths,
+                &declared,
+                &decl,
+                &dir,
+                &tmp,
+                &exe,
+                model_url.as_deref(),
+            )?;
+            anyhow::Ok((env, tmp, confined))
+        })
+        .await?;
         // The socket must listen before session/new: agents connect to their MCP
         // servers while the session opens.
         let run_dir = inner.paths.run_dir();
@@ -540,23 +635,19 @@ impl Fleet {
                     socket_path.display()
                 )
             })?;
-        let (declared, config) = (agent.clone(), Config::new(inner.missions.store().clone()));
-        let env = blocking(move || declared.unit_env(&config)).await?;
         let spec = UnitSpec {
             program: agent.program(),
             args: agent.args.clone(),
             env,
             cwd: cwd.to_path_buf(),
-            mcp_servers: vec![bridge_server_entry(&inner.self_exe, &socket_path)],
+            mcp_servers: vec![bridge_server_entry(&inner.self_exe, &socket)],
             meta: mission_meta(mission_id),
         };
-        let unit = match load {
-            Some(session_id) => Unit::start_loading(spec, session_id).await,
-            None => Unit::start(spec).await,
-        };
-        let unit = unit.map_err(|e| {
-            anyhow::anyhow!("agent {:?} could not start a session: {e}", agent.name)
-        })?;
+        let unit = Unit::start_confined(spec, load, confined.prepared)
+            .await
+            .map_err(|e| {
+                anyhow::anyhow!("agent {:?} could not start a session: {e}", agent.name)
+            })?;
         let session_id = unit.session_id().to_string();
         handler.0.lock().unwrap().session_id = session_id.clone();
         Ok(Started {
@@ -565,6 +656,8 @@ impl Fleet {
             session_id,
             instance_id: uuid::Uuid::new_v4().to_string(),
             cwd: cwd.display().to_string(),
+            tmp,
+            sandbox: confined.resolved,
         })
     }
 
@@ -661,8 +754,11 @@ impl Fleet {
         let key = mission_id.clone();
         // Registered under the lock before the task can finish and deregister itself.
         let mut units = inner.units.lock().unwrap();
+        let tmp = started.tmp;
         let done = tokio::spawn(async move {
             drive.run().await;
+            // `{tmp}` goes with the unit (removing it is blocking work).
+            blocking(move || drop(tmp)).await;
             fleet.inner.units.lock().unwrap().hosted.remove(&key);
         });
         units.hosted.insert(

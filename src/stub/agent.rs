@@ -1006,6 +1006,39 @@ impl TurnRunner<'_> {
                     &format!("flood: wrote {bytes} bytes of non-JSON to stdout"),
                 );
             }
+            Step::Write { path, text } => {
+                let outcome = match std::fs::write(&path, text) {
+                    Ok(()) => "ok".to_string(),
+                    Err(e) => errno_text(&e),
+                };
+                let args = probe_report(format!("write {path}: {outcome}"), None);
+                self.tool_logged(label, kind, crate::tools::MISSION_REPORT, args)
+                    .await?;
+            }
+            Step::Run { argv } => {
+                let ran = tokio::process::Command::new(&argv[0])
+                    .args(&argv[1..])
+                    .stdin(std::process::Stdio::null())
+                    .output()
+                    .await;
+                let (outcome, output) = match ran {
+                    Ok(out) => (
+                        match out.status.code() {
+                            Some(code) => format!("exit {code}"),
+                            None => "killed by a signal".to_string(),
+                        },
+                        format!(
+                            "{}{}",
+                            String::from_utf8_lossy(&out.stdout),
+                            String::from_utf8_lossy(&out.stderr)
+                        ),
+                    ),
+                    Err(e) => (format!("not started: {}", errno_text(&e)), String::new()),
+                };
+                let args = probe_report(format!("run {}: {outcome}", argv[0]), Some(output));
+                self.tool_logged(label, kind, crate::tools::MISSION_REPORT, args)
+                    .await?;
+            }
             Step::Deaf { requests } => {
                 self.agent.deaf.send_replace(true);
                 for i in 0..requests {
@@ -1020,4 +1053,28 @@ impl TurnRunner<'_> {
         }
         Ok(Flow::Continue)
     }
+}
+
+/// A confinement probe's finding: one line, and the command's output (bounded).
+fn probe_report(summary: String, detail: Option<String>) -> Map<String, Value> {
+    let mut args = Map::new();
+    args.insert("kind".into(), Value::String("finding".into()));
+    args.insert("summary".into(), Value::String(summary));
+    if let Some(detail) = detail.filter(|d| !d.trim().is_empty()) {
+        let bounded: String = detail.chars().take(4000).collect();
+        args.insert("detail".into(), Value::String(bounded));
+    }
+    args
+}
+
+/// `EACCES (os error 13)`: the errno by name where it is one a sandbox produces.
+fn errno_text(e: &std::io::Error) -> String {
+    let name = match e.raw_os_error() {
+        Some(libc::EACCES) => "EACCES",
+        Some(libc::EPERM) => "EPERM",
+        Some(libc::EROFS) => "EROFS",
+        Some(libc::ENOENT) => "ENOENT",
+        Some(_) | None => return e.to_string(),
+    };
+    format!("{name} (os error {})", e.raw_os_error().unwrap_or_default())
 }

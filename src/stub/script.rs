@@ -147,6 +147,16 @@ pub enum Step {
     Mute {
         text: String,
     },
+    // Confinement probes: what the unit's sandbox lets it do, reported as it saw it.
+    /// Write `text` to `path` and report the outcome (the errno on failure).
+    Write {
+        path: String,
+        text: String,
+    },
+    /// Run `argv` (in the unit's cwd) and report its exit code and output.
+    Run {
+        argv: Vec<String>,
+    },
 }
 
 impl Step {
@@ -154,7 +164,11 @@ impl Step {
     pub fn needs_mission(&self) -> bool {
         match self {
             Step::Plan { via, .. } => *via != Via::Acp,
-            Step::Report { .. } | Step::Ask { .. } | Step::Finish { .. } => true,
+            Step::Report { .. }
+            | Step::Ask { .. }
+            | Step::Finish { .. }
+            | Step::Write { .. }
+            | Step::Run { .. } => true,
             Step::Permission {
                 report, on_deny, ..
             } => *report || matches!(on_deny, OnDeny::ReportBlocker | OnDeny::FinishStuck),
@@ -181,6 +195,8 @@ const STEP_KINDS: &[&str] = &[
     "flood",
     "deaf",
     "mute",
+    "write",
+    "run",
 ];
 
 fn de<T: for<'de> Deserialize<'de>>(kind: &str, payload: &Value) -> Result<T, String> {
@@ -529,6 +545,33 @@ pub fn decode(raw: &RawStep) -> Result<Step, String> {
                 }
             },
         },
+        // Confinement probes.
+        "write" => {
+            #[derive(Deserialize)]
+            #[serde(deny_unknown_fields)]
+            struct WriteArgs {
+                path: String,
+                #[serde(default)]
+                text: String,
+            }
+            let a: WriteArgs = de(kind, p)?;
+            Step::Write {
+                path: a.path,
+                text: a.text,
+            }
+        }
+        "run" => {
+            #[derive(Deserialize)]
+            #[serde(deny_unknown_fields)]
+            struct RunArgs {
+                argv: Vec<String>,
+            }
+            let a: RunArgs = de(kind, p)?;
+            if a.argv.is_empty() {
+                return Err("run: argv needs at least the program".into());
+            }
+            Step::Run { argv: a.argv }
+        }
         other => {
             return Err(format!(
                 "unknown step '{other}' (want one of {})",

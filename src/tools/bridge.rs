@@ -9,6 +9,8 @@ use std::time::Duration;
 use tokio::io::AsyncWriteExt;
 use tokio::net::UnixStream;
 
+use super::socket::present_token;
+
 /// After our stdin ends, how long responses already in flight may still
 /// drain to stdout before we exit.
 const DRAIN_AFTER_STDIN_EOF: Duration = Duration::from_secs(2);
@@ -19,12 +21,24 @@ const DRAIN_AFTER_STDIN_EOF: Duration = Duration::from_secs(2);
 /// prints it to stderr and exits non-zero, which agents surface as "MCP
 /// server failed to start".
 pub async fn run_mcp_bridge(socket: &Path) -> io::Result<()> {
-    let stream = UnixStream::connect(socket).await.map_err(|err| {
+    let mut stream = UnixStream::connect(socket).await.map_err(|err| {
         io::Error::new(
             err.kind(),
             format!("cannot reach mission socket {}: {err}", socket.display()),
         )
     })?;
+    // The host hands the token to this entry's environment only; without it the
+    // socket refuses us, so say what is missing instead.
+    let token = std::env::var(super::TOKEN_ENV).map_err(|_| {
+        io::Error::new(
+            io::ErrorKind::PermissionDenied,
+            format!(
+                "no mission token in {}: the host passes it in the mission server entry it hands the agent",
+                super::TOKEN_ENV
+            ),
+        )
+    })?;
+    present_token(&mut stream, &token).await?;
     let (mut from_host, mut to_host) = stream.into_split();
     let mut stdin = tokio::io::stdin();
     let mut stdout = tokio::io::stdout();

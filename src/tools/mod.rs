@@ -1,7 +1,9 @@
 //! The mission tools, served to units as an MCP server.
 //!
 //! Each mission gets its own Unix socket ([`serve_mission_socket`]); the
-//! socket *is* the mission's identity, so no tool takes a mission id. Units
+//! socket *is* the mission's identity, so no tool takes a mission id, and a
+//! connection must first present the socket's token, which only the mission's
+//! own bridge entry carries. Units
 //! reach it through a stdio MCP entry running `missionboard mcp-bridge
 //! <socket>` ([`bridge_server_entry`], [`run_mcp_bridge`]), which every ACP
 //! agent supports. What the tools *do* is up to the [`MissionToolHandler`]
@@ -19,7 +21,7 @@ use serde_json::{Map, Value, json};
 
 pub use bridge::run_mcp_bridge;
 pub use server::serve_mission_stream;
-pub use socket::{MissionSocket, serve_mission_socket, socket_path_for};
+pub use socket::{MissionSocket, connect_mission_socket, serve_mission_socket, socket_path_for};
 
 use crate::acp::McpStdioServer;
 
@@ -106,14 +108,18 @@ pub fn unknown_tool_error(name: &str) -> String {
     )
 }
 
-/// The stdio MCP entry that connects a unit to a mission socket: `exe
-/// mcp-bridge <socket>`, where `exe` is normally `std::env::current_exe()`.
-pub fn bridge_server_entry(exe: &Path, socket: &Path) -> McpStdioServer {
+/// The variable that carries a mission socket's token to its bridge.
+pub const TOKEN_ENV: &str = "MISSIONBOARD_MISSION_TOKEN";
+
+/// The stdio MCP entry that connects a unit to its mission socket: `exe
+/// mcp-bridge <socket>` with the socket's token in its environment, where `exe`
+/// is normally `std::env::current_exe()`.
+pub fn bridge_server_entry(exe: &Path, socket: &MissionSocket) -> McpStdioServer {
     McpStdioServer {
         name: MISSION_SERVER_NAME.to_owned(),
         command: exe.to_path_buf(),
-        args: vec!["mcp-bridge".to_owned(), socket.display().to_string()],
-        env: Default::default(),
+        args: vec!["mcp-bridge".to_owned(), socket.path().display().to_string()],
+        env: [(TOKEN_ENV.to_owned(), socket.token().to_owned())].into(),
     }
 }
 

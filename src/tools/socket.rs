@@ -6,22 +6,95 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
-use tokio::net::UnixListener;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::{UnixListener, UnixStream};
 use tokio::task::{JoinHandle, JoinSet};
 
 use super::MissionToolHandler;
 use super::server::serve_mission_stream;
 
-/// `<runtime_dir>/m-<first 8 id chars>.sock`. Short on purpose: `sun_path`
-/// holds about 108 bytes on Linux and 104 on macOS, so the runtime dir must
-/// be short too (`$XDG_RUNTIME_DIR/missionboard`, not a deep workspace).
+/// `<runtime_dir>/m-<mission id>.sock`: the full id, so two missions can never
+/// share a name. `sun_path` holds about 108 bytes on Linux and 104 on macOS, so
+/// the runtime dir must stay short (binding a longer path fails, naming it).
 pub fn socket_path_for(runtime_dir: &Path, mission_id: &str) -> PathBuf {
-    let short: String = mission_id
+    let id: String = mission_id
         .chars()
-        .filter(|c| c.is_ascii_alphanumeric())
-        .take(8)
+        .filter(|c| c.is_ascii_alphanumeric() || *c == '-')
         .collect();
-    runtime_dir.join(format!("m-{short}.sock"))
+    runtime_dir.join(format!("m-{id}.sock"))
+}
+
+/// The first line a client sends: `missionboard-token <token>`. The socket file is
+/// 0600, but every unit runs as the operator's user, so the file mode alone would
+/// let one mission's unit drive another's tools; the token is what tells them apart.
+const TOKEN_PREAMBLE: &str = "missionboard-token ";
+
+/// How long a new connection may take to present its token.
+const TOKEN_WAIT: std::time::Duration = std::time::Duration::from_secs(10);
+
+/// A fresh secret for one mission's socket (244 random bits).
+fn mint_token() -> String {
+    format!(
+        "{}{}",
+        uuid::Uuid::new_v4().simple(),
+        uuid::Uuid::new_v4().simple()
+    )
+}
+
+/// Connect to a mission socket and present `token`, as the bridge does.
+pub async fn connect_mission_socket(path: &Path, token: &str) -> io::Result<UnixStream> {
+    let mut stream = UnixStream::connect(path).await?;
+    present_token(&mut stream, token).await?;
+    Ok(stream)
+}
+
+/// Send the token line on a fresh connection.
+pub async fn present_token(stream: &mut UnixStream, token: &str) -> io::Result<()> {
+    stream
+        .write_all(format!("{TOKEN_PREAMBLE}{token}\n").as_bytes())
+        .await
+}
+
+/// Read the token line and compare it (in constant time) with `token`. A
+/// connection that fails gets one JSON-RPC error line and is closed; nothing it
+/// sent reaches the tools.
+async fn admit(stream: &mut UnixStream, token: &str) -> bool {
+    let mut line = Vec::with_capacity(TOKEN_PREAMBLE.len() + token.len() + 1);
+    let read = tokio::time::timeout(TOKEN_WAIT, async {
+        let mut byte = [0u8; 1];
+        // Byte by byte, so nothing after the token line is consumed here.
+        while line.len() <= TOKEN_PREAMBLE.len() + token.len() {
+            if stream.read(&mut byte).await? == 0 {
+                break;
+            }
+            if byte[0] == b'\n' {
+                return Ok::<bool, io::Error>(true);
+            }
+            line.push(byte[0]);
+        }
+        Ok(false)
+    })
+    .await;
+    let presented = matches!(read, Ok(Ok(true)));
+    let expected = format!("{TOKEN_PREAMBLE}{token}");
+    if presented && constant_time_eq(&line, expected.as_bytes()) {
+        return true;
+    }
+    let refusal = serde_json::json!({
+        "jsonrpc": "2.0",
+        "id": null,
+        "error": {
+            "code": -32001,
+            "message": "mission socket: refused: this connection did not present the mission's token (a unit reaches its own mission only through the mcp-bridge entry it was given)",
+        }
+    });
+    let _ = stream.write_all(format!("{refusal}\n").as_bytes()).await;
+    let _ = stream.shutdown().await;
+    false
+}
+
+fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
+    a.len() == b.len() && a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
 }
 
 /// A listening mission socket. Dropping it (or [`MissionSocket::close`])
@@ -30,19 +103,33 @@ pub struct MissionSocket {
     path: PathBuf,
     accept_task: Option<JoinHandle<()>>,
     accepted: Arc<AtomicUsize>,
+    token: String,
 }
 
 /// Bind `path` and serve the mission tools on every connection to it.
 ///
-/// A stale socket file (a previous host that died) is removed first; any
-/// other kind of file at `path` is an error, never deleted. The socket is
-/// made 0600 before the first connection is accepted.
+/// An existing socket file is probed first: one a live host still serves is an
+/// error, a stale one (its host died) is removed; any other kind of file at
+/// `path` is an error, never deleted. The socket is made 0600 before the first
+/// connection is accepted, and every connection must present the socket's
+/// [`MissionSocket::token`] before anything it sends reaches `handler`.
 pub async fn serve_mission_socket(
     path: &Path,
     handler: Arc<dyn MissionToolHandler>,
 ) -> io::Result<MissionSocket> {
     match std::fs::symlink_metadata(path) {
-        Ok(meta) if meta.file_type().is_socket() => std::fs::remove_file(path)?,
+        Ok(meta) if meta.file_type().is_socket() => {
+            if std::os::unix::net::UnixStream::connect(path).is_ok() {
+                return Err(io::Error::new(
+                    io::ErrorKind::AddrInUse,
+                    format!(
+                        "{} is served by a live host; refusing to replace it",
+                        path.display()
+                    ),
+                ));
+            }
+            std::fs::remove_file(path)?
+        }
         Ok(_) => {
             return Err(io::Error::new(
                 io::ErrorKind::AlreadyExists,
@@ -60,6 +147,8 @@ pub async fn serve_mission_socket(
 
     let accepted = Arc::new(AtomicUsize::new(0));
     let counter = accepted.clone();
+    let token = mint_token();
+    let expected = token.clone();
     let shown = path.display().to_string();
     let accept_task = tokio::spawn(async move {
         // Owning the connections here means aborting this task ends them.
@@ -67,10 +156,15 @@ pub async fn serve_mission_socket(
         loop {
             tokio::select! {
                 accepted = listener.accept() => match accepted {
-                    Ok((stream, _)) => {
+                    Ok((mut stream, _)) => {
                         counter.fetch_add(1, Ordering::Relaxed);
                         let handler = handler.clone();
+                        let expected = expected.clone();
                         connections.spawn(async move {
+                            if !admit(&mut stream, &expected).await {
+                                tracing::warn!("mission socket: refused a connection without the mission's token");
+                                return;
+                            }
                             if let Err(err) = serve_mission_stream(stream, handler).await {
                                 tracing::debug!(%err, "mission tools connection ended");
                             }
@@ -91,12 +185,18 @@ pub async fn serve_mission_socket(
         path: path.to_path_buf(),
         accept_task: Some(accept_task),
         accepted,
+        token,
     })
 }
 
 impl MissionSocket {
     pub fn path(&self) -> &Path {
         &self.path
+    }
+
+    /// The secret a connection must present first (see [`connect_mission_socket`]).
+    pub fn token(&self) -> &str {
+        &self.token
     }
 
     /// How many connections have been accepted so far.
@@ -140,15 +240,23 @@ mod tests {
     use super::*;
 
     #[test]
-    fn socket_paths_are_short() {
+    fn socket_paths_name_the_whole_mission_id() {
         let path = socket_path_for(
             Path::new("/run/user/1000/missionboard"),
             "3f2a9c1e-77aa-4bbb-8ccc-0123456789ab",
         );
         assert_eq!(
             path,
-            Path::new("/run/user/1000/missionboard/m-3f2a9c1e.sock")
+            Path::new("/run/user/1000/missionboard/m-3f2a9c1e-77aa-4bbb-8ccc-0123456789ab.sock")
         );
         assert!(path.as_os_str().len() < 104);
+    }
+
+    #[test]
+    fn tokens_compare_whole() {
+        assert!(constant_time_eq(b"abc", b"abc"));
+        assert!(!constant_time_eq(b"abc", b"abd"));
+        assert!(!constant_time_eq(b"abc", b"abcd"));
+        assert_ne!(mint_token(), mint_token());
     }
 }

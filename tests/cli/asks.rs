@@ -117,7 +117,7 @@ fn an_answer_after_the_host_died_resumes_the_run_exactly_once() {
         let sb = Sandbox::new();
         sb.declare_stubs(&[("stub", Some(&script(ASK_THEN_LAND)))]);
         sb.run(&["config", "set", "ask-park-window", "200ms"]).ok();
-        let transcript = sb.home.join("transcript.log");
+        let transcript = sb.cwd.join("transcript.log");
         let (ask, answered) = kill_then_answer(&sb, &transcript);
         let answered = answered.ok();
         assert!(
@@ -531,7 +531,7 @@ fn a_gated_call_approved_after_the_host_died_resumes_in_a_fresh_session_that_mak
     let sb = Sandbox::new();
     sb.declare_stubs(&[("stub", Some(&script(GATED_THEN_LAND)))]);
     gate_envelope(&sb, 0);
-    let transcript = sb.home.join("transcript.log");
+    let transcript = sb.cwd.join("transcript.log");
     let (id, ask) = gated_host_killed(&sb, &transcript);
     respond_and_resume(&sb, &transcript, &[&ask, "--approve"], &[]);
     assert_eq!(resumes(&transcript), 1);
@@ -555,7 +555,7 @@ fn a_gated_call_denied_after_the_host_died_resumes_a_session_that_takes_the_deni
     let sb = Sandbox::new();
     sb.declare_stubs(&[("stub", Some(&script(GATED_THEN_LAND)))]);
     gate_envelope(&sb, 0);
-    let transcript = sb.home.join("transcript.log");
+    let transcript = sb.cwd.join("transcript.log");
     let (id, ask) = gated_host_killed(&sb, &transcript);
     respond_and_resume(&sb, &transcript, &[&ask, "--deny"], &[]);
     assert_eq!(resumes(&transcript), 1);
@@ -574,7 +574,7 @@ fn a_gated_call_that_expires_after_the_host_died_settles_its_run_on_the_next_rec
     let sb = Sandbox::new();
     sb.declare_stubs(&[("stub", Some(&script(GATED_THEN_LAND)))]);
     gate_envelope(&sb, 1);
-    let transcript = sb.home.join("transcript.log");
+    let transcript = sb.cwd.join("transcript.log");
     let (id, ask) = gated_host_killed(&sb, &transcript);
     let mut list = sb.command(&["approvals", "list"]);
     list.env("STUB_TRANSCRIPT", &transcript);
@@ -618,7 +618,7 @@ fn a_resume_interrupted_mid_turn_leaves_no_claimed_checkpoint_once_the_mission_r
         )),
     )]);
     sb.run(&["config", "set", "ask-park-window", "100ms"]).ok();
-    let transcript = sb.home.join("transcript.log");
+    let transcript = sb.cwd.join("transcript.log");
     let child = host(&sb, "default", &transcript);
     let ask = wait_for(20, "the parked question", || parked_ask(&sb));
     kill(child);
@@ -668,7 +668,7 @@ fn compute_spend_is_durable_a_resumed_session_continues_it_and_is_stopped_at_the
         )),
     )]);
     sb.run(&["config", "set", "ask-park-window", "100ms"]).ok();
-    let transcript = sb.home.join("transcript.log");
+    let transcript = sb.cwd.join("transcript.log");
     let child = host(&sb, "five", &transcript);
     let ask = wait_for(20, "the parked question", || parked_ask(&sb));
     let id = sb.newest_mission().unwrap();
@@ -711,8 +711,8 @@ fn an_agent_that_loads_sessions_resumes_its_own_session_after_the_host_died() {
         )),
     )]);
     sb.run(&["config", "set", "ask-park-window", "200ms"]).ok();
-    let state = sb.home.join("stub-state");
-    let transcript = sb.home.join("transcript.log");
+    let state = sb.cwd.join("stub-state");
+    let transcript = sb.cwd.join("transcript.log");
     let mut fire = sb.command(&[
         "mission", "fire", "stub", "rename", "--wait", "--policy", "default",
     ]);

@@ -62,6 +62,7 @@ async fn answering_in_the_board_lets_the_real_stub_land() {
             intent: "ask-then-land: rename the env var".into(),
             policy_name: "default".into(),
             cwd: None,
+            worktree: false,
         })
         .await
         .expect("dispatch");
@@ -171,6 +172,7 @@ async fn the_board_mounts_its_oracle_and_it_answers_a_routine_question() {
             intent: "ask-then-land: rename the env var".into(),
             policy_name: "default".into(),
             cwd: None,
+            worktree: false,
         })
         .await
         .expect("dispatch");

@@ -58,7 +58,7 @@ fn status_line(sb: &Sandbox, id: &str) -> String {
 #[test]
 fn a_turn_bound_of_one_sends_exactly_one_prompt_and_finishes_stuck() {
     let sb = Sandbox::new();
-    let transcript = sb.home.join("transcript.log");
+    let transcript = sb.cwd.join("transcript.log");
     sb.declare_stubs(&[(
         "stub",
         Some(r#"{"name":"mute","turns":[{"steps":["mute"]},{"steps":["mute"]}]}"#),
@@ -216,7 +216,7 @@ fn an_agent_offering_models_runs_on_the_one_the_allowlist_permits() {
 #[test]
 fn an_allowlist_naming_no_offered_model_refuses_the_fire_and_leaves_no_record() {
     let sb = Sandbox::new();
-    let transcript = sb.home.join("transcript.log");
+    let transcript = sb.cwd.join("transcript.log");
     sb.declare_stubs(&[("stub", Some(ON_MODEL))]);
     envelope(&sb, "onlyc", r#"{"modelAllowlist":["c"]}"#);
     let run = fire(&sb, "onlyc", Some(&transcript));
@@ -322,7 +322,7 @@ fn join(child: std::process::Child) -> Run {
 #[test]
 fn pause_ask_extended_by_the_operator_carries_on_and_lands() {
     let sb = Sandbox::new();
-    let transcript = sb.home.join("transcript.log");
+    let transcript = sb.cwd.join("transcript.log");
     pausing_stub(&sb);
     let host = fire_pausing_in_background(&sb, &transcript);
     let (ask, summary) = budget_question(&sb);
@@ -405,7 +405,7 @@ fn pause_ask_extended_by_the_operator_carries_on_and_lands() {
 #[test]
 fn pause_ask_answered_stop_finishes_stuck_with_the_bound_reason() {
     let sb = Sandbox::new();
-    let transcript = sb.home.join("transcript.log");
+    let transcript = sb.cwd.join("transcript.log");
     pausing_stub(&sb);
     let host = fire_pausing_in_background(&sb, &transcript);
     let (ask, _) = budget_question(&sb);
@@ -428,7 +428,7 @@ fn pause_ask_answered_stop_finishes_stuck_with_the_bound_reason() {
 #[test]
 fn a_pause_outlives_its_host_and_the_answering_process_settles_it() {
     let sb = Sandbox::new();
-    let transcript = sb.home.join("transcript.log");
+    let transcript = sb.cwd.join("transcript.log");
     pausing_stub(&sb);
     let mut host = fire_pausing_in_background(&sb, &transcript);
     let (ask, _) = budget_question(&sb);
@@ -450,7 +450,7 @@ fn a_pause_outlives_its_host_and_the_answering_process_settles_it() {
 #[test]
 fn an_extension_answered_after_the_host_died_resumes_the_mission_here_and_its_spend_carries_on() {
     let sb = Sandbox::new();
-    let transcript = sb.home.join("transcript.log");
+    let transcript = sb.cwd.join("transcript.log");
     pausing_stub(&sb);
     // The answering process holds a further pause only this long before moving on.
     sb.run(&["config", "set", "ask-park-window", "200ms"]).ok();

@@ -16,3 +16,5 @@ mod hygiene;
 mod missions;
 mod oracle;
 mod planner;
+mod sandbox;
+mod worktree;

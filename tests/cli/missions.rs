@@ -92,8 +92,15 @@ fn a_landed_mission_exits_zero_and_prints_its_reports() {
         lines[3],
         "Compute bounds: maxToolCalls=300 (enforced) · maxTokens=2000000 (best-effort); a crossed bound finishes the mission stuck."
     );
+    assert!(
+        lines[4].starts_with(
+            "Sandbox: filesystem.write enforced (kernel) [{workspace}, {tmp}, ~/.cache]; filesystem.read not limited; network.connect not limited (Landlock ABI "
+        ),
+        "{}",
+        run.stdout
+    );
     assert_eq!(
-        lines[4],
+        lines[5],
         "Waiting for a terminal status (timeout 30m0s; the unit is a child of this process and is torn down when it exits)…"
     );
     assert!(
@@ -153,7 +160,7 @@ fn a_wait_that_runs_out_exits_nonzero_and_leaves_the_record_open() {
 #[test]
 fn a_mute_unit_gets_one_nudge_and_then_the_runtime_files_the_blocker_itself() {
     let sb = Sandbox::new();
-    let transcript = sb.home.join("transcript.log");
+    let transcript = sb.cwd.join("transcript.log");
     sb.declare_stubs(&[(
         "stub",
         Some(r#"{"name":"mute","turns":[{"steps":["mute"]},{"steps":["mute"]}]}"#),
@@ -220,7 +227,7 @@ fn a_mute_unit_gets_one_nudge_and_then_the_runtime_files_the_blocker_itself() {
 #[test]
 fn a_turn_that_errors_skips_the_nudge_and_derails_the_mission() {
     let sb = Sandbox::new();
-    let transcript = sb.home.join("transcript.log");
+    let transcript = sb.cwd.join("transcript.log");
     sb.declare_stubs(&[(
         "stub",
         Some(&script(r#"{"error":"context length exceeded"}"#)),

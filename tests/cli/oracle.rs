@@ -219,7 +219,7 @@ fn without_the_beta_oracle_is_no_flag_at_all() {
 #[test]
 fn a_routine_question_is_answered_as_oracle_inside_the_park_window() {
     let w = World::new(ASK_THEN_LAND, json!([answer("yes, rename it"), done()]));
-    let transcript = w.sb.home.join("transcript.log");
+    let transcript = w.sb.cwd.join("transcript.log");
     let mut fire = w.fire("default");
     fire.env("STUB_TRANSCRIPT", &transcript);
     let run = w.sb.run_with(fire);
@@ -535,7 +535,7 @@ fn an_answer_past_the_park_window_resumes_the_run_through_the_durable_path() {
     let w = World::new(ASK_THEN_LAND, json!([answer("yes, later"), done()]));
     // The question parks at once; the oracle's answer then finds a checkpoint.
     w.sb.run(&["config", "set", "ask-park-window", "0s"]).ok();
-    let transcript = w.sb.home.join("transcript.log");
+    let transcript = w.sb.cwd.join("transcript.log");
     let mut fire = w.fire("default");
     fire.env("STUB_TRANSCRIPT", &transcript);
     let run = w.sb.run_with(fire);

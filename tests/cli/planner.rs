@@ -12,7 +12,7 @@ use crate::harness::{Background, Sandbox, wait_for};
 /// Returns the dialog's path (its recorded requests sit beside it).
 fn planner_world(sb: &Sandbox, dialog: Value) -> std::path::PathBuf {
     sb.run(&["init"]).ok();
-    let path = sb.home.join("dialog.json");
+    let path = sb.cwd.join("dialog.json");
     sb.write(&path, &dialog.to_string());
     let url = format!("scripted:{}", path.display());
     sb.run(&["config", "set", "model-base-url", &url]).ok();

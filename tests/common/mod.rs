@@ -167,7 +167,8 @@ impl Sandbox {
         for (name, script) in agents {
             let args = match script {
                 Some(json) => {
-                    let path = self.home.join(format!("script-{name}.json"));
+                    // In the workspace: under strict and acpx a unit cannot read the home.
+                    let path = self.cwd.join(format!("script-{name}.json"));
                     self.write(&path, json);
                     format!(
                         "[\"stub-agent\", \"--script\", {:?}]",
@@ -516,7 +517,7 @@ pub async fn start(options: Options) -> Harness {
         env: options.env,
         cwd: dir.path().to_path_buf(),
         mcp_servers: if options.mission_server {
-            vec![bridge_server_entry(Path::new(BIN), &socket_path)]
+            vec![bridge_server_entry(Path::new(BIN), &socket)]
         } else {
             Vec::new()
         },

@@ -203,7 +203,7 @@ fn an_answer_after_a_crash_resumes_exactly_once_over_100_trials() {
             .map(|i| {
                 let n = batch * BATCH + i;
                 let kill_after = std::time::Duration::from_millis(random() % 1000);
-                (n, sb.home.join(format!("transcript-{n}.log")), kill_after)
+                (n, sb.cwd.join(format!("transcript-{n}.log")), kill_after)
             })
             .collect();
         let hosts: Vec<Host> = trials

@@ -59,9 +59,12 @@ struct McpClient {
 }
 
 impl McpClient {
-    fn connect(path: &std::path::Path) -> McpClient {
-        let out = UnixStream::connect(path).unwrap();
+    /// Connect and present `token` (the socket refuses anything else first).
+    fn connect(path: &std::path::Path, token: &str) -> McpClient {
+        let mut out = UnixStream::connect(path).unwrap();
         out.set_read_timeout(Some(Duration::from_secs(20))).unwrap();
+        out.write_all(format!("missionboard-token {token}\n").as_bytes())
+            .unwrap();
         McpClient {
             lines: BufReader::new(out.try_clone().unwrap()),
             out,
@@ -114,7 +117,7 @@ fn malformed_mcp_frames_get_parse_errors_and_the_mission_socket_keeps_serving() 
         .find(|p| p.extension().is_some_and(|x| x == "sock"))
         .expect("the mission socket");
 
-    let mut c = McpClient::connect(&socket);
+    let mut c = McpClient::connect(&socket, &bridge_token(&socket));
     c.send(b"not json at all");
     let r = c.reply();
     assert_eq!(r["error"]["code"], -32700, "{r}");
@@ -152,4 +155,26 @@ fn malformed_mcp_frames_get_parse_errors_and_the_mission_socket_keeps_serving() 
     });
     drop(host);
     assert_eq!(integrity(&sb), "ok");
+}
+
+/// The mission token the unit's own bridge carries, read from its environment as
+/// any process of the operator's outside the sandbox could: the token keeps other
+/// units out, not the operator.
+fn bridge_token(socket: &std::path::Path) -> String {
+    let want = format!("mcp-bridge\0{}\0", socket.display());
+    wait_for(20, "the unit's bridge", || {
+        std::fs::read_dir("/proc").ok()?.find_map(|e| {
+            let dir = e.ok()?.path();
+            let cmdline = std::fs::read(dir.join("cmdline")).ok()?;
+            if !String::from_utf8_lossy(&cmdline).contains(&want) {
+                return None;
+            }
+            let environ = std::fs::read(dir.join("environ")).ok()?;
+            environ.split(|b| *b == 0).find_map(|var| {
+                String::from_utf8_lossy(var)
+                    .strip_prefix("MISSIONBOARD_MISSION_TOKEN=")
+                    .map(str::to_string)
+            })
+        })
+    })
 }

@@ -96,6 +96,7 @@ async fn units_waiting_on_a_foreign_lock_stall_no_other_units_acp_traffic() {
                 intent: format!("tick {n}"),
                 policy_name: "default".into(),
                 cwd: None,
+                worktree: false,
             })
             .await
             .unwrap();

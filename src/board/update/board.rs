@@ -87,6 +87,19 @@ pub(super) fn key(m: &mut Model, key: KeyEvent, action: Option<Action>) -> Vec<E
             Some(row) => m.mode = Mode::Confirm(confirm::stop(row)),
             None => toast(m, "no mission selected".into(), true),
         },
+        Action::Diff => match m.selected_mission().map(|row| row.id.clone()) {
+            Some(mission_id) => {
+                m.busy += 1;
+                return vec![Effect::LoadDiff { mission_id }];
+            }
+            None => toast(m, "no mission selected".into(), true),
+        },
+        Action::Merge | Action::Discard => match m.selected_mission() {
+            Some(row) => {
+                m.mode = Mode::Confirm(confirm::worktree(row, action == Action::Merge))
+            }
+            None => toast(m, "no mission selected".into(), true),
+        },
         Action::Fire => {
             m.mode = Mode::Picking(Picker::new());
             m.busy += 1;

@@ -20,6 +20,17 @@ pub(super) fn stop(row: &MissionRow) -> Confirm {
     )
 }
 
+/// Merging (`merge`) or discarding `row`'s worktree.
+pub(super) fn worktree(row: &MissionRow, merge: bool) -> Confirm {
+    let (mission_id, intent) = (row.id.clone(), row.intent.clone());
+    let kind = if merge {
+        ConfirmKind::Merge { mission_id, intent }
+    } else {
+        ConfirmKind::Discard { mission_id, intent }
+    };
+    dialog(kind, LineField::new())
+}
+
 pub(super) fn quit(drafts: usize) -> Confirm {
     dialog(ConfirmKind::Quit { drafts }, LineField::new())
 }
@@ -78,6 +89,20 @@ pub(super) fn key(m: &mut Model, key: KeyEvent, action: Option<Action>) -> Vec<E
             vec![Effect::Stop {
                 mission_id,
                 reason: c.reason.as_str().to_string(),
+            }]
+        }
+        ConfirmKind::Merge { mission_id, .. } => {
+            m.busy += 1;
+            vec![Effect::Worktree {
+                mission_id,
+                merge: true,
+            }]
+        }
+        ConfirmKind::Discard { mission_id, .. } => {
+            m.busy += 1;
+            vec![Effect::Worktree {
+                mission_id,
+                merge: false,
             }]
         }
     }

@@ -11,6 +11,7 @@ mod answer;
 mod board;
 mod command;
 mod confirm;
+mod diff;
 mod filter;
 mod help;
 mod picker;
@@ -35,6 +36,8 @@ pub enum Msg {
         result: Result<String, String>,
     },
     StopDone(Result<String, String>),
+    WorktreeDone(Result<String, String>),
+    DiffLoaded(Result<crate::board::model::DiffView, String>),
     AckDone(Result<String, String>),
     PickerLoaded(Result<PickerData, String>),
     /// A `/mission` line with no arguments, resolved by its effect: open the picker.
@@ -62,6 +65,15 @@ pub enum Effect {
     Stop {
         mission_id: String,
         reason: String,
+    },
+    /// Read a mission's worktree diff (`mission diff`).
+    LoadDiff {
+        mission_id: String,
+    },
+    /// Merge (or discard) a mission's worktree, as `mission merge|discard` does.
+    Worktree {
+        mission_id: String,
+        merge: bool,
     },
     Ack {
         inbox_id: String,
@@ -118,7 +130,16 @@ pub fn update(m: &mut Model, msg: Msg) -> Vec<Effect> {
             answer::on_verdict_done(m, ask_id, result);
             vec![]
         }
-        Msg::StopDone(r) | Msg::AckDone(r) => {
+        Msg::DiffLoaded(r) => {
+            m.busy = m.busy.saturating_sub(1);
+            match r {
+                Ok(view) if m.mode == Mode::Board => m.mode = Mode::Diff(view),
+                Ok(_) => {}
+                Err(e) => toast(m, e, true),
+            }
+            vec![]
+        }
+        Msg::StopDone(r) | Msg::AckDone(r) | Msg::WorktreeDone(r) => {
             m.busy = m.busy.saturating_sub(1);
             match r {
                 Ok(t) => toast(m, t, false),
@@ -185,6 +206,7 @@ fn context(mode: &Mode, m: &Model) -> Context {
         Mode::Picking(_) => Context::Picker,
         Mode::Confirm(_) => Context::Confirm,
         Mode::Help { .. } => Context::Help,
+        Mode::Diff(_) => Context::Diff,
         Mode::Filter => Context::Filter,
         Mode::CommandLine { .. } => Context::Command,
     }
@@ -221,6 +243,7 @@ fn on_key(m: &mut Model, key: KeyEvent) -> Vec<Effect> {
         Mode::Picking(_) => picker::key(m, key, action),
         Mode::Confirm(_) => confirm::key(m, key, action),
         Mode::Help { .. } => help::key(m, key, action),
+        Mode::Diff(_) => diff::key(m, action),
         Mode::Filter => filter::key(m, key, action),
         Mode::CommandLine { .. } => command::key(m, key, action),
     }

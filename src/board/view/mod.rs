@@ -52,6 +52,7 @@ pub fn draw(frame: &mut Frame, m: &Model, now_ms: i64) {
         Mode::Picking(p) => picker::render(frame, area, m, p),
         Mode::Confirm(c) => overlays::confirm(frame, area, m, c),
         Mode::Help { filter, scroll } => overlays::help(frame, area, m, filter, *scroll),
+        Mode::Diff(d) => overlays::diff(frame, area, m, d),
         Mode::Board | Mode::Filter | Mode::CommandLine { .. } => {}
     }
     overlays::toasts(frame, area, m);

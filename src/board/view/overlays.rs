@@ -144,6 +144,29 @@ pub fn confirm(frame: &mut Frame, area: Rect, m: &Model, c: &Confirm) {
                 ],
             )
         }
+        ConfirmKind::Merge { mission_id, intent } => (
+            format!(" Merge mission {}? ", short(mission_id)),
+            vec![
+                Line::raw(truncate(
+                    intent,
+                    rect.width.saturating_sub(4) as usize,
+                    m.symbols.ellipsis,
+                )),
+                Line::raw("Its leftovers are committed, its branch merged into your current"),
+                Line::raw("branch; refused on a dirty tree or a conflict, changing nothing."),
+            ],
+        ),
+        ConfirmKind::Discard { mission_id, intent } => (
+            format!(" Discard mission {}'s worktree? ", short(mission_id)),
+            vec![
+                Line::raw(truncate(
+                    intent,
+                    rect.width.saturating_sub(4) as usize,
+                    m.symbols.ellipsis,
+                )),
+                Line::raw("Its worktree and its branch are removed, work and all."),
+            ],
+        ),
         ConfirmKind::Quit { drafts } => (
             " Quit? ".to_string(),
             vec![Line::raw(format!(
@@ -173,6 +196,50 @@ pub fn confirm(frame: &mut Frame, area: Rect, m: &Model, c: &Confirm) {
         ),
     ]));
     frame.render_widget(Paragraph::new(lines).wrap(Wrap { trim: false }), inner);
+}
+
+/// The diff view: the files touched, then the patch from `scroll`, `+`/`-` coloured.
+pub fn diff(frame: &mut Frame, area: Rect, m: &Model, d: &crate::board::model::DiffView) {
+    let t = &m.theme;
+    let rect = centered(
+        area,
+        area.width.saturating_sub(4).min(120),
+        area.height.saturating_sub(2),
+    );
+    frame.render_widget(Clear, rect);
+    let block = modal(
+        m,
+        format!(
+            " Mission {} — changes against its base (j/k scroll, Esc closes) ",
+            short(&d.mission_id)
+        ),
+    );
+    let inner = block.inner(rect);
+    frame.render_widget(block, rect);
+    let width = inner.width as usize;
+    let e = m.symbols.ellipsis;
+    let mut lines: Vec<Line> = Vec::new();
+    if d.lines.is_empty() {
+        lines.push(Line::styled("no changes against the base", t.muted));
+    }
+    for f in &d.files {
+        lines.push(Line::styled(truncate(f, width, e), t.header));
+    }
+    for l in d.lines.iter().skip(d.scroll) {
+        let style = if l.starts_with("+++") || l.starts_with("---") || l.starts_with("diff ") {
+            t.title
+        } else if l.starts_with('+') {
+            t.added
+        } else if l.starts_with('-') {
+            t.removed
+        } else if l.starts_with("@@") {
+            t.muted
+        } else {
+            Style::new()
+        };
+        lines.push(Line::styled(truncate(l, width, e), style));
+    }
+    frame.render_widget(Paragraph::new(lines), inner);
 }
 
 pub fn help(frame: &mut Frame, area: Rect, m: &Model, filter: &LineField, scroll: usize) {

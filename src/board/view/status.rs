@@ -44,6 +44,7 @@ pub fn render(frame: &mut Frame, area: Rect, m: &Model) {
         Mode::Picking(_) => "FIRE",
         Mode::Confirm(_) => "CONFIRM",
         Mode::Help { .. } => "HELP",
+        Mode::Diff(_) => "DIFF",
         Mode::Filter => "FILTER",
         Mode::CommandLine { .. } => "CMD",
     };

@@ -80,6 +80,7 @@ pub(crate) fn snapshot() -> Snapshot {
     let detail = Detail {
         mission: rows[0].clone(),
         last_error: None,
+        worktree: None,
         plan: vec![
             PlanRow {
                 content: "survey the task".into(),
@@ -181,7 +182,7 @@ pub(crate) fn model(w: u16, h: u16, ascii: bool) -> Model {
     m
 }
 
-fn frame(m: &Model) -> String {
+pub(crate) fn frame(m: &Model) -> String {
     let mut t = Terminal::new(TestBackend::new(m.size.width, m.size.height)).unwrap();
     t.draw(|f| super::draw(f, m, NOW)).unwrap();
     format!("{}", t.backend())
@@ -411,6 +412,22 @@ fn the_trace_pane_shows_the_oracle_model_and_its_newest_lines() {
     );
     assert!(text.contains("oracle: WAIT for ask a-1 (3ms)"), "{text}");
     assert!(!text.contains(crate::board::view::lists::ORACLE_EMPTY));
+}
+
+#[test]
+fn the_detail_pane_names_a_worktree_mission_s_worktree() {
+    let mut m = model(120, 40, false);
+    let mut s = snapshot();
+    assert!(!frame(&m).contains("Worktree:"), "no worktree, no line");
+    if let Some(d) = &mut s.detail {
+        d.worktree = Some("/r/.git/missionboard-worktrees/a1b2c3d4 on mission/a1b2c3d4".into());
+    }
+    m.snap = Arc::new(s);
+    let text = frame(&m);
+    assert!(
+        text.contains("Worktree: /r/.git/missionboard-worktrees/a1b2c3d4 on mission/a1b2c3d4"),
+        "{text}"
+    );
 }
 
 /// Wide (CJK, emoji, a ZWJ sequence, a flag), zero-width (ZWJ, U+200B) and combining

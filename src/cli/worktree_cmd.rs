@@ -1,0 +1,63 @@
+//! `mission diff|merge|discard <id>`: the operator's side of mission worktrees.
+
+use super::Ctx;
+use super::out::outln;
+use crate::mission::{Mission, Missions};
+use crate::worktree::{self, Worktrees};
+
+/// The mission and its worktree service.
+fn mission(ctx: &Ctx, id: &str) -> anyhow::Result<(Mission, Worktrees)> {
+    let store = ctx.store()?;
+    let mission = Missions::new(store.clone()).resolve(id)?;
+    Ok((mission, Worktrees::new(store)))
+}
+
+pub(super) fn diff(ctx: &Ctx, id: &str, stat: bool) -> anyhow::Result<i32> {
+    let (m, worktrees) = mission(ctx, id)?;
+    let wt = worktrees.of(&m)?;
+    let text = worktree::diff(&wt, stat)?;
+    if text.is_empty() {
+        outln!(
+            "No changes on {} against {}.",
+            wt.branch,
+            worktree::short_id(&wt.base)
+        )?;
+    } else {
+        // The unit wrote this text; the output layer keeps it from driving the terminal.
+        outln!("{text}")?;
+    }
+    Ok(0)
+}
+
+pub(super) fn merge(ctx: &Ctx, id: &str) -> anyhow::Result<i32> {
+    let (m, worktrees) = mission(ctx, id)?;
+    let wt = worktrees.of_resting(&m, "merge")?;
+    let merged = worktrees.merge(&wt, &crate::text::one_line(&m.intent))?;
+    if merged.committed_leftovers {
+        outln!(
+            "Committed the worktree's uncommitted work on {} as \"mission {}: …\".",
+            wt.branch,
+            worktree::short_id(&m.id)
+        )?;
+    }
+    outln!(
+        "Merged {} into {} in {}; the worktree and its branch are removed.",
+        wt.branch,
+        merged.into,
+        wt.repo.display()
+    )?;
+    Ok(0)
+}
+
+pub(super) fn discard(ctx: &Ctx, id: &str) -> anyhow::Result<i32> {
+    let (m, worktrees) = mission(ctx, id)?;
+    let wt = worktrees.of_resting(&m, "discard")?;
+    worktrees.discard(&wt)?;
+    outln!(
+        "Discarded mission {}'s worktree {} and its branch {}.",
+        m.id,
+        wt.path.display(),
+        wt.branch
+    )?;
+    Ok(0)
+}

@@ -1,0 +1,171 @@
+//! Kernel confinement for units: a Landlock ruleset built in the host before the
+//! fork, applied in the child's pre-exec, so the unit and everything it starts (its
+//! MCP bridge included) inherit it and cannot leave it.
+//!
+//! This module knows paths and ports only; which paths a mission gets is decided by
+//! the envelope's sandbox block ([`crate::envelope::sandbox`]).
+
+use std::io;
+use std::path::PathBuf;
+use std::sync::OnceLock;
+
+use landlock::{
+    ABI, AccessFs, AccessNet, BitFlags, CompatLevel, Compatible, NetPort, PathBeneath, PathFd,
+    Ruleset, RulesetAttr, RulesetCreated, RulesetCreatedAttr, RulesetStatus, Scope,
+};
+
+/// Debug builds only: cap the detected Landlock ABI (`0` simulates a kernel without
+/// Landlock), so the "declared, not enforced" path can be exercised on any machine.
+/// Release builds ignore it: an environment variable must not switch a sandbox off.
+pub const FORCE_ABI_ENV: &str = "MISSIONBOARD_LANDLOCK_ABI";
+
+/// The newest ABI whose semantics this build applies. ABI 9 also restricts connecting
+/// to pathname Unix sockets, which would cut the bridge off its mission socket unless
+/// granted; until that grant exists the ruleset asks for nothing newer than this.
+const NEWEST_APPLIED_ABI: u32 = 8;
+
+/// The Landlock ABI the running kernel offers (0: none, or not Linux), detected once,
+/// capped by [`FORCE_ABI_ENV`] in debug builds and by [`NEWEST_APPLIED_ABI`].
+pub fn landlock_abi() -> u32 {
+    static ABI_FOUND: OnceLock<u32> = OnceLock::new();
+    *ABI_FOUND.get_or_init(|| {
+        let kernel = kernel_abi().min(NEWEST_APPLIED_ABI);
+        let forced = cfg!(debug_assertions)
+            .then(|| std::env::var(FORCE_ABI_ENV).ok())
+            .flatten()
+            .and_then(|v| v.trim().parse::<u32>().ok());
+        match forced {
+            Some(cap) => kernel.min(cap),
+            None => kernel,
+        }
+    })
+}
+
+#[cfg(target_os = "linux")]
+fn kernel_abi() -> u32 {
+    const LANDLOCK_CREATE_RULESET_VERSION: libc::c_uint = 1;
+    // SAFETY: with a null attribute and size 0 and the VERSION flag, the syscall
+    // only returns the ABI number (or an error); it touches no memory.
+    let v = unsafe {
+        libc::syscall(
+            libc::SYS_landlock_create_ruleset,
+            std::ptr::null::<libc::c_void>(),
+            0usize,
+            LANDLOCK_CREATE_RULESET_VERSION,
+        )
+    };
+    u32::try_from(v).unwrap_or(0)
+}
+
+#[cfg(not(target_os = "linux"))]
+fn kernel_abi() -> u32 {
+    0
+}
+
+/// The smallest ABI at which each limit is held by the kernel.
+pub const ABI_FOR_READ: u32 = 1;
+/// Truncation is only controlled from ABI 3; before that a "read-only" file could
+/// still be emptied, so writes are not called enforced below it.
+pub const ABI_FOR_WRITE: u32 = 3;
+pub const ABI_FOR_CONNECT: u32 = 4;
+
+/// What a unit may touch, as concrete paths and ports.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Confinement {
+    /// Trees (or files) the unit may write.
+    pub write: Vec<PathBuf>,
+    /// Trees (or files) the unit may read and execute; `None`: everything.
+    pub read: Option<Vec<PathBuf>>,
+    /// TCP ports the unit may connect to; `None`: any.
+    pub connect: Option<Vec<u16>>,
+}
+
+/// A ruleset ready to apply in a child: the path fds were opened by the host.
+#[derive(Debug)]
+pub struct Prepared(RulesetCreated);
+
+/// Build the ruleset for `c` under the detected ABI; `None` when the kernel offers
+/// no Landlock (the caller says so: the limits are then declared, not enforced).
+/// Paths that do not exist are skipped (there is nothing there to grant).
+pub fn prepare(c: &Confinement) -> io::Result<Option<Prepared>> {
+    let abi_num = landlock_abi();
+    if abi_num == 0 {
+        return Ok(None);
+    }
+    let abi = ABI::from(abi_num as i32);
+    let read = AccessFs::from_read(abi);
+    let write = AccessFs::from_write(abi);
+    let handled = if c.read.is_some() {
+        read | write
+    } else {
+        write
+    };
+    let mut ruleset = Ruleset::default()
+        .set_compatibility(CompatLevel::BestEffort)
+        .handle_access(handled)
+        .map_err(io::Error::other)?;
+    if c.connect.is_some() && abi_num >= ABI_FOR_CONNECT {
+        ruleset = ruleset
+            .handle_access(AccessNet::ConnectTcp)
+            .map_err(io::Error::other)?;
+    }
+    if abi_num >= 6 {
+        // A unit may not signal processes outside its own tree (the host, other units).
+        ruleset = ruleset.scope(Scope::Signal).map_err(io::Error::other)?;
+    }
+    let mut created = ruleset.create().map_err(io::Error::other)?;
+    let mut grants: Vec<(&PathBuf, BitFlags<AccessFs>)> = Vec::new();
+    for p in &c.write {
+        grants.push((
+            p,
+            if c.read.is_some() {
+                read | write
+            } else {
+                write
+            },
+        ));
+    }
+    for p in c.read.iter().flatten() {
+        grants.push((p, read));
+    }
+    for (path, access) in grants {
+        let Ok(meta) = std::fs::metadata(path) else {
+            continue;
+        };
+        let access = if meta.is_dir() {
+            access
+        } else {
+            access & AccessFs::from_file(abi)
+        };
+        let fd = match PathFd::new(path) {
+            Ok(fd) => fd,
+            Err(e) => {
+                tracing::debug!(path = %path.display(), %e, "sandbox: path not granted");
+                continue;
+            }
+        };
+        created = created
+            .add_rule(PathBeneath::new(fd, access))
+            .map_err(io::Error::other)?;
+    }
+    if abi_num >= ABI_FOR_CONNECT {
+        for port in c.connect.iter().flatten() {
+            created = created
+                .add_rule(NetPort::new(*port, AccessNet::ConnectTcp))
+                .map_err(io::Error::other)?;
+        }
+    }
+    Ok(Some(Prepared(created)))
+}
+
+impl Prepared {
+    /// Confine the calling process. Runs in the forked child before exec: no
+    /// allocation on the way, and a failure is the raw errno.
+    pub fn apply(self) -> io::Result<()> {
+        match self.0.restrict_self() {
+            Ok(status) if status.ruleset != RulesetStatus::NotEnforced => Ok(()),
+            Ok(_) => Err(io::Error::from_raw_os_error(libc::ENOSYS)),
+            Err(_) => Err(io::Error::last_os_error()),
+        }
+    }
+}

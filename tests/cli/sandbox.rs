@@ -1,0 +1,458 @@
+//! Issue J: confinement — the envelope's sandbox held by the kernel (Landlock) on the
+//! unit's whole process tree, the missionboard home out of every unit's reach, and
+//! mission sockets that refuse callers without their mission's token.
+
+use std::path::Path;
+
+use serde_json::{Value, json};
+
+use crate::harness::{BIN, Run, Sandbox, wait_for};
+
+fn script(steps: Vec<Value>) -> String {
+    json!({"name": "probe", "turns": [{"steps": steps}]}).to_string()
+}
+
+fn write_step(path: &Path) -> Value {
+    json!({"write": {"path": path.display().to_string(), "text": "x"}})
+}
+
+fn run_step(argv: &[&str]) -> Value {
+    json!({"run": {"argv": argv}})
+}
+
+fn sh(line: &str) -> Value {
+    run_step(&["sh", "-c", line])
+}
+
+fn fire(sb: &Sandbox, policy: &str, extra_env: &[(&str, &str)]) -> Run {
+    let mut cmd = sb.command(&[
+        "mission",
+        "fire",
+        "probe",
+        "probe",
+        "--wait",
+        "--policy",
+        policy,
+        "--timeout",
+        "60s",
+    ]);
+    for (k, v) in extra_env {
+        cmd.env(k, v);
+    }
+    sb.run_with(cmd)
+}
+
+/// The summaries and details of the newest mission's reports, oldest first.
+fn reports(sb: &Sandbox) -> Vec<(String, String)> {
+    let id = sb.newest_mission().expect("a mission");
+    let out = sb.run(&["mission", "reports", &id, "--json"]).ok();
+    let v: Value = serde_json::from_str(&out.stdout).unwrap();
+    v.as_array()
+        .unwrap()
+        .iter()
+        .map(|r| {
+            (
+                r["summary"].as_str().unwrap_or_default().to_string(),
+                r["detail"].as_str().unwrap_or_default().to_string(),
+            )
+        })
+        .collect()
+}
+
+fn summaries(sb: &Sandbox) -> Vec<String> {
+    reports(sb).into_iter().map(|(s, _)| s).collect()
+}
+
+/// The Landlock ABI `doctor` reports; these tests need a kernel that holds writes.
+fn require_landlock(sb: &Sandbox) {
+    let doctor = sb.run(&["doctor"]);
+    let abi: u32 = doctor
+        .stdout
+        .lines()
+        .find_map(|l| l.strip_prefix("Sandbox:   Landlock ABI "))
+        .and_then(|rest| rest.split_whitespace().next())
+        .and_then(|n| n.parse().ok())
+        .unwrap_or_else(|| panic!("doctor names the Landlock ABI: {doctor:#?}"));
+    assert!(
+        abi >= 3,
+        "these tests need a kernel with Landlock ABI 3 or newer (this one offers {abi})"
+    );
+}
+
+#[test]
+fn a_write_outside_the_workspace_is_refused_by_the_kernel_under_default_and_allowed_under_dev() {
+    let sb = Sandbox::new();
+    require_landlock(&sb);
+    let elsewhere = sb.home.parent().unwrap().join("elsewhere");
+    std::fs::create_dir_all(&elsewhere).unwrap();
+    let outside = elsewhere.join("outside.txt");
+    let inside = sb.cwd.join("inside.txt");
+    sb.declare_stubs(&[(
+        "probe",
+        Some(&script(vec![
+            write_step(&inside),
+            write_step(&outside),
+            json!({"finish": "landed"}),
+        ])),
+    )]);
+
+    let fired = fire(&sb, "default", &[]).ok();
+    assert!(
+        fired.stdout.contains(
+            "Sandbox: filesystem.write enforced (kernel) [{workspace}, {tmp}, ~/.cache]; filesystem.read not limited; network.connect not limited (Landlock ABI "
+        ),
+        "{fired:#?}"
+    );
+    assert_eq!(
+        summaries(&sb),
+        [
+            format!("write {}: ok", inside.display()),
+            format!("write {}: EACCES (os error 13)", outside.display()),
+        ]
+    );
+    assert!(inside.exists());
+    assert!(!outside.exists(), "the kernel refused the write");
+
+    fire(&sb, "dev", &[]).ok();
+    assert_eq!(
+        summaries(&sb),
+        [
+            format!("write {}: ok", inside.display()),
+            format!("write {}: ok", outside.display()),
+        ]
+    );
+    assert!(outside.exists());
+}
+
+#[test]
+fn the_store_and_the_home_are_out_of_reach_under_every_preset() {
+    let sb = Sandbox::new();
+    require_landlock(&sb);
+    let db = sb.db();
+    let marker = sb.home.join("run").join("planted");
+    sb.declare_stubs(&[(
+        "probe",
+        Some(&script(vec![
+            write_step(&db),
+            write_step(&marker),
+            run_step(&[BIN, "config", "set", "default-mission-agent", "pwned"]),
+            sh(&format!(
+                "{BIN} mission stop $({BIN} mission list | awk 'NR==2{{print $1}}') --reason pwned"
+            )),
+            json!({"finish": "landed"}),
+        ])),
+    )]);
+    for policy in ["default", "acp", "strict", "acpx", "dev"] {
+        let fired = fire(&sb, policy, &[]);
+        assert_eq!(fired.code, 0, "{policy}: {fired:#?}");
+        let got = reports(&sb);
+        assert_eq!(got.len(), 4, "{policy}: {got:?}");
+        assert_eq!(
+            got[0].0,
+            format!("write {}: EACCES (os error 13)", db.display()),
+            "{policy}"
+        );
+        assert!(
+            got[1]
+                .0
+                .starts_with(&format!("write {}: E", marker.display())),
+            "{policy}: {got:?}"
+        );
+        assert_eq!(got[2].0, format!("run {BIN}: exit 1"), "{policy}: {got:?}");
+        // Under strict and acpx even `mission list` fails (the store is unreadable), so
+        // the stop is left without an id; either way it fails.
+        assert!(
+            got[3].0.starts_with("run sh: exit ") && got[3].0 != "run sh: exit 0",
+            "{policy}: {got:?}"
+        );
+        assert!(!marker.exists(), "{policy}");
+        let agent = sb.run(&["config", "get", "default-mission-agent"]);
+        assert!(!agent.stdout.contains("pwned"), "{policy}: {agent:#?}");
+        let list = sb.run(&["mission", "list"]).ok();
+        assert!(
+            !list.stdout.contains("abandoned"),
+            "{policy}: no unit stopped its mission: {list:#?}"
+        );
+    }
+}
+
+#[test]
+fn a_unit_that_answers_its_own_question_is_refused_and_the_question_waits_for_a_human() {
+    let sb = Sandbox::new();
+    require_landlock(&sb);
+    sb.run(&["config", "set", "ask-park-window", "60s"]).ok();
+    let out = sb.cwd.join("self-answer.out");
+    let id_file = sb.cwd.join("ask-id");
+    // In the background, inside the unit's sandbox: once the unit's own question is
+    // filed and its id known (the test hands it over through the workspace, so the
+    // attempt cannot miss it), answer it as the operator would.
+    let attempt = format!(
+        "( until [ -s {ids} ]; do sleep 0.05; done; \
+         {BIN} approvals respond \"$(cat {ids})\" --answer self > {out} 2>&1; echo \"exit=$?\" >> {out} ) </dev/null >/dev/null 2>&1 &",
+        ids = id_file.display(),
+        out = out.display()
+    );
+    sb.declare_stubs(&[(
+        "probe",
+        Some(&script(vec![
+            sh(&attempt),
+            json!({"ask": {"summary": "Ship it?", "then": {"report": {"kind": "result", "summary": "answer was: {{answer}}"}}}}),
+            json!({"finish": "landed"}),
+        ])),
+    )]);
+    let bg = sb.fire_in_background("probe", "probe", &[]);
+    let ask = wait_for(30, "the unit's question", || {
+        sb.pending_ask_ids().first().cloned()
+    });
+    std::fs::write(&id_file, &ask).unwrap();
+    let attempted = wait_for(30, "the unit's self-answer attempt", || {
+        std::fs::read_to_string(&out)
+            .ok()
+            .filter(|t| t.contains("exit="))
+    });
+    assert!(
+        !attempted.contains("exit=0"),
+        "the unit's respond failed: {attempted}"
+    );
+    assert_eq!(
+        sb.pending_ask_ids(),
+        std::slice::from_ref(&ask),
+        "the question still waits: {attempted}"
+    );
+    let show = sb.run(&["approvals", "list"]).ok();
+    assert!(show.stdout.contains("Ship it?"), "{show:#?}");
+
+    sb.run(&["approvals", "respond", &ask, "--answer", "human"])
+        .ok();
+    let fired = bg.join();
+    assert_eq!(fired.code, 0, "{fired:#?}");
+    assert!(
+        fired.stdout.contains("  [result] answer was: human\n"),
+        "{fired:#?}"
+    );
+}
+
+#[test]
+fn a_unit_connecting_to_another_missions_socket_is_refused_and_nothing_is_written_there() {
+    let sb = Sandbox::new();
+    sb.run(&["config", "set", "ask-park-window", "60s"]).ok();
+    sb.declare_stubs(&[
+        (
+            "victim",
+            Some(&script(vec![
+                json!({"ask": {"summary": "Proceed?", "then": {"report": {"kind": "result", "summary": "answer was: {{answer}}"}}}}),
+                json!({"finish": "landed"}),
+            ])),
+        ),
+        ("probe", None),
+    ]);
+    let victim = sb.fire_in_background("victim", "victim", &[]);
+    let ask = wait_for(30, "the victim's question", || {
+        sb.pending_ask_ids().first().cloned()
+    });
+    let victim_id = sb.newest_mission().unwrap();
+    let socket = sb.home.join("run").join(format!("m-{victim_id}.sock"));
+    assert!(socket.exists(), "{}", socket.display());
+
+    let init = r#"{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2024-11-05","capabilities":{},"clientInfo":{"name":"x","version":"1"}}}"#;
+    let finish = r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"mission_finish","arguments":{"status":"derailed"}}}"#;
+    let attack = format!(
+        "printf '%s\\n' '{init}' '{finish}' | MISSIONBOARD_MISSION_TOKEN=guessed {BIN} mcp-bridge {}",
+        socket.display()
+    );
+    let probe = script(vec![sh(&attack), json!({"finish": "landed"})]);
+    let script_path = sb.cwd.join("probe.json");
+    std::fs::write(&script_path, probe).unwrap();
+    let mut cmd = sb.command(&[
+        "mission", "fire", "probe", "probe", "--wait", "--policy", "default",
+    ]);
+    cmd.env("STUB_SCRIPT", &script_path);
+    let fired = sb.run_with(cmd);
+    assert_eq!(fired.code, 0, "{fired:#?}");
+    let got = reports(&sb);
+    assert_eq!(got.len(), 1, "{got:?}");
+    assert!(
+        got[0].1.contains(
+            "mission socket: refused: this connection did not present the mission's token"
+        ),
+        "{got:?}"
+    );
+
+    // The victim is untouched: still open on its question, with nothing recorded.
+    let show = sb.run(&["mission", "show", &victim_id, "--json"]).ok();
+    let v: Value = serde_json::from_str(&show.stdout).unwrap();
+    assert_eq!(v["status"], "open", "{v:#}");
+    let victim_reports = sb.run(&["mission", "reports", &victim_id, "--json"]).ok();
+    assert_eq!(victim_reports.stdout.trim(), "[]");
+    assert_eq!(sb.pending_ask_ids(), std::slice::from_ref(&ask));
+
+    sb.run(&["approvals", "respond", &ask, "--answer", "go"])
+        .ok();
+    let landed = victim.join();
+    assert_eq!(landed.code, 0, "{landed:#?}");
+}
+
+#[test]
+fn a_write_entry_inside_the_home_refuses_the_fire_and_records_nothing() {
+    let sb = Sandbox::new();
+    sb.declare_stubs(&[("probe", Some(&script(vec![json!({"finish": "landed"})])))]);
+    sb.write(
+        &sb.home.join("hitl-policy-leaky.json"),
+        &json!({
+            "default_action": "allow",
+            "sandbox": {"filesystem": {"write": ["{workspace}", "~/mbhome/run"]}}
+        })
+        .to_string(),
+    );
+    let fired = fire(&sb, "leaky", &[]);
+    assert_eq!(fired.code, 1, "{fired:#?}");
+    assert!(
+        fired.stderr.contains(&format!(
+            "sandbox: filesystem.write entry \"~/mbhome/run\" ({}) lies inside {}, which a unit may never write",
+            sb.home.join("run").display(),
+            sb.home.display()
+        )),
+        "{fired:#?}"
+    );
+    assert_eq!(sb.newest_mission(), None);
+}
+
+#[test]
+fn without_landlock_every_surface_says_declared_not_enforced() {
+    let sb = Sandbox::new();
+    let elsewhere = sb.home.parent().unwrap().join("elsewhere");
+    std::fs::create_dir_all(&elsewhere).unwrap();
+    let outside = elsewhere.join("outside.txt");
+    sb.declare_stubs(&[(
+        "probe",
+        Some(&script(vec![
+            write_step(&outside),
+            json!({"finish": "landed"}),
+        ])),
+    )]);
+    let no_landlock = [("MISSIONBOARD_LANDLOCK_ABI", "0")];
+    let fired = fire(&sb, "strict", &no_landlock).ok();
+    let sandbox_lines: Vec<&str> = fired
+        .stdout
+        .lines()
+        .filter(|l| l.starts_with("Sandbox: "))
+        .collect();
+    assert_eq!(
+        sandbox_lines,
+        [
+            "Sandbox: filesystem.write declared, not enforced [{workspace}, {tmp}]; filesystem.read declared, not enforced [{workspace}, {tmp}]; network.connect declared, not enforced [{model}] (Landlock ABI 0).",
+            "Sandbox: this kernel offers no Landlock (ABI 0): the sandbox is declared, not enforced — the unit runs with your user's privileges; the mission socket still refuses callers without the mission's token.",
+        ]
+    );
+    // Truthfully not enforced: the write went through.
+    assert_eq!(summaries(&sb), [format!("write {}: ok", outside.display())]);
+
+    let id = sb.newest_mission().unwrap();
+    let mut show = sb.command(&["mission", "show", &id]);
+    show.env("MISSIONBOARD_LANDLOCK_ABI", "0");
+    let show = sb.run_with(show).ok();
+    assert!(
+        show.stdout.contains("Sandbox:   filesystem.write declared, not enforced [{workspace}, {tmp}]; filesystem.read declared, not enforced"),
+        "{show:#?}"
+    );
+    let mut doctor = sb.command(&["doctor"]);
+    doctor.env("MISSIONBOARD_LANDLOCK_ABI", "0");
+    let doctor = sb.run_with(doctor);
+    assert!(
+        doctor
+            .stdout
+            .contains("Sandbox:   Landlock ABI 0 — this kernel offers no Landlock (ABI 0)"),
+        "{doctor:#?}"
+    );
+    let mut vet = sb.command(&["vet", "--all"]);
+    vet.env("MISSIONBOARD_LANDLOCK_ABI", "0");
+    let vet = sb.run_with(vet).ok();
+    assert!(
+        vet.stdout.contains("     sandbox.network.connect: network.connect is declared, not enforced: this kernel offers Landlock ABI 0"),
+        "{vet:#?}"
+    );
+}
+
+#[test]
+fn under_strict_a_unit_reaches_only_the_model_endpoint_port() {
+    let sb = Sandbox::new();
+    require_landlock(&sb);
+    let model = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let other = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let (model_port, other_port) = (
+        model.local_addr().unwrap().port(),
+        other.local_addr().unwrap().port(),
+    );
+    sb.run(&[
+        "config",
+        "set",
+        "model-base-url",
+        &format!("http://127.0.0.1:{model_port}/v1"),
+    ])
+    .ok();
+    let connect = |port: u16| {
+        run_step(&[
+            "bash",
+            "-c",
+            &format!("exec 3<>/dev/tcp/127.0.0.1/{port} && echo connected"),
+        ])
+    };
+    sb.declare_stubs(&[(
+        "probe",
+        Some(&script(vec![
+            connect(model_port),
+            connect(other_port),
+            json!({"finish": "landed"}),
+        ])),
+    )]);
+    fire(&sb, "strict", &[]).ok();
+    let got = reports(&sb);
+    assert_eq!(
+        got[0],
+        ("run bash: exit 0".to_string(), "connected".to_string())
+    );
+    assert_eq!(got[1].0, "run bash: exit 1", "{got:?}");
+    assert!(got[1].1.contains("Permission denied"), "{got:?}");
+    // Under default the network is open.
+    fire(&sb, "default", &[]).ok();
+    assert_eq!(reports(&sb)[1].0, "run bash: exit 0");
+}
+
+#[test]
+fn a_mission_s_temp_dir_is_exported_as_tmpdir_and_gone_when_it_rests() {
+    let sb = Sandbox::new();
+    let seen = sb.cwd.join("tmpdir.txt");
+    sb.declare_stubs(&[(
+        "probe",
+        Some(&script(vec![
+            sh(&format!("echo \"$TMPDIR\" > {}", seen.display())),
+            json!({"finish": "landed"}),
+        ])),
+    )]);
+    fire(&sb, "default", &[]).ok();
+    let id = sb.newest_mission().unwrap();
+    let tmp = std::env::temp_dir().join(format!("missionboard-{id}"));
+    assert_eq!(
+        std::fs::read_to_string(&seen).unwrap().trim(),
+        tmp.display().to_string()
+    );
+    assert!(!tmp.exists(), "removed with the unit");
+
+    // A host killed outright leaves its units' dirs behind: the next host's boot
+    // removes those of missions at rest, and only this store's.
+    std::fs::create_dir(&tmp).unwrap();
+    let stranger = std::env::temp_dir().join(format!("missionboard-{}", uuid_like()));
+    std::fs::create_dir(&stranger).unwrap();
+    fire(&sb, "default", &[]).ok();
+    assert!(!tmp.exists(), "the leftover of a resting mission is swept");
+    assert!(stranger.exists(), "another home's dir is left alone");
+    std::fs::remove_dir(&stranger).unwrap();
+}
+
+/// A mission id no store of these tests knows.
+fn uuid_like() -> String {
+    format!(
+        "00000000-0000-4000-8000-{:012x}",
+        std::process::id() as u64 * 7919 + 1
+    )
+}
