@@ -31,5 +31,6 @@ pub mod runtime;
 pub mod schema;
 pub mod store;
 pub mod stub;
+pub mod sync;
 pub mod table;
 pub mod tools;

@@ -14,6 +14,8 @@ use std::time::Duration;
 
 use rusqlite::{Connection, ErrorCode, OpenFlags};
 
+use crate::sync::LockUnpoisoned;
+
 /// One schema version: the DDL each owning module contributes to it, run in one
 /// transaction. The ordered list of versions is assembled above the store (in
 /// `crate::schema`), so the store never names the modules that own tables.
@@ -125,11 +127,7 @@ impl Store {
         &self,
         f: impl FnOnce(&Connection) -> rusqlite::Result<T>,
     ) -> Result<T, StoreError> {
-        let conn = self
-            .inner
-            .conn
-            .lock()
-            .unwrap_or_else(|poisoned| poisoned.into_inner());
+        let conn = self.inner.conn.lock_unpoisoned();
         f(&conn).map_err(|e| describe(&self.inner.path, e))
     }
 
@@ -139,11 +137,7 @@ impl Store {
         &self,
         f: impl FnOnce(&rusqlite::Transaction<'_>) -> rusqlite::Result<T>,
     ) -> Result<T, StoreError> {
-        let mut conn = self
-            .inner
-            .conn
-            .lock()
-            .unwrap_or_else(|poisoned| poisoned.into_inner());
+        let mut conn = self.inner.conn.lock_unpoisoned();
         let run = |conn: &mut Connection| {
             let tx = conn.transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)?;
             let out = f(&tx)?;

@@ -34,6 +34,7 @@ const MODULES: &[(&str, (&str, u8, Siblings))] = &[
     ("table", LEAVES),
     ("logging", LEAVES),
     ("runtime", LEAVES),
+    ("sync", LEAVES),
     ("text", LEAVES),
     ("signals", LEAVES),
     ("confine", LEAVES),
