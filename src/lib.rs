@@ -27,6 +27,7 @@ pub mod model;
 pub mod oracle;
 pub mod paths;
 pub mod planner;
+pub mod presets;
 pub mod runtime;
 pub mod schema;
 pub mod store;

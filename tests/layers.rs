@@ -38,6 +38,8 @@ const MODULES: &[(&str, (&str, u8, Siblings))] = &[
     ("text", LEAVES),
     ("signals", LEAVES),
     ("confine", LEAVES),
+    // the shipped preset files (envelopes, chains, agents.toml) and their seeding
+    ("presets", LEAVES),
     // storage: the connection and the migration runner, no tables of its own
     ("store", STORAGE),
     // domain: the services that own tables and rules

@@ -14,9 +14,6 @@ use crate::envelope::search;
 use crate::mission::Missions;
 use crate::paths::Paths;
 
-/// The default cap when an envelope grants agent answers without naming one.
-pub const DEFAULT_MAX_AGENT_ANSWERS: i64 = 3;
-
 /// Why an agent answer did not land.
 #[derive(Debug)]
 pub enum AgentAnswerError {
@@ -107,11 +104,7 @@ pub fn answer_as_agent_within_bounds(
             "envelope {envelope:?} of mission {mission_id} does not allow agent answers (no attention.allowAgentAnswers grant); a human must answer"
         ));
     };
-    let max = if grant.max_agent_answers <= 0 {
-        DEFAULT_MAX_AGENT_ANSWERS
-    } else {
-        grant.max_agent_answers
-    };
+    let max = i64::from(grant.effective_max_agent_answers());
     let spent = |used: i64| {
         refuse(format!(
             "mission {mission_id} spent its agent-answer bound ({used} of {max}); this question waits for a human"

@@ -10,9 +10,9 @@ use tokio::sync::mpsc::UnboundedSender;
 use super::update::Msg;
 use crate::agents::Registry;
 use crate::config::{self, Config};
-use crate::envelope::presets;
 use crate::fleet::{DispatchRequest, Fleet};
 use crate::paths::{HOME_ENV, Paths};
+use crate::presets;
 use crate::store::Store;
 
 pub const AGENT: &str = "demo";

@@ -68,7 +68,7 @@ pub fn run(paths: Paths, demo: bool) -> anyhow::Result<i32> {
     }
     let paths = if demo { demo::prepare()? } else { paths };
     // The shipped envelopes are always there to be picked, whatever was deleted.
-    if let Err(e) = crate::envelope::presets::seed_policies_quietly(&paths.home) {
+    if let Err(e) = crate::presets::seed_policies_quietly(&paths.home) {
         tracing::warn!("board: could not refresh the preset envelopes: {e}");
     }
     let runtime = crate::runtime::multi_thread()?;

@@ -4,7 +4,8 @@
 use super::Ctx;
 use crate::agents::Registry;
 use crate::config::{self, Config};
-use crate::envelope::{presets, search};
+use crate::envelope::search;
+use crate::presets;
 
 pub(super) fn run(ctx: &Ctx) -> anyhow::Result<i32> {
     let mut lines = Vec::new();

@@ -11,10 +11,10 @@ use crate::agents::AgentCaps;
 use crate::config::{self, Config};
 use crate::envelope::bounds::{ComputeField, bound_status, describe_all};
 use crate::envelope::policy::{ComputeBounds, OnExhausted};
-use crate::envelope::presets;
 use crate::fleet::{DispatchRequest, Fleet};
 use crate::mission::Status;
 use crate::oracle::Oracle;
+use crate::presets;
 
 /// How often the wait re-reads the mission record.
 const POLL: Duration = Duration::from_millis(250);

@@ -3,7 +3,7 @@
 use std::path::Path;
 
 use super::{Ctx, InitArgs};
-use crate::envelope::presets::{self, Mode, Outcome, Seeded};
+use crate::presets::{self, Mode, Outcome, Seeded};
 
 pub(super) fn run(ctx: &Ctx, args: InitArgs) -> anyhow::Result<i32> {
     let mut seeded = Vec::new();

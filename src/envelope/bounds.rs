@@ -219,17 +219,16 @@ impl BudgetAnswer {
 
 /// The one-line character of an envelope file, parts joined by ` · `: what unruled
 /// calls do, the tool-call ceiling with its truthful label, and who may answer the
-/// unit's questions. Parsed leniently; an unparseable file gets an empty summary,
-/// never a wrong one.
+/// unit's questions. A file the loader refuses gets an empty summary, never a
+/// wrong one: it bounds nothing, because nothing can fire under it.
 pub fn envelope_summary(policy_bytes: &[u8]) -> String {
+    if super::validate::check(policy_bytes).is_err() {
+        return String::new();
+    }
     let Ok(Value::Object(doc)) = serde_json::from_slice::<Value>(policy_bytes) else {
         return String::new();
     };
-    let get = |k: &str| {
-        doc.iter()
-            .find(|(key, _)| key.eq_ignore_ascii_case(k))
-            .map(|(_, v)| v)
-    };
+    let get = |k: &str| doc.get(k);
     let mut parts = Vec::new();
     parts.push(
         match get("default_action").and_then(Value::as_str).unwrap_or("") {
@@ -291,6 +290,8 @@ mod tests {
             "unruled calls are denied · questions always wait for a human"
         );
         assert_eq!(envelope_summary(b"{not json"), "");
+        // A case variant refuses the load, so it draws no character either.
+        assert_eq!(envelope_summary(br#"{"Default_Action":"allow"}"#), "");
     }
 
     #[test]

@@ -15,7 +15,6 @@ use std::time::Duration;
 
 use serde_json::{Map, Value};
 
-use super::glob;
 use super::policy::{Action, Condition, Op, Policy, PolicyError, Rule, quote};
 use super::shell::{self, Allowlist};
 
@@ -193,9 +192,10 @@ fn condition_holds(
     };
     match cond.op {
         Op::Eq => elements(value).contains(&cond.value),
-        Op::Glob => elements(value)
-            .iter()
-            .any(|e| glob::matches(&cond.value, e)),
+        Op::Glob => cond
+            .glob
+            .as_ref()
+            .is_some_and(|g| elements(value).iter().any(|e| g.matches(e))),
         Op::Host => elements(value).iter().any(|e| host_matches(e, &cond.value)),
         Op::CommandBlacklist | Op::CommandAskAlways => {
             match shell::blacklist_match(&call.args, &cond.value) {
@@ -783,8 +783,10 @@ mod tests {
 
     #[test]
     fn names_match_exactly_and_first_match_wins() {
+        // A partial wildcard could never match, so it refuses the load.
+        let partial = json!({"rules":[{"tools":"local_*","action":"deny"}]});
+        assert!(Policy::parse("test.json", partial.to_string().as_bytes()).is_err());
         let p = load(json!({"default_action":"allow","rules":[
-            {"tools":"local_*","action":"deny"},
             {"tools":"local_fs","tool":"read_file","action":"approve"},
             {"tools":"local_fs","tool":"*","action":"deny"},
             {"tools":"local_fs","tool":"read_file","action":"allow"},
@@ -792,19 +794,19 @@ mod tests {
         ]}));
         assert_eq!(
             decide(&p, "local_fs", "read_file", json!({})).matched_rule,
-            Some(1)
+            Some(0)
         );
         assert_eq!(
             decide(&p, "local_fs", "Read_File", json!({})).matched_rule,
-            Some(2)
+            Some(1)
         );
         assert_eq!(
             decide(&p, "LOCAL_FS", "read_file", json!({})).matched_rule,
-            Some(4)
+            Some(3)
         );
         assert_eq!(
             decide(&p, "mcp", "anything", json!({})).matched_rule,
-            Some(4)
+            Some(3)
         );
     }
 

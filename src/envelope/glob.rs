@@ -8,8 +8,9 @@
 //! the part after it is tried against the rest and against every suffix of the
 //! rest that starts after a `/`.
 //!
-//! Malformed patterns are refused at load by [`validate`]; at match time they
-//! simply do not match, but the loader has already failed the policy closed.
+//! A pattern compiles once, into a [`Glob`], when its envelope loads; a malformed
+//! one is refused then, so the policy fails closed. Matching never backtracks:
+//! its work grows with the pattern times the path, whatever the number of `**`.
 
 use std::fmt;
 
@@ -50,26 +51,175 @@ impl fmt::Display for GlobError {
 
 impl std::error::Error for GlobError {}
 
+/// A glob compiled once, when its envelope loads: the brace alternatives, each
+/// cut at its `**`s into `**`-free pieces. Matching is a table over the path's
+/// segment starts, one row per `**`, so it takes time proportional to the pattern
+/// times the path, never exponential in the number of `**`.
+#[derive(Debug, Clone)]
+pub struct Glob {
+    source: String,
+    alternatives: Vec<Alternative>,
+}
+
+/// Two globs are the same when they were written the same.
+impl PartialEq for Glob {
+    fn eq(&self, other: &Glob) -> bool {
+        self.source == other.source
+    }
+}
+
+impl Eq for Glob {}
+
+/// One brace alternative: `head₀ ** head₁ ** … ** tail`.
+#[derive(Debug, Clone)]
+struct Alternative {
+    /// The piece before each `**` and how many path segments it spans; `None`
+    /// when the `**` starts the (rest of the) pattern.
+    heads: Vec<Option<(Piece, usize)>>,
+    /// What follows the last `**` (the whole alternative when there is none);
+    /// `None` when nothing follows, which matches any rest.
+    tail: Option<Piece>,
+}
+
+/// A `**`-free piece: an equality test, or `path.Match` tokens.
+#[derive(Debug, Clone)]
+enum Piece {
+    Exact(String),
+    Wild(Vec<Tok>),
+}
+
+impl Piece {
+    /// Without `*?[` a piece is an equality test, escapes and all; it must still
+    /// be well-formed (no trailing backslash).
+    fn compile(pat: &str) -> Result<Piece, ()> {
+        let toks = compile(pat)?;
+        Ok(if pat.contains(['*', '?', '[']) {
+            Piece::Wild(toks)
+        } else {
+            Piece::Exact(pat.to_string())
+        })
+    }
+
+    fn matches(&self, name: &str) -> bool {
+        match self {
+            Piece::Exact(s) => s == name,
+            Piece::Wild(toks) => wild_match(toks, name),
+        }
+    }
+}
+
+impl Glob {
+    /// Expands and compiles `pattern`; the errors are the load-time refusals.
+    pub fn new(pattern: &str) -> Result<Glob, GlobError> {
+        let alternatives = expand_braces(pattern)?
+            .iter()
+            .map(|alt| Alternative::compile(&clean(alt)))
+            .collect::<Result<_, ()>>()
+            .map_err(|()| GlobError::Malformed(pattern.to_string()))?;
+        Ok(Glob {
+            source: pattern.to_string(),
+            alternatives,
+        })
+    }
+
+    /// Whether `path` (cleaned first) matches.
+    pub fn matches(&self, path: &str) -> bool {
+        self.matches_counting(path, &mut 0)
+    }
+
+    /// [`Glob::matches`], counting the piece tests it makes in `steps`.
+    fn matches_counting(&self, path: &str, steps: &mut usize) -> bool {
+        let path = clean(path);
+        self.alternatives.iter().any(|a| a.matches(&path, steps))
+    }
+}
+
+impl Alternative {
+    /// Splits a cleaned alternative at each `**`, the way the reference matcher
+    /// recursed: the part before a `**` (minus one trailing `/`) must match that
+    /// many leading segments; the part after it (minus leading `/`s) is tried
+    /// against the rest and against every suffix that starts after a `/`.
+    fn compile(mut rest: &str) -> Result<Alternative, ()> {
+        let mut heads = Vec::new();
+        while let Some(idx) = rest.find("**") {
+            let head = &rest[..idx];
+            heads.push(if head.is_empty() {
+                None
+            } else {
+                let head = head.strip_suffix('/').unwrap_or(head);
+                Some((Piece::compile(head)?, head.split('/').count()))
+            });
+            rest = rest[idx + 2..].trim_start_matches('/');
+        }
+        let tail = if rest.is_empty() && !heads.is_empty() {
+            None
+        } else {
+            Some(Piece::compile(rest)?)
+        };
+        Ok(Alternative { heads, tail })
+    }
+
+    fn matches(&self, path: &str, steps: &mut usize) -> bool {
+        let len = path.len();
+        let slashes: Vec<usize> = path.match_indices('/').map(|(i, _)| i).collect();
+        // Where a rest of the path can begin: after each `/`, plus the whole path
+        // and the empty rest.
+        let segment_starts: Vec<usize> = slashes.iter().map(|s| s + 1).collect();
+        let starts: Vec<usize> = std::iter::once(0)
+            .chain(segment_starts.iter().copied())
+            .chain(std::iter::once(len))
+            .collect();
+        // holds[p]: the pattern from the current `**` on matches `path[p..]`.
+        let mut holds = vec![false; len + 1];
+        for &p in &starts {
+            *steps += 1;
+            holds[p] = self.tail.as_ref().is_none_or(|t| t.matches(&path[p..]));
+        }
+        for head in self.heads.iter().rev() {
+            // later[j]: `holds` at some segment start from `segment_starts[j]` on.
+            let mut later = vec![false; segment_starts.len() + 1];
+            for j in (0..segment_starts.len()).rev() {
+                later[j] = later[j + 1] || holds[segment_starts[j]];
+            }
+            // A `**` lets the rest begin at `r` or at any segment start after it.
+            let from = |r: usize| holds[r] || later[segment_starts.partition_point(|&s| s <= r)];
+            let mut next = vec![false; len + 1];
+            for &p in &starts {
+                *steps += 1;
+                next[p] = match head {
+                    None => from(p),
+                    Some((piece, segments)) => {
+                        let first = slashes.partition_point(|&s| s < p);
+                        let available = slashes.len() - first + 1;
+                        let (end, rest) = if available == *segments {
+                            (len, len)
+                        } else if available > *segments {
+                            let q = slashes[first + segments - 1];
+                            (q, q + 1)
+                        } else {
+                            next[p] = false;
+                            continue;
+                        };
+                        piece.matches(&path[p..end]) && from(rest)
+                    }
+                };
+            }
+            holds = next;
+        }
+        holds[0]
+    }
+}
+
 /// Load-time check: braces balance, expansion stays under the limit, and every
 /// alternative compiles.
 pub fn validate(pattern: &str) -> Result<(), GlobError> {
-    for alt in expand_braces(pattern)? {
-        let alt = clean(&alt);
-        for piece in alt.split("**") {
-            compile(piece).map_err(|()| GlobError::Malformed(pattern.to_string()))?;
-        }
-    }
-    Ok(())
+    Glob::new(pattern).map(drop)
 }
 
-/// Whether `path` matches `pattern`. A pattern that fails [`validate`] matches
-/// nothing.
+/// Whether `path` matches `pattern`, compiling it for this one test. A pattern
+/// that fails [`validate`] matches nothing.
 pub fn matches(pattern: &str, path: &str) -> bool {
-    let Ok(alts) = expand_braces(pattern) else {
-        return false;
-    };
-    let path = clean(path);
-    alts.iter().any(|alt| match_alternative(&clean(alt), &path))
+    Glob::new(pattern).is_ok_and(|g| g.matches(path))
 }
 
 /// Expands braces: the first balanced top-level group, repeatedly, in order.
@@ -180,37 +330,6 @@ pub fn clean(path: &str) -> String {
     }
 }
 
-fn match_alternative(pat: &str, path: &str) -> bool {
-    if !pat.contains(['*', '?', '[']) {
-        return pat == path;
-    }
-    let Some(idx) = pat.find("**") else {
-        return simple_match(pat, path);
-    };
-    let (pre, post) = (&pat[..idx], &pat[idx + 2..]);
-    let remaining = if pre.is_empty() {
-        path.to_string()
-    } else {
-        let pre = pre.strip_suffix('/').unwrap_or(pre);
-        let pre_segs = pre.split('/').count();
-        let segs: Vec<&str> = path.split('/').collect();
-        if segs.len() < pre_segs || !match_alternative(pre, &segs[..pre_segs].join("/")) {
-            return false;
-        }
-        segs[pre_segs..].join("/")
-    };
-    let post = post.trim_start_matches('/');
-    if post.is_empty() {
-        return true;
-    }
-    if match_alternative(post, &remaining) {
-        return true;
-    }
-    remaining
-        .match_indices('/')
-        .any(|(i, _)| match_alternative(post, &remaining[i + 1..]))
-}
-
 #[derive(Debug, Clone)]
 enum Tok {
     Lit(char),
@@ -269,15 +388,12 @@ fn compile(pat: &str) -> Result<Vec<Tok>, ()> {
 
 /// `path.Match` without `**`: a DP over tokens × chars, so many stars stay linear
 /// per row instead of backtracking exponentially.
-fn simple_match(pat: &str, name: &str) -> bool {
-    let Ok(toks) = compile(pat) else {
-        return false;
-    };
+fn wild_match(toks: &[Tok], name: &str) -> bool {
     let name: Vec<char> = name.chars().collect();
     // prev[j]: the tokens so far match name[..j].
     let mut prev = vec![false; name.len() + 1];
     prev[0] = true;
-    for tok in &toks {
+    for tok in toks {
         let mut cur = vec![false; name.len() + 1];
         if matches!(tok, Tok::Star) {
             cur[0] = prev[0];
@@ -433,9 +549,114 @@ mod tests {
     }
 
     #[test]
+    fn many_double_stars_match_in_work_linear_in_the_path() {
+        // Fourteen `**` against 24 segments: the reference recursion tried every
+        // placement of every `**` (minutes, for a path that does not match).
+        let glob = Glob::new(&format!("{}b", "**/a/".repeat(14))).unwrap();
+        let path = |segments: usize, last: &str| format!("{}{last}", "a/".repeat(segments - 1));
+        let steps = |p: &str| {
+            let mut steps = 0;
+            let matched = glob.matches_counting(p, &mut steps);
+            (matched, steps)
+        };
+        let (hit, _) = steps(&path(24, "b"));
+        let (miss, at_24) = steps(&path(24, "c"));
+        let (_, at_48) = steps(&path(48, "c"));
+        assert!(hit && !miss);
+        // One test per segment start per `**` (plus the tail's row): 15 rows of 25
+        // (the whole path, 23 segment starts, the empty rest).
+        assert_eq!(at_24, 15 * 25);
+        // Twice the path is twice the work, not its square or worse.
+        assert_eq!(at_48, 15 * 49);
+        assert!(
+            !glob.matches(&path(13, "b")),
+            "fewer segments than the pattern names"
+        );
+    }
+
+    #[test]
     fn many_stars_do_not_backtrack_exponentially() {
         let pattern = "*a*a*a*a*a*a*a*a*a*a*a*a*b";
         let name = "a".repeat(200);
         assert!(!matches(pattern, &name));
+    }
+}
+
+/// The table matcher against the recursion it replaced (exponential in the number
+/// of `**`, so only small cases), over generated patterns and paths.
+#[cfg(test)]
+mod reference_equivalence {
+    use super::*;
+
+    fn reference_simple(pat: &str, name: &str) -> bool {
+        let Ok(toks) = compile(pat) else { return false };
+        wild_match(&toks, name)
+    }
+    fn reference_alternative(pat: &str, path: &str) -> bool {
+        if !pat.contains(['*', '?', '[']) {
+            return pat == path;
+        }
+        let Some(idx) = pat.find("**") else {
+            return reference_simple(pat, path);
+        };
+        let (pre, post) = (&pat[..idx], &pat[idx + 2..]);
+        let remaining = if pre.is_empty() {
+            path.to_string()
+        } else {
+            let pre = pre.strip_suffix('/').unwrap_or(pre);
+            let pre_segs = pre.split('/').count();
+            let segs: Vec<&str> = path.split('/').collect();
+            if segs.len() < pre_segs || !reference_alternative(pre, &segs[..pre_segs].join("/")) {
+                return false;
+            }
+            segs[pre_segs..].join("/")
+        };
+        let post = post.trim_start_matches('/');
+        if post.is_empty() {
+            return true;
+        }
+        if reference_alternative(post, &remaining) {
+            return true;
+        }
+        remaining
+            .match_indices('/')
+            .any(|(i, _)| reference_alternative(post, &remaining[i + 1..]))
+    }
+    fn reference_matches(pattern: &str, path: &str) -> bool {
+        let Ok(alts) = expand_braces(pattern) else {
+            return false;
+        };
+        let path = clean(path);
+        alts.iter()
+            .any(|alt| reference_alternative(&clean(alt), &path))
+    }
+    #[test]
+    fn the_table_matcher_agrees_with_the_reference_recursion() {
+        let mut seed: u64 = 0x1234_5678;
+        let mut rnd = |n: usize| {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            (seed % n as u64) as usize
+        };
+        let pat_atoms = [
+            "**", "*", "a", "b", "/", "?", "[ab]", "{a,b}", ".", "..", "x*", "*b", "a/**", "**/b",
+        ];
+        let path_atoms = ["a", "b", "/", "x", "ab", ".", "..", "ba", "xb"];
+        let mut checked = 0;
+        for _ in 0..30_000 {
+            let pl = 1 + rnd(6);
+            let pat: String = (0..pl).map(|_| pat_atoms[rnd(pat_atoms.len())]).collect();
+            let ql = rnd(8);
+            let path: String = (0..ql).map(|_| path_atoms[rnd(path_atoms.len())]).collect();
+            let Ok(g) = Glob::new(&pat) else { continue };
+            checked += 1;
+            assert_eq!(
+                g.matches(&path),
+                reference_matches(&pat, &path),
+                "{pat:?} vs {path:?}"
+            );
+        }
+        assert!(checked > 3000, "only {checked} patterns compiled");
     }
 }

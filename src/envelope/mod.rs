@@ -1,16 +1,21 @@
 //! Envelopes: HITL policy files that bound what a mission's unit may do.
 //!
-//! `policy` parses and validates the file format, `eval` decides a tool call,
-//! `vet` is the linter behind `missionboard vet`, `search` resolves names on the
-//! search path and `presets` holds the files `missionboard init` seeds.
+//! `policy` holds the domain types and loads a file (`validate` is the one set of
+//! checks the loader and vet share, `decode` the Go-compatible decoder, `trusted`
+//! the trusted-binary file checks), `glob` compiles and matches path globs, `eval`
+//! decides a tool call, `vet` is the linter behind `missionboard vet` and `search`
+//! resolves names on the search path. The shipped preset files live in
+//! `crate::presets`.
 
 pub mod bounds;
+mod decode;
 pub mod eval;
 pub mod glob;
 pub mod policy;
-pub mod presets;
 pub mod search;
 pub mod shell;
+mod trusted;
+mod validate;
 pub mod vet;
 
 pub use eval::{Reason, ToolCall, Verdict, evaluate, evaluate_or_fail_closed};

@@ -68,7 +68,7 @@ pub fn load(paths: &Paths, name: &str) -> Result<Loaded, String> {
         )
     })?;
     let bytes = std::fs::read(&path).map_err(|e| format!("read hitl policy {file:?}: {e}"))?;
-    let policy = Policy::parse(&file, &bytes).map_err(|e| e.to_string())?;
+    let policy = Policy::parse(&path.display().to_string(), &bytes).map_err(|e| e.to_string())?;
     Ok(Loaded {
         name: name.to_string(),
         path,

@@ -1,35 +1,21 @@
 //! The linter behind `missionboard vet`: classifies files and checks envelopes
 //! and chain files, collecting every problem in one run.
 //!
-//! Envelope checks are exact-key (the loader folds case, vet does not, so
-//! `Default_Action` loads but is flagged), then the loader's own validation —
-//! the same function, so vet never passes a file the runtime refuses — then
-//! checks that only vet makes because the loader cannot tell a typo from an
-//! intent. Warnings are not defects: the file loads and the runtime accepts it.
+//! An envelope's errors are exactly the loader's (one function, so vet and the
+//! runtime can never disagree). Warnings are not defects: the file loads and the
+//! runtime accepts it, but something in it has no effect or is rarely meant.
 
 use std::collections::HashMap;
 use std::path::Path;
 
-use super::policy::{
-    self, Action, Json, MAX_TURNS_CAP, Num, RawPolicy, decode_policy, is_annotation_key, quote,
-    sha256_file,
-};
+use super::decode::{Json, Num, RawPolicy, parse_object};
+use super::policy::{self, MAX_TURNS_CAP, quote, sha256_file};
 use super::shell::path_base;
+use super::validate::{self, check_keys};
 
-/// Seven days: a longer wait is a typo, not an intent.
-pub const MAX_RULE_TIMEOUT_S: i64 = 604_800;
-
-const POLICY_FIELDS: &[&str] = &[
-    "default_action",
-    "rules",
-    "compute",
-    "attention",
-    "trusted_binaries",
-    "version",
-];
-const RULE_FIELDS: &[&str] = &["tools", "tool", "when", "action", "timeout_s", "on_timeout"];
-const CONDITION_FIELDS: &[&str] = &["key", "op", "value"];
-const ATTENTION_FIELDS: &[&str] = &["allowAgentAnswers", "maxAgentAnswers"];
+/// Above this many `**` in one glob, vet warns: matching stays linear, but each
+/// one lets any run of directories match, which is rarely what so many meant.
+pub const MAX_QUIET_DOUBLE_STARS: usize = 4;
 
 const CHAIN_FIELDS: &[&str] = &[
     "id",
@@ -96,195 +82,24 @@ impl VetReport {
     }
 }
 
-/// Vets an envelope (HITL policy) file.
+/// Vets an envelope (HITL policy) file: exactly the loader's checks, then the
+/// warnings, which only a file that passes can draw.
 pub fn vet_policy(bytes: &[u8]) -> VetReport {
-    let mut report = VetReport::default();
-    let doc = match parse_object(bytes) {
-        Ok(doc) => doc,
-        Err(e) => {
-            report.errors.push(e);
-            return report;
-        }
-    };
-    let top = doc.as_obj().unwrap_or(&[]);
-    let errs = &mut report.errors;
-    let shapes_ok = check_policy_shapes(top, errs);
-    // A shape error already says why the loader would fail; repeating it as a
-    // parse error would only say it twice.
-    if !shapes_ok {
-        return report;
-    }
-    let raw = match decode_policy(&doc) {
-        Ok(raw) => raw,
-        Err(e) => {
-            errs.push(format!("policy does not parse: {e}"));
-            return report;
-        }
-    };
-    errs.extend(policy::validate(&raw));
-    check_rule_semantics(&raw, errs);
-    check_never_matching(&raw, errs);
-    report.warnings = policy_warnings(&raw);
-    report
-}
-
-fn parse_object(bytes: &[u8]) -> Result<Json, String> {
-    match serde_json::from_slice::<Json>(bytes) {
-        Err(e) => Err(format!("not a JSON object: {e}")),
-        Ok(doc @ Json::Obj(_)) => Ok(doc),
-        Ok(other) => Err(format!("not a JSON object: got {}", other.type_name())),
+    match validate::check(bytes) {
+        Ok(raw) => VetReport {
+            errors: Vec::new(),
+            warnings: policy_warnings(&raw),
+        },
+        Err(errors) => VetReport {
+            errors,
+            warnings: Vec::new(),
+        },
     }
 }
 
 /// The last entry under exactly `key`, as a Go map decode would keep it.
 fn last<'a>(entries: &'a [(String, Json)], key: &str) -> Option<&'a Json> {
     entries.iter().rev().find(|(k, _)| k == key).map(|(_, v)| v)
-}
-
-fn check_keys(prefix: &str, entries: &[(String, Json)], known: &[&str], errs: &mut Vec<String>) {
-    for (k, _) in entries {
-        if !is_annotation_key(k) && !known.contains(&k.as_str()) {
-            errs.push(format!(
-                "{prefix}: unknown field {} — known fields: {} (keys starting with // are comments; $schema is allowed)",
-                quote(k),
-                known.join(", ")
-            ));
-        }
-    }
-}
-
-/// Exact keys at every level plus the container shapes. Returns whether every
-/// container had the right shape.
-fn check_policy_shapes(top: &[(String, Json)], errs: &mut Vec<String>) -> bool {
-    let mut shapes_ok = true;
-    let mut shape_error = |errs: &mut Vec<String>, msg: String| {
-        shapes_ok = false;
-        errs.push(msg);
-    };
-    check_keys("policy", top, POLICY_FIELDS, errs);
-    for (key, value) in top {
-        match (key.as_str(), value) {
-            (_, Json::Null) => {}
-            ("rules", Json::Arr(rules)) => {
-                for (i, rule) in rules.iter().enumerate() {
-                    match rule {
-                        Json::Obj(entries) => {
-                            check_keys(&format!("rule {i}"), entries, RULE_FIELDS, errs);
-                            for (rk, when) in entries {
-                                if rk != "when" {
-                                    continue;
-                                }
-                                match when {
-                                    Json::Null => {}
-                                    Json::Arr(conds) => {
-                                        for (j, cond) in conds.iter().enumerate() {
-                                            match cond {
-                                                Json::Obj(c) => check_keys(
-                                                    &format!("rule {i}, condition {j}"),
-                                                    c,
-                                                    CONDITION_FIELDS,
-                                                    errs,
-                                                ),
-                                                Json::Null => {}
-                                                other => shape_error(
-                                                    errs,
-                                                    format!(
-                                                        "rule {i}, condition {j}: must be an object: got {}",
-                                                        other.type_name()
-                                                    ),
-                                                ),
-                                            }
-                                        }
-                                    }
-                                    other => shape_error(
-                                        errs,
-                                        format!(
-                                            "rule {i}: when must be an array of {{key, op, value}} conditions: got {}",
-                                            other.type_name()
-                                        ),
-                                    ),
-                                }
-                            }
-                        }
-                        other => shape_error(
-                            errs,
-                            format!("rule {i}: must be an object: got {}", other.type_name()),
-                        ),
-                    }
-                }
-            }
-            ("rules", other) => shape_error(
-                errs,
-                format!(
-                    "rules: must be an array of rule objects: got {}",
-                    other.type_name()
-                ),
-            ),
-            (section @ ("compute" | "attention" | "trusted_binaries"), Json::Obj(entries)) => {
-                let known = match section {
-                    "compute" => &super::policy::COMPUTE_FIELDS,
-                    "attention" => ATTENTION_FIELDS,
-                    _ => &super::policy::TRUSTED_BINARIES_FIELDS,
-                };
-                check_keys(section, entries, known, errs);
-                if section == "trusted_binaries"
-                    && let Some(hashes) = last(entries, "hashes")
-                    && !matches!(hashes, Json::Obj(_) | Json::Null)
-                {
-                    shape_error(
-                        errs,
-                        format!(
-                            "trusted_binaries.hashes: must be an object: got {}",
-                            hashes.type_name()
-                        ),
-                    );
-                }
-            }
-            (section @ ("compute" | "attention" | "trusted_binaries"), other) => shape_error(
-                errs,
-                format!("{section}: must be an object: got {}", other.type_name()),
-            ),
-            _ => {}
-        }
-    }
-    shapes_ok
-}
-
-fn check_rule_semantics(raw: &RawPolicy, errs: &mut Vec<String>) {
-    for (i, rule) in raw.rules.iter().enumerate() {
-        if rule.timeout_s > MAX_RULE_TIMEOUT_S {
-            errs.push(format!(
-                "rule {i}: timeout_s {} is out of range (max {MAX_RULE_TIMEOUT_S}, seven days) — a longer wait is a typo, not an intent",
-                rule.timeout_s
-            ));
-        }
-        let waits = rule.timeout_s != 0 || !rule.on_timeout.is_empty();
-        if let Some(action) = Action::parse(&rule.action)
-            && action != Action::Approve
-            && waits
-        {
-            errs.push(format!(
-                "rule {i}: timeout_s/on_timeout only apply when action is {} — this rule's action {} never waits, so they would silently do nothing",
-                quote(Action::Approve.as_str()),
-                quote(action.as_str())
-            ));
-        }
-    }
-}
-
-/// Tool names compare exactly at runtime, so `local_*` silently never matches;
-/// only vet can say so.
-fn check_never_matching(raw: &RawPolicy, errs: &mut Vec<String>) {
-    for (i, rule) in raw.rules.iter().enumerate() {
-        for (field, value) in [("tools", &rule.tools), ("tool", &rule.tool)] {
-            if value.contains('*') && value != "*" {
-                errs.push(format!(
-                    "rule {i}: {field} {} can never match — tool names are compared exactly, and the only wildcard is \"*\" on its own; name the tool exactly or use \"*\"",
-                    quote(value)
-                ));
-            }
-        }
-    }
 }
 
 fn policy_warnings(raw: &RawPolicy) -> Vec<(String, String)> {
@@ -316,6 +131,20 @@ fn policy_warnings(raw: &RawPolicy) -> Vec<(String, String)> {
                 _ => continue,
             };
             warnings.push((format!("compute.{}", field.key()), message));
+        }
+    }
+    for (i, rule) in raw.rules.iter().enumerate() {
+        for (j, cond) in rule.when.iter().enumerate() {
+            let double_stars = cond.value.matches("**").count();
+            if cond.op == "glob" && double_stars > MAX_QUIET_DOUBLE_STARS {
+                warnings.push((
+                    format!("rules[{i}].when[{j}].value"),
+                    format!(
+                        "glob {} has {double_stars} \"**\" segments (more than {MAX_QUIET_DOUBLE_STARS}): each lets any run of directories match, so a pattern this loose rarely says what was meant — name the directories, or collapse the \"**\"s",
+                        quote(&cond.value)
+                    ),
+                ));
+            }
         }
     }
     if let Some(trusted) = &raw.trusted_binaries {
@@ -372,16 +201,16 @@ fn non_negative_int(v: &Json) -> Option<i64> {
 /// Vets a chain file (prompts and budgets for a chain implemented in code).
 pub fn vet_chain(bytes: &[u8]) -> VetReport {
     let mut report = VetReport::default();
-    let doc = match parse_object(bytes) {
-        Ok(doc) => doc,
+    let top = match parse_object(bytes) {
+        Ok(top) => top,
         Err(e) => {
             report.errors.push(e);
             return report;
         }
     };
-    let top = doc.as_obj().unwrap_or(&[]);
+    let top = top.as_slice();
     let errs = &mut report.errors;
-    check_keys("chain", top, CHAIN_FIELDS, errs);
+    check_keys("chain", "", top, CHAIN_FIELDS, errs);
 
     match last(top, "id") {
         None => errs.push("chain: id is required".to_string()),
@@ -418,7 +247,7 @@ pub fn vet_chain(bytes: &[u8]) -> VetReport {
     match last(top, "budgets") {
         None => {}
         Some(Json::Obj(budgets)) => {
-            check_keys("budgets", budgets, BUDGET_FIELDS, errs);
+            check_keys("budgets", "budgets", budgets, BUDGET_FIELDS, errs);
             for (k, v) in budgets {
                 if BUDGET_FIELDS.contains(&k.as_str()) && non_negative_int(v).is_none() {
                     errs.push(format!(
@@ -459,7 +288,13 @@ fn check_tasks(tasks: &[Json], errs: &mut Vec<String>) {
             ));
             continue;
         };
-        check_keys(&format!("task {i}"), entries, TASK_FIELDS, errs);
+        check_keys(
+            &format!("task {i}"),
+            &format!("tasks[{i}]"),
+            entries,
+            TASK_FIELDS,
+            errs,
+        );
         match last(entries, "id") {
             Some(Json::Str(id)) if !id.trim().is_empty() => {
                 if let Some(first) = ids.get(id.as_str()) {
@@ -541,7 +376,13 @@ fn check_tasks(tasks: &[Json], errs: &mut Vec<String>) {
                 ));
                 continue;
             };
-            check_keys(&prefix, entries, TRANSITION_FIELDS, errs);
+            check_keys(
+                &prefix,
+                &format!("tasks[{i}].transitions[{j}]"),
+                entries,
+                TRANSITION_FIELDS,
+                errs,
+            );
             if let Some(w) = last(entries, "when")
                 && !matches!(w, Json::Str(_))
             {
@@ -579,9 +420,9 @@ mod tests {
         vet(v).errors
     }
 
-    fn unknown(prefix: &str, key: &str, known: &str) -> String {
+    fn unknown(prefix: &str, path: &str, key: &str, known: &str) -> String {
         format!(
-            "{prefix}: unknown field \"{key}\" — known fields: {known} (keys starting with // are comments; $schema is allowed)"
+            "{prefix}: unknown field \"{key}\" at {path} — known fields: {known} (keys starting with // are comments; $schema is allowed)"
         )
     }
 
@@ -642,31 +483,33 @@ mod tests {
         assert_eq!(
             r,
             [
-                unknown("policy", "Default_Action", POLICY_KNOWN),
-                unknown("rule 0", "timeout", RULE_KNOWN),
-                unknown("rule 0, condition 0", "vaule", "key, op, value"),
+                unknown("policy", "Default_Action", "Default_Action", POLICY_KNOWN),
+                unknown("rule 0", "rules[0].timeout", "timeout", RULE_KNOWN),
+                unknown(
+                    "rule 0, condition 0",
+                    "rules[0].when[0].vaule",
+                    "vaule",
+                    "key, op, value"
+                ),
                 unknown(
                     "compute",
+                    "compute.maxTurn",
                     "maxTurn",
                     "maxTurns, maxToolCalls, maxTokens, modelAllowlist, backendAllowlist, onExhausted"
                 ),
                 unknown(
                     "attention",
+                    "attention.maxAgentAnswer",
                     "maxAgentAnswer",
                     "allowAgentAnswers, maxAgentAnswers"
                 ),
-                unknown("trusted_binaries", "dir", "dirs, hashes"),
+                unknown(
+                    "trusted_binaries",
+                    "trusted_binaries.dir",
+                    "dir",
+                    "dirs, hashes"
+                ),
             ]
-        );
-    }
-
-    #[test]
-    fn case_folded_keys_load_but_vet_flags_them() {
-        let doc = json!({"Default_Action": "deny"});
-        assert!(crate::envelope::policy::Policy::parse("p", doc.to_string().as_bytes()).is_ok());
-        assert_eq!(
-            errors(doc),
-            [unknown("policy", "Default_Action", POLICY_KNOWN)]
         );
     }
 
@@ -733,8 +576,13 @@ mod tests {
     }
 
     #[test]
-    fn vet_never_passes_what_the_loader_refuses() {
+    fn vet_and_the_loader_refuse_exactly_the_same_files_with_the_same_words() {
         let docs = [
+            json!({"rules": [{"action": "allow", "wehn": [{"key": "path", "op": "glob", "value": "/tmp/**"}]}]}),
+            json!({"Default_Action": "deny"}),
+            json!({"attention": {"maxAgentAnswer": 5}}),
+            json!({"rules": [{"tools": "local_*", "action": "deny"}]}),
+            json!({"rules": [{"action": "deny", "timeout_s": 30}]}),
             json!({"compute": {"maxTurn": 1}}),
             json!({"compute": {"MaxTurns": 1, "onExhaust": "x"}}),
             json!({"COMPUTE": {"maxTurn": 1}}),
@@ -748,11 +596,11 @@ mod tests {
         ];
         for doc in docs {
             let bytes = doc.to_string();
-            assert!(
-                crate::envelope::policy::Policy::parse("p", bytes.as_bytes()).is_err(),
-                "{doc}"
-            );
-            assert!(!vet_policy(bytes.as_bytes()).is_ok(), "{doc}");
+            let refused =
+                crate::envelope::policy::Policy::parse("p", bytes.as_bytes()).expect_err(&bytes);
+            let vetted = vet_policy(bytes.as_bytes());
+            assert!(!vetted.is_ok(), "{doc}");
+            assert_eq!(refused.validation_messages(), vetted.errors, "{doc}");
         }
         let commented = json!({"compute": {"//": "note", "maxTokens": 5}});
         assert!(vet(commented.clone()).is_ok());
@@ -819,7 +667,7 @@ mod tests {
         assert_eq!(
             r,
             [
-                unknown("policy", "defaults", POLICY_KNOWN),
+                unknown("policy", "defaults", "defaults", POLICY_KNOWN),
                 r#"unknown default_action "sometimes""#.to_string(),
                 r#"rule 1: on_timeout="allow" is not permitted (would silently bypass approval)"#.to_string(),
                 r#"rule 1, condition 0: unknown op "like""#.to_string(),
@@ -989,17 +837,16 @@ mod tests {
                 7
             ]
         }));
-        let known = |prefix: &str, key: &str, list: &str| unknown(prefix, key, list);
         assert_eq!(
             r,
             [
-                known("chain", "descripton", "id, description, variant, token_limit, budgets, tasks"),
+                unknown("chain", "descripton", "descripton", "id, description, variant, token_limit, budgets, tasks"),
                 r#"chain: id must be a non-empty string (got "")"#.to_string(),
                 r#"chain: unknown variant "bold" (must be default or conservative)"#.to_string(),
                 "chain: token_limit must be a positive integer (got 0)".to_string(),
-                known("budgets", "nudges", "tool_rounds, text_corrections, recovery_rounds"),
+                unknown("budgets", "budgets.nudges", "nudges", "tool_rounds, text_corrections, recovery_rounds"),
                 "budgets: tool_rounds must be a non-negative integer (got -1)".to_string(),
-                known("task 0", "extra", "id, handler, tools, system_instruction, transitions, input_var"),
+                unknown("task 0", "tasks[0].extra", "extra", "id, handler, tools, system_instruction, transitions, input_var"),
                 r#"task 0: unknown handler "chat" (must be chat_completion, execute_tool_calls or tools)"#.to_string(),
                 "task 0: tools must be an array of strings (got string)".to_string(),
                 r#"task 1: duplicate id "a" (already used by task 0)"#.to_string(),

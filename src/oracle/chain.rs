@@ -234,8 +234,9 @@ mod tests {
     use serde_json::json;
 
     use super::*;
-    use crate::envelope::{Policy, presets};
+    use crate::envelope::Policy;
     use crate::oracle::contract::{AnswerError, Answerer, Outcome};
+    use crate::presets;
 
     #[derive(Default)]
     struct Recorder(Mutex<Vec<String>>);

@@ -789,6 +789,7 @@ impl TurnRunner<'_> {
             Step::Permission {
                 title,
                 kind: tool_kind,
+                path,
                 times,
                 on_deny,
                 options,
@@ -808,10 +809,14 @@ impl TurnRunner<'_> {
                     .collect();
                 for i in 1..=times {
                     let call_id = self.next_id("perm");
+                    let mut input = json!({"stub": true, "attempt": i});
+                    if let Some(path) = &path {
+                        input["path"] = json!(path);
+                    }
                     let fields = ToolCallUpdateFields::new()
                         .title(title.clone())
                         .kind(wire(&tool_kind, ToolKind::Other))
-                        .raw_input(json!({"stub": true, "attempt": i}));
+                        .raw_input(input);
                     let request = RequestPermissionRequest::new(
                         self.session_id.to_owned(),
                         ToolCallUpdate::new(call_id, fields),

@@ -99,6 +99,8 @@ pub enum Step {
     Permission {
         title: String,
         kind: String,
+        /// The file the gated call names (its `rawInput.path`), when given.
+        path: Option<String>,
         times: u32,
         on_deny: OnDeny,
         options: Vec<PermissionOptionSpec>,
@@ -323,6 +325,8 @@ pub fn decode(raw: &RawStep) -> Result<Step, String> {
                 #[serde(default)]
                 kind: Option<String>,
                 #[serde(default)]
+                path: Option<String>,
+                #[serde(default)]
                 times: Option<u32>,
                 #[serde(default)]
                 on_deny: OnDeny,
@@ -363,6 +367,7 @@ pub fn decode(raw: &RawStep) -> Result<Step, String> {
             Step::Permission {
                 title: args.title,
                 kind: args.kind.unwrap_or_else(|| "edit".into()),
+                path: args.path,
                 times: args.times.unwrap_or(1),
                 on_deny: args.on_deny,
                 options,

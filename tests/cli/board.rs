@@ -12,10 +12,10 @@ use missionboard::board::model::{Mode, Model};
 use missionboard::board::snapshot::{self, Source};
 use missionboard::board::theme::{Symbols, Theme};
 use missionboard::board::update::{Msg, update};
-use missionboard::envelope::presets;
 use missionboard::fleet::{DispatchRequest, Fleet};
 use missionboard::mission::Status;
 use missionboard::paths::Paths;
+use missionboard::presets;
 use missionboard::store::Store;
 use ratatui::layout::Rect;
 

@@ -7,6 +7,7 @@ mod harness;
 mod asks;
 mod board;
 mod bounds;
+mod envelopes;
 mod foundation;
 mod missions;
 mod oracle;

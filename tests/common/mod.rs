@@ -16,9 +16,9 @@ use futures::future::BoxFuture;
 use missionboard::acp::{Unit, UnitEvent, UnitSpec, mission_meta};
 use missionboard::clock::{poll_until, poll_until_blocking};
 use missionboard::config::Config;
-use missionboard::envelope::presets;
 use missionboard::fleet::Fleet;
 use missionboard::paths::Paths;
+use missionboard::presets;
 use missionboard::store::Store;
 use missionboard::tools::{
     MissionSocket, MissionToolHandler, bridge_server_entry, serve_mission_socket,
@@ -238,6 +238,11 @@ impl Background {
             .spawn()
             .expect("spawn missionboard");
         Background { child: Some(child) }
+    }
+
+    /// The process id, to signal it.
+    pub fn pid(&self) -> u32 {
+        self.child.as_ref().unwrap().id()
     }
 
     pub fn join(mut self) -> Run {

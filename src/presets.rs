@@ -1,4 +1,5 @@
-//! The preset files shipped inside the binary and `missionboard init`'s seeding.
+//! The preset files shipped inside the binary — envelopes, the oracle chains and
+//! `agents.toml` — and `missionboard init`'s seeding of them.
 //!
 //! Upgrade rules (recorded per directory in `.preset-state.json` as `{name: sha256}`):
 //! a missing file is written; a file byte-identical to this build's copy is adopted;

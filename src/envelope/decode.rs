@@ -1,0 +1,425 @@
+//! The Go-compatible decoder: a JSON tree that keeps every object entry, and the
+//! typed decode of that tree into a not yet validated policy. Wrong JSON types are
+//! decode errors worded like Go `encoding/json`'s, so envelopes written for the Go
+//! runtime fail here the same way.
+
+use std::collections::BTreeMap;
+use std::fmt;
+
+use serde::de::{self, Deserialize, Deserializer, MapAccess, SeqAccess, Visitor};
+
+use super::glob::{Glob, GlobError};
+use super::policy::{
+    Action, AttentionBounds, ComputeBounds, Condition, OnExhausted, Op, Policy, Rule,
+    TrustedBinaries, quote,
+};
+
+/// Parses `bytes` into a JSON object's entries, or says why it is not one.
+pub(crate) fn parse_object(bytes: &[u8]) -> Result<Vec<(String, Json)>, String> {
+    match serde_json::from_slice::<Json>(bytes) {
+        Err(e) => Err(format!("not a JSON object: {e}")),
+        Ok(Json::Obj(entries)) => Ok(entries),
+        Ok(other) => Err(format!("not a JSON object: got {}", other.type_name())),
+    }
+}
+
+// The raw document: a JSON tree that keeps duplicate keys and their order, so
+// validation can refuse a duplicate instead of letting one copy silently win.
+
+/// A JSON value that keeps every object entry, duplicates included, in order.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) enum Json {
+    Null,
+    Bool(bool),
+    Num(Num),
+    Str(String),
+    Arr(Vec<Json>),
+    Obj(Vec<(String, Json)>),
+}
+
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub(crate) enum Num {
+    Int(i64),
+    /// Above `i64::MAX`: valid JSON, but no Go `int` holds it.
+    BigUint(u64),
+    Float(f64),
+}
+
+impl fmt::Display for Num {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Num::Int(i) => write!(f, "{i}"),
+            Num::BigUint(u) => write!(f, "{u}"),
+            Num::Float(x) => write!(f, "{x}"),
+        }
+    }
+}
+
+impl Json {
+    /// The JSON type name, as error messages spell it.
+    pub(crate) fn type_name(&self) -> &'static str {
+        match self {
+            Json::Null => "null",
+            Json::Bool(_) => "bool",
+            Json::Num(_) => "number",
+            Json::Str(_) => "string",
+            Json::Arr(_) => "array",
+            Json::Obj(_) => "object",
+        }
+    }
+
+    pub(crate) fn as_obj(&self) -> Option<&[(String, Json)]> {
+        match self {
+            Json::Obj(entries) => Some(entries),
+            _ => None,
+        }
+    }
+}
+
+impl<'de> Deserialize<'de> for Json {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Json, D::Error> {
+        deserializer.deserialize_any(JsonVisitor)
+    }
+}
+
+struct JsonVisitor;
+
+impl<'de> Visitor<'de> for JsonVisitor {
+    type Value = Json;
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("any JSON value")
+    }
+    fn visit_unit<E: de::Error>(self) -> Result<Json, E> {
+        Ok(Json::Null)
+    }
+    fn visit_none<E: de::Error>(self) -> Result<Json, E> {
+        Ok(Json::Null)
+    }
+    fn visit_bool<E: de::Error>(self, v: bool) -> Result<Json, E> {
+        Ok(Json::Bool(v))
+    }
+    fn visit_i64<E: de::Error>(self, v: i64) -> Result<Json, E> {
+        Ok(Json::Num(Num::Int(v)))
+    }
+    fn visit_u64<E: de::Error>(self, v: u64) -> Result<Json, E> {
+        Ok(Json::Num(match i64::try_from(v) {
+            Ok(i) => Num::Int(i),
+            Err(_) => Num::BigUint(v),
+        }))
+    }
+    fn visit_f64<E: de::Error>(self, v: f64) -> Result<Json, E> {
+        Ok(Json::Num(Num::Float(v)))
+    }
+    fn visit_str<E: de::Error>(self, v: &str) -> Result<Json, E> {
+        Ok(Json::Str(v.to_string()))
+    }
+    fn visit_string<E: de::Error>(self, v: String) -> Result<Json, E> {
+        Ok(Json::Str(v))
+    }
+    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Json, A::Error> {
+        let mut items = Vec::new();
+        while let Some(item) = seq.next_element()? {
+            items.push(item);
+        }
+        Ok(Json::Arr(items))
+    }
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Json, A::Error> {
+        let mut entries = Vec::new();
+        while let Some((k, v)) = map.next_entry::<String, Json>()? {
+            entries.push((k, v));
+        }
+        Ok(Json::Obj(entries))
+    }
+}
+
+/// The value of field `name`. Validation has already refused case variants and
+/// duplicates, so the key is exact and unique. A JSON `null` leaves a scalar at its
+/// zero value, as in Go; for arrays and objects a `null` means absent.
+fn field<'a>(obj: &'a [(String, Json)], name: &str, scalar: bool) -> Option<&'a Json> {
+    let mut found = None;
+    for (k, v) in obj {
+        if k == name {
+            if scalar && matches!(v, Json::Null) {
+                continue;
+            }
+            found = Some(v);
+        }
+    }
+    match found {
+        Some(Json::Null) => None,
+        other => other,
+    }
+}
+
+fn type_error(value: &Json, path: &str, want: &str) -> String {
+    match value {
+        Json::Num(n) => {
+            format!("json: cannot unmarshal number {n} into field {path} of type {want}")
+        }
+        other => format!(
+            "json: cannot unmarshal {} into field {path} of type {want}",
+            other.type_name()
+        ),
+    }
+}
+
+fn decode_string(obj: &[(String, Json)], name: &str, path: &str) -> Result<String, String> {
+    match field(obj, name, true) {
+        None => Ok(String::new()),
+        Some(Json::Str(s)) => Ok(s.clone()),
+        Some(other) => Err(type_error(other, path, "string")),
+    }
+}
+
+fn decode_int(obj: &[(String, Json)], name: &str, path: &str) -> Result<i64, String> {
+    match field(obj, name, true) {
+        None => Ok(0),
+        Some(Json::Num(Num::Int(i))) => Ok(*i),
+        Some(other) => Err(type_error(other, path, "int")),
+    }
+}
+
+fn decode_bool(obj: &[(String, Json)], name: &str, path: &str) -> Result<bool, String> {
+    match field(obj, name, true) {
+        None => Ok(false),
+        Some(Json::Bool(b)) => Ok(*b),
+        Some(other) => Err(type_error(other, path, "bool")),
+    }
+}
+
+fn decode_object<'a>(
+    obj: &'a [(String, Json)],
+    name: &str,
+    path: &str,
+) -> Result<Option<&'a [(String, Json)]>, String> {
+    match field(obj, name, false) {
+        None => Ok(None),
+        Some(Json::Obj(entries)) => Ok(Some(entries)),
+        Some(other) => Err(type_error(other, path, "object")),
+    }
+}
+
+fn decode_array<'a>(
+    obj: &'a [(String, Json)],
+    name: &str,
+    path: &str,
+) -> Result<&'a [Json], String> {
+    match field(obj, name, false) {
+        None => Ok(&[]),
+        Some(Json::Arr(items)) => Ok(items),
+        Some(other) => Err(type_error(other, path, "array")),
+    }
+}
+
+fn decode_string_list(
+    obj: &[(String, Json)],
+    name: &str,
+    path: &str,
+) -> Result<Vec<String>, String> {
+    decode_array(obj, name, path)?
+        .iter()
+        .enumerate()
+        .map(|(i, item)| match item {
+            Json::Str(s) => Ok(s.clone()),
+            // Go leaves a null slice element at its zero value.
+            Json::Null => Ok(String::new()),
+            other => Err(type_error(other, &format!("{path}[{i}]"), "string")),
+        })
+        .collect()
+}
+
+// ---------------------------------------------------------------------------
+// The decoded, not yet validated policy. Actions stay strings here so that
+// validation can name the exact text the file carries.
+
+#[derive(Debug, Clone, Default)]
+pub(crate) struct RawPolicy {
+    pub(crate) version: i64,
+    pub(crate) default_action: String,
+    pub(crate) rules: Vec<RawRule>,
+    pub(crate) compute: Option<RawCompute>,
+    pub(crate) attention: Option<AttentionBounds>,
+    pub(crate) trusted_binaries: Option<TrustedBinaries>,
+}
+
+#[derive(Debug, Clone, Default)]
+pub(crate) struct RawRule {
+    pub(crate) tools: String,
+    pub(crate) tool: String,
+    pub(crate) when: Vec<RawCondition>,
+    pub(crate) action: String,
+    pub(crate) timeout_s: i64,
+    pub(crate) on_timeout: String,
+}
+
+#[derive(Debug, Clone, Default)]
+pub(crate) struct RawCondition {
+    pub(crate) key: String,
+    pub(crate) op: String,
+    pub(crate) value: String,
+}
+
+#[derive(Debug, Clone, Default)]
+pub(crate) struct RawCompute {
+    pub(crate) max_turns: i64,
+    pub(crate) max_tool_calls: i64,
+    pub(crate) max_tokens: i64,
+    pub(crate) model_allowlist: Vec<String>,
+    pub(crate) backend_allowlist: Vec<String>,
+    pub(crate) on_exhausted: String,
+}
+
+/// The typed decode of a document whose keys and shapes validation has passed: a
+/// wrong JSON type is an error worded like Go's.
+pub(crate) fn decode_policy(top: &[(String, Json)]) -> Result<RawPolicy, String> {
+    let mut raw = RawPolicy {
+        version: decode_int(top, "version", "version")?,
+        default_action: decode_string(top, "default_action", "default_action")?,
+        ..RawPolicy::default()
+    };
+    for (i, item) in decode_array(top, "rules", "rules")?.iter().enumerate() {
+        raw.rules.push(decode_rule(item, i)?);
+    }
+    if let Some(c) = decode_object(top, "compute", "compute")? {
+        raw.compute = Some(RawCompute {
+            max_turns: decode_int(c, "maxTurns", "compute.maxTurns")?,
+            max_tool_calls: decode_int(c, "maxToolCalls", "compute.maxToolCalls")?,
+            max_tokens: decode_int(c, "maxTokens", "compute.maxTokens")?,
+            model_allowlist: decode_string_list(c, "modelAllowlist", "compute.modelAllowlist")?,
+            backend_allowlist: decode_string_list(
+                c,
+                "backendAllowlist",
+                "compute.backendAllowlist",
+            )?,
+            on_exhausted: decode_string(c, "onExhausted", "compute.onExhausted")?,
+        });
+    }
+    if let Some(a) = decode_object(top, "attention", "attention")? {
+        raw.attention = Some(AttentionBounds {
+            allow_agent_answers: decode_bool(
+                a,
+                "allowAgentAnswers",
+                "attention.allowAgentAnswers",
+            )?,
+            max_agent_answers: decode_int(a, "maxAgentAnswers", "attention.maxAgentAnswers")?,
+        });
+    }
+    if let Some(t) = decode_object(top, "trusted_binaries", "trusted_binaries")? {
+        let mut trusted = TrustedBinaries {
+            dirs: decode_string_list(t, "dirs", "trusted_binaries.dirs")?,
+            hashes: BTreeMap::new(),
+        };
+        if let Some(h) = decode_object(t, "hashes", "trusted_binaries.hashes")? {
+            for (path, hash) in h {
+                match hash {
+                    Json::Str(s) => {
+                        trusted.hashes.insert(path.clone(), s.clone());
+                    }
+                    Json::Null => {
+                        trusted.hashes.insert(path.clone(), String::new());
+                    }
+                    other => {
+                        return Err(type_error(
+                            other,
+                            &format!("trusted_binaries.hashes[{}]", quote(path)),
+                            "string",
+                        ));
+                    }
+                }
+            }
+        }
+        raw.trusted_binaries = Some(trusted);
+    }
+    Ok(raw)
+}
+
+fn decode_rule(item: &Json, i: usize) -> Result<RawRule, String> {
+    let path = format!("rules[{i}]");
+    let Some(r) = item.as_obj() else {
+        // Go decodes a null element to the zero rule, which then fails validation.
+        if matches!(item, Json::Null) {
+            return Ok(RawRule::default());
+        }
+        return Err(type_error(item, &path, "rule object"));
+    };
+    let mut rule = RawRule {
+        tools: decode_string(r, "tools", &format!("{path}.tools"))?,
+        tool: decode_string(r, "tool", &format!("{path}.tool"))?,
+        action: decode_string(r, "action", &format!("{path}.action"))?,
+        timeout_s: decode_int(r, "timeout_s", &format!("{path}.timeout_s"))?,
+        on_timeout: decode_string(r, "on_timeout", &format!("{path}.on_timeout"))?,
+        when: Vec::new(),
+    };
+    let when_path = format!("{path}.when");
+    for (j, c) in decode_array(r, "when", &when_path)?.iter().enumerate() {
+        let cpath = format!("{when_path}[{j}]");
+        let cond = match c {
+            Json::Null => RawCondition::default(),
+            Json::Obj(entries) => RawCondition {
+                key: decode_string(entries, "key", &format!("{cpath}.key"))?,
+                op: decode_string(entries, "op", &format!("{cpath}.op"))?,
+                value: decode_string(entries, "value", &format!("{cpath}.value"))?,
+            },
+            other => return Err(type_error(other, &cpath, "condition object")),
+        };
+        rule.when.push(cond);
+    }
+    Ok(rule)
+}
+
+impl RawPolicy {
+    /// Only called after validation passed, so unknown actions and malformed globs
+    /// cannot occur; the fallbacks are the fail-closed choice all the same, and a
+    /// glob that does not compile refuses the policy rather than drop its rule.
+    pub(crate) fn into_policy(self) -> Result<Policy, GlobError> {
+        let default_action = Action::parse(&self.default_action).unwrap_or(Action::Approve);
+        let mut rules = Vec::with_capacity(self.rules.len());
+        for r in self.rules {
+            let mut when = Vec::with_capacity(r.when.len());
+            for c in r.when {
+                let op = Op::parse(&c.op).unwrap_or(Op::Eq);
+                let glob = match op {
+                    Op::Glob => Some(Glob::new(&c.value)?),
+                    _ => None,
+                };
+                when.push(Condition {
+                    key: c.key,
+                    op,
+                    value: c.value,
+                    glob,
+                });
+            }
+            rules.push(Rule {
+                when,
+                action: Action::parse(&r.action).unwrap_or(Action::Approve),
+                timeout_s: r.timeout_s,
+                on_timeout: Action::parse(&r.on_timeout).unwrap_or(Action::Deny),
+                tools: r.tools,
+                tool: r.tool,
+            });
+        }
+        let compute = self
+            .compute
+            .map(|c| ComputeBounds {
+                max_turns: c.max_turns.max(0) as u64,
+                max_tool_calls: c.max_tool_calls.max(0) as u64,
+                max_tokens: c.max_tokens.max(0) as u64,
+                model_allowlist: c.model_allowlist,
+                backend_allowlist: c.backend_allowlist,
+                on_exhausted: if c.on_exhausted == "pause_ask" {
+                    OnExhausted::PauseAsk
+                } else {
+                    OnExhausted::FinishStuck
+                },
+            })
+            .unwrap_or_default();
+        Ok(Policy {
+            default_action,
+            rules,
+            compute,
+            attention: self.attention,
+            trusted_binaries: self.trusted_binaries,
+        })
+    }
+}
