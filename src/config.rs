@@ -34,6 +34,8 @@ pub enum Kind {
     Bool,
     /// One of a fixed list.
     OneOf(&'static [&'static str]),
+    /// A model endpoint: an `http://` or `https://` URL, or `scripted:<dialog.json>`.
+    ModelUrl,
 }
 
 /// A known configuration key.
@@ -96,7 +98,7 @@ pub const KEYS: &[Key] = &[
     },
     Key {
         name: MODEL_BASE_URL,
-        kind: Kind::Text,
+        kind: Kind::ModelUrl,
         default: Some("http://127.0.0.1:11434/v1"),
         help: "OpenAI-compatible endpoint for the oracle and agent-planner (`scripted:<file.json>` replays a dialog)",
     },
@@ -165,6 +167,19 @@ pub fn normalize(key: &Key, value: &str) -> Result<String, String> {
             "false" | "0" | "no" | "off" => Ok("false".into()),
             _ => Err(format!("{name} must be true or false (got {value:?})")),
         },
+        Kind::ModelUrl => {
+            let rest = ["http://", "https://", "scripted:"]
+                .iter()
+                .find_map(|scheme| v.strip_prefix(scheme));
+            match rest {
+                Some(rest) if !rest.trim().is_empty() && !v.chars().any(char::is_control) => {
+                    Ok(v.to_string())
+                }
+                _ => Err(format!(
+                    "{name} must be an http:// or https:// URL, or scripted:<dialog.json> (got {value:?})"
+                )),
+            }
+        }
         Kind::OneOf(options) => {
             if options.contains(&v) {
                 Ok(v.to_string())

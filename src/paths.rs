@@ -74,7 +74,46 @@ impl Paths {
     }
 }
 
+/// Create `dir` (and missing parents) readable by its owner only: the home holds
+/// the store, the sockets and the logs. An existing directory is left as it is
+/// (`doctor` warns when it is wider).
+pub fn create_private_dir(dir: &Path) -> std::io::Result<()> {
+    use std::os::unix::fs::DirBuilderExt;
+    std::fs::DirBuilder::new()
+        .recursive(true)
+        .mode(0o700)
+        .create(dir)
+}
+
+/// Create `path` empty with mode 0600 unless it exists, so whoever writes it next
+/// (SQLite, the log appender) writes into a private file. SQLite gives its `-wal`
+/// and `-shm` files the database file's mode.
+pub fn create_private_file(path: &Path) -> std::io::Result<()> {
+    use std::os::unix::fs::OpenOptionsExt;
+    match std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .mode(0o600)
+        .open(path)
+    {
+        Err(e) if e.kind() != std::io::ErrorKind::AlreadyExists => Err(e),
+        _ => Ok(()),
+    }
+}
+
 fn home_dir() -> anyhow::Result<PathBuf> {
+    let home = home_dir_os()?;
+    // Paths under the home travel as text: agent arguments, socket paths, TOML.
+    if home.to_str().is_none() {
+        anyhow::bail!(
+            "the missionboard home {} is not valid UTF-8 — set {HOME_ENV} to a directory whose path is UTF-8",
+            home.display()
+        );
+    }
+    Ok(home)
+}
+
+fn home_dir_os() -> anyhow::Result<PathBuf> {
     if let Some(h) = std::env::var_os(HOME_ENV).filter(|h| !h.is_empty()) {
         let h = PathBuf::from(h);
         return Ok(if h.is_absolute() {

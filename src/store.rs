@@ -73,7 +73,7 @@ impl Store {
     /// a file written by a newer missionboard.
     pub fn open_with(path: &Path, migrations: &[Migration]) -> Result<Store, StoreError> {
         if let Some(dir) = path.parent() {
-            std::fs::create_dir_all(dir).map_err(|e| {
+            crate::paths::create_private_dir(dir).map_err(|e| {
                 StoreError::new(format!(
                     "cannot create the missionboard home {}: {e} — set MISSIONBOARD_HOME to a writable directory",
                     dir.display()
@@ -84,6 +84,12 @@ impl Store {
         // (one switching to WAL while the other migrates), so setup is serialised by
         // an advisory lock beside the database.
         let _setup = SetupLock::acquire(path);
+        crate::paths::create_private_file(path).map_err(|e| {
+            StoreError::new(format!(
+                "cannot create the missionboard database {} ({e}) — check that its directory is writable, or set MISSIONBOARD_HOME",
+                path.display()
+            ))
+        })?;
         let conn = Connection::open(path).map_err(|e| describe(path, e))?;
         let store = Store {
             inner: Arc::new(Inner {

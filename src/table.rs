@@ -1,11 +1,21 @@
 //! Plain-text tables aligned like Go's tabwriter with a padding of 2: every column
 //! but the last is padded to its widest cell (width in characters, not bytes).
+//! Cells are made inert single lines first ([`crate::text::one_line`]): agent text
+//! lands in cells, and the widths must be those of what is printed.
 
 /// Render rows (the first is usually the header) as aligned lines, each ending in `\n`.
 pub fn render<R: AsRef<[String]>>(rows: &[R]) -> String {
+    let rows: Vec<Vec<String>> = rows
+        .iter()
+        .map(|row| {
+            row.as_ref()
+                .iter()
+                .map(|c| crate::text::one_line(c))
+                .collect()
+        })
+        .collect();
     let mut widths: Vec<usize> = Vec::new();
-    for row in rows {
-        let row = row.as_ref();
+    for row in &rows {
         for (i, cell) in row.iter().enumerate().take(row.len().saturating_sub(1)) {
             let w = cell.chars().count();
             if widths.len() <= i {
@@ -15,8 +25,7 @@ pub fn render<R: AsRef<[String]>>(rows: &[R]) -> String {
         }
     }
     let mut out = String::new();
-    for row in rows {
-        let row = row.as_ref();
+    for row in &rows {
         let mut line = String::new();
         for (i, cell) in row.iter().enumerate() {
             line.push_str(cell);
@@ -52,5 +61,8 @@ mod tests {
             render(&rows),
             "ID   AGENT       STATUS\na1   vaultfiler  landed\nb22  é           open\n"
         );
+        // Escapes and line breaks in a cell neither show nor count.
+        let rows = vec![row!["\x1b[31mred\x1b[0m", "x"], row!["two\nlines", "y"]];
+        assert_eq!(render(&rows), "red        x\ntwo lines  y\n");
     }
 }

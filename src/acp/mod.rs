@@ -331,7 +331,7 @@ pub struct Unit {
 impl Unit {
     /// Spawn the unit, `initialize` it and open its session.
     pub async fn start(spec: UnitSpec) -> Result<Unit, UnitError> {
-        let env = unit_environment(std::env::vars(), &spec.env);
+        let env = unit_environment(std::env::vars_os(), &spec.env);
         let (process, pipes) =
             process::spawn(&spec.program, &spec.args, &env, &spec.cwd).map_err(|e| {
                 UnitError::Spawn {
@@ -850,31 +850,61 @@ mod tests {
 
     #[test]
     fn secrets_are_scrubbed_unless_declared() {
-        let host = vec![
-            ("PATH".to_owned(), "/bin".to_owned()),
-            ("FOO_TOKEN".to_owned(), "t".to_owned()),
-            ("OPENAI_API_KEY".to_owned(), "k".to_owned()),
-            ("AWS_SECRET".to_owned(), "s".to_owned()),
-            ("DB_PASSWORD_FILE".to_owned(), "p".to_owned()),
-            ("KEYBOARD".to_owned(), "us".to_owned()),
-            ("BAR_TOKEN".to_owned(), "host".to_owned()),
-        ];
+        use std::ffi::{OsStr, OsString};
+        use std::os::unix::ffi::OsStringExt;
+        let mut host: Vec<(OsString, OsString)> = [
+            ("PATH", "/bin"),
+            ("FOO_TOKEN", "t"),
+            ("OPENAI_API_KEY", "k"),
+            ("AWS_SECRET", "s"),
+            ("DB_PASSWORD_FILE", "p"),
+            ("MYSQL_PASSWD", "p"),
+            ("PGPASSFILE", "p"),
+            ("STRIPE_APIKEY_LIVE", "k"),
+            ("X_AUTH_HEADER", "a"),
+            ("GOOGLE_APPLICATION_CREDENTIALS", "c"),
+            ("SSH_AUTH_SOCK", "/tmp/agent"),
+            ("GPG_AGENT_INFO", "/run/gpg"),
+            ("DATABASE_URL", "postgres://me:hunter2@db/app"),
+            ("KEYBOARD", "us"),
+            ("DOCS_URL", "https://example.com/a@b"),
+            ("BAR_TOKEN", "host"),
+        ]
+        .into_iter()
+        .map(|(k, v)| (k.into(), v.into()))
+        .collect();
+        // Not UTF-8: carried through, never a panic.
+        host.push(("LATIN1".into(), OsString::from_vec(vec![0xe9, 0x74, 0xe9])));
         let declared = BTreeMap::from([
             ("BAR_TOKEN".to_owned(), "declared".to_owned()),
             ("EXTRA".to_owned(), "x".to_owned()),
         ]);
         let env = unit_environment(host, &declared);
-        assert_eq!(env.get("PATH").map(String::as_str), Some("/bin"));
-        assert_eq!(env.get("KEYBOARD").map(String::as_str), Some("us"));
-        assert_eq!(env.get("BAR_TOKEN").map(String::as_str), Some("declared"));
-        assert_eq!(env.get("EXTRA").map(String::as_str), Some("x"));
+        let get = |k: &str| {
+            env.get(OsStr::new(k))
+                .map(|v| v.to_string_lossy().into_owned())
+        };
+        assert_eq!(get("PATH").as_deref(), Some("/bin"));
+        assert_eq!(get("KEYBOARD").as_deref(), Some("us"));
+        assert_eq!(get("DOCS_URL").as_deref(), Some("https://example.com/a@b"));
+        assert_eq!(get("BAR_TOKEN").as_deref(), Some("declared"));
+        assert_eq!(get("EXTRA").as_deref(), Some("x"));
+        assert!(env.contains_key(OsStr::new("LATIN1")));
         for gone in [
             "FOO_TOKEN",
             "OPENAI_API_KEY",
             "AWS_SECRET",
             "DB_PASSWORD_FILE",
+            "MYSQL_PASSWD",
+            "PGPASSFILE",
+            "STRIPE_APIKEY_LIVE",
+            "X_AUTH_HEADER",
+            "GOOGLE_APPLICATION_CREDENTIALS",
+            "SSH_AUTH_SOCK",
+            "GPG_AGENT_INFO",
+            "DATABASE_URL",
         ] {
-            assert!(!env.contains_key(gone), "{gone} leaked");
+            assert!(!env.contains_key(OsStr::new(gone)), "{gone} leaked");
         }
     }
 

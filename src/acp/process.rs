@@ -4,6 +4,7 @@
 //! Nothing here knows about ACP; `super` wires the pipes into a connection.
 
 use std::collections::{BTreeMap, VecDeque};
+use std::ffi::{OsStr, OsString};
 use std::fmt;
 use std::path::Path;
 use std::process::{ExitStatus, Stdio};
@@ -18,29 +19,71 @@ use tokio::sync::watch;
 /// bounded so a chatty agent cannot grow the host's memory.
 pub const STDERR_TAIL_BYTES: usize = 64 * 1024;
 
-/// True for host variables that look like credentials. Agents get the user's
-/// privileges already; we at least avoid handing every unit every secret.
+/// The name patterns of host variables that look like credentials (`*` is any
+/// text, case-insensitive). The README lists the same patterns.
+pub const SECRET_NAME_PATTERNS: &[&str] = &[
+    "*_TOKEN",
+    "*_KEY",
+    "*_SECRET",
+    "*PASS*",
+    "*PASSWD*",
+    "*PASSWORD*",
+    "*APIKEY*",
+    "*AUTH*",
+    "*CREDENTIAL*",
+    "SSH_AUTH_SOCK",
+    "GPG_AGENT_INFO",
+];
+
+/// True for host variables that look like credentials: a name matching
+/// [`SECRET_NAME_PATTERNS`]. Agents get the user's privileges already; we at least
+/// avoid handing every unit every secret.
 pub fn is_secret_name(name: &str) -> bool {
     let upper = name.to_ascii_uppercase();
-    upper.ends_with("_TOKEN")
-        || upper.ends_with("_KEY")
-        || upper.ends_with("_SECRET")
-        || upper.contains("PASSWORD")
+    SECRET_NAME_PATTERNS
+        .iter()
+        .any(|p| match (p.strip_prefix('*'), p.strip_suffix('*')) {
+            (Some(_), Some(_)) => upper.contains(p.trim_matches('*')),
+            (Some(suffix), None) => upper.ends_with(suffix),
+            _ => upper == *p,
+        })
+}
+
+/// True for a value that carries a credential whatever its name: a URL with
+/// userinfo (`https://user:token@host/…`).
+pub fn is_secret_value(value: &OsStr) -> bool {
+    let value = value.to_string_lossy();
+    value.split_whitespace().any(|word| {
+        word.split_once("://").is_some_and(|(scheme, rest)| {
+            !scheme.is_empty()
+                && scheme
+                    .chars()
+                    .all(|c| c.is_ascii_alphanumeric() || "+-.".contains(c))
+                && rest
+                    .split(['/', '?', '#'])
+                    .next()
+                    .is_some_and(|authority| authority.contains('@'))
+        })
+    })
 }
 
 /// The environment a unit starts with: the host's, minus anything that looks
 /// like a secret (unless the declaration names it), with the declared
-/// variables merged over the top.
+/// variables merged over the top. Host variables need not be UTF-8.
 pub fn unit_environment(
-    host: impl IntoIterator<Item = (String, String)>,
+    host: impl IntoIterator<Item = (OsString, OsString)>,
     declared: &BTreeMap<String, String>,
-) -> BTreeMap<String, String> {
-    let mut env: BTreeMap<String, String> = host
+) -> BTreeMap<OsString, OsString> {
+    let mut env: BTreeMap<OsString, OsString> = host
         .into_iter()
-        .filter(|(name, _)| !is_secret_name(name) || declared.contains_key(name))
+        .filter(|(name, value)| {
+            let name = name.to_string_lossy();
+            declared.contains_key(name.as_ref())
+                || !(is_secret_name(&name) || is_secret_value(value))
+        })
         .collect();
     for (name, value) in declared {
-        env.insert(name.clone(), value.clone());
+        env.insert(name.into(), value.into());
     }
     env
 }
@@ -140,7 +183,7 @@ pub struct SpawnedPipes {
 pub fn spawn(
     program: &Path,
     args: &[String],
-    env: &BTreeMap<String, String>,
+    env: &BTreeMap<OsString, OsString>,
     cwd: &Path,
 ) -> std::io::Result<(UnitProcess, SpawnedPipes)> {
     let mut cmd = Command::new(program);

@@ -336,6 +336,21 @@ impl Asks {
         })?)
     }
 
+    /// An ask by id or by an unambiguous prefix, the way mission ids abbreviate.
+    pub fn find(&self, id_or_prefix: &str) -> Result<Ask, AskError> {
+        use crate::mission::id_prefix::{IdKind, Resolved, resolve};
+        const ASK_IDS: IdKind = IdKind {
+            noun: "ask",
+            table: "asks",
+            list_command: "missionboard approvals list",
+        };
+        match resolve(&self.store, &ASK_IDS, id_or_prefix)? {
+            Resolved::Id(id) => self.require(&id),
+            Resolved::NotFound => Err(AskError::NotFound(id_or_prefix.trim().to_string())),
+            Resolved::Refused(why) => Err(AskError::Invalid(why)),
+        }
+    }
+
     pub fn require(&self, id: &str) -> Result<Ask, AskError> {
         self.get(id)?
             .ok_or_else(|| AskError::NotFound(id.to_string()))

@@ -14,6 +14,7 @@ use crate::config::{self, Config};
 use crate::envelope::bounds::{ComputeField, bound_status, envelope_summary};
 use crate::envelope::policy::Policy;
 use crate::envelope::search;
+use crate::fleet::resume::{self, Afterwards, Answerer};
 use crate::fleet::{DispatchRequest, Fleet};
 use crate::paths::Paths;
 
@@ -99,17 +100,10 @@ pub fn execute_blocking(effect: Effect, svc: &Services) -> Msg {
     let missions = svc.fleet.missions();
     let asks = svc.fleet.asks();
     match effect {
-        Effect::Verdict { ask_id, verdict } => {
-            let result = asks
-                .operator_verdict(&ask_id, &verdict)
-                .map(|_| match verdict {
-                    OperatorVerdict::Approve => format!("approved ask {}", short(&ask_id)),
-                    OperatorVerdict::Deny => format!("denied ask {}", short(&ask_id)),
-                    OperatorVerdict::Answer(_) => format!("answer sent to ask {}", short(&ask_id)),
-                })
-                .map_err(|e| e.to_string());
-            Msg::VerdictDone { ask_id, result }
-        }
+        Effect::Verdict { ask_id, verdict } => Msg::VerdictDone {
+            result: answer(svc, &ask_id, &verdict),
+            ask_id,
+        },
         Effect::ToggleOracle { mount } => Msg::OracleToggled(toggle_oracle(svc, mount)),
         Effect::Stop { mission_id, reason } => {
             let r = crate::fleet::stop::stop_mission(missions, asks, &mission_id, Some(&reason))
@@ -135,6 +129,38 @@ pub fn execute_blocking(effect: Effect, svc: &Services) -> Msg {
             error: true,
         },
     }
+}
+
+/// Record the operator's verdict through the one answer path every surface uses
+/// (`approvals respond` too): a run parked under the ask whose host is gone is
+/// resumed here, in the board's process, and driven to the end of its turn.
+fn answer(svc: &Services, ask_id: &str, verdict: &OperatorVerdict) -> Result<String, String> {
+    let store = svc.fleet.missions().store();
+    let answering = resume::answer(&svc.paths, store, ask_id, Answerer::Operator(verdict));
+    // On the board this runs on a blocking thread of the board's runtime; a caller
+    // with no runtime around (a test of the update loop) gets a private one.
+    let after = match tokio::runtime::Handle::try_current() {
+        Ok(board) => board.block_on(answering),
+        Err(_) => crate::runtime::multi_thread()
+            .map_err(|e| e.to_string())?
+            .block_on(answering),
+    }
+    .map_err(|e| format!("{e:#}"))?;
+    let id = short(ask_id);
+    let done = match verdict {
+        OperatorVerdict::Approve => format!("approved ask {id}"),
+        OperatorVerdict::Deny => format!("denied ask {id}"),
+        OperatorVerdict::Answer(_) => format!("answer sent to ask {id}"),
+    };
+    Ok(match after {
+        Afterwards::NothingParked | Afterwards::HostResumes => done,
+        Afterwards::ResumedHere => {
+            format!("{done}; its run's host was gone, so this board resumed it")
+        }
+        Afterwards::SettledHere => {
+            format!("{done}; its run's host was gone and nothing was left to run: settled here")
+        }
+    })
 }
 
 /// Everything the picker lists, read afresh (the search path is never cached).

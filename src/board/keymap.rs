@@ -16,6 +16,9 @@ pub enum Context {
     Filter,
     Command,
     Help,
+    /// Editing keys of every text field and the answer box; shown in `?`, never looked
+    /// up (the text area itself handles them).
+    Text,
 }
 
 impl Context {
@@ -30,6 +33,7 @@ impl Context {
             Context::Filter => "Filter (/)",
             Context::Command => "Command line (:)",
             Context::Help => "Help",
+            Context::Text => "Editing text (every field, the answer box)",
         }
     }
 }
@@ -76,6 +80,8 @@ pub enum Action {
     Back,
     Run,
     Keep,
+    /// A text area's own editing key (documentation only).
+    EditText,
 }
 
 /// One key as shown and matched.
@@ -85,29 +91,20 @@ pub struct Key {
     pub mods: KeyModifiers,
 }
 
+const fn with(code: KeyCode, mods: KeyModifiers) -> Key {
+    Key { code, mods }
+}
 const fn k(c: char) -> Key {
-    Key {
-        code: KeyCode::Char(c),
-        mods: KeyModifiers::NONE,
-    }
+    with(KeyCode::Char(c), KeyModifiers::NONE)
 }
 const fn ctrl(c: char) -> Key {
-    Key {
-        code: KeyCode::Char(c),
-        mods: KeyModifiers::CONTROL,
-    }
+    with(KeyCode::Char(c), KeyModifiers::CONTROL)
 }
 const fn code(code: KeyCode) -> Key {
-    Key {
-        code,
-        mods: KeyModifiers::NONE,
-    }
+    with(code, KeyModifiers::NONE)
 }
 const fn alt(code: KeyCode) -> Key {
-    Key {
-        code,
-        mods: KeyModifiers::ALT,
-    }
+    with(code, KeyModifiers::ALT)
 }
 
 impl Key {
@@ -526,6 +523,46 @@ pub const BINDINGS: &[Binding] = &[
         "scroll a page up",
         None,
     ),
+    b(
+        C::Text,
+        &[
+            code(KeyCode::Left),
+            code(KeyCode::Right),
+            code(KeyCode::Home),
+            code(KeyCode::End),
+            ctrl('a'),
+            ctrl('e'),
+        ],
+        Action::EditText,
+        "move the cursor; to the start, to the end",
+        None,
+    ),
+    b(
+        C::Text,
+        &[
+            alt(KeyCode::Char('b')),
+            alt(KeyCode::Char('f')),
+            with(KeyCode::Left, KeyModifiers::CONTROL),
+            with(KeyCode::Right, KeyModifiers::CONTROL),
+        ],
+        Action::EditText,
+        "a word back, a word forward",
+        None,
+    ),
+    b(
+        C::Text,
+        &[ctrl('w'), alt(KeyCode::Backspace), ctrl('k'), ctrl('j')],
+        Action::EditText,
+        "delete the word before; to the end; to the start",
+        None,
+    ),
+    b(
+        C::Text,
+        &[ctrl('y'), ctrl('u'), ctrl('r')],
+        Action::EditText,
+        "yank what was deleted, undo, redo",
+        None,
+    ),
 ];
 
 /// The action `ev` triggers in `context` (mode keys first, then the global ones).
@@ -578,6 +615,7 @@ pub fn help_sections(query: &str) -> Vec<(&'static str, Vec<(String, &'static st
         C::Filter,
         C::Command,
         C::Help,
+        C::Text,
         C::Global,
     ];
     order
@@ -668,6 +706,12 @@ mod tests {
     fn help_lists_every_binding_and_filters() {
         let all: usize = help_sections("").iter().map(|(_, r)| r.len()).sum();
         assert_eq!(all, BINDINGS.len());
+        let undo = help_sections("undo");
+        assert!(
+            undo.iter()
+                .any(|(title, rows)| title.starts_with("Editing text")
+                    && rows.iter().any(|(k, _)| k == "C-y/C-u/C-r"))
+        );
         let stop = help_sections("stop");
         assert!(
             stop.iter()

@@ -12,9 +12,9 @@ pub mod demo;
 pub mod effects;
 pub mod keymap;
 pub mod layout;
+pub mod line;
 pub mod model;
 pub mod picker;
-pub mod sanitize;
 pub mod snapshot;
 pub mod theme;
 pub mod update;
@@ -44,6 +44,7 @@ use tokio::time::MissedTickBehavior;
 
 use crate::fleet::Fleet;
 use crate::paths::Paths;
+use crate::signals::Signals;
 use crate::store::Store;
 use effects::Services;
 use model::{Model, Query, Snapshot, TerminalRequest};
@@ -136,7 +137,8 @@ async fn event_loop(
     frame.set_missed_tick_behavior(MissedTickBehavior::Skip);
     let mut clock = tokio::time::interval(CLOCK);
     clock.set_missed_tick_behavior(MissedTickBehavior::Skip);
-    let mut signals = Signals::new()?;
+    // SIGTERM and SIGHUP end the board cleanly (Ctrl-C arrives as a key in raw mode).
+    let mut signals = Signals::termination()?;
     let mut dirty = true;
     query_tx.send_replace(model.query());
     loop {
@@ -340,27 +342,4 @@ fn install_panic_hook() {
         previous(info);
         std::process::exit(101);
     }));
-}
-
-/// SIGTERM and SIGHUP end the board cleanly (Ctrl-C arrives as a key in raw mode).
-struct Signals {
-    term: tokio::signal::unix::Signal,
-    hup: tokio::signal::unix::Signal,
-}
-
-impl Signals {
-    fn new() -> anyhow::Result<Signals> {
-        use tokio::signal::unix::{SignalKind, signal};
-        Ok(Signals {
-            term: signal(SignalKind::terminate())?,
-            hup: signal(SignalKind::hangup())?,
-        })
-    }
-
-    async fn next(&mut self) {
-        tokio::select! {
-            _ = self.term.recv() => {}
-            _ = self.hup.recv() => {}
-        }
-    }
 }

@@ -9,6 +9,8 @@ use std::sync::Arc;
 use ratatui::layout::Rect;
 use ratatui_textarea::TextArea;
 
+use super::line::{LineField, line_breaks};
+use crate::text::sanitize;
 use super::theme::{Symbols, Theme};
 use crate::mission::Status;
 
@@ -172,7 +174,7 @@ pub struct Picker {
     pub step: PickStep,
     pub envelope: usize,
     pub agent: usize,
-    pub intent: String,
+    pub intent: LineField,
     pub error: Option<String>,
     pub busy: bool,
 }
@@ -184,7 +186,7 @@ impl Picker {
             step: PickStep::Envelope,
             envelope: 0,
             agent: 0,
-            intent: String::new(),
+            intent: LineField::new(),
             error: None,
             busy: false,
         }
@@ -206,7 +208,8 @@ pub enum ConfirmKind {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Confirm {
     pub kind: ConfirmKind,
-    pub reason: String,
+    /// The stop reason (a quit confirms nothing editable).
+    pub reason: LineField,
     pub editing: bool,
     /// Focus starts on No: a stray Enter never confirms.
     pub yes_focused: bool,
@@ -224,12 +227,13 @@ pub enum Mode {
     Picking(Picker),
     Confirm(Confirm),
     Help {
-        filter: String,
+        filter: LineField,
         scroll: usize,
     },
+    /// Editing `Model::filter`, which stays applied after the mode ends.
     Filter,
     CommandLine {
-        line: String,
+        line: LineField,
     },
 }
 
@@ -266,9 +270,19 @@ impl Draft {
         self.area.lines().join("\n")
     }
 
-    /// Replace the draft (after the operator's editor), cursor at the end.
+    /// Pasted text at the cursor. What the box shows is what is sent: every line
+    /// break becomes a real one (a bare `\r` too, which the text area would keep as
+    /// an invisible char), and escapes and controls are stripped as from agent text.
+    pub fn paste(&mut self, text: &str) {
+        self.area.insert_str(sanitize(&line_breaks(text)));
+        self.error = None;
+    }
+
+    /// Replace the draft (after the operator's editor), cursor at the end; its text is
+    /// cleaned as a paste is.
     pub fn set_text(&mut self, text: &str) {
         let placeholder = self.area.placeholder_text().to_string();
+        let text = sanitize(&line_breaks(text));
         self.area = TextArea::from(text.trim_end_matches('\n').lines());
         self.area.set_placeholder_text(placeholder);
         self.area.move_cursor(ratatui_textarea::CursorMove::Bottom);
@@ -314,7 +328,7 @@ pub struct Model {
     pub trace_scroll: usize,
     pub mode: Mode,
     pub drafts: HashMap<String, Draft>,
-    pub filter: String,
+    pub filter: LineField,
     pub toasts: Vec<Toast>,
     /// Effects in flight (the status-bar spinner).
     pub busy: usize,
@@ -348,7 +362,7 @@ impl Model {
             trace_scroll: 0,
             mode: Mode::Board,
             drafts: HashMap::new(),
-            filter: String::new(),
+            filter: LineField::new(),
             toasts: Vec::new(),
             busy: 0,
             theme,
@@ -372,7 +386,7 @@ impl Model {
             offset: self.mission_offset,
             limit: super::layout::mission_rows(self.size),
             selected: self.mission_sel,
-            filter: self.filter.clone(),
+            filter: self.filter.as_str().to_string(),
         }
     }
 

@@ -10,13 +10,13 @@ use std::time::{Duration, Instant};
 use tokio::sync::watch;
 
 use super::model::{AskRow, Detail, InboxRow, MissionRow, PlanRow, Query, ReportRow, Snapshot};
-use super::sanitize::{one_line, sanitize};
 use crate::asks::{Ask, Asks};
 use crate::config::Config;
 use crate::mission::inbox::InboxItem;
 use crate::mission::{Mission, Missions, Report};
 use crate::oracle::trace::Trace;
 use crate::store::Store;
+use crate::text::{one_line, sanitize};
 
 /// How often the thread looks for a new query (keys feel instant).
 const QUERY_POLL: Duration = Duration::from_millis(20);

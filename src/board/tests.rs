@@ -469,3 +469,43 @@ fn the_selection_follows_its_mission_when_new_ones_arrive() {
     update(&mut m, Msg::Snapshot(Arc::new(s)));
     assert_eq!(m.selected_mission().unwrap().id, chosen);
 }
+
+/// A paste with CR LF and a bare CR shows three lines, and exactly what the box
+/// shows is what the store records.
+#[test]
+fn a_pasted_answer_is_shown_and_sent_exactly() {
+    use ratatui::Terminal;
+    use ratatui::backend::TestBackend;
+    let (_dir, svc, ask_id) = world();
+    let mut m = model(120, 40, false);
+    let msg = snapshot_of(&svc, &m);
+    update(&mut m, msg);
+    key(&mut m, KeyCode::Char('2'));
+    key(&mut m, KeyCode::Enter);
+    update(&mut m, Msg::Term(Event::Paste("a\r\nb\rc\x1b[2J".into())));
+    let shown = m.drafts[&ask_id].text();
+    assert_eq!(shown, "a\nb\nc");
+
+    let mut t = Terminal::new(TestBackend::new(120, 40)).unwrap();
+    t.draw(|f| super::view::draw(f, &m, m.now_ms)).unwrap();
+    let screen = format!("{}", t.backend());
+    let rows: Vec<&str> = screen.lines().collect();
+    let box_row = rows
+        .iter()
+        .position(|r| r.contains("your answer"))
+        .expect("the answer box is on screen");
+    for (i, line) in ["a", "b", "c"].iter().enumerate() {
+        let row = rows[box_row + 1 + i];
+        assert!(
+            row.contains(&format!("│{line}  ")),
+            "line {i} of the box: {row}"
+        );
+    }
+
+    let fx = ctrl(&mut m, 's');
+    assert_eq!(fx.len(), 1, "{fx:?}");
+    let done = effects::execute_blocking(fx[0].clone(), &svc);
+    update(&mut m, done);
+    let row = svc.fleet.asks().require(&ask_id).unwrap();
+    assert_eq!(row.answer(), Some(shown.as_str()));
+}

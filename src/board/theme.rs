@@ -27,6 +27,8 @@ pub struct Theme {
     pub toast: Style,
     pub toast_error: Style,
     pub header: Style,
+    /// The cell under a text field's cursor (patched over the field's own style).
+    pub cursor: Style,
 }
 
 impl Theme {
@@ -50,6 +52,7 @@ impl Theme {
             toast: Style::new().bg(Color::Blue).fg(Color::White),
             toast_error: Style::new().bg(Color::Red).fg(Color::White),
             header: Style::new().add_modifier(Modifier::BOLD | Modifier::UNDERLINED),
+            cursor: Style::new().add_modifier(Modifier::REVERSED),
         }
     }
 
@@ -75,6 +78,8 @@ impl Theme {
             toast: Style::new().add_modifier(Modifier::REVERSED),
             toast_error: Style::new().add_modifier(Modifier::REVERSED | Modifier::BOLD),
             header: Style::new().add_modifier(Modifier::UNDERLINED),
+            // Fields sit on reversed selections here, so the cursor is underlined.
+            cursor: Style::new().add_modifier(Modifier::UNDERLINED | Modifier::BOLD),
         }
     }
 

@@ -1,22 +1,23 @@
 //! `missionboard agent list`.
 
 use super::Ctx;
+use super::out::{out, outln};
 use crate::agents::Registry;
 use crate::row;
 
 pub(super) fn list(ctx: &Ctx) -> anyhow::Result<i32> {
     let reg = Registry::load(&ctx.paths)?;
     if reg.files.is_empty() {
-        println!(
+        outln!(
             "No agents declared. Run 'missionboard init' to seed agents.toml with the built-in agents, or declare one under [agents.<name>] in {}.",
             ctx.paths.home.join(crate::agents::FILE_NAME).display()
-        );
+        )?;
         return Ok(0);
     }
     let mut rows = vec![row!["NAME", "COMMAND", "DESCRIPTION"]];
     for a in reg.all() {
         rows.push(row![a.name, a.command_line(), a.description]);
     }
-    print!("{}", crate::table::render(&rows));
+    out!("{}", crate::table::render(&rows))?;
     Ok(0)
 }

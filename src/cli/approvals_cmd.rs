@@ -1,5 +1,6 @@
 //! `missionboard approvals list|respond`.
 
+use super::out::{out, outln};
 use super::{ApprovalsCmd, BetaFlags, Ctx};
 use crate::asks::{Ask, Asks, OperatorVerdict};
 use crate::clock;
@@ -24,26 +25,26 @@ fn list(ctx: &Ctx, limit: usize) -> anyhow::Result<i32> {
     let asks = Asks::new(store.clone());
     let swept = asks.sweep_expired()?;
     if !swept.is_empty() {
-        println!(
+        outln!(
             "Swept {} expired ask(s) to their on-timeout verdict.\n",
             swept.len()
-        );
+        )?;
     }
     let (resumed, failed) =
         crate::runtime::multi_thread()?.block_on(resume::resume_stranded(&ctx.paths, &store))?;
     if resumed > 0 {
-        println!("Resumed {resumed} stranded run(s) to completion in this process.");
+        outln!("Resumed {resumed} stranded run(s) to completion in this process.")?;
     }
     if failed > 0 {
-        println!(
+        outln!(
             "{failed} resume(s) failed; their checkpoints are retained with the failure and retried once the claim goes stale."
-        );
+        )?;
     }
     let pending = asks.pending(limit)?;
     if pending.is_empty() {
-        println!(
+        outln!(
             "No pending asks. Gated tool calls and mission questions land here when nobody is watching the session."
-        );
+        )?;
         return Ok(0);
     }
     let now = clock::now_ms();
@@ -67,13 +68,13 @@ fn list(ctx: &Ctx, limit: usize) -> anyhow::Result<i32> {
             expires_in(a, now)
         ]);
     }
-    print!("{}", crate::table::render(&rows));
+    out!("{}", crate::table::render(&rows))?;
     for a in pending.iter().filter(|a| a.diff.is_some()) {
-        println!("\nDiff for {}:\n{}", a.id, a.diff.as_deref().unwrap_or(""));
+        outln!("\nDiff for {}:\n{}", a.id, a.diff.as_deref().unwrap_or(""))?;
     }
-    println!(
+    outln!(
         "\nAnswer with 'missionboard approvals respond <id> --approve|--deny' or '--answer \"...\"' for a question."
-    );
+    )?;
     Ok(0)
 }
 
@@ -118,7 +119,8 @@ fn respond(
     }
     let store = ctx.store()?;
     let asks = Asks::new(store.clone());
-    let row = asks.require(id)?;
+    let row = asks.find(id)?;
+    let id = row.id.as_str();
     let verdict = match answer {
         Some(text) => OperatorVerdict::Answer(text),
         None if approve => OperatorVerdict::Approve,
@@ -138,23 +140,23 @@ fn respond(
     let after =
         crate::runtime::multi_thread()?.block_on(resume::answer(&ctx.paths, &store, id, who))?;
     if let Some(agent) = as_agent {
-        println!(
+        outln!(
             "Answered as agent {:?} — the durable record attributes this answer to it, and it counts against the mission's agent-answer bound.",
             agent.trim()
-        );
+        )?;
     }
     match after {
-        Afterwards::ResumedHere => println!(
+        Afterwards::ResumedHere => outln!(
             "Verdict recorded for {id} and the suspended run was resumed in this process. If it paused on a further ask, 'missionboard approvals list' shows it."
-        ),
-        Afterwards::HostResumes => println!(
+        )?,
+        Afterwards::HostResumes => outln!(
             "Verdict recorded for {id}. Its run is parked under it in a host process that is still up, and that host resumes it with this answer."
-        ),
-        Afterwards::SettledHere => println!(
+        )?,
+        Afterwards::SettledHere => outln!(
             "Verdict recorded for {id}. Its run had no live host and nothing was left to resume, so it was settled here: 'missionboard mission show {}' has the outcome.",
             row.mission_id.as_deref().unwrap_or("<mission>")
-        ),
-        Afterwards::NothingParked => println!("{}", recorded_line(id)),
+        )?,
+        Afterwards::NothingParked => outln!("{}", recorded_line(id))?,
     }
     Ok(0)
 }

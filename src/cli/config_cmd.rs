@@ -1,5 +1,6 @@
 //! `missionboard config set|get|list|unset`.
 
+use super::out::{self, out, outln};
 use super::{ConfigCmd, Ctx};
 use crate::config::{Config, Origin};
 use crate::row;
@@ -19,19 +20,19 @@ pub(super) fn run(ctx: &Ctx, cmd: ConfigCmd) -> anyhow::Result<i32> {
     match cmd {
         ConfigCmd::Set { key, value } => {
             let stored = config.set(&key, &value)?;
-            println!("{key} = {stored}");
+            outln!("{key} = {stored}")?;
         }
         ConfigCmd::Get { key } => match config.get(&key)? {
-            Some(v) => println!("{v}"),
-            None => {
-                eprintln!("{key} is not set — set it with `missionboard config set {key} <value>`")
-            }
+            Some(v) => outln!("{v}")?,
+            None => out::notice(&format!(
+                "{key} is not set — set it with `missionboard config set {key} <value>`"
+            )),
         },
         ConfigCmd::Unset { key } => {
             config.unset(&key)?;
             match config.get(&key)? {
-                Some(d) => println!("{key} unset (default: {d})"),
-                None => println!("{key} unset"),
+                Some(d) => outln!("{key} unset (default: {d})")?,
+                None => outln!("{key} unset")?,
             }
         }
         ConfigCmd::List => {
@@ -49,7 +50,7 @@ pub(super) fn run(ctx: &Ctx, cmd: ConfigCmd) -> anyhow::Result<i32> {
                     key.help
                 ]);
             }
-            print!("{}", crate::table::render(&rows));
+            out!("{}", crate::table::render(&rows))?;
         }
     }
     Ok(0)

@@ -1,7 +1,11 @@
 //! `missionboard doctor`: is this machine ready to run missions? The first line is the
 //! verdict; each following line names one part and, when it is missing, the fix.
 
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
 use super::Ctx;
+use super::out::outln;
 use crate::agents::Registry;
 use crate::config::{self, Config};
 use crate::envelope::search;
@@ -58,12 +62,24 @@ pub(super) fn run(ctx: &Ctx) -> anyhow::Result<i32> {
             lines.push("Agents:    none declared".into());
             fixes.push("run: missionboard init".into());
         }
-        Ok(reg) => lines.push(format!("Agents:    {}", reg.names().join(", "))),
+        Ok(reg) => {
+            lines.push(format!("Agents:    {}", reg.names().join(", ")));
+            for agent in reg.all() {
+                if find_program(&agent.program()).is_none() {
+                    lines.push(format!(
+                        "Agent:     {}: command {:?} is not on PATH — install it, or fix its declaration in agents.toml",
+                        agent.name, agent.command
+                    ));
+                    fixes.push("install the missing agent commands (see below)".into());
+                }
+            }
+        }
         Err(e) => {
             lines.push(format!("Agents:    {e}"));
             fixes.push("fix agents.toml (see above)".into());
         }
     }
+    lines.extend(permission_warnings(&ctx.paths));
 
     if let Some(store) = &store {
         let cfg = Config::new(store.clone());
@@ -76,6 +92,17 @@ pub(super) fn run(ctx: &Ctx) -> anyhow::Result<i32> {
                 None => "no model-name set: agent-planner and the oracle need one (missionboard config set model-name <model>); the stub agents need none".into(),
             }
         ));
+        let configured = model.is_some()
+            || cfg.get_with_origin(config::MODEL_BASE_URL)?.1 == config::Origin::Set;
+        if configured {
+            match probe_model(&cfg) {
+                Ok(line) => lines.push(format!("Endpoint:  {line}")),
+                Err(e) => {
+                    lines.push(format!("Endpoint:  {e}"));
+                    fixes.push("start the model server, or set model-base-url (see above)".into());
+                }
+            }
+        }
         let missions = crate::mission::Missions::new(store.clone());
         let asks = crate::asks::Asks::new(store.clone());
         match crate::fleet::sweep::reclaim(&missions, &asks) {
@@ -85,6 +112,7 @@ pub(super) fn run(ctx: &Ctx) -> anyhow::Result<i32> {
                 "Missions: the abandoned-mission sweep did not run ({e}) — a mission whose host process is gone may still read as open."
             )),
         }
+        lines.extend(hostless_missions(ctx, &missions)?);
         let policy = cfg.get(config::DEFAULT_MISSION_POLICY)?;
         lines.push(format!(
             "Defaults:  envelope {}, fleet width {}",
@@ -99,12 +127,118 @@ pub(super) fn run(ctx: &Ctx) -> anyhow::Result<i32> {
 
     fixes.dedup();
     if fixes.is_empty() {
-        println!("Ready: yes — run: missionboard board");
+        outln!("Ready: yes — run: missionboard board")?;
     } else {
-        println!("Ready: no — {}", fixes.join("; "));
+        outln!("Ready: no — {}", fixes.join("; "))?;
     }
     for l in lines {
-        println!("{l}");
+        outln!("{l}")?;
     }
     Ok(if fixes.is_empty() { 0 } else { 1 })
+}
+
+/// `program` as the spawn would find it: a path as given, a bare name on `PATH`.
+fn find_program(program: &Path) -> Option<PathBuf> {
+    use std::os::unix::fs::PermissionsExt;
+    let executable = |p: &Path| {
+        std::fs::metadata(p).is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
+    };
+    if program.components().count() > 1 {
+        return executable(program).then(|| program.to_path_buf());
+    }
+    std::env::split_paths(&std::env::var_os("PATH")?)
+        .map(|dir| dir.join(program))
+        .find(|p| executable(p))
+}
+
+/// How long the endpoint probe waits for a connection.
+const PROBE_TIMEOUT: Duration = Duration::from_secs(3);
+
+/// Is the configured model endpoint there? A scripted dialog must load; an HTTP
+/// endpoint must accept a TCP connection (no request is sent, nothing is spent).
+fn probe_model(cfg: &Config) -> anyhow::Result<String> {
+    use std::net::{TcpStream, ToSocketAddrs};
+    let settings = crate::model::ModelSettings::from_config(cfg)?;
+    if let Some(path) = settings.scripted_path() {
+        crate::model::ModelClient::connect(&settings).map_err(|e| anyhow::anyhow!("{e}"))?;
+        return Ok(format!("scripted dialog {} loads", path.display()));
+    }
+    let url = reqwest::Url::parse(&settings.base_url)
+        .map_err(|e| anyhow::anyhow!("model-base-url {:?} is not a URL: {e}", settings.base_url))?;
+    let (host, port) = match (url.host_str(), url.port_or_known_default()) {
+        (Some(h), Some(p)) => (h.to_string(), p),
+        _ => anyhow::bail!("model-base-url {:?} names no host", settings.base_url),
+    };
+    let unreachable = |why: String| {
+        anyhow::anyhow!(
+            "{} is unreachable ({why}) — start the model server, or point model-base-url at one",
+            settings.base_url
+        )
+    };
+    let addrs: Vec<_> = (host.as_str(), port)
+        .to_socket_addrs()
+        .map_err(|e| unreachable(e.to_string()))?
+        .collect();
+    let mut last = String::from("no address");
+    for addr in addrs {
+        match TcpStream::connect_timeout(&addr, PROBE_TIMEOUT) {
+            Ok(_) => return Ok(format!("{} accepts connections", settings.base_url)),
+            Err(e) => last = e.to_string(),
+        }
+    }
+    Err(unreachable(last))
+}
+
+/// Open missions whose host process is gone: nothing listens on their mission
+/// socket any more, so no unit is working them.
+fn hostless_missions(
+    ctx: &Ctx,
+    missions: &crate::mission::Missions,
+) -> anyhow::Result<Vec<String>> {
+    let run_dir = ctx.paths.run_dir();
+    let mut lines = Vec::new();
+    for m in missions.list_open(200)? {
+        let socket = crate::tools::socket_path_for(&run_dir, &m.id);
+        if std::os::unix::net::UnixStream::connect(&socket).is_ok() {
+            continue;
+        }
+        lines.push(format!(
+            "Hostless:  mission {} ({}, fired {} ago) is open but its host process is gone, so no unit works it — an answer to a pending ask resumes it; 'missionboard mission stop {}' abandons it",
+            m.id,
+            m.agent_name,
+            crate::duration::age(crate::clock::age_secs(m.created_at)),
+            m.id
+        ));
+    }
+    Ok(lines)
+}
+
+/// A warning for each private file or directory of the home that group or others
+/// may read: the store, the logs and the sockets hold agent text and answers.
+fn permission_warnings(paths: &crate::paths::Paths) -> Vec<String> {
+    use std::os::unix::fs::PermissionsExt;
+    let db = paths.db_path();
+    let mut private: Vec<(PathBuf, u32)> = vec![
+        (paths.home.clone(), 0o700),
+        (db.clone(), 0o600),
+        (PathBuf::from(format!("{}-wal", db.display())), 0o600),
+        (PathBuf::from(format!("{}-shm", db.display())), 0o600),
+        (paths.log_dir(), 0o700),
+    ];
+    if let Ok(logs) = std::fs::read_dir(paths.log_dir()) {
+        private.extend(logs.flatten().map(|e| (e.path(), 0o600)));
+    }
+    private
+        .into_iter()
+        .filter_map(|(path, want)| {
+            let mode = std::fs::metadata(&path).ok()?.permissions().mode() & 0o777;
+            (mode & 0o077 != 0).then(|| {
+                format!(
+                    "Warning:   {} is mode {mode:o}, readable beyond its owner — chmod {want:o} {}",
+                    path.display(),
+                    path.display()
+                )
+            })
+        })
+        .collect()
 }

@@ -7,6 +7,7 @@ use std::time::{Duration, Instant};
 
 use super::Ctx;
 use super::mission_cmd::{report_lines, status_line};
+use super::out::{out, outln};
 use crate::agents::AgentCaps;
 use crate::config::{self, Config};
 use crate::envelope::bounds::{ComputeField, bound_status, describe_all};
@@ -15,6 +16,7 @@ use crate::fleet::{DispatchRequest, Fleet};
 use crate::mission::Status;
 use crate::oracle::Oracle;
 use crate::presets;
+use crate::signals::Signals;
 
 /// How often the wait re-reads the mission record.
 const POLL: Duration = Duration::from_millis(250);
@@ -67,7 +69,7 @@ pub(super) fn run(ctx: &Ctx, args: FireArgs) -> anyhow::Result<i32> {
         let _teardown = fleet.spawn_teardown();
         let driver = match oracle {
             Some(o) => {
-                println!("{}", o.mount_line());
+                outln!("{}", o.mount_line())?;
                 Some(o.spawn(fleet.clone())?)
             }
             None => None,
@@ -97,58 +99,93 @@ async fn fire_and_wait(
         })
         .await?;
     let id = d.mission_id.clone();
-    println!("Mission fired at agent {agent:?} under envelope {policy:?}.");
-    println!("Intent: {intent}");
-    println!(
+    outln!("Mission fired at agent {agent:?} under envelope {policy:?}.")?;
+    outln!("Intent: {intent}")?;
+    outln!(
         "Mission {id} (instance {}, session {}).",
-        d.instance_id, d.session_id
-    );
+        d.instance_id,
+        d.session_id
+    )?;
     for line in compute_narration(&agent, &d.compute, &d.caps) {
-        println!("{line}");
+        outln!("{line}")?;
     }
-    println!(
+    // SIGINT, SIGTERM and SIGHUP all end the wait, from the moment it is announced.
+    let mut signals = Signals::termination_or_interrupt()?;
+    outln!(
         "Waiting for a terminal status (timeout {}; the unit is a child of this process and is torn down when it exits)…",
         crate::duration::format(timeout)
-    );
+    )?;
     let deadline = Instant::now() + timeout;
-    let mut signals = Signals::new()?;
     let mission = loop {
         let m = fleet
             .missions()
             .require(&id)
             .map_err(|e| anyhow::anyhow!("waiting on mission {id}: {e}"))?;
         if m.status != Status::Open {
+            outln!("Mission {id} finished: {}", status_line(&m))?;
+            break m;
+        }
+        // Nothing will move it: the unit's turns are over and nothing is pending.
+        if let Some(why) = fleet.idle_reason(&id) {
+            outln!(
+                "Mission {id} is still {} with no verdict and nothing pending: {why}. It is torn down with this process; its record and reports survive — see 'missionboard mission show {id}'.",
+                m.status
+            )?;
             break m;
         }
         if Instant::now() >= deadline {
-            println!(
+            outln!(
                 "mission {id} did not finish within {}: it is torn down with this process (the unit is a child subprocess). Its record and any reports so far survive — see 'missionboard mission show {id}'. Re-run with a larger --timeout, or fire from a long-lived host (the board's /mission).",
                 crate::duration::format(timeout)
-            );
+            )?;
+            out!("{}", pending_lines(fleet, &id)?)?;
             return Ok(1);
         }
         tokio::select! {
             _ = tokio::time::sleep(POLL.min(deadline.saturating_duration_since(Instant::now()))) => {}
             _ = signals.next() => {
-                println!(
+                outln!(
                     "mission {id} wait interrupted: the unit is torn down with this process. Its record and any reports so far survive — see 'missionboard mission show {id}'."
-                );
+                )?;
                 return Ok(1);
             }
         }
     };
-    println!("Mission {id} finished: {}", status_line(&mission));
     let reports = fleet.missions().reports(&id, 200)?;
     if !reports.is_empty() {
-        println!("Reports:");
-        print!("{}", report_lines(&reports));
+        outln!("Reports:")?;
+        out!("{}", report_lines(&reports))?;
     }
-    println!("Full detail: missionboard mission reports {id}");
+    outln!("Full detail: missionboard mission reports {id}")?;
     Ok(if mission.status == Status::Landed {
         0
     } else {
         1
     })
+}
+
+/// What a timed-out mission is waiting on: each pending ask and how to answer it
+/// (the answer resumes the run even after this process is gone).
+fn pending_lines(fleet: &Fleet, mission_id: &str) -> anyhow::Result<String> {
+    let mut out = String::new();
+    for a in fleet.asks().for_mission(mission_id, 200)? {
+        if !a.is_pending() {
+            continue;
+        }
+        let how = if a.takes_words() {
+            "--answer \"...\""
+        } else {
+            "--approve|--deny"
+        };
+        out.push_str(&format!(
+            "It is waiting on {} ask {}: {}\nAnswer it with 'missionboard approvals respond {} {how}'.\n",
+            a.kind(),
+            a.id,
+            a.args_summary,
+            a.id
+        ));
+    }
+    Ok(out)
 }
 
 /// What the mission's compute bounds amount to for this agent, each field with
@@ -180,30 +217,4 @@ fn compute_narration(agent: &str, bounds: &ComputeBounds, caps: &AgentCaps) -> V
         });
     }
     lines
-}
-
-/// SIGINT, SIGTERM and SIGHUP all end the wait.
-struct Signals {
-    int: tokio::signal::unix::Signal,
-    term: tokio::signal::unix::Signal,
-    hup: tokio::signal::unix::Signal,
-}
-
-impl Signals {
-    fn new() -> anyhow::Result<Signals> {
-        use tokio::signal::unix::{SignalKind, signal};
-        Ok(Signals {
-            int: signal(SignalKind::interrupt())?,
-            term: signal(SignalKind::terminate())?,
-            hup: signal(SignalKind::hangup())?,
-        })
-    }
-
-    async fn next(&mut self) {
-        tokio::select! {
-            _ = self.int.recv() => {}
-            _ = self.term.recv() => {}
-            _ = self.hup.recv() => {}
-        }
-    }
 }

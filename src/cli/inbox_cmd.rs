@@ -1,6 +1,7 @@
 //! `missionboard inbox list|show|ack`.
 
 use super::mission_cmd::{missions, report_body};
+use super::out::{out, outln};
 use super::{Ctx, InboxCmd};
 use crate::clock;
 use crate::duration::age;
@@ -13,13 +14,13 @@ pub(super) fn run(ctx: &Ctx, cmd: InboxCmd) -> anyhow::Result<i32> {
             let items = svc.inbox(all, limit)?;
             if items.is_empty() {
                 if all {
-                    println!(
+                    outln!(
                         "Operator inbox is empty. A mission's report lands here only when it had no live session to reach — 'missionboard mission fire' without a supervising session, or a session that ended before the report arrived."
-                    );
+                    )?;
                 } else {
-                    println!(
+                    outln!(
                         "No unacknowledged inbox items. 'missionboard inbox list --all' also shows what was already read."
-                    );
+                    )?;
                 }
                 return Ok(0);
             }
@@ -37,10 +38,10 @@ pub(super) fn run(ctx: &Ctx, cmd: InboxCmd) -> anyhow::Result<i32> {
                     if i.acked { "yes" } else { "no" }
                 ]);
             }
-            print!("{}", crate::table::render(&rows));
-            println!(
+            out!("{}", crate::table::render(&rows))?;
+            outln!(
                 "\nFull detail: missionboard inbox show <id>. Mark read: missionboard inbox ack <id>."
-            );
+            )?;
         }
         InboxCmd::Show { id } => {
             let i = svc.inbox_item(&id)?;
@@ -72,11 +73,11 @@ pub(super) fn run(ctx: &Ctx, cmd: InboxCmd) -> anyhow::Result<i32> {
                 "\nFull mission record: missionboard mission show {}\n",
                 i.mission_id
             ));
-            print!("{out}");
+            out!("{out}")?;
         }
         InboxCmd::Ack { id } => {
             let i = svc.ack(&id)?;
-            println!("Inbox item {} acknowledged.", i.id);
+            outln!("Inbox item {} acknowledged.", i.id)?;
         }
     }
     Ok(0)

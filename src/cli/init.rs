@@ -2,6 +2,7 @@
 
 use std::path::Path;
 
+use super::out::outln;
 use super::{Ctx, InitArgs};
 use crate::presets::{self, Mode, Outcome, Seeded};
 
@@ -41,29 +42,29 @@ pub(super) fn run(ctx: &Ctx, args: InitArgs) -> anyhow::Result<i32> {
 
     let count = |f: fn(&Outcome) -> bool| seeded.iter().filter(|s| f(&s.outcome)).count();
     let skipped = count(|o| *o == Outcome::Skipped);
-    println!(
+    outln!(
         "missionboard init: {} created, {} updated, {} up to date, {} skipped.",
         count(|o| *o == Outcome::Created),
         count(|o| matches!(o, Outcome::Updated | Outcome::Overwrote(_))),
         count(|o| *o == Outcome::UpToDate),
         skipped,
-    );
+    )?;
     if skipped > 0 {
-        println!(
+        outln!(
             "Skipped files were edited here and are kept as they are; 'missionboard init --force' overwrites them with this build's presets."
-        );
+        )?;
     }
-    println!(
+    outln!(
         "Next: 'missionboard vet --all' checks them, 'missionboard agent list' shows the agents you can fire at."
-    );
+    )?;
     Ok(0)
 }
 
 fn seed_into(dir: &Path, mode: Mode) -> anyhow::Result<Vec<Seeded>> {
-    println!("Seeding {}:", dir.display());
+    outln!("Seeding {}:", dir.display())?;
     let seeded = presets::seed(dir, mode)?;
     for s in seeded.iter().filter(|s| s.outcome != Outcome::UpToDate) {
-        println!("{s}");
+        outln!("{s}")?;
     }
     Ok(seeded)
 }

@@ -3,6 +3,7 @@
 use std::fmt::Write as _;
 
 use super::Ctx;
+use super::out::{self, out, outln};
 use crate::clock;
 use crate::duration::age;
 use crate::envelope::bounds::{ComputeField, describe};
@@ -16,29 +17,30 @@ pub(super) fn missions(ctx: &Ctx) -> anyhow::Result<Missions> {
 
 /// The lazy reclaim sweep of list and show: the count line when it collected
 /// anything; its errors never fail the read.
-fn sweep(svc: &Missions, json: bool) {
+fn sweep(svc: &Missions, json: bool) -> anyhow::Result<()> {
     let asks = crate::asks::Asks::new(svc.store().clone());
     match crate::fleet::sweep::reclaim(svc, &asks) {
-        Ok(n) if n > 0 && !json => println!("{}\n", crate::fleet::sweep::count_line(n)),
+        Ok(n) if n > 0 && !json => outln!("{}\n", crate::fleet::sweep::count_line(n))?,
         Ok(_) => {}
         Err(e) => tracing::warn!("reclaim sweep failed: {e}"),
     }
+    Ok(())
 }
 
 pub(super) fn list(ctx: &Ctx, limit: usize, json: bool) -> anyhow::Result<i32> {
     let svc = missions(ctx)?;
-    sweep(&svc, json);
+    sweep(&svc, json)?;
     let all = svc
         .list(limit)
         .map_err(|e| anyhow::anyhow!("failed to list missions: {e}"))?;
     if json {
-        println!("{}", serde_json::to_string_pretty(&all)?);
+        out::json(&all)?;
         return Ok(0);
     }
     if all.is_empty() {
-        println!(
+        outln!(
             "No missions recorded. Fire one with 'missionboard mission fire <agent> \"<intent>\" --wait', or /mission from the board."
-        );
+        )?;
         return Ok(0);
     }
     let mut rows = vec![row!["ID", "AGENT", "ENVELOPE", "STATUS", "AGE"]];
@@ -51,13 +53,13 @@ pub(super) fn list(ctx: &Ctx, limit: usize, json: bool) -> anyhow::Result<i32> {
             age(clock::age_secs(m.created_at))
         ]);
     }
-    print!("{}", crate::table::render(&rows));
+    out!("{}", crate::table::render(&rows))?;
     Ok(0)
 }
 
 pub(super) fn show(ctx: &Ctx, id: &str, json: bool) -> anyhow::Result<i32> {
     let svc = missions(ctx)?;
-    sweep(&svc, json);
+    sweep(&svc, json)?;
     let m = svc.resolve(id)?;
     let reports = svc
         .reports(&m.id, 200)
@@ -79,7 +81,7 @@ pub(super) fn show(ctx: &Ctx, id: &str, json: bool) -> anyhow::Result<i32> {
         // Every ask with its resolution, newest first: who answered shows there.
         v["asks"] = serde_json::to_value(&all)?;
         v["oracleTrace"] = serde_json::to_value(oracle_trace(&svc, &m.id)?)?;
-        println!("{}", serde_json::to_string_pretty(&v)?);
+        out::json(&v)?;
         return Ok(0);
     }
     let mut out = String::new();
@@ -166,7 +168,7 @@ pub(super) fn show(ctx: &Ctx, id: &str, json: bool) -> anyhow::Result<i32> {
         )?;
         out.push_str(&report_lines(&reports));
     }
-    print!("{out}");
+    out!("{out}")?;
     Ok(0)
 }
 
@@ -242,7 +244,7 @@ pub(super) fn reports(ctx: &Ctx, id: &str, json: bool) -> anyhow::Result<i32> {
     let m = svc.resolve(id)?;
     let reports = svc.reports(&m.id, 10_000)?;
     if json {
-        println!("{}", serde_json::to_string_pretty(&reports)?);
+        out::json(&reports)?;
         return Ok(0);
     }
     let mut out = format!("Mission {} ({}): {}\n", m.id, m.status, m.intent);
@@ -252,7 +254,7 @@ pub(super) fn reports(ctx: &Ctx, id: &str, json: bool) -> anyhow::Result<i32> {
     for r in &reports {
         out.push_str(&full_report(r));
     }
-    print!("{out}");
+    out!("{out}")?;
     Ok(0)
 }
 
@@ -297,19 +299,14 @@ pub(super) fn plan(ctx: &Ctx, id: &str, json: bool) -> anyhow::Result<i32> {
     let plan = svc.plan(&m.id)?;
     let revisions = svc.plan_revisions(&m.id)?;
     if json {
-        println!(
-            "{}",
-            serde_json::to_string_pretty(
-                &serde_json::json!({"plan": plan, "revisions": revisions})
-            )?
-        );
+        out::json(&serde_json::json!({"plan": plan, "revisions": revisions}))?;
         return Ok(0);
     }
     if plan.revision == 0 {
-        println!(
+        outln!(
             "Mission {} has no plan yet (revision 0) — no resident planner has run for this mission.",
             m.id
-        );
+        )?;
         return Ok(0);
     }
     let mut out = format!("Mission {} — plan revision {}\n", m.id, plan.revision);
@@ -328,7 +325,7 @@ pub(super) fn plan(ctx: &Ctx, id: &str, json: bool) -> anyhow::Result<i32> {
             out.push_str(&format!("  {}\n", r.history_line()));
         }
     }
-    print!("{out}");
+    out!("{out}")?;
     Ok(0)
 }
 
@@ -337,10 +334,10 @@ pub(super) fn stop(ctx: &Ctx, id: &str, reason: Option<&str>) -> anyhow::Result<
     let m = svc.resolve(id)?;
     let asks = crate::asks::Asks::new(svc.store().clone());
     crate::fleet::stop::stop_mission(&svc, &asks, &m.id, reason)?;
-    println!(
+    outln!(
         "Mission {} abandoned. Pending asks are closed; any live unit is being reaped by its host process.",
         m.id
-    );
+    )?;
     Ok(0)
 }
 
@@ -386,13 +383,13 @@ pub(super) fn asks(ctx: &Ctx, id: Option<&str>, limit: usize) -> anyhow::Result<
         }
     }
     if rows.len() == 1 {
-        println!(
+        outln!(
             "No pending attention asks. A mission's unit raises one when it needs a human's own words, not a yes/no — answer with 'missionboard approvals respond <id> --answer \"...\"'."
-        );
+        )?;
         return Ok(0);
     }
-    print!("{}", crate::table::render(&rows));
-    print!("{details}");
-    println!("\nAnswer with 'missionboard approvals respond <id> --answer \"...\"'.");
+    out!("{}", crate::table::render(&rows))?;
+    out!("{details}")?;
+    outln!("\nAnswer with 'missionboard approvals respond <id> --answer \"...\"'.")?;
     Ok(0)
 }

@@ -9,6 +9,7 @@ mod fire;
 mod inbox_cmd;
 mod init;
 mod mission_cmd;
+mod out;
 mod vet;
 
 use std::io::IsTerminal;
@@ -249,6 +250,31 @@ struct StubArgs {
     demo: bool,
 }
 
+impl Command {
+    /// Commands that host units (or are one): they must tear down before they
+    /// exit, so a closed stdout reaches them as an error from the output layer.
+    fn hosts_units(&self) -> bool {
+        matches!(
+            self,
+            Command::Board { .. }
+                | Command::Mission(MissionCmd::Fire { .. })
+                | Command::Agent(AgentArgs { command: None, .. })
+                | Command::StubAgent(_)
+                | Command::McpBridge { .. }
+        )
+    }
+}
+
+/// A one-shot command whose reader went away (`| head`) ends the way git does: by
+/// SIGPIPE, quietly, at the first write nobody reads — whoever's code wrote it.
+fn die_quietly_on_closed_stdout() {
+    // SAFETY: restoring the default disposition of one signal, before any thread or
+    // child exists that could observe the change.
+    unsafe {
+        libc::signal(libc::SIGPIPE, libc::SIG_DFL);
+    }
+}
+
 /// Flags that exist only under `opt-in-beta`: absent, not hidden, without it.
 #[derive(Debug, Default)]
 struct BetaFlags {
@@ -281,6 +307,32 @@ fn build_command(beta: bool) -> clap::Command {
             )
         })
     })
+}
+
+/// A beta flag used without the beta is unknown to the parser; the error says how
+/// to turn it on.
+fn with_beta_tip(mut e: clap::Error, beta: bool) -> clap::Error {
+    use clap::error::{ContextKind, ContextValue, ErrorKind};
+    if beta || e.kind() != ErrorKind::UnknownArgument {
+        return e;
+    }
+    let flag = match e.get(ContextKind::InvalidArg) {
+        Some(ContextValue::String(arg)) => arg.split('=').next().unwrap_or_default().to_string(),
+        _ => return e,
+    };
+    if !["--oracle", "--as-agent"].contains(&flag.as_str()) {
+        return e;
+    }
+    let mut tips = match e.get(ContextKind::Suggested) {
+        Some(ContextValue::StyledStrs(tips)) => tips.clone(),
+        _ => Vec::new(),
+    };
+    tips.insert(
+        0,
+        format!("{flag} requires opt-in-beta (missionboard config set opt-in-beta true)").into(),
+    );
+    e.insert(ContextKind::Suggested, ContextValue::StyledStrs(tips));
+    e
 }
 
 fn beta_flags(m: &ArgMatches) -> BetaFlags {
@@ -321,13 +373,16 @@ pub fn main() -> i32 {
     let beta = crate::config::beta_enabled(&paths.db_path());
     let matches = match build_command(beta).try_get_matches() {
         Ok(m) => m,
-        Err(e) => e.exit(),
+        Err(e) => with_beta_tip(e, beta).exit(),
     };
     let cli = match Cli::from_arg_matches(&matches) {
         Ok(c) => c,
         Err(e) => e.exit(),
     };
     let flags = beta_flags(&matches);
+    if !cli.command.as_ref().is_some_and(Command::hosts_units) {
+        die_quietly_on_closed_stdout();
+    }
     let _log_guard = crate::logging::init(&paths.log_dir(), cli.trace);
     let ctx = Ctx { paths, beta };
     match run(&ctx, cli.command, flags) {
@@ -337,8 +392,11 @@ pub fn main() -> i32 {
 }
 
 fn fail(e: &anyhow::Error) -> i32 {
+    if e.chain().any(|cause| cause.is::<out::StdoutClosed>()) {
+        return out::STDOUT_CLOSED_EXIT;
+    }
     tracing::error!("{e:#}");
-    eprintln!("Error: {e:#}");
+    out::error(&format!("{e:#}"));
     1
 }
 
@@ -430,7 +488,9 @@ fn run_role(role: impl std::future::Future<Output = Result<(), String>>) -> i32 
     let runtime = match crate::runtime::multi_thread() {
         Ok(rt) => rt,
         Err(err) => {
-            eprintln!("missionboard: cannot start the async runtime: {err}");
+            out::notice(&format!(
+                "missionboard: cannot start the async runtime: {err}"
+            ));
             return 1;
         }
     };
@@ -441,7 +501,7 @@ fn run_role(role: impl std::future::Future<Output = Result<(), String>>) -> i32 
     match result {
         Ok(()) => 0,
         Err(message) => {
-            eprintln!("{message}");
+            out::notice(&message);
             1
         }
     }

@@ -3,6 +3,7 @@
 
 use std::path::{Path, PathBuf};
 
+use super::out::outln;
 use super::{Ctx, VetArgs};
 use crate::envelope::vet::{self, FileKind, VetReport};
 
@@ -28,36 +29,36 @@ pub(super) fn run(ctx: &Ctx, args: VetArgs) -> anyhow::Result<i32> {
         );
     }
     if files.is_empty() {
-        println!(
+        outln!(
             "Nothing to vet: no .json files found. Run 'missionboard init' to scaffold .missionboard/, or pass a path."
-        );
+        )?;
         return Ok(0);
     }
     let (mut vetted, mut failed) = (0, 0);
     for file in &files {
         match vet_file(file) {
-            None => println!("skip {} (not a chain or hitl-policy file)", file.display()),
+            None => outln!("skip {} (not a chain or hitl-policy file)", file.display())?,
             Some(report) => {
                 vetted += 1;
                 if !report.errors.is_empty() {
                     failed += 1;
-                    println!("FAIL {}", file.display());
+                    outln!("FAIL {}", file.display())?;
                     for line in &report.errors {
-                        println!("{INDENT}{line}");
+                        outln!("{INDENT}{line}")?;
                     }
                 } else if !report.warnings.is_empty() {
-                    println!("WARN {}", file.display());
+                    outln!("WARN {}", file.display())?;
                     for (field, message) in &report.warnings {
-                        println!("{INDENT}{field}: {message}");
+                        outln!("{INDENT}{field}: {message}")?;
                     }
                 } else {
-                    println!("ok   {}", file.display());
+                    outln!("ok   {}", file.display())?;
                 }
             }
         }
     }
     if failed > 0 {
-        println!("\nvet: {failed} of {vetted} file(s) failed");
+        outln!("\nvet: {failed} of {vetted} file(s) failed")?;
         return Ok(1);
     }
     Ok(0)

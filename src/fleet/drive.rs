@@ -35,6 +35,9 @@ pub(super) struct Drive {
     pub ledger: ComputeLedger,
     /// How long a compute-bound question may wait (the approval ceiling).
     pub ask_ceiling: Option<std::time::Duration>,
+    /// Set (to the runtime blocker's summary) when the loop has prompted its turns
+    /// and the mission is still open with nothing pending: nothing will move it.
+    pub idle: watch::Sender<Option<String>>,
 }
 
 /// How a unit's first turn begins.
@@ -108,6 +111,7 @@ impl Drive {
                 Turn::Done(_) => {
                     self.heartbeat();
                     let _ = self.asks.drop_checkpoint(&ask_id);
+                    self.note_if_idle();
                 }
                 Turn::Failed(e) => {
                     let _ = self.asks.fail_checkpoint(&ask_id, &e.to_string());
@@ -149,6 +153,8 @@ impl Drive {
         }
         if !heard {
             self.file_silent_blocker(&journal);
+        } else {
+            self.note_if_idle();
         }
         // Resident until the mission rests (the teardown follower flips `stop`),
         // resuming the unit whenever a question it parked on is resolved.
@@ -215,6 +221,9 @@ impl Drive {
                     let _ = self.asks.drop_checkpoint(&cp.ask_id);
                     // The resumed turn may have parked on a new question.
                     *parked = self.parked();
+                    if parked.is_empty() {
+                        self.note_if_idle();
+                    }
                     return None;
                 }
                 Turn::Failed(e) => {
@@ -477,7 +486,33 @@ impl Drive {
                 format!("The unit's last words:\n\n{words}\n\n{}", attach(session)),
             )
         };
-        self.file_blocker(summary, detail);
+        self.file_blocker(summary.clone(), detail);
+        let _ = self.idle.send(Some(summary));
+    }
+
+    /// The unit reached its operator, but its turn ended with no verdict and nothing
+    /// pending (an agent that ran out of steps ends this way), and the loop prompts a
+    /// unit that reached someone no further: say so, durably, and mark the drive idle
+    /// so a waiting `mission fire` returns instead of idling to its timeout.
+    fn note_if_idle(&self) {
+        let id = &self.mission.id;
+        let pending = self
+            .asks
+            .for_mission(id, 200)
+            .map(|asks| asks.iter().any(|a| a.is_pending()))
+            .unwrap_or(true);
+        if pending || self.resting() {
+            return;
+        }
+        let session = self.unit.session_id();
+        let summary = format!(
+            "unit ended its turn with no verdict and nothing pending; attach to session {session}"
+        );
+        let detail = format!(
+            "The unit's turn ended without mission_finish and with no question or gated tool call pending, and the drive loop prompts a unit that has reached its operator no further — an agent that ran out of steps ends this way. The mission stays open: read its reports, then fire it again or stop it ('missionboard mission stop {id}'). Attach to session {session} to read its transcript."
+        );
+        self.file_blocker(summary.clone(), detail);
+        let _ = self.idle.send(Some(summary));
     }
 
     fn file_blocker(&self, summary: String, detail: String) {

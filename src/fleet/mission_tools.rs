@@ -8,7 +8,9 @@ use serde_json::{Map, Value, json};
 
 use crate::asks::checkpoint::{Checkpoint, HostId};
 use crate::asks::{Asks, NewAsk, QUESTION_TOOL, QUESTION_TOOLS};
-use crate::mission::report::{downgrade_paragraph, missing_claims, quoted_list};
+use crate::mission::report::{
+    downgrade_paragraph, missing_claims, quoted_list, unverified_claims, unverified_paragraph,
+};
 use crate::mission::{Handover, Missions, PlanEntry, ReportInput, Status, subjects};
 use crate::tools::PARKED_PREFIX;
 
@@ -72,6 +74,13 @@ impl MissionToolCalls {
         };
         let mut downgraded = Vec::new();
         if input.kind.trim() == "result" {
+            let urls = unverified_claims(&input.refs, input.handover.as_ref());
+            if !urls.is_empty() {
+                input.detail = [input.detail.trim_end(), &unverified_paragraph(&urls)]
+                    .join("\n\n")
+                    .trim_start()
+                    .to_string();
+            }
             downgraded = missing_claims(&input.refs, input.handover.as_ref(), &self.workdir);
             if !downgraded.is_empty() {
                 input.kind = "progress".into();

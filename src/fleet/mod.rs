@@ -73,6 +73,8 @@ struct Started {
 /// A unit this host holds.
 struct Hosted {
     stop: watch::Sender<bool>,
+    /// Why the drive loop has nothing more to do while the mission is open.
+    idle: watch::Receiver<Option<String>>,
     done: tokio::task::JoinHandle<()>,
 }
 
@@ -445,6 +447,7 @@ impl Fleet {
         let inner = &self.inner;
         let mission_id = mission.id.clone();
         let (stop_tx, stop_rx) = watch::channel(false);
+        let (idle_tx, idle_rx) = watch::channel(None);
         let ledger = budget::ComputeLedger::new(inner.missions.store().clone());
         let caps = started.unit.capabilities();
         let offered = caps.offered_models();
@@ -497,6 +500,7 @@ impl Fleet {
             crossings,
             ledger,
             ask_ceiling: inner.ask_ceiling,
+            idle: idle_tx,
         };
         let fleet = self.clone();
         let key = mission_id.clone();
@@ -510,10 +514,18 @@ impl Fleet {
             mission_id.clone(),
             Hosted {
                 stop: stop_tx,
+                idle: idle_rx,
                 done,
             },
         );
         mission_id
+    }
+
+    /// When this host's unit of `mission_id` ended its turns and the mission is still
+    /// open with nothing pending, the runtime blocker's summary saying so.
+    pub fn idle_reason(&self, mission_id: &str) -> Option<String> {
+        let units = self.inner.units.lock().unwrap();
+        units.get(mission_id)?.idle.borrow().clone()
     }
 
     /// Ask the unit of `mission_id` to wind down, if this host holds it. Returns at

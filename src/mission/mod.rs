@@ -6,6 +6,7 @@
 //! exactly one outcome, and nothing — a heartbeat, a plan write, a bind — can move a
 //! mission that is at rest. Writes are durable before their bus event is published.
 
+pub mod id_prefix;
 pub mod inbox;
 pub mod plan;
 pub mod report;
@@ -145,6 +146,13 @@ pub struct NewMission {
     pub session_id: Option<String>,
     pub instance_id: Option<String>,
 }
+
+/// Mission ids, as typed by an operator.
+const MISSION_IDS: id_prefix::IdKind = id_prefix::IdKind {
+    noun: "mission",
+    table: "missions",
+    list_command: "missionboard mission list",
+};
 
 /// Mission failures, worded for the operator.
 #[derive(Debug)]
@@ -289,28 +297,15 @@ impl Missions {
             .ok_or_else(|| MissionError::NotFound(id.to_string()))
     }
 
-    /// A mission by id or by an unambiguous prefix of at least 4 characters, so an
-    /// operator can type what the board shows.
+    /// A mission by id or by an unambiguous prefix ([`id_prefix`]), so an operator
+    /// can type what the board shows.
     pub fn resolve(&self, id_or_prefix: &str) -> Result<Mission> {
-        let key = id_or_prefix.trim();
-        if let Some(m) = self.get(key)? {
-            return Ok(m);
-        }
-        if key.len() < 4 || key.contains(['%', '_']) {
-            return Err(MissionError::NotFound(key.to_string()));
-        }
-        let found: Vec<Mission> = self.store.with(|c| {
-            let mut s = c.prepare(&format!(
-                "SELECT {COLUMNS} FROM missions WHERE id LIKE ?1 || '%' LIMIT 2"
-            ))?;
-            s.query_map(params![key], from_row)?.collect()
-        })?;
-        match found.len() {
-            1 => Ok(found.into_iter().next().unwrap()),
-            0 => Err(MissionError::NotFound(key.to_string())),
-            _ => Err(MissionError::Invalid(format!(
-                "mission id prefix {key:?} matches more than one mission — type more of the id (see 'missionboard mission list')"
-            ))),
+        match id_prefix::resolve(&self.store, &MISSION_IDS, id_or_prefix)? {
+            id_prefix::Resolved::Id(id) => self.require(&id),
+            id_prefix::Resolved::NotFound => {
+                Err(MissionError::NotFound(id_or_prefix.trim().to_string()))
+            }
+            id_prefix::Resolved::Refused(why) => Err(MissionError::Invalid(why)),
         }
     }
 
@@ -654,6 +649,18 @@ pub(crate) mod tests {
         assert_eq!(svc.resolve(&m.id[..8]).unwrap().id, m.id);
         assert!(matches!(
             svc.resolve("nope-nope").unwrap_err(),
+            MissionError::NotFound(_)
+        ));
+        assert_eq!(
+            svc.resolve(&m.id[..3]).unwrap_err().to_string(),
+            format!(
+                "mission id prefix {:?} is too short — type at least 4 characters of the id (see 'missionboard mission list')",
+                &m.id[..3]
+            )
+        );
+        // Typed text is never a pattern.
+        assert!(matches!(
+            svc.resolve("%%%%").unwrap_err(),
             MissionError::NotFound(_)
         ));
     }

@@ -268,10 +268,51 @@ pub(crate) fn report_at(r: &rusqlite::Row<'_>, at: usize) -> rusqlite::Result<Re
     })
 }
 
-/// The verification gate for `result` reports: claims (refs and handover artifacts)
-/// that are plain paths and positively do not exist. URLs, prose and relative paths
-/// with no workdir to anchor them count as present — the gate fails open.
+/// The verification gate for `result` reports: the claims (refs and handover
+/// artifacts) that are not files inside the mission's working directory. A claim
+/// is resolved against `workdir` with every symlink followed, so `..` traversal, an
+/// absolute path elsewhere or a link that escapes fails closed, as do a NUL or
+/// another control character, and any path claim when there is no workdir to
+/// anchor it. URLs are not files: they are left to [`unverified_claims`].
 pub fn missing_claims(refs: &[String], handover: Option<&Handover>, workdir: &str) -> Vec<String> {
+    let root = Path::new(workdir)
+        .canonicalize()
+        .ok()
+        .filter(|_| !workdir.is_empty());
+    claims(refs, handover)
+        .into_iter()
+        .filter(|c| !is_url(c))
+        .filter(|c| match &root {
+            Some(root) if !c.chars().any(char::is_control) => !root
+                .join(c)
+                .canonicalize()
+                .is_ok_and(|full| full.starts_with(root)),
+            // Nothing to anchor it, or not a name a file can have: unverifiable.
+            _ => true,
+        })
+        .map(str::to_string)
+        .collect()
+}
+
+/// The claims the gate cannot check: URLs. They are labelled unverified.
+pub fn unverified_claims(refs: &[String], handover: Option<&Handover>) -> Vec<String> {
+    claims(refs, handover)
+        .into_iter()
+        .filter(|c| is_url(c))
+        .map(str::to_string)
+        .collect()
+}
+
+/// The paragraph appended to a result's detail when it names URLs.
+pub fn unverified_paragraph(urls: &[String]) -> String {
+    format!(
+        "unverified: {} — a URL is not checked; only files inside the mission's working directory are.",
+        quoted_list(urls)
+    )
+}
+
+/// Refs and handover artifacts, trimmed, blanks and repeats dropped.
+fn claims<'a>(refs: &'a [String], handover: Option<&'a Handover>) -> Vec<&'a str> {
     let mut claims: Vec<&str> = Vec::new();
     for c in refs
         .iter()
@@ -283,21 +324,15 @@ pub fn missing_claims(refs: &[String], handover: Option<&Handover>, workdir: &st
         }
     }
     claims
-        .into_iter()
-        .filter(|c| !c.contains("://") && !c.contains(char::is_whitespace))
-        .filter(|c| {
-            let p = Path::new(c);
-            let full = if p.is_absolute() {
-                p.to_path_buf()
-            } else if !workdir.is_empty() {
-                Path::new(workdir).join(p)
-            } else {
-                return false;
-            };
-            matches!(std::fs::metadata(&full), Err(e) if e.kind() == std::io::ErrorKind::NotFound)
-        })
-        .map(str::to_string)
-        .collect()
+}
+
+fn is_url(claim: &str) -> bool {
+    claim.split_once("://").is_some_and(|(scheme, _)| {
+        !scheme.is_empty()
+            && scheme
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || "+-.".contains(c))
+    })
 }
 
 /// `"a", "b"` — the quoted list the gate's messages use.
@@ -412,23 +447,47 @@ mod tests {
     }
 
     #[test]
-    fn the_gate_flags_only_positively_missing_paths() {
+    fn the_gate_passes_only_files_inside_the_working_directory() {
         let dir = tempfile::tempdir().unwrap();
-        std::fs::write(dir.path().join("real.md"), "x").unwrap();
-        let wd = dir.path().to_str().unwrap();
+        let wd = dir.path().join("wd");
+        std::fs::create_dir_all(wd.join("notes")).unwrap();
+        std::fs::write(wd.join("real.md"), "x").unwrap();
+        std::fs::write(wd.join("notes/n.md"), "x").unwrap();
+        std::fs::write(dir.path().join("outside.md"), "x").unwrap();
+        std::os::unix::fs::symlink(dir.path().join("outside.md"), wd.join("escape.md")).unwrap();
+        std::os::unix::fs::symlink(wd.join("real.md"), wd.join("inside-link.md")).unwrap();
+        let outside = dir.path().join("outside.md").display().to_string();
+        let inside_abs = wd.join("real.md").display().to_string();
         let refs: Vec<String> = [
             "real.md",
-            "notes/missing.md",
+            "notes/n.md",
+            "./notes/../real.md",
+            inside_abs.as_str(),
+            "inside-link.md",
             "https://example.com/x",
+            "notes/missing.md",
+            "../outside.md",
+            outside.as_str(),
+            "escape.md",
+            "real.md\0.txt",
             "some prose here",
-            "/definitely/not/here",
         ]
         .map(String::from)
         .to_vec();
+        let wd = wd.to_str().unwrap();
         assert_eq!(
             missing_claims(&refs, None, wd),
-            ["notes/missing.md", "/definitely/not/here"]
+            [
+                "notes/missing.md",
+                "../outside.md",
+                outside.as_str(),
+                "escape.md",
+                "real.md\0.txt",
+                "some prose here"
+            ]
         );
-        assert_eq!(missing_claims(&refs, None, ""), ["/definitely/not/here"]);
+        assert_eq!(unverified_claims(&refs, None), ["https://example.com/x"]);
+        // No working directory to anchor a claim: every path fails closed.
+        assert_eq!(missing_claims(&refs, None, "").len(), refs.len() - 1);
     }
 }

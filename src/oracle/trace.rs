@@ -44,7 +44,8 @@ impl Trace {
     /// cannot take the row must not hide the line from the operator watching.
     pub fn emit(&self, mission_id: &str, ask_id: &str, line: &str) {
         if self.echo {
-            eprintln!("{line}");
+            // The line quotes the question and the model's reply: written inert.
+            eprintln!("{}", crate::text::sanitize(line));
         }
         let written = self.store.with(|c| {
             c.execute(

@@ -211,6 +211,27 @@ struct Tmux {
 }
 
 impl Tmux {
+    /// `q`, then the shell's screen once the board has exited.
+    fn quit(&self) -> String {
+        self.keys(&["q"]);
+        self.wait_screen(30, "the board to exit", |s| {
+            s.lines().any(|l| l.starts_with("EXITED:"))
+        })
+    }
+
+    /// The screen once two captures in a row agree (a frame is not half drawn).
+    fn settled(&self) -> String {
+        let mut last = self.capture();
+        loop {
+            std::thread::sleep(Duration::from_millis(150));
+            let now = self.capture();
+            if now == last {
+                return now;
+            }
+            last = now;
+        }
+    }
+
     fn cmd(&self) -> Command {
         let mut c = Command::new("tmux");
         c.args(["-L", &self.socket]);
@@ -280,43 +301,25 @@ fn shell_quote(p: &Path) -> String {
     format!("'{}'", p.display().to_string().replace('\'', "'\\''"))
 }
 
-#[test]
-fn tmux_demo_shows_states_answers_in_place_and_restores_the_terminal() {
-    if !tmux_available() {
-        eprintln!("note: tmux is not installed; skipping the board's black-box test");
-        return;
-    }
-    let sb = Sandbox::new();
+/// `missionboard <args>` against the sandbox, with `env` (shell words) added, typed at
+/// an interactive shell with job control — as an operator has, so Ctrl-Z really
+/// stops the board and `fg` brings it back — in a 120x40 tmux server of our own. It
+/// prints `EXITED:<code>` when it ends.
+fn board_in_tmux(sb: &Sandbox, name: &str, env: &str, args: &str) -> Tmux {
     let tmux = Tmux {
-        socket: format!("mb-board-{}", std::process::id()),
+        socket: format!("{name}-{}", std::process::id()),
     };
-    // The operator's editor: appends to the draft it is handed.
-    let editor = sb.cwd.join("fake-editor.sh");
-    std::fs::write(&editor, "#!/bin/sh\nprintf ', rename it' >> \"$1\"\n").unwrap();
-    std::fs::set_permissions(&editor, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
-    // An interactive shell with job control, as an operator has, so Ctrl-Z really stops
-    // the board and `fg` brings it back.
     let command_line = format!(
-        "(cd {cwd} && env MISSIONBOARD_HOME={home} HOME={home_parent} LANG=C.UTF-8 TERM=xterm-256color VISUAL= EDITOR={editor} {bin} board --demo; echo EXITED:$((0+$?)))",
+        "(cd {cwd} && env MISSIONBOARD_HOME={home} HOME={home_parent} LANG=C.UTF-8 TERM=xterm-256color {env} {bin} {args}; echo EXITED:$((0+$?)))",
         cwd = shell_quote(&sb.cwd),
         home = shell_quote(&sb.home),
         home_parent = shell_quote(sb.home.parent().unwrap()),
-        editor = shell_quote(&editor),
         bin = shell_quote(Path::new(BIN)),
     );
     let st = tmux
         .cmd()
-        .args([
-            "new-session",
-            "-d",
-            "-s",
-            "board",
-            "-x",
-            "120",
-            "-y",
-            "40",
-            "env PS1='$ ' bash --norc --noprofile -i",
-        ])
+        .args(["new-session", "-d", "-s", "board", "-x", "120", "-y", "40"])
+        .arg("env PS1='$ ' bash --norc --noprofile -i")
         .status()
         .unwrap();
     assert!(st.success(), "tmux new-session failed");
@@ -325,6 +328,26 @@ fn tmux_demo_shows_states_answers_in_place_and_restores_the_terminal() {
     });
     tmux.literal(&command_line);
     tmux.keys(&["Enter"]);
+    tmux
+}
+
+#[test]
+fn tmux_demo_shows_states_answers_in_place_and_restores_the_terminal() {
+    if !tmux_available() {
+        eprintln!("note: tmux is not installed; skipping the board's black-box test");
+        return;
+    }
+    let sb = Sandbox::new();
+    // The operator's editor: appends to the draft it is handed.
+    let editor = sb.cwd.join("fake-editor.sh");
+    std::fs::write(&editor, "#!/bin/sh\nprintf ', rename it' >> \"$1\"\n").unwrap();
+    std::fs::set_permissions(&editor, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    let tmux = board_in_tmux(
+        &sb,
+        "mb-board",
+        &format!("VISUAL= EDITOR={}", shell_quote(&editor)),
+        "board --demo",
+    );
 
     // Missions in several states, and the demo's question waiting.
     let screen = tmux.wait_screen(
@@ -413,4 +436,171 @@ fn tmux_demo_shows_states_answers_in_place_and_restores_the_terminal() {
         !screen.contains("Pending asks"),
         "the board is still on screen:\n{screen}"
     );
+}
+
+/// The stub asks "Rename the env var too?", then reports the answer and lands.
+const ASK_THEN_LAND: &str = r#"{"name":"t","turns":[{"steps":[{"ask":{"summary":"Rename the env var too?","then":{"report":{"kind":"result","summary":"renamed: {{answer}}"}}}},{"finish":"landed"}]}]}"#;
+
+/// The ask of mission `id` once its run has parked under it.
+fn parked_ask_of(sb: &Sandbox, id: &str) -> Option<String> {
+    let show = sb.run(&["mission", "show", id, "--json"]).ok();
+    let v: serde_json::Value = serde_json::from_str(&show.stdout).ok()?;
+    v["pendingAsks"]
+        .as_array()?
+        .iter()
+        .find(|a| a["parked"] == true)
+        .and_then(|a| a["id"].as_str().map(str::to_string))
+}
+
+/// The one answer path on the board: a run parked under a question whose host was
+/// killed resumes in the board's own process when the board answers it, and lands.
+#[test]
+fn tmux_a_board_answer_resumes_a_parked_run_whose_host_is_gone() {
+    assert!(
+        tmux_available(),
+        "tmux drives the board in this test (apt-get install tmux)"
+    );
+    let sb = Sandbox::new();
+    sb.declare_stubs(&[("stub", Some(ASK_THEN_LAND))]);
+    sb.run(&["config", "set", "ask-park-window", "200ms"]).ok();
+    let mut host = sb.command(&[
+        "mission", "fire", "stub", "rename", "--wait", "--policy", "default",
+    ]);
+    host.stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null());
+    let mut host = host.spawn().unwrap();
+    let id = wait_for(20, "the mission", || sb.newest_mission());
+    let ask = wait_for(20, "the parked question", || parked_ask_of(&sb, &id));
+    host.kill().unwrap();
+    host.wait().unwrap();
+
+    let tmux = board_in_tmux(&sb, "mb-board-resume", "", "board");
+    tmux.wait_screen(30, "the parked question on the board", |s| {
+        s.contains("Rename the env var too?")
+    });
+    tmux.keys(&["2"]);
+    tmux.keys(&["Enter"]);
+    tmux.wait_screen(10, "the answer pane", |s| s.contains("your answer"));
+    tmux.literal("yes, from the board");
+    tmux.wait_screen(10, "the typed answer", |s| {
+        s.contains("yes, from the board")
+    });
+    tmux.keys(&["C-s"]);
+    tmux.wait_screen(60, "the board to say it resumed the run", |s| {
+        s.contains("this board resumed it")
+    });
+    let show = sb.run(&["mission", "show", &id, "--json"]).ok();
+    let v: serde_json::Value = serde_json::from_str(&show.stdout).unwrap();
+    assert_eq!(v["status"], "landed", "{v:#}");
+    let reports = sb.run(&["mission", "reports", &id]).ok();
+    assert!(
+        reports.stdout.contains("renamed: yes, from the board"),
+        "{reports:#?}"
+    );
+    let asks = sb.run(&["approvals", "list"]).ok();
+    assert!(!asks.stdout.contains(&ask), "{asks:#?}");
+    let screen = tmux.quit();
+    assert!(screen.contains("EXITED:0"), "{screen}");
+}
+
+/// A screen with its clock taken out: ages tick while the test looks.
+fn without_ages(screen: &str) -> String {
+    let mut out = String::new();
+    let mut prev = ' ';
+    for c in screen.chars() {
+        let c = if c.is_ascii_digit() { '#' } else { c };
+        if !(c == prev && (c == '#' || c == ' ')) {
+            out.push(c);
+        }
+        prev = c;
+    }
+    out
+}
+
+/// Wide (CJK, emoji, a ZWJ sequence), zero-width (ZWJ, U+200B) and combining text in
+/// a real terminal emulator: after an overlay over it closes, and after the
+/// selection moves to an ASCII mission, the screen is exactly what a full repaint
+/// (C-l) draws — no cell is left stale.
+#[test]
+fn tmux_wide_zero_width_and_combining_text_leaves_no_stale_cells() {
+    assert!(
+        tmux_available(),
+        "tmux drives the board in this test (apt-get install tmux)"
+    );
+    let sb = Sandbox::new();
+    sb.declare_stubs(&[("stub", None)]);
+    let wide = "日本語の説明を書く 👩‍💻 te\u{301}st a\u{200b}b\u{200d}c";
+    assert_eq!(sb.fire("stub", "land: plain ascii notes", &[]).code, 0);
+    let fired = sb.fire(
+        "stub",
+        &format!("land: {wide} x{wide} {wide} x{wide} {wide}"),
+        &[],
+    );
+    assert_eq!(fired.code, 0, "{fired:#?}");
+
+    let tmux = board_in_tmux(&sb, "mb-board-wide", "", "board");
+    tmux.wait_screen(30, "both missions", |s| {
+        s.contains("Missions 2") && s.contains("Intent: land: 日本語")
+    });
+    let repainted = |what: &str| {
+        let before = without_ages(&tmux.settled());
+        tmux.keys(&["C-l"]);
+        let after = without_ages(&tmux.settled());
+        assert_eq!(before, after, "stale cells {what}");
+    };
+    // The help overlay's left edge lands inside the wide text of the detail pane.
+    tmux.keys(&["?"]);
+    tmux.wait_screen(10, "the help overlay", |s| s.contains("every key"));
+    tmux.keys(&["Escape"]);
+    tmux.wait_screen(10, "the help to close", |s| !s.contains("every key"));
+    repainted("after the help overlay closed");
+    tmux.keys(&["j"]);
+    tmux.wait_screen(10, "the ASCII mission's detail", |s| {
+        s.contains("Intent: land: plain ascii notes")
+    });
+    repainted("after the detail went from wide text to ASCII");
+    let screen = tmux.quit();
+    assert!(screen.contains("EXITED:0"), "{screen}");
+}
+
+/// The signals that end a long-lived command: each of SIGINT, SIGTERM and SIGHUP ends
+/// `mission fire --wait` on a mute unit with its interrupted line and exit code 1.
+#[test]
+fn a_signal_ends_the_wait_of_mission_fire() {
+    use std::io::BufRead;
+    let sb = Sandbox::new();
+    sb.declare_stubs(&[("stub", None)]);
+    for signal in [libc::SIGINT, libc::SIGTERM, libc::SIGHUP] {
+        let mut fire = sb.command(&[
+            "mission",
+            "fire",
+            "stub",
+            "mute: say nothing",
+            "--wait",
+            "--policy",
+            "default",
+        ]);
+        fire.stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::null());
+        let mut child = fire.spawn().unwrap();
+        let mut out = std::io::BufReader::new(child.stdout.take().unwrap());
+        let mut seen = String::new();
+        while !seen.contains("Waiting for a terminal status") {
+            let mut line = String::new();
+            assert!(
+                out.read_line(&mut line).unwrap() > 0,
+                "fire ended early: {seen}"
+            );
+            seen.push_str(&line);
+        }
+        // SAFETY: kill(2) on a child of ours that has not been reaped.
+        assert_eq!(unsafe { libc::kill(child.id() as i32, signal) }, 0);
+        std::io::Read::read_to_string(&mut out, &mut seen).unwrap();
+        let status = child.wait().unwrap();
+        assert_eq!(status.code(), Some(1), "signal {signal}: {seen}");
+        assert!(
+            seen.contains("wait interrupted: the unit is torn down with this process"),
+            "signal {signal}: {seen}"
+        );
+    }
 }

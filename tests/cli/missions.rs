@@ -1,11 +1,7 @@
 //! Issue B: missions over real ACP units (the stub agent as a child process, its
 //! mission tools over the real MCP bridge), read back through our own commands.
 
-use crate::harness::{Sandbox, wait_for};
-
-fn script(steps: &str) -> String {
-    format!(r#"{{"name":"t","turns":[{{"steps":[{steps}]}}]}}"#)
-}
+use crate::harness::{Sandbox, script, wait_for};
 
 const LAND: &str =
     r#"{"report":{"kind":"result","summary":"work done"}},{"finish":{"status":"landed"}}"#;
@@ -171,12 +167,19 @@ fn a_mute_unit_gets_one_nudge_and_then_the_runtime_files_the_blocker_itself() {
         "--policy",
         "default",
         "--timeout",
-        "3s",
+        "60s",
     ]);
     cmd.env("STUB_TRANSCRIPT", &transcript);
     let run = sb.run_with(cmd);
     assert_eq!(run.code, 1, "{run:#?}");
     let id = sb.newest_mission().unwrap();
+    // Nothing will move it now, so the wait ends here rather than at its timeout.
+    assert!(
+        run.stdout.contains(&format!(
+            "\nMission {id} is still open with no verdict and nothing pending: unit ended two turns without reporting — last said: "
+        )),
+        "{run:#?}"
+    );
 
     let prompts = std::fs::read_to_string(&transcript).unwrap();
     let prompts: Vec<&str> = prompts.lines().collect();

@@ -60,7 +60,7 @@ pub fn render_asks(frame: &mut Frame, area: Rect, m: &Model, now_ms: i64) {
         };
         let when = age(now_ms, a.created_at);
         let head = format!("{marker}{draft}{} ", fit(&a.agent, 8, e));
-        let room = width.saturating_sub(Span::raw(head.as_str()).width() + when.len() + 1);
+        let room = width.saturating_sub(super::cells(&head) + when.len() + 1);
         let mut line = Line::from(vec![
             Span::styled(head, m.theme.ask_pending),
             Span::raw(fit(&a.summary, room, e)),

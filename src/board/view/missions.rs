@@ -23,7 +23,7 @@ pub fn render(frame: &mut Frame, area: Rect, m: &Model, now_ms: i64) {
     let mut title = format!(" Missions {} ({} open) ", s.total_missions, s.open_missions);
     if !m.filter.is_empty() || m.mode == crate::board::model::Mode::Filter {
         let matched = s.matched.unwrap_or(0);
-        title.push_str(&format!("/{} ({matched} matched) ", m.filter));
+        title.push_str(&format!("/{} ({matched} matched) ", m.filter.as_str()));
     }
     let block = pane_block(m, title, Some(Pane::Missions));
     let inner = block.inner(area);

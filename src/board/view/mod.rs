@@ -9,12 +9,16 @@ mod picker;
 mod status;
 
 use ratatui::Frame;
+use ratatui::buffer::CellWidth;
 use ratatui::layout::Alignment;
 use ratatui::style::Style;
 use ratatui::text::{Line, Span};
 use ratatui::widgets::{Block, Borders, Paragraph};
 
+use unicode_segmentation::UnicodeSegmentation;
+
 use super::layout;
+use super::line::LineField;
 use super::model::{Mode, Model, Pane};
 
 /// Draw the whole board as of `now_ms` (passed in, so frames are reproducible).
@@ -51,8 +55,52 @@ pub fn draw(frame: &mut Frame, m: &Model, now_ms: i64) {
         Mode::Board | Mode::Filter | Mode::CommandLine { .. } => {}
     }
     overlays::toasts(frame, area, m);
+    terminal_safe(frame.buffer_mut());
     if m.symbols.ascii {
         asciify(frame.buffer_mut());
+    }
+}
+
+/// Chars that must not end a cell: the joiners.
+pub(super) const UNSAFE_TAIL: &[char] = &['\u{200c}', '\u{200d}'];
+
+/// The frame as a terminal will really show it, so the next frame's diff starts
+/// from the truth. Three things differ otherwise:
+/// - a wide char whose trailing cell was drawn over afterwards (an overlay's or a
+///   toast's left edge): printing into half of it erases it whole, yet the buffer
+///   would still hold it, so a later frame drawing it again would look unchanged to
+///   the diff and leave the blank behind. It is blanked here too (and the buffer is
+///   the well-formed one ratatui's diff assumes: no wide char before a non-blank);
+/// - an emoji presentation selector (U+FE0F) makes a char one cell wide on some
+///   terminals and two on others, and the diff cannot know which: it is dropped,
+///   so the char takes the one cell every terminal agrees on;
+/// - a joiner (ZWJ, ZWNJ) ending a cell ("b\u{200d}c" is two cells) stays pending in
+///   the terminal and glues itself to whatever is printed next, wherever the cursor
+///   went meanwhile: it is dropped. Inside one glyph (an emoji ZWJ sequence) it stays.
+fn terminal_safe(buf: &mut ratatui::buffer::Buffer) {
+    for cell in buf.content.iter_mut() {
+        let sym = cell.symbol();
+        if sym.contains('\u{fe0f}') || sym.ends_with(UNSAFE_TAIL) {
+            let safe = sym.replace('\u{fe0f}', "");
+            let safe = safe.trim_end_matches(UNSAFE_TAIL);
+            cell.set_symbol(if safe.is_empty() { " " } else { safe });
+        }
+    }
+    let area = buf.area;
+    for y in area.top()..area.bottom() {
+        let mut x = area.left();
+        while x < area.right() {
+            let w = buf[(x, y)].symbol().cell_width().max(1);
+            let covered = (1..w)
+                .map(|i| x + i)
+                .any(|t| t < area.right() && buf[(t, y)].symbol() != " ");
+            if covered {
+                buf[(x, y)].set_symbol(" ");
+                x += 1;
+            } else {
+                x += w;
+            }
+        }
     }
 }
 
@@ -99,30 +147,42 @@ pub(super) fn pane_block<'a>(m: &Model, title: String, pane: Option<Pane>) -> Bl
         .title(Span::styled(title, m.theme.title))
 }
 
-/// Terminal cells a char takes (0 for combining marks, 2 for wide CJK).
-fn char_width(c: char) -> usize {
-    let mut buf = [0u8; 4];
-    Span::raw(&*c.encode_utf8(&mut buf)).width()
+/// Cells `s` takes on screen, grapheme by grapheme as the buffer draws it: a wide
+/// char (CJK, most emoji, a ZWJ sequence) two, a combining mark none beyond its
+/// base, a zero-width or control grapheme none (it is not drawn). Measuring by char
+/// instead counts a ZWJ sequence as several glyphs and a halfwidth sound mark as
+/// none, and a cut or a pad computed that way leaves cells the next frame misses.
+pub(super) fn cells(s: &str) -> usize {
+    s.graphemes(true).map(grapheme_cells).sum()
 }
 
-/// Cut `s` to `width` cells, marking a cut with the ellipsis (`…`, or `~` in ASCII).
+fn grapheme_cells(g: &str) -> usize {
+    if g.contains(char::is_control) {
+        0
+    } else {
+        g.cell_width() as usize
+    }
+}
+
+/// Cut `s` to `width` cells, marking a cut with the ellipsis (`…`, or `~` in ASCII);
+/// never inside a grapheme.
 pub(super) fn truncate(s: &str, width: usize, ellipsis: &str) -> String {
-    if Span::raw(s).width() <= width {
+    if cells(s) <= width {
         return s.to_string();
     }
     if width == 0 {
         return String::new();
     }
-    let room = width.saturating_sub(1);
+    let room = width.saturating_sub(cells(ellipsis));
     let mut out = String::new();
     let mut used = 0;
-    for c in s.chars() {
-        let w = char_width(c);
+    for g in s.graphemes(true) {
+        let w = grapheme_cells(g);
         if used + w > room {
             break;
         }
         used += w;
-        out.push(c);
+        out.push_str(g);
     }
     out.push_str(ellipsis);
     out
@@ -131,8 +191,53 @@ pub(super) fn truncate(s: &str, width: usize, ellipsis: &str) -> String {
 /// Pad or cut to exactly `width` cells.
 pub(super) fn fit(s: &str, width: usize, ellipsis: &str) -> String {
     let t = truncate(s, width, ellipsis);
-    let w = Span::raw(t.as_str()).width();
+    let w = cells(&t);
     format!("{t}{}", " ".repeat(width.saturating_sub(w)))
+}
+
+/// A labelled text field in at most `width` cells: the label, then the text in
+/// `style` with the cell under the cursor in the theme's cursor role (past the end,
+/// a `_`), scrolled so the cursor stays in view (a cut end shows the ellipsis).
+pub(super) fn field(
+    m: &Model,
+    (label, label_style): (&'static str, Style),
+    f: &LineField,
+    width: usize,
+    style: Style,
+) -> Vec<Span<'static>> {
+    let width = width.saturating_sub(cells(label));
+    let e = m.symbols.ellipsis;
+    let (before, after) = f.split_at_cursor();
+    let mut rest = after.graphemes(true);
+    let (at, at_style) = match rest.next() {
+        Some(g) => (g, style.patch(m.theme.cursor)),
+        None => ("_", style),
+    };
+    let at_w = grapheme_cells(at).max(1);
+    let (lead, before) = if cells(before) + at_w <= width {
+        ("", before)
+    } else {
+        // Scrolled: keep the longest tail of the text before the cursor that fits.
+        let room = width.saturating_sub(at_w + cells(e));
+        let mut start = before.len();
+        let mut used = 0;
+        for (i, g) in before.grapheme_indices(true).rev() {
+            used += grapheme_cells(g);
+            if used > room {
+                break;
+            }
+            start = i;
+        }
+        (e, &before[start..])
+    };
+    let used = cells(lead) + cells(before) + at_w;
+    let tail = truncate(rest.as_str(), width.saturating_sub(used), e);
+    vec![
+        Span::styled(label, label_style),
+        Span::styled(format!("{lead}{before}"), style),
+        Span::styled(at.to_string(), at_style),
+        Span::styled(tail, style),
+    ]
 }
 
 /// `12s`, `4m`, `3h` since a stored timestamp.

@@ -3,12 +3,14 @@
 
 use ratatui::Frame;
 use ratatui::layout::{Constraint, Layout, Rect};
+use ratatui::style::Style;
 use ratatui::text::{Line, Span};
 use ratatui::widgets::{Block, Borders, Clear, Paragraph, Wrap};
 
-use super::{age, kv, truncate};
+use super::{age, cells, field, kv, truncate};
 use crate::board::keymap;
 use crate::board::layout::centered;
+use crate::board::line::LineField;
 use crate::board::model::{Confirm, ConfirmKind, Model};
 use crate::board::update::short;
 
@@ -123,27 +125,22 @@ pub fn confirm(frame: &mut Frame, area: Rect, m: &Model, c: &Confirm) {
     frame.render_widget(Clear, rect);
     let (title, lines) = match &c.kind {
         ConfirmKind::Stop { mission_id, intent } => {
-            let cursor = if c.editing { "_" } else { "" };
+            const LABEL: &str = "Reason: ";
+            let text_w = rect.width.saturating_sub(4) as usize;
+            let reason = if c.editing {
+                field(m, (LABEL, t.title), &c.reason, text_w, t.selection)
+            } else {
+                vec![
+                    Span::styled(LABEL, t.title),
+                    Span::raw(c.reason.as_str().to_string()),
+                ]
+            };
             (
                 format!(" Stop mission {}? ", short(mission_id)),
                 vec![
-                    Line::raw(truncate(
-                        intent,
-                        rect.width.saturating_sub(4) as usize,
-                        m.symbols.ellipsis,
-                    )),
+                    Line::raw(truncate(intent, text_w, m.symbols.ellipsis)),
                     Line::raw("It is abandoned, its pending asks close, its unit is reaped."),
-                    Line::from(vec![
-                        Span::styled("Reason: ", t.title),
-                        Span::styled(
-                            format!("{}{cursor}", c.reason),
-                            if c.editing {
-                                t.selection
-                            } else {
-                                ratatui::style::Style::new()
-                            },
-                        ),
-                    ]),
+                    Line::from(reason),
                 ],
             )
         }
@@ -178,7 +175,7 @@ pub fn confirm(frame: &mut Frame, area: Rect, m: &Model, c: &Confirm) {
     frame.render_widget(Paragraph::new(lines).wrap(Wrap { trim: false }), inner);
 }
 
-pub fn help(frame: &mut Frame, area: Rect, m: &Model, filter: &str, scroll: usize) {
+pub fn help(frame: &mut Frame, area: Rect, m: &Model, filter: &LineField, scroll: usize) {
     let t = &m.theme;
     let rect = centered(
         area,
@@ -189,13 +186,16 @@ pub fn help(frame: &mut Frame, area: Rect, m: &Model, filter: &str, scroll: usiz
     let block = modal(m, " Help — every key (type to filter, Esc closes) ".into());
     let inner = block.inner(rect);
     frame.render_widget(block, rect);
-    let mut lines = vec![Line::from(vec![
-        Span::styled("filter: ", t.title),
-        Span::raw(format!("{filter}_")),
-    ])];
+    let mut lines = vec![Line::from(field(
+        m,
+        ("filter: ", t.title),
+        filter,
+        inner.width as usize,
+        Style::new(),
+    ))];
     let wide = inner.width >= 90;
     let mut row = Vec::new();
-    for (title, rows) in keymap::help_sections(filter) {
+    for (title, rows) in keymap::help_sections(filter.as_str()) {
         lines.push(Line::styled(title, t.header));
         for (keys, help) in rows {
             let cell = format!("{:<14} {help}", keys);
@@ -249,7 +249,7 @@ pub fn toasts(frame: &mut Frame, area: Rect, m: &Model) {
         let wrapped: u16 = toast
             .text
             .lines()
-            .map(|l| (Span::raw(l).width().max(1)).div_ceil(inner_w.max(1)) as u16)
+            .map(|l| cells(l).max(1).div_ceil(inner_w.max(1)) as u16)
             .sum();
         let h = (wrapped + 2).min(8);
         if y + h > area.y + area.height.saturating_sub(1) {

@@ -5,7 +5,7 @@ use ratatui::layout::Rect;
 use ratatui::text::{Line, Span};
 use ratatui::widgets::{Block, Borders, Clear, Paragraph, Wrap};
 
-use super::truncate;
+use super::{field, truncate};
 use crate::board::layout::centered;
 use crate::board::model::{Model, PickStep, Picker};
 use crate::board::picker::{NO_ENVELOPES, envelope_line, header_lines};
@@ -128,10 +128,13 @@ pub fn render(frame: &mut Frame, area: Rect, m: &Model, p: &Picker) {
                 agent.map_or("", |a| a.name.as_str())
             )));
             lines.push(Line::raw(""));
-            lines.push(Line::from(vec![
-                Span::styled("Intent: ", t.title),
-                Span::styled(format!("{}_", p.intent), t.selection),
-            ]));
+            lines.push(Line::from(field(
+                m,
+                ("Intent: ", t.title),
+                &p.intent,
+                width,
+                t.selection,
+            )));
             lines.push(Line::styled(
                 if p.busy {
                     "firing…"

@@ -6,7 +6,7 @@ use ratatui::layout::Rect;
 use ratatui::text::{Line, Span};
 use ratatui::widgets::Paragraph;
 
-use super::truncate;
+use super::{cells, field, truncate};
 use crate::board::keymap;
 use crate::board::model::{Mode, Model};
 use crate::board::update::current_context;
@@ -16,28 +16,23 @@ pub fn render(frame: &mut Frame, area: Rect, m: &Model) {
     let width = area.width as usize;
     match &m.mode {
         Mode::CommandLine { line } => {
-            let text = format!(":{line}_");
-            frame.render_widget(
-                Paragraph::new(Line::from(vec![
-                    Span::styled(
-                        truncate(&text, width.saturating_sub(30), m.symbols.ellipsis),
-                        t.title,
-                    ),
-                    Span::styled("  Enter run · Esc cancel", t.muted),
-                ])),
-                area,
-            );
+            const HINT: &str = "  Enter run · Esc cancel";
+            let mut spans = field(m, (":", t.title), line, width.saturating_sub(30), t.title);
+            spans.push(Span::styled(HINT, t.muted));
+            frame.render_widget(Paragraph::new(Line::from(spans)), area);
             return;
         }
         Mode::Filter => {
-            let text = format!("/{}_", m.filter);
-            frame.render_widget(
-                Paragraph::new(Line::from(vec![
-                    Span::styled(text, t.title),
-                    Span::styled("  Enter keep · Esc clear", t.muted),
-                ])),
-                area,
+            const HINT: &str = "  Enter keep · Esc clear";
+            let mut spans = field(
+                m,
+                ("/", t.title),
+                &m.filter,
+                width.saturating_sub(cells(HINT)),
+                t.title,
             );
+            spans.push(Span::styled(HINT, t.muted));
+            frame.render_widget(Paragraph::new(Line::from(spans)), area);
             return;
         }
         _ => {}

@@ -281,7 +281,7 @@ both_sizes!(confirm_stop, |m: &mut Model| {
     });
 });
 both_sizes!(help_overlay, |m: &mut Model| m.mode = Mode::Help {
-    filter: String::new(),
+    filter: Default::default(),
     scroll: 0
 });
 both_sizes!(command_line, |m: &mut Model| m.mode = Mode::CommandLine {
@@ -411,4 +411,185 @@ fn the_trace_pane_shows_the_oracle_model_and_its_newest_lines() {
     );
     assert!(text.contains("oracle: WAIT for ask a-1 (3ms)"), "{text}");
     assert!(!text.contains(crate::board::view::lists::ORACLE_EMPTY));
+}
+
+/// Wide (CJK, emoji, a ZWJ sequence, a flag), zero-width (ZWJ, U+200B) and combining
+/// text, in both column parities so some wide char straddles every overlay edge.
+const WIDE: &str = "日本語の説明を書く 👩‍💻 é te\u{301}st a\u{200b}b\u{200d}c ❤️ 🇯🇵 x\u{336}y 終わり";
+
+fn wide_model() -> Model {
+    let mut m = model(120, 40, false);
+    let mut s = snapshot();
+    for (i, r) in s.rows.iter_mut().enumerate() {
+        r.intent = format!("{}{WIDE} {WIDE}", "x".repeat(i % 2));
+    }
+    let d = s.detail.as_mut().unwrap();
+    d.mission.intent = format!("{WIDE} x{WIDE} {WIDE}");
+    d.reports[0].summary = format!("x{WIDE}");
+    d.plan[0].content = WIDE.into();
+    s.asks[0].summary = WIDE.into();
+    s.inbox[0].summary = format!("x{WIDE}");
+    s.oracle_trace = vec![WIDE.into(), format!("x{WIDE}")];
+    m.snap = Arc::new(s);
+    m
+}
+
+/// A terminal's screen as it follows ratatui's diff: printing into either half of a
+/// wide char erases all of it, and a wide char covers the cells after it — what
+/// xterm and tmux do, and what `TestBackend` (a plain grid) does not model.
+struct Screen {
+    shown: ratatui::buffer::Buffer,
+    believed: ratatui::buffer::Buffer,
+}
+
+impl Screen {
+    fn new(w: u16, h: u16) -> Screen {
+        let area = Rect::new(0, 0, w, h);
+        Screen {
+            shown: ratatui::buffer::Buffer::empty(area),
+            believed: ratatui::buffer::Buffer::empty(area),
+        }
+    }
+
+    /// Draw `m` as the board's terminal would: only the diff reaches the screen.
+    fn draw(&mut self, m: &Model) {
+        use ratatui::buffer::CellWidth;
+        let mut t = Terminal::new(TestBackend::new(m.size.width, m.size.height)).unwrap();
+        let next = t.draw(|f| super::draw(f, m, NOW)).unwrap().buffer.clone();
+        for cell in next.content() {
+            let sym = cell.symbol();
+            assert!(
+                !sym.contains('\u{fe0f}') && !sym.ends_with(super::UNSAFE_TAIL),
+                "{sym:?} reaches the terminal: its width or its joiner is the terminal's guess"
+            );
+        }
+        let width =
+            |b: &ratatui::buffer::Buffer, x: u16, y: u16| b[(x, y)].symbol().cell_width().max(1);
+        for (x, y, cell) in self.believed.diff(&next) {
+            let w = cell.symbol().cell_width().max(1);
+            let right = self.shown.area.right();
+            // Any wide char the print lands on, from its left or inside, is erased whole.
+            for c in x..(x + w).min(right) {
+                for start in c.saturating_sub(1)..=c {
+                    if start + width(&self.shown, start, y) > c && start != x {
+                        let sw = width(&self.shown, start, y);
+                        for k in start..(start + sw).min(right) {
+                            self.shown[(k, y)].set_symbol(" ");
+                        }
+                    }
+                }
+            }
+            let old = width(&self.shown, x, y);
+            for k in x..(x + old.max(w)).min(right) {
+                self.shown[(k, y)].set_symbol(" ");
+            }
+            self.shown[(x, y)] = cell.clone();
+        }
+        self.believed = next;
+    }
+
+    /// The screen matches a fresh frame of `m`, cell by cell.
+    #[track_caller]
+    fn assert_shows(&self, m: &Model) {
+        let mut t = Terminal::new(TestBackend::new(m.size.width, m.size.height)).unwrap();
+        let fresh = t.draw(|f| super::draw(f, m, NOW)).unwrap().buffer.clone();
+        let area = fresh.area;
+        for y in area.top()..area.bottom() {
+            let row = |b: &ratatui::buffer::Buffer| {
+                (area.left()..area.right())
+                    .map(|x| b[(x, y)].symbol().to_string())
+                    .collect::<Vec<_>>()
+                    .concat()
+            };
+            assert_eq!(row(&self.shown), row(&fresh), "stale cells on row {y}");
+        }
+    }
+}
+
+#[test]
+fn wide_zero_width_and_combining_text_leaves_no_stale_cells() {
+    let mut m = wide_model();
+    m.toasts.push(Toast {
+        text: WIDE.into(),
+        error: false,
+        until_ms: None,
+    });
+    m.drafts.insert("ask-1111-question".into(), Draft::new());
+    let mut screen = Screen::new(120, 40);
+    let modes = [
+        Mode::Board,
+        Mode::Help {
+            filter: Default::default(),
+            scroll: 0,
+        },
+        Mode::Board,
+        Mode::Answering {
+            ask_id: "ask-1111-question".into(),
+        },
+        Mode::Picking(Picker {
+            data: Some(picker_data()),
+            ..Picker::new()
+        }),
+        Mode::Confirm(Confirm {
+            kind: ConfirmKind::Quit { drafts: 1 },
+            reason: Default::default(),
+            editing: false,
+            yes_focused: false,
+            error: None,
+        }),
+        Mode::Board,
+    ];
+    for mode in modes {
+        m.mode = mode;
+        screen.draw(&m);
+        screen.assert_shows(&m);
+    }
+    // The same board in plain ASCII over the wide one: nothing of it is left.
+    let plain = model(120, 40, false);
+    screen.draw(&plain);
+    screen.assert_shows(&plain);
+}
+
+#[test]
+fn cuts_and_pads_count_cells_as_the_buffer_draws_them() {
+    use super::{cells, fit, truncate};
+    assert_eq!(cells("👩‍💻"), 2, "a ZWJ sequence is one glyph");
+    assert_eq!(cells("e\u{301}"), 1);
+    assert_eq!(cells("a\u{200b}b"), 2);
+    let drawn = |s: &str| {
+        let mut buf = ratatui::buffer::Buffer::empty(Rect::new(0, 0, 60, 1));
+        buf.set_stringn(0, 0, s, 60, ratatui::style::Style::new()).0 as usize
+    };
+    // unicode-width gives the halfwidth sound mark no cell; ratatui draws one.
+    assert_eq!(cells("ｶﾞ"), drawn("ｶﾞ"));
+    for width in 0..40 {
+        let cut = truncate(WIDE, width, "…");
+        assert!(cells(&cut) <= width, "{width}: {cut:?}");
+        assert_eq!(cells(&fit(WIDE, width, "…")), width, "{width}");
+        assert_eq!(drawn(&cut), cells(&cut), "{width}: {cut:?}");
+    }
+    // A cut never splits a grapheme: the ZWJ sequence is whole or gone.
+    let cut = truncate("ab👩‍💻cd", 4, "…");
+    assert!(cut == "ab…" || cut == "ab👩‍💻…", "{cut:?}");
+}
+
+#[test]
+fn a_long_field_scrolls_to_keep_its_cursor_in_view() {
+    use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
+    let m = model(80, 24, false);
+    // The field as drawn in 12 cells, behind a 2-cell label.
+    let shown = |f: &crate::board::line::LineField| -> String {
+        let spans = super::field(&m, ("> ", Default::default()), f, 12, Default::default());
+        spans.iter().map(|s| s.content.as_ref()).collect()
+    };
+    let mut f = crate::board::line::LineField::from("mission --policy strict demo land: go");
+    assert_eq!(shown(&f), "> …land: go_");
+    f.input(KeyEvent::new(KeyCode::Home, KeyModifiers::NONE));
+    assert_eq!(shown(&f), "> mission -…");
+    f.input(KeyEvent::new(KeyCode::End, KeyModifiers::NONE));
+    for _ in 0..4 {
+        f.input(KeyEvent::new(KeyCode::Char('日'), KeyModifiers::NONE));
+    }
+    assert_eq!(shown(&f), "> …日日日日_");
+    assert_eq!(super::cells(&shown(&f)), 12);
 }

@@ -1,9 +1,12 @@
 //! Agent text is untrusted: a unit (or anything it read) can put terminal escape
-//! sequences into a report, an ask or a plan entry. Painted raw, `ESC[2J` would
-//! clear the operator's screen, OSC 52 would write their clipboard, OSC 8 would
+//! sequences into a report, an ask, a plan entry or a verdict. Painted raw, `ESC[2J`
+//! would clear the operator's screen, OSC 52 would write their clipboard, OSC 8 would
 //! plant links and a bidi override would make text read differently than it is.
-//! Everything the board shows from the store passes through [`sanitize`] once, when
-//! the snapshot is built, so the render path only ever sees inert text.
+//! This is the one sanitizer: the board passes everything it shows from the store
+//! through [`sanitize`] when the snapshot is built, and the CLI passes every line it
+//! writes through it (or, for `--json`, through [`escape_json`]).
+//!
+//! A leaf: it depends on no other module of the crate.
 
 /// Strip escape sequences (CSI, OSC, DCS/SOS/PM/APC strings, two-byte escapes, and
 /// their 8-bit C1 forms), the remaining C0/C1 controls and the Unicode bidi
@@ -45,6 +48,22 @@ pub fn one_line(text: &str) -> String {
             out.push(' ');
         }
         out.push_str(part);
+    }
+    out
+}
+
+/// Serialized JSON with every C1 control (U+0080–U+009F), DEL and bidi control
+/// written as a `\uXXXX` escape. serde_json escapes C0 itself but passes these
+/// through raw, and a terminal acts on them. Outside strings JSON is plain ASCII, so
+/// every such character sits inside a string, where the escape is the same text.
+pub fn escape_json(serialized: &str) -> String {
+    let mut out = String::with_capacity(serialized.len());
+    for c in serialized.chars() {
+        if c == '\u{7f}' || ('\u{80}'..='\u{9f}').contains(&c) || is_bidi_control(c) {
+            out.push_str(&format!("\\u{:04x}", c as u32));
+        } else {
+            out.push(c);
+        }
     }
     out
 }
@@ -117,6 +136,25 @@ mod tests {
         assert_eq!(sanitize("abc\u{202e}fed\u{202c}"), "abcfed");
         assert_eq!(sanitize("\u{2066}iso\u{2069}\u{200f}"), "iso");
         assert_eq!(sanitize("\x1bcreset"), "reset");
+    }
+
+    #[test]
+    fn json_escapes_c1_del_and_bidi_and_stays_the_same_value() {
+        let value =
+            serde_json::json!({"s": "a\x1b[2J\u{9b}1m\u{202e}rlo\u{2066}\x7f\u{9d}0;t\u{9c}é"});
+        let escaped = escape_json(&serde_json::to_string(&value).unwrap());
+        assert!(
+            escaped
+                .chars()
+                .all(|c| (c.is_ascii() && !c.is_ascii_control()) || c == 'é'),
+            "raw control in {escaped:?}"
+        );
+        assert!(
+            escaped.contains("\\u009b") && escaped.contains("\\u202e"),
+            "{escaped}"
+        );
+        let back: serde_json::Value = serde_json::from_str(&escaped).unwrap();
+        assert_eq!(back, value);
     }
 
     #[test]

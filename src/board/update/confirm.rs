@@ -1,0 +1,84 @@
+//! The confirm dialog: stop a mission (with an editable reason) or quit with
+//! unsent drafts. Focus starts on No.
+
+use crossterm::event::{KeyCode, KeyEvent};
+
+use super::Effect;
+use crate::board::keymap::Action;
+use crate::board::line::LineField;
+use crate::board::model::{Confirm, ConfirmKind, MissionRow, Mode, Model};
+use crate::fleet::stop::DEFAULT_REASON;
+
+/// Stopping `row`, with the default reason ready to edit.
+pub(super) fn stop(row: &MissionRow) -> Confirm {
+    dialog(
+        ConfirmKind::Stop {
+            mission_id: row.id.clone(),
+            intent: row.intent.clone(),
+        },
+        LineField::from(DEFAULT_REASON),
+    )
+}
+
+pub(super) fn quit(drafts: usize) -> Confirm {
+    dialog(ConfirmKind::Quit { drafts }, LineField::new())
+}
+
+fn dialog(kind: ConfirmKind, reason: LineField) -> Confirm {
+    Confirm {
+        kind,
+        reason,
+        editing: false,
+        yes_focused: false,
+        error: None,
+    }
+}
+
+pub(super) fn key(m: &mut Model, key: KeyEvent, action: Option<Action>) -> Vec<Effect> {
+    let Mode::Confirm(c) = &mut m.mode else {
+        return vec![];
+    };
+    if c.editing {
+        match key.code {
+            KeyCode::Enter | KeyCode::Tab | KeyCode::Esc => c.editing = false,
+            _ => {
+                c.reason.input(key);
+            }
+        }
+        return vec![];
+    }
+    let go = match action {
+        Some(Action::Confirm) => true,
+        Some(Action::Run) => c.yes_focused,
+        Some(Action::Toggle) => {
+            c.yes_focused = !c.yes_focused;
+            return vec![];
+        }
+        Some(Action::EditReason) => {
+            if matches!(c.kind, ConfirmKind::Stop { .. }) {
+                c.editing = true;
+            }
+            return vec![];
+        }
+        Some(Action::Cancel) => false,
+        _ => return vec![],
+    };
+    let c = c.clone();
+    m.mode = Mode::Board;
+    if !go {
+        return vec![];
+    }
+    match c.kind {
+        ConfirmKind::Quit { .. } => {
+            m.quit = true;
+            vec![]
+        }
+        ConfirmKind::Stop { mission_id, .. } => {
+            m.busy += 1;
+            vec![Effect::Stop {
+                mission_id,
+                reason: c.reason.as_str().to_string(),
+            }]
+        }
+    }
+}

@@ -1,0 +1,257 @@
+//! `update(&mut Model, Msg) -> Vec<Effect>`: every user-visible behaviour, pure and
+//! synchronous. No terminal, no runtime, no database — effects say what to do and
+//! their results come back as messages.
+//!
+//! This file routes; each mode's keys (and the results that land in it) live in its
+//! own file. The text fields of the one-line modes are [`LineField`]s.
+//!
+//! [`LineField`]: super::line::LineField
+
+mod answer;
+mod board;
+mod command;
+mod confirm;
+mod filter;
+mod help;
+mod picker;
+
+use std::sync::Arc;
+
+use crossterm::event::{Event, KeyEvent, KeyEventKind};
+use ratatui::layout::Rect;
+
+use super::keymap::{self, Action, Context};
+use super::model::{Mode, Model, PickStep, PickerData, Snapshot, TOAST_MS, TerminalRequest, Toast};
+use crate::asks::OperatorVerdict;
+
+#[derive(Debug)]
+pub enum Msg {
+    Term(Event),
+    Snapshot(Arc<Snapshot>),
+    /// The 1 Hz clock: ages, toast expiry, the spinner.
+    Tick(i64),
+    VerdictDone {
+        ask_id: String,
+        result: Result<String, String>,
+    },
+    StopDone(Result<String, String>),
+    AckDone(Result<String, String>),
+    PickerLoaded(Result<PickerData, String>),
+    /// A `/mission` line with no arguments, resolved by its effect: open the picker.
+    OpenPicker(PickerData),
+    Fired(Result<String, String>),
+    Toast {
+        text: String,
+        error: bool,
+    },
+    /// The oracle toggle's outcome: mounted (with its mount line), unmounted, or why not.
+    OracleToggled(Result<Option<String>, String>),
+    /// The operator's editor returned: the draft's new text, or why it could not run.
+    Edited {
+        ask_id: String,
+        result: Result<String, String>,
+    },
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub enum Effect {
+    Verdict {
+        ask_id: String,
+        verdict: OperatorVerdict,
+    },
+    Stop {
+        mission_id: String,
+        reason: String,
+    },
+    Ack {
+        inbox_id: String,
+    },
+    LoadPicker,
+    /// The arguments of a typed `/mission` line (the runner reads the registry,
+    /// config and search path, then parses and resolves).
+    RunMission {
+        args: String,
+    },
+    /// Mount (or unmount) this board's oracle driver.
+    ToggleOracle {
+        mount: bool,
+    },
+    /// A mission chosen in the picker.
+    Fire {
+        agent: String,
+        envelope: String,
+        intent: String,
+        summary: String,
+    },
+}
+
+pub fn update(m: &mut Model, msg: Msg) -> Vec<Effect> {
+    match msg {
+        Msg::Term(Event::Key(key)) if key.kind != KeyEventKind::Release => on_key(m, key),
+        Msg::Term(Event::Key(_)) => vec![],
+        Msg::Term(Event::Mouse(ev)) => {
+            board::on_mouse(m, ev);
+            vec![]
+        }
+        Msg::Term(Event::Paste(text)) => {
+            on_paste(m, &text);
+            vec![]
+        }
+        Msg::Term(Event::Resize(w, h)) => {
+            m.size = Rect::new(0, 0, w, h);
+            board::scroll_to_selection(m);
+            vec![]
+        }
+        Msg::Term(_) => vec![],
+        Msg::Snapshot(s) => {
+            board::on_snapshot(m, s);
+            vec![]
+        }
+        Msg::Tick(now) => {
+            m.now_ms = now;
+            m.tick += 1;
+            m.toasts.retain(|t| t.until_ms.is_none_or(|u| u > now));
+            vec![]
+        }
+        Msg::VerdictDone { ask_id, result } => {
+            m.busy = m.busy.saturating_sub(1);
+            answer::on_verdict_done(m, ask_id, result);
+            vec![]
+        }
+        Msg::StopDone(r) | Msg::AckDone(r) => {
+            m.busy = m.busy.saturating_sub(1);
+            match r {
+                Ok(t) => toast(m, t, false),
+                Err(e) => toast(m, e, true),
+            }
+            vec![]
+        }
+        Msg::PickerLoaded(r) => {
+            m.busy = m.busy.saturating_sub(1);
+            picker::on_loaded(m, r);
+            vec![]
+        }
+        Msg::OpenPicker(data) => {
+            m.busy = m.busy.saturating_sub(1);
+            picker::open_with(m, data);
+            vec![]
+        }
+        Msg::Fired(r) => {
+            m.busy = m.busy.saturating_sub(1);
+            picker::on_fired(m, r);
+            vec![]
+        }
+        Msg::Toast { text, error } => {
+            toast(m, text, error);
+            vec![]
+        }
+        Msg::OracleToggled(result) => {
+            m.busy = m.busy.saturating_sub(1);
+            board::on_oracle_toggled(m, result);
+            vec![]
+        }
+        Msg::Edited { ask_id, result } => {
+            answer::on_edited(m, ask_id, result);
+            vec![]
+        }
+    }
+}
+
+fn toast(m: &mut Model, text: String, error: bool) {
+    let until_ms = (!error).then_some(m.now_ms + TOAST_MS);
+    m.toasts.push(Toast {
+        text,
+        error,
+        until_ms,
+    });
+    // Keep the stack short: the oldest info toasts go first.
+    while m.toasts.len() > 4 {
+        let i = m.toasts.iter().position(|t| !t.error).unwrap_or(0);
+        m.toasts.remove(i);
+    }
+}
+
+pub fn short(id: &str) -> &str {
+    id.get(..8).unwrap_or(id)
+}
+
+fn context(mode: &Mode, m: &Model) -> Context {
+    match mode {
+        Mode::Board => Context::Board,
+        Mode::Answering { ask_id } => match m.ask(ask_id) {
+            Some(a) if !a.question => Context::Verdict,
+            _ => Context::Answer,
+        },
+        Mode::Picking(_) => Context::Picker,
+        Mode::Confirm(_) => Context::Confirm,
+        Mode::Help { .. } => Context::Help,
+        Mode::Filter => Context::Filter,
+        Mode::CommandLine { .. } => Context::Command,
+    }
+}
+
+/// The hints the status bar shows for the current mode.
+pub fn current_context(m: &Model) -> Context {
+    context(&m.mode, m)
+}
+
+fn on_key(m: &mut Model, key: KeyEvent) -> Vec<Effect> {
+    let action = keymap::lookup(context(&m.mode, m), &key);
+    match action {
+        Some(Action::ForceQuit) => {
+            m.quit = true;
+            return vec![];
+        }
+        Some(Action::Redraw) => {
+            m.redraw = true;
+            return vec![];
+        }
+        Some(Action::Suspend) => {
+            m.terminal_request = Some(TerminalRequest::Suspend);
+            return vec![];
+        }
+        _ => {}
+    }
+    match &m.mode {
+        Mode::Board => board::key(m, key, action),
+        Mode::Answering { ask_id } => {
+            let ask_id = ask_id.clone();
+            answer::key(m, &ask_id, key, action)
+        }
+        Mode::Picking(_) => picker::key(m, key, action),
+        Mode::Confirm(_) => confirm::key(m, key, action),
+        Mode::Help { .. } => help::key(m, key, action),
+        Mode::Filter => filter::key(m, key, action),
+        Mode::CommandLine { .. } => command::key(m, key, action),
+    }
+}
+
+/// A paste goes to the text the mode is editing, if any.
+fn on_paste(m: &mut Model, text: &str) {
+    match &mut m.mode {
+        Mode::Answering { ask_id } => {
+            let ask_id = ask_id.clone();
+            answer::paste(m, &ask_id, text);
+        }
+        Mode::CommandLine { line } => {
+            line.paste(text);
+        }
+        Mode::Filter => filter::paste(m, text),
+        Mode::Picking(p) if p.step == PickStep::Intent => {
+            p.intent.paste(text);
+        }
+        Mode::Confirm(c) if c.editing => {
+            c.reason.paste(text);
+        }
+        Mode::Help { filter, scroll } => {
+            filter.paste(text);
+            *scroll = 0;
+        }
+        _ => {}
+    }
+}
+
+/// A draft for `ask_id` exists (tests and views).
+pub fn has_draft(m: &Model, ask_id: &str) -> bool {
+    m.drafts.contains_key(ask_id)
+}

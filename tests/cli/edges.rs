@@ -1,0 +1,244 @@
+//! CLI edges: abbreviated ask ids, a stdout that closes early, a unit that stops
+//! without a verdict, and what a fire that times out says.
+
+use std::io::{BufRead, BufReader};
+use std::os::unix::process::ExitStatusExt;
+use std::process::Stdio;
+
+use crate::harness::{Sandbox, script, wait_for};
+
+const ASK_THEN_LAND: &str = r#"{"ask":{"summary":"Rename the env var too?","then":{"report":{"kind":"result","summary":"renamed: {{answer}}"}}}},{"finish":"landed"}"#;
+
+#[test]
+fn ask_ids_abbreviate_like_mission_ids_and_short_prefixes_say_so() {
+    let sb = Sandbox::new();
+    sb.declare_stubs(&[("stub", Some(&script(ASK_THEN_LAND)))]);
+    sb.run(&["config", "set", "ask-park-window", "60s"]).ok();
+    let bg = sb.fire_in_background("stub", "rename", &[]);
+    let ask = wait_for(20, "the question", || sb.pending_ask_ids().first().cloned());
+    let mission = sb.newest_mission().unwrap();
+
+    let short = sb.run(&["approvals", "respond", &ask[..3], "--answer", "yes"]);
+    assert_eq!(short.code, 1);
+    assert_eq!(
+        short.stderr,
+        format!(
+            "Error: ask id prefix {:?} is too short — type at least 4 characters of the id (see 'missionboard approvals list')\n",
+            &ask[..3]
+        )
+    );
+    let short = sb.run(&["mission", "show", &mission[..3]]);
+    assert_eq!(short.code, 1);
+    assert_eq!(
+        short.stderr,
+        format!(
+            "Error: mission id prefix {:?} is too short — type at least 4 characters of the id (see 'missionboard mission list')\n",
+            &mission[..3]
+        )
+    );
+    let unknown = sb.run(&["approvals", "respond", "ffffffff-0000", "--answer", "yes"]);
+    assert_eq!(
+        unknown.stderr,
+        "Error: no ask \"ffffffff-0000\" exists — 'missionboard approvals list' shows what is pending\n"
+    );
+
+    let answered = sb
+        .run(&["approvals", "respond", &ask[..8], "--answer", "yes"])
+        .ok();
+    assert!(
+        answered
+            .stdout
+            .starts_with(&format!("Verdict recorded for {ask}.")),
+        "{answered:#?}"
+    );
+    let fired = bg.join();
+    assert_eq!(fired.code, 0, "{fired:#?}");
+    assert!(
+        fired.stdout.contains("  [result] renamed: yes\n"),
+        "{fired:#?}"
+    );
+}
+
+/// Killed by SIGPIPE, or exited with the status a shell reports for it; and silent.
+#[track_caller]
+fn assert_quiet_closed_stdout(what: &str, status: std::process::ExitStatus, stderr: &str) {
+    assert!(
+        status.signal() == Some(libc::SIGPIPE) || status.code() == Some(141),
+        "{what}: {status:?}, stderr: {stderr}"
+    );
+    assert_eq!(stderr, "", "{what}");
+}
+
+#[test]
+fn a_stdout_that_closes_early_ends_any_command_quietly() {
+    let sb = Sandbox::new();
+    let detail: String = (0..20_000).map(|i| format!("line {i}\\n")).collect();
+    sb.declare_stubs(&[(
+        "stub",
+        Some(&script(&format!(
+            r#"{{"report":{{"kind":"progress","summary":"big","detail":"{detail}"}}}},{{"finish":"landed"}}"#
+        ))),
+    )]);
+    sb.fire("stub", "write a lot", &[]).ok();
+    let id = sb.newest_mission().unwrap();
+
+    // `| head -1`: read one line of a large output, then close the pipe.
+    for args in [
+        vec!["mission", "reports", id.as_str()],
+        vec!["mission", "reports", id.as_str(), "--json"],
+        vec!["mission", "show", id.as_str(), "--json"],
+        vec!["config", "list"],
+        vec!["vet", "--all"],
+        vec!["--help"],
+    ] {
+        let mut child = sb
+            .command(&args)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let mut first = String::new();
+        BufReader::new(child.stdout.take().unwrap())
+            .read_line(&mut first)
+            .unwrap();
+        let out = child.wait_with_output().unwrap();
+        let what = args.join(" ");
+        if out.status.success() {
+            // Small enough to be written whole before the pipe closed.
+            assert!(
+                !what.starts_with("mission reports"),
+                "{what} should not fit a pipe"
+            );
+            continue;
+        }
+        assert_quiet_closed_stdout(&what, out.status, &String::from_utf8_lossy(&out.stderr));
+    }
+
+    // A fire hosts a unit: it tears it down and exits the same quiet way, and the
+    // record survives.
+    let mut child = sb
+        .command(&[
+            "mission", "fire", "stub", "again", "--wait", "--policy", "default",
+        ])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    drop(child.stdout.take());
+    let out = child.wait_with_output().unwrap();
+    assert_quiet_closed_stdout(
+        "mission fire",
+        out.status,
+        &String::from_utf8_lossy(&out.stderr),
+    );
+    let list = sb.run(&["mission", "list"]).ok();
+    assert_eq!(list.lines().len(), 3, "{list:#?}");
+}
+
+#[test]
+fn a_unit_that_stops_without_a_verdict_gets_a_blocker_and_the_fire_returns_at_once() {
+    let sb = Sandbox::new();
+    sb.declare_stubs(&[(
+        "stub",
+        Some(&script(
+            r#"{"report":{"kind":"progress","summary":"half way"}}"#,
+        )),
+    )]);
+    let run = sb.fire("stub", "do half of it", &["--timeout", "60s"]);
+    assert_eq!(run.code, 1, "{run:#?}");
+    let id = sb.newest_mission().unwrap();
+    assert!(
+        !run.stdout.contains("did not finish within"),
+        "it must not idle to the timeout: {run:#?}"
+    );
+    assert!(
+        run.stdout.contains(&format!(
+            "\nMission {id} is still open with no verdict and nothing pending: unit ended its turn with no verdict and nothing pending; attach to session stub-session-1. It is torn down with this process; its record and reports survive — see 'missionboard mission show {id}'.\nReports:\n  [progress] half way\n  [blocker] unit ended its turn with no verdict and nothing pending; attach to session stub-session-1\n"
+        )),
+        "{run:#?}"
+    );
+    let show = sb.run(&["mission", "show", &id]).ok();
+    assert!(
+        show.stdout.contains("\nStatus:    open\n"),
+        "{}",
+        show.stdout
+    );
+    let reports = sb.run(&["mission", "reports", &id]).ok();
+    assert!(
+        reports.stdout.contains("the drive loop prompts a unit that has reached its operator no further — an agent that ran out of steps ends this way"),
+        "{}",
+        reports.stdout
+    );
+}
+
+#[test]
+fn a_fire_that_times_out_names_the_pending_ask_and_how_to_answer_it() {
+    let sb = Sandbox::new();
+    sb.declare_stubs(&[("stub", Some(&script(ASK_THEN_LAND)))]);
+    let run = sb.fire("stub", "rename", &["--timeout", "2s"]);
+    assert_eq!(run.code, 1, "{run:#?}");
+    let ask = sb
+        .pending_ask_ids()
+        .first()
+        .cloned()
+        .expect("the ask survives");
+    assert!(
+        run.stdout.ends_with(&format!(
+            "It is waiting on question ask {ask}: Rename the env var too?\nAnswer it with 'missionboard approvals respond {ask} --answer \"...\"'.\n"
+        )),
+        "{run:#?}"
+    );
+}
+
+#[test]
+fn a_resumed_run_that_stops_without_a_verdict_gets_the_blocker_too() {
+    let sb = Sandbox::new();
+    sb.declare_stubs(&[(
+        "stub",
+        Some(&script(
+            r#"{"ask":{"summary":"Which region?","then":{"report":{"kind":"progress","summary":"region: {{answer}}"}}}}"#,
+        )),
+    )]);
+    sb.run(&["config", "set", "ask-park-window", "200ms"]).ok();
+    let mut host = sb
+        .command(&[
+            "mission", "fire", "stub", "pick", "--wait", "--policy", "default",
+        ])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let ask = wait_for(20, "the parked question", || {
+        let id = sb.newest_mission()?;
+        let show = sb.run(&["mission", "show", &id, "--json"]).ok();
+        let v: serde_json::Value = serde_json::from_str(&show.stdout).unwrap();
+        v["pendingAsks"]
+            .as_array()?
+            .iter()
+            .find(|a| a["parked"] == true)
+            .and_then(|a| a["id"].as_str().map(str::to_string))
+    });
+    host.kill().unwrap();
+    host.wait().unwrap();
+    let answered = sb
+        .run(&["approvals", "respond", &ask, "--answer", "eu"])
+        .ok();
+    assert!(
+        answered.stdout.contains("resumed in this process"),
+        "{answered:#?}"
+    );
+    let id = sb.newest_mission().unwrap();
+    let show = sb.run(&["mission", "show", &id]).ok();
+    assert!(
+        show.stdout.contains("\nStatus:    open\n"),
+        "{}",
+        show.stdout
+    );
+    assert!(
+        show.stdout.ends_with(
+            "  [progress] region: eu\n  [blocker] unit ended its turn with no verdict and nothing pending; attach to session stub-session-1\n"
+        ),
+        "{}",
+        show.stdout
+    );
+}
