@@ -275,18 +275,10 @@ fn from_row(r: &Row<'_>) -> rusqlite::Result<Ask> {
     })
 }
 
-/// One line, at most 96 characters: what the table and the board show of a call.
+/// One line, at most 96 characters (and the ellipsis): what the table and the board
+/// show of a call.
 pub fn one_line_summary(text: &str) -> String {
-    let flat: String = text
-        .chars()
-        .map(|c| if c == '\n' || c == '\r' { ' ' } else { c })
-        .collect();
-    if flat.chars().count() > 96 {
-        let cut: String = flat.chars().take(95).collect();
-        format!("{cut}...")
-    } else {
-        flat
-    }
+    crate::text::excerpt(text, 96)
 }
 
 impl Asks {
@@ -734,8 +726,8 @@ mod tests {
         assert_eq!(one_line_summary("a\nb"), "a b");
         let long = "x".repeat(100);
         let s = one_line_summary(&long);
-        assert_eq!(s.chars().count(), 98);
-        assert!(s.ends_with("..."));
+        assert_eq!(s.chars().count(), 97);
+        assert!(s.ends_with('…'));
     }
 
     #[test]

@@ -10,9 +10,9 @@ use ratatui::layout::Rect;
 use ratatui_textarea::TextArea;
 
 use super::line::{LineField, line_breaks};
-use crate::text::sanitize;
 use super::theme::{Symbols, Theme};
 use crate::mission::Status;
+use crate::text::sanitize;
 
 /// One mission row of the visible window.
 #[derive(Debug, Clone, PartialEq)]
