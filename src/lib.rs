@@ -1,7 +1,7 @@
 //! missionboard: a mission runtime with a live terminal board.
 //!
 //! Modules are layered and depend only downward (ARCHITECTURE.md; `tests/layers.rs`
-//! enforces it): leaves (`clock`, `duration`, `paths`, `table`, `runtime`, …) →
+//! enforces it): leaves (`clock`, `duration`, `paths`, `text`, `runtime`, …) →
 //! `store` (the connection and the migration runner) → domain services that own
 //! their tables and rules (`config`, `bus`, `agents`, `mission`, `asks`, `envelope`)
 //! → protocol adapters (`acp`, `tools`, `model`) → roles (`fleet`, `oracle`,
