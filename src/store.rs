@@ -6,6 +6,10 @@
 //! the caller ([`Store::open_with`]); `crate::schema` assembles the real one.
 //! Keeping every SQL statement inside the owning module is what lets a shared
 //! PostgreSQL store replace this one later.
+//!
+//! Every call here blocks (on the connection's mutex, then on SQLite's busy
+//! timeout). Async code reaches the store only through [`blocking`]: see
+//! [`boundary`], the blocking boundary.
 
 use std::fmt;
 use std::path::{Path, PathBuf};
@@ -13,6 +17,9 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use rusqlite::{Connection, ErrorCode, OpenFlags};
+
+pub mod boundary;
+pub use boundary::{blocking, blocking_in_place};
 
 use crate::sync::LockUnpoisoned;
 

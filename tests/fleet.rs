@@ -5,10 +5,29 @@ mod common;
 
 use std::path::Path;
 
-use common::{FleetHost, wait_for_async};
+use common::{BIN, FleetHost, wait_for_async};
 use missionboard::asks::Asks;
 use missionboard::fleet::{DispatchRequest, stop::stop_mission};
 use missionboard::mission::Status;
+
+/// Declare one more agent in the host's `agents.toml` (read afresh on each fire).
+fn declare(h: &FleetHost, declaration: &str) {
+    let path = h.home.join("agents.toml");
+    let mut toml = std::fs::read_to_string(&path).unwrap();
+    toml.push_str(declaration);
+    write(&path, &toml);
+}
+
+/// Declare `slow`: the `land` stub, taking 10 s to answer `initialize`.
+fn declare_slow(h: &FleetHost) {
+    declare(
+        h,
+        &format!(
+            "[agents.slow]\ncommand = {BIN:?}\nargs = [\"stub-agent\", \"--script\", {:?}]\nenv = {{ STUB_INITIALIZE_DELAY_MS = \"10000\" }}\n",
+            h.home.join("land.json").display().to_string()
+        ),
+    );
+}
 
 fn request(agent: &str) -> DispatchRequest {
     DispatchRequest {
@@ -66,6 +85,95 @@ async fn a_dispatch_past_the_fleet_width_cap_is_refused_and_leaves_no_record() {
     h.fleet.shutdown().await;
 }
 
+/// Admission reserves a slot and lets go of the lock before the unit is spawned:
+/// a unit whose `initialize` takes 10 s delays no other fire, and its reserved slot
+/// still counts against the cap while it starts.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_unit_slow_to_initialize_delays_no_other_fire_and_holds_its_width_meanwhile() {
+    let h = FleetHost::new("2", &[("mute", MUTE), ("land", LAND)]);
+    declare_slow(&h);
+    let _teardown = h.fleet.spawn_teardown();
+    let missions = h.fleet.missions().clone();
+    let fleet = h.fleet.clone();
+    let slow = tokio::spawn(async move { fleet.dispatch(request("slow")).await });
+    wait_for_async(20, "the slow unit's reserved slot", || {
+        (h.fleet.open_units() == 1).then_some(())
+    })
+    .await;
+
+    let mute = h.fleet.dispatch(request("mute")).await.unwrap();
+    assert!(
+        !slow.is_finished(),
+        "the second fire was dispatched while the first unit was still initializing"
+    );
+    let refused = h.fleet.dispatch(request("land")).await.unwrap_err();
+    assert_eq!(
+        refused.to_string(),
+        "conflict: fleet admission refused: 2 units are already open, at the fleet-width cap (fleet-max-parallel=2). Wait for a unit to conclude or stop one, or raise the cap: `missionboard config set fleet-max-parallel <N>` (0 = unlimited)."
+    );
+    assert!(
+        !slow.is_finished(),
+        "the cap refused the third fire while the slow unit held only a reservation"
+    );
+
+    let slow = slow
+        .await
+        .unwrap()
+        .expect("the slow unit starts in the end");
+    wait_for_async(30, "the slow mission to land", || {
+        (missions.require(&slow.mission_id).unwrap().status == Status::Landed).then_some(())
+    })
+    .await;
+    let recorded: Vec<String> = missions
+        .list(10)
+        .unwrap()
+        .into_iter()
+        .map(|m| m.id)
+        .collect();
+    assert_eq!(
+        recorded.len(),
+        2,
+        "the refusal left no record: {recorded:?}"
+    );
+    assert!(recorded.contains(&mute.mission_id) && recorded.contains(&slow.mission_id));
+    h.fleet.shutdown().await;
+}
+
+/// A unit that cannot start, and a fire abandoned while its unit starts, give their
+/// reserved slot back: at a cap of one, the next fire is admitted.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_failed_or_abandoned_start_gives_its_width_back() {
+    let h = FleetHost::new("1", &[("land", LAND)]);
+    declare_slow(&h);
+    let fleet = h.fleet.clone();
+    let abandoned = tokio::spawn(async move { fleet.dispatch(request("slow")).await });
+    wait_for_async(20, "the slow unit's reserved slot", || {
+        (h.fleet.open_units() == 1).then_some(())
+    })
+    .await;
+    abandoned.abort();
+    wait_for_async(20, "the abandoned fire's slot back", || {
+        (h.fleet.open_units() == 0).then_some(())
+    })
+    .await;
+
+    declare(&h, "[agents.missing]\ncommand = \"/nonexistent/agent\"\n");
+    let err = h.fleet.dispatch(request("missing")).await.unwrap_err();
+    assert!(
+        err.to_string()
+            .starts_with("agent \"missing\" could not start a session: "),
+        "{err}"
+    );
+    assert_eq!(h.fleet.open_units(), 0);
+    let missions = h.fleet.missions().clone();
+    let landed = h.fleet.dispatch(request("land")).await.unwrap();
+    wait_for_async(20, "the next mission to land", || {
+        (missions.require(&landed.mission_id).unwrap().status == Status::Landed).then_some(())
+    })
+    .await;
+    h.fleet.shutdown().await;
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_crashed_unit_derails_its_mission_and_the_host_carries_on() {
     let h = FleetHost::new("8", &[("crash", CRASH), ("land", LAND)]);
@@ -99,16 +207,8 @@ async fn a_crashed_unit_derails_its_mission_and_the_host_carries_on() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_turn_bound_of_one_drops_the_nudge_and_finishes_stuck() {
     let h = FleetHost::new("8", &[("mute", MUTE)]);
-    let home = h
-        .fleet
-        .missions()
-        .store()
-        .path()
-        .parent()
-        .unwrap()
-        .to_path_buf();
     write(
-        &home.join("hitl-policy-oneturn.json"),
+        &h.home.join("hitl-policy-oneturn.json"),
         r#"{"default_action":"approve","rules":[],"compute":{"maxTurns":1}}"#,
     );
     let missions = h.fleet.missions().clone();

@@ -549,12 +549,21 @@ impl Asks {
         let notify = self.waiter(id);
         let result = loop {
             let notified = notify.notified();
-            let row = self.require(id)?;
+            // Each look at the row crosses the blocking boundary: a foreign lock
+            // must not stall the worker this waiter shares with other missions.
+            let (asks, key) = (self.clone(), id.to_string());
+            let row = match crate::store::blocking(move || asks.require(&key)).await {
+                Ok(row) => row,
+                Err(e) => break Err(e),
+            };
             if !row.is_pending() {
                 break Ok(row);
             }
             if row.expires_at > 0 && row.expires_at <= clock::now_ms() {
-                self.sweep_expired()?;
+                let asks = self.clone();
+                if let Err(e) = crate::store::blocking(move || asks.sweep_expired()).await {
+                    break Err(e);
+                }
                 continue;
             }
             let mut sleep = POLL_INTERVAL;

@@ -1,5 +1,6 @@
 //! The effect runner: turns an `Effect` into service calls on spawned tasks and
-//! sends the outcome back as a `Msg`. The UI task never waits on any of it.
+//! sends the outcome back as a `Msg`. The UI task never waits on any of it, and
+//! store-bound work crosses the blocking boundary ([`crate::store::boundary`]).
 
 use std::sync::{Arc, Mutex};
 
@@ -65,8 +66,9 @@ pub fn spawn(effect: Effect, svc: &Services, tx: UnboundedSender<Msg>) {
             });
         }
         other => {
-            tokio::task::spawn_blocking(move || {
-                let _ = tx.send(execute_blocking(other, &svc));
+            tokio::spawn(async move {
+                let done = crate::store::blocking(move || execute_blocking(other, &svc)).await;
+                let _ = tx.send(done);
             });
         }
     }
@@ -218,12 +220,11 @@ pub fn envelope_entry(file_name: &str, bytes: &[u8]) -> EnvelopeEntry {
 async fn run_mission(svc: &Services, args: &str) -> Msg {
     let paths = svc.paths.clone();
     let store = svc.fleet.missions().store().clone();
-    let data =
-        match tokio::task::spawn_blocking(move || load_picker(&paths, &Config::new(store))).await {
-            Ok(Ok(d)) => d,
-            Ok(Err(e)) => return Msg::Fired(Err(e)),
-            Err(e) => return Msg::Fired(Err(e.to_string())),
-        };
+    let data = match crate::store::blocking(move || load_picker(&paths, &Config::new(store))).await
+    {
+        Ok(d) => d,
+        Err(e) => return Msg::Fired(Err(e)),
+    };
     let line = match picker::parse(args, |w| data.agents.iter().any(|a| a.name == w)) {
         Ok(l) => l,
         Err(e) => return Msg::Fired(Err(e)),

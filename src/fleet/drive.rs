@@ -2,6 +2,9 @@
 //! still reached nobody — a runtime blocker. Never a third prompt. A turn that
 //! errors derails the mission and reaps the unit. A unit that reached its operator
 //! stays resident, holding fleet width, until its mission comes to rest.
+//!
+//! The loop runs on a tokio worker beside other missions' units, so every store
+//! call it makes crosses the blocking boundary ([`Drive::store`]).
 
 use tokio::sync::{mpsc, watch};
 
@@ -39,6 +42,15 @@ pub(super) struct Drive {
     /// Set (to the runtime blocker's summary) when the loop has prompted its turns
     /// and the mission is still open with nothing pending: nothing will move it.
     pub idle: watch::Sender<Option<String>>,
+}
+
+/// The drive's store-bound services, handed to work that runs off the async
+/// workers (see [`crate::store::boundary`]).
+struct Records {
+    missions: Missions,
+    asks: Asks,
+    ledger: ComputeLedger,
+    mission_id: String,
 }
 
 /// How a unit's first turn begins.
@@ -110,15 +122,15 @@ impl Drive {
             // A resumer in the answering process: one turn, then the unit goes with it.
             match self.turn(first, &mut journal).await {
                 Turn::Done(_) => {
-                    self.heartbeat();
-                    let _ = self.asks.drop_checkpoint(&ask_id);
-                    self.note_if_idle();
+                    self.heartbeat().await;
+                    self.drop_checkpoint(&ask_id).await;
+                    self.note_if_idle().await;
                 }
                 Turn::Failed(e) => {
-                    let _ = self.asks.fail_checkpoint(&ask_id, &e.to_string());
+                    self.fail_checkpoint(&ask_id, &e).await;
                     return self.fail_turn(e).await;
                 }
-                Turn::Stopped => self.spend_if_resting(&ask_id),
+                Turn::Stopped => self.spend_if_resting(&ask_id).await,
             }
             return self.reap().await;
         }
@@ -138,9 +150,9 @@ impl Drive {
             match self.turn(blocks, &mut journal).await {
                 Turn::Done(outcome) => {
                     tracing::debug!(mission = %self.mission.id, stop = %outcome.stop_reason, "turn ended");
-                    self.heartbeat();
+                    self.heartbeat().await;
                     // A unit parked on a question is waiting for its operator, not mute.
-                    if self.reached() || !self.parked().is_empty() {
+                    if self.reached().await || !self.parked().await.is_empty() {
                         heard = true;
                         break;
                     }
@@ -153,15 +165,15 @@ impl Drive {
             }
         }
         if !heard {
-            self.file_silent_blocker(&journal);
+            self.file_silent_blocker(&journal).await;
         } else {
-            self.note_if_idle();
+            self.note_if_idle().await;
         }
         // Resident until the mission rests (the teardown follower flips `stop`),
         // resuming the unit whenever a question it parked on is resolved.
         // A unit parks only during a turn, so the list is read now and after each
         // resume turn; a resident unit with nothing parked polls nothing.
-        let mut parked = self.parked();
+        let mut parked = self.parked().await;
         let mut tick = tokio::time::interval(RESUME_POLL);
         tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Skip);
         while !*self.stop.borrow() {
@@ -178,15 +190,42 @@ impl Drive {
         self.reap().await;
     }
 
+    /// Run store-bound work `f` through the blocking boundary, off the async worker
+    /// that also carries other missions' traffic.
+    async fn store<T: Send + 'static>(&self, f: impl FnOnce(&Records) -> T + Send + 'static) -> T {
+        let records = Records {
+            missions: self.missions.clone(),
+            asks: self.asks.clone(),
+            ledger: self.ledger.clone(),
+            mission_id: self.mission.id.clone(),
+        };
+        crate::store::blocking(move || f(&records)).await
+    }
+
     /// This host's parked runs of the mission.
-    fn parked(&self) -> Vec<Checkpoint> {
+    async fn parked(&self) -> Vec<Checkpoint> {
         let me = HostId::current();
-        self.asks
-            .checkpoints_for(&self.mission.id)
-            .unwrap_or_default()
-            .into_iter()
-            .filter(|c| c.host == me)
-            .collect()
+        self.store(move |r| {
+            r.asks
+                .checkpoints_for(&r.mission_id)
+                .unwrap_or_default()
+                .into_iter()
+                .filter(|c| c.host == me)
+                .collect()
+        })
+        .await
+    }
+
+    async fn drop_checkpoint(&self, ask_id: &str) {
+        let ask_id = ask_id.to_string();
+        let _ = self.store(move |r| r.asks.drop_checkpoint(&ask_id)).await;
+    }
+
+    async fn fail_checkpoint(&self, ask_id: &str, err: &UnitError) {
+        let (ask_id, failure) = (ask_id.to_string(), err.to_string());
+        let _ = self
+            .store(move |r| r.asks.fail_checkpoint(&ask_id, &failure))
+            .await;
     }
 
     /// If a question the unit parked on has been resolved, claim the resume and send
@@ -198,12 +237,18 @@ impl Drive {
         journal: &mut Journal,
     ) -> Option<Turn> {
         for cp in parked.clone() {
-            let Ok(ask) = self.asks.require(&cp.ask_id) else {
+            let ask_id = cp.ask_id.clone();
+            let claimed = self
+                .store(move |r| {
+                    let ask = r.asks.require(&ask_id).ok()?;
+                    let claim =
+                        !ask.is_pending() && r.asks.claim_checkpoint(&ask_id).unwrap_or(false);
+                    claim.then_some(ask)
+                })
+                .await;
+            let Some(ask) = claimed else {
                 continue;
             };
-            if ask.is_pending() || !self.asks.claim_checkpoint(&cp.ask_id).unwrap_or(false) {
-                continue;
-            }
             let answer = ask.answer().map(str::to_string);
             if answer.is_none() {
                 self.file_blocker(
@@ -213,26 +258,27 @@ impl Drive {
                         ask.diff.as_deref().map(|d| format!("{d}\n\n")).unwrap_or_default(),
                         ask.state.as_str()
                     ),
-                );
+                )
+                .await;
             }
             let text = resume_turn(&ask.args_summary, answer.as_deref());
             match self.turn(vec![text], journal).await {
                 Turn::Done(_) => {
-                    self.heartbeat();
-                    let _ = self.asks.drop_checkpoint(&cp.ask_id);
+                    self.heartbeat().await;
+                    self.drop_checkpoint(&cp.ask_id).await;
                     // The resumed turn may have parked on a new question.
-                    *parked = self.parked();
+                    *parked = self.parked().await;
                     if parked.is_empty() {
-                        self.note_if_idle();
+                        self.note_if_idle().await;
                     }
                     return None;
                 }
                 Turn::Failed(e) => {
-                    let _ = self.asks.fail_checkpoint(&cp.ask_id, &e.to_string());
+                    self.fail_checkpoint(&cp.ask_id, &e).await;
                     return Some(Turn::Failed(e));
                 }
                 Turn::Stopped => {
-                    self.spend_if_resting(&cp.ask_id);
+                    self.spend_if_resting(&cp.ask_id).await;
                     return Some(Turn::Stopped);
                 }
             }
@@ -318,7 +364,7 @@ impl Drive {
         // finish_stuck the verdict lands first, so nothing the unit does while
         // its turn winds down can outrun it.
         if self.budget.bounds().on_exhausted == OnExhausted::FinishStuck {
-            self.finish_stuck(&crossing.reason);
+            self.finish_stuck(&crossing.reason).await;
         }
         self.unit.cancel();
         let _ = tokio::time::timeout(CANCEL_GRACE, &mut prompt).await;
@@ -331,9 +377,9 @@ impl Drive {
     /// A resume turn was cut short because the mission came to rest under it (the
     /// unit finished it mid-turn, an operator stopped it): the answer was delivered,
     /// so the checkpoint is spent. A host that is merely leaving keeps it.
-    fn spend_if_resting(&self, ask_id: &str) {
-        if matches!(self.missions.get(&self.mission.id), Ok(Some(m)) if m.status.is_terminal()) {
-            let _ = self.asks.drop_checkpoint(ask_id);
+    async fn spend_if_resting(&self, ask_id: &str) {
+        if self.resting().await {
+            self.drop_checkpoint(ask_id).await;
         }
     }
 
@@ -341,7 +387,7 @@ impl Drive {
     /// the reason. `pause_ask`: the operator is asked to extend the bound or stop.
     /// Returns whether the mission may go on (the bound was extended).
     async fn exhausted(&mut self, crossing: &Crossing, journal: &mut Journal) -> bool {
-        if self.budget.bounds().on_exhausted == OnExhausted::PauseAsk && !self.resting() {
+        if self.budget.bounds().on_exhausted == OnExhausted::PauseAsk && !self.resting().await {
             match self.pause(crossing, journal).await {
                 Ok(extended) => return extended,
                 Err(e) => {
@@ -349,24 +395,28 @@ impl Drive {
                 }
             }
         }
-        if !self.resting() {
-            self.finish_stuck(&crossing.reason);
+        if !self.resting().await {
+            self.finish_stuck(&crossing.reason).await;
         }
         false
     }
 
-    fn finish_stuck(&self, reason: &str) {
-        if let Err(e) = self
-            .missions
-            .finish(&self.mission.id, Status::Stuck, reason)
-        {
-            tracing::info!(mission = %self.mission.id, "compute bound lost to another verdict: {e}");
-        }
+    async fn finish_stuck(&self, reason: &str) {
+        let reason = reason.to_string();
+        self.store(move |r| {
+            if let Err(e) = r.missions.finish(&r.mission_id, Status::Stuck, &reason) {
+                tracing::info!(mission = %r.mission_id, "compute bound lost to another verdict: {e}");
+            }
+        })
+        .await
     }
 
     /// Is the mission already at rest (nobody left to ask)?
-    fn resting(&self) -> bool {
-        matches!(self.missions.get(&self.mission.id), Ok(Some(m)) if m.status.is_terminal())
+    async fn resting(&self) -> bool {
+        self.store(
+            |r| matches!(r.missions.get(&r.mission_id), Ok(Some(m)) if m.status.is_terminal()),
+        )
+        .await
     }
 
     /// File the durable compute-bound question, park the run under it (so another
@@ -376,7 +426,8 @@ impl Drive {
     async fn pause(&mut self, crossing: &Crossing, journal: &mut Journal) -> anyhow::Result<bool> {
         let m = &self.mission;
         let bound = format!("{}={}", crossing.field.key(), crossing.limit);
-        let ask = self.asks.raise(NewAsk {
+        let session_id = self.unit.session_id().to_string();
+        let question = NewAsk {
             tools_name: QUESTION_TOOLS.into(),
             tool_name: BUDGET_TOOL.into(),
             args_summary: format!(
@@ -389,25 +440,36 @@ impl Drive {
             )),
             policy_name: m.hitl_policy_name.clone(),
             instance_id: m.instance_id.clone().unwrap_or_default(),
-            session_id: self.unit.session_id().to_string(),
+            session_id: session_id.clone(),
             agent_name: m.agent_name.clone(),
             mission_id: Some(m.id.clone()),
             wait: self.ask_ceiling,
             ..Default::default()
-        })?;
-        self.ledger
-            .pause(&m.id, &ask.id, crossing.field, &crossing.reason)?;
-        self.asks.save_checkpoint(&Checkpoint {
-            ask_id: ask.id.clone(),
+        };
+        let parked = Checkpoint {
+            ask_id: String::new(),
             mission_id: m.id.clone(),
-            session_id: self.unit.session_id().to_string(),
+            session_id,
             agent_name: m.agent_name.clone(),
             cwd: m.cwd.clone(),
             host: HostId::current(),
             claimed_at: None,
             failure: None,
-        })?;
-        tracing::info!(mission = %m.id, ask = %ask.id, "paused on compute bound {bound}");
+        };
+        let paused = crossing.clone();
+        let ask = self
+            .store(move |r| -> anyhow::Result<_> {
+                let ask = r.asks.raise(question)?;
+                r.ledger
+                    .pause(&r.mission_id, &ask.id, paused.field, &paused.reason)?;
+                r.asks.save_checkpoint(&Checkpoint {
+                    ask_id: ask.id.clone(),
+                    ..parked
+                })?;
+                Ok(ask)
+            })
+            .await?;
+        tracing::info!(mission = %self.mission.id, ask = %ask.id, "paused on compute bound {bound}");
         let answered = loop {
             tokio::select! {
                 changed = self.stop.changed() => {
@@ -429,47 +491,59 @@ impl Drive {
                 }
             }
         };
-        if !self.asks.claim_checkpoint(&ask.id)? {
-            // Another process holds the resume; it settles the mission.
-            return Ok(false);
-        }
-        let raised = super::budget::settle_pause(
-            &self.ledger,
-            &self.missions,
-            &answered,
-            crossing.field,
-            crossing.limit,
-            &crossing.reason,
-        )?;
-        self.asks.drop_checkpoint(&ask.id)?;
-        // None: "stop", or the question closed unanswered; the mission is stuck.
+        let settled = crossing.clone();
+        let raised = self
+            .store(move |r| -> anyhow::Result<_> {
+                if !r.asks.claim_checkpoint(&answered.id)? {
+                    // Another process holds the resume; it settles the mission.
+                    return Ok(None);
+                }
+                let raised = super::budget::settle_pause(
+                    &r.ledger,
+                    &r.missions,
+                    &answered,
+                    settled.field,
+                    settled.limit,
+                    &settled.reason,
+                )?;
+                r.asks.drop_checkpoint(&answered.id)?;
+                Ok(raised)
+            })
+            .await?;
+        // None: another process settles it, "stop", or the question closed
+        // unanswered; the mission is stuck.
         let Some(limit) = raised else {
             return Ok(false);
         };
         tracing::info!(mission = %self.mission.id, "operator raised {} to {limit}", crossing.field.key());
         self.budget.extend(crossing.field, limit);
-        self.heartbeat();
+        self.heartbeat().await;
         Ok(true)
     }
 
-    fn heartbeat(&self) {
-        if let Err(e) = self.missions.heartbeat(&self.mission.id) {
-            tracing::warn!(mission = %self.mission.id, "heartbeat failed: {e}");
-        }
+    async fn heartbeat(&self) {
+        self.store(|r| {
+            if let Err(e) = r.missions.heartbeat(&r.mission_id) {
+                tracing::warn!(mission = %r.mission_id, "heartbeat failed: {e}");
+            }
+        })
+        .await
     }
 
     /// Did the unit reach outside its session: any report, any plan, or a verdict?
     /// A read failure counts as not reached only when nothing proves otherwise.
-    fn reached(&self) -> bool {
-        let id = &self.mission.id;
-        let reports = self.missions.report_count(id).unwrap_or(0);
-        match self.missions.get(id) {
-            Ok(Some(m)) => reports > 0 || m.status.is_terminal() || m.plan_revision > 0,
-            _ => reports > 0,
-        }
+    async fn reached(&self) -> bool {
+        self.store(|r| {
+            let reports = r.missions.report_count(&r.mission_id).unwrap_or(0);
+            match r.missions.get(&r.mission_id) {
+                Ok(Some(m)) => reports > 0 || m.status.is_terminal() || m.plan_revision > 0,
+                _ => reports > 0,
+            }
+        })
+        .await
     }
 
-    fn file_silent_blocker(&self, journal: &Journal) {
+    async fn file_silent_blocker(&self, journal: &Journal) {
         let session = self.unit.session_id();
         let words = journal.agent_text();
         let words = words.trim();
@@ -487,7 +561,7 @@ impl Drive {
                 format!("The unit's last words:\n\n{words}\n\n{}", attach(session)),
             )
         };
-        self.file_blocker(summary.clone(), detail);
+        self.file_blocker(summary.clone(), detail).await;
         let _ = self.idle.send(Some(summary));
     }
 
@@ -495,16 +569,19 @@ impl Drive {
     /// pending (an agent that ran out of steps ends this way), and the loop prompts a
     /// unit that reached someone no further: say so, durably, and mark the drive idle
     /// so a waiting `mission fire` returns instead of idling to its timeout.
-    fn note_if_idle(&self) {
-        let id = &self.mission.id;
+    async fn note_if_idle(&self) {
         let pending = self
-            .asks
-            .for_mission(id, 200)
-            .map(|asks| asks.iter().any(|a| a.is_pending()))
-            .unwrap_or(true);
-        if pending || self.resting() {
+            .store(|r| {
+                r.asks
+                    .for_mission(&r.mission_id, 200)
+                    .map(|asks| asks.iter().any(|a| a.is_pending()))
+                    .unwrap_or(true)
+            })
+            .await;
+        if pending || self.resting().await {
             return;
         }
+        let id = &self.mission.id;
         let session = self.unit.session_id();
         let summary = format!(
             "unit ended its turn with no verdict and nothing pending; attach to session {session}"
@@ -512,15 +589,17 @@ impl Drive {
         let detail = format!(
             "The unit's turn ended without mission_finish and with no question or gated tool call pending, and the drive loop prompts a unit that has reached its operator no further — an agent that ran out of steps ends this way. The mission stays open: read its reports, then fire it again or stop it ('missionboard mission stop {id}'). Attach to session {session} to read its transcript."
         );
-        self.file_blocker(summary.clone(), detail);
+        self.file_blocker(summary.clone(), detail).await;
         let _ = self.idle.send(Some(summary));
     }
 
-    fn file_blocker(&self, summary: String, detail: String) {
-        let r = self.missions.add_blocker(&self.mission.id, summary, detail);
-        if let Err(e) = r {
-            tracing::error!(mission = %self.mission.id, "could not file the runtime blocker: {e}");
-        }
+    async fn file_blocker(&self, summary: String, detail: String) {
+        self.store(move |r| {
+            if let Err(e) = r.missions.add_blocker(&r.mission_id, summary, detail) {
+                tracing::error!(mission = %r.mission_id, "could not file the runtime blocker: {e}");
+            }
+        })
+        .await
     }
 
     /// A turn errored: reap the unit so it no longer holds width, and — unless the
@@ -530,23 +609,26 @@ impl Drive {
         let session = self.unit.session_id().to_string();
         let missions = self.missions.clone();
         self.reap().await;
-        match missions.get(&id) {
-            Ok(Some(m)) if m.status.is_terminal() => {
-                tracing::info!(mission = %id, "mission already at rest as {}; unit reaped", m.status);
-                return;
-            }
-            _ => {}
-        }
         let summary = excerpt(&format!("unit turn failed: {err}"), 240);
         let detail = format!(
             "The unit's turn on session {session} returned an error, and the drive loop is the only thing prompting a dispatched unit:\n\n{err}\n\nThe mission was finished derailed and the unit stopped, so it no longer holds fleet width. Re-dispatch once the cause is addressed."
         );
-        if let Err(e) = missions.add_blocker(&id, summary.clone(), detail) {
-            tracing::error!(mission = %id, "could not file the turn-failure blocker: {e}");
-        }
-        if let Err(e) = missions.finish(&id, Status::Derailed, &summary) {
-            tracing::info!(mission = %id, "derail lost to another verdict: {e}");
-        }
+        crate::store::blocking(move || {
+            match missions.get(&id) {
+                Ok(Some(m)) if m.status.is_terminal() => {
+                    tracing::info!(mission = %id, "mission already at rest as {}; unit reaped", m.status);
+                    return;
+                }
+                _ => {}
+            }
+            if let Err(e) = missions.add_blocker(&id, summary.clone(), detail) {
+                tracing::error!(mission = %id, "could not file the turn-failure blocker: {e}");
+            }
+            if let Err(e) = missions.finish(&id, Status::Derailed, &summary) {
+                tracing::info!(mission = %id, "derail lost to another verdict: {e}");
+            }
+        })
+        .await
     }
 
     async fn reap(self) {

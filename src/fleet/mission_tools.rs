@@ -50,12 +50,21 @@ impl MissionToolCalls {
     /// Dispatch one call by tool name.
     pub async fn call(&self, tool: &str, args: Map<String, Value>) -> ToolResult {
         match tool {
-            "mission_report" => self.report(&args),
-            "mission_plan" => self.plan(&args),
+            "mission_report" => self.store(move |c| c.report(&args)).await,
+            "mission_plan" => self.store(move |c| c.plan(&args)).await,
             "mission_ask_attention" => self.ask(&args).await,
-            "mission_finish" => self.finish(&args),
+            "mission_finish" => self.store(move |c| c.finish(&args)).await,
             other => Err(crate::tools::unknown_tool_error(other)),
         }
+    }
+
+    /// Run the store-bound part of a call through the blocking boundary.
+    async fn store<T: Send + 'static>(
+        &self,
+        f: impl FnOnce(&MissionToolCalls) -> T + Send + 'static,
+    ) -> T {
+        let calls = self.clone();
+        crate::store::blocking(move || f(&calls)).await
     }
 
     fn heartbeat(&self) {
@@ -156,17 +165,17 @@ impl MissionToolCalls {
             return Err("missiontools: mission_ask_attention requires a summary".into());
         }
         let detail = text(args, "detail");
-        self.heartbeat();
+        self.store(MissionToolCalls::heartbeat).await;
         let unanswered = match self
             .raise_and_wait(&summary, &detail, &text(args, "ask_id"))
             .await
         {
             Ok(Waited::Answered(answer)) => {
-                self.heartbeat();
+                self.store(MissionToolCalls::heartbeat).await;
                 return Ok(answer);
             }
             Ok(Waited::Parked(id)) => {
-                self.heartbeat();
+                self.store(MissionToolCalls::heartbeat).await;
                 return Ok(format!(
                     "{PARKED_PREFIX}{id}): the operator has not answered within the park window. The question stays pending and this run is checkpointed under it. End your turn now: the operator's answer will come back to you as your next prompt."
                 ));
@@ -174,16 +183,19 @@ impl MissionToolCalls {
             Ok(Waited::Closed) => "nobody answered before the ask closed".to_string(),
             Err(e) => e,
         };
-        // A question closed by a stop needs no blocker: the mission already rests.
-        if let Ok(Some(m)) = self.missions.get(&self.mission_id)
-            && m.status.is_terminal()
-        {
-            return Ok(format!(
-                "the mission is at rest as {}; this question was closed without an answer",
-                m.status
-            ));
-        }
-        self.file_unanswered(&summary, &detail, &unanswered)
+        self.store(move |c| {
+            // A question closed by a stop needs no blocker: the mission already rests.
+            if let Ok(Some(m)) = c.missions.get(&c.mission_id)
+                && m.status.is_terminal()
+            {
+                return Ok(format!(
+                    "the mission is at rest as {}; this question was closed without an answer",
+                    m.status
+                ));
+            }
+            c.file_unanswered(&summary, &detail, &unanswered)
+        })
+        .await
     }
 
     /// Raise the durable question (or take up the pending one `ask_id` names), announce
@@ -194,9 +206,19 @@ impl MissionToolCalls {
         detail: &str,
         ask_id: &str,
     ) -> Result<Waited, String> {
-        if let Some(ask) = self.reasked(ask_id)? {
-            return self.wait_or_park(&ask.id).await;
-        }
+        let (asking, summary, detail) =
+            (ask_id.to_string(), summary.to_string(), detail.to_string());
+        let ask_id = self
+            .store(move |c| match c.reasked(&asking)? {
+                Some(ask) => Ok(ask.id),
+                None => c.raise_question(&summary, &detail),
+            })
+            .await?;
+        self.wait_or_park(&ask_id).await
+    }
+
+    /// Raise the durable question and announce it on the bus; returns its id.
+    fn raise_question(&self, summary: &str, detail: &str) -> Result<String, String> {
         let ask = self
             .asks
             .raise(NewAsk {
@@ -223,7 +245,7 @@ impl MissionToolCalls {
                 "detail": ask.diff,
             }),
         );
-        self.wait_or_park(&ask.id).await
+        Ok(ask.id)
     }
 
     /// A re-ask: the unit names a question of its own mission that is still pending.
@@ -242,28 +264,32 @@ impl MissionToolCalls {
             .wait(ask_id, Some(deadline))
             .await
             .map_err(|e| e.to_string())?;
-        if let Some(answer) = row.answer() {
-            // Answered in time (perhaps on a re-ask): nothing stays parked.
-            let _ = self.asks.drop_checkpoint(ask_id);
-            return Ok(Waited::Answered(answer.to_string()));
-        }
-        if !row.is_pending() {
-            let _ = self.asks.drop_checkpoint(ask_id);
-            return Ok(Waited::Closed);
-        }
-        self.asks
-            .save_checkpoint(&Checkpoint {
-                ask_id: ask_id.to_string(),
-                mission_id: self.mission_id.clone(),
-                session_id: self.session_id.clone(),
-                agent_name: self.agent_name.clone(),
-                cwd: self.workdir.clone(),
-                host: HostId::current(),
-                claimed_at: None,
-                failure: None,
-            })
-            .map_err(|e| e.to_string())?;
-        Ok(Waited::Parked(ask_id.to_string()))
+        let ask_id = ask_id.to_string();
+        self.store(move |c| {
+            if let Some(answer) = row.answer() {
+                // Answered in time (perhaps on a re-ask): nothing stays parked.
+                let _ = c.asks.drop_checkpoint(&ask_id);
+                return Ok(Waited::Answered(answer.to_string()));
+            }
+            if !row.is_pending() {
+                let _ = c.asks.drop_checkpoint(&ask_id);
+                return Ok(Waited::Closed);
+            }
+            c.asks
+                .save_checkpoint(&Checkpoint {
+                    ask_id: ask_id.clone(),
+                    mission_id: c.mission_id.clone(),
+                    session_id: c.session_id.clone(),
+                    agent_name: c.agent_name.clone(),
+                    cwd: c.workdir.clone(),
+                    host: HostId::current(),
+                    claimed_at: None,
+                    failure: None,
+                })
+                .map_err(|e| e.to_string())?;
+            Ok(Waited::Parked(ask_id))
+        })
+        .await
     }
 
     /// Nobody answered: the question becomes a blocker report and the unit carries on.

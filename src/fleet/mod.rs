@@ -5,6 +5,13 @@
 //! children of that process; when a mission rests — finished by its unit, stopped
 //! from another terminal, reclaimed — the host that holds the unit reaps it, told by
 //! the `status_changed` event on the shared bus.
+//!
+//! Admission is a reservation, not a lock: a dispatch takes a slot of fleet width
+//! under a short lock (hosted units plus reserved slots stay within the cap), then
+//! spawns its unit and runs the ACP handshake without holding anything, so a unit
+//! slow to start delays no other fire. Hosting the unit converts the slot; any
+//! failure gives it back. Every store call from the fleet's async code crosses
+//! the blocking boundary ([`crate::store::boundary`]).
 
 pub mod budget;
 mod drive;
@@ -27,12 +34,13 @@ use tokio::sync::watch;
 use crate::acp::{Unit, UnitSpec, mission_meta};
 use crate::agents::{AgentCaps, Registry};
 use crate::asks::Asks;
+use crate::asks::checkpoint::Checkpoint;
 use crate::config::Config;
 use crate::envelope::policy::ComputeBounds;
 use crate::envelope::search;
 use crate::mission::{Missions, NewMission, subjects};
 use crate::paths::Paths;
-use crate::store::Store;
+use crate::store::{Store, blocking};
 use crate::tools::{
     MissionToolHandler, bridge_server_entry, serve_mission_socket, socket_path_for,
 };
@@ -70,12 +78,58 @@ struct Started {
     cwd: String,
 }
 
+/// What a resumed run's fresh unit starts with.
+struct Resume {
+    mission: crate::mission::Mission,
+    envelope: search::Loaded,
+    agent: crate::agents::Agent,
+    blocks: Vec<String>,
+}
+
 /// A unit this host holds.
 struct Hosted {
     stop: watch::Sender<bool>,
     /// Why the drive loop has nothing more to do while the mission is open.
     idle: watch::Receiver<Option<String>>,
     done: tokio::task::JoinHandle<()>,
+}
+
+/// The fleet width this host uses: the units it holds, and the slots reserved by
+/// dispatches whose unit is still starting.
+#[derive(Default)]
+struct Units {
+    hosted: HashMap<String, Hosted>,
+    starting: usize,
+}
+
+impl Units {
+    fn open(&self) -> usize {
+        self.hosted.len() + self.starting
+    }
+}
+
+/// A slot of fleet width held by a dispatch while its unit starts. Dropped — the
+/// start failed, the fire was refused, the dispatch was abandoned — it gives the
+/// slot back; [`Reservation::fulfil`] converts it into the hosted unit's width.
+struct Reservation {
+    inner: Arc<Inner>,
+    held: bool,
+}
+
+impl Reservation {
+    /// The unit is hosted: its entry now holds the width (under the same lock).
+    fn fulfil(mut self, units: &mut Units) {
+        units.starting -= 1;
+        self.held = false;
+    }
+}
+
+impl Drop for Reservation {
+    fn drop(&mut self) {
+        if self.held {
+            self.inner.units.lock().unwrap().starting -= 1;
+        }
+    }
 }
 
 struct Inner {
@@ -86,10 +140,7 @@ struct Inner {
     ask_ceiling: Option<Duration>,
     park_window: Duration,
     self_exe: PathBuf,
-    /// Held across the width check and the unit's start, so two dispatches can't both
-    /// slip under the cap.
-    admission: tokio::sync::Mutex<()>,
-    units: Mutex<HashMap<String, Hosted>>,
+    units: Mutex<Units>,
 }
 
 /// One host's fleet. Cheap to clone.
@@ -119,8 +170,7 @@ impl Fleet {
                 asks: Asks::new(store),
                 self_exe: exe,
                 paths,
-                admission: tokio::sync::Mutex::new(()),
-                units: Mutex::new(HashMap::new()),
+                units: Mutex::default(),
             }),
         };
         // Host boot reconciles: expired asks take their on-timeout verdict, and
@@ -146,12 +196,35 @@ impl Fleet {
 
     /// Does this host hold the unit of `mission_id` (it dispatched or resumed it)?
     pub fn holds(&self, mission_id: &str) -> bool {
-        self.inner.units.lock().unwrap().contains_key(mission_id)
+        self.inner
+            .units
+            .lock()
+            .unwrap()
+            .hosted
+            .contains_key(mission_id)
     }
 
-    /// Units this host holds right now (each holds fleet width until it is reaped).
+    /// Units this host holds right now, starting ones included (each holds fleet
+    /// width until it is reaped, or its start fails).
     pub fn open_units(&self) -> usize {
-        self.inner.units.lock().unwrap().len()
+        self.inner.units.lock().unwrap().open()
+    }
+
+    /// Reserve a slot of fleet width, or refuse the fire at the cap. Nothing waits.
+    fn reserve(&self) -> anyhow::Result<Reservation> {
+        let max = self.inner.max_parallel;
+        let mut units = self.inner.units.lock().unwrap();
+        let open = units.open() as u64;
+        if max > 0 && open >= max {
+            anyhow::bail!(
+                "conflict: fleet admission refused: {open} units are already open, at the fleet-width cap (fleet-max-parallel={max}). Wait for a unit to conclude or stop one, or raise the cap: `missionboard config set fleet-max-parallel <N>` (0 = unlimited)."
+            );
+        }
+        units.starting += 1;
+        Ok(Reservation {
+            inner: self.inner.clone(),
+            held: true,
+        })
     }
 
     /// Dispatch a mission: validate, admit, start the unit, record the mission, and
@@ -190,14 +263,7 @@ impl Fleet {
         let agent = self.resolve_agent(&agent_name)?;
 
         let mission_id = uuid::Uuid::new_v4().to_string();
-        let _admit = inner.admission.lock().await;
-        let open = self.open_units() as u64;
-        if inner.max_parallel > 0 && open >= inner.max_parallel {
-            anyhow::bail!(
-                "conflict: fleet admission refused: {open} units are already open, at the fleet-width cap (fleet-max-parallel={}). Wait for a unit to conclude or stop one, or raise the cap: `missionboard config set fleet-max-parallel <N>` (0 = unlimited).",
-                inner.max_parallel
-            );
-        }
+        let slot = self.reserve()?;
         let mut started = self.start_unit(&mission_id, &agent, &cwd).await?;
         // The model allowlist is held on the started unit, before the mission row
         // exists: only a running agent says which models it offers, and a refused
@@ -208,7 +274,7 @@ impl Fleet {
             started.unit.shutdown().await;
             return Err(e);
         }
-        let mission = match inner.missions.create(NewMission {
+        let new = NewMission {
             id: mission_id.clone(),
             intent: req.intent.trim().to_string(),
             agent_name: agent_name.clone(),
@@ -217,7 +283,9 @@ impl Fleet {
             session_id: Some(started.session_id.clone()),
             instance_id: Some(started.instance_id.clone()),
             parent_session_id: None,
-        }) {
+        };
+        let missions = inner.missions.clone();
+        let mission = match blocking(move || missions.create(new)).await {
             Ok(m) => m,
             Err(e) => {
                 started.unit.shutdown().await;
@@ -226,7 +294,14 @@ impl Fleet {
         };
         let (session_id, instance_id) = (started.session_id.clone(), started.instance_id.clone());
         let caps = started.unit.capabilities().clone();
-        self.host(started, mission, envelope, drive::Opening::Fresh);
+        self.host(
+            started,
+            mission,
+            envelope,
+            drive::Opening::Fresh,
+            Some(slot),
+        )
+        .await;
         Ok(Dispatched {
             mission_id,
             instance_id,
@@ -242,46 +317,33 @@ impl Fleet {
     /// the mission rests (await it with [`Fleet::wait_unit`]). `Ok(false)` when there
     /// is nothing to resume, or another process holds the claim.
     pub async fn resume_parked(&self, ask_id: &str) -> anyhow::Result<bool> {
-        let inner = &self.inner;
-        let Some(cp) = inner.asks.checkpoint(ask_id)? else {
+        let (asks, id) = (self.inner.asks.clone(), ask_id.to_string());
+        let claimed = blocking(move || -> anyhow::Result<_> {
+            let Some(cp) = asks.checkpoint(&id)? else {
+                return Ok(None);
+            };
+            Ok(asks.claim_checkpoint(&id)?.then_some(cp))
+        })
+        .await?;
+        let Some(cp) = claimed else {
             return Ok(false);
         };
-        if !inner.asks.claim_checkpoint(ask_id)? {
-            return Ok(false);
-        }
         let attempt = async {
-            let mission = inner.missions.require(&cp.mission_id)?;
-            if mission.status.is_terminal() {
-                inner.asks.drop_checkpoint(ask_id)?;
+            let (fleet, id, parked) = (self.clone(), ask_id.to_string(), cp.clone());
+            let Some(resume) = blocking(move || fleet.prepare_resume(&id, &parked)).await? else {
                 return Ok(false);
-            }
-            let envelope = search::load(&inner.paths, &mission.hitl_policy_name)
-                .map_err(anyhow::Error::msg)?;
-            let agent = self.resolve_agent(&mission.agent_name)?;
-            let ask = inner.asks.require(ask_id)?;
-            if ask.is_budget()
-                && !self.settle_budget_question(&mission.id, &ask, &envelope.policy.compute)?
-            {
-                inner.asks.drop_checkpoint(ask_id)?;
-                return Ok(false);
-            }
-            if ask.answer().is_none() && !ask.is_budget() {
-                inner.missions.add_blocker(&mission.id, crate::asks::one_line_summary(&ask.args_summary), format!(
-                            "(the unit asked for an operator and got no answer: the question was {} before anyone answered it)",
-                            ask.state.as_str()
-                        ))?;
-            }
-            let reports = inner.missions.reports(&mission.id, 50)?;
-            let blocks = vec![
-                prompts::resume_brief(&reports, &ask.args_summary, ask.answer()),
-                prompts::PREAMBLE.to_string(),
-                mission.intent.clone(),
-            ];
+            };
             let cwd = if cp.cwd.is_empty() {
-                inner.paths.cwd.clone()
+                self.inner.paths.cwd.clone()
             } else {
                 PathBuf::from(&cp.cwd)
             };
+            let Resume {
+                mission,
+                envelope,
+                agent,
+                blocks,
+            } = resume;
             let mut started = self.start_unit(&mission.id, &agent, &cwd).await?;
             if let Err(e) = budget::select_allowed_model(
                 &mut started.unit,
@@ -293,28 +355,69 @@ impl Fleet {
                 started.unit.shutdown().await;
                 return Err(e);
             }
-            let mission =
-                inner
-                    .missions
-                    .rebind(&mission.id, &started.session_id, &started.instance_id)?;
-            self.host(
-                started,
-                mission,
-                envelope,
-                drive::Opening::Resumed {
-                    blocks,
-                    ask_id: ask_id.to_string(),
-                },
+            let (missions, session, instance) = (
+                self.inner.missions.clone(),
+                started.session_id.clone(),
+                started.instance_id.clone(),
             );
+            let mission =
+                blocking(move || missions.rebind(&mission.id, &session, &instance)).await?;
+            let opening = drive::Opening::Resumed {
+                blocks,
+                ask_id: ask_id.to_string(),
+            };
+            self.host(started, mission, envelope, opening, None).await;
             Ok::<_, anyhow::Error>(true)
         };
         match attempt.await {
             Ok(resumed) => Ok(resumed),
             Err(e) => {
-                let _ = inner.asks.fail_checkpoint(ask_id, &e.to_string());
+                let (asks, id, failure) =
+                    (self.inner.asks.clone(), ask_id.to_string(), e.to_string());
+                let _ = blocking(move || asks.fail_checkpoint(&id, &failure)).await;
                 Err(e)
             }
         }
+    }
+
+    /// The store-bound half of a resume, once its checkpoint is claimed: what the
+    /// fresh unit is started with, or `None` when the mission needs no unit (it is
+    /// at rest, or its compute-bound question settled it).
+    fn prepare_resume(&self, ask_id: &str, cp: &Checkpoint) -> anyhow::Result<Option<Resume>> {
+        let inner = &self.inner;
+        let mission = inner.missions.require(&cp.mission_id)?;
+        if mission.status.is_terminal() {
+            inner.asks.drop_checkpoint(ask_id)?;
+            return Ok(None);
+        }
+        let envelope =
+            search::load(&inner.paths, &mission.hitl_policy_name).map_err(anyhow::Error::msg)?;
+        let agent = self.resolve_agent(&mission.agent_name)?;
+        let ask = inner.asks.require(ask_id)?;
+        if ask.is_budget()
+            && !self.settle_budget_question(&mission.id, &ask, &envelope.policy.compute)?
+        {
+            inner.asks.drop_checkpoint(ask_id)?;
+            return Ok(None);
+        }
+        if ask.answer().is_none() && !ask.is_budget() {
+            inner.missions.add_blocker(&mission.id, crate::asks::one_line_summary(&ask.args_summary), format!(
+                        "(the unit asked for an operator and got no answer: the question was {} before anyone answered it)",
+                        ask.state.as_str()
+                    ))?;
+        }
+        let reports = inner.missions.reports(&mission.id, 50)?;
+        let blocks = vec![
+            prompts::resume_brief(&reports, &ask.args_summary, ask.answer()),
+            prompts::PREAMBLE.to_string(),
+            mission.intent.clone(),
+        ];
+        Ok(Some(Resume {
+            mission,
+            envelope,
+            agent,
+            blocks,
+        }))
     }
 
     /// Settle the compute-bound question `ask` of a mission whose host is gone: an
@@ -358,7 +461,7 @@ impl Fleet {
 
     /// Wait until this host no longer holds a unit for `mission_id`.
     pub async fn wait_unit(&self, mission_id: &str) {
-        while self.inner.units.lock().unwrap().contains_key(mission_id) {
+        while self.holds(mission_id) {
             tokio::time::sleep(Duration::from_millis(50)).await;
         }
     }
@@ -413,10 +516,12 @@ impl Fleet {
                     socket_path.display()
                 )
             })?;
+        let (declared, config) = (agent.clone(), Config::new(inner.missions.store().clone()));
+        let env = blocking(move || declared.unit_env(&config)).await?;
         let spec = UnitSpec {
             program: agent.program(),
             args: agent.args.clone(),
-            env: agent.unit_env(&Config::new(inner.missions.store().clone()))?,
+            env,
             cwd: cwd.to_path_buf(),
             mcp_servers: vec![bridge_server_entry(&inner.self_exe, &socket_path)],
             meta: mission_meta(mission_id),
@@ -435,34 +540,42 @@ impl Fleet {
         })
     }
 
-    /// Hold a started unit: answer its permission requests and drive it. Returns the
-    /// mission id it is registered under.
-    fn host(
+    /// Hold a started unit: answer its permission requests and drive it. A dispatch's
+    /// `slot` becomes the hosted unit's width.
+    async fn host(
         &self,
         mut started: Started,
         mission: crate::mission::Mission,
         envelope: search::Loaded,
         opening: drive::Opening,
-    ) -> String {
+        slot: Option<Reservation>,
+    ) {
         let inner = &self.inner;
         let mission_id = mission.id.clone();
         let (stop_tx, stop_rx) = watch::channel(false);
         let (idle_tx, idle_rx) = watch::channel(None);
         let ledger = budget::ComputeLedger::new(inner.missions.store().clone());
-        let caps = started.unit.capabilities();
-        let offered = caps.offered_models();
-        if let Err(e) = ledger.record_unit(
-            &mission_id,
-            offered.map(|m| m.available.as_slice()),
-            offered.map(|m| m.current.as_str()),
-        ) {
-            tracing::warn!(mission = %mission_id, "could not record the unit's session model: {e}");
-        }
-        // The envelope's bounds, as an operator raised them on an earlier pause.
-        let compute = match ledger.get(&mission_id) {
-            Ok(Some(record)) => record.apply(&envelope.policy.compute),
-            _ => envelope.policy.compute.clone(),
-        };
+        let offered = started.unit.capabilities().offered_models().cloned();
+        let (recorder, id, declared) = (
+            ledger.clone(),
+            mission_id.clone(),
+            envelope.policy.compute.clone(),
+        );
+        let compute = blocking(move || {
+            if let Err(e) = recorder.record_unit(
+                &id,
+                offered.as_ref().map(|m| m.available.as_slice()),
+                offered.as_ref().map(|m| m.current.as_str()),
+            ) {
+                tracing::warn!(mission = %id, "could not record the unit's session model: {e}");
+            }
+            // The envelope's bounds, as an operator raised them on an earlier pause.
+            match recorder.get(&id) {
+                Ok(Some(record)) => record.apply(&declared),
+                _ => declared,
+            }
+        })
+        .await;
         let (budget, crossings) = budget::Budget::new(compute);
         let budget = Arc::new(budget);
         let events = started
@@ -508,30 +621,32 @@ impl Fleet {
         let mut units = inner.units.lock().unwrap();
         let done = tokio::spawn(async move {
             drive.run().await;
-            fleet.inner.units.lock().unwrap().remove(&key);
+            fleet.inner.units.lock().unwrap().hosted.remove(&key);
         });
-        units.insert(
-            mission_id.clone(),
+        units.hosted.insert(
+            mission_id,
             Hosted {
                 stop: stop_tx,
                 idle: idle_rx,
                 done,
             },
         );
-        mission_id
+        if let Some(slot) = slot {
+            slot.fulfil(&mut units);
+        }
     }
 
     /// When this host's unit of `mission_id` ended its turns and the mission is still
     /// open with nothing pending, the runtime blocker's summary saying so.
     pub fn idle_reason(&self, mission_id: &str) -> Option<String> {
         let units = self.inner.units.lock().unwrap();
-        units.get(mission_id)?.idle.borrow().clone()
+        units.hosted.get(mission_id)?.idle.borrow().clone()
     }
 
     /// Ask the unit of `mission_id` to wind down, if this host holds it. Returns at
     /// once; the unit is cancelled, given a grace period, and reaped.
     pub fn release(&self, mission_id: &str) -> bool {
-        match self.inner.units.lock().unwrap().get(mission_id) {
+        match self.inner.units.lock().unwrap().hosted.get(mission_id) {
             Some(h) => {
                 let _ = h.stop.send(true);
                 true
@@ -542,7 +657,8 @@ impl Fleet {
 
     /// Reap every unit this host holds and wait for them (host shutdown).
     pub async fn shutdown(&self) {
-        let hosted: Vec<(String, Hosted)> = self.inner.units.lock().unwrap().drain().collect();
+        let hosted: Vec<(String, Hosted)> =
+            self.inner.units.lock().unwrap().hosted.drain().collect();
         for (_, h) in &hosted {
             let _ = h.stop.send(true);
         }
@@ -559,16 +675,17 @@ impl Fleet {
     pub fn spawn_teardown(&self) -> tokio::task::JoinHandle<()> {
         let weak = Arc::downgrade(&self.inner);
         tokio::spawn(async move {
-            let mut after = match weak.upgrade().map(|i| i.missions.bus().head()) {
-                Some(Ok(h)) => h,
-                _ => 0,
+            let Some(missions) = weak.upgrade().map(|i| i.missions.clone()) else {
+                return;
             };
+            let mut after = blocking(move || missions.bus().head()).await.unwrap_or(0);
             let mut ticks = 0u32;
             loop {
                 tokio::time::sleep(TEARDOWN_POLL).await;
                 let Some(inner) = weak.upgrade() else { return };
                 let fleet = Fleet { inner };
-                match fleet.inner.missions.bus().since(after, 500) {
+                let missions = fleet.inner.missions.clone();
+                match blocking(move || missions.bus().since(after, 500)).await {
                     Ok(events) => {
                         for ev in events {
                             after = ev.id;
@@ -585,20 +702,31 @@ impl Fleet {
                 // seconds, check the records of the units we hold.
                 ticks += 1;
                 if ticks.is_multiple_of(20) {
-                    fleet.release_resting();
+                    fleet.release_resting().await;
                 }
             }
         })
     }
 
-    fn release_resting(&self) {
-        let ids: Vec<String> = self.inner.units.lock().unwrap().keys().cloned().collect();
-        for id in ids {
-            if let Ok(Some(m)) = self.inner.missions.get(&id)
-                && m.status.is_terminal()
-            {
-                self.release(&id);
-            }
+    async fn release_resting(&self) {
+        let ids: Vec<String> = self
+            .inner
+            .units
+            .lock()
+            .unwrap()
+            .hosted
+            .keys()
+            .cloned()
+            .collect();
+        let missions = self.inner.missions.clone();
+        let resting = blocking(move || {
+            ids.into_iter()
+                .filter(|id| matches!(missions.get(id), Ok(Some(m)) if m.status.is_terminal()))
+                .collect::<Vec<_>>()
+        })
+        .await;
+        for id in resting {
+            self.release(&id);
         }
     }
 }

@@ -74,7 +74,7 @@ impl Gate {
                 } else {
                     self.ask_ceiling
                 };
-                let raised = self.asks.raise(NewAsk {
+                let new = NewAsk {
                     tools_name: call.tools.clone(),
                     tool_name: call.tool.clone(),
                     args_summary: summarize(&call, &ask.title, &self.cwd),
@@ -88,8 +88,9 @@ impl Gate {
                     mission_id: Some(self.mission_id.clone()),
                     wait,
                     ..Default::default()
-                });
-                let row = match raised {
+                };
+                let asks = self.asks.clone();
+                let row = match crate::store::blocking(move || asks.raise(new)).await {
                     Ok(r) => r,
                     Err(e) => {
                         tracing::error!(mission = %self.mission_id, "could not raise a permission ask; refusing the call: {e}");

@@ -10,6 +10,9 @@
 //! step leaves a trace line on the fire's stderr and in the `oracle_trace` table
 //! ([`trace`]). The driver never fails the fire: every non-answer leaves the ask on
 //! its ordinary path.
+//!
+//! The driver shares the host's runtime with its units, so its store calls cross
+//! the blocking boundary ([`crate::store::boundary`]).
 
 pub mod chain;
 pub mod contract;
@@ -28,7 +31,7 @@ use crate::fleet::Fleet;
 use crate::mission::{Mission, subjects};
 use crate::model::{ModelClient, ModelError, ModelSettings};
 use crate::paths::Paths;
-use crate::store::Store;
+use crate::store::{Store, blocking, blocking_in_place};
 use crate::text::one_line;
 use chain::{Chain, ChainFile};
 use contract::{AnswerError, Answerer, Binding, Outcome};
@@ -94,7 +97,8 @@ impl Oracle {
         Ok(tokio::spawn(async move {
             loop {
                 tokio::time::sleep(BUS_POLL).await;
-                let events = match fleet.missions().bus().since(after, 100) {
+                let missions = fleet.missions().clone();
+                let events = match blocking(move || missions.bus().since(after, 100)).await {
                     Ok(e) => e,
                     Err(e) => {
                         tracing::warn!("oracle: bus poll failed: {e}");
@@ -115,9 +119,15 @@ impl Oracle {
     async fn offer(&self, fleet: &Fleet, event: &Value) {
         let field = |k: &str| event.get(k).and_then(Value::as_str).unwrap_or_default();
         let (ask_id, mission_id) = (field("askId"), field("missionId"));
-        let mission = match fleet.missions().get(mission_id) {
-            Ok(Some(m)) => m,
-            _ => return,
+        let (missions, asks) = (fleet.missions().clone(), fleet.asks().clone());
+        let (mission_key, ask_key) = (mission_id.to_string(), ask_id.to_string());
+        let Some((mission, ask)) = blocking(move || {
+            let mission = missions.get(&mission_key).ok().flatten()?;
+            Some((mission, asks.get(&ask_key).ok().flatten()))
+        })
+        .await
+        else {
+            return;
         };
         let parent = [
             field("parentSessionId"),
@@ -128,9 +138,8 @@ impl Oracle {
             return;
         }
         // A human may have been quicker; a settled question costs no model call.
-        match fleet.asks().get(ask_id) {
-            Ok(Some(a)) if a.is_pending() && a.is_question() => {}
-            _ => return,
+        if !ask.is_some_and(|a| a.is_pending() && a.is_question()) {
+            return;
         }
         self.review(fleet, &mission, ask_id, event).await;
     }
@@ -143,11 +152,16 @@ impl Oracle {
                 .and_then(Value::as_str)
                 .unwrap_or_default(),
         );
-        let emit = |line: String| self.trace.emit(&mission.id, ask_id, &line);
+        let emit = |line: String| {
+            let (trace, mission_id, ask_id) =
+                (self.trace.clone(), mission.id.clone(), ask_id.to_string());
+            blocking(move || trace.emit(&mission_id, &ask_id, &line))
+        };
         emit(format!(
             "oracle: reviewing ask {ask_id} (mission {}): {summary}",
             mission.id
-        ));
+        ))
+        .await;
         let deliver = Deliver {
             oracle: self,
             fleet,
@@ -181,7 +195,8 @@ impl Oracle {
             (Outcome::Open, Ok(())) => format!(
                 "oracle: no verdict for ask {ask_id} within the chain budgets ({elapsed}) — the question stays with a human"
             ),
-        });
+        })
+        .await;
     }
 }
 
@@ -246,10 +261,8 @@ impl Deliver<'_> {
         );
         Err(AnswerError::Refused)
     }
-}
 
-impl Answerer for Deliver<'_> {
-    fn answer(&self, ask_id: &str, text: &str) -> Result<(), AnswerError> {
+    fn deliver(&self, ask_id: &str, text: &str) -> Result<(), AnswerError> {
         let asks = self.fleet.asks();
         let row = match asks.get(ask_id) {
             Ok(Some(r)) => r,
@@ -286,6 +299,14 @@ impl Answerer for Deliver<'_> {
             }
             Err(AgentAnswerError::Ask(e)) => self.refuse(ask_id, &e.to_string()),
         }
+    }
+}
+
+impl Answerer for Deliver<'_> {
+    /// Called mid-chain on the driver's worker and unable to await: the store work
+    /// runs in place, with the worker's other tasks handed off first.
+    fn answer(&self, ask_id: &str, text: &str) -> Result<(), AnswerError> {
+        blocking_in_place(|| self.deliver(ask_id, text))
     }
 }
 

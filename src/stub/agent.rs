@@ -40,6 +40,8 @@ pub struct AgentConfig {
     pub default_delay_ms: Option<u64>,
     /// Append one line per prompt here (`STUB_TRANSCRIPT`).
     pub transcript: Option<PathBuf>,
+    /// Wait this long before answering `initialize` (`STUB_INITIALIZE_DELAY_MS`).
+    pub initialize_delay: Option<std::time::Duration>,
 }
 
 struct StubAgent {
@@ -110,6 +112,7 @@ pub async fn serve(config: AgentConfig) -> Result<(), String> {
     let on_config = agent.clone();
     let on_prompt = agent.clone();
     let on_cancel = agent.clone();
+    let initialize_delay = agent.config.initialize_delay;
 
     let result = Agent
         .v1()
@@ -120,6 +123,9 @@ pub async fn serve(config: AgentConfig) -> Result<(), String> {
                     "stub: initialize (client asked for {:?})",
                     request.protocol_version
                 );
+                if let Some(delay) = initialize_delay {
+                    tokio::time::sleep(delay).await;
+                }
                 responder.respond(
                     InitializeResponse::new(ProtocolVersion::V1)
                         .agent_capabilities(AgentCapabilities::new())

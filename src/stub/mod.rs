@@ -117,6 +117,8 @@
 //!   go to stderr as `stub: turn=1 step=3 report ok`.
 //! - Env `STUB_TRANSCRIPT=<file>`: one line appended per prompt received,
 //!   `turn=N <first 80 characters of the prompt>`.
+//! - Env `STUB_INITIALIZE_DELAY_MS=<n>`: wait `n` ms before answering
+//!   `initialize` (a unit slow to start).
 
 mod agent;
 pub mod script;
@@ -177,6 +179,14 @@ pub async fn run_stub_agent(options: StubOptions) -> Result<(), String> {
         transcript: std::env::var_os("STUB_TRANSCRIPT")
             .filter(|v| !v.is_empty())
             .map(PathBuf::from),
+        initialize_delay: match std::env::var("STUB_INITIALIZE_DELAY_MS") {
+            Ok(ms) => Some(std::time::Duration::from_millis(
+                ms.trim().parse().map_err(|_| {
+                    format!("STUB_INITIALIZE_DELAY_MS must be a number of milliseconds, got {ms:?}")
+                })?,
+            )),
+            Err(_) => None,
+        },
     };
     agent::serve(config).await
 }

@@ -19,7 +19,7 @@ use missionboard::presets;
 use missionboard::store::Store;
 use ratatui::layout::Rect;
 
-use crate::harness::{BIN, Sandbox, wait_for};
+use crate::harness::{BIN, ForeignLock, Sandbox, wait_for};
 
 fn press(
     m: &mut Model,
@@ -603,4 +603,69 @@ fn a_signal_ends_the_wait_of_mission_fire() {
             "signal {signal}: {seen}"
         );
     }
+}
+
+/// While another process holds the database's write lock, the board's own fires wait
+/// on the store, and the board still answers every key: the help overlay opens,
+/// filters as typed and closes — all before the lock is released. The fires land
+/// once it is.
+#[test]
+fn the_board_redraws_on_keys_while_another_process_holds_the_write_lock() {
+    assert!(
+        tmux_available(),
+        "tmux drives the board in this test (apt-get install tmux)"
+    );
+    let sb = Sandbox::new();
+    sb.declare_stubs(&[(
+        "stub",
+        Some(r#"{"name":"t","turns":[{"steps":[{"report":{"kind":"result","summary":"done"}},{"finish":"landed"}]}]}"#),
+    )]);
+    let tmux = board_in_tmux(&sb, "mb-board-lock", "", "board");
+    tmux.wait_screen(30, "the board", |s| s.contains("Pending asks"));
+
+    let lock = ForeignLock::hold(&sb.db(), 20);
+    const FIRES: usize = 4;
+    for n in 1..=FIRES {
+        tmux.keys(&[":"]);
+        tmux.literal(&format!("mission --policy default stub held fire {n}"));
+        tmux.keys(&["Enter"]);
+    }
+    tmux.keys(&["?"]);
+    tmux.wait_screen(10, "the help overlay", |s| s.contains("Help — every key"));
+    // One key at a time, each drawn before the next is sent: the fires reach the
+    // store (and wait there) while the keys are still coming.
+    let mut typed = String::new();
+    for c in "suspend the board".chars() {
+        typed.push(c);
+        tmux.literal(&c.to_string());
+        let shown = format!("filter: {typed}_");
+        tmux.wait_screen(10, "the typed filter", |s| s.contains(&shown));
+    }
+    tmux.keys(&["Escape"]);
+    tmux.wait_screen(10, "the help overlay to close", |s| {
+        !s.contains("Help — every key")
+    });
+    assert!(
+        lock.is_held(),
+        "every key was drawn while the other process still held the lock"
+    );
+    lock.release();
+
+    wait_for(60, "the board's fires to land", || {
+        let out = sb.run(&["mission", "list", "--json"]);
+        let v: serde_json::Value = serde_json::from_str(&out.stdout).ok()?;
+        let landed = v
+            .as_array()?
+            .iter()
+            .filter(|m| {
+                m["intent"]
+                    .as_str()
+                    .is_some_and(|i| i.starts_with("held fire"))
+                    && m["status"] == "landed"
+            })
+            .count();
+        (landed == FIRES).then_some(())
+    });
+    let screen = tmux.quit();
+    assert!(screen.contains("EXITED:0"), "{screen}");
 }

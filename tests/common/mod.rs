@@ -264,6 +264,84 @@ impl Drop for Background {
     }
 }
 
+// ---- Another process holding the database's write lock. ----
+
+/// The sqlite3 shell, holding an EXCLUSIVE lock on a database.
+pub struct ForeignLock {
+    child: Option<std::process::Child>,
+    release: PathBuf,
+    released: PathBuf,
+}
+
+impl ForeignLock {
+    /// Take the write lock on `db` from another process, and return once it is held.
+    /// It is held for `secs` seconds, or until [`ForeignLock::release`].
+    pub fn hold(db: &Path, secs: u64) -> ForeignLock {
+        use std::io::Write;
+        static TAKEN: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+        let n = TAKEN.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let dir = db.with_extension(format!("foreign-lock-{n}"));
+        std::fs::create_dir_all(&dir).unwrap();
+        let (held, release, released) =
+            (dir.join("held"), dir.join("release"), dir.join("released"));
+        let mut child = Command::new("sqlite3")
+            .arg(db)
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .expect("the sqlite3 shell (apt-get install sqlite3) holds the lock in this test");
+        let mut stdin = child.stdin.take().unwrap();
+        // `released` is touched before COMMIT: while it is absent, the lock is held.
+        writeln!(
+            stdin,
+            "BEGIN EXCLUSIVE;\nUPDATE config SET value = value WHERE 0;\n.shell touch {held}\n.shell i=0; while [ $i -lt {ticks} ] && [ ! -e {release} ]; do sleep 0.1; i=$((i+1)); done; touch {released}\nCOMMIT;",
+            held = held.display(),
+            release = release.display(),
+            released = released.display(),
+            ticks = secs * 10,
+        )
+        .unwrap();
+        drop(stdin);
+        wait_for(20, "the other process to hold the lock", || {
+            held.exists().then_some(())
+        });
+        ForeignLock {
+            child: Some(child),
+            release,
+            released,
+        }
+    }
+
+    /// Is the lock still held (the holder has not begun to commit)?
+    pub fn is_held(&self) -> bool {
+        !self.released.exists()
+    }
+
+    /// Let the holder commit now (if it has not already), and wait for it.
+    #[track_caller]
+    pub fn release(mut self) {
+        std::fs::write(&self.release, "").unwrap();
+        self.wait();
+    }
+
+    /// Wait for the holder to commit on its own, asserting it did.
+    #[track_caller]
+    pub fn wait(&mut self) {
+        let out = self.child.take().unwrap().wait_with_output().unwrap();
+        assert!(out.status.success(), "the lock holder failed: {out:?}");
+    }
+}
+
+impl Drop for ForeignLock {
+    fn drop(&mut self) {
+        if let Some(c) = &mut self.child {
+            let _ = c.kill();
+            let _ = c.wait();
+        }
+    }
+}
+
 // ---- An in-process fleet host (as the board runs it) over the stub binary. ----
 
 /// A fleet in a scratch home whose agents are stubs running the given scripts.

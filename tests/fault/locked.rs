@@ -1,12 +1,15 @@
-//! Another process holds the database's write lock for 5 s: our writers wait it out
-//! (the busy timeout is longer) and every write lands.
+//! Another process holds the database's write lock: our writers wait it out (the
+//! busy timeout is longer) and every write lands; and while they wait, nothing else
+//! on the host stalls — other units' ACP traffic keeps flowing.
 
-use std::process::{Command, Stdio};
+use std::process::Stdio;
 
-use missionboard::mission::{Missions, NewMission};
+use missionboard::acp::{Unit, UnitEvent, UnitSpec, mission_meta};
+use missionboard::fleet::DispatchRequest;
+use missionboard::mission::{Missions, NewMission, Status};
 use missionboard::store::Store;
 
-use crate::harness::{Sandbox, wait_for};
+use crate::harness::{BIN, FleetHost, ForeignLock, Sandbox, wait_for_async};
 use crate::{integrity, script, show};
 
 #[test]
@@ -34,29 +37,7 @@ fn writes_during_a_five_second_exclusive_lock_by_another_process_all_land() {
         })
         .collect();
 
-    // The holder: the sqlite3 shell takes the write lock, says so through a file,
-    // holds it for five seconds, then commits.
-    let held = sb.home.join("lock-held");
-    let mut holder = Command::new("sqlite3")
-        .arg(sb.db())
-        .stdin(Stdio::piped())
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("the sqlite3 shell (apt-get install sqlite3) holds the lock in this test");
-    {
-        use std::io::Write;
-        let mut stdin = holder.stdin.take().unwrap();
-        writeln!(
-            stdin,
-            "BEGIN EXCLUSIVE;\nUPDATE config SET value = value WHERE 0;\n.shell touch {}\n.shell sleep 5\nCOMMIT;",
-            held.display()
-        )
-        .unwrap();
-    }
-    wait_for(20, "the other process to hold the lock", || {
-        held.exists().then_some(())
-    });
+    let mut lock = ForeignLock::hold(&sb.db(), 5);
 
     let spawn = |args: &[&str]| {
         sb.command(args)
@@ -83,8 +64,7 @@ fn writes_during_a_five_second_exclusive_lock_by_another_process_all_land() {
         .into_iter()
         .map(|w| w.wait_with_output().unwrap())
         .collect();
-    let holder = holder.wait_with_output().unwrap();
-    assert!(holder.status.success(), "{holder:?}");
+    lock.wait();
     for out in &outs {
         assert!(
             out.status.success(),
@@ -106,4 +86,98 @@ fn writes_during_a_five_second_exclusive_lock_by_another_process_all_land() {
     assert_eq!(v["status"], "landed");
     assert_eq!(v["reports"].as_array().unwrap().len(), 2);
     assert_eq!(integrity(&sb), "ok");
+}
+
+/// Reports a unit files, one every 100 ms, before it lands.
+const TICKS: usize = 30;
+
+/// Units whose mission tools wait on a foreign lock hold no async worker: on the
+/// same two-worker runtime, another unit starts, opens its session and streams a
+/// turn over ACP before the lock is released. Afterwards every waiting write lands.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn units_waiting_on_a_foreign_lock_stall_no_other_units_acp_traffic() {
+    let ticks: Vec<String> = (1..=TICKS)
+        .map(|n| format!(r#"{{"report":{{"summary":"tick {n}"}}}},{{"sleep":100}}"#))
+        .collect();
+    let ticker = script(&format!(r#"{},{{"finish":"landed"}}"#, ticks.join(",")));
+    let h = FleetHost::new("8", &[("ticker", &ticker)]);
+    let _teardown = h.fleet.spawn_teardown();
+    let mut ids = Vec::new();
+    for n in 0..3 {
+        let d = h
+            .fleet
+            .dispatch(DispatchRequest {
+                agent_name: "ticker".into(),
+                intent: format!("tick {n}"),
+                policy_name: "default".into(),
+                cwd: None,
+            })
+            .await
+            .unwrap();
+        ids.push(d.mission_id);
+    }
+    let missions = h.fleet.missions().clone();
+    let reporting = |n: usize| {
+        ids.iter()
+            .all(|id| missions.report_count(id).unwrap() as usize >= n)
+    };
+    wait_for_async(30, "every ticker to report", || reporting(1).then_some(())).await;
+
+    // Held past the tickers' next reports, and well inside the 15 s busy timeout.
+    let lock = ForeignLock::hold(missions.store().path(), 10);
+    let other = h.home.join("other.json");
+    std::fs::write(
+        &other,
+        script(r#"{"say":{"text":"the other unit is heard","chunks":3}}"#),
+    )
+    .unwrap();
+    let mut unit = Unit::start(UnitSpec {
+        program: BIN.into(),
+        args: vec![
+            "stub-agent".into(),
+            "--script".into(),
+            other.display().to_string(),
+        ],
+        env: Default::default(),
+        cwd: h.home.clone(),
+        mcp_servers: Vec::new(),
+        meta: mission_meta("other"),
+    })
+    .await
+    .expect("the other unit starts");
+    let mut events = unit.take_events().unwrap();
+    unit.prompt(vec!["speak".into()])
+        .await
+        .expect("the other unit's turn ends");
+    let mut heard = String::new();
+    while let Ok(ev) = events.try_recv() {
+        if let UnitEvent::AgentText(t) = ev {
+            heard.push_str(&t);
+        }
+    }
+    assert_eq!(heard, "the other unit is heard");
+    assert!(
+        lock.is_held(),
+        "the other unit's session and turn ran while the lock was still held"
+    );
+    assert!(
+        !reporting(TICKS),
+        "the tickers were still reporting when the lock was taken"
+    );
+    unit.shutdown().await;
+    lock.release();
+
+    for id in &ids {
+        wait_for_async(60, "every ticker to land", || {
+            (missions.require(id).unwrap().status == Status::Landed).then_some(())
+        })
+        .await;
+        assert_eq!(
+            missions.report_count(id).unwrap() as usize,
+            TICKS,
+            "every report waited out the lock and landed"
+        );
+    }
+    h.fleet.shutdown().await;
+    assert_eq!(missions.store().integrity_check().unwrap(), "ok");
 }
