@@ -47,6 +47,17 @@ pub struct Key {
     pub help: &'static str,
 }
 
+impl Key {
+    /// The effective value given what is stored (if anything), and where it came from.
+    pub fn effective(&self, stored: Option<String>) -> (Option<String>, Origin) {
+        match (stored, self.default) {
+            (Some(v), _) => (Some(v), Origin::Set),
+            (None, Some(d)) => (Some(d.to_string()), Origin::Default),
+            (None, None) => (None, Origin::Unset),
+        }
+    }
+}
+
 pub const DEFAULT_MISSION_POLICY: &str = "default-mission-policy";
 pub const DEFAULT_MISSION_AGENT: &str = "default-mission-agent";
 pub const FLEET_MAX_PARALLEL: &str = "fleet-max-parallel";
@@ -237,12 +248,7 @@ impl Config {
     /// The effective value and where it came from.
     pub fn get_with_origin(&self, name: &str) -> anyhow::Result<(Option<String>, Origin)> {
         let key = key(name).map_err(anyhow::Error::msg)?;
-        let stored = self.stored(key.name)?;
-        Ok(match (stored, key.default) {
-            (Some(v), _) => (Some(v), Origin::Set),
-            (None, Some(d)) => (Some(d.to_string()), Origin::Default),
-            (None, None) => (None, Origin::Unset),
-        })
+        Ok(key.effective(self.stored(key.name)?))
     }
 
     /// The effective value (stored, else default).

@@ -86,6 +86,12 @@ impl AskState {
     }
 }
 
+/// The pending questions of mission `?4`, or of every open mission when `?4` is
+/// NULL; `?1`–`?3` name the question tools. (An ask filed by a mission that is no
+/// longer open is `approvals list`'s to show, not `mission asks`'.)
+const PENDING_QUESTIONS: &str = "WHERE state = 'pending' AND tools_name = ?1 AND tool_name IN (?2, ?3)
+   AND (mission_id = ?4 OR (?4 IS NULL AND mission_id IN (SELECT id FROM missions WHERE status = 'open')))";
+
 /// One ask row.
 #[derive(Debug, Clone, Serialize)]
 #[serde(rename_all = "camelCase")]
@@ -362,6 +368,36 @@ impl Asks {
             c.query_row(
                 "SELECT COUNT(*) FROM asks WHERE state = 'pending'",
                 [],
+                |r| r.get(0),
+            )
+        })?)
+    }
+
+    /// Pending questions (asks that take words), newest first: one mission's, or
+    /// every open mission's — what `mission asks` lists.
+    pub fn pending_questions(
+        &self,
+        mission_id: Option<&str>,
+        limit: usize,
+    ) -> Result<Vec<Ask>, AskError> {
+        self.query(
+            &format!("{PENDING_QUESTIONS} ORDER BY created_at DESC, id DESC LIMIT ?5"),
+            params![
+                QUESTION_TOOLS,
+                QUESTION_TOOL,
+                BUDGET_TOOL,
+                mission_id,
+                limit as i64
+            ],
+        )
+    }
+
+    /// How many [`pending_questions`](Self::pending_questions) there are in all.
+    pub fn pending_questions_count(&self, mission_id: Option<&str>) -> Result<i64, AskError> {
+        Ok(self.store.with(|c| {
+            c.query_row(
+                &format!("SELECT COUNT(*) FROM asks {PENDING_QUESTIONS}"),
+                params![QUESTION_TOOLS, QUESTION_TOOL, BUDGET_TOOL, mission_id],
                 |r| r.get(0),
             )
         })?)

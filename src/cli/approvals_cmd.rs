@@ -1,7 +1,7 @@
 //! `missionboard approvals list|respond`.
 
-use super::out::{out, outln};
-use super::{ApprovalsCmd, BetaFlags, Ctx};
+use super::out::{self, out, outln};
+use super::{ApprovalsCmd, BetaFlags, Ctx, ListArgs};
 use crate::asks::{Ask, Asks, OperatorVerdict};
 use crate::clock;
 use crate::duration::age;
@@ -10,7 +10,7 @@ use crate::row;
 
 pub(super) fn run(ctx: &Ctx, cmd: ApprovalsCmd, flags: &BetaFlags) -> anyhow::Result<i32> {
     match cmd {
-        ApprovalsCmd::List { limit } => list(ctx, limit.min(1000)),
+        ApprovalsCmd::List(list_args) => list(ctx, &list_args),
         ApprovalsCmd::Respond {
             id,
             approve,
@@ -20,27 +20,16 @@ pub(super) fn run(ctx: &Ctx, cmd: ApprovalsCmd, flags: &BetaFlags) -> anyhow::Re
     }
 }
 
-fn list(ctx: &Ctx, limit: usize) -> anyhow::Result<i32> {
-    let store = ctx.store()?;
-    let asks = Asks::new(store.clone());
-    let swept = asks.sweep_expired()?;
-    if !swept.is_empty() {
-        outln!(
-            "Swept {} expired ask(s) to their on-timeout verdict.\n",
-            swept.len()
-        )?;
+fn list(ctx: &Ctx, list: &ListArgs) -> anyhow::Result<i32> {
+    let json = list.json;
+    let (pending, total) = match ctx.existing_store()? {
+        Some(store) => settle_then_list(ctx, store, list.rows(), json)?,
+        None => (Vec::new(), 0),
+    };
+    if json {
+        out::json(&serde_json::json!({"asks": pending, "total": total}))?;
+        return Ok(0);
     }
-    let (resumed, failed) =
-        crate::runtime::multi_thread()?.block_on(resume::resume_stranded(&ctx.paths, &store))?;
-    if resumed > 0 {
-        outln!("Resumed {resumed} stranded run(s) to completion in this process.")?;
-    }
-    if failed > 0 {
-        outln!(
-            "{failed} resume(s) failed; their checkpoints are retained with the failure and retried once the claim goes stale."
-        )?;
-    }
-    let pending = asks.pending(limit)?;
     if pending.is_empty() {
         outln!(
             "No pending asks. Gated tool calls and mission questions land here when nobody is watching the session."
@@ -75,7 +64,50 @@ fn list(ctx: &Ctx, limit: usize) -> anyhow::Result<i32> {
     outln!(
         "\nAnswer with 'missionboard approvals respond <id> --approve|--deny' or '--answer \"...\"' for a question."
     )?;
+    if let Some(line) = super::more_line(pending.len(), total) {
+        outln!("{line}")?;
+    }
     Ok(0)
+}
+
+/// Sweep expired asks and resume stranded runs (each said in a line when it did
+/// anything: on stdout before the list, on stderr beside `--json`), then the newest
+/// `limit` pending asks and how many are pending in all.
+fn settle_then_list(
+    ctx: &Ctx,
+    store: crate::store::Store,
+    limit: usize,
+    json: bool,
+) -> anyhow::Result<(Vec<Ask>, i64)> {
+    let say = |line: String| -> anyhow::Result<()> {
+        if json {
+            out::notice(&line);
+            Ok(())
+        } else {
+            outln!("{line}")
+        }
+    };
+    let asks = Asks::new(store.clone());
+    let swept = asks.sweep_expired()?;
+    if !swept.is_empty() {
+        say(format!(
+            "Swept {} expired ask(s) to their on-timeout verdict.\n",
+            swept.len()
+        ))?;
+    }
+    let (resumed, failed) =
+        crate::runtime::multi_thread()?.block_on(resume::resume_stranded(&ctx.paths, &store))?;
+    if resumed > 0 {
+        say(format!(
+            "Resumed {resumed} stranded run(s) to completion in this process."
+        ))?;
+    }
+    if failed > 0 {
+        say(format!(
+            "{failed} resume(s) failed; their checkpoints are retained with the failure and retried once the claim goes stale."
+        ))?;
+    }
+    Ok((asks.pending(limit)?, asks.pending_count()?))
 }
 
 /// `never` for an ask with no deadline, else the time left.
@@ -117,7 +149,7 @@ fn respond(
     if as_agent.is_some() && answer.is_none() {
         anyhow::bail!("--as-agent attributes a question's answer; pair it with --answer \"...\"");
     }
-    let store = ctx.store()?;
+    let store = ctx.required_store()?;
     let asks = Asks::new(store.clone());
     let row = asks.find(id)?;
     let id = row.id.as_str();

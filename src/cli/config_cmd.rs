@@ -2,7 +2,7 @@
 
 use super::out::{self, out, outln};
 use super::{ConfigCmd, Ctx};
-use crate::config::{Config, Origin};
+use crate::config::{Config, Key, Origin};
 use crate::row;
 
 pub(super) fn run(ctx: &Ctx, cmd: ConfigCmd) -> anyhow::Result<i32> {
@@ -11,42 +11,58 @@ pub(super) fn run(ctx: &Ctx, cmd: ConfigCmd) -> anyhow::Result<i32> {
         ConfigCmd::Set { key, .. } | ConfigCmd::Get { key } | ConfigCmd::Unset { key } => {
             Some(key.as_str())
         }
-        ConfigCmd::List => None,
+        ConfigCmd::List { .. } => None,
     };
     if let Some(k) = key_name {
         crate::config::key(k).map_err(anyhow::Error::msg)?;
     }
-    let config = Config::new(ctx.store()?);
     match cmd {
         ConfigCmd::Set { key, value } => {
-            let stored = config.set(&key, &value)?;
+            let stored = Config::new(ctx.store()?).set(&key, &value)?;
             outln!("{key} = {stored}")?;
         }
-        ConfigCmd::Get { key } => match config.get(&key)? {
-            Some(v) => outln!("{v}")?,
-            None => out::notice(&format!(
+        ConfigCmd::Get { key } => match effective(ctx)?.into_iter().find(|(k, ..)| k.name == key) {
+            Some((_, Some(v), _)) => outln!("{v}")?,
+            _ => out::notice(&format!(
                 "{key} is not set — set it with `missionboard config set {key} <value>`"
             )),
         },
         ConfigCmd::Unset { key } => {
+            let config = Config::new(ctx.store()?);
             config.unset(&key)?;
             match config.get(&key)? {
                 Some(d) => outln!("{key} unset (default: {d})")?,
                 None => outln!("{key} unset")?,
             }
         }
-        ConfigCmd::List => {
+        ConfigCmd::List { json } => {
+            let entries = effective(ctx)?;
+            let origin = |o: Origin| match o {
+                Origin::Set => "set",
+                Origin::Default => "default",
+                Origin::Unset => "unset",
+            };
+            if json {
+                let keys: Vec<_> = entries
+                    .iter()
+                    .map(|(key, value, o)| {
+                        serde_json::json!({
+                            "key": key.name,
+                            "value": value,
+                            "origin": origin(*o),
+                            "meaning": key.help,
+                        })
+                    })
+                    .collect();
+                out::json(&keys)?;
+                return Ok(0);
+            }
             let mut rows = vec![row!["KEY", "VALUE", "ORIGIN", "MEANING"]];
-            for (key, value, origin) in config.list()? {
-                let origin = match origin {
-                    Origin::Set => "set",
-                    Origin::Default => "default",
-                    Origin::Unset => "unset",
-                };
+            for (key, value, o) in entries {
                 rows.push(row![
                     key.name,
                     value.unwrap_or_else(|| "-".into()),
-                    origin,
+                    origin(o),
                     key.help
                 ]);
             }
@@ -54,4 +70,19 @@ pub(super) fn run(ctx: &Ctx, cmd: ConfigCmd) -> anyhow::Result<i32> {
         }
     }
     Ok(0)
+}
+
+/// Every key's effective value: from the store, or — where there is none yet — the
+/// defaults, without creating one.
+fn effective(ctx: &Ctx) -> anyhow::Result<Vec<(&'static Key, Option<String>, Origin)>> {
+    match ctx.existing_store()? {
+        Some(store) => Config::new(store).list(),
+        None => Ok(crate::config::KEYS
+            .iter()
+            .map(|k| {
+                let (value, origin) = k.effective(None);
+                (k, value, origin)
+            })
+            .collect()),
+    }
 }

@@ -5,13 +5,14 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use super::Ctx;
-use super::out::outln;
+use super::out::{self, outln};
 use crate::agents::Registry;
 use crate::config::{self, Config};
 use crate::envelope::search;
 use crate::presets;
 
-pub(super) fn run(ctx: &Ctx) -> anyhow::Result<i32> {
+/// `--json` runs the same checks but no sweep: it reads, and changes nothing.
+pub(super) fn run(ctx: &Ctx, json: bool) -> anyhow::Result<i32> {
     let mut lines = Vec::new();
     let mut fixes: Vec<String> = Vec::new();
     lines.push(format!("Home:      {}", ctx.paths.home.display()));
@@ -19,8 +20,13 @@ pub(super) fn run(ctx: &Ctx) -> anyhow::Result<i32> {
         lines.push(format!("Workspace: {}", ws.display()));
     }
 
-    let store = match ctx.store() {
-        Ok(s) => {
+    let store = match ctx.existing_store() {
+        Ok(None) => {
+            lines.push(format!("Store:     {}", ctx.no_store()));
+            fixes.push("run: missionboard init".into());
+            None
+        }
+        Ok(Some(s)) => {
             let check = s.integrity_check().unwrap_or_else(|e| e.to_string());
             lines.push(format!(
                 "Store:     {} (schema v{}, integrity {check})",
@@ -105,10 +111,10 @@ pub(super) fn run(ctx: &Ctx) -> anyhow::Result<i32> {
         }
         let missions = crate::mission::Missions::new(store.clone());
         let asks = crate::asks::Asks::new(store.clone());
-        match crate::fleet::sweep::reclaim(&missions, &asks) {
-            Ok(0) => {}
-            Ok(n) => lines.push(crate::fleet::sweep::count_line(n)),
-            Err(e) => lines.push(format!(
+        match (!json).then(|| crate::fleet::sweep::reclaim(&missions, &asks)) {
+            None | Some(Ok(0)) => {}
+            Some(Ok(n)) => lines.push(crate::fleet::sweep::count_line(n)),
+            Some(Err(e)) => lines.push(format!(
                 "Missions: the abandoned-mission sweep did not run ({e}) — a mission whose host process is gone may still read as open."
             )),
         }
@@ -126,6 +132,23 @@ pub(super) fn run(ctx: &Ctx) -> anyhow::Result<i32> {
     ));
 
     fixes.dedup();
+    let code = if fixes.is_empty() { 0 } else { 1 };
+    if json {
+        // Each line is `<Part>: <detail>`; the JSON names the two.
+        let checks: Vec<_> = lines
+            .iter()
+            .map(|l| {
+                let (part, detail) = l.split_once(':').unwrap_or(("", l));
+                serde_json::json!({"part": part, "detail": detail.trim_start()})
+            })
+            .collect();
+        out::json(&serde_json::json!({
+            "ready": fixes.is_empty(),
+            "fixes": fixes,
+            "checks": checks,
+        }))?;
+        return Ok(code);
+    }
     if fixes.is_empty() {
         outln!("Ready: yes — run: missionboard board")?;
     } else {
@@ -134,7 +157,7 @@ pub(super) fn run(ctx: &Ctx) -> anyhow::Result<i32> {
     for l in lines {
         outln!("{l}")?;
     }
-    Ok(if fixes.is_empty() { 0 } else { 1 })
+    Ok(code)
 }
 
 /// `program` as the spawn would find it: a path as given, a bare name on `PATH`.

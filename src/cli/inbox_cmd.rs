@@ -1,17 +1,28 @@
 //! `missionboard inbox list|show|ack`.
 
 use super::mission_cmd::{missions, report_body};
-use super::out::{out, outln};
+use super::out::{self, out, outln};
 use super::{Ctx, InboxCmd};
 use crate::clock;
 use crate::duration::age;
 use crate::row;
 
 pub(super) fn run(ctx: &Ctx, cmd: InboxCmd) -> anyhow::Result<i32> {
-    let svc = missions(ctx)?;
     match cmd {
-        InboxCmd::List { all, limit } => {
-            let items = svc.inbox(all, limit)?;
+        InboxCmd::List(list) => {
+            let all = list.all;
+            let (items, total) = match ctx.existing_store()? {
+                Some(store) => {
+                    let svc = crate::mission::Missions::new(store);
+                    let items = svc.inbox(all, list.rows())?;
+                    (items, svc.inbox_count(all)?)
+                }
+                None => (Vec::new(), 0),
+            };
+            if list.json {
+                out::json(&serde_json::json!({"items": items, "total": total}))?;
+                return Ok(0);
+            }
             if items.is_empty() {
                 if all {
                     outln!(
@@ -42,9 +53,16 @@ pub(super) fn run(ctx: &Ctx, cmd: InboxCmd) -> anyhow::Result<i32> {
             outln!(
                 "\nFull detail: missionboard inbox show <id>. Mark read: missionboard inbox ack <id>."
             )?;
+            if let Some(line) = super::more_line(items.len(), total) {
+                outln!("{line}")?;
+            }
         }
-        InboxCmd::Show { id } => {
-            let i = svc.inbox_item(&id)?;
+        InboxCmd::Show { id, json } => {
+            let i = missions(ctx)?.inbox_item(&id)?;
+            if json {
+                out::json(&i)?;
+                return Ok(0);
+            }
             let mut out = format!("Inbox item: {}\nMission:    {}\n", i.id, i.mission_id);
             if !i.agent_name.is_empty() {
                 out.push_str(&format!("Agent:      {}\n", i.agent_name));
@@ -76,7 +94,7 @@ pub(super) fn run(ctx: &Ctx, cmd: InboxCmd) -> anyhow::Result<i32> {
             out!("{out}")?;
         }
         InboxCmd::Ack { id } => {
-            let i = svc.ack(&id)?;
+            let i = missions(ctx)?.ack(&id)?;
             outln!("Inbox item {} acknowledged.", i.id)?;
         }
     }

@@ -2,8 +2,8 @@
 
 use std::fmt::Write as _;
 
-use super::Ctx;
 use super::out::{self, out, outln};
+use super::{Ctx, ListArgs};
 use crate::clock;
 use crate::duration::age;
 use crate::envelope::bounds::{ComputeField, describe};
@@ -11,8 +11,9 @@ use crate::fleet::budget::{ComputeLedger, ComputeRecord};
 use crate::mission::{Mission, Missions, Report};
 use crate::row;
 
+/// The missions of an existing store; a missing one is an error that says so.
 pub(super) fn missions(ctx: &Ctx) -> anyhow::Result<Missions> {
-    Ok(Missions::new(ctx.store()?))
+    Ok(Missions::new(ctx.required_store()?))
 }
 
 /// The lazy reclaim sweep of list and show: the count line when it collected
@@ -27,14 +28,21 @@ fn sweep(svc: &Missions, json: bool) -> anyhow::Result<()> {
     Ok(())
 }
 
-pub(super) fn list(ctx: &Ctx, limit: usize, json: bool) -> anyhow::Result<i32> {
-    let svc = missions(ctx)?;
-    sweep(&svc, json)?;
-    let all = svc
-        .list(limit)
-        .map_err(|e| anyhow::anyhow!("failed to list missions: {e}"))?;
+pub(super) fn list(ctx: &Ctx, list: &ListArgs) -> anyhow::Result<i32> {
+    let json = list.json;
+    let (all, total) = match ctx.existing_store()? {
+        Some(store) => {
+            let svc = Missions::new(store);
+            sweep(&svc, json)?;
+            let all = svc
+                .list(list.rows())
+                .map_err(|e| anyhow::anyhow!("failed to list missions: {e}"))?;
+            (all, svc.counts()?.0)
+        }
+        None => (Vec::new(), 0),
+    };
     if json {
-        out::json(&all)?;
+        out::json(&serde_json::json!({"missions": all, "total": total}))?;
         return Ok(0);
     }
     if all.is_empty() {
@@ -54,6 +62,9 @@ pub(super) fn list(ctx: &Ctx, limit: usize, json: bool) -> anyhow::Result<i32> {
         ]);
     }
     out!("{}", crate::table::render(&rows))?;
+    if let Some(line) = super::more_line(all.len(), total) {
+        outln!("\n{line}")?;
+    }
     Ok(0)
 }
 
@@ -62,13 +73,15 @@ pub(super) fn show(ctx: &Ctx, id: &str, json: bool) -> anyhow::Result<i32> {
     sweep(&svc, json)?;
     let m = svc.resolve(id)?;
     let reports = svc
-        .reports(&m.id, 200)
+        .reports(&m.id, SHOWN_REPORTS)
         .map_err(|e| anyhow::anyhow!("failed to read reports for mission {:?}: {e}", m.id))?;
+    let report_count = svc.report_count(&m.id)?;
     if json {
         let mut v = serde_json::to_value(&m)?;
         v["plan"] = serde_json::to_value(svc.plan(&m.id)?)?;
         v["planRevisions"] = serde_json::to_value(svc.plan_revisions(&m.id)?)?;
         v["reports"] = serde_json::to_value(&reports)?;
+        v["reportsTotal"] = report_count.into();
         let asks = crate::asks::Asks::new(svc.store().clone());
         let all = asks.for_mission(&m.id, 200)?;
         let mut pending = Vec::new();
@@ -160,10 +173,14 @@ pub(super) fn show(ctx: &Ctx, id: &str, json: bool) -> anyhow::Result<i32> {
     if reports.is_empty() {
         write!(out, "\nNo reports filed yet.\n")?;
     } else {
+        let shown = if (reports.len() as i64) < report_count {
+            format!("the newest {} of {report_count}", reports.len())
+        } else {
+            reports.len().to_string()
+        };
         writeln!(
             out,
-            "\nReports ({}, oldest first — full detail: missionboard mission reports {}):",
-            reports.len(),
+            "\nReports ({shown}, oldest first — full detail: missionboard mission reports {}):",
             m.id
         )?;
         out.push_str(&report_lines(&reports));
@@ -171,6 +188,9 @@ pub(super) fn show(ctx: &Ctx, id: &str, json: bool) -> anyhow::Result<i32> {
     out!("{out}")?;
     Ok(0)
 }
+
+/// How many of its newest reports `mission show` prints (`mission reports` has all).
+const SHOWN_REPORTS: usize = 200;
 
 /// The mission's compute bounds (as an operator raised them), each with its
 /// truthful label for the agent as it started, and the model it runs on. Nothing
@@ -242,7 +262,7 @@ pub(super) fn report_lines(reports: &[Report]) -> String {
 pub(super) fn reports(ctx: &Ctx, id: &str, json: bool) -> anyhow::Result<i32> {
     let svc = missions(ctx)?;
     let m = svc.resolve(id)?;
-    let reports = svc.reports(&m.id, 10_000)?;
+    let reports = svc.reports(&m.id, i64::MAX as usize)?;
     if json {
         out::json(&reports)?;
         return Ok(0);
@@ -341,14 +361,22 @@ pub(super) fn stop(ctx: &Ctx, id: &str, reason: Option<&str>) -> anyhow::Result<
     Ok(0)
 }
 
-pub(super) fn asks(ctx: &Ctx, id: Option<&str>, limit: usize) -> anyhow::Result<i32> {
-    let svc = missions(ctx)?;
-    let asks = crate::asks::Asks::new(svc.store().clone());
-    asks.sweep_expired()?;
-    let scope: Vec<Mission> = match id {
-        Some(id) => vec![svc.resolve(id)?],
-        None => svc.list_open(limit)?,
+pub(super) fn asks(ctx: &Ctx, id: Option<&str>, list: &ListArgs) -> anyhow::Result<i32> {
+    let (questions, total) = match ctx.existing_store()? {
+        Some(store) => pending_questions(Missions::new(store), id, list.rows())?,
+        None if id.is_none() => (Vec::new(), 0),
+        None => anyhow::bail!("{}", ctx.no_store()),
     };
+    if list.json {
+        out::json(&serde_json::json!({"asks": questions, "total": total}))?;
+        return Ok(0);
+    }
+    if questions.is_empty() {
+        outln!(
+            "No pending attention asks. A mission's unit raises one when it needs a human's own words, not a yes/no — answer with 'missionboard approvals respond <id> --answer \"...\"'."
+        )?;
+        return Ok(0);
+    }
     let mut rows = vec![row![
         "ID",
         "MISSION",
@@ -359,37 +387,45 @@ pub(super) fn asks(ctx: &Ctx, id: Option<&str>, limit: usize) -> anyhow::Result<
     ]];
     let mut details = String::new();
     let now = clock::now_ms();
-    for m in &scope {
-        for a in asks.for_mission(&m.id, 200)? {
-            if !(a.is_pending() && a.takes_words()) {
-                continue;
-            }
-            let agent = if a.agent_name.is_empty() {
-                m.agent_name.clone()
-            } else {
-                a.agent_name.clone()
-            };
-            rows.push(row![
-                a.id,
-                m.id,
-                agent,
-                a.args_summary,
-                age(clock::age_secs(a.created_at)),
-                super::approvals_cmd::expires_in(&a, now)
-            ]);
-            if let Some(d) = a.diff.as_deref().filter(|d| !d.trim().is_empty()) {
-                details.push_str(&format!("\nDetail for {}:\n{d}\n", a.id));
-            }
+    for a in &questions {
+        rows.push(row![
+            a.id,
+            a.mission_id.as_deref().unwrap_or_default(),
+            a.agent_name,
+            a.args_summary,
+            age(clock::age_secs(a.created_at)),
+            super::approvals_cmd::expires_in(a, now)
+        ]);
+        if let Some(d) = a.diff.as_deref().filter(|d| !d.trim().is_empty()) {
+            details.push_str(&format!("\nDetail for {}:\n{d}\n", a.id));
         }
-    }
-    if rows.len() == 1 {
-        outln!(
-            "No pending attention asks. A mission's unit raises one when it needs a human's own words, not a yes/no — answer with 'missionboard approvals respond <id> --answer \"...\"'."
-        )?;
-        return Ok(0);
     }
     out!("{}", crate::table::render(&rows))?;
     out!("{details}")?;
     outln!("\nAnswer with 'missionboard approvals respond <id> --answer \"...\"'.")?;
+    if let Some(line) = super::more_line(questions.len(), total) {
+        outln!("{line}")?;
+    }
     Ok(0)
+}
+
+/// The newest `limit` pending questions of one mission (`id`) or of every open one,
+/// each naming its mission's agent when it names none itself, and how many there
+/// are in all.
+fn pending_questions(
+    svc: Missions,
+    id: Option<&str>,
+    limit: usize,
+) -> anyhow::Result<(Vec<crate::asks::Ask>, i64)> {
+    let asks = crate::asks::Asks::new(svc.store().clone());
+    asks.sweep_expired()?;
+    let scope = id.map(|id| svc.resolve(id)).transpose()?;
+    let scope = scope.as_ref().map(|m| m.id.as_str());
+    let mut questions = asks.pending_questions(scope, limit)?;
+    for a in questions.iter_mut().filter(|a| a.agent_name.is_empty()) {
+        if let Some(m) = svc.get(a.mission_id.as_deref().unwrap_or_default())? {
+            a.agent_name = m.agent_name;
+        }
+    }
+    Ok((questions, asks.pending_questions_count(scope)?))
 }

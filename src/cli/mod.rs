@@ -62,7 +62,21 @@ enum Command {
     /// Declared agents; with no subcommand, run the built-in native agent over ACP on stdio.
     Agent(AgentArgs),
     /// Check that this machine is ready to run missions.
-    Doctor,
+    Doctor {
+        /// The verdict, the fixes and each check as JSON (no sweep runs).
+        #[arg(long)]
+        json: bool,
+    },
+    /// Print a shell completion script: `missionboard completions bash > …`.
+    Completions {
+        #[arg(value_enum)]
+        shell: CompletionShell,
+    },
+    /// Print a manual page (roff): `missionboard man mission fire | man -l -`.
+    Man {
+        /// The subcommand whose page to print (none: the top-level page).
+        command: Vec<String>,
+    },
     /// Measure the figures operators rely on, each beside its floor (scratch home, real stub units).
     Bench(BenchArgs),
     /// The scripted stub ACP agent (offline demos and tests).
@@ -93,12 +107,7 @@ enum MissionCmd {
         timeout: String,
     },
     /// List missions, newest first.
-    List {
-        #[arg(long, default_value_t = 50)]
-        limit: usize,
-        #[arg(long)]
-        json: bool,
-    },
+    List(ListArgs),
     /// Show one mission.
     Show {
         id: String,
@@ -117,11 +126,11 @@ enum MissionCmd {
         #[arg(long)]
         json: bool,
     },
-    /// Pending questions of one mission, or of every open mission.
+    /// Pending questions of one mission, or of every open mission, newest first.
     Asks {
         id: Option<String>,
-        #[arg(long, default_value_t = 200)]
-        limit: usize,
+        #[command(flatten)]
+        list: ListArgs,
     },
     /// Stop a mission: abandon it, close its asks, reap its unit.
     Stop {
@@ -134,10 +143,7 @@ enum MissionCmd {
 #[derive(Subcommand, Debug)]
 enum ApprovalsCmd {
     /// List pending asks, newest first.
-    List {
-        #[arg(long, default_value_t = 50)]
-        limit: usize,
-    },
+    List(ListArgs),
     /// Answer one ask.
     Respond {
         id: Vec<String>,
@@ -152,15 +158,14 @@ enum ApprovalsCmd {
 
 #[derive(Subcommand, Debug)]
 enum InboxCmd {
-    /// Unacknowledged items (all with --all).
-    List {
-        #[arg(long)]
-        all: bool,
-        #[arg(long, default_value_t = 50)]
-        limit: usize,
-    },
+    /// Unacknowledged items, newest first; --all is every item, acknowledged or not.
+    List(ListArgs),
     /// One item in full.
-    Show { id: String },
+    Show {
+        id: String,
+        #[arg(long)]
+        json: bool,
+    },
     /// Mark an item read.
     Ack { id: String },
 }
@@ -172,7 +177,10 @@ enum ConfigCmd {
     /// Print the effective value.
     Get { key: String },
     /// Every key with its value and where it came from.
-    List,
+    List {
+        #[arg(long)]
+        json: bool,
+    },
     /// Remove a stored value so the default applies.
     Unset { key: String },
 }
@@ -224,7 +232,61 @@ struct AgentArgs {
 #[derive(Subcommand, Debug)]
 enum AgentCmd {
     /// The declared agents: NAME, COMMAND, DESCRIPTION.
-    List,
+    List {
+        #[arg(long)]
+        json: bool,
+    },
+}
+
+/// The shells `missionboard completions` writes a script for.
+#[derive(clap::ValueEnum, Clone, Copy, Debug)]
+enum CompletionShell {
+    Bash,
+    Zsh,
+    Fish,
+}
+
+impl CompletionShell {
+    fn generator(self) -> clap_complete::Shell {
+        match self {
+            CompletionShell::Bash => clap_complete::Shell::Bash,
+            CompletionShell::Zsh => clap_complete::Shell::Zsh,
+            CompletionShell::Fish => clap_complete::Shell::Fish,
+        }
+    }
+}
+
+/// The flags every list takes. A list shows its newest rows and, when it shows
+/// fewer than there are, says so ([`more_line`]).
+#[derive(Args, Debug)]
+struct ListArgs {
+    /// Show at most this many rows.
+    #[arg(long, default_value_t = 50, conflicts_with = "all")]
+    limit: usize,
+    /// Show every row.
+    #[arg(long)]
+    all: bool,
+    /// Print the rows and their total as JSON.
+    #[arg(long)]
+    json: bool,
+}
+
+impl ListArgs {
+    /// The row count to ask the store for: `--all` is every row.
+    fn rows(&self) -> usize {
+        if self.all {
+            i64::MAX as usize
+        } else {
+            self.limit
+        }
+    }
+}
+
+/// The last line of a list that shows fewer rows than there are: the count is
+/// honest, and says how to see the rest.
+fn more_line(shown: usize, total: i64) -> Option<String> {
+    (i64::try_from(shown).unwrap_or(i64::MAX) < total)
+        .then(|| format!("{shown} of {total}, --limit/--all for more"))
 }
 
 #[derive(Args, Debug)]
@@ -251,6 +313,23 @@ struct StubArgs {
 }
 
 impl Command {
+    /// Commands that write the home (its store, presets or logs) even where it does
+    /// not exist yet. The others — reads, and answers to rows that must already be
+    /// there — leave a missing home missing, logs included.
+    fn may_create_home(&self) -> bool {
+        matches!(
+            self,
+            Command::Board { .. }
+                | Command::Mission(MissionCmd::Fire { .. })
+                | Command::Init(_)
+                | Command::Config(ConfigCmd::Set { .. } | ConfigCmd::Unset { .. })
+                | Command::Agent(AgentArgs { command: None, .. })
+                | Command::Bench(_)
+                | Command::StubAgent(_)
+                | Command::McpBridge { .. }
+        )
+    }
+
     /// Commands that host units (or are one): they must tear down before they
     /// exit, so a closed stdout reaches them as an error from the output layer.
     fn hosts_units(&self) -> bool {
@@ -263,6 +342,24 @@ impl Command {
                 | Command::McpBridge { .. }
         )
     }
+}
+
+/// The command `path` names under `root`, titled as its manual page is
+/// (`missionboard-mission-fire`, the name the parent page's SUBCOMMANDS refer to)
+/// and synopsised as it is typed (`missionboard mission fire`).
+fn man_page_of(root: clap::Command, path: &[String]) -> anyhow::Result<clap::Command> {
+    let mut cmd = root;
+    let mut typed = cmd.get_name().to_string();
+    for word in path {
+        let Some(sub) = cmd.find_subcommand(word).filter(|s| !s.is_hide_set()) else {
+            anyhow::bail!(
+                "{typed} has no subcommand {word:?} — '{typed} --help' lists those it has"
+            );
+        };
+        typed = format!("{typed} {}", sub.get_name());
+        cmd = sub.clone();
+    }
+    Ok(cmd.display_name(typed.replace(' ', "-")).bin_name(typed))
 }
 
 /// A one-shot command whose reader went away (`| head`) ends the way git does: by
@@ -361,6 +458,29 @@ impl Ctx {
     pub fn store(&self) -> anyhow::Result<Store> {
         Ok(Store::open(&self.paths.db_path())?)
     }
+
+    /// The database if one exists (migrated if needed); `None` creates nothing.
+    pub fn existing_store(&self) -> anyhow::Result<Option<Store>> {
+        if !self.paths.db_path().exists() {
+            return Ok(None);
+        }
+        self.store().map(Some)
+    }
+
+    /// The database, or an error that says none exists yet (for commands about a
+    /// row that would have to be in it).
+    pub fn required_store(&self) -> anyhow::Result<Store> {
+        self.existing_store()?
+            .ok_or_else(|| anyhow::anyhow!("{}", self.no_store()))
+    }
+
+    /// What a read against a home without a database says.
+    pub fn no_store(&self) -> String {
+        format!(
+            "no missionboard store at {} yet — fire a mission or run `missionboard init` first",
+            self.paths.db_path().display()
+        )
+    }
 }
 
 /// Entry point: returns the process exit code.
@@ -383,7 +503,9 @@ pub fn main() -> i32 {
     if !cli.command.as_ref().is_some_and(Command::hosts_units) {
         die_quietly_on_closed_stdout();
     }
-    let _log_guard = crate::logging::init(&paths.log_dir(), cli.trace);
+    let log_dir = paths.log_dir();
+    let logs = paths.home.exists() || cli.command.as_ref().is_none_or(Command::may_create_home);
+    let _log_guard = logs.then(|| crate::logging::init(&log_dir, cli.trace));
     let ctx = Ctx { paths, beta };
     match run(&ctx, cli.command, flags) {
         Ok(code) => code,
@@ -412,7 +534,7 @@ fn run(ctx: &Ctx, command: Option<Command>, flags: BetaFlags) -> anyhow::Result<
         }
         Some(Command::Board { demo }) => crate::board::run(ctx.paths.clone(), demo),
         Some(Command::Mission(m)) => match m {
-            MissionCmd::List { limit, json } => mission_cmd::list(ctx, limit, json),
+            MissionCmd::List(list) => mission_cmd::list(ctx, &list),
             MissionCmd::Show { id, json } => mission_cmd::show(ctx, &id, json),
             MissionCmd::Reports { id, json } => mission_cmd::reports(ctx, &id, json),
             MissionCmd::Plan { id, json } => mission_cmd::plan(ctx, &id, json),
@@ -434,7 +556,7 @@ fn run(ctx: &Ctx, command: Option<Command>, flags: BetaFlags) -> anyhow::Result<
                 },
             ),
             MissionCmd::Stop { id, reason } => mission_cmd::stop(ctx, &id, reason.as_deref()),
-            MissionCmd::Asks { id, limit } => mission_cmd::asks(ctx, id.as_deref(), limit),
+            MissionCmd::Asks { id, list } => mission_cmd::asks(ctx, id.as_deref(), &list),
         },
         Some(Command::Approvals(c)) => approvals_cmd::run(ctx, c, &flags),
         Some(Command::Inbox(c)) => inbox_cmd::run(ctx, c),
@@ -442,7 +564,7 @@ fn run(ctx: &Ctx, command: Option<Command>, flags: BetaFlags) -> anyhow::Result<
         Some(Command::Vet(a)) => vet::run(ctx, a),
         Some(Command::Init(a)) => init::run(ctx, a),
         Some(Command::Agent(a)) => match a.command {
-            Some(AgentCmd::List) => agent_cmd::list(ctx),
+            Some(AgentCmd::List { json }) => agent_cmd::list(ctx, json),
             None => {
                 let options = crate::planner::AgentOptions {
                     model: crate::planner::ModelFlags {
@@ -461,7 +583,26 @@ fn run(ctx: &Ctx, command: Option<Command>, flags: BetaFlags) -> anyhow::Result<
                 }))
             }
         },
-        Some(Command::Doctor) => doctor::run(ctx),
+        Some(Command::Doctor { json }) => doctor::run(ctx, json),
+        Some(Command::Completions { shell }) => {
+            let mut script = Vec::new();
+            clap_complete::generate(
+                shell.generator(),
+                &mut build_command(ctx.beta),
+                "missionboard",
+                &mut script,
+            );
+            out::generated(&script)?;
+            Ok(0)
+        }
+        Some(Command::Man { command }) => {
+            let mut page = Vec::new();
+            clap_mangen::Man::new(man_page_of(build_command(ctx.beta), &command)?)
+                .source(format!("missionboard {}", env!("CARGO_PKG_VERSION")))
+                .render(&mut page)?;
+            out::generated(&page)?;
+            Ok(0)
+        }
         Some(Command::Bench(a)) => match a.only {
             Some(group) => crate::bench::run_group(&group, crate::bench::Scale::new(a.quick)),
             None => crate::bench::run_all(a.quick, &a.group),

@@ -41,6 +41,13 @@ pub(super) fn json(value: &impl serde::Serialize) -> anyhow::Result<()> {
     write_stdout(serialized.as_bytes())
 }
 
+/// Write what this binary generated from its own grammar (a completion script, the
+/// manual page) byte for byte: no agent wrote any of it, and a tab in a shell
+/// script must stay a tab.
+pub(super) fn generated(bytes: &[u8]) -> anyhow::Result<()> {
+    write_stdout(bytes)
+}
+
 /// `Error: …` on stderr, sanitized: errors quote agent text too.
 pub(super) fn error(message: &str) {
     // Nothing sensible is left to do when stderr is gone as well.

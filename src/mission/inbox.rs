@@ -122,6 +122,20 @@ impl Missions {
         })?)
     }
 
+    /// How many items [`inbox`](Self::inbox) would list with no limit.
+    pub fn inbox_count(&self, include_acked: bool) -> Result<i64> {
+        let filter = if include_acked {
+            ""
+        } else {
+            " WHERE acked_at IS NULL"
+        };
+        Ok(self.store.with(|c| {
+            c.query_row(&format!("SELECT COUNT(*) FROM inbox{filter}"), [], |r| {
+                r.get(0)
+            })
+        })?)
+    }
+
     /// One item.
     pub fn inbox_item(&self, id: &str) -> Result<InboxItem> {
         self.store

@@ -398,7 +398,7 @@ fn tmux_demo_shows_states_answers_in_place_and_restores_the_terminal() {
     wait_for(60, "the ask-then-land mission to land", || {
         let out = sb.run(&["mission", "list", "--json"]);
         let v: serde_json::Value = serde_json::from_str(&out.stdout).ok()?;
-        let landed = v.as_array()?.iter().any(|m| {
+        let landed = v["missions"].as_array()?.iter().any(|m| {
             m["intent"]
                 .as_str()
                 .is_some_and(|i| i.starts_with("ask-then-land"))
@@ -645,7 +645,7 @@ fn the_board_redraws_on_keys_while_another_process_holds_the_write_lock() {
     wait_for(60, "the board's fires to land", || {
         let out = sb.run(&["mission", "list", "--json"]);
         let v: serde_json::Value = serde_json::from_str(&out.stdout).ok()?;
-        let landed = v
+        let landed = v["missions"]
             .as_array()?
             .iter()
             .filter(|m| {

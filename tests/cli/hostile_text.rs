@@ -181,6 +181,12 @@ fn no_raw_control_byte_from_an_agent_reaches_any_command_output() {
             "mission plan --json",
             vec!["mission", "plan", &landed, "--json"],
         ),
+        ("mission asks --json", vec!["mission", "asks", "--json"]),
+        ("approvals list --json", vec!["approvals", "list", "--json"]),
+        (
+            "inbox list --json",
+            vec!["inbox", "list", "--all", "--json"],
+        ),
     ] {
         let v = assert_json_inert(what, &sb.run(&args));
         if what == "mission plan --json" {
@@ -197,6 +203,10 @@ fn no_raw_control_byte_from_an_agent_reaches_any_command_output() {
     let shown = sb.run(&["inbox", "show", &item]).ok();
     assert_inert("inbox show", &shown);
     assert!(shown.stdout.contains(VISIBLE), "{shown:#?}");
+    assert_json_inert(
+        "inbox show --json",
+        &sb.run(&["inbox", "show", &item, "--json"]),
+    );
 
     // Errors quote what they were given, inertly.
     let bad = sb.run(&["mission", "show", &p("no-such-mission")]);

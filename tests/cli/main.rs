@@ -9,6 +9,7 @@ mod board;
 mod bounds;
 mod edges;
 mod envelopes;
+mod ergonomics;
 mod foundation;
 mod hostile_text;
 mod hygiene;

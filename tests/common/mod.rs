@@ -199,11 +199,32 @@ impl Sandbox {
         Background::spawn(self.command(&args))
     }
 
+    /// Record `n` open missions of agent `stub` under envelope `default`, intents
+    /// `<intent> <i>`, straight into the store: rows no unit works. Their ids, oldest
+    /// first.
+    pub fn record_missions(&self, intent: &str, n: usize) -> Vec<String> {
+        let missions = missionboard::mission::Missions::new(Store::open(&self.db()).unwrap());
+        (0..n)
+            .map(|i| {
+                missions
+                    .create(missionboard::mission::NewMission {
+                        intent: format!("{intent} {i}"),
+                        agent_name: "stub".into(),
+                        policy_name: "default".into(),
+                        ..Default::default()
+                    })
+                    .unwrap()
+                    .id
+            })
+            .collect()
+    }
+
     /// The id of the newest mission.
     pub fn newest_mission(&self) -> Option<String> {
         let out = self.run(&["mission", "list", "--json"]).ok();
         let v: serde_json::Value = serde_json::from_str(&out.stdout).unwrap();
-        v.as_array()?
+        v["missions"]
+            .as_array()?
             .first()?
             .get("id")?
             .as_str()

@@ -6,8 +6,7 @@ use std::process::Stdio;
 
 use missionboard::acp::{Unit, UnitEvent, UnitSpec, mission_meta};
 use missionboard::fleet::DispatchRequest;
-use missionboard::mission::{Missions, NewMission, Status};
-use missionboard::store::Store;
+use missionboard::mission::Status;
 
 use crate::harness::{BIN, FleetHost, ForeignLock, Sandbox, wait_for_async};
 use crate::{integrity, script, show};
@@ -21,21 +20,7 @@ fn writes_during_a_five_second_exclusive_lock_by_another_process_all_land() {
             r#"{"report":{"kind":"progress","summary":"one"}},{"report":{"kind":"result","summary":"two"}},{"finish":"landed"}"#,
         )),
     )]);
-    let store = Store::open(&sb.db()).unwrap();
-    let missions = Missions::new(store);
-    let ids: Vec<String> = (0..8)
-        .map(|i| {
-            missions
-                .create(NewMission {
-                    intent: format!("to be stopped {i}"),
-                    agent_name: "stub".into(),
-                    policy_name: "default".into(),
-                    ..Default::default()
-                })
-                .unwrap()
-                .id
-        })
-        .collect();
+    let ids = sb.record_missions("to be stopped", 8);
 
     let mut lock = ForeignLock::hold(&sb.db(), 5);
 
