@@ -20,6 +20,7 @@ use tokio::sync::Notify;
 use crate::clock;
 use crate::envelope::bounds::{BUDGET_ANSWER_GRAMMAR, BudgetAnswer};
 use crate::store::{Store, StoreError};
+use crate::sync::LockUnpoisoned;
 
 pub(crate) const SCHEMA_V3: &str = "
 CREATE TABLE asks (
@@ -621,20 +622,19 @@ impl Asks {
 
     /// Is a waiter for this ask parked in this process?
     pub fn has_waiter(&self, id: &str) -> bool {
-        self.waiters.lock().unwrap().contains_key(id)
+        self.waiters.lock_unpoisoned().contains_key(id)
     }
 
     fn waiter(&self, id: &str) -> Arc<Notify> {
         self.waiters
-            .lock()
-            .unwrap()
+            .lock_unpoisoned()
             .entry(id.to_string())
             .or_default()
             .clone()
     }
 
     fn drop_waiter(&self, id: &str, notify: &Arc<Notify>) {
-        let mut w = self.waiters.lock().unwrap();
+        let mut w = self.waiters.lock_unpoisoned();
         // Only the last waiter of this ask removes the entry.
         if w.get(id).is_some_and(|n| Arc::ptr_eq(n, notify)) && Arc::strong_count(notify) <= 2 {
             w.remove(id);
@@ -642,7 +642,7 @@ impl Asks {
     }
 
     pub(crate) fn wake(&self, id: &str) {
-        if let Some(n) = self.waiters.lock().unwrap().get(id) {
+        if let Some(n) = self.waiters.lock_unpoisoned().get(id) {
             n.notify_waiters();
         }
     }
