@@ -62,25 +62,28 @@ pub fn ser_opt_rfc3339<S: serde::Serializer>(ms: &Option<i64>, s: S) -> Result<S
 pub async fn poll_until<T>(
     limit: Duration,
     every: Duration,
-    mut probe: impl FnMut() -> Option<T>,
+    probe: impl FnMut() -> Option<T>,
 ) -> Option<T> {
-    let deadline = Instant::now() + limit;
-    loop {
-        if let Some(v) = probe() {
-            return Some(v);
-        }
-        if Instant::now() >= deadline {
-            return None;
-        }
-        tokio::time::sleep(every).await;
-    }
+    poll(limit, probe, || tokio::time::sleep(every)).await
 }
 
 /// [`poll_until`] for a plain thread: it sleeps the thread between checks.
 pub fn poll_until_blocking<T>(
     limit: Duration,
     every: Duration,
+    probe: impl FnMut() -> Option<T>,
+) -> Option<T> {
+    futures::executor::block_on(poll(limit, probe, || {
+        std::thread::sleep(every);
+        std::future::ready(())
+    }))
+}
+
+/// The one polling loop: probe, give up past the deadline, `pause`, again.
+async fn poll<T, P: Future<Output = ()>>(
+    limit: Duration,
     mut probe: impl FnMut() -> Option<T>,
+    mut pause: impl FnMut() -> P,
 ) -> Option<T> {
     let deadline = Instant::now() + limit;
     loop {
@@ -90,7 +93,7 @@ pub fn poll_until_blocking<T>(
         if Instant::now() >= deadline {
             return None;
         }
-        std::thread::sleep(every);
+        pause().await;
     }
 }
 

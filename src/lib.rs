@@ -1,7 +1,13 @@
 //! missionboard: a mission runtime with a live terminal board.
 //!
-//! The CLI (`cli`) and, later, the board are thin surfaces over the same services.
-//! Each service module owns its tables and exposes a narrow API.
+//! Modules are layered and depend only downward (ARCHITECTURE.md; `tests/layers.rs`
+//! enforces it): leaves (`clock`, `duration`, `paths`, `text`, `runtime`, …) →
+//! `store` (the connection and the migration runner) → domain services that own
+//! their tables and rules (`config`, `bus`, `agents`, `mission`, `asks`, `envelope`)
+//! → protocol adapters (`acp`, `tools`, `model`) → roles (`fleet`, `oracle`,
+//! `planner`, `stub`) → `schema` (the one list of every module's migrations) →
+//! surfaces (`cli`, `board`, `bench`). The CLI and the board are thin surfaces over
+//! the same service calls.
 
 pub mod acp;
 pub mod agents;
@@ -28,6 +34,7 @@ pub mod schema;
 pub mod signals;
 pub mod store;
 pub mod stub;
+pub mod sync;
 pub mod table;
 pub mod text;
 pub mod tools;

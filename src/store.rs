@@ -21,6 +21,8 @@ use rusqlite::{Connection, ErrorCode, OpenFlags};
 pub mod boundary;
 pub use boundary::{blocking, blocking_in_place};
 
+use crate::sync::LockUnpoisoned;
+
 /// One schema version: the DDL each owning module contributes to it, run in one
 /// transaction. The ordered list of versions is assembled above the store (in
 /// `crate::schema`), so the store never names the modules that own tables.
@@ -138,11 +140,7 @@ impl Store {
         &self,
         f: impl FnOnce(&Connection) -> rusqlite::Result<T>,
     ) -> Result<T, StoreError> {
-        let conn = self
-            .inner
-            .conn
-            .lock()
-            .unwrap_or_else(|poisoned| poisoned.into_inner());
+        let conn = self.inner.conn.lock_unpoisoned();
         f(&conn).map_err(|e| describe(&self.inner.path, e))
     }
 
@@ -152,11 +150,7 @@ impl Store {
         &self,
         f: impl FnOnce(&rusqlite::Transaction<'_>) -> rusqlite::Result<T>,
     ) -> Result<T, StoreError> {
-        let mut conn = self
-            .inner
-            .conn
-            .lock()
-            .unwrap_or_else(|poisoned| poisoned.into_inner());
+        let mut conn = self.inner.conn.lock_unpoisoned();
         let run = |conn: &mut Connection| {
             let tx = conn.transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)?;
             let out = f(&tx)?;

@@ -52,6 +52,21 @@ pub fn one_line(text: &str) -> String {
     out
 }
 
+/// [`one_line`] with runs of whitespace collapsed, cut at `max` characters with `…`:
+/// the one way agent text becomes a short line (ask summaries, blockers, excerpts).
+pub fn excerpt(text: &str, max: usize) -> String {
+    let flat = one_line(text)
+        .split_whitespace()
+        .collect::<Vec<_>>()
+        .join(" ");
+    if flat.chars().count() > max {
+        let cut: String = flat.chars().take(max).collect();
+        format!("{cut}…")
+    } else {
+        flat
+    }
+}
+
 /// Serialized JSON with every C1 control (U+0080–U+009F), DEL and bidi control
 /// written as a `\uXXXX` escape. serde_json escapes C0 itself but passes these
 /// through raw, and a terminal acts on them. Outside strings JSON is plain ASCII, so
@@ -161,5 +176,15 @@ mod tests {
     fn plain_text_and_unicode_survive() {
         assert_eq!(sanitize("héllo · ≤300 ✓ 日本"), "héllo · ≤300 ✓ 日本");
         assert_eq!(one_line("  one\n\n two \nthree"), "one two three");
+    }
+
+    #[test]
+    fn excerpts_are_single_line_inert_and_bounded() {
+        assert_eq!(excerpt("a\n\n  b\tc", 240), "a b c");
+        assert_eq!(excerpt("a\x1b[2Jb\u{202e}c", 240), "abc");
+        let cut = excerpt(&"x".repeat(300), 240);
+        assert_eq!(cut.chars().count(), 241);
+        assert!(cut.ends_with('…'));
+        assert_eq!(excerpt(&"x".repeat(240), 240), "x".repeat(240));
     }
 }

@@ -20,6 +20,7 @@ use tokio::sync::Notify;
 use crate::clock;
 use crate::envelope::bounds::{BUDGET_ANSWER_GRAMMAR, BudgetAnswer};
 use crate::store::{Store, StoreError};
+use crate::sync::LockUnpoisoned;
 
 pub(crate) const SCHEMA_V3: &str = "
 CREATE TABLE asks (
@@ -285,18 +286,10 @@ fn from_row(r: &Row<'_>) -> rusqlite::Result<Ask> {
     })
 }
 
-/// One line, at most 96 characters: what the table and the board show of a call.
+/// One line, at most 96 characters (and the ellipsis): what the table and the board
+/// show of a call.
 pub fn one_line_summary(text: &str) -> String {
-    let flat: String = text
-        .chars()
-        .map(|c| if c == '\n' || c == '\r' { ' ' } else { c })
-        .collect();
-    if flat.chars().count() > 96 {
-        let cut: String = flat.chars().take(95).collect();
-        format!("{cut}...")
-    } else {
-        flat
-    }
+    crate::text::excerpt(text, 96)
 }
 
 impl Asks {
@@ -648,20 +641,19 @@ impl Asks {
 
     /// Is a waiter for this ask parked in this process?
     pub fn has_waiter(&self, id: &str) -> bool {
-        self.waiters.lock().unwrap().contains_key(id)
+        self.waiters.lock_unpoisoned().contains_key(id)
     }
 
     fn waiter(&self, id: &str) -> Arc<Notify> {
         self.waiters
-            .lock()
-            .unwrap()
+            .lock_unpoisoned()
             .entry(id.to_string())
             .or_default()
             .clone()
     }
 
     fn drop_waiter(&self, id: &str, notify: &Arc<Notify>) {
-        let mut w = self.waiters.lock().unwrap();
+        let mut w = self.waiters.lock_unpoisoned();
         // Only the last waiter of this ask removes the entry.
         if w.get(id).is_some_and(|n| Arc::ptr_eq(n, notify)) && Arc::strong_count(notify) <= 2 {
             w.remove(id);
@@ -669,7 +661,7 @@ impl Asks {
     }
 
     pub(crate) fn wake(&self, id: &str) {
-        if let Some(n) = self.waiters.lock().unwrap().get(id) {
+        if let Some(n) = self.waiters.lock_unpoisoned().get(id) {
             n.notify_waiters();
         }
     }
@@ -798,8 +790,8 @@ mod tests {
         assert_eq!(one_line_summary("a\nb"), "a b");
         let long = "x".repeat(100);
         let s = one_line_summary(&long);
-        assert_eq!(s.chars().count(), 98);
-        assert!(s.ends_with("..."));
+        assert_eq!(s.chars().count(), 97);
+        assert!(s.ends_with('…'));
     }
 
     #[test]

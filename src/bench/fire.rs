@@ -8,10 +8,10 @@ use std::time::{Duration, Instant};
 
 use serde_json::json;
 
-use super::scratch::{POLICY, Scratch, one_turn, until};
+use super::scratch::{POLICY, Scratch, one_turn, until, until_reaped};
 use super::{Row, Scale, median_ms};
 use crate::acp::{Unit, UnitSpec};
-use crate::fleet::{DispatchRequest, Fleet};
+use crate::fleet::DispatchRequest;
 
 /// How often the transcript is looked at: fine enough for a figure in milliseconds.
 const DETECT: Duration = Duration::from_micros(100);
@@ -39,8 +39,7 @@ pub async fn run(scale: Scale) -> anyhow::Result<Vec<Row>> {
     };
     let limit = Duration::from_secs(30);
 
-    let fleet = Fleet::new(scratch.paths.clone(), scratch.store.clone())?;
-    let _teardown = fleet.spawn_teardown();
+    let (fleet, _teardown) = scratch.fleet()?;
     let mut fired = Vec::new();
     let mut bare = Vec::new();
     // One untimed round of each first: page cache, the binary, the store file.
@@ -61,13 +60,7 @@ pub async fn run(scale: Scale) -> anyhow::Result<Vec<Row>> {
         })
         .await?;
         let took = t.elapsed();
-        until(
-            "the unit to be reaped",
-            limit,
-            Duration::from_millis(5),
-            || fleet.open_units() == 0,
-        )
-        .await?;
+        until_reaped(&fleet, "the unit to be reaped", limit).await?;
 
         let _ = std::fs::remove_file(&transcript);
         let t = Instant::now();

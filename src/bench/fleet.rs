@@ -8,10 +8,10 @@ use std::time::{Duration, Instant};
 
 use serde_json::json;
 
-use super::scratch::{POLICY, Scratch, one_turn, rss_bytes, until};
+use super::scratch::{POLICY, Scratch, one_turn, rss_bytes, until, until_reaped};
 use super::{Row, Scale};
 use crate::acp::Unit;
-use crate::fleet::{DispatchRequest, Fleet};
+use crate::fleet::DispatchRequest;
 use crate::mission::Status;
 
 const LIMIT: Duration = Duration::from_secs(120);
@@ -43,8 +43,7 @@ pub async fn run(scale: Scale) -> anyhow::Result<Vec<Row>> {
     let land =
         one_turn(json!([{"report": {"kind": "result", "summary": "done"}}, {"finish": "landed"}]));
     scratch.declare_stub("land", &land, &[])?;
-    let fleet = Fleet::new(scratch.paths.clone(), scratch.store.clone())?;
-    let _teardown = fleet.spawn_teardown();
+    let (fleet, _teardown) = scratch.fleet()?;
     let n = scale.units;
 
     let t = Instant::now();
@@ -63,13 +62,7 @@ pub async fn run(scale: Scale) -> anyhow::Result<Vec<Row>> {
     )
     .await?;
     let fleet_rate = n as f64 / t.elapsed().as_secs_f64();
-    until(
-        "every unit to be reaped",
-        LIMIT,
-        Duration::from_millis(5),
-        || fleet.open_units() == 0,
-    )
-    .await?;
+    until_reaped(&fleet, "every unit to be reaped", LIMIT).await?;
 
     let t = Instant::now();
     let units = bare_units(&scratch, n).await?;
@@ -92,8 +85,7 @@ pub async fn rss(scale: Scale) -> anyhow::Result<Vec<Row>> {
     let scratch = Scratch::new()?;
     let resident = one_turn(json!([{"report": {"kind": "progress", "summary": "working"}}]));
     scratch.declare_stub("resident", &resident, &[])?;
-    let fleet = Fleet::new(scratch.paths.clone(), scratch.store.clone())?;
-    let _teardown = fleet.spawn_teardown();
+    let (fleet, _teardown) = scratch.fleet()?;
     let n = scale.units;
     // Warm up: one mission through every path, so the baseline holds the runtime,
     // the store's caches and the code pages.
@@ -107,13 +99,7 @@ pub async fn rss(scale: Scale) -> anyhow::Result<Vec<Row>> {
     )
     .await?;
     missions.finish(&warm.mission_id, Status::Abandoned, "bench warm-up")?;
-    until(
-        "the warm-up unit to be reaped",
-        LIMIT,
-        Duration::from_millis(5),
-        || fleet.open_units() == 0,
-    )
-    .await?;
+    until_reaped(&fleet, "the warm-up unit to be reaped", LIMIT).await?;
     let baseline = rss_bytes();
 
     let dispatched =
@@ -135,13 +121,7 @@ pub async fn rss(scale: Scale) -> anyhow::Result<Vec<Row>> {
     for d in &dispatched {
         missions.finish(&d.mission_id, Status::Abandoned, "bench done")?;
     }
-    until(
-        "every unit to be reaped",
-        LIMIT,
-        Duration::from_millis(5),
-        || fleet.open_units() == 0,
-    )
-    .await?;
+    until_reaped(&fleet, "every unit to be reaped", LIMIT).await?;
     let per_unit = held.saturating_sub(baseline) as f64 / n as f64 / MB;
 
     let floor = super::child_rows("bare-rss", scale)?

@@ -8,6 +8,7 @@ use serde_json::Value;
 
 use crate::acp::{UnitSpec, mission_meta};
 use crate::config::Config;
+use crate::fleet::Fleet;
 use crate::paths::Paths;
 use crate::store::Store;
 
@@ -40,6 +41,13 @@ impl Scratch {
 
     pub fn home(&self) -> &Path {
         &self.paths.home
+    }
+
+    /// A fleet over the scratch home, and its teardown task (hold it while the fleet runs).
+    pub fn fleet(&self) -> anyhow::Result<(Fleet, tokio::task::JoinHandle<()>)> {
+        let fleet = Fleet::new(self.paths.clone(), self.store.clone())?;
+        let teardown = fleet.spawn_teardown();
+        Ok((fleet, teardown))
     }
 
     /// Write `script` as `<name>.json` in the scratch home.
@@ -110,6 +118,14 @@ pub async fn until(
     crate::clock::poll_until(limit, every, || cond().then_some(()))
         .await
         .ok_or_else(|| anyhow::anyhow!("bench: timed out after {limit:?} waiting for {what}"))
+}
+
+/// Wait until `fleet` holds no unit: every one it hosted has been reaped.
+pub async fn until_reaped(fleet: &Fleet, what: &str, limit: Duration) -> anyhow::Result<()> {
+    until(what, limit, Duration::from_millis(5), || {
+        fleet.open_units() == 0
+    })
+    .await
 }
 
 /// This process's resident set, in bytes (`VmRSS` of /proc/self/status).

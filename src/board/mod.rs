@@ -2,7 +2,7 @@
 //! fired here live as long as it) and shows every mission in the database, from
 //! any process, live.
 //!
-//! Shape (spec/tui-ecosystem.md §2.2): one UI task owns the [`model::Model`];
+//! Shape (the Elm architecture): one UI task owns the [`model::Model`];
 //! terminal events, effect results and store snapshots become [`update::Msg`]s;
 //! the pure [`update::update`] returns [`update::Effect`]s that [`effects`] runs on
 //! spawned tasks; a [`snapshot`] thread with its own SQLite connection publishes

@@ -9,13 +9,14 @@
 use tokio::sync::{mpsc, watch};
 
 use super::budget::{Budget, ComputeLedger, Crossing};
-use super::prompts::{NUDGE, PREAMBLE, attach, excerpt, extended_turn, resume_turn};
+use super::prompts::{NUDGE, PREAMBLE, attach, extended_turn, resume_turn};
 use crate::acp::{CANCEL_GRACE, PromptOutcome, Unit, UnitError, UnitEvent};
 use crate::asks::checkpoint::{Checkpoint, HostId};
 use crate::asks::{Asks, BUDGET_TOOL, NewAsk, QUESTION_TOOLS};
 use crate::envelope::bounds::BUDGET_ANSWER_GRAMMAR;
 use crate::envelope::policy::OnExhausted;
 use crate::mission::{Mission, Missions, Status};
+use crate::text::excerpt;
 use crate::tools::MissionSocket;
 
 /// Journal entries kept per unit (the "last words" come from here).

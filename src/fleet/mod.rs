@@ -42,6 +42,7 @@ use crate::envelope::search;
 use crate::mission::{Missions, NewMission, subjects};
 use crate::paths::Paths;
 use crate::store::{Store, blocking};
+use crate::sync::LockUnpoisoned;
 use crate::tools::{
     MissionToolHandler, bridge_server_entry, serve_mission_socket, socket_path_for,
 };
@@ -140,7 +141,7 @@ impl Reservation {
 impl Drop for Reservation {
     fn drop(&mut self) {
         if self.held {
-            self.inner.units.lock().unwrap().starting -= 1;
+            self.inner.units.lock_unpoisoned().starting -= 1;
         }
     }
 }
@@ -212,8 +213,7 @@ impl Fleet {
     pub fn holds(&self, mission_id: &str) -> bool {
         self.inner
             .units
-            .lock()
-            .unwrap()
+            .lock_unpoisoned()
             .hosted
             .contains_key(mission_id)
     }
@@ -221,13 +221,13 @@ impl Fleet {
     /// Units this host holds right now, starting ones included (each holds fleet
     /// width until it is reaped, or its start fails).
     pub fn open_units(&self) -> usize {
-        self.inner.units.lock().unwrap().open()
+        self.inner.units.lock_unpoisoned().open()
     }
 
     /// Reserve a slot of fleet width, or refuse the fire at the cap. Nothing waits.
     fn reserve(&self) -> anyhow::Result<Reservation> {
         let max = self.inner.max_parallel;
-        let mut units = self.inner.units.lock().unwrap();
+        let mut units = self.inner.units.lock_unpoisoned();
         let open = units.open() as u64;
         if max > 0 && open >= max {
             anyhow::bail!(
@@ -649,7 +649,7 @@ impl Fleet {
                 anyhow::anyhow!("agent {:?} could not start a session: {e}", agent.name)
             })?;
         let session_id = unit.session_id().to_string();
-        handler.0.lock().unwrap().session_id = session_id.clone();
+        handler.0.lock_unpoisoned().session_id = session_id.clone();
         Ok(Started {
             unit,
             socket,
@@ -753,13 +753,13 @@ impl Fleet {
         let fleet = self.clone();
         let key = mission_id.clone();
         // Registered under the lock before the task can finish and deregister itself.
-        let mut units = inner.units.lock().unwrap();
+        let mut units = inner.units.lock_unpoisoned();
         let tmp = started.tmp;
         let done = tokio::spawn(async move {
             drive.run().await;
             // `{tmp}` goes with the unit (removing it is blocking work).
             blocking(move || drop(tmp)).await;
-            fleet.inner.units.lock().unwrap().hosted.remove(&key);
+            fleet.inner.units.lock_unpoisoned().hosted.remove(&key);
         });
         units.hosted.insert(
             mission_id,
@@ -777,14 +777,14 @@ impl Fleet {
     /// When this host's unit of `mission_id` ended its turns and the mission is still
     /// open with nothing pending, the runtime blocker's summary saying so.
     pub fn idle_reason(&self, mission_id: &str) -> Option<String> {
-        let units = self.inner.units.lock().unwrap();
+        let units = self.inner.units.lock_unpoisoned();
         units.hosted.get(mission_id)?.idle.borrow().clone()
     }
 
     /// Ask the unit of `mission_id` to wind down, if this host holds it. Returns at
     /// once; the unit is cancelled, given a grace period, and reaped.
     pub fn release(&self, mission_id: &str) -> bool {
-        match self.inner.units.lock().unwrap().hosted.get(mission_id) {
+        match self.inner.units.lock_unpoisoned().hosted.get(mission_id) {
             Some(h) => {
                 let _ = h.stop.send(true);
                 true
@@ -796,7 +796,7 @@ impl Fleet {
     /// Reap every unit this host holds and wait for them (host shutdown).
     pub async fn shutdown(&self) {
         let hosted: Vec<(String, Hosted)> =
-            self.inner.units.lock().unwrap().hosted.drain().collect();
+            self.inner.units.lock_unpoisoned().hosted.drain().collect();
         for (_, h) in &hosted {
             let _ = h.stop.send(true);
         }
@@ -850,8 +850,7 @@ impl Fleet {
         let ids: Vec<String> = self
             .inner
             .units
-            .lock()
-            .unwrap()
+            .lock_unpoisoned()
             .hosted
             .keys()
             .cloned()
@@ -882,7 +881,7 @@ impl MissionToolHandler for ToolHandler {
         tool: &str,
         args: Map<String, Value>,
     ) -> BoxFuture<'static, Result<String, String>> {
-        let calls = self.0.lock().unwrap().clone();
+        let calls = self.0.lock_unpoisoned().clone();
         let tool = tool.to_string();
         Box::pin(async move { calls.call(&tool, args).await })
     }

@@ -14,6 +14,7 @@ use crate::asks::{Asks, NewAsk, one_line_summary};
 use crate::envelope::eval::{ToolCall, evaluate};
 use crate::envelope::policy::Action;
 use crate::envelope::search::Loaded;
+use crate::sync::LockUnpoisoned;
 
 use super::budget::Budget;
 
@@ -137,7 +138,7 @@ impl Gate {
     /// Is this the call an operator approved before the session was resumed? The
     /// approval is spent on the first match.
     fn take_resumed_approval(&self, call: &ToolCall, title: &str) -> bool {
-        let mut approved = self.resumed_approval.lock().unwrap();
+        let mut approved = self.resumed_approval.lock_unpoisoned();
         let matches = approved.as_ref().is_some_and(|a| {
             a.tools_name == call.tools
                 && a.tool_name == call.tool

@@ -95,17 +95,6 @@ pub fn attach(session_id: &str) -> String {
     )
 }
 
-/// Collapse whitespace to single spaces and cut at `max` characters with `…`.
-pub fn excerpt(text: &str, max: usize) -> String {
-    let flat = text.split_whitespace().collect::<Vec<_>>().join(" ");
-    if flat.chars().count() > max {
-        let cut: String = flat.chars().take(max).collect();
-        format!("{cut}…")
-    } else {
-        flat
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -129,11 +118,5 @@ mod tests {
         assert!(NUDGE.starts_with(
             "Your last turn ended without reaching outside this session, and no human is reading this chat."
         ));
-    }
-
-    #[test]
-    fn excerpts_are_single_line_and_bounded() {
-        assert_eq!(excerpt("a\n\n  b\tc", 240), "a b c");
-        assert_eq!(excerpt(&"x".repeat(300), 240).chars().count(), 241);
     }
 }

@@ -32,6 +32,7 @@ use crate::mission::{Mission, subjects};
 use crate::model::{ModelClient, ModelError, ModelSettings};
 use crate::paths::Paths;
 use crate::store::{Store, blocking, blocking_in_place};
+use crate::text::one_line;
 use chain::{Chain, ChainFile};
 use contract::{AnswerError, Answerer, Binding, Outcome};
 use trace::Trace;
@@ -284,13 +285,6 @@ fn review_input(event: &Value) -> String {
         }
     }
     Value::Object(input).to_string()
-}
-
-fn one_line(text: &str) -> String {
-    text.split(['\n', '\r'])
-        .filter(|l| !l.is_empty())
-        .collect::<Vec<_>>()
-        .join(" ")
 }
 
 fn round_to_ms(d: Duration) -> Duration {

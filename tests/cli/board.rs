@@ -4,7 +4,7 @@
 use std::path::Path;
 use std::process::Command;
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use crossterm::event::{Event, KeyCode, KeyEvent, KeyModifiers};
 use missionboard::board::effects::{self, Services};
@@ -12,6 +12,7 @@ use missionboard::board::model::{Mode, Model};
 use missionboard::board::snapshot::{self, Source};
 use missionboard::board::theme::{Symbols, Theme};
 use missionboard::board::update::{Msg, update};
+use missionboard::clock::poll_until_blocking;
 use missionboard::fleet::{DispatchRequest, Fleet};
 use missionboard::mission::Status;
 use missionboard::paths::Paths;
@@ -19,7 +20,7 @@ use missionboard::presets;
 use missionboard::store::Store;
 use ratatui::layout::Rect;
 
-use crate::harness::{BIN, ForeignLock, Sandbox, wait_for};
+use crate::harness::{BIN, ForeignLock, Sandbox, wait_for, wait_for_async};
 
 fn press(
     m: &mut Model,
@@ -31,15 +32,11 @@ fn press(
 
 /// The mission once it has left `open`, within 30 s.
 async fn come_to_rest(fleet: &Fleet, id: &str) -> missionboard::mission::Mission {
-    let deadline = Instant::now() + Duration::from_secs(30);
-    loop {
+    wait_for_async(30, "the mission to come to rest", || {
         let mission = fleet.missions().require(id).unwrap();
-        if mission.status != Status::Open {
-            return mission;
-        }
-        assert!(Instant::now() < deadline, "the mission never came to rest");
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
+        (mission.status != Status::Open).then_some(mission)
+    })
+    .await
 }
 
 /// Keys in, the answer through the operator path, and the real stub unit carries
@@ -70,16 +67,12 @@ async fn answering_in_the_board_lets_the_real_stub_land() {
     let src = Source::open(&paths.db_path(), Box::new(|| 1), false).unwrap();
     let mut m = Model::new(Theme::mono(), Symbols::ascii(), Rect::new(0, 0, 120, 40));
 
-    let deadline = Instant::now() + Duration::from_secs(30);
-    loop {
+    wait_for_async(30, "the stub's question on the board", || {
         let snap = snapshot::build(&src, &m.query());
         update(&mut m, Msg::Snapshot(Arc::new(snap)));
-        if !m.snap.asks.is_empty() {
-            break;
-        }
-        assert!(Instant::now() < deadline, "the stub never asked");
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
+        (!m.snap.asks.is_empty()).then_some(())
+    })
+    .await;
     assert_eq!(
         m.snap.asks[0].mission_id.as_deref(),
         Some(d.mission_id.as_str())
@@ -271,17 +264,15 @@ impl Tmux {
     /// Wait until the screen satisfies `cond`, with a deadline, returning it.
     #[track_caller]
     fn wait_screen(&self, secs: u64, what: &str, cond: impl Fn(&str) -> bool) -> String {
-        let deadline = Instant::now() + Duration::from_secs(secs);
-        loop {
-            let screen = self.capture();
-            if cond(&screen) {
-                return screen;
-            }
-            assert!(
-                Instant::now() < deadline,
-                "timed out waiting for {what}; screen:\n{screen}"
-            );
-            std::thread::sleep(Duration::from_millis(100));
+        let mut screen = String::new();
+        let every = Duration::from_millis(100);
+        let seen = poll_until_blocking(Duration::from_secs(secs), every, || {
+            screen = self.capture();
+            cond(&screen).then(|| screen.clone())
+        });
+        match seen {
+            Some(screen) => screen,
+            None => panic!("timed out waiting for {what}; screen:\n{screen}"),
         }
     }
 }

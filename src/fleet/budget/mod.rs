@@ -17,6 +17,7 @@ use tokio::sync::mpsc;
 use crate::acp::UnitEvent;
 use crate::envelope::bounds::ComputeField;
 use crate::envelope::policy::ComputeBounds;
+use crate::sync::LockUnpoisoned;
 
 mod ledger;
 mod model;
@@ -128,7 +129,7 @@ impl Budget {
 
     /// What the mission has spent, this session included.
     pub fn spend(&self) -> Spend {
-        let s = self.spent.lock().unwrap();
+        let s = self.spent.lock_unpoisoned();
         Spend {
             tool_calls: s.prior.tool_calls + s.tool_calls.len() as u64,
             tokens: s.prior.tokens + s.session_tokens().0,
@@ -142,7 +143,7 @@ impl Budget {
         };
         let now = self.spend();
         {
-            let mut s = self.spent.lock().unwrap();
+            let mut s = self.spent.lock_unpoisoned();
             if now == s.recorded {
                 return;
             }
@@ -157,12 +158,12 @@ impl Budget {
 
     /// The bounds in force (the envelope's, as raised by the operator).
     pub fn bounds(&self) -> ComputeBounds {
-        self.spent.lock().unwrap().bounds.clone()
+        self.spent.lock_unpoisoned().bounds.clone()
     }
 
     /// An operator raised `field` to `limit`: the mission may spend again.
     pub fn extend(&self, field: ComputeField, limit: u64) {
-        let mut s = self.spent.lock().unwrap();
+        let mut s = self.spent.lock_unpoisoned();
         field.set_limit(&mut s.bounds, limit);
         s.exhausted = false;
     }
@@ -174,7 +175,7 @@ impl Budget {
         if crate::tools::names_mission_tool(title) {
             return None;
         }
-        let mut s = self.spent.lock().unwrap();
+        let mut s = self.spent.lock_unpoisoned();
         let max = s.bounds.max_tool_calls;
         let key = if id.is_empty() {
             format!("untitled-{}", s.tool_calls.len())
@@ -216,13 +217,13 @@ impl Budget {
 
     /// Has a bound been crossed (and not extended since)?
     pub fn is_exhausted(&self) -> bool {
-        self.spent.lock().unwrap().exhausted
+        self.spent.lock_unpoisoned().exhausted
     }
 
     /// The text the host sends counts towards the meter.
     pub fn sent(&self, blocks: &[String]) {
         let bytes: usize = blocks.iter().map(String::len).sum();
-        self.spent.lock().unwrap().metered_bytes += bytes as u64;
+        self.spent.lock_unpoisoned().metered_bytes += bytes as u64;
     }
 
     /// Account for one update from the unit. Returns the crossing when it crosses
@@ -242,14 +243,14 @@ impl Budget {
                 None
             }
             UnitEvent::Usage { used, .. } => {
-                let mut s = self.spent.lock().unwrap();
+                let mut s = self.spent.lock_unpoisoned();
                 s.max_used = Some(s.max_used.unwrap_or(0).max(*used));
                 drop(s);
                 self.record_spend();
                 self.tokens_exhausted()
             }
             UnitEvent::TurnUsage(u) => {
-                let mut s = self.spent.lock().unwrap();
+                let mut s = self.spent.lock_unpoisoned();
                 s.turn_totals = Some(s.turn_totals.unwrap_or(0) + u.total_tokens);
                 drop(s);
                 self.record_spend();
@@ -260,12 +261,12 @@ impl Budget {
     }
 
     fn meter(&self, bytes: usize) {
-        self.spent.lock().unwrap().metered_bytes += bytes as u64;
+        self.spent.lock_unpoisoned().metered_bytes += bytes as u64;
     }
 
     /// The crossing when the token bound is crossed (reported once).
     pub fn tokens_exhausted(&self) -> Option<Crossing> {
-        let mut s = self.spent.lock().unwrap();
+        let mut s = self.spent.lock_unpoisoned();
         let max = s.bounds.max_tokens;
         if max == 0 || s.exhausted {
             return None;
