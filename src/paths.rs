@@ -144,6 +144,29 @@ fn same_dir(a: &Path, b: &Path) -> bool {
     }
 }
 
+/// `program` as a spawn would find it: a path-shaped word names a file directly
+/// (`cwd` anchors a relative one like `./go`); a bare name is looked up on `PATH`,
+/// the way the shell would find it.
+pub fn locate_program(program: &str, cwd: Option<&Path>) -> Option<PathBuf> {
+    if program.contains('/') {
+        let p = Path::new(program);
+        let p = match cwd {
+            Some(cwd) if p.is_relative() => cwd.join(p),
+            _ => p.to_path_buf(),
+        };
+        return p.is_file().then_some(p);
+    }
+    let path_var = std::env::var_os("PATH")?;
+    std::env::split_paths(&path_var)
+        .map(|dir| dir.join(program))
+        .find(|p| is_executable(p))
+}
+
+fn is_executable(p: &Path) -> bool {
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::metadata(p).is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -1,7 +1,7 @@
 //! `missionboard doctor`: is this machine ready to run missions? The first line is the
 //! verdict; each following line names one part and, when it is missing, the fix.
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::time::Duration;
 
 use super::Ctx;
@@ -71,7 +71,8 @@ pub(super) fn run(ctx: &Ctx, json: bool) -> anyhow::Result<i32> {
         Ok(reg) => {
             lines.push(format!("Agents:    {}", reg.names().join(", ")));
             for agent in reg.all() {
-                if find_program(&agent.program()).is_none() {
+                if crate::paths::locate_program(&agent.program().to_string_lossy(), None).is_none()
+                {
                     lines.push(format!(
                         "Agent:     {}: command {:?} is not on PATH — install it, or fix its declaration in agents.toml",
                         agent.name, agent.command
@@ -163,20 +164,6 @@ pub(super) fn run(ctx: &Ctx, json: bool) -> anyhow::Result<i32> {
         outln!("{l}")?;
     }
     Ok(code)
-}
-
-/// `program` as the spawn would find it: a path as given, a bare name on `PATH`.
-fn find_program(program: &Path) -> Option<PathBuf> {
-    use std::os::unix::fs::PermissionsExt;
-    let executable = |p: &Path| {
-        std::fs::metadata(p).is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
-    };
-    if program.components().count() > 1 {
-        return executable(program).then(|| program.to_path_buf());
-    }
-    std::env::split_paths(&std::env::var_os("PATH")?)
-        .map(|dir| dir.join(program))
-        .find(|p| executable(p))
 }
 
 /// How long the endpoint probe waits for a connection.

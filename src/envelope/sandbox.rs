@@ -313,6 +313,7 @@ pub fn resolve(decl: &SandboxDecl, places: &Places) -> Result<Resolved, String> 
             for exe in &places.executables {
                 read.push(exe.clone());
                 read.push(real(exe));
+                read.extend(install_root(&real(exe), places, &protected));
             }
             Some(read)
         }
@@ -361,6 +362,23 @@ fn expand(entry: &str, places: &Places) -> Option<PathBuf> {
 
 /// The path with symlinks resolved when it exists (Landlock grants the inode a path
 /// reaches, so containment must be judged on real paths).
+/// The installation an executable runs from — `<prefix>` of `<prefix>/bin/<exe>`, e.g.
+/// `~/.pyenv/versions/3.11.7` for its python, whose standard library and packages live
+/// there — so an interpreter installed under `~` still starts under limited reads.
+/// Never the user's home itself, `/`, or a tree holding a protected place: then
+/// only the executable is readable.
+fn install_root(exe: &Path, places: &Places, protected: &[PathBuf]) -> Option<PathBuf> {
+    let dir = exe.parent()?;
+    let root = match dir.file_name() {
+        Some(name) if name == "bin" => dir.parent()?,
+        _ => dir,
+    };
+    let too_wide = root.parent().is_none()
+        || places.user_home.as_deref().is_some_and(|h| real(h) == root)
+        || protected.iter().any(|p| p.starts_with(root));
+    (!too_wide).then(|| root.to_path_buf())
+}
+
 fn real(p: &Path) -> PathBuf {
     std::fs::canonicalize(p).unwrap_or_else(|_| p.to_path_buf())
 }
@@ -654,6 +672,29 @@ mod tests {
         )
         .unwrap_err();
         assert!(err.contains("lies inside"), "{err}");
+    }
+
+    #[test]
+    fn under_limited_reads_an_interpreter_s_installation_is_readable_but_never_the_home() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path().canonicalize().unwrap();
+        for d in ["work", "tmp", "mbhome", ".pyenv/3.11/bin", "bin"] {
+            std::fs::create_dir_all(root.join(d)).unwrap();
+        }
+        let (python, own) = (root.join(".pyenv/3.11/bin/python"), root.join("bin/agent"));
+        std::fs::write(&python, "").unwrap();
+        std::fs::write(&own, "").unwrap();
+        let mut places = places(&root);
+        places.executables = vec![python.clone(), own.clone()];
+        let decl = SandboxDecl {
+            write: vec!["{workspace}".into()],
+            read: Limit::Only(vec!["{workspace}".into()]),
+            connect: Limit::All,
+        };
+        let read = resolve(&decl, &places).unwrap().confinement.read.unwrap();
+        assert!(read.contains(&root.join(".pyenv/3.11")), "{read:?}");
+        assert!(read.contains(&own), "{read:?}");
+        assert!(!read.contains(&root), "the home itself is never granted: {read:?}");
     }
 
     #[test]

@@ -31,7 +31,7 @@ impl TrustedBinaries {
     /// file's sha256 matches. `cwd` anchors relative paths like `./go`. Returns the
     /// real path, or why the binary is not trusted.
     pub fn verify(&self, program: &str, cwd: Option<&Path>) -> Result<PathBuf, String> {
-        let located = locate_program(program, cwd)
+        let located = crate::paths::locate_program(program, cwd)
             .ok_or_else(|| format!("{} does not resolve to an executable", quote(program)))?;
         let real = std::fs::canonicalize(&located).map_err(|e| {
             format!(
@@ -71,28 +71,6 @@ impl TrustedBinaries {
 fn under_dir(real: &Path, dir: &str) -> bool {
     let dir = Path::new(dir);
     real.starts_with(dir) || std::fs::canonicalize(dir).is_ok_and(|d| real.starts_with(d))
-}
-
-/// A path-shaped word names a file directly; a bare name is looked up on `PATH`,
-/// the way the shell would find it.
-fn locate_program(program: &str, cwd: Option<&Path>) -> Option<PathBuf> {
-    if program.contains('/') {
-        let p = Path::new(program);
-        let p = match cwd {
-            Some(cwd) if p.is_relative() => cwd.join(p),
-            _ => p.to_path_buf(),
-        };
-        return p.is_file().then_some(p);
-    }
-    let path_var = std::env::var_os("PATH")?;
-    std::env::split_paths(&path_var)
-        .map(|dir| dir.join(program))
-        .find(|p| is_executable(p))
-}
-
-fn is_executable(p: &Path) -> bool {
-    use std::os::unix::fs::PermissionsExt;
-    std::fs::metadata(p).is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
 }
 
 /// Lowercase sha256 hex of a file's contents.

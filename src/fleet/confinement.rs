@@ -100,7 +100,18 @@ pub fn confine_unit(
             .map(PathBuf::from),
         protected: vec![paths.home.clone()],
         state_dirs: agent.state_dirs.clone(),
-        executables: vec![agent.program(), bridge_exe.to_path_buf()],
+        executables: [agent.program(), bridge_exe.to_path_buf()]
+            .into_iter()
+            .map(|p| crate::paths::locate_program(&p.to_string_lossy(), None).unwrap_or(p))
+            // An interpreter's script is part of the program it runs.
+            .chain(
+                agent
+                    .args
+                    .iter()
+                    .map(PathBuf::from)
+                    .filter(|a| a.is_absolute() && a.is_file()),
+            )
+            .collect(),
         model_port: model_base_url.and_then(url_port),
     };
     let resolved = sandbox::resolve(decl, &places)
