@@ -694,7 +694,10 @@ mod tests {
         let read = resolve(&decl, &places).unwrap().confinement.read.unwrap();
         assert!(read.contains(&root.join(".pyenv/3.11")), "{read:?}");
         assert!(read.contains(&own), "{read:?}");
-        assert!(!read.contains(&root), "the home itself is never granted: {read:?}");
+        assert!(
+            !read.contains(&root),
+            "the home itself is never granted: {read:?}"
+        );
     }
 
     #[test]
