@@ -22,7 +22,8 @@ fn arrived(transcript: &Path) -> bool {
 
 pub async fn run(scale: Scale) -> anyhow::Result<Vec<Row>> {
     let scratch = Scratch::new()?;
-    let transcript = scratch.home().join("transcript.log");
+    // Units never write the home (the sandbox holds it), so the stub writes in the cwd.
+    let transcript = scratch.paths.cwd.join("transcript.log");
     let land =
         one_turn(json!([{"report": {"kind": "result", "summary": "done"}}, {"finish": "landed"}]));
     scratch.declare_stub("stub", &land, &[("STUB_TRANSCRIPT", &transcript)])?;

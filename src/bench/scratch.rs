@@ -23,7 +23,10 @@ pub struct Scratch {
 
 impl Scratch {
     pub fn new() -> anyhow::Result<Scratch> {
-        let dir = std::env::temp_dir().join(format!("missionboard-bench-{}", uuid::Uuid::new_v4()));
+        let dir = std::env::temp_dir().join(format!(
+            "mb-bench-{}",
+            &uuid::Uuid::new_v4().simple().to_string()[..12]
+        ));
         let home = dir.join("home");
         let cwd = dir.join("work");
         std::fs::create_dir_all(&home)?;

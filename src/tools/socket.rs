@@ -13,6 +13,23 @@ use tokio::task::{JoinHandle, JoinSet};
 use super::MissionToolHandler;
 use super::server::serve_mission_stream;
 
+/// The bytes `sun_path` holds, its terminating NUL included (Linux; macOS has 104).
+const SUN_PATH_BYTES: usize = 108;
+
+/// A socket path too long to bind, said with the fix.
+fn too_long(path: &Path) -> Option<io::Error> {
+    let len = path.as_os_str().len();
+    (len >= SUN_PATH_BYTES).then(|| {
+        io::Error::new(
+            io::ErrorKind::InvalidInput,
+            format!(
+                "the socket path is {len} bytes, over the {} a Unix socket allows — set MISSIONBOARD_HOME to a shorter directory",
+                SUN_PATH_BYTES - 1
+            ),
+        )
+    })
+}
+
 /// `<runtime_dir>/m-<mission id>.sock`: the full id, so two missions can never
 /// share a name. `sun_path` holds about 108 bytes on Linux and 104 on macOS, so
 /// the runtime dir must stay short (binding a longer path fails, naming it).
@@ -139,7 +156,7 @@ pub async fn serve_mission_socket(
         Err(err) if err.kind() == io::ErrorKind::NotFound => {}
         Err(err) => return Err(err),
     }
-    let listener = UnixListener::bind(path)?;
+    let listener = UnixListener::bind(path).map_err(|e| too_long(path).unwrap_or(e))?;
     if let Err(err) = std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o600)) {
         let _ = std::fs::remove_file(path);
         return Err(err);
@@ -258,5 +275,23 @@ mod tests {
         assert!(!constant_time_eq(b"abc", b"abd"));
         assert!(!constant_time_eq(b"abc", b"abcd"));
         assert_ne!(mint_token(), mint_token());
+    }
+
+    #[test]
+    fn a_socket_path_too_long_to_bind_names_the_fix() {
+        let short = socket_path_for(
+            Path::new("/tmp/run"),
+            "303eec7c-d2f1-4814-a277-17de1ba39683",
+        );
+        assert!(too_long(&short).is_none());
+        let long = socket_path_for(
+            &Path::new("/tmp").join("x".repeat(80)),
+            "303eec7c-d2f1-4814-a277-17de1ba39683",
+        );
+        let err = too_long(&long).expect("over sun_path").to_string();
+        assert!(
+            err.contains("set MISSIONBOARD_HOME to a shorter directory"),
+            "{err}"
+        );
     }
 }
