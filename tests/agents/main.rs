@@ -13,7 +13,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::OnceLock;
 
-use harness::{Run, Sandbox, wait_for};
+use harness::{Run, Sandbox, report_kinds, wait_for};
 use serde_json::Value;
 
 const REQUIREMENTS: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/agents/requirements.txt");
@@ -86,17 +86,7 @@ fn show(sb: &Sandbox, id: &str) -> Value {
 /// `(kind, summary)` of every report of the newest mission, as recorded.
 fn reports(sb: &Sandbox) -> Vec<(String, String)> {
     let id = sb.newest_mission().expect("a mission");
-    show(sb, &id)["reports"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|r| {
-            (
-                r["kind"].as_str().unwrap().to_string(),
-                r["summary"].as_str().unwrap().to_string(),
-            )
-        })
-        .collect()
+    report_kinds(&show(sb, &id))
 }
 
 /// The fire's verdict line: `Mission <id> finished: <verdict>`.

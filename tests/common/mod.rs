@@ -537,6 +537,21 @@ pub async fn start(options: Options) -> Harness {
     }
 }
 
+/// `(kind, summary)` of every report in a `mission show --json` document, oldest first.
+pub fn report_kinds(show: &Value) -> Vec<(String, String)> {
+    show["reports"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| {
+            (
+                r["kind"].as_str().unwrap().to_string(),
+                r["summary"].as_str().unwrap().to_string(),
+            )
+        })
+        .collect()
+}
+
 /// Everything on the event channel right now.
 pub fn drain(events: &mut mpsc::UnboundedReceiver<UnitEvent>) -> Vec<UnitEvent> {
     missionboard::acp::drain_events(events)

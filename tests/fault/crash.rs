@@ -5,7 +5,7 @@ use std::process::Stdio;
 
 use serde_json::Value;
 
-use crate::harness::{Sandbox, wait_for};
+use crate::harness::{Sandbox, report_kinds, wait_for};
 use crate::{Host, integrity, script, show};
 
 /// `mission list` with the reclaim floor at 100 ms: what a restart's sweep does.
@@ -28,20 +28,6 @@ fn reclaimed_by_a_restart(sb: &Sandbox) {
     });
 }
 
-fn reports(v: &Value) -> Vec<(String, String)> {
-    v["reports"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|r| {
-            (
-                r["kind"].as_str().unwrap().to_string(),
-                r["summary"].as_str().unwrap().to_string(),
-            )
-        })
-        .collect()
-}
-
 #[test]
 fn a_host_killed_mid_turn_leaves_its_reports_and_is_reclaimed_once() {
     let sb = Sandbox::new();
@@ -54,14 +40,14 @@ fn a_host_killed_mid_turn_leaves_its_reports_and_is_reclaimed_once() {
     let host = Host::fire(&sb, "stub", "work then hang", &[]);
     let id = host.mission.clone();
     wait_for(20, "the first report", || {
-        (reports(&show(&sb, &id)).len() == 1).then_some(())
+        (report_kinds(&show(&sb, &id)).len() == 1).then_some(())
     });
     host.kill();
     assert_eq!(integrity(&sb), "ok");
     reclaimed_by_a_restart(&sb);
     let v = show(&sb, &id);
     assert_eq!(v["status"], "abandoned");
-    let kinds = reports(&v);
+    let kinds = report_kinds(&v);
     assert_eq!(kinds[0], ("progress".into(), "started".into()));
     assert_eq!(
         kinds.len(),
@@ -110,7 +96,7 @@ fn a_host_killed_inside_the_park_window_leaves_a_run_an_answer_resumes() {
     let v = show(&sb, &id);
     assert_eq!(v["status"], "landed");
     assert_eq!(
-        reports(&v).pop().unwrap(),
+        report_kinds(&v).pop().unwrap(),
         ("result".into(), "migrated: yes".into())
     );
     assert_eq!(v["pendingAsks"], Value::Array(vec![]));
@@ -297,7 +283,7 @@ fn an_answer_after_a_crash_resumes_exactly_once_over_100_trials() {
             assert_eq!(resumes, 1, "trial {n}: the run resumed exactly once");
             let v = show(&sb, mission);
             assert_eq!(v["status"], "landed", "trial {n}");
-            let last = reports(&v).pop().unwrap();
+            let last = report_kinds(&v).pop().unwrap();
             assert_eq!(
                 last,
                 ("result".into(), format!("shipped: {winner}")),
