@@ -13,13 +13,15 @@
 
 use std::fmt;
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
 
 use rusqlite::{Connection, ErrorCode, OpenFlags};
 
 pub mod boundary;
+pub mod changes;
 pub use boundary::{blocking, blocking_in_place};
+pub use changes::{Changes, Waiter};
 
 use crate::sync::LockUnpoisoned;
 
@@ -40,6 +42,7 @@ pub struct Store {
 struct Inner {
     path: PathBuf,
     conn: Mutex<Connection>,
+    changes: OnceLock<Changes>,
 }
 
 /// A store failure, always naming the database file and what to do about it.
@@ -102,6 +105,7 @@ impl Store {
             inner: Arc::new(Inner {
                 path: path.to_path_buf(),
                 conn: Mutex::new(conn),
+                changes: OnceLock::new(),
             }),
         };
         store.configure()?;
@@ -126,6 +130,7 @@ impl Store {
             inner: Arc::new(Inner {
                 path: path.to_path_buf(),
                 conn: Mutex::new(conn),
+                changes: OnceLock::new(),
             }),
         }))
     }
@@ -158,6 +163,13 @@ impl Store {
             Ok(out)
         };
         run(&mut conn).map_err(|e| describe(&self.inner.path, e))
+    }
+
+    /// The file's change feed (pushed commits from any process; see [`changes`]).
+    pub fn changes(&self) -> &Changes {
+        self.inner
+            .changes
+            .get_or_init(|| Changes::of(&self.inner.path))
     }
 
     /// The schema version this file is at.

@@ -53,8 +53,9 @@ pub const QUESTION_TOOL: &str = "mission_ask_attention";
 /// extend a crossed bound or stop the mission (`onExhausted: pause_ask`).
 pub const BUDGET_TOOL: &str = "compute_bound";
 
-/// How often a waiter re-reads its row; an answer from another process reaches it
-/// within this interval.
+/// How often a waiter re-reads its row when nothing wakes it: an answer from another
+/// process is pushed (`store::changes`) and read at once, so this is the fallback
+/// where commits are not pushed.
 pub const POLL_INTERVAL: Duration = Duration::from_millis(100);
 
 /// Where an ask stands.
@@ -603,6 +604,9 @@ impl Asks {
     /// read: resolved, or still pending at the deadline.
     pub async fn wait(&self, id: &str, deadline: Option<Instant>) -> Result<Ask, AskError> {
         let notify = self.waiter(id);
+        // Subscribed before the first look, so a commit from another process between
+        // a look and the wait is never missed.
+        let mut changes = self.store.changes().subscribe();
         let result = loop {
             let notified = notify.notified();
             // Each look at the row crosses the blocking boundary: a foreign lock
@@ -632,7 +636,7 @@ impl Asks {
             }
             tokio::select! {
                 _ = notified => {}
-                _ = tokio::time::sleep(sleep) => {}
+                _ = changes.next(sleep) => {}
             }
         };
         self.drop_waiter(id, &notify);

@@ -1,7 +1,8 @@
 //! The store thread: its own SQLite connection (so the board's reads never queue
-//! behind the fleet's writes on the shared one), woken by `PRAGMA data_version`
-//! changes or a new query, publishing `Arc<Snapshot>` on a `watch` (which
-//! coalesces: the UI only ever sees the latest). It reads only the visible window.
+//! behind the fleet's writes on the shared one), woken by a new query or by a commit
+//! from any process (`store::changes`, confirmed by `PRAGMA data_version`),
+//! publishing `Arc<Snapshot>` on a `watch` (which coalesces: the UI only ever sees
+//! the latest). It reads only the visible window.
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -18,10 +19,8 @@ use crate::oracle::trace::Trace;
 use crate::store::Store;
 use crate::text::{one_line, sanitize};
 
-/// How often the thread looks for a new query (keys feel instant).
-const QUERY_POLL: Duration = Duration::from_millis(20);
-/// How often it asks SQLite whether another connection committed (the 100 ms
-/// refresh promise).
+/// How often it asks SQLite whether another connection committed when no commit is
+/// pushed (the 100 ms refresh promise is this fallback's).
 const CHANGE_POLL: Duration = Duration::from_millis(100);
 /// Rebuild at least this often anyway: expiry sweeps, fleet width, live ages.
 const HEARTBEAT: Duration = Duration::from_secs(1);
@@ -62,7 +61,8 @@ impl Source {
     }
 }
 
-/// Start the thread. It ends when the query sender (the UI) is dropped.
+/// Start the thread (from inside the runtime: it waits on the query and the change
+/// feed through it). It ends when the query sender (the UI) is dropped.
 pub fn spawn(
     db: PathBuf,
     fleet_probe: FleetProbe,
@@ -70,6 +70,7 @@ pub fn spawn(
     mut queries: watch::Receiver<Query>,
     out: watch::Sender<Arc<Snapshot>>,
 ) -> std::io::Result<std::thread::JoinHandle<()>> {
+    let runtime = tokio::runtime::Handle::current();
     std::thread::Builder::new()
         .name("board-store".into())
         .spawn(move || {
@@ -87,7 +88,7 @@ pub fn spawn(
             let mut last_query: Option<Query> = None;
             let mut last_version: Option<i64> = None;
             let mut last_build: Option<Instant> = None;
-            let mut last_check = Instant::now();
+            let mut changes = src.missions.store().changes().subscribe();
             loop {
                 if queries.has_changed().is_err() || out.is_closed() {
                     return;
@@ -95,12 +96,10 @@ pub fn spawn(
                 let query = queries.borrow_and_update().clone();
                 let heartbeat = last_build.is_none_or(|t| t.elapsed() >= HEARTBEAT);
                 let mut changed = last_query.as_ref() != Some(&query) || heartbeat;
-                if last_check.elapsed() >= CHANGE_POLL || heartbeat {
-                    last_check = Instant::now();
-                    let v = src.missions.store().data_version().ok();
-                    changed |= v != last_version;
-                    last_version = v;
-                }
+                // Every wake may be a commit: one cheap pragma tells.
+                let v = src.missions.store().data_version().ok();
+                changed |= v != last_version;
+                last_version = v;
                 if heartbeat {
                     // The reconciling sweep: past-deadline asks get their on-timeout verdict.
                     if let Err(e) = src.asks.sweep_expired() {
@@ -117,7 +116,14 @@ pub fn spawn(
                     last_query = Some(query);
                     last_build = Some(Instant::now());
                 }
-                std::thread::sleep(QUERY_POLL);
+                let beat = HEARTBEAT.saturating_sub(last_build.map_or(HEARTBEAT, |t| t.elapsed()));
+                runtime.block_on(async {
+                    tokio::select! {
+                        _ = queries.changed() => {}
+                        _ = changes.next(CHANGE_POLL.min(beat)) => {}
+                        _ = out.closed() => {}
+                    }
+                });
             }
         })
 }

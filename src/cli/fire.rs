@@ -18,7 +18,7 @@ use crate::oracle::Oracle;
 use crate::presets;
 use crate::signals::Signals;
 
-/// How often the wait re-reads the mission record.
+/// How often the wait re-reads the mission record when no commit wakes it sooner.
 const POLL: Duration = Duration::from_millis(250);
 
 pub(super) struct FireArgs {
@@ -131,6 +131,7 @@ async fn fire_and_wait(
         crate::duration::format(timeout)
     )?;
     let deadline = Instant::now() + timeout;
+    let mut changes = fleet.missions().store().changes().subscribe();
     let mission = loop {
         let m = fleet
             .missions()
@@ -157,7 +158,7 @@ async fn fire_and_wait(
             return Ok(1);
         }
         tokio::select! {
-            _ = tokio::time::sleep(POLL.min(deadline.saturating_duration_since(Instant::now()))) => {}
+            _ = changes.next(POLL.min(deadline.saturating_duration_since(Instant::now()))) => {}
             _ = signals.next() => {
                 outln!(
                     "mission {id} wait interrupted: the unit is torn down with this process. Its record and any reports so far survive — see 'missionboard mission show {id}'."

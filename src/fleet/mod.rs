@@ -26,7 +26,7 @@ pub mod sweep;
 use std::collections::HashMap;
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use futures::future::BoxFuture;
 use serde_json::{Map, Value};
@@ -816,10 +816,11 @@ impl Fleet {
             let Some(missions) = weak.upgrade().map(|i| i.missions.clone()) else {
                 return;
             };
+            let mut changes = missions.store().changes().subscribe();
             let mut after = blocking(move || missions.bus().head()).await.unwrap_or(0);
-            let mut ticks = 0u32;
+            let mut safety_net = Instant::now();
             loop {
-                tokio::time::sleep(TEARDOWN_POLL).await;
+                changes.next(TEARDOWN_POLL).await;
                 let Some(inner) = weak.upgrade() else { return };
                 let fleet = Fleet { inner };
                 let missions = fleet.inner.missions.clone();
@@ -838,8 +839,8 @@ impl Fleet {
                 }
                 // A safety net for events pruned before we read them: every few
                 // seconds, check the records of the units we hold.
-                ticks += 1;
-                if ticks.is_multiple_of(20) {
+                if safety_net.elapsed() >= TEARDOWN_SAFETY_NET {
+                    safety_net = Instant::now();
                     fleet.release_resting().await;
                 }
             }
@@ -868,8 +869,11 @@ impl Fleet {
     }
 }
 
-/// How often a host looks at the bus for missions that came to rest.
+/// How often a host looks at the bus for missions that came to rest when no commit
+/// wakes it (commits are pushed: `store::changes`).
 const TEARDOWN_POLL: Duration = Duration::from_millis(100);
+/// How often it checks the records of the units it holds anyway.
+const TEARDOWN_SAFETY_NET: Duration = Duration::from_secs(2);
 
 /// Adapts the mission tool calls to the MCP server's handler trait. The session id
 /// is filled in once the session exists (tools are only called after that).

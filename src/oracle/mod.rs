@@ -42,7 +42,7 @@ pub const AGENT: &str = "oracle";
 /// The oracle chain's own envelope: it allows the two oracle tools and nothing else.
 pub const ENVELOPE: &str = "hitl-policy-oracle.json";
 
-/// How often the driver looks at the bus for new questions.
+/// How often the driver looks at the bus for new questions when no commit wakes it.
 const BUS_POLL: Duration = Duration::from_millis(100);
 /// The shortest per-call model timeout, however short the park window.
 const MIN_CALL_TIMEOUT: Duration = Duration::from_secs(5);
@@ -106,9 +106,10 @@ impl Oracle {
     /// time, until the task is aborted (the fire ends).
     pub fn spawn(self, fleet: Fleet) -> anyhow::Result<tokio::task::JoinHandle<()>> {
         let mut after = fleet.missions().bus().head()?;
+        let mut changes = fleet.missions().store().changes().subscribe();
         Ok(tokio::spawn(async move {
             loop {
-                tokio::time::sleep(BUS_POLL).await;
+                changes.next(BUS_POLL).await;
                 let missions = fleet.missions().clone();
                 let events = match blocking(move || missions.bus().since(after, 100)).await {
                     Ok(e) => e,

@@ -1,0 +1,291 @@
+//! Push, not poll: how everyone who waits on the store learns that it may have
+//! changed — a waiting run (`asks`), a bus subscriber (the fleet's teardown, the
+//! oracle), the board's store thread, `mission fire`'s wait.
+//!
+//! Every commit to the file appends to its write-ahead log, so on Linux one inotify
+//! watch per process on the database's directory (`board.db-wal` modified or created)
+//! turns any process's commit into a tick here within microseconds. A tick carries
+//! no authority and no content: the woken side re-reads the store and believes only
+//! what it finds, so a spurious or forged event costs one read, never a decision.
+//!
+//! The log is written a moment before the commit becomes visible to readers (SQLite
+//! updates its shared index right after the write), so each burst of events is
+//! followed by trailing ticks ([`SETTLE`]) for a reader that looked too early. Where
+//! inotify is unavailable (another OS, no instances left) nothing ticks and every
+//! waiter falls back to its own poll period: slower, never wrong.
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex, OnceLock, Weak};
+use std::time::Duration;
+
+use tokio::sync::watch;
+
+use crate::sync::LockUnpoisoned;
+
+/// After the last event of a burst, tick again once this much later each, quiet.
+const SETTLE: [Duration; 2] = [Duration::from_millis(2), Duration::from_millis(10)];
+/// How often an idle watcher thread checks whether anyone still listens.
+const IDLE: Duration = Duration::from_secs(1);
+
+/// The change feed of one database file, shared by every handle in this process.
+#[derive(Clone)]
+pub struct Changes {
+    feed: Arc<Feed>,
+}
+
+struct Feed {
+    tick: watch::Sender<u64>,
+    pushed: bool,
+}
+
+/// One waiter's view of the feed: what it has seen so far.
+pub struct Waiter {
+    rx: watch::Receiver<u64>,
+}
+
+impl Changes {
+    /// The feed of the database at `db` (one watch per file per process).
+    pub fn of(db: &Path) -> Changes {
+        static FEEDS: OnceLock<Mutex<HashMap<PathBuf, Weak<Feed>>>> = OnceLock::new();
+        let mut feeds = FEEDS.get_or_init(Default::default).lock_unpoisoned();
+        feeds.retain(|_, f| f.strong_count() > 0);
+        if let Some(feed) = feeds.get(db).and_then(Weak::upgrade) {
+            return Changes { feed };
+        }
+        let (tick, _) = watch::channel(0u64);
+        let watcher = inotify::Watch::start(db);
+        let feed = Arc::new(Feed {
+            tick,
+            pushed: watcher.is_some(),
+        });
+        if let Some(w) = watcher {
+            w.run(Arc::downgrade(&feed));
+        }
+        feeds.insert(db.to_path_buf(), Arc::downgrade(&feed));
+        Changes { feed }
+    }
+
+    /// True when commits are pushed; false when waiters only poll.
+    pub fn pushed(&self) -> bool {
+        self.feed.pushed
+    }
+
+    /// A waiter that has seen everything so far: subscribe before the first read,
+    /// so a commit between that read and the wait is never missed.
+    pub fn subscribe(&self) -> Waiter {
+        Waiter {
+            rx: self.feed.tick.subscribe(),
+        }
+    }
+}
+
+impl Waiter {
+    /// Until the store may have changed since the last call (or the subscription),
+    /// or `fallback` has passed — the poll period when nothing is pushed.
+    pub async fn next(&mut self, fallback: Duration) {
+        // A closed sender cannot happen while we hold the feed; fall back if it does.
+        if tokio::time::timeout(fallback, self.rx.changed())
+            .await
+            .is_ok_and(|r| r.is_err())
+        {
+            tokio::time::sleep(fallback).await;
+        }
+    }
+}
+
+impl Feed {
+    fn bump(&self) {
+        self.tick.send_modify(|n| *n = n.wrapping_add(1));
+    }
+}
+
+#[cfg(target_os = "linux")]
+mod inotify {
+    use std::ffi::CString;
+    use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+    use std::os::unix::ffi::OsStrExt;
+    use std::path::Path;
+    use std::sync::Weak;
+
+    use super::{Feed, IDLE, SETTLE};
+
+    /// An inotify descriptor watching the database's directory, and the two names
+    /// in it that a commit writes.
+    pub struct Watch {
+        fd: OwnedFd,
+        names: [Vec<u8>; 2],
+    }
+
+    impl Watch {
+        /// `None` when the watch cannot be set up (the caller polls instead).
+        pub fn start(db: &Path) -> Option<Watch> {
+            let name = db.file_name()?.as_bytes().to_vec();
+            let dir = match db.parent() {
+                Some(d) if !d.as_os_str().is_empty() => d,
+                _ => Path::new("."),
+            };
+            let mut wal = name.clone();
+            wal.extend_from_slice(b"-wal");
+            let dir = CString::new(dir.as_os_str().as_bytes()).ok()?;
+            // SAFETY: plain syscalls; the descriptor is owned by `fd` from here on.
+            let fd = unsafe { libc::inotify_init1(libc::IN_NONBLOCK | libc::IN_CLOEXEC) };
+            if fd < 0 {
+                tracing::debug!(
+                    "store changes: inotify unavailable ({}); waiters poll",
+                    std::io::Error::last_os_error()
+                );
+                return None;
+            }
+            // SAFETY: `fd` is a fresh descriptor nobody else owns.
+            let fd = unsafe { OwnedFd::from_raw_fd(fd) };
+            let mask = libc::IN_MODIFY | libc::IN_CREATE | libc::IN_MOVED_TO;
+            // SAFETY: `dir` is a valid NUL-terminated path.
+            if unsafe { libc::inotify_add_watch(fd.as_raw_fd(), dir.as_ptr(), mask) } < 0 {
+                tracing::debug!(
+                    "store changes: cannot watch {dir:?} ({}); waiters poll",
+                    std::io::Error::last_os_error()
+                );
+                return None;
+            }
+            Some(Watch {
+                fd,
+                names: [wal, name],
+            })
+        }
+
+        /// Tick `feed` on every commit until nobody holds it.
+        pub fn run(self, feed: Weak<Feed>) {
+            let spawned = std::thread::Builder::new()
+                .name("store-changes".into())
+                .spawn(move || self.pump(feed));
+            if let Err(e) = spawned {
+                tracing::warn!("store changes: cannot start the watcher thread ({e}); waiters poll");
+            }
+        }
+
+        fn pump(self, feed: Weak<Feed>) {
+            let mut buf = [0u8; 4096];
+            // Trailing ticks still owed after the last burst.
+            let mut settle = SETTLE.len();
+            loop {
+                let wait = SETTLE.get(settle).copied().unwrap_or(IDLE);
+                let mut pfd = libc::pollfd {
+                    fd: self.fd.as_raw_fd(),
+                    events: libc::POLLIN,
+                    revents: 0,
+                };
+                // SAFETY: one valid pollfd.
+                let ready = unsafe { libc::poll(&mut pfd, 1, wait.as_millis() as libc::c_int) };
+                let Some(feed) = feed.upgrade() else { return };
+                if ready < 0 {
+                    if std::io::Error::last_os_error().kind() == std::io::ErrorKind::Interrupted {
+                        continue;
+                    }
+                    tracing::warn!(
+                        "store changes: poll failed ({}); waiters poll",
+                        std::io::Error::last_os_error()
+                    );
+                    return;
+                }
+                if ready == 0 {
+                    if settle < SETTLE.len() {
+                        settle += 1;
+                        feed.bump();
+                    }
+                    continue;
+                }
+                if self.drain(&mut buf) {
+                    settle = 0;
+                    feed.bump();
+                }
+            }
+        }
+
+        /// Read every queued event; true when one names the log or the database.
+        fn drain(&self, buf: &mut [u8; 4096]) -> bool {
+            let mut hit = false;
+            loop {
+                // SAFETY: reading into a buffer we own, of its length.
+                let n = unsafe {
+                    libc::read(self.fd.as_raw_fd(), buf.as_mut_ptr().cast(), buf.len())
+                };
+                if n <= 0 {
+                    return hit;
+                }
+                hit |= self.names_a_commit(&buf[..n as usize]);
+            }
+        }
+
+        fn names_a_commit(&self, mut events: &[u8]) -> bool {
+            const HEADER: usize = std::mem::size_of::<libc::inotify_event>();
+            let mut hit = false;
+            while events.len() >= HEADER {
+                // The name length is the header's last field (wd, mask, cookie, len).
+                let len = u32::from_ne_bytes(events[12..16].try_into().expect("4 bytes")) as usize;
+                let end = (HEADER + len).min(events.len());
+                let name = &events[HEADER..end];
+                let name = &name[..name.iter().position(|&b| b == 0).unwrap_or(name.len())];
+                hit |= self.names.iter().any(|n| n.as_slice() == name);
+                events = &events[end..];
+            }
+            hit
+        }
+    }
+}
+
+#[cfg(not(target_os = "linux"))]
+mod inotify {
+    use std::path::Path;
+    use std::sync::Weak;
+
+    use super::Feed;
+
+    /// No push on this platform: waiters poll.
+    pub struct Watch;
+
+    impl Watch {
+        pub fn start(_db: &Path) -> Option<Watch> {
+            None
+        }
+
+        pub fn run(self, _feed: Weak<Feed>) {}
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn another_connections_commit_wakes_a_waiter() {
+        let dir = tempfile::tempdir().unwrap();
+        let db = dir.path().join("board.db");
+        let ours = super::super::Store::open_with(&db, &[&["CREATE TABLE t (n INTEGER);"]]).unwrap();
+        let theirs = super::super::Store::open_with(&db, &[&["CREATE TABLE t (n INTEGER);"]]).unwrap();
+        let changes = ours.changes();
+        assert!(changes.pushed(), "inotify is available on Linux");
+        let mut waiter = changes.subscribe();
+        theirs
+            .write(|tx| tx.execute("INSERT INTO t VALUES (1)", []))
+            .unwrap();
+        // Woken by the push: the fallback is far longer than the test's limit.
+        tokio::time::timeout(Duration::from_secs(30), waiter.next(Duration::from_secs(3600)))
+            .await
+            .expect("the commit was pushed");
+        let n: i64 = ours
+            .with(|c| c.query_row("SELECT COUNT(*) FROM t", [], |r| r.get(0)))
+            .unwrap();
+        assert_eq!(n, 1);
+    }
+
+    #[test]
+    fn handles_of_one_file_share_one_feed() {
+        let dir = tempfile::tempdir().unwrap();
+        let db = dir.path().join("board.db");
+        let a = Changes::of(&db);
+        let b = Changes::of(&db);
+        assert!(Arc::ptr_eq(&a.feed, &b.feed));
+        assert!(!Arc::ptr_eq(&a.feed, &Changes::of(&dir.path().join("other.db")).feed));
+    }
+}
