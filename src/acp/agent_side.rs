@@ -90,6 +90,13 @@ pub trait BuiltinAgent: Send + Sync + Sized + 'static {
     /// agent's own); the scaffold files it under the response's session id.
     fn open_session(&self, request: NewSessionRequest) -> (Arc<Self::Session>, NewSessionResponse);
 
+    /// Run before `session/new` or `session/load` is answered: where an agent connects
+    /// its MCP servers, as real agents do before they report the session ready.
+    fn session_opened(&self, session: &Arc<Self::Session>) -> impl Future<Output = ()> + Send {
+        let _ = session;
+        async {}
+    }
+
     /// `session/load`; the scaffold files the session under the requested id. An
     /// agent that does not advertise `loadSession` refuses it.
     fn load_session(
@@ -199,6 +206,7 @@ pub async fn serve<A: BuiltinAgent>(
         .on_receive_request(
             async move |request: NewSessionRequest, responder, _cx| {
                 let (session, response) = on_new.open_session(request);
+                on_new.session_opened(&session).await;
                 on_new
                     .sessions()
                     .insert(response.session_id.0.to_string(), session);
@@ -211,6 +219,7 @@ pub async fn serve<A: BuiltinAgent>(
                 let id = request.session_id.0.to_string();
                 match on_load.load_session(request) {
                     Ok((session, response)) => {
+                        on_load.session_opened(&session).await;
                         on_load.sessions().insert(id, session);
                         responder.respond(response)
                     }

@@ -1,22 +1,27 @@
-//! The fleet at width: `units` concurrent stub missions to landed (missions/s), and
-//! the host's resident memory per held unit. Each is set against the same work done
-//! with bare ACP units (spawn, initialize, session/new, one turn) and no fleet, store
-//! or mission tools. Resident-memory figures run in fresh processes, so neither is
-//! measured over memory the other freed.
+//! The fleet at width: `units` concurrent stub missions to landed and reaped
+//! (missions/s), and the host's resident memory per held unit. Each is set against
+//! the same work done by bare ACP units: the same stub script (spawn, initialize,
+//! session/new connecting the same bridge, one turn making the same mission-tool
+//! calls) against a bare server per unit that answers every call at once — no fleet,
+//! store, envelope or mission record. Resident-memory figures run in fresh
+//! processes, so neither is measured over memory the other freed.
 
 use std::time::{Duration, Instant};
 
 use serde_json::json;
 
+use super::bare::Bare;
 use super::scratch::{POLICY, Scratch, one_turn, rss_bytes, until, until_reaped};
 use super::{Row, Scale};
-use crate::acp::Unit;
+use crate::acp::{Unit, UnitSpec};
+use crate::tools::{MissionSocket, bridge_server_entry, serve_mission_socket};
 use crate::fleet::DispatchRequest;
 use crate::mission::Status;
 
 const LIMIT: Duration = Duration::from_secs(120);
 const MB: f64 = 1024.0 * 1024.0;
-const RSS_TARGET_MB: f64 = 1.0;
+const RSS_TARGET_MB: f64 = 0.25;
+const THROUGHPUT_TARGET: f64 = 1.25;
 
 fn request(agent: &str, i: usize) -> DispatchRequest {
     DispatchRequest {
@@ -28,21 +33,51 @@ fn request(agent: &str, i: usize) -> DispatchRequest {
     }
 }
 
-async fn bare_units(scratch: &Scratch, n: usize) -> anyhow::Result<Vec<Unit>> {
-    let script = scratch.write_script("bare", &one_turn(json!([{"say": "hi"}])))?;
+fn land() -> serde_json::Value {
+    one_turn(json!([{"report": {"kind": "result", "summary": "done"}}, {"finish": "landed"}]))
+}
+
+fn resident() -> serde_json::Value {
+    one_turn(json!([{"report": {"kind": "progress", "summary": "working"}}]))
+}
+
+/// `n` bare units running `script` concurrently, each through the bridge to a bare
+/// server on a socket of its own (held with the unit), each given one turn.
+async fn bare_units(
+    scratch: &Scratch,
+    tag: &str,
+    n: usize,
+    script: &serde_json::Value,
+) -> anyhow::Result<Vec<(Unit, MissionSocket)>> {
+    let script = scratch.write_script(&format!("bare-{tag}"), script)?;
     let spec = scratch.stub_unit(&script, "bench-bare")?;
-    let starts = (0..n).map(|_| Unit::start(spec.clone()));
-    let units: Vec<Unit> = futures::future::try_join_all(starts).await?;
-    futures::future::try_join_all(units.iter().map(|u| u.prompt(vec!["bare".into()]))).await?;
+    let starts = (0..n).map(|i| {
+        let spec = spec.clone();
+        let path = scratch.home().join(format!("bare-{tag}-{i}.sock"));
+        async move {
+            let socket = serve_mission_socket(&path, Bare::at_once()).await?;
+            let unit = Unit::start(UnitSpec {
+                mcp_servers: vec![bridge_server_entry(&spec.program, &socket)],
+                ..spec
+            })
+            .await?;
+            anyhow::Ok((unit, socket))
+        }
+    });
+    let units = futures::future::try_join_all(starts).await?;
+    futures::future::try_join_all(units.iter().map(|(u, _)| u.prompt(vec!["bare".into()])))
+        .await?;
     Ok(units)
+}
+
+async fn shutdown(units: Vec<(Unit, MissionSocket)>) {
+    futures::future::join_all(units.into_iter().map(|(u, _socket)| u.shutdown())).await;
 }
 
 /// Missions/s to landed, through the fleet and bare.
 pub async fn run(scale: Scale) -> anyhow::Result<Vec<Row>> {
     let scratch = Scratch::new()?;
-    let land =
-        one_turn(json!([{"report": {"kind": "result", "summary": "done"}}, {"finish": "landed"}]));
-    scratch.declare_stub("land", &land, &[])?;
+    scratch.declare_stub("land", &land(), &[])?;
     let (fleet, _teardown) = scratch.fleet()?;
     let n = scale.units;
 
@@ -61,30 +96,39 @@ pub async fn run(scale: Scale) -> anyhow::Result<Vec<Row>> {
         },
     )
     .await?;
-    let fleet_rate = n as f64 / t.elapsed().as_secs_f64();
     until_reaped(&fleet, "every unit to be reaped", LIMIT).await?;
+    let fleet_rate = n as f64 / t.elapsed().as_secs_f64();
 
     let t = Instant::now();
-    let units = bare_units(&scratch, n).await?;
-    futures::future::join_all(units.into_iter().map(Unit::shutdown)).await;
+    shutdown(bare_units(&scratch, "land", n, &land()).await?).await;
     let bare_rate = n as f64 / t.elapsed().as_secs_f64();
 
-    Ok(vec![Row::rate(
-        &format!("fleet throughput ({n} concurrent stub missions to landed)"),
-        fleet_rate,
-        "missions/s",
-        bare_rate,
-        &format!(
-            "{n} bare stub units started, given one turn and reaped concurrently (no fleet, store or mission tools)"
+    Ok(vec![
+        Row::rate(
+            &format!("fleet throughput ({n} concurrent stub missions to landed and reaped)"),
+            fleet_rate,
+            "missions/s",
+            bare_rate,
+            "as many bare units, concurrently: the same stub script (report, finish) through the same bridge to a bare server each that answers at once, then shut down",
+        )
+        .target(
+            format!("≤ {THROUGHPUT_TARGET}x floor"),
+            bare_rate / fleet_rate <= THROUGHPUT_TARGET,
         ),
-    )])
+        Row::rate(
+            &format!("fleet throughput per unit ({n} units)"),
+            fleet_rate / n as f64,
+            "missions/s",
+            bare_rate / n as f64,
+            "the bare units' throughput per unit",
+        ),
+    ])
 }
 
 /// Host resident memory per unit the fleet holds (`units` resident missions).
 pub async fn rss(scale: Scale) -> anyhow::Result<Vec<Row>> {
     let scratch = Scratch::new()?;
-    let resident = one_turn(json!([{"report": {"kind": "progress", "summary": "working"}}]));
-    scratch.declare_stub("resident", &resident, &[])?;
+    scratch.declare_stub("resident", &resident(), &[])?;
     let (fleet, _teardown) = scratch.fleet()?;
     let n = scale.units;
     // Warm up: one mission through every path, so the baseline holds the runtime,
@@ -134,9 +178,7 @@ pub async fn rss(scale: Scale) -> anyhow::Result<Vec<Row>> {
             per_unit,
             "MB",
             floor,
-            &format!(
-                "host RSS per bare ACP unit ({n} held by the adapter alone, in a fresh process)"
-            ),
+            "host RSS per bare unit held (the same stub and report through the same bridge to a bare server, its socket held; in a fresh process)",
         )
         .target(format!("≤ {RSS_TARGET_MB} MB"), per_unit <= RSS_TARGET_MB),
     ])
@@ -146,12 +188,11 @@ pub async fn rss(scale: Scale) -> anyhow::Result<Vec<Row>> {
 pub async fn bare_rss(scale: Scale) -> anyhow::Result<Vec<Row>> {
     let scratch = Scratch::new()?;
     let n = scale.units;
-    let warm = bare_units(&scratch, 1).await?;
-    futures::future::join_all(warm.into_iter().map(Unit::shutdown)).await;
+    shutdown(bare_units(&scratch, "warm", 1, &resident()).await?).await;
     let baseline = rss_bytes();
-    let units = bare_units(&scratch, n).await?;
+    let units = bare_units(&scratch, "held", n, &resident()).await?;
     let held = rss_bytes();
-    futures::future::join_all(units.into_iter().map(Unit::shutdown)).await;
+    shutdown(units).await;
     let per_unit = held.saturating_sub(baseline) as f64 / n as f64 / MB;
     Ok(vec![Row::cost(
         "bare RSS per unit",

@@ -8,6 +8,7 @@
 //! asserted: a missed target prints `no` and the measured value.
 
 mod answer;
+mod bare;
 mod board;
 mod fire;
 mod fleet;
@@ -20,13 +21,17 @@ use serde::{Deserialize, Serialize};
 /// The figure groups, in the order they run and print.
 pub const GROUPS: &[&str] = &["answer", "fire", "board", "fleet", "fleet-rss"];
 
-/// How hard to push.
-#[derive(Debug, Clone, Copy)]
+/// The store sizes and fleet widths `bench --scale` walks.
+const SCALE_MISSIONS: [usize; 3] = [10_000, 100_000, 1_000_000];
+const SCALE_UNITS: [usize; 3] = [16, 64, 256];
+
+/// How hard to push one group.
+#[derive(Debug, Clone, Copy, Serialize, Deserialize)]
 pub struct Scale {
     pub quick: bool,
     /// Samples per latency figure.
     pub samples: usize,
-    /// Missions and asks seeded for the board frame.
+    /// Missions seeded in the store (and the asks pending among them, on the board).
     pub missions: usize,
     pub asks: usize,
     /// Concurrent units in the fleet figures.
@@ -38,7 +43,7 @@ impl Scale {
         if quick {
             Scale {
                 quick,
-                samples: 3,
+                samples: 10,
                 missions: 5_000,
                 asks: 500,
                 units: 8,
@@ -46,11 +51,45 @@ impl Scale {
         } else {
             Scale {
                 quick,
-                samples: 20,
+                samples: 200,
                 missions: 100_000,
                 asks: 10_000,
                 units: 64,
             }
+        }
+    }
+
+    fn with_missions(self, missions: usize) -> Scale {
+        Scale {
+            missions,
+            asks: missions / 10,
+            ..self
+        }
+    }
+
+    fn with_units(self, units: usize) -> Scale {
+        Scale { units, ..self }
+    }
+}
+
+/// Median, 99th percentile and slowest of a set of samples, in milliseconds.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct Latency {
+    pub median: f64,
+    pub p99: f64,
+    pub max: f64,
+}
+
+impl Latency {
+    pub fn of(samples: &mut [Duration]) -> Latency {
+        samples.sort();
+        let ms = |d: Option<&Duration>| d.map_or(0.0, |d| d.as_secs_f64() * 1e3);
+        let n = samples.len();
+        Latency {
+            median: ms(samples.get(n / 2)),
+            // The nearest-rank 99th percentile: with fewer than 100 samples, the slowest.
+            p99: ms(samples.get((n * 99).div_ceil(100).saturating_sub(1))),
+            max: ms(samples.last()),
         }
     }
 }
@@ -59,9 +98,12 @@ impl Scale {
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Row {
     pub figure: String,
+    /// The median (or the one value, for rates and sizes).
     pub measured: f64,
+    /// The tail, for latencies.
+    pub tail: Option<(f64, f64)>,
     pub unit: String,
-    /// What the figure is measured against, in the same unit.
+    /// What the figure is measured against, in the same unit, taken in the same run.
     pub floor: f64,
     pub floor_is: String,
     /// Cost relative to the floor (for rates: floor rate ÷ measured rate).
@@ -77,12 +119,21 @@ impl Row {
         Row {
             figure: figure.into(),
             measured,
+            tail: None,
             unit: unit.into(),
             floor,
             floor_is: floor_is.into(),
             ratio: measured / floor.max(f64::MIN_POSITIVE),
             target: "—".into(),
             met: None,
+        }
+    }
+
+    /// A latency in ms against the floor's median: the ratio is of the medians.
+    fn latency(figure: &str, measured: Latency, floor: Latency, floor_is: &str) -> Row {
+        Row {
+            tail: Some((measured.p99, measured.max)),
+            ..Row::cost(figure, measured.median, "ms", floor.median, floor_is)
         }
     }
 
@@ -99,24 +150,34 @@ impl Row {
         self.met = Some(met);
         self
     }
+
+    /// The latency target every latency figure carries: a bound on its ratio to the
+    /// floor, and optionally absolute bounds on its median and p99.
+    fn within(self, ratio: f64, median_ms: Option<f64>, p99_ms: Option<f64>) -> Row {
+        let p99 = self.tail.map_or(self.measured, |(p99, _)| p99);
+        let mut text = vec![format!("≤ {ratio}x floor")];
+        let mut met = self.ratio <= ratio;
+        if let Some(m) = median_ms {
+            text.push(format!("median ≤ {m} ms"));
+            met &= self.measured <= m;
+        }
+        if let Some(p) = p99_ms {
+            text.push(format!("p99 ≤ {p} ms"));
+            met &= p99 <= p;
+        }
+        let text = text.join(", ");
+        self.target(text, met)
+    }
 }
 
-/// The median of `samples` in milliseconds.
-fn median_ms(samples: &mut [Duration]) -> f64 {
-    samples.sort();
-    samples
-        .get(samples.len() / 2)
-        .map_or(0.0, |d| d.as_secs_f64() * 1e3)
-}
-
-/// Run one group in this process, printing its rows as JSON lines.
+/// Run one group in this process at `scale`, printing its rows as JSON lines.
 pub fn run_group(group: &str, scale: Scale) -> anyhow::Result<i32> {
     let runtime = crate::runtime::multi_thread()?;
     let rows = runtime.block_on(async {
         match group {
             "answer" => answer::run(scale).await,
             "fire" => fire::run(scale).await,
-            "board" => board::run(scale),
+            "board" => board::run(scale).await,
             "fleet" => fleet::run(scale).await,
             "fleet-rss" => fleet::rss(scale).await,
             // The floor of fleet-rss, run by it in a process of its own.
@@ -135,15 +196,21 @@ pub fn run_group(group: &str, scale: Scale) -> anyhow::Result<i32> {
     Ok(0)
 }
 
-/// Run `group` in a child process (`bench --only <group>`) and read back its rows.
+/// The scale a child group runs at, as `bench --only <group> --at <json>` passes it.
+pub fn parse_scale(quick: bool, at: Option<&str>) -> anyhow::Result<Scale> {
+    match at {
+        None => Ok(Scale::new(quick)),
+        Some(json) => serde_json::from_str(json)
+            .map_err(|e| anyhow::anyhow!("bench --at takes the scale a parent bench passes ({e})")),
+    }
+}
+
+/// Run `group` in a child process (`bench --only <group> --at <scale>`) and read back its rows.
 fn child_rows(group: &str, scale: Scale) -> anyhow::Result<Vec<Row>> {
     let exe = std::env::current_exe()
         .map_err(|e| anyhow::anyhow!("cannot locate the missionboard binary: {e}"))?;
     let mut cmd = std::process::Command::new(exe);
-    cmd.args(["bench", "--only", group]);
-    if scale.quick {
-        cmd.arg("--quick");
-    }
+    cmd.args(["bench", "--only", group, "--at", &serde_json::to_string(&scale)?]);
     let out = cmd
         .stderr(std::process::Stdio::inherit())
         .output()
@@ -163,16 +230,39 @@ fn child_rows(group: &str, scale: Scale) -> anyhow::Result<Vec<Row>> {
         .collect()
 }
 
+/// The groups of one run and the scale each runs at: one pass, or (`--scale`) the
+/// store-size figures at each of [`SCALE_MISSIONS`] and the fleet figures at each of
+/// [`SCALE_UNITS`].
+fn plan(scale: Scale, curves: bool, chosen: &[&str]) -> Vec<(String, Scale)> {
+    let mut runs = Vec::new();
+    for &group in chosen {
+        let steps: Vec<Scale> = match group {
+            _ if !curves => vec![scale],
+            "answer" | "board" => SCALE_MISSIONS.map(|m| scale.with_missions(m)).to_vec(),
+            "fleet" | "fleet-rss" => SCALE_UNITS.map(|u| scale.with_units(u)).to_vec(),
+            _ => vec![scale],
+        };
+        runs.extend(steps.into_iter().map(|s| (group.to_string(), s)));
+    }
+    runs
+}
+
 /// Run every group (each in a child process) and print the table.
-pub fn run_all(quick: bool, groups: &[String]) -> anyhow::Result<i32> {
+pub fn run_all(quick: bool, curves: bool, groups: &[String]) -> anyhow::Result<i32> {
     let scale = Scale::new(quick);
     println!(
-        "missionboard bench{} — {} samples per latency, {} missions + {} asks on the board, {} units in the fleet, {} cores",
+        "missionboard bench{}{} — {} samples per latency, {} missions + {} asks in the store, {} units in the fleet{}, {} cores",
         if quick { " --quick" } else { "" },
+        if curves { " --scale" } else { "" },
         scale.samples,
-        scale.missions,
-        scale.asks,
-        scale.units,
+        if curves { "10k/100k/1M".to_string() } else { scale.missions.to_string() },
+        if curves { "a tenth".to_string() } else { scale.asks.to_string() },
+        if curves { "16/64/256".to_string() } else { scale.units.to_string() },
+        if crate::store::Changes::of(&std::env::temp_dir().join("board.db")).pushed() {
+            ", commits pushed (inotify)"
+        } else {
+            ", commits polled (no inotify)"
+        },
         std::thread::available_parallelism().map_or(1, |n| n.get())
     );
     let chosen: Vec<&str> = if groups.is_empty() {
@@ -182,17 +272,18 @@ pub fn run_all(quick: bool, groups: &[String]) -> anyhow::Result<i32> {
     };
     let mut rows = Vec::new();
     let mut failed = Vec::new();
-    for group in chosen {
-        match child_rows(group, scale) {
+    for (group, at) in plan(scale, curves, &chosen) {
+        match child_rows(&group, at) {
             Ok(mut r) => rows.append(&mut r),
             Err(e) => {
                 eprintln!("bench: {e:#}");
-                failed.push(group.to_string());
+                failed.push(group);
             }
         }
     }
     print!("{}", render(&rows));
     if !failed.is_empty() {
+        failed.dedup();
         anyhow::bail!(
             "the {} bench group(s) failed (their errors are above); the table shows the rest",
             failed.join(", ")
@@ -214,15 +305,22 @@ fn fmt(v: f64, unit: &str) -> String {
     format!("{v:.digits$} {unit}")
 }
 
-/// The table: figure | measured | floor | ratio | target | met?, then what each floor is.
+/// The table: figure | median | p99 | max | floor | ratio | target | met?, then what
+/// each floor is (once per distinct floor).
 pub fn render(rows: &[Row]) -> String {
     let mut table = vec![crate::row![
-        "FIGURE", "MEASURED", "FLOOR", "RATIO", "TARGET", "MET"
+        "FIGURE", "MEDIAN", "P99", "MAX", "FLOOR", "RATIO", "TARGET", "MET"
     ]];
     for r in rows {
+        let (p99, max) = match r.tail {
+            Some((p99, max)) => (fmt(p99, &r.unit), fmt(max, &r.unit)),
+            None => ("—".to_string(), "—".to_string()),
+        };
         table.push(crate::row![
             r.figure,
             fmt(r.measured, &r.unit),
+            p99,
+            max,
             fmt(r.floor, &r.unit),
             format!("{:.2}x", r.ratio),
             r.target,
@@ -234,9 +332,13 @@ pub fn render(rows: &[Row]) -> String {
         ]);
     }
     let mut out = crate::table::render(&table);
-    out.push_str("\nFloors:\n");
+    out.push_str("\nFloors (each measured in the same run):\n");
+    let mut told: Vec<&str> = Vec::new();
     for r in rows {
-        out.push_str(&format!("  {}: {}\n", r.figure, r.floor_is));
+        if !told.contains(&r.floor_is.as_str()) {
+            told.push(&r.floor_is);
+            out.push_str(&format!("  {}: {}\n", r.figure, r.floor_is));
+        }
     }
     out
 }
@@ -246,23 +348,34 @@ mod tests {
     use super::*;
 
     #[test]
-    fn the_table_names_every_figure_floor_ratio_and_verdict() {
+    fn the_table_names_every_figure_its_tail_floor_ratio_and_verdict() {
+        let answer = Latency {
+            median: 1.0,
+            p99: 4.0,
+            max: 5.0,
+        };
+        let floor = Latency {
+            median: 0.8,
+            p99: 1.0,
+            max: 1.0,
+        };
         let rows = vec![
-            Row::cost("answer round-trip", 52.0, "ms", 0.25, "one WAL commit")
-                .target("≤ 100.75 ms (3x commit + 100 ms poll)", true),
-            Row::rate("fleet throughput", 10.0, "missions/s", 20.0, "bare units"),
+            Row::latency("answer", answer, floor, "bare server").within(1.5, Some(2.0), Some(10.0)),
+            Row::latency("answer again", answer, floor, "bare server").within(1.2, None, None),
+            Row::rate("fleet", 10.0, "missions/s", 20.0, "bare units"),
         ];
         let text = render(&rows);
         assert_eq!(
             text,
             [
-                "FIGURE             MEASURED         FLOOR            RATIO    TARGET                                 MET",
-                "answer round-trip  52.0 ms          0.250 ms         208.00x  ≤ 100.75 ms (3x commit + 100 ms poll)  yes",
-                "fleet throughput   10.0 missions/s  20.0 missions/s  2.00x    —                                      n/a",
+                "FIGURE        MEDIAN           P99      MAX      FLOOR            RATIO  TARGET                                           MET",
+                "answer        1.00 ms          4.00 ms  5.00 ms  0.800 ms         1.25x  ≤ 1.5x floor, median ≤ 2 ms, p99 ≤ 10 ms  yes",
+                "answer again  1.00 ms          4.00 ms  5.00 ms  0.800 ms         1.25x  ≤ 1.2x floor                                     NO",
+                "fleet         10.0 missions/s  —        —        20.0 missions/s  2.00x  —                                                n/a",
                 "",
-                "Floors:",
-                "  answer round-trip: one WAL commit",
-                "  fleet throughput: bare units",
+                "Floors (each measured in the same run):",
+                "  answer: bare server",
+                "  fleet: bare units",
                 "",
             ]
             .join("\n")
@@ -270,8 +383,39 @@ mod tests {
     }
 
     #[test]
-    fn the_median_is_the_middle_sample() {
-        let mut s = [5, 1, 3].map(Duration::from_millis);
-        assert_eq!(median_ms(&mut s), 3.0);
+    fn a_latency_is_its_median_nearest_rank_p99_and_slowest() {
+        let mut few = [5, 1, 3].map(Duration::from_millis);
+        assert_eq!(
+            Latency::of(&mut few),
+            Latency {
+                median: 3.0,
+                p99: 5.0,
+                max: 5.0
+            }
+        );
+        let mut many: Vec<Duration> = (1..=200).map(Duration::from_millis).collect();
+        let l = Latency::of(&mut many);
+        assert_eq!((l.median, l.p99, l.max), (101.0, 198.0, 200.0));
+    }
+
+    #[test]
+    fn scale_curves_walk_store_sizes_and_fleet_widths() {
+        let runs = plan(Scale::new(false), true, &["board", "fire", "fleet"]);
+        let seen: Vec<(String, usize, usize)> = runs
+            .iter()
+            .map(|(g, s)| (g.clone(), s.missions, s.units))
+            .collect();
+        assert_eq!(
+            seen,
+            [
+                ("board".into(), 10_000, 64),
+                ("board".into(), 100_000, 64),
+                ("board".into(), 1_000_000, 64),
+                ("fire".into(), 100_000, 64),
+                ("fleet".into(), 100_000, 16),
+                ("fleet".into(), 100_000, 64),
+                ("fleet".into(), 100_000, 256),
+            ]
+        );
     }
 }

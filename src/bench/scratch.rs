@@ -4,6 +4,7 @@
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
+use rusqlite::params;
 use serde_json::Value;
 
 use crate::acp::{UnitSpec, mission_meta};
@@ -104,6 +105,44 @@ impl Drop for Scratch {
     fn drop(&mut self) {
         let _ = std::fs::remove_dir_all(&self.dir);
     }
+}
+
+/// Seed `missions` missions (every `missions / asks`-th one open with a pending
+/// question) in one transaction of prepared inserts.
+pub fn seed(scratch: &Scratch, missions: usize, asks: usize) -> anyhow::Result<()> {
+    let now = crate::clock::now_ms();
+    let every = (missions / asks.max(1)).max(1);
+    scratch.store.write(|tx| {
+        let mut m = tx.prepare(
+            "INSERT INTO missions (id, intent, agent_name, policy_name, status, status_reason, created_at, updated_at)
+             VALUES (?1, ?2, 'stub', 'bench', ?3, ?4, ?5, ?5)",
+        )?;
+        let mut a = tx.prepare(
+            "INSERT INTO asks (id, tools_name, tool_name, args_summary, policy_name, agent_name, mission_id, created_at, expires_at)
+             VALUES (?1, 'mission', 'mission_ask_attention', ?2, 'bench', 'stub', ?3, ?4, 0)",
+        )?;
+        let mut raised = 0;
+        for i in 0..missions {
+            let id = format!("{i:08x}-bench-mission");
+            let asking = i % every == 0 && raised < asks;
+            let (status, reason) = match i % 5 {
+                _ if asking => ("open", None),
+                0 => ("landed", None),
+                1 => ("stuck", Some("compute bound exhausted")),
+                2 => ("derailed", Some("unit turn failed")),
+                3 => ("abandoned", Some("stopped by the operator")),
+                _ => ("open", None),
+            };
+            let created = now - (missions - i) as i64 * 1000;
+            m.execute(params![id, format!("mission {i}: tidy module {}", i % 97), status, reason, created])?;
+            if asking {
+                a.execute(params![format!("{i:08x}-bench-ask"), format!("question {i}: proceed?"), id, created])?;
+                raised += 1;
+            }
+        }
+        Ok(())
+    })?;
+    Ok(())
 }
 
 /// A one-turn stub script of these steps.

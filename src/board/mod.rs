@@ -50,8 +50,9 @@ use effects::Services;
 use model::{Model, Query, Snapshot, TerminalRequest};
 use update::{Msg, update};
 
-/// ~30 fps: the frame tick only draws when something changed.
-const FRAME: Duration = Duration::from_millis(33);
+/// The shortest gap between two frames (at most 125 fps). A change is drawn at once
+/// when the last frame is at least this old, else on the next frame tick.
+pub(crate) const FRAME: Duration = Duration::from_millis(8);
 /// Ages and toast expiry move once a second.
 const CLOCK: Duration = Duration::from_secs(1);
 
@@ -123,6 +124,13 @@ async fn host(paths: Paths, demo: bool) -> anyhow::Result<i32> {
     result.map(|()| 0)
 }
 
+/// One frame of the whole board.
+fn draw(term: &mut TerminalGuard, model: &Model) -> anyhow::Result<()> {
+    let now = model.now_ms;
+    term.terminal.draw(|f| view::draw(f, model, now))?;
+    Ok(())
+}
+
 async fn event_loop(
     term: &mut TerminalGuard,
     model: &mut Model,
@@ -140,19 +148,20 @@ async fn event_loop(
     // SIGTERM and SIGHUP end the board cleanly (Ctrl-C arrives as a key in raw mode).
     let mut signals = Signals::termination()?;
     let mut dirty = true;
+    let mut last_draw: Option<std::time::Instant> = None;
     query_tx.send_replace(model.query());
     loop {
+        if dirty && last_draw.is_none_or(|t| t.elapsed() >= FRAME) {
+            draw(term, model)?;
+            last_draw = Some(std::time::Instant::now());
+            dirty = false;
+        }
         let msg = tokio::select! {
             _ = frame.tick() => {
                 if model.redraw {
                     term.repaint()?;
                     model.redraw = false;
                     dirty = true;
-                }
-                if dirty {
-                    let now = model.now_ms;
-                    term.terminal.draw(|f| view::draw(f, model, now))?;
-                    dirty = false;
                 }
                 continue;
             }

@@ -315,9 +315,15 @@ struct BenchArgs {
     /// Run only these figure groups (answer, fire, board, fleet, fleet-rss).
     #[arg(long, value_delimiter = ',')]
     group: Vec<String>,
+    /// Each figure at 10k/100k/1M missions and 16/64/256 concurrent units (slow; not for CI).
+    #[arg(long, conflicts_with = "quick")]
+    scale: bool,
     /// Run one group in this process and print its rows as JSON lines (internal).
     #[arg(long, hide = true)]
     only: Option<String>,
+    /// The scale `--only` runs at, as the parent bench passes it (internal).
+    #[arg(long, hide = true, requires = "only")]
+    at: Option<String>,
 }
 
 #[derive(Args, Debug)]
@@ -628,8 +634,11 @@ fn run(ctx: &Ctx, command: Option<Command>, flags: BetaFlags) -> anyhow::Result<
             Ok(0)
         }
         Some(Command::Bench(a)) => match a.only {
-            Some(group) => crate::bench::run_group(&group, crate::bench::Scale::new(a.quick)),
-            None => crate::bench::run_all(a.quick, &a.group),
+            Some(group) => crate::bench::run_group(
+                &group,
+                crate::bench::parse_scale(a.quick, a.at.as_deref())?,
+            ),
+            None => crate::bench::run_all(a.quick, a.scale, &a.group),
         },
         Some(Command::StubAgent(a)) => Ok(run_role(async move {
             crate::stub::run_stub_agent(crate::stub::StubOptions {

@@ -195,6 +195,19 @@ impl BuiltinAgent for StubAgent {
         }
     }
 
+    /// Connect the `mission` server now, as real agents connect theirs before the
+    /// session is ready. A failure is logged here and named again by the first step
+    /// that needs the tools (which retries the connection).
+    async fn session_opened(&self, session: &Arc<Session>) {
+        let mut state = session.state.lock().await;
+        if let (None, Some(entry)) = (&state.mission, state.mission_entry.clone()) {
+            match MissionClient::connect(&entry).await {
+                Ok(client) => state.mission = Some(client),
+                Err(e) => eprintln!("stub: session/new: mission tools unavailable: {e}"),
+            }
+        }
+    }
+
     async fn run_prompt(self: Arc<Self>, turn: PromptTurn<Session>) {
         run_prompt(self, turn).await
     }
