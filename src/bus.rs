@@ -1,6 +1,7 @@
-//! The cross-process event bus: rows in `bus_events`, persisted first and polled by
-//! every host that shares the database. This is how a `mission stop` in one process
-//! reaches the process that hosts the unit.
+//! The cross-process event bus: rows in `bus_events`, persisted first and read by
+//! every host that shares the database when a commit wakes it (`store::changes`;
+//! a poll is the fallback). This is how a `mission stop` in one process reaches the
+//! process that hosts the unit.
 
 use rusqlite::params;
 use serde_json::Value;
@@ -27,7 +28,7 @@ pub struct Event {
     pub data: Value,
 }
 
-/// Publishes to and polls the bus.
+/// Publishes to and reads the bus.
 #[derive(Clone)]
 pub struct Bus {
     store: Store,

@@ -368,10 +368,10 @@ mod tests {
         assert_eq!(
             text,
             [
-                "FIGURE        MEDIAN           P99      MAX      FLOOR            RATIO  TARGET                                           MET",
+                "FIGURE        MEDIAN           P99      MAX      FLOOR            RATIO  TARGET                                    MET",
                 "answer        1.00 ms          4.00 ms  5.00 ms  0.800 ms         1.25x  ≤ 1.5x floor, median ≤ 2 ms, p99 ≤ 10 ms  yes",
-                "answer again  1.00 ms          4.00 ms  5.00 ms  0.800 ms         1.25x  ≤ 1.2x floor                                     NO",
-                "fleet         10.0 missions/s  —        —        20.0 missions/s  2.00x  —                                                n/a",
+                "answer again  1.00 ms          4.00 ms  5.00 ms  0.800 ms         1.25x  ≤ 1.2x floor                              NO",
+                "fleet         10.0 missions/s  —        —        20.0 missions/s  2.00x  —                                         n/a",
                 "",
                 "Floors (each measured in the same run):",
                 "  answer: bare server",

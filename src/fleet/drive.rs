@@ -67,7 +67,8 @@ pub(super) enum Opening {
     Resumed { blocks: Vec<String>, ask_id: String },
 }
 
-/// How often a resident unit's parked questions are checked for an answer.
+/// How often a resident unit's parked questions are checked for an answer when no
+/// commit wakes it sooner (commits are pushed: `store::changes`).
 const RESUME_POLL: std::time::Duration = std::time::Duration::from_millis(100);
 
 /// What the unit streamed, bounded.
@@ -180,14 +181,19 @@ impl Drive {
         // resuming the unit whenever a question it parked on is resolved.
         // A unit parks only during a turn, so the list is read now and after each
         // resume turn; a resident unit with nothing parked polls nothing.
+        let mut changes = self.missions.store().changes().subscribe();
         let mut parked = self.parked().await;
-        let mut tick = tokio::time::interval(RESUME_POLL);
-        tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Skip);
+        // The first look is at once: an answer may have come before the subscription.
+        let mut looked = false;
         while !*self.stop.borrow() {
+            let look_now = !looked;
             tokio::select! {
                 changed = self.stop.changed() => if changed.is_err() { break },
                 Some(ev) = self.events.recv() => journal.record(ev),
-                _ = tick.tick(), if !parked.is_empty() => match self.resume_answered(&mut parked, &mut journal).await {
+                _ = async { if !look_now { changes.next(RESUME_POLL).await } }, if !parked.is_empty() => match {
+                    looked = true;
+                    self.resume_answered(&mut parked, &mut journal).await
+                } {
                     Some(Turn::Failed(e)) => return self.fail_turn(e).await,
                     Some(_) => break,
                     None => {}
@@ -592,7 +598,9 @@ impl Drive {
                     .unwrap_or(true)
             })
             .await;
-        if pending || self.resting().await {
+        // A parked run whose answer came before this look is about to resume: it is
+        // not idle, even though nothing is pending any more.
+        if pending || !self.parked().await.is_empty() || self.resting().await {
             return;
         }
         let id = &self.mission.id;
