@@ -29,6 +29,9 @@ const ASKS_LIMIT: usize = 200;
 const INBOX_LIMIT: usize = 200;
 const REPORTS_LIMIT: usize = 200;
 const TRACE_LIMIT: usize = 200;
+/// Open missions and pending asks are counted up to one past this; past it the
+/// board says so ([`count_label`]) instead of counting every row of a huge store.
+pub const COUNT_CAP: usize = 10_000;
 /// A filter scans the missions newest first in pages, up to this many rows.
 pub const FILTER_SCAN_CAP: usize = 5000;
 const FILTER_PAGE: usize = 500;
@@ -146,7 +149,7 @@ pub fn build(src: &Source, q: &Query) -> Snapshot {
 
 fn try_build(src: &Source, q: &Query) -> Result<Snapshot, String> {
     let s = |e: &dyn std::fmt::Display| e.to_string();
-    let (total, open) = src.missions.counts().map_err(|e| s(&e))?;
+    let (total, open) = src.missions.counts(COUNT_CAP + 1).map_err(|e| s(&e))?;
     let limit = q.limit.max(1);
     let (page, selected, matched, offset) = if q.filter.trim().is_empty() {
         let page = src.missions.list_page(q.offset, limit).map_err(|e| s(&e))?;
@@ -186,7 +189,10 @@ fn try_build(src: &Source, q: &Query) -> Result<Snapshot, String> {
         .map(ask_row)
         .collect();
     asks.reverse();
-    let pending_total = src.asks.pending_count().map_err(|e| s(&e))? as usize;
+    let pending_total = src
+        .asks
+        .pending_count_upto(COUNT_CAP + 1)
+        .map_err(|e| s(&e))? as usize;
     let inbox: Vec<InboxRow> = src
         .missions
         .inbox(false, INBOX_LIMIT)
@@ -217,6 +223,15 @@ fn try_build(src: &Source, q: &Query) -> Result<Snapshot, String> {
         fleet_cap: src.config.fleet_max_parallel().unwrap_or(0),
         store_error: None,
     })
+}
+
+/// A count the snapshot read up to [`COUNT_CAP`] + 1: `10000+` past the cap.
+pub fn count_label(n: usize) -> String {
+    if n > COUNT_CAP {
+        format!("{COUNT_CAP}+")
+    } else {
+        n.to_string()
+    }
 }
 
 /// The newest oracle trace lines of every mission, oldest first, as one line each.

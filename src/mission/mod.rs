@@ -325,14 +325,19 @@ impl Missions {
         )
     }
 
-    /// How many missions there are, and how many of them are open. Two queries, so
-    /// the open count is a range of the status index rather than a scan of every row.
-    pub fn counts(&self) -> Result<(i64, i64)> {
+    /// How many missions there are, and how many of them are open, counted up to
+    /// `open_cap` (a board shows "many" past it; counting every open row of a huge
+    /// store would cost more than the rest of its refresh). Missions are never
+    /// deleted and SQLite gives each new row the next rowid, so the highest rowid is
+    /// the total — one index probe instead of a scan of every row.
+    pub fn counts(&self, open_cap: usize) -> Result<(i64, i64)> {
         Ok(self.store.with(|c| {
-            let total = c.query_row("SELECT COUNT(*) FROM missions", [], |r| r.get(0))?;
+            let total = c.query_row("SELECT COALESCE(MAX(rowid), 0) FROM missions", [], |r| {
+                r.get(0)
+            })?;
             let open = c.query_row(
-                "SELECT COUNT(*) FROM missions WHERE status = 'open'",
-                [],
+                "SELECT COUNT(*) FROM (SELECT 1 FROM missions WHERE status = 'open' LIMIT ?1)",
+                [open_cap as i64],
                 |r| r.get(0),
             )?;
             Ok((total, open))

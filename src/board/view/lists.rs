@@ -7,6 +7,7 @@ use ratatui::text::{Line, Span};
 use ratatui::widgets::{Paragraph, Wrap};
 
 use super::{age, fit, pane_block, truncate};
+use crate::board::snapshot::count_label;
 use crate::board::model::{Model, Pane};
 use crate::board::update::short;
 
@@ -23,11 +24,11 @@ pub fn render_asks(frame: &mut Frame, area: Rect, m: &Model, now_ms: i64) {
     let title = if s.pending_total > s.asks.len() {
         format!(
             " Pending asks {} (oldest {} shown) ",
-            s.pending_total,
+            count_label(s.pending_total),
             s.asks.len()
         )
     } else {
-        format!(" Pending asks {} ", s.pending_total)
+        format!(" Pending asks {} ", count_label(s.pending_total))
     };
     let block = pane_block(m, title, Some(Pane::Asks));
     let inner = block.inner(area);

@@ -6,6 +6,7 @@ use ratatui::text::{Line, Span};
 use ratatui::widgets::Paragraph;
 
 use super::{age, fit, pane_block, truncate};
+use crate::board::snapshot::count_label;
 use crate::board::model::{Model, Pane};
 use crate::board::update::short;
 
@@ -20,7 +21,11 @@ const ASKS: usize = 4;
 
 pub fn render(frame: &mut Frame, area: Rect, m: &Model, now_ms: i64) {
     let s = &m.snap;
-    let mut title = format!(" Missions {} ({} open) ", s.total_missions, s.open_missions);
+    let mut title = format!(
+        " Missions {} ({} open) ",
+        s.total_missions,
+        count_label(s.open_missions)
+    );
     if !m.filter.is_empty() || m.mode == crate::board::model::Mode::Filter {
         let matched = s.matched.unwrap_or(0);
         title.push_str(&format!("/{} ({matched} matched) ", m.filter.as_str()));

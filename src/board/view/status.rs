@@ -8,6 +8,7 @@ use ratatui::widgets::Paragraph;
 
 use super::{cells, field, truncate};
 use crate::board::keymap;
+use crate::board::snapshot::count_label;
 use crate::board::model::{Mode, Model};
 use crate::board::update::current_context;
 
@@ -83,7 +84,10 @@ pub fn render(frame: &mut Frame, area: Rect, m: &Model) {
     };
     let facts = format!(
         " {host}{spin}{sep}asks {}{sep}open {}{sep}inbox {}{sep}fleet {}/{cap}{sep}{beta}",
-        s.pending_total, s.open_missions, s.inbox_total, s.fleet_used,
+        count_label(s.pending_total),
+        count_label(s.open_missions),
+        s.inbox_total,
+        s.fleet_used,
     );
     let hints: Vec<String> = keymap::hints(current_context(m))
         .into_iter()
