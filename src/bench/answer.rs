@@ -165,13 +165,13 @@ pub async fn run(scale: Scale) -> anyhow::Result<Vec<Row>> {
             floor,
             &floor_is,
         )
-        .within(1.5, None, None),
+        .within(Some(1.5), None, None),
         Row::latency(
             &format!("answer round-trip, answered from another process ({at})"),
             Latency::of(&mut remote),
             floor,
             &floor_is,
         )
-        .within(1.5, Some(2.0), Some(10.0)),
+        .within(Some(1.5), Some(2.0), Some(10.0)),
     ])
 }

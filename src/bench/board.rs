@@ -231,28 +231,28 @@ pub async fn run(scale: Scale) -> anyhow::Result<Vec<Row>> {
             frame_floor,
             "the same cells drawn as one bare Paragraph on the same TestBackend",
         )
-        .within(3.0, Some(FRAME_TARGET_MS), None),
+        .within(Some(3.0), Some(FRAME_TARGET_MS), None),
         Row::latency(
             &format!("board snapshot read ({what})"),
             Latency::of(&mut reads),
             read_floor,
             "the bare SELECTs of the same rows (every column read, nothing decoded) on a connection of its own",
         )
-        .within(2.0, Some(SNAPSHOT_TARGET_MS), None),
+        .within(Some(2.0), Some(SNAPSHOT_TARGET_MS), None),
         Row::latency(
             &format!("board shows another process's change ({what})"),
             live.seen,
             seen_floor,
             "that process's commit + one bare snapshot read + one bare frame",
         )
-        .within(3.0, None, Some(SEEN_TARGET_MS)),
+        .within(None, None, Some(SEEN_TARGET_MS)),
         Row::latency(
             &format!("board keypress to redraw ({what}, {LOAD_MISSIONS} missions heartbeating)"),
             live.keys,
             key_floor,
             "one bare frame + one bare snapshot read (the work a redraw cannot skip)",
         )
-        .within(3.0, None, Some(KEY_TARGET_MS)),
+        .within(None, None, Some(KEY_TARGET_MS)),
     ])
 }
 
@@ -309,7 +309,12 @@ async fn keypresses(
                     .await
                     .map_err(|_| anyhow::anyhow!("bench: the store thread never showed {id}"))??;
                 let snap = snap_rx.borrow_and_update().clone();
-                let shows = snap.rows.first().is_some_and(|r| r.id == id);
+                // Newest first, but missions made in the same millisecond tie.
+                let shows = snap.rows.iter().any(|r| r.id == id);
+                anyhow::ensure!(
+                    t.elapsed() < LIMIT,
+                    "bench: no snapshot showed {id} after {LIMIT:?}"
+                );
                 let _ = update(model, Msg::Snapshot(snap));
                 if shows {
                     terminal.draw(|f| view::draw(f, model, crate::clock::now_ms()))?;
@@ -335,25 +340,34 @@ async fn keypresses(
             let selected = q.selected - q.offset;
             query_tx.send_replace(q);
             terminal.draw(|f| view::draw(f, model, crate::clock::now_ms()))?;
-            let mut last_draw = Instant::now();
+            // As the board's loop does: snapshots update the model as they come (the
+            // channel coalesces them); a frame is drawn at most every FRAME.
+            let mut next_draw = Instant::now() + crate::board::FRAME;
+            let (mut dirty, mut shows) = (false, false);
             loop {
-                tokio::time::timeout(LIMIT, snap_rx.changed())
-                    .await
-                    .map_err(|_| anyhow::anyhow!("bench: the store thread sent no snapshot"))??;
-                let snap = snap_rx.borrow_and_update().clone();
-                // Read for the new selection: its detail is that row's.
-                let shows = snap.detail.as_ref().map(|d| &d.mission.id)
-                    == snap.rows.get(selected).map(|r| &r.id);
                 anyhow::ensure!(
                     t.elapsed() < LIMIT,
                     "bench: no snapshot showed the selection after {LIMIT:?}"
                 );
-                let _ = update(model, Msg::Snapshot(snap));
-                tokio::time::sleep_until((last_draw + crate::board::FRAME).into()).await;
-                terminal.draw(|f| view::draw(f, model, crate::clock::now_ms()))?;
-                last_draw = Instant::now();
-                if shows {
-                    break;
+                tokio::select! {
+                    changed = tokio::time::timeout(LIMIT, snap_rx.changed()) => {
+                        changed
+                            .map_err(|_| anyhow::anyhow!("bench: the store thread sent no snapshot"))??;
+                        let snap = snap_rx.borrow_and_update().clone();
+                        // Read for the new selection: its detail is that row's.
+                        shows = snap.detail.as_ref().map(|d| &d.mission.id)
+                            == snap.rows.get(selected).map(|r| &r.id);
+                        let _ = update(model, Msg::Snapshot(snap));
+                        dirty = true;
+                    }
+                    _ = tokio::time::sleep_until(next_draw.into()), if dirty => {
+                        terminal.draw(|f| view::draw(f, model, crate::clock::now_ms()))?;
+                        next_draw = Instant::now() + crate::board::FRAME;
+                        dirty = false;
+                        if shows {
+                            break;
+                        }
+                    }
                 }
             }
             took.push(t.elapsed());

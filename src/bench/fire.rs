@@ -96,6 +96,6 @@ pub async fn run(scale: Scale) -> anyhow::Result<Vec<Row>> {
             Latency::of(&mut bare),
             "bare spawn of the same stub + ACP initialize + session/new (its MCP server connected through the same bridge to a bare server) + a prompt reaching it",
         )
-        .within(1.5, None, None),
+        .within(Some(1.5), None, None),
     ])
 }

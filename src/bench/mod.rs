@@ -151,12 +151,16 @@ impl Row {
         self
     }
 
-    /// The latency target every latency figure carries: a bound on its ratio to the
-    /// floor, and optionally absolute bounds on its median and p99.
-    fn within(self, ratio: f64, median_ms: Option<f64>, p99_ms: Option<f64>) -> Row {
+    /// A latency figure's target: bounds on its ratio to the floor, its median and
+    /// its p99 (any of them).
+    fn within(self, ratio: Option<f64>, median_ms: Option<f64>, p99_ms: Option<f64>) -> Row {
         let p99 = self.tail.map_or(self.measured, |(p99, _)| p99);
-        let mut text = vec![format!("≤ {ratio}x floor")];
-        let mut met = self.ratio <= ratio;
+        let mut text = Vec::new();
+        let mut met = true;
+        if let Some(r) = ratio {
+            text.push(format!("≤ {r}x floor"));
+            met &= self.ratio <= r;
+        }
         if let Some(m) = median_ms {
             text.push(format!("median ≤ {m} ms"));
             met &= self.measured <= m;
@@ -360,8 +364,8 @@ mod tests {
             max: 1.0,
         };
         let rows = vec![
-            Row::latency("answer", answer, floor, "bare server").within(1.5, Some(2.0), Some(10.0)),
-            Row::latency("answer again", answer, floor, "bare server").within(1.2, None, None),
+            Row::latency("answer", answer, floor, "bare server").within(Some(1.5), Some(2.0), Some(10.0)),
+            Row::latency("answer again", answer, floor, "bare server").within(Some(1.2), None, None),
             Row::rate("fleet", 10.0, "missions/s", 20.0, "bare units"),
         ];
         let text = render(&rows);
