@@ -6,7 +6,7 @@ use std::sync::{Arc, Mutex};
 
 use tokio::sync::mpsc::UnboundedSender;
 
-use super::model::{AgentEntry, EnvelopeEntry, PickerData};
+use super::model::{AgentEntry, EnvelopeEntry, HostedMission, PickerData};
 use super::picker::{self, MissionLine, Resolved};
 use super::update::{Effect, Msg, short};
 use crate::agents::Registry;
@@ -150,22 +150,21 @@ fn toggle_oracle(svc: &Services, mount: bool) -> Result<Option<String>, String> 
 /// tests call it directly).
 pub fn execute_blocking(effect: Effect, svc: &Services) -> Msg {
     let missions = svc.fleet.missions();
-    let asks = svc.fleet.asks();
     match effect {
         Effect::Verdict { ask_id, verdict } => Msg::VerdictDone {
             result: answer(svc, &ask_id, &verdict),
             ask_id,
         },
         Effect::ToggleOracle { mount } => Msg::OracleToggled(toggle_oracle(svc, mount)),
-        Effect::Stop { mission_id, reason } => {
-            let r = crate::fleet::stop::stop_mission(missions, asks, &mission_id, Some(&reason))
-                .map(|m| {
-                    svc.fleet.release(&m.id);
-                    format!("mission {} stopped: {}", short(&m.id), reason.trim())
-                })
-                .map_err(|e| e.to_string());
-            Msg::StopDone(r)
-        }
+        Effect::Stop { mission_id, reason } => Msg::StopDone(
+            stop(svc, &mission_id, &reason)
+                .map(|id| format!("mission {} stopped: {}", short(&id), reason.trim())),
+        ),
+        Effect::LoadHosted => Msg::HostedLoaded(hosted(svc)),
+        Effect::StopHosted {
+            mission_ids,
+            reason,
+        } => Msg::HostedStopped(stop_hosted(svc, &mission_ids, &reason)),
         Effect::LoadDiff { mission_id } => Msg::DiffLoaded(load_diff(missions, &mission_id)),
         Effect::Worktree { mission_id, merge } => {
             Msg::WorktreeDone(worktree_effect(missions, &mission_id, merge))
@@ -184,6 +183,79 @@ pub fn execute_blocking(effect: Effect, svc: &Services) -> Msg {
             text: "internal: async effect run synchronously".into(),
             error: true,
         },
+    }
+}
+
+/// `mission stop` for the board: the same service call, then this host's unit of
+/// the mission is released. The stopped mission's id, or why not.
+fn stop(svc: &Services, mission_id: &str, reason: &str) -> Result<String, String> {
+    let (missions, asks) = (svc.fleet.missions(), svc.fleet.asks());
+    crate::fleet::stop::stop_mission(missions, asks, mission_id, Some(reason))
+        .map(|m| {
+            svc.fleet.release(&m.id);
+            m.id
+        })
+        .map_err(|e| e.to_string())
+}
+
+/// The open missions whose units this board holds, oldest first. A mission the
+/// store cannot be asked about is still listed: its unit is here all the same.
+fn hosted(svc: &Services) -> Vec<HostedMission> {
+    let missions = svc.fleet.missions();
+    let mut found: Vec<(i64, HostedMission)> = svc
+        .fleet
+        .hosted_missions()
+        .into_iter()
+        .filter_map(|id| match missions.get(&id) {
+            Ok(Some(m)) if m.status.is_terminal() => None,
+            Ok(Some(m)) => Some((
+                m.created_at,
+                HostedMission {
+                    intent: crate::text::one_line(&m.intent),
+                    id,
+                },
+            )),
+            Ok(None) | Err(_) => Some((
+                i64::MAX,
+                HostedMission {
+                    id,
+                    intent: String::new(),
+                },
+            )),
+        })
+        .collect();
+    found.sort_by(|a, b| (a.0, &a.1.id).cmp(&(b.0, &b.1.id)));
+    found.into_iter().map(|(_, h)| h).collect()
+}
+
+/// Stop every mission in `ids` as `mission stop` would, before the board quits.
+/// One that came to rest meanwhile needs no stop; any other refusal is said.
+fn stop_hosted(svc: &Services, ids: &[String], reason: &str) -> Result<String, String> {
+    let missions = svc.fleet.missions();
+    let mut failed = Vec::new();
+    let mut stopped = 0;
+    for id in ids {
+        match stop(svc, id, reason) {
+            Ok(_) => stopped += 1,
+            Err(_)
+                if missions
+                    .get(id)
+                    .ok()
+                    .flatten()
+                    .is_some_and(|m| m.status.is_terminal()) => {}
+            Err(e) => failed.push(format!("{}: {e}", short(id))),
+        }
+    }
+    if failed.is_empty() {
+        Ok(format!(
+            "stopped {stopped} mission(s) hosted here: {}",
+            reason.trim()
+        ))
+    } else {
+        Err(format!(
+            "could not stop every mission hosted here ({}); the board stays open",
+            failed.join("; ")
+        ))
     }
 }
 

@@ -86,6 +86,8 @@ pub enum Action {
     Cancel,
     Toggle,
     EditReason,
+    /// Quitting with missions hosted here: stop them (with the reason), then quit.
+    StopAndQuit,
     Back,
     Run,
     Keep,
@@ -417,7 +419,7 @@ pub const BINDINGS: &[Binding] = &[
         C::Board,
         &[k('q')],
         Action::Quit,
-        "quit (asks first if a draft is unsent)",
+        "quit (asks first if a draft is unsent or missions are hosted here)",
         Some("quit"),
     ),
     b(
@@ -532,6 +534,13 @@ pub const BINDINGS: &[Binding] = &[
         Action::EditReason,
         "edit the reason",
         Some("edit reason"),
+    ),
+    b(
+        C::Confirm,
+        &[k('s')],
+        Action::StopAndQuit,
+        "quitting with missions hosted here: stop them with the reason, then quit",
+        None,
     ),
     b(
         C::Filter,

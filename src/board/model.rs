@@ -207,8 +207,11 @@ pub enum ConfirmKind {
         mission_id: String,
         intent: String,
     },
+    /// Leaving the board: unsent drafts are lost, and the units of the missions this
+    /// board hosts stop (their missions stay open).
     Quit {
         drafts: usize,
+        hosted: Vec<HostedMission>,
     },
     /// `mission merge`: the worktree's work onto the operator's current branch.
     Merge {
@@ -222,10 +225,28 @@ pub enum ConfirmKind {
     },
 }
 
+impl ConfirmKind {
+    /// Does this dialog carry a reason to edit (a stop, or a quit that may stop)?
+    pub fn has_reason(&self) -> bool {
+        match self {
+            ConfirmKind::Stop { .. } => true,
+            ConfirmKind::Quit { hosted, .. } => !hosted.is_empty(),
+            ConfirmKind::Merge { .. } | ConfirmKind::Discard { .. } => false,
+        }
+    }
+}
+
+/// An open mission whose unit this board process holds.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct HostedMission {
+    pub id: String,
+    pub intent: String,
+}
+
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Confirm {
     pub kind: ConfirmKind,
-    /// The stop reason (a quit confirms nothing editable).
+    /// The stop reason (of one mission, or of every hosted one when quitting).
     pub reason: LineField,
     pub editing: bool,
     /// Focus starts on No: a stray Enter never confirms.
@@ -343,6 +364,8 @@ pub struct HostInfo {
     pub log_dir: Option<PathBuf>,
     /// This board's own oracle driver is following its missions' questions.
     pub oracle_on: bool,
+    /// How a new question or gated call is announced beyond the board (`notify`).
+    pub notify: super::notify::Notify,
 }
 
 pub struct Model {
@@ -368,6 +391,8 @@ pub struct Model {
     pub redraw: bool,
     /// Something only the terminal's owner (the event loop) can do; it takes it.
     pub terminal_request: Option<TerminalRequest>,
+    /// Announcements for the event loop to deliver (bell, OSC, desktop); it drains them.
+    pub alerts: Vec<super::notify::Alert>,
     /// A pending `g` of the `g g` chord.
     pub chord_g: bool,
     pub now_ms: i64,
@@ -400,6 +425,7 @@ impl Model {
             quit: false,
             redraw: false,
             terminal_request: None,
+            alerts: Vec::new(),
             chord_g: false,
             now_ms: 0,
             tick: 0,

@@ -6,7 +6,8 @@ use std::sync::Arc;
 use crossterm::event::{Event, KeyCode, KeyEvent, KeyModifiers};
 
 use super::effects::{self, Services};
-use super::model::{ConfirmKind, Mode, Model, Pane, TerminalRequest};
+use super::model::{ConfirmKind, HostedMission, Mode, Model, Pane, TerminalRequest};
+use super::notify::{Alert, Notify};
 use super::snapshot::{self, Source};
 use super::update::{Effect, Msg, update};
 use super::view::tests::model;
@@ -128,6 +129,13 @@ fn stop_confirms_with_an_editable_reason_and_focus_on_no() {
     );
 }
 
+fn hosted(id: &str, intent: &str) -> HostedMission {
+    HostedMission {
+        id: id.into(),
+        intent: intent.into(),
+    }
+}
+
 #[test]
 fn quit_asks_first_when_a_draft_is_unsent() {
     let mut m = model(120, 40, false);
@@ -135,11 +143,144 @@ fn quit_asks_first_when_a_draft_is_unsent() {
     key(&mut m, KeyCode::Enter);
     typed(&mut m, "half an answer");
     key(&mut m, KeyCode::Esc);
-    key(&mut m, KeyCode::Char('q'));
-    assert!(matches!(&m.mode, Mode::Confirm(c) if c.kind == ConfirmKind::Quit { drafts: 1 }));
+    assert_eq!(key(&mut m, KeyCode::Char('q')), vec![Effect::LoadHosted]);
+    assert!(!m.quit);
+    update(&mut m, Msg::HostedLoaded(vec![]));
+    assert!(
+        matches!(&m.mode, Mode::Confirm(c) if c.kind == ConfirmKind::Quit { drafts: 1, hosted: vec![] })
+    );
     assert!(!m.quit);
     key(&mut m, KeyCode::Char('y'));
     assert!(m.quit);
+}
+
+#[test]
+fn quit_with_nothing_hosted_and_no_draft_leaves_at_once() {
+    for via_command_line in [false, true] {
+        let mut m = model(120, 40, false);
+        let fx = if via_command_line {
+            key(&mut m, KeyCode::Char(':'));
+            typed(&mut m, "q");
+            key(&mut m, KeyCode::Enter)
+        } else {
+            key(&mut m, KeyCode::Char('q'))
+        };
+        assert_eq!(fx, vec![Effect::LoadHosted]);
+        update(&mut m, Msg::HostedLoaded(vec![]));
+        assert!(m.quit);
+    }
+}
+
+#[test]
+fn quit_with_hosted_missions_names_them_and_can_stop_them_with_a_reason() {
+    let mut m = model(120, 40, false);
+    let both = vec![
+        hosted("a1b2c3d4-0000", "ask-then-land: rename"),
+        hosted("f6a7b8c9-0000", "perm-1: tidy"),
+    ];
+    // `:q` asks exactly as `q` does.
+    key(&mut m, KeyCode::Char(':'));
+    typed(&mut m, "q");
+    assert_eq!(key(&mut m, KeyCode::Enter), vec![Effect::LoadHosted]);
+    update(&mut m, Msg::HostedLoaded(both.clone()));
+    let Mode::Confirm(c) = &m.mode else {
+        panic!("no confirm: {:?}", m.mode)
+    };
+    assert_eq!(
+        c.kind,
+        ConfirmKind::Quit {
+            drafts: 0,
+            hosted: both.clone()
+        }
+    );
+    assert_eq!(c.reason.as_str(), "stopped by operator");
+    // No, then ask again: y quits and leaves the missions open (no effect).
+    key(&mut m, KeyCode::Char('n'));
+    assert_eq!(m.mode, Mode::Board);
+    assert!(!m.quit);
+    key(&mut m, KeyCode::Char('q'));
+    update(&mut m, Msg::HostedLoaded(both.clone()));
+    assert!(key(&mut m, KeyCode::Char('y')).is_empty());
+    assert!(m.quit);
+
+    // s stops them with the edited reason, and the board quits once they stopped.
+    let mut m = model(120, 40, false);
+    key(&mut m, KeyCode::Char('q'));
+    update(&mut m, Msg::HostedLoaded(both.clone()));
+    key(&mut m, KeyCode::Char('e'));
+    ctrl(&mut m, 'j');
+    typed(&mut m, "closing for the night");
+    key(&mut m, KeyCode::Enter);
+    let fx = key(&mut m, KeyCode::Char('s'));
+    assert_eq!(
+        fx,
+        vec![Effect::StopHosted {
+            mission_ids: vec!["a1b2c3d4-0000".into(), "f6a7b8c9-0000".into()],
+            reason: "closing for the night".into(),
+        }]
+    );
+    assert!(!m.quit, "the board waits for the stops");
+    update(&mut m, Msg::HostedStopped(Err("could not stop".into())));
+    assert!(!m.quit, "a refused stop keeps the board open");
+    assert!(
+        m.toasts
+            .iter()
+            .any(|t| t.error && t.text == "could not stop")
+    );
+    update(&mut m, Msg::HostedStopped(Ok("stopped 2".into())));
+    assert!(m.quit);
+}
+
+#[test]
+fn s_in_a_quit_without_hosted_missions_or_a_stop_dialog_does_nothing() {
+    let mut m = model(120, 40, false);
+    m.drafts.insert("ask-1111-question".into(), {
+        let mut d = crate::board::model::Draft::new();
+        d.area.insert_str("draft");
+        d
+    });
+    key(&mut m, KeyCode::Char('q'));
+    update(&mut m, Msg::HostedLoaded(vec![]));
+    assert!(key(&mut m, KeyCode::Char('s')).is_empty());
+    assert!(matches!(m.mode, Mode::Confirm(_)));
+    // Without hosted missions there is no reason to edit.
+    key(&mut m, KeyCode::Char('e'));
+    assert!(matches!(&m.mode, Mode::Confirm(c) if !c.editing));
+}
+
+#[test]
+fn a_new_ask_is_announced_as_notify_says() {
+    let mut m = model(120, 40, false);
+    let mut first = (*m.snap).clone();
+    let newcomer = first.asks.pop().expect("an ask");
+    update(&mut m, Msg::Snapshot(Arc::new(first.clone())));
+    assert!(m.alerts.is_empty(), "a first snapshot announces nothing");
+    let mut with_it = first.clone();
+    with_it.asks.push(newcomer.clone());
+    with_it.generation += 1;
+
+    // notify = off (the default): a toast only.
+    let mut quiet = model(120, 40, false);
+    update(&mut quiet, Msg::Snapshot(Arc::new(first.clone())));
+    update(&mut quiet, Msg::Snapshot(Arc::new(with_it.clone())));
+    assert!(quiet.alerts.is_empty());
+
+    m.host.notify = Notify::from_config("bell");
+    update(&mut m, Msg::Snapshot(Arc::new(with_it.clone())));
+    assert_eq!(
+        m.alerts,
+        vec![Alert {
+            title: "missionboard".into(),
+            body: format!(
+                "gated call from {} (mission f6a7b8c9): {}",
+                newcomer.agent, newcomer.summary
+            ),
+        }]
+    );
+    // Seen once, announced once.
+    m.alerts.clear();
+    update(&mut m, Msg::Snapshot(Arc::new(with_it)));
+    assert!(m.alerts.is_empty());
 }
 
 #[test]

@@ -218,6 +218,12 @@ impl Fleet {
             .contains_key(mission_id)
     }
 
+    /// The missions whose units this host holds (dispatched or resumed here).
+    pub fn hosted_missions(&self) -> Vec<String> {
+        let units = self.inner.units.lock_unpoisoned();
+        units.hosted.keys().cloned().collect()
+    }
+
     /// Units this host holds right now, starting ones included (each holds fleet
     /// width until it is reaped, or its start fails).
     pub fn open_units(&self) -> usize {

@@ -11,6 +11,7 @@ use crate::board::keymap::Action;
 use crate::board::layout;
 use crate::board::line::LineField;
 use crate::board::model::{Mode, Model, Pane, Picker, Snapshot};
+use crate::board::notify::Alert;
 use crate::mission::Status;
 
 pub(super) fn key(m: &mut Model, key: KeyEvent, action: Option<Action>) -> Vec<Effect> {
@@ -30,14 +31,7 @@ pub(super) fn key(m: &mut Model, key: KeyEvent, action: Option<Action>) -> Vec<E
     };
     let page = page_size(m);
     match action {
-        Action::Quit => {
-            let drafts = m.unsent_drafts();
-            if drafts > 0 {
-                m.mode = Mode::Confirm(confirm::quit(drafts));
-            } else {
-                m.quit = true;
-            }
-        }
+        Action::Quit => return confirm::request_quit(m),
         Action::Help => {
             m.mode = Mode::Help {
                 filter: LineField::new(),
@@ -254,6 +248,14 @@ pub(super) fn on_snapshot(m: &mut Model, s: Arc<Snapshot>) {
                     format!("new {kind} from {}: {}", a.agent, a.summary),
                     false,
                 );
+                if !m.host.notify.is_off() {
+                    let kind = if a.question { "question" } else { "gated call" };
+                    let mission = a.mission_id.as_deref().map(short).unwrap_or("-");
+                    m.alerts.push(Alert {
+                        title: "missionboard".into(),
+                        body: format!("{kind} from {} (mission {mission}): {}", a.agent, a.summary),
+                    });
+                }
             }
         }
         for r in &s.rows {

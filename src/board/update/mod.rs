@@ -49,6 +49,10 @@ pub enum Msg {
     },
     /// The oracle toggle's outcome: mounted (with its mount line), unmounted, or why not.
     OracleToggled(Result<Option<String>, String>),
+    /// The open missions this board hosts, asked for by a quit.
+    HostedLoaded(Vec<crate::board::model::HostedMission>),
+    /// The hosted missions were stopped (the board then quits), or why not.
+    HostedStopped(Result<String, String>),
     /// The operator's editor returned: the draft's new text, or why it could not run.
     Edited {
         ask_id: String,
@@ -83,6 +87,13 @@ pub enum Effect {
     /// config and search path, then parses and resolves).
     RunMission {
         args: String,
+    },
+    /// List the open missions whose units this board holds (before a quit).
+    LoadHosted,
+    /// Stop these hosted missions with `reason`, as `mission stop` does, then quit.
+    StopHosted {
+        mission_ids: Vec<String>,
+        reason: String,
     },
     /// Mount (or unmount) this board's oracle driver.
     ToggleOracle {
@@ -169,6 +180,19 @@ pub fn update(m: &mut Model, msg: Msg) -> Vec<Effect> {
         Msg::OracleToggled(result) => {
             m.busy = m.busy.saturating_sub(1);
             board::on_oracle_toggled(m, result);
+            vec![]
+        }
+        Msg::HostedLoaded(hosted) => {
+            m.busy = m.busy.saturating_sub(1);
+            confirm::on_hosted(m, hosted);
+            vec![]
+        }
+        Msg::HostedStopped(r) => {
+            m.busy = m.busy.saturating_sub(1);
+            match r {
+                Ok(_) => m.quit = true,
+                Err(e) => toast(m, e, true),
+            }
             vec![]
         }
         Msg::Edited { ask_id, result } => {

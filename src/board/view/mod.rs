@@ -189,6 +189,45 @@ pub(super) fn truncate(s: &str, width: usize, ellipsis: &str) -> String {
     out
 }
 
+/// `s` broken into lines of at most `width` cells: at spaces where it can, inside
+/// a word (never inside a grapheme) only when one word alone is wider. Nothing is
+/// cut: every grapheme of `s` except the spaces at a break is on some line.
+pub(super) fn wrap(s: &str, width: usize) -> Vec<String> {
+    let width = width.max(1);
+    let mut lines = Vec::new();
+    for para in s.split('\n') {
+        let mut line = String::new();
+        let mut used = 0;
+        for word in para.split(' ') {
+            let w = cells(word);
+            let gap = usize::from(!line.is_empty());
+            if used + gap + w <= width {
+                if gap == 1 {
+                    line.push(' ');
+                }
+                line.push_str(word);
+                used += gap + w;
+                continue;
+            }
+            if !line.is_empty() {
+                lines.push(std::mem::take(&mut line));
+                used = 0;
+            }
+            for g in word.graphemes(true) {
+                let gw = grapheme_cells(g);
+                if used + gw > width && !line.is_empty() {
+                    lines.push(std::mem::take(&mut line));
+                    used = 0;
+                }
+                line.push_str(g);
+                used += gw;
+            }
+        }
+        lines.push(line);
+    }
+    lines
+}
+
 /// Pad or cut to exactly `width` cells.
 pub(super) fn fit(s: &str, width: usize, ellipsis: &str) -> String {
     let t = truncate(s, width, ellipsis);

@@ -7,7 +7,7 @@ use ratatui::style::Style;
 use ratatui::text::{Line, Span};
 use ratatui::widgets::{Block, Borders, Clear, Paragraph, Wrap};
 
-use super::{age, cells, field, kv, truncate};
+use super::{age, cells, field, kv, truncate, wrap};
 use crate::board::keymap;
 use crate::board::layout::centered;
 use crate::board::line::LineField;
@@ -121,37 +121,25 @@ pub fn answer(frame: &mut Frame, area: Rect, m: &Model, ask_id: &str, now_ms: i6
 
 pub fn confirm(frame: &mut Frame, area: Rect, m: &Model, c: &Confirm) {
     let t = &m.theme;
-    let rect = centered(area, 64.min(area.width), 9);
-    frame.render_widget(Clear, rect);
-    let (title, lines) = match &c.kind {
-        ConfirmKind::Stop { mission_id, intent } => {
-            const LABEL: &str = "Reason: ";
-            let text_w = rect.width.saturating_sub(4) as usize;
-            let reason = if c.editing {
-                field(m, (LABEL, t.title), &c.reason, text_w, t.selection)
-            } else {
-                vec![
-                    Span::styled(LABEL, t.title),
-                    Span::raw(c.reason.as_str().to_string()),
-                ]
-            };
-            (
-                format!(" Stop mission {}? ", short(mission_id)),
-                vec![
-                    Line::raw(truncate(intent, text_w, m.symbols.ellipsis)),
-                    Line::raw("It is abandoned, its pending asks close, its unit is reaped."),
-                    Line::from(reason),
-                ],
-            )
-        }
+    let quitting = matches!(c.kind, ConfirmKind::Quit { .. });
+    let width = if quitting { 76 } else { 64 }.min(area.width);
+    let text_w = width.saturating_sub(4) as usize;
+    let e = m.symbols.ellipsis;
+    let wrapped = |text: &str| -> Vec<Line<'static>> {
+        wrap(text, text_w).into_iter().map(Line::raw).collect()
+    };
+    let (title, mut lines) = match &c.kind {
+        ConfirmKind::Stop { mission_id, intent } => (
+            format!(" Stop mission {}? ", short(mission_id)),
+            vec![
+                Line::raw(truncate(intent, text_w, e)),
+                Line::raw("It is abandoned, its pending asks close, its unit is reaped."),
+            ],
+        ),
         ConfirmKind::Merge { mission_id, intent } => (
             format!(" Merge mission {}? ", short(mission_id)),
             vec![
-                Line::raw(truncate(
-                    intent,
-                    rect.width.saturating_sub(4) as usize,
-                    m.symbols.ellipsis,
-                )),
+                Line::raw(truncate(intent, text_w, e)),
                 Line::raw("Its leftovers are committed, its branch merged into your current"),
                 Line::raw("branch; refused on a dirty tree or a conflict, changing nothing."),
             ],
@@ -159,43 +147,90 @@ pub fn confirm(frame: &mut Frame, area: Rect, m: &Model, c: &Confirm) {
         ConfirmKind::Discard { mission_id, intent } => (
             format!(" Discard mission {}'s worktree? ", short(mission_id)),
             vec![
-                Line::raw(truncate(
-                    intent,
-                    rect.width.saturating_sub(4) as usize,
-                    m.symbols.ellipsis,
-                )),
+                Line::raw(truncate(intent, text_w, e)),
                 Line::raw("Its worktree and its branch are removed, work and all."),
             ],
         ),
-        ConfirmKind::Quit { drafts } => (
-            " Quit? ".to_string(),
-            vec![Line::raw(format!(
-                "{drafts} unsent answer draft(s) will be lost."
-            ))],
-        ),
+        ConfirmKind::Quit { drafts, hosted } => {
+            let mut lines = Vec::new();
+            if *drafts > 0 {
+                lines.push(Line::raw(format!(
+                    "{drafts} unsent answer draft(s) will be lost."
+                )));
+            }
+            if !hosted.is_empty() {
+                lines.push(Line::styled(
+                    format!("{} open mission(s) hosted by this board:", hosted.len()),
+                    t.title,
+                ));
+                for h in hosted.iter().take(QUIT_LISTED) {
+                    lines.push(Line::raw(truncate(
+                        &format!("  {}  {}", short(&h.id), h.intent),
+                        text_w,
+                        e,
+                    )));
+                }
+                if hosted.len() > QUIT_LISTED {
+                    lines.push(Line::raw(format!(
+                        "  and {} more",
+                        hosted.len() - QUIT_LISTED
+                    )));
+                }
+                lines.extend(wrapped(&quit_consequence()));
+            }
+            (" Quit the board? ".to_string(), lines)
+        }
     };
-    let block = modal(m, title);
-    let inner = block.inner(rect);
-    frame.render_widget(block, rect);
-    let mut lines = lines;
+    if c.kind.has_reason() {
+        const LABEL: &str = "Reason: ";
+        lines.push(Line::from(if c.editing {
+            field(m, (LABEL, t.title), &c.reason, text_w, t.selection)
+        } else {
+            vec![
+                Span::styled(LABEL, t.title),
+                Span::raw(truncate(
+                    c.reason.as_str(),
+                    text_w.saturating_sub(LABEL.len()),
+                    e,
+                )),
+            ]
+        }));
+    }
     lines.push(Line::raw(""));
     let button = |label: &'static str, focused: bool| {
         Span::styled(label, if focused { t.selection } else { t.title })
+    };
+    let keys = match &c.kind {
+        ConfirmKind::Quit { hosted, .. } if !hosted.is_empty() => {
+            "   y quit · s stop them, then quit · e edit reason · n no"
+        }
+        ConfirmKind::Stop { .. } => "   y yes · n no · e edit reason",
+        _ => "   y yes · n no",
     };
     lines.push(Line::from(vec![
         button("[ No ]", !c.yes_focused),
         Span::raw("  "),
         button("[ Yes ]", c.yes_focused),
-        Span::styled(
-            if matches!(c.kind, ConfirmKind::Stop { .. }) {
-                "   y yes · n no · e edit reason"
-            } else {
-                "   y yes · n no"
-            },
-            t.muted,
-        ),
+        Span::styled(keys, t.muted),
     ]));
+    let height = (lines.len() as u16 + 2).max(9).min(area.height);
+    let rect = centered(area, width, height);
+    frame.render_widget(Clear, rect);
+    let block = modal(m, title);
+    let inner = block.inner(rect);
+    frame.render_widget(block, rect);
     frame.render_widget(Paragraph::new(lines).wrap(Wrap { trim: false }), inner);
+}
+
+/// How many hosted missions the quit dialog names one by one.
+const QUIT_LISTED: usize = 5;
+
+/// What quitting does to the missions this board hosts.
+fn quit_consequence() -> String {
+    format!(
+        "Quitting stops their units; the missions stay open. One waiting on a question or a gated call resumes once it is answered (on a board, or `missionboard approvals respond`); the others are reclaimed as abandoned after {}h without a heartbeat. Press s to stop them now instead, with this reason:",
+        crate::fleet::sweep::STALE_AFTER.as_secs() / 3600
+    )
 }
 
 /// The diff view: the files touched, then the patch from `scroll`, `+`/`-` coloured.

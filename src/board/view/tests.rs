@@ -281,6 +281,21 @@ both_sizes!(confirm_stop, |m: &mut Model| {
         error: None,
     });
 });
+both_sizes!(confirm_quit_hosted, |m: &mut Model| {
+    let hosted = (1..=7)
+        .map(|i| HostedMission {
+            id: format!("{i}a2b3c4d-0000"),
+            intent: format!("mission number {i}: a long intent that has to be cut at the dialog's edge somewhere"),
+        })
+        .collect();
+    m.mode = Mode::Confirm(Confirm {
+        kind: ConfirmKind::Quit { drafts: 1, hosted },
+        reason: "stopped by operator".into(),
+        editing: false,
+        yes_focused: false,
+        error: None,
+    });
+});
 both_sizes!(help_overlay, |m: &mut Model| m.mode = Mode::Help {
     filter: Default::default(),
     scroll: 0
@@ -548,7 +563,10 @@ fn wide_zero_width_and_combining_text_leaves_no_stale_cells() {
             ..Picker::new()
         }),
         Mode::Confirm(Confirm {
-            kind: ConfirmKind::Quit { drafts: 1 },
+            kind: ConfirmKind::Quit {
+                drafts: 1,
+                hosted: vec![],
+            },
             reason: Default::default(),
             editing: false,
             yes_focused: false,
