@@ -418,8 +418,12 @@ fn tmux_demo_shows_states_answers_in_place_and_restores_the_terminal() {
     tmux.keys(&["Enter"]);
     tmux.wait_screen(10, "the board to come back", |s| s.contains("Pending asks"));
 
-    // q leaves the board; the alternate screen is gone and the process exited 0.
+    // q asks first (the demo's mute mission is still open, hosted here), y leaves
+    // it open and quits; the alternate screen is gone and the process exited 0.
     tmux.keys(&["q"]);
+    let dialog = tmux.wait_screen(10, "the quit dialog", |s| s.contains("Quit the board?"));
+    assert!(dialog.contains("mute: audit the logging setup"), "{dialog}");
+    tmux.keys(&["y"]);
     let screen = tmux.wait_screen(30, "the board to exit", |s| {
         s.lines().any(|l| l.starts_with("EXITED:"))
     });
@@ -443,6 +447,113 @@ fn parked_ask_of(sb: &Sandbox, id: &str) -> Option<String> {
         .iter()
         .find(|a| a["parked"] == true)
         .and_then(|a| a["id"].as_str().map(str::to_string))
+}
+
+/// The stub asks a question whose summary tries to smuggle an OSC sequence of its
+/// own into the terminal, then waits for the answer.
+const HOSTILE_ASK: &str = r#"{"name":"t","turns":[{"steps":[{"ask":{"summary":"Rename the env var too?\u001b]9;pwned\u0007\u001b]777;notify;x;pwned\u001b\\","then":{"report":{"kind":"result","summary":"renamed: {{answer}}"}}}},{"finish":"landed"}]}]}"#;
+
+/// With `notify = bell,osc,osc777`, a question arriving rings the bell and sends
+/// OSC 9 and OSC 777 — seen in the raw bytes the board writes to its pty, agent text
+/// made inert inside them. Quitting while the board hosts that open mission asks
+/// first, naming it; `n` stays, `:q` asks again, and `s` stops it with the reason
+/// (recorded as `mission stop` records it) before the board exits.
+#[test]
+fn tmux_a_question_notifies_and_quitting_a_host_asks_and_can_stop_its_missions() {
+    assert!(
+        tmux_available(),
+        "tmux drives the board in this test (apt-get install tmux)"
+    );
+    let sb = Sandbox::new();
+    sb.declare_stubs(&[("stub", Some(HOSTILE_ASK))]);
+    sb.run(&["config", "set", "notify", "osc777, bell,osc"])
+        .ok();
+    let listed = sb.run(&["config", "list"]).ok();
+    assert!(
+        listed
+            .stdout
+            .lines()
+            .any(|l| l.starts_with("notify") && l.contains("bell,osc,osc777")),
+        "{listed:#?}"
+    );
+    let tmux = board_in_tmux(&sb, "mb-board-notify", "", "board");
+    tmux.wait_screen(30, "the board", |s| s.contains("Pending asks"));
+    // Everything the board writes from here on, byte for byte, before tmux reads it.
+    let raw = sb.cwd.join("board-output.raw");
+    let st = tmux
+        .cmd()
+        .args(["pipe-pane", "-O", "-t", "board"])
+        .arg(format!("cat >> {}", shell_quote(&raw)))
+        .status()
+        .unwrap();
+    assert!(st.success(), "tmux pipe-pane failed");
+
+    tmux.keys(&[":"]);
+    tmux.literal("mission --policy default stub rename the env var");
+    tmux.keys(&["Enter"]);
+    tmux.wait_screen(30, "the question on the board", |s| {
+        s.contains("Rename the env var too?")
+    });
+    let id = wait_for(10, "the mission", || sb.newest_mission());
+    let short = &id[..8];
+    let bytes = wait_for(10, "the notification in the raw output", || {
+        let bytes = std::fs::read(&raw).ok()?;
+        let text = String::from_utf8_lossy(&bytes).into_owned();
+        text.contains("\x1b]777;notify;").then_some(text)
+    });
+    let body = format!("question from stub (mission {short}): Rename the env var too?");
+    assert!(
+        bytes.contains(&format!("\x07\x1b]9;missionboard: {body}")),
+        "no bell and OSC 9 in {bytes:?}"
+    );
+    assert!(
+        bytes.contains(&format!("\x1b]777;notify;missionboard;{body}")),
+        "no OSC 777 in {bytes:?}"
+    );
+    assert!(
+        !bytes.contains("\x1b]9;pwned") && !bytes.contains("\x1b]777;notify;x"),
+        "the agent's own sequence reached the terminal: {bytes:?}"
+    );
+
+    // q asks first, naming the hosted mission and what quitting does; n stays.
+    tmux.keys(&["q"]);
+    let dialog = tmux.wait_screen(10, "the quit dialog", |s| s.contains("Quit the board?"));
+    assert!(
+        dialog.contains("1 open mission(s) hosted by this board:"),
+        "{dialog}"
+    );
+    assert!(
+        dialog.contains(&format!("{short}  rename the env var")),
+        "{dialog}"
+    );
+    assert!(dialog.contains("Quitting stops their units"), "{dialog}");
+    assert!(dialog.contains("Reason: stopped by operator"), "{dialog}");
+    tmux.keys(&["n"]);
+    tmux.wait_screen(10, "the dialog to close", |s| {
+        !s.contains("Quit the board?") && s.contains("Pending asks")
+    });
+    // `:q` asks the same; s stops the mission with an edited reason, then quits.
+    tmux.keys(&[":"]);
+    tmux.literal("q");
+    tmux.keys(&["Enter"]);
+    tmux.wait_screen(10, "the quit dialog again", |s| {
+        s.contains("Quit the board?")
+    });
+    tmux.keys(&["e", "C-j"]);
+    tmux.literal("done for today");
+    tmux.keys(&["Enter"]);
+    tmux.wait_screen(10, "the edited reason", |s| {
+        s.contains("Reason: done for today")
+    });
+    tmux.keys(&["s"]);
+    let screen = tmux.wait_screen(30, "the board to exit", |s| {
+        s.lines().any(|l| l.starts_with("EXITED:"))
+    });
+    assert!(screen.contains("EXITED:0"), "{screen}");
+    let show = sb.run(&["mission", "show", &id, "--json"]).ok();
+    let v: serde_json::Value = serde_json::from_str(&show.stdout).unwrap();
+    assert_eq!(v["status"], "abandoned", "{v:#}");
+    assert_eq!(v["statusReason"], "done for today", "{v:#}");
 }
 
 /// The one answer path on the board: a run parked under a question whose host was
