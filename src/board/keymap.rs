@@ -426,7 +426,7 @@ pub const BINDINGS: &[Binding] = &[
         C::Board,
         &[code(KeyCode::Esc)],
         Action::ClearFilter,
-        "dismiss the toasts, else clear the filter",
+        "dismiss the notices, else clear the filter",
         None,
     ),
     b(

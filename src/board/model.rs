@@ -288,16 +288,20 @@ pub enum Mode {
     },
 }
 
+/// A notice: the outcome of an effect, or news. The status line shows the newest
+/// (an error before any news), so a notice never covers a pane.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Toast {
     pub text: String,
     pub error: bool,
-    /// Info toasts expire; errors stay until dismissed (any key in board mode).
+    /// When the board's clock drops it (`None`: only Esc does).
     pub until_ms: Option<i64>,
 }
 
-/// How long an info toast stays.
+/// How long an info notice stays.
 pub const TOAST_MS: i64 = 4000;
+/// How long an error stays unless Esc dismisses it first.
+pub const ERROR_TOAST_MS: i64 = 30_000;
 
 /// The answer pane state of one ask: the draft survives refreshes and closing.
 pub struct Draft {

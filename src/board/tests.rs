@@ -597,6 +597,42 @@ fn toasts_announce_new_asks_and_terminal_states() {
 }
 
 #[test]
+fn notices_expire_on_the_board_s_clock_and_esc_dismisses_them() {
+    let mut m = model(120, 40, false);
+    let start = m.now_ms;
+    key(&mut m, KeyCode::Char(':'));
+    typed(&mut m, "wat");
+    key(&mut m, KeyCode::Enter);
+    update(
+        &mut m,
+        Msg::Toast {
+            text: "news".into(),
+            error: false,
+        },
+    );
+    assert_eq!(m.toasts.len(), 2);
+    update(&mut m, Msg::Tick(start + crate::board::model::TOAST_MS + 1));
+    let left: Vec<(&str, bool)> = m.toasts.iter().map(|t| (&t.text[..], t.error)).collect();
+    assert_eq!(left.len(), 1, "the news went, the error stays: {left:?}");
+    assert!(left[0].1 && left[0].0.starts_with("unknown command \"wat\""));
+    update(
+        &mut m,
+        Msg::Tick(start + crate::board::model::ERROR_TOAST_MS + 1),
+    );
+    assert!(m.toasts.is_empty(), "errors expire too, later");
+
+    update(
+        &mut m,
+        Msg::Toast {
+            text: "boom".into(),
+            error: true,
+        },
+    );
+    key(&mut m, KeyCode::Esc);
+    assert!(m.toasts.is_empty(), "Esc dismisses");
+}
+
+#[test]
 fn the_selection_follows_its_mission_when_new_ones_arrive() {
     let mut m = model(120, 40, false);
     key(&mut m, KeyCode::Char('j'));

@@ -22,7 +22,9 @@ use crossterm::event::{Event, KeyEvent, KeyEventKind};
 use ratatui::layout::Rect;
 
 use super::keymap::{self, Action, Context};
-use super::model::{Mode, Model, PickStep, PickerData, Snapshot, TOAST_MS, TerminalRequest, Toast};
+use super::model::{
+    ERROR_TOAST_MS, Mode, Model, PickStep, PickerData, Snapshot, TOAST_MS, TerminalRequest, Toast,
+};
 use crate::asks::OperatorVerdict;
 
 #[derive(Debug)]
@@ -203,7 +205,7 @@ pub fn update(m: &mut Model, msg: Msg) -> Vec<Effect> {
 }
 
 fn toast(m: &mut Model, text: String, error: bool) {
-    let until_ms = (!error).then_some(m.now_ms + TOAST_MS);
+    let until_ms = Some(m.now_ms + if error { ERROR_TOAST_MS } else { TOAST_MS });
     m.toasts.push(Toast {
         text,
         error,

@@ -55,7 +55,6 @@ pub fn draw(frame: &mut Frame, m: &Model, now_ms: i64) {
         Mode::Diff(d) => overlays::diff(frame, area, m, d),
         Mode::Board | Mode::Filter | Mode::CommandLine { .. } => {}
     }
-    overlays::toasts(frame, area, m);
     terminal_safe(frame.buffer_mut());
     if m.symbols.ascii {
         asciify(frame.buffer_mut());
@@ -68,7 +67,7 @@ pub(super) const UNSAFE_TAIL: &[char] = &['\u{200c}', '\u{200d}'];
 /// The frame as a terminal will really show it, so the next frame's diff starts
 /// from the truth. Three things differ otherwise:
 /// - a wide char whose trailing cell was drawn over afterwards (an overlay's or a
-///   toast's left edge): printing into half of it erases it whole, yet the buffer
+///   the detail pane's wide text): printing into half of it erases it whole, yet the buffer
 ///   would still hold it, so a later frame drawing it again would look unchanged to
 ///   the diff and leave the blank behind. It is blanked here too (and the buffer is
 ///   the well-formed one ratatui's diff assumes: no wide char before a non-blank);

@@ -1,5 +1,5 @@
 //! Modal surfaces drawn over the board: the answer/verdict pane, the confirm
-//! dialog, the help overlay and the toasts.
+//! dialog, the diff and the help overlay.
 
 use ratatui::Frame;
 use ratatui::layout::{Constraint, Layout, Rect};
@@ -7,7 +7,7 @@ use ratatui::style::Style;
 use ratatui::text::{Line, Span};
 use ratatui::widgets::{Block, Borders, Clear, Paragraph, Wrap};
 
-use super::{age, cells, field, kv, truncate, wrap};
+use super::{age, field, kv, truncate, wrap};
 use crate::board::keymap;
 use crate::board::layout::centered;
 use crate::board::line::LineField;
@@ -325,61 +325,4 @@ pub fn help(frame: &mut Frame, area: Rect, m: &Model, filter: &LineField, scroll
     let scroll = scroll.min(body.len().saturating_sub(room));
     lines.extend(body.into_iter().skip(scroll));
     frame.render_widget(Paragraph::new(lines), inner);
-}
-
-/// Top-right stack; errors stay until dismissed.
-pub fn toasts(frame: &mut Frame, area: Rect, m: &Model) {
-    let width = (area.width * 2 / 5).clamp(30, 48).min(area.width);
-    let mut y = area.y + 1;
-    // Errors first (they wait to be dismissed), then the newest news; at most three,
-    // and no news over a modal the operator is working in.
-    let modal = !matches!(
-        m.mode,
-        crate::board::model::Mode::Board
-            | crate::board::model::Mode::Filter
-            | crate::board::model::Mode::CommandLine { .. }
-    );
-    let errors = m.toasts.iter().rev().filter(|t| t.error);
-    let news = m.toasts.iter().rev().filter(|t| !t.error && !modal);
-    for toast in errors.chain(news).take(3) {
-        let inner_w = width.saturating_sub(2) as usize;
-        let lines: Vec<Line> = toast
-            .text
-            .lines()
-            .map(|l| Line::raw(l.to_string()))
-            .collect();
-        let wrapped: u16 = toast
-            .text
-            .lines()
-            .map(|l| cells(l).max(1).div_ceil(inner_w.max(1)) as u16)
-            .sum();
-        let h = (wrapped + 2).min(8);
-        if y + h > area.y + area.height.saturating_sub(1) {
-            break;
-        }
-        let rect = Rect::new(area.x + area.width - width, y, width, h);
-        frame.render_widget(Clear, rect);
-        let style = if toast.error {
-            m.theme.toast_error
-        } else {
-            m.theme.toast
-        };
-        let block = Block::default()
-            .borders(Borders::ALL)
-            .border_set(m.symbols.border)
-            .style(style)
-            .title(if toast.error {
-                " error — Esc dismisses "
-            } else {
-                ""
-            });
-        frame.render_widget(
-            Paragraph::new(lines)
-                .block(block)
-                .style(style)
-                .wrap(Wrap { trim: false }),
-            rect,
-        );
-        y += h;
-    }
 }

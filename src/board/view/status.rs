@@ -1,5 +1,6 @@
 //! The bottom line: mode, host state, counts, fleet width, beta/oracle, key hints —
-//! or the command/filter line being typed.
+//! or the command/filter line being typed, or the newest notice, which so never
+//! covers a pane.
 
 use ratatui::Frame;
 use ratatui::layout::Rect;
@@ -37,7 +38,6 @@ pub fn render(frame: &mut Frame, area: Rect, m: &Model) {
         }
         _ => {}
     }
-    let s = &m.snap;
     let mode = match &m.mode {
         Mode::Board => "BOARD",
         Mode::Answering { .. } => "ANSWER",
@@ -48,6 +48,11 @@ pub fn render(frame: &mut Frame, area: Rect, m: &Model) {
         Mode::Filter => "FILTER",
         Mode::CommandLine { .. } => "CMD",
     };
+    if let Some(line) = notice(m, mode, width) {
+        frame.render_widget(Paragraph::new(line), area);
+        return;
+    }
+    let s = &m.snap;
     let (dot_style, host) = match &s.store_error {
         Some(e) => (t.danger, format!("store error: {e}")),
         None => (t.state_landed, "live".to_string()),
@@ -108,4 +113,47 @@ pub fn render(frame: &mut Frame, area: Rect, m: &Model) {
     );
     spans.push(Span::styled(hint_text, t.muted));
     frame.render_widget(Paragraph::new(Line::from(spans)), area);
+}
+
+/// The newest error, else the newest news, on one line after the mode, with how
+/// many more wait; `None` when there is none.
+fn notice(m: &Model, mode: &str, width: usize) -> Option<Line<'static>> {
+    let newest = m
+        .toasts
+        .iter()
+        .rev()
+        .find(|t| t.error)
+        .or_else(|| m.toasts.last())?;
+    let t = &m.theme;
+    let (style, lead) = if newest.error {
+        (t.toast_error, " error: ")
+    } else {
+        (t.toast, " ")
+    };
+    // Esc is the board's; in another mode it closes that mode, and the notice expires.
+    let dismiss = if m.mode == Mode::Board {
+        " · Esc dismisses"
+    } else {
+        ""
+    };
+    let more = match m.toasts.len() - 1 {
+        0 => String::new(),
+        n => format!(" (+{n})"),
+    };
+    let tail = format!("{more}{dismiss} ");
+    let text: Vec<&str> = newest
+        .text
+        .lines()
+        .map(str::trim)
+        .filter(|l| !l.is_empty())
+        .collect();
+    let tag = format!("{mode} ");
+    let room = width.saturating_sub(cells(&tag) + cells(lead) + cells(&tail));
+    let body = truncate(&text.join(m.symbols.sep), room, m.symbols.ellipsis);
+    let bar = format!("{lead}{body}{tail}");
+    let pad = " ".repeat(width.saturating_sub(cells(&tag) + cells(&bar)));
+    Some(Line::from(vec![
+        Span::styled(tag, t.key),
+        Span::styled(format!("{bar}{pad}"), style),
+    ]))
 }

@@ -303,7 +303,7 @@ both_sizes!(help_overlay, |m: &mut Model| m.mode = Mode::Help {
 both_sizes!(command_line, |m: &mut Model| m.mode = Mode::CommandLine {
     line: "mission --policy strict demo land: go".into()
 });
-both_sizes!(filter_and_toasts, |m: &mut Model| {
+both_sizes!(filter_line, |m: &mut Model| {
     m.filter = "land".into();
     let mut s = snapshot();
     s.matched = Some(1);
@@ -322,6 +322,37 @@ both_sizes!(filter_and_toasts, |m: &mut Model| {
         error: true,
         until_ms: None,
     });
+});
+// A notice takes the status line, never a pane: the newest error first, with how
+// many more wait; news in a modal too.
+both_sizes!(status_notice, |m: &mut Model| {
+    m.toasts.push(Toast {
+        text: "new question from demo: Should I proceed?".into(),
+        error: false,
+        until_ms: None,
+    });
+    m.toasts.push(Toast {
+        text: "Mission a1b2c3d4 fired at \"demo\" under \"default\"\nmaxToolCalls 300 · enforced"
+            .into(),
+        error: false,
+        until_ms: None,
+    });
+});
+both_sizes!(status_error_notice, |m: &mut Model| {
+    m.toasts.push(Toast {
+        text: "new question from demo: Should I proceed?".into(),
+        error: false,
+        until_ms: None,
+    });
+    m.toasts.push(Toast {
+        text: "unknown command \"wat\": try `:mission [--policy <envelope>] [agent] <intent>`, `:mission` (the picker), `:help` or `:q`".into(),
+        error: true,
+        until_ms: None,
+    });
+    m.mode = Mode::Help {
+        filter: Default::default(),
+        scroll: 0,
+    };
 });
 both_sizes!(empty_board, |m: &mut Model| m.snap =
     Arc::new(Snapshot::default()));
