@@ -21,6 +21,8 @@ pub enum Context {
     /// Editing keys of every text field and the answer box; shown in `?`, never looked
     /// up (the text area itself handles them).
     Text,
+    /// The keys only the answer box's multi-line draft has; documentation too.
+    AnswerBox,
 }
 
 impl Context {
@@ -37,6 +39,7 @@ impl Context {
             Context::Help => "Help",
             Context::Diff => "Mission diff (v)",
             Context::Text => "Editing text (every field, the answer box)",
+            Context::AnswerBox => "The answer box only (a question's draft)",
         }
     }
 }
@@ -312,7 +315,7 @@ pub const BINDINGS: &[Binding] = &[
         C::Board,
         &[code(KeyCode::Enter)],
         Action::Open,
-        "asks: answer or decide the selected ask · inbox: acknowledge",
+        "missions, asks: answer or decide the pending ask of the selected row · inbox: acknowledge the selected item (as a does)",
         Some("answer"),
     ),
     b(
@@ -639,6 +642,77 @@ pub const BINDINGS: &[Binding] = &[
         "yank what was deleted, undo, redo",
         None,
     ),
+    b(
+        C::AnswerBox,
+        &[code(KeyCode::Enter)],
+        Action::EditText,
+        "a new line (C-s or M-Enter sends)",
+        None,
+    ),
+    b(
+        C::AnswerBox,
+        &[
+            code(KeyCode::Backspace),
+            ctrl('h'),
+            code(KeyCode::Delete),
+            ctrl('d'),
+        ],
+        Action::EditText,
+        "delete the char before the cursor; the char under it",
+        None,
+    ),
+    b(
+        C::AnswerBox,
+        &[alt(KeyCode::Char('d')), alt(KeyCode::Delete)],
+        Action::EditText,
+        "delete the word after the cursor",
+        None,
+    ),
+    b(
+        C::AnswerBox,
+        &[code(KeyCode::Up), code(KeyCode::Down), ctrl('p'), ctrl('n')],
+        Action::EditText,
+        "a line up, a line down",
+        None,
+    ),
+    b(
+        C::AnswerBox,
+        &[
+            alt(KeyCode::Char('p')),
+            alt(KeyCode::Char('n')),
+            with(KeyCode::Up, KeyModifiers::CONTROL),
+            with(KeyCode::Down, KeyModifiers::CONTROL),
+        ],
+        Action::EditText,
+        "a paragraph back, a paragraph forward",
+        None,
+    ),
+    b(
+        C::AnswerBox,
+        &[alt(KeyCode::Char('<')), alt(KeyCode::Char('>'))],
+        Action::EditText,
+        "to the first line, to the last line",
+        None,
+    ),
+    b(
+        C::AnswerBox,
+        &[
+            code(KeyCode::PageUp),
+            code(KeyCode::PageDown),
+            alt(KeyCode::Char('v')),
+            ctrl('v'),
+        ],
+        Action::EditText,
+        "scroll a page up, a page down",
+        None,
+    ),
+    b(
+        C::AnswerBox,
+        &[code(KeyCode::Tab)],
+        Action::EditText,
+        "indent (spaces)",
+        None,
+    ),
 ];
 
 /// The action `ev` triggers in `context` (mode keys first, then the global ones).
@@ -693,6 +767,7 @@ pub fn help_sections(query: &str) -> Vec<(&'static str, Vec<(String, &'static st
         C::Help,
         C::Diff,
         C::Text,
+        C::AnswerBox,
         C::Global,
     ];
     order

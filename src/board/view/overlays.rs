@@ -295,26 +295,36 @@ pub fn help(frame: &mut Frame, area: Rect, m: &Model, filter: &LineField, scroll
         inner.width as usize,
         Style::new(),
     ))];
-    let wide = inner.width >= 90;
-    let mut row = Vec::new();
+    // Two columns when each still has room for a key and a readable description;
+    // a description wraps under itself, never cut.
+    let columns = if inner.width >= 90 { 2 } else { 1 };
+    let col_w = (inner.width / columns) as usize;
+    let mut cells: Vec<Vec<String>> = Vec::new();
+    let flush = |cells: &mut Vec<Vec<String>>, lines: &mut Vec<Line>| {
+        let height = cells.iter().map(Vec::len).max().unwrap_or(0);
+        for i in 0..height {
+            let mut row = String::new();
+            for (c, cell) in cells.iter().enumerate() {
+                let text = cell.get(i).map_or("", String::as_str);
+                if c + 1 < cells.len() {
+                    row.push_str(&super::fit(text, col_w, m.symbols.ellipsis));
+                } else {
+                    row.push_str(text);
+                }
+            }
+            lines.push(Line::raw(row));
+        }
+        cells.clear();
+    };
     for (title, rows) in keymap::help_sections(filter.as_str()) {
         lines.push(Line::styled(title, t.header));
         for (keys, help) in rows {
-            let cell = format!("{:<14} {help}", keys);
-            if wide {
-                row.push(cell);
-                if row.len() == 2 {
-                    let left = super::fit(&row[0], (inner.width / 2) as usize, m.symbols.ellipsis);
-                    lines.push(Line::raw(format!("{left}{}", row[1])));
-                    row.clear();
-                }
-            } else {
-                lines.push(Line::raw(cell));
+            cells.push(help_cell(&keys, help, col_w.saturating_sub(1)));
+            if cells.len() == columns as usize {
+                flush(&mut cells, &mut lines);
             }
         }
-        if let Some(r) = row.pop() {
-            lines.push(Line::raw(r));
-        }
+        flush(&mut cells, &mut lines);
     }
     if let Some(dir) = &m.host.log_dir {
         lines.push(Line::styled(format!("logs: {}", dir.display()), t.muted));
@@ -325,4 +335,26 @@ pub fn help(frame: &mut Frame, area: Rect, m: &Model, filter: &LineField, scroll
     let scroll = scroll.min(body.len().saturating_sub(room));
     lines.extend(body.into_iter().skip(scroll));
     frame.render_widget(Paragraph::new(lines), inner);
+}
+
+/// Width of the keys column of the help.
+const HELP_KEYS: usize = 14;
+
+/// One binding in the help, `width` cells wide: the keys, then the description
+/// wrapped beside them (keys longer than their column get a line of their own).
+fn help_cell(keys: &str, help: &str, width: usize) -> Vec<String> {
+    let text_w = width.saturating_sub(HELP_KEYS + 1).max(1);
+    let pad = " ".repeat(HELP_KEYS + 1);
+    let mut out = Vec::new();
+    let mut first = if super::cells(keys) <= HELP_KEYS {
+        Some(format!("{} ", super::fit(keys, HELP_KEYS, "")))
+    } else {
+        out.push(keys.to_string());
+        None
+    };
+    for part in wrap(help, text_w) {
+        let lead = first.take().unwrap_or_else(|| pad.clone());
+        out.push(format!("{lead}{part}"));
+    }
+    out
 }

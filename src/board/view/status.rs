@@ -73,45 +73,80 @@ pub fn render(frame: &mut Frame, area: Rect, m: &Model) {
     } else {
         cap
     };
-    // At the 80-column floor the facts go compact so the key hints still fit.
-    let narrow = width < crate::board::layout::WIDE_BREAKPOINT as usize;
-    let sep = if narrow { " " } else { m.symbols.sep };
     let demo = if m.host.demo_home.is_some() {
         " DEMO"
     } else {
         ""
     };
-    // The oracle needs the beta: with the beta off, "beta off" says both.
-    let beta = match (s.beta, m.host.oracle_on) {
-        (false, _) => "beta off".to_string(),
-        (true, o) => format!("beta on{sep}oracle {}", if o { "on" } else { "off" }),
+    // Spelled out, compact, or only what needs the operator: the first that leaves
+    // every hint room.
+    let facts = |tier: usize| {
+        let sep = if tier == 0 { m.symbols.sep } else { " " };
+        if tier == 2 {
+            return format!(
+                " {host}{spin} asks {} open {}",
+                s.pending_total, s.open_missions
+            );
+        }
+        // The oracle needs the beta: with the beta off, "beta off" says both.
+        let beta = match (s.beta, m.host.oracle_on) {
+            (false, _) => "beta off".to_string(),
+            (true, o) => format!("beta on{sep}oracle {}", if o { "on" } else { "off" }),
+        };
+        format!(
+            " {host}{spin}{sep}asks {}{sep}open {}{sep}inbox {}{sep}fleet {}/{cap}{sep}{beta}",
+            s.pending_total, s.open_missions, s.inbox_total, s.fleet_used,
+        )
     };
-    let facts = format!(
-        " {host}{spin}{sep}asks {}{sep}open {}{sep}inbox {}{sep}fleet {}/{cap}{sep}{beta}",
-        s.pending_total, s.open_missions, s.inbox_total, s.fleet_used,
-    );
     let hints: Vec<String> = keymap::hints(current_context(m))
         .into_iter()
         .map(|(k, h)| format!("{k} {h}"))
         .collect();
-    let mode = if narrow && m.mode == Mode::Board {
-        ""
-    } else {
-        mode
+    const HINT_SEP: &str = " · ";
+    let all_hints = hints.join(HINT_SEP);
+    let line = |mode: &str, facts: String| {
+        let tag = format!("{mode}{demo} ").trim_start().to_string();
+        let used = cells(&tag) + cells(m.symbols.dot) + cells(&facts) + 2;
+        (tag, facts, used)
     };
-    let mut spans = vec![
-        Span::styled(format!("{mode}{demo} ").trim_start().to_string(), t.key),
+    // Everything fits spelled out; else the facts go compact (and the board's own
+    // mode tag goes), so the hints still fit at 120 columns; at 80 a mode's hints
+    // win over the fleet and beta facts.
+    let board_tag = if m.mode == Mode::Board { "" } else { mode };
+    let (tag, facts, used) = [
+        line(mode, facts(0)),
+        line(board_tag, facts(1)),
+        line(board_tag, facts(2)),
+    ]
+    .into_iter()
+    .find(|l| l.2 + cells(&all_hints) <= width)
+    .unwrap_or_else(|| line(board_tag, facts(if m.mode == Mode::Board { 1 } else { 2 })));
+    // Whole hints only, in the table's order (the first ones matter most); `?` is
+    // the way to the rest.
+    let room = width.saturating_sub(used);
+    let mut hint_text = String::new();
+    for h in &hints {
+        let next = if hint_text.is_empty() {
+            h.clone()
+        } else {
+            format!("{hint_text}{HINT_SEP}{h}")
+        };
+        if cells(&next) > room {
+            break;
+        }
+        hint_text = next;
+    }
+    let spans = vec![
+        Span::styled(tag, t.key),
         Span::styled(m.symbols.dot, dot_style),
-        Span::raw(facts),
+        Span::raw(truncate(
+            &facts,
+            width.saturating_sub(2),
+            m.symbols.ellipsis,
+        )),
         Span::raw("  "),
+        Span::styled(hint_text, t.muted),
     ];
-    let used: usize = spans.iter().map(Span::width).sum();
-    let hint_text = truncate(
-        &hints.join(" · "),
-        width.saturating_sub(used),
-        m.symbols.ellipsis,
-    );
-    spans.push(Span::styled(hint_text, t.muted));
     frame.render_widget(Paragraph::new(Line::from(spans)), area);
 }
 

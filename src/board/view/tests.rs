@@ -659,3 +659,76 @@ fn a_long_field_scrolls_to_keep_its_cursor_in_view() {
     assert_eq!(shown(&f), "> …日日日日_");
     assert_eq!(super::cells(&shown(&f)), 12);
 }
+
+/// At 120 columns every mode's status line carries all of its hints, whole; at the
+/// 80-column floor a cut drops whole hints, never half a word.
+#[test]
+fn the_status_hints_fit_at_120_columns_and_drop_whole_at_80() {
+    use crate::board::keymap;
+    use crate::board::update::current_context;
+    let modes = [
+        Mode::Board,
+        Mode::Answering {
+            ask_id: "ask-1111-question".into(),
+        },
+        Mode::Answering {
+            ask_id: "ask-2222-permission".into(),
+        },
+        Mode::Picking(Picker::new()),
+        Mode::Help {
+            filter: Default::default(),
+            scroll: 0,
+        },
+        Mode::Confirm(Confirm {
+            kind: ConfirmKind::Stop {
+                mission_id: "a1b2c3d4-0000".into(),
+                intent: "x".into(),
+            },
+            reason: "stopped by operator".into(),
+            editing: false,
+            yes_focused: false,
+            error: None,
+        }),
+    ];
+    for mode in modes {
+        for w in [120u16, 80] {
+            let mut m = model(w, 40, false);
+            m.drafts.insert("ask-1111-question".into(), Draft::new());
+            m.mode = mode.clone();
+            let text = frame(&m);
+            let status = text.lines().last().unwrap().trim_matches('"').to_string();
+            let hints: Vec<String> = keymap::hints(current_context(&m))
+                .into_iter()
+                .map(|(k, h)| format!("{k} {h}"))
+                .collect();
+            if w == 120 {
+                assert!(
+                    status.contains(&hints.join(" · ")),
+                    "{mode:?} at 120: {status}"
+                );
+            } else {
+                assert!(!status.contains('…'), "{mode:?} at 80 cut a hint: {status}");
+                assert!(status.contains(&hints[0]), "{mode:?} at 80: {status}");
+            }
+        }
+    }
+}
+
+#[test]
+fn wrap_breaks_at_spaces_and_cuts_nothing() {
+    use super::{cells, wrap};
+    assert_eq!(
+        wrap("answer or decide the selected ask", 14),
+        ["answer or", "decide the", "selected ask"]
+    );
+    // A word wider than the line is split between graphemes, wide ones counted as two.
+    assert_eq!(wrap("日本語の説明 ok", 5), ["日本", "語の", "説明", "ok"]);
+    assert_eq!(wrap("a\nb c", 10), ["a", "b c"]);
+    let text = "maxTokens 2,000,000 · best-effort · modelAllowlist [\"a\", \"b\"] · declared, not enforced";
+    for w in [1, 7, 20, 200] {
+        let lines = wrap(text, w);
+        assert!(lines.iter().all(|l| cells(l) <= w), "{w}: {lines:?}");
+        let squeeze = |s: &str| s.replace(' ', "");
+        assert_eq!(squeeze(&lines.concat()), squeeze(text), "{w}");
+    }
+}
