@@ -12,9 +12,10 @@ use super::update::{Effect, Msg, short};
 use crate::agents::Registry;
 use crate::asks::OperatorVerdict;
 use crate::config::{self, Config};
-use crate::envelope::bounds::{ComputeField, bound_status, envelope_summary};
+use crate::envelope::bounds::envelope_summary;
 use crate::envelope::policy::Policy;
 use crate::envelope::search;
+use crate::fleet::budget::ComputeLedger;
 use crate::fleet::resume::{self, Afterwards, Answerer};
 use crate::fleet::{DispatchRequest, Fleet};
 use crate::paths::Paths;
@@ -52,7 +53,7 @@ pub fn spawn(effect: Effect, svc: &Services, tx: UnboundedSender<Msg>) {
             agent,
             envelope,
             intent,
-            summary,
+            labels,
         } => {
             tokio::spawn(async move {
                 let r = Resolved {
@@ -62,7 +63,7 @@ pub fn spawn(effect: Effect, svc: &Services, tx: UnboundedSender<Msg>) {
                     origin: "picked",
                     intent,
                 };
-                let _ = tx.send(Msg::Fired(fire(&svc.fleet, &r, &summary).await));
+                let _ = tx.send(Msg::Fired(fire(&svc.fleet, &r, &labels).await));
             });
         }
         other => {
@@ -175,10 +176,7 @@ pub fn execute_blocking(effect: Effect, svc: &Services) -> Msg {
                 .map(|i| format!("acknowledged {}", short(&i.id)))
                 .map_err(|e| e.to_string()),
         ),
-        Effect::LoadPicker => Msg::PickerLoaded(load_picker(
-            &svc.paths,
-            &Config::new(missions.store().clone()),
-        )),
+        Effect::LoadPicker => Msg::PickerLoaded(load_picker(&svc.paths, missions.store())),
         Effect::RunMission { .. } | Effect::Fire { .. } => Msg::Toast {
             text: "internal: async effect run synchronously".into(),
             error: true,
@@ -292,7 +290,8 @@ fn answer(svc: &Services, ask_id: &str, verdict: &OperatorVerdict) -> Result<Str
 }
 
 /// Everything the picker lists, read afresh (the search path is never cached).
-pub fn load_picker(paths: &Paths, config: &Config) -> Result<PickerData, String> {
+pub fn load_picker(paths: &Paths, store: &crate::store::Store) -> Result<PickerData, String> {
+    let config = Config::new(store.clone());
     let envelopes = search::list(paths)
         .into_iter()
         .filter_map(|l| {
@@ -301,11 +300,14 @@ pub fn load_picker(paths: &Paths, config: &Config) -> Result<PickerData, String>
         })
         .collect();
     let registry = Registry::load(paths).map_err(|e| format!("{e:#}"))?;
+    let missions = crate::mission::Missions::new(store.clone());
+    let ledger = ComputeLedger::new(store.clone());
     let agents = registry
         .all()
         .map(|a| AgentEntry {
             name: a.name.clone(),
             description: a.description.clone(),
+            caps: ledger.last_seen_caps(&missions, &a.name),
         })
         .collect();
     let get = |k| {
@@ -323,23 +325,23 @@ pub fn load_picker(paths: &Paths, config: &Config) -> Result<PickerData, String>
     })
 }
 
-/// One envelope's line: its character, the truthful label of each compute field it
-/// sets (none before a mission starts can promise an agent's capabilities), and of
-/// each sandbox limit on this kernel.
+/// One envelope as the picker lists it: its character line, its compute bounds (each
+/// labelled for the chosen agent when drawn) and the truthful label of each sandbox
+/// limit it sets on this kernel.
 pub fn envelope_entry(file_name: &str, bytes: &[u8]) -> EnvelopeEntry {
     use crate::envelope::sandbox::{SandboxField, SandboxStatus, sandbox_status};
     let abi = crate::confine::landlock_abi();
-    let labels = Policy::parse(file_name, bytes)
+    let policy = Policy::parse(file_name, bytes).ok();
+    let sandbox = policy
+        .as_ref()
         .map(|p| {
             let sandbox = p.sandbox_or_baseline();
-            ComputeField::ALL
+            SandboxField::ALL
                 .into_iter()
-                .filter(|f| f.is_set(&p.compute))
-                .map(|f| (f.key(), bound_status(f, &p.compute, None).label()))
-                .chain(SandboxField::ALL.into_iter().filter_map(|f| {
+                .filter_map(|f| {
                     let status = sandbox_status(f, &sandbox, abi);
                     (status != SandboxStatus::NotLimited).then(|| (f.key(), status.label()))
-                }))
+                })
                 .collect()
         })
         .unwrap_or_default();
@@ -347,15 +349,15 @@ pub fn envelope_entry(file_name: &str, bytes: &[u8]) -> EnvelopeEntry {
         file_name: file_name.to_string(),
         short_name: search::short_name(file_name).to_string(),
         summary: envelope_summary(bytes),
-        labels,
+        compute: policy.map(|p| p.compute),
+        sandbox,
     }
 }
 
 async fn run_mission(svc: &Services, args: &str) -> Msg {
     let paths = svc.paths.clone();
     let store = svc.fleet.missions().store().clone();
-    let data = match crate::store::blocking(move || load_picker(&paths, &Config::new(store))).await
-    {
+    let data = match crate::store::blocking(move || load_picker(&paths, &store)).await {
         Ok(d) => d,
         Err(e) => return Msg::Fired(Err(e)),
     };
@@ -371,10 +373,15 @@ async fn run_mission(svc: &Services, args: &str) -> Msg {
             intent,
         } => match picker::resolve(policy, agent, intent, &data) {
             Ok(r) => {
-                let summary = picker::lookup_envelope(&r.envelope, r.origin, &data.envelopes)
-                    .map(|e| e.summary.clone())
+                let caps = data
+                    .agents
+                    .iter()
+                    .find(|a| a.name == r.agent)
+                    .and_then(|a| a.caps.as_ref());
+                let labels = picker::lookup_envelope(&r.envelope, r.origin, &data.envelopes)
+                    .map(|e| picker::bound_labels(e, caps))
                     .unwrap_or_default();
-                Msg::Fired(fire(&svc.fleet, &r, &summary).await)
+                Msg::Fired(fire(&svc.fleet, &r, &labels).await)
             }
             Err(e) => Msg::Fired(Err(e)),
         },
@@ -382,7 +389,7 @@ async fn run_mission(svc: &Services, args: &str) -> Msg {
 }
 
 /// Dispatch through the fleet; a refusal's text is shown verbatim.
-async fn fire(fleet: &Fleet, r: &Resolved, summary: &str) -> Result<String, String> {
+async fn fire(fleet: &Fleet, r: &Resolved, labels: &[String]) -> Result<String, String> {
     let d = fleet
         .dispatch(DispatchRequest {
             agent_name: r.agent.clone(),
@@ -394,13 +401,7 @@ async fn fire(fleet: &Fleet, r: &Resolved, summary: &str) -> Result<String, Stri
         .await
         .map_err(|e| format!("{e:#}"))?;
     tracing::info!(mission = %d.mission_id, agent = %r.agent, envelope = %r.envelope, "board fired a mission");
-    Ok(picker::confirmation(
-        r,
-        summary,
-        &d.mission_id,
-        &d.instance_id,
-        &d.session_id,
-    ))
+    Ok(picker::confirmation(r, labels, &d.mission_id))
 }
 
 #[cfg(test)]
@@ -409,7 +410,7 @@ mod tests {
 
     fn labels(file_name: &str) -> Vec<(&'static str, &'static str)> {
         let preset = crate::presets::get(file_name).expect("a preset");
-        envelope_entry(file_name, preset.bytes).labels
+        envelope_entry(file_name, preset.bytes).sandbox
     }
 
     #[test]

@@ -32,7 +32,7 @@ impl Context {
             Context::Board => "Board",
             Context::Answer => "Answering a question",
             Context::Verdict => "Deciding a permission",
-            Context::Picker => "/mission picker",
+            Context::Picker => ":mission picker",
             Context::Confirm => "Confirm dialog",
             Context::Filter => "Filter (/)",
             Context::Command => "Command line (:)",

@@ -144,14 +144,18 @@ pub struct EnvelopeEntry {
     pub short_name: String,
     /// The §7 character line (empty for an unparseable file).
     pub summary: String,
-    /// `(field, label)` for each compute field the envelope sets.
-    pub labels: Vec<(&'static str, &'static str)>,
+    /// Its compute bounds (`None`: the file does not load, so it bounds nothing).
+    pub compute: Option<crate::envelope::policy::ComputeBounds>,
+    /// `(limit, label)` for each sandbox limit it sets, on this kernel.
+    pub sandbox: Vec<(&'static str, &'static str)>,
 }
 
 #[derive(Debug, Clone, PartialEq)]
 pub struct AgentEntry {
     pub name: String,
     pub description: String,
+    /// What it offered when it last started a unit here (`None`: it never did).
+    pub caps: Option<crate::agents::AgentCaps>,
 }
 
 /// What the picker needs from disk and config, read by an effect.

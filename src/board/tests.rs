@@ -500,7 +500,11 @@ fn picker_walks_envelope_agent_intent_and_fires() {
         file_name: f.into(),
         short_name: crate::envelope::search::short_name(f).into(),
         summary: s.into(),
-        labels: vec![],
+        compute: Some(crate::envelope::policy::ComputeBounds {
+            model_allowlist: vec!["m".into()],
+            ..Default::default()
+        }),
+        sandbox: vec![],
     };
     update(
         &mut m,
@@ -513,10 +517,13 @@ fn picker_walks_envelope_agent_intent_and_fires() {
                 AgentEntry {
                     name: "claude".into(),
                     description: String::new(),
+                    caps: None,
                 },
                 AgentEntry {
                     name: "demo".into(),
                     description: String::new(),
+                    // It started here before and showed no session models.
+                    caps: Some(crate::agents::AgentCaps::default()),
                 },
             ],
             default_agent: Some("demo".into()),
@@ -534,7 +541,11 @@ fn picker_walks_envelope_agent_intent_and_fires() {
             agent: "demo".into(),
             envelope: "strict".into(),
             intent: "land: jk typed as text".into(),
-            summary: "s".into(),
+            // Labelled for demo as `mission show` would label its mission.
+            labels: vec![
+                "modelAllowlist [m] · declared, not enforced".into(),
+                "onExhausted finish_stuck".into()
+            ],
         }]
     );
     // A refusal keeps the picker open with the exact text.
@@ -545,6 +556,21 @@ fn picker_walks_envelope_agent_intent_and_fires() {
     assert!(
         matches!(&m.mode, Mode::Picking(p) if p.error.as_deref() == Some("conflict: fleet admission refused"))
     );
+    // Back to the agents, the other one: the labels are recomputed for it.
+    update(
+        &mut m,
+        Msg::Term(Event::Key(KeyEvent::new(
+            KeyCode::BackTab,
+            KeyModifiers::SHIFT,
+        ))),
+    );
+    key(&mut m, KeyCode::Char('k'));
+    key(&mut m, KeyCode::Enter);
+    let Effect::Fire { agent, labels, .. } = &key(&mut m, KeyCode::Enter)[0] else {
+        panic!("no fire")
+    };
+    assert_eq!(agent, "claude");
+    assert_eq!(labels[0], "modelAllowlist [m] · best-effort");
     update(&mut m, Msg::Fired(Ok("Mission fired".into())));
     assert_eq!(m.mode, Mode::Board);
 }

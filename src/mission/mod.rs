@@ -317,6 +317,14 @@ impl Missions {
         )
     }
 
+    /// `agent`'s newest missions, newest first.
+    pub fn newest_of_agent(&self, agent: &str, limit: usize) -> Result<Vec<Mission>> {
+        self.query(
+            "WHERE agent_name = ?1 ORDER BY created_at DESC, id DESC LIMIT ?2",
+            params![agent, limit as i64],
+        )
+    }
+
     /// One page of missions, newest first: what a scrolled view shows, and no more.
     pub fn list_page(&self, offset: usize, limit: usize) -> Result<Vec<Mission>> {
         self.query(

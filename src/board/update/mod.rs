@@ -106,7 +106,8 @@ pub enum Effect {
         agent: String,
         envelope: String,
         intent: String,
-        summary: String,
+        /// The envelope's bounds labelled for this agent (the fire notice says them).
+        labels: Vec<String>,
     },
 }
 

@@ -86,7 +86,7 @@ fn fire_picked(m: &mut Model) -> Vec<Effect> {
         agent: agent.name.clone(),
         envelope: env.short_name.clone(),
         intent: intent.to_string(),
-        summary: env.summary.clone(),
+        labels: crate::board::picker::bound_labels(env, agent.caps.as_ref()),
     };
     p.busy = true;
     m.busy += 1;

@@ -195,20 +195,25 @@ pub(super) fn wrap(s: &str, width: usize) -> Vec<String> {
     let width = width.max(1);
     let mut lines = Vec::new();
     for para in s.split('\n') {
-        let mut line = String::new();
-        let mut used = 0;
-        for word in para.split(' ') {
+        // A paragraph's own indent stays on its first line; runs of spaces inside
+        // it stay too, except at a break.
+        let body = para.trim_start_matches(' ');
+        let mut line = " ".repeat((para.len() - body.len()).min(width - 1));
+        let mut used = line.len();
+        let mut fresh = true;
+        for word in body.split(' ') {
             let w = cells(word);
-            let gap = usize::from(!line.is_empty());
+            let gap = usize::from(!fresh);
             if used + gap + w <= width {
                 if gap == 1 {
                     line.push(' ');
                 }
                 line.push_str(word);
                 used += gap + w;
+                fresh = false;
                 continue;
             }
-            if !line.is_empty() {
+            if !fresh {
                 lines.push(std::mem::take(&mut line));
                 used = 0;
             }
@@ -221,6 +226,7 @@ pub(super) fn wrap(s: &str, width: usize) -> Vec<String> {
                 line.push_str(g);
                 used += gw;
             }
+            fresh = word.is_empty();
         }
         lines.push(line);
     }

@@ -189,30 +189,48 @@ pub(crate) fn frame(m: &Model) -> String {
 }
 
 fn picker_data() -> PickerData {
+    use crate::envelope::policy::{ComputeBounds, OnExhausted};
+    let silent = crate::agents::AgentCaps::default();
     PickerData {
         envelopes: vec![
             EnvelopeEntry {
                 file_name: "hitl-policy-default.json".into(),
                 short_name: "default".into(),
-                summary: "unruled calls stop for approval · ≤300 tool calls (declared, not enforced) · an agent may answer 3 questions".into(),
-                labels: vec![("maxToolCalls", "declared, not enforced"), ("maxTurns", "no effect")],
+                summary: "unruled calls stop for approval · ≤300 tool calls (enforced) · an agent may answer 3 questions".into(),
+                compute: Some(ComputeBounds {
+                    max_tool_calls: 300,
+                    max_tokens: 2_000_000,
+                    model_allowlist: vec!["sonnet".into(), "opus".into()],
+                    on_exhausted: OnExhausted::FinishStuck,
+                    ..Default::default()
+                }),
+                sandbox: vec![("filesystem.write", "enforced (kernel)")],
             },
             EnvelopeEntry {
                 file_name: "hitl-policy-strict.json".into(),
                 short_name: "strict".into(),
                 summary: "unruled calls are denied · questions always wait for a human".into(),
-                labels: vec![("maxTurns", "enforced")],
+                compute: Some(ComputeBounds {
+                    max_turns: 1,
+                    on_exhausted: OnExhausted::PauseAsk,
+                    ..Default::default()
+                }),
+                sandbox: vec![
+                    ("filesystem.write", "enforced (kernel)"),
+                    ("network.connect", "declared, not enforced"),
+                ],
             },
             EnvelopeEntry {
                 file_name: "hitl-policy-broken.json".into(),
                 short_name: "broken".into(),
                 summary: String::new(),
-                labels: vec![],
+                compute: None,
+                sandbox: vec![],
             },
         ],
         agents: vec![
-            AgentEntry { name: "demo".into(), description: "the scripted stub agent".into() },
-            AgentEntry { name: "claude".into(), description: "Claude over ACP".into() },
+            AgentEntry { name: "demo".into(), description: "the scripted stub agent".into(), caps: Some(silent) },
+            AgentEntry { name: "claude".into(), description: "Claude over ACP".into(), caps: None },
         ],
         default_agent: Some("demo".into()),
         default_envelope: Some("default".into()),
@@ -259,6 +277,14 @@ both_sizes!(picker_agent, |m: &mut Model| {
     let mut p = Picker::new();
     p.data = Some(picker_data());
     p.step = PickStep::Agent;
+    m.mode = Mode::Picking(p);
+});
+// The chosen agent has not started here: its modelAllowlist label hedges, and says why.
+both_sizes!(picker_agent_not_started, |m: &mut Model| {
+    let mut p = Picker::new();
+    p.data = Some(picker_data());
+    p.step = PickStep::Agent;
+    p.agent = 1;
     m.mode = Mode::Picking(p);
 });
 both_sizes!(picker_intent_refused, |m: &mut Model| {
