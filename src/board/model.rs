@@ -298,6 +298,9 @@ pub enum Mode {
 pub struct Toast {
     pub text: String,
     pub error: bool,
+    /// News from a snapshot (a new ask, a mission at rest), which the outcome of the
+    /// operator's own action outranks while both last.
+    pub news: bool,
     /// When the board's clock drops it (`None`: only Esc does).
     pub until_ms: Option<i64>,
 }

@@ -832,3 +832,42 @@ fn v_opens_the_selected_worktree_mission_s_diff_coloured_and_scrollable() {
         other => panic!("{other:?}"),
     }
 }
+
+#[test]
+fn the_outcome_of_an_action_outranks_news_that_lands_after_it() {
+    let mut m = model(120, 40, false);
+    let mut s = (*m.snap).clone();
+    update(&mut m, Msg::Snapshot(Arc::new(s.clone())));
+    update(
+        &mut m,
+        Msg::StopDone(Ok("mission a1b2c3d4 stopped: done".into())),
+    );
+    s.rows[1].status = crate::mission::Status::Open;
+    update(&mut m, Msg::Snapshot(Arc::new(s.clone())));
+    s.rows[1].status = crate::mission::Status::Landed;
+    update(&mut m, Msg::Snapshot(Arc::new(s)));
+    assert!(
+        m.toasts
+            .iter()
+            .any(|t| t.news && t.text.starts_with("mission b2c3d4e5 landed"))
+    );
+    let status = |m: &Model| {
+        super::view::tests::frame(m)
+            .lines()
+            .last()
+            .unwrap()
+            .to_string()
+    };
+    assert!(
+        status(&m).contains("mission a1b2c3d4 stopped: done (+1)"),
+        "{}",
+        status(&m)
+    );
+    // Once the outcome expires, the news shows.
+    m.toasts.retain(|t| t.news);
+    assert!(
+        status(&m).contains("mission b2c3d4e5 landed"),
+        "{}",
+        status(&m)
+    );
+}

@@ -6,7 +6,7 @@ use std::sync::Arc;
 use crossterm::event::{KeyCode, KeyEvent, KeyModifiers, MouseButton, MouseEvent, MouseEventKind};
 use ratatui::layout::Position;
 
-use super::{Effect, confirm, short, toast};
+use super::{Effect, confirm, news, short, toast};
 use crate::board::keymap::Action;
 use crate::board::layout;
 use crate::board::line::LineField;
@@ -243,11 +243,7 @@ pub(super) fn on_snapshot(m: &mut Model, s: Arc<Snapshot>) {
         for a in &s.asks {
             if !m.seen_asks.contains(&a.id) {
                 let kind = if a.question { "question" } else { "permission" };
-                toast(
-                    m,
-                    format!("new {kind} from {}: {}", a.agent, a.summary),
-                    false,
-                );
+                news(m, format!("new {kind} from {}: {}", a.agent, a.summary));
                 if !m.host.notify.is_off() {
                     let kind = if a.question { "question" } else { "gated call" };
                     let mission = a.mission_id.as_deref().map(short).unwrap_or("-");
@@ -265,7 +261,7 @@ pub(super) fn on_snapshot(m: &mut Model, s: Arc<Snapshot>) {
             {
                 let text = format!("mission {} {}: {}", short(&r.id), r.status, r.intent);
                 // Terminal states are news, not failures of the board: they expire too.
-                toast(m, text, false);
+                news(m, text);
             }
         }
     }

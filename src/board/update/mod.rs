@@ -206,10 +206,20 @@ pub fn update(m: &mut Model, msg: Msg) -> Vec<Effect> {
 }
 
 fn toast(m: &mut Model, text: String, error: bool) {
+    push_toast(m, text, error, false);
+}
+
+/// News from a snapshot: shown after any error or outcome still showing.
+fn news(m: &mut Model, text: String) {
+    push_toast(m, text, false, true);
+}
+
+fn push_toast(m: &mut Model, text: String, error: bool, news: bool) {
     let until_ms = Some(m.now_ms + if error { ERROR_TOAST_MS } else { TOAST_MS });
     m.toasts.push(Toast {
         text,
         error,
+        news,
         until_ms,
     });
     // Keep the stack short: the oldest info toasts go first.

@@ -136,6 +136,7 @@ pub(super) fn on_fired(m: &mut Model, r: Result<String, String>) {
             m.toasts.push(Toast {
                 text,
                 error: false,
+                news: false,
                 until_ms: Some(now + 3 * TOAST_MS),
             });
         }

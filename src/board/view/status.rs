@@ -48,10 +48,6 @@ pub fn render(frame: &mut Frame, area: Rect, m: &Model) {
         Mode::Filter => "FILTER",
         Mode::CommandLine { .. } => "CMD",
     };
-    if let Some(line) = notice(m, mode, width) {
-        frame.render_widget(Paragraph::new(line), area);
-        return;
-    }
     let s = &m.snap;
     let (dot_style, host) = match &s.store_error {
         Some(e) => (t.danger, format!("store error: {e}")),
@@ -98,6 +94,18 @@ pub fn render(frame: &mut Frame, area: Rect, m: &Model) {
             s.pending_total, s.open_missions, s.inbox_total, s.fleet_used,
         )
     };
+    let board_tag = if m.mode == Mode::Board { "" } else { mode };
+    // A notice keeps only what needs the operator (pending asks, open missions).
+    let lead = vec![
+        Span::styled(format!("{board_tag} ").trim_start().to_string(), t.key),
+        Span::styled(m.symbols.dot, dot_style),
+        Span::raw(facts(2)),
+        Span::raw(" "),
+    ];
+    if let Some(line) = notice(m, lead, width) {
+        frame.render_widget(Paragraph::new(line), area);
+        return;
+    }
     let hints: Vec<String> = keymap::hints(current_context(m))
         .into_iter()
         .map(|(k, h)| format!("{k} {h}"))
@@ -112,7 +120,6 @@ pub fn render(frame: &mut Frame, area: Rect, m: &Model) {
     // Everything fits spelled out; else the facts go compact (and the board's own
     // mode tag goes), so the hints still fit at 120 columns; at 80 a mode's hints
     // win over the fleet and beta facts.
-    let board_tag = if m.mode == Mode::Board { "" } else { mode };
     let (tag, facts, used) = [
         line(mode, facts(0)),
         line(board_tag, facts(1)),
@@ -150,17 +157,18 @@ pub fn render(frame: &mut Frame, area: Rect, m: &Model) {
     frame.render_widget(Paragraph::new(Line::from(spans)), area);
 }
 
-/// The newest error, else the newest news, on one line after the mode, with how
-/// many more wait; `None` when there is none.
-fn notice(m: &Model, mode: &str, width: usize) -> Option<Line<'static>> {
+/// The newest error, else the newest outcome of an action, else the newest news,
+/// on one line after `lead`, with how many more wait; `None` when there is none.
+fn notice(m: &Model, lead: Vec<Span<'static>>, width: usize) -> Option<Line<'static>> {
     let newest = m
         .toasts
         .iter()
         .rev()
         .find(|t| t.error)
+        .or_else(|| m.toasts.iter().rev().find(|t| !t.news))
         .or_else(|| m.toasts.last())?;
     let t = &m.theme;
-    let (style, lead) = if newest.error {
+    let (style, kind) = if newest.error {
         (t.toast_error, " error: ")
     } else {
         (t.toast, " ")
@@ -182,13 +190,12 @@ fn notice(m: &Model, mode: &str, width: usize) -> Option<Line<'static>> {
         .map(str::trim)
         .filter(|l| !l.is_empty())
         .collect();
-    let tag = format!("{mode} ");
-    let room = width.saturating_sub(cells(&tag) + cells(lead) + cells(&tail));
+    let used: usize = lead.iter().map(Span::width).sum();
+    let room = width.saturating_sub(used + cells(kind) + cells(&tail));
     let body = truncate(&text.join(m.symbols.sep), room, m.symbols.ellipsis);
-    let bar = format!("{lead}{body}{tail}");
-    let pad = " ".repeat(width.saturating_sub(cells(&tag) + cells(&bar)));
-    Some(Line::from(vec![
-        Span::styled(tag, t.key),
-        Span::styled(format!("{bar}{pad}"), style),
-    ]))
+    let bar = format!("{kind}{body}{tail}");
+    let pad = " ".repeat(width.saturating_sub(used + cells(&bar)));
+    let mut spans = lead;
+    spans.push(Span::styled(format!("{bar}{pad}"), style));
+    Some(Line::from(spans))
 }

@@ -339,6 +339,7 @@ both_sizes!(filter_line, |m: &mut Model| {
     m.toasts.push(Toast {
         text: "new question from demo: Should I proceed?".into(),
         error: false,
+        news: true,
         until_ms: None,
     });
     m.toasts.push(Toast {
@@ -346,6 +347,7 @@ both_sizes!(filter_line, |m: &mut Model| {
             "unknown mission envelope \"nope\" (--policy): no such policy file on the search path"
                 .into(),
         error: true,
+        news: false,
         until_ms: None,
     });
 });
@@ -355,12 +357,14 @@ both_sizes!(status_notice, |m: &mut Model| {
     m.toasts.push(Toast {
         text: "new question from demo: Should I proceed?".into(),
         error: false,
+        news: true,
         until_ms: None,
     });
     m.toasts.push(Toast {
         text: "Mission a1b2c3d4 fired at \"demo\" under \"default\"\nmaxToolCalls 300 · enforced"
             .into(),
         error: false,
+        news: false,
         until_ms: None,
     });
 });
@@ -368,11 +372,13 @@ both_sizes!(status_error_notice, |m: &mut Model| {
     m.toasts.push(Toast {
         text: "new question from demo: Should I proceed?".into(),
         error: false,
+        news: true,
         until_ms: None,
     });
     m.toasts.push(Toast {
         text: "unknown command \"wat\": try `:mission [--policy <envelope>] [agent] <intent>`, `:mission` (the picker), `:help` or `:q`".into(),
         error: true,
+        news: false,
         until_ms: None,
     });
     m.mode = Mode::Help {
@@ -601,6 +607,7 @@ fn wide_zero_width_and_combining_text_leaves_no_stale_cells() {
     m.toasts.push(Toast {
         text: WIDE.into(),
         error: false,
+        news: true,
         until_ms: None,
     });
     m.drafts.insert("ask-1111-question".into(), Draft::new());
