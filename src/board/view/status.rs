@@ -173,8 +173,9 @@ fn notice(m: &Model, lead: Vec<Span<'static>>, width: usize) -> Option<Line<'sta
     } else {
         (t.toast, " ")
     };
-    // Esc is the board's; in another mode it closes that mode, and the notice expires.
-    let dismiss = if m.mode == Mode::Board {
+    // Said for an error, which stays longest; Esc is the board's (in another mode it
+    // closes that mode, and the notice expires).
+    let dismiss = if newest.error && m.mode == Mode::Board {
         " · Esc dismisses"
     } else {
         ""

@@ -765,3 +765,11 @@ fn wrap_breaks_at_spaces_and_cuts_nothing() {
         assert_eq!(squeeze(&lines.concat()), squeeze(text), "{w}");
     }
 }
+both_sizes!(status_error_notice_on_the_board, |m: &mut Model| {
+    m.toasts.push(Toast {
+        text: "mission a1b2c3d4 is landed, not open: nothing to stop".into(),
+        error: true,
+        news: false,
+        until_ms: None,
+    });
+});
