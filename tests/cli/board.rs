@@ -453,9 +453,9 @@ fn parked_ask_of(sb: &Sandbox, id: &str) -> Option<String> {
 /// own into the terminal, then waits for the answer.
 const HOSTILE_ASK: &str = r#"{"name":"t","turns":[{"steps":[{"ask":{"summary":"Rename the env var too?\u001b]9;pwned\u0007\u001b]777;notify;x;pwned\u001b\\","then":{"report":{"kind":"result","summary":"renamed: {{answer}}"}}}},{"finish":"landed"}]}]}"#;
 
-/// With `notify = bell,osc,osc777`, a question arriving rings the bell and sends
-/// OSC 9 and OSC 777 — seen in the raw bytes the board writes to its pty, agent text
-/// made inert inside them. Quitting while the board hosts that open mission asks
+/// With `notify = bell,osc,osc777,desktop`, a question arriving rings the bell and
+/// sends OSC 9 and OSC 777 — seen in the raw bytes the board writes to its pty, agent
+/// text made inert inside them — and runs the notify-send found on PATH. Quitting while the board hosts that open mission asks
 /// first, naming it; `n` stays, `:q` asks again, and `s` stops it with the reason
 /// (recorded as `mission stop` records it) before the board exits.
 #[test]
@@ -466,17 +466,32 @@ fn tmux_a_question_notifies_and_quitting_a_host_asks_and_can_stop_its_missions()
     );
     let sb = Sandbox::new();
     sb.declare_stubs(&[("stub", Some(HOSTILE_ASK))]);
-    sb.run(&["config", "set", "notify", "osc777, bell,osc"])
+    sb.run(&["config", "set", "notify", "desktop,osc777, bell,osc"])
         .ok();
     let listed = sb.run(&["config", "list"]).ok();
     assert!(
         listed
             .stdout
             .lines()
-            .any(|l| l.starts_with("notify") && l.contains("bell,osc,osc777")),
+            .any(|l| l.starts_with("notify") && l.contains("bell,osc,osc777,desktop")),
         "{listed:#?}"
     );
-    let tmux = board_in_tmux(&sb, "mb-board-notify", "", "board");
+    // A notify-send of our own on PATH: it writes down what it was asked to show.
+    let bin = sb.cwd.join("bin");
+    std::fs::create_dir_all(&bin).unwrap();
+    let shown = sb.cwd.join("notify-send.args");
+    let fake = bin.join("notify-send");
+    std::fs::write(
+        &fake,
+        format!(
+            "#!/bin/sh\nprintf '%s\\n' \"$@\" >> {}\n",
+            shell_quote(&shown)
+        ),
+    )
+    .unwrap();
+    std::fs::set_permissions(&fake, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    let path = format!("PATH={}:\"$PATH\"", shell_quote(&bin));
+    let tmux = board_in_tmux(&sb, "mb-board-notify", &path, "board");
     tmux.wait_screen(30, "the board", |s| s.contains("Pending asks"));
     // Everything the board writes from here on, byte for byte, before tmux reads it.
     let raw = sb.cwd.join("board-output.raw");
@@ -513,6 +528,21 @@ fn tmux_a_question_notifies_and_quitting_a_host_asks_and_can_stop_its_missions()
     assert!(
         !bytes.contains("\x1b]9;pwned") && !bytes.contains("\x1b]777;notify;x"),
         "the agent's own sequence reached the terminal: {bytes:?}"
+    );
+    let args = wait_for(10, "notify-send to run", || {
+        std::fs::read_to_string(&shown)
+            .ok()
+            .filter(|a| a.contains("Rename"))
+    });
+    assert_eq!(
+        args.lines().collect::<Vec<_>>(),
+        [
+            "--app-name=missionboard",
+            "--",
+            "missionboard",
+            &body as &str
+        ],
+        "{args:?}"
     );
 
     // q asks first, naming the hosted mission and what quitting does; n stays.

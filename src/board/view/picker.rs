@@ -50,8 +50,9 @@ pub fn render(frame: &mut Frame, area: Rect, m: &Model, p: &Picker) {
         return;
     };
     let mut lines: Vec<Line> = header_lines(data)
-        .into_iter()
-        .map(|l| Line::raw(truncate(&l, width, e)))
+        .iter()
+        .flat_map(|l| wrap_indented(l, width, 4))
+        .map(Line::raw)
         .collect();
     lines.push(Line::raw(""));
     let agent_named =
@@ -192,14 +193,19 @@ pub fn render(frame: &mut Frame, area: Rect, m: &Model, p: &Picker) {
     frame.render_widget(Paragraph::new(lines).wrap(Wrap { trim: false }), inner);
 }
 
-/// `text` wrapped within `width`, its continuation lines indented by `indent`.
+/// `text` wrapped to `width`, its continuation lines indented by `indent`.
 fn wrap_indented(text: &str, width: usize, indent: usize) -> Vec<String> {
-    let pad = " ".repeat(indent);
-    wrap(text, width.saturating_sub(indent).max(1))
-        .into_iter()
-        .enumerate()
-        .map(|(i, l)| if i == 0 { l } else { format!("{pad}{l}") })
-        .collect()
+    let mut lines = wrap(text, width);
+    if lines.len() > 1 {
+        let rest = lines.split_off(1).join(" ");
+        let pad = " ".repeat(indent);
+        lines.extend(
+            wrap(&rest, width.saturating_sub(indent).max(1))
+                .into_iter()
+                .map(|l| format!("{pad}{l}")),
+        );
+    }
+    lines
 }
 
 /// `env`'s bounds labelled for `agent`, indented and wrapped (empty when it sets
