@@ -642,6 +642,7 @@ impl Fleet {
             cwd: cwd.to_path_buf(),
             mcp_servers: vec![bridge_server_entry(&inner.self_exe, &socket)],
             meta: mission_meta(mission_id),
+            pid_slot: Some(socket.unit_pid_slot()),
         };
         let unit = Unit::start_confined(spec, load, confined.prepared)
             .await

@@ -456,3 +456,123 @@ fn uuid_like() -> String {
         std::process::id() as u64 * 7919 + 1
     )
 }
+
+/// The value of `var` in process `pid`'s environment as `/proc/<pid>/environ` shows
+/// it: `None` when the variable is not there at all.
+fn environ_value(environ: &str, var: &str) -> Option<String> {
+    environ
+        .split('\0')
+        .find_map(|entry| entry.strip_prefix(&format!("{var}=")).map(str::to_string))
+}
+
+/// The parent of process `pid`.
+fn parent_pid(pid: u32) -> u32 {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix("PPid:"))
+        .and_then(|p| p.trim().parse().ok())
+        .unwrap_or_else(|| panic!("no PPid for {pid}: {status}"))
+}
+
+#[test]
+fn a_unit_cannot_take_another_missions_token_from_proc_under_any_preset() {
+    let sb = Sandbox::new();
+    require_landlock(&sb);
+    sb.run(&["config", "set", "ask-park-window", "60s"]).ok();
+    sb.declare_stubs(&[
+        (
+            "victim",
+            Some(&script(vec![
+                json!({"ask": {"summary": "Proceed?", "then": {"report": {"kind": "result", "summary": "answer was: {{answer}}"}}}}),
+                json!({"finish": "landed"}),
+            ])),
+        ),
+        ("probe", None),
+    ]);
+    let victim = sb.fire_in_background("victim", "victim", &[]);
+    let ask = wait_for(30, "the victim's question", || {
+        sb.pending_ask_ids().first().cloned()
+    });
+    let victim_id = sb.newest_mission().unwrap();
+    let socket = sb.home.join("run").join(format!("m-{victim_id}.sock"));
+    let bridge = wait_for(30, "the victim's bridge", || {
+        crate::harness::processes_mentioning(&socket.display().to_string())
+            .first()
+            .copied()
+    });
+    let agent = parent_pid(bridge);
+    // Read from outside every sandbox: the bridge was handed its token in this
+    // variable, and wiped the value once it had presented it.
+    let own_view =
+        String::from_utf8_lossy(&std::fs::read(format!("/proc/{bridge}/environ")).unwrap())
+            .into_owned();
+    assert_eq!(
+        environ_value(&own_view, "MISSIONBOARD_MISSION_TOKEN").as_deref(),
+        Some(""),
+        "the token is wiped from the bridge's environment"
+    );
+
+    let script_path = sb.cwd.join("probe.json");
+    std::fs::write(
+        &script_path,
+        script(vec![
+            sh(&format!("cat /proc/{bridge}/environ")),
+            sh(&format!("cat /proc/{agent}/environ")),
+            sh(&format!("head -c 16 /proc/{bridge}/mem")),
+            sh(&format!("head -c 16 /proc/{agent}/mem")),
+            sh(&format!("tr '\\0' ' ' < /proc/{bridge}/cmdline")),
+            json!({"finish": "landed"}),
+        ]),
+    )
+    .unwrap();
+    for policy in ["default", "acp", "strict", "acpx", "dev"] {
+        let mut cmd = sb.command(&[
+            "mission", "fire", "probe", "probe", "--wait", "--policy", policy,
+        ]);
+        cmd.env("STUB_SCRIPT", &script_path);
+        let fired = sb.run_with(cmd);
+        assert_eq!(fired.code, 0, "{policy}: {fired:#?}");
+        let got = reports(&sb);
+        assert_eq!(got.len(), 5, "{policy}: {got:?}");
+        // Landlock scopes ptrace attach, so the memory of another mission's processes
+        // is refused; whether it also refuses the environment depends on the kernel.
+        // Either way no token is there to take.
+        for (summary, detail) in &got[..2] {
+            if summary == "run sh: exit 0" {
+                assert_eq!(
+                    environ_value(detail, "MISSIONBOARD_MISSION_TOKEN").unwrap_or_default(),
+                    "",
+                    "{policy}: {got:?}"
+                );
+            } else {
+                assert!(detail.contains("Permission denied"), "{policy}: {got:?}");
+            }
+        }
+        for (summary, detail) in &got[2..4] {
+            assert_ne!(summary, "run sh: exit 0", "{policy}: {got:?}");
+            assert!(
+                detail.contains("Permission denied"),
+                "{policy}: the kernel refuses: {got:?}"
+            );
+        }
+        // The command line is anyone's to read, and carries no secret (the report
+        // drops the trailing separator).
+        assert_eq!(
+            got[4],
+            (
+                "run sh: exit 0".to_string(),
+                format!("{BIN} mcp-bridge {}", socket.display())
+            ),
+            "{policy}"
+        );
+    }
+
+    // The victim never noticed.
+    let victim_reports = sb.run(&["mission", "reports", &victim_id, "--json"]).ok();
+    assert_eq!(victim_reports.stdout.trim(), "[]");
+    sb.run(&["approvals", "respond", &ask, "--answer", "go"])
+        .ok();
+    let landed = victim.join();
+    assert_eq!(landed.code, 0, "{landed:#?}");
+}
