@@ -243,6 +243,11 @@ pub struct Places {
     pub state_dirs: Vec<String>,
     /// The programs the unit runs (the agent, the bridge): readable under limited reads.
     pub executables: Vec<PathBuf>,
+    /// A worktree mission's: what committing on its own branch writes in the
+    /// repository (the worktree decides which paths); always writable.
+    pub commit_writes: Vec<PathBuf>,
+    /// ... and what git reads there: readable under limited reads.
+    pub commit_reads: Vec<PathBuf>,
     pub model_port: Option<u16>,
 }
 
@@ -293,6 +298,16 @@ pub fn resolve(decl: &SandboxDecl, places: &Places) -> Result<Resolved, String> 
             )?);
         }
     }
+    for path in &places.commit_writes {
+        let entry = path.display().to_string();
+        write.extend(carve(
+            &entry,
+            path,
+            &protected,
+            "filesystem.write",
+            &mut carved,
+        )?);
+    }
     let mut devices: Vec<PathBuf> = DEVICES.iter().map(PathBuf::from).collect();
     let read = match &decl.read {
         Limit::All => None,
@@ -308,6 +323,16 @@ pub fn resolve(decl: &SandboxDecl, places: &Places) -> Result<Resolved, String> 
                         &mut carved,
                     )?);
                 }
+            }
+            for path in &places.commit_reads {
+                let entry = path.display().to_string();
+                read.extend(carve(
+                    &entry,
+                    path,
+                    &protected,
+                    "filesystem.read",
+                    &mut carved,
+                )?);
             }
             read.extend(SYSTEM_READ.iter().map(PathBuf::from));
             for exe in &places.executables {
@@ -633,6 +658,8 @@ mod tests {
             protected: vec![root.join("mbhome")],
             state_dirs: vec!["~/.cache".into()],
             executables: vec![],
+            commit_writes: vec![],
+            commit_reads: vec![],
             model_port: Some(11434),
         }
     }

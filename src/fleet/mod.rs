@@ -582,6 +582,7 @@ impl Fleet {
     ) -> anyhow::Result<Started> {
         let inner = &self.inner;
         let (declared, config) = (agent.clone(), Config::new(inner.missions.store().clone()));
+        let worktrees = crate::worktree::Worktrees::new(inner.missions.store().clone());
         let (paths, exe, decl, dir) = (
             inner.paths.clone(),
             inner.self_exe.clone(),
@@ -598,11 +599,16 @@ impl Fleet {
                 Some(url) => Some(url.clone()),
                 None => config.get(crate::config::MODEL_BASE_URL)?,
             };
+            // A worktree mission's unit may commit on its own branch.
+            let commit = match worktrees.get(&id)? {
+                Some(wt) => crate::worktree::commit_access(&wt)?,
+                None => Default::default(),
+            };
             let confined = confinement::confine_unit(
                 &paths,
                 &declared,
                 &decl,
-                &dir,
+                confinement::Workspace { dir: &dir, commit },
                 &tmp,
                 &exe,
                 model_url.as_deref(),
