@@ -339,9 +339,9 @@ fn without_landlock_every_surface_says_declared_not_enforced() {
         .collect();
     assert_eq!(
         sandbox_lines,
+        // One line, saying it once.
         [
-            "Sandbox: filesystem.write declared, not enforced [{workspace}, {tmp}]; filesystem.read declared, not enforced [{workspace}, {tmp}]; network.connect declared, not enforced [{model}] (Landlock ABI 0).",
-            "Sandbox: this kernel offers no Landlock (ABI 0): the sandbox is declared, not enforced — the unit runs with your user's privileges; the mission socket still refuses callers without the mission's token.",
+            "Sandbox: this kernel offers no Landlock (ABI 0): the sandbox is declared, not enforced — the unit runs with your user's privileges; the mission socket still refuses callers without the mission's token (declared: filesystem.write [{workspace}, {tmp}]; filesystem.read [{workspace}, {tmp}]; network.connect [{model}]).",
         ]
     );
     // Truthfully not enforced: the write went through.
