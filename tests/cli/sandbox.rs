@@ -576,3 +576,51 @@ fn a_unit_cannot_take_another_missions_token_from_proc_under_any_preset() {
     let landed = victim.join();
     assert_eq!(landed.code, 0, "{landed:#?}");
 }
+
+#[test]
+fn a_shell_script_agent_is_confined_from_its_first_line() {
+    let sb = Sandbox::new();
+    require_landlock(&sb);
+    let elsewhere = sb.home.parent().unwrap().join("elsewhere");
+    std::fs::create_dir_all(&elsewhere).unwrap();
+    let outside = elsewhere.join("from-the-script.txt");
+    let log = sb.cwd.join("agent.log");
+    let stub_script = sb.cwd.join("script-after.json");
+    sb.write(&stub_script, &script(vec![json!({"finish": "landed"})]));
+    // Not our binary: a shell script that tries a write of its own before it hands
+    // over to the stub, so the sandbox is seen to hold any program, from the start.
+    let agent = sb.cwd.join("agent.sh");
+    sb.write(
+        &agent,
+        &format!(
+            "#!/bin/sh\nif printf x > {outside} 2>/dev/null; then echo outside=written; else echo outside=refused; fi >> {log}\nprintf x > {ws}/inside.txt && echo inside=written >> {log}\nexec {BIN} stub-agent --script {stub}\n",
+            outside = outside.display(),
+            log = log.display(),
+            ws = sb.cwd.display(),
+            stub = stub_script.display()
+        ),
+    );
+    std::fs::set_permissions(&agent, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    sb.write(
+        &sb.home.join("agents.toml"),
+        &format!(
+            "[agents.probe]\ncommand = {:?}\nargs = []\ndescription = \"a shell script\"\n",
+            agent.display().to_string()
+        ),
+    );
+    for (policy, expected) in [
+        ("default", "outside=refused"),
+        ("strict", "outside=refused"),
+        ("dev", "outside=written"),
+    ] {
+        let _ = std::fs::remove_file(&log);
+        let fired = fire(&sb, policy, &[]);
+        assert_eq!(fired.code, 0, "{policy}: {fired:#?}");
+        assert_eq!(
+            std::fs::read_to_string(&log).unwrap(),
+            format!("{expected}\ninside=written\n"),
+            "{policy}"
+        );
+        assert_eq!(outside.exists(), policy == "dev", "{policy}");
+    }
+}
