@@ -116,10 +116,10 @@ async fn admit(stream: &mut UnixStream, token: &str, unit: &OnceLock<u32>) -> bo
 
 /// Whether the peer of `stream` is the unit in `unit` or one of its descendants; any
 /// process before the unit is known. The token alone does not tell units apart where
-/// one can read another's environment (the same user without Landlock, or a kernel
-/// whose Landlock scopes only ptrace attach, not the reads of `/proc/<pid>/environ`);
-/// the parent links of the connecting process do, since no process can move itself
-/// into another's tree.
+/// one can read another's environment (the same user without Landlock, or a unit
+/// with CAP_PERFMON or CAP_SYS_ADMIN, which reads any process's `/proc/<pid>/environ`
+/// past Landlock); the parent links of the connecting process do, since no process
+/// can move itself into another's tree.
 fn from_unit(stream: &UnixStream, unit: &OnceLock<u32>) -> bool {
     let Some(&root) = unit.get() else {
         return true;

@@ -476,7 +476,7 @@ fn parent_pid(pid: u32) -> u32 {
 }
 
 #[test]
-fn a_unit_cannot_take_another_missions_token_from_proc_under_any_preset() {
+fn a_unit_cannot_take_another_missions_token_or_drive_its_bridge_through_proc_under_any_preset() {
     let sb = Sandbox::new();
     require_landlock(&sb);
     sb.run(&["config", "set", "ask-park-window", "60s"]).ok();
@@ -513,6 +513,7 @@ fn a_unit_cannot_take_another_missions_token_from_proc_under_any_preset() {
         "the token is wiped from the bridge's environment"
     );
 
+    let inject = r#"{"jsonrpc":"2.0","id":99,"method":"tools/call","params":{"name":"mission_report","arguments":{"kind":"finding","summary":"injected"}}}"#;
     let script_path = sb.cwd.join("probe.json");
     std::fs::write(
         &script_path,
@@ -522,22 +523,31 @@ fn a_unit_cannot_take_another_missions_token_from_proc_under_any_preset() {
             sh(&format!("head -c 16 /proc/{bridge}/mem")),
             sh(&format!("head -c 16 /proc/{agent}/mem")),
             sh(&format!("tr '\\0' ' ' < /proc/{bridge}/cmdline")),
+            // The bridge's stdin, reopened through /proc: a way into its session.
+            sh(&format!("printf '%s\\n' '{inject}' > /proc/{bridge}/fd/0")),
             json!({"finish": "landed"}),
         ]),
     )
     .unwrap();
-    for policy in ["default", "acp", "strict", "acpx", "dev"] {
+    let probe = |policy: &str, extra_env: &[(&str, &str)]| {
         let mut cmd = sb.command(&[
             "mission", "fire", "probe", "probe", "--wait", "--policy", policy,
         ]);
         cmd.env("STUB_SCRIPT", &script_path);
+        for (k, v) in extra_env {
+            cmd.env(k, v);
+        }
         let fired = sb.run_with(cmd);
         assert_eq!(fired.code, 0, "{policy}: {fired:#?}");
-        let got = reports(&sb);
-        assert_eq!(got.len(), 5, "{policy}: {got:?}");
-        // Landlock scopes ptrace attach, so the memory of another mission's processes
-        // is refused; whether it also refuses the environment depends on the kernel.
-        // Either way no token is there to take.
+        reports(&sb)
+    };
+    for policy in ["default", "acp", "strict", "acpx", "dev"] {
+        let got = probe(policy, &[]);
+        assert_eq!(got.len(), 6, "{policy}: {got:?}");
+        // Landlock scopes ptrace to the unit's own domain, so the memory and the
+        // pipes of another mission's processes are refused. Their environment too,
+        // except to a unit with CAP_PERFMON or CAP_SYS_ADMIN (run as root), which the
+        // kernel lets read any process's; either way no token is there to take.
         for (summary, detail) in &got[..2] {
             if summary == "run sh: exit 0" {
                 assert_eq!(
@@ -566,11 +576,27 @@ fn a_unit_cannot_take_another_missions_token_from_proc_under_any_preset() {
             ),
             "{policy}"
         );
+        assert_ne!(got[5].0, "run sh: exit 0", "{policy}: {got:?}");
+        assert!(got[5].1.contains("Permission denied"), "{policy}: {got:?}");
     }
-
     // The victim never noticed.
     let victim_reports = sb.run(&["mission", "reports", &victim_id, "--json"]).ok();
     assert_eq!(victim_reports.stdout.trim(), "[]");
+
+    // The refusals are the kernel's: without Landlock the same unit opens another
+    // mission's memory (reading its first page fails, the open does not) ...
+    let got = probe("dev", &[("MISSIONBOARD_LANDLOCK_ABI", "0")]);
+    for (summary, detail) in &got[2..4] {
+        assert!(!detail.contains("Permission denied"), "{summary}: {got:?}");
+        assert!(detail.contains("Input/output error"), "{summary}: {got:?}");
+    }
+    // ... and writes into its bridge's session.
+    assert_eq!(got[5].0, "run sh: exit 0", "{got:?}");
+    let victim_reports = wait_for(30, "the injected report", || {
+        let out = sb.run(&["mission", "reports", &victim_id]).ok();
+        out.stdout.contains("injected").then_some(out)
+    });
+    assert!(victim_reports.stdout.contains("injected"));
     sb.run(&["approvals", "respond", &ask, "--answer", "go"])
         .ok();
     let landed = victim.join();
