@@ -149,9 +149,7 @@ const OPEN_SCAN: usize = 500;
 
 fn try_build(src: &Source, q: &Query) -> Result<Snapshot, String> {
     let s = |e: &dyn std::fmt::Display| e.to_string();
-    let counts = src.missions.status_counts().map_err(|e| s(&e))?;
-    let total: i64 = counts.iter().sum();
-    let open = counts[0];
+    let (total, open) = src.missions.counts().map_err(|e| s(&e))?;
     let pending = src.asks.pending(ASKS_LIMIT).map_err(|e| s(&e))?;
     let inbox_items = src.missions.inbox(false, INBOX_LIMIT).map_err(|e| s(&e))?;
     let mut hosts = HostProbe::default();
@@ -162,7 +160,7 @@ fn try_build(src: &Source, q: &Query) -> Result<Snapshot, String> {
         open_only: q.hide_terminal,
         exclude: &group,
     };
-    let listed = group.len() + src.missions.listing_len(&listing, &counts);
+    let listed = group.len() + src.missions.listing_len(&listing, (total, open));
     // The needs-me group leads; the sorted listing follows it.
     let ordered = |offset: usize, limit: usize| -> Result<Vec<Mission>, String> {
         let mut out: Vec<Mission> = group.iter().skip(offset).take(limit).cloned().collect();
@@ -170,7 +168,7 @@ fn try_build(src: &Source, q: &Query) -> Result<Snapshot, String> {
             let rest = offset.saturating_sub(group.len());
             out.extend(
                 src.missions
-                    .listing_page(&listing, &counts, rest, limit - out.len())
+                    .listing_page(&listing, rest, limit - out.len())
                     .map_err(|e| s(&e))?,
             );
         }

@@ -267,13 +267,6 @@ impl Listing<'_> {
             &STATE_ORDER
         }
     }
-
-    /// Missions in `status` this listing covers.
-    fn len_in(&self, status: Status, counts: &[i64; 5]) -> usize {
-        let i = Status::ALL.iter().position(|s| *s == status).unwrap_or(0);
-        let excluded = self.exclude.iter().filter(|m| m.status == status).count();
-        (counts[i].max(0) as usize).saturating_sub(excluded)
-    }
 }
 
 /// The mission service: records, reports, plans and the inbox over one store.
@@ -414,25 +407,6 @@ impl Missions {
         )
     }
 
-    /// How many missions rest in each state, in [`Status::ALL`] order: one pass over
-    /// the status index.
-    pub fn status_counts(&self) -> Result<[i64; 5]> {
-        Ok(self.store.with(|c| {
-            let mut s =
-                c.prepare_cached("SELECT status, COUNT(*) FROM missions GROUP BY status")?;
-            let mut counts = [0i64; 5];
-            for row in s.query_map([], |r| Ok((r.get::<_, String>(0)?, r.get::<_, i64>(1)?)))? {
-                let (status, n) = row?;
-                if let Some(i) =
-                    Status::parse(&status).and_then(|st| Status::ALL.iter().position(|x| *x == st))
-                {
-                    counts[i] += n;
-                }
-            }
-            Ok(counts)
-        })?)
-    }
-
     /// Missions by exact id (those that exist), in no particular order.
     pub fn get_many(&self, ids: &[String]) -> Result<Vec<Mission>> {
         if ids.is_empty() {
@@ -444,27 +418,29 @@ impl Missions {
         )
     }
 
-    /// How many missions `listing` covers, given [`Missions::status_counts`].
-    pub fn listing_len(&self, listing: &Listing<'_>, counts: &[i64; 5]) -> usize {
-        listing
-            .statuses()
+    /// How many missions `listing` covers, given [`Missions::counts`].
+    pub fn listing_len(&self, listing: &Listing<'_>, (total, open): (i64, i64)) -> usize {
+        let in_scope = if listing.open_only { open } else { total };
+        let excluded = listing
+            .exclude
             .iter()
-            .map(|st| listing.len_in(*st, counts))
-            .sum()
+            .filter(|m| !listing.open_only || m.status == Status::Open)
+            .count();
+        (in_scope.max(0) as usize).saturating_sub(excluded)
     }
 
     /// One page of `listing`: each read is a range of an index, LIMITed, so a
-    /// scrolled view costs its rows, not the table.
+    /// scrolled view costs its rows, not the table. By state, a state is counted
+    /// only when the page starts past it (the first pages count nothing but open).
     pub fn listing_page(
         &self,
         listing: &Listing<'_>,
-        counts: &[i64; 5],
         offset: usize,
         limit: usize,
     ) -> Result<Vec<Mission>> {
         let exclude = json!(listing.exclude.iter().map(|m| &m.id).collect::<Vec<_>>()).to_string();
         let not_excluded = "id NOT IN (SELECT value FROM json_each(?1))";
-        let (order, open) = match listing.order {
+        let order = match listing.order {
             Order::State => {
                 let mut out = Vec::new();
                 let mut skip = offset;
@@ -472,10 +448,14 @@ impl Missions {
                     if out.len() >= limit {
                         break;
                     }
-                    let n = listing.len_in(st, counts);
-                    if skip >= n {
-                        skip -= n;
-                        continue;
+                    if skip > 0 {
+                        let n = self.count_in(st)?.saturating_sub(
+                            listing.exclude.iter().filter(|m| m.status == st).count(),
+                        );
+                        if skip >= n {
+                            skip -= n;
+                            continue;
+                        }
                     }
                     out.extend(self.query(
                         &format!(
@@ -487,17 +467,37 @@ impl Missions {
                 }
                 return Ok(out);
             }
-            Order::Age => ("created_at DESC, id DESC", listing.open_only),
-            Order::Heartbeat => (
-                "MAX(created_at, COALESCE(last_heartbeat, 0)) DESC, id DESC",
-                listing.open_only,
-            ),
+            Order::Age => "created_at DESC, id DESC",
+            // Open only: the open rows (few) are found by status and sorted; all
+            // of them: the activity index is read in order.
+            Order::Heartbeat if listing.open_only => {
+                "+MAX(created_at, COALESCE(last_heartbeat, 0)) DESC, id DESC"
+            }
+            Order::Heartbeat => "MAX(created_at, COALESCE(last_heartbeat, 0)) DESC, id DESC",
         };
-        let scope = if open { "status = 'open' AND " } else { "" };
+        let scope = if listing.open_only {
+            "status = 'open' AND "
+        } else {
+            ""
+        };
         self.query(
             &format!("WHERE {scope}{not_excluded} ORDER BY {order} LIMIT ?2 OFFSET ?3"),
             params![exclude, limit as i64, offset as i64],
         )
+    }
+
+    /// How many missions rest in `status` (a range of the status index).
+    fn count_in(&self, status: Status) -> Result<usize> {
+        Ok(self
+            .store
+            .with(|c| {
+                c.query_row(
+                    "SELECT COUNT(*) FROM missions WHERE status = ?1",
+                    params![status.as_str()],
+                    |r| r.get::<_, i64>(0),
+                )
+            })?
+            .max(0) as usize)
     }
 
     /// How many missions there are, and how many of them are open. Two queries, so
@@ -703,6 +703,26 @@ pub(crate) mod tests {
             ..Default::default()
         })
         .unwrap()
+    }
+
+    #[test]
+    fn a_mission_records_its_host_and_a_resume_moves_it() {
+        let (_dir, svc) = service();
+        let m = fire(&svc);
+        assert_eq!(m.host, Some(host::HostId::current()));
+        assert!(m.host.as_ref().is_some_and(host::HostId::is_alive));
+        svc.store
+            .with(|c| {
+                c.execute(
+                    "UPDATE missions SET host_start = 'a process long gone' WHERE id = ?1",
+                    [&m.id],
+                )
+            })
+            .unwrap();
+        let gone = svc.require(&m.id).unwrap();
+        assert!(!gone.host.as_ref().is_some_and(host::HostId::is_alive));
+        let resumed = svc.rebind(&m.id, "s-2", "i-2").unwrap();
+        assert_eq!(resumed.host, Some(host::HostId::current()));
     }
 
     #[test]
