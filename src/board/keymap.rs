@@ -379,7 +379,7 @@ pub const BINDINGS: &[Binding] = &[
         C::Board,
         &[k('A')],
         Action::AckAll,
-        "inbox: acknowledge the marked items, else every item shown",
+        "inbox: acknowledge the marked items, else every item on screen",
         None,
     ),
     b(

@@ -1022,4 +1022,13 @@ fn titles_count_what_they_do_not_show() {
     let text = crate::board::view::tests::frame(&m);
     assert!(text.contains("Pending asks 2 of 607 "), "{text}");
     assert!(text.contains("Inbox 1 of 350 unacked "), "{text}");
+    // A filter over more missions than it scans says how far it looked.
+    let mut s = (*m.snap).clone();
+    s.listed = 7000;
+    s.matched = Some(3);
+    m.snap = Arc::new(s);
+    m.filter = "tidy".into();
+    m.size = ratatui::layout::Rect::new(0, 0, 80, 24);
+    let text = crate::board::view::tests::frame(&m);
+    assert!(text.contains("/tidy (3 matched of 5000 scanned)"), "{text}");
 }

@@ -102,7 +102,7 @@ pub(super) fn key(m: &mut Model, key: KeyEvent, action: Option<Action>) -> Vec<E
             }
             move_sel(m, Move::By(1));
         }
-        Action::AckAll => return ack_all(m),
+        Action::AckAll if m.focus == Pane::Inbox => return ack_all(m),
         Action::Ack if m.focus == Pane::Asks => return decide(m, OperatorVerdict::Approve),
         Action::Deny if m.focus == Pane::Asks => return decide(m, OperatorVerdict::Deny),
         Action::ToggleOracle if !m.snap.beta => toast(
@@ -194,9 +194,14 @@ fn decide(m: &mut Model, verdict: OperatorVerdict) -> Vec<Effect> {
     }
 }
 
-/// `A`: acknowledge the marked inbox items, else every item the pane holds, one
+/// `A`: acknowledge the marked inbox items, else every item the pane shows, one
 /// service call each (the same `inbox ack` the CLI makes).
 fn ack_all(m: &mut Model) -> Vec<Effect> {
+    let shown = layout::list_window(
+        m.inbox_sel,
+        m.snap.inbox.len(),
+        layout::areas(m.size).inbox.height,
+    );
     let marked: Vec<String> = m
         .snap
         .inbox
@@ -205,7 +210,7 @@ fn ack_all(m: &mut Model) -> Vec<Effect> {
         .map(|i| i.id.clone())
         .collect();
     let inbox_ids = if marked.is_empty() {
-        m.snap.inbox.iter().map(|i| i.id.clone()).collect()
+        m.snap.inbox[shown].iter().map(|i| i.id.clone()).collect()
     } else {
         marked
     };

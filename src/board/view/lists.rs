@@ -103,15 +103,13 @@ pub fn render_inbox(frame: &mut Frame, area: Rect, m: &Model, now_ms: i64) {
     if s.inbox.is_empty() {
         lines.push(Line::styled("inbox clear", m.theme.muted));
     }
-    let skip = m
-        .inbox_sel
-        .saturating_sub(inner.height.saturating_sub(1) as usize);
+    let window = crate::board::layout::list_window(m.inbox_sel, s.inbox.len(), area.height);
     for (i, it) in s
         .inbox
         .iter()
         .enumerate()
-        .skip(skip)
-        .take(inner.height as usize)
+        .skip(window.start)
+        .take(window.len())
     {
         let mark = if m.marked.contains(&it.id) {
             m.symbols.dot

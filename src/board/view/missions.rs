@@ -43,7 +43,17 @@ pub fn render(frame: &mut Frame, area: Rect, m: &Model, now_ms: i64) {
     }
     if !m.filter.is_empty() || m.mode == crate::board::model::Mode::Filter {
         let matched = s.matched.unwrap_or(0);
-        title.push_str(&format!("/{} ({matched} matched) ", m.filter.as_str()));
+        let cap = crate::board::snapshot::FILTER_SCAN_CAP;
+        // A filter scans a bounded prefix of the listing: say so when it is cut.
+        let scope = if s.listed > cap {
+            format!(" of {cap} scanned")
+        } else {
+            String::new()
+        };
+        title.push_str(&format!(
+            "/{} ({matched} matched{scope}) ",
+            m.filter.as_str()
+        ));
     }
     let block = pane_block(m, title, Some(Pane::Missions));
     let inner = block.inner(area);
