@@ -92,6 +92,17 @@ pub fn short_id(mission_id: &str) -> String {
     mission_id.chars().take(8).collect()
 }
 
+fn row(r: &rusqlite::Row<'_>) -> rusqlite::Result<Worktree> {
+    Ok(Worktree {
+        mission_id: r.get(0)?,
+        repo: PathBuf::from(r.get::<_, String>(1)?),
+        path: PathBuf::from(r.get::<_, String>(2)?),
+        branch: r.get(3)?,
+        base: r.get(4)?,
+        state: State::parse(&r.get::<_, String>(5)?),
+    })
+}
+
 /// The mission worktrees service.
 #[derive(Clone)]
 pub struct Worktrees {
@@ -182,17 +193,28 @@ impl Worktrees {
             let mut stmt = c.prepare(
                 "SELECT mission_id, repo, path, branch, base, state FROM mission_worktrees WHERE mission_id = ?1",
             )?;
-            let mut rows = stmt.query_map([mission_id], |r| {
-                Ok(Worktree {
-                    mission_id: r.get(0)?,
-                    repo: PathBuf::from(r.get::<_, String>(1)?),
-                    path: PathBuf::from(r.get::<_, String>(2)?),
-                    branch: r.get(3)?,
-                    base: r.get(4)?,
-                    state: State::parse(&r.get::<_, String>(5)?),
-                })
-            })?;
+            let mut rows = stmt.query_map([mission_id], row)?;
             rows.next().transpose()
+        })
+    }
+
+    /// The worktrees of those of `mission_ids` fired with one: one read for a page.
+    pub fn of_many(
+        &self,
+        mission_ids: &[&str],
+    ) -> Result<std::collections::HashMap<String, Worktree>, StoreError> {
+        if mission_ids.is_empty() {
+            return Ok(Default::default());
+        }
+        let ids = serde_json::json!(mission_ids).to_string();
+        self.store.with(|c| {
+            let mut stmt = c.prepare_cached(
+                "SELECT mission_id, repo, path, branch, base, state FROM mission_worktrees
+                 WHERE mission_id IN (SELECT value FROM json_each(?1))",
+            )?;
+            let rows = stmt.query_map([ids], row)?;
+            rows.map(|r| r.map(|wt| (wt.mission_id.clone(), wt)))
+                .collect()
         })
     }
 

@@ -74,6 +74,7 @@ pub fn run(scale: Scale) -> anyhow::Result<Vec<Row>> {
         limit: layout::mission_rows(size),
         selected: 0,
         filter: String::new(),
+        ..Query::default()
     };
     let samples = scale.samples * 5;
     let mut reads: Vec<Duration> = Vec::with_capacity(samples);

@@ -49,6 +49,11 @@ pub fn spawn(effect: Effect, svc: &Services, tx: UnboundedSender<Msg>) {
                 let _ = tx.send(run_mission(&svc, &args).await);
             });
         }
+        Effect::Refire { mission_id } => {
+            tokio::spawn(async move {
+                let _ = tx.send(Msg::Fired(refire(&svc, mission_id).await));
+            });
+        }
         Effect::Fire {
             agent,
             envelope,
@@ -176,8 +181,9 @@ pub fn execute_blocking(effect: Effect, svc: &Services) -> Msg {
                 .map(|i| format!("acknowledged {}", short(&i.id)))
                 .map_err(|e| e.to_string()),
         ),
+        Effect::AckMany { inbox_ids } => Msg::AckDone(ack_many(missions, &inbox_ids)),
         Effect::LoadPicker => Msg::PickerLoaded(load_picker(&svc.paths, missions.store())),
-        Effect::RunMission { .. } | Effect::Fire { .. } => Msg::Toast {
+        Effect::RunMission { .. } | Effect::Fire { .. } | Effect::Refire { .. } => Msg::Toast {
             text: "internal: async effect run synchronously".into(),
             error: true,
         },
@@ -255,6 +261,69 @@ fn stop_hosted(svc: &Services, ids: &[String], reason: &str) -> Result<String, S
             failed.join("; ")
         ))
     }
+}
+
+/// Acknowledge each item through the call `inbox ack` makes; one that fails (acked
+/// elsewhere meanwhile, say) does not stop the rest, and the toast says so.
+fn ack_many(missions: &crate::mission::Missions, ids: &[String]) -> Result<String, String> {
+    let failed: Vec<String> = ids
+        .iter()
+        .filter_map(|id| {
+            missions
+                .ack(id)
+                .err()
+                .map(|e| format!("{}: {e}", short(id)))
+        })
+        .collect();
+    let done = ids.len() - failed.len();
+    if failed.is_empty() {
+        Ok(format!("acknowledged {done} inbox item(s)"))
+    } else {
+        Err(format!(
+            "acknowledged {done} of {} inbox item(s); {}",
+            ids.len(),
+            failed.join("; ")
+        ))
+    }
+}
+
+/// A new mission like `mission_id`: its agent, envelope and intent, in the
+/// checkout it worked in (a fresh worktree of it, when it had one).
+async fn refire(svc: &Services, mission_id: String) -> Result<String, String> {
+    let store = svc.fleet.missions().store().clone();
+    let old = mission_id.clone();
+    let (m, worktree) = crate::store::blocking(move || {
+        let m = crate::mission::Missions::new(store.clone())
+            .require(&old)
+            .map_err(|e| e.to_string())?;
+        let wt = crate::worktree::Worktrees::new(store)
+            .get(&old)
+            .map_err(|e| e.to_string())?;
+        Ok::<_, String>((m, wt))
+    })
+    .await?;
+    let cwd = match &worktree {
+        Some(wt) => Some(wt.repo.clone()),
+        None => Some(std::path::PathBuf::from(&m.cwd)).filter(|p| p.is_absolute()),
+    };
+    let d = svc
+        .fleet
+        .dispatch(DispatchRequest {
+            agent_name: m.agent_name.clone(),
+            intent: m.intent.clone(),
+            policy_name: m.hitl_policy_name.clone(),
+            cwd,
+            worktree: worktree.is_some(),
+        })
+        .await
+        .map_err(|e| format!("re-fire refused: {e:#}"))?;
+    tracing::info!(mission = %d.mission_id, from = %m.id, "board re-fired a mission");
+    Ok(format!(
+        "re-fired mission {} as {}: {}",
+        short(&m.id),
+        short(&d.mission_id),
+        crate::text::one_line(&m.intent)
+    ))
 }
 
 /// Record the operator's verdict through the one answer path every surface uses

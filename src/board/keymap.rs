@@ -68,6 +68,19 @@ pub enum Action {
     FocusAsks,
     FocusInbox,
     FocusTrace,
+    FocusDetail,
+    /// Cycle the missions' sort: state, age, heartbeat.
+    SortNext,
+    /// Hide or show the terminal missions.
+    ToggleTerminal,
+    /// The detail pane fills the screen, or goes back.
+    Zoom,
+    /// A new mission like the selected one (same agent, envelope, intent, workspace).
+    Refire,
+    /// Mark or unmark the selected inbox item.
+    Mark,
+    /// Acknowledge the marked inbox items, else every one shown.
+    AckAll,
     Open,
     Ack,
     Stop,
@@ -313,16 +326,72 @@ pub const BINDINGS: &[Binding] = &[
     ),
     b(
         C::Board,
+        &[k('5')],
+        Action::FocusDetail,
+        "focus the detail pane (j/k scroll it)",
+        None,
+    ),
+    b(
+        C::Board,
+        &[k('z')],
+        Action::Zoom,
+        "zoom the detail pane to the full screen, or back (Esc too)",
+        None,
+    ),
+    b(
+        C::Board,
+        &[k('s')],
+        Action::SortNext,
+        "missions: sort by state / age / heartbeat (needs-me on top)",
+        None,
+    ),
+    b(
+        C::Board,
+        &[k('t')],
+        Action::ToggleTerminal,
+        "missions: hide / show the terminal missions",
+        None,
+    ),
+    b(
+        C::Board,
         &[code(KeyCode::Enter)],
         Action::Open,
-        "missions, asks: answer or decide the pending ask of the selected row · inbox: acknowledge the selected item (as a does)",
+        "missions, asks: answer or decide the pending ask of the selected row · inbox: open it in the detail pane (a acknowledges it)",
         Some("answer"),
     ),
     b(
         C::Board,
         &[k('a')],
         Action::Ack,
-        "inbox: acknowledge the selected item",
+        "asks: approve the gated call · inbox: acknowledge the item",
+        None,
+    ),
+    b(
+        C::Board,
+        &[k('d')],
+        Action::Deny,
+        "asks: deny the selected gated call",
+        None,
+    ),
+    b(
+        C::Board,
+        &[k(' ')],
+        Action::Mark,
+        "inbox: mark / unmark the selected item",
+        None,
+    ),
+    b(
+        C::Board,
+        &[k('A')],
+        Action::AckAll,
+        "inbox: acknowledge the marked items, else all on screen",
+        None,
+    ),
+    b(
+        C::Board,
+        &[k('R')],
+        Action::Refire,
+        "re-fire the mission: same agent, envelope, intent (confirm)",
         None,
     ),
     b(

@@ -60,15 +60,19 @@ fn vim_and_arrow_navigation() {
     assert!(!m.chord_g);
     assert_eq!(m.mission_sel, 1);
     key(&mut m, KeyCode::Tab);
+    assert_eq!(m.focus, Pane::Detail);
+    key(&mut m, KeyCode::Tab);
     assert_eq!(m.focus, Pane::Asks);
     key(&mut m, KeyCode::Char('j'));
     assert_eq!(m.ask_sel, 1);
+    key(&mut m, KeyCode::BackTab);
+    assert_eq!(m.focus, Pane::Detail);
     key(&mut m, KeyCode::BackTab);
     assert_eq!(m.focus, Pane::Missions);
     key(&mut m, KeyCode::Char('3'));
     assert_eq!(m.focus, Pane::Inbox);
     assert_eq!(
-        key(&mut m, KeyCode::Enter),
+        key(&mut m, KeyCode::Char('a')),
         vec![Effect::Ack {
             inbox_id: "inbox-1".into()
         }]
@@ -480,6 +484,7 @@ fn stop_and_filter_against_the_store() {
         limit: 5,
         selected: 0,
         filter: "abandoned".into(),
+        ..Default::default()
     };
     let s = snapshot::build(&src, &q);
     assert_eq!((s.matched, s.rows.len()), (Some(1), 1));
@@ -842,9 +847,14 @@ fn the_outcome_of_an_action_outranks_news_that_lands_after_it() {
         &mut m,
         Msg::StopDone(Ok("mission a1b2c3d4 stopped: done".into())),
     );
-    s.rows[1].status = crate::mission::Status::Open;
+    let b = s
+        .rows
+        .iter()
+        .position(|r| r.id.starts_with("b2c3d4e5"))
+        .unwrap();
+    s.rows[b].status = crate::mission::Status::Open;
     update(&mut m, Msg::Snapshot(Arc::new(s.clone())));
-    s.rows[1].status = crate::mission::Status::Landed;
+    s.rows[b].status = crate::mission::Status::Landed;
     update(&mut m, Msg::Snapshot(Arc::new(s)));
     assert!(
         m.toasts
@@ -870,4 +880,402 @@ fn the_outcome_of_an_action_outranks_news_that_lands_after_it() {
         "{}",
         status(&m)
     );
+}
+
+/// Set a mission's columns directly (ages, heartbeats, a host) so orders are exact.
+fn set(svc: &Services, id: &str, sql: &str) {
+    svc.fleet
+        .missions()
+        .store()
+        .with(|c| c.execute(&format!("UPDATE missions SET {sql} WHERE id = ?1"), [id]))
+        .unwrap();
+}
+
+fn ids(msg: &Msg) -> Vec<String> {
+    match msg {
+        Msg::Snapshot(s) => s.rows.iter().map(|r| r.id.clone()).collect(),
+        other => panic!("{other:?}"),
+    }
+}
+
+/// A store where three missions need the operator (a pending ask, a dead host, an
+/// unread blocker) among others in every state, at known ages and heartbeats.
+fn crowded() -> (tempfile::TempDir, Services) {
+    use crate::mission::Status;
+    let (dir, svc, _ask) = world();
+    let missions = svc.fleet.missions();
+    for id in ["m-2", "m-3", "m-4", "m-5", "m-6"] {
+        missions
+            .create(NewMission {
+                id: id.into(),
+                intent: format!("work {id}"),
+                agent_name: "demo".into(),
+                policy_name: "default".into(),
+                ..Default::default()
+            })
+            .unwrap();
+    }
+    let base = crate::clock::now_ms();
+    // m-1 oldest … m-6 newest; heartbeats in the opposite order.
+    for (i, id) in ["m-1", "m-2", "m-3", "m-4", "m-5", "m-6"]
+        .iter()
+        .enumerate()
+    {
+        let i = i as i64;
+        set(
+            &svc,
+            id,
+            &format!(
+                "created_at = {}, last_heartbeat = {}",
+                base - (60 - i) * 60_000,
+                base - i * 1000
+            ),
+        );
+    }
+    // m-2's host: this pid, but not this process (its start time differs): gone.
+    set(
+        &svc,
+        "m-2",
+        &format!(
+            "host_pid = {}, host_start = 'another-process'",
+            std::process::id()
+        ),
+    );
+    missions.finish("m-3", Status::Landed, "done").unwrap();
+    missions
+        .add_blocker("m-4", "cannot reach staging".into(), String::new())
+        .unwrap();
+    missions.finish("m-4", Status::Stuck, "bound").unwrap();
+    missions
+        .finish("m-6", Status::Derailed, "turn failed")
+        .unwrap();
+    missions
+        .store()
+        .with(|c| {
+            c.execute(
+                "INSERT INTO mission_worktrees (mission_id, repo, path, branch, base, state)
+                 VALUES ('m-3', '/r', '/r/.git/wt/m-3', 'mission/m-3', 'abc', 'merged')",
+                [],
+            )
+        })
+        .unwrap();
+    (dir, svc)
+}
+
+#[test]
+fn the_table_puts_what_needs_you_first_then_sorts_and_hides_as_asked() {
+    use super::model::Needs;
+    let (_dir, svc) = crowded();
+    let mut m = model(120, 40, false);
+    let msg = snapshot_of(&svc, &m);
+    // Needs-me (ask, host gone, blocker), then by state: open, derailed, landed.
+    assert_eq!(ids(&msg), ["m-1", "m-2", "m-4", "m-5", "m-6", "m-3"]);
+    update(&mut m, msg);
+    let needs: Vec<Option<Needs>> = m.snap.rows.iter().map(|r| r.needs).collect();
+    assert_eq!(
+        needs,
+        [
+            Some(Needs::Ask),
+            Some(Needs::HostGone),
+            Some(Needs::Blocker),
+            None,
+            None,
+            None
+        ]
+    );
+    assert_eq!((m.snap.listed, m.snap.needs_me), (6, 3));
+    let workspaces: Vec<&str> = m.snap.rows.iter().map(|r| r.workspace.as_str()).collect();
+    assert_eq!(workspaces, ["cwd", "cwd", "cwd", "cwd", "cwd", "merged"]);
+
+    // `s`: by age (newest first), then by heartbeat (latest first); the group stays.
+    key(&mut m, KeyCode::Char('s'));
+    assert_eq!(
+        ids(&snapshot_of(&svc, &m)),
+        ["m-1", "m-2", "m-4", "m-6", "m-5", "m-3"]
+    );
+    key(&mut m, KeyCode::Char('s'));
+    assert_eq!(m.query().order, crate::mission::Order::Heartbeat);
+    assert_eq!(
+        ids(&snapshot_of(&svc, &m)),
+        ["m-1", "m-2", "m-4", "m-3", "m-5", "m-6"]
+    );
+    key(&mut m, KeyCode::Char('s'));
+    assert_eq!(m.query().order, crate::mission::Order::State);
+
+    // `t` hides the terminal missions, the stuck one with its blocker too.
+    key(&mut m, KeyCode::Char('j'));
+    key(&mut m, KeyCode::Char('t'));
+    assert_eq!(m.mission_sel, 0, "a new listing starts at its top");
+    let msg = snapshot_of(&svc, &m);
+    assert_eq!(ids(&msg), ["m-1", "m-2", "m-5"]);
+    update(&mut m, msg);
+    assert_eq!(m.snap.listed, 3);
+    let text = crate::board::view::tests::frame(&m);
+    assert!(
+        text.contains("Missions 3 open of 6 (terminal hidden) by state"),
+        "{text}"
+    );
+    assert!(text.contains("⚠ host gone"), "{text}");
+
+    // A page deep in the listing reads only its window, across the group's edge.
+    let q = super::model::Query {
+        offset: 2,
+        limit: 2,
+        ..Default::default()
+    };
+    let src = Source::open(&svc.paths.db_path(), Box::new(|| 0), false).unwrap();
+    let page = snapshot::build(&src, &q);
+    let got: Vec<&str> = page.rows.iter().map(|r| r.id.as_str()).collect();
+    assert_eq!(got, ["m-4", "m-5"]);
+    // A filter searches the same order.
+    let q = super::model::Query {
+        limit: 10,
+        filter: "work".into(),
+        ..Default::default()
+    };
+    let got: Vec<String> = snapshot::build(&src, &q)
+        .rows
+        .into_iter()
+        .map(|r| r.id)
+        .collect();
+    assert_eq!(got, ["m-2", "m-4", "m-5", "m-6", "m-3"]);
+}
+
+#[test]
+fn r_re_fires_the_selected_mission_after_a_confirm() {
+    let mut m = model(120, 40, false);
+    assert!(key(&mut m, KeyCode::Char('R')).is_empty());
+    match &m.mode {
+        Mode::Confirm(c) => assert_eq!(
+            c.kind,
+            ConfirmKind::Refire {
+                mission_id: "a1b2c3d4-0000".into(),
+                agent: "demo".into(),
+                envelope: "default".into(),
+                intent: "ask-then-land: rename the config env var".into(),
+            }
+        ),
+        other => panic!("{other:?}"),
+    }
+    assert!(!m.mode.eq(&Mode::Board));
+    assert_eq!(
+        key(&mut m, KeyCode::Char('y')),
+        vec![Effect::Refire {
+            mission_id: "a1b2c3d4-0000".into()
+        }]
+    );
+    assert_eq!(m.mode, Mode::Board);
+    // No stays no.
+    key(&mut m, KeyCode::Char('R'));
+    assert!(key(&mut m, KeyCode::Char('n')).is_empty());
+    assert_eq!(m.mode, Mode::Board);
+}
+
+#[test]
+fn the_detail_pane_focuses_scrolls_and_zooms() {
+    let mut m = model(80, 24, false);
+    key(&mut m, KeyCode::Char('5'));
+    assert_eq!(m.focus, Pane::Detail);
+    let max = crate::board::view::detail_scroll_max(&m, m.now_ms);
+    assert!(max > 0, "the fixture's detail overflows the 80x24 pane");
+    key(&mut m, KeyCode::Char('j'));
+    key(&mut m, KeyCode::Char('j'));
+    assert_eq!(m.detail_scroll, 2);
+    assert_eq!(m.mission_sel, 0, "j scrolls the detail, not the table");
+    key(&mut m, KeyCode::Char('G'));
+    assert_eq!(m.detail_scroll, max);
+    key(&mut m, KeyCode::Char('j'));
+    assert_eq!(m.detail_scroll, max, "no scrolling past the end");
+    let text = crate::board::view::tests::frame(&m);
+    assert!(
+        text.contains("refs: docs/config.md, src/config.rs"),
+        "{text}"
+    );
+
+    key(&mut m, KeyCode::Char('z'));
+    assert!(m.detail_zoom);
+    let zoomed_max = crate::board::view::detail_scroll_max(&m, m.now_ms);
+    assert!(zoomed_max < max, "the full screen shows more at once");
+    let text = crate::board::view::tests::frame(&m);
+    assert!(text.contains("(zoomed: z or Esc returns)"), "{text}");
+    assert!(
+        !text.contains("Pending asks"),
+        "zoomed, the pane covers the board"
+    );
+    key(&mut m, KeyCode::Esc);
+    assert!(!m.detail_zoom);
+    key(&mut m, KeyCode::Char('z'));
+    key(&mut m, KeyCode::Char('z'));
+    assert!(!m.detail_zoom);
+
+    // Another mission selected: its detail starts at the top.
+    key(&mut m, KeyCode::Char('1'));
+    key(&mut m, KeyCode::Char('j'));
+    assert_eq!((m.mission_sel, m.detail_scroll), (1, 0));
+}
+
+#[test]
+fn the_detail_follows_the_selected_ask_or_inbox_item_and_enter_opens_an_item() {
+    let mut m = model(120, 40, false);
+    assert_eq!(
+        m.query().detail_for,
+        None,
+        "the table's selection, by default"
+    );
+    key(&mut m, KeyCode::Char('2'));
+    key(&mut m, KeyCode::Char('j'));
+    assert_eq!(m.query().detail_for.as_deref(), Some("f6a7b8c9-0000"));
+    assert_eq!(m.detail_target().as_deref(), Some("f6a7b8c9-0000"));
+    // Focusing the detail keeps what it follows.
+    key(&mut m, KeyCode::Tab);
+    key(&mut m, KeyCode::BackTab);
+    key(&mut m, KeyCode::Char('5'));
+    assert_eq!(m.query().detail_for.as_deref(), Some("f6a7b8c9-0000"));
+
+    key(&mut m, KeyCode::Char('3'));
+    assert_eq!(m.query().detail_for.as_deref(), Some("b2c3d4e5-0000"));
+    assert!(
+        key(&mut m, KeyCode::Enter).is_empty(),
+        "Enter opens, never acks"
+    );
+    assert!(m.detail_zoom);
+    assert_eq!((m.focus, m.detail_from), (Pane::Detail, Pane::Inbox));
+    key(&mut m, KeyCode::Esc);
+    key(&mut m, KeyCode::Char('1'));
+    assert_eq!(m.query().detail_for, None);
+}
+
+#[test]
+fn a_and_d_on_the_asks_pane_decide_a_gated_call_in_place() {
+    let mut m = model(120, 40, false);
+    key(&mut m, KeyCode::Char('2'));
+    // The first ask is a question: `a` opens its answer pane instead.
+    assert!(key(&mut m, KeyCode::Char('a')).is_empty());
+    assert_eq!(
+        m.mode,
+        Mode::Answering {
+            ask_id: "ask-1111-question".into()
+        }
+    );
+    key(&mut m, KeyCode::Esc);
+    key(&mut m, KeyCode::Char('j'));
+    assert_eq!(
+        key(&mut m, KeyCode::Char('d')),
+        vec![Effect::Verdict {
+            ask_id: "ask-2222-permission".into(),
+            verdict: OperatorVerdict::Deny
+        }]
+    );
+    assert_eq!(m.mode, Mode::Board);
+    // On its way: a second key sends nothing more.
+    assert!(key(&mut m, KeyCode::Char('a')).is_empty());
+    update(
+        &mut m,
+        Msg::VerdictDone {
+            ask_id: "ask-2222-permission".into(),
+            result: Err("ask ask-2222 was already answered".into()),
+        },
+    );
+    assert_eq!(
+        key(&mut m, KeyCode::Char('a')),
+        vec![Effect::Verdict {
+            ask_id: "ask-2222-permission".into(),
+            verdict: OperatorVerdict::Approve
+        }]
+    );
+    // `d` off the asks pane decides nothing.
+    key(&mut m, KeyCode::Char('1'));
+    assert!(key(&mut m, KeyCode::Char('d')).is_empty());
+}
+
+#[test]
+fn space_marks_inbox_items_and_shift_a_acks_them_through_the_cli_s_call() {
+    let (_dir, svc, _ask) = world();
+    let missions = svc.fleet.missions();
+    for s in ["first", "second", "third"] {
+        missions
+            .add_report(
+                "m-1",
+                crate::mission::ReportInput {
+                    kind: "progress".into(),
+                    summary: s.into(),
+                    ..Default::default()
+                },
+            )
+            .unwrap();
+    }
+    let mut m = model(120, 40, false);
+    let msg = snapshot_of(&svc, &m);
+    update(&mut m, msg);
+    assert_eq!((m.snap.inbox.len(), m.snap.inbox_total), (3, 3));
+    key(&mut m, KeyCode::Char('3'));
+    key(&mut m, KeyCode::Char(' '));
+    assert_eq!(m.inbox_sel, 1, "Space marks and moves on");
+    key(&mut m, KeyCode::Char(' '));
+    key(&mut m, KeyCode::Char('k'));
+    // Space again unmarks.
+    key(&mut m, KeyCode::Char(' '));
+    let marked = vec![m.snap.inbox[0].id.clone()];
+    assert_eq!(m.marked.iter().cloned().collect::<Vec<_>>(), marked);
+    let text = crate::board::view::tests::frame(&m);
+    assert!(text.contains("Inbox 3 unacked · 1 marked"), "{text}");
+    let fx = key(&mut m, KeyCode::Char('A'));
+    assert_eq!(
+        fx,
+        vec![Effect::AckMany {
+            inbox_ids: marked.clone()
+        }]
+    );
+    assert!(m.marked.is_empty());
+    let done = effects::execute_blocking(fx[0].clone(), &svc);
+    assert!(
+        matches!(&done, Msg::AckDone(Ok(t)) if t == "acknowledged 1 inbox item(s)"),
+        "{done:?}"
+    );
+    assert!(missions.inbox_item(&marked[0]).unwrap().acked);
+    assert_eq!(missions.inbox_count(false).unwrap(), 2);
+
+    // Nothing marked: `A` acks every item shown.
+    let msg = snapshot_of(&svc, &m);
+    update(&mut m, msg);
+    let fx = key(&mut m, KeyCode::Char('A'));
+    let done = effects::execute_blocking(fx[0].clone(), &svc);
+    assert!(
+        matches!(&done, Msg::AckDone(Ok(t)) if t == "acknowledged 2 inbox item(s)"),
+        "{done:?}"
+    );
+    assert_eq!(missions.inbox_count(false).unwrap(), 0);
+    // One that fails does not stop the rest, and the toast says which.
+    let some_gone = Effect::AckMany {
+        inbox_ids: vec!["no-such-item".into(), marked[0].clone()],
+    };
+    let again = effects::execute_blocking(some_gone, &svc);
+    assert!(
+        matches!(&again, Msg::AckDone(Err(e)) if e.starts_with("acknowledged 1 of 2 inbox item(s); no-such-")),
+        "{again:?}"
+    );
+    let msg = snapshot_of(&svc, &m);
+    update(&mut m, msg);
+    assert!(key(&mut m, KeyCode::Char('A')).is_empty());
+}
+
+#[test]
+fn titles_count_what_they_do_not_show() {
+    let mut m = model(120, 40, false);
+    let mut s = (*m.snap).clone();
+    s.pending_total = 607;
+    s.inbox_total = 350;
+    m.snap = Arc::new(s);
+    let text = crate::board::view::tests::frame(&m);
+    assert!(text.contains("Pending asks 2 of 607 "), "{text}");
+    assert!(text.contains("Inbox 1 of 350 unacked "), "{text}");
+    // A filter over more missions than it scans says how far it looked.
+    let mut s = (*m.snap).clone();
+    s.listed = 7000;
+    s.matched = Some(3);
+    m.snap = Arc::new(s);
+    m.filter = "tidy".into();
+    m.size = ratatui::layout::Rect::new(0, 0, 80, 24);
+    let text = crate::board::view::tests::frame(&m);
+    assert!(text.contains("/tidy (3 matched of 5000 scanned)"), "{text}");
 }

@@ -803,3 +803,103 @@ fn the_board_redraws_on_keys_while_another_process_holds_the_write_lock() {
     let screen = tmux.quit();
     assert!(screen.contains("EXITED:0"), "{screen}");
 }
+
+/// The stub reports that it started, then hangs: its mission stays open as long as
+/// its host lives.
+const HANG: &str = r#"{"name":"h","turns":[{"steps":[{"report":{"kind":"progress","summary":"started"}},"hang"]}]}"#;
+
+/// What needs you first, in a real terminal: a mission whose host was killed leads
+/// the table as "host gone"; `s` re-sorts it, `t` hides the terminal missions, the
+/// detail pane takes the focus and zooms, and `R` re-fires the dead mission.
+#[test]
+fn tmux_the_board_puts_a_dead_host_first_sorts_and_opens_the_detail() {
+    assert!(
+        tmux_available(),
+        "tmux drives the board in this test (apt-get install tmux)"
+    );
+    let sb = Sandbox::new();
+    sb.declare_stubs(&[("stub", None), ("hanger", Some(HANG))]);
+    sb.fire("stub", "land: write the release notes", &[]).ok();
+    let mut host = sb.command(&[
+        "mission",
+        "fire",
+        "hanger",
+        "hang: audit the logging setup",
+        "--wait",
+        "--policy",
+        "default",
+    ]);
+    host.stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null());
+    let mut host = host.spawn().unwrap();
+    let dead = wait_for(20, "the hanging mission's first report", || {
+        let id = sb.newest_mission()?;
+        let reports = sb.run(&["mission", "reports", &id]).ok();
+        reports.stdout.contains("started").then_some(id)
+    });
+    host.kill().unwrap();
+    host.wait().unwrap();
+
+    let tmux = board_in_tmux(&sb, "mb-board-needs", "", "board");
+    let screen = tmux.wait_screen(30, "the dead host flagged on top", |s| {
+        s.contains("by state") && s.contains("1 need you")
+    });
+    let rows: Vec<&str> = screen
+        .lines()
+        .filter(|l| l.contains("hang: audit") || l.contains("land: write"))
+        .collect();
+    assert!(
+        rows.first().is_some_and(|l| l.contains("⚠ host gone")),
+        "{screen}"
+    );
+    assert!(screen.contains("✓ landed"), "{screen}");
+
+    tmux.keys(&["s"]);
+    tmux.wait_screen(10, "the age sort", |s| s.contains("by age"));
+    tmux.keys(&["s"]);
+    tmux.wait_screen(10, "the heartbeat sort", |s| s.contains("by heartbeat"));
+    tmux.keys(&["t"]);
+    let hidden = tmux.wait_screen(10, "the terminal missions hidden", |s| {
+        s.contains("Missions 1 open of 2 (terminal hidden)")
+    });
+    assert!(!hidden.contains("✓ landed"), "{hidden}");
+    assert!(hidden.contains("⚠ host gone"), "{hidden}");
+
+    // The detail pane: focused, zoomed over the board, and back.
+    tmux.keys(&["5"]);
+    tmux.keys(&["z"]);
+    let zoomed = tmux.wait_screen(10, "the zoomed detail", |s| {
+        s.contains("(zoomed: z or Esc returns)")
+    });
+    assert!(
+        zoomed.contains("Needs you: its host process is gone"),
+        "{zoomed}"
+    );
+    assert!(zoomed.contains("Spend: "), "{zoomed}");
+    assert!(zoomed.contains("progress started"), "{zoomed}");
+    assert!(!zoomed.contains("Pending asks"), "{zoomed}");
+    tmux.keys(&["Escape"]);
+    tmux.wait_screen(10, "the board again", |s| s.contains("Pending asks"));
+
+    // R re-fires the dead mission as a new one, after a confirm.
+    tmux.keys(&["1"]);
+    tmux.keys(&["R"]);
+    tmux.wait_screen(10, "the re-fire confirm", |s| s.contains("Re-fire mission"));
+    tmux.keys(&["y"]);
+    tmux.wait_screen(30, "the re-fire's toast", |s| {
+        s.contains("re-fired mission")
+    });
+    let refired = wait_for(20, "the re-fired mission", || {
+        sb.newest_mission().filter(|id| *id != dead)
+    });
+    let show = sb.run(&["mission", "show", &refired, "--json"]).ok();
+    let v: serde_json::Value = serde_json::from_str(&show.stdout).unwrap();
+    assert_eq!(v["intent"], "hang: audit the logging setup", "{v:#}");
+    assert_eq!(v["agentName"], "hanger", "{v:#}");
+    sb.run(&["mission", "stop", &refired]).ok();
+    tmux.keys(&["C-c"]);
+    let screen = tmux.wait_screen(30, "the board to exit", |s| {
+        s.lines().any(|l| l.starts_with("EXITED:"))
+    });
+    assert!(screen.contains("EXITED:0"), "{screen}");
+}

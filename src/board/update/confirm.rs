@@ -1,5 +1,5 @@
-//! The confirm dialog: stop a mission (with an editable reason), merge or discard
-//! a worktree, or quit with unsent drafts or missions hosted here (whose units stop;
+//! The confirm dialog: stop a mission (with an editable reason), merge, discard or
+//! re-fire it, or quit with unsent drafts or missions hosted here (whose units stop;
 //! `s` stops the missions too, with the reason). Focus starts on No.
 
 use crossterm::event::{KeyCode, KeyEvent};
@@ -30,6 +30,19 @@ pub(super) fn worktree(row: &MissionRow, merge: bool) -> Confirm {
         ConfirmKind::Discard { mission_id, intent }
     };
     dialog(kind, LineField::new())
+}
+
+/// Firing `row`'s agent, envelope and intent again, as a new mission.
+pub(super) fn refire(row: &MissionRow) -> Confirm {
+    dialog(
+        ConfirmKind::Refire {
+            mission_id: row.id.clone(),
+            agent: row.agent.clone(),
+            envelope: row.envelope.clone(),
+            intent: row.intent.clone(),
+        },
+        LineField::new(),
+    )
 }
 
 /// `q` or `:q`: first learn which missions this board hosts; the answer
@@ -146,6 +159,10 @@ pub(super) fn key(m: &mut Model, key: KeyEvent, action: Option<Action>) -> Vec<E
                 mission_id,
                 merge: false,
             }]
+        }
+        ConfirmKind::Refire { mission_id, .. } => {
+            m.busy += 1;
+            vec![Effect::Refire { mission_id }]
         }
     }
 }

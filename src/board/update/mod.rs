@@ -84,6 +84,14 @@ pub enum Effect {
     Ack {
         inbox_id: String,
     },
+    /// Acknowledge several inbox items (the marked ones, or every one shown).
+    AckMany {
+        inbox_ids: Vec<String>,
+    },
+    /// Fire a new mission like `mission_id` (agent, envelope, intent, workspace).
+    Refire {
+        mission_id: String,
+    },
     LoadPicker,
     /// The arguments of a typed `/mission` line (the runner reads the registry,
     /// config and search path, then parses and resolves).

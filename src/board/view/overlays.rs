@@ -7,7 +7,7 @@ use ratatui::style::Style;
 use ratatui::text::{Line, Span};
 use ratatui::widgets::{Block, Borders, Clear, Paragraph, Wrap};
 
-use super::{age, field, kv, truncate, wrap};
+use super::{age, field, kv, truncate, wrap_text};
 use crate::board::keymap;
 use crate::board::layout::centered;
 use crate::board::line::LineField;
@@ -61,10 +61,32 @@ pub fn answer(frame: &mut Frame, area: Rect, m: &Model, ask_id: &str, now_ms: i6
                 ),
                 t.muted,
             ));
-            head.push(Line::styled(a.summary.clone(), t.title));
+            if a.question {
+                head.push(Line::styled(a.summary.clone(), t.title));
+            }
+            if !a.intent.is_empty() {
+                head.push(kv("Mission: ", a.intent.clone(), t.title));
+            }
             if !a.question {
+                // Everything the decision rests on: what would run, on what, and
+                // which rule of which envelope stopped it, and what silence does.
                 head.push(kv("Tool: ", a.tool.clone(), t.title));
-                head.push(kv("Envelope: ", a.envelope.clone(), t.title));
+                head.push(kv("Input: ", a.summary.clone(), t.title));
+                let rule = match a.matched_rule {
+                    Some(i) => format!("rules[{i}] of envelope {}", a.envelope),
+                    None => format!("no rule matched: envelope {}'s default", a.envelope),
+                };
+                head.push(kv("Rule: ", rule, t.title));
+                let timeout = if a.expires_at > 0 {
+                    format!(
+                        "{} in {}",
+                        a.on_timeout,
+                        crate::duration::age((a.expires_at - now_ms).div_euclid(1000))
+                    )
+                } else {
+                    format!("{} (no deadline: it waits for you)", a.on_timeout)
+                };
+                head.push(kv("On timeout: ", timeout, t.title));
             }
             if let Some(d) = &a.detail {
                 for l in d.lines().take(8) {
@@ -126,7 +148,7 @@ pub fn confirm(frame: &mut Frame, area: Rect, m: &Model, c: &Confirm) {
     let text_w = width.saturating_sub(4) as usize;
     let e = m.symbols.ellipsis;
     let wrapped = |text: &str| -> Vec<Line<'static>> {
-        wrap(text, text_w).into_iter().map(Line::raw).collect()
+        wrap_text(text, text_w).into_iter().map(Line::raw).collect()
     };
     let (title, mut lines) = match &c.kind {
         ConfirmKind::Stop { mission_id, intent } => (
@@ -149,6 +171,21 @@ pub fn confirm(frame: &mut Frame, area: Rect, m: &Model, c: &Confirm) {
             vec![
                 Line::raw(truncate(intent, text_w, e)),
                 Line::raw("Its worktree and its branch are removed, work and all."),
+            ],
+        ),
+        ConfirmKind::Refire {
+            mission_id,
+            agent,
+            envelope,
+            intent,
+        } => (
+            format!(" Re-fire mission {}? ", short(mission_id)),
+            vec![
+                Line::raw(truncate(intent, text_w, e)),
+                Line::raw(format!(
+                    "A new mission: agent {agent}, envelope {envelope}, same workspace."
+                )),
+                Line::raw("This one stays as it is (stop it with x)."),
             ],
         ),
         ConfirmKind::Quit { drafts, hosted } => {
@@ -352,7 +389,7 @@ fn help_cell(keys: &str, help: &str, width: usize) -> Vec<String> {
         out.push(keys.to_string());
         None
     };
-    for part in wrap(help, text_w) {
+    for part in wrap_text(help, text_w) {
         let lead = first.take().unwrap_or_else(|| pad.clone());
         out.push(format!("{lead}{part}"));
     }

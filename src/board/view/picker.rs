@@ -7,7 +7,7 @@ use ratatui::style::Style;
 use ratatui::text::{Line, Span};
 use ratatui::widgets::{Block, Borders, Clear, Paragraph, Wrap};
 
-use super::{field, truncate, wrap};
+use super::{field, truncate, wrap_text};
 use crate::board::layout::centered;
 use crate::board::model::{AgentEntry, EnvelopeEntry, Model, PickStep, Picker};
 use crate::board::picker::{LABEL_SEP, NO_ENVELOPES, bound_labels, envelope_line, header_lines};
@@ -195,12 +195,12 @@ pub fn render(frame: &mut Frame, area: Rect, m: &Model, p: &Picker) {
 
 /// `text` wrapped to `width`, its continuation lines indented by `indent`.
 fn wrap_indented(text: &str, width: usize, indent: usize) -> Vec<String> {
-    let mut lines = wrap(text, width);
+    let mut lines = wrap_text(text, width);
     if lines.len() > 1 {
         let rest = lines.split_off(1).join(" ");
         let pad = " ".repeat(indent);
         lines.extend(
-            wrap(&rest, width.saturating_sub(indent).max(1))
+            wrap_text(&rest, width.saturating_sub(indent).max(1))
                 .into_iter()
                 .map(|l| format!("{pad}{l}")),
         );
@@ -220,7 +220,7 @@ fn label_lines(
     if labels.is_empty() {
         return Vec::new();
     }
-    let mut out: Vec<Line> = wrap(&labels.join(LABEL_SEP), width.saturating_sub(4).max(1))
+    let mut out: Vec<Line> = wrap_text(&labels.join(LABEL_SEP), width.saturating_sub(4).max(1))
         .into_iter()
         .map(|l| Line::styled(format!("    {l}"), m.theme.muted))
         .collect();

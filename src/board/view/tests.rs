@@ -29,11 +29,15 @@ fn mission(id: &str, status: Status, intent: &str, age_s: i64, asks: i64) -> Mis
         created_at: NOW - age_s * S,
         last_heartbeat: (status == Status::Open).then_some(NOW - 2 * S),
         pending_asks: asks,
+        workspace: "cwd".into(),
+        needs: (asks > 0).then_some(Needs::Ask),
     }
 }
 
 pub(crate) fn snapshot() -> Snapshot {
-    let rows = vec![
+    // As the store thread orders them: what needs you (the pending asks) first, then
+    // by state (open, stuck, derailed, abandoned, landed), newest first.
+    let mut rows = vec![
         mission(
             "a1b2c3d4-0000",
             Status::Open,
@@ -42,11 +46,11 @@ pub(crate) fn snapshot() -> Snapshot {
             1,
         ),
         mission(
-            "b2c3d4e5-0000",
-            Status::Landed,
-            "land: write the release notes",
-            120,
-            0,
+            "f6a7b8c9-0000",
+            Status::Open,
+            "perm-1: tidy the imports under approval",
+            60,
+            1,
         ),
         mission(
             "c3d4e5f6-0000",
@@ -70,17 +74,19 @@ pub(crate) fn snapshot() -> Snapshot {
             0,
         ),
         mission(
-            "f6a7b8c9-0000",
-            Status::Open,
-            "perm-1: tidy the imports under approval",
-            20,
-            1,
+            "b2c3d4e5-0000",
+            Status::Landed,
+            "land: write the release notes",
+            120,
+            0,
         ),
     ];
+    rows[5].workspace = "worktree".into();
     let detail = Detail {
         mission: rows[0].clone(),
         last_error: None,
         worktree: None,
+        spend: Some("14 tool calls · 5200 tokens · 20s so far".into()),
         plan: vec![
             PlanRow {
                 content: "survey the task".into(),
@@ -100,12 +106,16 @@ pub(crate) fn snapshot() -> Snapshot {
             ReportRow {
                 kind: "result".into(),
                 summary: "wrote docs/config.md".into(),
+                detail: "Renamed APP_CONF to APP_CONFIG in the loader, the docs and the deploy script; the old name is still read, with a warning, for one release.".into(),
+                refs: vec!["docs/config.md".into(), "src/config.rs".into()],
                 warning: Some("claimed artifacts not found: docs/config.md".into()),
                 created_at: NOW - 5 * S,
             },
             ReportRow {
                 kind: "progress".into(),
                 summary: "surveyed the task".into(),
+                detail: String::new(),
+                refs: vec![],
                 warning: None,
                 created_at: NOW - 30 * S,
             },
@@ -119,6 +129,8 @@ pub(crate) fn snapshot() -> Snapshot {
         generation: 1,
         total_missions: 6,
         open_missions: 2,
+        listed: 6,
+        needs_me: 2,
         matched: None,
         offset: 0,
         rows,
@@ -133,6 +145,9 @@ pub(crate) fn snapshot() -> Snapshot {
                 detail: Some("The env var is read in three places.".into()),
                 tool: "mission.mission_ask_attention".into(),
                 envelope: "default".into(),
+                matched_rule: None,
+                on_timeout: "wait".into(),
+                intent: "ask-then-land: rename the config env var".into(),
                 created_at: NOW - 35 * S,
                 expires_at: 0,
             },
@@ -145,6 +160,9 @@ pub(crate) fn snapshot() -> Snapshot {
                 detail: Some("--- a/src/lib.rs\n+++ b/src/lib.rs".into()),
                 tool: "fs.edit".into(),
                 envelope: "default".into(),
+                matched_rule: Some(2),
+                on_timeout: "deny".into(),
+                intent: "perm-1: tidy the imports under approval".into(),
                 created_at: NOW - 10 * S,
                 expires_at: NOW + 3600 * S,
             },
@@ -388,6 +406,90 @@ both_sizes!(status_error_notice, |m: &mut Model| {
 });
 both_sizes!(empty_board, |m: &mut Model| m.snap =
     Arc::new(Snapshot::default()));
+both_sizes!(detail_focused_scrolled, |m: &mut Model| {
+    m.focus = Pane::Detail;
+    m.detail_scroll = 3;
+});
+both_sizes!(detail_zoomed, |m: &mut Model| {
+    m.focus = Pane::Detail;
+    m.detail_zoom = true;
+});
+both_sizes!(inbox_item_opened, |m: &mut Model| {
+    let mut s = snapshot();
+    let d = s.detail.as_mut().unwrap();
+    d.mission = s.rows[5].clone();
+    d.plan.clear();
+    d.spend = Some("3 tool calls · 900 tokens · 1m in all".into());
+    m.snap = Arc::new(s);
+    m.focus = Pane::Detail;
+    m.detail_from = Pane::Inbox;
+    m.detail_zoom = true;
+});
+both_sizes!(sorted_by_heartbeat_terminal_hidden, |m: &mut Model| {
+    let mut s = snapshot();
+    s.rows.retain(|r| r.status == crate::mission::Status::Open);
+    s.listed = 2;
+    m.snap = Arc::new(s);
+    m.order = crate::mission::Order::Heartbeat;
+    m.hide_terminal = true;
+});
+both_sizes!(host_gone_badge, |m: &mut Model| {
+    let mut s = snapshot();
+    s.rows[0].pending_asks = 0;
+    s.rows[0].needs = Some(Needs::HostGone);
+    s.rows[0].last_heartbeat = Some(NOW - 3 * 3600 * S);
+    s.rows[2].needs = Some(Needs::Blocker);
+    s.asks.remove(0);
+    s.pending_total = 1;
+    s.needs_me = 3;
+    let d = s.detail.as_mut().unwrap();
+    d.mission = s.rows[0].clone();
+    m.snap = Arc::new(s);
+});
+both_sizes!(honest_counts_and_marks, |m: &mut Model| {
+    let mut s = snapshot();
+    let item = s.inbox[0].clone();
+    s.inbox = (0..3)
+        .map(|i| InboxRow {
+            id: format!("inbox-{i}"),
+            summary: format!("report {i} of the scripted run"),
+            ..item.clone()
+        })
+        .collect();
+    s.inbox_total = 350;
+    s.pending_total = 607;
+    s.total_missions = 1_000_000;
+    s.listed = 1_000_000;
+    m.snap = Arc::new(s);
+    m.focus = Pane::Inbox;
+    m.inbox_sel = 2;
+    m.marked.insert("inbox-0".into());
+    m.marked.insert("inbox-2".into());
+});
+both_sizes!(confirm_refire, |m: &mut Model| {
+    m.mode = Mode::Confirm(Confirm {
+        kind: ConfirmKind::Refire {
+            mission_id: "a1b2c3d4-0000".into(),
+            agent: "demo".into(),
+            envelope: "default".into(),
+            intent: "ask-then-land: rename the config env var".into(),
+        },
+        reason: Default::default(),
+        editing: false,
+        yes_focused: false,
+        error: None,
+    });
+});
+both_sizes!(detail_follows_the_selected_ask, |m: &mut Model| {
+    let mut s = snapshot();
+    let d = s.detail.as_mut().unwrap();
+    d.mission = s.rows[1].clone();
+    d.reports.truncate(1);
+    m.snap = Arc::new(s);
+    m.focus = Pane::Asks;
+    m.detail_from = Pane::Asks;
+    m.ask_sel = 1;
+});
 
 #[test]
 fn ascii_mono_frame() {
@@ -496,14 +598,14 @@ fn the_trace_pane_shows_the_oracle_model_and_its_newest_lines() {
 fn the_detail_pane_names_a_worktree_mission_s_worktree() {
     let mut m = model(120, 40, false);
     let mut s = snapshot();
-    assert!(!frame(&m).contains("Worktree:"), "no worktree, no line");
+    assert!(frame(&m).contains("Workspace: cwd"), "no worktree: the cwd");
     if let Some(d) = &mut s.detail {
         d.worktree = Some("/r/.git/missionboard-worktrees/a1b2c3d4 on mission/a1b2c3d4".into());
     }
     m.snap = Arc::new(s);
     let text = frame(&m);
     assert!(
-        text.contains("Worktree: /r/.git/missionboard-worktrees/a1b2c3d4 on mission/a1b2c3d4"),
+        text.contains("Workspace: /r/.git/missionboard-worktrees/a1b2c3d4 on mission/a1b2c3d4"),
         "{text}"
     );
 }
@@ -749,17 +851,20 @@ fn the_status_hints_fit_at_120_columns_and_drop_whole_at_80() {
 
 #[test]
 fn wrap_breaks_at_spaces_and_cuts_nothing() {
-    use super::{cells, wrap};
+    use super::{cells, wrap_text};
     assert_eq!(
-        wrap("answer or decide the selected ask", 14),
+        wrap_text("answer or decide the selected ask", 14),
         ["answer or", "decide the", "selected ask"]
     );
     // A word wider than the line is split between graphemes, wide ones counted as two.
-    assert_eq!(wrap("日本語の説明 ok", 5), ["日本", "語の", "説明", "ok"]);
-    assert_eq!(wrap("a\nb c", 10), ["a", "b c"]);
+    assert_eq!(
+        wrap_text("日本語の説明 ok", 5),
+        ["日本", "語の", "説明", "ok"]
+    );
+    assert_eq!(wrap_text("a\nb c", 10), ["a", "b c"]);
     let text = "maxTokens 2,000,000 · best-effort · modelAllowlist [\"a\", \"b\"] · declared, not enforced";
     for w in [1, 7, 20, 200] {
-        let lines = wrap(text, w);
+        let lines = wrap_text(text, w);
         assert!(lines.iter().all(|l| cells(l) <= w), "{w}: {lines:?}");
         let squeeze = |s: &str| s.replace(' ', "");
         assert_eq!(squeeze(&lines.concat()), squeeze(text), "{w}");
