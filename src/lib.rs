@@ -22,6 +22,7 @@ pub mod confine;
 pub mod duration;
 pub mod envelope;
 pub mod fleet;
+pub mod host;
 pub mod logging;
 pub mod mission;
 pub mod model;

@@ -8,6 +8,7 @@
 
 pub mod id_prefix;
 pub mod inbox;
+pub mod parent;
 pub mod plan;
 pub mod report;
 

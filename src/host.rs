@@ -1,0 +1,42 @@
+//! This process as other processes can recognise it later: its pid and its start
+//! time, so a record naming a host (a checkpoint, a firing session) can tell a live
+//! host from a later process that reused its pid.
+
+/// A host process, told apart from a later process that reused its pid.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct HostId {
+    pub pid: u32,
+    pub start: String,
+}
+
+impl HostId {
+    /// This process.
+    pub fn current() -> HostId {
+        let pid = std::process::id();
+        HostId {
+            pid,
+            start: start_time(pid).unwrap_or_default(),
+        }
+    }
+
+    /// Is that process still running (and still the same process)?
+    pub fn is_alive(&self) -> bool {
+        match start_time(self.pid) {
+            Some(start) => start == self.start,
+            None => false,
+        }
+    }
+
+    pub fn label(&self) -> String {
+        format!("{}@{}", self.pid, self.start)
+    }
+}
+
+/// The process start time (field 22 of /proc/<pid>/stat), in clock ticks since boot.
+fn start_time(pid: u32) -> Option<String> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    // The command name may hold spaces and parentheses; fields resume after the last ')'.
+    let rest = &stat[stat.rfind(')')? + 1..];
+    rest.split_whitespace().nth(19).map(str::to_string)
+}
+

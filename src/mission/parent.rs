@@ -1,0 +1,72 @@
+//! Firing sessions: the editor sessions (`missionboard acp`) that fire missions as
+//! their parent. A parented mission's reports stream into its parent while that
+//! session lives; once it has ended — closed, or its process gone — they wait in the
+//! operator inbox as `parent_gone`. Liveness is durable, so a report written by any
+//! process (a resumed run, the reclaim sweep) routes the same way.
+
+use rusqlite::{OptionalExtension, params};
+
+use super::report::Report;
+use super::{Mission, Missions, Result};
+use crate::clock;
+use crate::host::HostId;
+
+pub(crate) const SCHEMA_V9: &str = "
+CREATE TABLE parent_sessions (
+    id          TEXT PRIMARY KEY NOT NULL,
+    host_pid    INTEGER NOT NULL,
+    host_start  TEXT NOT NULL,
+    opened_at   INTEGER NOT NULL,
+    closed_at   INTEGER
+);";
+
+impl Missions {
+    /// Record that this process opened firing session `id`.
+    pub fn open_parent_session(&self, id: &str) -> Result<()> {
+        let host = HostId::current();
+        self.store.with(|c| {
+            c.execute(
+                "INSERT INTO parent_sessions (id, host_pid, host_start, opened_at) VALUES (?1, ?2, ?3, ?4)
+                 ON CONFLICT (id) DO UPDATE SET host_pid = ?2, host_start = ?3, closed_at = NULL",
+                params![id, host.pid, host.start, clock::now_ms()],
+            )
+        })?;
+        Ok(())
+    }
+
+    /// Firing session `id` has ended (`session/close`, or its process winding down).
+    pub fn close_parent_session(&self, id: &str) -> Result<()> {
+        self.store.with(|c| {
+            c.execute(
+                "UPDATE parent_sessions SET closed_at = ?2 WHERE id = ?1 AND closed_at IS NULL",
+                params![id, clock::now_ms()],
+            )
+        })?;
+        Ok(())
+    }
+
+    /// Is firing session `id` open, in a process that still runs?
+    pub fn parent_session_live(&self, id: &str) -> Result<bool> {
+        let row: Option<(u32, String, Option<i64>)> = self.store.with(|c| {
+            c.query_row(
+                "SELECT host_pid, host_start, closed_at FROM parent_sessions WHERE id = ?1",
+                params![id],
+                |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)),
+            )
+            .optional()
+        })?;
+        Ok(match row {
+            Some((pid, start, None)) => HostId { pid, start }.is_alive(),
+            _ => false,
+        })
+    }
+
+    /// A parented report its live parent could not take after all (the session ended
+    /// between the write and the delivery): into the inbox as `parent_gone`, once.
+    pub fn inbox_parent_gone(&self, mission: &Mission, report: &Report) -> Result<()> {
+        self.store.write(|tx| {
+            super::inbox::insert_for_report(tx, mission, report, super::inbox::PARENT_GONE)
+        })?;
+        Ok(())
+    }
+}
