@@ -66,6 +66,7 @@ const MODULES: &[(&str, (&str, u8, Siblings))] = &[
     ("board", SURFACES),
     ("bench", SURFACES),
     ("cli", SURFACES),
+    ("session", SURFACES),
 ];
 
 /// The only edges between roles, and why each is one way.

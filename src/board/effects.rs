@@ -328,6 +328,7 @@ async fn fire(fleet: &Fleet, r: &Resolved, summary: &str) -> Result<String, Stri
         &d.mission_id,
         &d.instance_id,
         &d.session_id,
+        picker::BOARD_REPORTS,
     ))
 }
 

@@ -143,6 +143,7 @@ pub fn confirmation(
     mission_id: &str,
     instance: &str,
     session: &str,
+    reports: &str,
 ) -> String {
     let who = if r.agent_named {
         "named agent"
@@ -158,9 +159,26 @@ pub fn confirmation(
     }
     out.push_str(&format!("Intent: {}\n", r.intent));
     out.push_str(&format!(
-        "Mission {mission_id} (instance {instance}, session {session}). Reports arrive live on this board as the mission runs; if the board has closed when one lands, it waits in the operator inbox."
+        "Mission {mission_id} (instance {instance}, session {session}). {reports}"
     ));
     out
+}
+
+/// Where the board's fired missions report.
+pub const BOARD_REPORTS: &str = "Reports arrive live on this board as the mission runs; if the board has closed when one lands, it waits in the operator inbox.";
+
+/// The truthful label of each field an envelope sets, `field: label` joined by
+/// `sep` (the picker's second line under the envelope); `None` when it sets none.
+pub fn labels_line(e: &EnvelopeEntry, sep: &str) -> Option<String> {
+    if e.labels.is_empty() {
+        return None;
+    }
+    let labels: Vec<String> = e
+        .labels
+        .iter()
+        .map(|(field, label)| format!("{field}: {label}"))
+        .collect();
+    Some(format!("    {}", labels.join(sep)))
 }
 
 /// The §7 header the picker shows above its lists.
@@ -326,7 +344,7 @@ mod tests {
             envelope_line(&d.envelopes[1], Some("default")),
             "  hitl-policy-strict.json"
         );
-        let text = confirmation(&r, "s", "m1", "i1", "s1");
+        let text = confirmation(&r, "s", "m1", "i1", "s1", BOARD_REPORTS);
         assert!(text.starts_with("Mission fired at default mission agent \"demo\" under envelope \"default\" (default-mission-policy).\nEnvelope: s\nIntent: go\nMission m1 (instance i1, session s1)."));
     }
 }

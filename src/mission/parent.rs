@@ -6,7 +6,8 @@
 
 use rusqlite::{OptionalExtension, params};
 
-use super::report::Report;
+use super::inbox::PARENT_GONE;
+use super::report::report_at;
 use super::{Mission, Missions, Result};
 use crate::clock;
 use crate::host::HostId;
@@ -63,9 +64,33 @@ impl Missions {
 
     /// A parented report its live parent could not take after all (the session ended
     /// between the write and the delivery): into the inbox as `parent_gone`, once.
-    pub fn inbox_parent_gone(&self, mission: &Mission, report: &Report) -> Result<()> {
+    pub fn inbox_parent_gone(&self, mission: &Mission, report_id: &str) -> Result<()> {
         self.store.write(|tx| {
-            super::inbox::insert_for_report(tx, mission, report, super::inbox::PARENT_GONE)
+            let report = tx
+                .query_row(
+                    "SELECT id, mission_id, kind, summary, detail, refs, handover, created_at
+                     FROM reports WHERE id = ?1",
+                    params![report_id],
+                    |r| report_at(r, 0),
+                )
+                .optional()?;
+            match report {
+                Some(r) => super::inbox::insert_for_report(tx, mission, &r, PARENT_GONE),
+                None => Ok(()),
+            }
+        })?;
+        Ok(())
+    }
+
+    /// Every firing session this process opened has ended (it is winding down).
+    pub fn close_parent_sessions_of_this_host(&self) -> Result<()> {
+        let host = HostId::current();
+        self.store.with(|c| {
+            c.execute(
+                "UPDATE parent_sessions SET closed_at = ?3
+                 WHERE host_pid = ?1 AND host_start = ?2 AND closed_at IS NULL",
+                params![host.pid, host.start, clock::now_ms()],
+            )
         })?;
         Ok(())
     }

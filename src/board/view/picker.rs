@@ -8,7 +8,7 @@ use ratatui::widgets::{Block, Borders, Clear, Paragraph, Wrap};
 use super::{field, truncate};
 use crate::board::layout::centered;
 use crate::board::model::{Model, PickStep, Picker};
-use crate::board::picker::{NO_ENVELOPES, envelope_line, header_lines};
+use crate::board::picker::{NO_ENVELOPES, envelope_line, header_lines, labels_line};
 
 pub fn render(frame: &mut Frame, area: Rect, m: &Model, p: &Picker) {
     let t = &m.theme;
@@ -71,16 +71,8 @@ pub fn render(frame: &mut Frame, area: Rect, m: &Model, p: &Picker) {
                     line = line.style(t.selection);
                 }
                 lines.push(line);
-                if !env.labels.is_empty() {
-                    let labels: Vec<String> = env
-                        .labels
-                        .iter()
-                        .map(|(field, label)| format!("{field}: {label}"))
-                        .collect();
-                    lines.push(Line::styled(
-                        truncate(&format!("    {}", labels.join(m.symbols.sep)), width, e),
-                        t.muted,
-                    ));
+                if let Some(labels) = labels_line(env, m.symbols.sep) {
+                    lines.push(Line::styled(truncate(&labels, width, e), t.muted));
                 }
             }
         }
