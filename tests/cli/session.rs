@@ -553,3 +553,132 @@ async fn slash_mission_refuses_with_the_grammars_texts_and_the_fleet_width() {
     );
     editor.quit().await;
 }
+
+const WAITER: &str = r#"{"ask":{"summary":"Which branch?","then":[{"report":{"kind":"result","summary":"went with {{answer}}"}},{"finish":"landed"}]}}"#;
+
+fn pending_of(sb: &Sandbox, id: &str) -> Vec<String> {
+    show(sb, id)["pendingAsks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|a| a["id"].as_str().unwrap().to_string())
+        .collect()
+}
+
+fn trace_of(sb: &Sandbox, id: &str) -> Vec<String> {
+    show(sb, id)["oracleTrace"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t.to_string())
+        .collect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_oracle_mounted_elsewhere_leaves_a_parented_question_alone() {
+    const TWO_ASKS: &str = r#"{"ask":{"summary":"Which region?","then":{"report":{"kind":"finding","summary":"region: {{answer}}"}}}},{"ask":{"summary":"Rename the env var too?","then":{"report":{"kind":"result","summary":"renamed: {{answer}}"}}}},{"finish":"landed"}"#;
+    let sb = Sandbox::new();
+    let verdict = |needle: &str, args: Value| {
+        json!({"match": needle, "tool_calls": [{"name": "oracle.submit_verdict", "arguments": args}]})
+    };
+    let dialog = world(
+        &sb,
+        json!([
+            verdict("Which region", json!({"verdict": "wait", "askId": "{{input.askId}}"})),
+            {"match": "Which region", "text": "DONE"},
+            verdict("Rename", json!({"verdict": "answer", "askId": "{{input.askId}}", "answer": "yes"})),
+            {"match": "Rename", "text": "DONE"},
+        ]),
+        &[("stub", Some(&script(TWO_ASKS))), ("waiter", Some(&script(WAITER)))],
+    );
+    sb.run(&["config", "set", "opt-in-beta", "true"]).ok();
+    let oracle_fire = crate::harness::Background::spawn(sb.command(&[
+        "mission", "fire", "stub", "rename the setting", "--wait", "--policy", "default",
+        "--oracle",
+    ]));
+    let ours = wait_for_async(30, "the oracle's mission", || sb.newest_mission()).await;
+    wait_for_async(30, "the oracle's first review", || {
+        trace_of(&sb, &ours)
+            .iter()
+            .any(|l| l.contains("WAIT"))
+            .then_some(())
+    })
+    .await;
+
+    let mut editor = Editor::start(&sb).await;
+    let (session, _) = editor.new_session(&sb).await;
+    // Human-only, so the session's own agent makes no model call either.
+    let (said, _) = editor
+        .prompt(&session, "/mission --policy strict waiter pick a branch")
+        .await;
+    let theirs = mission_id_in(&said);
+    editor
+        .until_said("unit waiter is waiting on you: Which branch?")
+        .await;
+    let parented = wait_for_async(30, "the parented question", || {
+        pending_of(&sb, &theirs).first().cloned()
+    })
+    .await;
+    // The oracle's unit asks again only after this; the bus is ordered, so once the
+    // oracle has answered that one it has passed over the parented question.
+    let region = pending_of(&sb, &ours)[0].clone();
+    sb.run(&["approvals", "respond", &region, "--answer", "eu"]).ok();
+    let run = tokio::task::spawn_blocking(move || oracle_fire.join())
+        .await
+        .unwrap();
+    assert_eq!(run.code, 0, "{run:#?}");
+    assert!(run.stdout.contains("  [result] renamed: yes\n"), "{run:#?}");
+    assert!(trace_of(&sb, &theirs).is_empty());
+    assert!(!run.stderr.contains(&parented), "{}", run.stderr);
+    assert!(
+        requests(&dialog)
+            .iter()
+            .all(|r| !r.to_string().contains("Which branch")),
+        "no model call for a parented question, in the oracle or the session"
+    );
+    assert_eq!(pending_of(&sb, &theirs), vec![parented.clone()]);
+    sb.run(&["approvals", "respond", &parented, "--answer", "main"])
+        .ok();
+    editor
+        .until_said("unit waiter reported (result): went with main")
+        .await;
+    editor.quit().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn when_the_acp_process_exits_its_units_go_and_a_later_answer_resumes_the_run_into_the_inbox()
+ {
+    let sb = Sandbox::new();
+    world(&sb, json!([]), &[("waiter", Some(&script(WAITER)))]);
+    let mut editor = Editor::start(&sb).await;
+    let (session, _) = editor.new_session(&sb).await;
+    let (said, _) = editor
+        .prompt(&session, "/mission --policy strict waiter pick a branch")
+        .await;
+    let id = mission_id_in(&said);
+    editor
+        .until_said("unit waiter is waiting on you: Which branch?")
+        .await;
+    let ask = wait_for_async(30, "the question", || pending_of(&sb, &id).first().cloned()).await;
+    let unit = sb.cwd.join("script-waiter.json").display().to_string();
+    assert!(!crate::harness::processes_mentioning(&unit).is_empty());
+    editor.quit().await;
+    wait_for_async(30, "the unit to be torn down", || {
+        crate::harness::processes_mentioning(&unit)
+            .is_empty()
+            .then_some(())
+    })
+    .await;
+    assert_eq!(show(&sb, &id)["status"], json!("open"), "parked, not ended");
+
+    // Answered from the CLI, the run resumes there; its session is gone.
+    sb.run(&["approvals", "respond", &ask, "--answer", "main"]).ok();
+    assert_eq!(show(&sb, &id)["status"], json!("landed"));
+    let item = inbox(&sb)
+        .into_iter()
+        .find(|i| i["missionId"] == json!(id))
+        .expect("the result waits in the inbox");
+    assert_eq!(item["reason"], json!("parent_gone"));
+    assert_eq!(item["parentSessionId"], json!(session));
+    assert_eq!(item["report"]["summary"], json!("went with main"));
+}
