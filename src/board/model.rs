@@ -85,6 +85,8 @@ pub struct Detail {
     pub handover: Vec<String>,
     /// Its git worktree, when it was fired with one: path, branch, what became of it.
     pub worktree: Option<String>,
+    /// The editor session that fired it, when one did.
+    pub fired_by: Option<String>,
 }
 
 /// What the store thread publishes. Everything text in it is sanitized.

@@ -368,6 +368,7 @@ fn detail(missions: &Missions, m: &Mission, pending: i64) -> Result<Detail, Stri
         });
     Ok(Detail {
         worktree,
+        fired_by: m.parent_session_id.as_deref().map(one_line),
         mission: mission_row(m, pending),
         last_error: m
             .last_error

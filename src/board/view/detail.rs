@@ -46,6 +46,9 @@ pub fn render(frame: &mut Frame, area: Rect, m: &Model, now_ms: i64) {
         )),
     ])];
     lines.push(kv("Intent: ", r.intent.clone(), t.title));
+    if let Some(session) = &d.fired_by {
+        lines.push(kv("Fired by: ", format!("session {session}"), t.title));
+    }
     if let Some(wt) = &d.worktree {
         lines.push(kv("Worktree: ", wt.clone(), t.title));
     }
