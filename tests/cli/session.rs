@@ -682,3 +682,48 @@ async fn when_the_acp_process_exits_its_units_go_and_a_later_answer_resumes_the_
     assert_eq!(item["parentSessionId"], json!(session));
     assert_eq!(item["report"]["summary"], json!("went with main"));
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_session_agent_fires_with_mission_start_under_the_same_refusals() {
+    let sb = Sandbox::new();
+    let start = |args: Value| json!({"tool_calls": [{"name": "mission_start", "arguments": args}]});
+    let dialog = world(
+        &sb,
+        json!([
+            start(json!({"intent": "tidy   the docs"})),
+            start(json!({"intent": "tidy the docs", "agent": "worker"})),
+            start(json!({"intent": "tidy the docs", "agent": "worker", "policy": "default"})),
+            {"text": "Fired it."},
+        ]),
+        &[("worker", Some(&script(r#"{"report":{"kind":"progress","summary":"on it"}},{"finish":"landed"}"#)))],
+    );
+    let mut editor = Editor::start(&sb).await;
+    let (session, _) = editor.new_session(&sb).await;
+    let (said, stop) = editor.prompt(&session, "get the docs tidied").await;
+    assert_eq!(stop, StopReason::EndTurn);
+    assert!(said.ends_with("Fired it."), "{said}");
+    let results: Vec<String> = requests(&dialog)
+        .last()
+        .unwrap()["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|m| m["role"] == "tool")
+        .map(|m| m["content"].as_str().unwrap().to_string())
+        .collect();
+    assert_eq!(
+        results[0],
+        "error: missiontools: mission_start needs an agent: name one, or set a default with `missionboard config set default-mission-agent <name>`"
+    );
+    assert_eq!(
+        results[1],
+        "error: missiontools: mission_start needs an envelope: name one, or set a default with `missionboard config set default-mission-policy <name>`"
+    );
+    let fired: Value = serde_json::from_str(&results[2]).unwrap();
+    assert_eq!(fired["intent"], json!("tidy the docs"));
+    let id = fired["missionId"].as_str().unwrap().to_string();
+    editor.until_said("unit worker reported (progress): on it").await;
+    editor.until_said("unit worker landed").await;
+    assert_eq!(show(&sb, &id)["parentSessionId"], json!(session));
+    editor.quit().await;
+}
