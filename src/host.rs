@@ -39,4 +39,3 @@ fn start_time(pid: u32) -> Option<String> {
     let rest = &stat[stat.rfind(')')? + 1..];
     rest.split_whitespace().nth(19).map(str::to_string)
 }
-

@@ -188,9 +188,7 @@ impl Missions {
         // (a parent that ends after this look is covered by its deliverer).
         let inbox_reason = match &mission.parent_session_id {
             None => Some(super::inbox::OPERATOR_FIRED),
-            Some(parent) if !self.parent_session_live(parent)? => {
-                Some(super::inbox::PARENT_GONE)
-            }
+            Some(parent) if !self.parent_session_live(parent)? => Some(super::inbox::PARENT_GONE),
             Some(_) => None,
         };
         self.store.write(|tx| {

@@ -14,9 +14,9 @@ use agent_client_protocol::v1::schema::{
 use agent_client_protocol::{Client, Error};
 use serde_json::{Map, Value, json};
 
+use super::HostTools;
 use super::context::{self, truncate_output};
 use super::local_tools::{self, LocalCall, LocalTool};
-use super::HostTools;
 use super::server::model_error;
 use crate::acp::McpStdioServer;
 use crate::acp::agent_side::CancelSignal;
@@ -260,7 +260,10 @@ impl Turn<'_> {
             && host.specs().iter().any(|t| t.name == call.name)
         {
             let host = host.clone();
-            return Ok((self.call_host_tool(state, &*host, call).await?, Effect::Continue));
+            return Ok((
+                self.call_host_tool(state, &*host, call).await?,
+                Effect::Continue,
+            ));
         }
         let Some(tool) = LocalTool::from_name(&call.name) else {
             let known: Vec<&str> = state.tools.iter().map(|t| t.name.as_str()).collect();

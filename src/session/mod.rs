@@ -34,7 +34,9 @@ use agent_client_protocol::{Client, Error};
 use serde_json::json;
 use tokio::sync::{OnceCell, watch};
 
-use crate::acp::agent_side::{self, AgentSession, BuiltinAgent, CancelSignal, PromptTurn, Sessions};
+use crate::acp::agent_side::{
+    self, AgentSession, BuiltinAgent, CancelSignal, PromptTurn, Sessions,
+};
 use crate::agents::Registry;
 use crate::fleet::Fleet;
 use crate::model::ModelClient;
@@ -239,7 +241,9 @@ impl Host {
             SessionConfigValueId::new(pick.unwrap_or(DEFAULT_PICK)),
             choices,
         )
-        .description("The HITL policy that bounds the missions /mission and mission_start fire".to_string())
+        .description(
+            "The HITL policy that bounds the missions /mission and mission_start fire".to_string(),
+        )
     }
 }
 
@@ -265,9 +269,8 @@ impl BuiltinAgent for Host {
     }
 
     fn capabilities(&self) -> AgentCapabilities {
-        AgentCapabilities::new().session_capabilities(
-            SessionCapabilities::new().close(SessionCloseCapabilities::new()),
-        )
+        AgentCapabilities::new()
+            .session_capabilities(SessionCapabilities::new().close(SessionCloseCapabilities::new()))
     }
 
     fn sessions(&self) -> &Sessions<ChatSession> {
@@ -345,8 +348,12 @@ impl BuiltinAgent for Host {
             DEFAULT_PICK => None,
             name => {
                 let data = blocking_in_place(|| command::picker_data(&self.svc)).map_err(refuse)?;
-                crate::board::picker::lookup_envelope(name, command::OPTION_ORIGIN, &data.envelopes)
-                    .map_err(refuse)?;
+                crate::board::picker::lookup_envelope(
+                    name,
+                    command::OPTION_ORIGIN,
+                    &data.envelopes,
+                )
+                .map_err(refuse)?;
                 Some(name.to_string())
             }
         };

@@ -40,7 +40,9 @@ pub async fn offer(host: &Arc<Host>, session: &Arc<ChatSession>, mission: &Missi
         // After the turn the session is in (an earlier offer, the operator's own),
         // if the question still waits and the bound still allows it.
         let state = session.chat.clone().lock_owned().await;
-        if host.sessions.get(&session.id).is_none() || !still_answerable(&host, &mission, &ask_id).await {
+        if host.sessions.get(&session.id).is_none()
+            || !still_answerable(&host, &mission, &ask_id).await
+        {
             return;
         }
         let cancel = CancelSignal::new(&session.cancel);

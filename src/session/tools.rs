@@ -76,7 +76,10 @@ impl HostTools for SessionTools {
                     .to_string()
             };
             let outcome = match name {
-                MISSION_START => self.start(text("intent"), text("agent"), text("policy")).await,
+                MISSION_START => {
+                    self.start(text("intent"), text("agent"), text("policy"))
+                        .await
+                }
                 _ => self.answer(text("askId"), text("answer")).await,
             };
             match outcome {
@@ -97,8 +100,16 @@ impl SessionTools {
         let store = self.svc.store.clone();
         let defaults = crate::store::blocking(move || {
             let c = Config::new(store);
-            let get = |k| c.get(k).ok().flatten().filter(|v: &String| !v.trim().is_empty());
-            (get(config::DEFAULT_MISSION_AGENT), get(config::DEFAULT_MISSION_POLICY))
+            let get = |k| {
+                c.get(k)
+                    .ok()
+                    .flatten()
+                    .filter(|v: &String| !v.trim().is_empty())
+            };
+            (
+                get(config::DEFAULT_MISSION_AGENT),
+                get(config::DEFAULT_MISSION_POLICY),
+            )
         })
         .await;
         let agent = match (agent, defaults.0) {
@@ -152,7 +163,11 @@ impl SessionTools {
             if !(ask.is_pending() && ask.is_question()) {
                 return None;
             }
-            let mission = svc.fleet.missions().get(ask.mission_id.as_deref()?).ok()??;
+            let mission = svc
+                .fleet
+                .missions()
+                .get(ask.mission_id.as_deref()?)
+                .ok()??;
             (mission.parent_session_id.as_deref() == Some(session.as_str()))
                 .then_some(mission.agent_name)
         })

@@ -5,6 +5,7 @@
 use std::process::Stdio;
 use std::time::Duration;
 
+use agent_client_protocol::schema::ProtocolVersion;
 use agent_client_protocol::v1::ConnectionTo;
 use agent_client_protocol::v1::schema::{
     ClientCapabilities, CloseSessionRequest, ContentBlock, Implementation, InitializeRequest,
@@ -12,7 +13,6 @@ use agent_client_protocol::v1::schema::{
     RequestPermissionRequest, RequestPermissionResponse, SessionConfigKind, SessionNotification,
     SessionUpdate, StopReason, TextContent,
 };
-use agent_client_protocol::schema::ProtocolVersion;
 use agent_client_protocol::{Agent, Client, Lines};
 use futures::StreamExt;
 use serde_json::{Value, json};
@@ -267,7 +267,11 @@ fn requests(dialog: &std::path::Path) -> Vec<Value> {
 
 fn mission_id_in(confirmation: &str) -> String {
     let at = confirmation.find("\nMission ").expect("a mission line") + "\nMission ".len();
-    confirmation[at..].split_whitespace().next().unwrap().to_string()
+    confirmation[at..]
+        .split_whitespace()
+        .next()
+        .unwrap()
+        .to_string()
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -278,7 +282,8 @@ async fn a_mission_fired_with_slash_mission_streams_its_reports_into_the_session
     );
     world(&sb, json!([]), &[("worker", Some(&worker))]);
     sb.write(&sb.cwd.join("README.md"), "# docs\n");
-    sb.run(&["config", "set", "default-mission-policy", "default"]).ok();
+    sb.run(&["config", "set", "default-mission-policy", "default"])
+        .ok();
     let mut editor = Editor::start(&sb).await;
     let (session, opened) = editor.new_session(&sb).await;
 
@@ -293,7 +298,10 @@ async fn a_mission_fired_with_slash_mission_streams_its_reports_into_the_session
 
     let (said, stop) = editor.prompt(&session, "/mission").await;
     assert_eq!(stop, StopReason::EndTurn);
-    assert!(said.starts_with("Fire a mission from this session:\n"), "{said}");
+    assert!(
+        said.starts_with("Fire a mission from this session:\n"),
+        "{said}"
+    );
     assert!(said.contains("Default envelope: default\n"), "{said}");
     assert!(said.contains("\nEnvelopes (--policy <name>):\n"), "{said}");
     // The board picker's lines: the character, then each field's truthful label.
@@ -302,11 +310,14 @@ async fn a_mission_fired_with_slash_mission_streams_its_reports_into_the_session
         "{said}"
     );
     assert!(
-        said.contains("  hitl-policy-strict.json  ") && said.contains("questions always wait for a human"),
+        said.contains("  hitl-policy-strict.json  ")
+            && said.contains("questions always wait for a human"),
         "{said}"
     );
 
-    let (said, _) = editor.prompt(&session, "/mission worker tidy the docs").await;
+    let (said, _) = editor
+        .prompt(&session, "/mission worker tidy the docs")
+        .await;
     assert!(
         said.starts_with("Mission fired at named agent \"worker\" under envelope \"default\" (default-mission-policy).\n"),
         "{said}"
@@ -324,7 +335,9 @@ async fn a_mission_fired_with_slash_mission_streams_its_reports_into_the_session
     editor
         .until_said("unit worker reported (progress): surveyed the docs")
         .await;
-    let result = editor.until_said("unit worker reported (result): tidied").await;
+    let result = editor
+        .until_said("unit worker reported (result): tidied")
+        .await;
     assert_eq!(
         result,
         "unit worker reported (result): tidied\ntwo files\nrefs: README.md"
@@ -350,7 +363,8 @@ async fn a_mission_fired_with_slash_mission_streams_its_reports_into_the_session
     assert_eq!(record["status"], json!("landed"));
     let text = sb.run(&["mission", "show", &id]).ok();
     assert!(
-        text.stdout.contains(&format!("\nFired by:  session {session}\n")),
+        text.stdout
+            .contains(&format!("\nFired by:  session {session}\n")),
         "{}",
         text.stdout
     );
@@ -360,7 +374,8 @@ async fn a_mission_fired_with_slash_mission_streams_its_reports_into_the_session
 
 /// A unit that asks `n` questions in a row, reporting each answer, then lands.
 fn asking(n: usize) -> String {
-    let mut steps = r#"{"report":{"kind":"result","summary":"all answered"}},{"finish":"landed"}"#.to_string();
+    let mut steps =
+        r#"{"report":{"kind":"result","summary":"all answered"}},{"finish":"landed"}"#.to_string();
     for i in (1..=n).rev() {
         steps = format!(
             r#"{{"ask":{{"summary":"Question {i}: go on?","then":[{{"report":{{"kind":"progress","summary":"answer {i}: {{{{answer}}}}"}}}},{steps}]}}}}"#
@@ -393,17 +408,24 @@ async fn the_session_agent_answers_parented_questions_within_the_bound_and_the_o
     let mut editor = Editor::start(&sb).await;
     let (session, _) = editor.new_session(&sb).await;
     let (said, _) = editor
-        .prompt(&session, "/mission --policy default asker settle four questions")
+        .prompt(
+            &session,
+            "/mission --policy default asker settle four questions",
+        )
         .await;
     let id = mission_id_in(&said);
     for i in 1..=3 {
         let shown = editor
-            .until_said(&format!("unit asker is waiting on you: Question {i}: go on?"))
+            .until_said(&format!(
+                "unit asker is waiting on you: Question {i}: go on?"
+            ))
             .await;
         assert!(shown.contains("approvals respond"), "{shown}");
         let word = ["one", "two", "three"][i - 1];
         editor
-            .until_said(&format!("unit asker reported (progress): answer {i}: yes, {word}"))
+            .until_said(&format!(
+                "unit asker reported (progress): answer {i}: yes, {word}"
+            ))
             .await;
     }
     // The fourth is shown, but not offered: the bound is spent.
@@ -421,7 +443,10 @@ async fn the_session_agent_answers_parented_questions_within_the_bound_and_the_o
 
     // Asked to anyway, the session's agent is refused by the envelope.
     let (_, stop) = editor
-        .prompt(&session, &json!({"askId": fourth, "note": "answer it"}).to_string())
+        .prompt(
+            &session,
+            &json!({"askId": fourth, "note": "answer it"}).to_string(),
+        )
         .await;
     assert_eq!(stop, StopReason::EndTurn);
     let last = requests(&dialog).last().cloned().unwrap();
@@ -439,12 +464,21 @@ async fn the_session_agent_answers_parented_questions_within_the_bound_and_the_o
         tool_result.starts_with(&format!("answer denied per policy for ask {fourth}.\n")),
         "{tool_result}"
     );
-    assert!(tool_result.contains("spent its agent-answer bound (3 of 3)"), "{tool_result}");
+    assert!(
+        tool_result.contains("spent its agent-answer bound (3 of 3)"),
+        "{tool_result}"
+    );
     assert_eq!(sb.pending_ask_ids(), vec![fourth.clone()]);
 
     // The operator still answers it, and the unit finishes.
-    sb.run(&["approvals", "respond", &fourth, "--answer", "from the operator"])
-        .ok();
+    sb.run(&[
+        "approvals",
+        "respond",
+        &fourth,
+        "--answer",
+        "from the operator",
+    ])
+    .ok();
     editor
         .until_said("unit asker reported (progress): answer 4: from the operator")
         .await;
@@ -456,7 +490,11 @@ async fn the_session_agent_answers_parented_questions_within_the_bound_and_the_o
         .iter()
         .filter_map(|a| a["resolution"]["answeredBy"].as_str().map(str::to_string))
         .collect();
-    assert_eq!(by, vec![format!("session-agent:{session}"); 3], "{record:#}");
+    assert_eq!(
+        by,
+        vec![format!("session-agent:{session}"); 3],
+        "{record:#}"
+    );
     editor.quit().await;
 }
 
@@ -480,11 +518,10 @@ async fn after_session_close_a_missions_reports_wait_in_the_inbox_as_parent_gone
     let ask = wait_for_async(30, "the question", || sb.pending_ask_ids().first().cloned()).await;
     editor.close(&session).await;
 
-    sb.run(&["approvals", "respond", &ask, "--answer", "main"]).ok();
+    sb.run(&["approvals", "respond", &ask, "--answer", "main"])
+        .ok();
     let item = wait_for_async(30, "the report in the inbox", || {
-        inbox(&sb)
-            .into_iter()
-            .find(|i| i["missionId"] == json!(id))
+        inbox(&sb).into_iter().find(|i| i["missionId"] == json!(id))
     })
     .await;
     assert_eq!(item["reason"], json!("parent_gone"));
@@ -536,7 +573,10 @@ async fn slash_mission_refuses_with_the_grammars_texts_and_the_fleet_width() {
     let (said, _) = editor
         .prompt(&session, "/mission --policy default mute wait here")
         .await;
-    assert!(said.starts_with("Mission fired at named agent \"mute\""), "{said}");
+    assert!(
+        said.starts_with("Mission fired at named agent \"mute\""),
+        "{said}"
+    );
     let (said, _) = editor
         .prompt(&session, "/mission --policy default mute wait too")
         .await;
@@ -578,9 +618,7 @@ fn trace_of(sb: &Sandbox, id: &str) -> Vec<String> {
 async fn an_oracle_mounted_elsewhere_leaves_a_parented_question_alone() {
     const TWO_ASKS: &str = r#"{"ask":{"summary":"Which region?","then":{"report":{"kind":"finding","summary":"region: {{answer}}"}}}},{"ask":{"summary":"Rename the env var too?","then":{"report":{"kind":"result","summary":"renamed: {{answer}}"}}}},{"finish":"landed"}"#;
     let sb = Sandbox::new();
-    let verdict = |needle: &str, args: Value| {
-        json!({"match": needle, "tool_calls": [{"name": "oracle.submit_verdict", "arguments": args}]})
-    };
+    let verdict = |needle: &str, args: Value| json!({"match": needle, "tool_calls": [{"name": "oracle.submit_verdict", "arguments": args}]});
     let dialog = world(
         &sb,
         json!([
@@ -589,11 +627,20 @@ async fn an_oracle_mounted_elsewhere_leaves_a_parented_question_alone() {
             verdict("Rename", json!({"verdict": "answer", "askId": "{{input.askId}}", "answer": "yes"})),
             {"match": "Rename", "text": "DONE"},
         ]),
-        &[("stub", Some(&script(TWO_ASKS))), ("waiter", Some(&script(WAITER)))],
+        &[
+            ("stub", Some(&script(TWO_ASKS))),
+            ("waiter", Some(&script(WAITER))),
+        ],
     );
     sb.run(&["config", "set", "opt-in-beta", "true"]).ok();
     let oracle_fire = crate::harness::Background::spawn(sb.command(&[
-        "mission", "fire", "stub", "rename the setting", "--wait", "--policy", "default",
+        "mission",
+        "fire",
+        "stub",
+        "rename the setting",
+        "--wait",
+        "--policy",
+        "default",
         "--oracle",
     ]));
     let ours = wait_for_async(30, "the oracle's mission", || sb.newest_mission()).await;
@@ -622,7 +669,8 @@ async fn an_oracle_mounted_elsewhere_leaves_a_parented_question_alone() {
     // The oracle's unit asks again only after this; the bus is ordered, so once the
     // oracle has answered that one it has passed over the parented question.
     let region = pending_of(&sb, &ours)[0].clone();
-    sb.run(&["approvals", "respond", &region, "--answer", "eu"]).ok();
+    sb.run(&["approvals", "respond", &region, "--answer", "eu"])
+        .ok();
     let run = tokio::task::spawn_blocking(move || oracle_fire.join())
         .await
         .unwrap();
@@ -647,7 +695,7 @@ async fn an_oracle_mounted_elsewhere_leaves_a_parented_question_alone() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn when_the_acp_process_exits_its_units_go_and_a_later_answer_resumes_the_run_into_the_inbox()
- {
+{
     let sb = Sandbox::new();
     world(&sb, json!([]), &[("waiter", Some(&script(WAITER)))]);
     let mut editor = Editor::start(&sb).await;
@@ -672,7 +720,8 @@ async fn when_the_acp_process_exits_its_units_go_and_a_later_answer_resumes_the_
     assert_eq!(show(&sb, &id)["status"], json!("open"), "parked, not ended");
 
     // Answered from the CLI, the run resumes there; its session is gone.
-    sb.run(&["approvals", "respond", &ask, "--answer", "main"]).ok();
+    sb.run(&["approvals", "respond", &ask, "--answer", "main"])
+        .ok();
     assert_eq!(show(&sb, &id)["status"], json!("landed"));
     let item = inbox(&sb)
         .into_iter()
@@ -695,16 +744,19 @@ async fn the_session_agent_fires_with_mission_start_under_the_same_refusals() {
             start(json!({"intent": "tidy the docs", "agent": "worker", "policy": "default"})),
             {"text": "Fired it."},
         ]),
-        &[("worker", Some(&script(r#"{"report":{"kind":"progress","summary":"on it"}},{"finish":"landed"}"#)))],
+        &[(
+            "worker",
+            Some(&script(
+                r#"{"report":{"kind":"progress","summary":"on it"}},{"finish":"landed"}"#,
+            )),
+        )],
     );
     let mut editor = Editor::start(&sb).await;
     let (session, _) = editor.new_session(&sb).await;
     let (said, stop) = editor.prompt(&session, "get the docs tidied").await;
     assert_eq!(stop, StopReason::EndTurn);
     assert!(said.ends_with("Fired it."), "{said}");
-    let results: Vec<String> = requests(&dialog)
-        .last()
-        .unwrap()["messages"]
+    let results: Vec<String> = requests(&dialog).last().unwrap()["messages"]
         .as_array()
         .unwrap()
         .iter()
@@ -722,7 +774,9 @@ async fn the_session_agent_fires_with_mission_start_under_the_same_refusals() {
     let fired: Value = serde_json::from_str(&results[2]).unwrap();
     assert_eq!(fired["intent"], json!("tidy the docs"));
     let id = fired["missionId"].as_str().unwrap().to_string();
-    editor.until_said("unit worker reported (progress): on it").await;
+    editor
+        .until_said("unit worker reported (progress): on it")
+        .await;
     editor.until_said("unit worker landed").await;
     assert_eq!(show(&sb, &id)["parentSessionId"], json!(session));
     editor.quit().await;
