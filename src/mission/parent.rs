@@ -95,3 +95,83 @@ impl Missions {
         Ok(())
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::mission::tests::service;
+    use crate::mission::{NewMission, Report, ReportInput};
+
+    fn parented(svc: &Missions, parent: &str) -> Mission {
+        svc.create(NewMission {
+            intent: "tidy the docs".into(),
+            agent_name: "demo".into(),
+            policy_name: "default".into(),
+            parent_session_id: Some(parent.into()),
+            ..Default::default()
+        })
+        .unwrap()
+    }
+
+    fn report(svc: &Missions, m: &Mission, summary: &str) -> Report {
+        svc.add_report(
+            &m.id,
+            ReportInput {
+                summary: summary.into(),
+                ..Default::default()
+            },
+        )
+        .unwrap()
+    }
+
+    #[test]
+    fn a_live_parent_takes_the_reports_and_an_ended_one_leaves_them_in_the_inbox() {
+        let (_d, svc) = service();
+        svc.open_parent_session("s-1").unwrap();
+        let m = parented(&svc, "s-1");
+        assert!(svc.parent_session_live("s-1").unwrap());
+        report(&svc, &m, "while it lives");
+        assert!(svc.inbox(true, 50).unwrap().is_empty(), "streamed, not filed");
+
+        svc.close_parent_session("s-1").unwrap();
+        assert!(!svc.parent_session_live("s-1").unwrap());
+        report(&svc, &m, "after it ended");
+        let items = svc.inbox(true, 50).unwrap();
+        assert_eq!(items.len(), 1);
+        assert_eq!(
+            (items[0].reason.as_str(), items[0].report.summary.as_str()),
+            (PARENT_GONE, "after it ended")
+        );
+        assert_eq!(items[0].parent_session_id.as_deref(), Some("s-1"));
+    }
+
+    #[test]
+    fn a_parent_never_recorded_or_whose_process_is_gone_is_not_live() {
+        let (_d, svc) = service();
+        assert!(!svc.parent_session_live("nobody").unwrap());
+        svc.store
+            .with(|c| {
+                c.execute(
+                    "INSERT INTO parent_sessions (id, host_pid, host_start, opened_at) VALUES ('s-2', ?1, 'not-its-start', 0)",
+                    params![std::process::id()],
+                )
+            })
+            .unwrap();
+        assert!(!svc.parent_session_live("s-2").unwrap(), "a reused pid");
+        svc.open_parent_session("s-3").unwrap();
+        svc.close_parent_sessions_of_this_host().unwrap();
+        assert!(!svc.parent_session_live("s-3").unwrap());
+    }
+
+    #[test]
+    fn a_report_filed_late_for_an_ended_parent_is_filed_once() {
+        let (_d, svc) = service();
+        svc.open_parent_session("s-4").unwrap();
+        let m = parented(&svc, "s-4");
+        let r = report(&svc, &m, "raced the close");
+        svc.close_parent_session("s-4").unwrap();
+        svc.inbox_parent_gone(&m, &r.id).unwrap();
+        svc.inbox_parent_gone(&m, &r.id).unwrap();
+        assert_eq!(svc.inbox(true, 50).unwrap().len(), 1);
+    }
+}
