@@ -131,7 +131,10 @@ mod tests {
         let m = parented(&svc, "s-1");
         assert!(svc.parent_session_live("s-1").unwrap());
         report(&svc, &m, "while it lives");
-        assert!(svc.inbox(true, 50).unwrap().is_empty(), "streamed, not filed");
+        assert!(
+            svc.inbox(true, 50).unwrap().is_empty(),
+            "streamed, not filed"
+        );
 
         svc.close_parent_session("s-1").unwrap();
         assert!(!svc.parent_session_live("s-1").unwrap());

@@ -43,6 +43,8 @@ pub struct SessionState {
     calls: u64,
     /// The tools of the host embedding this loop, and the system message it wants.
     host: Option<(Arc<dyn HostTools>, String)>,
+    /// What the host told the conversation between turns, for the next one to read.
+    notes: Vec<String>,
 }
 
 impl SessionState {
@@ -56,7 +58,14 @@ impl SessionState {
             refusals: HashSet::new(),
             calls: 0,
             host: None,
+            notes: Vec::new(),
         }
+    }
+
+    /// Something the host showed the user outside a turn (a mission's report): the
+    /// model reads it, as one message, before the next prompt.
+    pub fn note(&mut self, text: String) {
+        self.notes.push(text);
     }
 
     /// A conversation a host other than `missionboard agent` runs on this loop: no
@@ -142,6 +151,10 @@ impl Turn<'_> {
     ) -> Result<StopReason, Error> {
         if state.messages.is_empty() {
             self.open(state).await?;
+        }
+        if !state.notes.is_empty() {
+            let notes = std::mem::take(&mut state.notes).join("\n\n");
+            state.messages.push(ChatMessage::user(notes));
         }
         state.messages.push(ChatMessage::user(prompt));
         let reply_tokens = u64::from(self.max_tokens).min(self.context_tokens / 4);

@@ -91,6 +91,8 @@ pub struct ChatSession {
     chat: Arc<tokio::sync::Mutex<SessionState>>,
     /// The envelope option, when the editor picked one (else the default).
     pick: Arc<Mutex<Option<String>>>,
+    /// What the router delivered since the chat's last turn, for its model to read.
+    news: Mutex<Vec<String>>,
 }
 
 impl AgentSession for ChatSession {
@@ -202,6 +204,13 @@ impl Host {
         prompt: String,
         cancel: CancelSignal,
     ) -> Result<PromptResponse, Error> {
+        let news = std::mem::take(&mut *session.news.lock_unpoisoned());
+        if !news.is_empty() {
+            state.note(format!(
+                "Shown to the operator from the missions you fired, since your last turn:\n\n{}",
+                news.join("\n\n")
+            ));
+        }
         let model = self.model().await?;
         let cx = self
             .client
@@ -299,6 +308,7 @@ impl BuiltinAgent for Host {
                 system_prompt(&request.cwd),
             ))),
             pick,
+            news: Mutex::new(Vec::new()),
         });
         tracing::info!(session = %id, cwd = %request.cwd.display(), "session/new");
         let response = NewSessionResponse::new(id).config_options(vec![self.envelope_option(None)]);

@@ -15,6 +15,7 @@ use serde_json::{Map, Value, json};
 use super::{Host, Services};
 use crate::mission::{Mission, subjects};
 use crate::store::blocking;
+use crate::sync::LockUnpoisoned;
 use crate::text::sanitize;
 
 /// How often the router looks at the bus.
@@ -75,10 +76,15 @@ async fn route(host: &Arc<Host>, svc: &Services, subject: &str, data: &Value) {
         tracing::warn!(subject, mission = %mission.id, "session router: malformed event skipped");
         return;
     };
+    let text = match &chunk.content {
+        ContentBlock::Text(t) => t.text.clone(),
+        _ => String::new(),
+    };
     if let Err(e) = host.notify(&parent, SessionUpdate::AgentMessageChunk(chunk)) {
         tracing::warn!(session = %parent, "session router: delivery failed: {e:?}");
         return;
     }
+    session.news.lock_unpoisoned().push(text);
     if subject == subjects::ATTENTION_ASKED {
         super::offer::offer(host, &session, &mission, data).await;
     }

@@ -450,6 +450,13 @@ async fn the_session_agent_answers_parented_questions_within_the_bound_and_the_o
         .await;
     assert_eq!(stop, StopReason::EndTurn);
     let last = requests(&dialog).last().cloned().unwrap();
+    // What the session was shown between turns reached its model too.
+    let shown = last.to_string();
+    assert!(
+        shown.contains("Shown to the operator from the missions you fired")
+            && shown.contains("unit asker is waiting on you: Question 4: go on?"),
+        "{last:#}"
+    );
     let tool_result = last["messages"]
         .as_array()
         .unwrap()
