@@ -788,3 +788,48 @@ async fn the_session_agent_fires_with_mission_start_under_the_same_refusals() {
     assert_eq!(show(&sb, &id)["parentSessionId"], json!(session));
     editor.quit().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_envelope_option_picks_a_sessions_envelope_and_refuses_an_unknown_one() {
+    use agent_client_protocol::v1::schema::SetSessionConfigOptionRequest;
+    let sb = Sandbox::new();
+    world(&sb, json!([]), &[("mute", Some(&script(r#""hang""#)))]);
+    let mut editor = Editor::start(&sb).await;
+    let (session, opened) = editor.new_session(&sb).await;
+    let current =
+        |options: &[agent_client_protocol::v1::schema::SessionConfigOption]| match &options
+            .iter()
+            .find(|o| &*o.id.0 == "envelope")
+            .unwrap()
+            .kind
+        {
+            SessionConfigKind::Select(s) => s.current_value.0.to_string(),
+            other => panic!("{other:?}"),
+        };
+    assert_eq!(current(&opened.config_options.unwrap()), "(default)");
+
+    let set = |value: &str| SetSessionConfigOptionRequest::new(session.clone(), "envelope", value);
+    let picked = within(editor.cx.send_request(set("strict")).block_task())
+        .await
+        .unwrap();
+    assert_eq!(current(&picked.config_options), "strict");
+    let refused = within(editor.cx.send_request(set("nope")).block_task()).await;
+    let err = format!("{:?}", refused.unwrap_err());
+    assert!(
+        err.contains("unknown mission envelope \\\"nope\\\" (the session's envelope option): no such policy file on the search path"),
+        "{err}"
+    );
+
+    let (said, _) = editor.prompt(&session, "/mission").await;
+    assert!(
+        said.contains("\nThis session's envelope option: strict\n"),
+        "{said}"
+    );
+    assert!(said.contains("\n* hitl-policy-strict.json  "), "{said}");
+    let (said, _) = editor.prompt(&session, "/mission mute wait").await;
+    assert!(
+        said.starts_with("Mission fired at named agent \"mute\" under envelope \"strict\" (the session's envelope option).\n"),
+        "{said}"
+    );
+    editor.quit().await;
+}
