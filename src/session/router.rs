@@ -68,7 +68,7 @@ async fn route(host: &Arc<Host>, svc: &Services, subject: &str, data: &Value) {
     };
     let Some(session) = host.sessions.get(&parent) else {
         if subject == subjects::REPORT_ADDED {
-            file_parent_gone(svc, mission, data).await;
+            file_undelivered(svc, mission, data, false).await;
         }
         return;
     };
@@ -82,6 +82,10 @@ async fn route(host: &Arc<Host>, svc: &Services, subject: &str, data: &Value) {
     };
     if let Err(e) = host.notify(&parent, SessionUpdate::AgentMessageChunk(chunk)) {
         tracing::warn!(session = %parent, "session router: delivery failed: {e:?}");
+        // A report the session never got still reaches the operator.
+        if subject == subjects::REPORT_ADDED {
+            file_undelivered(svc, mission, data, true).await;
+        }
         return;
     }
     session.news.lock_unpoisoned().push(text);
@@ -90,10 +94,11 @@ async fn route(host: &Arc<Host>, svc: &Services, subject: &str, data: &Value) {
     }
 }
 
-/// A report whose parent is not live in this process: into the inbox unless its
-/// parent lives on elsewhere (that process delivers it). The write is idempotent, so
-/// a report already filed when it was written is never filed twice.
-async fn file_parent_gone(svc: &Services, mission: Mission, data: &Value) {
+/// A report its parent did not take: into the inbox as `parent_gone` — when the
+/// delivery `failed`, or the parent is not live here and lives nowhere else (another
+/// process delivers to its own sessions). The write is idempotent, so a report
+/// already filed when it was written is never filed twice.
+async fn file_undelivered(svc: &Services, mission: Mission, data: &Value, failed: bool) {
     let Some(report) = data
         .get("report")
         .and_then(|r| r.get("id"))
@@ -105,7 +110,7 @@ async fn file_parent_gone(svc: &Services, mission: Mission, data: &Value) {
     let missions = svc.fleet.missions().clone();
     let filed = blocking(move || {
         let parent = mission.parent_session_id.as_deref().unwrap_or_default();
-        if missions.parent_session_live(parent)? {
+        if !failed && missions.parent_session_live(parent)? {
             return Ok(());
         }
         missions.inbox_parent_gone(&mission, &report)
