@@ -347,6 +347,44 @@ impl Worktrees {
     }
 }
 
+/// What a unit must be able to write to commit on its mission's branch, and no more:
+/// the worktree's own admin dir (its `HEAD`, `index`, `ORIG_HEAD`, `COMMIT_EDITMSG`,
+/// `logs/HEAD` and their `.lock`s), the shared object store, and the directories
+/// that hold the branch's ref and its reflog (`refs/heads/mission/`,
+/// `logs/refs/heads/mission/`: git locks a ref by creating `<ref>.lock` beside it).
+/// Every other ref — the operator's branches, tags, `packed-refs` — and the config
+/// stay out of reach. (So git's attempt, after a commit, to clear the `AUTO_MERGE`
+/// pseudo-ref through `packed-refs.lock` prints an error; the commit stands.)
+/// Under limited reads the repository's common dir is readable too: git reads its
+/// config, refs and objects for every command.
+pub fn commit_access(wt: &Worktree) -> anyhow::Result<CommitAccess> {
+    let admin = git(&wt.path, &["rev-parse", "--absolute-git-dir"])?;
+    let common = PathBuf::from(git(
+        &wt.path,
+        &["rev-parse", "--path-format=absolute", "--git-common-dir"],
+    )?);
+    let branch_dir = Path::new(&wt.branch)
+        .parent()
+        .filter(|p| !p.as_os_str().is_empty())
+        .ok_or_else(|| anyhow::anyhow!("mission branch {:?} has no directory", wt.branch))?;
+    Ok(CommitAccess {
+        write: vec![
+            PathBuf::from(admin),
+            common.join("objects"),
+            common.join("refs/heads").join(branch_dir),
+            common.join("logs/refs/heads").join(branch_dir),
+        ],
+        read: vec![common],
+    })
+}
+
+/// What a worktree mission's unit may write and read in the repository.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct CommitAccess {
+    pub write: Vec<PathBuf>,
+    pub read: Vec<PathBuf>,
+}
+
 /// The committed and uncommitted changes of the worktree against its base, as a
 /// patch or (`stat`) a file summary. Read through a scratch index: the worktree's
 /// own index is left as the unit left it.

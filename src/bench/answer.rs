@@ -67,6 +67,7 @@ pub async fn run(scale: Scale) -> anyhow::Result<Vec<Row>> {
     let bare = scratch.stub_unit(&script, &mission.id)?;
     let mut unit = Unit::start(UnitSpec {
         mcp_servers: vec![bridge_server_entry(&bare.program, &socket)],
+        pid_slot: Some(socket.unit_pid_slot()),
         ..bare
     })
     .await?;

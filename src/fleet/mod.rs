@@ -610,6 +610,7 @@ impl Fleet {
     ) -> anyhow::Result<Started> {
         let inner = &self.inner;
         let (declared, config) = (agent.clone(), Config::new(inner.missions.store().clone()));
+        let worktrees = crate::worktree::Worktrees::new(inner.missions.store().clone());
         let (paths, exe, decl, dir) = (
             inner.paths.clone(),
             inner.self_exe.clone(),
@@ -626,11 +627,16 @@ impl Fleet {
                 Some(url) => Some(url.clone()),
                 None => config.get(crate::config::MODEL_BASE_URL)?,
             };
+            // A worktree mission's unit may commit on its own branch.
+            let commit = match worktrees.get(&id)? {
+                Some(wt) => crate::worktree::commit_access(&wt)?,
+                None => Default::default(),
+            };
             let confined = confinement::confine_unit(
                 &paths,
                 &declared,
                 &decl,
-                &dir,
+                confinement::Workspace { dir: &dir, commit },
                 &tmp,
                 &exe,
                 model_url.as_deref(),
@@ -670,6 +676,7 @@ impl Fleet {
             cwd: cwd.to_path_buf(),
             mcp_servers: vec![bridge_server_entry(&inner.self_exe, &socket)],
             meta: mission_meta(mission_id),
+            pid_slot: Some(socket.unit_pid_slot()),
         };
         let unit = Unit::start_confined(spec, load, confined.prepared)
             .await

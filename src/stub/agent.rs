@@ -1039,6 +1039,45 @@ impl TurnRunner<'_> {
                 self.tool_logged(label, kind, crate::tools::MISSION_REPORT, args)
                     .await?;
             }
+            Step::MissionServer { stdin, stdout } => {
+                let Some(entry) = self.state.mission_entry.clone() else {
+                    return Err(fail(format!(
+                        "stub: turn={} step={label} ({kind}) needs the 'mission' MCP server, but session/new provided none",
+                        self.turn
+                    )));
+                };
+                let open = |path: &str| {
+                    std::fs::OpenOptions::new()
+                        .read(true)
+                        .write(true)
+                        .open(path)
+                        .map_err(|e| {
+                            fail(format!(
+                                "stub: turn={} step={label} ({kind}): cannot open {path}: {e}",
+                                self.turn
+                            ))
+                        })
+                };
+                let (input, output) = (open(&stdin)?, open(&stdout)?);
+                // Not reaped here: it ends when the host closes the mission socket.
+                tokio::process::Command::new(&entry.command)
+                    .args(&entry.args)
+                    .envs(&entry.env)
+                    .stdin(input)
+                    .stdout(output)
+                    .spawn()
+                    .map_err(|e| {
+                        fail(format!(
+                            "stub: turn={} step={label} ({kind}): cannot start {}: {e}",
+                            self.turn,
+                            entry.command.display()
+                        ))
+                    })?;
+                self.log(
+                    label,
+                    &format!("mission_server: started on {stdin} and {stdout}"),
+                );
+            }
             Step::Deaf { requests } => {
                 self.agent.deaf.send_replace(true);
                 for i in 0..requests {

@@ -522,6 +522,8 @@ pub async fn start(options: Options) -> Harness {
             Vec::new()
         },
         meta: mission_meta("m-test"),
+        // The harness's units are admitted as the fleet's are: their own tree only.
+        pid_slot: Some(socket.unit_pid_slot()),
     };
     let mut unit = Unit::start(spec)
         .await
