@@ -11,6 +11,7 @@ use rusqlite::{OptionalExtension, params};
 
 use super::{AskError, Asks};
 use crate::clock;
+pub use crate::host::HostId;
 
 pub(crate) const SCHEMA_V4: &str = "
 CREATE TABLE checkpoints (
@@ -53,8 +54,6 @@ pub struct Checkpoint {
     pub parked_at: Option<i64>,
     pub failure: Option<String>,
 }
-
-pub use crate::mission::host::HostId;
 
 const COLUMNS: &str = "ask_id, mission_id, session_id, agent_name, cwd, host_pid, host_start, claimed_at, failure, parked_at";
 

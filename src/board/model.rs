@@ -122,6 +122,8 @@ pub struct Detail {
     pub worktree: Option<String>,
     /// What it has spent: tool calls, tokens (durable, across sessions), time.
     pub spend: Option<String>,
+    /// The editor session that fired it, when one did.
+    pub fired_by: Option<String>,
 }
 
 /// What the store thread publishes. Everything text in it is sanitized.

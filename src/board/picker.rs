@@ -182,19 +182,58 @@ pub fn bound_labels(e: &EnvelopeEntry, caps: Option<&AgentCaps>) -> Vec<String> 
     out
 }
 
+/// The confirmation a firing session is given once the fleet accepted its mission:
+/// who runs it under which envelope, the envelope's bounds labelled for that agent,
+/// the intent, the mission's ids and where its reports arrive.
+pub fn session_confirmation(
+    r: &Resolved,
+    labels: &[String],
+    mission_id: &str,
+    instance: &str,
+    session: &str,
+    reports: &str,
+) -> String {
+    let who = if r.agent_named {
+        "named agent"
+    } else {
+        "default mission agent"
+    };
+    let mut out = format!(
+        "Mission fired at {who} {:?} under envelope {:?} ({}).\n",
+        r.agent, r.envelope, r.origin
+    );
+    if !labels.is_empty() {
+        out.push_str(&format!("Envelope: {}\n", labels.join(LABEL_SEP)));
+    }
+    out.push_str(&format!("Intent: {}\n", r.intent));
+    out.push_str(&format!(
+        "Mission {mission_id} (instance {instance}, session {session}). {reports}"
+    ));
+    out
+}
+
 /// The header the picker shows above its lists.
-pub fn header_lines(data: &PickerData) -> Vec<String> {
+pub fn header_lines(data: &PickerData, from: FiredFrom) -> Vec<String> {
     let default = |v: &Option<String>, key: &str, what: &str| match v {
         Some(v) if !v.is_empty() => v.clone(),
         _ => format!("(none — set `missionboard config set {key} <{what}>`)"),
     };
+    let (intro, c) = match from {
+        FiredFrom::Board => (
+            "Fire a mission from this board (or type it on the command line):",
+            ':',
+        ),
+        FiredFrom::Session => ("Fire a mission from this session:", '/'),
+    };
     vec![
-        "Fire a mission from this board (or type it on the command line):".into(),
-        "  :mission <intent>                              the default agent, the default envelope"
-            .into(),
-        "  :mission <agent-name> <intent>                 a named declared agent".into(),
-        "  :mission --policy <envelope> [agent] <intent>  bound this one mission differently"
-            .into(),
+        intro.into(),
+        format!(
+            "  {c}mission <intent>                              the default agent, the default envelope"
+        ),
+        format!("  {c}mission <agent-name> <intent>                 a named declared agent"),
+        format!(
+            "  {c}mission --policy <envelope> [agent] <intent>  bound this one mission differently"
+        ),
         String::new(),
         format!(
             "Default agent:    {}",
@@ -205,6 +244,14 @@ pub fn header_lines(data: &PickerData) -> Vec<String> {
             default(&data.default_envelope, "default-mission-policy", "envelope")
         ),
     ]
+}
+
+/// Where a mission is fired from, which names the command the header shows: the
+/// board's command line takes `:mission`, an editor session `/mission`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FiredFrom {
+    Board,
+    Session,
 }
 
 /// One envelope line of the listing: the `* ` marker for the default, the file
@@ -358,6 +405,11 @@ mod tests {
         assert_eq!(
             confirmation(&r, &labels, "m1"),
             "Mission m1 fired at default mission agent \"demo\" under envelope \"default\" (default-mission-policy): maxTokens 2,000,000 · best-effort; onExhausted finish_stuck"
+        );
+        let text = session_confirmation(&r, &labels, "m1", "i1", "s1", "Reports arrive here.");
+        assert_eq!(
+            text,
+            "Mission fired at default mission agent \"demo\" under envelope \"default\" (default-mission-policy).\nEnvelope: maxTokens 2,000,000 · best-effort; onExhausted finish_stuck\nIntent: go\nMission m1 (instance i1, session s1). Reports arrive here."
         );
     }
 }

@@ -16,7 +16,7 @@ use super::model::{
 };
 use crate::asks::{Ask, Asks};
 use crate::config::Config;
-use crate::mission::host::HostId;
+use crate::host::HostId;
 use crate::mission::inbox::InboxItem;
 use crate::mission::{Listing, Mission, Missions, Report, Status};
 use crate::oracle::trace::Trace;
@@ -536,6 +536,7 @@ fn detail(missions: &Missions, m: &Mission, row: MissionRow) -> Result<Detail, S
     Ok(Detail {
         worktree,
         spend: Some(spend),
+        fired_by: m.parent_session_id.as_deref().map(one_line),
         mission: row,
         last_error: m
             .last_error

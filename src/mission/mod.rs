@@ -6,9 +6,9 @@
 //! exactly one outcome, and nothing — a heartbeat, a plan write, a bind — can move a
 //! mission that is at rest. Writes are durable before their bus event is published.
 
-pub mod host;
 pub mod id_prefix;
 pub mod inbox;
+pub mod parent;
 pub mod plan;
 pub mod report;
 
@@ -20,6 +20,7 @@ use serde_json::json;
 
 use crate::bus::Bus;
 use crate::clock;
+use crate::host::HostId;
 use crate::store::{Store, StoreError};
 
 pub use plan::{Plan, PlanEntry, PlanRevision};
@@ -143,7 +144,7 @@ pub struct Mission {
     /// The process that created (or last resumed) it; `None` for a record older
     /// than the column.
     #[serde(skip)]
-    pub host: Option<host::HostId>,
+    pub host: Option<HostId>,
 }
 
 /// What a dispatcher supplies to create a mission.
@@ -300,7 +301,7 @@ fn from_row(r: &Row<'_>) -> rusqlite::Result<Mission> {
             r.get::<_, Option<u32>>(15)?,
             r.get::<_, Option<String>>(16)?,
         ) {
-            (Some(pid), Some(start)) => Some(host::HostId { pid, start }),
+            (Some(pid), Some(start)) => Some(HostId { pid, start }),
             _ => None,
         },
     })
@@ -350,7 +351,7 @@ impl Missions {
         };
         let now = clock::now_ms();
         // The creating process hosts the unit (every caller starts it in-process).
-        let me = host::HostId::current();
+        let me = HostId::current();
         self.store.with(|c| {
             c.execute(
                 "INSERT INTO missions (id, intent, agent_name, policy_name, cwd, session_id, instance_id, parent_session_id, status, created_at, updated_at, host_pid, host_start)
@@ -596,7 +597,7 @@ impl Missions {
     /// instance, after its host died). Refused for a mission at rest.
     pub fn rebind(&self, id: &str, session_id: &str, instance_id: &str) -> Result<Mission> {
         // The resuming process hosts the new unit.
-        let me = host::HostId::current();
+        let me = HostId::current();
         let changed = self.store.with(|c| {
             c.execute(
                 "UPDATE missions SET session_id = ?2, instance_id = ?3, updated_at = ?4, host_pid = ?5, host_start = ?6
@@ -717,8 +718,8 @@ pub(crate) mod tests {
     fn a_mission_records_its_host_and_a_resume_moves_it() {
         let (_dir, svc) = service();
         let m = fire(&svc);
-        assert_eq!(m.host, Some(host::HostId::current()));
-        assert!(m.host.as_ref().is_some_and(host::HostId::is_alive));
+        assert_eq!(m.host, Some(HostId::current()));
+        assert!(m.host.as_ref().is_some_and(HostId::is_alive));
         svc.store
             .with(|c| {
                 c.execute(
@@ -728,9 +729,9 @@ pub(crate) mod tests {
             })
             .unwrap();
         let gone = svc.require(&m.id).unwrap();
-        assert!(!gone.host.as_ref().is_some_and(host::HostId::is_alive));
+        assert!(!gone.host.as_ref().is_some_and(HostId::is_alive));
         let resumed = svc.rebind(&m.id, "s-2", "i-2").unwrap();
-        assert_eq!(resumed.host, Some(host::HostId::current()));
+        assert_eq!(resumed.host, Some(HostId::current()));
     }
 
     #[test]

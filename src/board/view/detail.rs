@@ -59,6 +59,9 @@ pub fn lines(m: &Model, width: usize, now_ms: i64) -> Vec<Line<'static>> {
         );
     }
     push(kv("Intent: ", r.intent.clone(), t.title), 2);
+    if let Some(session) = &d.fired_by {
+        push(kv("Fired by: ", format!("session {session}"), t.title), 2);
+    }
     if let Some(n) = r.needs {
         let why = match n {
             Needs::Ask => "a question or a gated call waits for you (Enter opens it)",

@@ -10,7 +10,9 @@ use ratatui::widgets::{Block, Borders, Clear, Paragraph, Wrap};
 use super::{field, truncate, wrap_text};
 use crate::board::layout::centered;
 use crate::board::model::{AgentEntry, EnvelopeEntry, Model, PickStep, Picker};
-use crate::board::picker::{LABEL_SEP, NO_ENVELOPES, bound_labels, envelope_line, header_lines};
+use crate::board::picker::{
+    FiredFrom, LABEL_SEP, NO_ENVELOPES, bound_labels, envelope_line, header_lines,
+};
 
 pub fn render(frame: &mut Frame, area: Rect, m: &Model, p: &Picker) {
     let t = &m.theme;
@@ -49,7 +51,7 @@ pub fn render(frame: &mut Frame, area: Rect, m: &Model, p: &Picker) {
         frame.render_widget(Paragraph::new(text).wrap(Wrap { trim: false }), inner);
         return;
     };
-    let mut lines: Vec<Line> = header_lines(data)
+    let mut lines: Vec<Line> = header_lines(data, FiredFrom::Board)
         .iter()
         .flat_map(|l| wrap_indented(l, width, 4))
         .map(Line::raw)

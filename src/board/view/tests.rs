@@ -87,6 +87,7 @@ pub(crate) fn snapshot() -> Snapshot {
         last_error: None,
         worktree: None,
         spend: Some("14 tool calls · 5200 tokens · 20s so far".into()),
+        fired_by: None,
         plan: vec![
             PlanRow {
                 content: "survey the task".into(),
@@ -608,6 +609,19 @@ fn the_detail_pane_names_a_worktree_mission_s_worktree() {
         text.contains("Workspace: /r/.git/missionboard-worktrees/a1b2c3d4 on mission/a1b2c3d4"),
         "{text}"
     );
+}
+
+#[test]
+fn the_detail_pane_names_the_session_that_fired_a_mission() {
+    let mut m = model(120, 40, false);
+    let mut s = snapshot();
+    assert!(!frame(&m).contains("Fired by:"), "operator-fired, no line");
+    if let Some(d) = &mut s.detail {
+        d.fired_by = Some("mb-session-1234".into());
+    }
+    m.snap = Arc::new(s);
+    let text = frame(&m);
+    assert!(text.contains("Fired by: session mb-session-1234"), "{text}");
 }
 
 /// Wide (CJK, emoji, a ZWJ sequence, a flag), zero-width (ZWJ, U+200B) and combining

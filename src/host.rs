@@ -1,7 +1,9 @@
-//! The process that hosts a mission's unit: its pid, told apart from a later
-//! process that reused the pid by its start time. Missions record theirs (the
-//! board flags an open mission whose host is gone), and so do checkpoints (an
-//! answer resumes a run on the host that parked it, if it still lives).
+//! This process as other processes can recognise it later: its pid and its start
+//! time, so a record naming a host can tell a live host from a later process that
+//! reused its pid. Missions record theirs (the board flags an open mission whose
+//! host is gone), checkpoints theirs (an answer resumes a run on the host that
+//! parked it, if it still lives), firing sessions theirs (a report whose session
+//! ended goes to the inbox).
 
 /// A host process, told apart from a later process that reused its pid.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
