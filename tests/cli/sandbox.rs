@@ -44,19 +44,7 @@ fn fire(sb: &Sandbox, policy: &str, extra_env: &[(&str, &str)]) -> Run {
 
 /// The summaries and details of the newest mission's reports, oldest first.
 fn reports(sb: &Sandbox) -> Vec<(String, String)> {
-    let id = sb.newest_mission().expect("a mission");
-    let out = sb.run(&["mission", "reports", &id, "--json"]).ok();
-    let v: Value = serde_json::from_str(&out.stdout).unwrap();
-    v.as_array()
-        .unwrap()
-        .iter()
-        .map(|r| {
-            (
-                r["summary"].as_str().unwrap_or_default().to_string(),
-                r["detail"].as_str().unwrap_or_default().to_string(),
-            )
-        })
-        .collect()
+    sb.report_texts(&sb.newest_mission().expect("a mission"))
 }
 
 fn summaries(sb: &Sandbox) -> Vec<String> {

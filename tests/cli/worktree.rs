@@ -294,22 +294,6 @@ fn a_worktree_fire_outside_a_git_repository_is_refused_and_records_nothing() {
     assert_eq!(sb.newest_mission(), None);
 }
 
-/// The summaries and details of mission `id`'s reports, oldest first.
-fn reports(sb: &Sandbox, id: &str) -> Vec<(String, String)> {
-    let out = cmd(sb, &["mission", "reports", id, "--json"]).ok();
-    let v: Value = serde_json::from_str(&out.stdout).unwrap();
-    v.as_array()
-        .unwrap()
-        .iter()
-        .map(|r| {
-            (
-                r["summary"].as_str().unwrap_or_default().to_string(),
-                r["detail"].as_str().unwrap_or_default().to_string(),
-            )
-        })
-        .collect()
-}
-
 #[test]
 fn a_unit_commits_on_its_own_branch_and_on_no_other_under_strict_and_default() {
     let sb = Sandbox::new();
@@ -356,7 +340,7 @@ fn a_unit_commits_on_its_own_branch_and_on_no_other_under_strict_and_default() {
         );
         assert_eq!(fired.code, 0, "{policy}: {fired:#?}");
         id = sb.newest_mission().unwrap();
-        let got = reports(&sb, &id);
+        let got = sb.report_texts(&id);
         assert_eq!(got.len(), 5, "{policy}: {got:?}");
         assert_eq!(got[0].0, "write feature.txt: ok", "{policy}: {got:?}");
         // git also tries to clear the AUTO_MERGE pseudo-ref through the shared
