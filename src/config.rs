@@ -34,6 +34,8 @@ pub enum Kind {
     Bool,
     /// One of a fixed list.
     OneOf(&'static [&'static str]),
+    /// `off`, or a comma-separated set drawn from a fixed list (stored in its order).
+    SetOf(&'static [&'static str]),
     /// A model endpoint: an `http://` or `https://` URL, or `scripted:<dialog.json>`.
     ModelUrl,
 }
@@ -68,6 +70,9 @@ pub const MODEL_BASE_URL: &str = "model-base-url";
 pub const MODEL_NAME: &str = "model-name";
 pub const MODEL_API_KEY_ENV: &str = "model-api-key-env";
 pub const ORACLE_VARIANT: &str = "oracle-variant";
+pub const NOTIFY: &str = "notify";
+/// What `notify` may name: the terminal bell, OSC 9, OSC 777, `notify-send`.
+pub const NOTIFY_CHANNELS: &[&str] = &["bell", "osc", "osc777", "desktop"];
 
 /// Every key missionboard knows, in the order `config list` prints them.
 pub const KEYS: &[Key] = &[
@@ -130,6 +135,12 @@ pub const KEYS: &[Key] = &[
         kind: Kind::OneOf(&["default", "conservative"]),
         default: Some("default"),
         help: "which oracle chain answers: default, or conservative (the strictest WAIT bias)",
+    },
+    Key {
+        name: NOTIFY,
+        kind: Kind::SetOf(NOTIFY_CHANNELS),
+        default: Some("off"),
+        help: "how the board announces a new question or gated call: off, or any of bell, osc (OSC 9), osc777 (OSC 777), desktop (notify-send, where present), comma-separated",
     },
 ];
 
@@ -200,6 +211,27 @@ pub fn normalize(key: &Key, value: &str) -> Result<String, String> {
                     options.join(", ")
                 ))
             }
+        }
+        Kind::SetOf(options) => {
+            let bad = || {
+                format!(
+                    "{name} must be off or a comma-separated list of {} (got {value:?})",
+                    options.join(", ")
+                )
+            };
+            if v == "off" {
+                return Ok("off".into());
+            }
+            let named: Vec<&str> = v.split(',').map(str::trim).collect();
+            if named.iter().any(|n| !options.contains(n)) {
+                return Err(bad());
+            }
+            Ok(options
+                .iter()
+                .filter(|o| named.contains(o))
+                .copied()
+                .collect::<Vec<_>>()
+                .join(","))
         }
     }
 }
@@ -354,6 +386,17 @@ mod tests {
         assert_eq!(c.approval_ceiling().unwrap(), None);
         assert!(c.set(ORACLE_VARIANT, "wild").is_err());
         assert_eq!(c.set(OPT_IN_BETA, "TRUE").unwrap(), "true");
+        assert_eq!(c.get(NOTIFY).unwrap().as_deref(), Some("off"));
+        assert_eq!(
+            c.set(NOTIFY, " desktop, bell,bell ").unwrap(),
+            "bell,desktop"
+        );
+        assert_eq!(c.set(NOTIFY, "off").unwrap(), "off");
+        assert_eq!(
+            c.set(NOTIFY, "bell,off").unwrap_err().to_string(),
+            "notify must be off or a comma-separated list of bell, osc, osc777, desktop (got \"bell,off\")"
+        );
+        assert!(c.set(NOTIFY, "").is_err());
         let err = c.set("fleet-max", "3").unwrap_err().to_string();
         assert!(err.contains("known keys: default-mission-policy"), "{err}");
     }

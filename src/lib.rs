@@ -6,7 +6,7 @@
 //! their tables and rules (`config`, `bus`, `agents`, `mission`, `asks`, `envelope`)
 //! → protocol adapters (`acp`, `tools`, `model`) → roles (`fleet`, `oracle`,
 //! `planner`, `stub`) → `schema` (the one list of every module's migrations) →
-//! surfaces (`cli`, `board`, `bench`). The CLI and the board are thin surfaces over
+//! surfaces (`cli`, `board`, `bench`, `session`). The CLI and the board are thin surfaces over
 //! the same service calls.
 
 pub mod acp;
@@ -22,6 +22,7 @@ pub mod confine;
 pub mod duration;
 pub mod envelope;
 pub mod fleet;
+pub mod host;
 pub mod logging;
 pub mod mission;
 pub mod model;
@@ -31,6 +32,7 @@ pub mod planner;
 pub mod presets;
 pub mod runtime;
 pub mod schema;
+pub mod session;
 pub mod signals;
 pub mod store;
 pub mod stub;

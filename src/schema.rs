@@ -36,6 +36,10 @@ pub const MIGRATIONS: &[Migration] = &[
     ],
     // v8: which mission owns which git worktree, and the commit it started from.
     &[crate::worktree::SCHEMA_V8],
+    // v9: the host process of each mission, and the last-activity index.
+    &[crate::mission::SCHEMA_V9],
+    // v10: the editor sessions that fire missions, and whether each still lives.
+    &[crate::mission::parent::SCHEMA_V10],
 ];
 
 impl Store {

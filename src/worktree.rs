@@ -92,6 +92,17 @@ pub fn short_id(mission_id: &str) -> String {
     mission_id.chars().take(8).collect()
 }
 
+fn row(r: &rusqlite::Row<'_>) -> rusqlite::Result<Worktree> {
+    Ok(Worktree {
+        mission_id: r.get(0)?,
+        repo: PathBuf::from(r.get::<_, String>(1)?),
+        path: PathBuf::from(r.get::<_, String>(2)?),
+        branch: r.get(3)?,
+        base: r.get(4)?,
+        state: State::parse(&r.get::<_, String>(5)?),
+    })
+}
+
 /// The mission worktrees service.
 #[derive(Clone)]
 pub struct Worktrees {
@@ -182,17 +193,28 @@ impl Worktrees {
             let mut stmt = c.prepare(
                 "SELECT mission_id, repo, path, branch, base, state FROM mission_worktrees WHERE mission_id = ?1",
             )?;
-            let mut rows = stmt.query_map([mission_id], |r| {
-                Ok(Worktree {
-                    mission_id: r.get(0)?,
-                    repo: PathBuf::from(r.get::<_, String>(1)?),
-                    path: PathBuf::from(r.get::<_, String>(2)?),
-                    branch: r.get(3)?,
-                    base: r.get(4)?,
-                    state: State::parse(&r.get::<_, String>(5)?),
-                })
-            })?;
+            let mut rows = stmt.query_map([mission_id], row)?;
             rows.next().transpose()
+        })
+    }
+
+    /// The worktrees of those of `mission_ids` fired with one: one read for a page.
+    pub fn of_many(
+        &self,
+        mission_ids: &[&str],
+    ) -> Result<std::collections::HashMap<String, Worktree>, StoreError> {
+        if mission_ids.is_empty() {
+            return Ok(Default::default());
+        }
+        let ids = serde_json::json!(mission_ids).to_string();
+        self.store.with(|c| {
+            let mut stmt = c.prepare_cached(
+                "SELECT mission_id, repo, path, branch, base, state FROM mission_worktrees
+                 WHERE mission_id IN (SELECT value FROM json_each(?1))",
+            )?;
+            let rows = stmt.query_map([ids], row)?;
+            rows.map(|r| r.map(|wt| (wt.mission_id.clone(), wt)))
+                .collect()
         })
     }
 
@@ -345,6 +367,44 @@ impl Worktrees {
             .map(|n| n == 1)
         })
     }
+}
+
+/// What a unit must be able to write to commit on its mission's branch, and no more:
+/// the worktree's own admin dir (its `HEAD`, `index`, `ORIG_HEAD`, `COMMIT_EDITMSG`,
+/// `logs/HEAD` and their `.lock`s), the shared object store, and the directories
+/// that hold the branch's ref and its reflog (`refs/heads/mission/`,
+/// `logs/refs/heads/mission/`: git locks a ref by creating `<ref>.lock` beside it).
+/// Every other ref — the operator's branches, tags, `packed-refs` — and the config
+/// stay out of reach. (So git's attempt, after a commit, to clear the `AUTO_MERGE`
+/// pseudo-ref through `packed-refs.lock` prints an error; the commit stands.)
+/// Under limited reads the repository's common dir is readable too: git reads its
+/// config, refs and objects for every command.
+pub fn commit_access(wt: &Worktree) -> anyhow::Result<CommitAccess> {
+    let admin = git(&wt.path, &["rev-parse", "--absolute-git-dir"])?;
+    let common = PathBuf::from(git(
+        &wt.path,
+        &["rev-parse", "--path-format=absolute", "--git-common-dir"],
+    )?);
+    let branch_dir = Path::new(&wt.branch)
+        .parent()
+        .filter(|p| !p.as_os_str().is_empty())
+        .ok_or_else(|| anyhow::anyhow!("mission branch {:?} has no directory", wt.branch))?;
+    Ok(CommitAccess {
+        write: vec![
+            PathBuf::from(admin),
+            common.join("objects"),
+            common.join("refs/heads").join(branch_dir),
+            common.join("logs/refs/heads").join(branch_dir),
+        ],
+        read: vec![common],
+    })
+}
+
+/// What a worktree mission's unit may write and read in the repository.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct CommitAccess {
+    pub write: Vec<PathBuf>,
+    pub read: Vec<PathBuf>,
 }
 
 /// The committed and uncommitted changes of the worktree against its base, as a

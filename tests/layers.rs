@@ -38,6 +38,7 @@ const MODULES: &[(&str, (&str, u8, Siblings))] = &[
     ("text", LEAVES),
     ("signals", LEAVES),
     ("confine", LEAVES),
+    ("host", LEAVES),
     // the shipped preset files (envelopes, chains, agents.toml) and their seeding
     ("presets", LEAVES),
     // storage: the connection and the migration runner, no tables of its own
@@ -65,6 +66,7 @@ const MODULES: &[(&str, (&str, u8, Siblings))] = &[
     ("board", SURFACES),
     ("bench", SURFACES),
     ("cli", SURFACES),
+    ("session", SURFACES),
 ];
 
 /// The only edges between roles, and why each is one way.

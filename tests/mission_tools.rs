@@ -309,6 +309,41 @@ async fn a_connection_without_the_mission_token_is_refused_and_reaches_no_tool()
 }
 
 #[tokio::test(flavor = "multi_thread")]
+async fn once_the_unit_is_known_the_token_admits_only_its_own_process_tree() {
+    use tokio::io::{AsyncBufReadExt, BufReader};
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("m-8.sock");
+    let handler = RecordingHandler::new("x");
+    let socket = serve_mission_socket(&path, handler.clone()).await.unwrap();
+    // A unit that is not this test process nor one of its ancestors: the test holds
+    // the right token, as a unit that copied it out of another's environment would.
+    let mut other = std::process::Command::new("sleep")
+        .arg("60")
+        .spawn()
+        .unwrap();
+    socket.unit_pid_slot().set(other.id()).unwrap();
+    let stream = connect_mission_socket(&path, socket.token()).await.unwrap();
+    let mut reply = String::new();
+    BufReader::new(stream).read_line(&mut reply).await.unwrap();
+    assert!(
+        reply.contains(
+            "mission socket: refused: this connection does not come from the mission's own unit"
+        ),
+        "{reply}"
+    );
+    assert!(handler.names().is_empty(), "{:?}", handler.names());
+    let _ = other.kill();
+    let _ = other.wait();
+
+    // With this process as the unit, the same token is admitted.
+    let path = dir.path().join("m-9.sock");
+    let socket = serve_mission_socket(&path, handler.clone()).await.unwrap();
+    socket.unit_pid_slot().set(std::process::id()).unwrap();
+    let c = client(&socket).await;
+    assert_eq!(c.list_all_tools().await.unwrap().len(), 4);
+}
+
+#[tokio::test(flavor = "multi_thread")]
 async fn a_socket_a_live_host_serves_is_never_replaced() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("m-7.sock");

@@ -2,7 +2,7 @@
 //! and the native `agent`): the scaffold that serves a [`BuiltinAgent`] on stdio
 //! ([`serve`]: `initialize`, `session/new`, `session/load`,
 //! `session/set_config_option`, `session/prompt` on its own task,
-//! `session/cancel`), the stdio line transport,
+//! `session/cancel`, `session/close`), the stdio line transport,
 //! reading what a `session/new` hands the agent, and a turn's view of
 //! `session/cancel`.
 
@@ -14,10 +14,10 @@ use std::time::Duration;
 
 use agent_client_protocol::schema::ProtocolVersion;
 use agent_client_protocol::v1::schema::{
-    AgentCapabilities, CancelNotification, ContentBlock, Implementation, InitializeRequest,
-    InitializeResponse, LoadSessionRequest, LoadSessionResponse, McpServer, NewSessionRequest,
-    NewSessionResponse, PromptRequest, PromptResponse, SetSessionConfigOptionRequest,
-    SetSessionConfigOptionResponse,
+    AgentCapabilities, CancelNotification, CloseSessionRequest, CloseSessionResponse, ContentBlock,
+    Implementation, InitializeRequest, InitializeResponse, LoadSessionRequest, LoadSessionResponse,
+    McpServer, NewSessionRequest, NewSessionResponse, PromptRequest, PromptResponse,
+    SetSessionConfigOptionRequest, SetSessionConfigOptionResponse,
 };
 use agent_client_protocol::v1::{ConnectionTo, Responder};
 use agent_client_protocol::{Agent, Client, Error, Lines};
@@ -92,7 +92,7 @@ pub trait BuiltinAgent: Send + Sync + Sized + 'static {
 
     /// Run before `session/new` or `session/load` is answered: where an agent connects
     /// its MCP servers, as real agents do before they report the session ready.
-    fn session_opened(&self, session: &Arc<Self::Session>) -> impl Future<Output = ()> + Send {
+    fn connect_servers(&self, session: &Arc<Self::Session>) -> impl Future<Output = ()> + Send {
         let _ = session;
         async {}
     }
@@ -104,6 +104,20 @@ pub trait BuiltinAgent: Send + Sync + Sized + 'static {
         request: LoadSessionRequest,
     ) -> Result<(Arc<Self::Session>, LoadSessionResponse), Error> {
         let _ = request;
+        Err(Error::method_not_found())
+    }
+
+    /// Called once `session/new` has been answered, with the connection: an agent
+    /// that talks to its client outside a prompt turn (commands, streamed news)
+    /// starts here.
+    fn session_opened(&self, session: &Arc<Self::Session>, id: &str, cx: &ConnectionTo<Client>) {
+        let _ = (session, id, cx);
+    }
+
+    /// `session/close`; the scaffold forgets the session once it succeeds. An agent
+    /// that does not advertise `sessionCapabilities.close` refuses it.
+    fn close_session(&self, id: &str) -> Result<CloseSessionResponse, Error> {
+        let _ = id;
         Err(Error::method_not_found())
     }
 
@@ -157,6 +171,18 @@ impl<S> Sessions<S> {
         self.lock().insert(id, session);
     }
 
+    fn remove(&self, id: &str) {
+        self.lock().remove(id);
+    }
+
+    /// Every open session, by id.
+    pub fn all(&self) -> Vec<(String, Arc<S>)> {
+        self.lock()
+            .iter()
+            .map(|(id, s)| (id.clone(), s.clone()))
+            .collect()
+    }
+
     fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<String, Arc<S>>> {
         self.by_id.lock().unwrap_or_else(|e| e.into_inner())
     }
@@ -171,7 +197,8 @@ pub async fn serve<A: BuiltinAgent>(
     writer: StdoutWriter,
 ) -> Result<(), String> {
     let tag = agent.tag();
-    let (on_init, on_new, on_load, on_config, on_prompt, on_cancel) = (
+    let (on_init, on_new, on_load, on_config, on_prompt, on_cancel, on_close) = (
+        agent.clone(),
         agent.clone(),
         agent.clone(),
         agent.clone(),
@@ -204,13 +231,14 @@ pub async fn serve<A: BuiltinAgent>(
             agent_client_protocol::on_receive_request!(),
         )
         .on_receive_request(
-            async move |request: NewSessionRequest, responder, _cx| {
+            async move |request: NewSessionRequest, responder, cx| {
                 let (session, response) = on_new.open_session(request);
-                on_new.session_opened(&session).await;
-                on_new
-                    .sessions()
-                    .insert(response.session_id.0.to_string(), session);
-                responder.respond(response)
+                on_new.connect_servers(&session).await;
+                let id = response.session_id.0.to_string();
+                on_new.sessions().insert(id.clone(), session.clone());
+                responder.respond(response)?;
+                on_new.session_opened(&session, &id, &cx);
+                Ok(())
             },
             agent_client_protocol::on_receive_request!(),
         )
@@ -219,7 +247,7 @@ pub async fn serve<A: BuiltinAgent>(
                 let id = request.session_id.0.to_string();
                 match on_load.load_session(request) {
                     Ok((session, response)) => {
-                        on_load.session_opened(&session).await;
+                        on_load.connect_servers(&session).await;
                         on_load.sessions().insert(id, session);
                         responder.respond(response)
                     }
@@ -260,6 +288,22 @@ pub async fn serve<A: BuiltinAgent>(
                     agent.run_prompt(turn).await;
                     Ok(())
                 })
+            },
+            agent_client_protocol::on_receive_request!(),
+        )
+        .on_receive_request(
+            async move |request: CloseSessionRequest, responder, _cx| {
+                let id = request.session_id.0.to_string();
+                if on_close.sessions().get(&id).is_none() {
+                    return responder.respond_with_error(unknown_session(&id));
+                }
+                match on_close.close_session(&id) {
+                    Ok(response) => {
+                        on_close.sessions().remove(&id);
+                        responder.respond(response)
+                    }
+                    Err(err) => responder.respond_with_error(err),
+                }
             },
             agent_client_protocol::on_receive_request!(),
         )

@@ -23,7 +23,7 @@ mod start;
 use std::collections::BTreeMap;
 use std::fmt;
 use std::path::PathBuf;
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
 use agent_client_protocol::UntypedMessage;
@@ -81,6 +81,10 @@ pub struct UnitSpec {
     pub mcp_servers: Vec<McpStdioServer>,
     /// `session/new._meta`; see [`mission_meta`].
     pub meta: Map<String, Value>,
+    /// Filled with the child's pid the moment it is spawned (before `session/new`
+    /// names its MCP servers), for a mission socket that admits only the unit's own
+    /// process tree.
+    pub pid_slot: Option<Arc<OnceLock<u32>>>,
 }
 
 /// One plan entry as the agent sent it (a native ACP `plan` update).

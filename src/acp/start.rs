@@ -45,6 +45,9 @@ impl Unit {
                     error: e.to_string(),
                 },
             )?;
+        if let Some(slot) = &spec.pid_slot {
+            let _ = slot.set(process.pid);
+        }
 
         let (events_tx, events_rx) = mpsc::unbounded_channel();
         let (perm_tx, perm_rx) = mpsc::unbounded_channel();

@@ -11,7 +11,7 @@ use serde_json::json;
 use super::{Ask, AskError, Asks};
 use crate::clock;
 use crate::envelope::search;
-use crate::mission::Missions;
+use crate::mission::{Mission, Missions};
 use crate::paths::Paths;
 
 /// Why an agent answer did not land.
@@ -89,22 +89,10 @@ pub fn answer_as_agent_within_bounds(
             ));
         }
     };
-    let envelope = &mission.hitl_policy_name;
-    let loaded = match search::load(paths, envelope) {
-        Ok(l) => l,
-        Err(e) => {
-            return refuse(format!(
-                "envelope {envelope:?} of mission {mission_id} cannot be read: {e}; a human must answer"
-            ));
-        }
+    let max = match agent_answer_cap(paths, &mission) {
+        Ok(max) => max,
+        Err(why) => return refuse(why),
     };
-    let grant = loaded.policy.attention.filter(|a| a.allow_agent_answers);
-    let Some(grant) = grant else {
-        return refuse(format!(
-            "envelope {envelope:?} of mission {mission_id} does not allow agent answers (no attention.allowAgentAnswers grant); a human must answer"
-        ));
-    };
-    let max = i64::from(grant.effective_max_agent_answers());
     let spent = |used: i64| {
         refuse(format!(
             "mission {mission_id} spent its agent-answer bound ({used} of {max}); this question waits for a human"
@@ -156,6 +144,33 @@ pub fn answer_as_agent_within_bounds(
         }
         .into()),
         _ => Err(AskError::AlreadyResolved(ask_id.to_string()).into()),
+    }
+}
+
+/// How many questions agents may answer for `mission`, by its envelope's attention
+/// grant; the refusal (why a human must answer) when it grants none.
+pub fn agent_answer_cap(paths: &Paths, mission: &Mission) -> Result<i64, String> {
+    let (envelope, mission_id) = (&mission.hitl_policy_name, &mission.id);
+    let loaded = search::load(paths, envelope).map_err(|e| {
+        format!(
+            "envelope {envelope:?} of mission {mission_id} cannot be read: {e}; a human must answer"
+        )
+    })?;
+    let grant = loaded.policy.attention.filter(|a| a.allow_agent_answers).ok_or_else(|| {
+        format!(
+            "envelope {envelope:?} of mission {mission_id} does not allow agent answers (no attention.allowAgentAnswers grant); a human must answer"
+        )
+    })?;
+    Ok(i64::from(grant.effective_max_agent_answers()))
+}
+
+/// Whether an agent answer to a question of `mission` could land now (its envelope
+/// grants agent answers and the cap is not spent): what an answerer checks before
+/// spending a model call. The answer itself is still bounded by the guarded write.
+pub fn agent_may_answer(paths: &Paths, asks: &Asks, mission: &Mission) -> bool {
+    match (agent_answer_cap(paths, mission), count(asks, &mission.id)) {
+        (Ok(max), Ok(used)) => used < max,
+        _ => false,
     }
 }
 

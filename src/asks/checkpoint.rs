@@ -11,6 +11,7 @@ use rusqlite::{OptionalExtension, params};
 
 use super::{AskError, Asks};
 use crate::clock;
+pub use crate::host::HostId;
 
 pub(crate) const SCHEMA_V4: &str = "
 CREATE TABLE checkpoints (
@@ -52,44 +53,6 @@ pub struct Checkpoint {
     /// turn inside its park window, or the ask is a permission the turn waits on).
     pub parked_at: Option<i64>,
     pub failure: Option<String>,
-}
-
-/// A host process, told apart from a later process that reused its pid.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct HostId {
-    pub pid: u32,
-    pub start: String,
-}
-
-impl HostId {
-    /// This process.
-    pub fn current() -> HostId {
-        let pid = std::process::id();
-        HostId {
-            pid,
-            start: start_time(pid).unwrap_or_default(),
-        }
-    }
-
-    /// Is that process still running (and still the same process)?
-    pub fn is_alive(&self) -> bool {
-        match start_time(self.pid) {
-            Some(start) => start == self.start,
-            None => false,
-        }
-    }
-
-    fn label(&self) -> String {
-        format!("{}@{}", self.pid, self.start)
-    }
-}
-
-/// The process start time (field 22 of /proc/<pid>/stat), in clock ticks since boot.
-fn start_time(pid: u32) -> Option<String> {
-    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
-    // The command name may hold spaces and parentheses; fields resume after the last ')'.
-    let rest = &stat[stat.rfind(')')? + 1..];
-    rest.split_whitespace().nth(19).map(str::to_string)
 }
 
 const COLUMNS: &str = "ask_id, mission_id, session_id, agent_name, cwd, host_pid, host_start, claimed_at, failure, parked_at";

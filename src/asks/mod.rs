@@ -383,17 +383,6 @@ impl Asks {
         )
     }
 
-    /// How many asks are pending, counted up to `cap` (what a board can show).
-    pub fn pending_count_upto(&self, cap: usize) -> Result<i64, AskError> {
-        Ok(self.store.with(|c| {
-            c.query_row(
-                "SELECT COUNT(*) FROM (SELECT 1 FROM asks WHERE state = 'pending' LIMIT ?1)",
-                [cap as i64],
-                |r| r.get(0),
-            )
-        })?)
-    }
-
     /// How many asks are pending.
     pub fn pending_count(&self) -> Result<i64, AskError> {
         Ok(self.store.with(|c| {

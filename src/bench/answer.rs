@@ -36,16 +36,22 @@ async fn asking_unit(
     mission_id: &str,
     rounds: usize,
     handler: Arc<dyn MissionToolHandler>,
-) -> anyhow::Result<(Unit, mpsc::UnboundedReceiver<UnitEvent>, crate::tools::MissionSocket)> {
+) -> anyhow::Result<(
+    Unit,
+    mpsc::UnboundedReceiver<UnitEvent>,
+    crate::tools::MissionSocket,
+)> {
     let steps: Vec<Value> = (0..rounds)
         .map(|i| json!({"ask": {"summary": format!("q{i}"), "then": {"say": "got {{answer}}"}}}))
         .chain([json!({"finish": "landed"})])
         .collect();
     let script = scratch.write_script(name, &one_turn(Value::Array(steps)))?;
-    let socket = serve_mission_socket(&scratch.home().join(format!("{name}.sock")), handler).await?;
+    let socket =
+        serve_mission_socket(&scratch.home().join(format!("{name}.sock")), handler).await?;
     let bare = scratch.stub_unit(&script, mission_id)?;
     let mut unit = Unit::start(UnitSpec {
         mcp_servers: vec![bridge_server_entry(&bare.program, &socket)],
+        pid_slot: Some(socket.unit_pid_slot()),
         ..bare
     })
     .await?;
@@ -64,7 +70,10 @@ async fn heard(events: &mut mpsc::UnboundedReceiver<UnitEvent>, want: &str) -> a
         false
     })
     .await;
-    anyhow::ensure!(matches!(said, Ok(true)), "bench: the stub never said {want:?}");
+    anyhow::ensure!(
+        matches!(said, Ok(true)),
+        "bench: the stub never said {want:?}"
+    );
     Ok(())
 }
 
@@ -130,13 +139,18 @@ pub async fn run(scale: Scale) -> anyhow::Result<Vec<Row>> {
     let driver = async {
         for i in 0..rounds * 2 {
             let mut ask_id = None;
-            until("the stub's question", LIMIT, Duration::from_millis(1), || {
-                ask_id = elsewhere
-                    .pending_questions(Some(&mission.id), 1)
-                    .ok()
-                    .and_then(|p| p.first().map(|a| a.id.clone()));
-                ask_id.is_some()
-            })
+            until(
+                "the stub's question",
+                LIMIT,
+                Duration::from_millis(1),
+                || {
+                    ask_id = elsewhere
+                        .pending_questions(Some(&mission.id), 1)
+                        .ok()
+                        .and_then(|p| p.first().map(|a| a.id.clone()));
+                    ask_id.is_some()
+                },
+            )
             .await?;
             let ask_id = ask_id.expect("found above");
             let answer = format!("a{i}");

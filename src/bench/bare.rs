@@ -46,7 +46,11 @@ impl Bare {
 }
 
 impl MissionToolHandler for Bare {
-    fn call(&self, tool: &str, _args: Map<String, Value>) -> BoxFuture<'static, Result<String, String>> {
+    fn call(
+        &self,
+        tool: &str,
+        _args: Map<String, Value>,
+    ) -> BoxFuture<'static, Result<String, String>> {
         if tool != crate::tools::MISSION_ASK_ATTENTION {
             return Box::pin(async { Ok("ok".to_string()) });
         }
@@ -54,7 +58,9 @@ impl MissionToolHandler for Bare {
         if let Some(tx) = &self.arrivals {
             let _ = tx.send(arrived);
         }
-        let n = self.asked.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let n = self
+            .asked
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         let commit = self.commit.clone();
         Box::pin(async move {
             if let Some(config) = commit {

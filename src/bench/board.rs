@@ -25,7 +25,7 @@ use tokio::sync::watch;
 use super::scratch::{Scratch, seed};
 use super::{Latency, Row, Scale};
 use crate::board::model::{Model, Query, Snapshot};
-use crate::board::snapshot::{COUNT_CAP, Source, build};
+use crate::board::snapshot::{Source, build};
 use crate::board::theme::{Symbols, Theme};
 use crate::board::update::{Msg, update};
 use crate::board::{layout, view};
@@ -66,12 +66,11 @@ fn as_lines(buffer: &Buffer) -> Vec<Line<'static>> {
 /// The bare reads of the rows a snapshot holds (its SQL, with nothing decoded).
 fn bare_reads(conn: &rusqlite::Connection, q: &Query, selected: &str) -> rusqlite::Result<()> {
     let limit = q.limit.max(1) as i64;
-    let cap = COUNT_CAP as i64 + 1;
     let statements: [(&str, Vec<rusqlite::types::Value>); 9] = [
         ("SELECT MAX(rowid) FROM missions", vec![]),
         (
-            "SELECT COUNT(*) FROM (SELECT 1 FROM missions WHERE status = 'open' LIMIT ?1)",
-            vec![cap.into()],
+            "SELECT COUNT(*) FROM missions WHERE status = 'open'",
+            vec![],
         ),
         (
             "SELECT * FROM missions ORDER BY created_at DESC, id DESC LIMIT ?1 OFFSET ?2",
@@ -89,10 +88,7 @@ fn bare_reads(conn: &rusqlite::Connection, q: &Query, selected: &str) -> rusqlit
             "SELECT * FROM asks WHERE state = 'pending' ORDER BY created_at DESC, id DESC LIMIT 200",
             vec![],
         ),
-        (
-            "SELECT COUNT(*) FROM (SELECT 1 FROM asks WHERE state = 'pending' LIMIT ?1)",
-            vec![cap.into()],
-        ),
+        ("SELECT COUNT(*) FROM asks WHERE state = 'pending'", vec![]),
         (
             "SELECT * FROM inbox WHERE acked_at IS NULL ORDER BY created_at DESC, rowid DESC LIMIT 200",
             vec![],
@@ -122,7 +118,11 @@ fn key(code: KeyCode) -> Msg {
 
 /// Heartbeat `ids` round-robin from another connection until `stop` (each mission
 /// about once a second): the write load a fleet of that many missions puts on the file.
-fn load(db: &std::path::Path, ids: Vec<String>, stop: watch::Receiver<bool>) -> anyhow::Result<std::thread::JoinHandle<()>> {
+fn load(
+    db: &std::path::Path,
+    ids: Vec<String>,
+    stop: watch::Receiver<bool>,
+) -> anyhow::Result<std::thread::JoinHandle<()>> {
     let missions = Missions::new(Store::open(db)?);
     let pace = Duration::from_secs(1) / ids.len().max(1) as u32;
     Ok(std::thread::spawn(move || {
@@ -148,6 +148,7 @@ pub async fn run(scale: Scale) -> anyhow::Result<Vec<Row>> {
         limit: layout::mission_rows(size),
         selected: 0,
         filter: String::new(),
+        ..Query::default()
     };
     let samples = scale.samples;
     let mut reads: Vec<Duration> = Vec::with_capacity(samples);
@@ -162,8 +163,7 @@ pub async fn run(scale: Scale) -> anyhow::Result<Vec<Row>> {
             snap.store_error
         );
         anyhow::ensure!(
-            snap.total_missions == scale.missions
-                && snap.pending_total == scale.asks.min(COUNT_CAP + 1),
+            snap.total_missions == scale.missions && snap.pending_total == scale.asks,
             "bench: the snapshot saw {} missions and {} asks",
             snap.total_missions,
             snap.pending_total

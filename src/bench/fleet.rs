@@ -14,9 +14,9 @@ use super::bare::Bare;
 use super::scratch::{POLICY, Scratch, one_turn, rss_bytes, until, until_reaped};
 use super::{Row, Scale};
 use crate::acp::{Unit, UnitSpec};
-use crate::tools::{MissionSocket, bridge_server_entry, serve_mission_socket};
 use crate::fleet::DispatchRequest;
 use crate::mission::Status;
+use crate::tools::{MissionSocket, bridge_server_entry, serve_mission_socket};
 
 const LIMIT: Duration = Duration::from_secs(120);
 const MB: f64 = 1024.0 * 1024.0;
@@ -58,6 +58,7 @@ async fn bare_units(
             let socket = serve_mission_socket(&path, Bare::at_once()).await?;
             let unit = Unit::start(UnitSpec {
                 mcp_servers: vec![bridge_server_entry(&spec.program, &socket)],
+                pid_slot: Some(socket.unit_pid_slot()),
                 ..spec
             })
             .await?;
@@ -65,8 +66,7 @@ async fn bare_units(
         }
     });
     let units = futures::future::try_join_all(starts).await?;
-    futures::future::try_join_all(units.iter().map(|(u, _)| u.prompt(vec!["bare".into()])))
-        .await?;
+    futures::future::try_join_all(units.iter().map(|(u, _)| u.prompt(vec!["bare".into()]))).await?;
     Ok(units)
 }
 

@@ -214,7 +214,13 @@ fn child_rows(group: &str, scale: Scale) -> anyhow::Result<Vec<Row>> {
     let exe = std::env::current_exe()
         .map_err(|e| anyhow::anyhow!("cannot locate the missionboard binary: {e}"))?;
     let mut cmd = std::process::Command::new(exe);
-    cmd.args(["bench", "--only", group, "--at", &serde_json::to_string(&scale)?]);
+    cmd.args([
+        "bench",
+        "--only",
+        group,
+        "--at",
+        &serde_json::to_string(&scale)?,
+    ]);
     let out = cmd
         .stderr(std::process::Stdio::inherit())
         .output()
@@ -259,9 +265,21 @@ pub fn run_all(quick: bool, curves: bool, groups: &[String]) -> anyhow::Result<i
         if quick { " --quick" } else { "" },
         if curves { " --scale" } else { "" },
         scale.samples,
-        if curves { "10k/100k/1M".to_string() } else { scale.missions.to_string() },
-        if curves { "a tenth".to_string() } else { scale.asks.to_string() },
-        if curves { "16/64/256".to_string() } else { scale.units.to_string() },
+        if curves {
+            "10k/100k/1M".to_string()
+        } else {
+            scale.missions.to_string()
+        },
+        if curves {
+            "a tenth".to_string()
+        } else {
+            scale.asks.to_string()
+        },
+        if curves {
+            "16/64/256".to_string()
+        } else {
+            scale.units.to_string()
+        },
         if crate::store::Changes::of(&std::env::temp_dir().join("board.db")).pushed() {
             ", commits pushed (inotify)"
         } else {
@@ -364,8 +382,16 @@ mod tests {
             max: 1.0,
         };
         let rows = vec![
-            Row::latency("answer", answer, floor, "bare server").within(Some(1.5), Some(2.0), Some(10.0)),
-            Row::latency("answer again", answer, floor, "bare server").within(Some(1.2), None, None),
+            Row::latency("answer", answer, floor, "bare server").within(
+                Some(1.5),
+                Some(2.0),
+                Some(10.0),
+            ),
+            Row::latency("answer again", answer, floor, "bare server").within(
+                Some(1.2),
+                None,
+                None,
+            ),
             Row::rate("fleet", 10.0, "missions/s", 20.0, "bare units"),
         ];
         let text = render(&rows);

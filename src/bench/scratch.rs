@@ -75,6 +75,7 @@ impl Scratch {
             cwd: self.paths.cwd.clone(),
             mcp_servers: Vec::new(),
             meta: mission_meta(mission_id),
+            pid_slot: None,
         })
     }
 

@@ -6,15 +6,16 @@ use std::sync::{Arc, Mutex};
 
 use tokio::sync::mpsc::UnboundedSender;
 
-use super::model::{AgentEntry, EnvelopeEntry, PickerData};
+use super::model::{AgentEntry, EnvelopeEntry, HostedMission, PickerData};
 use super::picker::{self, MissionLine, Resolved};
 use super::update::{Effect, Msg, short};
 use crate::agents::Registry;
 use crate::asks::OperatorVerdict;
 use crate::config::{self, Config};
-use crate::envelope::bounds::{ComputeField, bound_status, envelope_summary};
+use crate::envelope::bounds::envelope_summary;
 use crate::envelope::policy::Policy;
 use crate::envelope::search;
+use crate::fleet::budget::ComputeLedger;
 use crate::fleet::resume::{self, Afterwards, Answerer};
 use crate::fleet::{DispatchRequest, Fleet};
 use crate::paths::Paths;
@@ -48,11 +49,16 @@ pub fn spawn(effect: Effect, svc: &Services, tx: UnboundedSender<Msg>) {
                 let _ = tx.send(run_mission(&svc, &args).await);
             });
         }
+        Effect::Refire { mission_id } => {
+            tokio::spawn(async move {
+                let _ = tx.send(Msg::Fired(refire(&svc, mission_id).await));
+            });
+        }
         Effect::Fire {
             agent,
             envelope,
             intent,
-            summary,
+            labels,
         } => {
             tokio::spawn(async move {
                 let r = Resolved {
@@ -62,7 +68,7 @@ pub fn spawn(effect: Effect, svc: &Services, tx: UnboundedSender<Msg>) {
                     origin: "picked",
                     intent,
                 };
-                let _ = tx.send(Msg::Fired(fire(&svc.fleet, &r, &summary).await));
+                let _ = tx.send(Msg::Fired(fire(&svc.fleet, &r, &labels).await));
             });
         }
         other => {
@@ -150,22 +156,21 @@ fn toggle_oracle(svc: &Services, mount: bool) -> Result<Option<String>, String> 
 /// tests call it directly).
 pub fn execute_blocking(effect: Effect, svc: &Services) -> Msg {
     let missions = svc.fleet.missions();
-    let asks = svc.fleet.asks();
     match effect {
         Effect::Verdict { ask_id, verdict } => Msg::VerdictDone {
             result: answer(svc, &ask_id, &verdict),
             ask_id,
         },
         Effect::ToggleOracle { mount } => Msg::OracleToggled(toggle_oracle(svc, mount)),
-        Effect::Stop { mission_id, reason } => {
-            let r = crate::fleet::stop::stop_mission(missions, asks, &mission_id, Some(&reason))
-                .map(|m| {
-                    svc.fleet.release(&m.id);
-                    format!("mission {} stopped: {}", short(&m.id), reason.trim())
-                })
-                .map_err(|e| e.to_string());
-            Msg::StopDone(r)
-        }
+        Effect::Stop { mission_id, reason } => Msg::StopDone(
+            stop(svc, &mission_id, &reason)
+                .map(|id| format!("mission {} stopped: {}", short(&id), reason.trim())),
+        ),
+        Effect::LoadHosted => Msg::HostedLoaded(hosted(svc)),
+        Effect::StopHosted {
+            mission_ids,
+            reason,
+        } => Msg::HostedStopped(stop_hosted(svc, &mission_ids, &reason)),
         Effect::LoadDiff { mission_id } => Msg::DiffLoaded(load_diff(missions, &mission_id)),
         Effect::Worktree { mission_id, merge } => {
             Msg::WorktreeDone(worktree_effect(missions, &mission_id, merge))
@@ -176,15 +181,149 @@ pub fn execute_blocking(effect: Effect, svc: &Services) -> Msg {
                 .map(|i| format!("acknowledged {}", short(&i.id)))
                 .map_err(|e| e.to_string()),
         ),
-        Effect::LoadPicker => Msg::PickerLoaded(load_picker(
-            &svc.paths,
-            &Config::new(missions.store().clone()),
-        )),
-        Effect::RunMission { .. } | Effect::Fire { .. } => Msg::Toast {
+        Effect::AckMany { inbox_ids } => Msg::AckDone(ack_many(missions, &inbox_ids)),
+        Effect::LoadPicker => Msg::PickerLoaded(load_picker(&svc.paths, missions.store())),
+        Effect::RunMission { .. } | Effect::Fire { .. } | Effect::Refire { .. } => Msg::Toast {
             text: "internal: async effect run synchronously".into(),
             error: true,
         },
     }
+}
+
+/// `mission stop` for the board: the same service call, then this host's unit of
+/// the mission is released. The stopped mission's id, or why not.
+fn stop(svc: &Services, mission_id: &str, reason: &str) -> Result<String, String> {
+    let (missions, asks) = (svc.fleet.missions(), svc.fleet.asks());
+    crate::fleet::stop::stop_mission(missions, asks, mission_id, Some(reason))
+        .map(|m| {
+            svc.fleet.release(&m.id);
+            m.id
+        })
+        .map_err(|e| e.to_string())
+}
+
+/// The open missions whose units this board holds, oldest first. A mission the
+/// store cannot be asked about is still listed: its unit is here all the same.
+fn hosted(svc: &Services) -> Vec<HostedMission> {
+    let missions = svc.fleet.missions();
+    let mut found: Vec<(i64, HostedMission)> = svc
+        .fleet
+        .hosted_missions()
+        .into_iter()
+        .filter_map(|id| match missions.get(&id) {
+            Ok(Some(m)) if m.status.is_terminal() => None,
+            Ok(Some(m)) => Some((
+                m.created_at,
+                HostedMission {
+                    intent: crate::text::one_line(&m.intent),
+                    id,
+                },
+            )),
+            Ok(None) | Err(_) => Some((
+                i64::MAX,
+                HostedMission {
+                    id,
+                    intent: String::new(),
+                },
+            )),
+        })
+        .collect();
+    found.sort_by(|a, b| (a.0, &a.1.id).cmp(&(b.0, &b.1.id)));
+    found.into_iter().map(|(_, h)| h).collect()
+}
+
+/// Stop every mission in `ids` as `mission stop` would, before the board quits.
+/// One that came to rest meanwhile needs no stop; any other refusal is said.
+fn stop_hosted(svc: &Services, ids: &[String], reason: &str) -> Result<String, String> {
+    let missions = svc.fleet.missions();
+    let mut failed = Vec::new();
+    let mut stopped = 0;
+    for id in ids {
+        match stop(svc, id, reason) {
+            Ok(_) => stopped += 1,
+            Err(_)
+                if missions
+                    .get(id)
+                    .ok()
+                    .flatten()
+                    .is_some_and(|m| m.status.is_terminal()) => {}
+            Err(e) => failed.push(format!("{}: {e}", short(id))),
+        }
+    }
+    if failed.is_empty() {
+        Ok(format!(
+            "stopped {stopped} mission(s) hosted here: {}",
+            reason.trim()
+        ))
+    } else {
+        Err(format!(
+            "could not stop every mission hosted here ({}); the board stays open",
+            failed.join("; ")
+        ))
+    }
+}
+
+/// Acknowledge each item through the call `inbox ack` makes; one that fails (acked
+/// elsewhere meanwhile, say) does not stop the rest, and the toast says so.
+fn ack_many(missions: &crate::mission::Missions, ids: &[String]) -> Result<String, String> {
+    let failed: Vec<String> = ids
+        .iter()
+        .filter_map(|id| {
+            missions
+                .ack(id)
+                .err()
+                .map(|e| format!("{}: {e}", short(id)))
+        })
+        .collect();
+    let done = ids.len() - failed.len();
+    if failed.is_empty() {
+        Ok(format!("acknowledged {done} inbox item(s)"))
+    } else {
+        Err(format!(
+            "acknowledged {done} of {} inbox item(s); {}",
+            ids.len(),
+            failed.join("; ")
+        ))
+    }
+}
+
+/// A new mission like `mission_id`: its agent, envelope and intent, in the
+/// checkout it worked in (a fresh worktree of it, when it had one).
+async fn refire(svc: &Services, mission_id: String) -> Result<String, String> {
+    let store = svc.fleet.missions().store().clone();
+    let old = mission_id.clone();
+    let (m, worktree) = crate::store::blocking(move || {
+        let m = crate::mission::Missions::new(store.clone())
+            .require(&old)
+            .map_err(|e| e.to_string())?;
+        let wt = crate::worktree::Worktrees::new(store)
+            .get(&old)
+            .map_err(|e| e.to_string())?;
+        Ok::<_, String>((m, wt))
+    })
+    .await?;
+    let cwd = match &worktree {
+        Some(wt) => Some(wt.repo.clone()),
+        None => Some(std::path::PathBuf::from(&m.cwd)).filter(|p| p.is_absolute()),
+    };
+    let d = svc
+        .fleet
+        .dispatch(DispatchRequest {
+            agent_name: m.agent_name.clone(),
+            intent: m.intent.clone(),
+            policy_name: m.hitl_policy_name.clone(),
+            cwd,
+            worktree: worktree.is_some(),
+        })
+        .await
+        .map_err(|e| format!("re-fire refused: {e:#}"))?;
+    tracing::info!(mission = %d.mission_id, from = %m.id, "board re-fired a mission");
+    Ok(format!(
+        "re-fired mission {} as {}: {}",
+        short(&m.id),
+        short(&d.mission_id),
+        crate::text::one_line(&m.intent)
+    ))
 }
 
 /// Record the operator's verdict through the one answer path every surface uses
@@ -220,7 +359,8 @@ fn answer(svc: &Services, ask_id: &str, verdict: &OperatorVerdict) -> Result<Str
 }
 
 /// Everything the picker lists, read afresh (the search path is never cached).
-pub fn load_picker(paths: &Paths, config: &Config) -> Result<PickerData, String> {
+pub fn load_picker(paths: &Paths, store: &crate::store::Store) -> Result<PickerData, String> {
+    let config = Config::new(store.clone());
     let envelopes = search::list(paths)
         .into_iter()
         .filter_map(|l| {
@@ -229,11 +369,14 @@ pub fn load_picker(paths: &Paths, config: &Config) -> Result<PickerData, String>
         })
         .collect();
     let registry = Registry::load(paths).map_err(|e| format!("{e:#}"))?;
+    let missions = crate::mission::Missions::new(store.clone());
+    let ledger = ComputeLedger::new(store.clone());
     let agents = registry
         .all()
         .map(|a| AgentEntry {
             name: a.name.clone(),
             description: a.description.clone(),
+            caps: ledger.last_seen_caps(&missions, &a.name),
         })
         .collect();
     let get = |k| {
@@ -251,23 +394,23 @@ pub fn load_picker(paths: &Paths, config: &Config) -> Result<PickerData, String>
     })
 }
 
-/// One envelope's line: its character, the truthful label of each compute field it
-/// sets (none before a mission starts can promise an agent's capabilities), and of
-/// each sandbox limit on this kernel.
+/// One envelope as the picker lists it: its character line, its compute bounds (each
+/// labelled for the chosen agent when drawn) and the truthful label of each sandbox
+/// limit it sets on this kernel.
 pub fn envelope_entry(file_name: &str, bytes: &[u8]) -> EnvelopeEntry {
     use crate::envelope::sandbox::{SandboxField, SandboxStatus, sandbox_status};
     let abi = crate::confine::landlock_abi();
-    let labels = Policy::parse(file_name, bytes)
+    let policy = Policy::parse(file_name, bytes).ok();
+    let sandbox = policy
+        .as_ref()
         .map(|p| {
             let sandbox = p.sandbox_or_baseline();
-            ComputeField::ALL
+            SandboxField::ALL
                 .into_iter()
-                .filter(|f| f.is_set(&p.compute))
-                .map(|f| (f.key(), bound_status(f, &p.compute, None).label()))
-                .chain(SandboxField::ALL.into_iter().filter_map(|f| {
+                .filter_map(|f| {
                     let status = sandbox_status(f, &sandbox, abi);
                     (status != SandboxStatus::NotLimited).then(|| (f.key(), status.label()))
-                }))
+                })
                 .collect()
         })
         .unwrap_or_default();
@@ -275,15 +418,15 @@ pub fn envelope_entry(file_name: &str, bytes: &[u8]) -> EnvelopeEntry {
         file_name: file_name.to_string(),
         short_name: search::short_name(file_name).to_string(),
         summary: envelope_summary(bytes),
-        labels,
+        compute: policy.map(|p| p.compute),
+        sandbox,
     }
 }
 
 async fn run_mission(svc: &Services, args: &str) -> Msg {
     let paths = svc.paths.clone();
     let store = svc.fleet.missions().store().clone();
-    let data = match crate::store::blocking(move || load_picker(&paths, &Config::new(store))).await
-    {
+    let data = match crate::store::blocking(move || load_picker(&paths, &store)).await {
         Ok(d) => d,
         Err(e) => return Msg::Fired(Err(e)),
     };
@@ -299,10 +442,15 @@ async fn run_mission(svc: &Services, args: &str) -> Msg {
             intent,
         } => match picker::resolve(policy, agent, intent, &data) {
             Ok(r) => {
-                let summary = picker::lookup_envelope(&r.envelope, r.origin, &data.envelopes)
-                    .map(|e| e.summary.clone())
+                let caps = data
+                    .agents
+                    .iter()
+                    .find(|a| a.name == r.agent)
+                    .and_then(|a| a.caps.as_ref());
+                let labels = picker::lookup_envelope(&r.envelope, r.origin, &data.envelopes)
+                    .map(|e| picker::bound_labels(e, caps))
                     .unwrap_or_default();
-                Msg::Fired(fire(&svc.fleet, &r, &summary).await)
+                Msg::Fired(fire(&svc.fleet, &r, &labels).await)
             }
             Err(e) => Msg::Fired(Err(e)),
         },
@@ -310,7 +458,7 @@ async fn run_mission(svc: &Services, args: &str) -> Msg {
 }
 
 /// Dispatch through the fleet; a refusal's text is shown verbatim.
-async fn fire(fleet: &Fleet, r: &Resolved, summary: &str) -> Result<String, String> {
+async fn fire(fleet: &Fleet, r: &Resolved, labels: &[String]) -> Result<String, String> {
     let d = fleet
         .dispatch(DispatchRequest {
             agent_name: r.agent.clone(),
@@ -322,13 +470,7 @@ async fn fire(fleet: &Fleet, r: &Resolved, summary: &str) -> Result<String, Stri
         .await
         .map_err(|e| format!("{e:#}"))?;
     tracing::info!(mission = %d.mission_id, agent = %r.agent, envelope = %r.envelope, "board fired a mission");
-    Ok(picker::confirmation(
-        r,
-        summary,
-        &d.mission_id,
-        &d.instance_id,
-        &d.session_id,
-    ))
+    Ok(picker::confirmation(r, labels, &d.mission_id))
 }
 
 #[cfg(test)]
@@ -337,7 +479,7 @@ mod tests {
 
     fn labels(file_name: &str) -> Vec<(&'static str, &'static str)> {
         let preset = crate::presets::get(file_name).expect("a preset");
-        envelope_entry(file_name, preset.bytes).labels
+        envelope_entry(file_name, preset.bytes).sandbox
     }
 
     #[test]

@@ -21,6 +21,8 @@ pub enum Context {
     /// Editing keys of every text field and the answer box; shown in `?`, never looked
     /// up (the text area itself handles them).
     Text,
+    /// The keys only the answer box's multi-line draft has; documentation too.
+    AnswerBox,
 }
 
 impl Context {
@@ -30,13 +32,14 @@ impl Context {
             Context::Board => "Board",
             Context::Answer => "Answering a question",
             Context::Verdict => "Deciding a permission",
-            Context::Picker => "/mission picker",
+            Context::Picker => ":mission picker",
             Context::Confirm => "Confirm dialog",
             Context::Filter => "Filter (/)",
             Context::Command => "Command line (:)",
             Context::Help => "Help",
             Context::Diff => "Mission diff (v)",
             Context::Text => "Editing text (every field, the answer box)",
+            Context::AnswerBox => "The answer box only (a question's draft)",
         }
     }
 }
@@ -65,6 +68,19 @@ pub enum Action {
     FocusAsks,
     FocusInbox,
     FocusTrace,
+    FocusDetail,
+    /// Cycle the missions' sort: state, age, heartbeat.
+    SortNext,
+    /// Hide or show the terminal missions.
+    ToggleTerminal,
+    /// The detail pane fills the screen, or goes back.
+    Zoom,
+    /// A new mission like the selected one (same agent, envelope, intent, workspace).
+    Refire,
+    /// Mark or unmark the selected inbox item.
+    Mark,
+    /// Acknowledge the marked inbox items, else every one shown.
+    AckAll,
     Open,
     Ack,
     Stop,
@@ -86,6 +102,8 @@ pub enum Action {
     Cancel,
     Toggle,
     EditReason,
+    /// Quitting with missions hosted here: stop them (with the reason), then quit.
+    StopAndQuit,
     Back,
     Run,
     Keep,
@@ -308,16 +326,72 @@ pub const BINDINGS: &[Binding] = &[
     ),
     b(
         C::Board,
+        &[k('5')],
+        Action::FocusDetail,
+        "focus the detail pane (j/k scroll it)",
+        None,
+    ),
+    b(
+        C::Board,
+        &[k('z')],
+        Action::Zoom,
+        "zoom the detail pane to the full screen, or back (Esc too)",
+        None,
+    ),
+    b(
+        C::Board,
+        &[k('s')],
+        Action::SortNext,
+        "missions: sort by state / age / heartbeat (needs-me on top)",
+        None,
+    ),
+    b(
+        C::Board,
+        &[k('t')],
+        Action::ToggleTerminal,
+        "missions: hide / show the terminal missions",
+        None,
+    ),
+    b(
+        C::Board,
         &[code(KeyCode::Enter)],
         Action::Open,
-        "asks: answer or decide the selected ask · inbox: acknowledge",
+        "missions, asks: answer or decide the pending ask of the selected row · inbox: open it in the detail pane (a acknowledges it)",
         Some("answer"),
     ),
     b(
         C::Board,
         &[k('a')],
         Action::Ack,
-        "inbox: acknowledge the selected item",
+        "asks: approve the gated call · inbox: acknowledge the item",
+        None,
+    ),
+    b(
+        C::Board,
+        &[k('d')],
+        Action::Deny,
+        "asks: deny the selected gated call",
+        None,
+    ),
+    b(
+        C::Board,
+        &[k(' ')],
+        Action::Mark,
+        "inbox: mark / unmark the selected item",
+        None,
+    ),
+    b(
+        C::Board,
+        &[k('A')],
+        Action::AckAll,
+        "inbox: acknowledge the marked items, else all on screen",
+        None,
+    ),
+    b(
+        C::Board,
+        &[k('R')],
+        Action::Refire,
+        "re-fire the mission: same agent, envelope, intent (confirm)",
         None,
     ),
     b(
@@ -417,14 +491,14 @@ pub const BINDINGS: &[Binding] = &[
         C::Board,
         &[k('q')],
         Action::Quit,
-        "quit (asks first if a draft is unsent)",
+        "quit (asks first if a draft is unsent or missions are hosted here)",
         Some("quit"),
     ),
     b(
         C::Board,
         &[code(KeyCode::Esc)],
         Action::ClearFilter,
-        "dismiss the toasts, else clear the filter",
+        "dismiss the notices, else clear the filter",
         None,
     ),
     b(
@@ -534,6 +608,13 @@ pub const BINDINGS: &[Binding] = &[
         Some("edit reason"),
     ),
     b(
+        C::Confirm,
+        &[k('s')],
+        Action::StopAndQuit,
+        "quitting with missions hosted here: stop them with the reason, then quit",
+        None,
+    ),
+    b(
         C::Filter,
         &[code(KeyCode::Enter)],
         Action::Keep,
@@ -630,6 +711,77 @@ pub const BINDINGS: &[Binding] = &[
         "yank what was deleted, undo, redo",
         None,
     ),
+    b(
+        C::AnswerBox,
+        &[code(KeyCode::Enter)],
+        Action::EditText,
+        "a new line (C-s or M-Enter sends)",
+        None,
+    ),
+    b(
+        C::AnswerBox,
+        &[
+            code(KeyCode::Backspace),
+            ctrl('h'),
+            code(KeyCode::Delete),
+            ctrl('d'),
+        ],
+        Action::EditText,
+        "delete the char before the cursor; the char under it",
+        None,
+    ),
+    b(
+        C::AnswerBox,
+        &[alt(KeyCode::Char('d')), alt(KeyCode::Delete)],
+        Action::EditText,
+        "delete the word after the cursor",
+        None,
+    ),
+    b(
+        C::AnswerBox,
+        &[code(KeyCode::Up), code(KeyCode::Down), ctrl('p'), ctrl('n')],
+        Action::EditText,
+        "a line up, a line down",
+        None,
+    ),
+    b(
+        C::AnswerBox,
+        &[
+            alt(KeyCode::Char('p')),
+            alt(KeyCode::Char('n')),
+            with(KeyCode::Up, KeyModifiers::CONTROL),
+            with(KeyCode::Down, KeyModifiers::CONTROL),
+        ],
+        Action::EditText,
+        "a paragraph back, a paragraph forward",
+        None,
+    ),
+    b(
+        C::AnswerBox,
+        &[alt(KeyCode::Char('<')), alt(KeyCode::Char('>'))],
+        Action::EditText,
+        "to the first line, to the last line",
+        None,
+    ),
+    b(
+        C::AnswerBox,
+        &[
+            code(KeyCode::PageUp),
+            code(KeyCode::PageDown),
+            alt(KeyCode::Char('v')),
+            ctrl('v'),
+        ],
+        Action::EditText,
+        "scroll a page up, a page down",
+        None,
+    ),
+    b(
+        C::AnswerBox,
+        &[code(KeyCode::Tab)],
+        Action::EditText,
+        "indent (spaces)",
+        None,
+    ),
 ];
 
 /// The action `ev` triggers in `context` (mode keys first, then the global ones).
@@ -684,6 +836,7 @@ pub fn help_sections(query: &str) -> Vec<(&'static str, Vec<(String, &'static st
         C::Help,
         C::Diff,
         C::Text,
+        C::AnswerBox,
         C::Global,
     ];
     order

@@ -87,6 +87,14 @@ pub fn mission_rows(area: Rect) -> usize {
         .max(1) as usize
 }
 
+/// The items a bordered list of `height` rows shows with `selected` in view: it
+/// scrolls only once the selection passes its last row.
+pub fn list_window(selected: usize, len: usize, height: u16) -> std::ops::Range<usize> {
+    let rows = height.saturating_sub(LIST_CHROME) as usize;
+    let first = selected.saturating_sub(rows.saturating_sub(1));
+    first.min(len)..(first + rows).min(len)
+}
+
 /// A centred box of at most `w` x `h` inside `area`.
 pub fn centered(area: Rect, w: u16, h: u16) -> Rect {
     let w = w.min(area.width);
@@ -113,5 +121,17 @@ mod tests {
             assert_eq!(a.status.height, 1);
         }
         assert!(mission_rows(Rect::new(0, 0, 80, 24)) >= 4);
+    }
+
+    #[test]
+    fn a_list_window_keeps_the_selection_on_its_last_row_and_never_overruns() {
+        // Six rows between the borders.
+        assert_eq!(list_window(0, 20, 8), 0..6);
+        assert_eq!(list_window(5, 20, 8), 0..6);
+        assert_eq!(list_window(6, 20, 8), 1..7);
+        assert_eq!(list_window(19, 20, 8), 14..20);
+        assert_eq!(list_window(0, 3, 8), 0..3);
+        assert_eq!(list_window(0, 0, 8), 0..0);
+        assert_eq!(list_window(4, 10, 2), 4..4, "no room, no rows");
     }
 }

@@ -14,6 +14,7 @@ pub mod keymap;
 pub mod layout;
 pub mod line;
 pub mod model;
+pub mod notify;
 pub mod picker;
 pub mod snapshot;
 pub mod theme;
@@ -91,6 +92,13 @@ pub fn run(paths: Paths, demo: bool) -> anyhow::Result<i32> {
 async fn host(paths: Paths, demo: bool) -> anyhow::Result<i32> {
     let db = paths.db_path();
     let store = Store::open(&db)?;
+    let notify = notify::Notify::from_config(
+        &crate::config::Config::new(store.clone())
+            .get(crate::config::NOTIFY)
+            .ok()
+            .flatten()
+            .unwrap_or_default(),
+    );
     let fleet = Fleet::new(paths.clone(), store)?;
     let _teardown = fleet.spawn_teardown();
     let beta = crate::config::beta_enabled(&db);
@@ -112,6 +120,7 @@ async fn host(paths: Paths, demo: bool) -> anyhow::Result<i32> {
     let size = term.terminal.size()?;
     let mut model = Model::new(theme, symbols, Rect::new(0, 0, size.width, size.height));
     model.host.log_dir = Some(paths.log_dir());
+    model.host.notify = notify;
     if demo {
         model.host.demo_home = Some(paths.home.clone());
         tokio::spawn(demo::fire_all(fleet.clone(), tx.clone()));
@@ -185,6 +194,9 @@ async fn event_loop(
             effects::spawn(effect, svc, tx.clone());
         }
         dirty = true;
+        for alert in model.alerts.drain(..) {
+            notify::deliver(&model.host.notify, &alert, term.terminal.backend_mut());
+        }
         if let Some(request) = model.terminal_request.take() {
             // crossterm's reader thread would steal the editor's (or the shell's)
             // keystrokes: stop it for the hand-over, start a fresh one after.

@@ -11,8 +11,29 @@ use ratatui_textarea::TextArea;
 
 use super::line::{LineField, line_breaks};
 use super::theme::{Symbols, Theme};
-use crate::mission::Status;
+use crate::mission::{Order, Status};
 use crate::text::sanitize;
+
+/// Why a mission is in the "needs me" group at the top of the table.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Needs {
+    /// A question or a gated call waits for the operator.
+    Ask,
+    /// Open, but the process that hosted its unit is gone.
+    HostGone,
+    /// It filed a blocker that waits unacknowledged in the inbox.
+    Blocker,
+}
+
+impl Needs {
+    pub fn label(self) -> &'static str {
+        match self {
+            Needs::Ask => "ask",
+            Needs::HostGone => "host gone",
+            Needs::Blocker => "blocker",
+        }
+    }
+}
 
 /// One mission row of the visible window.
 #[derive(Debug, Clone, PartialEq)]
@@ -26,6 +47,10 @@ pub struct MissionRow {
     pub created_at: i64,
     pub last_heartbeat: Option<i64>,
     pub pending_asks: i64,
+    /// Where it works: `cwd`, or its worktree (`worktree`, `merged`, `discarded`).
+    pub workspace: String,
+    /// Set when it is in the needs-me group, with the most pressing reason.
+    pub needs: Option<Needs>,
 }
 
 /// A pending ask, across all missions.
@@ -41,6 +66,12 @@ pub struct AskRow {
     pub detail: Option<String>,
     pub tool: String,
     pub envelope: String,
+    /// The envelope rule that asked (its index in `rules`), if a rule did.
+    pub matched_rule: Option<i64>,
+    /// What the ask resolves to when its deadline passes.
+    pub on_timeout: String,
+    /// The asking mission's intent (empty when it has none or is not in view).
+    pub intent: String,
     pub created_at: i64,
     /// 0 = no deadline.
     pub expires_at: i64,
@@ -61,6 +92,10 @@ pub struct InboxRow {
 pub struct ReportRow {
     pub kind: String,
     pub summary: String,
+    /// The long form, sanitized, multi-line (empty when none).
+    pub detail: String,
+    /// The references it cites.
+    pub refs: Vec<String>,
     /// The verification gate's line when the report was downgraded (the ⚠ flag).
     pub warning: Option<String>,
     pub created_at: i64,
@@ -85,6 +120,10 @@ pub struct Detail {
     pub handover: Vec<String>,
     /// Its git worktree, when it was fired with one: path, branch, what became of it.
     pub worktree: Option<String>,
+    /// What it has spent: tool calls, tokens (durable, across sessions), time.
+    pub spend: Option<String>,
+    /// The editor session that fired it, when one did.
+    pub fired_by: Option<String>,
 }
 
 /// What the store thread publishes. Everything text in it is sanitized.
@@ -94,6 +133,10 @@ pub struct Snapshot {
     pub generation: u64,
     pub total_missions: usize,
     pub open_missions: usize,
+    /// Missions in the current listing (the terminal ones left out when hidden).
+    pub listed: usize,
+    /// How many of them lead the listing as needing the operator.
+    pub needs_me: usize,
     /// With a filter: how many missions matched (of those scanned).
     pub matched: Option<usize>,
     /// Index of `rows[0]` in the (filtered) ordering.
@@ -104,6 +147,7 @@ pub struct Snapshot {
     pub asks: Vec<AskRow>,
     pub pending_total: usize,
     pub inbox: Vec<InboxRow>,
+    /// Unacknowledged items in all (the pane shows at most the newest page).
     pub inbox_total: usize,
     /// The newest oracle trace lines of every mission, oldest first.
     pub oracle_trace: Vec<String>,
@@ -123,18 +167,30 @@ pub struct Query {
     pub limit: usize,
     pub selected: usize,
     pub filter: String,
+    pub order: Order,
+    pub hide_terminal: bool,
+    /// The mission the detail pane follows instead of the selected row (the
+    /// selected ask's or inbox item's).
+    pub detail_for: Option<String>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Pane {
     Missions,
+    Detail,
     Asks,
     Inbox,
     Trace,
 }
 
 impl Pane {
-    pub const ORDER: [Pane; 4] = [Pane::Missions, Pane::Asks, Pane::Inbox, Pane::Trace];
+    pub const ORDER: [Pane; 5] = [
+        Pane::Missions,
+        Pane::Detail,
+        Pane::Asks,
+        Pane::Inbox,
+        Pane::Trace,
+    ];
 }
 
 /// One envelope as the picker lists it.
@@ -144,14 +200,18 @@ pub struct EnvelopeEntry {
     pub short_name: String,
     /// The §7 character line (empty for an unparseable file).
     pub summary: String,
-    /// `(field, label)` for each compute field the envelope sets.
-    pub labels: Vec<(&'static str, &'static str)>,
+    /// Its compute bounds (`None`: the file does not load, so it bounds nothing).
+    pub compute: Option<crate::envelope::policy::ComputeBounds>,
+    /// `(limit, label)` for each sandbox limit it sets, on this kernel.
+    pub sandbox: Vec<(&'static str, &'static str)>,
 }
 
 #[derive(Debug, Clone, PartialEq)]
 pub struct AgentEntry {
     pub name: String,
     pub description: String,
+    /// What it offered when it last started a unit here (`None`: it never did).
+    pub caps: Option<crate::agents::AgentCaps>,
 }
 
 /// What the picker needs from disk and config, read by an effect.
@@ -207,8 +267,11 @@ pub enum ConfirmKind {
         mission_id: String,
         intent: String,
     },
+    /// Leaving the board: unsent drafts are lost, and the units of the missions this
+    /// board hosts stop (their missions stay open).
     Quit {
         drafts: usize,
+        hosted: Vec<HostedMission>,
     },
     /// `mission merge`: the worktree's work onto the operator's current branch.
     Merge {
@@ -220,12 +283,39 @@ pub enum ConfirmKind {
         mission_id: String,
         intent: String,
     },
+    /// A new mission with the same agent, envelope and intent (one whose host died).
+    Refire {
+        mission_id: String,
+        agent: String,
+        envelope: String,
+        intent: String,
+    },
+}
+
+impl ConfirmKind {
+    /// Does this dialog carry a reason to edit (a stop, or a quit that may stop)?
+    pub fn has_reason(&self) -> bool {
+        match self {
+            ConfirmKind::Stop { .. } => true,
+            ConfirmKind::Quit { hosted, .. } => !hosted.is_empty(),
+            ConfirmKind::Merge { .. }
+            | ConfirmKind::Discard { .. }
+            | ConfirmKind::Refire { .. } => false,
+        }
+    }
+}
+
+/// An open mission whose unit this board process holds.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct HostedMission {
+    pub id: String,
+    pub intent: String,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Confirm {
     pub kind: ConfirmKind,
-    /// The stop reason (a quit confirms nothing editable).
+    /// The stop reason (of one mission, or of every hosted one when quitting).
     pub reason: LineField,
     pub editing: bool,
     /// Focus starts on No: a stray Enter never confirms.
@@ -267,16 +357,23 @@ pub enum Mode {
     },
 }
 
+/// A notice: the outcome of an effect, or news. The status line shows the newest
+/// (an error before any news), so a notice never covers a pane.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Toast {
     pub text: String,
     pub error: bool,
-    /// Info toasts expire; errors stay until dismissed (any key in board mode).
+    /// News from a snapshot (a new ask, a mission at rest), which the outcome of the
+    /// operator's own action outranks while both last.
+    pub news: bool,
+    /// When the board's clock drops it (`None`: only Esc does).
     pub until_ms: Option<i64>,
 }
 
-/// How long an info toast stays.
+/// How long an info notice stays.
 pub const TOAST_MS: i64 = 4000;
+/// How long an error stays unless Esc dismisses it first.
+pub const ERROR_TOAST_MS: i64 = 30_000;
 
 /// The answer pane state of one ask: the draft survives refreshes and closing.
 pub struct Draft {
@@ -343,6 +440,8 @@ pub struct HostInfo {
     pub log_dir: Option<PathBuf>,
     /// This board's own oracle driver is following its missions' questions.
     pub oracle_on: bool,
+    /// How a new question or gated call is announced beyond the board (`notify`).
+    pub notify: super::notify::Notify,
 }
 
 pub struct Model {
@@ -356,6 +455,15 @@ pub struct Model {
     pub ask_sel: usize,
     pub inbox_sel: usize,
     pub trace_scroll: usize,
+    /// The list pane the detail pane follows (missions, asks or inbox).
+    pub detail_from: Pane,
+    pub detail_scroll: usize,
+    /// The detail pane fills the screen.
+    pub detail_zoom: bool,
+    pub order: Order,
+    pub hide_terminal: bool,
+    /// Inbox items marked (Space) for a bulk acknowledge.
+    pub marked: HashSet<String>,
     pub mode: Mode,
     pub drafts: HashMap<String, Draft>,
     pub filter: LineField,
@@ -368,6 +476,8 @@ pub struct Model {
     pub redraw: bool,
     /// Something only the terminal's owner (the event loop) can do; it takes it.
     pub terminal_request: Option<TerminalRequest>,
+    /// Announcements for the event loop to deliver (bell, OSC, desktop); it drains them.
+    pub alerts: Vec<super::notify::Alert>,
     /// A pending `g` of the `g g` chord.
     pub chord_g: bool,
     pub now_ms: i64,
@@ -390,6 +500,12 @@ impl Model {
             ask_sel: 0,
             inbox_sel: 0,
             trace_scroll: 0,
+            detail_from: Pane::Missions,
+            detail_scroll: 0,
+            detail_zoom: false,
+            order: Order::default(),
+            hide_terminal: false,
+            marked: HashSet::new(),
             mode: Mode::Board,
             drafts: HashMap::new(),
             filter: LineField::new(),
@@ -400,6 +516,7 @@ impl Model {
             quit: false,
             redraw: false,
             terminal_request: None,
+            alerts: Vec::new(),
             chord_g: false,
             now_ms: 0,
             tick: 0,
@@ -417,12 +534,39 @@ impl Model {
             limit: super::layout::mission_rows(self.size),
             selected: self.mission_sel,
             filter: self.filter.as_str().to_string(),
+            order: self.order,
+            hide_terminal: self.hide_terminal,
+            detail_for: match self.detail_from {
+                Pane::Asks | Pane::Inbox => self.detail_target(),
+                _ => None,
+            },
         }
+    }
+
+    /// The mission the detail pane shows: that of the selected row, ask or inbox
+    /// item, whichever list it follows.
+    pub fn detail_target(&self) -> Option<String> {
+        match self.detail_from {
+            Pane::Asks => self.selected_ask().and_then(|a| a.mission_id.clone()),
+            Pane::Inbox => self.selected_inbox().map(|i| i.mission_id.clone()),
+            _ => self.selected_mission().map(|r| r.id.clone()),
+        }
+    }
+
+    /// The inbox item the detail pane was opened on, if it follows the inbox.
+    pub fn detail_from_inbox(&self) -> Option<&InboxRow> {
+        (self.detail_from == Pane::Inbox)
+            .then(|| self.selected_inbox())
+            .flatten()
+    }
+
+    pub fn selected_inbox(&self) -> Option<&InboxRow> {
+        self.snap.inbox.get(self.inbox_sel)
     }
 
     /// How many missions the table scrolls over (filtered or not).
     pub fn mission_count(&self) -> usize {
-        self.snap.matched.unwrap_or(self.snap.total_missions)
+        self.snap.matched.unwrap_or(self.snap.listed)
     }
 
     /// The selected mission, if its row is in the current window.

@@ -3,6 +3,8 @@
 //! is tested without a terminal.
 
 use super::model::{EnvelopeEntry, PickerData};
+use crate::agents::AgentCaps;
+use crate::envelope::bounds::{self, ComputeField};
 use crate::envelope::search;
 
 pub const USAGE: &str = "usage: /mission [--policy <envelope>] [agent-name] <intent> — /mission with no arguments lists the envelopes";
@@ -136,13 +138,60 @@ pub fn lookup_envelope<'a>(
         })
 }
 
-/// The confirmation shown once the fleet accepted the mission.
-pub fn confirmation(
+/// The notice once the fleet accepted the mission: one line, with the envelope's
+/// bounds labelled for the agent that runs it.
+pub fn confirmation(r: &Resolved, labels: &[String], mission_id: &str) -> String {
+    let who = if r.agent_named {
+        "named agent"
+    } else {
+        "default mission agent"
+    };
+    let mut out = format!(
+        "Mission {} fired at {who} {:?} under envelope {:?} ({})",
+        super::update::short(mission_id),
+        r.agent,
+        r.envelope,
+        r.origin
+    );
+    if !labels.is_empty() {
+        out.push_str(&format!(": {}", labels.join(LABEL_SEP)));
+    }
+    out
+}
+
+/// Between two labels (a label has a ` · ` of its own).
+pub const LABEL_SEP: &str = "; ";
+
+/// Each bound `e` sets, labelled for an agent that offered `caps` when it last
+/// started (`None`: not known yet) — the same `bound_status` `mission show` uses —
+/// then what a crossed bound does, then each sandbox limit with its kernel label.
+pub fn bound_labels(e: &EnvelopeEntry, caps: Option<&AgentCaps>) -> Vec<String> {
+    let mut out = Vec::new();
+    if let Some(b) = &e.compute {
+        out.extend(
+            ComputeField::ALL
+                .into_iter()
+                .filter(|f| f.is_set(b))
+                .map(|f| bounds::label(f, b, caps)),
+        );
+        if !out.is_empty() {
+            out.push(format!("onExhausted {}", b.on_exhausted.as_str()));
+        }
+    }
+    out.extend(e.sandbox.iter().map(|(limit, l)| format!("{limit} · {l}")));
+    out
+}
+
+/// The confirmation a firing session is given once the fleet accepted its mission:
+/// who runs it under which envelope, the envelope's bounds labelled for that agent,
+/// the intent, the mission's ids and where its reports arrive.
+pub fn session_confirmation(
     r: &Resolved,
-    summary: &str,
+    labels: &[String],
     mission_id: &str,
     instance: &str,
     session: &str,
+    reports: &str,
 ) -> String {
     let who = if r.agent_named {
         "named agent"
@@ -153,29 +202,38 @@ pub fn confirmation(
         "Mission fired at {who} {:?} under envelope {:?} ({}).\n",
         r.agent, r.envelope, r.origin
     );
-    if !summary.is_empty() {
-        out.push_str(&format!("Envelope: {summary}\n"));
+    if !labels.is_empty() {
+        out.push_str(&format!("Envelope: {}\n", labels.join(LABEL_SEP)));
     }
     out.push_str(&format!("Intent: {}\n", r.intent));
     out.push_str(&format!(
-        "Mission {mission_id} (instance {instance}, session {session}). Reports arrive live on this board as the mission runs; if the board has closed when one lands, it waits in the operator inbox."
+        "Mission {mission_id} (instance {instance}, session {session}). {reports}"
     ));
     out
 }
 
-/// The §7 header the picker shows above its lists.
-pub fn header_lines(data: &PickerData) -> Vec<String> {
+/// The header the picker shows above its lists.
+pub fn header_lines(data: &PickerData, from: FiredFrom) -> Vec<String> {
     let default = |v: &Option<String>, key: &str, what: &str| match v {
         Some(v) if !v.is_empty() => v.clone(),
         _ => format!("(none — set `missionboard config set {key} <{what}>`)"),
     };
+    let (intro, c) = match from {
+        FiredFrom::Board => (
+            "Fire a mission from this board (or type it on the command line):",
+            ':',
+        ),
+        FiredFrom::Session => ("Fire a mission from this session:", '/'),
+    };
     vec![
-        "Fire a mission from this session:".into(),
-        "  /mission <intent>                              the default agent, the default envelope"
-            .into(),
-        "  /mission <agent-name> <intent>                 a named declared agent".into(),
-        "  /mission --policy <envelope> [agent] <intent>  bound this one mission differently"
-            .into(),
+        intro.into(),
+        format!(
+            "  {c}mission <intent>                              the default agent, the default envelope"
+        ),
+        format!("  {c}mission <agent-name> <intent>                 a named declared agent"),
+        format!(
+            "  {c}mission --policy <envelope> [agent] <intent>  bound this one mission differently"
+        ),
         String::new(),
         format!(
             "Default agent:    {}",
@@ -186,6 +244,14 @@ pub fn header_lines(data: &PickerData) -> Vec<String> {
             default(&data.default_envelope, "default-mission-policy", "envelope")
         ),
     ]
+}
+
+/// Where a mission is fired from, which names the command the header shows: the
+/// board's command line takes `:mission`, an editor session `/mission`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FiredFrom {
+    Board,
+    Session,
 }
 
 /// One envelope line of the listing: the `* ` marker for the default, the file
@@ -220,13 +286,15 @@ mod tests {
                     file_name: "hitl-policy-default.json".into(),
                     short_name: "default".into(),
                     summary: "unruled calls stop for approval".into(),
-                    labels: vec![],
+                    compute: None,
+                    sandbox: vec![],
                 },
                 EnvelopeEntry {
                     file_name: "hitl-policy-strict.json".into(),
                     short_name: "strict".into(),
                     summary: String::new(),
-                    labels: vec![],
+                    compute: None,
+                    sandbox: vec![],
                 },
             ],
             agents: vec![],
@@ -326,7 +394,22 @@ mod tests {
             envelope_line(&d.envelopes[1], Some("default")),
             "  hitl-policy-strict.json"
         );
-        let text = confirmation(&r, "s", "m1", "i1", "s1");
-        assert!(text.starts_with("Mission fired at default mission agent \"demo\" under envelope \"default\" (default-mission-policy).\nEnvelope: s\nIntent: go\nMission m1 (instance i1, session s1)."));
+        assert_eq!(
+            confirmation(&r, &[], "a1b2c3d4-5555"),
+            "Mission a1b2c3d4 fired at default mission agent \"demo\" under envelope \"default\" (default-mission-policy)"
+        );
+        let labels = [
+            "maxTokens 2,000,000 · best-effort".to_string(),
+            "onExhausted finish_stuck".to_string(),
+        ];
+        assert_eq!(
+            confirmation(&r, &labels, "m1"),
+            "Mission m1 fired at default mission agent \"demo\" under envelope \"default\" (default-mission-policy): maxTokens 2,000,000 · best-effort; onExhausted finish_stuck"
+        );
+        let text = session_confirmation(&r, &labels, "m1", "i1", "s1", "Reports arrive here.");
+        assert_eq!(
+            text,
+            "Mission fired at default mission agent \"demo\" under envelope \"default\" (default-mission-policy).\nEnvelope: maxTokens 2,000,000 · best-effort; onExhausted finish_stuck\nIntent: go\nMission m1 (instance i1, session s1). Reports arrive here."
+        );
     }
 }

@@ -10,11 +10,16 @@ use std::time::{Duration, Instant};
 
 use tokio::sync::watch;
 
-use super::model::{AskRow, Detail, InboxRow, MissionRow, PlanRow, Query, ReportRow, Snapshot};
+use std::collections::HashMap;
+
+use super::model::{
+    AskRow, Detail, InboxRow, MissionRow, Needs, PlanRow, Query, ReportRow, Snapshot,
+};
 use crate::asks::{Ask, Asks};
 use crate::config::Config;
+use crate::host::HostId;
 use crate::mission::inbox::InboxItem;
-use crate::mission::{Mission, Missions, Report};
+use crate::mission::{Listing, Mission, Missions, Report, Status};
 use crate::oracle::trace::Trace;
 use crate::store::Store;
 use crate::text::{one_line, sanitize};
@@ -29,9 +34,6 @@ const ASKS_LIMIT: usize = 200;
 const INBOX_LIMIT: usize = 200;
 const REPORTS_LIMIT: usize = 200;
 const TRACE_LIMIT: usize = 200;
-/// Open missions and pending asks are counted up to one past this; past it the
-/// board says so ([`count_label`]) instead of counting every row of a huge store.
-pub const COUNT_CAP: usize = 10_000;
 /// A filter scans the missions newest first in pages, up to this many rows.
 pub const FILTER_SCAN_CAP: usize = 5000;
 const FILTER_PAGE: usize = 500;
@@ -147,12 +149,40 @@ pub fn build(src: &Source, q: &Query) -> Snapshot {
     }
 }
 
+/// Open missions checked for a dead host per refresh (each check reads /proc once
+/// per distinct host, not per mission).
+const OPEN_SCAN: usize = 500;
+
 fn try_build(src: &Source, q: &Query) -> Result<Snapshot, String> {
     let s = |e: &dyn std::fmt::Display| e.to_string();
-    let (total, open) = src.missions.counts(COUNT_CAP + 1).map_err(|e| s(&e))?;
+    let (total, open) = src.missions.counts().map_err(|e| s(&e))?;
+    let pending = src.asks.pending(ASKS_LIMIT).map_err(|e| s(&e))?;
+    let inbox_items = src.missions.inbox(false, INBOX_LIMIT).map_err(|e| s(&e))?;
+    let mut hosts = HostProbe::default();
+    let needs = needs_me(src, &pending, &inbox_items, q.hide_terminal, &mut hosts)?;
+    let group: Vec<Mission> = needs.iter().map(|(m, _)| m.clone()).collect();
+    let listing = Listing {
+        order: q.order,
+        open_only: q.hide_terminal,
+        exclude: &group,
+    };
+    let listed = group.len() + src.missions.listing_len(&listing, (total, open));
+    // The needs-me group leads; the sorted listing follows it.
+    let ordered = |offset: usize, limit: usize| -> Result<Vec<Mission>, String> {
+        let mut out: Vec<Mission> = group.iter().skip(offset).take(limit).cloned().collect();
+        if out.len() < limit {
+            let rest = offset.saturating_sub(group.len());
+            out.extend(
+                src.missions
+                    .listing_page(&listing, rest, limit - out.len())
+                    .map_err(|e| s(&e))?,
+            );
+        }
+        Ok(out)
+    };
     let limit = q.limit.max(1);
     let (page, selected, matched, offset) = if q.filter.trim().is_empty() {
-        let page = src.missions.list_page(q.offset, limit).map_err(|e| s(&e))?;
+        let page = ordered(q.offset, limit)?;
         let selected = q
             .selected
             .checked_sub(q.offset)
@@ -160,57 +190,81 @@ fn try_build(src: &Source, q: &Query) -> Result<Snapshot, String> {
             .cloned();
         (page, selected, None, q.offset)
     } else {
-        let matches = filtered(&src.missions, &q.filter)?;
+        let matches = filtered(&ordered, &q.filter)?;
         let offset = q.offset.min(matches.len().saturating_sub(1));
         let page: Vec<Mission> = matches.iter().skip(offset).take(limit).cloned().collect();
         let selected = matches.get(q.selected).cloned();
         (page, selected, Some(matches.len()), offset)
     };
+    let shown = match &q.detail_for {
+        Some(id) => src.missions.get(id).map_err(|e| s(&e))?,
+        None => selected,
+    };
     let ids: Vec<&str> = page
         .iter()
-        .chain(selected.as_ref())
+        .chain(shown.as_ref())
         .map(|m| m.id.as_str())
         .collect();
-    let pending = src.asks.pending_counts(&ids).map_err(|e| s(&e))?;
-    let count_of = |id: &str| pending.get(id).copied().unwrap_or(0);
-    let rows: Vec<MissionRow> = page
-        .iter()
-        .map(|m| mission_row(m, count_of(&m.id)))
-        .collect();
-    let detail = match selected {
-        Some(m) => Some(detail(&src.missions, &m, count_of(&m.id))?),
+    let pending_counts = src.asks.pending_counts(&ids).map_err(|e| s(&e))?;
+    let worktrees = crate::worktree::Worktrees::new(src.missions.store().clone())
+        .of_many(&ids)
+        .map_err(|e| s(&e))?;
+    let needs_of: HashMap<&str, Needs> = needs.iter().map(|(m, n)| (m.id.as_str(), *n)).collect();
+    let mut row_of = |m: &Mission| {
+        let mut row = mission_row(m, pending_counts.get(&m.id).copied().unwrap_or(0));
+        row.workspace = workspace(worktrees.get(&m.id));
+        row.needs = needs_of
+            .get(m.id.as_str())
+            .copied()
+            .or_else(|| (m.status == Status::Open && hosts.gone(m)).then_some(Needs::HostGone));
+        row
+    };
+    let rows: Vec<MissionRow> = page.iter().map(&mut row_of).collect();
+    let detail = match shown {
+        Some(m) => Some(detail(&src.missions, &m, row_of(&m))?),
         None => None,
     };
-    let mut asks: Vec<AskRow> = src
-        .asks
-        .pending(ASKS_LIMIT)
-        .map_err(|e| s(&e))?
+    // The asks pane names each ask's mission by its intent: one read for the page.
+    let ask_missions: Vec<String> = pending
         .iter()
-        .map(ask_row)
+        .filter_map(|a| a.mission_id.clone())
+        .collect();
+    let intents: HashMap<String, String> = src
+        .missions
+        .get_many(&ask_missions)
+        .map_err(|e| s(&e))?
+        .into_iter()
+        .map(|m| (m.id, one_line(&m.intent)))
+        .collect();
+    let mut asks: Vec<AskRow> = pending
+        .iter()
+        .map(|a| {
+            let mut row = ask_row(a);
+            row.intent = a
+                .mission_id
+                .as_ref()
+                .and_then(|id| intents.get(id).cloned())
+                .unwrap_or_default();
+            row
+        })
         .collect();
     asks.reverse();
-    let pending_total = src
-        .asks
-        .pending_count_upto(COUNT_CAP + 1)
-        .map_err(|e| s(&e))? as usize;
-    let inbox: Vec<InboxRow> = src
-        .missions
-        .inbox(false, INBOX_LIMIT)
-        .map_err(|e| s(&e))?
-        .iter()
-        .map(inbox_row)
-        .collect();
+    let pending_total = src.asks.pending_count().map_err(|e| s(&e))? as usize;
+    let inbox: Vec<InboxRow> = inbox_items.iter().map(inbox_row).collect();
+    let inbox_total = src.missions.inbox_count(false).map_err(|e| s(&e))? as usize;
     Ok(Snapshot {
         generation: 0,
         total_missions: total as usize,
         open_missions: open as usize,
+        listed,
+        needs_me: group.len(),
         matched,
         offset,
         rows,
         detail,
         asks,
         pending_total,
-        inbox_total: inbox.len(),
+        inbox_total,
         inbox,
         oracle_trace: oracle_trace(src)?,
         oracle_model: if src.beta {
@@ -225,13 +279,82 @@ fn try_build(src: &Source, q: &Query) -> Result<Snapshot, String> {
     })
 }
 
-/// A count the snapshot read up to [`COUNT_CAP`] + 1: `10000+` past the cap.
-pub fn count_label(n: usize) -> String {
-    if n > COUNT_CAP {
-        format!("{COUNT_CAP}+")
-    } else {
-        n.to_string()
+/// Whether hosts are alive, each checked once per refresh.
+#[derive(Default)]
+struct HostProbe {
+    alive: HashMap<HostId, bool>,
+}
+
+impl HostProbe {
+    /// The mission names a host and that process is gone (a record from before
+    /// hosts were recorded names none, and is never called gone).
+    fn gone(&mut self, m: &Mission) -> bool {
+        match &m.host {
+            Some(h) => !*self.alive.entry(h.clone()).or_insert_with(|| h.is_alive()),
+            None => false,
+        }
     }
+}
+
+/// The missions that need the operator, most pressing reason first, then newest:
+/// those with a pending ask (of the asks read), open ones whose host is gone (of
+/// the open ones scanned), and those whose blocker waits unread in the inbox.
+fn needs_me(
+    src: &Source,
+    pending: &[Ask],
+    inbox: &[InboxItem],
+    open_only: bool,
+    hosts: &mut HostProbe,
+) -> Result<Vec<(Mission, Needs)>, String> {
+    let s = |e: &dyn std::fmt::Display| e.to_string();
+    let mut why: HashMap<String, Needs> = HashMap::new();
+    let mut note = |id: &str, n: Needs| {
+        let e = why.entry(id.to_string()).or_insert(n);
+        *e = (*e).min(n);
+    };
+    for a in pending {
+        if let Some(id) = &a.mission_id {
+            note(id, Needs::Ask);
+        }
+    }
+    for i in inbox.iter().filter(|i| i.report.kind == "blocker") {
+        note(&i.mission_id, Needs::Blocker);
+    }
+    let open = src.missions.list_open(OPEN_SCAN).map_err(|e| s(&e))?;
+    for m in open.iter().filter(|m| hosts.gone(m)) {
+        note(&m.id, Needs::HostGone);
+    }
+    let ids: Vec<String> = why.keys().cloned().collect();
+    let mut out: Vec<(Mission, Needs)> = src
+        .missions
+        .get_many(&ids)
+        .map_err(|e| s(&e))?
+        .into_iter()
+        .filter(|m| !(open_only && m.status.is_terminal()))
+        .map(|m| {
+            let n = why[&m.id];
+            (m, n)
+        })
+        .collect();
+    out.sort_by(|(a, na), (b, nb)| {
+        na.cmp(nb)
+            .then(b.created_at.cmp(&a.created_at))
+            .then(b.id.cmp(&a.id))
+    });
+    Ok(out)
+}
+
+/// The workspace column: `cwd` (the directory it was fired in), else its worktree
+/// (branch `mission/<id8>`, named in the detail pane) and what became of it.
+fn workspace(wt: Option<&crate::worktree::Worktree>) -> String {
+    use crate::worktree::State;
+    match wt.map(|w| w.state) {
+        None => "cwd",
+        Some(State::Active | State::Merging) => "worktree",
+        Some(State::Merged) => "merged",
+        Some(State::Discarded) => "discarded",
+    }
+    .to_string()
 }
 
 /// The newest oracle trace lines of every mission, oldest first, as one line each.
@@ -256,15 +379,16 @@ fn oracle_model(config: &Config) -> Option<String> {
 }
 
 /// Missions matching `filter` (id, state, agent, envelope or intent contain it),
-/// newest first, scanning at most [`FILTER_SCAN_CAP`] rows page by page.
-fn filtered(missions: &Missions, filter: &str) -> Result<Vec<Mission>, String> {
+/// in the board's order, scanning at most [`FILTER_SCAN_CAP`] rows page by page.
+fn filtered(
+    ordered: &dyn Fn(usize, usize) -> Result<Vec<Mission>, String>,
+    filter: &str,
+) -> Result<Vec<Mission>, String> {
     let needle = filter.trim().to_lowercase();
     let mut out = Vec::new();
     let mut offset = 0;
     while offset < FILTER_SCAN_CAP {
-        let page = missions
-            .list_page(offset, FILTER_PAGE)
-            .map_err(|e| e.to_string())?;
+        let page = ordered(offset, FILTER_PAGE)?;
         let n = page.len();
         out.extend(page.into_iter().filter(|m| matches(m, &needle)));
         if n < FILTER_PAGE {
@@ -302,6 +426,8 @@ pub fn mission_row(m: &Mission, pending_asks: i64) -> MissionRow {
         created_at: m.created_at,
         last_heartbeat: m.last_heartbeat,
         pending_asks,
+        workspace: "cwd".to_string(),
+        needs: None,
     }
 }
 
@@ -319,6 +445,9 @@ pub fn ask_row(a: &Ask) -> AskRow {
             .filter(|d| !d.trim().is_empty()),
         tool: one_line(&format!("{}.{}", a.tools_name, a.tool_name)),
         envelope: one_line(&a.policy_name),
+        matched_rule: a.matched_rule,
+        on_timeout: one_line(&a.on_timeout),
+        intent: String::new(),
         created_at: a.created_at,
         expires_at: a.expires_at,
     }
@@ -340,12 +469,14 @@ pub fn report_row(r: &Report) -> ReportRow {
     ReportRow {
         kind: one_line(&r.kind),
         summary: one_line(&r.summary),
+        detail: sanitize(r.detail.trim()),
+        refs: r.refs.iter().map(|x| one_line(x)).collect(),
         warning: r.downgrade_warning().map(one_line),
         created_at: r.created_at,
     }
 }
 
-fn detail(missions: &Missions, m: &Mission, pending: i64) -> Result<Detail, String> {
+fn detail(missions: &Missions, m: &Mission, row: MissionRow) -> Result<Detail, String> {
     let mut reports = missions
         .reports(&m.id, REPORTS_LIMIT)
         .map_err(|e| e.to_string())?;
@@ -387,9 +518,32 @@ fn detail(missions: &Missions, m: &Mission, pending: i64) -> Result<Detail, Stri
                 crate::worktree::workspace_label(Some(wt.state))
             ))
         });
+    let spent = crate::fleet::budget::ComputeLedger::new(missions.store().clone())
+        .get(&m.id)
+        .map_err(|e| e.to_string())?
+        .map(|r| r.spent)
+        .unwrap_or_default();
+    let until = if m.status.is_terminal() {
+        m.updated_at
+    } else {
+        crate::clock::now_ms()
+    };
+    let spend = format!(
+        "{} tool calls · {} tokens · {} {}",
+        spent.tool_calls,
+        spent.tokens,
+        crate::duration::age((until - m.created_at).div_euclid(1000)),
+        if m.status.is_terminal() {
+            "in all"
+        } else {
+            "so far"
+        }
+    );
     Ok(Detail {
         worktree,
-        mission: mission_row(m, pending),
+        spend: Some(spend),
+        fired_by: m.parent_session_id.as_deref().map(one_line),
+        mission: row,
         last_error: m
             .last_error
             .as_deref()

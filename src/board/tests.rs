@@ -6,7 +6,8 @@ use std::sync::Arc;
 use crossterm::event::{Event, KeyCode, KeyEvent, KeyModifiers};
 
 use super::effects::{self, Services};
-use super::model::{ConfirmKind, Mode, Model, Pane, TerminalRequest};
+use super::model::{ConfirmKind, HostedMission, Mode, Model, Pane, TerminalRequest};
+use super::notify::{Alert, Notify};
 use super::snapshot::{self, Source};
 use super::update::{Effect, Msg, update};
 use super::view::tests::model;
@@ -59,15 +60,19 @@ fn vim_and_arrow_navigation() {
     assert!(!m.chord_g);
     assert_eq!(m.mission_sel, 1);
     key(&mut m, KeyCode::Tab);
+    assert_eq!(m.focus, Pane::Detail);
+    key(&mut m, KeyCode::Tab);
     assert_eq!(m.focus, Pane::Asks);
     key(&mut m, KeyCode::Char('j'));
     assert_eq!(m.ask_sel, 1);
+    key(&mut m, KeyCode::BackTab);
+    assert_eq!(m.focus, Pane::Detail);
     key(&mut m, KeyCode::BackTab);
     assert_eq!(m.focus, Pane::Missions);
     key(&mut m, KeyCode::Char('3'));
     assert_eq!(m.focus, Pane::Inbox);
     assert_eq!(
-        key(&mut m, KeyCode::Enter),
+        key(&mut m, KeyCode::Char('a')),
         vec![Effect::Ack {
             inbox_id: "inbox-1".into()
         }]
@@ -128,6 +133,13 @@ fn stop_confirms_with_an_editable_reason_and_focus_on_no() {
     );
 }
 
+fn hosted(id: &str, intent: &str) -> HostedMission {
+    HostedMission {
+        id: id.into(),
+        intent: intent.into(),
+    }
+}
+
 #[test]
 fn quit_asks_first_when_a_draft_is_unsent() {
     let mut m = model(120, 40, false);
@@ -135,11 +147,144 @@ fn quit_asks_first_when_a_draft_is_unsent() {
     key(&mut m, KeyCode::Enter);
     typed(&mut m, "half an answer");
     key(&mut m, KeyCode::Esc);
-    key(&mut m, KeyCode::Char('q'));
-    assert!(matches!(&m.mode, Mode::Confirm(c) if c.kind == ConfirmKind::Quit { drafts: 1 }));
+    assert_eq!(key(&mut m, KeyCode::Char('q')), vec![Effect::LoadHosted]);
+    assert!(!m.quit);
+    update(&mut m, Msg::HostedLoaded(vec![]));
+    assert!(
+        matches!(&m.mode, Mode::Confirm(c) if c.kind == ConfirmKind::Quit { drafts: 1, hosted: vec![] })
+    );
     assert!(!m.quit);
     key(&mut m, KeyCode::Char('y'));
     assert!(m.quit);
+}
+
+#[test]
+fn quit_with_nothing_hosted_and_no_draft_leaves_at_once() {
+    for via_command_line in [false, true] {
+        let mut m = model(120, 40, false);
+        let fx = if via_command_line {
+            key(&mut m, KeyCode::Char(':'));
+            typed(&mut m, "q");
+            key(&mut m, KeyCode::Enter)
+        } else {
+            key(&mut m, KeyCode::Char('q'))
+        };
+        assert_eq!(fx, vec![Effect::LoadHosted]);
+        update(&mut m, Msg::HostedLoaded(vec![]));
+        assert!(m.quit);
+    }
+}
+
+#[test]
+fn quit_with_hosted_missions_names_them_and_can_stop_them_with_a_reason() {
+    let mut m = model(120, 40, false);
+    let both = vec![
+        hosted("a1b2c3d4-0000", "ask-then-land: rename"),
+        hosted("f6a7b8c9-0000", "perm-1: tidy"),
+    ];
+    // `:q` asks exactly as `q` does.
+    key(&mut m, KeyCode::Char(':'));
+    typed(&mut m, "q");
+    assert_eq!(key(&mut m, KeyCode::Enter), vec![Effect::LoadHosted]);
+    update(&mut m, Msg::HostedLoaded(both.clone()));
+    let Mode::Confirm(c) = &m.mode else {
+        panic!("no confirm: {:?}", m.mode)
+    };
+    assert_eq!(
+        c.kind,
+        ConfirmKind::Quit {
+            drafts: 0,
+            hosted: both.clone()
+        }
+    );
+    assert_eq!(c.reason.as_str(), "stopped by operator");
+    // No, then ask again: y quits and leaves the missions open (no effect).
+    key(&mut m, KeyCode::Char('n'));
+    assert_eq!(m.mode, Mode::Board);
+    assert!(!m.quit);
+    key(&mut m, KeyCode::Char('q'));
+    update(&mut m, Msg::HostedLoaded(both.clone()));
+    assert!(key(&mut m, KeyCode::Char('y')).is_empty());
+    assert!(m.quit);
+
+    // s stops them with the edited reason, and the board quits once they stopped.
+    let mut m = model(120, 40, false);
+    key(&mut m, KeyCode::Char('q'));
+    update(&mut m, Msg::HostedLoaded(both.clone()));
+    key(&mut m, KeyCode::Char('e'));
+    ctrl(&mut m, 'j');
+    typed(&mut m, "closing for the night");
+    key(&mut m, KeyCode::Enter);
+    let fx = key(&mut m, KeyCode::Char('s'));
+    assert_eq!(
+        fx,
+        vec![Effect::StopHosted {
+            mission_ids: vec!["a1b2c3d4-0000".into(), "f6a7b8c9-0000".into()],
+            reason: "closing for the night".into(),
+        }]
+    );
+    assert!(!m.quit, "the board waits for the stops");
+    update(&mut m, Msg::HostedStopped(Err("could not stop".into())));
+    assert!(!m.quit, "a refused stop keeps the board open");
+    assert!(
+        m.toasts
+            .iter()
+            .any(|t| t.error && t.text == "could not stop")
+    );
+    update(&mut m, Msg::HostedStopped(Ok("stopped 2".into())));
+    assert!(m.quit);
+}
+
+#[test]
+fn s_in_a_quit_without_hosted_missions_or_a_stop_dialog_does_nothing() {
+    let mut m = model(120, 40, false);
+    m.drafts.insert("ask-1111-question".into(), {
+        let mut d = crate::board::model::Draft::new();
+        d.area.insert_str("draft");
+        d
+    });
+    key(&mut m, KeyCode::Char('q'));
+    update(&mut m, Msg::HostedLoaded(vec![]));
+    assert!(key(&mut m, KeyCode::Char('s')).is_empty());
+    assert!(matches!(m.mode, Mode::Confirm(_)));
+    // Without hosted missions there is no reason to edit.
+    key(&mut m, KeyCode::Char('e'));
+    assert!(matches!(&m.mode, Mode::Confirm(c) if !c.editing));
+}
+
+#[test]
+fn a_new_ask_is_announced_as_notify_says() {
+    let mut m = model(120, 40, false);
+    let mut first = (*m.snap).clone();
+    let newcomer = first.asks.pop().expect("an ask");
+    update(&mut m, Msg::Snapshot(Arc::new(first.clone())));
+    assert!(m.alerts.is_empty(), "a first snapshot announces nothing");
+    let mut with_it = first.clone();
+    with_it.asks.push(newcomer.clone());
+    with_it.generation += 1;
+
+    // notify = off (the default): a toast only.
+    let mut quiet = model(120, 40, false);
+    update(&mut quiet, Msg::Snapshot(Arc::new(first.clone())));
+    update(&mut quiet, Msg::Snapshot(Arc::new(with_it.clone())));
+    assert!(quiet.alerts.is_empty());
+
+    m.host.notify = Notify::from_config("bell");
+    update(&mut m, Msg::Snapshot(Arc::new(with_it.clone())));
+    assert_eq!(
+        m.alerts,
+        vec![Alert {
+            title: "missionboard".into(),
+            body: format!(
+                "gated call from {} (mission f6a7b8c9): {}",
+                newcomer.agent, newcomer.summary
+            ),
+        }]
+    );
+    // Seen once, announced once.
+    m.alerts.clear();
+    update(&mut m, Msg::Snapshot(Arc::new(with_it)));
+    assert!(m.alerts.is_empty());
 }
 
 #[test]
@@ -339,6 +484,7 @@ fn stop_and_filter_against_the_store() {
         limit: 5,
         selected: 0,
         filter: "abandoned".into(),
+        ..Default::default()
     };
     let s = snapshot::build(&src, &q);
     assert_eq!((s.matched, s.rows.len()), (Some(1), 1));
@@ -359,7 +505,11 @@ fn picker_walks_envelope_agent_intent_and_fires() {
         file_name: f.into(),
         short_name: crate::envelope::search::short_name(f).into(),
         summary: s.into(),
-        labels: vec![],
+        compute: Some(crate::envelope::policy::ComputeBounds {
+            model_allowlist: vec!["m".into()],
+            ..Default::default()
+        }),
+        sandbox: vec![],
     };
     update(
         &mut m,
@@ -372,10 +522,13 @@ fn picker_walks_envelope_agent_intent_and_fires() {
                 AgentEntry {
                     name: "claude".into(),
                     description: String::new(),
+                    caps: None,
                 },
                 AgentEntry {
                     name: "demo".into(),
                     description: String::new(),
+                    // It started here before and showed no session models.
+                    caps: Some(crate::agents::AgentCaps::default()),
                 },
             ],
             default_agent: Some("demo".into()),
@@ -393,7 +546,11 @@ fn picker_walks_envelope_agent_intent_and_fires() {
             agent: "demo".into(),
             envelope: "strict".into(),
             intent: "land: jk typed as text".into(),
-            summary: "s".into(),
+            // Labelled for demo as `mission show` would label its mission.
+            labels: vec![
+                "modelAllowlist [m] · declared, not enforced".into(),
+                "onExhausted finish_stuck".into()
+            ],
         }]
     );
     // A refusal keeps the picker open with the exact text.
@@ -404,6 +561,21 @@ fn picker_walks_envelope_agent_intent_and_fires() {
     assert!(
         matches!(&m.mode, Mode::Picking(p) if p.error.as_deref() == Some("conflict: fleet admission refused"))
     );
+    // Back to the agents, the other one: the labels are recomputed for it.
+    update(
+        &mut m,
+        Msg::Term(Event::Key(KeyEvent::new(
+            KeyCode::BackTab,
+            KeyModifiers::SHIFT,
+        ))),
+    );
+    key(&mut m, KeyCode::Char('k'));
+    key(&mut m, KeyCode::Enter);
+    let Effect::Fire { agent, labels, .. } = &key(&mut m, KeyCode::Enter)[0] else {
+        panic!("no fire")
+    };
+    assert_eq!(agent, "claude");
+    assert_eq!(labels[0], "modelAllowlist [m] · best-effort");
     update(&mut m, Msg::Fired(Ok("Mission fired".into())));
     assert_eq!(m.mode, Mode::Board);
 }
@@ -453,6 +625,42 @@ fn toasts_announce_new_asks_and_terminal_states() {
     let later = m.now_ms + 10_000;
     update(&mut m, Msg::Tick(later));
     assert!(m.toasts.is_empty());
+}
+
+#[test]
+fn notices_expire_on_the_board_s_clock_and_esc_dismisses_them() {
+    let mut m = model(120, 40, false);
+    let start = m.now_ms;
+    key(&mut m, KeyCode::Char(':'));
+    typed(&mut m, "wat");
+    key(&mut m, KeyCode::Enter);
+    update(
+        &mut m,
+        Msg::Toast {
+            text: "news".into(),
+            error: false,
+        },
+    );
+    assert_eq!(m.toasts.len(), 2);
+    update(&mut m, Msg::Tick(start + crate::board::model::TOAST_MS + 1));
+    let left: Vec<(&str, bool)> = m.toasts.iter().map(|t| (&t.text[..], t.error)).collect();
+    assert_eq!(left.len(), 1, "the news went, the error stays: {left:?}");
+    assert!(left[0].1 && left[0].0.starts_with("unknown command \"wat\""));
+    update(
+        &mut m,
+        Msg::Tick(start + crate::board::model::ERROR_TOAST_MS + 1),
+    );
+    assert!(m.toasts.is_empty(), "errors expire too, later");
+
+    update(
+        &mut m,
+        Msg::Toast {
+            text: "boom".into(),
+            error: true,
+        },
+    );
+    key(&mut m, KeyCode::Esc);
+    assert!(m.toasts.is_empty(), "Esc dismisses");
 }
 
 #[test]
@@ -628,4 +836,446 @@ fn v_opens_the_selected_worktree_mission_s_diff_coloured_and_scrollable() {
         Msg::DiffLoaded(Err(e)) => assert!(e.contains("has no worktree"), "{e}"),
         other => panic!("{other:?}"),
     }
+}
+
+#[test]
+fn the_outcome_of_an_action_outranks_news_that_lands_after_it() {
+    let mut m = model(120, 40, false);
+    let mut s = (*m.snap).clone();
+    update(&mut m, Msg::Snapshot(Arc::new(s.clone())));
+    update(
+        &mut m,
+        Msg::StopDone(Ok("mission a1b2c3d4 stopped: done".into())),
+    );
+    let b = s
+        .rows
+        .iter()
+        .position(|r| r.id.starts_with("b2c3d4e5"))
+        .unwrap();
+    s.rows[b].status = crate::mission::Status::Open;
+    update(&mut m, Msg::Snapshot(Arc::new(s.clone())));
+    s.rows[b].status = crate::mission::Status::Landed;
+    update(&mut m, Msg::Snapshot(Arc::new(s)));
+    assert!(
+        m.toasts
+            .iter()
+            .any(|t| t.news && t.text.starts_with("mission b2c3d4e5 landed"))
+    );
+    let status = |m: &Model| {
+        super::view::tests::frame(m)
+            .lines()
+            .last()
+            .unwrap()
+            .to_string()
+    };
+    assert!(
+        status(&m).contains("mission a1b2c3d4 stopped: done (+1)"),
+        "{}",
+        status(&m)
+    );
+    // Once the outcome expires, the news shows.
+    m.toasts.retain(|t| t.news);
+    assert!(
+        status(&m).contains("mission b2c3d4e5 landed"),
+        "{}",
+        status(&m)
+    );
+}
+
+/// Set a mission's columns directly (ages, heartbeats, a host) so orders are exact.
+fn set(svc: &Services, id: &str, sql: &str) {
+    svc.fleet
+        .missions()
+        .store()
+        .with(|c| c.execute(&format!("UPDATE missions SET {sql} WHERE id = ?1"), [id]))
+        .unwrap();
+}
+
+fn ids(msg: &Msg) -> Vec<String> {
+    match msg {
+        Msg::Snapshot(s) => s.rows.iter().map(|r| r.id.clone()).collect(),
+        other => panic!("{other:?}"),
+    }
+}
+
+/// A store where three missions need the operator (a pending ask, a dead host, an
+/// unread blocker) among others in every state, at known ages and heartbeats.
+fn crowded() -> (tempfile::TempDir, Services) {
+    use crate::mission::Status;
+    let (dir, svc, _ask) = world();
+    let missions = svc.fleet.missions();
+    for id in ["m-2", "m-3", "m-4", "m-5", "m-6"] {
+        missions
+            .create(NewMission {
+                id: id.into(),
+                intent: format!("work {id}"),
+                agent_name: "demo".into(),
+                policy_name: "default".into(),
+                ..Default::default()
+            })
+            .unwrap();
+    }
+    let base = crate::clock::now_ms();
+    // m-1 oldest … m-6 newest; heartbeats in the opposite order.
+    for (i, id) in ["m-1", "m-2", "m-3", "m-4", "m-5", "m-6"]
+        .iter()
+        .enumerate()
+    {
+        let i = i as i64;
+        set(
+            &svc,
+            id,
+            &format!(
+                "created_at = {}, last_heartbeat = {}",
+                base - (60 - i) * 60_000,
+                base - i * 1000
+            ),
+        );
+    }
+    // m-2's host: this pid, but not this process (its start time differs): gone.
+    set(
+        &svc,
+        "m-2",
+        &format!(
+            "host_pid = {}, host_start = 'another-process'",
+            std::process::id()
+        ),
+    );
+    missions.finish("m-3", Status::Landed, "done").unwrap();
+    missions
+        .add_blocker("m-4", "cannot reach staging".into(), String::new())
+        .unwrap();
+    missions.finish("m-4", Status::Stuck, "bound").unwrap();
+    missions
+        .finish("m-6", Status::Derailed, "turn failed")
+        .unwrap();
+    missions
+        .store()
+        .with(|c| {
+            c.execute(
+                "INSERT INTO mission_worktrees (mission_id, repo, path, branch, base, state)
+                 VALUES ('m-3', '/r', '/r/.git/wt/m-3', 'mission/m-3', 'abc', 'merged')",
+                [],
+            )
+        })
+        .unwrap();
+    (dir, svc)
+}
+
+#[test]
+fn the_table_puts_what_needs_you_first_then_sorts_and_hides_as_asked() {
+    use super::model::Needs;
+    let (_dir, svc) = crowded();
+    let mut m = model(120, 40, false);
+    let msg = snapshot_of(&svc, &m);
+    // Needs-me (ask, host gone, blocker), then by state: open, derailed, landed.
+    assert_eq!(ids(&msg), ["m-1", "m-2", "m-4", "m-5", "m-6", "m-3"]);
+    update(&mut m, msg);
+    let needs: Vec<Option<Needs>> = m.snap.rows.iter().map(|r| r.needs).collect();
+    assert_eq!(
+        needs,
+        [
+            Some(Needs::Ask),
+            Some(Needs::HostGone),
+            Some(Needs::Blocker),
+            None,
+            None,
+            None
+        ]
+    );
+    assert_eq!((m.snap.listed, m.snap.needs_me), (6, 3));
+    let workspaces: Vec<&str> = m.snap.rows.iter().map(|r| r.workspace.as_str()).collect();
+    assert_eq!(workspaces, ["cwd", "cwd", "cwd", "cwd", "cwd", "merged"]);
+
+    // `s`: by age (newest first), then by heartbeat (latest first); the group stays.
+    key(&mut m, KeyCode::Char('s'));
+    assert_eq!(
+        ids(&snapshot_of(&svc, &m)),
+        ["m-1", "m-2", "m-4", "m-6", "m-5", "m-3"]
+    );
+    key(&mut m, KeyCode::Char('s'));
+    assert_eq!(m.query().order, crate::mission::Order::Heartbeat);
+    assert_eq!(
+        ids(&snapshot_of(&svc, &m)),
+        ["m-1", "m-2", "m-4", "m-3", "m-5", "m-6"]
+    );
+    key(&mut m, KeyCode::Char('s'));
+    assert_eq!(m.query().order, crate::mission::Order::State);
+
+    // `t` hides the terminal missions, the stuck one with its blocker too.
+    key(&mut m, KeyCode::Char('j'));
+    key(&mut m, KeyCode::Char('t'));
+    assert_eq!(m.mission_sel, 0, "a new listing starts at its top");
+    let msg = snapshot_of(&svc, &m);
+    assert_eq!(ids(&msg), ["m-1", "m-2", "m-5"]);
+    update(&mut m, msg);
+    assert_eq!(m.snap.listed, 3);
+    let text = crate::board::view::tests::frame(&m);
+    assert!(
+        text.contains("Missions 3 open of 6 (terminal hidden) by state"),
+        "{text}"
+    );
+    assert!(text.contains("⚠ host gone"), "{text}");
+
+    // A page deep in the listing reads only its window, across the group's edge.
+    let q = super::model::Query {
+        offset: 2,
+        limit: 2,
+        ..Default::default()
+    };
+    let src = Source::open(&svc.paths.db_path(), Box::new(|| 0), false).unwrap();
+    let page = snapshot::build(&src, &q);
+    let got: Vec<&str> = page.rows.iter().map(|r| r.id.as_str()).collect();
+    assert_eq!(got, ["m-4", "m-5"]);
+    // A filter searches the same order.
+    let q = super::model::Query {
+        limit: 10,
+        filter: "work".into(),
+        ..Default::default()
+    };
+    let got: Vec<String> = snapshot::build(&src, &q)
+        .rows
+        .into_iter()
+        .map(|r| r.id)
+        .collect();
+    assert_eq!(got, ["m-2", "m-4", "m-5", "m-6", "m-3"]);
+}
+
+#[test]
+fn r_re_fires_the_selected_mission_after_a_confirm() {
+    let mut m = model(120, 40, false);
+    assert!(key(&mut m, KeyCode::Char('R')).is_empty());
+    match &m.mode {
+        Mode::Confirm(c) => assert_eq!(
+            c.kind,
+            ConfirmKind::Refire {
+                mission_id: "a1b2c3d4-0000".into(),
+                agent: "demo".into(),
+                envelope: "default".into(),
+                intent: "ask-then-land: rename the config env var".into(),
+            }
+        ),
+        other => panic!("{other:?}"),
+    }
+    assert!(!m.mode.eq(&Mode::Board));
+    assert_eq!(
+        key(&mut m, KeyCode::Char('y')),
+        vec![Effect::Refire {
+            mission_id: "a1b2c3d4-0000".into()
+        }]
+    );
+    assert_eq!(m.mode, Mode::Board);
+    // No stays no.
+    key(&mut m, KeyCode::Char('R'));
+    assert!(key(&mut m, KeyCode::Char('n')).is_empty());
+    assert_eq!(m.mode, Mode::Board);
+}
+
+#[test]
+fn the_detail_pane_focuses_scrolls_and_zooms() {
+    let mut m = model(80, 24, false);
+    key(&mut m, KeyCode::Char('5'));
+    assert_eq!(m.focus, Pane::Detail);
+    let max = crate::board::view::detail_scroll_max(&m, m.now_ms);
+    assert!(max > 0, "the fixture's detail overflows the 80x24 pane");
+    key(&mut m, KeyCode::Char('j'));
+    key(&mut m, KeyCode::Char('j'));
+    assert_eq!(m.detail_scroll, 2);
+    assert_eq!(m.mission_sel, 0, "j scrolls the detail, not the table");
+    key(&mut m, KeyCode::Char('G'));
+    assert_eq!(m.detail_scroll, max);
+    key(&mut m, KeyCode::Char('j'));
+    assert_eq!(m.detail_scroll, max, "no scrolling past the end");
+    let text = crate::board::view::tests::frame(&m);
+    assert!(
+        text.contains("refs: docs/config.md, src/config.rs"),
+        "{text}"
+    );
+
+    key(&mut m, KeyCode::Char('z'));
+    assert!(m.detail_zoom);
+    let zoomed_max = crate::board::view::detail_scroll_max(&m, m.now_ms);
+    assert!(zoomed_max < max, "the full screen shows more at once");
+    let text = crate::board::view::tests::frame(&m);
+    assert!(text.contains("(zoomed: z or Esc returns)"), "{text}");
+    assert!(
+        !text.contains("Pending asks"),
+        "zoomed, the pane covers the board"
+    );
+    key(&mut m, KeyCode::Esc);
+    assert!(!m.detail_zoom);
+    key(&mut m, KeyCode::Char('z'));
+    key(&mut m, KeyCode::Char('z'));
+    assert!(!m.detail_zoom);
+
+    // Another mission selected: its detail starts at the top.
+    key(&mut m, KeyCode::Char('1'));
+    key(&mut m, KeyCode::Char('j'));
+    assert_eq!((m.mission_sel, m.detail_scroll), (1, 0));
+}
+
+#[test]
+fn the_detail_follows_the_selected_ask_or_inbox_item_and_enter_opens_an_item() {
+    let mut m = model(120, 40, false);
+    assert_eq!(
+        m.query().detail_for,
+        None,
+        "the table's selection, by default"
+    );
+    key(&mut m, KeyCode::Char('2'));
+    key(&mut m, KeyCode::Char('j'));
+    assert_eq!(m.query().detail_for.as_deref(), Some("f6a7b8c9-0000"));
+    assert_eq!(m.detail_target().as_deref(), Some("f6a7b8c9-0000"));
+    // Focusing the detail keeps what it follows.
+    key(&mut m, KeyCode::Tab);
+    key(&mut m, KeyCode::BackTab);
+    key(&mut m, KeyCode::Char('5'));
+    assert_eq!(m.query().detail_for.as_deref(), Some("f6a7b8c9-0000"));
+
+    key(&mut m, KeyCode::Char('3'));
+    assert_eq!(m.query().detail_for.as_deref(), Some("b2c3d4e5-0000"));
+    assert!(
+        key(&mut m, KeyCode::Enter).is_empty(),
+        "Enter opens, never acks"
+    );
+    assert!(m.detail_zoom);
+    assert_eq!((m.focus, m.detail_from), (Pane::Detail, Pane::Inbox));
+    key(&mut m, KeyCode::Esc);
+    key(&mut m, KeyCode::Char('1'));
+    assert_eq!(m.query().detail_for, None);
+}
+
+#[test]
+fn a_and_d_on_the_asks_pane_decide_a_gated_call_in_place() {
+    let mut m = model(120, 40, false);
+    key(&mut m, KeyCode::Char('2'));
+    // The first ask is a question: `a` opens its answer pane instead.
+    assert!(key(&mut m, KeyCode::Char('a')).is_empty());
+    assert_eq!(
+        m.mode,
+        Mode::Answering {
+            ask_id: "ask-1111-question".into()
+        }
+    );
+    key(&mut m, KeyCode::Esc);
+    key(&mut m, KeyCode::Char('j'));
+    assert_eq!(
+        key(&mut m, KeyCode::Char('d')),
+        vec![Effect::Verdict {
+            ask_id: "ask-2222-permission".into(),
+            verdict: OperatorVerdict::Deny
+        }]
+    );
+    assert_eq!(m.mode, Mode::Board);
+    // On its way: a second key sends nothing more.
+    assert!(key(&mut m, KeyCode::Char('a')).is_empty());
+    update(
+        &mut m,
+        Msg::VerdictDone {
+            ask_id: "ask-2222-permission".into(),
+            result: Err("ask ask-2222 was already answered".into()),
+        },
+    );
+    assert_eq!(
+        key(&mut m, KeyCode::Char('a')),
+        vec![Effect::Verdict {
+            ask_id: "ask-2222-permission".into(),
+            verdict: OperatorVerdict::Approve
+        }]
+    );
+    // `d` off the asks pane decides nothing.
+    key(&mut m, KeyCode::Char('1'));
+    assert!(key(&mut m, KeyCode::Char('d')).is_empty());
+}
+
+#[test]
+fn space_marks_inbox_items_and_shift_a_acks_them_through_the_cli_s_call() {
+    let (_dir, svc, _ask) = world();
+    let missions = svc.fleet.missions();
+    for s in ["first", "second", "third"] {
+        missions
+            .add_report(
+                "m-1",
+                crate::mission::ReportInput {
+                    kind: "progress".into(),
+                    summary: s.into(),
+                    ..Default::default()
+                },
+            )
+            .unwrap();
+    }
+    let mut m = model(120, 40, false);
+    let msg = snapshot_of(&svc, &m);
+    update(&mut m, msg);
+    assert_eq!((m.snap.inbox.len(), m.snap.inbox_total), (3, 3));
+    key(&mut m, KeyCode::Char('3'));
+    key(&mut m, KeyCode::Char(' '));
+    assert_eq!(m.inbox_sel, 1, "Space marks and moves on");
+    key(&mut m, KeyCode::Char(' '));
+    key(&mut m, KeyCode::Char('k'));
+    // Space again unmarks.
+    key(&mut m, KeyCode::Char(' '));
+    let marked = vec![m.snap.inbox[0].id.clone()];
+    assert_eq!(m.marked.iter().cloned().collect::<Vec<_>>(), marked);
+    let text = crate::board::view::tests::frame(&m);
+    assert!(text.contains("Inbox 3 unacked · 1 marked"), "{text}");
+    let fx = key(&mut m, KeyCode::Char('A'));
+    assert_eq!(
+        fx,
+        vec![Effect::AckMany {
+            inbox_ids: marked.clone()
+        }]
+    );
+    assert!(m.marked.is_empty());
+    let done = effects::execute_blocking(fx[0].clone(), &svc);
+    assert!(
+        matches!(&done, Msg::AckDone(Ok(t)) if t == "acknowledged 1 inbox item(s)"),
+        "{done:?}"
+    );
+    assert!(missions.inbox_item(&marked[0]).unwrap().acked);
+    assert_eq!(missions.inbox_count(false).unwrap(), 2);
+
+    // Nothing marked: `A` acks every item shown.
+    let msg = snapshot_of(&svc, &m);
+    update(&mut m, msg);
+    let fx = key(&mut m, KeyCode::Char('A'));
+    let done = effects::execute_blocking(fx[0].clone(), &svc);
+    assert!(
+        matches!(&done, Msg::AckDone(Ok(t)) if t == "acknowledged 2 inbox item(s)"),
+        "{done:?}"
+    );
+    assert_eq!(missions.inbox_count(false).unwrap(), 0);
+    // One that fails does not stop the rest, and the toast says which.
+    let some_gone = Effect::AckMany {
+        inbox_ids: vec!["no-such-item".into(), marked[0].clone()],
+    };
+    let again = effects::execute_blocking(some_gone, &svc);
+    assert!(
+        matches!(&again, Msg::AckDone(Err(e)) if e.starts_with("acknowledged 1 of 2 inbox item(s); no-such-")),
+        "{again:?}"
+    );
+    let msg = snapshot_of(&svc, &m);
+    update(&mut m, msg);
+    assert!(key(&mut m, KeyCode::Char('A')).is_empty());
+}
+
+#[test]
+fn titles_count_what_they_do_not_show() {
+    let mut m = model(120, 40, false);
+    let mut s = (*m.snap).clone();
+    s.pending_total = 607;
+    s.inbox_total = 350;
+    m.snap = Arc::new(s);
+    let text = crate::board::view::tests::frame(&m);
+    assert!(text.contains("Pending asks 2 of 607 "), "{text}");
+    assert!(text.contains("Inbox 1 of 350 unacked "), "{text}");
+    // A filter over more missions than it scans says how far it looked.
+    let mut s = (*m.snap).clone();
+    s.listed = 7000;
+    s.matched = Some(3);
+    m.snap = Arc::new(s);
+    m.filter = "tidy".into();
+    m.size = ratatui::layout::Rect::new(0, 0, 80, 24);
+    let text = crate::board::view::tests::frame(&m);
+    assert!(text.contains("/tidy (3 matched of 5000 scanned)"), "{text}");
 }

@@ -235,13 +235,15 @@ fn compute_narration(agent: &str, bounds: &ComputeBounds, caps: &AgentCaps) -> V
     lines
 }
 
-/// The unit's sandbox, each limit with its truthful label; on a kernel without
-/// Landlock, once, that none of it is enforced; and any tree granted around the home.
+/// The unit's sandbox, each limit with its truthful label (on a kernel without
+/// Landlock, one sentence saying none of it is enforced), and any tree granted
+/// around the home.
 fn sandbox_narration(sandbox: &crate::envelope::sandbox::Resolved) -> Vec<String> {
-    use crate::envelope::sandbox::{describe, unenforced_note};
     let abi = crate::confine::landlock_abi();
-    let mut lines = vec![format!("Sandbox: {}.", describe(&sandbox.decl, abi))];
-    lines.extend(unenforced_note(abi).map(|n| format!("Sandbox: {n}.")));
+    let mut lines = vec![format!(
+        "Sandbox: {}.",
+        crate::envelope::sandbox::narration(&sandbox.decl, abi)
+    )];
     lines.extend(sandbox.carved.iter().map(|c| format!("Sandbox: {c}.")));
     lines
 }

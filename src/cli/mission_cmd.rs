@@ -38,7 +38,7 @@ pub(super) fn list(ctx: &Ctx, list: &ListArgs) -> anyhow::Result<i32> {
                 .list(list.rows())
                 .map_err(|e| anyhow::anyhow!("failed to list missions: {e}"))?;
             let worktrees = crate::worktree::Worktrees::new(svc.store().clone()).states()?;
-            (all, svc.counts(0)?.0, worktrees)
+            (all, svc.counts()?.0, worktrees)
         }
         None => (Vec::new(), 0, Default::default()),
     };

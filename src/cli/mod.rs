@@ -62,6 +62,8 @@ enum Command {
     Init(InitArgs),
     /// Declared agents; with no subcommand, run the built-in native agent over ACP on stdio.
     Agent(AgentArgs),
+    /// Serve an editor over ACP on stdio: chat, `/mission`, and the host of every mission it fires.
+    Acp,
     /// Check that this machine is ready to run missions.
     Doctor {
         /// The verdict, the fixes and each check as JSON (no sweep runs).
@@ -348,6 +350,7 @@ impl Command {
                 | Command::Init(_)
                 | Command::Config(ConfigCmd::Set { .. } | ConfigCmd::Unset { .. })
                 | Command::Agent(AgentArgs { command: None, .. })
+                | Command::Acp
                 | Command::Bench(_)
                 | Command::StubAgent(_)
                 | Command::McpBridge { .. }
@@ -362,6 +365,7 @@ impl Command {
             Command::Board { .. }
                 | Command::Mission(MissionCmd::Fire { .. })
                 | Command::Agent(AgentArgs { command: None, .. })
+                | Command::Acp
                 | Command::StubAgent(_)
                 | Command::McpBridge { .. }
         )
@@ -613,6 +617,19 @@ fn run(ctx: &Ctx, command: Option<Command>, flags: BetaFlags) -> anyhow::Result<
                 }))
             }
         },
+        Some(Command::Acp) => {
+            let options = crate::session::AcpOptions {
+                context_tokens: crate::planner::DEFAULT_CONTEXT_TOKENS,
+                max_steps: crate::planner::DEFAULT_MAX_STEPS,
+                max_tokens: crate::planner::DEFAULT_MAX_TOKENS,
+            };
+            let paths = ctx.paths.clone();
+            Ok(run_role(async move {
+                crate::session::run(paths, options)
+                    .await
+                    .map_err(|e| format!("missionboard acp: {e}"))
+            }))
+        }
         Some(Command::Doctor { json }) => doctor::run(ctx, json),
         Some(Command::Completions { shell }) => {
             let mut script = Vec::new();

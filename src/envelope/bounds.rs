@@ -156,6 +156,35 @@ pub fn describe(field: ComputeField, bounds: &ComputeBounds, agent: Option<&Agen
     )
 }
 
+/// `maxTokens 2,000,000 · best-effort`, `modelAllowlist [a, b] · enforced`: a set
+/// field as the board's picker and fire notice show it — the value for a reader,
+/// then the same truthful label `describe` gives.
+pub fn label(field: ComputeField, bounds: &ComputeBounds, agent: Option<&AgentCaps>) -> String {
+    let value = match field {
+        ComputeField::ModelAllowlist => format!("[{}]", bounds.model_allowlist.join(", ")),
+        ComputeField::BackendAllowlist => format!("[{}]", bounds.backend_allowlist.join(", ")),
+        numeric => grouped(numeric.limit(bounds)),
+    };
+    format!(
+        "{} {value} · {}",
+        field.key(),
+        bound_status(field, bounds, agent).label()
+    )
+}
+
+/// `2000000` as `2,000,000`.
+fn grouped(n: u64) -> String {
+    let digits = n.to_string();
+    let mut out = String::new();
+    for (i, d) in digits.chars().enumerate() {
+        if i > 0 && (digits.len() - i).is_multiple_of(3) {
+            out.push(',');
+        }
+        out.push(d);
+    }
+    out
+}
+
 /// Every set field of `bounds`, described, joined by ` · ` (empty when unbounded).
 pub fn describe_all(bounds: &ComputeBounds, agent: Option<&AgentCaps>) -> String {
     ComputeField::ALL
@@ -373,6 +402,26 @@ mod tests {
             "maxTurns=1 (enforced) · maxToolCalls=3 (enforced) · maxTokens=100 (best-effort) · modelAllowlist=[\"b\"] (enforced) · backendAllowlist=[\"x\"] (declared, not enforced)"
         );
         assert_eq!(describe_all(&ComputeBounds::default(), None), "");
+        let preset = ComputeBounds {
+            max_tokens: 2_000_000,
+            ..one.clone()
+        };
+        assert_eq!(
+            label(MaxTokens, &preset, None),
+            "maxTokens 2,000,000 · best-effort"
+        );
+        assert_eq!(label(MaxTurns, &one, None), "maxTurns 1 · enforced");
+        assert_eq!(
+            label(ModelAllowlist, &one, Some(&silent)),
+            "modelAllowlist [b] · declared, not enforced"
+        );
+        assert_eq!(
+            label(ModelAllowlist, &one, Some(&advertising)),
+            "modelAllowlist [b] · enforced"
+        );
+        assert_eq!(grouped(999), "999");
+        assert_eq!(grouped(1000), "1,000");
+        assert_eq!(grouped(100_000_000_000), "100,000,000,000");
     }
 
     #[test]

@@ -243,6 +243,11 @@ pub struct Places {
     pub state_dirs: Vec<String>,
     /// The programs the unit runs (the agent, the bridge): readable under limited reads.
     pub executables: Vec<PathBuf>,
+    /// A worktree mission's: what committing on its own branch writes in the
+    /// repository (the worktree decides which paths); always writable.
+    pub commit_writes: Vec<PathBuf>,
+    /// ... and what git reads there: readable under limited reads.
+    pub commit_reads: Vec<PathBuf>,
     pub model_port: Option<u16>,
 }
 
@@ -293,6 +298,16 @@ pub fn resolve(decl: &SandboxDecl, places: &Places) -> Result<Resolved, String> 
             )?);
         }
     }
+    for path in &places.commit_writes {
+        let entry = path.display().to_string();
+        write.extend(carve(
+            &entry,
+            path,
+            &protected,
+            "filesystem.write",
+            &mut carved,
+        )?);
+    }
     let mut devices: Vec<PathBuf> = DEVICES.iter().map(PathBuf::from).collect();
     let read = match &decl.read {
         Limit::All => None,
@@ -308,6 +323,16 @@ pub fn resolve(decl: &SandboxDecl, places: &Places) -> Result<Resolved, String> 
                         &mut carved,
                     )?);
                 }
+            }
+            for path in &places.commit_reads {
+                let entry = path.display().to_string();
+                read.extend(carve(
+                    &entry,
+                    path,
+                    &protected,
+                    "filesystem.read",
+                    &mut carved,
+                )?);
             }
             read.extend(SYSTEM_READ.iter().map(PathBuf::from));
             for exe in &places.executables {
@@ -520,36 +545,59 @@ pub fn sandbox_status(field: SandboxField, decl: &SandboxDecl, abi: u32) -> Sand
     }
 }
 
+/// What `field` of `decl` allows, as ` [entries]` (empty when not limited).
+fn allowed(field: SandboxField, decl: &SandboxDecl) -> String {
+    match field {
+        SandboxField::Write => format!(" [{}]", decl.write.join(", ")),
+        SandboxField::Read => match &decl.read {
+            Limit::All => String::new(),
+            Limit::Only(p) => format!(" [{}]", p.join(", ")),
+        },
+        SandboxField::Connect => match &decl.connect {
+            Limit::All => String::new(),
+            Limit::Only(p) => format!(
+                " [{}]",
+                p.iter()
+                    .map(|p| match p {
+                        Port::Number(n) => n.to_string(),
+                        Port::Model => "{model}".to_string(),
+                    })
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ),
+        },
+    }
+}
+
 /// One line: every field with its label and what it allows.
 pub fn describe(decl: &SandboxDecl, abi: u32) -> String {
     let fields: Vec<String> = SandboxField::ALL
         .into_iter()
         .map(|f| {
             let status = sandbox_status(f, decl, abi);
-            let what = match f {
-                SandboxField::Write => format!(" [{}]", decl.write.join(", ")),
-                SandboxField::Read => match &decl.read {
-                    Limit::All => String::new(),
-                    Limit::Only(p) => format!(" [{}]", p.join(", ")),
-                },
-                SandboxField::Connect => match &decl.connect {
-                    Limit::All => String::new(),
-                    Limit::Only(p) => format!(
-                        " [{}]",
-                        p.iter()
-                            .map(|p| match p {
-                                Port::Number(n) => n.to_string(),
-                                Port::Model => "{model}".to_string(),
-                            })
-                            .collect::<Vec<_>>()
-                            .join(", ")
-                    ),
-                },
-            };
-            format!("{} {}{what}", f.key(), status.label())
+            format!("{} {}{}", f.key(), status.label(), allowed(f, decl))
         })
         .collect();
     format!("{} (Landlock ABI {abi})", fields.join("; "))
+}
+
+/// The fire's one line about the sandbox: [`describe`], or, on a kernel that holds
+/// none of it, [`unenforced_note`] with what was declared, so "declared, not
+/// enforced" is said once.
+pub fn narration(decl: &SandboxDecl, abi: u32) -> String {
+    let Some(note) = unenforced_note(abi) else {
+        return describe(decl, abi);
+    };
+    let fields: Vec<String> = SandboxField::ALL
+        .into_iter()
+        .map(|f| match sandbox_status(f, decl, abi) {
+            SandboxStatus::NotLimited => {
+                format!("{} {}", f.key(), SandboxStatus::NotLimited.label())
+            }
+            _ => format!("{}{}", f.key(), allowed(f, decl)),
+        })
+        .collect();
+    format!("{note} (declared: {})", fields.join("; "))
 }
 
 /// What this kernel holds, for `doctor`: which limits, and which are declared only.
@@ -633,6 +681,8 @@ mod tests {
             protected: vec![root.join("mbhome")],
             state_dirs: vec!["~/.cache".into()],
             executables: vec![],
+            commit_writes: vec![],
+            commit_reads: vec![],
             model_port: Some(11434),
         }
     }
@@ -720,6 +770,20 @@ mod tests {
             SandboxStatus::DeclaredNotEnforced
         );
         assert!(unenforced_note(0).is_some() && unenforced_note(1).is_none());
+        assert_eq!(narration(&d, 7), describe(&d, 7));
+        assert_eq!(
+            narration(&d, 0).matches("declared, not enforced").count(),
+            1,
+            "{}",
+            narration(&d, 0)
+        );
+        assert!(
+            narration(&d, 0).ends_with(
+                "(declared: filesystem.write [{workspace}]; filesystem.read not limited; network.connect [443])"
+            ),
+            "{}",
+            narration(&d, 0)
+        );
         assert_eq!(
             kernel_summary(2),
             "the kernel holds filesystem.read; filesystem.write, network.connect declared, not enforced (needs a newer kernel)"

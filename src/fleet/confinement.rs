@@ -81,19 +81,26 @@ pub struct UnitConfinement {
     pub prepared: Option<confine::Prepared>,
 }
 
-/// Expand `decl` for a unit of `agent` working in `cwd`, and build its ruleset.
+/// Where a unit works: its directory (`{workspace}`), and in a worktree, what
+/// committing on the mission's own branch needs.
+pub struct Workspace<'a> {
+    pub dir: &'a Path,
+    pub commit: crate::worktree::CommitAccess,
+}
+
+/// Expand `decl` for a unit of `agent` working in `workspace`, and build its ruleset.
 /// Refused (before anything is spawned) when an entry lies inside a protected place.
 pub fn confine_unit(
     paths: &Paths,
     agent: &Agent,
     decl: &SandboxDecl,
-    cwd: &Path,
+    workspace: Workspace<'_>,
     tmp: &MissionTmp,
     bridge_exe: &Path,
     model_base_url: Option<&str>,
 ) -> anyhow::Result<UnitConfinement> {
     let places = Places {
-        workspace: cwd.to_path_buf(),
+        workspace: workspace.dir.to_path_buf(),
         tmp: tmp.path().to_path_buf(),
         user_home: std::env::var_os("HOME")
             .filter(|h| !h.is_empty())
@@ -113,6 +120,8 @@ pub fn confine_unit(
             )
             .collect(),
         model_port: model_base_url.and_then(url_port),
+        commit_writes: workspace.commit.write,
+        commit_reads: workspace.commit.read,
     };
     let resolved = sandbox::resolve(decl, &places)
         .map_err(|e| anyhow::anyhow!("agent {:?} cannot be confined: {e}", agent.name))?;

@@ -190,14 +190,15 @@ impl Drive {
             tokio::select! {
                 changed = self.stop.changed() => if changed.is_err() { break },
                 Some(ev) = self.events.recv() => journal.record(ev),
-                _ = async { if !look_now { changes.next(RESUME_POLL).await } }, if !parked.is_empty() => match {
+                _ = async { if !look_now { changes.next(RESUME_POLL).await } }, if !parked.is_empty() => {
                     looked = true;
-                    self.resume_answered(&mut parked, &mut journal).await
-                } {
-                    Some(Turn::Failed(e)) => return self.fail_turn(e).await,
-                    Some(_) => break,
-                    None => {}
-                },
+                    let resumed = self.resume_answered(&mut parked, &mut journal).await;
+                    match resumed {
+                        Some(Turn::Failed(e)) => return self.fail_turn(e).await,
+                        Some(_) => break,
+                        None => {}
+                    }
+                }
             }
         }
         self.reap().await;

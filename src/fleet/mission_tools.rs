@@ -234,11 +234,13 @@ impl MissionToolCalls {
             })
             .map_err(|e| e.to_string())?;
         let mission = self.missions.get(&self.mission_id).ok().flatten();
+        let parent = mission.as_ref().and_then(|m| m.parent_session_id.clone());
         self.missions.publish(
             subjects::ATTENTION_ASKED,
             json!({
                 "missionId": self.mission_id,
                 "askId": ask.id,
+                "parentSessionId": parent,
                 "agentName": self.agent_name,
                 "intent": mission.map(|m| m.intent),
                 "summary": ask.args_summary,

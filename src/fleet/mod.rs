@@ -77,6 +77,13 @@ pub struct Dispatched {
     pub worktree: Option<crate::worktree::Worktree>,
 }
 
+/// What a dispatch records beside the agent and envelope it resolved.
+struct Record {
+    intent: String,
+    /// The firing session, for a mission fired from one.
+    parent_session_id: Option<String>,
+}
+
 /// A unit whose session is open, not yet driven.
 struct Started {
     unit: Unit,
@@ -218,6 +225,12 @@ impl Fleet {
             .contains_key(mission_id)
     }
 
+    /// The missions whose units this host holds (dispatched or resumed here).
+    pub fn hosted_missions(&self) -> Vec<String> {
+        let units = self.inner.units.lock_unpoisoned();
+        units.hosted.keys().cloned().collect()
+    }
+
     /// Units this host holds right now, starting ones included (each holds fleet
     /// width until it is reaped, or its start fails).
     pub fn open_units(&self) -> usize {
@@ -244,6 +257,24 @@ impl Fleet {
     /// Dispatch a mission: validate, admit, start the unit, record the mission, and
     /// start driving it. A refusal leaves no record and no process.
     pub async fn dispatch(&self, req: DispatchRequest) -> anyhow::Result<Dispatched> {
+        self.dispatch_parented(req, None).await
+    }
+
+    /// [`Fleet::dispatch`] from a firing session: the mission records `parent` as its
+    /// parent session, so its reports stream there while that session lives.
+    pub async fn dispatch_for_session(
+        &self,
+        req: DispatchRequest,
+        parent: &str,
+    ) -> anyhow::Result<Dispatched> {
+        self.dispatch_parented(req, Some(parent.to_string())).await
+    }
+
+    async fn dispatch_parented(
+        &self,
+        req: DispatchRequest,
+        parent_session_id: Option<String>,
+    ) -> anyhow::Result<Dispatched> {
         let inner = &self.inner;
         let agent_name = req.agent_name.trim().to_string();
         if agent_name.is_empty() {
@@ -290,7 +321,10 @@ impl Fleet {
         let cwd = worktree.as_ref().map_or(cwd, |w| w.path.clone());
         let dispatched = self
             .dispatch_admitted(
-                req.intent,
+                Record {
+                    intent: req.intent,
+                    parent_session_id,
+                },
                 mission_id,
                 (agent, envelope),
                 cwd,
@@ -311,7 +345,7 @@ impl Fleet {
     /// record and no process (the caller removes a worktree made for it).
     async fn dispatch_admitted(
         &self,
-        intent: String,
+        record: Record,
         mission_id: String,
         (agent, envelope): (crate::agents::Agent, search::Loaded),
         cwd: PathBuf,
@@ -334,13 +368,13 @@ impl Fleet {
         }
         let new = NewMission {
             id: mission_id.clone(),
-            intent: intent.trim().to_string(),
+            intent: record.intent.trim().to_string(),
             agent_name: agent_name.clone(),
             policy_name: policy_name.clone(),
             cwd: cwd.display().to_string(),
             session_id: Some(started.session_id.clone()),
             instance_id: Some(started.instance_id.clone()),
-            parent_session_id: None,
+            parent_session_id: record.parent_session_id,
         };
         let missions = inner.missions.clone();
         let mission = match blocking(move || missions.create(new)).await {
@@ -582,6 +616,7 @@ impl Fleet {
     ) -> anyhow::Result<Started> {
         let inner = &self.inner;
         let (declared, config) = (agent.clone(), Config::new(inner.missions.store().clone()));
+        let worktrees = crate::worktree::Worktrees::new(inner.missions.store().clone());
         let (paths, exe, decl, dir) = (
             inner.paths.clone(),
             inner.self_exe.clone(),
@@ -598,11 +633,16 @@ impl Fleet {
                 Some(url) => Some(url.clone()),
                 None => config.get(crate::config::MODEL_BASE_URL)?,
             };
+            // A worktree mission's unit may commit on its own branch.
+            let commit = match worktrees.get(&id)? {
+                Some(wt) => crate::worktree::commit_access(&wt)?,
+                None => Default::default(),
+            };
             let confined = confinement::confine_unit(
                 &paths,
                 &declared,
                 &decl,
-                &dir,
+                confinement::Workspace { dir: &dir, commit },
                 &tmp,
                 &exe,
                 model_url.as_deref(),
@@ -642,6 +682,7 @@ impl Fleet {
             cwd: cwd.to_path_buf(),
             mcp_servers: vec![bridge_server_entry(&inner.self_exe, &socket)],
             meta: mission_meta(mission_id),
+            pid_slot: Some(socket.unit_pid_slot()),
         };
         let unit = Unit::start_confined(spec, load, confined.prepared)
             .await

@@ -67,6 +67,7 @@ pub(crate) fn insert_for_report(
     tx: &rusqlite::Transaction<'_>,
     mission: &Mission,
     report: &Report,
+    reason: &str,
 ) -> rusqlite::Result<()> {
     tx.execute(
         "INSERT OR IGNORE INTO inbox (id, mission_id, report_id, reason, agent_name, intent, parent_session_id, created_at)
@@ -75,7 +76,7 @@ pub(crate) fn insert_for_report(
             uuid::Uuid::new_v4().to_string(),
             mission.id,
             report.id,
-            OPERATOR_FIRED,
+            reason,
             mission.agent_name,
             mission.intent,
             mission.parent_session_id,

@@ -8,6 +8,7 @@
 
 pub mod id_prefix;
 pub mod inbox;
+pub mod parent;
 pub mod plan;
 pub mod report;
 
@@ -19,6 +20,7 @@ use serde_json::json;
 
 use crate::bus::Bus;
 use crate::clock;
+use crate::host::HostId;
 use crate::store::{Store, StoreError};
 
 pub use plan::{Plan, PlanEntry, PlanRevision};
@@ -44,6 +46,14 @@ CREATE TABLE missions (
 );
 CREATE INDEX missions_by_created ON missions (created_at DESC, id DESC);
 CREATE INDEX missions_by_status ON missions (status, created_at);";
+
+/// v9: the process hosting each mission's unit (so a surface can tell an open
+/// mission whose host died), and an index on last activity (the board's heartbeat
+/// sort and the reclaim sweep read missions in that order).
+pub(crate) const SCHEMA_V9: &str = "
+ALTER TABLE missions ADD COLUMN host_pid INTEGER;
+ALTER TABLE missions ADD COLUMN host_start TEXT;
+CREATE INDEX missions_by_activity ON missions (MAX(created_at, COALESCE(last_heartbeat, 0)) DESC, id DESC);";
 
 /// Bus subjects for mission events (payloads are self-contained JSON).
 pub mod subjects {
@@ -131,6 +141,10 @@ pub struct Mission {
     pub created_at: i64,
     #[serde(serialize_with = "clock::ser_rfc3339")]
     pub updated_at: i64,
+    /// The process that created (or last resumed) it; `None` for a record older
+    /// than the column.
+    #[serde(skip)]
+    pub host: Option<HostId>,
 }
 
 /// What a dispatcher supplies to create a mission.
@@ -196,6 +210,66 @@ pub struct Finished {
     pub changed: bool,
 }
 
+/// How a [`Listing`] orders missions.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum Order {
+    /// Open first, then stuck, derailed, abandoned and landed; newest first in each.
+    #[default]
+    State,
+    /// Newest first.
+    Age,
+    /// Most recently heard from (heartbeat, else creation) first.
+    Heartbeat,
+}
+
+impl Order {
+    /// The order the board's sort key moves to next.
+    pub fn next(self) -> Order {
+        match self {
+            Order::State => Order::Age,
+            Order::Age => Order::Heartbeat,
+            Order::Heartbeat => Order::State,
+        }
+    }
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Order::State => "state",
+            Order::Age => "age",
+            Order::Heartbeat => "heartbeat",
+        }
+    }
+}
+
+/// The states in [`Order::State`] order: live work, then what went wrong, then done.
+const STATE_ORDER: [Status; 5] = [
+    Status::Open,
+    Status::Stuck,
+    Status::Derailed,
+    Status::Abandoned,
+    Status::Landed,
+];
+
+/// Which missions a sorted listing covers, and how it orders them.
+#[derive(Debug, Clone, Copy)]
+pub struct Listing<'a> {
+    pub order: Order,
+    /// Open missions only (the terminal ones hidden).
+    pub open_only: bool,
+    /// Missions shown elsewhere (the board's needs-me group), left out.
+    pub exclude: &'a [Mission],
+}
+
+impl Listing<'_> {
+    fn statuses(&self) -> &'static [Status] {
+        if self.open_only {
+            &STATE_ORDER[..1]
+        } else {
+            &STATE_ORDER
+        }
+    }
+}
+
 /// The mission service: records, reports, plans and the inbox over one store.
 #[derive(Clone)]
 pub struct Missions {
@@ -203,7 +277,7 @@ pub struct Missions {
     bus: Bus,
 }
 
-const COLUMNS: &str = "id, intent, agent_name, policy_name, cwd, session_id, instance_id, parent_session_id, status, status_reason, plan_revision, last_heartbeat, last_error, created_at, updated_at";
+const COLUMNS: &str = "id, intent, agent_name, policy_name, cwd, session_id, instance_id, parent_session_id, status, status_reason, plan_revision, last_heartbeat, last_error, created_at, updated_at, host_pid, host_start";
 
 fn from_row(r: &Row<'_>) -> rusqlite::Result<Mission> {
     let status: String = r.get(8)?;
@@ -223,6 +297,13 @@ fn from_row(r: &Row<'_>) -> rusqlite::Result<Mission> {
         last_error: r.get(12)?,
         created_at: r.get(13)?,
         updated_at: r.get(14)?,
+        host: match (
+            r.get::<_, Option<u32>>(15)?,
+            r.get::<_, Option<String>>(16)?,
+        ) {
+            (Some(pid), Some(start)) => Some(HostId { pid, start }),
+            _ => None,
+        },
     })
 }
 
@@ -269,11 +350,13 @@ impl Missions {
             m.id
         };
         let now = clock::now_ms();
+        // The creating process hosts the unit (every caller starts it in-process).
+        let me = HostId::current();
         self.store.with(|c| {
             c.execute(
-                "INSERT INTO missions (id, intent, agent_name, policy_name, cwd, session_id, instance_id, parent_session_id, status, created_at, updated_at)
-                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, 'open', ?9, ?9)",
-                params![id, m.intent.trim(), m.agent_name, m.policy_name, m.cwd, m.session_id, m.instance_id, m.parent_session_id, now],
+                "INSERT INTO missions (id, intent, agent_name, policy_name, cwd, session_id, instance_id, parent_session_id, status, created_at, updated_at, host_pid, host_start)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, 'open', ?9, ?9, ?10, ?11)",
+                params![id, m.intent.trim(), m.agent_name, m.policy_name, m.cwd, m.session_id, m.instance_id, m.parent_session_id, now, me.pid, me.start],
             )
         })?;
         self.require(&id)
@@ -317,6 +400,14 @@ impl Missions {
         )
     }
 
+    /// `agent`'s newest missions, newest first.
+    pub fn newest_of_agent(&self, agent: &str, limit: usize) -> Result<Vec<Mission>> {
+        self.query(
+            "WHERE agent_name = ?1 ORDER BY created_at DESC, id DESC LIMIT ?2",
+            params![agent, limit as i64],
+        )
+    }
+
     /// One page of missions, newest first: what a scrolled view shows, and no more.
     pub fn list_page(&self, offset: usize, limit: usize) -> Result<Vec<Mission>> {
         self.query(
@@ -325,19 +416,111 @@ impl Missions {
         )
     }
 
-    /// How many missions there are, and how many of them are open, counted up to
-    /// `open_cap` (a board shows "many" past it; counting every open row of a huge
-    /// store would cost more than the rest of its refresh). Missions are never
-    /// deleted and SQLite gives each new row the next rowid, so the highest rowid is
-    /// the total — one index probe instead of a scan of every row.
-    pub fn counts(&self, open_cap: usize) -> Result<(i64, i64)> {
+    /// Missions by exact id (those that exist), in no particular order.
+    pub fn get_many(&self, ids: &[String]) -> Result<Vec<Mission>> {
+        if ids.is_empty() {
+            return Ok(Vec::new());
+        }
+        self.query(
+            "WHERE id IN (SELECT value FROM json_each(?1))",
+            params![json!(ids).to_string()],
+        )
+    }
+
+    /// How many missions `listing` covers, given [`Missions::counts`].
+    pub fn listing_len(&self, listing: &Listing<'_>, (total, open): (i64, i64)) -> usize {
+        let in_scope = if listing.open_only { open } else { total };
+        let excluded = listing
+            .exclude
+            .iter()
+            .filter(|m| !listing.open_only || m.status == Status::Open)
+            .count();
+        (in_scope.max(0) as usize).saturating_sub(excluded)
+    }
+
+    /// One page of `listing`: each read is a range of an index, LIMITed, so a
+    /// scrolled view costs its rows, not the table. By state, a state is counted
+    /// only when the page starts past it (the first pages count nothing but open).
+    pub fn listing_page(
+        &self,
+        listing: &Listing<'_>,
+        offset: usize,
+        limit: usize,
+    ) -> Result<Vec<Mission>> {
+        let exclude = json!(listing.exclude.iter().map(|m| &m.id).collect::<Vec<_>>()).to_string();
+        let not_excluded = "id NOT IN (SELECT value FROM json_each(?1))";
+        let order = match listing.order {
+            Order::State => {
+                let mut out = Vec::new();
+                let mut skip = offset;
+                for &st in listing.statuses() {
+                    if out.len() >= limit {
+                        break;
+                    }
+                    if skip > 0 {
+                        let n = self.count_in(st)?.saturating_sub(
+                            listing.exclude.iter().filter(|m| m.status == st).count(),
+                        );
+                        if skip >= n {
+                            skip -= n;
+                            continue;
+                        }
+                    }
+                    out.extend(self.query(
+                        &format!(
+                            "WHERE status = ?4 AND {not_excluded} ORDER BY created_at DESC, id DESC LIMIT ?2 OFFSET ?3"
+                        ),
+                        params![exclude, (limit - out.len()) as i64, skip as i64, st.as_str()],
+                    )?);
+                    skip = 0;
+                }
+                return Ok(out);
+            }
+            Order::Age => "created_at DESC, id DESC",
+            // Open only: the open rows (few) are found by status and sorted; all
+            // of them: the activity index is read in order.
+            Order::Heartbeat if listing.open_only => {
+                "+MAX(created_at, COALESCE(last_heartbeat, 0)) DESC, id DESC"
+            }
+            Order::Heartbeat => "MAX(created_at, COALESCE(last_heartbeat, 0)) DESC, id DESC",
+        };
+        let scope = if listing.open_only {
+            "status = 'open' AND "
+        } else {
+            ""
+        };
+        self.query(
+            &format!("WHERE {scope}{not_excluded} ORDER BY {order} LIMIT ?2 OFFSET ?3"),
+            params![exclude, limit as i64, offset as i64],
+        )
+    }
+
+    /// How many missions rest in `status` (a range of the status index).
+    fn count_in(&self, status: Status) -> Result<usize> {
+        Ok(self
+            .store
+            .with(|c| {
+                c.query_row(
+                    "SELECT COUNT(*) FROM missions WHERE status = ?1",
+                    params![status.as_str()],
+                    |r| r.get::<_, i64>(0),
+                )
+            })?
+            .max(0) as usize)
+    }
+
+    /// How many missions there are, and how many of them are open. Missions are
+    /// never deleted and SQLite gives each new row the next rowid, so the highest
+    /// rowid is the total — one index probe instead of a scan of every row; the open
+    /// count is a range of the status index.
+    pub fn counts(&self) -> Result<(i64, i64)> {
         Ok(self.store.with(|c| {
             let total = c.query_row("SELECT COALESCE(MAX(rowid), 0) FROM missions", [], |r| {
                 r.get(0)
             })?;
             let open = c.query_row(
-                "SELECT COUNT(*) FROM (SELECT 1 FROM missions WHERE status = 'open' LIMIT ?1)",
-                [open_cap as i64],
+                "SELECT COUNT(*) FROM missions WHERE status = 'open'",
+                [],
                 |r| r.get(0),
             )?;
             Ok((total, open))
@@ -417,10 +600,13 @@ impl Missions {
     /// Point an open mission at the unit that resumes it (a new session on a new
     /// instance, after its host died). Refused for a mission at rest.
     pub fn rebind(&self, id: &str, session_id: &str, instance_id: &str) -> Result<Mission> {
+        // The resuming process hosts the new unit.
+        let me = HostId::current();
         let changed = self.store.with(|c| {
             c.execute(
-                "UPDATE missions SET session_id = ?2, instance_id = ?3, updated_at = ?4 WHERE id = ?1 AND status = 'open'",
-                params![id, session_id, instance_id, clock::now_ms()],
+                "UPDATE missions SET session_id = ?2, instance_id = ?3, updated_at = ?4, host_pid = ?5, host_start = ?6
+                 WHERE id = ?1 AND status = 'open'",
+                params![id, session_id, instance_id, clock::now_ms(), me.pid, me.start],
             )
         })?;
         let m = self.require(id)?;
@@ -530,6 +716,26 @@ pub(crate) mod tests {
             ..Default::default()
         })
         .unwrap()
+    }
+
+    #[test]
+    fn a_mission_records_its_host_and_a_resume_moves_it() {
+        let (_dir, svc) = service();
+        let m = fire(&svc);
+        assert_eq!(m.host, Some(HostId::current()));
+        assert!(m.host.as_ref().is_some_and(HostId::is_alive));
+        svc.store
+            .with(|c| {
+                c.execute(
+                    "UPDATE missions SET host_start = 'a process long gone' WHERE id = ?1",
+                    [&m.id],
+                )
+            })
+            .unwrap();
+        let gone = svc.require(&m.id).unwrap();
+        assert!(!gone.host.as_ref().is_some_and(HostId::is_alive));
+        let resumed = svc.rebind(&m.id, "s-2", "i-2").unwrap();
+        assert_eq!(resumed.host, Some(HostId::current()));
     }
 
     #[test]

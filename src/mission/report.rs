@@ -183,15 +183,22 @@ impl Missions {
             .handover
             .as_ref()
             .map(|h| serde_json::to_string(h).unwrap());
-        let operator_fired = mission.parent_session_id.is_none();
+        // A report that reaches no live session waits in the inbox: every report of
+        // an operator-fired mission, and a parented one's once its parent has ended
+        // (a parent that ends after this look is covered by its deliverer).
+        let inbox_reason = match &mission.parent_session_id {
+            None => Some(super::inbox::OPERATOR_FIRED),
+            Some(parent) if !self.parent_session_live(parent)? => Some(super::inbox::PARENT_GONE),
+            Some(_) => None,
+        };
         self.store.write(|tx| {
             tx.execute(
                 "INSERT INTO reports (id, mission_id, kind, summary, detail, refs, handover, created_at)
                  VALUES (?1, ?2, ?3, ?4, NULLIF(?5, ''), ?6, ?7, ?8)",
                 params![report.id, report.mission_id, report.kind, report.summary, report.detail, refs, handover, report.created_at],
             )?;
-            if operator_fired {
-                super::inbox::insert_for_report(tx, &mission, &report)?;
+            if let Some(reason) = inbox_reason {
+                super::inbox::insert_for_report(tx, &mission, &report, reason)?;
             }
             Ok(())
         })?;
@@ -199,6 +206,7 @@ impl Missions {
             subjects::REPORT_ADDED,
             json!({
                 "missionId": mission.id,
+                "parentSessionId": mission.parent_session_id,
                 "agentName": mission.agent_name,
                 "intent": mission.intent,
                 "report": report,

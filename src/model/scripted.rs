@@ -7,8 +7,8 @@
 //! request whose messages contain that substring (an ask id, a mission id, a summary), so
 //! concurrent oracles do not race one cursor; other turns are consumed in order. A string in
 //! a turn's tool-call arguments may quote `{{input.<field>}}`: a field of the JSON object
-//! the request's first user message carries (the oracle's INPUT event), so a dialog can
-//! echo ids it cannot know when it is written. One cursor
+//! the request's newest JSON user message carries (the oracle's INPUT event, a session's
+//! offer of a question), so a dialog can echo ids it cannot know when it is written. One cursor
 //! per script per process. Running past the end fails with the path and the turn index:
 //! there is never a fallback reply.
 //!
@@ -196,15 +196,19 @@ impl ScriptedBackend {
 }
 
 /// `{{input.<field>}}` in any string of `value`, replaced by that field of the JSON object
-/// in the request's first user message; an unknown field is left as written.
+/// in the request's newest user message that is one; an unknown field is left as written.
 fn fill_from_input(value: &Value, request: &ChatRequest) -> Value {
-    let input: Option<Value> = request
+    let input = request
         .messages
         .iter()
-        .find(|m| m.role == super::Role::User)
-        .and_then(|m| m.content.as_deref())
-        .and_then(|c| serde_json::from_str(c).ok());
-    let Some(Value::Object(input)) = input else {
+        .rev()
+        .filter(|m| m.role == super::Role::User)
+        .filter_map(|m| m.content.as_deref())
+        .find_map(|c| match serde_json::from_str(c) {
+            Ok(Value::Object(o)) => Some(o),
+            _ => None,
+        });
+    let Some(input) = input else {
         return value.clone();
     };
     fn fill(v: &Value, input: &serde_json::Map<String, Value>) -> Value {

@@ -24,12 +24,28 @@ mod context;
 mod local_tools;
 mod prompt;
 mod server;
+pub use server::model_error;
 pub mod settings;
 mod turn;
 
 use std::path::PathBuf;
 
 pub use settings::ModelFlags;
+pub use turn::{SessionState, Turn};
+
+/// Tools a host embedding the model loop offers beside the local ones (an editor
+/// session's `mission_start` and `mission_answer`).
+pub trait HostTools: Send + Sync {
+    /// The tools, as the model is offered them.
+    fn specs(&self) -> Vec<crate::model::ToolSpec>;
+
+    /// Run one call: its text for the model, and whether it succeeded.
+    fn call<'a>(
+        &'a self,
+        name: &'a str,
+        arguments: serde_json::Value,
+    ) -> futures::future::BoxFuture<'a, (String, bool)>;
+}
 
 /// What `missionboard agent` was started with.
 #[derive(Debug, Clone)]

@@ -106,7 +106,7 @@ impl Planner {
 
 /// A model failure as the turn's JSON-RPC error: the client's own text, which
 /// names the endpoint and what to do.
-pub(super) fn model_error(e: crate::model::ModelError) -> Error {
+pub fn model_error(e: crate::model::ModelError) -> Error {
     Error::new(-32603, e.to_string())
 }
 

@@ -2,6 +2,7 @@
 
 use std::collections::HashSet;
 use std::path::Path;
+use std::sync::Arc;
 
 use agent_client_protocol::v1::ConnectionTo;
 use agent_client_protocol::v1::schema::{
@@ -13,6 +14,7 @@ use agent_client_protocol::v1::schema::{
 use agent_client_protocol::{Client, Error};
 use serde_json::{Map, Value, json};
 
+use super::HostTools;
 use super::context::{self, truncate_output};
 use super::local_tools::{self, LocalCall, LocalTool};
 use super::server::model_error;
@@ -39,6 +41,10 @@ pub struct SessionState {
     /// Refusals already reported to the operator (by call title).
     refusals: HashSet<String>,
     calls: u64,
+    /// The tools of the host embedding this loop, and the system message it wants.
+    host: Option<(Arc<dyn HostTools>, String)>,
+    /// What the host told the conversation between turns, for the next one to read.
+    notes: Vec<String>,
 }
 
 impl SessionState {
@@ -51,6 +57,23 @@ impl SessionState {
             messages: Vec::new(),
             refusals: HashSet::new(),
             calls: 0,
+            host: None,
+            notes: Vec::new(),
+        }
+    }
+
+    /// Something the host showed the user outside a turn (a mission's report): the
+    /// model reads it, as one message, before the next prompt.
+    pub fn note(&mut self, text: String) {
+        self.notes.push(text);
+    }
+
+    /// A conversation a host other than `missionboard agent` runs on this loop: no
+    /// mission of its own, the host's tools beside the local ones, its system message.
+    pub fn hosted(tools: Arc<dyn HostTools>, system: String) -> SessionState {
+        SessionState {
+            host: Some((tools, system)),
+            ..SessionState::new(None)
         }
     }
 }
@@ -128,6 +151,10 @@ impl Turn<'_> {
     ) -> Result<StopReason, Error> {
         if state.messages.is_empty() {
             self.open(state).await?;
+        }
+        if !state.notes.is_empty() {
+            let notes = std::mem::take(&mut state.notes).join("\n\n");
+            state.messages.push(ChatMessage::user(notes));
         }
         state.messages.push(ChatMessage::user(prompt));
         let reply_tokens = u64::from(self.max_tokens).min(self.context_tokens / 4);
@@ -216,13 +243,15 @@ impl Turn<'_> {
             state.mission = Some(client);
         }
         tools.extend(LocalTool::ALL.iter().map(|t| t.spec()));
+        let system = match &state.host {
+            Some((host, system)) => {
+                tools.extend(host.specs());
+                system.clone()
+            }
+            None => super::prompt::system_prompt(self.cwd, state.mission.is_some()),
+        };
         state.tools = tools;
-        state
-            .messages
-            .push(ChatMessage::system(super::prompt::system_prompt(
-                self.cwd,
-                state.mission.is_some(),
-            )));
+        state.messages.push(ChatMessage::system(system));
         Ok(())
     }
 
@@ -239,6 +268,15 @@ impl Turn<'_> {
     ) -> Result<(String, Effect), Error> {
         if state.mission_tools.contains(&call.name) {
             return self.call_mission_tool(state, call).await;
+        }
+        if let Some((host, _)) = &state.host
+            && host.specs().iter().any(|t| t.name == call.name)
+        {
+            let host = host.clone();
+            return Ok((
+                self.call_host_tool(state, &*host, call).await?,
+                Effect::Continue,
+            ));
         }
         let Some(tool) = LocalTool::from_name(&call.name) else {
             let known: Vec<&str> = state.tools.iter().map(|t| t.name.as_str()).collect();
@@ -296,6 +334,31 @@ impl Turn<'_> {
                 (format!("error: {e}"), Effect::Continue)
             }
         })
+    }
+
+    /// A host tool's call, shown as a card; it asks no permission (the host's own
+    /// tools keep their own rules).
+    async fn call_host_tool(
+        &self,
+        state: &mut SessionState,
+        host: &dyn HostTools,
+        call: &crate::model::ToolCall,
+    ) -> Result<String, Error> {
+        state.calls += 1;
+        let id = format!("{}-{}", call.name, state.calls);
+        self.notify(SessionUpdate::ToolCall(
+            AcpToolCall::new(id.clone(), call.name.clone())
+                .status(ToolCallStatus::InProgress)
+                .raw_input(call.arguments.clone()),
+        ))?;
+        let (text, ok) = host.call(&call.name, call.arguments.clone()).await;
+        let status = if ok {
+            ToolCallStatus::Completed
+        } else {
+            ToolCallStatus::Failed
+        };
+        self.update_card(&id, status, &text)?;
+        Ok(if ok { text } else { format!("error: {text}") })
     }
 
     fn update_card(&self, id: &str, status: ToolCallStatus, text: &str) -> Result<(), Error> {

@@ -160,7 +160,9 @@ mod inotify {
                 .name("store-changes".into())
                 .spawn(move || self.pump(feed));
             if let Err(e) = spawned {
-                tracing::warn!("store changes: cannot start the watcher thread ({e}); waiters poll");
+                tracing::warn!(
+                    "store changes: cannot start the watcher thread ({e}); waiters poll"
+                );
             }
         }
 
@@ -207,9 +209,8 @@ mod inotify {
             let mut hit = false;
             loop {
                 // SAFETY: reading into a buffer we own, of its length.
-                let n = unsafe {
-                    libc::read(self.fd.as_raw_fd(), buf.as_mut_ptr().cast(), buf.len())
-                };
+                let n =
+                    unsafe { libc::read(self.fd.as_raw_fd(), buf.as_mut_ptr().cast(), buf.len()) };
                 if n <= 0 {
                     return hit;
                 }
@@ -261,8 +262,10 @@ mod tests {
     async fn another_connections_commit_wakes_a_waiter() {
         let dir = tempfile::tempdir().unwrap();
         let db = dir.path().join("board.db");
-        let ours = super::super::Store::open_with(&db, &[&["CREATE TABLE t (n INTEGER);"]]).unwrap();
-        let theirs = super::super::Store::open_with(&db, &[&["CREATE TABLE t (n INTEGER);"]]).unwrap();
+        let ours =
+            super::super::Store::open_with(&db, &[&["CREATE TABLE t (n INTEGER);"]]).unwrap();
+        let theirs =
+            super::super::Store::open_with(&db, &[&["CREATE TABLE t (n INTEGER);"]]).unwrap();
         let changes = ours.changes();
         assert!(changes.pushed(), "inotify is available on Linux");
         let mut waiter = changes.subscribe();
@@ -270,9 +273,12 @@ mod tests {
             .write(|tx| tx.execute("INSERT INTO t VALUES (1)", []))
             .unwrap();
         // Woken by the push: the fallback is far longer than the test's limit.
-        tokio::time::timeout(Duration::from_secs(30), waiter.next(Duration::from_secs(3600)))
-            .await
-            .expect("the commit was pushed");
+        tokio::time::timeout(
+            Duration::from_secs(30),
+            waiter.next(Duration::from_secs(3600)),
+        )
+        .await
+        .expect("the commit was pushed");
         let n: i64 = ours
             .with(|c| c.query_row("SELECT COUNT(*) FROM t", [], |r| r.get(0)))
             .unwrap();
@@ -286,6 +292,9 @@ mod tests {
         let a = Changes::of(&db);
         let b = Changes::of(&db);
         assert!(Arc::ptr_eq(&a.feed, &b.feed));
-        assert!(!Arc::ptr_eq(&a.feed, &Changes::of(&dir.path().join("other.db")).feed));
+        assert!(!Arc::ptr_eq(
+            &a.feed,
+            &Changes::of(&dir.path().join("other.db")).feed
+        ));
     }
 }

@@ -198,7 +198,7 @@ impl BuiltinAgent for StubAgent {
     /// Connect the `mission` server now, as real agents connect theirs before the
     /// session is ready. A failure is logged here and named again by the first step
     /// that needs the tools (which retries the connection).
-    async fn session_opened(&self, session: &Arc<Session>) {
+    async fn connect_servers(&self, session: &Arc<Session>) {
         let mut state = session.state.lock().await;
         if let (None, Some(entry)) = (&state.mission, state.mission_entry.clone()) {
             match MissionClient::connect(&entry).await {
@@ -1051,6 +1051,45 @@ impl TurnRunner<'_> {
                 let args = probe_report(format!("run {}: {outcome}", argv[0]), Some(output));
                 self.tool_logged(label, kind, crate::tools::MISSION_REPORT, args)
                     .await?;
+            }
+            Step::MissionServer { stdin, stdout } => {
+                let Some(entry) = self.state.mission_entry.clone() else {
+                    return Err(fail(format!(
+                        "stub: turn={} step={label} ({kind}) needs the 'mission' MCP server, but session/new provided none",
+                        self.turn
+                    )));
+                };
+                let open = |path: &str| {
+                    std::fs::OpenOptions::new()
+                        .read(true)
+                        .write(true)
+                        .open(path)
+                        .map_err(|e| {
+                            fail(format!(
+                                "stub: turn={} step={label} ({kind}): cannot open {path}: {e}",
+                                self.turn
+                            ))
+                        })
+                };
+                let (input, output) = (open(&stdin)?, open(&stdout)?);
+                // Not reaped here: it ends when the host closes the mission socket.
+                tokio::process::Command::new(&entry.command)
+                    .args(&entry.args)
+                    .envs(&entry.env)
+                    .stdin(input)
+                    .stdout(output)
+                    .spawn()
+                    .map_err(|e| {
+                        fail(format!(
+                            "stub: turn={} step={label} ({kind}): cannot start {}: {e}",
+                            self.turn,
+                            entry.command.display()
+                        ))
+                    })?;
+                self.log(
+                    label,
+                    &format!("mission_server: started on {stdin} and {stdout}"),
+                );
             }
             Step::Deaf { requests } => {
                 self.agent.deaf.send_replace(true);

@@ -90,6 +90,9 @@
 //! | `crash` | `code` or `{code}` (default 1) | the process exits mid-turn |
 //! | `stdout_garbage` | `"line"` or none | writes a non-JSON line to stdout (it may overtake updates still queued in the SDK) |
 //! | `flood` | `{bytes, line_bytes?}` | writes `bytes` of non-JSON output to stdout, in lines of `line_bytes` (default: one line of all of it) |
+//! | `write` | `{path, text?}` | writes `text` to `path` and reports the outcome (`ok`, or the errno) as a finding: a confinement probe |
+//! | `run` | `{argv}` | runs `argv` in the cwd and reports its exit code, with its output as the detail: a confinement probe |
+//! | `mission_server` | `{stdin, stdout}` | starts another copy of the mission MCP server entry it was handed (its token included), stdin and stdout opened read-write on these files (fifos a test drives), and leaves it running |
 //! | `deaf` | none or `{requests}` | stops reading stdin for good, then sends `requests` JSON-RPC requests the client must answer (an unknown method); follow it with `hang` |
 //!
 //! Every string in a step may use `{{answer}}` (the latest ask's answer),

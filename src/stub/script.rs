@@ -157,6 +157,14 @@ pub enum Step {
     Run {
         argv: Vec<String>,
     },
+    /// Start another copy of the mission MCP server entry the session was handed,
+    /// its stdin and stdout opened (read-write, so a fifo never blocks) on these
+    /// files, and leave it running: a second connection of the unit's own, for a
+    /// test to drive from outside.
+    MissionServer {
+        stdin: String,
+        stdout: String,
+    },
 }
 
 impl Step {
@@ -168,7 +176,8 @@ impl Step {
             | Step::Ask { .. }
             | Step::Finish { .. }
             | Step::Write { .. }
-            | Step::Run { .. } => true,
+            | Step::Run { .. }
+            | Step::MissionServer { .. } => true,
             Step::Permission {
                 report, on_deny, ..
             } => *report || matches!(on_deny, OnDeny::ReportBlocker | OnDeny::FinishStuck),
@@ -197,6 +206,7 @@ const STEP_KINDS: &[&str] = &[
     "mute",
     "write",
     "run",
+    "mission_server",
 ];
 
 fn de<T: for<'de> Deserialize<'de>>(kind: &str, payload: &Value) -> Result<T, String> {
@@ -571,6 +581,19 @@ pub fn decode(raw: &RawStep) -> Result<Step, String> {
                 return Err("run: argv needs at least the program".into());
             }
             Step::Run { argv: a.argv }
+        }
+        "mission_server" => {
+            #[derive(Deserialize)]
+            #[serde(deny_unknown_fields)]
+            struct MissionServerArgs {
+                stdin: String,
+                stdout: String,
+            }
+            let a: MissionServerArgs = de(kind, p)?;
+            Step::MissionServer {
+                stdin: a.stdin,
+                stdout: a.stdout,
+            }
         }
         other => {
             return Err(format!(

@@ -15,6 +15,24 @@ use super::socket::present_token;
 /// drain to stdout before we exit.
 const DRAIN_AFTER_STDIN_EOF: Duration = Duration::from_secs(2);
 
+/// Overwrite the token's bytes in this process's original environment block, which
+/// is what `/proc/<pid>/environ` shows: once read, it is not left there for another
+/// process of the same user to copy. (The socket also checks that a connection
+/// comes from the mission's own unit, so a copy taken before this ran is no use.)
+fn scrub_token_from_environ() {
+    let name = std::ffi::CString::new(super::TOKEN_ENV).expect("the name has no NUL");
+    // SAFETY: getenv returns null or a pointer to the value's NUL-terminated bytes in
+    // the environment block, memory of this process; overwriting them with NULs
+    // (keeping the terminator) leaves a valid, empty value. Nothing else in the
+    // bridge reads or changes the environment.
+    unsafe {
+        let value = libc::getenv(name.as_ptr());
+        if !value.is_null() {
+            std::ptr::write_bytes(value, 0, libc::strlen(value));
+        }
+    }
+}
+
 /// Pipe stdin → socket and socket → stdout until either side ends.
 ///
 /// Returns an error naming the socket when it cannot be reached; the CLI
@@ -38,6 +56,7 @@ pub async fn run_mcp_bridge(socket: &Path) -> io::Result<()> {
             ),
         )
     })?;
+    scrub_token_from_environ();
     present_token(&mut stream, &token).await?;
     let (mut from_host, mut to_host) = stream.into_split();
     let mut stdin = tokio::io::stdin();

@@ -3,8 +3,8 @@
 use std::io;
 use std::os::unix::fs::{FileTypeExt, PermissionsExt};
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, OnceLock};
 
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{UnixListener, UnixStream};
@@ -72,10 +72,11 @@ pub async fn present_token(stream: &mut UnixStream, token: &str) -> io::Result<(
         .await
 }
 
-/// Read the token line and compare it (in constant time) with `token`. A
-/// connection that fails gets one JSON-RPC error line and is closed; nothing it
-/// sent reaches the tools.
-async fn admit(stream: &mut UnixStream, token: &str) -> bool {
+/// Read the token line and compare it (in constant time) with `token`, then, once
+/// the unit is known, check that the connecting process is of its tree. A connection
+/// that fails gets one JSON-RPC error line and is closed; nothing it sent reaches
+/// the tools.
+async fn admit(stream: &mut UnixStream, token: &str, unit: &OnceLock<u32>) -> bool {
     let mut line = Vec::with_capacity(TOKEN_PREAMBLE.len() + token.len() + 1);
     let read = tokio::time::timeout(TOKEN_WAIT, async {
         let mut byte = [0u8; 1];
@@ -94,20 +95,77 @@ async fn admit(stream: &mut UnixStream, token: &str) -> bool {
     .await;
     let presented = matches!(read, Ok(Ok(true)));
     let expected = format!("{TOKEN_PREAMBLE}{token}");
-    if presented && constant_time_eq(&line, expected.as_bytes()) {
+    let message = if !(presented && constant_time_eq(&line, expected.as_bytes())) {
+        tracing::warn!("mission socket: refused a connection without the mission's token");
+        "mission socket: refused: this connection did not present the mission's token (a unit reaches its own mission only through the mcp-bridge entry it was given)"
+    } else if !from_unit(stream, unit) {
+        tracing::warn!("mission socket: refused a connection from outside the mission's unit");
+        "mission socket: refused: this connection does not come from the mission's own unit (its mcp-bridge must be started by the unit's agent, inside its process tree)"
+    } else {
         return true;
-    }
+    };
     let refusal = serde_json::json!({
         "jsonrpc": "2.0",
         "id": null,
-        "error": {
-            "code": -32001,
-            "message": "mission socket: refused: this connection did not present the mission's token (a unit reaches its own mission only through the mcp-bridge entry it was given)",
-        }
+        "error": {"code": -32001, "message": message}
     });
     let _ = stream.write_all(format!("{refusal}\n").as_bytes()).await;
     let _ = stream.shutdown().await;
     false
+}
+
+/// Whether the peer of `stream` is the unit in `unit` or one of its descendants; any
+/// process before the unit is known. The token alone does not tell units apart where
+/// one can read another's environment (the same user without Landlock, or a unit
+/// with CAP_PERFMON or CAP_SYS_ADMIN, which reads any process's `/proc/<pid>/environ`
+/// past Landlock); the parent links of the connecting process do, since no process
+/// can move itself into another's tree.
+fn from_unit(stream: &UnixStream, unit: &OnceLock<u32>) -> bool {
+    let Some(&root) = unit.get() else {
+        return true;
+    };
+    let Some(peer) = stream
+        .peer_cred()
+        .ok()
+        .and_then(|c| c.pid())
+        .and_then(|p| u32::try_from(p).ok())
+    else {
+        return false;
+    };
+    descends_from(peer, root)
+}
+
+/// `pid` is `root` or below it, following `PPid` in `/proc` (Linux; elsewhere the
+/// token alone admits).
+#[cfg(target_os = "linux")]
+fn descends_from(pid: u32, root: u32) -> bool {
+    let parent = |pid: u32| -> Option<u32> {
+        let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
+        status
+            .lines()
+            .find_map(|l| l.strip_prefix("PPid:"))?
+            .trim()
+            .parse()
+            .ok()
+    };
+    let mut at = pid;
+    // Bounded: a parent chain is never longer than the pid space, but a read racing
+    // with exits must not loop.
+    for _ in 0..4096 {
+        if at == root {
+            return true;
+        }
+        match parent(at) {
+            Some(p) if p > 1 && p != at => at = p,
+            _ => return false,
+        }
+    }
+    false
+}
+
+#[cfg(not(target_os = "linux"))]
+fn descends_from(_pid: u32, _root: u32) -> bool {
+    true
 }
 
 fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
@@ -121,6 +179,7 @@ pub struct MissionSocket {
     accept_task: Option<JoinHandle<()>>,
     accepted: Arc<AtomicUsize>,
     token: String,
+    unit: Arc<OnceLock<u32>>,
 }
 
 /// Bind `path` and serve the mission tools on every connection to it.
@@ -166,6 +225,8 @@ pub async fn serve_mission_socket(
     let counter = accepted.clone();
     let token = mint_token();
     let expected = token.clone();
+    let unit = Arc::new(OnceLock::new());
+    let unit_pid = unit.clone();
     let shown = path.display().to_string();
     let accept_task = tokio::spawn(async move {
         // Owning the connections here means aborting this task ends them.
@@ -176,10 +237,9 @@ pub async fn serve_mission_socket(
                     Ok((mut stream, _)) => {
                         counter.fetch_add(1, Ordering::Relaxed);
                         let handler = handler.clone();
-                        let expected = expected.clone();
+                        let (expected, unit) = (expected.clone(), unit_pid.clone());
                         connections.spawn(async move {
-                            if !admit(&mut stream, &expected).await {
-                                tracing::warn!("mission socket: refused a connection without the mission's token");
+                            if !admit(&mut stream, &expected, &unit).await {
                                 return;
                             }
                             if let Err(err) = serve_mission_stream(stream, handler).await {
@@ -203,6 +263,7 @@ pub async fn serve_mission_socket(
         accept_task: Some(accept_task),
         accepted,
         token,
+        unit,
     })
 }
 
@@ -214,6 +275,13 @@ impl MissionSocket {
     /// The secret a connection must present first (see [`connect_mission_socket`]).
     pub fn token(&self) -> &str {
         &self.token
+    }
+
+    /// Where the unit's pid goes once it is spawned ([`crate::acp::UnitSpec::pid_slot`]):
+    /// from then on only the unit and its descendants are admitted, so a token read
+    /// out of another process is not enough to drive this mission.
+    pub fn unit_pid_slot(&self) -> Arc<OnceLock<u32>> {
+        self.unit.clone()
     }
 
     /// How many connections have been accepted so far.

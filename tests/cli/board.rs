@@ -418,8 +418,12 @@ fn tmux_demo_shows_states_answers_in_place_and_restores_the_terminal() {
     tmux.keys(&["Enter"]);
     tmux.wait_screen(10, "the board to come back", |s| s.contains("Pending asks"));
 
-    // q leaves the board; the alternate screen is gone and the process exited 0.
+    // q asks first (the demo's mute mission is still open, hosted here), y leaves
+    // it open and quits; the alternate screen is gone and the process exited 0.
     tmux.keys(&["q"]);
+    let dialog = tmux.wait_screen(10, "the quit dialog", |s| s.contains("Quit the board?"));
+    assert!(dialog.contains("mute: audit the logging setup"), "{dialog}");
+    tmux.keys(&["y"]);
     let screen = tmux.wait_screen(30, "the board to exit", |s| {
         s.lines().any(|l| l.starts_with("EXITED:"))
     });
@@ -443,6 +447,143 @@ fn parked_ask_of(sb: &Sandbox, id: &str) -> Option<String> {
         .iter()
         .find(|a| a["parked"] == true)
         .and_then(|a| a["id"].as_str().map(str::to_string))
+}
+
+/// The stub asks a question whose summary tries to smuggle an OSC sequence of its
+/// own into the terminal, then waits for the answer.
+const HOSTILE_ASK: &str = r#"{"name":"t","turns":[{"steps":[{"ask":{"summary":"Rename the env var too?\u001b]9;pwned\u0007\u001b]777;notify;x;pwned\u001b\\","then":{"report":{"kind":"result","summary":"renamed: {{answer}}"}}}},{"finish":"landed"}]}]}"#;
+
+/// With `notify = bell,osc,osc777,desktop`, a question arriving rings the bell and
+/// sends OSC 9 and OSC 777 — seen in the raw bytes the board writes to its pty, agent
+/// text made inert inside them — and runs the notify-send found on PATH. Quitting while the board hosts that open mission asks
+/// first, naming it; `n` stays, `:q` asks again, and `s` stops it with the reason
+/// (recorded as `mission stop` records it) before the board exits.
+#[test]
+fn tmux_a_question_notifies_and_quitting_a_host_asks_and_can_stop_its_missions() {
+    assert!(
+        tmux_available(),
+        "tmux drives the board in this test (apt-get install tmux)"
+    );
+    let sb = Sandbox::new();
+    sb.declare_stubs(&[("stub", Some(HOSTILE_ASK))]);
+    sb.run(&["config", "set", "notify", "desktop,osc777, bell,osc"])
+        .ok();
+    let listed = sb.run(&["config", "list"]).ok();
+    assert!(
+        listed
+            .stdout
+            .lines()
+            .any(|l| l.starts_with("notify") && l.contains("bell,osc,osc777,desktop")),
+        "{listed:#?}"
+    );
+    // A notify-send of our own on PATH: it writes down what it was asked to show.
+    let bin = sb.cwd.join("bin");
+    std::fs::create_dir_all(&bin).unwrap();
+    let shown = sb.cwd.join("notify-send.args");
+    let fake = bin.join("notify-send");
+    std::fs::write(
+        &fake,
+        format!(
+            "#!/bin/sh\nprintf '%s\\n' \"$@\" >> {}\n",
+            shell_quote(&shown)
+        ),
+    )
+    .unwrap();
+    std::fs::set_permissions(&fake, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    let path = format!("PATH={}:\"$PATH\"", shell_quote(&bin));
+    let tmux = board_in_tmux(&sb, "mb-board-notify", &path, "board");
+    tmux.wait_screen(30, "the board", |s| s.contains("Pending asks"));
+    // Everything the board writes from here on, byte for byte, before tmux reads it.
+    let raw = sb.cwd.join("board-output.raw");
+    let st = tmux
+        .cmd()
+        .args(["pipe-pane", "-O", "-t", "board"])
+        .arg(format!("cat >> {}", shell_quote(&raw)))
+        .status()
+        .unwrap();
+    assert!(st.success(), "tmux pipe-pane failed");
+
+    tmux.keys(&[":"]);
+    tmux.literal("mission --policy default stub rename the env var");
+    tmux.keys(&["Enter"]);
+    tmux.wait_screen(30, "the question on the board", |s| {
+        s.contains("Rename the env var too?")
+    });
+    let id = wait_for(10, "the mission", || sb.newest_mission());
+    let short = &id[..8];
+    let bytes = wait_for(10, "the notification in the raw output", || {
+        let bytes = std::fs::read(&raw).ok()?;
+        let text = String::from_utf8_lossy(&bytes).into_owned();
+        text.contains("\x1b]777;notify;").then_some(text)
+    });
+    let body = format!("question from stub (mission {short}): Rename the env var too?");
+    assert!(
+        bytes.contains(&format!("\x07\x1b]9;missionboard: {body}")),
+        "no bell and OSC 9 in {bytes:?}"
+    );
+    assert!(
+        bytes.contains(&format!("\x1b]777;notify;missionboard;{body}")),
+        "no OSC 777 in {bytes:?}"
+    );
+    assert!(
+        !bytes.contains("\x1b]9;pwned") && !bytes.contains("\x1b]777;notify;x"),
+        "the agent's own sequence reached the terminal: {bytes:?}"
+    );
+    let args = wait_for(10, "notify-send to run", || {
+        std::fs::read_to_string(&shown)
+            .ok()
+            .filter(|a| a.contains("Rename"))
+    });
+    assert_eq!(
+        args.lines().collect::<Vec<_>>(),
+        [
+            "--app-name=missionboard",
+            "--",
+            "missionboard",
+            &body as &str
+        ],
+        "{args:?}"
+    );
+
+    // q asks first, naming the hosted mission and what quitting does; n stays.
+    tmux.keys(&["q"]);
+    let dialog = tmux.wait_screen(10, "the quit dialog", |s| s.contains("Quit the board?"));
+    assert!(
+        dialog.contains("1 open mission(s) hosted by this board:"),
+        "{dialog}"
+    );
+    assert!(
+        dialog.contains(&format!("{short}  rename the env var")),
+        "{dialog}"
+    );
+    assert!(dialog.contains("Quitting stops their units"), "{dialog}");
+    assert!(dialog.contains("Reason: stopped by operator"), "{dialog}");
+    tmux.keys(&["n"]);
+    tmux.wait_screen(10, "the dialog to close", |s| {
+        !s.contains("Quit the board?") && s.contains("Pending asks")
+    });
+    // `:q` asks the same; s stops the mission with an edited reason, then quits.
+    tmux.keys(&[":"]);
+    tmux.literal("q");
+    tmux.keys(&["Enter"]);
+    tmux.wait_screen(10, "the quit dialog again", |s| {
+        s.contains("Quit the board?")
+    });
+    tmux.keys(&["e", "C-j"]);
+    tmux.literal("done for today");
+    tmux.keys(&["Enter"]);
+    tmux.wait_screen(10, "the edited reason", |s| {
+        s.contains("Reason: done for today")
+    });
+    tmux.keys(&["s"]);
+    let screen = tmux.wait_screen(30, "the board to exit", |s| {
+        s.lines().any(|l| l.starts_with("EXITED:"))
+    });
+    assert!(screen.contains("EXITED:0"), "{screen}");
+    let show = sb.run(&["mission", "show", &id, "--json"]).ok();
+    let v: serde_json::Value = serde_json::from_str(&show.stdout).unwrap();
+    assert_eq!(v["status"], "abandoned", "{v:#}");
+    assert_eq!(v["statusReason"], "done for today", "{v:#}");
 }
 
 /// The one answer path on the board: a run parked under a question whose host was
@@ -660,5 +801,105 @@ fn the_board_redraws_on_keys_while_another_process_holds_the_write_lock() {
         (landed == FIRES).then_some(())
     });
     let screen = tmux.quit();
+    assert!(screen.contains("EXITED:0"), "{screen}");
+}
+
+/// The stub reports that it started, then hangs: its mission stays open as long as
+/// its host lives.
+const HANG: &str = r#"{"name":"h","turns":[{"steps":[{"report":{"kind":"progress","summary":"started"}},"hang"]}]}"#;
+
+/// What needs you first, in a real terminal: a mission whose host was killed leads
+/// the table as "host gone"; `s` re-sorts it, `t` hides the terminal missions, the
+/// detail pane takes the focus and zooms, and `R` re-fires the dead mission.
+#[test]
+fn tmux_the_board_puts_a_dead_host_first_sorts_and_opens_the_detail() {
+    assert!(
+        tmux_available(),
+        "tmux drives the board in this test (apt-get install tmux)"
+    );
+    let sb = Sandbox::new();
+    sb.declare_stubs(&[("stub", None), ("hanger", Some(HANG))]);
+    sb.fire("stub", "land: write the release notes", &[]).ok();
+    let mut host = sb.command(&[
+        "mission",
+        "fire",
+        "hanger",
+        "hang: audit the logging setup",
+        "--wait",
+        "--policy",
+        "default",
+    ]);
+    host.stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null());
+    let mut host = host.spawn().unwrap();
+    let dead = wait_for(20, "the hanging mission's first report", || {
+        let id = sb.newest_mission()?;
+        let reports = sb.run(&["mission", "reports", &id]).ok();
+        reports.stdout.contains("started").then_some(id)
+    });
+    host.kill().unwrap();
+    host.wait().unwrap();
+
+    let tmux = board_in_tmux(&sb, "mb-board-needs", "", "board");
+    let screen = tmux.wait_screen(30, "the dead host flagged on top", |s| {
+        s.contains("by state") && s.contains("1 need you")
+    });
+    let rows: Vec<&str> = screen
+        .lines()
+        .filter(|l| l.contains("hang: audit") || l.contains("land: write"))
+        .collect();
+    assert!(
+        rows.first().is_some_and(|l| l.contains("⚠ host gone")),
+        "{screen}"
+    );
+    assert!(screen.contains("✓ landed"), "{screen}");
+
+    tmux.keys(&["s"]);
+    tmux.wait_screen(10, "the age sort", |s| s.contains("by age"));
+    tmux.keys(&["s"]);
+    tmux.wait_screen(10, "the heartbeat sort", |s| s.contains("by heartbeat"));
+    tmux.keys(&["t"]);
+    let hidden = tmux.wait_screen(10, "the terminal missions hidden", |s| {
+        s.contains("Missions 1 open of 2 (terminal hidden)")
+    });
+    assert!(!hidden.contains("✓ landed"), "{hidden}");
+    assert!(hidden.contains("⚠ host gone"), "{hidden}");
+
+    // The detail pane: focused, zoomed over the board, and back.
+    tmux.keys(&["5"]);
+    tmux.keys(&["z"]);
+    let zoomed = tmux.wait_screen(10, "the zoomed detail", |s| {
+        s.contains("(zoomed: z or Esc returns)")
+    });
+    assert!(
+        zoomed.contains("Needs you: its host process is gone"),
+        "{zoomed}"
+    );
+    assert!(zoomed.contains("Spend: "), "{zoomed}");
+    assert!(zoomed.contains("progress started"), "{zoomed}");
+    assert!(!zoomed.contains("Pending asks"), "{zoomed}");
+    tmux.keys(&["Escape"]);
+    tmux.wait_screen(10, "the board again", |s| s.contains("Pending asks"));
+
+    // R re-fires the dead mission as a new one, after a confirm.
+    tmux.keys(&["1"]);
+    tmux.keys(&["R"]);
+    tmux.wait_screen(10, "the re-fire confirm", |s| s.contains("Re-fire mission"));
+    tmux.keys(&["y"]);
+    tmux.wait_screen(30, "the re-fire's toast", |s| {
+        s.contains("re-fired mission")
+    });
+    let refired = wait_for(20, "the re-fired mission", || {
+        sb.newest_mission().filter(|id| *id != dead)
+    });
+    let show = sb.run(&["mission", "show", &refired, "--json"]).ok();
+    let v: serde_json::Value = serde_json::from_str(&show.stdout).unwrap();
+    assert_eq!(v["intent"], "hang: audit the logging setup", "{v:#}");
+    assert_eq!(v["agentName"], "hanger", "{v:#}");
+    sb.run(&["mission", "stop", &refired]).ok();
+    tmux.keys(&["C-c"]);
+    let screen = tmux.wait_screen(30, "the board to exit", |s| {
+        s.lines().any(|l| l.starts_with("EXITED:"))
+    });
     assert!(screen.contains("EXITED:0"), "{screen}");
 }

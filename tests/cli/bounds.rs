@@ -211,6 +211,10 @@ fn an_agent_offering_models_runs_on_the_one_the_allowlist_permits() {
         "{}",
         show.stdout
     );
+    assert_eq!(
+        picker_labels(&sb, "stub", "onlyb")[..2],
+        ["modelAllowlist [b] · enforced", "onExhausted finish_stuck"]
+    );
 }
 
 #[test]
@@ -252,6 +256,33 @@ fn an_agent_offering_no_models_is_told_once_the_allowlist_is_not_enforced() {
         "{}",
         show.stdout
     );
+
+    // The board's picker labels the next fire at this agent as `mission show`
+    // labelled this one: from what the agent offered when it last started.
+    assert_eq!(
+        picker_labels(&sb, "stub", "onlyb")[0],
+        "modelAllowlist [b] · declared, not enforced"
+    );
+}
+
+/// The labels the board's picker shows for `envelope` when `agent` is chosen, read
+/// the way the board reads them.
+fn picker_labels(sb: &Sandbox, agent: &str, envelope: &str) -> Vec<String> {
+    use missionboard::board::{effects, picker};
+    let paths = missionboard::paths::Paths::resolve(sb.home.clone(), sb.cwd.clone());
+    let store = missionboard::store::Store::open(&paths.db_path()).unwrap();
+    let data = effects::load_picker(&paths, &store).unwrap();
+    let caps = data
+        .agents
+        .iter()
+        .find(|a| a.name == agent)
+        .expect("the agent");
+    let env = data
+        .envelopes
+        .iter()
+        .find(|e| e.short_name == envelope)
+        .expect("the envelope");
+    picker::bound_labels(env, caps.caps.as_ref())
 }
 
 /// Turn 1 crosses `maxToolCalls=3` on its 4th call; the turn after an extension

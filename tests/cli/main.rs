@@ -17,4 +17,5 @@ mod missions;
 mod oracle;
 mod planner;
 mod sandbox;
+mod session;
 mod worktree;

@@ -44,19 +44,7 @@ fn fire(sb: &Sandbox, policy: &str, extra_env: &[(&str, &str)]) -> Run {
 
 /// The summaries and details of the newest mission's reports, oldest first.
 fn reports(sb: &Sandbox) -> Vec<(String, String)> {
-    let id = sb.newest_mission().expect("a mission");
-    let out = sb.run(&["mission", "reports", &id, "--json"]).ok();
-    let v: Value = serde_json::from_str(&out.stdout).unwrap();
-    v.as_array()
-        .unwrap()
-        .iter()
-        .map(|r| {
-            (
-                r["summary"].as_str().unwrap_or_default().to_string(),
-                r["detail"].as_str().unwrap_or_default().to_string(),
-            )
-        })
-        .collect()
+    sb.report_texts(&sb.newest_mission().expect("a mission"))
 }
 
 fn summaries(sb: &Sandbox) -> Vec<String> {
@@ -339,9 +327,9 @@ fn without_landlock_every_surface_says_declared_not_enforced() {
         .collect();
     assert_eq!(
         sandbox_lines,
+        // One line, saying it once.
         [
-            "Sandbox: filesystem.write declared, not enforced [{workspace}, {tmp}]; filesystem.read declared, not enforced [{workspace}, {tmp}]; network.connect declared, not enforced [{model}] (Landlock ABI 0).",
-            "Sandbox: this kernel offers no Landlock (ABI 0): the sandbox is declared, not enforced — the unit runs with your user's privileges; the mission socket still refuses callers without the mission's token.",
+            "Sandbox: this kernel offers no Landlock (ABI 0): the sandbox is declared, not enforced — the unit runs with your user's privileges; the mission socket still refuses callers without the mission's token (declared: filesystem.write [{workspace}, {tmp}]; filesystem.read [{workspace}, {tmp}]; network.connect [{model}]).",
         ]
     );
     // Truthfully not enforced: the write went through.
@@ -455,4 +443,198 @@ fn uuid_like() -> String {
         "00000000-0000-4000-8000-{:012x}",
         std::process::id() as u64 * 7919 + 1
     )
+}
+
+/// The value of `var` in process `pid`'s environment as `/proc/<pid>/environ` shows
+/// it: `None` when the variable is not there at all.
+fn environ_value(environ: &str, var: &str) -> Option<String> {
+    environ
+        .split('\0')
+        .find_map(|entry| entry.strip_prefix(&format!("{var}=")).map(str::to_string))
+}
+
+/// The parent of process `pid`.
+fn parent_pid(pid: u32) -> u32 {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix("PPid:"))
+        .and_then(|p| p.trim().parse().ok())
+        .unwrap_or_else(|| panic!("no PPid for {pid}: {status}"))
+}
+
+#[test]
+fn a_unit_cannot_take_another_missions_token_or_drive_its_bridge_through_proc_under_any_preset() {
+    let sb = Sandbox::new();
+    require_landlock(&sb);
+    sb.run(&["config", "set", "ask-park-window", "60s"]).ok();
+    sb.declare_stubs(&[
+        (
+            "victim",
+            Some(&script(vec![
+                json!({"ask": {"summary": "Proceed?", "then": {"report": {"kind": "result", "summary": "answer was: {{answer}}"}}}}),
+                json!({"finish": "landed"}),
+            ])),
+        ),
+        ("probe", None),
+    ]);
+    let victim = sb.fire_in_background("victim", "victim", &[]);
+    let ask = wait_for(30, "the victim's question", || {
+        sb.pending_ask_ids().first().cloned()
+    });
+    let victim_id = sb.newest_mission().unwrap();
+    let socket = sb.home.join("run").join(format!("m-{victim_id}.sock"));
+    let bridge = wait_for(30, "the victim's bridge", || {
+        crate::harness::processes_mentioning(&socket.display().to_string())
+            .first()
+            .copied()
+    });
+    let agent = parent_pid(bridge);
+    // Read from outside every sandbox: the bridge was handed its token in this
+    // variable, and wiped the value once it had presented it.
+    let own_view =
+        String::from_utf8_lossy(&std::fs::read(format!("/proc/{bridge}/environ")).unwrap())
+            .into_owned();
+    assert_eq!(
+        environ_value(&own_view, "MISSIONBOARD_MISSION_TOKEN").as_deref(),
+        Some(""),
+        "the token is wiped from the bridge's environment"
+    );
+
+    let inject = r#"{"jsonrpc":"2.0","id":99,"method":"tools/call","params":{"name":"mission_report","arguments":{"kind":"finding","summary":"injected"}}}"#;
+    let script_path = sb.cwd.join("probe.json");
+    std::fs::write(
+        &script_path,
+        script(vec![
+            sh(&format!("cat /proc/{bridge}/environ")),
+            sh(&format!("cat /proc/{agent}/environ")),
+            sh(&format!("head -c 16 /proc/{bridge}/mem")),
+            sh(&format!("head -c 16 /proc/{agent}/mem")),
+            sh(&format!("tr '\\0' ' ' < /proc/{bridge}/cmdline")),
+            // The bridge's stdin, reopened through /proc: a way into its session.
+            sh(&format!("printf '%s\\n' '{inject}' > /proc/{bridge}/fd/0")),
+            json!({"finish": "landed"}),
+        ]),
+    )
+    .unwrap();
+    let probe = |policy: &str, extra_env: &[(&str, &str)]| {
+        let mut cmd = sb.command(&[
+            "mission", "fire", "probe", "probe", "--wait", "--policy", policy,
+        ]);
+        cmd.env("STUB_SCRIPT", &script_path);
+        for (k, v) in extra_env {
+            cmd.env(k, v);
+        }
+        let fired = sb.run_with(cmd);
+        assert_eq!(fired.code, 0, "{policy}: {fired:#?}");
+        reports(&sb)
+    };
+    for policy in ["default", "acp", "strict", "acpx", "dev"] {
+        let got = probe(policy, &[]);
+        assert_eq!(got.len(), 6, "{policy}: {got:?}");
+        // Landlock scopes ptrace to the unit's own domain, so the memory and the
+        // pipes of another mission's processes are refused. Their environment too,
+        // except to a unit with CAP_PERFMON or CAP_SYS_ADMIN (run as root), which the
+        // kernel lets read any process's; either way no token is there to take.
+        for (summary, detail) in &got[..2] {
+            if summary == "run sh: exit 0" {
+                assert_eq!(
+                    environ_value(detail, "MISSIONBOARD_MISSION_TOKEN").unwrap_or_default(),
+                    "",
+                    "{policy}: {got:?}"
+                );
+            } else {
+                assert!(detail.contains("Permission denied"), "{policy}: {got:?}");
+            }
+        }
+        for (summary, detail) in &got[2..4] {
+            assert_ne!(summary, "run sh: exit 0", "{policy}: {got:?}");
+            assert!(
+                detail.contains("Permission denied"),
+                "{policy}: the kernel refuses: {got:?}"
+            );
+        }
+        // The command line is anyone's to read, and carries no secret (the report
+        // drops the trailing separator).
+        assert_eq!(
+            got[4],
+            (
+                "run sh: exit 0".to_string(),
+                format!("{BIN} mcp-bridge {}", socket.display())
+            ),
+            "{policy}"
+        );
+        assert_ne!(got[5].0, "run sh: exit 0", "{policy}: {got:?}");
+        assert!(got[5].1.contains("Permission denied"), "{policy}: {got:?}");
+    }
+    // The victim never noticed.
+    let victim_reports = sb.run(&["mission", "reports", &victim_id, "--json"]).ok();
+    assert_eq!(victim_reports.stdout.trim(), "[]");
+
+    // The refusals are the kernel's: without Landlock the same unit opens another
+    // mission's memory (reading its first page fails, the open does not) ...
+    let got = probe("dev", &[("MISSIONBOARD_LANDLOCK_ABI", "0")]);
+    for (summary, detail) in &got[2..4] {
+        assert!(!detail.contains("Permission denied"), "{summary}: {got:?}");
+        assert!(detail.contains("Input/output error"), "{summary}: {got:?}");
+    }
+    // ... and writes into its bridge's session.
+    assert_eq!(got[5].0, "run sh: exit 0", "{got:?}");
+    let victim_reports = wait_for(30, "the injected report", || {
+        let out = sb.run(&["mission", "reports", &victim_id]).ok();
+        out.stdout.contains("injected").then_some(out)
+    });
+    assert!(victim_reports.stdout.contains("injected"));
+    sb.run(&["approvals", "respond", &ask, "--answer", "go"])
+        .ok();
+    let landed = victim.join();
+    assert_eq!(landed.code, 0, "{landed:#?}");
+}
+
+#[test]
+fn a_shell_script_agent_is_confined_from_its_first_line() {
+    let sb = Sandbox::new();
+    require_landlock(&sb);
+    let elsewhere = sb.home.parent().unwrap().join("elsewhere");
+    std::fs::create_dir_all(&elsewhere).unwrap();
+    let outside = elsewhere.join("from-the-script.txt");
+    let log = sb.cwd.join("agent.log");
+    let stub_script = sb.cwd.join("script-after.json");
+    sb.write(&stub_script, &script(vec![json!({"finish": "landed"})]));
+    // Not our binary: a shell script that tries a write of its own before it hands
+    // over to the stub, so the sandbox is seen to hold any program, from the start.
+    let agent = sb.cwd.join("agent.sh");
+    sb.write(
+        &agent,
+        &format!(
+            "#!/bin/sh\nif printf x > {outside} 2>/dev/null; then echo outside=written; else echo outside=refused; fi >> {log}\nprintf x > {ws}/inside.txt && echo inside=written >> {log}\nexec {BIN} stub-agent --script {stub}\n",
+            outside = outside.display(),
+            log = log.display(),
+            ws = sb.cwd.display(),
+            stub = stub_script.display()
+        ),
+    );
+    std::fs::set_permissions(&agent, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    sb.write(
+        &sb.home.join("agents.toml"),
+        &format!(
+            "[agents.probe]\ncommand = {:?}\nargs = []\ndescription = \"a shell script\"\n",
+            agent.display().to_string()
+        ),
+    );
+    for (policy, expected) in [
+        ("default", "outside=refused"),
+        ("strict", "outside=refused"),
+        ("dev", "outside=written"),
+    ] {
+        let _ = std::fs::remove_file(&log);
+        let fired = fire(&sb, policy, &[]);
+        assert_eq!(fired.code, 0, "{policy}: {fired:#?}");
+        assert_eq!(
+            std::fs::read_to_string(&log).unwrap(),
+            format!("{expected}\ninside=written\n"),
+            "{policy}"
+        );
+        assert_eq!(outside.exists(), policy == "dev", "{policy}");
+    }
 }

@@ -293,3 +293,106 @@ fn a_worktree_fire_outside_a_git_repository_is_refused_and_records_nothing() {
     );
     assert_eq!(sb.newest_mission(), None);
 }
+
+#[test]
+fn a_unit_commits_on_its_own_branch_and_on_no_other_under_strict_and_default() {
+    let sb = Sandbox::new();
+    repo(&sb);
+    let common = sb.cwd.join(".git");
+    let identity = "-c user.name=unit -c user.email=unit@example.invalid";
+    let sh = |line: String| json!({"run": {"argv": ["sh", "-c", line]}});
+    let steps = vec![
+        json!({"write": {"path": "feature.txt", "text": "from the unit\n"}}),
+        sh(format!(
+            "git add -A && git {identity} commit -q -m 'unit: add the feature' && echo committed"
+        )),
+        // Another branch's ref, through git and by hand: the kernel refuses both.
+        sh("git update-ref refs/heads/main HEAD".to_string()),
+        sh(format!("git {identity} branch sneaky")),
+        json!({"write": {"path": common.join("refs/heads/main").display().to_string(), "text": "0000000000000000000000000000000000000000\n"}}),
+        json!({"finish": "landed"}),
+    ];
+    let script = json!({"name": "c", "turns": [{"steps": steps}]}).to_string();
+    sb.declare_stubs(&[("committer", Some(&script))]);
+    git(&sb.cwd, &["add", "-A"]);
+    git(&sb.cwd, &["commit", "-q", "-m", "script"]);
+    let base = git(&sb.cwd, &["rev-parse", "HEAD"]);
+
+    // Under strict (reads limited too) and default alike: the first is discarded, the
+    // second merged.
+    let mut id = String::new();
+    for policy in ["strict", "default"] {
+        if !id.is_empty() {
+            cmd(&sb, &["mission", "discard", &id]).ok();
+        }
+        let fired = cmd(
+            &sb,
+            &[
+                "mission",
+                "fire",
+                "committer",
+                "commit the feature",
+                "--wait",
+                "--policy",
+                policy,
+                "--worktree",
+            ],
+        );
+        assert_eq!(fired.code, 0, "{policy}: {fired:#?}");
+        id = sb.newest_mission().unwrap();
+        let got = sb.report_texts(&id);
+        assert_eq!(got.len(), 5, "{policy}: {got:?}");
+        assert_eq!(got[0].0, "write feature.txt: ok", "{policy}: {got:?}");
+        // git also tries to clear the AUTO_MERGE pseudo-ref through the shared
+        // packed-refs, which stays out of reach; the commit stands either way.
+        assert_eq!(got[1].0, "run sh: exit 0", "{policy}: {got:?}");
+        assert!(got[1].1.starts_with("committed"), "{policy}: {got:?}");
+        for (summary, detail) in &got[2..4] {
+            assert_ne!(summary, "run sh: exit 0", "{policy}: {got:?}");
+            assert!(detail.contains("Permission denied"), "{policy}: {got:?}");
+        }
+        assert_eq!(
+            got[4].0,
+            format!(
+                "write {}: EACCES (os error 13)",
+                common.join("refs/heads/main").display()
+            ),
+            "{policy}"
+        );
+        assert_eq!(
+            git(&sb.cwd, &["rev-parse", "main"]),
+            base,
+            "main did not move"
+        );
+        assert_eq!(git(&sb.cwd, &["branch", "--list", "sneaky"]), "");
+        assert_eq!(
+            git(
+                &sb.cwd,
+                &["log", "-1", "--format=%s", &format!("mission/{}", &id[..8])]
+            ),
+            "unit: add the feature",
+            "{policy}"
+        );
+    }
+    let id8 = &id[..8];
+
+    let diff = cmd(&sb, &["mission", "diff", id8]).ok();
+    assert!(diff.stdout.contains("+++ b/feature.txt\n"), "{diff:#?}");
+    assert!(diff.stdout.contains("+from the unit\n"), "{diff:#?}");
+    let merged = cmd(&sb, &["mission", "merge", id8]).ok();
+    assert_eq!(
+        merged.lines(),
+        [format!(
+            "Merged mission/{id8} into main in {}; the worktree and its branch are removed.",
+            sb.cwd.display()
+        )]
+    );
+    assert_eq!(
+        git(&sb.cwd, &["log", "-1", "--format=%s", "HEAD^2"]),
+        "unit: add the feature"
+    );
+    assert_eq!(
+        std::fs::read_to_string(sb.cwd.join("feature.txt")).unwrap(),
+        "from the unit\n"
+    );
+}

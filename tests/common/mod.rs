@@ -234,6 +234,23 @@ impl Sandbox {
             .map(str::to_string)
     }
 
+    /// `(summary, detail)` of each of mission `id`'s reports, oldest first, as
+    /// `mission reports --json` reads them back.
+    pub fn report_texts(&self, id: &str) -> Vec<(String, String)> {
+        let out = self.run(&["mission", "reports", id, "--json"]).ok();
+        let v: serde_json::Value = serde_json::from_str(&out.stdout).unwrap();
+        v.as_array()
+            .unwrap()
+            .iter()
+            .map(|r| {
+                (
+                    r["summary"].as_str().unwrap_or_default().to_string(),
+                    r["detail"].as_str().unwrap_or_default().to_string(),
+                )
+            })
+            .collect()
+    }
+
     /// Pending asks as JSON rows (`approvals list` is for humans; the ids come from
     /// its first column).
     pub fn pending_ask_ids(&self) -> Vec<String> {
@@ -522,6 +539,8 @@ pub async fn start(options: Options) -> Harness {
             Vec::new()
         },
         meta: mission_meta("m-test"),
+        // The harness's units are admitted as the fleet's are: their own tree only.
+        pid_slot: Some(socket.unit_pid_slot()),
     };
     let mut unit = Unit::start(spec)
         .await

@@ -4,7 +4,6 @@
 //! frame limit) are answered with parse errors, and the host keeps serving.
 
 use std::io::{BufRead, BufReader, Write};
-use std::os::unix::net::UnixStream;
 use std::time::Duration;
 
 use serde_json::{Value, json};
@@ -52,23 +51,32 @@ fn malformed_json_rpc_from_a_unit_is_answered_with_errors_and_the_mission_carrie
     assert_eq!(integrity(&sb), "ok");
 }
 
-/// A client of a mission socket: one line out, one line back (bounded wait).
+/// A client of a mission socket, through a second copy of the unit's own bridge
+/// (the socket admits only the mission's unit and its descendants): one line out
+/// through one fifo, one line back through the other (bounded wait).
 struct McpClient {
-    out: UnixStream,
-    lines: BufReader<UnixStream>,
+    out: std::fs::File,
+    lines: std::sync::mpsc::Receiver<String>,
 }
 
 impl McpClient {
-    /// Connect and present `token` (the socket refuses anything else first).
-    fn connect(path: &std::path::Path, token: &str) -> McpClient {
-        let mut out = UnixStream::connect(path).unwrap();
-        out.set_read_timeout(Some(Duration::from_secs(20))).unwrap();
-        out.write_all(format!("missionboard-token {token}\n").as_bytes())
+    /// Open the fifos the unit's `mission_server` step holds open.
+    fn open(to_bridge: &std::path::Path, from_bridge: &std::path::Path) -> McpClient {
+        let out = std::fs::OpenOptions::new()
+            .write(true)
+            .open(to_bridge)
             .unwrap();
-        McpClient {
-            lines: BufReader::new(out.try_clone().unwrap()),
-            out,
-        }
+        let input = std::fs::File::open(from_bridge).unwrap();
+        let (tx, lines) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            for line in BufReader::new(input).lines() {
+                let Ok(line) = line else { return };
+                if tx.send(line).is_err() {
+                    return;
+                }
+            }
+        });
+        McpClient { out, lines }
     }
 
     fn send(&mut self, bytes: &[u8]) {
@@ -77,9 +85,9 @@ impl McpClient {
     }
 
     fn reply(&mut self) -> Value {
-        let mut line = String::new();
-        self.lines
-            .read_line(&mut line)
+        let line = self
+            .lines
+            .recv_timeout(Duration::from_secs(20))
             .expect("a reply within 20 s");
         serde_json::from_str(&line).unwrap_or_else(|e| panic!("{e}: {line:?}"))
     }
@@ -97,11 +105,20 @@ impl McpClient {
 #[test]
 fn malformed_mcp_frames_get_parse_errors_and_the_mission_socket_keeps_serving() {
     let sb = Sandbox::new();
+    let (to_bridge, from_bridge) = (sb.cwd.join("to-bridge"), sb.cwd.join("from-bridge"));
+    for fifo in [&to_bridge, &from_bridge] {
+        let made = std::process::Command::new("mkfifo")
+            .arg(fifo)
+            .status()
+            .unwrap();
+        assert!(made.success(), "mkfifo {}", fifo.display());
+    }
+    let relay = json!({"mission_server": {"stdin": to_bridge.display().to_string(), "stdout": from_bridge.display().to_string()}});
     sb.declare_stubs(&[(
         "stub",
-        Some(&script(
-            r#"{"ask":"Go on?"},{"report":{"kind":"result","summary":"went on: {{answer}}"}},{"finish":"landed"}"#,
-        )),
+        Some(&script(&format!(
+            r#"{relay},{{"ask":"Go on?"}},{{"report":{{"kind":"result","summary":"went on: {{{{answer}}}}"}}}},{{"finish":"landed"}}"#
+        ))),
     )]);
     sb.run(&["config", "set", "ask-park-window", "60s"]).ok();
     let host = Host::fire(&sb, "stub", "socket frames", &[]);
@@ -111,13 +128,8 @@ fn malformed_mcp_frames_get_parse_errors_and_the_mission_socket_keeps_serving() 
             .as_str()
             .map(str::to_string)
     });
-    let socket = std::fs::read_dir(sb.home.join("run"))
-        .unwrap()
-        .map(|e| e.unwrap().path())
-        .find(|p| p.extension().is_some_and(|x| x == "sock"))
-        .expect("the mission socket");
 
-    let mut c = McpClient::connect(&socket, &bridge_token(&socket));
+    let mut c = McpClient::open(&to_bridge, &from_bridge);
     c.send(b"not json at all");
     let r = c.reply();
     assert_eq!(r["error"]["code"], -32700, "{r}");
@@ -155,26 +167,4 @@ fn malformed_mcp_frames_get_parse_errors_and_the_mission_socket_keeps_serving() 
     });
     drop(host);
     assert_eq!(integrity(&sb), "ok");
-}
-
-/// The mission token the unit's own bridge carries, read from its environment as
-/// any process of the operator's outside the sandbox could: the token keeps other
-/// units out, not the operator.
-fn bridge_token(socket: &std::path::Path) -> String {
-    let want = format!("mcp-bridge\0{}\0", socket.display());
-    wait_for(20, "the unit's bridge", || {
-        std::fs::read_dir("/proc").ok()?.find_map(|e| {
-            let dir = e.ok()?.path();
-            let cmdline = std::fs::read(dir.join("cmdline")).ok()?;
-            if !String::from_utf8_lossy(&cmdline).contains(&want) {
-                return None;
-            }
-            let environ = std::fs::read(dir.join("environ")).ok()?;
-            environ.split(|b| *b == 0).find_map(|var| {
-                String::from_utf8_lossy(var)
-                    .strip_prefix("MISSIONBOARD_MISSION_TOKEN=")
-                    .map(str::to_string)
-            })
-        })
-    })
 }

@@ -128,6 +128,7 @@ async fn units_waiting_on_a_foreign_lock_stall_no_other_units_acp_traffic() {
         cwd: h.home.clone(),
         mcp_servers: Vec::new(),
         meta: mission_meta("other"),
+        pid_slot: None,
     })
     .await
     .expect("the other unit starts");

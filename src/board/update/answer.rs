@@ -70,7 +70,7 @@ pub(super) fn key(
 }
 
 /// The verdict leaves; the draft waits, read-only, for its outcome.
-fn send(m: &mut Model, ask_id: &str, verdict: OperatorVerdict) -> Vec<Effect> {
+pub(super) fn send(m: &mut Model, ask_id: &str, verdict: OperatorVerdict) -> Vec<Effect> {
     let draft = m.drafts.entry(ask_id.to_string()).or_default();
     draft.sending = true;
     draft.error = None;

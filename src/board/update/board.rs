@@ -6,11 +6,13 @@ use std::sync::Arc;
 use crossterm::event::{KeyCode, KeyEvent, KeyModifiers, MouseButton, MouseEvent, MouseEventKind};
 use ratatui::layout::Position;
 
-use super::{Effect, confirm, short, toast};
+use super::{Effect, answer, confirm, news, short, toast};
+use crate::asks::OperatorVerdict;
 use crate::board::keymap::Action;
 use crate::board::layout;
 use crate::board::line::LineField;
 use crate::board::model::{Mode, Model, Pane, Picker, Snapshot};
+use crate::board::notify::Alert;
 use crate::mission::Status;
 
 pub(super) fn key(m: &mut Model, key: KeyEvent, action: Option<Action>) -> Vec<Effect> {
@@ -30,14 +32,7 @@ pub(super) fn key(m: &mut Model, key: KeyEvent, action: Option<Action>) -> Vec<E
     };
     let page = page_size(m);
     match action {
-        Action::Quit => {
-            let drafts = m.unsent_drafts();
-            if drafts > 0 {
-                m.mode = Mode::Confirm(confirm::quit(drafts));
-            } else {
-                m.quit = true;
-            }
-        }
+        Action::Quit => return confirm::request_quit(m),
         Action::Help => {
             m.mode = Mode::Help {
                 filter: LineField::new(),
@@ -60,12 +55,50 @@ pub(super) fn key(m: &mut Model, key: KeyEvent, action: Option<Action>) -> Vec<E
             } else {
                 i + n - 1
             };
-            m.focus = Pane::ORDER[next % n];
+            focus(m, Pane::ORDER[next % n]);
         }
-        Action::FocusMissions => m.focus = Pane::Missions,
-        Action::FocusAsks => m.focus = Pane::Asks,
-        Action::FocusInbox => m.focus = Pane::Inbox,
-        Action::FocusTrace => m.focus = Pane::Trace,
+        Action::FocusMissions => focus(m, Pane::Missions),
+        Action::FocusDetail => focus(m, Pane::Detail),
+        Action::FocusAsks => focus(m, Pane::Asks),
+        Action::FocusInbox => focus(m, Pane::Inbox),
+        Action::FocusTrace => focus(m, Pane::Trace),
+        Action::Zoom => {
+            m.detail_zoom = !m.detail_zoom;
+            if m.detail_zoom {
+                m.focus = Pane::Detail;
+            }
+        }
+        Action::SortNext => {
+            m.order = m.order.next();
+            reset_missions(m);
+            toast(
+                m,
+                format!(
+                    "missions sorted by {} (what needs you stays on top)",
+                    m.order.as_str()
+                ),
+                false,
+            );
+        }
+        Action::ToggleTerminal => {
+            m.hide_terminal = !m.hide_terminal;
+            reset_missions(m);
+        }
+        Action::Refire => match m.selected_mission() {
+            Some(row) => m.mode = Mode::Confirm(confirm::refire(row)),
+            None => toast(m, "no mission selected".into(), true),
+        },
+        Action::Mark if m.focus == Pane::Inbox => {
+            if let Some(id) = m.selected_inbox().map(|i| i.id.clone())
+                && !m.marked.remove(&id)
+            {
+                m.marked.insert(id);
+            }
+            move_sel(m, Move::By(1));
+        }
+        Action::AckAll if m.focus == Pane::Inbox => return ack_all(m),
+        Action::Ack if m.focus == Pane::Asks => return decide(m, OperatorVerdict::Approve),
+        Action::Deny if m.focus == Pane::Asks => return decide(m, OperatorVerdict::Deny),
         Action::ToggleOracle if !m.snap.beta => toast(
             m,
             "the oracle is a beta feature: `missionboard config set opt-in-beta true`, then reopen the board".into(),
@@ -79,8 +112,14 @@ pub(super) fn key(m: &mut Model, key: KeyEvent, action: Option<Action>) -> Vec<E
         }
         Action::Open => match m.focus {
             Pane::Asks | Pane::Missions => return open_ask(m),
-            Pane::Inbox => return ack(m),
-            Pane::Trace => {}
+            Pane::Inbox if m.selected_inbox().is_some() => {
+                // Open the item: its mission and full report, on the whole screen.
+                m.focus = Pane::Detail;
+                m.detail_from = Pane::Inbox;
+                m.detail_scroll = 0;
+                m.detail_zoom = true;
+            }
+            Pane::Inbox | Pane::Detail | Pane::Trace => {}
         },
         Action::Ack if m.focus == Pane::Inbox => return ack(m),
         Action::Stop => match m.selected_mission() {
@@ -112,7 +151,9 @@ pub(super) fn key(m: &mut Model, key: KeyEvent, action: Option<Action>) -> Vec<E
         }
         Action::Filter => m.mode = Mode::Filter,
         Action::ClearFilter => {
-            if !m.toasts.is_empty() {
+            if m.detail_zoom {
+                m.detail_zoom = false;
+            } else if !m.toasts.is_empty() {
                 m.toasts.clear();
             } else if !m.filter.is_empty() {
                 m.filter.clear();
@@ -124,6 +165,58 @@ pub(super) fn key(m: &mut Model, key: KeyEvent, action: Option<Action>) -> Vec<E
     vec![]
 }
 
+/// Focus `pane`; a list pane also becomes what the detail pane follows.
+fn focus(m: &mut Model, pane: Pane) {
+    m.focus = pane;
+    if matches!(pane, Pane::Missions | Pane::Asks | Pane::Inbox) && m.detail_from != pane {
+        m.detail_from = pane;
+        m.detail_scroll = 0;
+    }
+}
+
+/// `a` / `d` on the asks pane: the selected gated call's verdict, straight away
+/// (a question takes words, so it opens its answer pane instead).
+fn decide(m: &mut Model, verdict: OperatorVerdict) -> Vec<Effect> {
+    match m.selected_ask().map(|a| (a.id.clone(), a.question)) {
+        Some((id, false)) if m.drafts.get(&id).is_some_and(|d| d.sending) => vec![],
+        Some((id, false)) => answer::send(m, &id, verdict),
+        Some((_, true)) => open_ask(m),
+        None => {
+            toast(m, "no pending ask selected".into(), true);
+            vec![]
+        }
+    }
+}
+
+/// `A`: acknowledge the marked inbox items, else every item the pane shows, one
+/// service call each (the same `inbox ack` the CLI makes).
+fn ack_all(m: &mut Model) -> Vec<Effect> {
+    let shown = layout::list_window(
+        m.inbox_sel,
+        m.snap.inbox.len(),
+        layout::areas(m.size).inbox.height,
+    );
+    let marked: Vec<String> = m
+        .snap
+        .inbox
+        .iter()
+        .filter(|i| m.marked.contains(&i.id))
+        .map(|i| i.id.clone())
+        .collect();
+    let inbox_ids = if marked.is_empty() {
+        m.snap.inbox[shown].iter().map(|i| i.id.clone()).collect()
+    } else {
+        marked
+    };
+    if inbox_ids.is_empty() {
+        toast(m, "the inbox is clear: nothing to acknowledge".into(), true);
+        return vec![];
+    }
+    m.marked.clear();
+    m.busy += 1;
+    vec![Effect::AckMany { inbox_ids }]
+}
+
 /// The filter changed: its matches start at the top.
 pub(super) fn reset_missions(m: &mut Model) {
     m.mission_sel = 0;
@@ -133,6 +226,7 @@ pub(super) fn reset_missions(m: &mut Model) {
 fn page_size(m: &Model) -> usize {
     match m.focus {
         Pane::Missions => layout::mission_rows(m.size),
+        Pane::Detail => crate::board::view::detail_rows(m),
         Pane::Asks => layout::areas(m.size)
             .asks
             .height
@@ -169,10 +263,18 @@ pub(super) fn step(cur: usize, len: usize, mv: Move) -> usize {
 }
 
 fn move_sel(m: &mut Model, mv: Move) {
+    if m.focus != Pane::Detail {
+        // Another item selected: its detail starts at the top.
+        m.detail_scroll = 0;
+    }
     match m.focus {
         Pane::Missions => {
             m.mission_sel = step(m.mission_sel, m.mission_count(), mv);
             scroll_to_selection(m);
+        }
+        Pane::Detail => {
+            let max = crate::board::view::detail_scroll_max(m, m.now_ms);
+            m.detail_scroll = step(m.detail_scroll, max + 1, mv);
         }
         Pane::Asks => m.ask_sel = step(m.ask_sel, m.snap.asks.len(), mv),
         Pane::Inbox => m.inbox_sel = step(m.inbox_sel, m.snap.inbox.len(), mv),
@@ -249,11 +351,15 @@ pub(super) fn on_snapshot(m: &mut Model, s: Arc<Snapshot>) {
         for a in &s.asks {
             if !m.seen_asks.contains(&a.id) {
                 let kind = if a.question { "question" } else { "permission" };
-                toast(
-                    m,
-                    format!("new {kind} from {}: {}", a.agent, a.summary),
-                    false,
-                );
+                news(m, format!("new {kind} from {}: {}", a.agent, a.summary));
+                if !m.host.notify.is_off() {
+                    let kind = if a.question { "question" } else { "gated call" };
+                    let mission = a.mission_id.as_deref().map(short).unwrap_or("-");
+                    m.alerts.push(Alert {
+                        title: "missionboard".into(),
+                        body: format!("{kind} from {} (mission {mission}): {}", a.agent, a.summary),
+                    });
+                }
             }
         }
         for r in &s.rows {
@@ -263,7 +369,7 @@ pub(super) fn on_snapshot(m: &mut Model, s: Arc<Snapshot>) {
             {
                 let text = format!("mission {} {}: {}", short(&r.id), r.status, r.intent);
                 // Terminal states are news, not failures of the board: they expire too.
-                toast(m, text, false);
+                news(m, text);
             }
         }
     }
@@ -290,6 +396,8 @@ pub(super) fn on_snapshot(m: &mut Model, s: Arc<Snapshot>) {
     scroll_to_selection(m);
     m.ask_sel = m.ask_sel.min(m.snap.asks.len().saturating_sub(1));
     m.inbox_sel = m.inbox_sel.min(m.snap.inbox.len().saturating_sub(1));
+    let inbox = &m.snap.inbox;
+    m.marked.retain(|id| inbox.iter().any(|i| i.id == *id));
 }
 
 pub(super) fn on_mouse(m: &mut Model, ev: MouseEvent) {
@@ -300,6 +408,7 @@ pub(super) fn on_mouse(m: &mut Model, ev: MouseEvent) {
     let at = Position::new(ev.column, ev.row);
     let pane = [
         (a.missions, Pane::Missions),
+        (a.detail, Pane::Detail),
         (a.asks, Pane::Asks),
         (a.inbox, Pane::Inbox),
         (a.trace, Pane::Trace),
@@ -309,7 +418,7 @@ pub(super) fn on_mouse(m: &mut Model, ev: MouseEvent) {
     let Some((rect, pane)) = pane else { return };
     match ev.kind {
         MouseEventKind::Down(MouseButton::Left) => {
-            m.focus = pane;
+            focus(m, pane);
             // First content row: below the border (and the table's header).
             let first = rect.y + if pane == Pane::Missions { 2 } else { 1 };
             if ev.row < first || ev.row >= rect.y + rect.height - 1 {
@@ -329,11 +438,11 @@ pub(super) fn on_mouse(m: &mut Model, ev: MouseEvent) {
             }
         }
         MouseEventKind::ScrollDown => {
-            m.focus = pane;
+            focus(m, pane);
             move_sel(m, Move::By(1));
         }
         MouseEventKind::ScrollUp => {
-            m.focus = pane;
+            focus(m, pane);
             move_sel(m, Move::By(-1));
         }
         _ => {}

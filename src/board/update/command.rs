@@ -42,10 +42,7 @@ fn run(m: &mut Model, line: &str) -> Vec<Effect> {
                 }]
             }
         }
-        "q" | "quit" => {
-            m.quit = true;
-            vec![]
-        }
+        "q" | "quit" => super::confirm::request_quit(m),
         "help" => {
             m.mode = Mode::Help {
                 filter: LineField::from(args.trim()),

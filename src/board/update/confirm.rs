@@ -1,12 +1,13 @@
-//! The confirm dialog: stop a mission (with an editable reason) or quit with
-//! unsent drafts. Focus starts on No.
+//! The confirm dialog: stop a mission (with an editable reason), merge, discard or
+//! re-fire it, or quit with unsent drafts or missions hosted here (whose units stop;
+//! `s` stops the missions too, with the reason). Focus starts on No.
 
 use crossterm::event::{KeyCode, KeyEvent};
 
 use super::Effect;
 use crate::board::keymap::Action;
 use crate::board::line::LineField;
-use crate::board::model::{Confirm, ConfirmKind, MissionRow, Mode, Model};
+use crate::board::model::{Confirm, ConfirmKind, HostedMission, MissionRow, Mode, Model};
 use crate::fleet::stop::DEFAULT_REASON;
 
 /// Stopping `row`, with the default reason ready to edit.
@@ -31,8 +32,47 @@ pub(super) fn worktree(row: &MissionRow, merge: bool) -> Confirm {
     dialog(kind, LineField::new())
 }
 
-pub(super) fn quit(drafts: usize) -> Confirm {
-    dialog(ConfirmKind::Quit { drafts }, LineField::new())
+/// Firing `row`'s agent, envelope and intent again, as a new mission.
+pub(super) fn refire(row: &MissionRow) -> Confirm {
+    dialog(
+        ConfirmKind::Refire {
+            mission_id: row.id.clone(),
+            agent: row.agent.clone(),
+            envelope: row.envelope.clone(),
+            intent: row.intent.clone(),
+        },
+        LineField::new(),
+    )
+}
+
+/// `q` or `:q`: first learn which missions this board hosts; the answer
+/// ([`on_hosted`]) quits at once or asks.
+pub(super) fn request_quit(m: &mut Model) -> Vec<Effect> {
+    m.busy += 1;
+    vec![Effect::LoadHosted]
+}
+
+/// Quit now when nothing would be lost or stopped, else ask — unless the operator
+/// moved on to another mode meanwhile.
+pub(super) fn on_hosted(m: &mut Model, hosted: Vec<HostedMission>) {
+    if m.mode != Mode::Board {
+        return;
+    }
+    let drafts = m.unsent_drafts();
+    if drafts == 0 && hosted.is_empty() {
+        m.quit = true;
+    } else {
+        m.mode = Mode::Confirm(quit(drafts, hosted));
+    }
+}
+
+fn quit(drafts: usize, hosted: Vec<HostedMission>) -> Confirm {
+    let reason = if hosted.is_empty() {
+        LineField::new()
+    } else {
+        LineField::from(DEFAULT_REASON)
+    };
+    dialog(ConfirmKind::Quit { drafts, hosted }, reason)
 }
 
 fn dialog(kind: ConfirmKind, reason: LineField) -> Confirm {
@@ -66,10 +106,25 @@ pub(super) fn key(m: &mut Model, key: KeyEvent, action: Option<Action>) -> Vec<E
             return vec![];
         }
         Some(Action::EditReason) => {
-            if matches!(c.kind, ConfirmKind::Stop { .. }) {
+            if c.kind.has_reason() {
                 c.editing = true;
             }
             return vec![];
+        }
+        Some(Action::StopAndQuit) => {
+            let ConfirmKind::Quit { hosted, .. } = &c.kind else {
+                return vec![];
+            };
+            if hosted.is_empty() {
+                return vec![];
+            }
+            let effect = Effect::StopHosted {
+                mission_ids: hosted.iter().map(|h| h.id.clone()).collect(),
+                reason: c.reason.as_str().to_string(),
+            };
+            m.mode = Mode::Board;
+            m.busy += 1;
+            return vec![effect];
         }
         Some(Action::Cancel) => false,
         _ => return vec![],
@@ -104,6 +159,10 @@ pub(super) fn key(m: &mut Model, key: KeyEvent, action: Option<Action>) -> Vec<E
                 mission_id,
                 merge: false,
             }]
+        }
+        ConfirmKind::Refire { mission_id, .. } => {
+            m.busy += 1;
+            vec![Effect::Refire { mission_id }]
         }
     }
 }

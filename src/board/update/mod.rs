@@ -22,7 +22,9 @@ use crossterm::event::{Event, KeyEvent, KeyEventKind};
 use ratatui::layout::Rect;
 
 use super::keymap::{self, Action, Context};
-use super::model::{Mode, Model, PickStep, PickerData, Snapshot, TOAST_MS, TerminalRequest, Toast};
+use super::model::{
+    ERROR_TOAST_MS, Mode, Model, PickStep, PickerData, Snapshot, TOAST_MS, TerminalRequest, Toast,
+};
 use crate::asks::OperatorVerdict;
 
 #[derive(Debug)]
@@ -49,6 +51,10 @@ pub enum Msg {
     },
     /// The oracle toggle's outcome: mounted (with its mount line), unmounted, or why not.
     OracleToggled(Result<Option<String>, String>),
+    /// The open missions this board hosts, asked for by a quit.
+    HostedLoaded(Vec<crate::board::model::HostedMission>),
+    /// The hosted missions were stopped (the board then quits), or why not.
+    HostedStopped(Result<String, String>),
     /// The operator's editor returned: the draft's new text, or why it could not run.
     Edited {
         ask_id: String,
@@ -78,11 +84,26 @@ pub enum Effect {
     Ack {
         inbox_id: String,
     },
+    /// Acknowledge several inbox items (the marked ones, or every one shown).
+    AckMany {
+        inbox_ids: Vec<String>,
+    },
+    /// Fire a new mission like `mission_id` (agent, envelope, intent, workspace).
+    Refire {
+        mission_id: String,
+    },
     LoadPicker,
     /// The arguments of a typed `/mission` line (the runner reads the registry,
     /// config and search path, then parses and resolves).
     RunMission {
         args: String,
+    },
+    /// List the open missions whose units this board holds (before a quit).
+    LoadHosted,
+    /// Stop these hosted missions with `reason`, as `mission stop` does, then quit.
+    StopHosted {
+        mission_ids: Vec<String>,
+        reason: String,
     },
     /// Mount (or unmount) this board's oracle driver.
     ToggleOracle {
@@ -93,7 +114,8 @@ pub enum Effect {
         agent: String,
         envelope: String,
         intent: String,
-        summary: String,
+        /// The envelope's bounds labelled for this agent (the fire notice says them).
+        labels: Vec<String>,
     },
 }
 
@@ -171,6 +193,19 @@ pub fn update(m: &mut Model, msg: Msg) -> Vec<Effect> {
             board::on_oracle_toggled(m, result);
             vec![]
         }
+        Msg::HostedLoaded(hosted) => {
+            m.busy = m.busy.saturating_sub(1);
+            confirm::on_hosted(m, hosted);
+            vec![]
+        }
+        Msg::HostedStopped(r) => {
+            m.busy = m.busy.saturating_sub(1);
+            match r {
+                Ok(_) => m.quit = true,
+                Err(e) => toast(m, e, true),
+            }
+            vec![]
+        }
         Msg::Edited { ask_id, result } => {
             answer::on_edited(m, ask_id, result);
             vec![]
@@ -179,10 +214,20 @@ pub fn update(m: &mut Model, msg: Msg) -> Vec<Effect> {
 }
 
 fn toast(m: &mut Model, text: String, error: bool) {
-    let until_ms = (!error).then_some(m.now_ms + TOAST_MS);
+    push_toast(m, text, error, false);
+}
+
+/// News from a snapshot: shown after any error or outcome still showing.
+fn news(m: &mut Model, text: String) {
+    push_toast(m, text, false, true);
+}
+
+fn push_toast(m: &mut Model, text: String, error: bool, news: bool) {
+    let until_ms = Some(m.now_ms + if error { ERROR_TOAST_MS } else { TOAST_MS });
     m.toasts.push(Toast {
         text,
         error,
+        news,
         until_ms,
     });
     // Keep the stack short: the oldest info toasts go first.

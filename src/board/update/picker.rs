@@ -86,7 +86,7 @@ fn fire_picked(m: &mut Model) -> Vec<Effect> {
         agent: agent.name.clone(),
         envelope: env.short_name.clone(),
         intent: intent.to_string(),
-        summary: env.summary.clone(),
+        labels: crate::board::picker::bound_labels(env, agent.caps.as_ref()),
     };
     p.busy = true;
     m.busy += 1;
@@ -136,6 +136,7 @@ pub(super) fn on_fired(m: &mut Model, r: Result<String, String>) {
             m.toasts.push(Toast {
                 text,
                 error: false,
+                news: false,
                 until_ms: Some(now + 3 * TOAST_MS),
             });
         }

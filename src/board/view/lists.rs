@@ -7,7 +7,6 @@ use ratatui::text::{Line, Span};
 use ratatui::widgets::{Paragraph, Wrap};
 
 use super::{age, fit, pane_block, truncate};
-use crate::board::snapshot::count_label;
 use crate::board::model::{Model, Pane};
 use crate::board::update::short;
 
@@ -22,13 +21,9 @@ fn selected_style(m: &Model, pane: Pane) -> ratatui::style::Style {
 pub fn render_asks(frame: &mut Frame, area: Rect, m: &Model, now_ms: i64) {
     let s = &m.snap;
     let title = if s.pending_total > s.asks.len() {
-        format!(
-            " Pending asks {} (oldest {} shown) ",
-            count_label(s.pending_total),
-            s.asks.len()
-        )
+        format!(" Pending asks {} of {} ", s.asks.len(), s.pending_total)
     } else {
-        format!(" Pending asks {} ", count_label(s.pending_total))
+        format!(" Pending asks {} ", s.pending_total)
     };
     let block = pane_block(m, title, Some(Pane::Asks));
     let inner = block.inner(area);
@@ -60,11 +55,21 @@ pub fn render_asks(frame: &mut Frame, area: Rect, m: &Model, now_ms: i64) {
             " "
         };
         let when = age(now_ms, a.created_at);
-        let head = format!("{marker}{draft}{} ", fit(&a.agent, 8, e));
+        let mission = a.mission_id.as_deref().map(short).unwrap_or("-");
+        let head = format!("{marker}{draft}{} ", fit(mission, 8, e));
         let room = width.saturating_sub(super::cells(&head) + when.len() + 1);
+        // The question first; the asking mission's intent fills what is left.
+        let summary = truncate(&a.summary, room, e);
+        let rest = room.saturating_sub(super::cells(&summary));
+        let intent = if a.intent.is_empty() || rest <= super::cells(m.symbols.sep) + 1 {
+            " ".repeat(rest)
+        } else {
+            fit(&format!("{}{}", m.symbols.sep, a.intent), rest, e)
+        };
         let mut line = Line::from(vec![
             Span::styled(head, m.theme.ask_pending),
-            Span::raw(fit(&a.summary, room, e)),
+            Span::raw(summary),
+            Span::styled(intent, m.theme.muted),
             Span::styled(format!(" {when}"), m.theme.muted),
         ]);
         if i == m.ask_sel {
@@ -77,11 +82,19 @@ pub fn render_asks(frame: &mut Frame, area: Rect, m: &Model, now_ms: i64) {
 
 pub fn render_inbox(frame: &mut Frame, area: Rect, m: &Model, now_ms: i64) {
     let s = &m.snap;
-    let block = pane_block(
-        m,
-        format!(" Inbox {} unacked ", s.inbox_total),
-        Some(Pane::Inbox),
-    );
+    let mut title = if s.inbox_total > s.inbox.len() {
+        format!(" Inbox {} of {} unacked ", s.inbox.len(), s.inbox_total)
+    } else {
+        format!(" Inbox {} unacked ", s.inbox_total)
+    };
+    if !m.marked.is_empty() {
+        title.push_str(&format!(
+            "{}{} marked ",
+            m.symbols.sep.trim_start(),
+            m.marked.len()
+        ));
+    }
+    let block = pane_block(m, title, Some(Pane::Inbox));
     let inner = block.inner(area);
     frame.render_widget(block, area);
     let width = inner.width as usize;
@@ -90,18 +103,21 @@ pub fn render_inbox(frame: &mut Frame, area: Rect, m: &Model, now_ms: i64) {
     if s.inbox.is_empty() {
         lines.push(Line::styled("inbox clear", m.theme.muted));
     }
-    let skip = m
-        .inbox_sel
-        .saturating_sub(inner.height.saturating_sub(1) as usize);
+    let window = crate::board::layout::list_window(m.inbox_sel, s.inbox.len(), area.height);
     for (i, it) in s
         .inbox
         .iter()
         .enumerate()
-        .skip(skip)
-        .take(inner.height as usize)
+        .skip(window.start)
+        .take(window.len())
     {
+        let mark = if m.marked.contains(&it.id) {
+            m.symbols.dot
+        } else {
+            " "
+        };
         let text = format!(
-            "{} {}{}{}{}{} {}",
+            "{mark}{} {}{}{}{}{} {}",
             fit(&it.kind, 8, e),
             it.summary,
             m.symbols.sep,

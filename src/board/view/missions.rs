@@ -1,4 +1,6 @@
 //! The missions table: only the rows of the visible window exist in the snapshot.
+//! What needs the operator leads it (a pending ask, a dead host, an unread
+//! blocker); the rest follow in the chosen sort, the terminal ones optionally hidden.
 
 use ratatui::Frame;
 use ratatui::layout::Rect;
@@ -6,48 +8,95 @@ use ratatui::text::{Line, Span};
 use ratatui::widgets::Paragraph;
 
 use super::{age, fit, pane_block, truncate};
-use crate::board::snapshot::count_label;
-use crate::board::model::{Model, Pane};
+use crate::board::model::{Model, Needs, Pane};
 use crate::board::update::short;
 
 /// Column widths (cells); the intent takes what is left.
 const STATE: usize = 11;
 const ID: usize = 8;
-const AGENT: usize = 10;
-const ENVELOPE: usize = 9;
+const AGENT: usize = 8;
+const ENVELOPE: usize = 8;
 const AGE: usize = 4;
 const BEAT: usize = 4;
 const ASKS: usize = 4;
+const WORKSPACE: usize = 9;
+/// The intent keeps at least this much before the workspace column shows.
+const MIN_INTENT: usize = 12;
 
 pub fn render(frame: &mut Frame, area: Rect, m: &Model, now_ms: i64) {
     let s = &m.snap;
-    let mut title = format!(
-        " Missions {} ({} open) ",
-        s.total_missions,
-        count_label(s.open_missions)
-    );
+    let mut title = if m.hide_terminal {
+        format!(
+            " Missions {} open of {} (terminal hidden) ",
+            s.listed, s.total_missions
+        )
+    } else {
+        format!(" Missions {} ({} open) ", s.total_missions, s.open_missions)
+    };
+    title.push_str(&format!("by {} ", m.order.as_str()));
+    if s.needs_me > 0 {
+        title.push_str(&format!(
+            "{}{} need you ",
+            m.symbols.sep.trim_start(),
+            s.needs_me
+        ));
+    }
     if !m.filter.is_empty() || m.mode == crate::board::model::Mode::Filter {
         let matched = s.matched.unwrap_or(0);
-        title.push_str(&format!("/{} ({matched} matched) ", m.filter.as_str()));
+        let cap = crate::board::snapshot::FILTER_SCAN_CAP;
+        // A filter scans a bounded prefix of the listing: say so when it is cut.
+        let scope = if s.listed > cap {
+            format!(" of {cap} scanned")
+        } else {
+            String::new()
+        };
+        title.push_str(&format!(
+            "/{} ({matched} matched{scope}) ",
+            m.filter.as_str()
+        ));
     }
     let block = pane_block(m, title, Some(Pane::Missions));
     let inner = block.inner(area);
     frame.render_widget(block, area);
     let e = m.symbols.ellipsis;
+    let fixed = STATE + ID + AGENT + ENVELOPE + AGE + BEAT + ASKS + 7;
+    // The workspace column gives way to the intent on a narrow pane (the side-by-side
+    // layout's table); the detail pane always names the workspace.
+    let with_workspace = (inner.width as usize) >= fixed + WORKSPACE + 1 + MIN_INTENT;
     let intent_w = (inner.width as usize)
-        .saturating_sub(STATE + ID + AGENT + ENVELOPE + AGE + BEAT + ASKS + 7);
-    let cols = [STATE, ID, AGENT, ENVELOPE, AGE, BEAT, ASKS, intent_w];
-    let row = |cells: [String; 8]| -> String {
+        .saturating_sub(fixed + if with_workspace { WORKSPACE + 1 } else { 0 });
+    let workspace_w = if with_workspace { WORKSPACE } else { 0 };
+    let cols = [
+        STATE,
+        ID,
+        AGENT,
+        ENVELOPE,
+        AGE,
+        BEAT,
+        ASKS,
+        workspace_w,
+        intent_w,
+    ];
+    let row = |cells: [String; 9]| -> String {
         cells
             .iter()
             .zip(cols)
+            .filter(|(_, w)| *w > 0)
             .map(|(c, w)| fit(c, w, e))
             .collect::<Vec<_>>()
             .join(" ")
     };
     let mut lines = vec![Line::styled(
         row([
-            "STATE", "ID", "AGENT", "ENVELOPE", "AGE", "BEAT", "ASKS", "INTENT",
+            "STATE",
+            "ID",
+            "AGENT",
+            "ENVELOPE",
+            "AGE",
+            "BEAT",
+            "ASKS",
+            "WORKSPACE",
+            "INTENT",
         ]
         .map(String::from)),
         m.theme.header,
@@ -76,7 +125,18 @@ pub fn render(frame: &mut Frame, area: Rect, m: &Model, now_ms: i64) {
             String::new()
         };
         let beat = r.last_heartbeat.map_or("-".to_string(), |h| age(now_ms, h));
-        let badge = fit(m.symbols.status_badge(r.status), STATE, e);
+        // A dead host or an unread blocker says so where the state is (the detail
+        // pane still names the state); a pending ask shows in ASKS.
+        let (badge, badge_style) = match r.needs {
+            Some(n @ (Needs::HostGone | Needs::Blocker)) => {
+                (format!("{} {}", m.symbols.warn, n.label()), m.theme.warning)
+            }
+            _ => (
+                m.symbols.status_badge(r.status).to_string(),
+                m.theme.status(r.status),
+            ),
+        };
+        let badge = fit(&badge, STATE, e);
         let rest = row([
             String::new(),
             short(&r.id).to_string(),
@@ -85,14 +145,12 @@ pub fn render(frame: &mut Frame, area: Rect, m: &Model, now_ms: i64) {
             age(now_ms, r.created_at),
             beat,
             asks,
+            r.workspace.clone(),
             r.intent.clone(),
         ]);
         // `rest` starts with the empty state cell's padding; replace it with the badge.
         let rest = rest.get(STATE..).unwrap_or("").to_string();
-        let mut spans = vec![
-            Span::styled(badge, m.theme.status(r.status)),
-            Span::raw(rest),
-        ];
+        let mut spans = vec![Span::styled(badge, badge_style), Span::raw(rest)];
         if r.pending_asks > 0 {
             spans[1].style = spans[1].style.patch(m.theme.ask_pending);
         }

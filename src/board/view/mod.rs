@@ -41,11 +41,15 @@ pub fn draw(frame: &mut Frame, m: &Model, now_ms: i64) {
         return;
     }
     let a = layout::areas(area);
-    missions::render(frame, a.missions, m, now_ms);
-    detail::render(frame, a.detail, m, now_ms);
-    lists::render_asks(frame, a.asks, m, now_ms);
-    lists::render_inbox(frame, a.inbox, m, now_ms);
-    lists::render_trace(frame, a.trace, m);
+    if m.detail_zoom {
+        detail::render(frame, detail_area(m), m, now_ms);
+    } else {
+        missions::render(frame, a.missions, m, now_ms);
+        detail::render(frame, a.detail, m, now_ms);
+        lists::render_asks(frame, a.asks, m, now_ms);
+        lists::render_inbox(frame, a.inbox, m, now_ms);
+        lists::render_trace(frame, a.trace, m);
+    }
     status::render(frame, a.status, m);
     match &m.mode {
         Mode::Answering { ask_id } => overlays::answer(frame, area, m, ask_id, now_ms),
@@ -55,11 +59,102 @@ pub fn draw(frame: &mut Frame, m: &Model, now_ms: i64) {
         Mode::Diff(d) => overlays::diff(frame, area, m, d),
         Mode::Board | Mode::Filter | Mode::CommandLine { .. } => {}
     }
-    overlays::toasts(frame, area, m);
     terminal_safe(frame.buffer_mut());
     if m.symbols.ascii {
         asciify(frame.buffer_mut());
     }
+}
+
+/// Where the detail pane is drawn: its place on the board, or (zoomed) everything
+/// above the status line.
+fn detail_area(m: &Model) -> ratatui::layout::Rect {
+    let a = layout::areas(m.size);
+    if m.detail_zoom {
+        ratatui::layout::Rect {
+            height: a.status.y.saturating_sub(m.size.y),
+            ..m.size
+        }
+    } else {
+        a.detail
+    }
+}
+
+/// Content rows the detail pane shows at once (its page size).
+pub fn detail_rows(m: &Model) -> usize {
+    detail_area(m).height.saturating_sub(layout::LIST_CHROME) as usize
+}
+
+/// How far the detail pane can scroll for what it shows now.
+pub fn detail_scroll_max(m: &Model, now_ms: i64) -> usize {
+    detail::scroll_max(m, detail_area(m), now_ms)
+}
+
+/// `line` broken into lines of at most `width` cells, at spaces where it can (else
+/// mid-word), each continuation indented by `indent` cells; styles and the line's
+/// own style carry over.
+pub(super) fn wrap(line: Line<'static>, width: usize, indent: usize) -> Vec<Line<'static>> {
+    let width = width.max(1);
+    let indent = indent.min(width / 2);
+    let line_style = line.style;
+    let cells_of: Vec<(String, Style)> = line
+        .spans
+        .iter()
+        .flat_map(|sp| {
+            sp.content
+                .graphemes(true)
+                .map(|g| (g.to_string(), sp.style))
+                .collect::<Vec<_>>()
+        })
+        .collect();
+    let finish = |row: &[(String, Style)]| -> Line<'static> {
+        let mut spans: Vec<Span<'static>> = Vec::new();
+        for (g, st) in row {
+            match spans.last_mut() {
+                Some(last) if last.style == *st => last.content.to_mut().push_str(g),
+                _ => spans.push(Span::styled(g.clone(), *st)),
+            }
+        }
+        Line::from(spans).style(line_style)
+    };
+    let mut out = Vec::new();
+    let mut row: Vec<(String, Style)> = Vec::new();
+    let mut used = 0;
+    let lead = |row: &mut Vec<(String, Style)>| {
+        row.extend((0..indent).map(|_| (" ".to_string(), Style::new())));
+    };
+    for (g, st) in cells_of {
+        let w = grapheme_cells(&g);
+        if used + w > width && used > 0 {
+            // Break at the last space past the indent, carrying the word over.
+            let floor = if out.is_empty() { 0 } else { indent };
+            let cut = row
+                .iter()
+                .rposition(|(c, _)| c == " ")
+                .filter(|&i| i > floor);
+            let carry: Vec<(String, Style)> = match cut {
+                Some(i) => {
+                    let tail = row.split_off(i + 1);
+                    row.pop();
+                    tail
+                }
+                None => Vec::new(),
+            };
+            out.push(finish(&row));
+            row.clear();
+            lead(&mut row);
+            row.extend(carry);
+            used = row.iter().map(|(c, _)| grapheme_cells(c)).sum();
+            if g == " " && used == indent {
+                continue;
+            }
+        }
+        used += w;
+        row.push((g, st));
+    }
+    if !row.is_empty() || out.is_empty() {
+        out.push(finish(&row));
+    }
+    out
 }
 
 /// Chars that must not end a cell: the joiners.
@@ -68,7 +163,7 @@ pub(super) const UNSAFE_TAIL: &[char] = &['\u{200c}', '\u{200d}'];
 /// The frame as a terminal will really show it, so the next frame's diff starts
 /// from the truth. Three things differ otherwise:
 /// - a wide char whose trailing cell was drawn over afterwards (an overlay's or a
-///   toast's left edge): printing into half of it erases it whole, yet the buffer
+///   the detail pane's wide text): printing into half of it erases it whole, yet the buffer
 ///   would still hold it, so a later frame drawing it again would look unchanged to
 ///   the diff and leave the blank behind. It is blanked here too (and the buffer is
 ///   the well-formed one ratatui's diff assumes: no wide char before a non-blank);
@@ -187,6 +282,15 @@ pub(super) fn truncate(s: &str, width: usize, ellipsis: &str) -> String {
     }
     out.push_str(ellipsis);
     out
+}
+
+/// `s` broken into lines of at most `width` cells, as [`wrap`] breaks a line: each
+/// `\n` starts a new line and nothing but the spaces at a break is cut.
+pub(super) fn wrap_text(s: &str, width: usize) -> Vec<String> {
+    s.split('\n')
+        .flat_map(|para| wrap(Line::raw(para.to_string()), width, 0))
+        .map(|l| l.to_string())
+        .collect()
 }
 
 /// Pad or cut to exactly `width` cells.

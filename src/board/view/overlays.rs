@@ -1,5 +1,5 @@
 //! Modal surfaces drawn over the board: the answer/verdict pane, the confirm
-//! dialog, the help overlay and the toasts.
+//! dialog, the diff and the help overlay.
 
 use ratatui::Frame;
 use ratatui::layout::{Constraint, Layout, Rect};
@@ -7,7 +7,7 @@ use ratatui::style::Style;
 use ratatui::text::{Line, Span};
 use ratatui::widgets::{Block, Borders, Clear, Paragraph, Wrap};
 
-use super::{age, cells, field, kv, truncate};
+use super::{age, field, kv, truncate, wrap_text};
 use crate::board::keymap;
 use crate::board::layout::centered;
 use crate::board::line::LineField;
@@ -61,10 +61,32 @@ pub fn answer(frame: &mut Frame, area: Rect, m: &Model, ask_id: &str, now_ms: i6
                 ),
                 t.muted,
             ));
-            head.push(Line::styled(a.summary.clone(), t.title));
+            if a.question {
+                head.push(Line::styled(a.summary.clone(), t.title));
+            }
+            if !a.intent.is_empty() {
+                head.push(kv("Mission: ", a.intent.clone(), t.title));
+            }
             if !a.question {
+                // Everything the decision rests on: what would run, on what, and
+                // which rule of which envelope stopped it, and what silence does.
                 head.push(kv("Tool: ", a.tool.clone(), t.title));
-                head.push(kv("Envelope: ", a.envelope.clone(), t.title));
+                head.push(kv("Input: ", a.summary.clone(), t.title));
+                let rule = match a.matched_rule {
+                    Some(i) => format!("rules[{i}] of envelope {}", a.envelope),
+                    None => format!("no rule matched: envelope {}'s default", a.envelope),
+                };
+                head.push(kv("Rule: ", rule, t.title));
+                let timeout = if a.expires_at > 0 {
+                    format!(
+                        "{} in {}",
+                        a.on_timeout,
+                        crate::duration::age((a.expires_at - now_ms).div_euclid(1000))
+                    )
+                } else {
+                    format!("{} (no deadline: it waits for you)", a.on_timeout)
+                };
+                head.push(kv("On timeout: ", timeout, t.title));
             }
             if let Some(d) = &a.detail {
                 for l in d.lines().take(8) {
@@ -121,37 +143,25 @@ pub fn answer(frame: &mut Frame, area: Rect, m: &Model, ask_id: &str, now_ms: i6
 
 pub fn confirm(frame: &mut Frame, area: Rect, m: &Model, c: &Confirm) {
     let t = &m.theme;
-    let rect = centered(area, 64.min(area.width), 9);
-    frame.render_widget(Clear, rect);
-    let (title, lines) = match &c.kind {
-        ConfirmKind::Stop { mission_id, intent } => {
-            const LABEL: &str = "Reason: ";
-            let text_w = rect.width.saturating_sub(4) as usize;
-            let reason = if c.editing {
-                field(m, (LABEL, t.title), &c.reason, text_w, t.selection)
-            } else {
-                vec![
-                    Span::styled(LABEL, t.title),
-                    Span::raw(c.reason.as_str().to_string()),
-                ]
-            };
-            (
-                format!(" Stop mission {}? ", short(mission_id)),
-                vec![
-                    Line::raw(truncate(intent, text_w, m.symbols.ellipsis)),
-                    Line::raw("It is abandoned, its pending asks close, its unit is reaped."),
-                    Line::from(reason),
-                ],
-            )
-        }
+    let quitting = matches!(c.kind, ConfirmKind::Quit { .. });
+    let width = if quitting { 76 } else { 64 }.min(area.width);
+    let text_w = width.saturating_sub(4) as usize;
+    let e = m.symbols.ellipsis;
+    let wrapped = |text: &str| -> Vec<Line<'static>> {
+        wrap_text(text, text_w).into_iter().map(Line::raw).collect()
+    };
+    let (title, mut lines) = match &c.kind {
+        ConfirmKind::Stop { mission_id, intent } => (
+            format!(" Stop mission {}? ", short(mission_id)),
+            vec![
+                Line::raw(truncate(intent, text_w, e)),
+                Line::raw("It is abandoned, its pending asks close, its unit is reaped."),
+            ],
+        ),
         ConfirmKind::Merge { mission_id, intent } => (
             format!(" Merge mission {}? ", short(mission_id)),
             vec![
-                Line::raw(truncate(
-                    intent,
-                    rect.width.saturating_sub(4) as usize,
-                    m.symbols.ellipsis,
-                )),
+                Line::raw(truncate(intent, text_w, e)),
                 Line::raw("Its leftovers are committed, its branch merged into your current"),
                 Line::raw("branch; refused on a dirty tree or a conflict, changing nothing."),
             ],
@@ -159,43 +169,105 @@ pub fn confirm(frame: &mut Frame, area: Rect, m: &Model, c: &Confirm) {
         ConfirmKind::Discard { mission_id, intent } => (
             format!(" Discard mission {}'s worktree? ", short(mission_id)),
             vec![
-                Line::raw(truncate(
-                    intent,
-                    rect.width.saturating_sub(4) as usize,
-                    m.symbols.ellipsis,
-                )),
+                Line::raw(truncate(intent, text_w, e)),
                 Line::raw("Its worktree and its branch are removed, work and all."),
             ],
         ),
-        ConfirmKind::Quit { drafts } => (
-            " Quit? ".to_string(),
-            vec![Line::raw(format!(
-                "{drafts} unsent answer draft(s) will be lost."
-            ))],
+        ConfirmKind::Refire {
+            mission_id,
+            agent,
+            envelope,
+            intent,
+        } => (
+            format!(" Re-fire mission {}? ", short(mission_id)),
+            vec![
+                Line::raw(truncate(intent, text_w, e)),
+                Line::raw(format!(
+                    "A new mission: agent {agent}, envelope {envelope}, same workspace."
+                )),
+                Line::raw("This one stays as it is (stop it with x)."),
+            ],
         ),
+        ConfirmKind::Quit { drafts, hosted } => {
+            let mut lines = Vec::new();
+            if *drafts > 0 {
+                lines.push(Line::raw(format!(
+                    "{drafts} unsent answer draft(s) will be lost."
+                )));
+            }
+            if !hosted.is_empty() {
+                lines.push(Line::styled(
+                    format!("{} open mission(s) hosted by this board:", hosted.len()),
+                    t.title,
+                ));
+                for h in hosted.iter().take(QUIT_LISTED) {
+                    lines.push(Line::raw(truncate(
+                        &format!("  {}  {}", short(&h.id), h.intent),
+                        text_w,
+                        e,
+                    )));
+                }
+                if hosted.len() > QUIT_LISTED {
+                    lines.push(Line::raw(format!(
+                        "  and {} more",
+                        hosted.len() - QUIT_LISTED
+                    )));
+                }
+                lines.extend(wrapped(&quit_consequence()));
+            }
+            (" Quit the board? ".to_string(), lines)
+        }
     };
-    let block = modal(m, title);
-    let inner = block.inner(rect);
-    frame.render_widget(block, rect);
-    let mut lines = lines;
+    if c.kind.has_reason() {
+        const LABEL: &str = "Reason: ";
+        lines.push(Line::from(if c.editing {
+            field(m, (LABEL, t.title), &c.reason, text_w, t.selection)
+        } else {
+            vec![
+                Span::styled(LABEL, t.title),
+                Span::raw(truncate(
+                    c.reason.as_str(),
+                    text_w.saturating_sub(LABEL.len()),
+                    e,
+                )),
+            ]
+        }));
+    }
     lines.push(Line::raw(""));
     let button = |label: &'static str, focused: bool| {
         Span::styled(label, if focused { t.selection } else { t.title })
+    };
+    let keys = match &c.kind {
+        ConfirmKind::Quit { hosted, .. } if !hosted.is_empty() => {
+            "   y quit · s stop them, then quit · e edit reason · n no"
+        }
+        ConfirmKind::Stop { .. } => "   y yes · n no · e edit reason",
+        _ => "   y yes · n no",
     };
     lines.push(Line::from(vec![
         button("[ No ]", !c.yes_focused),
         Span::raw("  "),
         button("[ Yes ]", c.yes_focused),
-        Span::styled(
-            if matches!(c.kind, ConfirmKind::Stop { .. }) {
-                "   y yes · n no · e edit reason"
-            } else {
-                "   y yes · n no"
-            },
-            t.muted,
-        ),
+        Span::styled(keys, t.muted),
     ]));
+    let height = (lines.len() as u16 + 2).max(9).min(area.height);
+    let rect = centered(area, width, height);
+    frame.render_widget(Clear, rect);
+    let block = modal(m, title);
+    let inner = block.inner(rect);
+    frame.render_widget(block, rect);
     frame.render_widget(Paragraph::new(lines).wrap(Wrap { trim: false }), inner);
+}
+
+/// How many hosted missions the quit dialog names one by one.
+const QUIT_LISTED: usize = 5;
+
+/// What quitting does to the missions this board hosts.
+fn quit_consequence() -> String {
+    format!(
+        "Quitting stops their units; the missions stay open. One waiting on a question or a gated call resumes once it is answered (on a board, or `missionboard approvals respond`); the others are reclaimed as abandoned after {}h without a heartbeat. Press s to stop them now instead, with this reason:",
+        crate::fleet::sweep::STALE_AFTER.as_secs() / 3600
+    )
 }
 
 /// The diff view: the files touched, then the patch from `scroll`, `+`/`-` coloured.
@@ -260,26 +332,36 @@ pub fn help(frame: &mut Frame, area: Rect, m: &Model, filter: &LineField, scroll
         inner.width as usize,
         Style::new(),
     ))];
-    let wide = inner.width >= 90;
-    let mut row = Vec::new();
+    // Two columns when each still has room for a key and a readable description;
+    // a description wraps under itself, never cut.
+    let columns = if inner.width >= 90 { 2 } else { 1 };
+    let col_w = (inner.width / columns) as usize;
+    let mut cells: Vec<Vec<String>> = Vec::new();
+    let flush = |cells: &mut Vec<Vec<String>>, lines: &mut Vec<Line>| {
+        let height = cells.iter().map(Vec::len).max().unwrap_or(0);
+        for i in 0..height {
+            let mut row = String::new();
+            for (c, cell) in cells.iter().enumerate() {
+                let text = cell.get(i).map_or("", String::as_str);
+                if c + 1 < cells.len() {
+                    row.push_str(&super::fit(text, col_w, m.symbols.ellipsis));
+                } else {
+                    row.push_str(text);
+                }
+            }
+            lines.push(Line::raw(row));
+        }
+        cells.clear();
+    };
     for (title, rows) in keymap::help_sections(filter.as_str()) {
         lines.push(Line::styled(title, t.header));
         for (keys, help) in rows {
-            let cell = format!("{:<14} {help}", keys);
-            if wide {
-                row.push(cell);
-                if row.len() == 2 {
-                    let left = super::fit(&row[0], (inner.width / 2) as usize, m.symbols.ellipsis);
-                    lines.push(Line::raw(format!("{left}{}", row[1])));
-                    row.clear();
-                }
-            } else {
-                lines.push(Line::raw(cell));
+            cells.push(help_cell(&keys, help, col_w.saturating_sub(1)));
+            if cells.len() == columns as usize {
+                flush(&mut cells, &mut lines);
             }
         }
-        if let Some(r) = row.pop() {
-            lines.push(Line::raw(r));
-        }
+        flush(&mut cells, &mut lines);
     }
     if let Some(dir) = &m.host.log_dir {
         lines.push(Line::styled(format!("logs: {}", dir.display()), t.muted));
@@ -292,59 +374,24 @@ pub fn help(frame: &mut Frame, area: Rect, m: &Model, filter: &LineField, scroll
     frame.render_widget(Paragraph::new(lines), inner);
 }
 
-/// Top-right stack; errors stay until dismissed.
-pub fn toasts(frame: &mut Frame, area: Rect, m: &Model) {
-    let width = (area.width * 2 / 5).clamp(30, 48).min(area.width);
-    let mut y = area.y + 1;
-    // Errors first (they wait to be dismissed), then the newest news; at most three,
-    // and no news over a modal the operator is working in.
-    let modal = !matches!(
-        m.mode,
-        crate::board::model::Mode::Board
-            | crate::board::model::Mode::Filter
-            | crate::board::model::Mode::CommandLine { .. }
-    );
-    let errors = m.toasts.iter().rev().filter(|t| t.error);
-    let news = m.toasts.iter().rev().filter(|t| !t.error && !modal);
-    for toast in errors.chain(news).take(3) {
-        let inner_w = width.saturating_sub(2) as usize;
-        let lines: Vec<Line> = toast
-            .text
-            .lines()
-            .map(|l| Line::raw(l.to_string()))
-            .collect();
-        let wrapped: u16 = toast
-            .text
-            .lines()
-            .map(|l| cells(l).max(1).div_ceil(inner_w.max(1)) as u16)
-            .sum();
-        let h = (wrapped + 2).min(8);
-        if y + h > area.y + area.height.saturating_sub(1) {
-            break;
-        }
-        let rect = Rect::new(area.x + area.width - width, y, width, h);
-        frame.render_widget(Clear, rect);
-        let style = if toast.error {
-            m.theme.toast_error
-        } else {
-            m.theme.toast
-        };
-        let block = Block::default()
-            .borders(Borders::ALL)
-            .border_set(m.symbols.border)
-            .style(style)
-            .title(if toast.error {
-                " error — Esc dismisses "
-            } else {
-                ""
-            });
-        frame.render_widget(
-            Paragraph::new(lines)
-                .block(block)
-                .style(style)
-                .wrap(Wrap { trim: false }),
-            rect,
-        );
-        y += h;
+/// Width of the keys column of the help.
+const HELP_KEYS: usize = 14;
+
+/// One binding in the help, `width` cells wide: the keys, then the description
+/// wrapped beside them (keys longer than their column get a line of their own).
+fn help_cell(keys: &str, help: &str, width: usize) -> Vec<String> {
+    let text_w = width.saturating_sub(HELP_KEYS + 1).max(1);
+    let pad = " ".repeat(HELP_KEYS + 1);
+    let mut out = Vec::new();
+    let mut first = if super::cells(keys) <= HELP_KEYS {
+        Some(format!("{} ", super::fit(keys, HELP_KEYS, "")))
+    } else {
+        out.push(keys.to_string());
+        None
+    };
+    for part in wrap_text(help, text_w) {
+        let lead = first.take().unwrap_or_else(|| pad.clone());
+        out.push(format!("{lead}{part}"));
     }
+    out
 }

@@ -1,14 +1,18 @@
-//! The `/mission` picker: the §7 header, then envelope → agent → intent.
+//! The `:mission` picker: its header, then envelope → agent → intent, each
+//! envelope's bounds labelled for the agent that would run it, wrapped, never cut.
 
 use ratatui::Frame;
 use ratatui::layout::Rect;
+use ratatui::style::Style;
 use ratatui::text::{Line, Span};
 use ratatui::widgets::{Block, Borders, Clear, Paragraph, Wrap};
 
-use super::{field, truncate};
+use super::{field, truncate, wrap_text};
 use crate::board::layout::centered;
-use crate::board::model::{Model, PickStep, Picker};
-use crate::board::picker::{NO_ENVELOPES, envelope_line, header_lines};
+use crate::board::model::{AgentEntry, EnvelopeEntry, Model, PickStep, Picker};
+use crate::board::picker::{
+    FiredFrom, LABEL_SEP, NO_ENVELOPES, bound_labels, envelope_line, header_lines,
+};
 
 pub fn render(frame: &mut Frame, area: Rect, m: &Model, p: &Picker) {
     let t = &m.theme;
@@ -22,7 +26,7 @@ pub fn render(frame: &mut Frame, area: Rect, m: &Model, p: &Picker) {
         Span::styled(label, if p.step == s { t.selection } else { t.muted })
     };
     let title = Line::from(vec![
-        Span::styled(" /mission ", t.title),
+        Span::styled(" :mission ", t.title),
         step(PickStep::Envelope, "1 envelope"),
         Span::raw(" > "),
         step(PickStep::Agent, "2 agent"),
@@ -47,42 +51,66 @@ pub fn render(frame: &mut Frame, area: Rect, m: &Model, p: &Picker) {
         frame.render_widget(Paragraph::new(text).wrap(Wrap { trim: false }), inner);
         return;
     };
-    let mut lines: Vec<Line> = header_lines(data)
-        .into_iter()
-        .map(|l| Line::raw(truncate(&l, width, e)))
+    let mut lines: Vec<Line> = header_lines(data, FiredFrom::Board)
+        .iter()
+        .flat_map(|l| wrap_indented(l, width, 4))
+        .map(Line::raw)
         .collect();
     lines.push(Line::raw(""));
+    let agent_named =
+        |name: Option<&str>| data.agents.iter().find(|a| Some(a.name.as_str()) == name);
     match p.step {
         PickStep::Envelope => {
-            lines.push(Line::styled("Envelopes (--policy <name>):", t.header));
+            // Labelled for the default agent until one is chosen.
+            let agent = agent_named(data.default_agent.as_deref());
+            lines.push(Line::styled(
+                match agent {
+                    Some(a) => format!(
+                        "Envelopes (--policy <name>), bounds labelled for the default agent {:?}:",
+                        a.name
+                    ),
+                    None => "Envelopes (--policy <name>):".to_string(),
+                },
+                t.header,
+            ));
             if data.envelopes.is_empty() {
                 lines.push(Line::raw(NO_ENVELOPES));
             }
-            // Keep the selection in view: each envelope takes one or two lines.
-            let room = inner.height.saturating_sub(lines.len() as u16 + 3) as usize / 2;
-            let skip = p.envelope.saturating_sub(room.saturating_sub(1));
-            for (i, env) in data.envelopes.iter().enumerate().skip(skip) {
-                let mut line = Line::raw(truncate(
-                    &envelope_line(env, data.default_envelope.as_deref()),
-                    width,
-                    e,
-                ));
-                if i == p.envelope {
-                    line = line.style(t.selection);
-                }
-                lines.push(line);
-                if !env.labels.is_empty() {
-                    let labels: Vec<String> = env
-                        .labels
-                        .iter()
-                        .map(|(field, label)| format!("{field}: {label}"))
-                        .collect();
-                    lines.push(Line::styled(
-                        truncate(&format!("    {}", labels.join(m.symbols.sep)), width, e),
-                        t.muted,
-                    ));
-                }
+            let blocks: Vec<Vec<Line>> = data
+                .envelopes
+                .iter()
+                .enumerate()
+                .map(|(i, env)| {
+                    let style = if i == p.envelope {
+                        t.selection
+                    } else {
+                        Style::new()
+                    };
+                    let mut block: Vec<Line> = wrap_indented(
+                        &envelope_line(env, data.default_envelope.as_deref()),
+                        width,
+                        4,
+                    )
+                    .into_iter()
+                    .map(|l| Line::styled(l, style))
+                    .collect();
+                    block.extend(label_lines(m, env, agent, width));
+                    block
+                })
+                .collect();
+            // Keep the selected envelope's whole block in view.
+            let room = (inner.height as usize).saturating_sub(lines.len() + 2);
+            let mut skip = 0;
+            while skip < p.envelope
+                && blocks[skip..=p.envelope]
+                    .iter()
+                    .map(Vec::len)
+                    .sum::<usize>()
+                    > room
+            {
+                skip += 1;
             }
+            lines.extend(blocks.into_iter().skip(skip).flatten());
         }
         PickStep::Agent => {
             let env = data.envelopes.get(p.envelope);
@@ -112,6 +140,14 @@ pub fn render(frame: &mut Frame, area: Rect, m: &Model, p: &Picker) {
                 }
                 lines.push(line);
             }
+            if let (Some(env), Some(agent)) = (env, data.agents.get(p.agent)) {
+                lines.push(Line::raw(""));
+                lines.push(Line::styled(
+                    format!("Bounds of {} for {:?}:", env.file_name, agent.name),
+                    t.header,
+                ));
+                lines.extend(label_lines(m, env, Some(agent), width));
+            }
         }
         PickStep::Intent => {
             let env = data.envelopes.get(p.envelope);
@@ -121,12 +157,19 @@ pub fn render(frame: &mut Frame, area: Rect, m: &Model, p: &Picker) {
                 env.map_or("", |e| e.file_name.as_str())
             )));
             if let Some(s) = env.map(|e| e.summary.as_str()).filter(|s| !s.is_empty()) {
-                lines.push(Line::styled(truncate(&format!("  {s}"), width, e), t.muted));
+                lines.extend(
+                    wrap_indented(&format!("  {s}"), width, 2)
+                        .into_iter()
+                        .map(|l| Line::styled(l, t.muted)),
+                );
             }
             lines.push(Line::raw(format!(
                 "Agent:    {}",
                 agent.map_or("", |a| a.name.as_str())
             )));
+            if let Some(env) = env {
+                lines.extend(label_lines(m, env, agent, width));
+            }
             lines.push(Line::raw(""));
             lines.push(Line::from(field(
                 m,
@@ -150,4 +193,51 @@ pub fn render(frame: &mut Frame, area: Rect, m: &Model, p: &Picker) {
         lines.push(Line::styled(err.clone(), t.danger));
     }
     frame.render_widget(Paragraph::new(lines).wrap(Wrap { trim: false }), inner);
+}
+
+/// `text` wrapped to `width`, its continuation lines indented by `indent`.
+fn wrap_indented(text: &str, width: usize, indent: usize) -> Vec<String> {
+    let mut lines = wrap_text(text, width);
+    if lines.len() > 1 {
+        let rest = lines.split_off(1).join(" ");
+        let pad = " ".repeat(indent);
+        lines.extend(
+            wrap_text(&rest, width.saturating_sub(indent).max(1))
+                .into_iter()
+                .map(|l| format!("{pad}{l}")),
+        );
+    }
+    lines
+}
+
+/// `env`'s bounds labelled for `agent`, indented and wrapped (empty when it sets
+/// none); for an agent not started here yet, a line saying why one label hedges.
+fn label_lines(
+    m: &Model,
+    env: &EnvelopeEntry,
+    agent: Option<&AgentEntry>,
+    width: usize,
+) -> Vec<Line<'static>> {
+    let labels = bound_labels(env, agent.and_then(|a| a.caps.as_ref()));
+    if labels.is_empty() {
+        return Vec::new();
+    }
+    let mut out: Vec<Line> = wrap_text(&labels.join(LABEL_SEP), width.saturating_sub(4).max(1))
+        .into_iter()
+        .map(|l| Line::styled(format!("    {l}"), m.theme.muted))
+        .collect();
+    let hedged = env
+        .compute
+        .as_ref()
+        .is_some_and(|b| !b.model_allowlist.is_empty());
+    if let Some(a) = agent.filter(|a| a.caps.is_none() && hedged) {
+        out.push(Line::styled(
+            format!(
+                "    ({:?} has not started here yet: whether it shows its models is learned then)",
+                a.name
+            ),
+            m.theme.muted,
+        ));
+    }
+    out
 }

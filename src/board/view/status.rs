@@ -1,5 +1,6 @@
 //! The bottom line: mode, host state, counts, fleet width, beta/oracle, key hints —
-//! or the command/filter line being typed.
+//! or the command/filter line being typed, or the newest notice, which so never
+//! covers a pane.
 
 use ratatui::Frame;
 use ratatui::layout::Rect;
@@ -8,7 +9,6 @@ use ratatui::widgets::Paragraph;
 
 use super::{cells, field, truncate};
 use crate::board::keymap;
-use crate::board::snapshot::count_label;
 use crate::board::model::{Mode, Model};
 use crate::board::update::current_context;
 
@@ -38,7 +38,6 @@ pub fn render(frame: &mut Frame, area: Rect, m: &Model) {
         }
         _ => {}
     }
-    let s = &m.snap;
     let mode = match &m.mode {
         Mode::Board => "BOARD",
         Mode::Answering { .. } => "ANSWER",
@@ -49,6 +48,7 @@ pub fn render(frame: &mut Frame, area: Rect, m: &Model) {
         Mode::Filter => "FILTER",
         Mode::CommandLine { .. } => "CMD",
     };
+    let s = &m.snap;
     let (dot_style, host) = match &s.store_error {
         Some(e) => (t.danger, format!("store error: {e}")),
         None => (t.state_landed, "live".to_string()),
@@ -69,47 +69,134 @@ pub fn render(frame: &mut Frame, area: Rect, m: &Model) {
     } else {
         cap
     };
-    // At the 80-column floor the facts go compact so the key hints still fit.
-    let narrow = width < crate::board::layout::WIDE_BREAKPOINT as usize;
-    let sep = if narrow { " " } else { m.symbols.sep };
     let demo = if m.host.demo_home.is_some() {
         " DEMO"
     } else {
         ""
     };
-    // The oracle needs the beta: with the beta off, "beta off" says both.
-    let beta = match (s.beta, m.host.oracle_on) {
-        (false, _) => "beta off".to_string(),
-        (true, o) => format!("beta on{sep}oracle {}", if o { "on" } else { "off" }),
+    // Spelled out, compact, or only what needs the operator: the first that leaves
+    // every hint room.
+    let facts = |tier: usize| {
+        let sep = if tier == 0 { m.symbols.sep } else { " " };
+        if tier == 2 {
+            return format!(
+                " {host}{spin} asks {} open {}",
+                s.pending_total, s.open_missions
+            );
+        }
+        // The oracle needs the beta: with the beta off, "beta off" says both.
+        let beta = match (s.beta, m.host.oracle_on) {
+            (false, _) => "beta off".to_string(),
+            (true, o) => format!("beta on{sep}oracle {}", if o { "on" } else { "off" }),
+        };
+        format!(
+            " {host}{spin}{sep}asks {}{sep}open {}{sep}inbox {}{sep}fleet {}/{cap}{sep}{beta}",
+            s.pending_total, s.open_missions, s.inbox_total, s.fleet_used,
+        )
     };
-    let facts = format!(
-        " {host}{spin}{sep}asks {}{sep}open {}{sep}inbox {}{sep}fleet {}/{cap}{sep}{beta}",
-        count_label(s.pending_total),
-        count_label(s.open_missions),
-        s.inbox_total,
-        s.fleet_used,
-    );
+    let board_tag = if m.mode == Mode::Board { "" } else { mode };
+    // A notice keeps only what needs the operator (pending asks, open missions).
+    let lead = vec![
+        Span::styled(format!("{board_tag} ").trim_start().to_string(), t.key),
+        Span::styled(m.symbols.dot, dot_style),
+        Span::raw(facts(2)),
+        Span::raw(" "),
+    ];
+    if let Some(line) = notice(m, lead, width) {
+        frame.render_widget(Paragraph::new(line), area);
+        return;
+    }
     let hints: Vec<String> = keymap::hints(current_context(m))
         .into_iter()
         .map(|(k, h)| format!("{k} {h}"))
         .collect();
-    let mode = if narrow && m.mode == Mode::Board {
-        ""
-    } else {
-        mode
+    const HINT_SEP: &str = " · ";
+    let all_hints = hints.join(HINT_SEP);
+    let line = |mode: &str, facts: String| {
+        let tag = format!("{mode}{demo} ").trim_start().to_string();
+        let used = cells(&tag) + cells(m.symbols.dot) + cells(&facts) + 2;
+        (tag, facts, used)
     };
-    let mut spans = vec![
-        Span::styled(format!("{mode}{demo} ").trim_start().to_string(), t.key),
+    // Everything fits spelled out; else the facts go compact (and the board's own
+    // mode tag goes), so the hints still fit at 120 columns; at 80 a mode's hints
+    // win over the fleet and beta facts.
+    let (tag, facts, used) = [
+        line(mode, facts(0)),
+        line(board_tag, facts(1)),
+        line(board_tag, facts(2)),
+    ]
+    .into_iter()
+    .find(|l| l.2 + cells(&all_hints) <= width)
+    .unwrap_or_else(|| line(board_tag, facts(if m.mode == Mode::Board { 1 } else { 2 })));
+    // Whole hints only, in the table's order (the first ones matter most); `?` is
+    // the way to the rest.
+    let room = width.saturating_sub(used);
+    let mut hint_text = String::new();
+    for h in &hints {
+        let next = if hint_text.is_empty() {
+            h.clone()
+        } else {
+            format!("{hint_text}{HINT_SEP}{h}")
+        };
+        if cells(&next) > room {
+            break;
+        }
+        hint_text = next;
+    }
+    let spans = vec![
+        Span::styled(tag, t.key),
         Span::styled(m.symbols.dot, dot_style),
-        Span::raw(facts),
+        Span::raw(truncate(
+            &facts,
+            width.saturating_sub(2),
+            m.symbols.ellipsis,
+        )),
         Span::raw("  "),
+        Span::styled(hint_text, t.muted),
     ];
-    let used: usize = spans.iter().map(Span::width).sum();
-    let hint_text = truncate(
-        &hints.join(" · "),
-        width.saturating_sub(used),
-        m.symbols.ellipsis,
-    );
-    spans.push(Span::styled(hint_text, t.muted));
     frame.render_widget(Paragraph::new(Line::from(spans)), area);
+}
+
+/// The newest error, else the newest outcome of an action, else the newest news,
+/// on one line after `lead`, with how many more wait; `None` when there is none.
+fn notice(m: &Model, lead: Vec<Span<'static>>, width: usize) -> Option<Line<'static>> {
+    let newest = m
+        .toasts
+        .iter()
+        .rev()
+        .find(|t| t.error)
+        .or_else(|| m.toasts.iter().rev().find(|t| !t.news))
+        .or_else(|| m.toasts.last())?;
+    let t = &m.theme;
+    let (style, kind) = if newest.error {
+        (t.toast_error, " error: ")
+    } else {
+        (t.toast, " ")
+    };
+    // Said for an error, which stays longest; Esc is the board's (in another mode it
+    // closes that mode, and the notice expires).
+    let dismiss = if newest.error && m.mode == Mode::Board {
+        " · Esc dismisses"
+    } else {
+        ""
+    };
+    let more = match m.toasts.len() - 1 {
+        0 => String::new(),
+        n => format!(" (+{n})"),
+    };
+    let tail = format!("{more}{dismiss} ");
+    let text: Vec<&str> = newest
+        .text
+        .lines()
+        .map(str::trim)
+        .filter(|l| !l.is_empty())
+        .collect();
+    let used: usize = lead.iter().map(Span::width).sum();
+    let room = width.saturating_sub(used + cells(kind) + cells(&tail));
+    let body = truncate(&text.join(m.symbols.sep), room, m.symbols.ellipsis);
+    let bar = format!("{kind}{body}{tail}");
+    let pad = " ".repeat(width.saturating_sub(used + cells(&bar)));
+    let mut spans = lead;
+    spans.push(Span::styled(format!("{bar}{pad}"), style));
+    Some(Line::from(spans))
 }

@@ -29,11 +29,15 @@ fn mission(id: &str, status: Status, intent: &str, age_s: i64, asks: i64) -> Mis
         created_at: NOW - age_s * S,
         last_heartbeat: (status == Status::Open).then_some(NOW - 2 * S),
         pending_asks: asks,
+        workspace: "cwd".into(),
+        needs: (asks > 0).then_some(Needs::Ask),
     }
 }
 
 pub(crate) fn snapshot() -> Snapshot {
-    let rows = vec![
+    // As the store thread orders them: what needs you (the pending asks) first, then
+    // by state (open, stuck, derailed, abandoned, landed), newest first.
+    let mut rows = vec![
         mission(
             "a1b2c3d4-0000",
             Status::Open,
@@ -42,11 +46,11 @@ pub(crate) fn snapshot() -> Snapshot {
             1,
         ),
         mission(
-            "b2c3d4e5-0000",
-            Status::Landed,
-            "land: write the release notes",
-            120,
-            0,
+            "f6a7b8c9-0000",
+            Status::Open,
+            "perm-1: tidy the imports under approval",
+            60,
+            1,
         ),
         mission(
             "c3d4e5f6-0000",
@@ -70,17 +74,20 @@ pub(crate) fn snapshot() -> Snapshot {
             0,
         ),
         mission(
-            "f6a7b8c9-0000",
-            Status::Open,
-            "perm-1: tidy the imports under approval",
-            20,
-            1,
+            "b2c3d4e5-0000",
+            Status::Landed,
+            "land: write the release notes",
+            120,
+            0,
         ),
     ];
+    rows[5].workspace = "worktree".into();
     let detail = Detail {
         mission: rows[0].clone(),
         last_error: None,
         worktree: None,
+        spend: Some("14 tool calls · 5200 tokens · 20s so far".into()),
+        fired_by: None,
         plan: vec![
             PlanRow {
                 content: "survey the task".into(),
@@ -100,12 +107,16 @@ pub(crate) fn snapshot() -> Snapshot {
             ReportRow {
                 kind: "result".into(),
                 summary: "wrote docs/config.md".into(),
+                detail: "Renamed APP_CONF to APP_CONFIG in the loader, the docs and the deploy script; the old name is still read, with a warning, for one release.".into(),
+                refs: vec!["docs/config.md".into(), "src/config.rs".into()],
                 warning: Some("claimed artifacts not found: docs/config.md".into()),
                 created_at: NOW - 5 * S,
             },
             ReportRow {
                 kind: "progress".into(),
                 summary: "surveyed the task".into(),
+                detail: String::new(),
+                refs: vec![],
                 warning: None,
                 created_at: NOW - 30 * S,
             },
@@ -119,6 +130,8 @@ pub(crate) fn snapshot() -> Snapshot {
         generation: 1,
         total_missions: 6,
         open_missions: 2,
+        listed: 6,
+        needs_me: 2,
         matched: None,
         offset: 0,
         rows,
@@ -133,6 +146,9 @@ pub(crate) fn snapshot() -> Snapshot {
                 detail: Some("The env var is read in three places.".into()),
                 tool: "mission.mission_ask_attention".into(),
                 envelope: "default".into(),
+                matched_rule: None,
+                on_timeout: "wait".into(),
+                intent: "ask-then-land: rename the config env var".into(),
                 created_at: NOW - 35 * S,
                 expires_at: 0,
             },
@@ -145,6 +161,9 @@ pub(crate) fn snapshot() -> Snapshot {
                 detail: Some("--- a/src/lib.rs\n+++ b/src/lib.rs".into()),
                 tool: "fs.edit".into(),
                 envelope: "default".into(),
+                matched_rule: Some(2),
+                on_timeout: "deny".into(),
+                intent: "perm-1: tidy the imports under approval".into(),
                 created_at: NOW - 10 * S,
                 expires_at: NOW + 3600 * S,
             },
@@ -189,30 +208,48 @@ pub(crate) fn frame(m: &Model) -> String {
 }
 
 fn picker_data() -> PickerData {
+    use crate::envelope::policy::{ComputeBounds, OnExhausted};
+    let silent = crate::agents::AgentCaps::default();
     PickerData {
         envelopes: vec![
             EnvelopeEntry {
                 file_name: "hitl-policy-default.json".into(),
                 short_name: "default".into(),
-                summary: "unruled calls stop for approval · ≤300 tool calls (declared, not enforced) · an agent may answer 3 questions".into(),
-                labels: vec![("maxToolCalls", "declared, not enforced"), ("maxTurns", "no effect")],
+                summary: "unruled calls stop for approval · ≤300 tool calls (enforced) · an agent may answer 3 questions".into(),
+                compute: Some(ComputeBounds {
+                    max_tool_calls: 300,
+                    max_tokens: 2_000_000,
+                    model_allowlist: vec!["sonnet".into(), "opus".into()],
+                    on_exhausted: OnExhausted::FinishStuck,
+                    ..Default::default()
+                }),
+                sandbox: vec![("filesystem.write", "enforced (kernel)")],
             },
             EnvelopeEntry {
                 file_name: "hitl-policy-strict.json".into(),
                 short_name: "strict".into(),
                 summary: "unruled calls are denied · questions always wait for a human".into(),
-                labels: vec![("maxTurns", "enforced")],
+                compute: Some(ComputeBounds {
+                    max_turns: 1,
+                    on_exhausted: OnExhausted::PauseAsk,
+                    ..Default::default()
+                }),
+                sandbox: vec![
+                    ("filesystem.write", "enforced (kernel)"),
+                    ("network.connect", "declared, not enforced"),
+                ],
             },
             EnvelopeEntry {
                 file_name: "hitl-policy-broken.json".into(),
                 short_name: "broken".into(),
                 summary: String::new(),
-                labels: vec![],
+                compute: None,
+                sandbox: vec![],
             },
         ],
         agents: vec![
-            AgentEntry { name: "demo".into(), description: "the scripted stub agent".into() },
-            AgentEntry { name: "claude".into(), description: "Claude over ACP".into() },
+            AgentEntry { name: "demo".into(), description: "the scripted stub agent".into(), caps: Some(silent) },
+            AgentEntry { name: "claude".into(), description: "Claude over ACP".into(), caps: None },
         ],
         default_agent: Some("demo".into()),
         default_envelope: Some("default".into()),
@@ -261,6 +298,14 @@ both_sizes!(picker_agent, |m: &mut Model| {
     p.step = PickStep::Agent;
     m.mode = Mode::Picking(p);
 });
+// The chosen agent has not started here: its modelAllowlist label hedges, and says why.
+both_sizes!(picker_agent_not_started, |m: &mut Model| {
+    let mut p = Picker::new();
+    p.data = Some(picker_data());
+    p.step = PickStep::Agent;
+    p.agent = 1;
+    m.mode = Mode::Picking(p);
+});
 both_sizes!(picker_intent_refused, |m: &mut Model| {
     let mut p = Picker::new();
     p.data = Some(picker_data());
@@ -281,6 +326,21 @@ both_sizes!(confirm_stop, |m: &mut Model| {
         error: None,
     });
 });
+both_sizes!(confirm_quit_hosted, |m: &mut Model| {
+    let hosted = (1..=7)
+        .map(|i| HostedMission {
+            id: format!("{i}a2b3c4d-0000"),
+            intent: format!("mission number {i}: a long intent that has to be cut at the dialog's edge somewhere"),
+        })
+        .collect();
+    m.mode = Mode::Confirm(Confirm {
+        kind: ConfirmKind::Quit { drafts: 1, hosted },
+        reason: "stopped by operator".into(),
+        editing: false,
+        yes_focused: false,
+        error: None,
+    });
+});
 both_sizes!(help_overlay, |m: &mut Model| m.mode = Mode::Help {
     filter: Default::default(),
     scroll: 0
@@ -288,7 +348,7 @@ both_sizes!(help_overlay, |m: &mut Model| m.mode = Mode::Help {
 both_sizes!(command_line, |m: &mut Model| m.mode = Mode::CommandLine {
     line: "mission --policy strict demo land: go".into()
 });
-both_sizes!(filter_and_toasts, |m: &mut Model| {
+both_sizes!(filter_line, |m: &mut Model| {
     m.filter = "land".into();
     let mut s = snapshot();
     s.matched = Some(1);
@@ -298,6 +358,7 @@ both_sizes!(filter_and_toasts, |m: &mut Model| {
     m.toasts.push(Toast {
         text: "new question from demo: Should I proceed?".into(),
         error: false,
+        news: true,
         until_ms: None,
     });
     m.toasts.push(Toast {
@@ -305,11 +366,131 @@ both_sizes!(filter_and_toasts, |m: &mut Model| {
             "unknown mission envelope \"nope\" (--policy): no such policy file on the search path"
                 .into(),
         error: true,
+        news: false,
         until_ms: None,
     });
 });
+// A notice takes the status line, never a pane: the newest error first, with how
+// many more wait; news in a modal too.
+both_sizes!(status_notice, |m: &mut Model| {
+    m.toasts.push(Toast {
+        text: "new question from demo: Should I proceed?".into(),
+        error: false,
+        news: true,
+        until_ms: None,
+    });
+    m.toasts.push(Toast {
+        text: "Mission a1b2c3d4 fired at \"demo\" under \"default\"\nmaxToolCalls 300 · enforced"
+            .into(),
+        error: false,
+        news: false,
+        until_ms: None,
+    });
+});
+both_sizes!(status_error_notice, |m: &mut Model| {
+    m.toasts.push(Toast {
+        text: "new question from demo: Should I proceed?".into(),
+        error: false,
+        news: true,
+        until_ms: None,
+    });
+    m.toasts.push(Toast {
+        text: "unknown command \"wat\": try `:mission [--policy <envelope>] [agent] <intent>`, `:mission` (the picker), `:help` or `:q`".into(),
+        error: true,
+        news: false,
+        until_ms: None,
+    });
+    m.mode = Mode::Help {
+        filter: Default::default(),
+        scroll: 0,
+    };
+});
 both_sizes!(empty_board, |m: &mut Model| m.snap =
     Arc::new(Snapshot::default()));
+both_sizes!(detail_focused_scrolled, |m: &mut Model| {
+    m.focus = Pane::Detail;
+    m.detail_scroll = 3;
+});
+both_sizes!(detail_zoomed, |m: &mut Model| {
+    m.focus = Pane::Detail;
+    m.detail_zoom = true;
+});
+both_sizes!(inbox_item_opened, |m: &mut Model| {
+    let mut s = snapshot();
+    let d = s.detail.as_mut().unwrap();
+    d.mission = s.rows[5].clone();
+    d.plan.clear();
+    d.spend = Some("3 tool calls · 900 tokens · 1m in all".into());
+    m.snap = Arc::new(s);
+    m.focus = Pane::Detail;
+    m.detail_from = Pane::Inbox;
+    m.detail_zoom = true;
+});
+both_sizes!(sorted_by_heartbeat_terminal_hidden, |m: &mut Model| {
+    let mut s = snapshot();
+    s.rows.retain(|r| r.status == crate::mission::Status::Open);
+    s.listed = 2;
+    m.snap = Arc::new(s);
+    m.order = crate::mission::Order::Heartbeat;
+    m.hide_terminal = true;
+});
+both_sizes!(host_gone_badge, |m: &mut Model| {
+    let mut s = snapshot();
+    s.rows[0].pending_asks = 0;
+    s.rows[0].needs = Some(Needs::HostGone);
+    s.rows[0].last_heartbeat = Some(NOW - 3 * 3600 * S);
+    s.rows[2].needs = Some(Needs::Blocker);
+    s.asks.remove(0);
+    s.pending_total = 1;
+    s.needs_me = 3;
+    let d = s.detail.as_mut().unwrap();
+    d.mission = s.rows[0].clone();
+    m.snap = Arc::new(s);
+});
+both_sizes!(honest_counts_and_marks, |m: &mut Model| {
+    let mut s = snapshot();
+    let item = s.inbox[0].clone();
+    s.inbox = (0..3)
+        .map(|i| InboxRow {
+            id: format!("inbox-{i}"),
+            summary: format!("report {i} of the scripted run"),
+            ..item.clone()
+        })
+        .collect();
+    s.inbox_total = 350;
+    s.pending_total = 607;
+    s.total_missions = 1_000_000;
+    s.listed = 1_000_000;
+    m.snap = Arc::new(s);
+    m.focus = Pane::Inbox;
+    m.inbox_sel = 2;
+    m.marked.insert("inbox-0".into());
+    m.marked.insert("inbox-2".into());
+});
+both_sizes!(confirm_refire, |m: &mut Model| {
+    m.mode = Mode::Confirm(Confirm {
+        kind: ConfirmKind::Refire {
+            mission_id: "a1b2c3d4-0000".into(),
+            agent: "demo".into(),
+            envelope: "default".into(),
+            intent: "ask-then-land: rename the config env var".into(),
+        },
+        reason: Default::default(),
+        editing: false,
+        yes_focused: false,
+        error: None,
+    });
+});
+both_sizes!(detail_follows_the_selected_ask, |m: &mut Model| {
+    let mut s = snapshot();
+    let d = s.detail.as_mut().unwrap();
+    d.mission = s.rows[1].clone();
+    d.reports.truncate(1);
+    m.snap = Arc::new(s);
+    m.focus = Pane::Asks;
+    m.detail_from = Pane::Asks;
+    m.ask_sel = 1;
+});
 
 #[test]
 fn ascii_mono_frame() {
@@ -418,16 +599,29 @@ fn the_trace_pane_shows_the_oracle_model_and_its_newest_lines() {
 fn the_detail_pane_names_a_worktree_mission_s_worktree() {
     let mut m = model(120, 40, false);
     let mut s = snapshot();
-    assert!(!frame(&m).contains("Worktree:"), "no worktree, no line");
+    assert!(frame(&m).contains("Workspace: cwd"), "no worktree: the cwd");
     if let Some(d) = &mut s.detail {
         d.worktree = Some("/r/.git/missionboard-worktrees/a1b2c3d4 on mission/a1b2c3d4".into());
     }
     m.snap = Arc::new(s);
     let text = frame(&m);
     assert!(
-        text.contains("Worktree: /r/.git/missionboard-worktrees/a1b2c3d4 on mission/a1b2c3d4"),
+        text.contains("Workspace: /r/.git/missionboard-worktrees/a1b2c3d4 on mission/a1b2c3d4"),
         "{text}"
     );
+}
+
+#[test]
+fn the_detail_pane_names_the_session_that_fired_a_mission() {
+    let mut m = model(120, 40, false);
+    let mut s = snapshot();
+    assert!(!frame(&m).contains("Fired by:"), "operator-fired, no line");
+    if let Some(d) = &mut s.detail {
+        d.fired_by = Some("mb-session-1234".into());
+    }
+    m.snap = Arc::new(s);
+    let text = frame(&m);
+    assert!(text.contains("Fired by: session mb-session-1234"), "{text}");
 }
 
 /// Wide (CJK, emoji, a ZWJ sequence, a flag), zero-width (ZWJ, U+200B) and combining
@@ -529,6 +723,7 @@ fn wide_zero_width_and_combining_text_leaves_no_stale_cells() {
     m.toasts.push(Toast {
         text: WIDE.into(),
         error: false,
+        news: true,
         until_ms: None,
     });
     m.drafts.insert("ask-1111-question".into(), Draft::new());
@@ -548,7 +743,10 @@ fn wide_zero_width_and_combining_text_leaves_no_stale_cells() {
             ..Picker::new()
         }),
         Mode::Confirm(Confirm {
-            kind: ConfirmKind::Quit { drafts: 1 },
+            kind: ConfirmKind::Quit {
+                drafts: 1,
+                hosted: vec![],
+            },
             reason: Default::default(),
             editing: false,
             yes_focused: false,
@@ -610,3 +808,87 @@ fn a_long_field_scrolls_to_keep_its_cursor_in_view() {
     assert_eq!(shown(&f), "> …日日日日_");
     assert_eq!(super::cells(&shown(&f)), 12);
 }
+
+/// At 120 columns every mode's status line carries all of its hints, whole; at the
+/// 80-column floor a cut drops whole hints, never half a word.
+#[test]
+fn the_status_hints_fit_at_120_columns_and_drop_whole_at_80() {
+    use crate::board::keymap;
+    use crate::board::update::current_context;
+    let modes = [
+        Mode::Board,
+        Mode::Answering {
+            ask_id: "ask-1111-question".into(),
+        },
+        Mode::Answering {
+            ask_id: "ask-2222-permission".into(),
+        },
+        Mode::Picking(Picker::new()),
+        Mode::Help {
+            filter: Default::default(),
+            scroll: 0,
+        },
+        Mode::Confirm(Confirm {
+            kind: ConfirmKind::Stop {
+                mission_id: "a1b2c3d4-0000".into(),
+                intent: "x".into(),
+            },
+            reason: "stopped by operator".into(),
+            editing: false,
+            yes_focused: false,
+            error: None,
+        }),
+    ];
+    for mode in modes {
+        for w in [120u16, 80] {
+            let mut m = model(w, 40, false);
+            m.drafts.insert("ask-1111-question".into(), Draft::new());
+            m.mode = mode.clone();
+            let text = frame(&m);
+            let status = text.lines().last().unwrap().trim_matches('"').to_string();
+            let hints: Vec<String> = keymap::hints(current_context(&m))
+                .into_iter()
+                .map(|(k, h)| format!("{k} {h}"))
+                .collect();
+            if w == 120 {
+                assert!(
+                    status.contains(&hints.join(" · ")),
+                    "{mode:?} at 120: {status}"
+                );
+            } else {
+                assert!(!status.contains('…'), "{mode:?} at 80 cut a hint: {status}");
+                assert!(status.contains(&hints[0]), "{mode:?} at 80: {status}");
+            }
+        }
+    }
+}
+
+#[test]
+fn wrap_breaks_at_spaces_and_cuts_nothing() {
+    use super::{cells, wrap_text};
+    assert_eq!(
+        wrap_text("answer or decide the selected ask", 14),
+        ["answer or", "decide the", "selected ask"]
+    );
+    // A word wider than the line is split between graphemes, wide ones counted as two.
+    assert_eq!(
+        wrap_text("日本語の説明 ok", 5),
+        ["日本", "語の", "説明", "ok"]
+    );
+    assert_eq!(wrap_text("a\nb c", 10), ["a", "b c"]);
+    let text = "maxTokens 2,000,000 · best-effort · modelAllowlist [\"a\", \"b\"] · declared, not enforced";
+    for w in [1, 7, 20, 200] {
+        let lines = wrap_text(text, w);
+        assert!(lines.iter().all(|l| cells(l) <= w), "{w}: {lines:?}");
+        let squeeze = |s: &str| s.replace(' ', "");
+        assert_eq!(squeeze(&lines.concat()), squeeze(text), "{w}");
+    }
+}
+both_sizes!(status_error_notice_on_the_board, |m: &mut Model| {
+    m.toasts.push(Toast {
+        text: "mission a1b2c3d4 is landed, not open: nothing to stop".into(),
+        error: true,
+        news: false,
+        until_ms: None,
+    });
+});

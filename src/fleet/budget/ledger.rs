@@ -146,6 +146,23 @@ impl ComputeLedger {
         })
     }
 
+    /// What `agent` offered when it last started a unit here, as far as the labels
+    /// care (`None`: none of its newest missions recorded a start). A fire is
+    /// labelled with this before it starts, as `mission show` labels a mission with
+    /// what its own start recorded — the same caps into the same `bound_status`.
+    pub fn last_seen_caps(
+        &self,
+        missions: &crate::mission::Missions,
+        agent: &str,
+    ) -> Option<crate::agents::AgentCaps> {
+        const LOOK_BACK: usize = 20;
+        let newest = missions.newest_of_agent(agent, LOOK_BACK).ok()?;
+        newest
+            .iter()
+            .find_map(|m| self.get(&m.id).ok().flatten())
+            .map(|r| r.agent_caps())
+    }
+
     /// What a freshly started unit offered and runs on (a resumed unit records
     /// its own; raised limits and a pause are kept).
     pub fn record_unit(

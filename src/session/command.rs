@@ -1,0 +1,146 @@
+//! `/mission` in an editor session: the board's grammar, defaults and refusals, and
+//! the one fire call, with this session recorded as the mission's parent.
+
+use agent_client_protocol::v1::schema::{
+    AvailableCommand, AvailableCommandInput, UnstructuredCommandInput,
+};
+
+use super::Services;
+use crate::board::effects::load_picker;
+use crate::board::model::PickerData;
+use crate::board::picker::{self, MissionLine, NO_ENVELOPES};
+use crate::fleet::DispatchRequest;
+
+/// What the picker's envelope pick is called when it came from the session's
+/// config option.
+pub const OPTION_ORIGIN: &str = "the session's envelope option";
+
+/// Where a session's fired missions report.
+const SESSION_REPORTS: &str = "Reports arrive live in this session as the mission runs; if this session has ended when one lands, it waits in the operator inbox.";
+
+/// The session's slash commands, for `available_commands_update`.
+pub fn available() -> Vec<AvailableCommand> {
+    vec![
+        AvailableCommand::new(
+            "mission",
+            "Fire a mission from this session (no arguments: list the envelopes)",
+        )
+        .input(AvailableCommandInput::Unstructured(
+            UnstructuredCommandInput::new("[--policy <envelope>] [agent-name] <intent>"),
+        )),
+    ]
+}
+
+/// The prompt's arguments after `/mission`, if the prompt is that command.
+pub fn mission_args(prompt: &str) -> Option<&str> {
+    let rest = prompt.trim().strip_prefix("/mission")?;
+    (rest.is_empty() || rest.starts_with(char::is_whitespace)).then_some(rest)
+}
+
+/// Everything the picker lists, read afresh.
+pub fn picker_data(svc: &Services) -> Result<PickerData, String> {
+    load_picker(&svc.paths, &svc.store)
+}
+
+/// Run `/mission <args>` for session `session` (`pick`: its envelope option): the
+/// listing, or the confirmation of a fired mission. A refusal is the error text.
+pub async fn run(
+    svc: &Services,
+    session: &str,
+    pick: Option<String>,
+    args: &str,
+) -> Result<String, String> {
+    let data = {
+        let svc = svc.clone();
+        crate::store::blocking(move || picker_data(&svc)).await?
+    };
+    let line = picker::parse(args, |w| data.agents.iter().any(|a| a.name == w))?;
+    let MissionLine::Fire {
+        policy,
+        agent,
+        intent,
+    } = line
+    else {
+        return Ok(listing(&data, pick.as_deref()));
+    };
+    let from_option = policy.is_none() && pick.is_some();
+    let mut resolved = picker::resolve(policy.or(pick), agent, intent, &data)?;
+    if from_option {
+        resolved.origin = OPTION_ORIGIN;
+    }
+    let labels = picker::lookup_envelope(&resolved.envelope, resolved.origin, &data.envelopes)
+        .map(|e| picker::bound_labels(e, caps_of(&data, &resolved.agent)))
+        .unwrap_or_default();
+    let d = svc
+        .fleet
+        .dispatch_for_session(
+            DispatchRequest {
+                agent_name: resolved.agent.clone(),
+                intent: resolved.intent.clone(),
+                policy_name: resolved.envelope.clone(),
+                cwd: None,
+                worktree: false,
+            },
+            session,
+        )
+        .await
+        .map_err(|e| format!("{e:#}"))?;
+    tracing::info!(mission = %d.mission_id, session, agent = %resolved.agent, "session fired a mission");
+    Ok(picker::session_confirmation(
+        &resolved,
+        &labels,
+        &d.mission_id,
+        &d.instance_id,
+        &d.session_id,
+        SESSION_REPORTS,
+    ))
+}
+
+/// `/mission` with no arguments: how to fire, the defaults, and every envelope with
+/// the picker's character line and truthful labels. `pick` (the session's envelope
+/// option) is marked as the default it stands for.
+pub fn listing(data: &PickerData, pick: Option<&str>) -> String {
+    let mut lines = picker::header_lines(data, picker::FiredFrom::Session);
+    if let Some(p) = pick {
+        lines.push(format!("This session's envelope option: {p}"));
+    }
+    lines.push(String::new());
+    if data.envelopes.is_empty() {
+        lines.push(NO_ENVELOPES.to_string());
+        return lines.join("\n");
+    }
+    // Bounds are labelled for the default agent, as the board's picker does.
+    let agent = data.default_agent.as_deref().unwrap_or_default();
+    lines.push("Envelopes (--policy <name>):".to_string());
+    let default = pick.or(data.default_envelope.as_deref());
+    let caps = caps_of(data, agent);
+    for e in &data.envelopes {
+        lines.push(picker::envelope_line(e, default));
+        let labels = picker::bound_labels(e, caps);
+        if !labels.is_empty() {
+            lines.push(format!("    {}", labels.join(picker::LABEL_SEP)));
+        }
+    }
+    lines.join("\n")
+}
+
+/// What `agent` offered when it last started here, for its bounds' labels.
+fn caps_of<'a>(data: &'a PickerData, agent: &str) -> Option<&'a crate::agents::AgentCaps> {
+    data.agents
+        .iter()
+        .find(|a| a.name == agent)
+        .and_then(|a| a.caps.as_ref())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_the_command_itself_is_the_command() {
+        assert_eq!(mission_args("/mission"), Some(""));
+        assert_eq!(mission_args("  /mission fix it "), Some(" fix it"));
+        assert_eq!(mission_args("/missionary work"), None);
+        assert_eq!(mission_args("please /mission"), None);
+    }
+}
