@@ -40,6 +40,8 @@ pub const MIGRATIONS: &[Migration] = &[
     &[crate::mission::SCHEMA_V9],
     // v10: the editor sessions that fire missions, and whether each still lives.
     &[crate::mission::parent::SCHEMA_V10],
+    // v11: per-status mission counts and per-state ask counts, kept by triggers.
+    &[crate::mission::SCHEMA_V11, crate::asks::SCHEMA_V11],
 ];
 
 impl Store {
@@ -63,5 +65,81 @@ mod tests {
         drop(s);
         let s = Store::open(&path).unwrap();
         assert_eq!(s.integrity_check().unwrap(), "ok");
+    }
+
+    /// The count tables (v11) against a real COUNT of the rows they stand for.
+    fn counted(s: &Store) -> Vec<(String, i64, i64)> {
+        s.with(|c| {
+            let mut out = Vec::new();
+            for (table, column, counts) in [
+                ("missions", "status", "mission_status_counts"),
+                ("asks", "state", "ask_state_counts"),
+            ] {
+                let sql = format!(
+                    "SELECT v, COALESCE((SELECT n FROM {counts} WHERE {column} = v), 0),
+                            (SELECT COUNT(*) FROM {table} WHERE {column} = v)
+                     FROM (SELECT 'open' AS v UNION SELECT 'done' UNION SELECT 'pending'
+                           UNION SELECT 'answered')"
+                );
+                let mut st = c.prepare(&sql)?;
+                let rows = st.query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))?;
+                for row in rows {
+                    out.push(row?);
+                }
+            }
+            Ok(out)
+        })
+        .unwrap()
+    }
+
+    fn insert(c: &rusqlite::Connection, id: &str, status: &str) -> rusqlite::Result<()> {
+        c.execute(
+            "INSERT INTO missions (id, intent, agent_name, policy_name, status, created_at, updated_at)
+             VALUES (?1, 'i', 'a', 'p', ?2, 0, 0)",
+            rusqlite::params![id, status],
+        )?;
+        c.execute(
+            "INSERT INTO asks (id, tools_name, tool_name, state, mission_id, created_at, expires_at)
+             VALUES (?1, 't', 't', ?2, ?1, 0, 0)",
+            rusqlite::params![id, if status == "open" { "pending" } else { "answered" }],
+        )?;
+        Ok(())
+    }
+
+    #[test]
+    fn status_counts_are_backfilled_and_kept_exact_by_every_write() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("home/board.db");
+        let before_counts = MIGRATIONS.len() - 1;
+        let old = Store::open_with(&path, &MIGRATIONS[..before_counts]).unwrap();
+        old.with(|c| {
+            for (i, status) in ["open", "open", "done"].iter().enumerate() {
+                insert(c, &format!("m{i}"), status)?;
+            }
+            Ok(())
+        })
+        .unwrap();
+        drop(old);
+
+        let s = Store::open(&path).unwrap();
+        let exact = |rows: Vec<(String, i64, i64)>, open: i64| {
+            for (value, kept, counted) in &rows {
+                assert_eq!(kept, counted, "{value}: kept {kept}, counted {counted}");
+            }
+            assert!(rows.contains(&("open".into(), open, open)), "{rows:?}");
+        };
+        exact(counted(&s), 2);
+
+        s.with(|c| {
+            insert(c, "m3", "open")?;
+            c.execute("UPDATE missions SET status = 'done' WHERE id IN ('m0', 'm1')", [])?;
+            c.execute("UPDATE asks SET state = 'answered' WHERE id = 'm0'", [])?;
+            // A write that leaves the status as it was changes no count.
+            c.execute("UPDATE missions SET status = 'open' WHERE id = 'm3'", [])?;
+            c.execute("DELETE FROM asks WHERE id = 'm2'", [])?;
+            Ok(())
+        })
+        .unwrap();
+        exact(counted(&s), 1);
     }
 }

@@ -46,6 +46,30 @@ CREATE INDEX asks_by_state_created ON asks (state, created_at);
 CREATE INDEX asks_by_state_expires ON asks (state, expires_at);
 CREATE INDEX asks_by_mission ON asks (mission_id, state);";
 
+/// v11: how many asks hold each state, kept by triggers in the same transaction as
+/// the write that changes it (every writer, in every process, keeps it exact), and
+/// backfilled from the rows already there: the board's pending count is one read.
+pub(crate) const SCHEMA_V11: &str = "
+CREATE TABLE ask_state_counts (
+    state TEXT PRIMARY KEY NOT NULL,
+    n     INTEGER NOT NULL
+) WITHOUT ROWID;
+INSERT INTO ask_state_counts (state, n)
+    SELECT state, COUNT(*) FROM asks GROUP BY state;
+CREATE TRIGGER asks_count_insert AFTER INSERT ON asks BEGIN
+    INSERT INTO ask_state_counts (state, n) VALUES (NEW.state, 1)
+        ON CONFLICT (state) DO UPDATE SET n = n + 1;
+END;
+CREATE TRIGGER asks_count_state AFTER UPDATE OF state ON asks
+    WHEN OLD.state IS NOT NEW.state BEGIN
+    UPDATE ask_state_counts SET n = n - 1 WHERE state = OLD.state;
+    INSERT INTO ask_state_counts (state, n) VALUES (NEW.state, 1)
+        ON CONFLICT (state) DO UPDATE SET n = n + 1;
+END;
+CREATE TRIGGER asks_count_delete AFTER DELETE ON asks BEGIN
+    UPDATE ask_state_counts SET n = n - 1 WHERE state = OLD.state;
+END;";
+
 /// The toolset/tool pair that marks a question (as opposed to a permission gate).
 pub const QUESTION_TOOLS: &str = "mission";
 pub const QUESTION_TOOL: &str = "mission_ask_attention";
@@ -387,7 +411,7 @@ impl Asks {
     pub fn pending_count(&self) -> Result<i64, AskError> {
         Ok(self.store.with(|c| {
             c.query_row(
-                "SELECT COUNT(*) FROM asks WHERE state = 'pending'",
+                "SELECT COALESCE((SELECT n FROM ask_state_counts WHERE state = 'pending'), 0)",
                 [],
                 |r| r.get(0),
             )

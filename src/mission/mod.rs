@@ -55,6 +55,31 @@ ALTER TABLE missions ADD COLUMN host_pid INTEGER;
 ALTER TABLE missions ADD COLUMN host_start TEXT;
 CREATE INDEX missions_by_activity ON missions (MAX(created_at, COALESCE(last_heartbeat, 0)) DESC, id DESC);";
 
+/// v11: how many missions hold each status, kept by triggers in the same transaction
+/// as the write that changes it (so every writer, in every process, keeps it exact),
+/// and backfilled from the rows already there. The board reads its open count here
+/// instead of counting a million rows.
+pub(crate) const SCHEMA_V11: &str = "
+CREATE TABLE mission_status_counts (
+    status TEXT PRIMARY KEY NOT NULL,
+    n      INTEGER NOT NULL
+) WITHOUT ROWID;
+INSERT INTO mission_status_counts (status, n)
+    SELECT status, COUNT(*) FROM missions GROUP BY status;
+CREATE TRIGGER missions_count_insert AFTER INSERT ON missions BEGIN
+    INSERT INTO mission_status_counts (status, n) VALUES (NEW.status, 1)
+        ON CONFLICT (status) DO UPDATE SET n = n + 1;
+END;
+CREATE TRIGGER missions_count_status AFTER UPDATE OF status ON missions
+    WHEN OLD.status IS NOT NEW.status BEGIN
+    UPDATE mission_status_counts SET n = n - 1 WHERE status = OLD.status;
+    INSERT INTO mission_status_counts (status, n) VALUES (NEW.status, 1)
+        ON CONFLICT (status) DO UPDATE SET n = n + 1;
+END;
+CREATE TRIGGER missions_count_delete AFTER DELETE ON missions BEGIN
+    UPDATE mission_status_counts SET n = n - 1 WHERE status = OLD.status;
+END;";
+
 /// Bus subjects for mission events (payloads are self-contained JSON).
 pub mod subjects {
     pub const REPORT_ADDED: &str = "mission.report_added";
@@ -279,6 +304,14 @@ pub struct Missions {
 
 const COLUMNS: &str = "id, intent, agent_name, policy_name, cwd, session_id, instance_id, parent_session_id, status, status_reason, plan_revision, last_heartbeat, last_error, created_at, updated_at, host_pid, host_start";
 
+/// How many missions hold `status`, from the counts the v11 triggers keep exact.
+fn status_count(c: &rusqlite::Connection, status: Status) -> rusqlite::Result<i64> {
+    c.prepare_cached(
+        "SELECT COALESCE((SELECT n FROM mission_status_counts WHERE status = ?1), 0)",
+    )?
+    .query_row(params![status.as_str()], |r| r.get(0))
+}
+
 fn from_row(r: &Row<'_>) -> rusqlite::Result<Mission> {
     let status: String = r.get(8)?;
     Ok(Mission {
@@ -495,35 +528,21 @@ impl Missions {
         )
     }
 
-    /// How many missions rest in `status` (a range of the status index).
+    /// How many missions rest in `status`: one row of the trigger-kept counts.
     fn count_in(&self, status: Status) -> Result<usize> {
-        Ok(self
-            .store
-            .with(|c| {
-                c.query_row(
-                    "SELECT COUNT(*) FROM missions WHERE status = ?1",
-                    params![status.as_str()],
-                    |r| r.get::<_, i64>(0),
-                )
-            })?
-            .max(0) as usize)
+        Ok(self.store.with(|c| status_count(c, status))?.max(0) as usize)
     }
 
     /// How many missions there are, and how many of them are open. Missions are
     /// never deleted and SQLite gives each new row the next rowid, so the highest
     /// rowid is the total — one index probe instead of a scan of every row; the open
-    /// count is a range of the status index.
+    /// count is one row of the trigger-kept counts.
     pub fn counts(&self) -> Result<(i64, i64)> {
         Ok(self.store.with(|c| {
             let total = c.query_row("SELECT COALESCE(MAX(rowid), 0) FROM missions", [], |r| {
                 r.get(0)
             })?;
-            let open = c.query_row(
-                "SELECT COUNT(*) FROM missions WHERE status = 'open'",
-                [],
-                |r| r.get(0),
-            )?;
-            Ok((total, open))
+            Ok((total, status_count(c, Status::Open)?))
         })?)
     }
 
