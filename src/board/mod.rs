@@ -51,8 +51,10 @@ use effects::Services;
 use model::{Model, Query, Snapshot, TerminalRequest};
 use update::{Msg, update};
 
-/// The shortest gap between two frames (at most 125 fps). A change is drawn at once
-/// when the last frame is at least this old, else on the next frame tick.
+/// The shortest gap between two frames drawn for snapshots (at most 125 fps): a
+/// snapshot's change is drawn at once when the last frame is at least this old, else
+/// on the next frame tick. A key or other terminal event is drawn at once, unpaced:
+/// what the operator pressed shows without waiting on a frame tick or a store read.
 pub(crate) const FRAME: Duration = Duration::from_millis(8);
 /// Ages and toast expiry move once a second.
 const CLOCK: Duration = Duration::from_secs(1);
@@ -157,13 +159,16 @@ async fn event_loop(
     // SIGTERM and SIGHUP end the board cleanly (Ctrl-C arrives as a key in raw mode).
     let mut signals = Signals::termination()?;
     let mut dirty = true;
+    // The operator's own input waits for no frame tick.
+    let mut pressed = false;
     let mut last_draw: Option<std::time::Instant> = None;
     query_tx.send_replace(model.query());
     loop {
-        if dirty && last_draw.is_none_or(|t| t.elapsed() >= FRAME) {
+        if dirty && (pressed || last_draw.is_none_or(|t| t.elapsed() >= FRAME)) {
             draw(term, model)?;
             last_draw = Some(std::time::Instant::now());
             dirty = false;
+            pressed = false;
         }
         let msg = tokio::select! {
             _ = frame.tick() => {
@@ -190,6 +195,7 @@ async fn event_loop(
                 break;
             }
         };
+        pressed = matches!(msg, Msg::Term(_));
         for effect in update(model, msg) {
             effects::spawn(effect, svc, tx.clone());
         }

@@ -30,10 +30,10 @@ const CHANGE_POLL: Duration = Duration::from_millis(100);
 /// Rebuild at least this often anyway: expiry sweeps, fleet width, live ages.
 const HEARTBEAT: Duration = Duration::from_secs(1);
 /// The pending asks and inbox items read per refresh.
-const ASKS_LIMIT: usize = 200;
-const INBOX_LIMIT: usize = 200;
+pub(crate) const ASKS_LIMIT: usize = 200;
+pub(crate) const INBOX_LIMIT: usize = 200;
 const REPORTS_LIMIT: usize = 200;
-const TRACE_LIMIT: usize = 200;
+pub(crate) const TRACE_LIMIT: usize = 200;
 /// A filter scans the missions newest first in pages, up to this many rows.
 pub const FILTER_SCAN_CAP: usize = 5000;
 const FILTER_PAGE: usize = 500;
@@ -151,7 +151,7 @@ pub fn build(src: &Source, q: &Query) -> Snapshot {
 
 /// Open missions checked for a dead host per refresh (each check reads /proc once
 /// per distinct host, not per mission).
-const OPEN_SCAN: usize = 500;
+pub(crate) const OPEN_SCAN: usize = 500;
 
 fn try_build(src: &Source, q: &Query) -> Result<Snapshot, String> {
     let s = |e: &dyn std::fmt::Display| e.to_string();
