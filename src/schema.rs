@@ -132,7 +132,10 @@ mod tests {
 
         s.with(|c| {
             insert(c, "m3", "open")?;
-            c.execute("UPDATE missions SET status = 'done' WHERE id IN ('m0', 'm1')", [])?;
+            c.execute(
+                "UPDATE missions SET status = 'done' WHERE id IN ('m0', 'm1')",
+                [],
+            )?;
             c.execute("UPDATE asks SET state = 'answered' WHERE id = 'm0'", [])?;
             // A write that leaves the status as it was changes no count.
             c.execute("UPDATE missions SET status = 'open' WHERE id = 'm3'", [])?;

@@ -306,10 +306,8 @@ const COLUMNS: &str = "id, intent, agent_name, policy_name, cwd, session_id, ins
 
 /// How many missions hold `status`, from the counts the v11 triggers keep exact.
 fn status_count(c: &rusqlite::Connection, status: Status) -> rusqlite::Result<i64> {
-    c.prepare_cached(
-        "SELECT COALESCE((SELECT n FROM mission_status_counts WHERE status = ?1), 0)",
-    )?
-    .query_row(params![status.as_str()], |r| r.get(0))
+    c.prepare_cached("SELECT COALESCE((SELECT n FROM mission_status_counts WHERE status = ?1), 0)")?
+        .query_row(params![status.as_str()], |r| r.get(0))
 }
 
 fn from_row(r: &Row<'_>) -> rusqlite::Result<Mission> {
