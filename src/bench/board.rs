@@ -281,7 +281,7 @@ pub async fn run(scale: Scale) -> anyhow::Result<Vec<Row>> {
             &format!("board snapshot read ({what})"),
             Latency::of(&mut reads),
             read_floor,
-            "the bare SELECTs of the same rows (every column read, nothing decoded) on a connection of its own",
+            "the bare SELECTs of the same rows (every column read, nothing decoded) on a connection of its own, and the same host probes",
         )
         .within(Some(2.0), Some(SNAPSHOT_TARGET_MS), None),
         Row::latency(
