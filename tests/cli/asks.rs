@@ -755,3 +755,61 @@ fn an_agent_that_loads_sessions_resumes_its_own_session_after_the_host_died() {
         "{lines}"
     );
 }
+
+#[test]
+fn a_parked_question_expires_on_time_in_its_live_host_with_nobody_reading_approvals() {
+    let sb = Sandbox::new();
+    sb.declare_stubs(&[("stub", Some(&script(ASK_THEN_LAND)))]);
+    // The turn parks long before the question's deadline: the resident host, not
+    // the unit's waiting tool call, is what must see the deadline pass.
+    sb.run(&["config", "set", "ask-park-window", "100ms"]).ok();
+    sb.run(&["config", "set", "approval-ceiling", "1s"]).ok();
+    let transcript = sb.cwd.join("transcript.log");
+    let child = host(&sb, "default", &transcript);
+    let ask = wait_for(20, "the parked question", || parked_ask(&sb));
+    let id = sb.newest_mission().unwrap();
+    // Waited on through `mission show`, a read that never settles an ask: what
+    // settles it is the host holding the run.
+    let status = wait_for(20, "the mission to come to rest", || {
+        let v = show_json(&sb, &id);
+        (v["status"] != "open").then(|| v["status"].as_str().unwrap().to_string())
+    });
+    assert_eq!(status, "landed", "the resumed run went on to land");
+    let v = show_json(&sb, &id);
+    assert_eq!(v["asks"][0]["id"], ask.as_str());
+    assert_eq!(v["asks"][0]["state"], "expired");
+    assert_eq!(
+        report_summaries(&sb, &id),
+        [
+            "[blocker] Rename the env var too?",
+            "[result] renamed: (none — the question closed without an answer)",
+        ]
+    );
+    kill(child);
+}
+
+#[test]
+fn a_gated_call_expires_on_time_in_its_live_host_with_nobody_reading_approvals() {
+    let sb = Sandbox::new();
+    sb.declare_stubs(&[("stub", Some(&script(GATED_THEN_LAND)))]);
+    gate_envelope(&sb, 1);
+    let transcript = sb.cwd.join("transcript.log");
+    let child = host(&sb, "gate", &transcript);
+    let id = wait_for(20, "the mission", || sb.newest_mission());
+    let status = wait_for(20, "the mission to come to rest", || {
+        let v = show_json(&sb, &id);
+        (v["status"] != "open").then(|| v["status"].as_str().unwrap().to_string())
+    });
+    assert_eq!(status, "stuck", "the on-timeout denial reached the call");
+    let v = show_json(&sb, &id);
+    assert_eq!(v["asks"].as_array().unwrap().len(), 1);
+    assert_eq!(v["asks"][0]["state"], "expired");
+    assert_eq!(
+        report_summaries(&sb, &id),
+        [
+            "[progress] before the call",
+            "[progress] permission 1/1 for rm -rf build: denied",
+        ]
+    );
+    kill(child);
+}
