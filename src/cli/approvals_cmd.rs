@@ -104,7 +104,7 @@ fn settle_then_list(
     }
     if failed > 0 {
         say(format!(
-            "{failed} resume(s) failed; their checkpoints are retained with the failure and retried once the claim goes stale."
+            "{failed} resume(s) failed; their checkpoints are retained with the failure and retried by the next 'missionboard approvals list'."
         ))?;
     }
     Ok((asks.pending(limit)?, asks.pending_count()?))
