@@ -95,8 +95,9 @@ pub fn record(
     Ok(Recorded { parked, resumer })
 }
 
-/// The resuming half of [`answer`].
-async fn resume(
+/// The resuming half of [`answer`], for a surface that shows the answer recorded
+/// before the run it unblocks has finished its turn (the board).
+pub async fn resume(
     paths: &Paths,
     store: &Store,
     ask_id: &str,
