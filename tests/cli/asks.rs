@@ -813,3 +813,51 @@ fn a_gated_call_expires_on_time_in_its_live_host_with_nobody_reading_approvals()
     );
     kill(child);
 }
+
+#[test]
+fn a_slow_resumer_that_still_lives_keeps_its_claim_however_old() {
+    let sb = Sandbox::new();
+    sb.declare_stubs(&[(
+        "stub",
+        Some(&script(
+            r#"{"ask":{"summary":"Go on?","then":[{"report":{"kind":"progress","summary":"resumed: {{answer}}"}},"hang"]}}"#,
+        )),
+    )]);
+    sb.run(&["config", "set", "ask-park-window", "100ms"]).ok();
+    let transcript = sb.cwd.join("transcript.log");
+    let child = host(&sb, "default", &transcript);
+    let ask = wait_for(20, "the parked question", || parked_ask(&sb));
+    kill(child);
+    let id = sb.newest_mission().unwrap();
+    // The answering process resumes the run, and stays in its turn.
+    let mut respond = sb.command(&["approvals", "respond", &ask, "--answer", "yes"]);
+    respond
+        .env("STUB_TRANSCRIPT", &transcript)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null());
+    let resumer = respond.spawn().unwrap();
+    wait_for(20, "the resumed turn", || {
+        report_summaries(&sb, &id)
+            .contains(&"[progress] resumed: yes".to_string())
+            .then_some(())
+    });
+    // Its claim is made a day old: age alone no longer marks it abandoned.
+    let store = missionboard::store::Store::open(&sb.db()).unwrap();
+    let day_ago = missionboard::clock::now_ms() - 24 * 3600 * 1000;
+    let backdated = store
+        .with(|c| {
+            c.execute(
+                "UPDATE checkpoints SET claimed_at = ?2 WHERE ask_id = ?1 AND claimed_at IS NOT NULL",
+                rusqlite::params![ask, day_ago],
+            )
+        })
+        .unwrap();
+    assert_eq!(backdated, 1, "the resumer holds the claim");
+    let mut list = sb.command(&["approvals", "list"]);
+    list.env("STUB_TRANSCRIPT", &transcript);
+    let list = sb.run_with(list).ok();
+    assert!(!list.stdout.contains("Resumed"), "{list:#?}");
+    assert_eq!(resumes(&transcript), 1, "not doubled");
+    kill(resumer);
+    sb.run(&["mission", "stop", &id]).ok();
+}
