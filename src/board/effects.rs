@@ -329,6 +329,41 @@ async fn refire(svc: &Services, mission_id: String) -> Result<String, String> {
     ))
 }
 
+/// How often a board reconciles overdue asks on its own.
+const SETTLE_EVERY: std::time::Duration = std::time::Duration::from_secs(1);
+
+/// While the board is up, asks past their deadline take their on-timeout verdict
+/// and the runs they strand (their host gone) are resumed here, with nobody
+/// reading the approvals; what it resumed is a notice in the status line.
+pub fn spawn_settler(svc: &Services, tx: UnboundedSender<Msg>) -> tokio::task::JoinHandle<()> {
+    let svc = svc.clone();
+    tokio::spawn(async move {
+        loop {
+            let store = svc.fleet.missions().store();
+            match resume::settle_overdue(&svc.paths, store, resume::Stranded::Expired).await {
+                Ok(s) => {
+                    if s.resumed > 0 {
+                        let text = format!(
+                            "resumed {} run(s) an expired ask stranded (their host was gone) in this board",
+                            s.resumed
+                        );
+                        let _ = tx.send(Msg::Toast { text, error: false });
+                    }
+                    if s.failed > 0 {
+                        let text = format!(
+                            "{} resume(s) of runs stranded by an expired ask failed; 'missionboard approvals list' retries them",
+                            s.failed
+                        );
+                        let _ = tx.send(Msg::Toast { text, error: true });
+                    }
+                }
+                Err(e) => tracing::warn!("board: overdue-ask sweep failed: {e:#}"),
+            }
+            tokio::time::sleep(SETTLE_EVERY).await;
+        }
+    })
+}
+
 /// Record the operator's verdict through the one answer path every surface uses
 /// (`approvals respond` too), then resume the run it unblocks: the pane hears
 /// "recorded" as soon as the verdict is durable, and the resume (a run parked under
