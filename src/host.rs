@@ -30,8 +30,24 @@ impl HostId {
         }
     }
 
+    /// `pid@start`: how a record names a host in one column.
     pub fn label(&self) -> String {
         format!("{}@{}", self.pid, self.start)
+    }
+
+    /// The host a [`HostId::label`] names (`None`: not a label).
+    pub fn from_label(label: &str) -> Option<HostId> {
+        let (pid, start) = label.split_once('@')?;
+        Some(HostId {
+            pid: pid.parse().ok()?,
+            start: start.to_string(),
+        })
+    }
+
+    /// Is the host a label names still running? A claim no live process can be
+    /// shown to hold (an unreadable label) is nobody's.
+    pub fn label_is_alive(label: &str) -> bool {
+        HostId::from_label(label).is_some_and(|h| h.is_alive())
     }
 }
 

@@ -36,9 +36,6 @@ pub(crate) const SCHEMA_V7: &str = "
 ALTER TABLE checkpoints ADD COLUMN parked_at INTEGER;
 UPDATE checkpoints SET parked_at = created_at;";
 
-/// A claim older than this is presumed abandoned by a resumer that died mid-way.
-pub const CLAIM_STALE_MS: i64 = 10 * 60 * 1000;
-
 /// One parked run.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Checkpoint {
@@ -143,13 +140,13 @@ impl Asks {
     }
 
     /// Runs whose ask is already resolved (answered, decided or expired) and
-    /// nobody is resuming (the stranded ones `approvals list` reconciles).
+    /// nobody is resuming: unclaimed, or claimed by a resumer that is gone (the
+    /// stranded ones `approvals list` reconciles).
     pub fn stranded_checkpoints(&self) -> Result<Vec<Checkpoint>, AskError> {
-        let stale = clock::now_ms() - CLAIM_STALE_MS;
-        Ok(self.store.with(|c| {
+        let rows: Vec<(Checkpoint, Option<String>)> = self.store.with(|c| {
             let mut s = c.prepare_cached(&format!(
-                "SELECT {} FROM checkpoints k JOIN asks a ON a.id = k.ask_id
-                 WHERE a.state != 'pending' AND (k.claimed_at IS NULL OR k.claimed_at < ?1)
+                "SELECT {}, k.claimed_by FROM checkpoints k JOIN asks a ON a.id = k.ask_id
+                 WHERE a.state != 'pending'
                  ORDER BY k.created_at LIMIT 200",
                 COLUMNS
                     .split(", ")
@@ -157,8 +154,14 @@ impl Asks {
                     .collect::<Vec<_>>()
                     .join(", ")
             ))?;
-            s.query_map(params![stale], from_row)?.collect()
-        })?)
+            s.query_map([], |r| Ok((from_row(r)?, r.get(10)?)))?
+                .collect()
+        })?;
+        Ok(rows
+            .into_iter()
+            .filter(|(cp, by)| cp.claimed_at.is_none() || !claimer_lives(by.as_deref()))
+            .map(|(cp, _)| cp)
+            .collect())
     }
 
     /// Runs a resumer has claimed (and may never have finished), oldest first.
@@ -171,16 +174,33 @@ impl Asks {
         })?)
     }
 
-    /// Claim the right to resume a parked run. Exactly one claimer wins; a claim
-    /// left stale by a dead resumer can be taken over.
+    /// Claim the right to resume a parked run. Exactly one claimer wins. A claim
+    /// stands for as long as its claimer lives, however slow its resume: only the
+    /// claim of a resumer that is gone (its pid and start time no longer a running
+    /// process) is taken over, guarded on that very claim still being the one held,
+    /// so a dead claim is taken over exactly once too.
     pub fn claim_checkpoint(&self, ask_id: &str) -> Result<bool, AskError> {
         let now = clock::now_ms();
         let by = HostId::current().label();
+        let held_by: Option<Option<String>> = self.store.with(|c| {
+            c.query_row(
+                "SELECT claimed_by FROM checkpoints WHERE ask_id = ?1 AND claimed_at IS NOT NULL",
+                params![ask_id],
+                |r| r.get(0),
+            )
+            .optional()
+        })?;
+        // `None`: unclaimed when read; the guard below still refuses a claim made since.
+        let dead_claim = match held_by {
+            Some(by) if claimer_lives(by.as_deref()) => return Ok(false),
+            Some(by) => Some(by.unwrap_or_default()),
+            None => None,
+        };
         let changed = self.store.with(|c| {
             c.execute(
                 "UPDATE checkpoints SET claimed_at = ?2, claimed_by = ?3, updated_at = ?2
-                 WHERE ask_id = ?1 AND (claimed_at IS NULL OR claimed_at < ?4)",
-                params![ask_id, now, by, now - CLAIM_STALE_MS],
+                 WHERE ask_id = ?1 AND (claimed_at IS NULL OR COALESCE(claimed_by, '') = ?4)",
+                params![ask_id, now, by, dead_claim],
             )
         })?;
         Ok(changed == 1)
@@ -215,6 +235,12 @@ impl Asks {
         })?;
         Ok(())
     }
+}
+
+/// Does the process that claimed a run still live? (A claim without a claimer's
+/// label is nobody's.)
+fn claimer_lives(claimed_by: Option<&str>) -> bool {
+    claimed_by.is_some_and(HostId::label_is_alive)
 }
 
 #[cfg(test)]
@@ -253,6 +279,71 @@ mod tests {
         assert_eq!(wins, 1);
         asks.drop_checkpoint(&ask.id).unwrap();
         assert!(asks.checkpoint(&ask.id).unwrap().is_none());
+    }
+
+    /// A parked question whose checkpoint is claimed by `claimed_by`, `claimed_at`.
+    fn claimed_by(claimer: &str, claimed_at: i64) -> (tempfile::TempDir, Asks, String) {
+        let dir = tempfile::tempdir().unwrap();
+        let asks = Asks::new(Store::open(&dir.path().join("b.db")).unwrap());
+        let ask = asks
+            .raise(NewAsk {
+                tools_name: QUESTION_TOOLS.into(),
+                tool_name: QUESTION_TOOL.into(),
+                args_summary: "q".into(),
+                mission_id: Some("m".into()),
+                checkpoint_cwd: Some("/".into()),
+                ..Default::default()
+            })
+            .unwrap();
+        asks.store
+            .with(|c| {
+                c.execute(
+                    "UPDATE checkpoints SET claimed_at = ?2, claimed_by = ?3 WHERE ask_id = ?1",
+                    params![ask.id, claimed_at, claimer],
+                )
+            })
+            .unwrap();
+        (dir, asks, ask.id)
+    }
+
+    #[test]
+    fn a_live_claimers_claim_stands_however_old_it_is() {
+        // Claimed a day ago by a process that still runs (this one): a slow resume,
+        // not an abandoned one.
+        let day_ago = clock::now_ms() - 24 * 3600 * 1000;
+        let (_dir, asks, id) = claimed_by(&HostId::current().label(), day_ago);
+        assert!(!asks.claim_checkpoint(&id).unwrap());
+        assert!(!asks.claim_for_delivery(&id).unwrap());
+        assert!(asks.checkpoint(&id).unwrap().is_some(), "still held");
+        asks.respond(&id, false).unwrap();
+        assert!(
+            asks.stranded_checkpoints().unwrap().is_empty(),
+            "not stranded"
+        );
+    }
+
+    #[test]
+    fn a_dead_claimers_fresh_claim_is_taken_over_exactly_once() {
+        let me = HostId::current();
+        let gone = HostId {
+            pid: me.pid,
+            start: "0".into(),
+        };
+        let (_dir, asks, id) = claimed_by(&gone.label(), clock::now_ms());
+        asks.respond(&id, false).unwrap();
+        let stranded = asks.stranded_checkpoints().unwrap();
+        assert_eq!(stranded.len(), 1, "its resumer is gone: stranded");
+        let wins: usize = (0..8)
+            .map(|_| {
+                let (a, id) = (asks.clone(), id.clone());
+                std::thread::spawn(move || a.claim_checkpoint(&id).unwrap())
+            })
+            .map(|h| h.join().unwrap() as usize)
+            .sum();
+        assert_eq!(wins, 1);
+        // The winner lives: its claim stands in turn.
+        assert!(!asks.claim_checkpoint(&id).unwrap());
+        assert!(asks.stranded_checkpoints().unwrap().is_empty());
     }
 
     #[test]

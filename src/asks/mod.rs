@@ -205,6 +205,11 @@ impl Ask {
     pub fn is_pending(&self) -> bool {
         self.state == AskState::Pending
     }
+
+    /// Pending past its deadline: its on-timeout verdict is due.
+    pub fn is_overdue(&self, now_ms: i64) -> bool {
+        self.is_pending() && self.expires_at > 0 && self.expires_at <= now_ms
+    }
 }
 
 /// What a raiser supplies.
@@ -596,6 +601,18 @@ impl Asks {
         Ok(swept)
     }
 
+    /// The ask as it stands once its deadline is honoured: an overdue row is
+    /// settled (with every other overdue one) before it is returned. Whoever watches
+    /// a pending ask — the host waiting on it, a sweep — settles it through here, so
+    /// a deadline acts on time without anyone reading the approvals.
+    pub fn settle_if_overdue(&self, ask: Ask) -> Result<Ask, AskError> {
+        if !ask.is_overdue(clock::now_ms()) {
+            return Ok(ask);
+        }
+        self.sweep_expired()?;
+        self.require(&ask.id)
+    }
+
     /// Deny every pending ask of a mission (`mission stop`); returns the closed ids.
     /// Rows resolved concurrently are skipped, never overwritten.
     pub fn abandon_mission(&self, mission_id: &str) -> Result<Vec<String>, AskError> {
@@ -643,9 +660,9 @@ impl Asks {
             if !row.is_pending() {
                 break Ok(row);
             }
-            if row.expires_at > 0 && row.expires_at <= clock::now_ms() {
+            if row.is_overdue(clock::now_ms()) {
                 let asks = self.clone();
-                if let Err(e) = crate::store::blocking(move || asks.sweep_expired()).await {
+                if let Err(e) = crate::store::blocking(move || asks.settle_if_overdue(row)).await {
                     break Err(e);
                 }
                 continue;

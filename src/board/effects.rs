@@ -71,6 +71,9 @@ pub fn spawn(effect: Effect, svc: &Services, tx: UnboundedSender<Msg>) {
                 let _ = tx.send(Msg::Fired(fire(&svc.fleet, &r, &labels).await));
             });
         }
+        Effect::Verdict { ask_id, verdict } => {
+            tokio::spawn(async move { answer_then_resume(svc, ask_id, verdict, tx).await });
+        }
         other => {
             tokio::spawn(async move {
                 let done = crate::store::blocking(move || execute_blocking(other, &svc)).await;
@@ -326,36 +329,140 @@ async fn refire(svc: &Services, mission_id: String) -> Result<String, String> {
     ))
 }
 
-/// Record the operator's verdict through the one answer path every surface uses
-/// (`approvals respond` too): a run parked under the ask whose host is gone is
-/// resumed here, in the board's process, and driven to the end of its turn.
-fn answer(svc: &Services, ask_id: &str, verdict: &OperatorVerdict) -> Result<String, String> {
-    let store = svc.fleet.missions().store();
-    let answering = resume::answer(&svc.paths, store, ask_id, Answerer::Operator(verdict));
-    // On the board this runs on a blocking thread of the board's runtime; a caller
-    // with no runtime around (a test of the update loop) gets a private one.
-    let after = match tokio::runtime::Handle::try_current() {
-        Ok(board) => board.block_on(answering),
-        Err(_) => crate::runtime::multi_thread()
-            .map_err(|e| e.to_string())?
-            .block_on(answering),
-    }
-    .map_err(|e| format!("{e:#}"))?;
-    let id = short(ask_id);
-    let done = match verdict {
-        OperatorVerdict::Approve => format!("approved ask {id}"),
-        OperatorVerdict::Deny => format!("denied ask {id}"),
-        OperatorVerdict::Answer(_) => format!("answer sent to ask {id}"),
-    };
-    Ok(match after {
-        Afterwards::NothingParked | Afterwards::HostResumes => done,
-        Afterwards::ResumedHere => {
-            format!("{done}; its run's host was gone, so this board resumed it")
-        }
-        Afterwards::SettledHere => {
-            format!("{done}; its run's host was gone and nothing was left to run: settled here")
+/// How often a board reconciles overdue asks on its own.
+const SETTLE_EVERY: std::time::Duration = std::time::Duration::from_secs(1);
+
+/// While the board is up, asks past their deadline take their on-timeout verdict
+/// and the runs they strand (their host gone) are resumed here, with nobody
+/// reading the approvals; what it resumed is a notice in the status line.
+pub fn spawn_settler(svc: &Services, tx: UnboundedSender<Msg>) -> tokio::task::JoinHandle<()> {
+    let svc = svc.clone();
+    tokio::spawn(async move {
+        loop {
+            let store = svc.fleet.missions().store();
+            match resume::settle_overdue(&svc.paths, store, resume::Stranded::Expired).await {
+                Ok(s) => {
+                    if s.resumed > 0 {
+                        let text = format!(
+                            "resumed {} run(s) an expired ask stranded (their host was gone) in this board",
+                            s.resumed
+                        );
+                        let _ = tx.send(Msg::Toast { text, error: false });
+                    }
+                    if s.failed > 0 {
+                        let text = format!(
+                            "{} resume(s) of runs stranded by an expired ask failed; 'missionboard approvals list' retries them",
+                            s.failed
+                        );
+                        let _ = tx.send(Msg::Toast { text, error: true });
+                    }
+                }
+                Err(e) => tracing::warn!("board: overdue-ask sweep failed: {e:#}"),
+            }
+            tokio::time::sleep(SETTLE_EVERY).await;
         }
     })
+}
+
+/// Record the operator's verdict through the one answer path every surface uses
+/// (`approvals respond` too), then resume the run it unblocks: the pane hears
+/// "recorded" as soon as the verdict is durable, and the resume (a run parked under
+/// the ask whose host is gone resumes in the board's process, to the end of its
+/// turn) goes on in the background, its outcome a notice in the status line.
+async fn answer_then_resume(
+    svc: Services,
+    ask_id: String,
+    verdict: OperatorVerdict,
+    tx: UnboundedSender<Msg>,
+) {
+    let (s, id, v) = (svc.clone(), ask_id.clone(), verdict.clone());
+    let recorded = crate::store::blocking(move || record(&s, &id, &v)).await;
+    let recorded = match recorded {
+        Ok(r) => r,
+        Err(e) => {
+            let _ = tx.send(Msg::VerdictDone {
+                ask_id,
+                result: Err(e),
+            });
+            return;
+        }
+    };
+    let _ = tx.send(Msg::VerdictDone {
+        ask_id: ask_id.clone(),
+        result: Ok(recorded_text(&ask_id, &verdict)),
+    });
+    let store = svc.fleet.missions().store();
+    let after = resume::resume(&svc.paths, store, &ask_id, recorded).await;
+    if let Some((text, error)) = resumed_notice(&ask_id, after) {
+        let _ = tx.send(Msg::Toast { text, error });
+    }
+}
+
+/// The recording half, with this board's ask service (so a waiter in this
+/// process is woken at once).
+fn record(
+    svc: &Services,
+    ask_id: &str,
+    verdict: &OperatorVerdict,
+) -> Result<resume::Recorded, String> {
+    resume::record(
+        &svc.paths,
+        svc.fleet.asks(),
+        ask_id,
+        Answerer::Operator(verdict),
+    )
+    .map_err(|e| format!("{e:#}"))
+}
+
+/// [`answer_then_resume`] in one call, for a caller that runs effects synchronously
+/// (a test of the update loop; a caller with no runtime around gets a private
+/// one): the resume's notice folds into the line.
+fn answer(svc: &Services, ask_id: &str, verdict: &OperatorVerdict) -> Result<String, String> {
+    let recorded = record(svc, ask_id, verdict)?;
+    let store = svc.fleet.missions().store();
+    let resuming = resume::resume(&svc.paths, store, ask_id, recorded);
+    let after = match tokio::runtime::Handle::try_current() {
+        Ok(board) => board.block_on(resuming),
+        Err(_) => crate::runtime::multi_thread()
+            .map_err(|e| e.to_string())?
+            .block_on(resuming),
+    };
+    let done = recorded_text(ask_id, verdict);
+    match resumed_notice(ask_id, after) {
+        None => Ok(done),
+        Some((notice, false)) => Ok(format!("{done}; {notice}")),
+        Some((notice, true)) => Err(format!("{done}; {notice}")),
+    }
+}
+
+fn recorded_text(ask_id: &str, verdict: &OperatorVerdict) -> String {
+    let id = short(ask_id);
+    match verdict {
+        OperatorVerdict::Approve => format!("approved ask {id}"),
+        OperatorVerdict::Deny => format!("denied ask {id}"),
+        OperatorVerdict::Answer(_) => format!("answer recorded for ask {id}"),
+    }
+}
+
+/// What the status line says of the resume, when there is anything to say
+/// (`true`: an error).
+fn resumed_notice(ask_id: &str, after: anyhow::Result<Afterwards>) -> Option<(String, bool)> {
+    let id = short(ask_id);
+    match after {
+        Ok(Afterwards::NothingParked | Afterwards::HostResumes) => None,
+        Ok(Afterwards::ResumedHere) => Some((
+            format!("ask {id}: its run's host was gone, so this board resumed it"),
+            false,
+        )),
+        Ok(Afterwards::SettledHere) => Some((
+            format!("ask {id}: its run's host was gone and nothing was left to run: settled here"),
+            false,
+        )),
+        Err(e) => Some((
+            format!("ask {id}: the answer is recorded, but resuming its run failed: {e:#}"),
+            true,
+        )),
+    }
 }
 
 /// Everything the picker lists, read afresh (the search path is never cached).

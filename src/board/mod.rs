@@ -117,6 +117,7 @@ async fn host(paths: Paths, demo: bool) -> anyhow::Result<i32> {
     let (theme, symbols) = theme::from_env();
     let (tx, rx) = mpsc::unbounded_channel::<Msg>();
     let svc = Services::new(paths.clone(), fleet.clone());
+    let settler = effects::spawn_settler(&svc, tx.clone());
 
     let mut term = TerminalGuard::enter()?;
     let size = term.terminal.size()?;
@@ -128,6 +129,7 @@ async fn host(paths: Paths, demo: bool) -> anyhow::Result<i32> {
         tokio::spawn(demo::fire_all(fleet.clone(), tx.clone()));
     }
     let result = event_loop(&mut term, &mut model, &svc, tx, rx, query_tx, snap_rx).await;
+    settler.abort();
     term.leave();
     // The store thread ends once the query sender is gone (dropped by the loop).
     let _ = tokio::task::spawn_blocking(move || store_thread.join()).await;

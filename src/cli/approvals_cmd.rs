@@ -87,16 +87,20 @@ fn settle_then_list(
             outln!("{line}")
         }
     };
-    let asks = Asks::new(store.clone());
-    let swept = asks.sweep_expired()?;
-    if !swept.is_empty() {
+    let resume::Settled {
+        expired,
+        resumed,
+        failed,
+    } = crate::runtime::multi_thread()?.block_on(resume::settle_overdue(
+        &ctx.paths,
+        &store,
+        resume::Stranded::All,
+    ))?;
+    if expired > 0 {
         say(format!(
-            "Swept {} expired ask(s) to their on-timeout verdict.\n",
-            swept.len()
+            "Swept {expired} expired ask(s) to their on-timeout verdict.\n"
         ))?;
     }
-    let (resumed, failed) =
-        crate::runtime::multi_thread()?.block_on(resume::resume_stranded(&ctx.paths, &store))?;
     if resumed > 0 {
         say(format!(
             "Resumed {resumed} stranded run(s) to completion in this process."
@@ -104,9 +108,10 @@ fn settle_then_list(
     }
     if failed > 0 {
         say(format!(
-            "{failed} resume(s) failed; their checkpoints are retained with the failure and retried once the claim goes stale."
+            "{failed} resume(s) failed; their checkpoints are retained with the failure and retried by the next 'missionboard approvals list'."
         ))?;
     }
+    let asks = Asks::new(store);
     Ok((asks.pending(limit)?, asks.pending_count()?))
 }
 

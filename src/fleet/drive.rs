@@ -248,7 +248,10 @@ impl Drive {
             let ask_id = cp.ask_id.clone();
             let claimed = self
                 .store(move |r| {
+                    // Past its deadline, the question takes its on-timeout verdict
+                    // here: nobody else need be reading the approvals.
                     let ask = r.asks.require(&ask_id).ok()?;
+                    let ask = r.asks.settle_if_overdue(ask).ok()?;
                     let claim =
                         !ask.is_pending() && r.asks.claim_checkpoint(&ask_id).unwrap_or(false);
                     claim.then_some(ask)

@@ -95,8 +95,9 @@ pub fn record(
     Ok(Recorded { parked, resumer })
 }
 
-/// The resuming half of [`answer`].
-async fn resume(
+/// The resuming half of [`answer`], for a surface that shows the answer recorded
+/// before the run it unblocks has finished its turn (the board).
+pub async fn resume(
     paths: &Paths,
     store: &Store,
     ask_id: &str,
@@ -130,15 +131,68 @@ async fn resume(
     })
 }
 
-/// Resume every answered run whose host is gone (what `approvals list` reconciles).
-/// Returns (resumed, failed).
-pub async fn resume_stranded(paths: &Paths, store: &Store) -> anyhow::Result<(usize, usize)> {
+/// What [`settle_overdue`] did.
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub struct Settled {
+    /// Asks past their deadline that took their on-timeout verdict.
+    pub expired: usize,
+    /// Runs whose host is gone, resumed (and driven to the end of their turn) here.
+    pub resumed: usize,
+    pub failed: usize,
+}
+
+/// Which stranded runs a sweep resumes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Stranded {
+    /// Every resolved run whose host is gone (`approvals list`).
+    All,
+    /// Only those whose ask expired: an answered one is its answerer's to resume
+    /// (a board sweeping on its own leaves its own answers to its answer path).
+    Expired,
+}
+
+/// The reconciling sweep: every ask past its deadline takes its on-timeout verdict,
+/// and the resolved runs `which` names whose host is gone are resumed here. What
+/// `approvals list` runs, and a board runs on its own while it is up, so an expiry
+/// acts without anyone reading the approvals (a live host settles its own runs as
+/// it waits).
+pub async fn settle_overdue(
+    paths: &Paths,
+    store: &Store,
+    which: Stranded,
+) -> anyhow::Result<Settled> {
     let asks = Asks::new(store.clone());
-    let stranded: Vec<_> = asks
-        .stranded_checkpoints()?
-        .into_iter()
-        .filter(|cp| !cp.host.is_alive())
-        .collect();
+    let expired = blocking_in_place(|| asks.sweep_expired())?.len();
+    let (resumed, failed) = resume_stranded(paths, store, which).await?;
+    Ok(Settled {
+        expired,
+        resumed,
+        failed,
+    })
+}
+
+/// Resume every answered run whose host is gone. Returns (resumed, failed).
+async fn resume_stranded(
+    paths: &Paths,
+    store: &Store,
+    which: Stranded,
+) -> anyhow::Result<(usize, usize)> {
+    let asks = Asks::new(store.clone());
+    let stranded: Vec<_> = blocking_in_place(|| -> anyhow::Result<Vec<_>> {
+        let mut out = Vec::new();
+        for cp in asks.stranded_checkpoints()? {
+            let wanted = match which {
+                Stranded::All => true,
+                Stranded::Expired => asks
+                    .get(&cp.ask_id)?
+                    .is_some_and(|a| a.state == crate::asks::AskState::Expired),
+            };
+            if wanted && !cp.host.is_alive() {
+                out.push(cp);
+            }
+        }
+        Ok(out)
+    })?;
     if stranded.is_empty() {
         return Ok((0, 0));
     }

@@ -755,3 +755,109 @@ fn an_agent_that_loads_sessions_resumes_its_own_session_after_the_host_died() {
         "{lines}"
     );
 }
+
+#[test]
+fn a_parked_question_expires_on_time_in_its_live_host_with_nobody_reading_approvals() {
+    let sb = Sandbox::new();
+    sb.declare_stubs(&[("stub", Some(&script(ASK_THEN_LAND)))]);
+    // The turn parks long before the question's deadline: the resident host, not
+    // the unit's waiting tool call, is what must see the deadline pass.
+    sb.run(&["config", "set", "ask-park-window", "100ms"]).ok();
+    sb.run(&["config", "set", "approval-ceiling", "1s"]).ok();
+    let transcript = sb.cwd.join("transcript.log");
+    let child = host(&sb, "default", &transcript);
+    let ask = wait_for(20, "the parked question", || parked_ask(&sb));
+    let id = sb.newest_mission().unwrap();
+    // Waited on through `mission show`, a read that never settles an ask: what
+    // settles it is the host holding the run.
+    let status = wait_for(20, "the mission to come to rest", || {
+        let v = show_json(&sb, &id);
+        (v["status"] != "open").then(|| v["status"].as_str().unwrap().to_string())
+    });
+    assert_eq!(status, "landed", "the resumed run went on to land");
+    let v = show_json(&sb, &id);
+    assert_eq!(v["asks"][0]["id"], ask.as_str());
+    assert_eq!(v["asks"][0]["state"], "expired");
+    assert_eq!(
+        report_summaries(&sb, &id),
+        [
+            "[blocker] Rename the env var too?",
+            "[result] renamed: (none — the question closed without an answer)",
+        ]
+    );
+    kill(child);
+}
+
+#[test]
+fn a_gated_call_expires_on_time_in_its_live_host_with_nobody_reading_approvals() {
+    let sb = Sandbox::new();
+    sb.declare_stubs(&[("stub", Some(&script(GATED_THEN_LAND)))]);
+    gate_envelope(&sb, 1);
+    let transcript = sb.cwd.join("transcript.log");
+    let child = host(&sb, "gate", &transcript);
+    let id = wait_for(20, "the mission", || sb.newest_mission());
+    let status = wait_for(20, "the mission to come to rest", || {
+        let v = show_json(&sb, &id);
+        (v["status"] != "open").then(|| v["status"].as_str().unwrap().to_string())
+    });
+    assert_eq!(status, "stuck", "the on-timeout denial reached the call");
+    let v = show_json(&sb, &id);
+    assert_eq!(v["asks"].as_array().unwrap().len(), 1);
+    assert_eq!(v["asks"][0]["state"], "expired");
+    assert_eq!(
+        report_summaries(&sb, &id),
+        [
+            "[progress] before the call",
+            "[progress] permission 1/1 for rm -rf build: denied",
+        ]
+    );
+    kill(child);
+}
+
+#[test]
+fn a_slow_resumer_that_still_lives_keeps_its_claim_however_old() {
+    let sb = Sandbox::new();
+    sb.declare_stubs(&[(
+        "stub",
+        Some(&script(
+            r#"{"ask":{"summary":"Go on?","then":[{"report":{"kind":"progress","summary":"resumed: {{answer}}"}},"hang"]}}"#,
+        )),
+    )]);
+    sb.run(&["config", "set", "ask-park-window", "100ms"]).ok();
+    let transcript = sb.cwd.join("transcript.log");
+    let child = host(&sb, "default", &transcript);
+    let ask = wait_for(20, "the parked question", || parked_ask(&sb));
+    kill(child);
+    let id = sb.newest_mission().unwrap();
+    // The answering process resumes the run, and stays in its turn.
+    let mut respond = sb.command(&["approvals", "respond", &ask, "--answer", "yes"]);
+    respond
+        .env("STUB_TRANSCRIPT", &transcript)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null());
+    let resumer = respond.spawn().unwrap();
+    wait_for(20, "the resumed turn", || {
+        report_summaries(&sb, &id)
+            .contains(&"[progress] resumed: yes".to_string())
+            .then_some(())
+    });
+    // Its claim is made a day old: age alone no longer marks it abandoned.
+    let store = missionboard::store::Store::open(&sb.db()).unwrap();
+    let day_ago = missionboard::clock::now_ms() - 24 * 3600 * 1000;
+    let backdated = store
+        .with(|c| {
+            c.execute(
+                "UPDATE checkpoints SET claimed_at = ?2 WHERE ask_id = ?1 AND claimed_at IS NOT NULL",
+                rusqlite::params![ask, day_ago],
+            )
+        })
+        .unwrap();
+    assert_eq!(backdated, 1, "the resumer holds the claim");
+    let mut list = sb.command(&["approvals", "list"]);
+    list.env("STUB_TRANSCRIPT", &transcript);
+    let list = sb.run_with(list).ok();
+    assert!(!list.stdout.contains("Resumed"), "{list:#?}");
+    assert_eq!(resumes(&transcript), 1, "not doubled");
+    kill(resumer);
+    sb.run(&["mission", "stop", &id]).ok();
+}

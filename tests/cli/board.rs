@@ -637,6 +637,115 @@ fn tmux_a_board_answer_resumes_a_parked_run_whose_host_is_gone() {
     assert!(screen.contains("EXITED:0"), "{screen}");
 }
 
+/// The stub asks, and once answered reports the answer and hangs in that turn.
+const ASK_THEN_HANG: &str = r#"{"name":"t","turns":[{"steps":[{"ask":{"summary":"Rename the env var too?","then":[{"report":{"kind":"progress","summary":"resumed: {{answer}}"}},"hang"]}}]}]}"#;
+
+/// The pane says the answer is recorded once it is durable, while the run it
+/// unblocks (resumed in the board's process, its host being gone) is still in its
+/// turn; the resume's outcome arrives later as a notice.
+#[test]
+fn tmux_a_board_answer_is_recorded_at_once_while_its_resume_runs_on() {
+    assert!(
+        tmux_available(),
+        "tmux drives the board in this test (apt-get install tmux)"
+    );
+    let sb = Sandbox::new();
+    sb.declare_stubs(&[("stub", Some(ASK_THEN_HANG))]);
+    sb.run(&["config", "set", "ask-park-window", "200ms"]).ok();
+    let mut host = sb.command(&[
+        "mission", "fire", "stub", "rename", "--wait", "--policy", "default",
+    ]);
+    host.stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null());
+    let mut host = host.spawn().unwrap();
+    let id = wait_for(20, "the mission", || sb.newest_mission());
+    wait_for(20, "the parked question", || parked_ask_of(&sb, &id));
+    host.kill().unwrap();
+    host.wait().unwrap();
+
+    let tmux = board_in_tmux(&sb, "mb-board-recorded", "", "board");
+    tmux.wait_screen(30, "the parked question on the board", |s| {
+        s.contains("Rename the env var too?")
+    });
+    tmux.keys(&["2"]);
+    tmux.keys(&["Enter"]);
+    tmux.wait_screen(10, "the answer pane", |s| s.contains("your answer"));
+    tmux.literal("yes");
+    tmux.wait_screen(10, "the typed answer", |s| s.contains("yes"));
+    tmux.keys(&["C-s"]);
+    let resumed = |sb: &Sandbox| {
+        let show = sb.run(&["mission", "reports", &id]).ok();
+        show.stdout.contains("resumed: yes")
+    };
+    wait_for(30, "the resumed turn", || resumed(&sb).then_some(()));
+    // The resumed turn hangs: the pane has long said what it is sure of.
+    let screen = tmux.wait_screen(10, "the answer recorded", |s| {
+        s.contains("answer recorded for ask")
+    });
+    assert!(!screen.contains("sending…"), "{screen}");
+    let show = sb.run(&["mission", "show", &id, "--json"]).ok();
+    let v: serde_json::Value = serde_json::from_str(&show.stdout).unwrap();
+    assert_eq!(v["status"], "open", "its turn is still running: {v:#}");
+    // Its turn ends when the mission is stopped: the resume's outcome is a notice.
+    sb.run(&["mission", "stop", &id]).ok();
+    tmux.wait_screen(30, "the resume's notice", |s| {
+        s.contains("this board resumed it")
+    });
+    let screen = tmux.quit();
+    assert!(screen.contains("EXITED:0"), "{screen}");
+}
+
+/// A gated call whose host died expires while a board is up: the board applies the
+/// on-timeout denial and settles the run on its own, with nobody reading approvals.
+#[test]
+fn tmux_a_board_settles_a_run_stranded_by_an_expired_ask_on_its_own() {
+    assert!(
+        tmux_available(),
+        "tmux drives the board in this test (apt-get install tmux)"
+    );
+    let sb = Sandbox::new();
+    sb.declare_stubs(&[(
+        "stub",
+        Some(
+            r#"{"name":"t","turns":[{"steps":[{"permission":{"title":"rm -rf build","kind":"execute","report":true,"on_deny":"finish_stuck"}},{"finish":"landed"}]}]}"#,
+        ),
+    )]);
+    sb.write(
+        &sb.home.join("hitl-policy-gate.json"),
+        r#"{"default_action":"allow","rules":[{"tools":"local_shell","tool":"local_shell","action":"approve","timeout_s":2}]}"#,
+    );
+    let mut host = sb.command(&[
+        "mission", "fire", "stub", "clean", "--wait", "--policy", "gate",
+    ]);
+    host.stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null());
+    let mut host = host.spawn().unwrap();
+    let id = wait_for(20, "the mission", || sb.newest_mission());
+    let pending = |sb: &Sandbox| -> serde_json::Value {
+        let show = sb.run(&["mission", "show", &id, "--json"]).ok();
+        serde_json::from_str(&show.stdout).unwrap()
+    };
+    wait_for(20, "the permission ask", || {
+        (!pending(&sb)["pendingAsks"].as_array().unwrap().is_empty()).then_some(())
+    });
+    host.kill().unwrap();
+    host.wait().unwrap();
+
+    let tmux = board_in_tmux(&sb, "mb-board-settles", "", "board");
+    // Waited on through `mission show`, a read that never settles an ask.
+    let v = wait_for(30, "the run to be settled", || {
+        let v = pending(&sb);
+        (v["status"] != "open").then_some(v)
+    });
+    assert_eq!(v["status"], "stuck", "{v:#}");
+    assert_eq!(v["asks"][0]["state"], "expired", "{v:#}");
+    tmux.wait_screen(10, "the board's notice", |s| {
+        s.contains("an expired ask stranded")
+    });
+    let screen = tmux.quit();
+    assert!(screen.contains("EXITED:0"), "{screen}");
+}
+
 /// A screen with its clock taken out: ages tick while the test looks.
 fn without_ages(screen: &str) -> String {
     let mut out = String::new();
