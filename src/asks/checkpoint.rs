@@ -249,8 +249,9 @@ mod tests {
     use crate::asks::{NewAsk, QUESTION_TOOL, QUESTION_TOOLS};
     use crate::store::Store;
 
-    #[test]
-    fn a_claim_is_won_exactly_once() {
+    /// A fresh store holding one question of mission `m`, its checkpoint written
+    /// with it.
+    fn question() -> (tempfile::TempDir, Asks, crate::asks::Ask) {
         let dir = tempfile::tempdir().unwrap();
         let asks = Asks::new(Store::open(&dir.path().join("b.db")).unwrap());
         let ask = asks
@@ -263,6 +264,12 @@ mod tests {
                 ..Default::default()
             })
             .unwrap();
+        (dir, asks, ask)
+    }
+
+    #[test]
+    fn a_claim_is_won_exactly_once() {
+        let (_dir, asks, ask) = question();
         let cp = asks
             .checkpoint(&ask.id)
             .unwrap()
@@ -283,18 +290,7 @@ mod tests {
 
     /// A parked question whose checkpoint is claimed by `claimed_by`, `claimed_at`.
     fn claimed_by(claimer: &str, claimed_at: i64) -> (tempfile::TempDir, Asks, String) {
-        let dir = tempfile::tempdir().unwrap();
-        let asks = Asks::new(Store::open(&dir.path().join("b.db")).unwrap());
-        let ask = asks
-            .raise(NewAsk {
-                tools_name: QUESTION_TOOLS.into(),
-                tool_name: QUESTION_TOOL.into(),
-                args_summary: "q".into(),
-                mission_id: Some("m".into()),
-                checkpoint_cwd: Some("/".into()),
-                ..Default::default()
-            })
-            .unwrap();
+        let (dir, asks, ask) = question();
         asks.store
             .with(|c| {
                 c.execute(

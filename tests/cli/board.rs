@@ -586,6 +586,24 @@ fn tmux_a_question_notifies_and_quitting_a_host_asks_and_can_stop_its_missions()
     assert_eq!(v["statusReason"], "done for today", "{v:#}");
 }
 
+/// Fire the declared `stub` (its script asks a question) from a host process, wait
+/// until its run is parked on that question, then kill the host: the mission id and
+/// the ask id, for a board to pick up.
+fn parked_on_a_dead_host(sb: &Sandbox) -> (String, String) {
+    sb.run(&["config", "set", "ask-park-window", "200ms"]).ok();
+    let mut host = sb.command(&[
+        "mission", "fire", "stub", "rename", "--wait", "--policy", "default",
+    ]);
+    host.stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null());
+    let mut host = host.spawn().unwrap();
+    let id = wait_for(20, "the mission", || sb.newest_mission());
+    let ask = wait_for(20, "the parked question", || parked_ask_of(sb, &id));
+    host.kill().unwrap();
+    host.wait().unwrap();
+    (id, ask)
+}
+
 /// The one answer path on the board: a run parked under a question whose host was
 /// killed resumes in the board's own process when the board answers it, and lands.
 #[test]
@@ -596,17 +614,7 @@ fn tmux_a_board_answer_resumes_a_parked_run_whose_host_is_gone() {
     );
     let sb = Sandbox::new();
     sb.declare_stubs(&[("stub", Some(ASK_THEN_LAND))]);
-    sb.run(&["config", "set", "ask-park-window", "200ms"]).ok();
-    let mut host = sb.command(&[
-        "mission", "fire", "stub", "rename", "--wait", "--policy", "default",
-    ]);
-    host.stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::null());
-    let mut host = host.spawn().unwrap();
-    let id = wait_for(20, "the mission", || sb.newest_mission());
-    let ask = wait_for(20, "the parked question", || parked_ask_of(&sb, &id));
-    host.kill().unwrap();
-    host.wait().unwrap();
+    let (id, ask) = parked_on_a_dead_host(&sb);
 
     let tmux = board_in_tmux(&sb, "mb-board-resume", "", "board");
     tmux.wait_screen(30, "the parked question on the board", |s| {
@@ -651,17 +659,7 @@ fn tmux_a_board_answer_is_recorded_at_once_while_its_resume_runs_on() {
     );
     let sb = Sandbox::new();
     sb.declare_stubs(&[("stub", Some(ASK_THEN_HANG))]);
-    sb.run(&["config", "set", "ask-park-window", "200ms"]).ok();
-    let mut host = sb.command(&[
-        "mission", "fire", "stub", "rename", "--wait", "--policy", "default",
-    ]);
-    host.stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::null());
-    let mut host = host.spawn().unwrap();
-    let id = wait_for(20, "the mission", || sb.newest_mission());
-    wait_for(20, "the parked question", || parked_ask_of(&sb, &id));
-    host.kill().unwrap();
-    host.wait().unwrap();
+    let (id, _) = parked_on_a_dead_host(&sb);
 
     let tmux = board_in_tmux(&sb, "mb-board-recorded", "", "board");
     tmux.wait_screen(30, "the parked question on the board", |s| {
