@@ -252,6 +252,16 @@ impl Tmux {
         assert!(st.success());
     }
 
+    /// Focus the asks pane, open its selected ask and type `draft` into the answer
+    /// pane (not sent: the caller sends it, or edits it first).
+    fn draft_answer(&self, draft: &str) {
+        self.keys(&["2"]);
+        self.keys(&["Enter"]);
+        self.wait_screen(10, "the answer pane", |s| s.contains("your answer"));
+        self.literal(draft);
+        self.wait_screen(10, "the typed answer", |s| s.contains(draft));
+    }
+
     fn literal(&self, text: &str) {
         let st = self
             .cmd()
@@ -383,11 +393,7 @@ fn tmux_demo_shows_states_answers_in_place_and_restores_the_terminal() {
 
     // Answer the question in place: focus the asks pane, open the oldest ask (the
     // demo fires its question first), type, send with C-s.
-    tmux.keys(&["2"]);
-    tmux.keys(&["Enter"]);
-    tmux.wait_screen(10, "the answer pane", |s| s.contains("your answer"));
-    tmux.literal("yes");
-    tmux.wait_screen(10, "the typed answer", |s| s.contains("yes"));
+    tmux.draft_answer("yes");
     // C-o hands the draft to $EDITOR; what it wrote comes back as the draft.
     tmux.keys(&["C-o"]);
     tmux.wait_screen(10, "the edited answer", |s| s.contains("yes, rename it"));
@@ -620,13 +626,7 @@ fn tmux_a_board_answer_resumes_a_parked_run_whose_host_is_gone() {
     tmux.wait_screen(30, "the parked question on the board", |s| {
         s.contains("Rename the env var too?")
     });
-    tmux.keys(&["2"]);
-    tmux.keys(&["Enter"]);
-    tmux.wait_screen(10, "the answer pane", |s| s.contains("your answer"));
-    tmux.literal("yes, from the board");
-    tmux.wait_screen(10, "the typed answer", |s| {
-        s.contains("yes, from the board")
-    });
+    tmux.draft_answer("yes, from the board");
     tmux.keys(&["C-s"]);
     tmux.wait_screen(60, "the board to say it resumed the run", |s| {
         s.contains("this board resumed it")
@@ -665,11 +665,7 @@ fn tmux_a_board_answer_is_recorded_at_once_while_its_resume_runs_on() {
     tmux.wait_screen(30, "the parked question on the board", |s| {
         s.contains("Rename the env var too?")
     });
-    tmux.keys(&["2"]);
-    tmux.keys(&["Enter"]);
-    tmux.wait_screen(10, "the answer pane", |s| s.contains("your answer"));
-    tmux.literal("yes");
-    tmux.wait_screen(10, "the typed answer", |s| s.contains("yes"));
+    tmux.draft_answer("yes");
     tmux.keys(&["C-s"]);
     let resumed = |sb: &Sandbox| {
         let show = sb.run(&["mission", "reports", &id]).ok();
