@@ -3,17 +3,26 @@
 //! Every key is validated on `set` against its kind, so a typo never lands silently;
 //! `get` returns the stored value or the key's default.
 
+use std::path::Path;
 use std::time::Duration;
 
-use rusqlite::{OptionalExtension, params};
+use crate::store::sql::{OptionalExtension, params};
 
-use crate::store::{Store, StoreError};
+use crate::store::{Location, Store, StoreError};
 
 pub(crate) const SCHEMA_V1: &str = "
 CREATE TABLE config (
     key        TEXT PRIMARY KEY NOT NULL,
     value      TEXT NOT NULL,
     updated_at INTEGER NOT NULL
+);";
+
+/// The PostgreSQL spelling of this module's tables as of schema v11 (see `crate::schema`).
+pub(crate) const PG_SCHEMA_V11: &str = "
+CREATE TABLE config (
+    key        TEXT PRIMARY KEY NOT NULL,
+    value      TEXT NOT NULL,
+    updated_at BIGINT NOT NULL
 );";
 
 /// Environment override for `opt-in-beta`, read before arguments are parsed.
@@ -38,6 +47,8 @@ pub enum Kind {
     SetOf(&'static [&'static str]),
     /// A model endpoint: an `http://` or `https://` URL, or `scripted:<dialog.json>`.
     ModelUrl,
+    /// Where the durable record lives: `sqlite:` or a `postgres://` URL.
+    StoreUrl,
 }
 
 /// A known configuration key.
@@ -71,6 +82,9 @@ pub const MODEL_NAME: &str = "model-name";
 pub const MODEL_API_KEY_ENV: &str = "model-api-key-env";
 pub const ORACLE_VARIANT: &str = "oracle-variant";
 pub const NOTIFY: &str = "notify";
+pub const STORE_URL: &str = "store-url";
+/// Environment override for `store-url` (every process of a fleet sets the same).
+pub const STORE_URL_ENV: &str = "MISSIONBOARD_STORE_URL";
 /// What `notify` may name: the terminal bell, OSC 9, OSC 777, `notify-send`.
 pub const NOTIFY_CHANNELS: &[&str] = &["bell", "osc", "osc777", "desktop"];
 
@@ -142,6 +156,12 @@ pub const KEYS: &[Key] = &[
         default: Some("off"),
         help: "how the board announces a new question or gated call: off, or any of bell, osc (OSC 9), osc777 (OSC 777), desktop (notify-send, where present), comma-separated",
     },
+    Key {
+        name: STORE_URL,
+        kind: Kind::StoreUrl,
+        default: Some("sqlite:"),
+        help: "where the durable record lives: sqlite: (this home's board.db) or postgres://user@host/database, shared by several hosts; kept in this home's board.db whatever it names (env MISSIONBOARD_STORE_URL overrides)",
+    },
 ];
 
 /// Look up a key by name, refusing unknown names with the list of known ones.
@@ -202,6 +222,11 @@ pub fn normalize(key: &Key, value: &str) -> Result<String, String> {
                 )),
             }
         }
+        Kind::StoreUrl => match Location::parse(v, Path::new("board.db")) {
+            Ok(_) if !v.chars().any(char::is_control) => Ok(v.to_string()),
+            Ok(_) => Err(format!("{name} must be a single-line URL")),
+            Err(e) => Err(e),
+        },
         Kind::OneOf(options) => {
             if options.contains(&v) {
                 Ok(v.to_string())
@@ -335,6 +360,44 @@ impl Config {
     }
 }
 
+/// Where this home's durable record lives: `MISSIONBOARD_STORE_URL` when set, else
+/// the `store-url` kept in the home's own `board.db` (read without creating it), else
+/// that file itself. A malformed URL is an error naming both places to fix it.
+pub fn store_location(db_path: &Path) -> Result<Location, String> {
+    if let Some(v) = std::env::var_os(STORE_URL_ENV).filter(|v| !v.is_empty()) {
+        let v = v
+            .into_string()
+            .map_err(|_| format!("{STORE_URL_ENV} is not valid UTF-8 — set it to sqlite: or a postgres:// URL"))?;
+        return Location::parse(&v, db_path).map_err(|e| format!("{STORE_URL_ENV}: {e}"));
+    }
+    let stored = match Store::open_read_only(db_path) {
+        Ok(Some(store)) => Config::new(store).stored(STORE_URL).ok().flatten(),
+        _ => None,
+    };
+    match stored {
+        Some(url) => Location::parse(&url, db_path).map_err(|e| {
+            format!("{e} (set in {}: fix it with `missionboard config set store-url <url>`)", db_path.display())
+        }),
+        None => Ok(Location::File(db_path.to_path_buf())),
+    }
+}
+
+/// Open (creating or migrating as needed) this home's store, wherever it lives.
+pub fn open_store(db_path: &Path) -> anyhow::Result<Store> {
+    let location = store_location(db_path).map_err(anyhow::Error::msg)?;
+    Ok(Store::open_at(&location)?)
+}
+
+/// This home's store if one exists: a shared database always does; the embedded
+/// file only once something created it. `None` creates nothing.
+pub fn existing_store(db_path: &Path) -> anyhow::Result<Option<Store>> {
+    let location = store_location(db_path).map_err(anyhow::Error::msg)?;
+    match &location {
+        Location::File(p) if !p.exists() => Ok(None),
+        _ => Ok(Some(Store::open_at(&location)?)),
+    }
+}
+
 /// Is the beta opt-in on? The env override wins (`1`/`true` on, any other non-empty value
 /// off); else the stored key in an existing database. Never creates the database, and
 /// any failure to read it means off.
@@ -343,7 +406,12 @@ pub fn beta_enabled(db_path: &std::path::Path) -> bool {
         let v = v.to_string_lossy().to_ascii_lowercase();
         return v == "1" || v == "true";
     }
-    let Ok(Some(store)) = Store::open_read_only(db_path) else {
+    let store = match store_location(db_path) {
+        Ok(Location::File(p)) => Store::open_read_only(&p).ok().flatten(),
+        Ok(location) => Store::open_at(&location).ok(),
+        Err(_) => None,
+    };
+    let Some(store) = store else {
         return false;
     };
     Config::new(store)

@@ -7,7 +7,7 @@
 
 use std::path::Path;
 
-use crate::store::{Migration, Store, StoreError};
+use crate::store::{Location, Migration, Store, StoreError};
 
 /// Version `i + 1` is `MIGRATIONS[i]`; `PRAGMA user_version` records how many ran.
 pub const MIGRATIONS: &[Migration] = &[
@@ -44,17 +44,61 @@ pub const MIGRATIONS: &[Migration] = &[
     &[crate::mission::SCHEMA_V11, crate::asks::SCHEMA_V11],
 ];
 
+/// The same versions on PostgreSQL, numbered alike so a version means one schema on
+/// both. PostgreSQL support began at v11, so its v11 creates every table as SQLite's
+/// v1–v11 leave them (v1–v10 have nothing to do on a database that starts there);
+/// from v12 on, each version lands in both lists at once.
+pub const PG_MIGRATIONS: &[Migration] = &[
+    &[],
+    &[],
+    &[],
+    &[],
+    &[],
+    &[],
+    &[],
+    &[],
+    &[],
+    &[],
+    &[
+        crate::config::PG_SCHEMA_V11,
+        crate::bus::PG_SCHEMA_V11,
+        crate::mission::PG_SCHEMA_V11,
+        crate::mission::report::PG_SCHEMA_V11,
+        crate::mission::plan::PG_SCHEMA_V11,
+        crate::mission::inbox::PG_SCHEMA_V11,
+        crate::asks::PG_SCHEMA_V11,
+        crate::asks::checkpoint::PG_SCHEMA_V11,
+        crate::fleet::budget::PG_SCHEMA_V11,
+        crate::oracle::trace::PG_SCHEMA_V11,
+        crate::worktree::PG_SCHEMA_V11,
+        crate::mission::parent::PG_SCHEMA_V11,
+    ],
+];
+
 impl Store {
     /// Open (creating if needed) the missionboard database at `path` with the full
     /// schema: pending migrations applied, a file from a newer missionboard refused.
     pub fn open(path: &Path) -> Result<Store, StoreError> {
         Store::open_with(path, MIGRATIONS)
     }
+
+    /// Open the store at `location` (either backend) with the full schema.
+    pub fn open_at(location: &Location) -> Result<Store, StoreError> {
+        match location {
+            Location::File(path) => Store::open(path),
+            Location::Postgres(url) => Store::connect_with(url, PG_MIGRATIONS),
+        }
+    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn both_backends_know_the_same_versions() {
+        assert_eq!(MIGRATIONS.len(), PG_MIGRATIONS.len());
+    }
 
     #[test]
     fn a_fresh_file_reaches_the_last_version_and_reopens() {
@@ -92,16 +136,16 @@ mod tests {
         .unwrap()
     }
 
-    fn insert(c: &rusqlite::Connection, id: &str, status: &str) -> rusqlite::Result<()> {
+    fn insert(c: &crate::store::Conn<'_>, id: &str, status: &str) -> crate::store::sql::Result<()> {
         c.execute(
             "INSERT INTO missions (id, intent, agent_name, policy_name, status, created_at, updated_at)
              VALUES (?1, 'i', 'a', 'p', ?2, 0, 0)",
-            rusqlite::params![id, status],
+            crate::store::sql::params![id, status],
         )?;
         c.execute(
             "INSERT INTO asks (id, tools_name, tool_name, state, mission_id, created_at, expires_at)
              VALUES (?1, 't', 't', ?2, ?1, 0, 0)",
-            rusqlite::params![id, if status == "open" { "pending" } else { "answered" }],
+            crate::store::sql::params![id, if status == "open" { "pending" } else { "answered" }],
         )?;
         Ok(())
     }

@@ -1,29 +1,34 @@
-//! The durable store: one SQLite file at `<home>/board.db`.
+//! The durable store: one SQLite file at `<home>/board.db` by default, or a shared
+//! PostgreSQL database (`store-url = postgres://…`) that several hosts and boards use
+//! at once.
 //!
-//! The store owns the connection, the pragmas and the migration runner; each service
-//! module owns its own tables (their DDL lives beside the code that reads them) and
-//! talks to SQLite through [`Store::with`]. The list of migrations is handed in by
+//! The store owns the connection, the migration runner and the change feed; each
+//! service module owns its own tables (their DDL lives beside the code that reads
+//! them) and talks to the database only through [`Store::with`] and [`Store::write`],
+//! in the query layer's one dialect ([`sql`]). The list of migrations is handed in by
 //! the caller ([`Store::open_with`]); `crate::schema` assembles the real one.
-//! Keeping every SQL statement inside the owning module is what lets a shared
-//! PostgreSQL store replace this one later.
 //!
-//! Every call here blocks (on the connection's mutex, then on SQLite's busy
-//! timeout). Async code reaches the store only through [`blocking`]: see
-//! [`boundary`], the blocking boundary.
+//! Every call here blocks (on the connection's mutex, then on the database's lock
+//! wait). Async code reaches the store only through [`blocking`]: see [`boundary`],
+//! the blocking boundary.
 
 use std::fmt;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
 
-use rusqlite::{Connection, ErrorCode, OpenFlags};
+use rusqlite::{Connection, OpenFlags};
 
 pub mod boundary;
 pub mod changes;
+pub mod postgres;
+pub mod sql;
 pub use boundary::{blocking, blocking_in_place};
 pub use changes::{Changes, Waiter};
+pub use sql::Conn;
 
 use crate::sync::LockUnpoisoned;
+use postgres::PgSession;
 
 /// One schema version: the DDL each owning module contributes to it, run in one
 /// transaction. The ordered list of versions is assembled above the store (in
@@ -33,6 +38,47 @@ pub type Migration = &'static [&'static str];
 /// How long a write waits for another process's lock before it gives up.
 const BUSY_TIMEOUT: Duration = Duration::from_secs(15);
 
+/// Where the durable record lives.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub enum Location {
+    /// An embedded SQLite file (the default: `<home>/board.db`).
+    File(PathBuf),
+    /// A shared PostgreSQL database, by its `postgres://` URL.
+    Postgres(String),
+}
+
+impl Location {
+    /// A `store-url` value: empty or `sqlite:` is `default_file`; `postgres://…` or
+    /// `postgresql://…` is a shared database. Anything else is refused, naming both.
+    pub fn parse(url: &str, default_file: &Path) -> Result<Location, String> {
+        let url = url.trim();
+        if url.is_empty() || url == "sqlite:" {
+            return Ok(Location::File(default_file.to_path_buf()));
+        }
+        if url.starts_with("postgres://") || url.starts_with("postgresql://") {
+            return Ok(Location::Postgres(url.to_string()));
+        }
+        Err(format!(
+            "store-url {:?} is neither sqlite: (the embedded default) nor a postgres://user@host/database URL",
+            postgres::redact(url)
+        ))
+    }
+
+    pub fn is_postgres(&self) -> bool {
+        matches!(self, Location::Postgres(_))
+    }
+}
+
+impl fmt::Display for Location {
+    /// The file's path, or the URL without its password.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Location::File(p) => write!(f, "{}", p.display()),
+            Location::Postgres(url) => f.write_str(&postgres::redact(url)),
+        }
+    }
+}
+
 /// A handle to the database. Cheap to clone; all clones share one connection.
 #[derive(Clone)]
 pub struct Store {
@@ -40,32 +86,34 @@ pub struct Store {
 }
 
 struct Inner {
-    path: PathBuf,
-    conn: Mutex<Connection>,
+    location: Location,
+    backend: Backend,
     changes: OnceLock<Changes>,
 }
 
-/// A store failure, always naming the database file and what to do about it.
+enum Backend {
+    Sqlite(Mutex<Connection>),
+    Postgres(Mutex<PgSession>),
+}
+
+/// A store failure, always naming the database and what to do about it.
 #[derive(Debug)]
 pub struct StoreError {
     message: String,
-    code: Option<ErrorCode>,
+    busy: bool,
 }
 
 impl StoreError {
     fn new(message: String) -> Self {
         StoreError {
             message,
-            code: None,
+            busy: false,
         }
     }
 
-    /// True when SQLite reported the database busy or locked past the busy timeout.
+    /// True when the database stayed locked by another writer past the wait.
     pub fn is_busy(&self) -> bool {
-        matches!(
-            self.code,
-            Some(ErrorCode::DatabaseBusy | ErrorCode::DatabaseLocked)
-        )
+        self.busy
     }
 }
 
@@ -82,6 +130,7 @@ impl Store {
     /// `migrations` (in order; `PRAGMA user_version` records how many ran) and refuse
     /// a file written by a newer missionboard.
     pub fn open_with(path: &Path, migrations: &[Migration]) -> Result<Store, StoreError> {
+        let location = Location::File(path.to_path_buf());
         if let Some(dir) = path.parent() {
             crate::paths::create_private_dir(dir).map_err(|e| {
                 StoreError::new(format!(
@@ -100,15 +149,19 @@ impl Store {
                 path.display()
             ))
         })?;
-        let conn = Connection::open(path).map_err(|e| describe(path, e))?;
-        let store = Store {
-            inner: Arc::new(Inner {
-                path: path.to_path_buf(),
-                conn: Mutex::new(conn),
-                changes: OnceLock::new(),
-            }),
-        };
+        let conn = Connection::open(path).map_err(|e| describe(&location, sql::from_sqlite(e)))?;
+        let store = Store::over(location, Backend::Sqlite(Mutex::new(conn)));
         store.configure()?;
+        store.migrate(migrations)?;
+        Ok(store)
+    }
+
+    /// Connect to the shared PostgreSQL database at `url` and bring its schema to
+    /// `migrations`' last version (refusing one written by a newer missionboard).
+    pub fn connect_with(url: &str, migrations: &[Migration]) -> Result<Store, StoreError> {
+        let location = Location::Postgres(url.to_string());
+        let session = PgSession::connect(url).map_err(|e| describe(&location, e))?;
+        let store = Store::over(location, Backend::Postgres(Mutex::new(session)));
         store.migrate(migrations)?;
         Ok(store)
     }
@@ -116,6 +169,7 @@ impl Store {
     /// Open an existing database read-only, without creating or migrating anything.
     /// `Ok(None)` when the file does not exist.
     pub fn open_read_only(path: &Path) -> Result<Option<Store>, StoreError> {
+        let location = Location::File(path.to_path_buf());
         if !path.exists() {
             return Ok(None);
         }
@@ -123,108 +177,218 @@ impl Store {
             path,
             OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX,
         )
-        .map_err(|e| describe(path, e))?;
-        conn.busy_timeout(BUSY_TIMEOUT)
-            .map_err(|e| describe(path, e))?;
-        Ok(Some(Store {
+        .and_then(|c| c.busy_timeout(BUSY_TIMEOUT).map(|()| c))
+        .map_err(|e| describe(&location, sql::from_sqlite(e)))?;
+        Ok(Some(Store::over(location, Backend::Sqlite(Mutex::new(conn)))))
+    }
+
+    fn over(location: Location, backend: Backend) -> Store {
+        Store {
             inner: Arc::new(Inner {
-                path: path.to_path_buf(),
-                conn: Mutex::new(conn),
+                location,
+                backend,
                 changes: OnceLock::new(),
             }),
-        }))
+        }
     }
 
-    /// The database file.
-    pub fn path(&self) -> &Path {
-        &self.inner.path
+    /// Where this store's record lives.
+    pub fn location(&self) -> &Location {
+        &self.inner.location
     }
 
-    /// Run `f` on the connection. Errors come back described with the file's path.
-    pub fn with<T>(
-        &self,
-        f: impl FnOnce(&Connection) -> rusqlite::Result<T>,
-    ) -> Result<T, StoreError> {
-        let conn = self.inner.conn.lock_unpoisoned();
-        f(&conn).map_err(|e| describe(&self.inner.path, e))
+    /// The SQLite file, on the embedded backend.
+    pub fn sqlite_path(&self) -> Option<&Path> {
+        match &self.inner.location {
+            Location::File(p) => Some(p),
+            Location::Postgres(_) => None,
+        }
     }
 
-    /// Run `f` inside an IMMEDIATE transaction (the write lock is taken up front, so a
-    /// read-then-write inside `f` cannot interleave with another writer).
-    pub fn write<T>(
-        &self,
-        f: impl FnOnce(&rusqlite::Transaction<'_>) -> rusqlite::Result<T>,
-    ) -> Result<T, StoreError> {
-        let mut conn = self.inner.conn.lock_unpoisoned();
-        let run = |conn: &mut Connection| {
-            let tx = conn.transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)?;
-            let out = f(&tx)?;
-            tx.commit()?;
-            Ok(out)
+    /// True on the shared PostgreSQL backend.
+    pub fn is_postgres(&self) -> bool {
+        self.inner.location.is_postgres()
+    }
+
+    /// Run `f` on the connection, each statement on its own. Errors come back
+    /// described with the database's name.
+    pub fn with<T>(&self, f: impl FnOnce(&Conn<'_>) -> sql::Result<T>) -> Result<T, StoreError> {
+        let out = match &self.inner.backend {
+            Backend::Sqlite(conn) => f(&Conn::sqlite(&conn.lock_unpoisoned())),
+            Backend::Postgres(session) => {
+                let mut s = session.lock_unpoisoned();
+                s.revive().and_then(|()| {
+                    let out = f(&Conn::postgres(&mut s));
+                    // What did commit is announced even when a later statement failed.
+                    s.finish()?;
+                    out
+                })
+            }
         };
-        run(&mut conn).map_err(|e| describe(&self.inner.path, e))
+        out.map_err(|e| describe(&self.inner.location, e))
     }
 
-    /// The file's change feed (pushed commits from any process; see [`changes`]).
+    /// Run `f` inside one write transaction that no other writer interleaves with:
+    /// SQLite's IMMEDIATE transaction (the write lock taken up front), PostgreSQL's
+    /// transaction under one advisory lock every writer takes. So a read-then-write
+    /// inside `f` sees no other writer between its read and its write.
+    pub fn write<T>(&self, f: impl FnOnce(&Conn<'_>) -> sql::Result<T>) -> Result<T, StoreError> {
+        let out = match &self.inner.backend {
+            Backend::Sqlite(conn) => {
+                let mut conn = conn.lock_unpoisoned();
+                (|| {
+                    let tx = conn
+                        .transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)
+                        .map_err(sql::from_sqlite)?;
+                    let out = f(&Conn::sqlite(&tx))?;
+                    tx.commit().map_err(sql::from_sqlite)?;
+                    Ok(out)
+                })()
+            }
+            Backend::Postgres(session) => {
+                let mut s = session.lock_unpoisoned();
+                (|| {
+                    s.revive()?;
+                    s.begin_write()?;
+                    match f(&Conn::postgres(&mut s)) {
+                        Ok(out) => s.commit().map(|()| out),
+                        Err(e) => {
+                            s.rollback();
+                            Err(e)
+                        }
+                    }
+                })()
+                .inspect_err(|_| s.rollback())
+            }
+        };
+        out.map_err(|e| describe(&self.inner.location, e))
+    }
+
+    /// The store's change feed (pushed commits from any process; see [`changes`]).
     pub fn changes(&self) -> &Changes {
         self.inner
             .changes
-            .get_or_init(|| Changes::of(&self.inner.path))
+            .get_or_init(|| Changes::of(&self.inner.location))
     }
 
-    /// The schema version this file is at.
+    /// The schema version this database is at.
     pub fn schema_version(&self) -> Result<u32, StoreError> {
-        self.with(|c| c.pragma_query_value(None, "user_version", |r| r.get(0)))
+        self.with(|c| schema_version(c))
     }
 
-    /// `PRAGMA data_version`: changes whenever another connection commits, so a reader
-    /// can tell cheaply whether anything moved since it last looked.
+    /// Changes whenever another connection commits, so a reader can tell cheaply
+    /// whether anything moved since it last looked: SQLite's `PRAGMA data_version`,
+    /// or on PostgreSQL the count of commit announcements this process has heard.
     pub fn data_version(&self) -> Result<i64, StoreError> {
-        self.with(|c| c.pragma_query_value(None, "data_version", |r| r.get(0)))
+        match &self.inner.backend {
+            Backend::Sqlite(conn) => conn
+                .lock_unpoisoned()
+                .pragma_query_value(None, "data_version", |r| r.get(0))
+                .map_err(|e| describe(&self.inner.location, sql::from_sqlite(e))),
+            Backend::Postgres(_) => Ok(self.changes().heard() as i64),
+        }
     }
 
-    /// `PRAGMA integrity_check` — `ok` for a healthy file.
+    /// `ok` for a healthy database (SQLite's `PRAGMA integrity_check`; PostgreSQL
+    /// checks its own pages, so there a live connection is the check).
     pub fn integrity_check(&self) -> Result<String, StoreError> {
-        self.with(|c| c.pragma_query_value(None, "integrity_check", |r| r.get(0)))
+        match &self.inner.backend {
+            Backend::Sqlite(conn) => conn
+                .lock_unpoisoned()
+                .pragma_query_value(None, "integrity_check", |r| r.get(0))
+                .map_err(|e| describe(&self.inner.location, sql::from_sqlite(e))),
+            Backend::Postgres(_) => self
+                .with(|c| c.query_row("SELECT 'ok'", [], |r| r.get(0))),
+        }
+    }
+
+    /// The database server's clock minus this machine's, in milliseconds (`None` on
+    /// the embedded file, whose clock is this machine's).
+    pub fn clock_skew_ms(&self) -> Result<Option<i64>, StoreError> {
+        let Backend::Postgres(session) = &self.inner.backend else {
+            return Ok(None);
+        };
+        let before = crate::clock::now_ms();
+        let server = session
+            .lock_unpoisoned()
+            .server_now_ms()
+            .map_err(|e| describe(&self.inner.location, e))?;
+        let after = crate::clock::now_ms();
+        Ok(Some(server - (before + after) / 2))
     }
 
     fn configure(&self) -> Result<(), StoreError> {
-        self.with(|c| {
+        let Backend::Sqlite(conn) = &self.inner.backend else {
+            return Ok(());
+        };
+        let c = conn.lock_unpoisoned();
+        (|| {
             c.busy_timeout(BUSY_TIMEOUT)?;
             // The first statement is where SQLite discovers a file is not a database.
             let _: String = c.pragma_update_and_check(None, "journal_mode", "WAL", |r| r.get(0))?;
             c.pragma_update(None, "synchronous", "NORMAL")?;
             c.pragma_update(None, "foreign_keys", "ON")?;
+            c.set_prepared_statement_cache_capacity(64);
             Ok(())
-        })
+        })()
+        .map_err(|e| describe(&self.inner.location, sql::from_sqlite(e)))
     }
 
     fn migrate(&self, migrations: &[Migration]) -> Result<(), StoreError> {
         let known = migrations.len() as u32;
+        if self.is_postgres() {
+            // Under the write lock: two hosts connecting to a fresh database at once
+            // create the version table once, and each version below migrates once.
+            self.write(|tx| tx.execute_batch(postgres::SCHEMA_TABLE))?;
+        }
         let found = self.schema_version()?;
         if found > known {
             return Err(StoreError::new(format!(
-                "the missionboard database {} is at schema version {found}, newer than this binary knows ({known}) — it was written by a newer missionboard; upgrade missionboard to use it (the file was left untouched)",
-                self.path().display()
+                "the missionboard database {} is at schema version {found}, newer than this binary knows ({known}) — it was written by a newer missionboard; upgrade missionboard to use it (the {} was left untouched)",
+                self.location(),
+                if self.is_postgres() { "database" } else { "file" }
             )));
         }
         for (i, parts) in migrations.iter().enumerate().skip(found as usize) {
             let version = i as u32 + 1;
             self.write(|tx| {
                 // Re-check under the write lock: another process may have migrated meanwhile.
-                let now: u32 = tx.pragma_query_value(None, "user_version", |r| r.get(0))?;
-                if now >= version {
+                if schema_version(tx)? >= version {
                     return Ok(());
                 }
                 for sql in parts.iter() {
                     tx.execute_batch(sql)?;
                 }
-                tx.pragma_update(None, "user_version", version)?;
-                Ok(())
+                set_schema_version(tx, version)
             })?;
         }
         Ok(())
     }
+}
+
+use sql::params;
+
+fn schema_version(c: &Conn<'_>) -> sql::Result<u32> {
+    if c.is_postgres() {
+        c.query_row(
+            "SELECT COALESCE(MAX(version), 0) FROM missionboard_schema",
+            [],
+            |r| r.get(0),
+        )
+    } else {
+        c.query_row("PRAGMA user_version", [], |r| r.get(0))
+    }
+}
+
+fn set_schema_version(c: &Conn<'_>, version: u32) -> sql::Result<()> {
+    if c.is_postgres() {
+        c.execute("DELETE FROM missionboard_schema", [])?;
+        c.execute("INSERT INTO missionboard_schema (version) VALUES (?1)", params![version])?;
+    } else {
+        // PRAGMA takes no parameters; the version is a number we computed.
+        c.execute_batch(&format!("PRAGMA user_version = {version}"))?;
+    }
+    Ok(())
 }
 
 /// An exclusive `flock` on `<db>.lock`, held while a process configures and migrates.
@@ -252,27 +416,38 @@ impl SetupLock {
     }
 }
 
-/// Turn a SQLite error into a sentence that names the file and the fix.
-fn describe(path: &Path, err: rusqlite::Error) -> StoreError {
-    let code = err.sqlite_error_code();
-    let p = path.display();
-    let message = match code {
-        Some(ErrorCode::NotADatabase) => format!(
-            "{p} is not a missionboard database (file is not a database) — move it aside, or set MISSIONBOARD_HOME to another directory"
+/// Turn a query-layer error into a sentence that names the database and the fix.
+fn describe(location: &Location, err: sql::Error) -> StoreError {
+    use sql::Error as E;
+    let busy = matches!(err, E::Busy(_));
+    let message = match (location, &err) {
+        (Location::File(p), E::NotADatabase(_)) => format!(
+            "{} is not a missionboard database (file is not a database) — move it aside, or set MISSIONBOARD_HOME to another directory",
+            p.display()
         ),
-        Some(ErrorCode::DatabaseCorrupt) => format!(
-            "the missionboard database {p} is corrupt ({err}) — move it aside to start afresh, or restore it from a backup"
+        (Location::File(p), E::Corrupt(_)) => format!(
+            "the missionboard database {} is corrupt ({err}) — move it aside to start afresh, or restore it from a backup",
+            p.display()
         ),
-        Some(ErrorCode::DatabaseBusy | ErrorCode::DatabaseLocked) => format!(
-            "the missionboard database {p} stayed locked by another process for {}s ({err}) — retry once that process is done",
+        (Location::File(p), E::Busy(_)) => format!(
+            "the missionboard database {} stayed locked by another process for {}s ({err}) — retry once that process is done",
+            p.display(),
             BUSY_TIMEOUT.as_secs()
         ),
-        Some(ErrorCode::CannotOpen | ErrorCode::PermissionDenied | ErrorCode::ReadOnly) => format!(
-            "cannot open the missionboard database {p} ({err}) — check that the file and its directory are readable and writable, or set MISSIONBOARD_HOME"
+        (Location::File(p), E::CannotOpen(_)) => format!(
+            "cannot open the missionboard database {} ({err}) — check that the file and its directory are readable and writable, or set MISSIONBOARD_HOME",
+            p.display()
         ),
-        _ => format!("missionboard database {p}: {err}"),
+        (Location::Postgres(_), E::Busy(_)) => format!(
+            "the missionboard database {location} stayed locked by another host for {}s ({err}) — retry once that host is done",
+            postgres::LOCK_TIMEOUT.as_secs()
+        ),
+        (Location::Postgres(_), E::CannotOpen(_)) => format!(
+            "cannot reach the missionboard database {location} ({err}) — check that the server is up and the URL's host, port, user, password and database are right (store-url, or MISSIONBOARD_STORE_URL)"
+        ),
+        _ => format!("missionboard database {location}: {err}"),
     };
-    StoreError { message, code }
+    StoreError { message, busy }
 }
 
 #[cfg(test)]

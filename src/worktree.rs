@@ -13,9 +13,22 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
 use crate::mission::{Mission, Status};
+use crate::store::sql::params;
 use crate::store::{Store, StoreError};
 
 pub(crate) const SCHEMA_V8: &str = "
+CREATE TABLE mission_worktrees (
+    mission_id TEXT PRIMARY KEY,
+    repo TEXT NOT NULL,
+    path TEXT NOT NULL,
+    branch TEXT NOT NULL,
+    base TEXT NOT NULL,
+    state TEXT NOT NULL DEFAULT 'active'
+        CHECK (state IN ('active', 'merging', 'merged', 'discarded'))
+);";
+
+/// The PostgreSQL spelling of this module's tables as of schema v11 (see `crate::schema`).
+pub(crate) const PG_SCHEMA_V11: &str = "
 CREATE TABLE mission_worktrees (
     mission_id TEXT PRIMARY KEY,
     repo TEXT NOT NULL,
@@ -92,14 +105,14 @@ pub fn short_id(mission_id: &str) -> String {
     mission_id.chars().take(8).collect()
 }
 
-fn row(r: &rusqlite::Row<'_>) -> rusqlite::Result<Worktree> {
+fn row(r: &crate::store::sql::Row<'_>) -> crate::store::sql::Result<Worktree> {
     Ok(Worktree {
         mission_id: r.get(0)?,
-        repo: PathBuf::from(r.get::<_, String>(1)?),
-        path: PathBuf::from(r.get::<_, String>(2)?),
+        repo: PathBuf::from(r.get::<String>(1)?),
+        path: PathBuf::from(r.get::<String>(2)?),
         branch: r.get(3)?,
         base: r.get(4)?,
-        state: State::parse(&r.get::<_, String>(5)?),
+        state: State::parse(&r.get::<String>(5)?),
     })
 }
 
@@ -157,7 +170,7 @@ impl Worktrees {
         let recorded = self.store.with(|c| {
             c.execute(
                 "INSERT INTO mission_worktrees (mission_id, repo, path, branch, base) VALUES (?1, ?2, ?3, ?4, ?5)",
-                rusqlite::params![
+                crate::store::sql::params![
                     wt.mission_id,
                     wt.repo.display().to_string(),
                     wt.path.display().to_string(),
@@ -182,7 +195,7 @@ impl Worktrees {
         let _ = self.store.with(|c| {
             c.execute(
                 "DELETE FROM mission_worktrees WHERE mission_id = ?1",
-                [&wt.mission_id],
+                params![wt.mission_id],
             )
         });
     }
@@ -193,7 +206,7 @@ impl Worktrees {
             let mut stmt = c.prepare(
                 "SELECT mission_id, repo, path, branch, base, state FROM mission_worktrees WHERE mission_id = ?1",
             )?;
-            let mut rows = stmt.query_map([mission_id], row)?;
+            let mut rows = stmt.query_map(params![mission_id], row)?;
             rows.next().transpose()
         })
     }
@@ -212,7 +225,7 @@ impl Worktrees {
                 "SELECT mission_id, repo, path, branch, base, state FROM mission_worktrees
                  WHERE mission_id IN (SELECT value FROM json_each(?1))",
             )?;
-            let rows = stmt.query_map([ids], row)?;
+            let rows = stmt.query_map(params![ids], row)?;
             rows.map(|r| r.map(|wt| (wt.mission_id.clone(), wt)))
                 .collect()
         })
@@ -249,8 +262,8 @@ impl Worktrees {
             let mut stmt = c.prepare("SELECT mission_id, state FROM mission_worktrees")?;
             let rows = stmt.query_map([], |r| {
                 Ok((
-                    r.get::<_, String>(0)?,
-                    State::parse(&r.get::<_, String>(1)?),
+                    r.get::<String>(0)?,
+                    State::parse(&r.get::<String>(1)?),
                 ))
             })?;
             rows.collect()
@@ -362,7 +375,7 @@ impl Worktrees {
         self.store.with(|c| {
             c.execute(
                 "UPDATE mission_worktrees SET state = ?3 WHERE mission_id = ?1 AND state = ?2",
-                rusqlite::params![wt.mission_id, from.as_str(), to.as_str()],
+                crate::store::sql::params![wt.mission_id, from.as_str(), to.as_str()],
             )
             .map(|n| n == 1)
         })

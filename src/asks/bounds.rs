@@ -5,7 +5,7 @@
 
 use std::fmt;
 
-use rusqlite::params;
+use crate::store::sql::params;
 use serde_json::json;
 
 use super::{Ask, AskError, Asks};

@@ -7,7 +7,7 @@
 //! delivers an answer on the same turn. Either way the run is resumed only through
 //! the guarded claim, so of every claimant exactly one delivers the answer.
 
-use rusqlite::{OptionalExtension, params};
+use crate::store::sql::{OptionalExtension, params};
 
 use super::{AskError, Asks};
 use crate::clock;
@@ -36,6 +36,25 @@ pub(crate) const SCHEMA_V7: &str = "
 ALTER TABLE checkpoints ADD COLUMN parked_at INTEGER;
 UPDATE checkpoints SET parked_at = created_at;";
 
+/// The PostgreSQL spelling of this module's tables as of schema v11 (see `crate::schema`).
+pub(crate) const PG_SCHEMA_V11: &str = "
+CREATE TABLE checkpoints (
+    ask_id      TEXT PRIMARY KEY NOT NULL REFERENCES asks (id),
+    mission_id  TEXT NOT NULL,
+    session_id  TEXT NOT NULL,
+    agent_name  TEXT NOT NULL,
+    cwd         TEXT NOT NULL,
+    host_pid    BIGINT NOT NULL,
+    host_start  TEXT NOT NULL,
+    claimed_at  BIGINT,
+    claimed_by  TEXT,
+    failure     TEXT,
+    created_at  BIGINT NOT NULL,
+    updated_at  BIGINT NOT NULL,
+    parked_at   BIGINT
+);
+CREATE INDEX checkpoints_by_mission ON checkpoints (mission_id);";
+
 /// One parked run.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Checkpoint {
@@ -54,7 +73,7 @@ pub struct Checkpoint {
 
 const COLUMNS: &str = "ask_id, mission_id, session_id, agent_name, cwd, host_pid, host_start, claimed_at, failure, parked_at";
 
-fn from_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<Checkpoint> {
+fn from_row(r: &crate::store::sql::Row<'_>) -> crate::store::sql::Result<Checkpoint> {
     Ok(Checkpoint {
         ask_id: r.get(0)?,
         mission_id: r.get(1)?,
@@ -73,10 +92,10 @@ fn from_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<Checkpoint> {
 
 /// The checkpoint row, written inside the transaction that writes its ask.
 pub(super) fn insert(
-    tx: &rusqlite::Transaction<'_>,
+    tx: &crate::store::Conn<'_>,
     cp: &Checkpoint,
     now: i64,
-) -> rusqlite::Result<usize> {
+) -> crate::store::sql::Result<usize> {
     tx.execute(
         "INSERT INTO checkpoints (ask_id, mission_id, session_id, agent_name, cwd, host_pid, host_start, created_at, updated_at)
          VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?8)",

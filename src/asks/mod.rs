@@ -12,7 +12,7 @@ use std::fmt;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use rusqlite::{OptionalExtension, Row, params};
+use crate::store::sql::{OptionalExtension, Row, params};
 use serde::Serialize;
 use serde_json::{Value, json};
 use tokio::sync::Notify;
@@ -69,6 +69,52 @@ END;
 CREATE TRIGGER asks_count_delete AFTER DELETE ON asks BEGIN
     UPDATE ask_state_counts SET n = n - 1 WHERE state = OLD.state;
 END;";
+
+/// The PostgreSQL spelling of this module's tables as of schema v11 (see
+/// `crate::schema`); the state counts are kept by one trigger function.
+pub(crate) const PG_SCHEMA_V11: &str = "
+CREATE TABLE asks (
+    id           TEXT PRIMARY KEY NOT NULL,
+    tools_name   TEXT NOT NULL,
+    tool_name    TEXT NOT NULL,
+    args_summary TEXT NOT NULL DEFAULT '',
+    diff         TEXT,
+    policy_name  TEXT NOT NULL DEFAULT '',
+    matched_rule BIGINT,
+    on_timeout   TEXT NOT NULL DEFAULT 'deny',
+    state        TEXT NOT NULL DEFAULT 'pending',
+    resolution   TEXT,
+    instance_id  TEXT NOT NULL DEFAULT '',
+    session_id   TEXT NOT NULL DEFAULT '',
+    agent_name   TEXT NOT NULL DEFAULT '',
+    mission_id   TEXT,
+    created_at   BIGINT NOT NULL,
+    expires_at   BIGINT NOT NULL,
+    resolved_at  BIGINT
+);
+CREATE INDEX asks_by_state_created ON asks (state, created_at);
+CREATE INDEX asks_by_state_expires ON asks (state, expires_at);
+CREATE INDEX asks_by_mission ON asks (mission_id, state);
+CREATE TABLE ask_state_counts (
+    state TEXT PRIMARY KEY NOT NULL,
+    n     BIGINT NOT NULL
+);
+CREATE FUNCTION asks_count() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+    IF TG_OP IN ('UPDATE', 'DELETE') THEN
+        UPDATE ask_state_counts SET n = n - 1 WHERE state = OLD.state;
+    END IF;
+    IF TG_OP IN ('INSERT', 'UPDATE') THEN
+        INSERT INTO ask_state_counts (state, n) VALUES (NEW.state, 1)
+            ON CONFLICT (state) DO UPDATE SET n = ask_state_counts.n + 1;
+    END IF;
+    RETURN NULL;
+END $$;
+CREATE TRIGGER asks_count AFTER INSERT OR DELETE ON asks
+    FOR EACH ROW EXECUTE FUNCTION asks_count();
+CREATE TRIGGER asks_count_state AFTER UPDATE OF state ON asks
+    FOR EACH ROW WHEN (OLD.state IS DISTINCT FROM NEW.state)
+    EXECUTE FUNCTION asks_count();";
 
 /// The toolset/tool pair that marks a question (as opposed to a permission gate).
 pub const QUESTION_TOOLS: &str = "mission";
@@ -293,7 +339,7 @@ pub struct Asks {
 
 const COLUMNS: &str = "id, tools_name, tool_name, args_summary, diff, policy_name, matched_rule, on_timeout, state, resolution, instance_id, session_id, agent_name, mission_id, created_at, expires_at, resolved_at";
 
-fn from_row(r: &Row<'_>) -> rusqlite::Result<Ask> {
+fn from_row(r: &Row<'_>) -> crate::store::sql::Result<Ask> {
     let resolution: Option<String> = r.get(9)?;
     Ok(Ask {
         id: r.get(0)?,
@@ -304,7 +350,7 @@ fn from_row(r: &Row<'_>) -> rusqlite::Result<Ask> {
         policy_name: r.get(5)?,
         matched_rule: r.get(6)?,
         on_timeout: r.get(7)?,
-        state: AskState::parse(&r.get::<_, String>(8)?),
+        state: AskState::parse(&r.get::<String>(8)?),
         resolution: resolution.and_then(|s| serde_json::from_str(&s).ok()),
         instance_id: r.get(10)?,
         session_id: r.get(11)?,
@@ -473,14 +519,14 @@ impl Asks {
             let mut s = c.prepare_cached(&format!(
                 "SELECT mission_id, COUNT(*) FROM asks WHERE mission_id IN ({marks}) AND state = 'pending' GROUP BY mission_id"
             ))?;
-            s.query_map(rusqlite::params_from_iter(mission_ids), |r| {
+            s.query_map(crate::store::sql::params_from_iter(mission_ids), |r| {
                 Ok((r.get(0)?, r.get(1)?))
             })?
             .collect()
         })?)
     }
 
-    fn query(&self, tail: &str, p: impl rusqlite::Params) -> Result<Vec<Ask>, AskError> {
+    fn query(&self, tail: &str, p: impl crate::store::sql::Params) -> Result<Vec<Ask>, AskError> {
         Ok(self.store.with(|c| {
             let mut s = c.prepare_cached(&format!("SELECT {COLUMNS} FROM asks {tail}"))?;
             s.query_map(p, from_row)?.collect()

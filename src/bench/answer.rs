@@ -132,7 +132,7 @@ pub async fn run(scale: Scale) -> anyhow::Result<Vec<Row>> {
         asking_unit(&scratch, "answer", &mission.id, rounds * 2, Arc::new(calls)).await?;
     // Another connection to the same file: what `approvals respond` in another
     // process holds. Its Asks has no waiters of ours to wake.
-    let elsewhere = Asks::new(Store::open(scratch.store.path())?);
+    let elsewhere = Asks::new(Store::open_at(scratch.store.location())?);
 
     let mut local = Vec::new();
     let mut remote = Vec::new();

@@ -186,7 +186,7 @@ pub async fn run(scale: Scale) -> anyhow::Result<Vec<Row>> {
     let scratch = Scratch::new()?;
     seed(&scratch, scale.missions, scale.asks)?;
     let source =
-        Source::open(scratch.store.path(), Box::new(|| 0), false).map_err(anyhow::Error::msg)?;
+        Source::open(scratch.store.location(), Box::new(|| 0), false).map_err(anyhow::Error::msg)?;
     let size = Rect::new(0, 0, WIDTH, HEIGHT);
     let query = Query {
         offset: 0,
@@ -221,7 +221,7 @@ pub async fn run(scale: Scale) -> anyhow::Result<Vec<Row>> {
         .first()
         .map(|r| r.id.clone())
         .unwrap_or_default();
-    let bare = rusqlite::Connection::open(scratch.store.path())?;
+    let bare = rusqlite::Connection::open(scratch.store.sqlite_path().expect("the bench store is a file"))?;
     let mut bare_times = Vec::with_capacity(samples);
     for _ in 0..samples {
         let t = Instant::now();
@@ -335,14 +335,14 @@ async fn keypresses(
     let (query_tx, query_rx) = watch::channel(model.query());
     let (snap_tx, mut snap_rx) = watch::channel(Arc::new(Snapshot::default()));
     let thread = crate::board::snapshot::spawn(
-        scratch.store.path().to_path_buf(),
+        scratch.store.location().clone(),
         Box::new(|| 0),
         false,
         query_rx,
         snap_tx,
     )?;
     // Another process's change: a mission it creates shows in the board's count.
-    let elsewhere = Missions::new(Store::open(scratch.store.path())?);
+    let elsewhere = Missions::new(Store::open_at(scratch.store.location())?);
     let before = elsewhere.counts()?.0 as usize;
     let mut seen = Vec::with_capacity(samples);
     let mut commits = Vec::with_capacity(samples);
@@ -382,7 +382,7 @@ async fn keypresses(
     }
     .await;
     let (stop_tx, stop_rx) = watch::channel(false);
-    let loader = load(scratch.store.path(), ids, stop_rx)?;
+    let loader = load(scratch.store.sqlite_path().expect("the bench store is a file"), ids, stop_rx)?;
     let mut took = Vec::with_capacity(samples);
     let mut detailed = Vec::with_capacity(samples);
     let result = async {

@@ -4,7 +4,7 @@
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use rusqlite::params;
+use crate::store::sql::params;
 use serde_json::Value;
 
 use crate::acp::{UnitSpec, mission_meta};

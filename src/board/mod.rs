@@ -93,7 +93,13 @@ pub fn run(paths: Paths, demo: bool) -> anyhow::Result<i32> {
 
 async fn host(paths: Paths, demo: bool) -> anyhow::Result<i32> {
     let db = paths.db_path();
-    let store = Store::open(&db)?;
+    // The demo's scratch home is always its own file; anything else follows store-url.
+    let location = if demo {
+        crate::store::Location::File(db.clone())
+    } else {
+        crate::config::store_location(&db).map_err(anyhow::Error::msg)?
+    };
+    let store = Store::open_at(&location)?;
     let notify = notify::Notify::from_config(
         &crate::config::Config::new(store.clone())
             .get(crate::config::NOTIFY)
@@ -108,7 +114,7 @@ async fn host(paths: Paths, demo: bool) -> anyhow::Result<i32> {
     let (snap_tx, snap_rx) = watch::channel(Arc::new(Snapshot::default()));
     let probe_fleet = fleet.clone();
     let store_thread = snapshot::spawn(
-        db,
+        location,
         Box::new(move || probe_fleet.open_units()),
         beta,
         query_rx,

@@ -4,7 +4,6 @@
 //! publishing `Arc<Snapshot>` on a `watch` (which coalesces: the UI only ever sees
 //! the latest). It reads only the visible window.
 
-use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -21,7 +20,7 @@ use crate::host::HostId;
 use crate::mission::inbox::InboxItem;
 use crate::mission::{Listing, Mission, Missions, Report, Status};
 use crate::oracle::trace::Trace;
-use crate::store::Store;
+use crate::store::{Location, Store};
 use crate::text::{one_line, sanitize};
 
 /// How often it asks SQLite whether another connection committed when no commit is
@@ -51,11 +50,11 @@ pub struct Source {
 
 impl Source {
     pub fn open(
-        db: &std::path::Path,
+        location: &Location,
         fleet_probe: FleetProbe,
         beta: bool,
     ) -> Result<Source, String> {
-        let store = Store::open(db).map_err(|e| e.to_string())?;
+        let store = Store::open_at(location).map_err(|e| e.to_string())?;
         Ok(Source {
             missions: Missions::new(store.clone()),
             asks: Asks::new(store.clone()),
@@ -69,7 +68,7 @@ impl Source {
 /// Start the thread (from inside the runtime: it waits on the query and the change
 /// feed through it). It ends when the query sender (the UI) is dropped.
 pub fn spawn(
-    db: PathBuf,
+    location: Location,
     fleet_probe: FleetProbe,
     beta: bool,
     mut queries: watch::Receiver<Query>,
@@ -79,7 +78,7 @@ pub fn spawn(
     std::thread::Builder::new()
         .name("board-store".into())
         .spawn(move || {
-            let src = match Source::open(&db, fleet_probe, beta) {
+            let src = match Source::open(&location, fleet_probe, beta) {
                 Ok(s) => s,
                 Err(e) => {
                     let _ = out.send(Arc::new(Snapshot {

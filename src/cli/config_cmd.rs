@@ -2,7 +2,7 @@
 
 use super::out::{self, out, outln};
 use super::{ConfigCmd, Ctx};
-use crate::config::{Config, Key, Origin};
+use crate::config::{Config, Key, Origin, STORE_URL};
 use crate::row;
 
 pub(super) fn run(ctx: &Ctx, cmd: ConfigCmd) -> anyhow::Result<i32> {
@@ -18,7 +18,7 @@ pub(super) fn run(ctx: &Ctx, cmd: ConfigCmd) -> anyhow::Result<i32> {
     }
     match cmd {
         ConfigCmd::Set { key, value } => {
-            let stored = Config::new(ctx.store()?).set(&key, &value)?;
+            let stored = Config::new(store_for(ctx, &key)?).set(&key, &value)?;
             outln!("{key} = {stored}")?;
         }
         ConfigCmd::Get { key } => match effective(ctx)?.into_iter().find(|(k, ..)| k.name == key) {
@@ -28,7 +28,7 @@ pub(super) fn run(ctx: &Ctx, cmd: ConfigCmd) -> anyhow::Result<i32> {
             )),
         },
         ConfigCmd::Unset { key } => {
-            let config = Config::new(ctx.store()?);
+            let config = Config::new(store_for(ctx, &key)?);
             config.unset(&key)?;
             match config.get(&key)? {
                 Some(d) => outln!("{key} unset (default: {d})")?,
@@ -72,17 +72,40 @@ pub(super) fn run(ctx: &Ctx, cmd: ConfigCmd) -> anyhow::Result<i32> {
     Ok(0)
 }
 
+/// Where `key` is kept: `store-url` in this home's own file (it says where the rest
+/// lives), every other key in the store it names.
+fn store_for(ctx: &Ctx, key: &str) -> anyhow::Result<crate::store::Store> {
+    if key == STORE_URL {
+        ctx.home_file_store()
+    } else {
+        ctx.store()
+    }
+}
+
 /// Every key's effective value: from the store, or — where there is none yet — the
-/// defaults, without creating one.
+/// defaults, without creating one; `store-url` always from this home's own file.
 fn effective(ctx: &Ctx) -> anyhow::Result<Vec<(&'static Key, Option<String>, Origin)>> {
-    match ctx.existing_store()? {
-        Some(store) => Config::new(store).list(),
-        None => Ok(crate::config::KEYS
-            .iter()
+    let defaults = |keys: &[&'static Key]| -> Vec<(&'static Key, Option<String>, Origin)> {
+        keys.iter()
             .map(|k| {
                 let (value, origin) = k.effective(None);
-                (k, value, origin)
+                (*k, value, origin)
             })
-            .collect()),
+            .collect()
+    };
+    let all: Vec<&'static Key> = crate::config::KEYS.iter().collect();
+    let mut entries = match ctx.existing_store()? {
+        Some(store) => Config::new(store).list()?,
+        None => defaults(&all),
+    };
+    let home = match crate::store::Store::open_read_only(&ctx.paths.db_path())? {
+        Some(file) => Config::new(file).list()?,
+        None => defaults(&all),
+    };
+    for entry in entries.iter_mut().filter(|(k, ..)| k.name == STORE_URL) {
+        if let Some(local) = home.iter().find(|(k, ..)| k.name == STORE_URL) {
+            *entry = local.clone();
+        }
     }
+    Ok(entries)
 }

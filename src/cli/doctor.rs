@@ -30,11 +30,11 @@ pub(super) fn run(ctx: &Ctx, json: bool) -> anyhow::Result<i32> {
             let check = s.integrity_check().unwrap_or_else(|e| e.to_string());
             lines.push(format!(
                 "Store:     {} (schema v{}, integrity {check})",
-                s.path().display(),
+                s.location(),
                 s.schema_version()?
             ));
             if check != "ok" {
-                fixes.push(format!("repair or move aside {}", s.path().display()));
+                fixes.push(format!("repair or move aside {}", s.location()));
             }
             Some(s)
         }

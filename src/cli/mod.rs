@@ -484,15 +484,17 @@ pub(crate) struct Ctx {
 impl Ctx {
     /// Open (creating and migrating if needed) the database.
     pub fn store(&self) -> anyhow::Result<Store> {
+        crate::config::open_store(&self.paths.db_path())
+    }
+
+    /// This home's own file, whatever `store-url` names (where `store-url` is kept).
+    pub fn home_file_store(&self) -> anyhow::Result<Store> {
         Ok(Store::open(&self.paths.db_path())?)
     }
 
     /// The database if one exists (migrated if needed); `None` creates nothing.
     pub fn existing_store(&self) -> anyhow::Result<Option<Store>> {
-        if !self.paths.db_path().exists() {
-            return Ok(None);
-        }
-        self.store().map(Some)
+        crate::config::existing_store(&self.paths.db_path())
     }
 
     /// The database, or an error that says none exists yet (for commands about a

@@ -1,7 +1,7 @@
 //! Abbreviated ids: the one rule for typing less than a whole id (mission ids and ask
 //! ids alike), so an operator can type what a table or the board shows.
 
-use rusqlite::params;
+use crate::store::sql::params;
 
 use crate::store::{Store, StoreError};
 
@@ -34,7 +34,7 @@ pub fn resolve(store: &Store, kind: &IdKind, typed: &str) -> Result<Resolved, St
     let key = typed.trim();
     let table = kind.table;
     let exact: Option<String> = store.with(|c| {
-        use rusqlite::OptionalExtension;
+        use crate::store::sql::OptionalExtension;
         c.query_row(
             &format!("SELECT id FROM {table} WHERE id = ?1"),
             params![key],

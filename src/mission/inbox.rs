@@ -1,7 +1,7 @@
 //! The operator inbox: a copy of every report that reached no live session. Acking
 //! marks an item read; it never deletes it and never touches the report or an ask.
 
-use rusqlite::{OptionalExtension, params};
+use crate::store::sql::{OptionalExtension, params};
 use serde::Serialize;
 
 use super::report::{Report, report_at};
@@ -19,6 +19,24 @@ CREATE TABLE inbox (
     parent_session_id TEXT,
     created_at        INTEGER NOT NULL,
     acked_at          INTEGER
+);
+CREATE INDEX inbox_by_created ON inbox (created_at DESC, id DESC);
+CREATE INDEX inbox_unacked ON inbox (acked_at, created_at DESC);";
+
+/// The PostgreSQL spelling of this module's tables as of schema v11 (see
+/// `crate::schema`); `rowid` is the insertion order SQLite keeps implicitly.
+pub(crate) const PG_SCHEMA_V11: &str = "
+CREATE TABLE inbox (
+    id                TEXT PRIMARY KEY NOT NULL,
+    rowid             BIGINT GENERATED ALWAYS AS IDENTITY UNIQUE,
+    mission_id        TEXT NOT NULL REFERENCES missions (id),
+    report_id         TEXT NOT NULL UNIQUE REFERENCES reports (id),
+    reason            TEXT NOT NULL,
+    agent_name        TEXT NOT NULL DEFAULT '',
+    intent            TEXT NOT NULL DEFAULT '',
+    parent_session_id TEXT,
+    created_at        BIGINT NOT NULL,
+    acked_at          BIGINT
 );
 CREATE INDEX inbox_by_created ON inbox (created_at DESC, id DESC);
 CREATE INDEX inbox_unacked ON inbox (acked_at, created_at DESC);";
@@ -64,11 +82,11 @@ impl InboxItem {
 
 /// Written inside the report's own transaction.
 pub(crate) fn insert_for_report(
-    tx: &rusqlite::Transaction<'_>,
+    tx: &crate::store::Conn<'_>,
     mission: &Mission,
     report: &Report,
     reason: &str,
-) -> rusqlite::Result<()> {
+) -> crate::store::sql::Result<()> {
     tx.execute(
         "INSERT OR IGNORE INTO inbox (id, mission_id, report_id, reason, agent_name, intent, parent_session_id, created_at)
          VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
@@ -90,7 +108,7 @@ const SELECT: &str = "SELECT i.id, i.mission_id, i.agent_name, i.intent, i.paren
         r.id, r.mission_id, r.kind, r.summary, r.detail, r.refs, r.handover, r.created_at
    FROM inbox i JOIN reports r ON r.id = i.report_id";
 
-fn item_from_row(row: &rusqlite::Row<'_>) -> rusqlite::Result<InboxItem> {
+fn item_from_row(row: &crate::store::sql::Row<'_>) -> crate::store::sql::Result<InboxItem> {
     let acked_at: Option<i64> = row.get(7)?;
     let report = report_at(row, 8)?;
     Ok(InboxItem {

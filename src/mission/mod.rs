@@ -14,7 +14,7 @@ pub mod report;
 
 use std::fmt;
 
-use rusqlite::{OptionalExtension, Row, params};
+use crate::store::sql::{OptionalExtension, Row, params};
 use serde::Serialize;
 use serde_json::json;
 
@@ -79,6 +79,54 @@ END;
 CREATE TRIGGER missions_count_delete AFTER DELETE ON missions BEGIN
     UPDATE mission_status_counts SET n = n - 1 WHERE status = OLD.status;
 END;";
+
+/// The PostgreSQL spelling of this module's tables as of schema v11 (see
+/// `crate::schema`). `rowid` is the insertion order SQLite keeps implicitly; the
+/// status counts are kept by one trigger function.
+pub(crate) const PG_SCHEMA_V11: &str = "
+CREATE TABLE missions (
+    id                TEXT PRIMARY KEY NOT NULL,
+    rowid             BIGINT GENERATED ALWAYS AS IDENTITY UNIQUE,
+    intent            TEXT NOT NULL,
+    agent_name        TEXT NOT NULL,
+    policy_name       TEXT NOT NULL,
+    cwd               TEXT NOT NULL DEFAULT '',
+    session_id        TEXT,
+    instance_id       TEXT,
+    parent_session_id TEXT,
+    status            TEXT NOT NULL DEFAULT 'open',
+    status_reason     TEXT,
+    plan_revision     BIGINT NOT NULL DEFAULT 0,
+    last_heartbeat    BIGINT,
+    last_error        TEXT,
+    created_at        BIGINT NOT NULL,
+    updated_at        BIGINT NOT NULL,
+    host_pid          BIGINT,
+    host_start        TEXT
+);
+CREATE INDEX missions_by_created ON missions (created_at DESC, id DESC);
+CREATE INDEX missions_by_status ON missions (status, created_at);
+CREATE INDEX missions_by_activity ON missions (GREATEST(created_at, COALESCE(last_heartbeat, 0)) DESC, id DESC);
+CREATE TABLE mission_status_counts (
+    status TEXT PRIMARY KEY NOT NULL,
+    n      BIGINT NOT NULL
+);
+CREATE FUNCTION missions_count() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+    IF TG_OP IN ('UPDATE', 'DELETE') THEN
+        UPDATE mission_status_counts SET n = n - 1 WHERE status = OLD.status;
+    END IF;
+    IF TG_OP IN ('INSERT', 'UPDATE') THEN
+        INSERT INTO mission_status_counts (status, n) VALUES (NEW.status, 1)
+            ON CONFLICT (status) DO UPDATE SET n = mission_status_counts.n + 1;
+    END IF;
+    RETURN NULL;
+END $$;
+CREATE TRIGGER missions_count AFTER INSERT OR DELETE ON missions
+    FOR EACH ROW EXECUTE FUNCTION missions_count();
+CREATE TRIGGER missions_count_status AFTER UPDATE OF status ON missions
+    FOR EACH ROW WHEN (OLD.status IS DISTINCT FROM NEW.status)
+    EXECUTE FUNCTION missions_count();";
 
 /// Bus subjects for mission events (payloads are self-contained JSON).
 pub mod subjects {
@@ -305,12 +353,12 @@ pub struct Missions {
 const COLUMNS: &str = "id, intent, agent_name, policy_name, cwd, session_id, instance_id, parent_session_id, status, status_reason, plan_revision, last_heartbeat, last_error, created_at, updated_at, host_pid, host_start";
 
 /// How many missions hold `status`, from the counts the v11 triggers keep exact.
-fn status_count(c: &rusqlite::Connection, status: Status) -> rusqlite::Result<i64> {
+fn status_count(c: &crate::store::Conn<'_>, status: Status) -> crate::store::sql::Result<i64> {
     c.prepare_cached("SELECT COALESCE((SELECT n FROM mission_status_counts WHERE status = ?1), 0)")?
         .query_row(params![status.as_str()], |r| r.get(0))
 }
 
-fn from_row(r: &Row<'_>) -> rusqlite::Result<Mission> {
+fn from_row(r: &Row<'_>) -> crate::store::sql::Result<Mission> {
     let status: String = r.get(8)?;
     Ok(Mission {
         id: r.get(0)?,
@@ -329,8 +377,8 @@ fn from_row(r: &Row<'_>) -> rusqlite::Result<Mission> {
         created_at: r.get(13)?,
         updated_at: r.get(14)?,
         host: match (
-            r.get::<_, Option<u32>>(15)?,
-            r.get::<_, Option<String>>(16)?,
+            r.get::<Option<u32>>(15)?,
+            r.get::<Option<String>>(16)?,
         ) {
             (Some(pid), Some(start)) => Some(HostId { pid, start }),
             _ => None,
@@ -574,7 +622,7 @@ impl Missions {
         Ok(changed == 1)
     }
 
-    fn query(&self, tail: &str, p: impl rusqlite::Params) -> Result<Vec<Mission>> {
+    fn query(&self, tail: &str, p: impl crate::store::sql::Params) -> Result<Vec<Mission>> {
         Ok(self.store.with(|c| {
             let mut s = c.prepare_cached(&format!("SELECT {COLUMNS} FROM missions {tail}"))?;
             s.query_map(p, from_row)?.collect()
@@ -745,7 +793,7 @@ pub(crate) mod tests {
             .with(|c| {
                 c.execute(
                     "UPDATE missions SET host_start = 'a process long gone' WHERE id = ?1",
-                    [&m.id],
+                    params![m.id],
                 )
             })
             .unwrap();

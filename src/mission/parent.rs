@@ -4,7 +4,7 @@
 //! operator inbox as `parent_gone`. Liveness is durable, so a report written by any
 //! process (a resumed run, the reclaim sweep) routes the same way.
 
-use rusqlite::{OptionalExtension, params};
+use crate::store::sql::{OptionalExtension, params};
 
 use super::inbox::PARENT_GONE;
 use super::report::report_at;
@@ -19,6 +19,16 @@ CREATE TABLE parent_sessions (
     host_start  TEXT NOT NULL,
     opened_at   INTEGER NOT NULL,
     closed_at   INTEGER
+);";
+
+/// The PostgreSQL spelling of this module's tables as of schema v11 (see `crate::schema`).
+pub(crate) const PG_SCHEMA_V11: &str = "
+CREATE TABLE parent_sessions (
+    id          TEXT PRIMARY KEY NOT NULL,
+    host_pid    BIGINT NOT NULL,
+    host_start  TEXT NOT NULL,
+    opened_at   BIGINT NOT NULL,
+    closed_at   BIGINT
 );";
 
 impl Missions {

@@ -2,7 +2,7 @@
 //! back; completed work is immutable; the last 20 revisions are kept, written in the
 //! same transaction as the snapshot they describe.
 
-use rusqlite::{OptionalExtension, params};
+use crate::store::sql::{OptionalExtension, params};
 use serde::{Deserialize, Serialize};
 use serde_json::json;
 
@@ -23,6 +23,23 @@ CREATE TABLE plan_revisions (
     completed   INTEGER NOT NULL,
     source      TEXT NOT NULL,
     at          INTEGER NOT NULL,
+    PRIMARY KEY (mission_id, revision)
+);";
+
+/// The PostgreSQL spelling of this module's tables as of schema v11 (see `crate::schema`).
+pub(crate) const PG_SCHEMA_V11: &str = "
+CREATE TABLE plan_revisions (
+    mission_id  TEXT NOT NULL REFERENCES missions (id),
+    revision    BIGINT NOT NULL,
+    explanation TEXT,
+    entries     TEXT NOT NULL,
+    added       BIGINT NOT NULL,
+    removed     BIGINT NOT NULL,
+    pending     BIGINT NOT NULL,
+    in_progress BIGINT NOT NULL,
+    completed   BIGINT NOT NULL,
+    source      TEXT NOT NULL,
+    at          BIGINT NOT NULL,
     PRIMARY KEY (mission_id, revision)
 );";
 
@@ -283,7 +300,7 @@ impl Missions {
             s.query_map(params![mission_id], |r| {
                 Ok(PlanRevision {
                     revision: r.get(0)?,
-                    explanation: r.get::<_, Option<String>>(1)?.unwrap_or_default(),
+                    explanation: r.get::<Option<String>>(1)?.unwrap_or_default(),
                     added: r.get(2)?,
                     removed: r.get(3)?,
                     pending: r.get(4)?,
@@ -299,10 +316,10 @@ impl Missions {
 }
 
 fn current_entries(
-    tx: &rusqlite::Transaction<'_>,
+    tx: &crate::store::Conn<'_>,
     mission_id: &str,
     revision: i64,
-) -> rusqlite::Result<Vec<PlanEntry>> {
+) -> crate::store::sql::Result<Vec<PlanEntry>> {
     let json: Option<String> = tx
         .query_row(
             "SELECT entries FROM plan_revisions WHERE mission_id = ?1 AND revision = ?2",

@@ -3,7 +3,7 @@
 
 use std::path::Path;
 
-use rusqlite::params;
+use crate::store::sql::params;
 use serde::{Deserialize, Serialize};
 use serde_json::json;
 
@@ -20,6 +20,22 @@ CREATE TABLE reports (
     refs        TEXT,
     handover    TEXT,
     created_at  INTEGER NOT NULL
+);
+CREATE INDEX reports_by_mission ON reports (mission_id, created_at, id);";
+
+/// The PostgreSQL spelling of this module's tables as of schema v11 (see
+/// `crate::schema`); `rowid` is the insertion order SQLite keeps implicitly.
+pub(crate) const PG_SCHEMA_V11: &str = "
+CREATE TABLE reports (
+    id          TEXT PRIMARY KEY NOT NULL,
+    rowid       BIGINT GENERATED ALWAYS AS IDENTITY UNIQUE,
+    mission_id  TEXT NOT NULL REFERENCES missions (id),
+    kind        TEXT NOT NULL,
+    summary     TEXT NOT NULL,
+    detail      TEXT,
+    refs        TEXT,
+    handover    TEXT,
+    created_at  BIGINT NOT NULL
 );
 CREATE INDEX reports_by_mission ON reports (mission_id, created_at, id);";
 
@@ -254,12 +270,12 @@ impl Missions {
     }
 }
 
-fn report_from_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<Report> {
+fn report_from_row(r: &crate::store::sql::Row<'_>) -> crate::store::sql::Result<Report> {
     report_at(r, 0)
 }
 
 /// Read a report whose eight columns start at `at` (joined queries put it after their own).
-pub(crate) fn report_at(r: &rusqlite::Row<'_>, at: usize) -> rusqlite::Result<Report> {
+pub(crate) fn report_at(r: &crate::store::sql::Row<'_>, at: usize) -> crate::store::sql::Result<Report> {
     let refs: Option<String> = r.get(at + 5)?;
     let handover: Option<String> = r.get(at + 6)?;
     Ok(Report {
@@ -267,7 +283,7 @@ pub(crate) fn report_at(r: &rusqlite::Row<'_>, at: usize) -> rusqlite::Result<Re
         mission_id: r.get(at + 1)?,
         kind: r.get(at + 2)?,
         summary: r.get(at + 3)?,
-        detail: r.get::<_, Option<String>>(at + 4)?.unwrap_or_default(),
+        detail: r.get::<Option<String>>(at + 4)?.unwrap_or_default(),
         refs: refs
             .and_then(|s| serde_json::from_str(&s).ok())
             .unwrap_or_default(),

@@ -25,10 +25,12 @@ pub struct ModelFlags {
 /// from `db` (read-only; never created), then the defaults.
 pub fn resolve(flags: &ModelFlags, db: &std::path::Path) -> ModelSettings {
     let from_env = |name: &str| std::env::var(name).ok().filter(|v| !v.trim().is_empty());
-    let config = crate::store::Store::open_read_only(db)
-        .ok()
-        .flatten()
-        .map(Config::new);
+    let config = match crate::config::store_location(db) {
+        Ok(crate::store::Location::File(p)) => crate::store::Store::open_read_only(&p).ok().flatten(),
+        Ok(shared) => crate::store::Store::open_at(&shared).ok(),
+        Err(_) => None,
+    }
+    .map(Config::new);
     let from_config = |key: &str| config.as_ref().and_then(|c| c.get(key).ok().flatten());
     let pick = |flag: &Option<String>, env: &str, key: &str| {
         flag.clone()

@@ -104,7 +104,7 @@ impl AgentSession for ChatSession {
 /// Serve ACP on stdin/stdout until the editor hangs up (or a termination signal),
 /// then end this process's sessions and tear its units down.
 pub async fn run(paths: Paths, options: AcpOptions) -> Result<(), String> {
-    let store = Store::open(&paths.db_path()).map_err(|e| e.to_string())?;
+    let store = crate::config::open_store(&paths.db_path()).map_err(|e| e.to_string())?;
     // The shipped envelopes are always there to be named, whatever was deleted.
     if let Err(e) = crate::presets::seed_policies_quietly(&paths.home) {
         tracing::warn!("could not refresh the preset envelopes: {e}");

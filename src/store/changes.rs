@@ -15,12 +15,12 @@
 //! waiter falls back to its own poll period: slower, never wrong.
 
 use std::collections::HashMap;
-use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, OnceLock, Weak};
 use std::time::Duration;
 
 use tokio::sync::watch;
 
+use super::Location;
 use crate::sync::LockUnpoisoned;
 
 /// After the last event of a burst, tick again once this much later each, quiet.
@@ -45,25 +45,41 @@ pub struct Waiter {
 }
 
 impl Changes {
-    /// The feed of the database at `db` (one watch per file per process).
-    pub fn of(db: &Path) -> Changes {
-        static FEEDS: OnceLock<Mutex<HashMap<PathBuf, Weak<Feed>>>> = OnceLock::new();
+    /// The feed of the database at `location` (one watch per database per process):
+    /// inotify on a SQLite file's log, LISTEN on a PostgreSQL database.
+    pub fn of(location: &Location) -> Changes {
+        static FEEDS: OnceLock<Mutex<HashMap<Location, Weak<Feed>>>> = OnceLock::new();
         let mut feeds = FEEDS.get_or_init(Default::default).lock_unpoisoned();
         feeds.retain(|_, f| f.strong_count() > 0);
-        if let Some(feed) = feeds.get(db).and_then(Weak::upgrade) {
+        if let Some(feed) = feeds.get(location).and_then(Weak::upgrade) {
             return Changes { feed };
         }
         let (tick, _) = watch::channel(0u64);
-        let watcher = inotify::Watch::start(db);
-        let feed = Arc::new(Feed {
-            tick,
-            pushed: watcher.is_some(),
-        });
-        if let Some(w) = watcher {
-            w.run(Arc::downgrade(&feed));
-        }
-        feeds.insert(db.to_path_buf(), Arc::downgrade(&feed));
+        let feed = match location {
+            Location::File(db) => {
+                let watcher = inotify::Watch::start(db);
+                let feed = Arc::new(Feed {
+                    tick,
+                    pushed: watcher.is_some(),
+                });
+                if let Some(w) = watcher {
+                    w.run(Arc::downgrade(&feed));
+                }
+                feed
+            }
+            Location::Postgres(url) => {
+                let feed = Arc::new(Feed { tick, pushed: true });
+                listen::run(url.clone(), Arc::downgrade(&feed));
+                feed
+            }
+        };
+        feeds.insert(location.clone(), Arc::downgrade(&feed));
         Changes { feed }
+    }
+
+    /// How many commits (or trailing ticks) this process has been told of so far.
+    pub fn heard(&self) -> u64 {
+        *self.feed.tick.borrow()
     }
 
     /// True when commits are pushed; false when waiters only poll.
@@ -97,6 +113,67 @@ impl Waiter {
 impl Feed {
     fn bump(&self) {
         self.tick.send_modify(|n| *n = n.wrapping_add(1));
+    }
+}
+
+/// PostgreSQL: every commit that changed something runs `NOTIFY` on one channel
+/// (`store::postgres`), and one connection per database per process LISTENs on it.
+/// A dropped connection is re-established; while it is down, waiters poll.
+mod listen {
+    use std::sync::Weak;
+    use std::time::Duration;
+
+    use postgres::fallible_iterator::FallibleIterator;
+
+    use super::{Feed, IDLE};
+    use crate::store::postgres::PgSession;
+
+    pub fn run(url: String, feed: Weak<Feed>) {
+        let spawned = std::thread::Builder::new()
+            .name("store-listen".into())
+            .spawn(move || pump(&url, &feed));
+        if let Err(e) = spawned {
+            tracing::warn!("store changes: cannot start the listener thread ({e}); waiters poll");
+        }
+    }
+
+    fn pump(url: &str, feed: &Weak<Feed>) {
+        let mut retry = Duration::from_millis(100);
+        while feed.strong_count() > 0 {
+            let mut client = match PgSession::listener(url) {
+                Ok(c) => c,
+                Err(e) => {
+                    tracing::debug!("store changes: cannot LISTEN ({e}); retrying");
+                    std::thread::sleep(retry);
+                    retry = (retry * 2).min(Duration::from_secs(5));
+                    continue;
+                }
+            };
+            retry = Duration::from_millis(100);
+            // A commit between two connections is not heard: tick once on (re)connect.
+            if let Some(f) = feed.upgrade() {
+                f.bump();
+            }
+            loop {
+                let next = client.notifications().timeout_iter(IDLE).next();
+                let Some(f) = feed.upgrade() else { return };
+                match next {
+                    Ok(Some(_)) => {
+                        // One tick for the burst: drain what is already queued.
+                        let _ = client.notifications().iter().count();
+                        f.bump();
+                    }
+                    Ok(None) => {}
+                    Err(e) => {
+                        tracing::debug!("store changes: LISTEN connection lost ({e})");
+                        break;
+                    }
+                }
+                if client.is_closed() {
+                    break;
+                }
+            }
+        }
     }
 }
 
@@ -289,12 +366,12 @@ mod tests {
     fn handles_of_one_file_share_one_feed() {
         let dir = tempfile::tempdir().unwrap();
         let db = dir.path().join("board.db");
-        let a = Changes::of(&db);
-        let b = Changes::of(&db);
+        let a = Changes::of(&Location::File(db.clone()));
+        let b = Changes::of(&Location::File(db));
         assert!(Arc::ptr_eq(&a.feed, &b.feed));
         assert!(!Arc::ptr_eq(
             &a.feed,
-            &Changes::of(&dir.path().join("other.db")).feed
+            &Changes::of(&Location::File(dir.path().join("other.db"))).feed
         ));
     }
 }

@@ -848,7 +848,7 @@ fn a_slow_resumer_that_still_lives_keeps_its_claim_however_old() {
         .with(|c| {
             c.execute(
                 "UPDATE checkpoints SET claimed_at = ?2 WHERE ask_id = ?1 AND claimed_at IS NOT NULL",
-                rusqlite::params![ask, day_ago],
+                missionboard::store::sql::params![ask, day_ago],
             )
         })
         .unwrap();

@@ -110,7 +110,7 @@ async fn units_waiting_on_a_foreign_lock_stall_no_other_units_acp_traffic() {
     wait_for_async(30, "every ticker to report", || reporting(1).then_some(())).await;
 
     // Held past the tickers' next reports, and well inside the 15 s busy timeout.
-    let lock = ForeignLock::hold(missions.store().path(), 10);
+    let lock = ForeignLock::hold(missions.store().sqlite_path().expect("a file store"), 10);
     let other = h.home.join("other.json");
     std::fs::write(
         &other,

@@ -157,7 +157,7 @@ fn a_verdict_racing_a_stop_and_a_sweep_ends_in_exactly_one_terminal_state() {
             .with(|c| {
                 c.execute(
                     "UPDATE missions SET created_at = created_at - 25200000 WHERE id = ?1",
-                    [&m.id],
+                    missionboard::store::sql::params![m.id],
                 )
             })
             .unwrap();

@@ -3,7 +3,7 @@
 //! on a `pause_ask` question, and the pause itself (so a host that dies while it
 //! waits leaves enough for another process to resume or stop the mission).
 
-use rusqlite::{OptionalExtension, params};
+use crate::store::sql::{OptionalExtension, params};
 
 use crate::clock;
 use crate::envelope::bounds::ComputeField;
@@ -28,6 +28,23 @@ CREATE TABLE mission_compute (
 pub(crate) const SCHEMA_V7: &str = "
 ALTER TABLE mission_compute ADD COLUMN spent_tool_calls INTEGER NOT NULL DEFAULT 0;
 ALTER TABLE mission_compute ADD COLUMN spent_tokens INTEGER NOT NULL DEFAULT 0;";
+
+/// The PostgreSQL spelling of this module's tables as of schema v11 (see `crate::schema`).
+pub(crate) const PG_SCHEMA_V11: &str = "
+CREATE TABLE mission_compute (
+    mission_id       TEXT PRIMARY KEY NOT NULL,
+    models           TEXT,
+    model            TEXT,
+    max_turns        BIGINT,
+    max_tool_calls   BIGINT,
+    max_tokens       BIGINT,
+    paused_ask       TEXT,
+    paused_field     TEXT,
+    paused_reason    TEXT,
+    updated_at       BIGINT NOT NULL,
+    spent_tool_calls BIGINT NOT NULL DEFAULT 0,
+    spent_tokens     BIGINT NOT NULL DEFAULT 0
+);";
 
 /// What the record says about one mission's compute.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -124,20 +141,20 @@ impl ComputeLedger {
                         (Some(ask_id), Some(field)) => Some(Pause {
                             ask_id,
                             field,
-                            reason: r.get::<_, Option<String>>(7)?.unwrap_or_default(),
+                            reason: r.get::<Option<String>>(7)?.unwrap_or_default(),
                         }),
                         _ => None,
                     };
                     Ok(ComputeRecord {
                         models: models.and_then(|m| serde_json::from_str(&m).ok()),
                         model: r.get(1)?,
-                        max_turns: r.get::<_, Option<i64>>(2)?.map(|v| v.max(0) as u64),
-                        max_tool_calls: r.get::<_, Option<i64>>(3)?.map(|v| v.max(0) as u64),
-                        max_tokens: r.get::<_, Option<i64>>(4)?.map(|v| v.max(0) as u64),
+                        max_turns: r.get::<Option<i64>>(2)?.map(|v| v.max(0) as u64),
+                        max_tool_calls: r.get::<Option<i64>>(3)?.map(|v| v.max(0) as u64),
+                        max_tokens: r.get::<Option<i64>>(4)?.map(|v| v.max(0) as u64),
                         pause,
                         spent: Spend {
-                            tool_calls: r.get::<_, i64>(8)?.max(0) as u64,
-                            tokens: r.get::<_, i64>(9)?.max(0) as u64,
+                            tool_calls: r.get::<i64>(8)?.max(0) as u64,
+                            tokens: r.get::<i64>(9)?.max(0) as u64,
                         },
                     })
                 },

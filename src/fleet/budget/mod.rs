@@ -24,7 +24,7 @@ mod model;
 mod pause;
 
 pub use ledger::{ComputeLedger, ComputeRecord, Pause, Spend};
-pub(crate) use ledger::{SCHEMA_V5, SCHEMA_V7};
+pub(crate) use ledger::{PG_SCHEMA_V11, SCHEMA_V5, SCHEMA_V7};
 pub(super) use model::select_allowed_model;
 pub(super) use pause::settle_pause;
 

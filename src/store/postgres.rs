@@ -1,0 +1,570 @@
+//! The PostgreSQL backend of the query layer (`store-url = postgres://…`): one
+//! synchronous client per store handle, the house dialect translated at prepare time,
+//! every write transaction serialised the way SQLite's `BEGIN IMMEDIATE` serialises
+//! them, and each commit announced with `NOTIFY` so every other host and board wakes
+//! within milliseconds (`store::changes`).
+//!
+//! Guarded transitions stay single statements (`UPDATE … WHERE state = 'pending'`,
+//! the answer cap as a subquery inside the UPDATE); READ COMMITTED re-evaluates such a
+//! statement's WHERE against the row it waited for, so exactly one writer wins. The
+//! one advisory lock is the one [`Store::write`](super::Store::write) takes, for the
+//! read-then-write transactions no single statement can express.
+
+use std::collections::HashMap;
+use std::error::Error as StdError;
+use std::time::Duration;
+
+use postgres::types::{IsNull, ToSql, Type, to_sql_checked};
+use postgres::{Client, NoTls, Statement};
+
+use super::sql::{Error, Result, Value};
+
+/// The channel every commit is announced on (per database, as NOTIFY is).
+pub const CHANGES_CHANNEL: &str = "missionboard_changes";
+/// The advisory lock every write transaction holds (`Store::write`).
+const WRITE_LOCK: i64 = 0x6d62_7772; // "mbwr"
+/// The schema version of a PostgreSQL database (SQLite keeps it in `user_version`).
+pub const SCHEMA_TABLE: &str =
+    "CREATE TABLE IF NOT EXISTS missionboard_schema (version BIGINT NOT NULL)";
+/// How long a statement waits for a lock another host holds before it gives up.
+pub const LOCK_TIMEOUT: Duration = Duration::from_secs(15);
+
+/// One connection and its prepared statements.
+pub struct PgSession {
+    url: String,
+    client: Client,
+    statements: HashMap<String, Statement>,
+    in_write: bool,
+    /// A statement changed something since the last announcement.
+    dirty: bool,
+}
+
+impl PgSession {
+    pub fn connect(url: &str) -> Result<PgSession> {
+        let client = connect_client(url)?;
+        Ok(PgSession {
+            url: url.to_string(),
+            client,
+            statements: HashMap::new(),
+            in_write: false,
+            dirty: false,
+        })
+    }
+
+    /// Reconnect when the server dropped us (a restart, an idle timeout): the next
+    /// call works again instead of every call failing until the process restarts.
+    pub fn revive(&mut self) -> Result<()> {
+        if self.client.is_closed() {
+            self.client = connect_client(&self.url)?;
+            self.statements.clear();
+            self.in_write = false;
+        }
+        Ok(())
+    }
+
+    fn statement(&mut self, sql: &str) -> Result<Statement> {
+        if let Some(s) = self.statements.get(sql) {
+            return Ok(s.clone());
+        }
+        let translated = translate(sql);
+        let s = self.client.prepare(&translated).map_err(from_pg)?;
+        self.statements.insert(sql.to_string(), s.clone());
+        Ok(s)
+    }
+
+    pub fn execute(&mut self, sql: &str, params: &[Value]) -> Result<usize> {
+        let stmt = self.statement(sql)?;
+        let refs: Vec<&(dyn ToSql + Sync)> =
+            params.iter().map(|p| p as &(dyn ToSql + Sync)).collect();
+        let n = self.client.execute(&stmt, &refs).map_err(from_pg)?;
+        self.dirty = true;
+        Ok(n as usize)
+    }
+
+    pub fn query(&mut self, sql: &str, params: &[Value]) -> Result<Vec<Vec<Value>>> {
+        let stmt = self.statement(sql)?;
+        let refs: Vec<&(dyn ToSql + Sync)> =
+            params.iter().map(|p| p as &(dyn ToSql + Sync)).collect();
+        let rows = self.client.query(&stmt, &refs).map_err(from_pg)?;
+        if writes(sql) {
+            self.dirty = true;
+        }
+        rows.iter()
+            .map(|r| {
+                (0..r.len())
+                    .map(|i| r.try_get::<_, Value>(i).map_err(from_pg))
+                    .collect()
+            })
+            .collect()
+    }
+
+    /// Statements written for PostgreSQL (migrations): run as they are.
+    pub fn batch(&mut self, sql: &str) -> Result<()> {
+        self.client.batch_execute(sql).map_err(from_pg)?;
+        self.dirty = true;
+        Ok(())
+    }
+
+    /// Begin a write transaction that no other writer, on any host, interleaves with.
+    pub fn begin_write(&mut self) -> Result<()> {
+        self.client.batch_execute("BEGIN").map_err(from_pg)?;
+        self.in_write = true;
+        self.client
+            .execute("SELECT pg_advisory_xact_lock($1)", &[&WRITE_LOCK])
+            .map_err(from_pg)?;
+        Ok(())
+    }
+
+    pub fn commit(&mut self) -> Result<()> {
+        self.announce()?;
+        self.in_write = false;
+        self.client.batch_execute("COMMIT").map_err(from_pg)
+    }
+
+    pub fn rollback(&mut self) {
+        self.in_write = false;
+        self.dirty = false;
+        // A failed rollback leaves a broken connection, which `revive` replaces.
+        let _ = self.client.batch_execute("ROLLBACK");
+    }
+
+    /// Outside a transaction: tell the other hosts something changed, if it did.
+    pub fn finish(&mut self) -> Result<()> {
+        if !self.in_write {
+            self.announce()?;
+        }
+        Ok(())
+    }
+
+    /// NOTIFY inside a transaction is delivered at its commit; outside, at once.
+    fn announce(&mut self) -> Result<()> {
+        if std::mem::take(&mut self.dirty) {
+            self.client
+                .batch_execute(&format!("NOTIFY {CHANGES_CHANNEL}"))
+                .map_err(from_pg)?;
+        }
+        Ok(())
+    }
+
+    /// The server's clock, in milliseconds since the epoch (doctor's skew check).
+    pub fn server_now_ms(&mut self) -> Result<i64> {
+        let row = self
+            .client
+            .query_one(
+                "SELECT CAST(EXTRACT(EPOCH FROM clock_timestamp()) * 1000 AS BIGINT)",
+                &[],
+            )
+            .map_err(from_pg)?;
+        row.try_get(0).map_err(from_pg)
+    }
+
+    /// A plain client of its own (the change listener).
+    pub fn listener(url: &str) -> Result<Client> {
+        let mut c = connect_client(url)?;
+        c.batch_execute(&format!("LISTEN {CHANGES_CHANNEL}"))
+            .map_err(from_pg)?;
+        Ok(c)
+    }
+}
+
+fn connect_client(url: &str) -> Result<Client> {
+    let mut client = Client::connect(url, NoTls).map_err(from_pg)?;
+    client
+        .batch_execute(&format!(
+            "SET lock_timeout = '{}s'; SET client_min_messages = warning",
+            LOCK_TIMEOUT.as_secs()
+        ))
+        .map_err(from_pg)?;
+    Ok(client)
+}
+
+/// True for a statement that may change rows (anything not a plain read).
+fn writes(sql: &str) -> bool {
+    let head = sql.trim_start();
+    !(head.len() >= 6 && head[..6].eq_ignore_ascii_case("select"))
+}
+
+/// `url` with any password replaced, for messages.
+pub fn redact(url: &str) -> String {
+    let Some((scheme, rest)) = url.split_once("://") else {
+        return url.to_string();
+    };
+    let (auth, host) = match rest.rsplit_once('@') {
+        Some((a, h)) => (Some(a), h),
+        None => (None, rest),
+    };
+    let mut out = format!("{scheme}://");
+    if let Some(a) = auth {
+        match a.split_once(':') {
+            Some((user, _)) => out.push_str(&format!("{user}:***@")),
+            None => out.push_str(&format!("{a}@")),
+        }
+    }
+    // A password can also ride in the query string.
+    match host.split_once('?') {
+        Some((h, q)) => {
+            out.push_str(h);
+            out.push('?');
+            let kept: Vec<String> = q
+                .split('&')
+                .map(|kv| match kv.split_once('=') {
+                    Some((k, _)) if k.eq_ignore_ascii_case("password") => format!("{k}=***"),
+                    _ => kv.to_string(),
+                })
+                .collect();
+            out.push_str(&kept.join("&"));
+        }
+        None => out.push_str(host),
+    }
+    out
+}
+
+/// A PostgreSQL error in the query layer's terms (SQLSTATE classes).
+fn from_pg(e: postgres::Error) -> Error {
+    let text = match e.as_db_error() {
+        Some(db) => format!("{} ({})", db.message(), db.code().code()),
+        None => {
+            let mut t = e.to_string();
+            if let Some(src) = e.source() {
+                t = format!("{t}: {src}");
+            }
+            t
+        }
+    };
+    let Some(code) = e.code() else {
+        return if e.is_closed() || e.source().is_some_and(|s| s.is::<std::io::Error>()) {
+            Error::CannotOpen(text)
+        } else {
+            Error::Other(text)
+        };
+    };
+    match code.code() {
+        c if c.starts_with("23") => Error::Constraint(text),
+        "40001" | "40P01" | "55P03" | "57014" => Error::Busy(text),
+        c if c.starts_with("28") || c.starts_with("08") || c == "3D000" => {
+            Error::CannotOpen(text)
+        }
+        "22P02" | "22003" => Error::Conversion(text),
+        _ => Error::Other(text),
+    }
+}
+
+/// Translate the house dialect (see `store::sql`) to PostgreSQL: `?N`/`?` become
+/// `$N`, two-argument `MAX`/`MIN` become `GREATEST`/`LEAST`, and `json_each(x)`
+/// becomes `json_array_elements_text(CAST(CAST(x AS TEXT) AS JSON))` (whose column
+/// is also named `value`). String literals and quoted names pass through untouched.
+pub fn translate(sql: &str) -> String {
+    let chars: Vec<char> = sql.chars().collect();
+    let mut next_bare = 0usize;
+    let mut out = String::with_capacity(sql.len() + 16);
+    translate_span(&chars, &mut next_bare, &mut out);
+    out
+}
+
+fn translate_span(chars: &[char], next_bare: &mut usize, out: &mut String) {
+    let mut i = 0;
+    while i < chars.len() {
+        let c = chars[i];
+        match c {
+            '\'' | '"' => {
+                let end = quoted_end(chars, i);
+                out.extend(&chars[i..end]);
+                i = end;
+            }
+            '?' => {
+                let start = i + 1;
+                let mut j = start;
+                while j < chars.len() && chars[j].is_ascii_digit() {
+                    j += 1;
+                }
+                let n = if j > start {
+                    let n: usize = chars[start..j].iter().collect::<String>().parse().unwrap_or(0);
+                    *next_bare = (*next_bare).max(n);
+                    n
+                } else {
+                    *next_bare += 1;
+                    *next_bare
+                };
+                out.push('$');
+                out.push_str(&n.to_string());
+                i = j;
+            }
+            c if is_ident(c) && (i == 0 || !is_ident(chars[i - 1])) => {
+                let mut j = i;
+                while j < chars.len() && is_ident(chars[j]) {
+                    j += 1;
+                }
+                let word: String = chars[i..j].iter().collect();
+                let open = j < chars.len() && chars[j] == '(';
+                let close = if open { matching_close(chars, j) } else { None };
+                match (word.to_ascii_lowercase().as_str(), close) {
+                    (name @ ("max" | "min"), Some(close))
+                        if has_top_level_comma(&chars[j + 1..close]) =>
+                    {
+                        out.push_str(if name == "max" { "GREATEST(" } else { "LEAST(" });
+                        translate_span(&chars[j + 1..close], next_bare, out);
+                        out.push(')');
+                        i = close + 1;
+                    }
+                    ("json_each", Some(close)) => {
+                        out.push_str("json_array_elements_text(CAST(CAST(");
+                        translate_span(&chars[j + 1..close], next_bare, out);
+                        out.push_str(" AS TEXT) AS JSON))");
+                        i = close + 1;
+                    }
+                    _ => {
+                        out.push_str(&word);
+                        i = j;
+                    }
+                }
+            }
+            c => {
+                out.push(c);
+                i += 1;
+            }
+        }
+    }
+}
+
+fn is_ident(c: char) -> bool {
+    c.is_ascii_alphanumeric() || c == '_'
+}
+
+/// The index just past the quoted run starting at `start` (doubled quotes escape).
+fn quoted_end(chars: &[char], start: usize) -> usize {
+    let q = chars[start];
+    let mut i = start + 1;
+    while i < chars.len() {
+        if chars[i] == q {
+            if chars.get(i + 1) == Some(&q) {
+                i += 2;
+                continue;
+            }
+            return i + 1;
+        }
+        i += 1;
+    }
+    chars.len()
+}
+
+fn matching_close(chars: &[char], open: usize) -> Option<usize> {
+    let mut depth = 0usize;
+    let mut i = open;
+    while i < chars.len() {
+        match chars[i] {
+            '\'' | '"' => {
+                i = quoted_end(chars, i);
+                continue;
+            }
+            '(' => depth += 1,
+            ')' => {
+                depth -= 1;
+                if depth == 0 {
+                    return Some(i);
+                }
+            }
+            _ => {}
+        }
+        i += 1;
+    }
+    None
+}
+
+fn has_top_level_comma(chars: &[char]) -> bool {
+    let mut depth = 0usize;
+    let mut i = 0;
+    while i < chars.len() {
+        match chars[i] {
+            '\'' | '"' => {
+                i = quoted_end(chars, i);
+                continue;
+            }
+            '(' => depth += 1,
+            ')' => depth = depth.saturating_sub(1),
+            ',' if depth == 0 => return true,
+            _ => {}
+        }
+        i += 1;
+    }
+    false
+}
+
+type BoxError = Box<dyn StdError + Sync + Send>;
+
+/// A parameter takes whatever type PostgreSQL inferred for its placeholder: an
+/// integer binds to a BIGINT, INTEGER or SMALLINT column (range-checked), a flag
+/// to a BOOLEAN, any value to TEXT — so one statement serves both backends.
+impl ToSql for Value {
+    fn to_sql(&self, ty: &Type, out: &mut bytes_mut::BytesMut) -> Result<IsNull, BoxError> {
+        match self {
+            Value::Null => Ok(IsNull::Yes),
+            Value::Int(n) => match *ty {
+                Type::INT8 => n.to_sql(ty, out),
+                Type::INT4 => i32::try_from(*n)?.to_sql(ty, out),
+                Type::INT2 => i16::try_from(*n)?.to_sql(ty, out),
+                Type::BOOL => (*n != 0).to_sql(ty, out),
+                Type::FLOAT8 => (*n as f64).to_sql(ty, out),
+                Type::FLOAT4 => (*n as f32).to_sql(ty, out),
+                Type::TEXT | Type::VARCHAR | Type::NAME | Type::BPCHAR | Type::UNKNOWN => {
+                    n.to_string().as_str().to_sql(&Type::TEXT, out)
+                }
+                ref other => Err(format!("an integer cannot bind to a {other} parameter").into()),
+            },
+            Value::Real(x) => match *ty {
+                Type::FLOAT8 => x.to_sql(ty, out),
+                Type::FLOAT4 => (*x as f32).to_sql(ty, out),
+                Type::TEXT | Type::VARCHAR | Type::UNKNOWN => {
+                    x.to_string().as_str().to_sql(&Type::TEXT, out)
+                }
+                ref other => Err(format!("a real cannot bind to a {other} parameter").into()),
+            },
+            Value::Text(s) => match *ty {
+                Type::BYTEA => s.as_bytes().to_sql(ty, out),
+                Type::INT8 | Type::INT4 | Type::INT2 | Type::BOOL | Type::FLOAT8 => {
+                    Err(format!("text cannot bind to a {ty} parameter").into())
+                }
+                _ => s.as_str().to_sql(&Type::TEXT, out),
+            },
+            Value::Blob(b) => match *ty {
+                Type::BYTEA => b.as_slice().to_sql(ty, out),
+                ref other => Err(format!("a blob cannot bind to a {other} parameter").into()),
+            },
+        }
+    }
+
+    fn accepts(_: &Type) -> bool {
+        true
+    }
+
+    to_sql_checked!();
+}
+
+/// Any column reads as a [`Value`]; integer widths and booleans all become `Int`.
+impl<'a> postgres::types::FromSql<'a> for Value {
+    fn from_sql(ty: &Type, raw: &'a [u8]) -> Result<Value, BoxError> {
+        use postgres::types::FromSql as F;
+        Ok(match *ty {
+            Type::INT8 => Value::Int(i64::from_sql(ty, raw)?),
+            Type::INT4 => Value::Int(i32::from_sql(ty, raw)?.into()),
+            Type::INT2 => Value::Int(i16::from_sql(ty, raw)?.into()),
+            Type::OID => Value::Int(u32::from_sql(ty, raw)?.into()),
+            Type::BOOL => Value::Int(bool::from_sql(ty, raw)?.into()),
+            Type::FLOAT8 => Value::Real(f64::from_sql(ty, raw)?),
+            Type::FLOAT4 => Value::Real(f32::from_sql(ty, raw)?.into()),
+            Type::NUMERIC => numeric(raw)?,
+            Type::BYTEA => Value::Blob(<Vec<u8> as F>::from_sql(ty, raw)?),
+            Type::JSONB => Value::Text(
+                std::str::from_utf8(raw.get(1..).unwrap_or_default())?.to_string(),
+            ),
+            Type::JSON => Value::Text(std::str::from_utf8(raw)?.to_string()),
+            _ => Value::Text(<String as F>::from_sql(&Type::TEXT, raw)?),
+        })
+    }
+
+    fn from_sql_null(_: &Type) -> Result<Value, BoxError> {
+        Ok(Value::Null)
+    }
+
+    fn accepts(_: &Type) -> bool {
+        true
+    }
+}
+
+/// NUMERIC's binary form (what SUM and AVG of integers return): an integer when it
+/// has no fraction, a real otherwise.
+fn numeric(raw: &[u8]) -> Result<Value, BoxError> {
+    let word = |i: usize| -> Result<i16, BoxError> {
+        raw.get(i..i + 2)
+            .map(|b| i16::from_be_bytes([b[0], b[1]]))
+            .ok_or_else(|| "a truncated NUMERIC".into())
+    };
+    let ndigits = word(0)? as usize;
+    let weight = word(2)? as i32;
+    let sign = word(4)? as u16;
+    if sign == 0xC000 {
+        return Ok(Value::Real(f64::NAN));
+    }
+    let mut int: i128 = 0;
+    let mut real = 0f64;
+    let mut fractional = false;
+    for d in 0..ndigits {
+        let digit = word(8 + 2 * d)? as i128;
+        let power = weight - d as i32;
+        real += digit as f64 * 10000f64.powi(power);
+        if power >= 0 {
+            int = int * 10000 + digit;
+        } else if digit != 0 {
+            fractional = true;
+        }
+    }
+    // Trailing zero groups are omitted from the digits: scale the integer up.
+    let last_power = weight - ndigits as i32 + 1;
+    for _ in 0..last_power.max(0) {
+        int *= 10000;
+    }
+    let negative = sign == 0x4000;
+    if fractional {
+        return Ok(Value::Real(if negative { -real } else { real }));
+    }
+    let int = if negative { -int } else { int };
+    Ok(Value::Int(i64::try_from(int)?))
+}
+
+mod bytes_mut {
+    pub use postgres::types::private::BytesMut;
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_house_dialect_translates_and_literals_pass_through() {
+        assert_eq!(
+            translate("SELECT a FROM t WHERE b = ?1 AND c IN (?, ?) AND d = '?1 it''s'"),
+            "SELECT a FROM t WHERE b = $1 AND c IN ($2, $3) AND d = '?1 it''s'"
+        );
+        assert_eq!(
+            translate("ORDER BY MAX(created_at, COALESCE(hb, 0)) DESC, MAX(id)"),
+            "ORDER BY GREATEST(created_at, COALESCE(hb, 0)) DESC, MAX(id)"
+        );
+        assert_eq!(
+            translate("SET n = min(n, ?2), m = MAX(m, ?3)"),
+            "SET n = LEAST(n, $2), m = GREATEST(m, $3)"
+        );
+        assert_eq!(
+            translate("id IN (SELECT value FROM json_each(?1))"),
+            "id IN (SELECT value FROM json_array_elements_text(CAST(CAST($1 AS TEXT) AS JSON)))"
+        );
+        assert_eq!(translate("SELECT x_max(a, b)"), "SELECT x_max(a, b)");
+    }
+
+    #[test]
+    fn passwords_never_reach_a_message() {
+        assert_eq!(
+            redact("postgres://mb:s3cret@db.local:5432/board"),
+            "postgres://mb:***@db.local:5432/board"
+        );
+        assert_eq!(
+            redact("postgresql://db/board?user=mb&password=s3cret"),
+            "postgresql://db/board?user=mb&password=***"
+        );
+        assert_eq!(redact("postgres://db/board"), "postgres://db/board");
+    }
+
+    #[test]
+    fn numerics_decode_to_integers_or_reals() {
+        // 123456789 = digits [1, 2345, 6789], weight 2, positive, scale 0.
+        let raw = [0, 3, 0, 2, 0, 0, 0, 0, 0, 1, 0x09, 0x29, 0x1a, 0x85];
+        assert_eq!(numeric(&raw).unwrap(), Value::Int(123_456_789));
+        // 20000 = digits [2], weight 1 (the trailing 0000 group omitted).
+        let raw = [0, 1, 0, 1, 0, 0, 0, 0, 0, 2];
+        assert_eq!(numeric(&raw).unwrap(), Value::Int(20000));
+        // -1.5 = digits [1, 5000], weight 0, negative, scale 1.
+        let raw = [0, 2, 0, 0, 0x40, 0, 0, 1, 0, 1, 0x13, 0x88];
+        assert_eq!(numeric(&raw).unwrap(), Value::Real(-1.5));
+        // 0 = no digits.
+        let raw = [0, 0, 0, 0, 0, 0, 0, 0];
+        assert_eq!(numeric(&raw).unwrap(), Value::Int(0));
+    }
+}
