@@ -365,9 +365,9 @@ impl Config {
 /// that file itself. A malformed URL is an error naming both places to fix it.
 pub fn store_location(db_path: &Path) -> Result<Location, String> {
     if let Some(v) = std::env::var_os(STORE_URL_ENV).filter(|v| !v.is_empty()) {
-        let v = v
-            .into_string()
-            .map_err(|_| format!("{STORE_URL_ENV} is not valid UTF-8 — set it to sqlite: or a postgres:// URL"))?;
+        let v = v.into_string().map_err(|_| {
+            format!("{STORE_URL_ENV} is not valid UTF-8 — set it to sqlite: or a postgres:// URL")
+        })?;
         return Location::parse(&v, db_path).map_err(|e| format!("{STORE_URL_ENV}: {e}"));
     }
     let stored = match Store::open_read_only(db_path) {
@@ -376,7 +376,10 @@ pub fn store_location(db_path: &Path) -> Result<Location, String> {
     };
     match stored {
         Some(url) => Location::parse(&url, db_path).map_err(|e| {
-            format!("{e} (set in {}: fix it with `missionboard config set store-url <url>`)", db_path.display())
+            format!(
+                "{e} (set in {}: fix it with `missionboard config set store-url <url>`)",
+                db_path.display()
+            )
         }),
         None => Ok(Location::File(db_path.to_path_buf())),
     }

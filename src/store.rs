@@ -179,7 +179,10 @@ impl Store {
         )
         .and_then(|c| c.busy_timeout(BUSY_TIMEOUT).map(|()| c))
         .map_err(|e| describe(&location, sql::from_sqlite(e)))?;
-        Ok(Some(Store::over(location, Backend::Sqlite(Mutex::new(conn)))))
+        Ok(Some(Store::over(
+            location,
+            Backend::Sqlite(Mutex::new(conn)),
+        )))
     }
 
     fn over(location: Location, backend: Backend) -> Store {
@@ -273,7 +276,7 @@ impl Store {
 
     /// The schema version this database is at.
     pub fn schema_version(&self) -> Result<u32, StoreError> {
-        self.with(|c| schema_version(c))
+        self.with(schema_version)
     }
 
     /// Changes whenever another connection commits, so a reader can tell cheaply
@@ -297,8 +300,7 @@ impl Store {
                 .lock_unpoisoned()
                 .pragma_query_value(None, "integrity_check", |r| r.get(0))
                 .map_err(|e| describe(&self.inner.location, sql::from_sqlite(e))),
-            Backend::Postgres(_) => self
-                .with(|c| c.query_row("SELECT 'ok'", [], |r| r.get(0))),
+            Backend::Postgres(_) => self.with(|c| c.query_row("SELECT 'ok'", [], |r| r.get(0))),
         }
     }
 
@@ -346,7 +348,11 @@ impl Store {
             return Err(StoreError::new(format!(
                 "the missionboard database {} is at schema version {found}, newer than this binary knows ({known}) — it was written by a newer missionboard; upgrade missionboard to use it (the {} was left untouched)",
                 self.location(),
-                if self.is_postgres() { "database" } else { "file" }
+                if self.is_postgres() {
+                    "database"
+                } else {
+                    "file"
+                }
             )));
         }
         for (i, parts) in migrations.iter().enumerate().skip(found as usize) {
@@ -383,7 +389,10 @@ fn schema_version(c: &Conn<'_>) -> sql::Result<u32> {
 fn set_schema_version(c: &Conn<'_>, version: u32) -> sql::Result<()> {
     if c.is_postgres() {
         c.execute("DELETE FROM missionboard_schema", [])?;
-        c.execute("INSERT INTO missionboard_schema (version) VALUES (?1)", params![version])?;
+        c.execute(
+            "INSERT INTO missionboard_schema (version) VALUES (?1)",
+            params![version],
+        )?;
     } else {
         // PRAGMA takes no parameters; the version is a number we computed.
         c.execute_batch(&format!("PRAGMA user_version = {version}"))?;

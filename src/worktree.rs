@@ -261,10 +261,7 @@ impl Worktrees {
         self.store.with(|c| {
             let mut stmt = c.prepare("SELECT mission_id, state FROM mission_worktrees")?;
             let rows = stmt.query_map([], |r| {
-                Ok((
-                    r.get::<String>(0)?,
-                    State::parse(&r.get::<String>(1)?),
-                ))
+                Ok((r.get::<String>(0)?, State::parse(&r.get::<String>(1)?)))
             })?;
             rows.collect()
         })

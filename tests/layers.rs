@@ -77,7 +77,7 @@ const ALLOWED_SIBLING_EDGES: &[(&str, &str, &str)] = &[(
 )];
 
 /// Crate-root macros (`#[macro_export]`) and the module that defines them.
-const MACROS: &[(&str, &str)] = &[("row", "table")];
+const MACROS: &[(&str, &str)] = &[("row", "table"), ("sql_params", "store")];
 
 struct Edge {
     from: String,

@@ -185,8 +185,8 @@ fn load(
 pub async fn run(scale: Scale) -> anyhow::Result<Vec<Row>> {
     let scratch = Scratch::new()?;
     seed(&scratch, scale.missions, scale.asks)?;
-    let source =
-        Source::open(scratch.store.location(), Box::new(|| 0), false).map_err(anyhow::Error::msg)?;
+    let source = Source::open(scratch.store.location(), Box::new(|| 0), false)
+        .map_err(anyhow::Error::msg)?;
     let size = Rect::new(0, 0, WIDTH, HEIGHT);
     let query = Query {
         offset: 0,
@@ -221,7 +221,12 @@ pub async fn run(scale: Scale) -> anyhow::Result<Vec<Row>> {
         .first()
         .map(|r| r.id.clone())
         .unwrap_or_default();
-    let bare = rusqlite::Connection::open(scratch.store.sqlite_path().expect("the bench store is a file"))?;
+    let bare = rusqlite::Connection::open(
+        scratch
+            .store
+            .sqlite_path()
+            .expect("the bench store is a file"),
+    )?;
     let mut bare_times = Vec::with_capacity(samples);
     for _ in 0..samples {
         let t = Instant::now();
@@ -382,7 +387,14 @@ async fn keypresses(
     }
     .await;
     let (stop_tx, stop_rx) = watch::channel(false);
-    let loader = load(scratch.store.sqlite_path().expect("the bench store is a file"), ids, stop_rx)?;
+    let loader = load(
+        scratch
+            .store
+            .sqlite_path()
+            .expect("the bench store is a file"),
+        ids,
+        stop_rx,
+    )?;
     let mut took = Vec::with_capacity(samples);
     let mut detailed = Vec::with_capacity(samples);
     let result = async {

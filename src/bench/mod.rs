@@ -280,7 +280,11 @@ pub fn run_all(quick: bool, curves: bool, groups: &[String]) -> anyhow::Result<i
         } else {
             scale.units.to_string()
         },
-        if crate::store::Changes::of(&crate::store::Location::File(std::env::temp_dir().join("board.db"))).pushed() {
+        if crate::store::Changes::of(&crate::store::Location::File(
+            std::env::temp_dir().join("board.db")
+        ))
+        .pushed()
+        {
             ", commits pushed (inotify)"
         } else {
             ", commits polled (no inotify)"

@@ -376,7 +376,12 @@ fn world() -> (tempfile::TempDir, Services, String) {
 }
 
 fn snapshot_of(svc: &Services, m: &Model) -> Msg {
-    let src = Source::open(&crate::store::Location::File(svc.paths.db_path()), Box::new(|| 0), false).unwrap();
+    let src = Source::open(
+        &crate::store::Location::File(svc.paths.db_path()),
+        Box::new(|| 0),
+        false,
+    )
+    .unwrap();
     Msg::Snapshot(Arc::new(snapshot::build(&src, &m.query())))
 }
 
@@ -478,7 +483,12 @@ fn stop_and_filter_against_the_store() {
     assert_eq!(mission.status_reason.as_deref(), Some("wrong repo"));
     assert!(!svc.fleet.asks().require(&ask_id).unwrap().is_pending());
 
-    let src = Source::open(&crate::store::Location::File(svc.paths.db_path()), Box::new(|| 0), false).unwrap();
+    let src = Source::open(
+        &crate::store::Location::File(svc.paths.db_path()),
+        Box::new(|| 0),
+        false,
+    )
+    .unwrap();
     let mut q = super::model::Query {
         offset: 0,
         limit: 5,
@@ -887,7 +897,12 @@ fn set(svc: &Services, id: &str, sql: &str) {
     svc.fleet
         .missions()
         .store()
-        .with(|c| c.execute(&format!("UPDATE missions SET {sql} WHERE id = ?1"), crate::store::sql::params![id]))
+        .with(|c| {
+            c.execute(
+                &format!("UPDATE missions SET {sql} WHERE id = ?1"),
+                crate::store::sql::params![id],
+            )
+        })
         .unwrap();
 }
 
@@ -1023,7 +1038,12 @@ fn the_table_puts_what_needs_you_first_then_sorts_and_hides_as_asked() {
         limit: 2,
         ..Default::default()
     };
-    let src = Source::open(&crate::store::Location::File(svc.paths.db_path()), Box::new(|| 0), false).unwrap();
+    let src = Source::open(
+        &crate::store::Location::File(svc.paths.db_path()),
+        Box::new(|| 0),
+        false,
+    )
+    .unwrap();
     let page = snapshot::build(&src, &q);
     let got: Vec<&str> = page.rows.iter().map(|r| r.id.as_str()).collect();
     assert_eq!(got, ["m-4", "m-5"]);

@@ -376,10 +376,7 @@ fn from_row(r: &Row<'_>) -> crate::store::sql::Result<Mission> {
         last_error: r.get(12)?,
         created_at: r.get(13)?,
         updated_at: r.get(14)?,
-        host: match (
-            r.get::<Option<u32>>(15)?,
-            r.get::<Option<String>>(16)?,
-        ) {
+        host: match (r.get::<Option<u32>>(15)?, r.get::<Option<String>>(16)?) {
             (Some(pid), Some(start)) => Some(HostId { pid, start }),
             _ => None,
         },

@@ -275,7 +275,10 @@ fn report_from_row(r: &crate::store::sql::Row<'_>) -> crate::store::sql::Result<
 }
 
 /// Read a report whose eight columns start at `at` (joined queries put it after their own).
-pub(crate) fn report_at(r: &crate::store::sql::Row<'_>, at: usize) -> crate::store::sql::Result<Report> {
+pub(crate) fn report_at(
+    r: &crate::store::sql::Row<'_>,
+    at: usize,
+) -> crate::store::sql::Result<Report> {
     let refs: Option<String> = r.get(at + 5)?;
     let handover: Option<String> = r.get(at + 6)?;
     Ok(Report {

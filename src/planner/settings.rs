@@ -26,7 +26,9 @@ pub struct ModelFlags {
 pub fn resolve(flags: &ModelFlags, db: &std::path::Path) -> ModelSettings {
     let from_env = |name: &str| std::env::var(name).ok().filter(|v| !v.trim().is_empty());
     let config = match crate::config::store_location(db) {
-        Ok(crate::store::Location::File(p)) => crate::store::Store::open_read_only(&p).ok().flatten(),
+        Ok(crate::store::Location::File(p)) => {
+            crate::store::Store::open_read_only(&p).ok().flatten()
+        }
         Ok(shared) => crate::store::Store::open_at(&shared).ok(),
         Err(_) => None,
     }

@@ -123,24 +123,33 @@ mod listen {
     use std::sync::Weak;
     use std::time::Duration;
 
-    use postgres::fallible_iterator::FallibleIterator;
-
     use super::{Feed, IDLE};
     use crate::store::postgres::PgSession;
 
     pub fn run(url: String, feed: Weak<Feed>) {
         let spawned = std::thread::Builder::new()
             .name("store-listen".into())
-            .spawn(move || pump(&url, &feed));
+            .spawn(move || keep_listening(&url, &feed));
         if let Err(e) = spawned {
             tracing::warn!("store changes: cannot start the listener thread ({e}); waiters poll");
         }
     }
 
-    fn pump(url: &str, feed: &Weak<Feed>) {
+    /// Hold one listening connection while anyone holds the feed; reconnect when the
+    /// server drops it (a commit between two connections is not heard, so each new
+    /// connection ticks once).
+    fn keep_listening(url: &str, feed: &Weak<Feed>) {
         let mut retry = Duration::from_millis(100);
         while feed.strong_count() > 0 {
-            let mut client = match PgSession::listener(url) {
+            let for_listener = feed.clone();
+            let client = PgSession::listen(url, move || match for_listener.upgrade() {
+                Some(f) => {
+                    f.bump();
+                    true
+                }
+                None => false,
+            });
+            let client = match client {
                 Ok(c) => c,
                 Err(e) => {
                     tracing::debug!("store changes: cannot LISTEN ({e}); retrying");
@@ -150,28 +159,11 @@ mod listen {
                 }
             };
             retry = Duration::from_millis(100);
-            // A commit between two connections is not heard: tick once on (re)connect.
             if let Some(f) = feed.upgrade() {
                 f.bump();
             }
-            loop {
-                let next = client.notifications().timeout_iter(IDLE).next();
-                let Some(f) = feed.upgrade() else { return };
-                match next {
-                    Ok(Some(_)) => {
-                        // One tick for the burst: drain what is already queued.
-                        let _ = client.notifications().iter().count();
-                        f.bump();
-                    }
-                    Ok(None) => {}
-                    Err(e) => {
-                        tracing::debug!("store changes: LISTEN connection lost ({e})");
-                        break;
-                    }
-                }
-                if client.is_closed() {
-                    break;
-                }
+            while !client.is_closed() && feed.strong_count() > 0 {
+                std::thread::sleep(IDLE);
             }
         }
     }

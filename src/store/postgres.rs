@@ -14,8 +14,11 @@ use std::collections::HashMap;
 use std::error::Error as StdError;
 use std::time::Duration;
 
-use postgres::types::{IsNull, ToSql, Type, to_sql_checked};
-use postgres::{Client, NoTls, Statement};
+use std::future::Future;
+use std::sync::OnceLock;
+
+use tokio_postgres::types::{IsNull, ToSql, Type, to_sql_checked};
+use tokio_postgres::{AsyncMessage, Client, NoTls, Statement};
 
 use super::sql::{Error, Result, Value};
 
@@ -41,7 +44,7 @@ pub struct PgSession {
 
 impl PgSession {
     pub fn connect(url: &str) -> Result<PgSession> {
-        let client = connect_client(url)?;
+        let client = connect_client(url, None)?;
         Ok(PgSession {
             url: url.to_string(),
             client,
@@ -55,7 +58,7 @@ impl PgSession {
     /// call works again instead of every call failing until the process restarts.
     pub fn revive(&mut self) -> Result<()> {
         if self.client.is_closed() {
-            self.client = connect_client(&self.url)?;
+            self.client = connect_client(&self.url, None)?;
             self.statements.clear();
             self.in_write = false;
         }
@@ -67,7 +70,7 @@ impl PgSession {
             return Ok(s.clone());
         }
         let translated = translate(sql);
-        let s = self.client.prepare(&translated).map_err(from_pg)?;
+        let s = wait(self.client.prepare(&translated)).map_err(from_pg)?;
         self.statements.insert(sql.to_string(), s.clone());
         Ok(s)
     }
@@ -76,7 +79,7 @@ impl PgSession {
         let stmt = self.statement(sql)?;
         let refs: Vec<&(dyn ToSql + Sync)> =
             params.iter().map(|p| p as &(dyn ToSql + Sync)).collect();
-        let n = self.client.execute(&stmt, &refs).map_err(from_pg)?;
+        let n = wait(self.client.execute(&stmt, &refs)).map_err(from_pg)?;
         self.dirty = true;
         Ok(n as usize)
     }
@@ -85,7 +88,7 @@ impl PgSession {
         let stmt = self.statement(sql)?;
         let refs: Vec<&(dyn ToSql + Sync)> =
             params.iter().map(|p| p as &(dyn ToSql + Sync)).collect();
-        let rows = self.client.query(&stmt, &refs).map_err(from_pg)?;
+        let rows = wait(self.client.query(&stmt, &refs)).map_err(from_pg)?;
         if writes(sql) {
             self.dirty = true;
         }
@@ -100,32 +103,34 @@ impl PgSession {
 
     /// Statements written for PostgreSQL (migrations): run as they are.
     pub fn batch(&mut self, sql: &str) -> Result<()> {
-        self.client.batch_execute(sql).map_err(from_pg)?;
+        wait(self.client.batch_execute(sql)).map_err(from_pg)?;
         self.dirty = true;
         Ok(())
     }
 
     /// Begin a write transaction that no other writer, on any host, interleaves with.
     pub fn begin_write(&mut self) -> Result<()> {
-        self.client.batch_execute("BEGIN").map_err(from_pg)?;
+        wait(self.client.batch_execute("BEGIN")).map_err(from_pg)?;
         self.in_write = true;
-        self.client
-            .execute("SELECT pg_advisory_xact_lock($1)", &[&WRITE_LOCK])
-            .map_err(from_pg)?;
+        wait(
+            self.client
+                .execute("SELECT pg_advisory_xact_lock($1)", &[&WRITE_LOCK]),
+        )
+        .map_err(from_pg)?;
         Ok(())
     }
 
     pub fn commit(&mut self) -> Result<()> {
         self.announce()?;
         self.in_write = false;
-        self.client.batch_execute("COMMIT").map_err(from_pg)
+        wait(self.client.batch_execute("COMMIT")).map_err(from_pg)
     }
 
     pub fn rollback(&mut self) {
         self.in_write = false;
         self.dirty = false;
         // A failed rollback leaves a broken connection, which `revive` replaces.
-        let _ = self.client.batch_execute("ROLLBACK");
+        let _ = wait(self.client.batch_execute("ROLLBACK"));
     }
 
     /// Outside a transaction: tell the other hosts something changed, if it did.
@@ -139,42 +144,100 @@ impl PgSession {
     /// NOTIFY inside a transaction is delivered at its commit; outside, at once.
     fn announce(&mut self) -> Result<()> {
         if std::mem::take(&mut self.dirty) {
-            self.client
-                .batch_execute(&format!("NOTIFY {CHANGES_CHANNEL}"))
-                .map_err(from_pg)?;
+            wait(
+                self.client
+                    .batch_execute(&format!("NOTIFY {CHANGES_CHANNEL}")),
+            )
+            .map_err(from_pg)?;
         }
         Ok(())
     }
 
     /// The server's clock, in milliseconds since the epoch (doctor's skew check).
     pub fn server_now_ms(&mut self) -> Result<i64> {
-        let row = self
-            .client
-            .query_one(
-                "SELECT CAST(EXTRACT(EPOCH FROM clock_timestamp()) * 1000 AS BIGINT)",
-                &[],
-            )
-            .map_err(from_pg)?;
+        let row = wait(self.client.query_one(
+            "SELECT CAST(EXTRACT(EPOCH FROM clock_timestamp()) * 1000 AS BIGINT)",
+            &[],
+        ))
+        .map_err(from_pg)?;
         row.try_get(0).map_err(from_pg)
     }
 
-    /// A plain client of its own (the change listener).
-    pub fn listener(url: &str) -> Result<Client> {
-        let mut c = connect_client(url)?;
-        c.batch_execute(&format!("LISTEN {CHANGES_CHANNEL}"))
-            .map_err(from_pg)?;
-        Ok(c)
+    /// A connection of its own that LISTENs for commit announcements, calling
+    /// `heard` for each; it lives until `heard` returns false or the server drops
+    /// it (`Ok` returns once it is listening; the returned client keeps it open).
+    pub fn listen(url: &str, heard: impl FnMut() -> bool + Send + 'static) -> Result<Client> {
+        let client = connect_client(url, Some(Box::new(heard)))?;
+        wait(client.batch_execute(&format!("LISTEN {CHANGES_CHANNEL}"))).map_err(from_pg)?;
+        Ok(client)
     }
 }
 
-fn connect_client(url: &str) -> Result<Client> {
-    let mut client = Client::connect(url, NoTls).map_err(from_pg)?;
-    client
-        .batch_execute(&format!(
-            "SET lock_timeout = '{}s'; SET client_min_messages = warning",
-            LOCK_TIMEOUT.as_secs()
-        ))
+/// Called for each announcement a listening connection hears; false stops it.
+type Heard = Box<dyn FnMut() -> bool + Send>;
+
+/// The runtime every PostgreSQL connection of this process runs on. Callers never
+/// enter it: a call hands its request to the connection and blocks on the reply
+/// (`wait`), so the store is usable from any thread, async worker or not, exactly
+/// like the SQLite backend.
+fn runtime() -> &'static tokio::runtime::Runtime {
+    static RUNTIME: OnceLock<tokio::runtime::Runtime> = OnceLock::new();
+    RUNTIME.get_or_init(|| {
+        tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(1)
+            .thread_name("store-pg")
+            .enable_all()
+            .build()
+            .expect("start the store's PostgreSQL runtime")
+    })
+}
+
+/// Block this thread on a request to a connection the store's runtime drives.
+fn wait<F: Future>(f: F) -> F::Output {
+    futures::executor::block_on(f)
+}
+
+fn connect_client(url: &str, mut heard: Option<Heard>) -> Result<Client> {
+    let url = url.to_string();
+    let (reply, answer) = std::sync::mpsc::sync_channel(1);
+    runtime().spawn(async move {
+        match tokio_postgres::connect(&url, NoTls).await {
+            Ok((client, mut connection)) => {
+                let _ = reply.send(Ok(client));
+                // Drive the connection; hand each notification to the listener.
+                let mut messages = futures::stream::poll_fn(move |cx| connection.poll_message(cx));
+                use futures::StreamExt;
+                while let Some(message) = messages.next().await {
+                    match message {
+                        Ok(AsyncMessage::Notification(_)) => {
+                            if let Some(h) = heard.as_mut()
+                                && !h()
+                            {
+                                return;
+                            }
+                        }
+                        Ok(_) => {}
+                        Err(e) => {
+                            tracing::debug!("store: PostgreSQL connection ended: {e}");
+                            return;
+                        }
+                    }
+                }
+            }
+            Err(e) => {
+                let _ = reply.send(Err(e));
+            }
+        }
+    });
+    let client = answer
+        .recv()
+        .map_err(|_| Error::CannotOpen("the connection task ended before it connected".into()))?
         .map_err(from_pg)?;
+    wait(client.batch_execute(&format!(
+        "SET lock_timeout = '{}s'; SET client_min_messages = warning",
+        LOCK_TIMEOUT.as_secs()
+    )))
+    .map_err(from_pg)?;
     Ok(client)
 }
 
@@ -220,7 +283,7 @@ pub fn redact(url: &str) -> String {
 }
 
 /// A PostgreSQL error in the query layer's terms (SQLSTATE classes).
-fn from_pg(e: postgres::Error) -> Error {
+fn from_pg(e: tokio_postgres::Error) -> Error {
     let text = match e.as_db_error() {
         Some(db) => format!("{} ({})", db.message(), db.code().code()),
         None => {
@@ -241,9 +304,7 @@ fn from_pg(e: postgres::Error) -> Error {
     match code.code() {
         c if c.starts_with("23") => Error::Constraint(text),
         "40001" | "40P01" | "55P03" | "57014" => Error::Busy(text),
-        c if c.starts_with("28") || c.starts_with("08") || c == "3D000" => {
-            Error::CannotOpen(text)
-        }
+        c if c.starts_with("28") || c.starts_with("08") || c == "3D000" => Error::CannotOpen(text),
         "22P02" | "22003" => Error::Conversion(text),
         _ => Error::Other(text),
     }
@@ -278,7 +339,11 @@ fn translate_span(chars: &[char], next_bare: &mut usize, out: &mut String) {
                     j += 1;
                 }
                 let n = if j > start {
-                    let n: usize = chars[start..j].iter().collect::<String>().parse().unwrap_or(0);
+                    let n: usize = chars[start..j]
+                        .iter()
+                        .collect::<String>()
+                        .parse()
+                        .unwrap_or(0);
                     *next_bare = (*next_bare).max(n);
                     n
                 } else {
@@ -440,9 +505,9 @@ impl ToSql for Value {
 }
 
 /// Any column reads as a [`Value`]; integer widths and booleans all become `Int`.
-impl<'a> postgres::types::FromSql<'a> for Value {
+impl<'a> tokio_postgres::types::FromSql<'a> for Value {
     fn from_sql(ty: &Type, raw: &'a [u8]) -> Result<Value, BoxError> {
-        use postgres::types::FromSql as F;
+        use tokio_postgres::types::FromSql as F;
         Ok(match *ty {
             Type::INT8 => Value::Int(i64::from_sql(ty, raw)?),
             Type::INT4 => Value::Int(i32::from_sql(ty, raw)?.into()),
@@ -453,9 +518,9 @@ impl<'a> postgres::types::FromSql<'a> for Value {
             Type::FLOAT4 => Value::Real(f32::from_sql(ty, raw)?.into()),
             Type::NUMERIC => numeric(raw)?,
             Type::BYTEA => Value::Blob(<Vec<u8> as F>::from_sql(ty, raw)?),
-            Type::JSONB => Value::Text(
-                std::str::from_utf8(raw.get(1..).unwrap_or_default())?.to_string(),
-            ),
+            Type::JSONB => {
+                Value::Text(std::str::from_utf8(raw.get(1..).unwrap_or_default())?.to_string())
+            }
             Type::JSON => Value::Text(std::str::from_utf8(raw)?.to_string()),
             _ => Value::Text(<String as F>::from_sql(&Type::TEXT, raw)?),
         })
@@ -511,7 +576,7 @@ fn numeric(raw: &[u8]) -> Result<Value, BoxError> {
 }
 
 mod bytes_mut {
-    pub use postgres::types::private::BytesMut;
+    pub use tokio_postgres::types::private::BytesMut;
 }
 
 #[cfg(test)]

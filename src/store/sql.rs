@@ -594,8 +594,11 @@ mod tests {
         )
         .unwrap();
         // A TEXT column keeps what it is given as text (SQLite affinity).
-        conn.execute("INSERT INTO t VALUES (?, ?, ?, ?)", params![none, true, 1, "x"])
-            .unwrap();
+        conn.execute(
+            "INSERT INTO t VALUES (?, ?, ?, ?)",
+            params![none, true, 1, "x"],
+        )
+        .unwrap();
         let rows = conn
             .query_map("SELECT a, b, c, d FROM t ORDER BY rowid", [], |r| {
                 Ok((

@@ -7,6 +7,8 @@
 #![allow(dead_code)]
 
 pub mod model_server;
+#[allow(dead_code)]
+pub mod pg;
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -77,6 +79,9 @@ pub struct Sandbox {
     pub home: PathBuf,
     /// The directory commands run in.
     pub cwd: PathBuf,
+    /// The shared store every command of this sandbox uses (`MISSIONBOARD_STORE_URL`),
+    /// when the suite runs on PostgreSQL; `None`: the home's own `board.db`.
+    pub store_url: Option<String>,
 }
 
 /// What a run left behind.
@@ -100,7 +105,26 @@ impl Run {
 }
 
 impl Sandbox {
+    /// A scratch home on this run's store: its own `board.db`, or a fresh
+    /// PostgreSQL database when `MISSIONBOARD_TEST_STORE=postgres`.
     pub fn new() -> Sandbox {
+        Sandbox::with_store(pg::suites_on_postgres().then(pg::fresh_database))
+    }
+
+    /// A scratch home on a fresh PostgreSQL database, whatever the run's store.
+    #[allow(dead_code)]
+    pub fn on_postgres() -> Sandbox {
+        Sandbox::with_store(Some(pg::fresh_database()))
+    }
+
+    /// A second home (another host: its own home, sockets and logs) on the same
+    /// shared store as this one.
+    #[allow(dead_code)]
+    pub fn another_host(&self) -> Sandbox {
+        Sandbox::with_store(self.store_url.clone())
+    }
+
+    fn with_store(store_url: Option<String>) -> Sandbox {
         let dir = tempfile::tempdir().expect("tempdir");
         let home = dir.path().join("mbhome");
         let cwd = dir.path().join("work");
@@ -108,6 +132,7 @@ impl Sandbox {
         Sandbox {
             home,
             cwd,
+            store_url,
             _dir: dir,
         }
     }
@@ -122,7 +147,22 @@ impl Sandbox {
             .env_remove("MISSIONBOARD_OPT_IN_BETA")
             .env_remove("MISSIONBOARD_LOG")
             .env("NO_COLOR", "1");
+        match &self.store_url {
+            Some(url) => c.env("MISSIONBOARD_STORE_URL", url),
+            None => c.env_remove("MISSIONBOARD_STORE_URL"),
+        };
         c
+    }
+
+    /// This sandbox's store, opened in the test process (to read the record back or
+    /// to write what a test sets up).
+    #[allow(dead_code)]
+    pub fn store(&self) -> Store {
+        let location = match &self.store_url {
+            Some(url) => missionboard::store::Location::Postgres(url.clone()),
+            None => missionboard::store::Location::File(self.db()),
+        };
+        Store::open_at(&location).expect("open the sandbox's store")
     }
 
     pub fn run(&self, args: &[&str]) -> Run {

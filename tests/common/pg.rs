@@ -1,0 +1,220 @@
+//! A real PostgreSQL for the tests that run against the shared store.
+//!
+//! `MISSIONBOARD_TEST_PG_URL` names a server to use (`.ci/run` starts a throwaway
+//! cluster and sets it); without it, the first test that needs one starts a cluster
+//! of its own (initdb into a temp dir, the server on a free local port, stopped when
+//! the test binary exits). Either way each test gets a database of its own, so tests
+//! run in parallel without seeing each other's rows. No server binaries and no URL is
+//! a failure that says what to install, never a silent pass.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::sync::OnceLock;
+
+/// The env var naming an existing server (an admin URL: it must be allowed to
+/// CREATE DATABASE), e.g. `postgres://postgres@127.0.0.1:5432/postgres`.
+pub const URL_ENV: &str = "MISSIONBOARD_TEST_PG_URL";
+/// Set to `postgres` to run the store-sensitive black-box suites against PostgreSQL.
+pub const STORE_ENV: &str = "MISSIONBOARD_TEST_STORE";
+
+/// True when this run's store-sensitive suites are to use PostgreSQL.
+pub fn suites_on_postgres() -> bool {
+    std::env::var(STORE_ENV).is_ok_and(|v| v == "postgres")
+}
+
+/// A fresh, empty database on the test server; its URL.
+pub fn fresh_database() -> String {
+    let admin = admin_url();
+    let name = format!("mb_{}", uuid::Uuid::new_v4().simple());
+    admin_sql(&format!("CREATE DATABASE {name}"));
+    with_database(admin, &name)
+}
+
+/// Run `sql` on the test server's admin database (on a thread and runtime of its
+/// own, so any test, async or not, may call it).
+pub fn admin_sql(sql: &str) {
+    let (admin, sql) = (admin_url().to_string(), sql.to_string());
+    std::thread::spawn(move || {
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        rt.block_on(async {
+            let (client, connection) = tokio_postgres::connect(&admin, tokio_postgres::NoTls)
+                .await
+                .unwrap_or_else(|e| panic!("cannot reach the test PostgreSQL at {admin}: {e}"));
+            tokio::spawn(connection);
+            client
+                .batch_execute(&sql)
+                .await
+                .unwrap_or_else(|e| panic!("{sql} on {admin}: {e}"));
+        })
+    })
+    .join()
+    .expect("the admin statement ran");
+}
+
+/// `url` with its database replaced by `name`.
+fn with_database(url: &str, name: &str) -> String {
+    let (base, query) = match url.split_once('?') {
+        Some((b, q)) => (b, Some(q)),
+        None => (url, None),
+    };
+    let after_scheme = base.find("://").map_or(0, |i| i + 3);
+    let base = match base[after_scheme..].find('/') {
+        Some(i) => &base[..after_scheme + i],
+        None => base,
+    };
+    match query {
+        Some(q) => format!("{base}/{name}?{q}"),
+        None => format!("{base}/{name}"),
+    }
+}
+
+fn admin_url() -> &'static str {
+    static URL: OnceLock<String> = OnceLock::new();
+    URL.get_or_init(|| match std::env::var(URL_ENV) {
+        Ok(url) if !url.trim().is_empty() => url,
+        _ => Cluster::start(),
+    })
+}
+
+struct Cluster;
+
+impl Cluster {
+    /// Start a throwaway cluster for this test binary; its admin URL.
+    fn start() -> String {
+        let bin = server_bin().unwrap_or_else(|| {
+            panic!(
+                "the shared-store tests need PostgreSQL: install it (Debian: apt-get install postgresql) so initdb and pg_ctl are on PATH or under /usr/lib/postgresql/<version>/bin, or set {URL_ENV} to a server's admin URL"
+            )
+        });
+        let dir = std::env::temp_dir().join(format!("mb-pg-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        let data = dir.join("data");
+        // The server refuses to run as root: run it as the `postgres` user then.
+        let as_root = unsafe { libc::geteuid() } == 0;
+        if as_root {
+            chown_postgres(&dir);
+        }
+        let port = free_port();
+        let run = |program: &Path, args: &[&str]| {
+            let mut c = if as_root {
+                let mut c = Command::new("runuser");
+                c.args(["-u", "postgres", "--"]).arg(program);
+                c
+            } else {
+                Command::new(program)
+            };
+            let out = c.args(args).output().expect("run a PostgreSQL tool");
+            assert!(
+                out.status.success(),
+                "{} {args:?} failed: {}{}",
+                program.display(),
+                String::from_utf8_lossy(&out.stdout),
+                String::from_utf8_lossy(&out.stderr)
+            );
+        };
+        let data_s = data.to_str().unwrap();
+        run(
+            &bin.join("initdb"),
+            &[
+                "-D",
+                data_s,
+                "-U",
+                "postgres",
+                "--auth=trust",
+                "-E",
+                "UTF8",
+                "--no-sync",
+            ],
+        );
+        let options = format!(
+            "-p {port} -k {} -c listen_addresses=127.0.0.1 -c fsync=off -c synchronous_commit=off -c full_page_writes=off -c max_connections=400",
+            dir.display()
+        );
+        let log = dir.join("server.log");
+        run(
+            &bin.join("pg_ctl"),
+            &[
+                "-D",
+                data_s,
+                "-o",
+                &options,
+                "-l",
+                log.to_str().unwrap(),
+                "-w",
+                "start",
+            ],
+        );
+        STOP.set((bin.join("pg_ctl"), data, as_root)).ok();
+        // SAFETY: registering a plain extern "C" fn to run at process exit.
+        unsafe { libc::atexit(stop_cluster) };
+        format!("postgres://postgres@127.0.0.1:{port}/postgres")
+    }
+}
+
+static STOP: OnceLock<(PathBuf, PathBuf, bool)> = OnceLock::new();
+
+extern "C" fn stop_cluster() {
+    if let Some((pg_ctl, data, as_root)) = STOP.get() {
+        let mut c = if *as_root {
+            let mut c = Command::new("runuser");
+            c.args(["-u", "postgres", "--"]).arg(pg_ctl);
+            c
+        } else {
+            Command::new(pg_ctl)
+        };
+        let _ = c
+            .args([
+                "-D",
+                data.to_str().unwrap_or_default(),
+                "-m",
+                "immediate",
+                "stop",
+            ])
+            .output();
+        if let Some(dir) = data.parent() {
+            let _ = std::fs::remove_dir_all(dir);
+        }
+    }
+}
+
+/// The directory holding initdb and pg_ctl: PATH first, then Debian's layout.
+fn server_bin() -> Option<PathBuf> {
+    if let Some(path) = std::env::var_os("PATH") {
+        for dir in std::env::split_paths(&path) {
+            if dir.join("initdb").is_file() && dir.join("pg_ctl").is_file() {
+                return Some(dir);
+            }
+        }
+    }
+    let mut versions: Vec<PathBuf> = std::fs::read_dir("/usr/lib/postgresql")
+        .ok()?
+        .filter_map(|e| e.ok().map(|e| e.path().join("bin")))
+        .filter(|b| b.join("initdb").is_file())
+        .collect();
+    versions.sort();
+    versions.pop()
+}
+
+fn chown_postgres(dir: &Path) {
+    let out = Command::new("chown")
+        .args(["-R", "postgres"])
+        .arg(dir)
+        .output()
+        .expect("chown");
+    assert!(
+        out.status.success(),
+        "running the test PostgreSQL as root needs a `postgres` user to run it as: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .map(|a| a.port())
+        .expect("a free local port")
+}
