@@ -117,8 +117,12 @@ pub fn answer_as_agent_within_bounds(
     let resolution = json!({"answer": text, "answeredBy": actor}).to_string();
     let now = clock::now_ms();
     // The count is part of the guarded write: of racing answerers, only as many as
-    // the cap allows can see a count below it.
-    let changed = asks.store.with(|c| {
+    // the cap allows can see a count below it. The write transaction matters on
+    // PostgreSQL: there two UPDATEs of *different* asks would each count under their
+    // own snapshot, so the answers are serialised by the store's write lock (each
+    // statement after it counts every answer committed before it); on SQLite every
+    // write is serialised anyway.
+    let changed = asks.store.write(|c| {
         c.execute(
             &format!(
                 "UPDATE asks SET state = 'approved', resolution = ?3, resolved_at = ?4
