@@ -560,10 +560,11 @@ fn an_answer_past_the_park_window_resumes_the_run_through_the_durable_path() {
         "{run:#?}"
     );
     assert_eq!(
-        stderr_trace(&run)[1],
-        format!(
+        stderr_trace(&run).get(1),
+        Some(&format!(
             "oracle: answered ask {ask_id} in T as agent \"oracle\": \"yes, later\" (past the park window: the ask had checkpointed; the durable respond path resumed it)"
-        )
+        )),
+        "{run:#?}"
     );
     let resumes = std::fs::read_to_string(&transcript)
         .unwrap()
