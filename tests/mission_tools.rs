@@ -183,9 +183,19 @@ async fn many_connections_and_a_blocking_ask_does_not_block_the_others() {
 async fn stale_sockets_are_replaced_and_other_files_are_refused() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("m-3.sock");
-    // A socket file left behind by a dead host.
+    // A socket file left behind by a dead host. Other tests in this binary spawn
+    // children, and one forked at this moment holds a copy of the listener until it
+    // execs (a live socket, which the probe rightly refuses to replace): the file is
+    // stale once connecting to it is refused.
     drop(std::os::unix::net::UnixListener::bind(&path).unwrap());
     assert!(path.exists());
+    wait_for_async(60, "the dropped listener to refuse connections", || {
+        match std::os::unix::net::UnixStream::connect(&path) {
+            Err(e) if e.kind() == std::io::ErrorKind::ConnectionRefused => Some(()),
+            _ => None,
+        }
+    })
+    .await;
     let socket = serve_mission_socket(&path, RecordingHandler::new("x"))
         .await
         .unwrap();

@@ -351,7 +351,7 @@ impl ModelClient {
     pub async fn complete(&self, request: &ChatRequest) -> Result<ChatReply, ModelError> {
         match self {
             ModelClient::OpenAi(c) => c.complete(request).await,
-            ModelClient::Scripted(s) => s.complete(request),
+            ModelClient::Scripted(s) => s.complete(request).await,
         }
     }
 

@@ -12,12 +12,20 @@
 //! per script per process. Running past the end fails with the path and the turn index:
 //! there is never a fallback reply.
 //!
+//! A turn with `wait_for_file` (a path, relative to the script's directory unless
+//! absolute) is consumed as any other but replied only once that file exists, so a test
+//! can hold a model's reply until it has observed, through the product's own commands,
+//! whatever must happen first (a run parking under its question, say). The wait is
+//! async, so the runtime the caller shares with its units keeps running; a file that
+//! never appears fails the call after [`GATE_LIMIT`], naming the file.
+//!
 //! Each request is appended, as one JSON line in the OpenAI wire shape, to
 //! `<script>.requests.jsonl` beside the script (see [`recorded_requests_path`]).
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
+use std::time::Duration;
 
 use serde::Deserialize;
 use serde_json::Value;
@@ -38,7 +46,16 @@ pub struct ScriptedTurn {
     pub finish_reason: Option<String>,
     #[serde(default)]
     pub usage: Option<Usage>,
+    #[serde(default)]
+    pub wait_for_file: Option<PathBuf>,
 }
+
+/// How long a turn's reply waits for its `wait_for_file`: generous, since the file is a
+/// test's signal and a loaded machine may take long to give it; bounded, so a signal
+/// that never comes fails the call rather than hanging it.
+pub const GATE_LIMIT: Duration = Duration::from_secs(120);
+/// How often a held reply looks for its file.
+const GATE_POLL: Duration = Duration::from_millis(20);
 
 #[derive(Debug, Clone, PartialEq, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -74,6 +91,7 @@ pub struct ScriptedBackend {
     path: PathBuf,
     turns: Vec<ScriptedTurn>,
     cursor: Mutex<Cursor>,
+    gate_limit: Duration,
 }
 
 /// Where the scripted backend records the requests it was sent for `script`.
@@ -116,6 +134,7 @@ impl ScriptedBackend {
                 calls: 0,
             }),
             turns,
+            gate_limit: GATE_LIMIT,
         })
     }
 
@@ -123,7 +142,37 @@ impl ScriptedBackend {
         &self.path
     }
 
-    pub fn complete(&self, request: &ChatRequest) -> Result<ChatReply, ModelError> {
+    /// The next turn's reply, once its `wait_for_file` (if any) exists.
+    pub async fn complete(&self, request: &ChatRequest) -> Result<ChatReply, ModelError> {
+        let (index, reply) = self.take(request)?;
+        if let Some(file) = &self.turns[index].wait_for_file {
+            self.wait_for(index, file).await?;
+        }
+        Ok(reply)
+    }
+
+    /// Hold turn `index`'s reply until `file` exists. The cursor is not held meanwhile:
+    /// other requests (another oracle's, matched by their own turns) go on.
+    async fn wait_for(&self, index: usize, file: &Path) -> Result<(), ModelError> {
+        let file = match self.path.parent() {
+            Some(dir) => dir.join(file),
+            None => file.to_path_buf(),
+        };
+        crate::clock::poll_until(self.gate_limit, GATE_POLL, || file.exists().then_some(()))
+            .await
+            .ok_or_else(|| ModelError::Script {
+                path: self.path.clone(),
+                detail: format!(
+                    "turn {} waited {} for {}, which never appeared",
+                    index + 1,
+                    crate::duration::format(self.gate_limit),
+                    file.display()
+                ),
+            })
+    }
+
+    /// Record the request and consume the turn that answers it: its index and reply.
+    fn take(&self, request: &ChatRequest) -> Result<(usize, ChatReply), ModelError> {
         self.record(request);
         let mut cursor = self.cursor.lock().unwrap_or_else(|p| p.into_inner());
         cursor.calls += 1;
@@ -150,7 +199,7 @@ impl ScriptedBackend {
         };
         cursor.consumed[index] = true;
         let turn = &self.turns[index];
-        Ok(ChatReply {
+        let reply = ChatReply {
             content: turn.text.clone(),
             tool_calls: turn
                 .tool_calls
@@ -176,7 +225,8 @@ impl ScriptedBackend {
                 )
             }),
             usage: turn.usage,
-        })
+        };
+        Ok((index, reply))
     }
 
     /// Append the request to the record. A record that cannot be written is logged, not
@@ -251,8 +301,8 @@ mod tests {
         }
     }
 
-    #[test]
-    fn turns_replay_in_order_then_the_script_is_exhausted() {
+    #[tokio::test]
+    async fn turns_replay_in_order_then_the_script_is_exhausted() {
         let dir = tempfile::tempdir().unwrap();
         let path = script(
             dir.path(),
@@ -263,15 +313,20 @@ mod tests {
         );
         let backend = ScriptedBackend::load(&path).unwrap();
         assert_eq!(
-            backend.complete(&ask("x")).unwrap().content.as_deref(),
+            backend
+                .complete(&ask("x"))
+                .await
+                .unwrap()
+                .content
+                .as_deref(),
             Some("one")
         );
-        let second = backend.complete(&ask("y")).unwrap();
+        let second = backend.complete(&ask("y")).await.unwrap();
         assert_eq!(second.tool_calls[0].id, "call_2_1");
         assert_eq!(second.tool_calls[0].arguments, json!({"a": 1}));
         assert_eq!(second.finish_reason.as_deref(), Some("tool_calls"));
         assert_eq!(second.usage.unwrap().total(), 7);
-        let err = backend.complete(&ask("z")).unwrap_err();
+        let err = backend.complete(&ask("z")).await.unwrap_err();
         assert_eq!(
             err.to_string(),
             format!(
@@ -289,8 +344,8 @@ mod tests {
         assert_eq!(lines[1]["model"], SCRIPTED_MODEL);
     }
 
-    #[test]
-    fn a_matching_turn_is_consumed_before_the_ordered_ones() {
+    #[tokio::test]
+    async fn a_matching_turn_is_consumed_before_the_ordered_ones() {
         let dir = tempfile::tempdir().unwrap();
         let path = script(
             dir.path(),
@@ -300,6 +355,7 @@ mod tests {
         assert_eq!(
             backend
                 .complete(&ask("about ask-42"))
+                .await
                 .unwrap()
                 .content
                 .as_deref(),
@@ -308,6 +364,7 @@ mod tests {
         assert_eq!(
             backend
                 .complete(&ask("about ask-42"))
+                .await
                 .unwrap()
                 .content
                 .as_deref(),
@@ -315,18 +372,59 @@ mod tests {
         );
     }
 
-    #[test]
-    fn tool_call_arguments_can_echo_a_field_of_the_json_input() {
+    #[tokio::test]
+    async fn tool_call_arguments_can_echo_a_field_of_the_json_input() {
         let dir = tempfile::tempdir().unwrap();
         let path = script(
             dir.path(),
             json!([{"tool_calls": [{"name": "f", "arguments": {"id": "{{input.askId}}", "n": 1, "x": "{{input.nope}}"}}]}]),
         );
         let backend = ScriptedBackend::load(&path).unwrap();
-        let reply = backend.complete(&ask(r#"{"askId":"a-7"}"#)).unwrap();
+        let reply = backend.complete(&ask(r#"{"askId":"a-7"}"#)).await.unwrap();
         assert_eq!(
             reply.tool_calls[0].arguments,
             json!({"id": "a-7", "n": 1, "x": "{{input.nope}}"})
+        );
+    }
+
+    #[tokio::test]
+    async fn a_gated_reply_waits_for_its_file_and_names_it_when_it_never_comes() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = script(
+            dir.path(),
+            json!([{"text": "after the signal", "wait_for_file": "go"}, {"text": "next"}]),
+        );
+        let backend = ScriptedBackend::load(&path).unwrap();
+        let request = ask("x");
+        let held = backend.complete(&request);
+        tokio::pin!(held);
+        assert!(
+            futures::poll!(&mut held).is_pending(),
+            "no reply before the file exists"
+        );
+        let recorded = std::fs::read_to_string(recorded_requests_path(&path)).unwrap();
+        assert_eq!(
+            recorded.lines().count(),
+            1,
+            "the request is recorded at once"
+        );
+        std::fs::write(dir.path().join("go"), "").unwrap();
+        assert_eq!(
+            held.await.unwrap().content.as_deref(),
+            Some("after the signal")
+        );
+
+        let mut backend = ScriptedBackend::load(&path).unwrap();
+        backend.gate_limit = Duration::from_millis(50);
+        std::fs::remove_file(dir.path().join("go")).unwrap();
+        let err = backend.complete(&ask("y")).await.unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            format!(
+                "scripted backend {}: turn 1 waited 50ms for {}, which never appeared",
+                path.display(),
+                dir.path().join("go").display()
+            )
         );
     }
 

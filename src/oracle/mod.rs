@@ -198,7 +198,7 @@ impl Oracle {
         let ran = chain.run(&input, &mut binding).await;
         closing.armed = false;
         let elapsed = crate::duration::format(round_to_ms(started.elapsed()));
-        emit(match (binding.outcome(), ran) {
+        let line = match (binding.outcome(), ran) {
             (Outcome::Answered(text), _) => format!(
                 "oracle: answered ask {ask_id} in {elapsed} as agent \"{AGENT}\": {text:?}{}",
                 if deliver.parked.load(Ordering::Relaxed) {
@@ -216,8 +216,13 @@ impl Oracle {
             (Outcome::Open, Ok(())) => format!(
                 "oracle: no verdict for ask {ask_id} within the chain budgets ({elapsed}) — the question stays with a human"
             ),
-        })
-        .await;
+        };
+        // Written in place, with no await since the chain returned: an answer often
+        // lands the mission at once, and the fire then aborts this task and shuts the
+        // runtime down, which drops blocking work not yet started — a closing line
+        // spawned as such work could vanish from stderr and the table alike.
+        let (trace, mission_id) = (&self.trace, &mission.id);
+        blocking_in_place(|| trace.emit(mission_id, ask_id, &line));
     }
 }
 

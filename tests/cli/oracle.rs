@@ -532,28 +532,39 @@ fn the_conservative_variant_is_selected_by_config() {
 
 #[test]
 fn an_answer_past_the_park_window_resumes_the_run_through_the_durable_path() {
-    let w = World::new(ASK_THEN_LAND, json!([answer("yes, later"), done()]));
-    // The question parks at once; the oracle's answer then finds a checkpoint.
+    // The answer is held until the test has seen the run park: answers are pushed, so
+    // an oracle left to itself may answer inside even a 0 s window.
+    let parked_signal = "parked.signal";
+    let mut held_answer = answer("yes, later");
+    held_answer["wait_for_file"] = json!(parked_signal);
+    let w = World::new(ASK_THEN_LAND, json!([held_answer, done()]));
     w.sb.run(&["config", "set", "ask-park-window", "0s"]).ok();
     let transcript = w.sb.cwd.join("transcript.log");
     let mut fire = w.fire("default");
     fire.env("STUB_TRANSCRIPT", &transcript);
-    let run = w.sb.run_with(fire);
+    let bg = background(fire);
+    let id = wait_for(60, "the mission", || w.sb.newest_mission());
+    let ask_id = wait_for(60, "the run to park under its question", || {
+        show(&w.sb, &id)["pendingAsks"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|a| a["parked"] == true)
+            .map(|a| a["id"].as_str().unwrap().to_string())
+    });
+    std::fs::write(w.dialog.with_file_name(parked_signal), "").unwrap();
+    let run = bg.join();
     assert_eq!(run.code, 0, "{run:#?}");
     assert!(
         run.stdout.contains("  [result] renamed: yes, later\n"),
         "{run:#?}"
     );
-    let id = w.sb.newest_mission().unwrap();
-    let ask_id = show(&w.sb, &id)["asks"][0]["id"]
-        .as_str()
-        .unwrap()
-        .to_string();
     assert_eq!(
-        stderr_trace(&run)[1],
-        format!(
+        stderr_trace(&run).get(1),
+        Some(&format!(
             "oracle: answered ask {ask_id} in T as agent \"oracle\": \"yes, later\" (past the park window: the ask had checkpointed; the durable respond path resumed it)"
-        )
+        )),
+        "{run:#?}"
     );
     let resumes = std::fs::read_to_string(&transcript)
         .unwrap()
