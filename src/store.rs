@@ -341,7 +341,17 @@ impl Store {
         if self.is_postgres() {
             // Under the write lock: two hosts connecting to a fresh database at once
             // create the version table once, and each version below migrates once.
-            self.write(|tx| tx.execute_batch(postgres::SCHEMA_TABLE))?;
+            // (Looked for first, so an ordinary connect writes nothing.)
+            let present: i64 = self.with(|c| {
+                c.query_row(
+                    "SELECT COUNT(*) FROM pg_tables WHERE tablename = 'missionboard_schema' AND schemaname = current_schema()",
+                    [],
+                    |r| r.get(0),
+                )
+            })?;
+            if present == 0 {
+                self.write(|tx| tx.execute_batch(postgres::SCHEMA_TABLE))?;
+            }
         }
         let found = self.schema_version()?;
         if found > known {
