@@ -158,11 +158,16 @@ impl Sandbox {
     /// to write what a test sets up).
     #[allow(dead_code)]
     pub fn store(&self) -> Store {
-        let location = match &self.store_url {
+        Store::open_at(&self.location()).expect("open the sandbox's store")
+    }
+
+    /// Where this sandbox's store is (to open it again, e.g. once per thread).
+    #[allow(dead_code)]
+    pub fn location(&self) -> missionboard::store::Location {
+        match &self.store_url {
             Some(url) => missionboard::store::Location::Postgres(url.clone()),
             None => missionboard::store::Location::File(self.db()),
-        };
-        Store::open_at(&location).expect("open the sandbox's store")
+        }
     }
 
     pub fn run(&self, args: &[&str]) -> Run {
@@ -246,7 +251,7 @@ impl Sandbox {
     /// `<intent> <i>`, straight into the store: rows no unit works. Their ids, oldest
     /// first.
     pub fn record_missions(&self, intent: &str, n: usize) -> Vec<String> {
-        let missions = missionboard::mission::Missions::new(Store::open(&self.db()).unwrap());
+        let missions = missionboard::mission::Missions::new(self.store());
         (0..n)
             .map(|i| {
                 missions
@@ -451,7 +456,12 @@ impl FleetHost {
             ));
         }
         std::fs::write(home.join("agents.toml"), toml).unwrap();
-        let store = Store::open(&home.join("board.db")).unwrap();
+        // On the run's store, as `Sandbox::new` is.
+        let location = match pg::suites_on_postgres().then(pg::fresh_database) {
+            Some(url) => missionboard::store::Location::Postgres(url),
+            None => missionboard::store::Location::File(home.join("board.db")),
+        };
+        let store = Store::open_at(&location).unwrap();
         Config::new(store.clone())
             .set("fleet-max-parallel", max_parallel)
             .unwrap();

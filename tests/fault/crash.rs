@@ -182,7 +182,7 @@ fn an_answer_after_a_crash_resumes_exactly_once_over_100_trials() {
         )),
     )]);
     sb.run(&["config", "set", "ask-park-window", "3s"]).ok();
-    let store = missionboard::store::Store::open(&sb.db()).unwrap();
+    let store = sb.store();
     let asks = missionboard::asks::Asks::new(store);
     for batch in 0..TRIALS / BATCH {
         let trials: Vec<(usize, std::path::PathBuf, std::time::Duration)> = (0..BATCH)

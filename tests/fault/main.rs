@@ -69,13 +69,17 @@ impl Drop for Host {
     }
 }
 
-/// `PRAGMA integrity_check` on the sandbox's database, read-only.
+/// The store's own integrity check (`PRAGMA integrity_check` on the file, read-only;
+/// on PostgreSQL, a live connection).
 pub fn integrity(sb: &Sandbox) -> String {
-    Store::open_read_only(&sb.db())
-        .unwrap()
-        .expect("the database exists")
-        .integrity_check()
-        .unwrap()
+    match sb.location() {
+        missionboard::store::Location::File(db) => Store::open_read_only(&db)
+            .unwrap()
+            .expect("the database exists")
+            .integrity_check()
+            .unwrap(),
+        _ => sb.store().integrity_check().unwrap(),
+    }
 }
 
 /// `mission show <id> --json`.
