@@ -192,27 +192,22 @@ fn an_answer_after_a_crash_resumes_exactly_once_over_100_trials() {
                 (n, sb.cwd.join(format!("transcript-{n}.log")), kill_after)
             })
             .collect();
-        let hosts: Vec<Host> = trials
-            .iter()
-            .map(|(n, t, _)| {
-                Host::fire(
-                    &sb,
-                    "stub",
-                    &format!("trial {n}"),
-                    &[("STUB_TRANSCRIPT", t)],
-                )
-            })
-            .collect();
-        let missions: Vec<String> = hosts.iter().map(|h| h.mission.clone()).collect();
-        // Each host's question, the moment its row exists; the host dies a random
-        // while later, its turn still held inside the park window.
-        let parked: Vec<String> = std::thread::scope(|scope| {
-            let killers: Vec<_> = hosts
-                .into_iter()
-                .zip(&trials)
-                .map(|(h, (n, _, kill_after))| {
-                    let asks = &asks;
+        // Each trial's host is fired and watched on a thread of its own, so every
+        // watcher sees its question the moment the row exists (firing the batch one
+        // after another first would eat into the park window before anyone looked);
+        // the host dies a random while later, its turn still held inside the window.
+        let (missions, parked): (Vec<String>, Vec<String>) = std::thread::scope(|scope| {
+            let killers: Vec<_> = trials
+                .iter()
+                .map(|(n, t, kill_after)| {
+                    let (asks, sb) = (&asks, &sb);
                     scope.spawn(move || {
+                        let h = Host::fire(
+                            sb,
+                            "stub",
+                            &format!("trial {n}"),
+                            &[("STUB_TRANSCRIPT", t)],
+                        );
                         let ask = wait_for(30, "the question", || {
                             asks.for_mission(&h.mission, 5)
                                 .unwrap()
@@ -220,6 +215,7 @@ fn an_answer_after_a_crash_resumes_exactly_once_over_100_trials() {
                                 .map(|a| a.id.clone())
                         });
                         std::thread::sleep(*kill_after);
+                        let mission = h.mission.clone();
                         h.kill();
                         let cp = asks.checkpoint(&ask).unwrap();
                         let cp = cp.unwrap_or_else(|| {
@@ -229,11 +225,11 @@ fn an_answer_after_a_crash_resumes_exactly_once_over_100_trials() {
                             cp.parked_at, None,
                             "trial {n}: killed {kill_after:?} after the ask, before the park"
                         );
-                        ask
+                        (mission, ask)
                     })
                 })
                 .collect();
-            killers.into_iter().map(|k| k.join().unwrap()).collect()
+            killers.into_iter().map(|k| k.join().unwrap()).unzip()
         });
         let racers: Vec<Vec<std::process::Child>> = parked
             .iter()
