@@ -117,8 +117,11 @@ pub fn answer_as_agent_within_bounds(
     let resolution = json!({"answer": text, "answeredBy": actor}).to_string();
     let now = clock::now_ms();
     // The count is part of the guarded write: of racing answerers, only as many as
-    // the cap allows can see a count below it.
-    let changed = asks.store.with(|c| {
+    // the cap allows can see a count below it. It runs as a write transaction
+    // because the count reads other rows: PostgreSQL re-checks a waiting UPDATE's
+    // WHERE against its own row only, so two answers to two questions of one
+    // mission could both count below the cap unless writers take turns.
+    let changed = asks.store.write(|c| {
         c.execute(
             &format!(
                 "UPDATE asks SET state = 'approved', resolution = ?3, resolved_at = ?4

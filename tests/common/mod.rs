@@ -111,6 +111,13 @@ impl Sandbox {
         Sandbox::with_store(pg::suites_on_postgres().then(pg::fresh_database))
     }
 
+    /// A scratch home on its own `board.db`, whatever the run's store: for what only
+    /// the embedded file has (its modes, its bytes, its `user_version`).
+    #[allow(dead_code)]
+    pub fn on_file() -> Sandbox {
+        Sandbox::with_store(None)
+    }
+
     /// A scratch home on a fresh PostgreSQL database, whatever the run's store.
     #[allow(dead_code)]
     pub fn on_postgres() -> Sandbox {
