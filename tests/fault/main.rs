@@ -1,7 +1,8 @@
 //! The fault and race suite: hosts killed mid-turn, mid-ask and mid-plan-write;
 //! answers after a crash; racing answers, verdicts and sweeps; a database locked by
 //! another process; malformed frames on both protocols. Real binary, real children,
-//! real SQLite; every wait is on a condition with a deadline.
+//! a real store (SQLite, or PostgreSQL under `MISSIONBOARD_TEST_STORE=postgres`);
+//! every wait is on a condition with a deadline.
 
 #[path = "../common/mod.rs"]
 mod harness;
