@@ -67,19 +67,27 @@ pub async fn poll_until<T>(
     poll(limit, probe, || tokio::time::sleep(every)).await
 }
 
-/// [`poll_until`] for a plain thread: it sleeps the thread between checks.
+/// [`poll_until`] for a plain thread: it sleeps the thread between checks. A plain
+/// loop, not an executor: a probe may read the PostgreSQL store, whose calls block
+/// on an executor of their own, and executors of that kind cannot nest.
 pub fn poll_until_blocking<T>(
     limit: Duration,
     every: Duration,
-    probe: impl FnMut() -> Option<T>,
+    mut probe: impl FnMut() -> Option<T>,
 ) -> Option<T> {
-    futures::executor::block_on(poll(limit, probe, || {
+    let deadline = Instant::now() + limit;
+    loop {
+        if let Some(v) = probe() {
+            return Some(v);
+        }
+        if Instant::now() >= deadline {
+            return None;
+        }
         std::thread::sleep(every);
-        std::future::ready(())
-    }))
+    }
 }
 
-/// The one polling loop: probe, give up past the deadline, `pause`, again.
+/// The async polling loop: probe, give up past the deadline, `pause`, again.
 async fn poll<T, P: Future<Output = ()>>(
     limit: Duration,
     mut probe: impl FnMut() -> Option<T>,

@@ -25,7 +25,7 @@ use super::sql::{Error, Result, Value};
 /// The channel every commit is announced on (per database, as NOTIFY is).
 pub const CHANGES_CHANNEL: &str = "missionboard_changes";
 /// The advisory lock every write transaction holds (`Store::write`).
-const WRITE_LOCK: i64 = 0x6d62_7772; // "mbwr"
+pub const WRITE_LOCK: i64 = 0x6d62_7772; // "mbwr"
 /// The schema version of a PostgreSQL database (SQLite keeps it in `user_version`).
 pub const SCHEMA_TABLE: &str =
     "CREATE TABLE IF NOT EXISTS missionboard_schema (version BIGINT NOT NULL)";

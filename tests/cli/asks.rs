@@ -30,7 +30,7 @@ fn parked_ask(sb: &Sandbox) -> Option<String> {
 
 /// The run's checkpoint, read back from the store (`None`: spent or never written).
 fn checkpoint_of(sb: &Sandbox, ask: &str) -> Option<missionboard::asks::checkpoint::Checkpoint> {
-    let store = missionboard::store::Store::open(&sb.db()).unwrap();
+    let store = sb.store();
     missionboard::asks::Asks::new(store)
         .checkpoint(ask)
         .unwrap()
@@ -182,8 +182,7 @@ fn two_racing_answers_to_one_ask_end_in_exactly_one_verdict() {
 fn mission_with_questions(sb: &Sandbox, policy: &str, n: usize) -> Vec<String> {
     use missionboard::asks::{Asks, NewAsk, QUESTION_TOOL, QUESTION_TOOLS};
     use missionboard::mission::{Missions, NewMission};
-    use missionboard::store::Store;
-    let store = Store::open(&sb.db()).unwrap();
+    let store = sb.store();
     let m = Missions::new(store.clone())
         .create(NewMission {
             intent: "many questions".into(),
@@ -842,7 +841,7 @@ fn a_slow_resumer_that_still_lives_keeps_its_claim_however_old() {
             .then_some(())
     });
     // Its claim is made a day old: age alone no longer marks it abandoned.
-    let store = missionboard::store::Store::open(&sb.db()).unwrap();
+    let store = sb.store();
     let day_ago = missionboard::clock::now_ms() - 24 * 3600 * 1000;
     let backdated = store
         .with(|c| {

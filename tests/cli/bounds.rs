@@ -270,8 +270,7 @@ fn an_agent_offering_no_models_is_told_once_the_allowlist_is_not_enforced() {
 fn picker_labels(sb: &Sandbox, agent: &str, envelope: &str) -> Vec<String> {
     use missionboard::board::{effects, picker};
     let paths = missionboard::paths::Paths::resolve(sb.home.clone(), sb.cwd.clone());
-    let store = missionboard::store::Store::open(&paths.db_path()).unwrap();
-    let data = effects::load_picker(&paths, &store).unwrap();
+    let data = effects::load_picker(&paths, &sb.store()).unwrap();
     let caps = data
         .agents
         .iter()

@@ -11,9 +11,8 @@ use crate::harness::{Run, Sandbox};
 fn seed(sb: &Sandbox, n: usize) -> Vec<String> {
     use missionboard::asks::{Asks, NewAsk, QUESTION_TOOL, QUESTION_TOOLS};
     use missionboard::mission::{Missions, ReportInput};
-    use missionboard::store::Store;
     let ids = sb.record_missions("mission", n);
-    let store = Store::open(&sb.db()).unwrap();
+    let store = sb.store();
     let missions = Missions::new(store.clone());
     let newest = ids.last().unwrap();
     let asks = Asks::new(store);
@@ -252,7 +251,8 @@ fn man_prints_a_roff_page_of_the_whole_grammar() {
 
 #[test]
 fn reads_against_a_missing_home_create_nothing() {
-    let sb = Sandbox::new();
+    // About the embedded file (a shared database exists before any home does).
+    let sb = Sandbox::on_file();
     let no_store = format!(
         "Error: no missionboard store at {} yet — fire a mission or run `missionboard init` first\n",
         sb.db().display()
@@ -329,7 +329,7 @@ fn mission_show_says_when_it_prints_only_the_newest_reports() {
     use missionboard::mission::{Missions, ReportInput};
     let sb = Sandbox::new();
     let id = sb.record_missions("chatty", 1).remove(0);
-    let missions = Missions::new(missionboard::store::Store::open(&sb.db()).unwrap());
+    let missions = Missions::new(sb.store());
     for i in 0..201 {
         missions
             .add_report(

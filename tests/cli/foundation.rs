@@ -310,7 +310,7 @@ fn beta_flags_are_absent_without_the_opt_in_and_the_gate_creates_no_database() {
 
 #[test]
 fn a_file_that_is_not_a_database_is_named_with_the_fix() {
-    let sb = Sandbox::new();
+    let sb = Sandbox::on_file();
     sb.write(&sb.db(), &"definitely not sqlite ".repeat(20));
     let run = sb.run(&["config", "get", "fleet-max-parallel"]);
     assert_eq!(run.code, 1);
@@ -325,7 +325,8 @@ fn a_file_that_is_not_a_database_is_named_with_the_fix() {
 
 #[test]
 fn a_database_from_a_newer_missionboard_is_refused_untouched() {
-    let sb = Sandbox::new();
+    // The file's version; tests/store_pg.rs refuses a newer PostgreSQL schema.
+    let sb = Sandbox::on_file();
     sb.run(&["config", "set", "fleet-max-parallel", "3"]).ok();
     {
         let c = rusqlite::Connection::open(sb.db()).unwrap();

@@ -45,7 +45,8 @@ fn a_non_utf8_environment_is_no_panic_and_a_non_utf8_home_is_a_clear_error() {
 
 #[test]
 fn the_home_its_store_and_its_logs_are_private_and_doctor_warns_when_they_are_not() {
-    let sb = Sandbox::new();
+    // The file store's modes (a shared database's privacy is its server's).
+    let sb = Sandbox::on_file();
     // Declared in the workspace, so the home is missionboard's own to create.
     let ws = sb.workspace();
     let script_path = ws.join("ask.json");

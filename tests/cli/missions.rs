@@ -601,7 +601,7 @@ fn an_agent_that_writes_garbage_on_stdout_derails_and_the_host_carries_on() {
 fn a_mission_id_that_does_not_exist_is_named_along_with_where_to_look() {
     let sb = Sandbox::new();
     // A store without that row (with no store at all, the error says so instead).
-    missionboard::store::Store::open(&sb.db()).unwrap();
+    sb.store();
     for cmd in ["show", "reports", "plan"] {
         let run = sb.run(&["mission", cmd, "no-such-mission"]);
         assert_eq!(run.code, 1);

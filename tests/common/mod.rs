@@ -111,6 +111,13 @@ impl Sandbox {
         Sandbox::with_store(pg::suites_on_postgres().then(pg::fresh_database))
     }
 
+    /// A scratch home on its own `board.db`, whatever the run's store: for what only
+    /// the embedded file has (its modes, its bytes, its `user_version`).
+    #[allow(dead_code)]
+    pub fn on_file() -> Sandbox {
+        Sandbox::with_store(None)
+    }
+
     /// A scratch home on a fresh PostgreSQL database, whatever the run's store.
     #[allow(dead_code)]
     pub fn on_postgres() -> Sandbox {
@@ -158,11 +165,16 @@ impl Sandbox {
     /// to write what a test sets up).
     #[allow(dead_code)]
     pub fn store(&self) -> Store {
-        let location = match &self.store_url {
+        Store::open_at(&self.location()).expect("open the sandbox's store")
+    }
+
+    /// Where this sandbox's store is (to open it again, e.g. once per thread).
+    #[allow(dead_code)]
+    pub fn location(&self) -> missionboard::store::Location {
+        match &self.store_url {
             Some(url) => missionboard::store::Location::Postgres(url.clone()),
             None => missionboard::store::Location::File(self.db()),
-        };
-        Store::open_at(&location).expect("open the sandbox's store")
+        }
     }
 
     pub fn run(&self, args: &[&str]) -> Run {
@@ -246,7 +258,7 @@ impl Sandbox {
     /// `<intent> <i>`, straight into the store: rows no unit works. Their ids, oldest
     /// first.
     pub fn record_missions(&self, intent: &str, n: usize) -> Vec<String> {
-        let missions = missionboard::mission::Missions::new(Store::open(&self.db()).unwrap());
+        let missions = missionboard::mission::Missions::new(self.store());
         (0..n)
             .map(|i| {
                 missions
@@ -347,16 +359,29 @@ impl Drop for Background {
 
 // ---- Another process holding the database's write lock. ----
 
-/// The sqlite3 shell, holding an EXCLUSIVE lock on a database.
+/// Another holder of the store's write lock: the sqlite3 shell in `BEGIN EXCLUSIVE`
+/// on the file, or, on PostgreSQL, another connection holding the write lock every
+/// writer takes and an EXCLUSIVE lock on every table (reads go on, writes wait).
 pub struct ForeignLock {
-    child: Option<std::process::Child>,
-    release: PathBuf,
-    released: PathBuf,
+    holder: Option<Holder>,
+}
+
+enum Holder {
+    Shell {
+        child: std::process::Child,
+        release: PathBuf,
+        released: PathBuf,
+    },
+    Postgres {
+        thread: std::thread::JoinHandle<Result<(), String>>,
+        release: std::sync::mpsc::Sender<()>,
+        released: Arc<std::sync::atomic::AtomicBool>,
+    },
 }
 
 impl ForeignLock {
-    /// Take the write lock on `db` from another process, and return once it is held.
-    /// It is held for `secs` seconds, or until [`ForeignLock::release`].
+    /// Take the write lock on the file `db` from another process, and return once it
+    /// is held. It is held for `secs` seconds, or until [`ForeignLock::release`].
     pub fn hold(db: &Path, secs: u64) -> ForeignLock {
         use std::io::Write;
         static TAKEN: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
@@ -388,37 +413,139 @@ impl ForeignLock {
             held.exists().then_some(())
         });
         ForeignLock {
-            child: Some(child),
-            release,
-            released,
+            holder: Some(Holder::Shell {
+                child,
+                release,
+                released,
+            }),
+        }
+    }
+
+    /// Take the write lock on the store at `location` (see [`ForeignLock::hold`]).
+    pub fn hold_store(location: &missionboard::store::Location, secs: u64) -> ForeignLock {
+        match location {
+            missionboard::store::Location::File(db) => ForeignLock::hold(db, secs),
+            missionboard::store::Location::Postgres(url) => ForeignLock::hold_postgres(url, secs),
+        }
+    }
+
+    fn hold_postgres(url: &str, secs: u64) -> ForeignLock {
+        use std::sync::atomic::{AtomicBool, Ordering};
+        let (held_tx, held_rx) = std::sync::mpsc::channel::<Result<(), String>>();
+        let (release, release_rx) = std::sync::mpsc::channel::<()>();
+        let released = Arc::new(AtomicBool::new(false));
+        let (url, flag) = (url.to_string(), released.clone());
+        let thread = std::thread::spawn(move || -> Result<(), String> {
+            let rt = tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()
+                .unwrap();
+            let client = rt.block_on(async {
+                let (client, connection) = tokio_postgres::connect(&url, tokio_postgres::NoTls)
+                    .await
+                    .map_err(|e| e.to_string())?;
+                tokio::spawn(connection);
+                let tables: String = client
+                    .query_one(
+                        "SELECT string_agg(quote_ident(tablename), ', ') FROM pg_tables WHERE schemaname = current_schema()",
+                        &[],
+                    )
+                    .await
+                    .and_then(|r| r.try_get(0))
+                    .map_err(|e| e.to_string())?;
+                client
+                    .batch_execute(&format!(
+                        "BEGIN; SELECT pg_advisory_xact_lock({}); LOCK TABLE {tables} IN EXCLUSIVE MODE",
+                        missionboard::store::postgres::WRITE_LOCK
+                    ))
+                    .await
+                    .map_err(|e| e.to_string())?;
+                Ok::<_, String>(client)
+            });
+            let client = match client {
+                Ok(c) => {
+                    let _ = held_tx.send(Ok(()));
+                    c
+                }
+                Err(e) => {
+                    let _ = held_tx.send(Err(e.clone()));
+                    return Err(e);
+                }
+            };
+            // Held until released or `secs` pass; the flag is set before COMMIT.
+            let _ = release_rx.recv_timeout(Duration::from_secs(secs));
+            flag.store(true, Ordering::SeqCst);
+            rt.block_on(client.batch_execute("COMMIT"))
+                .map_err(|e| e.to_string())
+        });
+        held_rx
+            .recv_timeout(Duration::from_secs(20))
+            .expect("the other connection to hold the lock")
+            .expect("the other connection took the lock");
+        ForeignLock {
+            holder: Some(Holder::Postgres {
+                thread,
+                release,
+                released,
+            }),
         }
     }
 
     /// Is the lock still held (the holder has not begun to commit)?
     pub fn is_held(&self) -> bool {
-        !self.released.exists()
+        match &self.holder {
+            Some(Holder::Shell { released, .. }) => !released.exists(),
+            Some(Holder::Postgres { released, .. }) => {
+                !released.load(std::sync::atomic::Ordering::SeqCst)
+            }
+            None => false,
+        }
     }
 
     /// Let the holder commit now (if it has not already), and wait for it.
     #[track_caller]
     pub fn release(mut self) {
-        std::fs::write(&self.release, "").unwrap();
+        match &self.holder {
+            Some(Holder::Shell { release, .. }) => std::fs::write(release, "").unwrap(),
+            Some(Holder::Postgres { release, .. }) => {
+                let _ = release.send(());
+            }
+            None => {}
+        }
         self.wait();
     }
 
     /// Wait for the holder to commit on its own, asserting it did.
     #[track_caller]
     pub fn wait(&mut self) {
-        let out = self.child.take().unwrap().wait_with_output().unwrap();
-        assert!(out.status.success(), "the lock holder failed: {out:?}");
+        match self.holder.take() {
+            Some(Holder::Shell { child, .. }) => {
+                let out = child.wait_with_output().unwrap();
+                assert!(out.status.success(), "the lock holder failed: {out:?}");
+            }
+            Some(Holder::Postgres { thread, .. }) => {
+                let done = thread.join().expect("the lock holder's thread");
+                assert!(done.is_ok(), "the lock holder failed: {done:?}");
+            }
+            None => {}
+        }
     }
 }
 
 impl Drop for ForeignLock {
     fn drop(&mut self) {
-        if let Some(c) = &mut self.child {
-            let _ = c.kill();
-            let _ = c.wait();
+        match self.holder.take() {
+            Some(Holder::Shell { mut child, .. }) => {
+                let _ = child.kill();
+                let _ = child.wait();
+            }
+            Some(Holder::Postgres {
+                thread, release, ..
+            }) => {
+                let _ = release.send(());
+                let _ = thread.join();
+            }
+            None => {}
         }
     }
 }
@@ -451,7 +578,12 @@ impl FleetHost {
             ));
         }
         std::fs::write(home.join("agents.toml"), toml).unwrap();
-        let store = Store::open(&home.join("board.db")).unwrap();
+        // On the run's store, as `Sandbox::new` is.
+        let location = match pg::suites_on_postgres().then(pg::fresh_database) {
+            Some(url) => missionboard::store::Location::Postgres(url),
+            None => missionboard::store::Location::File(home.join("board.db")),
+        };
+        let store = Store::open_at(&location).unwrap();
         Config::new(store.clone())
             .set("fleet-max-parallel", max_parallel)
             .unwrap();

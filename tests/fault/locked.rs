@@ -1,6 +1,8 @@
 //! Another process holds the database's write lock: our writers wait it out (the
 //! busy timeout is longer) and every write lands; and while they wait, nothing else
-//! on the host stalls — other units' ACP traffic keeps flowing.
+//! on the host stalls — other units' ACP traffic keeps flowing. On PostgreSQL the
+//! holder is another connection with the store's write lock and every table locked
+//! EXCLUSIVE (`ForeignLock::hold_store`), so writers of both kinds wait.
 
 use std::process::Stdio;
 
@@ -22,7 +24,7 @@ fn writes_during_a_five_second_exclusive_lock_by_another_process_all_land() {
     )]);
     let ids = sb.record_missions("to be stopped", 8);
 
-    let mut lock = ForeignLock::hold(&sb.db(), 5);
+    let mut lock = ForeignLock::hold_store(&sb.location(), 5);
 
     let spawn = |args: &[&str]| {
         sb.command(args)
@@ -110,7 +112,7 @@ async fn units_waiting_on_a_foreign_lock_stall_no_other_units_acp_traffic() {
     wait_for_async(30, "every ticker to report", || reporting(1).then_some(())).await;
 
     // Held past the tickers' next reports, and well inside the 15 s busy timeout.
-    let lock = ForeignLock::hold(missions.store().sqlite_path().expect("a file store"), 10);
+    let lock = ForeignLock::hold_store(missions.store().location(), 10);
     let other = h.home.join("other.json");
     std::fs::write(
         &other,

@@ -1,7 +1,8 @@
 //! The fault and race suite: hosts killed mid-turn, mid-ask and mid-plan-write;
 //! answers after a crash; racing answers, verdicts and sweeps; a database locked by
 //! another process; malformed frames on both protocols. Real binary, real children,
-//! real SQLite; every wait is on a condition with a deadline.
+//! a real store (SQLite, or PostgreSQL under `MISSIONBOARD_TEST_STORE=postgres`);
+//! every wait is on a condition with a deadline.
 
 #[path = "../common/mod.rs"]
 mod harness;
@@ -69,13 +70,17 @@ impl Drop for Host {
     }
 }
 
-/// `PRAGMA integrity_check` on the sandbox's database, read-only.
+/// The store's own integrity check (`PRAGMA integrity_check` on the file, read-only;
+/// on PostgreSQL, a live connection).
 pub fn integrity(sb: &Sandbox) -> String {
-    Store::open_read_only(&sb.db())
-        .unwrap()
-        .expect("the database exists")
-        .integrity_check()
-        .unwrap()
+    match sb.location() {
+        missionboard::store::Location::File(db) => Store::open_read_only(&db)
+            .unwrap()
+            .expect("the database exists")
+            .integrity_check()
+            .unwrap(),
+        _ => sb.store().integrity_check().unwrap(),
+    }
 }
 
 /// `mission show <id> --json`.

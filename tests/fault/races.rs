@@ -28,7 +28,7 @@ fn a_thousand_racing_agent_answers_land_exactly_the_cap() {
             r#"{{"default_action":"approve","rules":[],"attention":{{"allowAgentAnswers":true,"maxAgentAnswers":{CAP}}}}}"#
         ),
     );
-    let store = Store::open(&sb.db()).unwrap();
+    let store = sb.store();
     let mission = Missions::new(store.clone())
         .create(NewMission {
             intent: "a thousand questions".into(),
@@ -77,9 +77,9 @@ fn a_thousand_racing_agent_answers_land_exactly_the_cap() {
     let start = Arc::new(Barrier::new(THREADS));
     let threads: Vec<_> = (0..THREADS)
         .map(|t| {
-            let (rest, start, paths, db) = (rest.clone(), start.clone(), paths.clone(), sb.db());
+            let (rest, start, paths, db) = (rest.clone(), start.clone(), paths.clone(), sb.location());
             std::thread::spawn(move || {
-                let store = Store::open(&db).unwrap();
+                let store = Store::open_at(&db).unwrap();
                 let (asks, missions) = (Asks::new(store.clone()), Missions::new(store));
                 start.wait();
                 let mut landed = 0;
@@ -140,7 +140,7 @@ fn status_events(missions: &Missions, id: &str) -> usize {
 fn a_verdict_racing_a_stop_and_a_sweep_ends_in_exactly_one_terminal_state() {
     const TRIALS: usize = 200;
     let sb = Sandbox::new();
-    let store = Store::open(&sb.db()).unwrap();
+    let store = sb.store();
     let missions = Missions::new(store.clone());
     let mut wins = [0usize; 3];
     for trial in 0..TRIALS {
@@ -163,9 +163,9 @@ fn a_verdict_racing_a_stop_and_a_sweep_ends_in_exactly_one_terminal_state() {
             .unwrap();
         let start = Arc::new(Barrier::new(3));
         let racer = |which: usize| {
-            let (start, db, id) = (start.clone(), sb.db(), m.id.clone());
+            let (start, db, id) = (start.clone(), sb.location(), m.id.clone());
             std::thread::spawn(move || {
-                let store = Store::open(&db).unwrap();
+                let store = Store::open_at(&db).unwrap();
                 let (missions, asks) = (Missions::new(store.clone()), Asks::new(store));
                 start.wait();
                 match which {
