@@ -162,6 +162,9 @@ struct Inner {
     park_window: Duration,
     self_exe: PathBuf,
     units: Mutex<Units>,
+    /// This process beats as a host while any fleet of it lives, so a host or
+    /// board on another machine can tell it runs.
+    _heartbeat: Arc<crate::mission::hosts::Heartbeat>,
 }
 
 /// One host's fleet. Cheap to clone.
@@ -188,6 +191,7 @@ impl Fleet {
                 ask_ceiling: config.approval_ceiling()?,
                 park_window: config.ask_park_window()?,
                 missions: Missions::new(store.clone()),
+                _heartbeat: crate::mission::hosts::Heartbeat::start(&store),
                 asks: Asks::new(store),
                 self_exe: exe,
                 paths,
