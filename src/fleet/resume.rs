@@ -77,7 +77,7 @@ pub fn record(
             let fleet = Fleet::new(paths.clone(), store.clone())?;
             if let Err(e) = fleet.can_resume(&cp.mission_id) {
                 anyhow::bail!(
-                    "ask {ask_id} has a suspended run checkpointed under it, and this process (on {here}) cannot resume it: {e}\nThe verdict was NOT recorded — the ask is still pending. Fix the configuration here (declare the mission's agent in agents.toml, install its command, restore its envelope), or answer from a terminal that can start it — it was parked on {there}, whose configuration can",
+                    "ask {ask_id} has a suspended run checkpointed under it, and this process (on {here}) cannot resume it: {e}\nThe verdict was NOT recorded — the ask is still pending. Fix the configuration here (declare the mission's agent in agents.toml, install its command, restore its envelope), or answer from a terminal that can start it (it was parked on machine {there})",
                     here = crate::host::machine_name(),
                     there = cp.host.machine_label(),
                 );
