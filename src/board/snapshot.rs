@@ -421,6 +421,10 @@ pub fn mission_row(m: &Mission, pending_asks: i64) -> MissionRow {
         last_heartbeat: m.last_heartbeat,
         pending_asks,
         workspace: "cwd".to_string(),
+        host: m
+            .host
+            .as_ref()
+            .map_or_else(|| "-".to_string(), |h| one_line(h.machine_label())),
         needs: None,
     }
 }
