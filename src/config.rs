@@ -267,6 +267,8 @@ pub enum Origin {
     Set,
     Default,
     Unset,
+    /// From the environment (`MISSIONBOARD_STORE_URL`), over whatever is stored.
+    Env,
 }
 
 /// Configuration reads and writes over the store.
@@ -360,11 +362,16 @@ impl Config {
     }
 }
 
+/// `MISSIONBOARD_STORE_URL`, when it is set (and not empty): it overrides `store-url`.
+pub fn store_url_from_env() -> Option<std::ffi::OsString> {
+    std::env::var_os(STORE_URL_ENV).filter(|v| !v.is_empty())
+}
+
 /// Where this home's durable record lives: `MISSIONBOARD_STORE_URL` when set, else
 /// the `store-url` kept in the home's own `board.db` (read without creating it), else
 /// that file itself. A malformed URL is an error naming both places to fix it.
 pub fn store_location(db_path: &Path) -> Result<Location, String> {
-    if let Some(v) = std::env::var_os(STORE_URL_ENV).filter(|v| !v.is_empty()) {
+    if let Some(v) = store_url_from_env() {
         let v = v.into_string().map_err(|_| {
             format!("{STORE_URL_ENV} is not valid UTF-8 — set it to sqlite: or a postgres:// URL")
         })?;

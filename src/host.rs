@@ -1,53 +1,134 @@
-//! This process as other processes can recognise it later: its pid and its start
-//! time, so a record naming a host can tell a live host from a later process that
-//! reused its pid. Missions record theirs (the board flags an open mission whose
-//! host is gone), checkpoints theirs (an answer resumes a run on the host that
-//! parked it, if it still lives), firing sessions theirs (a report whose session
-//! ended goes to the inbox).
+//! This process as other processes can recognise it later, on this machine or on
+//! another one sharing the store: a fresh id per process, the machine it runs on,
+//! and its pid and start time, so a record naming a host can tell a live host from
+//! a later process that reused its pid. Missions record theirs (the board flags an
+//! open mission whose host is gone), checkpoints theirs (an answer resumes a run on
+//! the host that parked it, if it still lives), firing sessions theirs (a report
+//! whose session ended goes to the inbox).
+//!
+//! Only the local half of liveness lives here (is that pid, with that start time,
+//! running on this machine?); whether a host on another machine lives is its
+//! heartbeat's to say, which `mission::hosts` reads.
 
-/// A host process, told apart from a later process that reused its pid.
-#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+use std::sync::OnceLock;
+
+use serde::Serialize;
+
+/// A host process, told apart from a later process that reused its pid, and from
+/// a process with the same pid on another machine.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize)]
 pub struct HostId {
+    /// Minted when the process first names itself; empty on a record older than it.
+    pub id: String,
+    /// The machine's name ([`machine_name`]); empty on a record older than it, which
+    /// was always written on the machine that reads it.
+    pub machine: String,
     pub pid: u32,
+    #[serde(skip)]
     pub start: String,
 }
 
 impl HostId {
-    /// This process.
+    /// This process (the same id for its whole life).
     pub fn current() -> HostId {
-        let pid = std::process::id();
+        static ME: OnceLock<HostId> = OnceLock::new();
+        ME.get_or_init(|| {
+            let pid = std::process::id();
+            HostId {
+                id: uuid::Uuid::new_v4().to_string(),
+                machine: machine_name().to_string(),
+                pid,
+                start: start_time(pid).unwrap_or_default(),
+            }
+        })
+        .clone()
+    }
+
+    /// A host recorded before hosts had ids: a pid and start time on this machine.
+    pub fn local(pid: u32, start: String) -> HostId {
         HostId {
+            id: String::new(),
+            machine: String::new(),
             pid,
-            start: start_time(pid).unwrap_or_default(),
+            start,
         }
     }
 
-    /// Is that process still running (and still the same process)?
-    pub fn is_alive(&self) -> bool {
+    /// Does it run (or did it run) on this machine, where its pid can be probed?
+    pub fn is_on_this_machine(&self) -> bool {
+        self.machine.is_empty() || self.machine == machine_name()
+    }
+
+    /// Is that process running on this machine (and still the same process)? Only
+    /// meaningful for a host [on this machine](HostId::is_on_this_machine).
+    pub fn process_alive(&self) -> bool {
         match start_time(self.pid) {
             Some(start) => start == self.start,
             None => false,
         }
     }
 
-    /// `pid@start`: how a record names a host in one column.
-    pub fn label(&self) -> String {
-        format!("{}@{}", self.pid, self.start)
+    /// The machine as shown to an operator (a record older than machine names was
+    /// written here).
+    pub fn machine_label(&self) -> &str {
+        if self.machine.is_empty() {
+            machine_name()
+        } else {
+            &self.machine
+        }
     }
 
-    /// The host a [`HostId::label`] names (`None`: not a label).
+    /// `pid@start@machine@id`: how a record names a host in one column.
+    pub fn label(&self) -> String {
+        format!("{}@{}@{}@{}", self.pid, self.start, self.machine, self.id)
+    }
+
+    /// The host a [`HostId::label`] names, or one written before labels carried a
+    /// machine (`pid@start`, this machine's). `None`: not a label.
     pub fn from_label(label: &str) -> Option<HostId> {
-        let (pid, start) = label.split_once('@')?;
+        let mut parts = label.splitn(4, '@');
+        let pid = parts.next()?.parse().ok()?;
+        let start = parts.next()?.to_string();
+        let machine = parts.next().unwrap_or_default().to_string();
+        let id = parts.next().unwrap_or_default().to_string();
         Some(HostId {
-            pid: pid.parse().ok()?,
-            start: start.to_string(),
+            id,
+            machine,
+            pid,
+            start,
         })
     }
+}
 
-    /// Is the host a label names still running? A claim no live process can be
-    /// shown to hold (an unreadable label) is nobody's.
-    pub fn label_is_alive(label: &str) -> bool {
-        HostId::from_label(label).is_some_and(|h| h.is_alive())
+/// This machine's name (its hostname), made safe to show and to embed in a label:
+/// only letters, digits, `.`, `-` and `_` survive; `unknown` when it has none.
+pub fn machine_name() -> &'static str {
+    static NAME: OnceLock<String> = OnceLock::new();
+    NAME.get_or_init(|| sanitize_machine(&hostname()))
+}
+
+fn hostname() -> String {
+    let mut buf = [0u8; 256];
+    // SAFETY: the buffer is valid for its whole length; gethostname writes at most
+    // that many bytes and we stop at the first NUL (or the end, if it truncated).
+    let rc = unsafe { libc::gethostname(buf.as_mut_ptr().cast(), buf.len()) };
+    if rc != 0 {
+        return String::new();
+    }
+    let end = buf.iter().position(|&b| b == 0).unwrap_or(buf.len());
+    String::from_utf8_lossy(&buf[..end]).into_owned()
+}
+
+fn sanitize_machine(raw: &str) -> String {
+    let name: String = raw
+        .chars()
+        .filter(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '-' | '_'))
+        .take(64)
+        .collect();
+    if name.is_empty() {
+        "unknown".into()
+    } else {
+        name
     }
 }
 
@@ -57,4 +138,28 @@ fn start_time(pid: u32) -> Option<String> {
     // The command name may hold spaces and parentheses; fields resume after the last ')'.
     let rest = &stat[stat.rfind(')')? + 1..];
     rest.split_whitespace().nth(19).map(str::to_string)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_machine_name_keeps_only_safe_characters() {
+        assert_eq!(sanitize_machine("box-1.lan"), "box-1.lan");
+        assert_eq!(sanitize_machine("evil\u{1b}[2J@x y"), "evil2Jxy");
+        assert_eq!(sanitize_machine(""), "unknown");
+        assert!(!machine_name().is_empty());
+    }
+
+    #[test]
+    fn a_label_round_trips_and_an_old_one_reads_as_this_machine() {
+        let me = HostId::current();
+        assert_eq!(HostId::from_label(&me.label()), Some(me.clone()));
+        assert_eq!(HostId::current().id, me.id, "one id for the process's life");
+        let old = HostId::from_label("42@977").unwrap();
+        assert_eq!(old, HostId::local(42, "977".into()));
+        assert!(old.is_on_this_machine());
+        assert_eq!(HostId::from_label("not a label"), None);
+    }
 }

@@ -42,6 +42,14 @@ pub const MIGRATIONS: &[Migration] = &[
     &[crate::mission::parent::SCHEMA_V10],
     // v11: per-status mission counts and per-state ask counts, kept by triggers.
     &[crate::mission::SCHEMA_V11, crate::asks::SCHEMA_V11],
+    // v12: hosts across machines: each host's row and heartbeat, and the host id
+    // and machine beside the pid on every record that names a host.
+    &[
+        crate::mission::hosts::SCHEMA_V12,
+        crate::mission::SCHEMA_V12,
+        crate::mission::parent::SCHEMA_V12,
+        crate::asks::checkpoint::SCHEMA_V12,
+    ],
 ];
 
 /// The same versions on PostgreSQL, numbered alike so a version means one schema on
@@ -72,6 +80,12 @@ pub const PG_MIGRATIONS: &[Migration] = &[
         crate::oracle::trace::PG_SCHEMA_V11,
         crate::worktree::PG_SCHEMA_V11,
         crate::mission::parent::PG_SCHEMA_V11,
+    ],
+    &[
+        crate::mission::hosts::PG_SCHEMA_V12,
+        crate::mission::PG_SCHEMA_V12,
+        crate::mission::parent::PG_SCHEMA_V12,
+        crate::asks::checkpoint::PG_SCHEMA_V12,
     ],
 ];
 
@@ -154,7 +168,7 @@ mod tests {
     fn status_counts_are_backfilled_and_kept_exact_by_every_write() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("home/board.db");
-        let before_counts = MIGRATIONS.len() - 1;
+        let before_counts = 10; // v11 brought the counts
         let old = Store::open_with(&path, &MIGRATIONS[..before_counts]).unwrap();
         old.with(|c| {
             for (i, status) in ["open", "open", "done"].iter().enumerate() {

@@ -36,6 +36,15 @@ pub(crate) const SCHEMA_V7: &str = "
 ALTER TABLE checkpoints ADD COLUMN parked_at INTEGER;
 UPDATE checkpoints SET parked_at = created_at;";
 
+/// v12: the host's id and machine beside its pid, so a run parked on another
+/// machine is judged by that host's heartbeat (`crate::mission::hosts`).
+pub(crate) const SCHEMA_V12: &str = "
+ALTER TABLE checkpoints ADD COLUMN host_id TEXT;
+ALTER TABLE checkpoints ADD COLUMN host_machine TEXT;";
+
+/// The PostgreSQL spelling of [`SCHEMA_V12`].
+pub(crate) const PG_SCHEMA_V12: &str = SCHEMA_V12;
+
 /// The PostgreSQL spelling of this module's tables as of schema v11 (see `crate::schema`).
 pub(crate) const PG_SCHEMA_V11: &str = "
 CREATE TABLE checkpoints (
@@ -71,7 +80,7 @@ pub struct Checkpoint {
     pub failure: Option<String>,
 }
 
-const COLUMNS: &str = "ask_id, mission_id, session_id, agent_name, cwd, host_pid, host_start, claimed_at, failure, parked_at";
+const COLUMNS: &str = "ask_id, mission_id, session_id, agent_name, cwd, host_pid, host_start, claimed_at, failure, parked_at, host_id, host_machine";
 
 fn from_row(r: &crate::store::sql::Row<'_>) -> crate::store::sql::Result<Checkpoint> {
     Ok(Checkpoint {
@@ -81,6 +90,8 @@ fn from_row(r: &crate::store::sql::Row<'_>) -> crate::store::sql::Result<Checkpo
         agent_name: r.get(3)?,
         cwd: r.get(4)?,
         host: HostId {
+            id: r.get::<Option<String>>(10)?.unwrap_or_default(),
+            machine: r.get::<Option<String>>(11)?.unwrap_or_default(),
             pid: r.get(5)?,
             start: r.get(6)?,
         },
@@ -97,9 +108,9 @@ pub(super) fn insert(
     now: i64,
 ) -> crate::store::sql::Result<usize> {
     tx.execute(
-        "INSERT INTO checkpoints (ask_id, mission_id, session_id, agent_name, cwd, host_pid, host_start, created_at, updated_at)
-         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?8)",
-        params![cp.ask_id, cp.mission_id, cp.session_id, cp.agent_name, cp.cwd, cp.host.pid, cp.host.start, now],
+        "INSERT INTO checkpoints (ask_id, mission_id, session_id, agent_name, cwd, host_pid, host_start, created_at, updated_at, host_id, host_machine)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?8, ?9, ?10)",
+        params![cp.ask_id, cp.mission_id, cp.session_id, cp.agent_name, cp.cwd, cp.host.pid, cp.host.start, now, cp.host.id, cp.host.machine],
     )
 }
 
@@ -173,12 +184,12 @@ impl Asks {
                     .collect::<Vec<_>>()
                     .join(", ")
             ))?;
-            s.query_map([], |r| Ok((from_row(r)?, r.get(10)?)))?
+            s.query_map([], |r| Ok((from_row(r)?, r.get(12)?)))?
                 .collect()
         })?;
         Ok(rows
             .into_iter()
-            .filter(|(cp, by)| cp.claimed_at.is_none() || !claimer_lives(by.as_deref()))
+            .filter(|(cp, by)| cp.claimed_at.is_none() || !self.claimer_lives(by.as_deref()))
             .map(|(cp, _)| cp)
             .collect())
     }
@@ -195,8 +206,9 @@ impl Asks {
 
     /// Claim the right to resume a parked run. Exactly one claimer wins. A claim
     /// stands for as long as its claimer lives, however slow its resume: only the
-    /// claim of a resumer that is gone (its pid and start time no longer a running
-    /// process) is taken over, guarded on that very claim still being the one held,
+    /// claim of a resumer that is gone (by `crate::mission::hosts::lives`: its
+    /// process ended on this machine, or its heartbeat went stale on another) is
+    /// taken over, guarded on that very claim still being the one held,
     /// so a dead claim is taken over exactly once too.
     pub fn claim_checkpoint(&self, ask_id: &str) -> Result<bool, AskError> {
         let now = clock::now_ms();
@@ -211,7 +223,7 @@ impl Asks {
         })?;
         // `None`: unclaimed when read; the guard below still refuses a claim made since.
         let dead_claim = match held_by {
-            Some(by) if claimer_lives(by.as_deref()) => return Ok(false),
+            Some(by) if self.claimer_lives(by.as_deref()) => return Ok(false),
             Some(by) => Some(by.unwrap_or_default()),
             None => None,
         };
@@ -256,10 +268,19 @@ impl Asks {
     }
 }
 
-/// Does the process that claimed a run still live? (A claim without a claimer's
-/// label is nobody's.)
-fn claimer_lives(claimed_by: Option<&str>) -> bool {
-    claimed_by.is_some_and(HostId::label_is_alive)
+impl Asks {
+    /// Does the process that claimed a run still live? (A claim without a
+    /// readable claimer's label is nobody's.)
+    fn claimer_lives(&self, claimed_by: Option<&str>) -> bool {
+        claimed_by
+            .and_then(HostId::from_label)
+            .is_some_and(|h| crate::mission::hosts::Hosts::new(self.store.clone()).lives(&h))
+    }
+
+    /// Does the host that parked the run still live?
+    pub fn host_lives(&self, cp: &Checkpoint) -> bool {
+        crate::mission::hosts::Hosts::new(self.store.clone()).lives(&cp.host)
+    }
 }
 
 #[cfg(test)]
@@ -339,10 +360,9 @@ mod tests {
 
     #[test]
     fn a_dead_claimers_fresh_claim_is_taken_over_exactly_once() {
-        let me = HostId::current();
         let gone = HostId {
-            pid: me.pid,
             start: "0".into(),
+            ..HostId::current()
         };
         let (_dir, asks, id) = claimed_by(&gone.label(), clock::now_ms());
         asks.respond(&id, false).unwrap();
@@ -362,13 +382,28 @@ mod tests {
     }
 
     #[test]
-    fn this_process_is_alive_and_a_made_up_one_is_not() {
-        let me = HostId::current();
-        assert!(me.is_alive());
-        let impostor = HostId {
-            pid: me.pid,
+    fn a_claim_from_another_machine_stands_while_its_host_beats() {
+        let far = HostId {
+            id: "far-host".into(),
+            machine: "another-machine".into(),
+            // A pid that runs here proves nothing about a process elsewhere.
+            pid: std::process::id(),
             start: "0".into(),
         };
-        assert!(!impostor.is_alive());
+        let (_dir, asks, id) = claimed_by(&far.label(), clock::now_ms());
+        let hosts = crate::mission::hosts::Hosts::new(asks.store.clone());
+        hosts.announce(&far).unwrap();
+        asks.respond(&id, false).unwrap();
+        assert!(!asks.claim_checkpoint(&id).unwrap(), "its host beats");
+        assert!(asks.stranded_checkpoints().unwrap().is_empty());
+        asks.store
+            .with(|c| c.execute("UPDATE hosts SET heartbeat_at = 0", []))
+            .unwrap();
+        assert_eq!(
+            asks.stranded_checkpoints().unwrap().len(),
+            1,
+            "stale: stranded"
+        );
+        assert!(asks.claim_checkpoint(&id).unwrap(), "stale: taken over");
     }
 }

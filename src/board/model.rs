@@ -49,6 +49,9 @@ pub struct MissionRow {
     pub pending_asks: i64,
     /// Where it works: `cwd`, or its worktree (`worktree`, `merged`, `discarded`).
     pub workspace: String,
+    /// The machine of the host that runs (or ran) it (`-`: a record from before
+    /// hosts were recorded).
+    pub host: String,
     /// Set when it is in the needs-me group, with the most pressing reason.
     pub needs: Option<Needs>,
 }

@@ -16,7 +16,6 @@ use super::model::{
 };
 use crate::asks::{Ask, Asks};
 use crate::config::Config;
-use crate::host::HostId;
 use crate::mission::inbox::InboxItem;
 use crate::mission::{Listing, Mission, Missions, Report, Status};
 use crate::oracle::trace::Trace;
@@ -157,7 +156,9 @@ fn try_build(src: &Source, q: &Query) -> Result<Snapshot, String> {
     let (total, open) = src.missions.counts().map_err(|e| s(&e))?;
     let pending = src.asks.pending(ASKS_LIMIT).map_err(|e| s(&e))?;
     let inbox_items = src.missions.inbox(false, INBOX_LIMIT).map_err(|e| s(&e))?;
-    let mut hosts = HostProbe::default();
+    let mut hosts = HostProbe(crate::mission::hosts::Probe::new(
+        src.missions.store().clone(),
+    ));
     let needs = needs_me(src, &pending, &inbox_items, q.hide_terminal, &mut hosts)?;
     let group: Vec<Mission> = needs.iter().map(|(m, _)| m.clone()).collect();
     let listing = Listing {
@@ -279,19 +280,13 @@ fn try_build(src: &Source, q: &Query) -> Result<Snapshot, String> {
 }
 
 /// Whether hosts are alive, each checked once per refresh.
-#[derive(Default)]
-struct HostProbe {
-    alive: HashMap<HostId, bool>,
-}
+struct HostProbe(crate::mission::hosts::Probe);
 
 impl HostProbe {
-    /// The mission names a host and that process is gone (a record from before
-    /// hosts were recorded names none, and is never called gone).
+    /// The mission names a host and that host is gone (a record from before hosts
+    /// were recorded names none, and is never called gone).
     fn gone(&mut self, m: &Mission) -> bool {
-        match &m.host {
-            Some(h) => !*self.alive.entry(h.clone()).or_insert_with(|| h.is_alive()),
-            None => false,
-        }
+        m.host.as_ref().is_some_and(|h| !self.0.lives(h))
     }
 }
 
@@ -426,6 +421,10 @@ pub fn mission_row(m: &Mission, pending_asks: i64) -> MissionRow {
         last_heartbeat: m.last_heartbeat,
         pending_asks,
         workspace: "cwd".to_string(),
+        host: m
+            .host
+            .as_ref()
+            .map_or_else(|| "-".to_string(), |h| one_line(h.machine_label())),
         needs: None,
     }
 }

@@ -1299,3 +1299,52 @@ fn titles_count_what_they_do_not_show() {
     let text = crate::board::view::tests::frame(&m);
     assert!(text.contains("/tidy (3 matched of 5000 scanned)"), "{text}");
 }
+
+#[test]
+fn a_mission_hosted_on_another_machine_is_gone_once_its_heartbeat_is_stale() {
+    use super::model::Needs;
+    let (_dir, svc, _ask) = world();
+    let missions = svc.fleet.missions();
+    missions
+        .create(NewMission {
+            id: "m-far".into(),
+            intent: "work elsewhere".into(),
+            agent_name: "demo".into(),
+            policy_name: "default".into(),
+            ..Default::default()
+        })
+        .unwrap();
+    // Its host: another machine's process (a pid that runs here proves nothing).
+    let far = crate::host::HostId {
+        id: "far-host".into(),
+        machine: "far-away".into(),
+        pid: std::process::id(),
+        start: "elsewhere".into(),
+    };
+    crate::mission::hosts::Hosts::new(missions.store().clone())
+        .announce(&far)
+        .unwrap();
+    set(
+        &svc,
+        "m-far",
+        "host_id = 'far-host', host_machine = 'far-away', host_start = 'elsewhere'",
+    );
+    let m = model(120, 40, false);
+    let row = |msg: Msg| match msg {
+        Msg::Snapshot(s) => s.rows.iter().find(|r| r.id == "m-far").cloned().unwrap(),
+        other => panic!("{other:?}"),
+    };
+    let beating = row(snapshot_of(&svc, &m));
+    assert_eq!((beating.host.as_str(), beating.needs), ("far-away", None));
+    missions
+        .store()
+        .with(|c| {
+            c.execute(
+                "UPDATE hosts SET heartbeat_at = 0 WHERE id = 'far-host'",
+                [],
+            )
+        })
+        .unwrap();
+    let stale = row(snapshot_of(&svc, &m));
+    assert_eq!(stale.needs, Some(Needs::HostGone));
+}

@@ -41,6 +41,7 @@ pub(super) fn run(ctx: &Ctx, cmd: ConfigCmd) -> anyhow::Result<i32> {
                 Origin::Set => "set",
                 Origin::Default => "default",
                 Origin::Unset => "unset",
+                Origin::Env => "env",
             };
             if json {
                 let keys: Vec<_> = entries
@@ -83,7 +84,8 @@ fn store_for(ctx: &Ctx, key: &str) -> anyhow::Result<crate::store::Store> {
 }
 
 /// Every key's effective value: from the store, or — where there is none yet — the
-/// defaults, without creating one; `store-url` always from this home's own file.
+/// defaults, without creating one; `store-url` from `MISSIONBOARD_STORE_URL` when it
+/// is set (the store every command uses), else from this home's own file.
 fn effective(ctx: &Ctx) -> anyhow::Result<Vec<(&'static Key, Option<String>, Origin)>> {
     let defaults = |keys: &[&'static Key]| -> Vec<(&'static Key, Option<String>, Origin)> {
         keys.iter()
@@ -102,8 +104,12 @@ fn effective(ctx: &Ctx) -> anyhow::Result<Vec<(&'static Key, Option<String>, Ori
         Some(file) => Config::new(file).list()?,
         None => defaults(&all),
     };
+    let from_env = crate::config::store_url_from_env();
     for entry in entries.iter_mut().filter(|(k, ..)| k.name == STORE_URL) {
-        if let Some(local) = home.iter().find(|(k, ..)| k.name == STORE_URL) {
+        if let Some(url) = &from_env {
+            entry.1 = Some(url.to_string_lossy().into_owned());
+            entry.2 = Origin::Env;
+        } else if let Some(local) = home.iter().find(|(k, ..)| k.name == STORE_URL) {
             *entry = local.clone();
         }
     }

@@ -120,6 +120,7 @@ pub(super) fn run(ctx: &Ctx, json: bool) -> anyhow::Result<i32> {
             )),
         }
         lines.extend(hostless_missions(ctx, &missions)?);
+        lines.extend(clock_lines(store)?);
         let policy = cfg.get(config::DEFAULT_MISSION_POLICY)?;
         lines.push(format!(
             "Defaults:  envelope {}, fleet width {}",
@@ -204,17 +205,92 @@ fn probe_model(cfg: &Config) -> anyhow::Result<String> {
     Err(unreachable(last))
 }
 
-/// Open missions whose host process is gone: nothing listens on their mission
-/// socket any more, so no unit is working them.
+/// Skew past this between two clocks that judge each other's heartbeats is warned.
+const SKEW_WARN_MS: i64 = 2_000;
+
+/// On a shared store: this machine's clock against the database server's, and
+/// each live host's as it last measured it. Heartbeats are stamped by the host's
+/// clock and judged by the reader's, so a skewed clock makes a live host on another
+/// machine look gone (or a dead one linger).
+fn clock_lines(store: &crate::store::Store) -> anyhow::Result<Vec<String>> {
+    let Some(here) = store.clock_skew_ms()? else {
+        return Ok(Vec::new());
+    };
+    let me = crate::host::machine_name();
+    let mut lines = vec![format!(
+        "Clock:     this machine ({me}) is {} the database server's clock{}",
+        skew_text(here),
+        skew_fix(here, me)
+    )];
+    let hosts = crate::mission::hosts::Hosts::new(store.clone()).live()?;
+    let shown: Vec<String> = hosts
+        .iter()
+        .map(|h| match h.skew_ms {
+            Some(skew) => format!("{} (pid {}, {})", h.machine, h.pid, skew_text(skew)),
+            None => format!("{} (pid {})", h.machine, h.pid),
+        })
+        .collect();
+    lines.push(format!(
+        "Hosts:     {} live{}{}",
+        hosts.len(),
+        if shown.is_empty() { "" } else { ": " },
+        shown.join(", ")
+    ));
+    for h in hosts
+        .iter()
+        .filter(|h| h.skew_ms.is_some_and(|s| s.abs() > SKEW_WARN_MS))
+    {
+        let skew = h.skew_ms.unwrap_or_default();
+        lines.push(format!(
+            "Clock:     host pid {} on {} is {} the database server's clock{}",
+            h.pid,
+            h.machine,
+            skew_text(skew),
+            skew_fix(skew, &h.machine)
+        ));
+    }
+    Ok(lines)
+}
+
+/// `in step with` (within 1 ms), else `N ms behind` / `N ms ahead of`.
+fn skew_text(server_minus_local: i64) -> String {
+    match server_minus_local {
+        -1..=1 => "in step with".into(),
+        s if s > 0 => format!("{s} ms behind"),
+        s => format!("{} ms ahead of", -s),
+    }
+}
+
+fn skew_fix(skew: i64, machine: &str) -> String {
+    if skew.abs() > SKEW_WARN_MS {
+        format!(
+            " — more than {} s off: synchronise {machine}'s clock (NTP: chrony or systemd-timesyncd), or hosts on other machines may read as gone",
+            SKEW_WARN_MS / 1000
+        )
+    } else {
+        String::new()
+    }
+}
+
+/// Open missions whose host is gone (the liveness rule of `mission::hosts`, which
+/// judges a host on another machine by its heartbeat), so no unit is working them.
+/// A record from before hosts were recorded is judged by its mission socket.
 fn hostless_missions(
     ctx: &Ctx,
     missions: &crate::mission::Missions,
 ) -> anyhow::Result<Vec<String>> {
     let run_dir = ctx.paths.run_dir();
+    let mut probe = crate::mission::hosts::Probe::new(missions.store().clone());
     let mut lines = Vec::new();
     for m in missions.list_open(200)? {
-        let socket = crate::tools::socket_path_for(&run_dir, &m.id);
-        if std::os::unix::net::UnixStream::connect(&socket).is_ok() {
+        let alive = match &m.host {
+            Some(h) => probe.lives(h),
+            None => {
+                let socket = crate::tools::socket_path_for(&run_dir, &m.id);
+                std::os::unix::net::UnixStream::connect(&socket).is_ok()
+            }
+        };
+        if alive {
             continue;
         }
         lines.push(format!(

@@ -30,7 +30,7 @@ fn sweep(svc: &Missions, json: bool) -> anyhow::Result<()> {
 
 pub(super) fn list(ctx: &Ctx, list: &ListArgs) -> anyhow::Result<i32> {
     let json = list.json;
-    let (all, total, worktrees) = match ctx.existing_store()? {
+    let (all, total, worktrees, gone) = match ctx.existing_store()? {
         Some(store) => {
             let svc = Missions::new(store);
             sweep(&svc, json)?;
@@ -38,12 +38,22 @@ pub(super) fn list(ctx: &Ctx, list: &ListArgs) -> anyhow::Result<i32> {
                 .list(list.rows())
                 .map_err(|e| anyhow::anyhow!("failed to list missions: {e}"))?;
             let worktrees = crate::worktree::Worktrees::new(svc.store().clone()).states()?;
-            (all, svc.counts()?.0, worktrees)
+            let mut probe = crate::mission::hosts::Probe::new(svc.store().clone());
+            let gone: Vec<bool> = all.iter().map(|m| host_gone(m, &mut probe)).collect();
+            (all, svc.counts()?.0, worktrees, gone)
         }
-        None => (Vec::new(), 0, Default::default()),
+        None => (Vec::new(), 0, Default::default(), Vec::new()),
     };
     if json {
-        out::json(&serde_json::json!({"missions": all, "total": total}))?;
+        let mut rows = Vec::with_capacity(all.len());
+        for (m, gone) in all.iter().zip(&gone) {
+            let mut v = serde_json::to_value(m)?;
+            if *gone {
+                v["hostGone"] = true.into();
+            }
+            rows.push(v);
+        }
+        out::json(&serde_json::json!({"missions": rows, "total": total}))?;
         return Ok(0);
     }
     if all.is_empty() {
@@ -58,15 +68,17 @@ pub(super) fn list(ctx: &Ctx, list: &ListArgs) -> anyhow::Result<i32> {
         "ENVELOPE",
         "STATUS",
         "WORKSPACE",
+        "HOST",
         "AGE"
     ]];
-    for m in &all {
+    for (m, gone) in all.iter().zip(&gone) {
         rows.push(row![
             m.id,
             m.agent_name,
             m.hitl_policy_name,
             m.status,
             crate::worktree::workspace_label(worktrees.get(&m.id).copied()),
+            host_cell(m, *gone),
             age(clock::age_secs(m.created_at))
         ]);
     }
@@ -121,6 +133,20 @@ pub(super) fn show(ctx: &Ctx, id: &str, json: bool) -> anyhow::Result<i32> {
     }
     if let Some(p) = &m.parent_session_id {
         writeln!(out, "Fired by:  session {p}")?;
+    }
+    if let Some(h) = &m.host {
+        let mut probe = crate::mission::hosts::Probe::new(svc.store().clone());
+        let state = if host_gone(&m, &mut probe) {
+            " — gone, so nothing runs it: an answer to a pending ask resumes it, 'missionboard mission stop' abandons it"
+        } else {
+            ""
+        };
+        writeln!(
+            out,
+            "Host:      {} (pid {}){state}",
+            h.machine_label(),
+            h.pid
+        )?;
     }
     if let Some(h) = m.last_heartbeat {
         writeln!(out, "Heartbeat: {}", ago(h))?;
@@ -263,6 +289,21 @@ fn oracle_trace(svc: &Missions, id: &str) -> anyhow::Result<Vec<crate::oracle::t
 }
 
 /// `<status>[ — <reason>]`
+/// An open mission whose host is gone (by the one liveness rule): no unit works it.
+fn host_gone(m: &Mission, probe: &mut crate::mission::hosts::Probe) -> bool {
+    m.status == crate::mission::Status::Open && m.host.as_ref().is_some_and(|h| !probe.lives(h))
+}
+
+/// The HOST cell: the host's machine, and whether the host is gone.
+fn host_cell(m: &Mission, gone: bool) -> String {
+    let machine = m.host.as_ref().map_or("-", |h| h.machine_label());
+    if gone {
+        format!("{machine} (gone)")
+    } else {
+        machine.to_string()
+    }
+}
+
 pub(super) fn status_line(m: &Mission) -> String {
     match &m.status_reason {
         Some(r) => format!("{} — {r}", m.status),

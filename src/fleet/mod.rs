@@ -162,6 +162,9 @@ struct Inner {
     park_window: Duration,
     self_exe: PathBuf,
     units: Mutex<Units>,
+    /// This process beats as a host while any fleet of it lives, so a host or
+    /// board on another machine can tell it runs.
+    _heartbeat: Arc<crate::mission::hosts::Heartbeat>,
 }
 
 /// One host's fleet. Cheap to clone.
@@ -188,6 +191,7 @@ impl Fleet {
                 ask_ceiling: config.approval_ceiling()?,
                 park_window: config.ask_park_window()?,
                 missions: Missions::new(store.clone()),
+                _heartbeat: crate::mission::hosts::Heartbeat::start(&store),
                 asks: Asks::new(store),
                 self_exe: exe,
                 paths,
@@ -571,11 +575,26 @@ impl Fleet {
         Ok(raised.is_some())
     }
 
-    /// Could this process start the unit of `mission_id` again (its agent declared,
-    /// its envelope loadable)?
+    /// Could this process start the unit of `mission_id` again (its agent declared
+    /// here and its command found, its envelope loadable)?
     pub fn can_resume(&self, mission_id: &str) -> anyhow::Result<()> {
         let m = self.inner.missions.require(mission_id)?;
-        self.resolve_agent(&m.agent_name)?;
+        let agent = self.resolve_agent(&m.agent_name)?;
+        // A declaration copied from another machine may name a command this one
+        // lacks: refuse before an answer is spent on a start that must fail.
+        let program = agent.program();
+        if crate::paths::locate_program(
+            &program.to_string_lossy(),
+            Some(std::path::Path::new(&m.cwd)),
+        )
+        .is_none()
+        {
+            anyhow::bail!(
+                "agent {:?}: its command {:?} is not found on this machine (not on PATH)",
+                agent.name,
+                agent.command
+            );
+        }
         search::load(&self.inner.paths, &m.hitl_policy_name).map_err(anyhow::Error::msg)?;
         Ok(())
     }

@@ -73,11 +73,13 @@ pub fn record(
     // A one-shot verdict is never spent on a process that cannot resume the run it
     // unblocks: check the capability first, record second.
     let resumer = match &parked {
-        Some(cp) if !cp.host.is_alive() => {
+        Some(cp) if !asks.host_lives(cp) => {
             let fleet = Fleet::new(paths.clone(), store.clone())?;
             if let Err(e) = fleet.can_resume(&cp.mission_id) {
                 anyhow::bail!(
-                    "ask {ask_id} has a suspended run checkpointed under it, and this process cannot resume it: {e}\nThe verdict was NOT recorded — the ask is still pending. Fix the configuration here (declare the mission's agent in agents.toml, restore its envelope), or answer from a terminal that can start it"
+                    "ask {ask_id} has a suspended run checkpointed under it, and this process (on {here}) cannot resume it: {e}\nThe verdict was NOT recorded — the ask is still pending. Fix the configuration here (declare the mission's agent in agents.toml, install its command, restore its envelope), or answer from a terminal that can start it (it was parked on machine {there})",
+                    here = crate::host::machine_name(),
+                    there = cp.host.machine_label(),
                 );
             }
             Some(fleet)
@@ -109,7 +111,7 @@ pub async fn resume(
         // The host was alive when we looked. Had it died since, before it could
         // claim the run, the answer would wait for a reconciling read: resume it
         // here now if this process can (the claim keeps it exactly once).
-        (Some(cp), None) if !cp.host.is_alive() => {
+        (Some(cp), None) if !blocking_in_place(|| Asks::new(store.clone()).host_lives(&cp)) => {
             let capable = blocking_in_place(|| {
                 let fleet = Fleet::new(paths.clone(), store.clone())?;
                 fleet.can_resume(&cp.mission_id).map(|_| fleet)
@@ -187,7 +189,7 @@ async fn resume_stranded(
                     .get(&cp.ask_id)?
                     .is_some_and(|a| a.state == crate::asks::AskState::Expired),
             };
-            if wanted && !cp.host.is_alive() {
+            if wanted && !asks.host_lives(&cp) {
                 out.push(cp);
             }
         }

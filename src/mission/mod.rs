@@ -6,6 +6,7 @@
 //! exactly one outcome, and nothing — a heartbeat, a plan write, a bind — can move a
 //! mission that is at rest. Writes are durable before their bus event is published.
 
+pub mod hosts;
 pub mod id_prefix;
 pub mod inbox;
 pub mod parent;
@@ -79,6 +80,17 @@ END;
 CREATE TRIGGER missions_count_delete AFTER DELETE ON missions BEGIN
     UPDATE mission_status_counts SET n = n - 1 WHERE status = OLD.status;
 END;";
+
+/// v12: the host's id and machine beside its pid, so a host on another machine
+/// sharing the store is told apart (and judged by its heartbeat, `hosts`).
+pub(crate) const SCHEMA_V12: &str = "
+ALTER TABLE missions ADD COLUMN host_id TEXT;
+ALTER TABLE missions ADD COLUMN host_machine TEXT;";
+
+/// The PostgreSQL spelling of [`SCHEMA_V12`].
+pub(crate) const PG_SCHEMA_V12: &str = "
+ALTER TABLE missions ADD COLUMN host_id TEXT;
+ALTER TABLE missions ADD COLUMN host_machine TEXT;";
 
 /// The PostgreSQL spelling of this module's tables as of schema v11 (see
 /// `crate::schema`). `rowid` is the insertion order SQLite keeps implicitly; the
@@ -214,9 +226,9 @@ pub struct Mission {
     pub created_at: i64,
     #[serde(serialize_with = "clock::ser_rfc3339")]
     pub updated_at: i64,
-    /// The process that created (or last resumed) it; `None` for a record older
-    /// than the column.
-    #[serde(skip)]
+    /// The process that created (or last resumed) it, and its machine; `None` for a
+    /// record older than the column.
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub host: Option<HostId>,
 }
 
@@ -350,7 +362,7 @@ pub struct Missions {
     bus: Bus,
 }
 
-const COLUMNS: &str = "id, intent, agent_name, policy_name, cwd, session_id, instance_id, parent_session_id, status, status_reason, plan_revision, last_heartbeat, last_error, created_at, updated_at, host_pid, host_start";
+const COLUMNS: &str = "id, intent, agent_name, policy_name, cwd, session_id, instance_id, parent_session_id, status, status_reason, plan_revision, last_heartbeat, last_error, created_at, updated_at, host_pid, host_start, host_id, host_machine";
 
 /// How many missions hold `status`, from the counts the v11 triggers keep exact.
 fn status_count(c: &crate::store::Conn<'_>, status: Status) -> crate::store::sql::Result<i64> {
@@ -377,7 +389,12 @@ fn from_row(r: &Row<'_>) -> crate::store::sql::Result<Mission> {
         created_at: r.get(13)?,
         updated_at: r.get(14)?,
         host: match (r.get::<Option<u32>>(15)?, r.get::<Option<String>>(16)?) {
-            (Some(pid), Some(start)) => Some(HostId { pid, start }),
+            (Some(pid), Some(start)) => Some(HostId {
+                id: r.get::<Option<String>>(17)?.unwrap_or_default(),
+                machine: r.get::<Option<String>>(18)?.unwrap_or_default(),
+                pid,
+                start,
+            }),
             _ => None,
         },
     })
@@ -430,9 +447,9 @@ impl Missions {
         let me = HostId::current();
         self.store.with(|c| {
             c.execute(
-                "INSERT INTO missions (id, intent, agent_name, policy_name, cwd, session_id, instance_id, parent_session_id, status, created_at, updated_at, host_pid, host_start)
-                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, 'open', ?9, ?9, ?10, ?11)",
-                params![id, m.intent.trim(), m.agent_name, m.policy_name, m.cwd, m.session_id, m.instance_id, m.parent_session_id, now, me.pid, me.start],
+                "INSERT INTO missions (id, intent, agent_name, policy_name, cwd, session_id, instance_id, parent_session_id, status, created_at, updated_at, host_pid, host_start, host_id, host_machine)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, 'open', ?9, ?9, ?10, ?11, ?12, ?13)",
+                params![id, m.intent.trim(), m.agent_name, m.policy_name, m.cwd, m.session_id, m.instance_id, m.parent_session_id, now, me.pid, me.start, me.id, me.machine],
             )
         })?;
         self.require(&id)
@@ -666,9 +683,10 @@ impl Missions {
         let me = HostId::current();
         let changed = self.store.with(|c| {
             c.execute(
-                "UPDATE missions SET session_id = ?2, instance_id = ?3, updated_at = ?4, host_pid = ?5, host_start = ?6
+                "UPDATE missions SET session_id = ?2, instance_id = ?3, updated_at = ?4, host_pid = ?5, host_start = ?6,
+                     host_id = ?7, host_machine = ?8
                  WHERE id = ?1 AND status = 'open'",
-                params![id, session_id, instance_id, clock::now_ms(), me.pid, me.start],
+                params![id, session_id, instance_id, clock::now_ms(), me.pid, me.start, me.id, me.machine],
             )
         })?;
         let m = self.require(id)?;
@@ -785,7 +803,12 @@ pub(crate) mod tests {
         let (_dir, svc) = service();
         let m = fire(&svc);
         assert_eq!(m.host, Some(HostId::current()));
-        assert!(m.host.as_ref().is_some_and(HostId::is_alive));
+        assert_eq!(
+            m.host.as_ref().unwrap().machine,
+            crate::host::machine_name()
+        );
+        let hosts = hosts::Hosts::new(svc.store.clone());
+        assert!(m.host.as_ref().is_some_and(|h| hosts.lives(h)));
         svc.store
             .with(|c| {
                 c.execute(
@@ -795,7 +818,7 @@ pub(crate) mod tests {
             })
             .unwrap();
         let gone = svc.require(&m.id).unwrap();
-        assert!(!gone.host.as_ref().is_some_and(HostId::is_alive));
+        assert!(!gone.host.as_ref().is_some_and(|h| hosts.lives(h)));
         let resumed = svc.rebind(&m.id, "s-2", "i-2").unwrap();
         assert_eq!(resumed.host, Some(HostId::current()));
     }

@@ -21,6 +21,14 @@ CREATE TABLE parent_sessions (
     closed_at   INTEGER
 );";
 
+/// v12: the session's host id and machine (see `super::hosts`).
+pub(crate) const SCHEMA_V12: &str = "
+ALTER TABLE parent_sessions ADD COLUMN host_id TEXT;
+ALTER TABLE parent_sessions ADD COLUMN host_machine TEXT;";
+
+/// The PostgreSQL spelling of [`SCHEMA_V12`].
+pub(crate) const PG_SCHEMA_V12: &str = SCHEMA_V12;
+
 /// The PostgreSQL spelling of this module's tables as of schema v11 (see `crate::schema`).
 pub(crate) const PG_SCHEMA_V11: &str = "
 CREATE TABLE parent_sessions (
@@ -37,9 +45,11 @@ impl Missions {
         let host = HostId::current();
         self.store.with(|c| {
             c.execute(
-                "INSERT INTO parent_sessions (id, host_pid, host_start, opened_at) VALUES (?1, ?2, ?3, ?4)
-                 ON CONFLICT (id) DO UPDATE SET host_pid = ?2, host_start = ?3, closed_at = NULL",
-                params![id, host.pid, host.start, clock::now_ms()],
+                "INSERT INTO parent_sessions (id, host_pid, host_start, opened_at, host_id, host_machine)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6)
+                 ON CONFLICT (id) DO UPDATE SET host_pid = ?2, host_start = ?3, closed_at = NULL,
+                     host_id = ?5, host_machine = ?6",
+                params![id, host.pid, host.start, clock::now_ms(), host.id, host.machine],
             )
         })?;
         Ok(())
@@ -58,16 +68,24 @@ impl Missions {
 
     /// Is firing session `id` open, in a process that still runs?
     pub fn parent_session_live(&self, id: &str) -> Result<bool> {
-        let row: Option<(u32, String, Option<i64>)> = self.store.with(|c| {
+        let row: Option<(HostId, Option<i64>)> = self.store.with(|c| {
             c.query_row(
-                "SELECT host_pid, host_start, closed_at FROM parent_sessions WHERE id = ?1",
+                "SELECT host_pid, host_start, host_id, host_machine, closed_at FROM parent_sessions WHERE id = ?1",
                 params![id],
-                |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)),
+                |r| {
+                    let host = HostId {
+                        pid: r.get(0)?,
+                        start: r.get(1)?,
+                        id: r.get::<Option<String>>(2)?.unwrap_or_default(),
+                        machine: r.get::<Option<String>>(3)?.unwrap_or_default(),
+                    };
+                    Ok((host, r.get(4)?))
+                },
             )
             .optional()
         })?;
         Ok(match row {
-            Some((pid, start, None)) => HostId { pid, start }.is_alive(),
+            Some((host, None)) => super::hosts::Hosts::new(self.store.clone()).lives(&host),
             _ => false,
         })
     }
@@ -98,8 +116,9 @@ impl Missions {
         self.store.with(|c| {
             c.execute(
                 "UPDATE parent_sessions SET closed_at = ?3
-                 WHERE host_pid = ?1 AND host_start = ?2 AND closed_at IS NULL",
-                params![host.pid, host.start, clock::now_ms()],
+                 WHERE host_pid = ?1 AND host_start = ?2 AND COALESCE(host_id, ?4) = ?4
+                     AND closed_at IS NULL",
+                params![host.pid, host.start, clock::now_ms(), host.id],
             )
         })?;
         Ok(())
@@ -174,6 +193,36 @@ mod tests {
         svc.open_parent_session("s-3").unwrap();
         svc.close_parent_sessions_of_this_host().unwrap();
         assert!(!svc.parent_session_live("s-3").unwrap());
+    }
+
+    #[test]
+    fn a_parent_on_another_machine_lives_while_its_host_beats() {
+        let (_d, svc) = service();
+        let hosts = crate::mission::hosts::Hosts::new(svc.store.clone());
+        let far = HostId {
+            id: "far-host".into(),
+            machine: "another-machine".into(),
+            pid: 1,
+            start: "1".into(),
+        };
+        hosts.announce(&far).unwrap();
+        svc.store
+            .with(|c| {
+                c.execute(
+                    "INSERT INTO parent_sessions (id, host_pid, host_start, opened_at, host_id, host_machine)
+                     VALUES ('s-far', 1, '1', 0, 'far-host', 'another-machine')",
+                    [],
+                )
+            })
+            .unwrap();
+        assert!(svc.parent_session_live("s-far").unwrap(), "its host beats");
+        svc.store
+            .with(|c| c.execute("UPDATE hosts SET heartbeat_at = 0", []))
+            .unwrap();
+        assert!(
+            !svc.parent_session_live("s-far").unwrap(),
+            "its beat is stale"
+        );
     }
 
     #[test]

@@ -12,6 +12,7 @@ mod envelopes;
 mod ergonomics;
 mod foundation;
 mod hostile_text;
+mod hosts;
 mod hygiene;
 mod missions;
 mod oracle;

@@ -86,6 +86,7 @@ pub fn lines(m: &Model, width: usize, now_ms: i64) -> Vec<Line<'static>> {
         ),
         2,
     );
+    push(kv("Host: ", r.host.clone(), t.title), 2);
     if let Some(spend) = &d.spend {
         push(kv("Spend: ", spend.clone(), t.title), 2);
     }

@@ -20,7 +20,9 @@ const AGE: usize = 4;
 const BEAT: usize = 4;
 const ASKS: usize = 4;
 const WORKSPACE: usize = 9;
-/// The intent keeps at least this much before the workspace column shows.
+const HOST: usize = 10;
+/// The intent keeps at least this much before the workspace column shows (and the
+/// host column, which gives way first).
 const MIN_INTENT: usize = 12;
 
 pub fn render(frame: &mut Frame, area: Rect, m: &Model, now_ms: i64) {
@@ -62,10 +64,17 @@ pub fn render(frame: &mut Frame, area: Rect, m: &Model, now_ms: i64) {
     let fixed = STATE + ID + AGENT + ENVELOPE + AGE + BEAT + ASKS + 7;
     // The workspace column gives way to the intent on a narrow pane (the side-by-side
     // layout's table); the detail pane always names the workspace.
-    let with_workspace = (inner.width as usize) >= fixed + WORKSPACE + 1 + MIN_INTENT;
-    let intent_w = (inner.width as usize)
-        .saturating_sub(fixed + if with_workspace { WORKSPACE + 1 } else { 0 });
+    // The host column gives way before it; the detail pane always names the host.
+    let width = inner.width as usize;
+    let with_workspace = width >= fixed + WORKSPACE + 1 + MIN_INTENT;
+    let with_host = with_workspace && width >= fixed + WORKSPACE + 1 + HOST + 1 + MIN_INTENT;
     let workspace_w = if with_workspace { WORKSPACE } else { 0 };
+    let host_w = if with_host { HOST } else { 0 };
+    let intent_w = width.saturating_sub(
+        fixed
+            + if with_workspace { WORKSPACE + 1 } else { 0 }
+            + if with_host { HOST + 1 } else { 0 },
+    );
     let cols = [
         STATE,
         ID,
@@ -75,9 +84,10 @@ pub fn render(frame: &mut Frame, area: Rect, m: &Model, now_ms: i64) {
         BEAT,
         ASKS,
         workspace_w,
+        host_w,
         intent_w,
     ];
-    let row = |cells: [String; 9]| -> String {
+    let row = |cells: [String; 10]| -> String {
         cells
             .iter()
             .zip(cols)
@@ -96,6 +106,7 @@ pub fn render(frame: &mut Frame, area: Rect, m: &Model, now_ms: i64) {
             "BEAT",
             "ASKS",
             "WORKSPACE",
+            "HOST",
             "INTENT",
         ]
         .map(String::from)),
@@ -146,6 +157,7 @@ pub fn render(frame: &mut Frame, area: Rect, m: &Model, now_ms: i64) {
             beat,
             asks,
             r.workspace.clone(),
+            r.host.clone(),
             r.intent.clone(),
         ]);
         // `rest` starts with the empty state cell's padding; replace it with the badge.

@@ -30,6 +30,7 @@ fn mission(id: &str, status: Status, intent: &str, age_s: i64, asks: i64) -> Mis
         last_heartbeat: (status == Status::Open).then_some(NOW - 2 * S),
         pending_asks: asks,
         workspace: "cwd".into(),
+        host: "box-a".into(),
         needs: (asks > 0).then_some(Needs::Ask),
     }
 }
@@ -608,6 +609,39 @@ fn the_detail_pane_names_a_worktree_mission_s_worktree() {
     assert!(
         text.contains("Workspace: /r/.git/missionboard-worktrees/a1b2c3d4 on mission/a1b2c3d4"),
         "{text}"
+    );
+}
+
+#[test]
+fn the_host_column_names_the_machine_and_gives_way_on_a_narrow_table() {
+    let header = |text: &str| {
+        text.lines()
+            .find(|l| l.contains("STATE") && l.contains("INTENT"))
+            .unwrap_or_else(|| panic!("{text}"))
+            .to_string()
+    };
+    let mut wide = model(100, 30, false);
+    let mut s = snapshot();
+    s.rows[1].host = "box-b".into();
+    wide.snap = Arc::new(s);
+    let text = frame(&wide);
+    assert!(header(&text).contains("HOST"), "{text}");
+    let second = text
+        .lines()
+        .find(|l| l.contains(crate::board::update::short(&wide.snap.rows[1].id)))
+        .unwrap_or_else(|| panic!("{text}"));
+    assert!(second.contains("box-b"), "{second}");
+    let narrow = frame(&model(80, 24, false));
+    let head = header(&narrow);
+    assert!(
+        !head.contains("HOST") && head.contains("WORKSPACE"),
+        "{narrow}"
+    );
+    let side_by_side = frame(&model(120, 40, false));
+    assert!(!header(&side_by_side).contains("HOST"), "{side_by_side}");
+    assert!(
+        side_by_side.contains("Host: box-a"),
+        "the detail pane names it: {side_by_side}"
     );
 }
 
