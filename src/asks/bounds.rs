@@ -117,8 +117,11 @@ pub fn answer_as_agent_within_bounds(
     let resolution = json!({"answer": text, "answeredBy": actor}).to_string();
     let now = clock::now_ms();
     // The count is part of the guarded write: of racing answerers, only as many as
-    // the cap allows can see a count below it.
-    let changed = asks.store.with(|c| {
+    // the cap allows can see a count below it. They update different rows, so on
+    // PostgreSQL (READ COMMITTED) two statements could both count from a snapshot
+    // without the other's answer; the write transaction serialises them, and each
+    // statement's snapshot then holds every answer committed before it.
+    let changed = asks.store.write(|c| {
         c.execute(
             &format!(
                 "UPDATE asks SET state = 'approved', resolution = ?3, resolved_at = ?4

@@ -88,8 +88,8 @@ pub(crate) fn insert_for_report(
     reason: &str,
 ) -> crate::store::sql::Result<()> {
     tx.execute(
-        "INSERT OR IGNORE INTO inbox (id, mission_id, report_id, reason, agent_name, intent, parent_session_id, created_at)
-         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
+        "INSERT INTO inbox (id, mission_id, report_id, reason, agent_name, intent, parent_session_id, created_at)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8) ON CONFLICT DO NOTHING",
         params![
             uuid::Uuid::new_v4().to_string(),
             mission.id,

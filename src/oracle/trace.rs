@@ -73,7 +73,7 @@ impl Trace {
     pub fn recent(&self, limit: usize) -> Result<Vec<String>, StoreError> {
         self.store.with(|c| {
             let mut s = c.prepare_cached(
-                "SELECT line FROM (SELECT id, line FROM oracle_trace ORDER BY id DESC LIMIT ?1) ORDER BY id",
+                "SELECT line FROM (SELECT id, line FROM oracle_trace ORDER BY id DESC LIMIT ?1) AS newest ORDER BY id",
             )?;
             s.query_map(params![limit as i64], |r| r.get(0))?.collect()
         })
@@ -88,7 +88,7 @@ impl Trace {
         self.store.with(|c| {
             let mut s = c.prepare_cached(
                 "SELECT ask_id, line, created_at FROM
-                   (SELECT id, ask_id, line, created_at FROM oracle_trace WHERE mission_id = ?1 ORDER BY id DESC LIMIT ?2)
+                   (SELECT id, ask_id, line, created_at FROM oracle_trace WHERE mission_id = ?1 ORDER BY id DESC LIMIT ?2) AS newest
                  ORDER BY id",
             )?;
             s.query_map(params![mission_id, limit as i64], |r| {

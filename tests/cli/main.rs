@@ -18,4 +18,5 @@ mod oracle;
 mod planner;
 mod sandbox;
 mod session;
+mod shared_store;
 mod worktree;

@@ -206,8 +206,8 @@ impl ComputeLedger {
         self.store.with(|c| {
             c.execute(
                 "INSERT INTO mission_compute (mission_id, spent_tool_calls, spent_tokens, updated_at) VALUES (?1, ?2, ?3, ?4)
-                 ON CONFLICT (mission_id) DO UPDATE SET spent_tool_calls = MAX(spent_tool_calls, ?2),
-                     spent_tokens = MAX(spent_tokens, ?3), updated_at = ?4",
+                 ON CONFLICT (mission_id) DO UPDATE SET spent_tool_calls = MAX(mission_compute.spent_tool_calls, ?2),
+                     spent_tokens = MAX(mission_compute.spent_tokens, ?3), updated_at = ?4",
                 params![mission_id, spent.tool_calls as i64, spent.tokens as i64, clock::now_ms()],
             )
         })?;
