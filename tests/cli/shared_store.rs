@@ -135,6 +135,7 @@ fn host_a_killed_while_its_question_is_parked_b_answers_and_resumes_it_on_b() {
     // A's script, so its command line names A's working directory).
     let a_script = a.cwd.join("script-stub.json").display().to_string();
     let units = processes_mentioning(&a_script);
+    assert!(!units.is_empty(), "A's unit is running");
     fire.kill().unwrap();
     fire.wait().unwrap();
     for pid in &units {
