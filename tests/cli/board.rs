@@ -310,7 +310,7 @@ pub(crate) fn tmux_available() -> bool {
         .is_ok_and(|o| o.status.success())
 }
 
-pub(crate) fn shell_quote(p: &Path) -> String {
+fn shell_quote(p: &Path) -> String {
     format!("'{}'", p.display().to_string().replace('\'', "'\\''"))
 }
 
@@ -322,8 +322,13 @@ pub(crate) fn board_in_tmux(sb: &Sandbox, name: &str, env: &str, args: &str) -> 
     let tmux = Tmux {
         socket: format!("{name}-{}", std::process::id()),
     };
+    // The board reads the sandbox's store, as its other commands do.
+    let store = match &sb.store_url {
+        Some(url) => format!("MISSIONBOARD_STORE_URL={}", shell_quote(Path::new(url))),
+        None => "-u MISSIONBOARD_STORE_URL".to_string(),
+    };
     let command_line = format!(
-        "(cd {cwd} && env MISSIONBOARD_HOME={home} HOME={home_parent} LANG=C.UTF-8 TERM=xterm-256color {env} {bin} {args}; echo EXITED:$((0+$?)))",
+        "(cd {cwd} && env {store} MISSIONBOARD_HOME={home} HOME={home_parent} LANG=C.UTF-8 TERM=xterm-256color {env} {bin} {args}; echo EXITED:$((0+$?)))",
         cwd = shell_quote(&sb.cwd),
         home = shell_quote(&sb.home),
         home_parent = shell_quote(sb.home.parent().unwrap()),

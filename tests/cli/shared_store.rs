@@ -125,7 +125,10 @@ fn host_a_killed_while_its_question_is_parked_b_answers_and_resumes_it_on_b() {
     a.run(&["config", "set", "ask-park-window", "200ms"]).ok();
     // Both in the mission's workspace (A's working directory): the one place a
     // confined unit may write, whichever host starts it.
-    let (a_log, b_log) = (a.cwd.join("transcript-a.log"), a.cwd.join("transcript-b.log"));
+    let (a_log, b_log) = (
+        a.cwd.join("transcript-a.log"),
+        a.cwd.join("transcript-b.log"),
+    );
     let mut fire = host_fire(&a, "rename on A", &a_log);
     let id = wait_for(20, "A's mission, seen from B", || b.newest_mission());
     let ask = wait_for(20, "the parked question, seen from B", || {
@@ -422,11 +425,7 @@ fn tmux_a_board_on_host_b_shows_host_a_missions_live() {
         "tmux drives the board in this test (apt-get install tmux)"
     );
     let (a, b) = two_hosts(ASK_AND_WAIT);
-    let env = format!(
-        "MISSIONBOARD_STORE_URL={}",
-        crate::board::shell_quote(Path::new(b.store_url.as_deref().unwrap()))
-    );
-    let tmux = crate::board::board_in_tmux(&b, "mb-shared-board", &env, "board");
+    let tmux = crate::board::board_in_tmux(&b, "mb-shared-board", "", "board");
     tmux.wait_screen(30, "B's board to draw", |s| s.contains("Pending asks"));
     let a_log = a.cwd.join("transcript.log");
     let fire = host_fire(&a, "deploy from host A", &a_log);
