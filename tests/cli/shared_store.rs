@@ -68,15 +68,20 @@ fn a_question_raised_on_host_a_is_answered_from_host_b_and_a_resumes_it() {
     let (a, b) = two_hosts(ASK_THEN_LAND);
     // Config keys other than store-url live in the shared store: set on B, A parks by it.
     b.run(&["config", "set", "ask-park-window", "300ms"]).ok();
-    let (a_log, b_log) = (a.cwd.join("transcript.log"), b.cwd.join("transcript.log"));
+    // Both in the mission's workspace (A's working directory): the one place a
+    // confined unit may write, whichever host starts it.
+    let (a_log, b_log) = (
+        a.cwd.join("transcript-a.log"),
+        a.cwd.join("transcript-b.log"),
+    );
     let fire = host_fire(&a, "rename on A", &a_log);
     let id = wait_for(20, "A's mission, seen from B", || b.newest_mission());
     let ask = wait_for(20, "the parked question, seen from B", || {
         parked_ask(&b, &id)
     });
-    let answered = b
-        .run(&["approvals", "respond", &ask, "--answer", "yes, from B"])
-        .ok();
+    let mut respond = b.command(&["approvals", "respond", &ask, "--answer", "yes, from B"]);
+    respond.env("STUB_TRANSCRIPT", &b_log);
+    let answered = b.run_with(respond).ok();
     assert!(
         answered
             .stdout
@@ -113,7 +118,7 @@ fn a_question_raised_on_host_a_is_answered_from_host_b_and_a_resumes_it() {
     }
 }
 
-/// SIGKILL `pid` and wait until it is gone (a zombie of ours is reaped by `wait`).
+/// SIGKILL `pid` (a process of a host this test started).
 fn sigkill(pid: u32) {
     // SAFETY: signalling a process id this test started (or its unit's).
     unsafe { libc::kill(pid as i32, libc::SIGKILL) };
