@@ -79,6 +79,10 @@ pub fn run(paths: Paths, demo: bool) -> anyhow::Result<i32> {
     let runtime = crate::runtime::multi_thread()?;
     let home = paths.home.clone();
     let code = runtime.block_on(host(paths, demo));
+    // From here on a task still running is being torn down with the runtime: one
+    // that was inside a store call when the board quit may wake to a timer that is
+    // already shut down and panic. That must not turn a clean quit into exit 101.
+    QUITTING.store(true, Ordering::SeqCst);
     // Units that ignore their cancel must not hold the exit hostage.
     runtime.shutdown_timeout(Duration::from_secs(2));
     if demo {
@@ -362,9 +366,13 @@ impl Drop for TerminalGuard {
     }
 }
 
+/// Set once the board has quit and its runtime is shutting down.
+static QUITTING: AtomicBool = AtomicBool::new(false);
+
 /// A panic anywhere — including a spawned task, which tokio would otherwise
 /// survive headless on a cooked terminal — restores the terminal, reports, and
-/// ends the process.
+/// ends the process; once the board has quit, a task's panic in the teardown is only
+/// logged.
 fn install_panic_hook() {
     static INSTALLED: AtomicBool = AtomicBool::new(false);
     if INSTALLED.swap(true, Ordering::SeqCst) {
@@ -372,6 +380,10 @@ fn install_panic_hook() {
     }
     let previous = std::panic::take_hook();
     std::panic::set_hook(Box::new(move |info| {
+        if QUITTING.load(Ordering::SeqCst) {
+            tracing::debug!(panic = %info, "board: a task panicked while the runtime shut down");
+            return;
+        }
         restore_terminal();
         tracing::error!(panic = %info, "board: panic; exiting");
         previous(info);

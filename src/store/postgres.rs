@@ -193,8 +193,30 @@ fn runtime() -> &'static tokio::runtime::Runtime {
 }
 
 /// Block this thread on a request to a connection the store's runtime drives.
+///
+/// Parks the thread until the reply's waker unparks it. Not `futures`' `block_on`:
+/// that refuses to run inside another executor, and callers may already be inside
+/// one (a `block_on` poll loop that reads the store), where SQLite works.
 fn wait<F: Future>(f: F) -> F::Output {
-    futures::executor::block_on(f)
+    struct Unpark(std::thread::Thread);
+    impl std::task::Wake for Unpark {
+        fn wake(self: std::sync::Arc<Self>) {
+            self.0.unpark();
+        }
+        fn wake_by_ref(self: &std::sync::Arc<Self>) {
+            self.0.unpark();
+        }
+    }
+    let waker = std::task::Waker::from(std::sync::Arc::new(Unpark(std::thread::current())));
+    let mut cx = std::task::Context::from_waker(&waker);
+    let mut f = std::pin::pin!(f);
+    loop {
+        if let std::task::Poll::Ready(out) = f.as_mut().poll(&mut cx) {
+            return out;
+        }
+        // A spurious wake-up only polls once more.
+        std::thread::park();
+    }
 }
 
 fn connect_client(url: &str, mut heard: Option<Heard>) -> Result<Client> {

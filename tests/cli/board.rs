@@ -211,13 +211,13 @@ async fn the_board_mounts_its_oracle_and_it_answers_a_routine_question() {
 }
 
 /// A tmux server of our own, killed on drop.
-struct Tmux {
+pub(crate) struct Tmux {
     socket: String,
 }
 
 impl Tmux {
     /// `q`, then the shell's screen once the board has exited.
-    fn quit(&self) -> String {
+    pub(crate) fn quit(&self) -> String {
         self.keys(&["q"]);
         self.wait_screen(30, "the board to exit", |s| {
             s.lines().any(|l| l.starts_with("EXITED:"))
@@ -252,7 +252,7 @@ impl Tmux {
         String::from_utf8_lossy(&out.stdout).into_owned()
     }
 
-    fn keys(&self, keys: &[&str]) {
+    pub(crate) fn keys(&self, keys: &[&str]) {
         let st = self
             .cmd()
             .args(["send-keys", "-t", "board"])
@@ -283,7 +283,7 @@ impl Tmux {
 
     /// Wait until the screen satisfies `cond`, with a deadline, returning it.
     #[track_caller]
-    fn wait_screen(&self, secs: u64, what: &str, cond: impl Fn(&str) -> bool) -> String {
+    pub(crate) fn wait_screen(&self, secs: u64, what: &str, cond: impl Fn(&str) -> bool) -> String {
         let mut screen = String::new();
         let every = Duration::from_millis(100);
         let seen = poll_until_blocking(Duration::from_secs(secs), every, || {
@@ -303,7 +303,7 @@ impl Drop for Tmux {
     }
 }
 
-fn tmux_available() -> bool {
+pub(crate) fn tmux_available() -> bool {
     Command::new("tmux")
         .arg("-V")
         .output()
@@ -318,12 +318,17 @@ fn shell_quote(p: &Path) -> String {
 /// an interactive shell with job control — as an operator has, so Ctrl-Z really
 /// stops the board and `fg` brings it back — in a 120x40 tmux server of our own. It
 /// prints `EXITED:<code>` when it ends.
-fn board_in_tmux(sb: &Sandbox, name: &str, env: &str, args: &str) -> Tmux {
+pub(crate) fn board_in_tmux(sb: &Sandbox, name: &str, env: &str, args: &str) -> Tmux {
     let tmux = Tmux {
         socket: format!("{name}-{}", std::process::id()),
     };
+    // The board reads the sandbox's store, as its other commands do.
+    let store = match &sb.store_url {
+        Some(url) => format!("MISSIONBOARD_STORE_URL={}", shell_quote(Path::new(url))),
+        None => "-u MISSIONBOARD_STORE_URL".to_string(),
+    };
     let command_line = format!(
-        "(cd {cwd} && env MISSIONBOARD_HOME={home} HOME={home_parent} LANG=C.UTF-8 TERM=xterm-256color {env} {bin} {args}; echo EXITED:$((0+$?)))",
+        "(cd {cwd} && env {store} MISSIONBOARD_HOME={home} HOME={home_parent} LANG=C.UTF-8 TERM=xterm-256color {env} {bin} {args}; echo EXITED:$((0+$?)))",
         cwd = shell_quote(&sb.cwd),
         home = shell_quote(&sb.home),
         home_parent = shell_quote(sb.home.parent().unwrap()),

@@ -19,4 +19,5 @@ mod oracle;
 mod planner;
 mod sandbox;
 mod session;
+mod shared_store;
 mod worktree;
