@@ -13,6 +13,15 @@
 /// controls. Newlines survive (views split on them); a tab becomes a space; `\r` and
 /// everything else invisible is dropped.
 pub fn sanitize(text: &str) -> String {
+    // Most text (ids, names, an agent's plain sentences) has nothing to strip.
+    if text.bytes().all(|b| b == b'\n' || is_printable_ascii(b)) {
+        return text.to_string();
+    }
+    strip(text)
+}
+
+/// [`sanitize`]'s work, character by character.
+fn strip(text: &str) -> String {
     let mut out = String::with_capacity(text.len());
     let mut chars = text.chars().peekable();
     while let Some(c) = chars.next() {
@@ -35,9 +44,23 @@ pub fn sanitize(text: &str) -> String {
     out
 }
 
+/// A byte a terminal shows as itself: printable ASCII (no control, no escape).
+fn is_printable_ascii(b: u8) -> bool {
+    (0x20..0x7f).contains(&b)
+}
+
 /// [`sanitize`], then every line break folded into a space: for one-line cells.
 pub fn one_line(text: &str) -> String {
-    let clean = sanitize(text);
+    // Nothing to strip and no line to fold: only the ends' spaces go.
+    if text.bytes().all(is_printable_ascii) {
+        return text.trim().to_string();
+    }
+    fold(&sanitize(text))
+}
+
+/// [`one_line`]'s work on sanitized text: lines trimmed, the empty ones dropped,
+/// the rest joined by a space.
+fn fold(clean: &str) -> String {
     let mut out = String::with_capacity(clean.len());
     for (i, part) in clean.split('\n').enumerate() {
         let part = part.trim();
@@ -170,6 +193,24 @@ mod tests {
         );
         let back: serde_json::Value = serde_json::from_str(&escaped).unwrap();
         assert_eq!(back, value);
+    }
+
+    #[test]
+    fn the_plain_text_shortcut_agrees_with_the_full_pass() {
+        for text in [
+            "",
+            "   ",
+            "plain words",
+            "  padded both ends  ",
+            "two\nlines",
+            " \n lead and trail \n\n",
+            "tab\there",
+            "ünïcode stays",
+            "esc\x1b[1mape",
+        ] {
+            assert_eq!(sanitize(text), strip(text), "sanitize {text:?}");
+            assert_eq!(one_line(text), fold(&strip(text)), "one_line {text:?}");
+        }
     }
 
     #[test]

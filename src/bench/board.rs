@@ -66,7 +66,7 @@ fn as_lines(buffer: &Buffer) -> Vec<Line<'static>> {
 
 /// The bare reads of the rows a snapshot holds (its SQL, with nothing decoded), and
 /// its host probes: one read of `/proc/<pid>/stat` per distinct host of the open
-/// missions it scans.
+/// missions it scans (their ids and hosts read, nothing more).
 fn bare_reads(conn: &rusqlite::Connection, q: &Query, selected: &str) -> rusqlite::Result<()> {
     use crate::board::snapshot::{ASKS_LIMIT, INBOX_LIMIT, OPEN_SCAN, TRACE_LIMIT};
     let limit = q.limit.max(1) as i64;
@@ -87,12 +87,8 @@ fn bare_reads(conn: &rusqlite::Connection, q: &Query, selected: &str) -> rusqlit
             format!("SELECT * FROM inbox WHERE acked_at IS NULL ORDER BY created_at DESC, rowid DESC LIMIT {INBOX_LIMIT}"),
             vec![],
         ),
-        // The needs-me group: the missions of the pending asks read (and the asks
-        // pane reads the same rows again for their intents).
-        (
-            format!("SELECT * FROM missions WHERE id IN (SELECT mission_id FROM asks WHERE state = 'pending' ORDER BY created_at DESC, id DESC LIMIT {asks_limit})"),
-            vec![],
-        ),
+        // The needs-me group: the missions of the pending asks read (whose intents
+        // the asks pane shows).
         (
             format!("SELECT * FROM missions WHERE id IN (SELECT mission_id FROM asks WHERE state = 'pending' ORDER BY created_at DESC, id DESC LIMIT {asks_limit})"),
             vec![],
@@ -136,10 +132,11 @@ fn bare_reads(conn: &rusqlite::Connection, q: &Query, selected: &str) -> rusqlit
             }
         }
     }
+    // A dead-host scan needs each open mission's id and host, nothing else.
     let mut open = conn.prepare_cached(
-        "SELECT * FROM missions WHERE status = 'open' ORDER BY created_at, id LIMIT ?1",
+        "SELECT id, host_pid, host_start FROM missions WHERE status = 'open' ORDER BY created_at, id LIMIT ?1",
     )?;
-    let pid_column = open.column_index("host_pid")?;
+    let pid_column = 1;
     let columns = open.column_count();
     let mut hosts = std::collections::HashSet::new();
     let mut rows = open.query([OPEN_SCAN as i64])?;
@@ -316,7 +313,8 @@ pub async fn run(scale: Scale) -> anyhow::Result<Vec<Row>> {
 /// Keypress to redraw: ↓ moves the selection and its frame is drawn at once, as the
 /// board's loop draws a key; then the clock runs on until a frame shows the newly
 /// selected mission's detail, read by the real store thread and drawn as the loop
-/// paces snapshot frames (at once, or one frame period after the last).
+/// draws snapshot frames (the one answering the key at once, the rest paced: at
+/// once, or one frame period after the last).
 async fn keypresses(
     scratch: &Scratch,
     model: &mut Model,
@@ -351,6 +349,8 @@ async fn keypresses(
     let before = elsewhere.counts()?.0 as usize;
     let mut seen = Vec::with_capacity(samples);
     let mut commits = Vec::with_capacity(samples);
+    // The query of the last snapshot seen, as the board's loop keeps it.
+    let mut answered = None;
     let appeared = async {
         for i in 0..samples {
             let t = Instant::now();
@@ -371,6 +371,7 @@ async fn keypresses(
                 // The new mission may sort below the visible page (what needs the
                 // operator leads), but the missions title counts it.
                 let shows = snap.total_missions == before + i + 1;
+                crate::board::answers_input(&mut answered, &snap);
                 anyhow::ensure!(
                     t.elapsed() < LIMIT,
                     "bench: no snapshot showed {id} after {LIMIT:?}"
@@ -427,8 +428,18 @@ async fn keypresses(
                         // Read for the new selection: its detail is that row's.
                         shows = snap.detail.as_ref().map(|d| &d.mission.id)
                             == snap.rows.get(selected).map(|r| &r.id);
+                        let at_once = crate::board::answers_input(&mut answered, &snap);
                         let _ = update(model, Msg::Snapshot(snap));
                         dirty = true;
+                        // The snapshot answering the key is drawn at once, as the loop does.
+                        if at_once {
+                            terminal.draw(|f| view::draw(f, model, crate::clock::now_ms()))?;
+                            next_draw = Instant::now() + crate::board::FRAME;
+                            dirty = false;
+                            if shows {
+                                break;
+                            }
+                        }
                     }
                     _ = tokio::time::sleep_until(next_draw.into()), if dirty => {
                         terminal.draw(|f| view::draw(f, model, crate::clock::now_ms()))?;

@@ -54,8 +54,22 @@ use update::{Msg, update};
 /// The shortest gap between two frames drawn for snapshots (at most 125 fps): a
 /// snapshot's change is drawn at once when the last frame is at least this old, else
 /// on the next frame tick. A key or other terminal event is drawn at once, unpaced:
-/// what the operator pressed shows without waiting on a frame tick or a store read.
+/// what the operator pressed shows without waiting on a frame tick or a store read;
+/// so is the snapshot that answers it ([`answers_input`]).
 pub(crate) const FRAME: Duration = Duration::from_millis(8);
+/// Whether a snapshot's frame is drawn at once, as a key's is: the first snapshot
+/// read for a query the operator's input changed (say, the detail of the row a key
+/// selected) answers that input. Later snapshots for the same query (other
+/// processes' commits) are paced by [`FRAME`], so a burst of commits cannot flood
+/// the terminal. `answered` is the query of the last snapshot seen.
+pub(crate) fn answers_input(answered: &mut Option<Query>, snap: &Snapshot) -> bool {
+    if answered.as_ref() == Some(&snap.query) {
+        return false;
+    }
+    *answered = Some(snap.query.clone());
+    true
+}
+
 /// Ages and toast expiry move once a second.
 const CLOCK: Duration = Duration::from_secs(1);
 
@@ -174,6 +188,7 @@ async fn event_loop(
     // The operator's own input waits for no frame tick.
     let mut pressed = false;
     let mut last_draw: Option<std::time::Instant> = None;
+    let mut answered: Option<Query> = None;
     query_tx.send_replace(model.query());
     loop {
         if dirty && (pressed || last_draw.is_none_or(|t| t.elapsed() >= FRAME)) {
@@ -207,7 +222,11 @@ async fn event_loop(
                 break;
             }
         };
-        pressed = matches!(msg, Msg::Term(_));
+        pressed = match &msg {
+            Msg::Term(_) => true,
+            Msg::Snapshot(snap) => answers_input(&mut answered, snap),
+            _ => false,
+        };
         for effect in update(model, msg) {
             effects::spawn(effect, svc, tx.clone());
         }

@@ -161,6 +161,9 @@ pub struct Snapshot {
     pub fleet_used: usize,
     pub fleet_cap: u64,
     pub store_error: Option<String>,
+    /// The query it was read for: the first snapshot for a new query answers the
+    /// operator's input and is drawn at once ([`super::answers_input`]).
+    pub query: Query,
 }
 
 /// What the UI asks the store thread to read.

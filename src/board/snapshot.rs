@@ -16,6 +16,7 @@ use super::model::{
 };
 use crate::asks::{Ask, Asks};
 use crate::config::Config;
+use crate::host::HostId;
 use crate::mission::inbox::InboxItem;
 use crate::mission::{Listing, Mission, Missions, Report, Status};
 use crate::oracle::trace::Trace;
@@ -89,6 +90,7 @@ pub fn spawn(
             };
             let mut generation = 0u64;
             let mut last_query: Option<Query> = None;
+            let mut last_snap: Option<Arc<Snapshot>> = None;
             let mut last_version: Option<i64> = None;
             let mut last_build: Option<Instant> = None;
             let mut changes = src.missions.store().changes().subscribe();
@@ -98,10 +100,9 @@ pub fn spawn(
                 }
                 let query = queries.borrow_and_update().clone();
                 let heartbeat = last_build.is_none_or(|t| t.elapsed() >= HEARTBEAT);
-                let mut changed = last_query.as_ref() != Some(&query) || heartbeat;
                 // Every wake may be a commit: one cheap pragma tells.
                 let v = src.missions.store().data_version().ok();
-                changed |= v != last_version;
+                let mut stale = v != last_version || heartbeat;
                 last_version = v;
                 if heartbeat {
                     // The reconciling sweep: past-deadline asks get their on-timeout verdict.
@@ -109,14 +110,36 @@ pub fn spawn(
                         tracing::warn!("board: ask sweep failed: {e}");
                     }
                 }
-                if changed {
+                // A key that only moved the selection is answered first, from the last
+                // snapshot and the newly selected mission's own rows: the operator waits
+                // on one mission's read, not on the whole board's.
+                let moved = if last_query.as_ref() != Some(&query) {
+                    let moved = last_snap
+                        .as_deref()
+                        .zip(last_query.as_ref())
+                        .and_then(|(snap, was)| moved_selection(&src, snap, was, &query));
+                    stale |= moved.is_none();
+                    last_query = Some(query.clone());
+                    moved
+                } else {
+                    None
+                };
+                let mut publish = |mut snap: Snapshot| {
                     generation += 1;
-                    let mut snap = build(&src, &query);
                     snap.generation = generation;
-                    if out.send(Arc::new(snap)).is_err() {
+                    let snap = Arc::new(snap);
+                    last_snap = Some(snap.clone());
+                    out.send(snap).is_ok()
+                };
+                if let Some(snap) = moved
+                    && !publish(snap)
+                {
+                    return;
+                }
+                if stale {
+                    if !publish(build(&src, &query)) {
                         return;
                     }
-                    last_query = Some(query);
                     last_build = Some(Instant::now());
                 }
                 let beat = HEARTBEAT.saturating_sub(last_build.map_or(HEARTBEAT, |t| t.elapsed()));
@@ -131,10 +154,38 @@ pub fn spawn(
         })
 }
 
+/// The last snapshot with the detail of the row `now` selects, when `now` differs
+/// from the query `was` (that snapshot's) only in which row of the same page is
+/// selected. `None` (read a whole snapshot instead) for any other change, or when
+/// the mission cannot be read.
+fn moved_selection(src: &Source, last: &Snapshot, was: &Query, now: &Query) -> Option<Snapshot> {
+    let same_page = Query {
+        selected: now.selected,
+        ..was.clone()
+    } == *now;
+    if !same_page || now.detail_for.is_some() || last.store_error.is_some() {
+        return None;
+    }
+    let row = last.rows.get(now.selected.checked_sub(last.offset)?)?;
+    let mission = src.missions.get(&row.id).ok()??;
+    let detail = match detail(&src.missions, &mission, row.clone()) {
+        Ok(d) => d,
+        Err(e) => {
+            tracing::warn!("board: detail read failed: {e}");
+            return None;
+        }
+    };
+    Some(Snapshot {
+        detail: Some(detail),
+        query: now.clone(),
+        ..last.clone()
+    })
+}
+
 /// Read one snapshot for `q`. Failures land in `store_error` (shown in the status
 /// bar) instead of ending the thread: a locked or missing file may recover.
 pub fn build(src: &Source, q: &Query) -> Snapshot {
-    match try_build(src, q) {
+    let snap = match try_build(src, q) {
         Ok(s) => s,
         Err(e) => {
             tracing::warn!("board: snapshot failed: {e}");
@@ -144,6 +195,10 @@ pub fn build(src: &Source, q: &Query) -> Snapshot {
                 ..Snapshot::default()
             }
         }
+    };
+    Snapshot {
+        query: q.clone(),
+        ..snap
     }
 }
 
@@ -159,8 +214,8 @@ fn try_build(src: &Source, q: &Query) -> Result<Snapshot, String> {
     let mut hosts = HostProbe(crate::mission::hosts::Probe::new(
         src.missions.store().clone(),
     ));
-    let needs = needs_me(src, &pending, &inbox_items, q.hide_terminal, &mut hosts)?;
-    let group: Vec<Mission> = needs.iter().map(|(m, _)| m.clone()).collect();
+    let (needs, intents) = needs_me(src, &pending, &inbox_items, q.hide_terminal, &mut hosts)?;
+    let (group, why): (Vec<Mission>, Vec<Needs>) = needs.into_iter().unzip();
     let listing = Listing {
         order: q.order,
         open_only: q.hide_terminal,
@@ -209,14 +264,13 @@ fn try_build(src: &Source, q: &Query) -> Result<Snapshot, String> {
     let worktrees = crate::worktree::Worktrees::new(src.missions.store().clone())
         .of_many(&ids)
         .map_err(|e| s(&e))?;
-    let needs_of: HashMap<&str, Needs> = needs.iter().map(|(m, n)| (m.id.as_str(), *n)).collect();
+    let needs_of: HashMap<&str, Needs> = group.iter().map(|m| m.id.as_str()).zip(why).collect();
     let mut row_of = |m: &Mission| {
         let mut row = mission_row(m, pending_counts.get(&m.id).copied().unwrap_or(0));
         row.workspace = workspace(worktrees.get(&m.id));
-        row.needs = needs_of
-            .get(m.id.as_str())
-            .copied()
-            .or_else(|| (m.status == Status::Open && hosts.gone(m)).then_some(Needs::HostGone));
+        row.needs = needs_of.get(m.id.as_str()).copied().or_else(|| {
+            (m.status == Status::Open && hosts.gone(m.host.as_ref())).then_some(Needs::HostGone)
+        });
         row
     };
     let rows: Vec<MissionRow> = page.iter().map(&mut row_of).collect();
@@ -224,18 +278,8 @@ fn try_build(src: &Source, q: &Query) -> Result<Snapshot, String> {
         Some(m) => Some(detail(&src.missions, &m, row_of(&m))?),
         None => None,
     };
-    // The asks pane names each ask's mission by its intent: one read for the page.
-    let ask_missions: Vec<String> = pending
-        .iter()
-        .filter_map(|a| a.mission_id.clone())
-        .collect();
-    let intents: HashMap<String, String> = src
-        .missions
-        .get_many(&ask_missions)
-        .map_err(|e| s(&e))?
-        .into_iter()
-        .map(|m| (m.id, one_line(&m.intent)))
-        .collect();
+    // The asks pane names each ask's mission by its intent, from the needs-me read
+    // (every ask read is of a mission that read covered).
     let mut asks: Vec<AskRow> = pending
         .iter()
         .map(|a| {
@@ -276,6 +320,7 @@ fn try_build(src: &Source, q: &Query) -> Result<Snapshot, String> {
         fleet_used: (src.fleet_probe)(),
         fleet_cap: src.config.fleet_max_parallel().unwrap_or(0),
         store_error: None,
+        query: Query::default(),
     })
 }
 
@@ -285,21 +330,26 @@ struct HostProbe(crate::mission::hosts::Probe);
 impl HostProbe {
     /// The mission names a host and that host is gone (a record from before hosts
     /// were recorded names none, and is never called gone).
-    fn gone(&mut self, m: &Mission) -> bool {
-        m.host.as_ref().is_some_and(|h| !self.0.lives(h))
+    fn gone(&mut self, host: Option<&HostId>) -> bool {
+        host.is_some_and(|h| !self.0.lives(h))
     }
 }
+
+/// One-line intents by mission id.
+type Intents = HashMap<String, String>;
 
 /// The missions that need the operator, most pressing reason first, then newest:
 /// those with a pending ask (of the asks read), open ones whose host is gone (of
 /// the open ones scanned), and those whose blocker waits unread in the inbox.
+/// Also the one-line intent of every mission it read (the asks pane's, as the
+/// missions of all the pending asks read are among them).
 fn needs_me(
     src: &Source,
     pending: &[Ask],
     inbox: &[InboxItem],
     open_only: bool,
     hosts: &mut HostProbe,
-) -> Result<Vec<(Mission, Needs)>, String> {
+) -> Result<(Vec<(Mission, Needs)>, Intents), String> {
     let s = |e: &dyn std::fmt::Display| e.to_string();
     let mut why: HashMap<String, Needs> = HashMap::new();
     let mut note = |id: &str, n: Needs| {
@@ -314,15 +364,17 @@ fn needs_me(
     for i in inbox.iter().filter(|i| i.report.kind == "blocker") {
         note(&i.mission_id, Needs::Blocker);
     }
-    let open = src.missions.list_open(OPEN_SCAN).map_err(|e| s(&e))?;
-    for m in open.iter().filter(|m| hosts.gone(m)) {
-        note(&m.id, Needs::HostGone);
+    let open = src.missions.open_hosts(OPEN_SCAN).map_err(|e| s(&e))?;
+    for (id, _) in open.iter().filter(|(_, h)| hosts.gone(h.as_ref())) {
+        note(id, Needs::HostGone);
     }
     let ids: Vec<String> = why.keys().cloned().collect();
-    let mut out: Vec<(Mission, Needs)> = src
-        .missions
-        .get_many(&ids)
-        .map_err(|e| s(&e))?
+    let read = src.missions.get_many(&ids).map_err(|e| s(&e))?;
+    let intents = read
+        .iter()
+        .map(|m| (m.id.clone(), one_line(&m.intent)))
+        .collect();
+    let mut out: Vec<(Mission, Needs)> = read
         .into_iter()
         .filter(|m| !(open_only && m.status.is_terminal()))
         .map(|m| {
@@ -335,7 +387,7 @@ fn needs_me(
             .then(b.created_at.cmp(&a.created_at))
             .then(b.id.cmp(&a.id))
     });
-    Ok(out)
+    Ok((out, intents))
 }
 
 /// The workspace column: `cwd` (the directory it was fired in), else its worktree

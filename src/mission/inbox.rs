@@ -134,7 +134,7 @@ impl Missions {
             " WHERE i.acked_at IS NULL"
         };
         Ok(self.store.with(|c| {
-            let mut s = c.prepare(&format!(
+            let mut s = c.prepare_cached(&format!(
                 "{SELECT}{filter} ORDER BY i.created_at DESC, i.rowid DESC LIMIT ?1"
             ))?;
             s.query_map(params![limit as i64], item_from_row)?.collect()
@@ -149,9 +149,8 @@ impl Missions {
             " WHERE acked_at IS NULL"
         };
         Ok(self.store.with(|c| {
-            c.query_row(&format!("SELECT COUNT(*) FROM inbox{filter}"), [], |r| {
-                r.get(0)
-            })
+            c.prepare_cached(&format!("SELECT COUNT(*) FROM inbox{filter}"))?
+                .query_row([], |r| r.get(0))
         })?)
     }
 

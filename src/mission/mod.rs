@@ -388,16 +388,24 @@ fn from_row(r: &Row<'_>) -> crate::store::sql::Result<Mission> {
         last_error: r.get(12)?,
         created_at: r.get(13)?,
         updated_at: r.get(14)?,
-        host: match (r.get::<Option<u32>>(15)?, r.get::<Option<String>>(16)?) {
+        host: host_at(r, 15)?,
+    })
+}
+
+/// The host recorded in the `host_pid, host_start, host_id, host_machine` columns
+/// starting at `at`.
+fn host_at(r: &Row<'_>, at: usize) -> crate::store::sql::Result<Option<HostId>> {
+    Ok(
+        match (r.get::<Option<u32>>(at)?, r.get::<Option<String>>(at + 1)?) {
             (Some(pid), Some(start)) => Some(HostId {
-                id: r.get::<Option<String>>(17)?.unwrap_or_default(),
-                machine: r.get::<Option<String>>(18)?.unwrap_or_default(),
+                id: r.get::<Option<String>>(at + 2)?.unwrap_or_default(),
+                machine: r.get::<Option<String>>(at + 3)?.unwrap_or_default(),
                 pid,
                 start,
             }),
             _ => None,
         },
-    })
+    )
 }
 
 /// Intents and summaries are one line: the board and every table show them whole.
@@ -599,9 +607,9 @@ impl Missions {
     /// count is one row of the trigger-kept counts.
     pub fn counts(&self) -> Result<(i64, i64)> {
         Ok(self.store.with(|c| {
-            let total = c.query_row("SELECT COALESCE(MAX(rowid), 0) FROM missions", [], |r| {
-                r.get(0)
-            })?;
+            let total = c
+                .prepare_cached("SELECT COALESCE(MAX(rowid), 0) FROM missions")?
+                .query_row([], |r| r.get(0))?;
             Ok((total, status_count(c, Status::Open)?))
         })?)
     }
@@ -649,6 +657,20 @@ impl Missions {
             "WHERE status = 'open' ORDER BY created_at, id LIMIT ?1",
             params![limit as i64],
         )
+    }
+
+    /// The hosts of the open missions, oldest first: (id, host) of what
+    /// [`list_open`](Self::list_open) lists, without reading the rest of each row
+    /// (a dead-host scan needs nothing else).
+    pub fn open_hosts(&self, limit: usize) -> Result<Vec<(String, Option<HostId>)>> {
+        Ok(self.store.with(|c| {
+            let mut s = c.prepare_cached(
+                "SELECT id, host_pid, host_start, host_id, host_machine FROM missions
+                 WHERE status = 'open' ORDER BY created_at, id LIMIT ?1",
+            )?;
+            s.query_map(params![limit as i64], |r| Ok((r.get(0)?, host_at(r, 1)?)))?
+                .collect()
+        })?)
     }
 
     /// Record the unit's session and instance. Re-binding the same value is a no-op;

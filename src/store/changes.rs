@@ -24,7 +24,14 @@ use super::Location;
 use crate::sync::LockUnpoisoned;
 
 /// After the last event of a burst, tick again once this much later each, quiet.
-const SETTLE: [Duration; 2] = [Duration::from_millis(2), Duration::from_millis(10)];
+/// The first is soon: the writer updates the shared index microseconds after its
+/// last log write, so a reader that woke too early learns of the commit within a
+/// fraction of a millisecond instead of a whole settle period later.
+const SETTLE: [Duration; 3] = [
+    Duration::from_micros(300),
+    Duration::from_millis(2),
+    Duration::from_millis(10),
+];
 /// How often an idle watcher thread checks whether anyone still listens.
 const IDLE: Duration = Duration::from_secs(1);
 
@@ -246,8 +253,13 @@ mod inotify {
                     events: libc::POLLIN,
                     revents: 0,
                 };
-                // SAFETY: one valid pollfd.
-                let ready = unsafe { libc::poll(&mut pfd, 1, wait.as_millis() as libc::c_int) };
+                // ppoll, not poll: the first settle tick is finer than a millisecond.
+                let timeout = libc::timespec {
+                    tv_sec: wait.as_secs() as libc::time_t,
+                    tv_nsec: wait.subsec_nanos() as libc::c_long,
+                };
+                // SAFETY: one valid pollfd, a valid timespec, no signal mask.
+                let ready = unsafe { libc::ppoll(&mut pfd, 1, &timeout, std::ptr::null()) };
                 let Some(feed) = feed.upgrade() else { return };
                 if ready < 0 {
                     if std::io::Error::last_os_error().kind() == std::io::ErrorKind::Interrupted {

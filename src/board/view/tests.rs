@@ -186,6 +186,7 @@ pub(crate) fn snapshot() -> Snapshot {
         fleet_used: 2,
         fleet_cap: 8,
         store_error: None,
+        query: Query::default(),
     }
 }
 
