@@ -468,3 +468,68 @@ fn a_read_announces_nothing_and_a_rolled_back_write_announces_nothing() {
         .collect();
     assert_eq!(keys, ["k", "k3"].map(String::from).into());
 }
+
+#[test]
+fn a_lone_write_waits_its_turn_behind_another_hosts_write_transaction() {
+    let (store, url) = postgres_store();
+    let other = Store::open_at(&Location::Postgres(url.clone())).unwrap();
+    let value = |s: &Store| -> i64 {
+        s.with(|c| {
+            c.query_row("SELECT value FROM config WHERE key = 'tally'", [], |r| {
+                r.get::<String>(0)
+            })
+        })
+        .unwrap()
+        .parse()
+        .unwrap()
+    };
+    store
+        .with(|c| {
+            c.execute(
+                "INSERT INTO config (key, value, updated_at) VALUES ('tally', '1', 1)",
+                [],
+            )
+        })
+        .unwrap();
+    // A read-then-write transaction, held open between its read and its write.
+    let (read_tx, read_rx) = std::sync::mpsc::channel();
+    let (go_tx, go_rx) = std::sync::mpsc::channel::<()>();
+    let writer = std::thread::spawn(move || {
+        store.write(|c| {
+            let n: String =
+                c.query_row("SELECT value FROM config WHERE key = 'tally'", [], |r| {
+                    r.get(0)
+                })?;
+            read_tx.send(()).unwrap();
+            go_rx.recv().unwrap();
+            let n: i64 = n.parse().unwrap();
+            c.execute(
+                "UPDATE config SET value = ?1 WHERE key = 'tally'",
+                params![(n + 1).to_string()],
+            )
+        })
+    });
+    read_rx.recv().unwrap();
+    // Another host's lone statement: it must not land between that read and write.
+    let lone = std::thread::spawn(move || {
+        other
+            .with(|c| {
+                c.execute(
+                    "UPDATE config SET value = CAST(CAST(value AS BIGINT) + 10 AS TEXT) WHERE key = 'tally'",
+                    [],
+                )
+            })
+            .map(|_| other)
+    });
+    common::wait_for(30, "the lone write to wait for the write lock", || {
+        let waiting = raw_rows(
+            &url,
+            "SELECT COUNT(*) FROM pg_locks WHERE locktype = 'advisory' AND NOT granted",
+        );
+        (waiting[0][0].as_deref() == Some("1")).then_some(())
+    });
+    go_tx.send(()).unwrap();
+    writer.join().unwrap().unwrap();
+    let other = lone.join().unwrap().unwrap();
+    assert_eq!(value(&other), 12, "both writes count, neither is lost");
+}

@@ -103,7 +103,7 @@ async fn floor(scratch: &Scratch, rounds: usize) -> anyhow::Result<Latency> {
 }
 
 pub async fn run(scale: Scale) -> anyhow::Result<Vec<Row>> {
-    let scratch = Scratch::new()?;
+    let scratch = Scratch::new(&scale)?;
     // The store holds the scale's missions, so the waiter's reads are at that size.
     seed(&scratch, scale.missions, 0)?;
     let rounds = scale.samples;

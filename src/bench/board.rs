@@ -64,23 +64,26 @@ fn as_lines(buffer: &Buffer) -> Vec<Line<'static>> {
         .collect()
 }
 
-/// The bare reads of the rows a snapshot holds (its SQL, with nothing decoded), and
-/// its host probes: one read of `/proc/<pid>/stat` per distinct host of the open
-/// missions it scans (their ids and hosts read, nothing more).
-fn bare_reads(conn: &rusqlite::Connection, q: &Query, selected: &str) -> rusqlite::Result<()> {
-    use crate::board::snapshot::{ASKS_LIMIT, INBOX_LIMIT, OPEN_SCAN, TRACE_LIMIT};
-    let limit = q.limit.max(1) as i64;
-    let page = || vec![limit.into(), (q.offset as i64).into()];
-    let asks_limit = ASKS_LIMIT as i64;
+/// A bound argument of a bare read.
+#[derive(Clone)]
+enum Arg {
+    Int(i64),
+    Text(String),
+}
+
+/// The SQL of the rows a snapshot holds, in the house dialect, with its arguments.
+fn bare_statements(q: &Query, selected: &str) -> Vec<(String, Vec<Arg>)> {
+    use crate::board::snapshot::{ASKS_LIMIT, INBOX_LIMIT, TRACE_LIMIT};
+    let page = || vec![Arg::Int(q.limit.max(1) as i64), Arg::Int(q.offset as i64)];
     let page_ids = "SELECT id FROM missions ORDER BY created_at DESC, id DESC LIMIT ?1 OFFSET ?2";
-    let statements: Vec<(String, Vec<rusqlite::types::Value>)> = vec![
+    vec![
         ("SELECT MAX(rowid) FROM missions".into(), vec![]),
         (
             "SELECT n FROM mission_status_counts WHERE status = 'open'".into(),
             vec![],
         ),
         (
-            format!("SELECT * FROM asks WHERE state = 'pending' ORDER BY created_at DESC, id DESC LIMIT {asks_limit}"),
+            format!("SELECT * FROM asks WHERE state = 'pending' ORDER BY created_at DESC, id DESC LIMIT {ASKS_LIMIT}"),
             vec![],
         ),
         (
@@ -90,7 +93,7 @@ fn bare_reads(conn: &rusqlite::Connection, q: &Query, selected: &str) -> rusqlit
         // The needs-me group: the missions of the pending asks read (whose intents
         // the asks pane shows).
         (
-            format!("SELECT * FROM missions WHERE id IN (SELECT mission_id FROM asks WHERE state = 'pending' ORDER BY created_at DESC, id DESC LIMIT {asks_limit})"),
+            format!("SELECT * FROM missions WHERE id IN (SELECT mission_id FROM asks WHERE state = 'pending' ORDER BY created_at DESC, id DESC LIMIT {ASKS_LIMIT})"),
             vec![],
         ),
         (
@@ -107,7 +110,7 @@ fn bare_reads(conn: &rusqlite::Connection, q: &Query, selected: &str) -> rusqlit
         ),
         (
             "SELECT * FROM reports WHERE mission_id = ?1 ORDER BY created_at DESC, rowid DESC LIMIT 200".into(),
-            vec![selected.to_string().into()],
+            vec![Arg::Text(selected.to_string())],
         ),
         (
             "SELECT n FROM ask_state_counts WHERE state = 'pending'".into(),
@@ -118,39 +121,120 @@ fn bare_reads(conn: &rusqlite::Connection, q: &Query, selected: &str) -> rusqlit
             vec![],
         ),
         (
-            format!("SELECT line FROM (SELECT id, line FROM oracle_trace ORDER BY id DESC LIMIT {TRACE_LIMIT}) ORDER BY id"),
+            format!("SELECT line FROM (SELECT id, line FROM oracle_trace ORDER BY id DESC LIMIT {TRACE_LIMIT}) AS t ORDER BY id"),
             vec![],
         ),
-    ];
-    for (sql, args) in statements {
-        let mut stmt = conn.prepare_cached(&sql)?;
-        let columns = stmt.column_count();
-        let mut rows = stmt.query(rusqlite::params_from_iter(args))?;
-        while let Some(row) = rows.next()? {
-            for i in 0..columns {
-                let _ = row.get_ref(i)?;
+    ]
+}
+
+/// A dead-host scan needs each open mission's id and host, nothing else.
+const OPEN_HOSTS: &str = "SELECT id, host_pid, host_start, host_id, host_machine FROM missions WHERE status = 'open' ORDER BY created_at, id LIMIT ?1";
+
+/// The same host probe a snapshot makes: one read of `/proc/<pid>/stat` per host.
+fn probe(hosts: &mut std::collections::HashSet<i64>, pid: Option<i64>) {
+    if let Some(pid) = pid
+        && hosts.insert(pid)
+    {
+        let _ = std::fs::read_to_string(format!("/proc/{pid}/stat"));
+    }
+}
+
+/// A connection of its own to the bench's store, for the snapshot's floor: the
+/// driver's own statements, every row fetched, nothing decoded into our types.
+enum BareReader {
+    Sqlite(rusqlite::Connection),
+    Postgres {
+        client: tokio_postgres::Client,
+        prepared: std::collections::HashMap<String, tokio_postgres::Statement>,
+    },
+}
+
+impl BareReader {
+    async fn open(store: &Store) -> anyhow::Result<BareReader> {
+        Ok(match store.location() {
+            crate::store::Location::File(path) => {
+                BareReader::Sqlite(rusqlite::Connection::open(path)?)
+            }
+            crate::store::Location::Postgres(url) => {
+                let (client, connection) =
+                    tokio_postgres::connect(url, tokio_postgres::NoTls).await?;
+                tokio::spawn(connection);
+                BareReader::Postgres {
+                    client,
+                    prepared: Default::default(),
+                }
+            }
+        })
+    }
+
+    /// The bare reads of the rows a snapshot holds, and its host probes (for each
+    /// distinct host of the open missions it scans).
+    async fn read(&mut self, q: &Query, selected: &str) -> anyhow::Result<()> {
+        let scan = (
+            OPEN_HOSTS.to_string(),
+            vec![Arg::Int(crate::board::snapshot::OPEN_SCAN as i64)],
+        );
+        let mut hosts = std::collections::HashSet::new();
+        let statements = bare_statements(q, selected);
+        match self {
+            BareReader::Sqlite(conn) => {
+                let read = |(sql, args): &(String, Vec<Arg>),
+                            each: &mut dyn FnMut(&rusqlite::Row<'_>)| {
+                    let mut stmt = conn.prepare_cached(sql)?;
+                    let columns = stmt.column_count();
+                    let args = args.iter().map(|a| match a {
+                        Arg::Int(i) => rusqlite::types::Value::Integer(*i),
+                        Arg::Text(t) => rusqlite::types::Value::Text(t.clone()),
+                    });
+                    let mut rows = stmt.query(rusqlite::params_from_iter(args))?;
+                    while let Some(row) = rows.next()? {
+                        for i in 0..columns {
+                            let _ = row.get_ref(i)?;
+                        }
+                        each(row);
+                    }
+                    anyhow::Ok(())
+                };
+                for statement in &statements {
+                    read(statement, &mut |_| {})?;
+                }
+                read(&scan, &mut |row| {
+                    probe(&mut hosts, row.get(1).ok().flatten())
+                })?;
+            }
+            BareReader::Postgres { client, prepared } => {
+                for (i, (sql, args)) in statements.iter().chain([&scan]).enumerate() {
+                    let stmt = match prepared.get(sql) {
+                        Some(s) => s.clone(),
+                        None => {
+                            let s = client
+                                .prepare(&crate::store::postgres::translate(sql))
+                                .await?;
+                            prepared.insert(sql.clone(), s.clone());
+                            s
+                        }
+                    };
+                    let args: Vec<Box<dyn tokio_postgres::types::ToSql + Sync + Send>> =
+                        args.iter()
+                            .map(|a| match a {
+                                Arg::Int(i) => Box::new(*i)
+                                    as Box<dyn tokio_postgres::types::ToSql + Sync + Send>,
+                                Arg::Text(t) => Box::new(t.clone()),
+                            })
+                            .collect();
+                    let refs: Vec<&(dyn tokio_postgres::types::ToSql + Sync)> =
+                        args.iter().map(|a| a.as_ref() as _).collect();
+                    let rows = client.query(&stmt, &refs).await?;
+                    if i == statements.len() {
+                        for row in &rows {
+                            probe(&mut hosts, row.get(1));
+                        }
+                    }
+                }
             }
         }
+        Ok(())
     }
-    // A dead-host scan needs each open mission's id and host, nothing else.
-    let mut open = conn.prepare_cached(
-        "SELECT id, host_pid, host_start FROM missions WHERE status = 'open' ORDER BY created_at, id LIMIT ?1",
-    )?;
-    let pid_column = 1;
-    let columns = open.column_count();
-    let mut hosts = std::collections::HashSet::new();
-    let mut rows = open.query([OPEN_SCAN as i64])?;
-    while let Some(row) = rows.next()? {
-        for i in 0..columns {
-            let _ = row.get_ref(i)?;
-        }
-        if let Some(pid) = row.get::<_, Option<i64>>(pid_column)?
-            && hosts.insert(pid)
-        {
-            let _ = std::fs::read_to_string(format!("/proc/{pid}/stat"));
-        }
-    }
-    Ok(())
 }
 
 /// A key as the terminal delivers it.
@@ -161,11 +245,11 @@ fn key(code: KeyCode) -> Msg {
 /// Heartbeat `ids` round-robin from another connection until `stop` (each mission
 /// about once a second): the write load a fleet of that many missions puts on the file.
 fn load(
-    db: &std::path::Path,
+    store: &crate::store::Location,
     ids: Vec<String>,
     stop: watch::Receiver<bool>,
 ) -> anyhow::Result<std::thread::JoinHandle<()>> {
-    let missions = Missions::new(Store::open(db)?);
+    let missions = Missions::new(Store::open_at(store)?);
     let pace = Duration::from_secs(1) / ids.len().max(1) as u32;
     Ok(std::thread::spawn(move || {
         for id in ids.iter().cycle() {
@@ -180,7 +264,7 @@ fn load(
 }
 
 pub async fn run(scale: Scale) -> anyhow::Result<Vec<Row>> {
-    let scratch = Scratch::new()?;
+    let scratch = Scratch::new(&scale)?;
     seed(&scratch, scale.missions, scale.asks)?;
     let source = Source::open(scratch.store.location(), Box::new(|| 0), false)
         .map_err(anyhow::Error::msg)?;
@@ -218,16 +302,11 @@ pub async fn run(scale: Scale) -> anyhow::Result<Vec<Row>> {
         .first()
         .map(|r| r.id.clone())
         .unwrap_or_default();
-    let bare = rusqlite::Connection::open(
-        scratch
-            .store
-            .sqlite_path()
-            .expect("the bench store is a file"),
-    )?;
+    let mut bare = BareReader::open(&scratch.store).await?;
     let mut bare_times = Vec::with_capacity(samples);
     for _ in 0..samples {
         let t = Instant::now();
-        bare_reads(&bare, &query, &selected)?;
+        bare.read(&query, &selected).await?;
         bare_times.push(t.elapsed());
     }
     drop(bare);
@@ -388,14 +467,7 @@ async fn keypresses(
     }
     .await;
     let (stop_tx, stop_rx) = watch::channel(false);
-    let loader = load(
-        scratch
-            .store
-            .sqlite_path()
-            .expect("the bench store is a file"),
-        ids,
-        stop_rx,
-    )?;
+    let loader = load(scratch.store.location(), ids, stop_rx)?;
     let mut took = Vec::with_capacity(samples);
     let mut detailed = Vec::with_capacity(samples);
     let result = async {

@@ -23,7 +23,7 @@ fn arrived(transcript: &Path) -> bool {
 }
 
 pub async fn run(scale: Scale) -> anyhow::Result<Vec<Row>> {
-    let scratch = Scratch::new()?;
+    let scratch = Scratch::new(&scale)?;
     // Units never write the home (the sandbox holds it), so the stub writes in the cwd.
     let transcript = scratch.paths.cwd.join("transcript.log");
     let land =

@@ -76,7 +76,7 @@ async fn shutdown(units: Vec<(Unit, MissionSocket)>) {
 
 /// Missions/s to landed, through the fleet and bare.
 pub async fn run(scale: Scale) -> anyhow::Result<Vec<Row>> {
-    let scratch = Scratch::new()?;
+    let scratch = Scratch::new(&scale)?;
     scratch.declare_stub("land", &land(), &[])?;
     let (fleet, _teardown) = scratch.fleet()?;
     let n = scale.units;
@@ -125,7 +125,7 @@ pub async fn run(scale: Scale) -> anyhow::Result<Vec<Row>> {
 
 /// Host resident memory per unit the fleet holds (`units` resident missions).
 pub async fn rss(scale: Scale) -> anyhow::Result<Vec<Row>> {
-    let scratch = Scratch::new()?;
+    let scratch = Scratch::new(&scale)?;
     scratch.declare_stub("resident", &resident(), &[])?;
     let (fleet, _teardown) = scratch.fleet()?;
     let n = scale.units;
@@ -166,7 +166,7 @@ pub async fn rss(scale: Scale) -> anyhow::Result<Vec<Row>> {
     until_reaped(&fleet, "every unit to be reaped", LIMIT).await?;
     let per_unit = held.saturating_sub(baseline) as f64 / n as f64 / MB;
 
-    let floor = super::child_rows("bare-rss", scale)?
+    let floor = super::child_rows("bare-rss", scale, None)?
         .first()
         .map(|r| r.measured)
         .ok_or_else(|| anyhow::anyhow!("the bare-rss bench printed no row"))?;
@@ -184,7 +184,7 @@ pub async fn rss(scale: Scale) -> anyhow::Result<Vec<Row>> {
 
 /// The floor of [`rss`]: host memory per bare unit held open.
 pub async fn bare_rss(scale: Scale) -> anyhow::Result<Vec<Row>> {
-    let scratch = Scratch::new()?;
+    let scratch = Scratch::new(&scale)?;
     let n = scale.units;
     shutdown(bare_units(&scratch, "warm", 1, &resident()).await?).await;
     let baseline = rss_bytes();

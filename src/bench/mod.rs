@@ -20,6 +20,9 @@ use serde::{Deserialize, Serialize};
 
 /// The figure groups, in the order they run and print.
 pub const GROUPS: &[&str] = &["answer", "fire", "board", "fleet", "fleet-rss"];
+/// The groups whose cost runs through the store, run again on PostgreSQL under
+/// `bench --postgres` (resident memory is the host's, whatever the store).
+const STORE_GROUPS: &[&str] = &["answer", "fire", "board", "fleet"];
 
 /// The store sizes and fleet widths `bench --scale` walks.
 const SCALE_MISSIONS: [usize; 3] = [10_000, 100_000, 1_000_000];
@@ -36,6 +39,10 @@ pub struct Scale {
     pub asks: usize,
     /// Concurrent units in the fleet figures.
     pub units: usize,
+    /// The store is a throwaway database on the PostgreSQL server `bench --postgres`
+    /// names, not a scratch `board.db`.
+    #[serde(default)]
+    pub postgres: bool,
 }
 
 impl Scale {
@@ -47,6 +54,7 @@ impl Scale {
                 missions: 5_000,
                 asks: 500,
                 units: 8,
+                postgres: false,
             }
         } else {
             Scale {
@@ -55,6 +63,7 @@ impl Scale {
                 missions: 100_000,
                 asks: 10_000,
                 units: 64,
+                postgres: false,
             }
         }
     }
@@ -69,6 +78,13 @@ impl Scale {
 
     fn with_units(self, units: usize) -> Scale {
         Scale { units, ..self }
+    }
+
+    fn on_postgres(self) -> Scale {
+        Scale {
+            postgres: true,
+            ..self
+        }
     }
 }
 
@@ -194,7 +210,12 @@ pub fn run_group(group: &str, scale: Scale) -> anyhow::Result<i32> {
     })?;
     // Units may still be winding down in the background; don't wait for them.
     runtime.shutdown_background();
-    for row in rows {
+    for mut row in rows {
+        if scale.postgres {
+            row.figure.push_str(" on PostgreSQL");
+            row.floor_is
+                .push_str(" (the same work on the same PostgreSQL database)");
+        }
         println!("{}", serde_json::to_string(&row)?);
     }
     Ok(0)
@@ -209,8 +230,10 @@ pub fn parse_scale(quick: bool, at: Option<&str>) -> anyhow::Result<Scale> {
     }
 }
 
-/// Run `group` in a child process (`bench --only <group> --at <scale>`) and read back its rows.
-fn child_rows(group: &str, scale: Scale) -> anyhow::Result<Vec<Row>> {
+/// Run `group` in a child process (`bench --only <group> --at <scale>`) and read back
+/// its rows. `postgres` is the admin URL a PostgreSQL group makes its database through
+/// (the child's own children inherit it).
+fn child_rows(group: &str, scale: Scale, postgres: Option<&str>) -> anyhow::Result<Vec<Row>> {
     let exe = std::env::current_exe()
         .map_err(|e| anyhow::anyhow!("cannot locate the missionboard binary: {e}"))?;
     let mut cmd = std::process::Command::new(exe);
@@ -221,6 +244,9 @@ fn child_rows(group: &str, scale: Scale) -> anyhow::Result<Vec<Row>> {
         "--at",
         &serde_json::to_string(&scale)?,
     ]);
+    if let Some(url) = postgres {
+        cmd.env(scratch::POSTGRES_ENV, url);
+    }
     let out = cmd
         .stderr(std::process::Stdio::inherit())
         .output()
@@ -242,8 +268,9 @@ fn child_rows(group: &str, scale: Scale) -> anyhow::Result<Vec<Row>> {
 
 /// The groups of one run and the scale each runs at: one pass, or (`--scale`) the
 /// store-size figures at each of [`SCALE_MISSIONS`] and the fleet figures at each of
-/// [`SCALE_UNITS`].
-fn plan(scale: Scale, curves: bool, chosen: &[&str]) -> Vec<(String, Scale)> {
+/// [`SCALE_UNITS`]; with `postgres`, each store-bound group's steps again on it,
+/// right after SQLite's.
+fn plan(scale: Scale, curves: bool, postgres: bool, chosen: &[&str]) -> Vec<(String, Scale)> {
     let mut runs = Vec::new();
     for &group in chosen {
         let steps: Vec<Scale> = match group {
@@ -252,18 +279,42 @@ fn plan(scale: Scale, curves: bool, chosen: &[&str]) -> Vec<(String, Scale)> {
             "fleet" | "fleet-rss" => SCALE_UNITS.map(|u| scale.with_units(u)).to_vec(),
             _ => vec![scale],
         };
-        runs.extend(steps.into_iter().map(|s| (group.to_string(), s)));
+        let on_postgres: Vec<Scale> = if postgres && STORE_GROUPS.contains(&group) {
+            steps.iter().map(|s| s.on_postgres()).collect()
+        } else {
+            Vec::new()
+        };
+        runs.extend(
+            steps
+                .into_iter()
+                .chain(on_postgres)
+                .map(|s| (group.to_string(), s)),
+        );
     }
     runs
 }
 
-/// Run every group (each in a child process) and print the table.
-pub fn run_all(quick: bool, curves: bool, groups: &[String]) -> anyhow::Result<i32> {
+/// Run every group (each in a child process) and print the table; with `postgres`
+/// (an admin URL: it must be allowed to CREATE DATABASE), the store-bound groups
+/// again on that server, each in a throwaway database of its own.
+pub fn run_all(
+    quick: bool,
+    curves: bool,
+    groups: &[String],
+    postgres: Option<&str>,
+) -> anyhow::Result<i32> {
     let scale = Scale::new(quick);
+    if let Some(url) = postgres {
+        check_postgres(url)?;
+    }
     println!(
-        "missionboard bench{}{} — {} samples per latency, {} missions + {} asks in the store, {} units in the fleet{}, {} cores",
+        "missionboard bench{}{}{} — {} samples per latency, {} missions + {} asks in the store, {} units in the fleet{}, {} cores",
         if quick { " --quick" } else { "" },
         if curves { " --scale" } else { "" },
+        postgres.map_or(String::new(), |url| format!(
+            " --postgres {}",
+            crate::store::postgres::redact(url)
+        )),
         scale.samples,
         if curves {
             "10k/100k/1M".to_string()
@@ -298,8 +349,8 @@ pub fn run_all(quick: bool, curves: bool, groups: &[String]) -> anyhow::Result<i
     };
     let mut rows = Vec::new();
     let mut failed = Vec::new();
-    for (group, at) in plan(scale, curves, &chosen) {
-        match child_rows(&group, at) {
+    for (group, at) in plan(scale, curves, postgres.is_some(), &chosen) {
+        match child_rows(&group, at, postgres) {
             Ok(mut r) => rows.append(&mut r),
             Err(e) => {
                 eprintln!("bench: {e:#}");
@@ -316,6 +367,24 @@ pub fn run_all(quick: bool, curves: bool, groups: &[String]) -> anyhow::Result<i
         );
     }
     Ok(0)
+}
+
+/// Refuse a `--postgres` URL that is not one, or names a server that cannot be reached,
+/// before any group runs.
+fn check_postgres(url: &str) -> anyhow::Result<()> {
+    let shown = crate::store::postgres::redact(url);
+    match crate::store::Location::parse(url, std::path::Path::new("board.db")) {
+        Ok(crate::store::Location::Postgres(_)) => {}
+        _ => anyhow::bail!(
+            "bench --postgres takes a PostgreSQL admin URL (postgres://user@host:port/postgres), not {shown:?}"
+        ),
+    }
+    crate::store::postgres::PgSession::connect(url).map_err(|e| {
+        anyhow::anyhow!(
+            "bench --postgres: cannot reach {shown} ({e}) — check that the server is up and the URL's host, port, user and password"
+        )
+    })?;
+    Ok(())
 }
 
 fn fmt(v: f64, unit: &str) -> String {
@@ -434,7 +503,7 @@ mod tests {
 
     #[test]
     fn scale_curves_walk_store_sizes_and_fleet_widths() {
-        let runs = plan(Scale::new(false), true, &["board", "fire", "fleet"]);
+        let runs = plan(Scale::new(false), true, false, &["board", "fire", "fleet"]);
         let seen: Vec<(String, usize, usize)> = runs
             .iter()
             .map(|(g, s)| (g.clone(), s.missions, s.units))
@@ -449,6 +518,27 @@ mod tests {
                 ("fleet".into(), 100_000, 16),
                 ("fleet".into(), 100_000, 64),
                 ("fleet".into(), 100_000, 256),
+            ]
+        );
+    }
+
+    #[test]
+    fn postgres_runs_each_store_bound_group_again_right_after_sqlite() {
+        let runs = plan(
+            Scale::new(true),
+            false,
+            true,
+            &["answer", "fleet-rss", "board"],
+        );
+        let seen: Vec<(&str, bool)> = runs.iter().map(|(g, s)| (g.as_str(), s.postgres)).collect();
+        assert_eq!(
+            seen,
+            [
+                ("answer", false),
+                ("answer", true),
+                ("fleet-rss", false),
+                ("board", false),
+                ("board", true),
             ]
         );
     }

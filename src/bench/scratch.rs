@@ -11,19 +11,27 @@ use crate::acp::{UnitSpec, mission_meta};
 use crate::config::Config;
 use crate::fleet::Fleet;
 use crate::paths::Paths;
-use crate::store::Store;
+use crate::store::{Location, Store};
 
 /// The envelope every bench mission runs under.
 pub const POLICY: &str = "bench";
+
+/// The env var a parent bench hands a child group its PostgreSQL admin URL in (not
+/// the child's arguments, which every user's `ps` shows).
+pub const POSTGRES_ENV: &str = "MISSIONBOARD_BENCH_POSTGRES";
 
 pub struct Scratch {
     dir: PathBuf,
     pub paths: Paths,
     pub store: Store,
+    /// On PostgreSQL: the admin URL and the throwaway database made through it.
+    database: Option<(String, String)>,
 }
 
 impl Scratch {
-    pub fn new() -> anyhow::Result<Scratch> {
+    /// A scratch home whose store is its own `board.db`, or (`scale.postgres`) a
+    /// throwaway database on the server [`POSTGRES_ENV`] names, dropped with it.
+    pub fn new(scale: &super::Scale) -> anyhow::Result<Scratch> {
         let dir = std::env::temp_dir().join(format!(
             "mb-bench-{}",
             &uuid::Uuid::new_v4().simple().to_string()[..12]
@@ -37,10 +45,31 @@ impl Scratch {
             r#"{"default_action":"approve","rules":[]}"#,
         )?;
         let paths = Paths::resolve(home, cwd);
-        let store = Store::open(&paths.db_path())?;
+        let home_file = Store::open(&paths.db_path())?;
+        let (store, database) = if scale.postgres {
+            let admin = std::env::var(POSTGRES_ENV).map_err(|_| {
+                anyhow::anyhow!(
+                    "bench: a PostgreSQL group needs the server's admin URL in {POSTGRES_ENV} (bench --postgres sets it)"
+                )
+            })?;
+            let name = format!("mb_bench_{}", uuid::Uuid::new_v4().simple());
+            admin_sql(&admin, &format!("CREATE DATABASE {name}"))?;
+            let url = crate::store::postgres::with_database(&admin, &name);
+            // The home names its store, as `config set store-url` leaves it.
+            Config::new(home_file).set(crate::config::STORE_URL, &url)?;
+            let store = Store::open_at(&Location::Postgres(url))?;
+            (store, Some((admin, name)))
+        } else {
+            (home_file, None)
+        };
         // The fleet figures hold every unit at once.
         Config::new(store.clone()).set(crate::config::FLEET_MAX_PARALLEL, "0")?;
-        Ok(Scratch { dir, paths, store })
+        Ok(Scratch {
+            dir,
+            paths,
+            store,
+            database,
+        })
     }
 
     pub fn home(&self) -> &Path {
@@ -105,7 +134,29 @@ impl Scratch {
 impl Drop for Scratch {
     fn drop(&mut self) {
         let _ = std::fs::remove_dir_all(&self.dir);
+        if let Some((admin, name)) = &self.database {
+            // FORCE: units winding down may still hold connections to it.
+            if let Err(e) = admin_sql(
+                admin,
+                &format!("DROP DATABASE IF EXISTS {name} WITH (FORCE)"),
+            ) {
+                eprintln!("bench: could not drop the scratch database {name}: {e}");
+            }
+        }
     }
+}
+
+/// Run `sql` on the server's admin database.
+fn admin_sql(admin: &str, sql: &str) -> anyhow::Result<()> {
+    let fail = |e: crate::store::sql::Error| {
+        anyhow::anyhow!(
+            "bench: {sql} on {}: {e}",
+            crate::store::postgres::redact(admin)
+        )
+    };
+    crate::store::postgres::PgSession::connect(admin)
+        .and_then(|mut s| s.batch(sql))
+        .map_err(fail)
 }
 
 /// Seed `missions` missions (every `missions / asks`-th one open with a pending

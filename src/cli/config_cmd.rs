@@ -19,10 +19,10 @@ pub(super) fn run(ctx: &Ctx, cmd: ConfigCmd) -> anyhow::Result<i32> {
     match cmd {
         ConfigCmd::Set { key, value } => {
             let stored = Config::new(store_for(ctx, &key)?).set(&key, &value)?;
-            outln!("{key} = {stored}")?;
+            outln!("{key} = {}", shown(&key, stored))?;
         }
         ConfigCmd::Get { key } => match effective(ctx)?.into_iter().find(|(k, ..)| k.name == key) {
-            Some((_, Some(v), _)) => outln!("{v}")?,
+            Some((_, Some(v), _)) => outln!("{}", shown(&key, v))?,
             _ => out::notice(&format!(
                 "{key} is not set — set it with `missionboard config set {key} <value>`"
             )),
@@ -36,7 +36,10 @@ pub(super) fn run(ctx: &Ctx, cmd: ConfigCmd) -> anyhow::Result<i32> {
             }
         }
         ConfigCmd::List { json } => {
-            let entries = effective(ctx)?;
+            let mut entries = effective(ctx)?;
+            for (key, value, _) in &mut entries {
+                *value = value.take().map(|v| shown(key.name, v));
+            }
             let origin = |o: Origin| match o {
                 Origin::Set => "set",
                 Origin::Default => "default",
@@ -71,6 +74,16 @@ pub(super) fn run(ctx: &Ctx, cmd: ConfigCmd) -> anyhow::Result<i32> {
         }
     }
     Ok(0)
+}
+
+/// A value as printed: a `store-url`'s password never reaches the terminal (or a
+/// log a pasted listing lands in).
+fn shown(key: &str, value: String) -> String {
+    if key == STORE_URL {
+        crate::store::postgres::redact(&value)
+    } else {
+        value
+    }
 }
 
 /// Where `key` is kept: `store-url` in this home's own file (it says where the rest

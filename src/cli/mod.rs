@@ -320,6 +320,11 @@ struct BenchArgs {
     /// Each figure at 10k/100k/1M missions and 16/64/256 concurrent units (slow; not for CI).
     #[arg(long, conflicts_with = "quick")]
     scale: bool,
+    /// Also run the store-bound groups (answer, fire, board, fleet) on this PostgreSQL
+    /// server, beside SQLite's: an admin URL allowed to CREATE DATABASE; each group makes
+    /// a throwaway database there and drops it afterwards.
+    #[arg(long, value_name = "URL")]
+    postgres: Option<String>,
     /// Run one group in this process and print its rows as JSON lines (internal).
     #[arg(long, hide = true)]
     only: Option<String>,
@@ -657,7 +662,7 @@ fn run(ctx: &Ctx, command: Option<Command>, flags: BetaFlags) -> anyhow::Result<
                 &group,
                 crate::bench::parse_scale(a.quick, a.at.as_deref())?,
             ),
-            None => crate::bench::run_all(a.quick, a.scale, &a.group),
+            None => crate::bench::run_all(a.quick, a.scale, &a.group, a.postgres.as_deref()),
         },
         Some(Command::StubAgent(a)) => Ok(run_role(async move {
             crate::stub::run_stub_agent(crate::stub::StubOptions {

@@ -24,8 +24,12 @@ use super::sql::{Error, Result, Value};
 
 /// The channel every commit is announced on (per database, as NOTIFY is).
 pub const CHANGES_CHANNEL: &str = "missionboard_changes";
-/// The advisory lock every write transaction holds (`Store::write`).
+/// The advisory lock every write transaction holds (`Store::write`, and the one a
+/// lone write statement runs in).
 pub const WRITE_LOCK: i64 = 0x6d62_7772; // "mbwr"
+/// A write transaction begun and its turn taken, in one round trip.
+static BEGIN_WRITE: std::sync::LazyLock<String> =
+    std::sync::LazyLock::new(|| format!("BEGIN; SELECT pg_advisory_xact_lock({WRITE_LOCK})"));
 /// The schema version of a PostgreSQL database (SQLite keeps it in `user_version`).
 pub const SCHEMA_TABLE: &str =
     "CREATE TABLE IF NOT EXISTS missionboard_schema (version BIGINT NOT NULL)";
@@ -77,21 +81,20 @@ impl PgSession {
 
     pub fn execute(&mut self, sql: &str, params: &[Value]) -> Result<usize> {
         let stmt = self.statement(sql)?;
-        let refs: Vec<&(dyn ToSql + Sync)> =
-            params.iter().map(|p| p as &(dyn ToSql + Sync)).collect();
-        let n = wait(self.client.execute(&stmt, &refs)).map_err(from_pg)?;
-        self.dirty = true;
-        Ok(n as usize)
+        self.one_writer(true, |client| {
+            let refs: Vec<&(dyn ToSql + Sync)> =
+                params.iter().map(|p| p as &(dyn ToSql + Sync)).collect();
+            wait(client.execute(&stmt, &refs)).map(|n| n as usize)
+        })
     }
 
     pub fn query(&mut self, sql: &str, params: &[Value]) -> Result<Vec<Vec<Value>>> {
         let stmt = self.statement(sql)?;
-        let refs: Vec<&(dyn ToSql + Sync)> =
-            params.iter().map(|p| p as &(dyn ToSql + Sync)).collect();
-        let rows = wait(self.client.query(&stmt, &refs)).map_err(from_pg)?;
-        if writes(sql) {
-            self.dirty = true;
-        }
+        let rows = self.one_writer(writes(sql), |client| {
+            let refs: Vec<&(dyn ToSql + Sync)> =
+                params.iter().map(|p| p as &(dyn ToSql + Sync)).collect();
+            wait(client.query(&stmt, &refs))
+        })?;
         rows.iter()
             .map(|r| {
                 (0..r.len())
@@ -99,6 +102,41 @@ impl PgSession {
                     .collect()
             })
             .collect()
+    }
+
+    /// Run one statement; a write outside [`Self::begin_write`]'s transaction runs in
+    /// one of its own under the same advisory lock, announced at its commit. So the
+    /// database has one writer at a time, on any host, as the embedded file does: a
+    /// lone guarded UPDATE never lands between another writer's read and its write.
+    fn one_writer<T>(
+        &mut self,
+        write: bool,
+        run: impl FnOnce(&Client) -> std::result::Result<T, tokio_postgres::Error>,
+    ) -> Result<T> {
+        if !write {
+            return run(&self.client).map_err(from_pg);
+        }
+        if self.in_write {
+            self.dirty = true;
+            return run(&self.client).map_err(from_pg);
+        }
+        wait(self.client.batch_execute(&BEGIN_WRITE)).map_err(from_pg)?;
+        match run(&self.client) {
+            Ok(out) => {
+                // The announcement rides in the same round trip as the commit.
+                wait(
+                    self.client
+                        .batch_execute(&format!("NOTIFY {CHANGES_CHANNEL}; COMMIT")),
+                )
+                .map_err(from_pg)?;
+                Ok(out)
+            }
+            Err(e) => {
+                // A failed rollback leaves a broken connection, which `revive` replaces.
+                let _ = wait(self.client.batch_execute("ROLLBACK"));
+                Err(from_pg(e))
+            }
+        }
     }
 
     /// Statements written for PostgreSQL (migrations): run as they are.
@@ -110,14 +148,8 @@ impl PgSession {
 
     /// Begin a write transaction that no other writer, on any host, interleaves with.
     pub fn begin_write(&mut self) -> Result<()> {
-        wait(self.client.batch_execute("BEGIN")).map_err(from_pg)?;
         self.in_write = true;
-        wait(
-            self.client
-                .execute("SELECT pg_advisory_xact_lock($1)", &[&WRITE_LOCK]),
-        )
-        .map_err(from_pg)?;
-        Ok(())
+        wait(self.client.batch_execute(&BEGIN_WRITE)).map_err(from_pg)
     }
 
     pub fn commit(&mut self) -> Result<()> {
@@ -267,6 +299,24 @@ fn connect_client(url: &str, mut heard: Option<Heard>) -> Result<Client> {
 fn writes(sql: &str) -> bool {
     let head = sql.trim_start();
     !(head.len() >= 6 && head[..6].eq_ignore_ascii_case("select"))
+}
+
+/// `url` with its database replaced by `name` (the host, credentials and query kept):
+/// a database made beside the one an admin URL names.
+pub fn with_database(url: &str, name: &str) -> String {
+    let (base, query) = match url.split_once('?') {
+        Some((b, q)) => (b, Some(q)),
+        None => (url, None),
+    };
+    let after_scheme = base.find("://").map_or(0, |i| i + 3);
+    let base = match base[after_scheme..].find('/') {
+        Some(i) => &base[..after_scheme + i],
+        None => base,
+    };
+    match query {
+        Some(q) => format!("{base}/{name}?{q}"),
+        None => format!("{base}/{name}"),
+    }
 }
 
 /// `url` with any password replaced, for messages.
@@ -624,6 +674,15 @@ mod tests {
             "id IN (SELECT value FROM json_array_elements_text(CAST(CAST($1 AS TEXT) AS JSON)))"
         );
         assert_eq!(translate("SELECT x_max(a, b)"), "SELECT x_max(a, b)");
+    }
+
+    #[test]
+    fn a_database_beside_the_admin_one_keeps_host_credentials_and_options() {
+        assert_eq!(
+            with_database("postgres://mb:pw@db:5432/postgres?sslmode=disable", "mb_x"),
+            "postgres://mb:pw@db:5432/mb_x?sslmode=disable"
+        );
+        assert_eq!(with_database("postgres://db", "mb_x"), "postgres://db/mb_x");
     }
 
     #[test]

@@ -287,3 +287,39 @@ fn config_shows_the_store_url_the_environment_sets() {
         (&"sqlite:".into(), &"env".into())
     );
 }
+
+#[test]
+fn config_never_prints_the_store_urls_password() {
+    let sb = Sandbox::on_postgres();
+    sb.run(&["init"]).ok();
+    let url = sb.store_url.clone().expect("on PostgreSQL");
+    // The test server trusts local connections, so a password rides along unused.
+    let joiner = if url.contains('?') { '&' } else { '?' };
+    let secret = format!("{url}{joiner}password=s3cret");
+    let shown = format!("{url}{joiner}password=***");
+    let with_secret = |args: &[&str]| {
+        let mut cmd = sb.command(args);
+        cmd.env("MISSIONBOARD_STORE_URL", &secret);
+        sb.run_with(cmd).ok()
+    };
+    let set = with_secret(&["config", "set", "store-url", &secret]);
+    assert_eq!(set.stdout, format!("store-url = {shown}\n"));
+    let get = with_secret(&["config", "get", "store-url"]);
+    assert_eq!(get.stdout, format!("{shown}\n"));
+    let list = with_secret(&["config", "list", "--json"]);
+    let keys: Value = serde_json::from_str(&list.stdout).unwrap();
+    let listed = keys
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|k| k["key"] == "store-url")
+        .unwrap();
+    assert_eq!(listed["value"], shown.as_str());
+    let table = with_secret(&["config", "list"]);
+    for out in [&set, &get, &list, &table] {
+        assert!(
+            !out.stdout.contains("s3cret") && !out.stderr.contains("s3cret"),
+            "{out:#?}"
+        );
+    }
+}

@@ -82,6 +82,17 @@ pub struct Sandbox {
     /// The shared store every command of this sandbox uses (`MISSIONBOARD_STORE_URL`),
     /// when the suite runs on PostgreSQL; `None`: the home's own `board.db`.
     pub store_url: Option<String>,
+    /// This sandbox made that database, and drops it when done (another host's
+    /// sandbox shares it and leaves it be).
+    owns_database: bool,
+}
+
+impl Drop for Sandbox {
+    fn drop(&mut self) {
+        if let (true, Some(url)) = (self.owns_database, &self.store_url) {
+            pg::drop_database(url);
+        }
+    }
 }
 
 /// What a run left behind.
@@ -128,10 +139,15 @@ impl Sandbox {
     /// shared store as this one.
     #[allow(dead_code)]
     pub fn another_host(&self) -> Sandbox {
-        Sandbox::with_store(self.store_url.clone())
+        Sandbox::sharing(self.store_url.clone(), false)
     }
 
     fn with_store(store_url: Option<String>) -> Sandbox {
+        let owns = store_url.is_some();
+        Sandbox::sharing(store_url, owns)
+    }
+
+    fn sharing(store_url: Option<String>, owns_database: bool) -> Sandbox {
         let dir = tempfile::tempdir().expect("tempdir");
         let home = dir.path().join("mbhome");
         let cwd = dir.path().join("work");
@@ -139,6 +155,7 @@ impl Sandbox {
         Sandbox {
             home,
             cwd,
+            owns_database,
             store_url,
             _dir: dir,
         }

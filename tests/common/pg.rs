@@ -27,48 +27,53 @@ pub fn fresh_database() -> String {
     let admin = admin_url();
     let name = format!("mb_{}", uuid::Uuid::new_v4().simple());
     admin_sql(&format!("CREATE DATABASE {name}"));
-    with_database(admin, &name)
+    missionboard::store::postgres::with_database(admin, &name)
+}
+
+/// Drop the database of `url` (made by [`fresh_database`]), whoever is still
+/// connected to it: a test's leftovers never pile up on a server it was pointed at.
+pub fn drop_database(url: &str) {
+    let name = url
+        .split('?')
+        .next()
+        .and_then(|base| base.rsplit('/').next())
+        .filter(|n| n.starts_with("mb_"));
+    if let Some(name) = name
+        && let Err(e) = try_admin_sql(&format!("DROP DATABASE IF EXISTS {name} WITH (FORCE)"))
+    {
+        // Dropped while a failing test unwinds: say so, never panic again.
+        eprintln!("could not drop the test database {name}: {e}");
+    }
 }
 
 /// Run `sql` on the test server's admin database (on a thread and runtime of its
 /// own, so any test, async or not, may call it).
 pub fn admin_sql(sql: &str) {
+    if let Err(e) = try_admin_sql(sql) {
+        panic!("{e}");
+    }
+}
+
+fn try_admin_sql(sql: &str) -> Result<(), String> {
     let (admin, sql) = (admin_url().to_string(), sql.to_string());
     std::thread::spawn(move || {
         let rt = tokio::runtime::Builder::new_current_thread()
             .enable_all()
             .build()
-            .unwrap();
+            .map_err(|e| e.to_string())?;
         rt.block_on(async {
             let (client, connection) = tokio_postgres::connect(&admin, tokio_postgres::NoTls)
                 .await
-                .unwrap_or_else(|e| panic!("cannot reach the test PostgreSQL at {admin}: {e}"));
+                .map_err(|e| format!("cannot reach the test PostgreSQL at {admin}: {e}"))?;
             tokio::spawn(connection);
             client
                 .batch_execute(&sql)
                 .await
-                .unwrap_or_else(|e| panic!("{sql} on {admin}: {e}"));
+                .map_err(|e| format!("{sql} on {admin}: {e}"))
         })
     })
     .join()
-    .expect("the admin statement ran");
-}
-
-/// `url` with its database replaced by `name`.
-fn with_database(url: &str, name: &str) -> String {
-    let (base, query) = match url.split_once('?') {
-        Some((b, q)) => (b, Some(q)),
-        None => (url, None),
-    };
-    let after_scheme = base.find("://").map_or(0, |i| i + 3);
-    let base = match base[after_scheme..].find('/') {
-        Some(i) => &base[..after_scheme + i],
-        None => base,
-    };
-    match query {
-        Some(q) => format!("{base}/{name}?{q}"),
-        None => format!("{base}/{name}"),
-    }
+    .map_err(|_| "the admin statement's thread panicked".to_string())?
 }
 
 fn admin_url() -> &'static str {
