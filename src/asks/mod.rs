@@ -589,16 +589,22 @@ impl Asks {
     /// apart by re-reading the row.
     pub fn resolve(&self, id: &str, state: AskState, resolution: Value) -> Result<Ask, AskError> {
         let now = clock::now_ms();
-        let changed = self.store.with(|c| {
-            c.execute(
-                "UPDATE asks SET state = ?2, resolution = ?3, resolved_at = ?4
-                 WHERE id = ?1 AND state = 'pending' AND (expires_at = 0 OR expires_at > ?4)",
+        // The row as resolved comes back from the guarded write itself.
+        let resolved = self.store.with(|c| {
+            c.query_row(
+                &format!(
+                    "UPDATE asks SET state = ?2, resolution = ?3, resolved_at = ?4
+                     WHERE id = ?1 AND state = 'pending' AND (expires_at = 0 OR expires_at > ?4)
+                     RETURNING {COLUMNS}"
+                ),
                 params![id, state.as_str(), resolution.to_string(), now],
+                from_row,
             )
+            .optional()
         })?;
-        if changed == 1 {
+        if let Some(ask) = resolved {
             self.wake(id);
-            return self.require(id);
+            return Ok(ask);
         }
         let row = self.require(id)?;
         match row.state {

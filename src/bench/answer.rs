@@ -186,6 +186,12 @@ pub async fn run(scale: Scale) -> anyhow::Result<Vec<Row>> {
             floor,
             &floor_is,
         )
-        .within(Some(1.5), Some(2.0), Some(10.0)),
+        // Milliseconds promised for the embedded file; a PostgreSQL server's own
+        // round trips can exceed them, so there the ratio is the target.
+        .within(
+            Some(1.5),
+            (!scale.postgres).then_some(2.0),
+            (!scale.postgres).then_some(10.0),
+        ),
     ])
 }

@@ -27,6 +27,9 @@ pub const CHANGES_CHANNEL: &str = "missionboard_changes";
 /// The advisory lock every write transaction holds (`Store::write`, and the one a
 /// lone write statement runs in).
 pub const WRITE_LOCK: i64 = 0x6d62_7772; // "mbwr"
+/// A write transaction's commit, its announcement riding along.
+static COMMIT_ANNOUNCED: std::sync::LazyLock<String> =
+    std::sync::LazyLock::new(|| format!("NOTIFY {CHANGES_CHANNEL}; COMMIT"));
 /// A write transaction begun and its turn taken, in one round trip.
 static BEGIN_WRITE: std::sync::LazyLock<String> =
     std::sync::LazyLock::new(|| format!("BEGIN; SELECT pg_advisory_xact_lock({WRITE_LOCK})"));
@@ -81,20 +84,27 @@ impl PgSession {
 
     pub fn execute(&mut self, sql: &str, params: &[Value]) -> Result<usize> {
         let stmt = self.statement(sql)?;
-        self.one_writer(true, |client| {
-            let refs: Vec<&(dyn ToSql + Sync)> =
-                params.iter().map(|p| p as &(dyn ToSql + Sync)).collect();
-            wait(client.execute(&stmt, &refs)).map(|n| n as usize)
-        })
+        let refs: Vec<&(dyn ToSql + Sync)> =
+            params.iter().map(|p| p as &(dyn ToSql + Sync)).collect();
+        let n = statement(
+            &self.client,
+            (true, self.in_write),
+            &mut self.dirty,
+            self.client.execute(&stmt, &refs),
+        )?;
+        Ok(n as usize)
     }
 
     pub fn query(&mut self, sql: &str, params: &[Value]) -> Result<Vec<Vec<Value>>> {
         let stmt = self.statement(sql)?;
-        let rows = self.one_writer(writes(sql), |client| {
-            let refs: Vec<&(dyn ToSql + Sync)> =
-                params.iter().map(|p| p as &(dyn ToSql + Sync)).collect();
-            wait(client.query(&stmt, &refs))
-        })?;
+        let refs: Vec<&(dyn ToSql + Sync)> =
+            params.iter().map(|p| p as &(dyn ToSql + Sync)).collect();
+        let rows = statement(
+            &self.client,
+            (writes(sql), self.in_write),
+            &mut self.dirty,
+            self.client.query(&stmt, &refs),
+        )?;
         rows.iter()
             .map(|r| {
                 (0..r.len())
@@ -102,41 +112,6 @@ impl PgSession {
                     .collect()
             })
             .collect()
-    }
-
-    /// Run one statement; a write outside [`Self::begin_write`]'s transaction runs in
-    /// one of its own under the same advisory lock, announced at its commit. So the
-    /// database has one writer at a time, on any host, as the embedded file does: a
-    /// lone guarded UPDATE never lands between another writer's read and its write.
-    fn one_writer<T>(
-        &mut self,
-        write: bool,
-        run: impl FnOnce(&Client) -> std::result::Result<T, tokio_postgres::Error>,
-    ) -> Result<T> {
-        if !write {
-            return run(&self.client).map_err(from_pg);
-        }
-        if self.in_write {
-            self.dirty = true;
-            return run(&self.client).map_err(from_pg);
-        }
-        wait(self.client.batch_execute(&BEGIN_WRITE)).map_err(from_pg)?;
-        match run(&self.client) {
-            Ok(out) => {
-                // The announcement rides in the same round trip as the commit.
-                wait(
-                    self.client
-                        .batch_execute(&format!("NOTIFY {CHANGES_CHANNEL}; COMMIT")),
-                )
-                .map_err(from_pg)?;
-                Ok(out)
-            }
-            Err(e) => {
-                // A failed rollback leaves a broken connection, which `revive` replaces.
-                let _ = wait(self.client.batch_execute("ROLLBACK"));
-                Err(from_pg(e))
-            }
-        }
     }
 
     /// Statements written for PostgreSQL (migrations): run as they are.
@@ -153,9 +128,14 @@ impl PgSession {
     }
 
     pub fn commit(&mut self) -> Result<()> {
-        self.announce()?;
         self.in_write = false;
-        wait(self.client.batch_execute("COMMIT")).map_err(from_pg)
+        // NOTIFY inside the transaction is delivered at its commit: one round trip.
+        let commit = if std::mem::take(&mut self.dirty) {
+            COMMIT_ANNOUNCED.as_str()
+        } else {
+            "COMMIT"
+        };
+        wait(self.client.batch_execute(commit)).map_err(from_pg)
     }
 
     pub fn rollback(&mut self) {
@@ -173,7 +153,7 @@ impl PgSession {
         Ok(())
     }
 
-    /// NOTIFY inside a transaction is delivered at its commit; outside, at once.
+    /// Outside a transaction, NOTIFY is delivered at once.
     fn announce(&mut self) -> Result<()> {
         if std::mem::take(&mut self.dirty) {
             wait(
@@ -202,6 +182,42 @@ impl PgSession {
         let client = connect_client(url, Some(Box::new(heard)))?;
         wait(client.batch_execute(&format!("LISTEN {CHANGES_CHANNEL}"))).map_err(from_pg)?;
         Ok(client)
+    }
+}
+
+/// Run one statement (`run`, a request not yet sent), given whether it may write and
+/// whether a write transaction is open. A write outside [`PgSession::begin_write`]'s
+/// transaction runs in one of its own under the same advisory lock, announced at its
+/// commit: so the database has one writer at a time, on any host, as the embedded
+/// file does, and a lone guarded UPDATE never lands between another writer's read
+/// and its write. Its begin, statement and commit are pipelined: one round trip.
+fn statement<T>(
+    client: &Client,
+    (write, in_write): (bool, bool),
+    dirty: &mut bool,
+    run: impl Future<Output = std::result::Result<T, tokio_postgres::Error>>,
+) -> Result<T> {
+    if !write || in_write {
+        *dirty |= write;
+        return wait(run).map_err(from_pg);
+    }
+    let (began, ran, committed) = wait(async {
+        futures::join!(
+            client.batch_execute(&BEGIN_WRITE),
+            run,
+            client.batch_execute(&COMMIT_ANNOUNCED)
+        )
+    });
+    match (began, ran, committed) {
+        (Ok(()), Ok(out), Ok(())) => Ok(out),
+        (began, ran, committed) => {
+            // A failed step leaves the transaction aborted (the commit's batch stops
+            // at its first error), so end it; a failed rollback leaves a broken
+            // connection, which `revive` replaces.
+            let _ = wait(client.batch_execute("ROLLBACK"));
+            let first = began.err().or(ran.err()).or(committed.err());
+            Err(from_pg(first.expect("one step failed")))
+        }
     }
 }
 
