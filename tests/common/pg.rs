@@ -9,7 +9,7 @@
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
-use std::sync::OnceLock;
+use std::sync::{Mutex, Once, OnceLock};
 
 /// The env var naming an existing server (an admin URL: it must be allowed to
 /// CREATE DATABASE), e.g. `postgres://postgres@127.0.0.1:5432/postgres`.
@@ -22,27 +22,55 @@ pub fn suites_on_postgres() -> bool {
     std::env::var(STORE_ENV).is_ok_and(|v| v == "postgres")
 }
 
-/// A fresh, empty database on the test server; its URL.
+/// The databases this test binary made and has not dropped yet.
+static MADE: Mutex<Vec<String>> = Mutex::new(Vec::new());
+
+/// A fresh, empty database on the test server; its URL. It is dropped by its
+/// sandbox when the test is done ([`drop_database`]), else when the binary exits, so
+/// a test's leftovers never pile up on a server it was pointed at.
 pub fn fresh_database() -> String {
+    static AT_EXIT: Once = Once::new();
     let admin = admin_url();
     let name = format!("mb_{}", uuid::Uuid::new_v4().simple());
     admin_sql(&format!("CREATE DATABASE {name}"));
+    // SAFETY: registering a plain extern "C" fn to run at process exit (after the
+    // cluster's own stop was registered, so it runs first).
+    AT_EXIT.call_once(|| unsafe {
+        libc::atexit(drop_leftovers);
+    });
+    MADE.lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .push(name.clone());
     missionboard::store::postgres::with_database(admin, &name)
 }
 
 /// Drop the database of `url` (made by [`fresh_database`]), whoever is still
-/// connected to it: a test's leftovers never pile up on a server it was pointed at.
+/// connected to it.
 pub fn drop_database(url: &str) {
     let name = url
         .split('?')
         .next()
         .and_then(|base| base.rsplit('/').next())
-        .filter(|n| n.starts_with("mb_"));
-    if let Some(name) = name
-        && let Err(e) = try_admin_sql(&format!("DROP DATABASE IF EXISTS {name} WITH (FORCE)"))
-    {
+        .unwrap_or_default();
+    let mut made = MADE.lock().unwrap_or_else(|e| e.into_inner());
+    if let Some(i) = made.iter().position(|n| n == name) {
+        let name = made.swap_remove(i);
+        drop(made);
+        drop_named(&name);
+    }
+}
+
+fn drop_named(name: &str) {
+    if let Err(e) = try_admin_sql(&format!("DROP DATABASE IF EXISTS {name} WITH (FORCE)")) {
         // Dropped while a failing test unwinds: say so, never panic again.
         eprintln!("could not drop the test database {name}: {e}");
+    }
+}
+
+extern "C" fn drop_leftovers() {
+    let made = std::mem::take(&mut *MADE.lock().unwrap_or_else(|e| e.into_inner()));
+    for name in made {
+        drop_named(&name);
     }
 }
 
