@@ -110,8 +110,13 @@ fn bare_statements(q: &Query, selected: &str) -> Vec<(String, Vec<Arg>)> {
             format!("SELECT * FROM mission_worktrees WHERE mission_id IN ({page_ids})"),
             page(),
         ),
+        // The selected mission's detail: its reports and its compute spend.
         (
             "SELECT * FROM reports WHERE mission_id = ?1 ORDER BY created_at DESC, rowid DESC LIMIT 200".into(),
+            vec![Arg::Text(selected.to_string())],
+        ),
+        (
+            "SELECT * FROM mission_compute WHERE mission_id = ?1".into(),
             vec![Arg::Text(selected.to_string())],
         ),
         (

@@ -168,7 +168,10 @@ fn moved_selection(src: &Source, last: &Snapshot, was: &Query, now: &Query) -> O
     }
     let row = last.rows.get(now.selected.checked_sub(last.offset)?)?;
     let mission = src.missions.get(&row.id).ok()??;
-    let detail = match detail(&src.missions, &mission, row.clone()) {
+    let worktree = crate::worktree::Worktrees::new(src.missions.store().clone())
+        .get(&mission.id)
+        .ok()?;
+    let detail = match detail(&src.missions, &mission, row.clone(), worktree.as_ref()) {
         Ok(d) => d,
         Err(e) => {
             tracing::warn!("board: detail read failed: {e}");
@@ -275,7 +278,8 @@ fn try_build(src: &Source, q: &Query) -> Result<Snapshot, String> {
     };
     let rows: Vec<MissionRow> = page.iter().map(&mut row_of).collect();
     let detail = match shown {
-        Some(m) => Some(detail(&src.missions, &m, row_of(&m))?),
+        // Its worktree was read with the page's (the ids read include it).
+        Some(m) => Some(detail(&src.missions, &m, row_of(&m), worktrees.get(&m.id))?),
         None => None,
     };
     // The asks pane names each ask's mission by its intent, from the needs-me read
@@ -526,7 +530,13 @@ pub fn report_row(r: &Report) -> ReportRow {
     }
 }
 
-fn detail(missions: &Missions, m: &Mission, row: MissionRow) -> Result<Detail, String> {
+/// The detail of `m`, given its row and its worktree (`None`: it has none).
+fn detail(
+    missions: &Missions,
+    m: &Mission,
+    row: MissionRow,
+    worktree: Option<&crate::worktree::Worktree>,
+) -> Result<Detail, String> {
     let mut reports = missions
         .reports(&m.id, REPORTS_LIMIT)
         .map_err(|e| e.to_string())?;
@@ -557,17 +567,14 @@ fn detail(missions: &Missions, m: &Mission, row: MissionRow) -> Result<Detail, S
     } else {
         Vec::new()
     };
-    let worktree = crate::worktree::Worktrees::new(missions.store().clone())
-        .get(&m.id)
-        .map_err(|e| e.to_string())?
-        .map(|wt| {
-            one_line(&format!(
-                "{} on {} ({})",
-                wt.path.display(),
-                wt.branch,
-                crate::worktree::workspace_label(Some(wt.state))
-            ))
-        });
+    let worktree = worktree.map(|wt| {
+        one_line(&format!(
+            "{} on {} ({})",
+            wt.path.display(),
+            wt.branch,
+            crate::worktree::workspace_label(Some(wt.state))
+        ))
+    });
     let spent = crate::fleet::budget::ComputeLedger::new(missions.store().clone())
         .get(&m.id)
         .map_err(|e| e.to_string())?
