@@ -20,6 +20,8 @@ use serde::{Deserialize, Serialize};
 
 /// The figure groups, in the order they run and print.
 pub const GROUPS: &[&str] = &["answer", "fire", "board", "fleet", "fleet-rss"];
+/// How a figure measured on PostgreSQL ends (its floor is the same work, there).
+const ON_POSTGRES: &str = " on PostgreSQL";
 /// The groups whose cost runs through the store, run again on PostgreSQL under
 /// `bench --postgres` (resident memory is the host's, whatever the store).
 const STORE_GROUPS: &[&str] = &["answer", "fire", "board", "fleet"];
@@ -212,9 +214,7 @@ pub fn run_group(group: &str, scale: Scale) -> anyhow::Result<i32> {
     runtime.shutdown_background();
     for mut row in rows {
         if scale.postgres {
-            row.figure.push_str(" on PostgreSQL");
-            row.floor_is
-                .push_str(" (the same work on the same PostgreSQL database)");
+            row.figure.push_str(ON_POSTGRES);
         }
         println!("{}", serde_json::to_string(&row)?);
     }
@@ -435,6 +435,11 @@ pub fn render(rows: &[Row]) -> String {
             out.push_str(&format!("  {}: {}\n", r.figure, r.floor_is));
         }
     }
+    if rows.iter().any(|r| r.figure.ends_with(ON_POSTGRES)) {
+        out.push_str(&format!(
+            "  each figure{ON_POSTGRES}: its floor above, measured on the same PostgreSQL server (the bare commit and reads there)\n"
+        ));
+    }
     out
 }
 
@@ -482,6 +487,32 @@ mod tests {
                 "",
             ]
             .join("\n")
+        );
+    }
+
+    #[test]
+    fn figures_on_postgres_share_their_floors_text_and_say_where_it_was_measured() {
+        let l = Latency {
+            median: 1.0,
+            p99: 1.0,
+            max: 1.0,
+        };
+        let rows = vec![
+            Row::latency("answer", l, l, "bare server"),
+            Row::latency(&format!("answer{ON_POSTGRES}"), l, l, "bare server"),
+        ];
+        let text = render(&rows);
+        let floors: Vec<&str> = text
+            .lines()
+            .skip_while(|l| !l.starts_with("Floors"))
+            .skip(1)
+            .collect();
+        assert_eq!(
+            floors,
+            [
+                "  answer: bare server",
+                "  each figure on PostgreSQL: its floor above, measured on the same PostgreSQL server (the bare commit and reads there)",
+            ]
         );
     }
 
