@@ -6,9 +6,10 @@
 //!
 //! Guarded transitions stay single statements (`UPDATE … WHERE state = 'pending'`,
 //! the answer cap as a subquery inside the UPDATE); READ COMMITTED re-evaluates such a
-//! statement's WHERE against the row it waited for, so exactly one writer wins. The
-//! one advisory lock is the one [`Store::write`](super::Store::write) takes, for the
-//! read-then-write transactions no single statement can express.
+//! statement's WHERE against the row it waited for, so exactly one writer wins. Every
+//! write — a [`Store::write`](super::Store::write) transaction or a lone statement —
+//! holds the one advisory lock, so the read-then-write transactions no single
+//! statement can express see no other writer between their read and their write.
 
 use std::collections::HashMap;
 use std::error::Error as StdError;
@@ -86,7 +87,7 @@ impl PgSession {
         let stmt = self.statement(sql)?;
         let refs: Vec<&(dyn ToSql + Sync)> =
             params.iter().map(|p| p as &(dyn ToSql + Sync)).collect();
-        let n = statement(
+        let n = run_statement(
             &self.client,
             (true, self.in_write),
             &mut self.dirty,
@@ -99,7 +100,7 @@ impl PgSession {
         let stmt = self.statement(sql)?;
         let refs: Vec<&(dyn ToSql + Sync)> =
             params.iter().map(|p| p as &(dyn ToSql + Sync)).collect();
-        let rows = statement(
+        let rows = run_statement(
             &self.client,
             (writes(sql), self.in_write),
             &mut self.dirty,
@@ -191,7 +192,7 @@ impl PgSession {
 /// commit: so the database has one writer at a time, on any host, as the embedded
 /// file does, and a lone guarded UPDATE never lands between another writer's read
 /// and its write. Its begin, statement and commit are pipelined: one round trip.
-fn statement<T>(
+fn run_statement<T>(
     client: &Client,
     (write, in_write): (bool, bool),
     dirty: &mut bool,
