@@ -34,11 +34,15 @@ impl HostId {
         static ME: OnceLock<HostId> = OnceLock::new();
         ME.get_or_init(|| {
             let pid = std::process::id();
+            let ticks = start_time(pid).unwrap_or_default();
             HostId {
                 id: uuid::Uuid::new_v4().to_string(),
                 machine: machine_name().to_string(),
                 pid,
-                start: start_time(pid).unwrap_or_default(),
+                start: match pid_space() {
+                    "" => ticks,
+                    space => format!("{ticks}/{space}"),
+                },
             }
         })
         .clone()
@@ -54,16 +58,26 @@ impl HostId {
         }
     }
 
-    /// Does it run (or did it run) on this machine, where its pid can be probed?
+    /// Does it run (or did it run) on this machine, where its pid can be probed? Two
+    /// containers may share a hostname but not a pid space: a host recorded from
+    /// another one (another boot, or another pid namespace) is judged as a far host,
+    /// by its heartbeat, never by a pid that means something else here.
     pub fn is_on_this_machine(&self) -> bool {
-        self.machine.is_empty() || self.machine == machine_name()
+        let same_name = self.machine.is_empty() || self.machine == machine_name();
+        // A record without a pid space predates it and was written here.
+        let same_space = self
+            .start
+            .split_once('/')
+            .is_none_or(|(_, space)| space == pid_space());
+        same_name && same_space
     }
 
     /// Is that process running on this machine (and still the same process)? Only
     /// meaningful for a host [on this machine](HostId::is_on_this_machine).
     pub fn process_alive(&self) -> bool {
+        let ticks = self.start.split('/').next().unwrap_or_default();
         match start_time(self.pid) {
-            Some(start) => start == self.start,
+            Some(start) => start == ticks,
             None => false,
         }
     }
@@ -132,6 +146,29 @@ fn sanitize_machine(raw: &str) -> String {
     }
 }
 
+/// Which kernel boot and pid namespace this process's pids belong to: the first
+/// field of the boot id and the pid namespace's inode (`""` where /proc cannot say,
+/// and a host is then told by its name alone, as before).
+fn pid_space() -> &'static str {
+    static SPACE: OnceLock<String> = OnceLock::new();
+    SPACE.get_or_init(|| {
+        let boot = std::fs::read_to_string("/proc/sys/kernel/random/boot_id").unwrap_or_default();
+        let boot = boot.trim().split('-').next().unwrap_or_default();
+        let ns = std::fs::read_link("/proc/self/ns/pid").unwrap_or_default();
+        let ns: String = ns
+            .to_string_lossy()
+            .chars()
+            .filter(char::is_ascii_digit)
+            .collect();
+        let boot: String = boot.chars().filter(char::is_ascii_hexdigit).collect();
+        if boot.is_empty() || ns.is_empty() {
+            String::new()
+        } else {
+            format!("{boot}-{ns}")
+        }
+    })
+}
+
 /// The process start time (field 22 of /proc/<pid>/stat), in clock ticks since boot.
 fn start_time(pid: u32) -> Option<String> {
     let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
@@ -161,5 +198,24 @@ mod tests {
         assert_eq!(old, HostId::local(42, "977".into()));
         assert!(old.is_on_this_machine());
         assert_eq!(HostId::from_label("not a label"), None);
+    }
+
+    #[test]
+    fn a_host_of_the_same_name_in_another_pid_space_is_not_probed_here() {
+        let me = HostId::current();
+        assert!(me.is_on_this_machine() && me.process_alive());
+        // The same hostname and this very pid, recorded from another container.
+        let ticks = me.start.split('/').next().unwrap().to_string();
+        let twin = HostId {
+            start: format!("{ticks}/0badc0de-4026531999"),
+            ..me.clone()
+        };
+        assert!(
+            !twin.is_on_this_machine(),
+            "judged by its heartbeat instead"
+        );
+        // A record from before pid spaces were recorded is this machine's.
+        let legacy = HostId { start: ticks, ..me };
+        assert!(legacy.is_on_this_machine() && legacy.process_alive());
     }
 }
