@@ -67,10 +67,25 @@ fn as_lines(buffer: &Buffer) -> Vec<Line<'static>> {
 }
 
 /// A bound argument of a bare read.
-#[derive(Clone)]
 enum Arg {
     Int(i64),
     Text(String),
+}
+
+impl Arg {
+    fn sqlite(&self) -> &dyn rusqlite::ToSql {
+        match self {
+            Arg::Int(i) => i,
+            Arg::Text(t) => t,
+        }
+    }
+
+    fn postgres(&self) -> &(dyn tokio_postgres::types::ToSql + Sync) {
+        match self {
+            Arg::Int(i) => i,
+            Arg::Text(t) => t,
+        }
+    }
 }
 
 /// The SQL of the rows a snapshot holds, in the house dialect, with its arguments.
@@ -189,11 +204,8 @@ impl BareReader {
                             each: &mut dyn FnMut(&rusqlite::Row<'_>)| {
                     let mut stmt = conn.prepare_cached(sql)?;
                     let columns = stmt.column_count();
-                    let args = args.iter().map(|a| match a {
-                        Arg::Int(i) => rusqlite::types::Value::Integer(*i),
-                        Arg::Text(t) => rusqlite::types::Value::Text(t.clone()),
-                    });
-                    let mut rows = stmt.query(rusqlite::params_from_iter(args))?;
+                    let mut rows =
+                        stmt.query(rusqlite::params_from_iter(args.iter().map(Arg::sqlite)))?;
                     while let Some(row) = rows.next()? {
                         for i in 0..columns {
                             let _ = row.get_ref(i)?;
@@ -221,17 +233,9 @@ impl BareReader {
                             s
                         }
                     };
-                    let args: Vec<Box<dyn tokio_postgres::types::ToSql + Sync + Send>> =
-                        args.iter()
-                            .map(|a| match a {
-                                Arg::Int(i) => Box::new(*i)
-                                    as Box<dyn tokio_postgres::types::ToSql + Sync + Send>,
-                                Arg::Text(t) => Box::new(t.clone()),
-                            })
-                            .collect();
-                    let refs: Vec<&(dyn tokio_postgres::types::ToSql + Sync)> =
-                        args.iter().map(|a| a.as_ref() as _).collect();
-                    let rows = client.query(&stmt, &refs).await?;
+                    let args: Vec<_> = args.iter().map(Arg::postgres).collect();
+                    let rows = client.query(&stmt, &args).await?;
+                    // The last statement is the open-host scan.
                     if i == statements.len() {
                         for row in &rows {
                             probe(&mut hosts, row.get(1));

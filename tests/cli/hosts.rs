@@ -266,6 +266,17 @@ fn doctor_on_the_embedded_file_has_no_clock_to_compare() {
     );
 }
 
+/// The `store-url` entry of a `config list --json` listing.
+fn listed_store_url(listing: &str) -> Value {
+    let keys: Value = serde_json::from_str(listing).unwrap();
+    keys.as_array()
+        .unwrap()
+        .iter()
+        .find(|k| k["key"] == "store-url")
+        .cloned()
+        .expect("store-url is listed")
+}
+
 #[test]
 fn config_shows_the_store_url_the_environment_sets() {
     let sb = Sandbox::new();
@@ -275,13 +286,7 @@ fn config_shows_the_store_url_the_environment_sets() {
     assert_eq!(sb.run_with(get).ok().stdout, "sqlite:\n");
     let mut list = sb.command(&["config", "list", "--json"]);
     list.env("MISSIONBOARD_STORE_URL", "sqlite:");
-    let keys: Value = serde_json::from_str(&sb.run_with(list).ok().stdout).unwrap();
-    let url = keys
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|k| k["key"] == "store-url")
-        .unwrap();
+    let url = listed_store_url(&sb.run_with(list).ok().stdout);
     assert_eq!(
         (&url["value"], &url["origin"]),
         (&"sqlite:".into(), &"env".into())
@@ -307,14 +312,7 @@ fn config_never_prints_the_store_urls_password() {
     let get = with_secret(&["config", "get", "store-url"]);
     assert_eq!(get.stdout, format!("{shown}\n"));
     let list = with_secret(&["config", "list", "--json"]);
-    let keys: Value = serde_json::from_str(&list.stdout).unwrap();
-    let listed = keys
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|k| k["key"] == "store-url")
-        .unwrap();
-    assert_eq!(listed["value"], shown.as_str());
+    assert_eq!(listed_store_url(&list.stdout)["value"], shown.as_str());
     let table = with_secret(&["config", "list"]);
     for out in [&set, &get, &list, &table] {
         assert!(
