@@ -408,6 +408,18 @@ pub fn existing_store(db_path: &Path) -> anyhow::Result<Option<Store>> {
     }
 }
 
+/// The beta opt-in as far as it can be known without a shared store: the env
+/// override, else the embedded file's key; a shared store's key reads as off.
+pub fn beta_enabled_offline(db_path: &Path) -> bool {
+    match store_location(db_path) {
+        Ok(Location::File(_)) => beta_enabled(db_path),
+        _ => std::env::var_os(BETA_ENV).is_some_and(|v| {
+            let v = v.to_string_lossy().to_ascii_lowercase();
+            v == "1" || v == "true"
+        }),
+    }
+}
+
 /// Is the beta opt-in on? The env override wins (`1`/`true` on, any other non-empty value
 /// off); else the stored key in an existing database. Never creates the database, and
 /// any failure to read it means off.

@@ -21,6 +21,7 @@ use rusqlite::{Connection, OpenFlags};
 
 pub mod boundary;
 pub mod changes;
+pub mod pg_connect;
 pub mod postgres;
 pub mod sql;
 pub use boundary::{blocking, blocking_in_place};
@@ -56,6 +57,8 @@ impl Location {
             return Ok(Location::File(default_file.to_path_buf()));
         }
         if url.starts_with("postgres://") || url.starts_with("postgresql://") {
+            pg_connect::Target::parse(url)
+                .map_err(|e| format!("store-url {:?}: {e}", postgres::redact(url)))?;
             return Ok(Location::Postgres(url.to_string()));
         }
         Err(format!(

@@ -18,10 +18,18 @@ pub(super) fn run(ctx: &Ctx, cmd: ConfigCmd) -> anyhow::Result<i32> {
     }
     match cmd {
         ConfigCmd::Set { key, value } => {
+            let value = if key == STORE_URL && value == "-" {
+                url_from_stdin()?
+            } else {
+                value
+            };
             let stored = Config::new(store_for(ctx, &key)?).set(&key, &value)?;
             outln!("{key} = {}", shown(&key, stored))?;
         }
-        ConfigCmd::Get { key } => match effective(ctx)?.into_iter().find(|(k, ..)| k.name == key) {
+        ConfigCmd::Get { key } => match effective(ctx, key != STORE_URL)?
+            .into_iter()
+            .find(|(k, ..)| k.name == key)
+        {
             Some((_, Some(v), _)) => outln!("{}", shown(&key, v))?,
             _ => out::notice(&format!(
                 "{key} is not set — set it with `missionboard config set {key} <value>`"
@@ -36,7 +44,7 @@ pub(super) fn run(ctx: &Ctx, cmd: ConfigCmd) -> anyhow::Result<i32> {
             }
         }
         ConfigCmd::List { json } => {
-            let mut entries = effective(ctx)?;
+            let mut entries = effective(ctx, true)?;
             for (key, value, _) in &mut entries {
                 *value = value.take().map(|v| shown(key.name, v));
             }
@@ -76,6 +84,19 @@ pub(super) fn run(ctx: &Ctx, cmd: ConfigCmd) -> anyhow::Result<i32> {
     Ok(0)
 }
 
+/// `config set store-url -`: the URL from standard input's first line, so a password
+/// in it reaches neither `ps` nor the shell's history.
+fn url_from_stdin() -> anyhow::Result<String> {
+    let mut line = String::new();
+    std::io::stdin().read_line(&mut line)?;
+    let url = line.trim().to_string();
+    anyhow::ensure!(
+        !url.is_empty(),
+        "no store-url on standard input — pipe it in, e.g. `missionboard config set store-url - < url-file`"
+    );
+    Ok(url)
+}
+
 /// A value as printed: a `store-url`'s password never reaches the terminal (or a
 /// log a pasted listing lands in).
 fn shown(key: &str, value: String) -> String {
@@ -96,10 +117,15 @@ fn store_for(ctx: &Ctx, key: &str) -> anyhow::Result<crate::store::Store> {
     }
 }
 
-/// Every key's effective value: from the store, or — where there is none yet — the
-/// defaults, without creating one; `store-url` from `MISSIONBOARD_STORE_URL` when it
-/// is set (the store every command uses), else from this home's own file.
-fn effective(ctx: &Ctx) -> anyhow::Result<Vec<(&'static Key, Option<String>, Origin)>> {
+/// Every key's effective value: from the store (when `read_store`), or — where there
+/// is none yet, or it cannot be reached — the defaults, without creating one;
+/// `store-url` from `MISSIONBOARD_STORE_URL` when it is set (the store every command
+/// uses), else from this home's own file. An unreachable shared store is said on
+/// stderr, so the operator can still see and fix the `store-url` that names it.
+fn effective(
+    ctx: &Ctx,
+    read_store: bool,
+) -> anyhow::Result<Vec<(&'static Key, Option<String>, Origin)>> {
     let defaults = |keys: &[&'static Key]| -> Vec<(&'static Key, Option<String>, Origin)> {
         keys.iter()
             .map(|k| {
@@ -109,9 +135,17 @@ fn effective(ctx: &Ctx) -> anyhow::Result<Vec<(&'static Key, Option<String>, Ori
             .collect()
     };
     let all: Vec<&'static Key> = crate::config::KEYS.iter().collect();
-    let mut entries = match ctx.existing_store()? {
-        Some(store) => Config::new(store).list()?,
-        None => defaults(&all),
+    let shared = crate::config::store_location(&ctx.paths.db_path()).is_ok_and(|l| l.is_postgres());
+    let mut entries = match read_store.then(|| ctx.existing_store()) {
+        Some(Ok(Some(store))) => Config::new(store).list()?,
+        Some(Err(e)) if shared => {
+            out::notice(&format!(
+                "the shared store is unreachable, so this shows the defaults for every other key: {e:#}"
+            ));
+            defaults(&all)
+        }
+        Some(Err(e)) => return Err(e),
+        Some(Ok(None)) | None => defaults(&all),
     };
     let home = match crate::store::Store::open_read_only(&ctx.paths.db_path())? {
         Some(file) => Config::new(file).list()?,

@@ -190,6 +190,10 @@ enum InboxCmd {
 #[derive(Subcommand, Debug)]
 enum ConfigCmd {
     /// Store a value.
+    ///
+    /// `config set store-url -` reads the URL from standard input, so its password
+    /// stays out of `ps` and the shell's history (or leave the password out of the
+    /// URL: PGPASSWORD and ~/.pgpass are read as libpq reads them).
     Set { key: String, value: String },
     /// Print the effective value.
     Get { key: String },
@@ -518,14 +522,37 @@ impl Ctx {
     }
 }
 
+/// Whether this command line needs no store at all: `--version`, help, `completions`,
+/// `man` and every `config` subcommand work with a shared store unreachable.
+fn needs_no_store() -> bool {
+    use clap::error::ErrorKind;
+    match build_command(true).try_get_matches() {
+        Ok(m) => matches!(
+            m.subcommand_name(),
+            Some("completions" | "man" | "config" | "help")
+        ),
+        Err(e) => matches!(
+            e.kind(),
+            ErrorKind::DisplayHelp
+                | ErrorKind::DisplayVersion
+                | ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand
+        ),
+    }
+}
+
 /// Entry point: returns the process exit code.
 pub fn main() -> i32 {
     let paths = match Paths::from_env() {
         Ok(p) => p,
         Err(e) => return fail(&e),
     };
-    // Resolved before parsing, because the beta flags are registered or not.
-    let beta = crate::config::beta_enabled(&paths.db_path());
+    // Resolved before parsing, because the beta flags are registered or not. A
+    // command that needs no store never waits on a shared one to learn it.
+    let beta = if needs_no_store() {
+        crate::config::beta_enabled_offline(&paths.db_path())
+    } else {
+        crate::config::beta_enabled(&paths.db_path())
+    };
     let matches = match build_command(beta).try_get_matches() {
         Ok(m) => m,
         Err(e) => with_beta_tip(e, beta).exit(),

@@ -21,6 +21,7 @@ use std::sync::OnceLock;
 use tokio_postgres::types::{IsNull, ToSql, Type, to_sql_checked};
 use tokio_postgres::{AsyncMessage, Client, NoTls, Statement};
 
+use super::pg_connect::{SslMode, Target};
 use super::sql::{Error, Result, Value};
 
 /// The channel every commit is announced on (per database, as NOTIFY is).
@@ -268,48 +269,159 @@ fn wait<F: Future>(f: F) -> F::Output {
     }
 }
 
-fn connect_client(url: &str, mut heard: Option<Heard>) -> Result<Client> {
-    let url = url.to_string();
-    let (reply, answer) = std::sync::mpsc::sync_channel(1);
-    runtime().spawn(async move {
-        match tokio_postgres::connect(&url, NoTls).await {
-            Ok((client, mut connection)) => {
-                let _ = reply.send(Ok(client));
-                // Drive the connection; hand each notification to the listener.
-                let mut messages = futures::stream::poll_fn(move |cx| connection.poll_message(cx));
-                use futures::StreamExt;
-                while let Some(message) = messages.next().await {
-                    match message {
-                        Ok(AsyncMessage::Notification(_)) => {
-                            if let Some(h) = heard.as_mut()
-                                && !h()
-                            {
-                                return;
-                            }
-                        }
-                        Ok(_) => {}
-                        Err(e) => {
-                            tracing::debug!("store: PostgreSQL connection ended: {e}");
-                            return;
-                        }
-                    }
+fn connect_client(url: &str, heard: Option<Heard>) -> Result<Client> {
+    let target = Target::parse(url).map_err(Error::CannotOpen)?;
+    let client = match target.sslmode {
+        SslMode::Disable => open(&target, false, heard).map_err(|(e, _)| e)?,
+        SslMode::Prefer => match open(&target, true, heard) {
+            Ok(client) => client,
+            Err((e, heard)) if no_tls_offered(&e) => {
+                say_plaintext_once(&target);
+                open(&target, false, heard).map_err(|(e, _)| e)?
+            }
+            Err((e, _)) => return Err(e),
+        },
+        _ => open(&target, true, heard).map_err(|(e, _)| match e {
+            e if no_tls_offered(&e) => Error::CannotOpen(format!(
+                "the server does not offer TLS, which sslmode={} requires — turn TLS on in its postgresql.conf (ssl = on, with ssl_cert_file and ssl_key_file), or set sslmode=disable in store-url to connect in plaintext",
+                match target.sslmode {
+                    SslMode::VerifyCa => "verify-ca",
+                    SslMode::VerifyFull => "verify-full",
+                    _ => "require",
                 }
-            }
-            Err(e) => {
-                let _ = reply.send(Err(e));
-            }
-        }
-    });
-    let client = answer
-        .recv()
-        .map_err(|_| Error::CannotOpen("the connection task ended before it connected".into()))?
-        .map_err(from_pg)?;
+            )),
+            e => e,
+        })?,
+    };
     wait(client.batch_execute(&format!(
         "SET lock_timeout = '{}s'; SET client_min_messages = warning",
         LOCK_TIMEOUT.as_secs()
     )))
     .map_err(from_pg)?;
     Ok(client)
+}
+
+/// The error tokio-postgres gives when a server answers a TLS request with "no".
+fn no_tls_offered(e: &Error) -> bool {
+    e.to_string().contains("server does not support TLS")
+}
+
+/// A `prefer` that fell back to plaintext says so, once per process, where the
+/// fallback is news (the operator named the mode, or the server is across a network).
+fn say_plaintext_once(target: &Target) {
+    static SAID: std::sync::Once = std::sync::Once::new();
+    let news = target
+        .driver_config(false)
+        .is_ok_and(|c| target.plaintext_fallback_is_news(&c));
+    tracing::info!("store: the database offers no TLS; connected in plaintext (sslmode=prefer)");
+    if news {
+        SAID.call_once(|| {
+            tracing::warn!("store: connected to the database in plaintext: it offers no TLS");
+            eprintln!(
+                "missionboard: the database server offers no TLS, so this connection is in plaintext (sslmode=prefer) — set sslmode=require in store-url to refuse plaintext"
+            );
+        });
+    }
+}
+
+/// One connect attempt, with or without TLS, bounded by the target's connect timeout;
+/// a failure hands `heard` back for the next attempt.
+fn open(
+    target: &Target,
+    tls: bool,
+    heard: Option<Heard>,
+) -> std::result::Result<Client, (Error, Option<Heard>)> {
+    let config = match target.driver_config(tls) {
+        Ok(c) => c,
+        Err(e) => return Err((Error::CannotOpen(e), heard)),
+    };
+    let connector = match tls.then(|| target.tls()).transpose() {
+        Ok(c) => c,
+        Err(e) => return Err((Error::CannotOpen(e), heard)),
+    };
+    let limit = target.connect_timeout;
+    let (reply, answer) = std::sync::mpsc::sync_channel(1);
+    runtime().spawn(async move {
+        let mut heard = heard;
+        let attempt = async {
+            match connector {
+                Some(tls) => {
+                    let (client, connection) = config.connect(tls).await?;
+                    tokio::spawn(drive(connection, heard.take()));
+                    Ok(client)
+                }
+                None => {
+                    let (client, connection) = config.connect(NoTls).await?;
+                    tokio::spawn(drive(connection, heard.take()));
+                    Ok(client)
+                }
+            }
+        };
+        let outcome = match tokio::time::timeout(limit, attempt).await {
+            Ok(Ok(client)) => Ok(client),
+            Ok(Err(e)) => Err((from_connect(e), heard)),
+            Err(_) => Err((
+                Error::CannotOpen(format!(
+                    "the server did not answer within {}s (raise connect_timeout=<seconds> in store-url for a slow network)",
+                    limit.as_secs()
+                )),
+                heard,
+            )),
+        };
+        let _ = reply.send(outcome);
+    });
+    answer.recv().unwrap_or_else(|_| {
+        Err((
+            Error::CannotOpen("the connection task ended before it connected".into()),
+            None,
+        ))
+    })
+}
+
+/// Drive a connection until it ends, handing each notification to the listener.
+async fn drive<S, T>(mut connection: tokio_postgres::Connection<S, T>, mut heard: Option<Heard>)
+where
+    S: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin,
+    T: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin,
+{
+    use futures::StreamExt;
+    let mut messages = futures::stream::poll_fn(move |cx| connection.poll_message(cx));
+    while let Some(message) = messages.next().await {
+        match message {
+            Ok(AsyncMessage::Notification(_)) => {
+                if let Some(h) = heard.as_mut()
+                    && !h()
+                {
+                    return;
+                }
+            }
+            Ok(_) => {}
+            Err(e) => {
+                tracing::debug!("store: PostgreSQL connection ended: {e}");
+                return;
+            }
+        }
+    }
+}
+
+/// A failed connect, worded with its fix where the cause is known.
+fn from_connect(e: tokio_postgres::Error) -> Error {
+    let text = {
+        let mut t = e.to_string();
+        if let Some(src) = e.source() {
+            t = format!("{t}: {src}");
+        }
+        t
+    };
+    if text.contains("certificate") || text.contains("UnknownIssuer") {
+        return Error::CannotOpen(format!(
+            "{text} — the server's certificate was not accepted: name its CA with sslrootcert=<file.pem> in store-url, or use sslmode=require to encrypt without verifying who the server is"
+        ));
+    }
+    match from_pg(e) {
+        Error::Other(t) => Error::CannotOpen(t),
+        other => other,
+    }
 }
 
 /// True for a statement that may change rows (anything not a plain read).
@@ -391,6 +503,9 @@ fn from_pg(e: tokio_postgres::Error) -> Error {
         };
     };
     match code.code() {
+        "53300" => Error::CannotOpen(format!(
+            "{text} — the server has no free connection: raise max_connections in its postgresql.conf, or run fewer missionboard processes against it"
+        )),
         c if c.starts_with("23") => Error::Constraint(text),
         "40001" | "40P01" | "55P03" | "57014" => Error::Busy(text),
         c if c.starts_with("28") || c.starts_with("08") || c == "3D000" => Error::CannotOpen(text),

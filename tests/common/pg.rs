@@ -117,74 +117,144 @@ struct Cluster;
 impl Cluster {
     /// Start a throwaway cluster for this test binary; its admin URL.
     fn start() -> String {
-        let bin = server_bin().unwrap_or_else(|| {
-            panic!(
-                "the shared-store tests need PostgreSQL: install it (Debian: apt-get install postgresql) so initdb and pg_ctl are on PATH or under /usr/lib/postgresql/<version>/bin, or set {URL_ENV} to a server's admin URL"
-            )
-        });
         let dir = std::env::temp_dir().join(format!("mb-pg-{}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&dir);
-        std::fs::create_dir_all(&dir).unwrap();
-        let data = dir.join("data");
-        // The server refuses to run as root: run it as the `postgres` user then.
-        let as_root = unsafe { libc::geteuid() } == 0;
-        if as_root {
-            chown_postgres(&dir);
-        }
-        let port = free_port();
-        let run = |program: &Path, args: &[&str]| {
-            let mut c = if as_root {
-                let mut c = Command::new("runuser");
-                c.args(["-u", "postgres", "--"]).arg(program);
-                c
-            } else {
-                Command::new(program)
-            };
-            let out = c.args(args).output().expect("run a PostgreSQL tool");
-            assert!(
-                out.status.success(),
-                "{} {args:?} failed: {}{}",
-                program.display(),
-                String::from_utf8_lossy(&out.stdout),
-                String::from_utf8_lossy(&out.stderr)
-            );
-        };
-        let data_s = data.to_str().unwrap();
-        run(
-            &bin.join("initdb"),
-            &[
-                "-D",
-                data_s,
-                "-U",
-                "postgres",
-                "--auth=trust",
-                "-E",
-                "UTF8",
-                "--no-sync",
-            ],
-        );
-        let options = format!(
-            "-p {port} -k {} -c listen_addresses=127.0.0.1 -c fsync=off -c synchronous_commit=off -c full_page_writes=off -c max_connections=400",
-            dir.display()
-        );
-        let log = dir.join("server.log");
-        run(
-            &bin.join("pg_ctl"),
-            &[
-                "-D",
-                data_s,
-                "-o",
-                &options,
-                "-l",
-                log.to_str().unwrap(),
-                "-w",
-                "start",
-            ],
-        );
-        STOP.set((bin.join("pg_ctl"), data, as_root)).ok();
+        let (port, pg_ctl, data, as_root) = start_cluster(&dir, |_| {});
+        STOP.set((pg_ctl, data, as_root)).ok();
         // SAFETY: registering a plain extern "C" fn to run at process exit.
         unsafe { libc::atexit(stop_cluster) };
         format!("postgres://postgres@127.0.0.1:{port}/postgres")
+    }
+}
+
+/// A cluster of a test's own, set up by `configure` (given the data directory, after
+/// initdb, before the server starts; files it writes there are handed to the server's
+/// user), stopped and removed when dropped.
+#[allow(dead_code)]
+pub struct OwnCluster {
+    pub port: u16,
+    pub dir: PathBuf,
+    pg_ctl: PathBuf,
+    data: PathBuf,
+    as_root: bool,
+}
+
+#[allow(dead_code)]
+impl OwnCluster {
+    pub fn start(configure: impl FnOnce(&Path)) -> OwnCluster {
+        let dir = std::env::temp_dir().join(format!(
+            "mb-pg-own-{}-{}",
+            std::process::id(),
+            uuid::Uuid::new_v4().simple()
+        ));
+        let (port, pg_ctl, data, as_root) = start_cluster(&dir, configure);
+        OwnCluster {
+            port,
+            dir,
+            pg_ctl,
+            data,
+            as_root,
+        }
+    }
+}
+
+impl Drop for OwnCluster {
+    fn drop(&mut self) {
+        stop_at(&self.pg_ctl, &self.data, self.as_root);
+    }
+}
+
+/// initdb into `dir/data`, let `configure` adjust it, start the server on a free local
+/// port: (port, pg_ctl, data directory, whether it runs as the `postgres` user).
+fn start_cluster(dir: &Path, configure: impl FnOnce(&Path)) -> (u16, PathBuf, PathBuf, bool) {
+    let bin = server_bin().unwrap_or_else(|| {
+        panic!(
+            "the shared-store tests need PostgreSQL: install it (Debian: apt-get install postgresql) so initdb and pg_ctl are on PATH or under /usr/lib/postgresql/<version>/bin, or set {URL_ENV} to a server's admin URL"
+        )
+    });
+    let _ = std::fs::remove_dir_all(dir);
+    std::fs::create_dir_all(dir).unwrap();
+    let data = dir.join("data");
+    // The server refuses to run as root: run it as the `postgres` user then.
+    let as_root = unsafe { libc::geteuid() } == 0;
+    if as_root {
+        chown_postgres(dir);
+    }
+    let port = free_port();
+    let run = |program: &Path, args: &[&str]| {
+        let mut c = if as_root {
+            let mut c = Command::new("runuser");
+            c.args(["-u", "postgres", "--"]).arg(program);
+            c
+        } else {
+            Command::new(program)
+        };
+        let out = c.args(args).output().expect("run a PostgreSQL tool");
+        assert!(
+            out.status.success(),
+            "{} {args:?} failed: {}{}",
+            program.display(),
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+    };
+    let data_s = data.to_str().unwrap();
+    run(
+        &bin.join("initdb"),
+        &[
+            "-D",
+            data_s,
+            "-U",
+            "postgres",
+            "--auth=trust",
+            "-E",
+            "UTF8",
+            "--no-sync",
+        ],
+    );
+    configure(&data);
+    if as_root {
+        chown_postgres(dir);
+    }
+    let options = format!(
+        "-p {port} -k {} -c listen_addresses=127.0.0.1 -c fsync=off -c synchronous_commit=off -c full_page_writes=off -c max_connections=400",
+        dir.display()
+    );
+    let log = dir.join("server.log");
+    run(
+        &bin.join("pg_ctl"),
+        &[
+            "-D",
+            data_s,
+            "-o",
+            &options,
+            "-l",
+            log.to_str().unwrap(),
+            "-w",
+            "start",
+        ],
+    );
+    (port, bin.join("pg_ctl"), data, as_root)
+}
+
+fn stop_at(pg_ctl: &Path, data: &Path, as_root: bool) {
+    let mut c = if as_root {
+        let mut c = Command::new("runuser");
+        c.args(["-u", "postgres", "--"]).arg(pg_ctl);
+        c
+    } else {
+        Command::new(pg_ctl)
+    };
+    let _ = c
+        .args([
+            "-D",
+            data.to_str().unwrap_or_default(),
+            "-m",
+            "immediate",
+            "stop",
+        ])
+        .output();
+    if let Some(dir) = data.parent() {
+        let _ = std::fs::remove_dir_all(dir);
     }
 }
 
@@ -192,25 +262,7 @@ static STOP: OnceLock<(PathBuf, PathBuf, bool)> = OnceLock::new();
 
 extern "C" fn stop_cluster() {
     if let Some((pg_ctl, data, as_root)) = STOP.get() {
-        let mut c = if *as_root {
-            let mut c = Command::new("runuser");
-            c.args(["-u", "postgres", "--"]).arg(pg_ctl);
-            c
-        } else {
-            Command::new(pg_ctl)
-        };
-        let _ = c
-            .args([
-                "-D",
-                data.to_str().unwrap_or_default(),
-                "-m",
-                "immediate",
-                "stop",
-            ])
-            .output();
-        if let Some(dir) = data.parent() {
-            let _ = std::fs::remove_dir_all(dir);
-        }
+        stop_at(pg_ctl, data, *as_root);
     }
 }
 
