@@ -333,25 +333,26 @@ async fn refire(svc: &Services, mission_id: String) -> Result<String, String> {
 const SETTLE_EVERY: std::time::Duration = std::time::Duration::from_secs(1);
 
 /// While the board is up, asks past their deadline take their on-timeout verdict
-/// and the runs they strand (their host gone) are resumed here, with nobody
-/// reading the approvals; what it resumed is a notice in the status line.
+/// and resolved runs whose host is gone (expired, or answered while their host
+/// still looked alive) are resumed here, with nobody reading the approvals; what it
+/// resumed is a notice in the status line.
 pub fn spawn_settler(svc: &Services, tx: UnboundedSender<Msg>) -> tokio::task::JoinHandle<()> {
     let svc = svc.clone();
     tokio::spawn(async move {
         loop {
             let store = svc.fleet.missions().store();
-            match resume::settle_overdue(&svc.paths, store, resume::Stranded::Expired).await {
+            match resume::settle_overdue(&svc.paths, store, resume::Stranded::Resumable).await {
                 Ok(s) => {
                     if s.resumed > 0 {
                         let text = format!(
-                            "resumed {} run(s) an expired ask stranded (their host was gone) in this board",
+                            "resumed {} stranded run(s) (their host was gone) in this board",
                             s.resumed
                         );
                         let _ = tx.send(Msg::Toast { text, error: false });
                     }
                     if s.failed > 0 {
                         let text = format!(
-                            "{} resume(s) of runs stranded by an expired ask failed; 'missionboard approvals list' retries them",
+                            "{} resume(s) of stranded runs failed; 'missionboard approvals list' retries them",
                             s.failed
                         );
                         let _ = tx.send(Msg::Toast { text, error: true });

@@ -187,7 +187,7 @@ fn respond(
             "Verdict recorded for {id} and the suspended run was resumed in this process. If it paused on a further ask, 'missionboard approvals list' shows it."
         )?,
         Afterwards::HostResumes => outln!(
-            "Verdict recorded for {id}. Its run is checkpointed under it in a host process that is still up, and that host resumes it with this answer."
+            "Verdict recorded for {id}. Its run is checkpointed under it in a host process that is still up, and that host resumes it with this answer. Should that host die first, a running board or 'missionboard approvals list' on a machine that can start its agent resumes it once the host is known gone."
         )?,
         Afterwards::SettledHere => outln!(
             "Verdict recorded for {id}. Its run had no live host and nothing was left to resume, so it was settled here: 'missionboard mission show {}' has the outcome.",

@@ -137,7 +137,19 @@ pub(super) fn show(ctx: &Ctx, id: &str, json: bool) -> anyhow::Result<i32> {
     if let Some(h) = &m.host {
         let mut probe = crate::mission::hosts::Probe::new(svc.store().clone());
         let state = if host_gone(&m, &mut probe) {
-            " — gone, so nothing runs it: an answer to a pending ask resumes it, 'missionboard mission stop' abandons it"
+            let asks = crate::asks::Asks::new(svc.store().clone());
+            let pending = asks
+                .for_mission(&m.id, 50)?
+                .iter()
+                .any(|a| a.state == crate::asks::AskState::Pending);
+            let stranded = !pending && !asks.checkpoints_for(&m.id)?.is_empty();
+            if pending {
+                " — gone, so nothing runs it: an answer to its pending ask resumes it, 'missionboard mission stop' abandons it"
+            } else if stranded {
+                " — gone; its answered run is resumed by a running board or 'missionboard approvals list' on a machine that can start its agent, 'missionboard mission stop' abandons it"
+            } else {
+                " — gone, so nothing runs it and nothing can resume it: 'missionboard mission stop' abandons it"
+            }
         } else {
             ""
         };

@@ -146,12 +146,20 @@ pub struct Settled {
 /// Which stranded runs a sweep resumes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Stranded {
-    /// Every resolved run whose host is gone (`approvals list`).
+    /// Every resolved run whose host is gone; one this process cannot start is a
+    /// failure to report (`approvals list`).
     All,
-    /// Only those whose ask expired: an answered one is its answerer's to resume
-    /// (a board sweeping on its own leaves its own answers to its answer path).
-    Expired,
+    /// Every resolved run whose host is gone and that this process can start,
+    /// once its ask has been resolved for a moment: an answer this very process is
+    /// resuming through its answer path is left to it (a board, or a host, sweeping
+    /// on its own). So a run whose answer came while its host still looked alive,
+    /// and whose host then died, is resumed as soon as the host is known gone.
+    Resumable,
 }
+
+/// How long a resolved ask is left to the process that answered it before a
+/// sweep takes its run over (that process claims it within milliseconds).
+const LEFT_TO_THE_ANSWERER_MS: i64 = 2_000;
 
 /// The reconciling sweep: every ask past its deadline takes its on-timeout verdict,
 /// and the resolved runs `which` names whose host is gone are resumed here. What
@@ -185,9 +193,10 @@ async fn resume_stranded(
         for cp in asks.stranded_checkpoints()? {
             let wanted = match which {
                 Stranded::All => true,
-                Stranded::Expired => asks
-                    .get(&cp.ask_id)?
-                    .is_some_and(|a| a.state == crate::asks::AskState::Expired),
+                Stranded::Resumable => asks.get(&cp.ask_id)?.is_some_and(|a| {
+                    a.resolved_at
+                        .is_some_and(|at| crate::clock::now_ms() - at >= LEFT_TO_THE_ANSWERER_MS)
+                }),
             };
             if wanted && !asks.host_lives(&cp) {
                 out.push(cp);
@@ -201,8 +210,16 @@ async fn resume_stranded(
     let fleet = Fleet::new(paths.clone(), store.clone())?;
     let (mut resumed, mut failed) = (0, 0);
     for cp in stranded {
+        if which == Stranded::Resumable
+            && let Err(e) = blocking_in_place(|| fleet.can_resume(&cp.mission_id))
+        {
+            tracing::debug!(ask = %cp.ask_id, "stranded run left to a process that can start it: {e}");
+            continue;
+        }
         match drive_resume(&fleet, &cp.ask_id, &cp.mission_id).await {
-            Ok(_) => resumed += 1,
+            Ok(true) => resumed += 1,
+            // Another process claimed it first, or nothing was left to run: not ours.
+            Ok(false) => {}
             Err(e) => {
                 tracing::warn!(ask = %cp.ask_id, "resume failed: {e}");
                 failed += 1;

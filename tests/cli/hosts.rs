@@ -226,6 +226,45 @@ fn a_claim_held_from_another_machine_stands_while_it_beats_and_is_taken_over_onc
 }
 
 #[test]
+fn a_run_answered_while_its_dead_host_still_looked_alive_is_resumed_by_a_board_once_it_goes_stale()
+{
+    let sb = Sandbox::new();
+    let (id, ask) = parked_on_a_far_host(&sb);
+    // The far host died, but its last beat is still fresh: the answer is left to it,
+    // and the answerer says who else resumes it should it be gone.
+    let answered = sb
+        .run(&["approvals", "respond", &ask, "--answer", "yes"])
+        .ok();
+    assert!(
+        answered.stdout.contains(
+            "Should that host die first, a running board or 'missionboard approvals list' on a machine that can start its agent resumes it once the host is known gone."
+        ),
+        "{answered:#?}"
+    );
+    // A board (another process, up the whole time) takes the run over as soon as
+    // the host's heartbeat is stale, with nobody reading the approvals.
+    let board = crate::board::board_in_tmux(&sb, "stale-resume", "", "board");
+    board.wait_screen(10, "the board", |s| s.contains("far-away"));
+    assert!(show(&sb, &id).contains("\nStatus:    open\n"), "not before");
+    goes_stale(&sb, "far-host");
+    wait_for(15, "the board to resume the stranded run", || {
+        show(&sb, &id)
+            .contains("\nStatus:    landed\n")
+            .then_some(())
+    });
+    let reports = sb.report_texts(&id);
+    assert_eq!(
+        reports
+            .iter()
+            .filter(|(text, _)| text == "renamed: yes")
+            .count(),
+        1,
+        "resumed exactly once: {reports:?}"
+    );
+    board.quit();
+}
+
+#[test]
 fn doctor_reports_the_clock_skew_of_this_machine_and_of_each_live_host_on_postgres() {
     let sb = Sandbox::on_postgres();
     sb.run(&["init"]).ok();
