@@ -218,13 +218,18 @@ impl Store {
 
     /// Run `f` on the connection, each statement on its own. Errors come back
     /// described with the database's name.
-    pub fn with<T>(&self, f: impl FnOnce(&Conn<'_>) -> sql::Result<T>) -> Result<T, StoreError> {
+    ///
+    /// On PostgreSQL, a call that finds the server gone (a restart, an outage) waits
+    /// for it and runs again, for as long as this process rides out outages
+    /// ([`postgres::ride_out_outages`]); never when its writes may have committed.
+    pub fn with<T>(&self, mut f: impl FnMut(&Conn<'_>) -> sql::Result<T>) -> Result<T, StoreError> {
         let out = match &self.inner.backend {
             Backend::Sqlite(conn) => f(&Conn::sqlite(&conn.lock_unpoisoned())),
             Backend::Postgres(session) => {
                 let mut s = session.lock_unpoisoned();
-                s.revive().and_then(|()| {
-                    let out = f(&Conn::postgres(&mut s));
+                postgres::riding_out(&mut s, |s| {
+                    s.revive()?;
+                    let out = f(&Conn::postgres(s));
                     // What did commit is announced even when a later statement failed.
                     s.finish()?;
                     out
@@ -238,7 +243,10 @@ impl Store {
     /// SQLite's IMMEDIATE transaction (the write lock taken up front), PostgreSQL's
     /// transaction under one advisory lock every writer takes. So a read-then-write
     /// inside `f` sees no other writer between its read and its write.
-    pub fn write<T>(&self, f: impl FnOnce(&Conn<'_>) -> sql::Result<T>) -> Result<T, StoreError> {
+    pub fn write<T>(
+        &self,
+        mut f: impl FnMut(&Conn<'_>) -> sql::Result<T>,
+    ) -> Result<T, StoreError> {
         let out = match &self.inner.backend {
             Backend::Sqlite(conn) => {
                 let mut conn = conn.lock_unpoisoned();
@@ -253,18 +261,20 @@ impl Store {
             }
             Backend::Postgres(session) => {
                 let mut s = session.lock_unpoisoned();
-                (|| {
-                    s.revive()?;
-                    s.begin_write()?;
-                    match f(&Conn::postgres(&mut s)) {
-                        Ok(out) => s.commit().map(|()| out),
-                        Err(e) => {
-                            s.rollback();
-                            Err(e)
+                postgres::riding_out(&mut s, |s| {
+                    (|| {
+                        s.revive()?;
+                        s.begin_write()?;
+                        match f(&Conn::postgres(s)) {
+                            Ok(out) => s.commit().map(|()| out),
+                            Err(e) => {
+                                s.rollback();
+                                Err(e)
+                            }
                         }
-                    }
-                })()
-                .inspect_err(|_| s.rollback())
+                    })()
+                    .inspect_err(|_| s.rollback())
+                })
             }
         };
         out.map_err(|e| describe(&self.inner.location, e))

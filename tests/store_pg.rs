@@ -344,9 +344,11 @@ fn run_cases(store: &Store) -> Vec<Vec<Vec<Value>>> {
         .map(|(sql, args, width)| {
             store
                 .with(|c| {
-                    c.query_map(sql, missionboard::store::sql::params_from_iter(args), |r| {
-                        (0..width).map(|i| r.get::<Value>(i)).collect()
-                    })
+                    c.query_map(
+                        sql,
+                        missionboard::store::sql::params_from_iter(args.clone()),
+                        |r| (0..width).map(|i| r.get::<Value>(i)).collect(),
+                    )
                 })
                 .unwrap_or_else(|e| panic!("{sql}: {e}"))
         })

@@ -68,7 +68,7 @@ fn make_pki(dir: &Path, server_dir: &Path) -> Pki {
 /// its client certificate, `pwuser` by password.
 fn tls_cluster(certs: &Path) -> (OwnCluster, Pki) {
     let mut pki = None;
-    let cluster = OwnCluster::start(|data| {
+    let cluster = OwnCluster::new_started(|data| {
         pki = Some(make_pki(certs, data));
         let mut conf = std::fs::OpenOptions::new()
             .append(true)

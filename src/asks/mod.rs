@@ -406,7 +406,7 @@ impl Asks {
                 &format!("INSERT INTO asks ({COLUMNS}) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, 'pending', NULL, ?9, ?10, ?11, ?12, ?13, ?14, NULL)"),
                 params![
                     id, new.tools_name, new.tool_name, new.args_summary,
-                    new.diff.filter(|d| !d.trim().is_empty()),
+                    new.diff.clone().filter(|d| !d.trim().is_empty()),
                     new.policy_name, new.matched_rule, on_timeout, new.instance_id,
                     new.session_id, new.agent_name, new.mission_id, now, expires_at
                 ],
@@ -527,9 +527,10 @@ impl Asks {
     }
 
     fn query(&self, tail: &str, p: impl crate::store::sql::Params) -> Result<Vec<Ask>, AskError> {
+        let values = p.values();
         Ok(self.store.with(|c| {
             let mut s = c.prepare_cached(&format!("SELECT {COLUMNS} FROM asks {tail}"))?;
-            s.query_map(p, from_row)?.collect()
+            s.query_map(values.as_slice(), from_row)?.collect()
         })?)
     }
 

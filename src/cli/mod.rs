@@ -522,6 +522,10 @@ impl Ctx {
     }
 }
 
+/// How long a process that hosts units (or a board) waits out a shared store that
+/// went away before its store calls fail.
+const HOSTING_OUTAGE_GRACE: std::time::Duration = std::time::Duration::from_secs(300);
+
 /// Whether this command line needs no store at all: `--version`, help, `completions`,
 /// `man` and every `config` subcommand work with a shared store unreachable.
 fn needs_no_store() -> bool {
@@ -562,7 +566,10 @@ pub fn main() -> i32 {
         Err(e) => e.exit(),
     };
     let flags = beta_flags(&matches);
-    if !cli.command.as_ref().is_some_and(Command::hosts_units) {
+    if cli.command.as_ref().is_some_and(Command::hosts_units) {
+        // A database restart or a short outage must end no mission this process hosts.
+        crate::store::postgres::ride_out_outages(HOSTING_OUTAGE_GRACE);
+    } else {
         die_quietly_on_closed_stdout();
     }
     let log_dir = paths.log_dir();

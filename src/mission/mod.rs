@@ -645,9 +645,10 @@ impl Missions {
     }
 
     fn query(&self, tail: &str, p: impl crate::store::sql::Params) -> Result<Vec<Mission>> {
+        let values = p.values();
         Ok(self.store.with(|c| {
             let mut s = c.prepare_cached(&format!("SELECT {COLUMNS} FROM missions {tail}"))?;
-            s.query_map(p, from_row)?.collect()
+            s.query_map(values.as_slice(), from_row)?.collect()
         })?)
     }
 

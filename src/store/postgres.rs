@@ -49,6 +49,8 @@ pub struct PgSession {
     in_write: bool,
     /// A statement changed something since the last announcement.
     dirty: bool,
+    /// The connection broke while a COMMIT was in flight (see [`riding_out`]).
+    commit_in_doubt: bool,
 }
 
 impl PgSession {
@@ -60,6 +62,7 @@ impl PgSession {
             statements: HashMap::new(),
             in_write: false,
             dirty: false,
+            commit_in_doubt: false,
         })
     }
 
@@ -72,6 +75,12 @@ impl PgSession {
             self.in_write = false;
         }
         Ok(())
+    }
+
+    /// Whether the last failure left writes that may have committed: the
+    /// connection broke after a COMMIT was sent and before its reply came back.
+    fn in_doubt(&self) -> bool {
+        self.commit_in_doubt
     }
 
     fn statement(&mut self, sql: &str) -> Result<Statement> {
@@ -91,7 +100,7 @@ impl PgSession {
         let n = run_statement(
             &self.client,
             (true, self.in_write),
-            &mut self.dirty,
+            (&mut self.dirty, &mut self.commit_in_doubt),
             self.client.execute(&stmt, &refs),
         )?;
         Ok(n as usize)
@@ -104,7 +113,7 @@ impl PgSession {
         let rows = run_statement(
             &self.client,
             (writes(sql), self.in_write),
-            &mut self.dirty,
+            (&mut self.dirty, &mut self.commit_in_doubt),
             self.client.query(&stmt, &refs),
         )?;
         rows.iter()
@@ -137,7 +146,9 @@ impl PgSession {
         } else {
             "COMMIT"
         };
-        wait(self.client.batch_execute(commit)).map_err(from_pg)
+        let out = wait(self.client.batch_execute(commit));
+        self.commit_in_doubt = out.is_err() && self.client.is_closed();
+        out.map_err(from_pg)
     }
 
     pub fn rollback(&mut self) {
@@ -196,7 +207,7 @@ impl PgSession {
 fn run_statement<T>(
     client: &Client,
     (write, in_write): (bool, bool),
-    dirty: &mut bool,
+    (dirty, in_doubt): (&mut bool, &mut bool),
     run: impl Future<Output = std::result::Result<T, tokio_postgres::Error>>,
 ) -> Result<T> {
     if !write || in_write {
@@ -212,6 +223,10 @@ fn run_statement<T>(
     });
     match (began, ran, committed) {
         (Ok(()), Ok(out), Ok(())) => Ok(out),
+        (Ok(()), Ok(_), Err(e)) if client.is_closed() => {
+            *in_doubt = true;
+            Err(from_pg(e))
+        }
         (began, ran, committed) => {
             // A failed step leaves the transaction aborted (the commit's batch stops
             // at its first error), so end it; a failed rollback leaves a broken
@@ -222,6 +237,83 @@ fn run_statement<T>(
         }
     }
 }
+
+/// How long (ms) this process waits out a database that went away; 0: not at all.
+static OUTAGE_GRACE_MS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+
+/// Let every store call of this process wait out a database outage (a restart, a
+/// failover, a network blip) of up to `grace`, reconnecting with backoff, instead of
+/// failing: what a process that hosts units or a board wants, so an outage ends no
+/// mission. One-shot commands keep failing at once, naming the store.
+pub fn ride_out_outages(grace: Duration) {
+    OUTAGE_GRACE_MS.store(
+        grace.as_millis().min(u64::MAX as u128) as u64,
+        std::sync::atomic::Ordering::Relaxed,
+    );
+}
+
+/// Run `call` on the session, again after a reconnect whenever it failed because
+/// the server went away (the connection closed, or the server is starting or
+/// stopping), until the outage grace runs out. A call whose COMMIT went out before
+/// the connection broke is never run again: whether it landed is unknown, and the
+/// error says so rather than risk writing twice. Everything else is safe to run
+/// again: a transaction cut off before its commit was rolled back by the server.
+pub(super) fn riding_out<T>(
+    session: &mut PgSession,
+    mut call: impl FnMut(&mut PgSession) -> Result<T>,
+) -> Result<T> {
+    let grace = Duration::from_millis(OUTAGE_GRACE_MS.load(std::sync::atomic::Ordering::Relaxed));
+    let started = std::time::Instant::now();
+    let mut pause = Duration::from_millis(50);
+    let mut said = false;
+    loop {
+        session.commit_in_doubt = false;
+        let out = call(session);
+        let gone = match &out {
+            Err(Error::CannotOpen(_)) => session.client.is_closed() || went_away(&out),
+            _ => false,
+        };
+        if !gone || session.in_doubt() || started.elapsed() + pause > grace {
+            if session.in_doubt()
+                && let Err(Error::CannotOpen(m)) = out
+            {
+                return Err(Error::CannotOpen(format!(
+                    "{m} — the connection broke while a commit was on its way, so whether it landed is unknown; check the record before repeating"
+                )));
+            }
+            return out;
+        }
+        if !said {
+            said = true;
+            tracing::warn!("store: the database went away; reconnecting for up to {grace:?}");
+        }
+        std::thread::sleep(pause);
+        pause = (pause * 2).min(Duration::from_secs(2));
+    }
+}
+
+/// A connect that failed because the server is not there (refused, reset, timed
+/// out, starting up or shutting down), as opposed to a refusal that waiting
+/// cannot cure (a wrong password, a missing database).
+fn went_away<T>(out: &Result<T>) -> bool {
+    matches!(out, Err(Error::CannotOpen(m)) if TRANSIENT.iter().any(|t| m.contains(t)))
+}
+
+/// What a server that is away says, as tokio-postgres words it.
+const TRANSIENT: &[&str] = &[
+    "Connection refused",
+    "Connection reset",
+    "error connecting to server",
+    "connection closed",
+    "did not answer within",
+    "(57P01)",
+    "(57P02)",
+    "(57P03)",
+    "(08006)",
+    "(08001)",
+    "(08003)",
+    "(08004)",
+];
 
 /// Called for each announcement a listening connection hears; false stops it.
 type Heard = Box<dyn FnMut() -> bool + Send>;
@@ -508,6 +600,8 @@ fn from_pg(e: tokio_postgres::Error) -> Error {
         )),
         c if c.starts_with("23") => Error::Constraint(text),
         "40001" | "40P01" | "55P03" | "57014" => Error::Busy(text),
+        // The server is shutting down, crashed, or is starting up: gone for now.
+        "57P01" | "57P02" | "57P03" => Error::CannotOpen(text),
         c if c.starts_with("28") || c.starts_with("08") || c == "3D000" => Error::CannotOpen(text),
         "22P02" | "22003" => Error::Conversion(text),
         _ => Error::Other(text),

@@ -210,6 +210,13 @@ impl<const N: usize> Params for &[&dyn ToParam; N] {
     }
 }
 
+/// Values already taken (a call that may run again reuses them).
+impl Params for &[Value] {
+    fn values(self) -> Vec<Value> {
+        self.to_vec()
+    }
+}
+
 /// The parameters of a list built at run time.
 pub struct ParamsFromIter(Vec<Value>);
 

@@ -140,7 +140,60 @@ pub struct OwnCluster {
 
 #[allow(dead_code)]
 impl OwnCluster {
-    pub fn start(configure: impl FnOnce(&Path)) -> OwnCluster {
+    /// Its admin URL (the `postgres` superuser over TCP).
+    pub fn url(&self) -> String {
+        format!("postgres://postgres@127.0.0.1:{}/postgres", self.port)
+    }
+
+    /// `pg_ctl restart -m fast`: every connection is cut, the server is back at once.
+    pub fn restart(&self) {
+        self.pg_ctl(&["-m", "fast", "-w", "restart"]);
+    }
+
+    /// `pg_ctl stop -m fast`: the server is gone until [`OwnCluster::start_again`].
+    pub fn stop(&self) {
+        self.pg_ctl(&["-m", "fast", "-w", "stop"]);
+    }
+
+    pub fn start_again(&self) {
+        self.pg_ctl(&["-w", "start"]);
+    }
+
+    fn pg_ctl(&self, args: &[&str]) {
+        let mut c = if self.as_root {
+            let mut c = Command::new("runuser");
+            c.args(["-u", "postgres", "--"]).arg(&self.pg_ctl);
+            c
+        } else {
+            Command::new(&self.pg_ctl)
+        };
+        let options = server_options(self.port, &self.dir);
+        let log = self.dir.join("server.log");
+        let out = c
+            .args(["-D", self.data.to_str().unwrap(), "-o", &options, "-l"])
+            .arg(&log)
+            .args(args)
+            .output()
+            .expect("run pg_ctl");
+        assert!(
+            out.status.success(),
+            "pg_ctl {args:?}: {}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+}
+
+fn server_options(port: u16, dir: &Path) -> String {
+    format!(
+        "-p {port} -k {} -c listen_addresses=127.0.0.1 -c fsync=off -c synchronous_commit=off -c full_page_writes=off -c max_connections=400",
+        dir.display()
+    )
+}
+
+#[allow(dead_code)]
+impl OwnCluster {
+    pub fn new_started(configure: impl FnOnce(&Path)) -> OwnCluster {
         let dir = std::env::temp_dir().join(format!(
             "mb-pg-own-{}-{}",
             std::process::id(),
@@ -215,10 +268,7 @@ fn start_cluster(dir: &Path, configure: impl FnOnce(&Path)) -> (u16, PathBuf, Pa
     if as_root {
         chown_postgres(dir);
     }
-    let options = format!(
-        "-p {port} -k {} -c listen_addresses=127.0.0.1 -c fsync=off -c synchronous_commit=off -c full_page_writes=off -c max_connections=400",
-        dir.display()
-    );
+    let options = server_options(port, dir);
     let log = dir.join("server.log");
     run(
         &bin.join("pg_ctl"),
