@@ -104,6 +104,7 @@ enum Backend {
 pub struct StoreError {
     message: String,
     busy: bool,
+    unreachable: bool,
 }
 
 impl StoreError {
@@ -111,12 +112,20 @@ impl StoreError {
         StoreError {
             message,
             busy: false,
+            unreachable: false,
         }
     }
 
     /// True when the database stayed locked by another writer past the wait.
     pub fn is_busy(&self) -> bool {
         self.busy
+    }
+
+    /// True when a shared database could not be reached at all (as opposed to one
+    /// reached that refused: a newer schema, a wrong password is still "cannot
+    /// reach", a missing table is not).
+    pub fn is_unreachable(&self) -> bool {
+        self.unreachable
     }
 }
 
@@ -452,6 +461,7 @@ impl SetupLock {
 fn describe(location: &Location, err: sql::Error) -> StoreError {
     use sql::Error as E;
     let busy = matches!(err, E::Busy(_));
+    let unreachable = location.is_postgres() && matches!(err, E::CannotOpen(_));
     let message = match (location, &err) {
         (Location::File(p), E::NotADatabase(_)) => format!(
             "{} is not a missionboard database (file is not a database) — move it aside, or set MISSIONBOARD_HOME to another directory",
@@ -479,7 +489,11 @@ fn describe(location: &Location, err: sql::Error) -> StoreError {
         ),
         _ => format!("missionboard database {location}: {err}"),
     };
-    StoreError { message, busy }
+    StoreError {
+        message,
+        busy,
+        unreachable,
+    }
 }
 
 #[cfg(test)]

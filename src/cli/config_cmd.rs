@@ -135,10 +135,13 @@ fn effective(
             .collect()
     };
     let all: Vec<&'static Key> = crate::config::KEYS.iter().collect();
-    let shared = crate::config::store_location(&ctx.paths.db_path()).is_ok_and(|l| l.is_postgres());
+    let unreachable = |e: &anyhow::Error| {
+        e.downcast_ref::<crate::store::StoreError>()
+            .is_some_and(crate::store::StoreError::is_unreachable)
+    };
     let mut entries = match read_store.then(|| ctx.existing_store()) {
         Some(Ok(Some(store))) => Config::new(store).list()?,
-        Some(Err(e)) if shared => {
+        Some(Err(e)) if unreachable(&e) => {
             out::notice(&format!(
                 "the shared store is unreachable, so this shows the defaults for every other key: {e:#}"
             ));
