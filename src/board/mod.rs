@@ -206,7 +206,11 @@ async fn event_loop(
                 }
                 continue;
             }
-            _ = clock.tick() => Msg::Tick(crate::clock::now_ms()),
+            _ = clock.tick() => {
+                // Read without the store: its calls wait while it is away.
+                model.store_outage_since = crate::store::postgres::outage_since();
+                Msg::Tick(crate::clock::now_ms())
+            }
             ev = events.next() => match ev {
                 Some(Ok(ev)) => Msg::Term(ev),
                 Some(Err(e)) => {

@@ -488,6 +488,9 @@ pub struct Model {
     pub chord_g: bool,
     pub now_ms: i64,
     pub tick: u64,
+    /// Since when (ms) the shared store has been unreachable while this process
+    /// waits to reconnect; `None` while it answers.
+    pub store_outage_since: Option<i64>,
     pub host: HostInfo,
     /// For toasts: asks and mission states seen in earlier snapshots.
     pub seen_asks: HashSet<String>,
@@ -526,6 +529,7 @@ impl Model {
             chord_g: false,
             now_ms: 0,
             tick: 0,
+            store_outage_since: None,
             host: HostInfo::default(),
             seen_asks: HashSet::new(),
             seen_status: HashMap::new(),

@@ -252,6 +252,16 @@ pub fn ride_out_outages(grace: Duration) {
     );
 }
 
+/// When (ms since the epoch) a call of this process began waiting for the database
+/// to come back; 0 while none waits.
+static OUTAGE_SINCE_MS: std::sync::atomic::AtomicI64 = std::sync::atomic::AtomicI64::new(0);
+
+/// Since when this process has been waiting out an outage, if it is (the board's
+/// status line reads it without touching the store, whose calls are waiting).
+pub fn outage_since() -> Option<i64> {
+    Some(OUTAGE_SINCE_MS.load(std::sync::atomic::Ordering::Relaxed)).filter(|&ms| ms > 0)
+}
+
 /// Run `call` on the session, again after a reconnect whenever it failed because
 /// the server went away (the connection closed, or the server is starting or
 /// stopping), until the outage grace runs out. A call whose COMMIT went out before
@@ -274,6 +284,9 @@ pub(super) fn riding_out<T>(
             _ => false,
         };
         if !gone || session.in_doubt() || started.elapsed() + pause > grace {
+            if said {
+                OUTAGE_SINCE_MS.store(0, std::sync::atomic::Ordering::Relaxed);
+            }
             if session.in_doubt()
                 && let Err(Error::CannotOpen(m)) = out
             {
@@ -286,6 +299,12 @@ pub(super) fn riding_out<T>(
         if !said {
             said = true;
             tracing::warn!("store: the database went away; reconnecting for up to {grace:?}");
+            let _ = OUTAGE_SINCE_MS.compare_exchange(
+                0,
+                crate::clock::now_ms(),
+                std::sync::atomic::Ordering::Relaxed,
+                std::sync::atomic::Ordering::Relaxed,
+            );
         }
         std::thread::sleep(pause);
         pause = (pause * 2).min(Duration::from_secs(2));

@@ -49,9 +49,16 @@ pub fn render(frame: &mut Frame, area: Rect, m: &Model) {
         Mode::CommandLine { .. } => "CMD",
     };
     let s = &m.snap;
-    let (dot_style, host) = match &s.store_error {
-        Some(e) => (t.danger, format!("store error: {e}")),
-        None => (t.state_landed, "live".to_string()),
+    let (dot_style, host) = match (m.store_outage_since, &s.store_error) {
+        (Some(since), _) => (
+            t.danger,
+            format!(
+                "store unreachable for {}, reconnecting",
+                super::age(m.now_ms, since)
+            ),
+        ),
+        (None, Some(e)) => (t.danger, format!("store error: {e}")),
+        (None, None) => (t.state_landed, "live".to_string()),
     };
     let spin = if m.busy > 0 {
         let frames = m.symbols.spinner;

@@ -847,6 +847,20 @@ fn a_long_field_scrolls_to_keep_its_cursor_in_view() {
 /// At 120 columns every mode's status line carries all of its hints, whole; at the
 /// 80-column floor a cut drops whole hints, never half a word.
 #[test]
+fn the_status_line_says_how_long_the_store_has_been_unreachable() {
+    let mut m = model(120, 40, false);
+    assert!(frame(&m).contains("live"));
+    m.now_ms = 1_000_000;
+    m.store_outage_since = Some(1_000_000 - 42_000);
+    let f = frame(&m);
+    let status = f.lines().last().unwrap();
+    assert!(
+        status.contains("store unreachable for 42s, reconnecting"),
+        "{status}"
+    );
+}
+
+#[test]
 fn the_status_hints_fit_at_120_columns_and_drop_whole_at_80() {
     use crate::board::keymap;
     use crate::board::update::current_context;
