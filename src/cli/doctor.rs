@@ -379,7 +379,7 @@ fn check_agents(ctx: &Ctx, agents: &[Agent]) -> Vec<AgentCheck> {
                     fix: None,
                 },
                 Err(f) => AgentCheck {
-                    line: format!("{}: {} — {}", agent.name, f.what, f.fix),
+                    line: format!("{}: {}", agent.name, f.said()),
                     fix: Some(format!("{}: {}", agent.name, f.fix)),
                 },
             });
@@ -397,7 +397,7 @@ fn default_sandbox(ctx: &Ctx) -> crate::envelope::sandbox::SandboxDecl {
             .ok()
             .flatten()
     });
-    let name = configured.unwrap_or_else(|| "hitl-policy-default".to_string());
+    let name = configured.unwrap_or_else(|| "default".to_string());
     search::load(&ctx.paths, &name)
         .map(|l| l.policy.sandbox_or_baseline())
         .unwrap_or_else(|_| crate::envelope::sandbox::SandboxDecl::baseline())
@@ -442,10 +442,7 @@ fn greet_all(
                         (Some(n), None) => text::one_line(&n),
                         _ => "the agent".to_string(),
                     };
-                    format!(
-                        "ready — {who} answered initialize and session/new in {:.1} s",
-                        g.took.as_secs_f64()
-                    )
+                    format!("ready — {who} answered initialize and session/new")
                 })
             })
             .collect()
@@ -498,7 +495,7 @@ pub(super) fn run_agent(ctx: &Ctx, name: &str, json: bool) -> anyhow::Result<i32
         match greet_all(ctx, vec![agent.clone()]).remove(0) {
             Ok(line) => lines.push(format!("Handshake: {line}")),
             Err(f) => {
-                lines.push(format!("Handshake: {} — {}", f.what, f.fix));
+                lines.push(format!("Handshake: {}", f.said()));
                 fixes.push(f.fix);
             }
         }

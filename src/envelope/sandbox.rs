@@ -306,12 +306,18 @@ pub fn resolve(decl: &SandboxDecl, places: &Places) -> Result<Resolved, String> 
     let mut carved = Vec::new();
     let mut grants = Vec::new();
     let agent = &places.agent;
+    let temp_dir = || ("{tmp}".to_string(), "the mission's temp dir".to_string());
     let mut write_entries: Vec<(String, String)> = decl
         .write
         .iter()
-        .map(|w| (w.clone(), "the envelope".to_string()))
+        .map(|w| match w.as_str() {
+            "{tmp}" => temp_dir(),
+            _ => (w.clone(), "the envelope".to_string()),
+        })
         .collect();
-    write_entries.push(("{tmp}".to_string(), "the mission's temp dir".to_string()));
+    if !decl.write.iter().any(|w| w == "{tmp}") {
+        write_entries.push(temp_dir());
+    }
     write_entries.extend(
         places
             .state_dirs
@@ -501,21 +507,6 @@ fn program_trees(exe: &Path, places: &Places, protected: &[PathBuf]) -> Vec<(Pat
             out.push((root, why));
         }
     };
-    if let Some(root) = install_root(&real_exe) {
-        push(root, format!("the installation {shown} runs from"));
-    }
-    for path in [exe, real_exe.as_path()] {
-        if let Some(tree) = path
-            .ancestors()
-            .filter(|a| a.file_name().is_some_and(|n| n == "node_modules"))
-            .last()
-        {
-            push(
-                tree.to_path_buf(),
-                format!("the npm package tree of {shown}"),
-            );
-        }
-    }
     if let Some(dir) = exe.parent() {
         if let Some(venv) = dir.parent().filter(|v| v.join("pyvenv.cfg").is_file()) {
             // The venv as named: its python is a symlink out of it, and the venv's own
@@ -530,6 +521,21 @@ fn program_trees(exe: &Path, places: &Places, protected: &[PathBuf]) -> Vec<(Pat
                 format!("the pyenv root of the shim {shown}"),
             );
         }
+    }
+    for path in [exe, real_exe.as_path()] {
+        if let Some(tree) = path
+            .ancestors()
+            .filter(|a| a.file_name().is_some_and(|n| n == "node_modules"))
+            .last()
+        {
+            push(
+                tree.to_path_buf(),
+                format!("the npm package tree of {shown}"),
+            );
+        }
+    }
+    if let Some(root) = install_root(&real_exe) {
+        push(root, format!("the installation {shown} runs from"));
     }
     out
 }
@@ -893,6 +899,60 @@ mod tests {
         assert!(
             !read.contains(&root),
             "the home itself is never granted: {read:?}"
+        );
+    }
+
+    #[test]
+    fn a_program_s_package_tree_venv_and_pyenv_root_are_readable_as_installed() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path().canonicalize().unwrap();
+        for d in [
+            "work",
+            "tmp",
+            "mbhome",
+            "prefix/node_modules/pkg/bin",
+            "prefix/node_modules/.bin",
+            "base/bin",
+            "venv/bin",
+            "pyenv/shims",
+        ] {
+            std::fs::create_dir_all(root.join(d)).unwrap();
+        }
+        std::fs::write(root.join("prefix/node_modules/pkg/bin/x.js"), "").unwrap();
+        std::os::unix::fs::symlink(
+            "../pkg/bin/x.js",
+            root.join("prefix/node_modules/.bin/x"),
+        )
+        .unwrap();
+        std::fs::write(root.join("base/bin/python3"), "").unwrap();
+        std::os::unix::fs::symlink(root.join("base/bin/python3"), root.join("venv/bin/python"))
+            .unwrap();
+        std::fs::write(root.join("venv/pyvenv.cfg"), "").unwrap();
+        std::fs::write(root.join("pyenv/shims/python"), "").unwrap();
+        let mut places = places(&root);
+        places.executables = vec![
+            root.join("prefix/node_modules/.bin/x"),
+            root.join("venv/bin/python"),
+            root.join("pyenv/shims/python"),
+        ];
+        let decl = SandboxDecl {
+            write: vec!["{workspace}".into()],
+            read: Limit::Only(vec!["{workspace}".into()]),
+            connect: Limit::All,
+        };
+        let resolved = resolve(&decl, &places).unwrap();
+        let read = resolved.confinement.read.unwrap();
+        for granted in ["prefix/node_modules", "venv", "base", "pyenv"] {
+            assert!(read.contains(&root.join(granted)), "{granted}: {read:?}");
+        }
+        assert!(
+            resolved.grants.contains(&format!(
+                "read {}: the Python venv of {}",
+                root.join("venv").display(),
+                root.join("venv/bin/python").display()
+            )),
+            "{:#?}",
+            resolved.grants
         );
     }
 

@@ -4,7 +4,7 @@
 //! mission exists and no prompt is sent, so no model is ever called.
 
 use std::path::Path;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use super::confinement::{self, MissionTmp, Workspace};
 use crate::acp::{Unit, UnitError, UnitSpec};
@@ -20,7 +20,6 @@ pub const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(60);
 pub struct Greeting {
     pub name: Option<String>,
     pub version: Option<String>,
-    pub took: Duration,
 }
 
 /// Why the handshake failed, and what fixes it.
@@ -28,6 +27,17 @@ pub struct Greeting {
 pub struct Failure {
     pub what: String,
     pub fix: String,
+}
+
+impl Failure {
+    /// What failed and its fix, the fix said once.
+    pub fn said(&self) -> String {
+        if self.what.ends_with(&self.fix) {
+            self.what.clone()
+        } else {
+            format!("{} — {}", self.what, self.fix)
+        }
+    }
 }
 
 /// Start `agent` in a scratch dir under `decl`, open a session, shut it down.
@@ -38,7 +48,6 @@ pub async fn dry_handshake(
     bridge_exe: &Path,
     timeout: Duration,
 ) -> Result<Greeting, Failure> {
-    let started = Instant::now();
     let scratch_id = uuid::Uuid::new_v4().to_string();
     let (paths, declared, decl, exe) = (
         paths.clone(),
@@ -88,7 +97,6 @@ pub async fn dry_handshake(
             Ok(Greeting {
                 name: caps.agent_name,
                 version: caps.agent_version,
-                took: started.elapsed(),
             })
         }
         Ok(Err(e)) => Err(failure(agent, &e)),
