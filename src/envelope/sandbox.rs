@@ -919,11 +919,8 @@ mod tests {
             std::fs::create_dir_all(root.join(d)).unwrap();
         }
         std::fs::write(root.join("prefix/node_modules/pkg/bin/x.js"), "").unwrap();
-        std::os::unix::fs::symlink(
-            "../pkg/bin/x.js",
-            root.join("prefix/node_modules/.bin/x"),
-        )
-        .unwrap();
+        std::os::unix::fs::symlink("../pkg/bin/x.js", root.join("prefix/node_modules/.bin/x"))
+            .unwrap();
         std::fs::write(root.join("base/bin/python3"), "").unwrap();
         std::os::unix::fs::symlink(root.join("base/bin/python3"), root.join("venv/bin/python"))
             .unwrap();

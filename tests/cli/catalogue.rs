@@ -208,19 +208,16 @@ fn a_python_venv_agent_lands_under_every_preset_with_no_hand_grants() {
             "import os, sys\ndef main():\n    os.execv({BIN:?}, [{BIN:?}, 'stub-agent'] + sys.argv[1:])\n"
         ),
     );
-    executable(
-        &venv.join("bin/fake-py-agent"),
-        &format!(
-            "#!{}\nimport fakeagent\nfakeagent.main()\n",
-            venv.join("bin/python").display()
-        ),
-    );
+    // Declared the way the SDK agent is run: the venv's python, the script beside it.
+    let agent_script = installs(&sb).join("agent/fake_agent.py");
+    sb.write(&agent_script, "import fakeagent\nfakeagent.main()\n");
     let script = landing_script(&sb);
     declare(
         &sb,
         &format!(
-            "[agents.pyfake]\ncommand = {:?}\nargs = [\"--script\", {:?}]\n",
-            venv.join("bin/fake-py-agent").display().to_string(),
+            "[agents.pyfake]\ncommand = {:?}\nargs = [{:?}, \"--script\", {:?}]\n",
+            venv.join("bin/python").display().to_string(),
+            agent_script.display().to_string(),
             script.display().to_string()
         ),
     );
@@ -244,7 +241,7 @@ fn a_python_venv_agent_lands_under_every_preset_with_no_hand_grants() {
     let venv_line = format!(
         "Grant:     read {}: the Python venv of {}",
         venv.canonicalize().unwrap().display(),
-        venv.join("bin/fake-py-agent").display()
+        venv.join("bin/python").display()
     );
     assert!(
         show.lines().contains(&venv_line.as_str()),
