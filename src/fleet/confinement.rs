@@ -152,7 +152,7 @@ fn unit_places(
         .into_iter()
         .map(|p| crate::paths::locate_program(&p.to_string_lossy(), None).unwrap_or(p))
         .collect();
-    let interpreters: Vec<PathBuf> = programs.iter().filter_map(|p| interpreter(p)).collect();
+    let interpreters: Vec<PathBuf> = programs.iter().flat_map(|p| interpreters(p)).collect();
     // {model}: the endpoints the agent declares; else missionboard's own model
     // endpoint (the native agent, the stubs, an agent declared without endpoints).
     let mut model_ports: Vec<(u16, String)> = agent
@@ -199,22 +199,44 @@ fn unit_places(
     }
 }
 
-/// The interpreter a script names on its `#!` line (`#!/usr/bin/env node` → the
-/// `node` on PATH), so its installation is readable too.
-fn interpreter(program: &Path) -> Option<PathBuf> {
+/// The interpreters a script runs on: the one its `#!` line names
+/// (`#!/usr/bin/env node` → the `node` on PATH), and the `node` on PATH for a shell
+/// shim into a `node_modules` tree (pnpm's and npm's command shims run `node <path>`),
+/// so their installations are readable too.
+fn interpreters(program: &Path) -> Vec<PathBuf> {
     use std::io::Read;
-    let mut head = [0u8; 256];
-    let n = std::fs::File::open(program).ok()?.read(&mut head).ok()?;
-    let line = head[..n].strip_prefix(b"#!")?;
-    let line = line.split(|b| *b == b'\n').next()?;
-    let line = std::str::from_utf8(line).ok()?;
-    let mut words = line.split_whitespace();
-    let first = words.next()?;
-    if Path::new(first).file_name().is_some_and(|n| n == "env") {
-        let name = words.find(|w| !w.starts_with('-') && !w.contains('='))?;
-        return crate::paths::locate_program(name, None);
+    let mut head = vec![0u8; 4096];
+    let Ok(n) = std::fs::File::open(program).and_then(|mut f| f.read(&mut head)) else {
+        return Vec::new();
+    };
+    let head = &head[..n];
+    let Some(rest) = head.strip_prefix(b"#!") else {
+        return Vec::new();
+    };
+    let mut found = Vec::new();
+    let line = rest.split(|b| *b == b'\n').next().unwrap_or_default();
+    let mut words = std::str::from_utf8(line)
+        .unwrap_or_default()
+        .split_whitespace();
+    if let Some(first) = words.next() {
+        if Path::new(first).file_name().is_some_and(|n| n == "env") {
+            found.extend(
+                words
+                    .find(|w| !w.starts_with('-') && !w.contains('='))
+                    .and_then(|name| crate::paths::locate_program(name, None)),
+            );
+        } else {
+            found.push(PathBuf::from(first));
+        }
     }
-    Some(PathBuf::from(first))
+    let shim_into_node_modules = head.windows(12).any(|w| w == b"node_modules");
+    if shim_into_node_modules
+        && let Some(node) = crate::paths::locate_program("node", None)
+        && !found.contains(&node)
+    {
+        found.push(node);
+    }
+    found
 }
 
 /// Create the agent's state paths that do not exist yet, before the ruleset is built

@@ -65,7 +65,13 @@ fn installs(sb: &Sandbox) -> PathBuf {
 /// Returns the prefix.
 fn npm_prefix_install(sb: &Sandbox) -> PathBuf {
     let prefix = installs(sb).join("npm-prefix");
-    let nm = prefix.join("node_modules");
+    package_tree(sb, &prefix.join("node_modules"));
+    prefix
+}
+
+/// The launcher package, its hoisted dependency and its sibling platform package in
+/// the `node_modules` tree `nm`, with the `.bin` link npm makes.
+fn package_tree(sb: &Sandbox, nm: &Path) {
     sb.write(
         &nm.join("fake-acp/package.json"),
         r#"{"name": "fake-acp", "version": "1.2.3", "bin": {"fake-acp": "bin/launch.js"}}"#,
@@ -93,6 +99,7 @@ const facts = [
   'tmp=' + (process.env.FAKE_TMPDIR === process.env.TMPDIR),
   'key=' + (process.env.FAKE_API_KEY || '-'),
   'other=' + (process.env.OTHER_API_KEY || '-'),
+  'node=' + (process.env.FAKE_NODE || 'system'),
 ];
 fs.appendFileSync(path.join(home, '.fake-acp', 'launches'), facts.join(' ') + '\n');
 const sibling = path.join(__dirname, '..', '..', 'fake-acp-linux-x64', 'bin', 'fake-acp');
@@ -105,7 +112,89 @@ child.on('exit', (code) => process.exit(code === null ? 1 : code));
         &format!("#!/bin/sh\nexec {BIN} stub-agent \"$@\"\n"),
     );
     symlink("../fake-acp/bin/launch.js", &nm.join(".bin/fake-acp"));
-    prefix
+}
+
+/// The agent entry both layouts run under: `{tmp}` in a variable, a passed-through
+/// key, a state dir and a state file.
+fn fake_entry(command: &str, script: &Path) -> String {
+    format!(
+        r#"[agents.fake]
+command = {command:?}
+args = ["--script", {script:?}]
+env = {{ FAKE_TMPDIR = "{{tmp}}" }}
+passthrough = ["FAKE_API_KEY"]
+state_dirs = ["~/.fake-acp"]
+state_files = {{ "~/.fake-acp.json" = "{{\"first\": true}}\n" }}
+"#,
+        script = script.display().to_string()
+    )
+}
+
+/// Fire `fake` under default, strict and acpx with `path`; each lands.
+fn lands_under_every_preset(sb: &Sandbox, path: &str) {
+    for policy in ["default", "strict", "acpx"] {
+        let fired = run_with_path(
+            sb,
+            &[
+                "mission",
+                "fire",
+                "fake",
+                "land",
+                "--wait",
+                "--policy",
+                policy,
+                "--timeout",
+                "60s",
+            ],
+            path,
+            &[("FAKE_API_KEY", "k-123"), ("OTHER_API_KEY", "o-456")],
+        );
+        assert_eq!(fired.code, 0, "{policy}: {fired:#?}");
+        let id = sb.newest_mission().unwrap();
+        assert!(
+            fired
+                .stdout
+                .lines()
+                .any(|l| l == format!("Mission {id} finished: landed")),
+            "{policy}: {fired:#?}"
+        );
+    }
+}
+
+#[test]
+fn a_pnpm_global_agent_run_by_an_nvm_node_lands_under_every_preset_with_no_hand_grants() {
+    let sb = Sandbox::new();
+    sb.run(&["init"]).ok();
+    // pnpm's global layout: a shell shim in PNPM_HOME running `node` on the package.
+    let pnpm_home = installs(&sb).join("pnpm");
+    package_tree(&sb, &pnpm_home.join("global/5/node_modules"));
+    executable(
+        &pnpm_home.join("fake-acp"),
+        "#!/bin/sh\nbasedir=$(dirname \"$0\")\nexec node \"$basedir/global/5/node_modules/fake-acp/bin/launch.js\" \"$@\"\n",
+    );
+    // An nvm-style node outside the system dirs (a stand-in that runs the real one).
+    let nvm_bin = installs(&sb).join("nvm/versions/node/v22.0.0/bin");
+    let node = std::process::Command::new("sh")
+        .args(["-c", "command -v node"])
+        .output()
+        .expect("sh");
+    let node = String::from_utf8(node.stdout).unwrap();
+    assert!(!node.trim().is_empty(), "this test needs node on PATH");
+    executable(
+        &nvm_bin.join("node"),
+        // A shell whose exec of it is refused tries the next node on PATH, so the
+        // stand-in marks its runs.
+        &format!("#!/bin/sh\nFAKE_NODE=nvm exec {} \"$@\"\n", node.trim()),
+    );
+    let script = landing_script(&sb);
+    declare(&sb, &fake_entry("fake-acp", &script));
+    let path = format!("{}:{}", nvm_bin.display(), path_with(&pnpm_home));
+    lands_under_every_preset(&sb, &path);
+    let home = sb.home.parent().unwrap();
+    assert_eq!(
+        std::fs::read_to_string(home.join(".fake-acp/launches")).unwrap(),
+        "dep-loaded state={\"first\": true} tmp=true key=k-123 other=- node=nvm\n".repeat(3)
+    );
 }
 
 fn declare(sb: &Sandbox, toml: &str) {
@@ -127,50 +216,10 @@ fn an_npm_prefix_agent_behind_a_symlinked_bin_lands_under_every_preset_with_no_h
         &user_bin.join("fake-acp"),
     );
     let script = landing_script(&sb);
-    declare(
-        &sb,
-        &format!(
-            r#"[agents.fake]
-command = "fake-acp"
-args = ["--script", {script:?}]
-env = {{ FAKE_TMPDIR = "{{tmp}}" }}
-passthrough = ["FAKE_API_KEY"]
-state_dirs = ["~/.fake-acp"]
-state_files = {{ "~/.fake-acp.json" = "{{\"first\": true}}\n" }}
-"#,
-            script = script.display().to_string()
-        ),
-    );
+    declare(&sb, &fake_entry("fake-acp", &script));
     let home = sb.home.parent().unwrap();
     assert!(!home.join(".fake-acp").exists() && !home.join(".fake-acp.json").exists());
-    let path = path_with(&user_bin);
-    for policy in ["default", "strict", "acpx"] {
-        let fired = run_with_path(
-            &sb,
-            &[
-                "mission",
-                "fire",
-                "fake",
-                "land",
-                "--wait",
-                "--policy",
-                policy,
-                "--timeout",
-                "60s",
-            ],
-            &path,
-            &[("FAKE_API_KEY", "k-123"), ("OTHER_API_KEY", "o-456")],
-        );
-        assert_eq!(fired.code, 0, "{policy}: {fired:#?}");
-        let id = sb.newest_mission().unwrap();
-        assert!(
-            fired
-                .stdout
-                .lines()
-                .any(|l| l == format!("Mission {id} finished: landed")),
-            "{policy}: {fired:#?}"
-        );
-    }
+    lands_under_every_preset(&sb, &path_with(&user_bin));
     // The first run created the state paths, private, before the ruleset: the
     // launcher read the file and wrote in the directory under every preset.
     let mode = |p: &Path| std::fs::metadata(p).unwrap().permissions().mode() & 0o777;
@@ -178,7 +227,7 @@ state_files = {{ "~/.fake-acp.json" = "{{\"first\": true}}\n" }}
     assert_eq!(mode(&home.join(".fake-acp.json")), 0o600);
     assert_eq!(
         std::fs::read_to_string(home.join(".fake-acp/launches")).unwrap(),
-        "dep-loaded state={\"first\": true} tmp=true key=k-123 other=-\n".repeat(3)
+        "dep-loaded state={\"first\": true} tmp=true key=k-123 other=- node=system\n".repeat(3)
     );
 }
 
