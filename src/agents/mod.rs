@@ -99,6 +99,9 @@ pub struct Agent {
     pub ports: Vec<u16>,
     /// Merged into `session/new`'s `_meta`.
     pub session_meta: serde_json::Map<String, serde_json::Value>,
+    /// The session mode the unit is put in once its session opens (`session/set_mode`),
+    /// whatever mode the agent's own settings start it in.
+    pub mode: Option<String>,
     /// How to install it, how to log in, how to ask its version, what we cannot hold.
     pub about: About,
     /// The `agents.toml` that declared it ([`catalogue::SOURCE`] for a catalogue entry).
@@ -342,6 +345,8 @@ struct Decl {
     #[serde(default)]
     session_meta: Option<toml::Table>,
     #[serde(default)]
+    mode: Option<String>,
+    #[serde(default)]
     install: Option<String>,
     #[serde(default)]
     npm: Option<String>,
@@ -408,7 +413,7 @@ pub fn parse(path: &Path, text: &str) -> anyhow::Result<Vec<Agent>> {
             })
             .unwrap_or_default();
         anyhow::anyhow!(
-            "agents file {}{location}: {} — fix the file (format: [agents.<name>] with command, args, env, description, passthrough, state_dirs, state_files, endpoints, ports, session_meta, install, npm, login, version_args, limits; the native agent also takes model, base_url, api_key_env)",
+            "agents file {}{location}: {} — fix the file (format: [agents.<name>] with command, args, env, description, passthrough, state_dirs, state_files, endpoints, ports, session_meta, mode, install, npm, login, version_args, limits; the native agent also takes model, base_url, api_key_env)",
             path.display(),
             e.message().trim()
         )
@@ -456,6 +461,7 @@ pub fn parse(path: &Path, text: &str) -> anyhow::Result<Vec<Agent>> {
                 endpoints: d.endpoints,
                 ports: d.ports,
                 session_meta,
+                mode: d.mode,
                 about: About {
                     install: d.install,
                     npm: d.npm,
@@ -536,6 +542,7 @@ mod tests {
             endpoints: Vec::new(),
             ports: Vec::new(),
             session_meta: serde_json::Map::new(),
+            mode: None,
             about: About::default(),
             source: "/x/agents.toml".into(),
         }

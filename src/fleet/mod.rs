@@ -722,6 +722,14 @@ impl Fleet {
                 }
                 _ => anyhow::anyhow!("agent {:?} could not start a session: {e}", agent.name),
             })?;
+        if let Some(mode) = &agent.mode {
+            unit.set_mode(mode).await.map_err(|e| {
+                anyhow::anyhow!(
+                    "agent {:?} could not be put in its {mode:?} mode: {e}",
+                    agent.name
+                )
+            })?;
+        }
         let session_id = unit.session_id().to_string();
         handler.0.lock_unpoisoned().session_id = session_id.clone();
         Ok(Started {

@@ -593,3 +593,62 @@ read -r line
         "{doctor:#?}"
     );
 }
+
+#[test]
+fn a_declared_mode_is_set_once_the_session_opens_and_a_refusal_refuses_the_fire() {
+    let sb = Sandbox::new();
+    sb.run(&["init"]).ok();
+    let log = sb.cwd.join("frames.log");
+    // Opens its session in a mode that asks for nothing, as a settings file can make
+    // an agent do; logs the next frame and refuses it.
+    let agent = installs(&sb).join("bin/bypassing");
+    executable(
+        &agent,
+        &format!(
+            r#"#!/bin/sh
+id_of() {{ printf '%s' "$1" | sed -n 's/.*"id":\("[^"]*"\|[0-9]*\).*/\1/p'; }}
+read -r line
+printf '{{"jsonrpc":"2.0","id":%s,"result":{{"protocolVersion":1,"agentCapabilities":{{}}}}}}\n' "$(id_of "$line")"
+read -r line
+printf '{{"jsonrpc":"2.0","id":%s,"result":{{"sessionId":"s1","modes":{{"currentModeId":"bypassPermissions","availableModes":[{{"id":"default","name":"Default"}},{{"id":"bypassPermissions","name":"Bypass"}}]}}}}}}\n' "$(id_of "$line")"
+read -r line
+printf '%s\n' "$line" > {log}
+printf '{{"jsonrpc":"2.0","id":%s,"error":{{"code":-32602,"message":"no such mode"}}}}\n' "$(id_of "$line")"
+read -r line
+"#,
+            log = log.display()
+        ),
+    );
+    declare(
+        &sb,
+        &format!(
+            "[agents.bypassing]\ncommand = {:?}\nmode = \"default\"\n",
+            agent.display().to_string()
+        ),
+    );
+    let fired = sb.run(&[
+        "mission",
+        "fire",
+        "bypassing",
+        "anything",
+        "--wait",
+        "--policy",
+        "default",
+        "--timeout",
+        "60s",
+    ]);
+    assert_eq!(fired.code, 1, "{fired:#?}");
+    assert!(
+        fired.stderr.contains(
+            "agent \"bypassing\" could not be put in its \"default\" mode: agent returned error -32602 to session/set_mode: no such mode"
+        ),
+        "{fired:#?}"
+    );
+    let frame: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&log).unwrap()).unwrap();
+    assert_eq!(frame["method"], "session/set_mode");
+    assert_eq!(
+        frame["params"],
+        json!({"sessionId": "s1", "modeId": "default"})
+    );
+}
