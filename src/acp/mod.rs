@@ -472,6 +472,20 @@ impl Unit {
         Ok(())
     }
 
+    /// Put the session in the agent's mode `mode` (`session/set_mode`): an agent whose
+    /// settings files may start it in a mode that asks for nothing is held in the one
+    /// its catalogue entry names.
+    pub async fn set_mode(&self, mode: &str) -> Result<(), UnitError> {
+        let during = "session/set_mode";
+        let params = serde_json::json!({"sessionId": self.session_id, "modeId": mode});
+        let untyped = UntypedMessage::new(during, &params).map_err(|e| UnitError::Protocol {
+            during,
+            detail: e.message,
+        })?;
+        self.request_untyped(untyped, during).await?;
+        Ok(())
+    }
+
     /// The child's pid (also its process group id).
     pub fn pid(&self) -> u32 {
         self.process.pid

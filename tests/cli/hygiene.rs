@@ -263,8 +263,9 @@ fn doctor_resolves_agent_commands_probes_the_model_and_lists_hostless_missions()
     sb.write(
         &sb.home.join("agents.toml"),
         &format!(
-            "[agents.stub]\ncommand = \"missionboard\"\nargs = [\"stub-agent\", \"--script\", {:?}]\n\n[agents.ghost]\ncommand = \"no-such-agent-binary\"\n\n[agents.sh]\ncommand = \"sh\"\n",
-            script_path.display().to_string()
+            "[agents.stub]\ncommand = \"missionboard\"\nargs = [\"stub-agent\", \"--script\", {:?}]\n\n[agents.ghost]\ncommand = \"no-such-agent-binary\"\n\n[agents.via-env]\ncommand = \"env\"\nargs = [{:?}, \"stub-agent\"]\n",
+            script_path.display().to_string(),
+            crate::harness::BIN
         ),
     );
     // A mute unit's fire returns, and its host is gone with it; the mission stays open.
@@ -286,10 +287,15 @@ fn doctor_resolves_agent_commands_probes_the_model_and_lists_hostless_missions()
         lines.contains(&"Agent:     ghost: command \"no-such-agent-binary\" is not on PATH — install it, or fix its declaration in agents.toml"),
         "{doctor:#?}"
     );
+    // A command found on PATH gets a dry handshake; missionboard's own need none.
+    assert!(
+        lines.contains(&"Agent:     via-env: ready — missionboard-stub 0.1.0 answered initialize and session/new"),
+        "{doctor:#?}"
+    );
     assert_eq!(
         lines.iter().filter(|l| l.starts_with("Agent: ")).count(),
-        1,
-        "sh and missionboard resolve: {doctor:#?}"
+        2,
+        "{doctor:#?}"
     );
     assert!(
         lines.contains(&format!("Endpoint:  {url} accepts connections").as_str()),

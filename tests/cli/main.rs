@@ -7,6 +7,7 @@ mod harness;
 mod asks;
 mod board;
 mod bounds;
+mod catalogue;
 mod edges;
 mod envelopes;
 mod ergonomics;
