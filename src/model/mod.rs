@@ -206,8 +206,14 @@ fn wire_message(m: &ChatMessage) -> Value {
             .tool_calls
             .iter()
             .map(|c| {
+                // Text the model sent that was not JSON goes back as that text, not as
+                // a JSON string of it (which would encode it twice).
+                let arguments = match &c.arguments {
+                    Value::String(text) => text.clone(),
+                    other => other.to_string(),
+                };
                 json!({"id": c.id, "type": "function", "function": {
-                    "name": c.name, "arguments": c.arguments.to_string()}})
+                    "name": c.name, "arguments": arguments}})
             })
             .collect();
     }
@@ -349,8 +355,18 @@ impl ModelClient {
 
     /// One completion.
     pub async fn complete(&self, request: &ChatRequest) -> Result<ChatReply, ModelError> {
+        self.complete_observed(request, &|_, _, _| {}).await
+    }
+
+    /// One completion; `on_retry` hears of each failed attempt that is tried again
+    /// (its number, its error, the backoff before the next).
+    pub async fn complete_observed(
+        &self,
+        request: &ChatRequest,
+        on_retry: &(dyn Fn(u32, &ModelError, Duration) + Sync),
+    ) -> Result<ChatReply, ModelError> {
         match self {
-            ModelClient::OpenAi(c) => c.complete(request).await,
+            ModelClient::OpenAi(c) => c.complete(request, on_retry).await,
             ModelClient::Scripted(s) => s.complete(request).await,
         }
     }

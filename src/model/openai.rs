@@ -69,7 +69,13 @@ impl OpenAiClient {
         &self.base_url
     }
 
-    pub async fn complete(&self, request: &ChatRequest) -> Result<ChatReply, ModelError> {
+    /// One completion; `on_retry` hears of each failed attempt that is tried again
+    /// (the attempt's number, its error and the backoff before the next).
+    pub async fn complete(
+        &self,
+        request: &ChatRequest,
+        on_retry: &(dyn Fn(u32, &ModelError, Duration) + Sync),
+    ) -> Result<ChatReply, ModelError> {
         let body = request.to_wire(&self.model);
         let mut backoff = FIRST_BACKOFF;
         let mut attempt = 1;
@@ -77,6 +83,7 @@ impl OpenAiClient {
             match self.attempt(&body).await {
                 Err(e) if attempt < ATTEMPTS && is_transient(&e) => {
                     tracing::warn!(attempt, error = %e, "model call failed; retrying");
+                    on_retry(attempt, &e, backoff);
                     tokio::time::sleep(backoff).await;
                     backoff *= 2;
                     attempt += 1;
@@ -311,10 +318,13 @@ mod tests {
         let (base, server) = serve(vec![(503, "busy".into()), (200, ok)]).await;
         let client = OpenAiClient::new(&settings(base)).unwrap();
         let reply = client
-            .complete(&ChatRequest {
-                messages: vec![crate::model::ChatMessage::user("hello")],
-                ..Default::default()
-            })
+            .complete(
+                &ChatRequest {
+                    messages: vec![crate::model::ChatMessage::user("hello")],
+                    ..Default::default()
+                },
+                &|_, _, _| {},
+            )
             .await
             .unwrap();
         assert_eq!(reply.content.as_deref(), Some("hi"));
@@ -329,7 +339,10 @@ mod tests {
     async fn a_client_error_is_not_retried_and_quotes_the_body() {
         let (base, server) = serve(vec![(400, "{\"error\":\"bad model\"}".into())]).await;
         let client = OpenAiClient::new(&settings(base.clone())).unwrap();
-        let err = client.complete(&ChatRequest::default()).await.unwrap_err();
+        let err = client
+            .complete(&ChatRequest::default(), &|_, _, _| {})
+            .await
+            .unwrap_err();
         assert_eq!(
             err.to_string(),
             format!(
@@ -349,7 +362,7 @@ mod tests {
             .port();
         let client = OpenAiClient::new(&settings(format!("http://127.0.0.1:{port}/v1"))).unwrap();
         let err = client
-            .complete(&ChatRequest::default())
+            .complete(&ChatRequest::default(), &|_, _, _| {})
             .await
             .unwrap_err()
             .to_string();

@@ -14,13 +14,17 @@ use serde_json::{Value, json};
 /// What the server answers to one valid request.
 #[derive(Debug, Clone)]
 pub enum Reply {
-    /// A chat completion with this assistant message (`{{input.askId}}` in its text
-    /// is replaced by the askId of the request's first user message, the oracle's INPUT).
+    /// A chat completion with this assistant message (`{{input.<field>}}` in its
+    /// tool-call arguments is replaced by that field of the request's first user
+    /// message, the oracle's INPUT: `{{input.askId}}`, `{{input.intent}}`).
     Message(Value),
     /// This status and body, whatever the request said.
     Status(u16, String),
     /// Read the request and never answer it.
     Hang,
+    /// This assistant message for this request and every later one: a model that
+    /// says the same whatever it is asked.
+    Always(Value),
 }
 
 /// A reply that calls `name` with `arguments`.
@@ -102,8 +106,10 @@ fn serve_connection(
                 400,
                 json!({"error": {"message": why, "type": "invalid_request_error"}}).to_string(),
             ),
-            None => match replies.lock().unwrap().pop_front() {
-                Some(Reply::Message(message)) => (200, completion(&request, message)),
+            None => match next_reply(replies) {
+                Some(Reply::Message(message) | Reply::Always(message)) => {
+                    (200, completion(&request, message))
+                }
                 Some(Reply::Status(status, body)) => (status, body),
                 Some(Reply::Hang) => loop {
                     std::thread::park();
@@ -118,6 +124,15 @@ fn serve_connection(
         if writer.write_all(response.as_bytes()).is_err() {
             return;
         }
+    }
+}
+
+/// The next scripted reply: an `Always` stays at the front.
+fn next_reply(replies: &Mutex<std::collections::VecDeque<Reply>>) -> Option<Reply> {
+    let mut replies = replies.lock().unwrap();
+    match replies.front() {
+        Some(Reply::Always(_)) => replies.front().cloned(),
+        _ => replies.pop_front(),
     }
 }
 
@@ -151,16 +166,28 @@ fn violation(request: &Value) -> Option<String> {
 }
 
 fn completion(request: &Value, mut message: Value) -> String {
-    let ask_id = request["messages"]
+    let input = request["messages"]
         .as_array()
         .and_then(|ms| ms.iter().find(|m| m["role"] == "user"))
         .and_then(|m| m["content"].as_str())
         .and_then(|c| serde_json::from_str::<Value>(c).ok())
-        .and_then(|input| input["askId"].as_str().map(str::to_string));
-    if let (Some(id), Some(calls)) = (ask_id, message["tool_calls"].as_array_mut()) {
+        .and_then(|input| input.as_object().cloned())
+        .unwrap_or_default();
+    if let Some(calls) = message["tool_calls"].as_array_mut() {
         for call in calls {
             if let Some(args) = call["function"]["arguments"].as_str() {
-                call["function"]["arguments"] = json!(args.replace("{{input.askId}}", &id));
+                let mut filled = args.to_string();
+                for (field, value) in &input {
+                    if let Some(text) = value.as_str() {
+                        // Spliced into JSON text: the value goes in JSON-escaped.
+                        let escaped = json!(text).to_string();
+                        filled = filled.replace(
+                            &format!("{{{{input.{field}}}}}"),
+                            &escaped[1..escaped.len() - 1],
+                        );
+                    }
+                }
+                call["function"]["arguments"] = json!(filled);
             }
         }
     }
