@@ -118,10 +118,80 @@ impl OpenAiClient {
         })
     }
 
+    /// `GET {url}` as JSON, within `timeout`, with the endpoint's key.
+    async fn get_json(&self, url: &str, timeout: Duration) -> Result<Value, ModelError> {
+        let mut get = self.http.get(url).timeout(timeout);
+        if let Some(key) = &self.api_key {
+            get = get.bearer_auth(key);
+        }
+        let response = get
+            .send()
+            .await
+            .map_err(|e| self.transport_error_at(url, e))?;
+        let status = response.status();
+        let text = response
+            .text()
+            .await
+            .map_err(|e| self.transport_error_at(url, e))?;
+        if !status.is_success() {
+            return Err(ModelError::Status {
+                url: url.to_string(),
+                status: status.as_u16(),
+                body: quote(&text),
+            });
+        }
+        serde_json::from_str(&text).map_err(|e| ModelError::BadReply {
+            url: url.to_string(),
+            detail: format!("{e}: {}", quote(&text)),
+        })
+    }
+
+    /// The ids `GET {base}/models` lists.
+    pub async fn served_models(&self, timeout: Duration) -> Result<Vec<String>, ModelError> {
+        let url = format!("{}/models", self.base_url);
+        let listing = self.get_json(&url, timeout).await?;
+        let data = listing
+            .get("data")
+            .or_else(|| listing.get("models"))
+            .and_then(Value::as_array)
+            .ok_or_else(|| ModelError::BadReply {
+                url: url.clone(),
+                detail: "no data array in the model listing".into(),
+            })?;
+        Ok(data
+            .iter()
+            .filter_map(|m| {
+                m.get("id")
+                    .or_else(|| m.get("name"))
+                    .or_else(|| m.get("model"))
+                    .and_then(Value::as_str)
+                    .map(str::to_string)
+            })
+            .collect())
+    }
+
+    /// The context window the server says it runs with, where it says one:
+    /// llama.cpp's `GET /props` (beside `/v1`) reports `n_ctx`.
+    pub async fn served_context(&self, timeout: Duration) -> Option<u64> {
+        let root = self.base_url.strip_suffix("/v1").unwrap_or(&self.base_url);
+        let props = self
+            .get_json(&format!("{root}/props"), timeout)
+            .await
+            .ok()?;
+        props["default_generation_settings"]["n_ctx"]
+            .as_u64()
+            .or_else(|| props["n_ctx"].as_u64())
+            .filter(|n| *n > 0)
+    }
+
     fn transport_error(&self, e: reqwest::Error) -> ModelError {
+        self.transport_error_at(&self.url, e)
+    }
+
+    fn transport_error_at(&self, url: &str, e: reqwest::Error) -> ModelError {
         if e.is_timeout() {
             return ModelError::Timeout {
-                url: self.url.clone(),
+                url: url.to_string(),
                 after: self.timeout,
             };
         }
@@ -132,7 +202,7 @@ impl OpenAiClient {
             source = s.source();
         }
         ModelError::Unreachable {
-            url: self.url.clone(),
+            url: url.to_string(),
             detail,
         }
     }
