@@ -127,12 +127,12 @@ impl OpenAiClient {
         let response = get
             .send()
             .await
-            .map_err(|e| self.transport_error_at(url, e))?;
+            .map_err(|e| self.transport_error_at(url, timeout, e))?;
         let status = response.status();
         let text = response
             .text()
             .await
-            .map_err(|e| self.transport_error_at(url, e))?;
+            .map_err(|e| self.transport_error_at(url, timeout, e))?;
         if !status.is_success() {
             return Err(ModelError::Status {
                 url: url.to_string(),
@@ -185,14 +185,14 @@ impl OpenAiClient {
     }
 
     fn transport_error(&self, e: reqwest::Error) -> ModelError {
-        self.transport_error_at(&self.url, e)
+        self.transport_error_at(&self.url, self.timeout, e)
     }
 
-    fn transport_error_at(&self, url: &str, e: reqwest::Error) -> ModelError {
+    fn transport_error_at(&self, url: &str, after: Duration, e: reqwest::Error) -> ModelError {
         if e.is_timeout() {
             return ModelError::Timeout {
                 url: url.to_string(),
-                after: self.timeout,
+                after,
             };
         }
         let mut detail = e.to_string();

@@ -435,6 +435,43 @@ mod tests {
     }
 
     #[test]
+    fn an_interrupted_review_closes_abandoned_only_when_no_answer_went_out() {
+        let dir = tempfile::tempdir().unwrap();
+        let trace = Trace::new(Store::open(&dir.path().join("b.db")).unwrap(), false);
+        let close = |delivered: Option<(String, bool)>| {
+            let delivered = Mutex::new(delivered);
+            drop(Abandoned {
+                trace: &trace,
+                mission_id: "m1",
+                ask_id: "a1",
+                started: Instant::now(),
+                delivered: &delivered,
+                armed: true,
+            });
+        };
+        close(None);
+        close(Some(("yes, rename it".into(), false)));
+        let lines: Vec<String> = trace
+            .for_mission("m1", 10)
+            .unwrap()
+            .into_iter()
+            .map(|l| l.line)
+            .collect();
+        assert!(
+            lines[0].starts_with("oracle: abandoned the review of ask a1 (")
+                && lines[0].ends_with(
+                    "): the oracle was unmounted before a verdict — the question stays with a human"
+                ),
+            "{lines:?}"
+        );
+        assert!(
+            lines[1].starts_with("oracle: answered ask a1 in ")
+                && lines[1].ends_with(" as agent \"oracle\": \"yes, rename it\""),
+            "{lines:?}"
+        );
+    }
+
+    #[test]
     fn elapsed_rounds_to_the_millisecond() {
         assert_eq!(
             crate::duration::format(round_to_ms(Duration::from_micros(8_921_600))),
