@@ -418,12 +418,13 @@ pub async fn check_served(
 /// `doctor`'s line about [`check_served`], and whether it needs a fix: a listing
 /// that answers without the model, or an error status (a base URL without `/v1`
 /// answers 404), is one; an endpoint that answers nothing is left to the connection
-/// probe's own line.
+/// probe's own line. No line for a scripted dialog or when no model is named.
 pub fn served_line(settings: &ModelSettings, timeout: Duration) -> Option<(String, bool)> {
+    // Without a model name there is nothing to look for (doctor says to set one).
+    let model = settings.model.clone().filter(|m| !m.trim().is_empty())?;
     if settings.scripted_path().is_some() {
         return None;
     }
-    let model = settings.model.clone().unwrap_or_default();
     let url = format!("{}/models", settings.base_url.trim_end_matches('/'));
     let checked = crate::runtime::multi_thread()
         .map_err(|e| ModelError::Settings(e.to_string()))
