@@ -9,8 +9,12 @@
 //! - `oracle_recovery` chats once more on the same conversation under its own prompt;
 //!   a tool call is executed (at most `recovery_rounds` times), and its text ends it.
 //!
-//! Ending with the contract open is WAIT-equivalent: nothing executed, no error. Only a
-//! recovery chat that fails too is an error (the driver's `chain error` line).
+//! A settled contract ends the run at once, in either stage: once an answer went out
+//! (or WAIT was recorded) nothing the model says next can change it, so its closing
+//! reply is never awaited. Ending with the contract open is WAIT-equivalent: nothing
+//! executed, no error. Only a recovery chat that fails too is an error (the driver's
+//! `chain error` line). Each step — a call sent, a retry, a failure, chat text, a
+//! rejected verdict, the move to recovery — is one trace line through [`Chain::trace`].
 //!
 //! The prompts and budgets come from the chain file on the search path, so an operator
 //! can edit them; the transitions are this code.
