@@ -121,6 +121,49 @@ pub struct ToolCall {
     pub arguments: Value,
 }
 
+/// The most of a call's malformed arguments quoted back into a dialog, in
+/// characters: a runaway argument must not push the next request past the window.
+pub const ECHO_LIMIT: usize = 200;
+
+impl ToolCall {
+    /// The call as it goes back into the dialog: an arguments object as it came;
+    /// anything else (text a model sent that is not JSON) cut to [`ECHO_LIMIT`]
+    /// characters of that text.
+    pub fn echoed(&self) -> ToolCall {
+        let arguments = match &self.arguments {
+            Value::Object(_) => self.arguments.clone(),
+            Value::String(s) => Value::String(s.chars().take(ECHO_LIMIT).collect()),
+            other => Value::String(other.to_string().chars().take(ECHO_LIMIT).collect()),
+        };
+        ToolCall {
+            arguments,
+            ..self.clone()
+        }
+    }
+}
+
+/// What a model sent in place of an arguments object, quoted at most
+/// [`ECHO_LIMIT`] characters, for the correction that names the problem.
+pub fn describe_arguments(args: &Value) -> String {
+    let (kind, text) = match args {
+        Value::String(s) => ("text that does not parse as JSON", s.clone()),
+        Value::Array(_) => ("a JSON array", args.to_string()),
+        Value::Null => ("null", String::new()),
+        Value::Bool(_) | Value::Number(_) => ("a bare JSON value", args.to_string()),
+        Value::Object(_) => ("an object", args.to_string()),
+    };
+    if text.is_empty() {
+        return kind.to_string();
+    }
+    let total = text.chars().count();
+    let quoted: String = text.chars().take(ECHO_LIMIT).collect();
+    if total > ECHO_LIMIT {
+        format!("{kind}, {total} characters, starting {quoted:?}")
+    } else {
+        format!("{kind}: {quoted:?}")
+    }
+}
+
 /// Token usage the server reported for one call.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
 pub struct Usage {
@@ -562,6 +605,40 @@ mod tests {
             json!({"type": "function", "function": {"name": "read_file"}})
         );
         assert_eq!(wire["max_tokens"], 64);
+    }
+
+    #[test]
+    fn malformed_arguments_go_back_short_once_encoded_and_named() {
+        let runaway = format!("{{\"path\": \"{}", "x".repeat(5000));
+        let call = ToolCall {
+            id: "c1".into(),
+            name: "read_file".into(),
+            arguments: Value::String(runaway.clone()),
+        };
+        let echoed = call.echoed();
+        assert_eq!(
+            echoed.arguments,
+            Value::String(runaway[..ECHO_LIMIT].into())
+        );
+        let wire = wire_message(&ChatMessage::assistant(None, vec![echoed]));
+        assert_eq!(
+            wire["tool_calls"][0]["function"]["arguments"],
+            json!(&runaway[..ECHO_LIMIT]),
+            "the model's own text, not a JSON string of it"
+        );
+        let object = ToolCall {
+            arguments: json!({"path": "a"}),
+            ..call.clone()
+        };
+        assert_eq!(object.echoed(), object);
+        assert_eq!(
+            describe_arguments(&json!("{\"a\": 1")),
+            "text that does not parse as JSON: \"{\\\"a\\\": 1\""
+        );
+        assert!(describe_arguments(&call.arguments).starts_with(
+            "text that does not parse as JSON, 5010 characters, starting \"{\\\"path\\\": \\\"xxx"
+        ));
+        assert_eq!(describe_arguments(&json!([1])), "a JSON array: \"[1]\"");
     }
 
     #[test]

@@ -23,7 +23,7 @@ use std::path::PathBuf;
 
 use serde_json::Value;
 
-use super::contract::{Binding, Outcome, echoed_arguments, resolve_tool_name, submit_verdict_spec};
+use super::contract::{Binding, Outcome, resolve_tool_name, submit_verdict_spec};
 use crate::envelope::{Action, ToolCall, evaluate, search, vet_chain};
 use crate::model::{ChatMessage, ChatReply, ChatRequest, ModelClient, ModelError, ToolChoice};
 use crate::paths::Paths;
@@ -303,14 +303,7 @@ impl Chain<'_> {
         binding: &mut Binding<'_>,
     ) {
         let calls = reply.tool_calls.clone();
-        let echoed = reply
-            .tool_calls
-            .into_iter()
-            .map(|mut c| {
-                c.arguments = echoed_arguments(&c.arguments);
-                c
-            })
-            .collect();
+        let echoed = reply.tool_calls.iter().map(|c| c.echoed()).collect();
         conversation.push(ChatMessage::assistant(reply.content, echoed));
         for call in calls {
             let (tools, tool) = resolve_tool_name(&call.name);

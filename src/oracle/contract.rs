@@ -17,7 +17,7 @@
 use serde_json::{Map, Value, json};
 
 use super::screen::{self, Question};
-use crate::model::ToolSpec;
+use crate::model::{ToolSpec, describe_arguments};
 
 /// The toolset the model sees; tools are qualified as `oracle.<tool>`.
 pub const TOOLSET: &str = "oracle";
@@ -29,9 +29,6 @@ pub const WIRE_SUBMIT_VERDICT: &str = "oracle_submit_verdict";
 
 /// The longest answer delivered to a unit, in characters.
 pub const MAX_ANSWER_CHARS: usize = 300;
-/// The most of a model's malformed arguments quoted back to it or to the trace: a
-/// runaway argument must not push the next request past the context window.
-pub const MAX_ECHO_CHARS: usize = 200;
 
 /// The `(toolset, tool)` a model's call names: `oracle.submit_verdict`,
 /// `oracle_submit_verdict` (the wire name) and a bare `submit_verdict` all name the
@@ -339,38 +336,6 @@ pub fn correction(input: &str) -> String {
     format!(
         "output rejected: submit the verdict via submit_verdict. Chat text is not a protocol action.\n\nINPUT:\n{input}"
     )
-}
-
-/// What a model sent in place of an arguments object, quoted at most
-/// [`MAX_ECHO_CHARS`] characters, as one JSON string (never re-encoded).
-pub fn describe_arguments(args: &Value) -> String {
-    let (kind, text) = match args {
-        Value::String(s) => ("text that does not parse as JSON", s.clone()),
-        Value::Array(_) => ("a JSON array", args.to_string()),
-        Value::Null => ("null", String::new()),
-        Value::Bool(_) | Value::Number(_) => ("a bare JSON value", args.to_string()),
-        Value::Object(_) => ("an object", args.to_string()),
-    };
-    if text.is_empty() {
-        return kind.to_string();
-    }
-    let total = text.chars().count();
-    let quoted: String = text.chars().take(MAX_ECHO_CHARS).collect();
-    if total > MAX_ECHO_CHARS {
-        format!("{kind}, {total} characters, starting {quoted:?}")
-    } else {
-        format!("{kind}: {quoted:?}")
-    }
-}
-
-/// The arguments of a call as they are echoed back to the model in the dialog: an
-/// object as it came, anything else cut to [`MAX_ECHO_CHARS`] characters of text.
-pub fn echoed_arguments(args: &Value) -> Value {
-    match args {
-        Value::Object(_) => args.clone(),
-        Value::String(s) => Value::String(s.chars().take(MAX_ECHO_CHARS).collect()),
-        other => Value::String(other.to_string().chars().take(MAX_ECHO_CHARS).collect()),
-    }
 }
 
 fn result(accepted: bool, outcome: &str, message: String) -> Value {

@@ -272,9 +272,8 @@ impl Turn<'_> {
                     ContentBlock::Text(TextContent::new(text.clone())),
                 )))?;
             }
-            state
-                .messages
-                .push(ChatMessage::assistant(content, reply.tool_calls.clone()));
+            let echoed = reply.tool_calls.iter().map(|c| c.echoed()).collect();
+            state.messages.push(ChatMessage::assistant(content, echoed));
             if reply.tool_calls.is_empty() {
                 return Ok(match reply.finish_reason.as_deref() {
                     Some("length") => StopReason::MaxTokens,
@@ -535,7 +534,8 @@ impl Turn<'_> {
             return Ok((
                 format!(
                     "error: {} takes a JSON object of arguments, got {}",
-                    call.name, call.arguments
+                    call.name,
+                    crate::model::describe_arguments(&call.arguments)
                 ),
                 Effect::Continue,
             ));
