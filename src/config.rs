@@ -81,6 +81,7 @@ pub const MODEL_BASE_URL: &str = "model-base-url";
 pub const MODEL_NAME: &str = "model-name";
 pub const MODEL_API_KEY_ENV: &str = "model-api-key-env";
 pub const ORACLE_VARIANT: &str = "oracle-variant";
+pub const ORACLE_CALL_TIMEOUT: &str = "oracle-call-timeout";
 pub const NOTIFY: &str = "notify";
 pub const STORE_URL: &str = "store-url";
 /// Environment override for `store-url` (every process of a fleet sets the same).
@@ -149,6 +150,12 @@ pub const KEYS: &[Key] = &[
         kind: Kind::OneOf(&["default", "conservative"]),
         default: Some("default"),
         help: "which oracle chain answers: default, or conservative (the strictest WAIT bias)",
+    },
+    Key {
+        name: ORACLE_CALL_TIMEOUT,
+        kind: Kind::Duration,
+        default: Some("120s"),
+        help: "how long one oracle model call may take before it is retried or given up (sized for a model on a CPU; independent of ask-park-window)",
     },
     Key {
         name: NOTIFY,
@@ -337,6 +344,14 @@ impl Config {
     pub fn ask_park_window(&self) -> anyhow::Result<Duration> {
         let v = self.get(ASK_PARK_WINDOW)?.unwrap_or_default();
         Ok(crate::duration::parse(&v).unwrap_or(Duration::from_secs(30)))
+    }
+
+    /// `oracle-call-timeout`: at least a second, whatever was stored.
+    pub fn oracle_call_timeout(&self) -> anyhow::Result<Duration> {
+        let v = self.get(ORACLE_CALL_TIMEOUT)?.unwrap_or_default();
+        Ok(crate::duration::parse(&v)
+            .unwrap_or(Duration::from_secs(120))
+            .max(Duration::from_secs(1)))
     }
 
     /// `approval-ceiling`: `None` means asks without a rule timeout never expire.

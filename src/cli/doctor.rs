@@ -98,7 +98,10 @@ pub(super) fn run(ctx: &Ctx, json: bool) -> anyhow::Result<i32> {
             || cfg.get_with_origin(config::MODEL_BASE_URL)?.1 == config::Origin::Set;
         if configured {
             match probe_model(&cfg) {
-                Ok(line) => lines.push(format!("Endpoint:  {line}")),
+                Ok(line) => {
+                    lines.push(format!("Endpoint:  {line}"));
+                    served_model(&cfg, &mut lines, &mut fixes)?;
+                }
                 Err(e) => {
                     lines.push(format!("Endpoint:  {e}"));
                     fixes.push("start the model server, or set model-base-url (see above)".into());
@@ -198,6 +201,26 @@ fn probe_model(cfg: &Config) -> anyhow::Result<String> {
         }
     }
     Err(unreachable(last))
+}
+
+/// Does the endpoint serve the configured model? `GET {base}/models` (see
+/// [`crate::model::served_line`]).
+fn served_model(
+    cfg: &Config,
+    lines: &mut Vec<String>,
+    fixes: &mut Vec<String>,
+) -> anyhow::Result<()> {
+    let settings = crate::model::ModelSettings::from_config(cfg)?;
+    if let Some((line, needs_fix)) = crate::model::served_line(&settings, PROBE_TIMEOUT) {
+        lines.push(format!("Models:    {line}"));
+        if needs_fix {
+            fixes.push(
+                "point model-base-url and model-name at a model the server serves (see above)"
+                    .into(),
+            );
+        }
+    }
+    Ok(())
 }
 
 /// Skew past this between two clocks that judge each other's heartbeats is warned.

@@ -121,6 +121,49 @@ pub struct ToolCall {
     pub arguments: Value,
 }
 
+/// The most of a call's malformed arguments quoted back into a dialog, in
+/// characters: a runaway argument must not push the next request past the window.
+pub const ECHO_LIMIT: usize = 200;
+
+impl ToolCall {
+    /// The call as it goes back into the dialog: an arguments object as it came;
+    /// anything else (text a model sent that is not JSON) cut to [`ECHO_LIMIT`]
+    /// characters of that text.
+    pub fn echoed(&self) -> ToolCall {
+        let arguments = match &self.arguments {
+            Value::Object(_) => self.arguments.clone(),
+            Value::String(s) => Value::String(s.chars().take(ECHO_LIMIT).collect()),
+            other => Value::String(other.to_string().chars().take(ECHO_LIMIT).collect()),
+        };
+        ToolCall {
+            arguments,
+            ..self.clone()
+        }
+    }
+}
+
+/// What a model sent in place of an arguments object, quoted at most
+/// [`ECHO_LIMIT`] characters, for the correction that names the problem.
+pub fn describe_arguments(args: &Value) -> String {
+    let (kind, text) = match args {
+        Value::String(s) => ("text that does not parse as JSON", s.clone()),
+        Value::Array(_) => ("a JSON array", args.to_string()),
+        Value::Null => ("null", String::new()),
+        Value::Bool(_) | Value::Number(_) => ("a bare JSON value", args.to_string()),
+        Value::Object(_) => ("an object", args.to_string()),
+    };
+    if text.is_empty() {
+        return kind.to_string();
+    }
+    let total = text.chars().count();
+    let quoted: String = text.chars().take(ECHO_LIMIT).collect();
+    if total > ECHO_LIMIT {
+        format!("{kind}, {total} characters, starting {quoted:?}")
+    } else {
+        format!("{kind}: {quoted:?}")
+    }
+}
+
 /// Token usage the server reported for one call.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
 pub struct Usage {
@@ -206,8 +249,14 @@ fn wire_message(m: &ChatMessage) -> Value {
             .tool_calls
             .iter()
             .map(|c| {
+                // Text the model sent that was not JSON goes back as that text, not as
+                // a JSON string of it (which would encode it twice).
+                let arguments = match &c.arguments {
+                    Value::String(text) => text.clone(),
+                    other => other.to_string(),
+                };
                 json!({"id": c.id, "type": "function", "function": {
-                    "name": c.name, "arguments": c.arguments.to_string()}})
+                    "name": c.name, "arguments": arguments}})
             })
             .collect();
     }
@@ -293,6 +342,57 @@ impl std::fmt::Display for ModelError {
 
 impl std::error::Error for ModelError {}
 
+/// A request the server refused for not fitting its context window, with what the
+/// refusal said in numbers.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ContextRefusal {
+    /// The window the server runs with.
+    pub window: Option<u64>,
+    /// The prompt's length as the server counted it.
+    pub prompt: Option<u64>,
+}
+
+impl ModelError {
+    /// Whether the server refused the request for not fitting its context window,
+    /// and the numbers it gave. Servers say it differently: OpenAI and
+    /// llama-cpp-python send `context_length_exceeded` ("maximum context length is N
+    /// tokens. However, you requested T tokens (P in the messages, …"), llama.cpp's
+    /// server `exceed_context_size_error` with `n_ctx` and `n_prompt_tokens`.
+    pub fn context_exceeded(&self) -> Option<ContextRefusal> {
+        let ModelError::Status { status, body, .. } = self else {
+            return None;
+        };
+        let lower = body.to_lowercase();
+        let said = [
+            "context_length_exceeded",
+            "exceed_context_size",
+            "maximum context length",
+            "exceeds the available context size",
+            "exceed context window",
+        ]
+        .iter()
+        .any(|s| lower.contains(s));
+        if !(400..500).contains(status) || !said {
+            return None;
+        }
+        let number_after = |marker: &str| {
+            let at = lower.find(marker)? + marker.len();
+            let digits: String = lower[at..]
+                .trim_start_matches(|c: char| !c.is_ascii_digit())
+                .chars()
+                .take_while(char::is_ascii_digit)
+                .collect();
+            digits.parse::<u64>().ok().filter(|n| *n > 0)
+        };
+        Some(ContextRefusal {
+            window: number_after("maximum context length is")
+                .or_else(|| number_after("\"n_ctx\""))
+                .or_else(|| number_after("context window of")),
+            prompt: number_after("tokens (").or_else(|| number_after("\"n_prompt_tokens\"")),
+        })
+    }
+}
+
 /// Where the model lives and which one to ask for.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ModelSettings {
@@ -330,6 +430,72 @@ impl ModelSettings {
     }
 }
 
+/// How long a look at the server's own description (`/props`, `/models`) may take.
+pub const PROBE_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// What `GET {base}/models` says about the configured model.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ServedCheck {
+    /// The server lists it.
+    Served,
+    /// The server answered with this list, without it.
+    NotServed(Vec<String>),
+}
+
+/// Ask the endpoint of `settings` whether it serves the configured model: `GET
+/// {base}/models`. A base URL without its `/v1`, or with a wrong path, fails here
+/// (HTTP 404) instead of at the first completion.
+pub async fn check_served(
+    settings: &ModelSettings,
+    timeout: Duration,
+) -> Result<ServedCheck, ModelError> {
+    let client = OpenAiClient::new(settings)?;
+    let served = client.served_models(timeout).await?;
+    Ok(if served.iter().any(|m| m == client.model()) {
+        ServedCheck::Served
+    } else {
+        ServedCheck::NotServed(served)
+    })
+}
+
+/// `doctor`'s line about [`check_served`], and whether it needs a fix: a listing
+/// that answers without the model, or an error status (a base URL without `/v1`
+/// answers 404), is one; an endpoint that answers nothing is left to the connection
+/// probe's own line. No line for a scripted dialog or when no model is named.
+pub fn served_line(settings: &ModelSettings, timeout: Duration) -> Option<(String, bool)> {
+    // Without a model name there is nothing to look for (doctor says to set one).
+    let model = settings.model.clone().filter(|m| !m.trim().is_empty())?;
+    if settings.scripted_path().is_some() {
+        return None;
+    }
+    let url = format!("{}/models", settings.base_url.trim_end_matches('/'));
+    let checked = crate::runtime::multi_thread()
+        .map_err(|e| ModelError::Settings(e.to_string()))
+        .and_then(|rt| rt.block_on(check_served(settings, timeout)));
+    Some(match checked {
+        Ok(ServedCheck::Served) => (format!("{url} serves {model}"), false),
+        Ok(ServedCheck::NotServed(served)) => (
+            format!(
+                "{url} does not serve {model} (it lists {}) — set model-name to one it serves, or load {model} on the server",
+                if served.is_empty() {
+                    "no model".to_string()
+                } else {
+                    served.join(", ")
+                }
+            ),
+            true,
+        ),
+        Err(ModelError::Settings(why)) => (why, true),
+        Err(e @ (ModelError::Status { .. } | ModelError::BadReply { .. })) => (
+            format!(
+                "GET {url}: {e} — model-base-url must be the OpenAI-compatible base, ending in /v1 for most servers"
+            ),
+            true,
+        ),
+        Err(e) => (format!("GET {url}: {e}"), false),
+    })
+}
+
 /// A connected model: the HTTP client or the scripted replay.
 #[derive(Debug)]
 pub enum ModelClient {
@@ -349,9 +515,28 @@ impl ModelClient {
 
     /// One completion.
     pub async fn complete(&self, request: &ChatRequest) -> Result<ChatReply, ModelError> {
+        self.complete_observed(request, &|_, _, _| {}).await
+    }
+
+    /// One completion; `on_retry` hears of each failed attempt that is tried again
+    /// (its number, its error, the backoff before the next).
+    pub async fn complete_observed(
+        &self,
+        request: &ChatRequest,
+        on_retry: &(dyn Fn(u32, &ModelError, Duration) + Sync),
+    ) -> Result<ChatReply, ModelError> {
         match self {
-            ModelClient::OpenAi(c) => c.complete(request).await,
+            ModelClient::OpenAi(c) => c.complete(request, on_retry).await,
             ModelClient::Scripted(s) => s.complete(request).await,
+        }
+    }
+
+    /// The context window the server reports running with, where it reports one
+    /// (llama.cpp's `/props`); `None` for the scripted backend and silent servers.
+    pub async fn served_context(&self) -> Option<u64> {
+        match self {
+            ModelClient::OpenAi(c) => c.served_context(PROBE_TIMEOUT).await,
+            ModelClient::Scripted(_) => None,
         }
     }
 
@@ -420,6 +605,77 @@ mod tests {
             json!({"type": "function", "function": {"name": "read_file"}})
         );
         assert_eq!(wire["max_tokens"], 64);
+    }
+
+    #[test]
+    fn malformed_arguments_go_back_short_once_encoded_and_named() {
+        let runaway = format!("{{\"path\": \"{}", "x".repeat(5000));
+        let call = ToolCall {
+            id: "c1".into(),
+            name: "read_file".into(),
+            arguments: Value::String(runaway.clone()),
+        };
+        let echoed = call.echoed();
+        assert_eq!(
+            echoed.arguments,
+            Value::String(runaway[..ECHO_LIMIT].into())
+        );
+        let wire = wire_message(&ChatMessage::assistant(None, vec![echoed]));
+        assert_eq!(
+            wire["tool_calls"][0]["function"]["arguments"],
+            json!(&runaway[..ECHO_LIMIT]),
+            "the model's own text, not a JSON string of it"
+        );
+        let object = ToolCall {
+            arguments: json!({"path": "a"}),
+            ..call.clone()
+        };
+        assert_eq!(object.echoed(), object);
+        assert_eq!(
+            describe_arguments(&json!("{\"a\": 1")),
+            "text that does not parse as JSON: \"{\\\"a\\\": 1\""
+        );
+        assert!(describe_arguments(&call.arguments).starts_with(
+            "text that does not parse as JSON, 5010 characters, starting \"{\\\"path\\\": \\\"xxx"
+        ));
+        assert_eq!(describe_arguments(&json!([1])), "a JSON array: \"[1]\"");
+    }
+
+    #[test]
+    fn a_context_refusal_is_recognised_in_each_server_s_words() {
+        let status = |body: &str| ModelError::Status {
+            url: "u".into(),
+            status: 400,
+            body: body.into(),
+        };
+        assert_eq!(
+            status(r#"{"error":{"message":"This model's maximum context length is 4096 tokens. However, you requested 4500 tokens (3988 in the messages, 512 in the completion).","code":"context_length_exceeded"}}"#)
+                .context_exceeded(),
+            Some(ContextRefusal {
+                window: Some(4096),
+                prompt: Some(3988)
+            })
+        );
+        assert_eq!(
+            status(r#"{"error":{"code":400,"message":"the request exceeds the available context size, try increasing it","type":"exceed_context_size_error","n_prompt_tokens":5000,"n_ctx": 2048}}"#)
+                .context_exceeded(),
+            Some(ContextRefusal {
+                window: Some(2048),
+                prompt: Some(5000)
+            })
+        );
+        assert_eq!(
+            status(r#"{"error":"context_length_exceeded"}"#).context_exceeded(),
+            Some(ContextRefusal {
+                window: None,
+                prompt: None
+            })
+        );
+        assert_eq!(status("model not found").context_exceeded(), None);
+        assert_eq!(
+            ModelError::Settings("maximum context length".into()).context_exceeded(),
+            None
+        );
     }
 
     #[test]

@@ -69,7 +69,13 @@ impl OpenAiClient {
         &self.base_url
     }
 
-    pub async fn complete(&self, request: &ChatRequest) -> Result<ChatReply, ModelError> {
+    /// One completion; `on_retry` hears of each failed attempt that is tried again
+    /// (the attempt's number, its error and the backoff before the next).
+    pub async fn complete(
+        &self,
+        request: &ChatRequest,
+        on_retry: &(dyn Fn(u32, &ModelError, Duration) + Sync),
+    ) -> Result<ChatReply, ModelError> {
         let body = request.to_wire(&self.model);
         let mut backoff = FIRST_BACKOFF;
         let mut attempt = 1;
@@ -77,6 +83,7 @@ impl OpenAiClient {
             match self.attempt(&body).await {
                 Err(e) if attempt < ATTEMPTS && is_transient(&e) => {
                     tracing::warn!(attempt, error = %e, "model call failed; retrying");
+                    on_retry(attempt, &e, backoff);
                     tokio::time::sleep(backoff).await;
                     backoff *= 2;
                     attempt += 1;
@@ -111,11 +118,81 @@ impl OpenAiClient {
         })
     }
 
+    /// `GET {url}` as JSON, within `timeout`, with the endpoint's key.
+    async fn get_json(&self, url: &str, timeout: Duration) -> Result<Value, ModelError> {
+        let mut get = self.http.get(url).timeout(timeout);
+        if let Some(key) = &self.api_key {
+            get = get.bearer_auth(key);
+        }
+        let response = get
+            .send()
+            .await
+            .map_err(|e| self.transport_error_at(url, timeout, e))?;
+        let status = response.status();
+        let text = response
+            .text()
+            .await
+            .map_err(|e| self.transport_error_at(url, timeout, e))?;
+        if !status.is_success() {
+            return Err(ModelError::Status {
+                url: url.to_string(),
+                status: status.as_u16(),
+                body: quote(&text),
+            });
+        }
+        serde_json::from_str(&text).map_err(|e| ModelError::BadReply {
+            url: url.to_string(),
+            detail: format!("{e}: {}", quote(&text)),
+        })
+    }
+
+    /// The ids `GET {base}/models` lists.
+    pub async fn served_models(&self, timeout: Duration) -> Result<Vec<String>, ModelError> {
+        let url = format!("{}/models", self.base_url);
+        let listing = self.get_json(&url, timeout).await?;
+        let data = listing
+            .get("data")
+            .or_else(|| listing.get("models"))
+            .and_then(Value::as_array)
+            .ok_or_else(|| ModelError::BadReply {
+                url: url.clone(),
+                detail: "no data array in the model listing".into(),
+            })?;
+        Ok(data
+            .iter()
+            .filter_map(|m| {
+                m.get("id")
+                    .or_else(|| m.get("name"))
+                    .or_else(|| m.get("model"))
+                    .and_then(Value::as_str)
+                    .map(str::to_string)
+            })
+            .collect())
+    }
+
+    /// The context window the server says it runs with, where it says one:
+    /// llama.cpp's `GET /props` (beside `/v1`) reports `n_ctx`.
+    pub async fn served_context(&self, timeout: Duration) -> Option<u64> {
+        let root = self.base_url.strip_suffix("/v1").unwrap_or(&self.base_url);
+        let props = self
+            .get_json(&format!("{root}/props"), timeout)
+            .await
+            .ok()?;
+        props["default_generation_settings"]["n_ctx"]
+            .as_u64()
+            .or_else(|| props["n_ctx"].as_u64())
+            .filter(|n| *n > 0)
+    }
+
     fn transport_error(&self, e: reqwest::Error) -> ModelError {
+        self.transport_error_at(&self.url, self.timeout, e)
+    }
+
+    fn transport_error_at(&self, url: &str, after: Duration, e: reqwest::Error) -> ModelError {
         if e.is_timeout() {
             return ModelError::Timeout {
-                url: self.url.clone(),
-                after: self.timeout,
+                url: url.to_string(),
+                after,
             };
         }
         let mut detail = e.to_string();
@@ -125,7 +202,7 @@ impl OpenAiClient {
             source = s.source();
         }
         ModelError::Unreachable {
-            url: self.url.clone(),
+            url: url.to_string(),
             detail,
         }
     }
@@ -311,10 +388,13 @@ mod tests {
         let (base, server) = serve(vec![(503, "busy".into()), (200, ok)]).await;
         let client = OpenAiClient::new(&settings(base)).unwrap();
         let reply = client
-            .complete(&ChatRequest {
-                messages: vec![crate::model::ChatMessage::user("hello")],
-                ..Default::default()
-            })
+            .complete(
+                &ChatRequest {
+                    messages: vec![crate::model::ChatMessage::user("hello")],
+                    ..Default::default()
+                },
+                &|_, _, _| {},
+            )
             .await
             .unwrap();
         assert_eq!(reply.content.as_deref(), Some("hi"));
@@ -329,7 +409,10 @@ mod tests {
     async fn a_client_error_is_not_retried_and_quotes_the_body() {
         let (base, server) = serve(vec![(400, "{\"error\":\"bad model\"}".into())]).await;
         let client = OpenAiClient::new(&settings(base.clone())).unwrap();
-        let err = client.complete(&ChatRequest::default()).await.unwrap_err();
+        let err = client
+            .complete(&ChatRequest::default(), &|_, _, _| {})
+            .await
+            .unwrap_err();
         assert_eq!(
             err.to_string(),
             format!(
@@ -349,7 +432,7 @@ mod tests {
             .port();
         let client = OpenAiClient::new(&settings(format!("http://127.0.0.1:{port}/v1"))).unwrap();
         let err = client
-            .complete(&ChatRequest::default())
+            .complete(&ChatRequest::default(), &|_, _, _| {})
             .await
             .unwrap_err()
             .to_string();

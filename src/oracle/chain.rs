@@ -9,8 +9,12 @@
 //! - `oracle_recovery` chats once more on the same conversation under its own prompt;
 //!   a tool call is executed (at most `recovery_rounds` times), and its text ends it.
 //!
-//! Ending with the contract open is WAIT-equivalent: nothing executed, no error. Only a
-//! recovery chat that fails too is an error (the driver's `chain error` line).
+//! A settled contract ends the run at once, in either stage: once an answer went out
+//! (or WAIT was recorded) nothing the model says next can change it, so its closing
+//! reply is never awaited. Ending with the contract open is WAIT-equivalent: nothing
+//! executed, no error. Only a recovery chat that fails too is an error (the driver's
+//! `chain error` line). Each step — a call sent, a retry, a failure, chat text, a
+//! rejected verdict, the move to recovery — is one trace line through [`Chain::trace`].
 //!
 //! The prompts and budgets come from the chain file on the search path, so an operator
 //! can edit them; the transitions are this code.
@@ -19,7 +23,7 @@ use std::path::PathBuf;
 
 use serde_json::Value;
 
-use super::contract::{Binding, resolve_tool_name, submit_verdict_spec};
+use super::contract::{Binding, Outcome, resolve_tool_name, submit_verdict_spec};
 use crate::envelope::{Action, ToolCall, evaluate, search, vet_chain};
 use crate::model::{ChatMessage, ChatReply, ChatRequest, ModelClient, ModelError, ToolChoice};
 use crate::paths::Paths;
@@ -129,32 +133,79 @@ pub struct Chain<'a> {
     pub file: &'a ChainFile,
     /// The oracle's own envelope: every tool call the model makes is decided by it.
     pub envelope: &'a search::Loaded,
+    /// The ask under review, as the trace names it.
+    pub ask_id: &'a str,
+    /// Writes one operator trace line (see [`super::trace`]).
+    pub trace: &'a (dyn Fn(String) + Sync),
+}
+
+/// Which stage of the chain a model call belongs to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Stage {
+    Review,
+    Recovery,
+}
+
+impl Stage {
+    fn name(self) -> &'static str {
+        match self {
+            Stage::Review => "review",
+            Stage::Recovery => "recovery",
+        }
+    }
 }
 
 impl Chain<'_> {
-    /// Run one review of `input`. `Err` only when recovery's own chat failed.
+    /// Run one review of `input`. `Err` only when recovery's own chat failed. The
+    /// run ends as soon as the contract settles: once an answer went out (or WAIT was
+    /// recorded) nothing the model says next can change it, so its closing reply is
+    /// never awaited.
     pub async fn run(&self, input: &str, binding: &mut Binding<'_>) -> Result<(), String> {
         let budgets = self.file.budgets;
         let mut conversation = vec![ChatMessage::user(input)];
         let mut tool_rounds = 0;
         let mut corrections = 0;
+        let mut calls = 0;
         loop {
-            let reply = match self.chat(&self.file.loop_instruction, &conversation).await {
+            calls += 1;
+            let reply = match self
+                .chat(
+                    Stage::Review,
+                    calls,
+                    &self.file.loop_instruction,
+                    &conversation,
+                )
+                .await
+            {
                 Ok(r) => r,
                 Err(e) => {
-                    tracing::info!("oracle: loop chat failed, recovering: {e}");
+                    self.line(format!(
+                        "model call {calls} ({}) failed: {e} — recovering",
+                        Stage::Review.name()
+                    ));
                     break;
                 }
             };
             if tool_rounds >= budgets.tool_rounds {
+                self.line(format!(
+                    "the review spent its {} rounds without a verdict — recovering",
+                    budgets.tool_rounds
+                ));
                 break;
             }
             if !reply.tool_calls.is_empty() {
                 tool_rounds += 1;
                 self.execute(reply, &mut conversation, binding);
+                if binding.outcome() != &Outcome::Open {
+                    return Ok(());
+                }
                 continue;
             }
             if corrections >= budgets.text_corrections {
+                self.line(format!(
+                    "model call {calls} replied with chat text, not a verdict; the {} text corrections are spent — the chain ends",
+                    budgets.text_corrections
+                ));
                 return Ok(());
             }
             corrections += 1;
@@ -163,7 +214,13 @@ impl Chain<'_> {
                 vec![],
             ));
             match binding.verdict_state()["text"].as_str() {
-                Some(text) if !text.is_empty() => conversation.push(ChatMessage::user(text)),
+                Some(text) if !text.is_empty() => {
+                    self.line(format!(
+                        "model call {calls} replied with chat text, not a verdict — correction {corrections} of {} sent",
+                        budgets.text_corrections
+                    ));
+                    conversation.push(ChatMessage::user(text))
+                }
                 _ => return Ok(()),
             }
         }
@@ -174,27 +231,67 @@ impl Chain<'_> {
                 .recovery_instruction
                 .replace("{{tool_rounds_used}}", &tool_rounds.to_string())
                 .replace("{{recovery_rounds_used}}", &recovery_rounds.to_string());
-            let reply = self.chat(&instruction, &conversation).await?;
-            if recovery_rounds >= budgets.recovery_rounds || reply.tool_calls.is_empty() {
+            calls += 1;
+            let reply = self
+                .chat(Stage::Recovery, calls, &instruction, &conversation)
+                .await?;
+            if recovery_rounds >= budgets.recovery_rounds {
+                self.line(format!(
+                    "recovery spent its {} rounds without a verdict — the chain ends",
+                    budgets.recovery_rounds
+                ));
+                return Ok(());
+            }
+            if reply.tool_calls.is_empty() {
+                self.line(format!(
+                    "model call {calls} (recovery) replied with chat text, not a verdict — the chain ends"
+                ));
                 return Ok(());
             }
             recovery_rounds += 1;
             self.execute(reply, &mut conversation, binding);
+            if binding.outcome() != &Outcome::Open {
+                return Ok(());
+            }
         }
     }
 
-    async fn chat(&self, system: &str, conversation: &[ChatMessage]) -> Result<ChatReply, String> {
+    /// One trace line about the ask under review.
+    fn line(&self, what: String) {
+        (self.trace)(format!("oracle: ask {}: {what}", self.ask_id));
+    }
+
+    async fn chat(
+        &self,
+        stage: Stage,
+        call: u32,
+        system: &str,
+        conversation: &[ChatMessage],
+    ) -> Result<ChatReply, String> {
         let model = self.model.as_ref().map_err(ToString::to_string)?;
+        self.line(format!(
+            "model call {call} ({}) sent to {}",
+            stage.name(),
+            model.model_name()
+        ));
         let mut messages = vec![ChatMessage::system(system)];
         messages.extend_from_slice(conversation);
         let request = ChatRequest {
             messages,
             tools: vec![submit_verdict_spec()],
-            // Not forced: after an accepted verdict the model is to reply DONE in text.
             tool_choice: ToolChoice::Auto,
             max_tokens: MAX_TOKENS,
         };
-        model.complete(&request).await.map_err(|e| e.to_string())
+        let on_retry = |attempt: u32, e: &ModelError, backoff: std::time::Duration| {
+            self.line(format!(
+                "model call {call} attempt {attempt} failed: {e} — retrying in {}",
+                crate::duration::format(backoff)
+            ))
+        };
+        model
+            .complete_observed(&request, &on_retry)
+            .await
+            .map_err(|e| e.to_string())
     }
 
     /// Append the reply and the result of each of its calls. A call the oracle's
@@ -206,7 +303,8 @@ impl Chain<'_> {
         binding: &mut Binding<'_>,
     ) {
         let calls = reply.tool_calls.clone();
-        conversation.push(ChatMessage::assistant(reply.content, reply.tool_calls));
+        let echoed = reply.tool_calls.iter().map(|c| c.echoed()).collect();
+        conversation.push(ChatMessage::assistant(reply.content, echoed));
         for call in calls {
             let (tools, tool) = resolve_tool_name(&call.name);
             let verdict = evaluate(
@@ -215,6 +313,9 @@ impl Chain<'_> {
                 &ToolCall::new(tools, tool, call.arguments.clone()),
             );
             let text = if verdict.action != Action::Allow {
+                self.line(format!(
+                    "the model called {tools}.{tool}, which the oracle envelope refuses; nothing was executed"
+                ));
                 format!(
                     "{tools}.{tool} refused by the oracle envelope {}: the oracle may only submit a verdict; nothing was executed.",
                     self.envelope.name
@@ -222,9 +323,15 @@ impl Chain<'_> {
             } else {
                 match binding.exec(tools, tool, &call.arguments) {
                     Ok(result) => result.to_string(),
-                    Err(e) => e,
+                    Err(e) => {
+                        self.line(format!("{e} — the model may retry"));
+                        e
+                    }
                 }
             };
+            if let Some(why) = binding.take_rejection() {
+                self.line(format!("verdict rejected: {why}"));
+            }
             conversation.push(ChatMessage::tool_result(call.id, text));
         }
     }
@@ -251,15 +358,23 @@ mod tests {
         }
     }
 
-    const INPUT: &str = r#"{"missionId":"m1","askId":"a1","summary":"Rename it?"}"#;
+    const INPUT: &str = r#"{"missionId":"m1","askId":"a1","intent":"rename the setting and the env var too","summary":"Rename it?"}"#;
 
     fn verdict(args: Value) -> Value {
         json!({"tool_calls": [{"name": "oracle.submit_verdict", "arguments": args}]})
     }
 
     /// Run the shipped default chain over a scripted dialog; returns the outcome, the
-    /// deliveries and the requests the model received.
-    async fn review(turns: Value) -> (Outcome, Result<(), String>, Vec<String>, Vec<Value>) {
+    /// deliveries, the requests the model received and the trace lines.
+    async fn review(
+        turns: Value,
+    ) -> (
+        Outcome,
+        Result<(), String>,
+        Vec<String>,
+        Vec<Value>,
+        Vec<String>,
+    ) {
         let dir = tempfile::tempdir().unwrap();
         let script = dir.path().join("dialog.json");
         std::fs::write(&script, json!({"turns": turns}).to_string()).unwrap();
@@ -284,10 +399,14 @@ mod tests {
         };
         let rec = Recorder::default();
         let mut binding = Binding::new("a1", INPUT, &rec);
+        let lines = Mutex::new(Vec::new());
+        let trace = |line: String| lines.lock().unwrap().push(line);
         let chain = Chain {
             model: &model,
             file: &file,
             envelope: &envelope,
+            ask_id: "a1",
+            trace: &trace,
         };
         let ran = chain.run(INPUT, &mut binding).await;
         let requests = std::fs::read_to_string(crate::model::recorded_requests_path(&script))
@@ -296,7 +415,14 @@ mod tests {
             .map(|l| serde_json::from_str(l).unwrap())
             .collect();
         let delivered = rec.0.lock().unwrap().clone();
-        (binding.outcome().clone(), ran, delivered, requests)
+        let outcome = binding.outcome().clone();
+        (
+            outcome,
+            ran,
+            delivered,
+            requests,
+            lines.into_inner().unwrap(),
+        )
     }
 
     fn last_message(request: &Value) -> String {
@@ -308,11 +434,10 @@ mod tests {
     }
 
     #[tokio::test]
-    async fn the_happy_path_takes_two_chat_calls() {
-        let (outcome, ran, delivered, requests) = review(json!([
-            verdict(json!({"verdict": "answer", "askId": "a1", "answer": "yes"})),
-            {"text": "DONE"}
-        ]))
+    async fn the_happy_path_takes_one_chat_call_and_never_waits_for_a_closing_reply() {
+        let (outcome, ran, delivered, requests, lines) = review(json!([verdict(
+            json!({"verdict": "answer", "askId": "a1", "answer": "yes", "evidence": "rename the setting"})
+        )]))
         .await;
         assert_eq!(
             (outcome, ran, delivered),
@@ -322,7 +447,11 @@ mod tests {
                 vec!["yes".to_string()]
             )
         );
-        assert_eq!(requests.len(), 2);
+        assert_eq!(requests.len(), 1, "the review ends with the delivery");
+        assert_eq!(
+            lines,
+            ["oracle: ask a1: model call 1 (review) sent to scripted-test"]
+        );
         assert!(
             requests[0]["messages"][0]["content"]
                 .as_str()
@@ -339,7 +468,7 @@ mod tests {
 
     #[tokio::test]
     async fn three_chat_replies_end_the_chain_with_nothing_executed() {
-        let (outcome, ran, delivered, requests) =
+        let (outcome, ran, delivered, requests, lines) =
             review(json!([{"text": "hmm"}, {"text": "well"}, {"text": "maybe"}])).await;
         assert_eq!((outcome, ran), (Outcome::Open, Ok(())));
         assert!(delivered.is_empty());
@@ -347,35 +476,91 @@ mod tests {
         let correction = crate::oracle::contract::correction(INPUT);
         assert_eq!(last_message(&requests[1]), correction);
         assert_eq!(last_message(&requests[2]), correction);
+        assert_eq!(
+            lines,
+            [
+                "oracle: ask a1: model call 1 (review) sent to scripted-test",
+                "oracle: ask a1: model call 1 replied with chat text, not a verdict — correction 1 of 2 sent",
+                "oracle: ask a1: model call 2 (review) sent to scripted-test",
+                "oracle: ask a1: model call 2 replied with chat text, not a verdict — correction 2 of 2 sent",
+                "oracle: ask a1: model call 3 (review) sent to scripted-test",
+                "oracle: ask a1: model call 3 replied with chat text, not a verdict; the 2 text corrections are spent — the chain ends",
+            ]
+        );
     }
 
     #[tokio::test]
     async fn past_three_tool_rounds_recovery_gets_the_budget_line() {
         let bad = verdict(json!({"verdict": "approve", "askId": "a1"}));
-        let (outcome, ran, _, requests) = review(json!([
+        let (outcome, ran, _, requests, lines) = review(json!([
             bad, bad, bad, {"text": "unread"},
             verdict(json!({"verdict": "wait", "askId": "a1"})),
-            {"text": "DONE"}
         ]))
         .await;
         assert_eq!((outcome, ran), (Outcome::Wait, Ok(())));
-        assert_eq!(requests.len(), 6);
+        assert_eq!(requests.len(), 5);
+        assert_eq!(
+            lines[1],
+            "oracle: ask a1: verdict rejected: invalid verdict \"approve\""
+        );
+        assert_eq!(
+            lines[6..],
+            [
+                "oracle: ask a1: model call 4 (review) sent to scripted-test",
+                "oracle: ask a1: the review spent its 3 rounds without a verdict — recovering",
+                "oracle: ask a1: model call 5 (recovery) sent to scripted-test",
+            ]
+        );
         let recovery = requests[4]["messages"][0]["content"].as_str().unwrap();
         assert!(
             recovery.contains("BUDGET: 3 of 3 review rounds and 0 of 2 recovery rounds are spent."),
             "{recovery}"
         );
+    }
+
+    #[tokio::test]
+    async fn unparseable_arguments_are_named_and_echoed_short_and_once() {
+        let runaway = format!(
+            "{{\"verdict\": \"answer\", \"answer\": \"{}",
+            "x".repeat(3000)
+        );
+        let (outcome, _, delivered, requests, lines) = review(json!([
+            {"tool_calls": [{"name": "oracle_submit_verdict", "arguments": runaway}]},
+            verdict(json!({"verdict": "wait", "askId": "a1"})),
+        ]))
+        .await;
+        assert_eq!(outcome, Outcome::Wait);
+        assert!(delivered.is_empty());
+        let echoed = &requests[1]["messages"][2]["tool_calls"][0]["function"]["arguments"];
+        assert_eq!(
+            echoed.as_str().unwrap(),
+            &runaway[..200],
+            "the model's own text, cut, and encoded once"
+        );
+        let result: Value = serde_json::from_str(&last_message(&requests[1])).unwrap();
+        let message = result["message"].as_str().unwrap();
         assert!(
-            requests[5]["messages"][0]["content"]
-                .as_str()
-                .unwrap()
-                .contains("1 of 2 recovery rounds")
+            message.starts_with(&format!(
+                "invalid call: the arguments are not a JSON object (got text that does not parse as JSON, 3033 characters, starting {:?}).",
+                &runaway[..200]
+            )),
+            "{message}"
+        );
+        assert!(
+            requests[1].to_string().len() < 8000,
+            "nothing runaway is sent back"
+        );
+        assert!(
+            lines[1].starts_with(
+                "oracle: ask a1: verdict rejected: invalid call: the arguments are not a JSON object (got text"
+            ),
+            "{lines:?}"
         );
     }
 
     #[tokio::test]
     async fn a_call_outside_the_oracle_envelope_executes_nothing() {
-        let (outcome, _, delivered, requests) = review(json!([
+        let (outcome, _, delivered, requests, _) = review(json!([
             {"tool_calls": [{"name": "local_shell.local_shell", "arguments": {"command": "rm -rf /"}}]},
             {"text": "a"}, {"text": "b"}, {"text": "c"}
         ]))
@@ -390,7 +575,7 @@ mod tests {
 
     #[tokio::test]
     async fn a_model_that_fails_in_recovery_too_is_a_chain_error() {
-        let (outcome, ran, _, _) = review(json!([])).await;
+        let (outcome, ran, _, _, _) = review(json!([])).await;
         assert_eq!(outcome, Outcome::Open);
         assert!(ran.unwrap_err().contains("is exhausted: call 2"));
     }

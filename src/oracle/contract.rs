@@ -3,9 +3,12 @@
 //! refuse dotted function names), bound to the single ask under review, and the
 //! deterministic `verdict_state` gate the chain reads after a chat reply.
 //!
-//! The contract is a fixed state machine. Checks run in order — settled, verdict,
-//! askId, answer text ([`check_answer`]) — and an invalid call is a *result* (accepted
-//! false) that never reaches the answerer. A refused answer keeps the contract open and repeats
+//! The contract is a fixed state machine. Checks run in order — settled, arguments
+//! shape, verdict, askId, answer text ([`check_answer`]), then the deterministic
+//! grounds ([`super::screen::check_answer_grounds`]: evidence in the intent, a bare
+//! yes/no only for a yes/no question) — and an invalid call is a *result* (accepted
+//! false) that never reaches the answerer; the binding keeps the operator's reason
+//! for the trace ([`Binding::take_rejection`]). A refused answer keeps the contract open and repeats
 //! identically; a settled contract never delivers twice.
 //!
 //! There is no global registry to leak it from: a [`Binding`] exists only for the
@@ -13,7 +16,8 @@
 
 use serde_json::{Map, Value, json};
 
-use crate::model::ToolSpec;
+use super::screen::{self, Question};
+use crate::model::{ToolSpec, describe_arguments};
 
 /// The toolset the model sees; tools are qualified as `oracle.<tool>`.
 pub const TOOLSET: &str = "oracle";
@@ -41,7 +45,7 @@ pub fn resolve_tool_name(name: &str) -> (&str, &str) {
 }
 
 /// The one schema line every invalid-call message ends with.
-const SCHEMA_LINE: &str = "the schema is {\"verdict\":\"wait\"|\"answer\", \"answer\": string (required when verdict is \"answer\"), \"askId\": string}. Correct the call and submit the verdict via submit_verdict again.";
+const SCHEMA_LINE: &str = "the schema is {\"verdict\":\"wait\"|\"answer\", \"answer\": string and \"evidence\": string (both required when verdict is \"answer\"), \"askId\": string}. Correct the call and submit the verdict via submit_verdict again.";
 
 /// Where the review stands.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -72,8 +76,11 @@ pub trait Answerer: Sync {
 pub struct Binding<'a> {
     ask_id: String,
     input: String,
+    question: Question,
     outcome: Outcome,
     answerer: &'a dyn Answerer,
+    /// Why the last call was not accepted, for the operator's trace.
+    rejection: Option<String>,
 }
 
 impl<'a> Binding<'a> {
@@ -81,9 +88,17 @@ impl<'a> Binding<'a> {
         Binding {
             ask_id: ask_id.to_string(),
             input: input.to_string(),
+            question: Question::from_input(input),
             outcome: Outcome::Open,
             answerer,
+            rejection: None,
         }
+    }
+
+    /// Why the last `submit_verdict` call was not accepted (its check and reason),
+    /// once: the chain writes it to the trace.
+    pub fn take_rejection(&mut self) -> Option<String> {
+        self.rejection.take()
     }
 
     pub fn outcome(&self) -> &Outcome {
@@ -108,22 +123,25 @@ impl<'a> Binding<'a> {
     fn submit_verdict(&mut self, args: &Value) -> Result<Value, String> {
         let ask = self.ask_id.clone();
         if self.outcome != Outcome::Open {
-            return Ok(rejected(format!(
+            return Ok(self.reject(format!(
                 "verdict already recorded for ask {ask}: the contract is settled. Do not call submit_verdict again."
             )));
         }
-        let empty = Map::new();
-        let args = args.as_object().unwrap_or(&empty);
+        let Some(args) = args.as_object() else {
+            return Ok(self.reject(format!(
+                "invalid call: the arguments are not a JSON object (got {}). {SCHEMA_LINE}",
+                describe_arguments(args)
+            )));
+        };
         let verdict = arg(args, "verdict").to_lowercase();
         let answer = arg(args, "answer");
+        let evidence = arg(args, "evidence");
         let ask_id = arg(args, "askId");
         if verdict != "wait" && verdict != "answer" {
-            return Ok(rejected(format!(
-                "invalid verdict {verdict:?}: {SCHEMA_LINE}"
-            )));
+            return Ok(self.reject(format!("invalid verdict {verdict:?}: {SCHEMA_LINE}")));
         }
         if ask_id != ask {
-            return Ok(rejected(format!(
+            return Ok(self.reject(format!(
                 "invalid askId {ask_id:?}: askId must be the askId field of the INPUT event, which is {ask:?}. Correct the call and submit the verdict via submit_verdict again."
             )));
         }
@@ -138,13 +156,18 @@ impl<'a> Binding<'a> {
             ));
         }
         if answer.is_empty() {
-            return Ok(rejected(format!(
+            return Ok(self.reject(format!(
                 "invalid call: verdict \"answer\" requires a non-empty \"answer\" — the one short plain sentence the unit acts on. {SCHEMA_LINE}"
             )));
         }
         if let Err(why) = check_answer(&answer) {
-            return Ok(rejected(format!(
+            return Ok(self.reject(format!(
                 "invalid answer: it {why}. An answer is one short plain sentence on one line, at most {MAX_ANSWER_CHARS} characters, with no code fences, markup, HTML entities or shell commands; nothing was delivered. Correct the call and submit the verdict via submit_verdict again, or submit wait."
+            )));
+        }
+        if let Err(refusal) = screen::check_answer_grounds(&self.question, &answer, &evidence) {
+            return Ok(self.reject(format!(
+                "answer refused by the {refusal}; nothing was delivered. An answer needs as evidence a verbatim span of the INPUT's intent that settles the question; otherwise submit wait."
             )));
         }
         match self.answerer.answer(&ask, &answer) {
@@ -158,6 +181,7 @@ impl<'a> Binding<'a> {
                     ),
                 ))
             }
+            // The answerer has already told the operator why.
             Err(AnswerError::Refused) => {
                 Ok(rejected(format!("answer denied per policy for ask {ask}.")))
             }
@@ -165,6 +189,24 @@ impl<'a> Binding<'a> {
                 Err(format!("oracletools: deliver answer for ask {ask}: {e}"))
             }
         }
+    }
+
+    /// A call not accepted: the result the model gets, whose message the trace repeats.
+    fn reject(&mut self, message: String) -> Value {
+        // The operator reads what was wrong; how to correct it is the model's part.
+        let reason = [
+            "; nothing was delivered",
+            ". An answer is",
+            ". Correct the call",
+            ": the schema is",
+            ". the schema is",
+        ]
+        .iter()
+        .filter_map(|cut| message.find(cut))
+        .min()
+        .map_or(message.as_str(), |at| &message[..at]);
+        self.rejection = Some(reason.to_string());
+        rejected(message)
     }
 
     /// The deterministic gate: settled, or open with the correction the model gets
@@ -324,6 +366,10 @@ const PROPERTIES: &[(&str, &str)] = &[
         "Required when verdict is answer: one short plain sentence, on one line, that the asking unit can act on. Omitted or empty for a wait verdict.",
     ),
     (
+        "evidence",
+        "Required when verdict is answer: a span copied word for word from the INPUT's intent that settles the question (at least three words). An answer whose evidence is not in the intent is refused.",
+    ),
+    (
         "askId",
         "The askId field of the INPUT event, echoed exactly. A value that does not match the bound ask is refused.",
     ),
@@ -373,6 +419,9 @@ mod tests {
         }
     }
 
+    const INPUT: &str = r#"{"askId":"a1","intent":"rename the setting and the env var too","summary":"Rename the env var too?"}"#;
+    const EVIDENCE: &str = "the env var too";
+
     fn submit(b: &mut Binding<'_>, args: Value) -> Value {
         b.exec(TOOLSET, SUBMIT_VERDICT, &args).unwrap()
     }
@@ -384,7 +433,7 @@ mod tests {
     #[test]
     fn invalid_calls_are_results_checked_in_order_and_never_deliver() {
         let rec = Recorder::default();
-        let mut b = Binding::new("a1", "{}", &rec);
+        let mut b = Binding::new("a1", INPUT, &rec);
         let bad = submit(&mut b, json!({"verdict": "approve", "askId": "zz"}));
         assert_eq!(
             bad,
@@ -410,6 +459,40 @@ mod tests {
                 "invalid call: verdict \"answer\" requires a non-empty \"answer\" — the one short plain sentence the unit acts on. {SCHEMA_LINE}"
             )
         );
+        assert_eq!(
+            message(&submit(&mut b, json!("{\"verdict\": \"ans"))),
+            format!(
+                "invalid call: the arguments are not a JSON object (got text that does not parse as JSON: \"{{\\\"verdict\\\": \\\"ans\"). {SCHEMA_LINE}"
+            )
+        );
+        assert_eq!(
+            b.take_rejection().as_deref(),
+            Some(
+                "invalid call: the arguments are not a JSON object (got text that does not parse as JSON: \"{\\\"verdict\\\": \\\"ans\")"
+            )
+        );
+        assert!(rec.delivered.lock().unwrap().is_empty());
+        assert_eq!(b.outcome(), &Outcome::Open);
+    }
+
+    #[test]
+    fn an_answer_without_grounds_is_refused_naming_the_check() {
+        let rec = Recorder::default();
+        let mut b = Binding::new("a1", INPUT, &rec);
+        let bare = submit(
+            &mut b,
+            json!({"verdict": "answer", "askId": "a1", "answer": "yes", "evidence": "the operator wants it"}),
+        );
+        assert_eq!(
+            message(&bare),
+            "answer refused by the evidence check: the evidence \"the operator wants it\" is not a verbatim span of the mission's intent; nothing was delivered. An answer needs as evidence a verbatim span of the INPUT's intent that settles the question; otherwise submit wait."
+        );
+        assert_eq!(
+            b.take_rejection().as_deref(),
+            Some(
+                "answer refused by the evidence check: the evidence \"the operator wants it\" is not a verbatim span of the mission's intent"
+            )
+        );
         assert!(rec.delivered.lock().unwrap().is_empty());
         assert_eq!(b.outcome(), &Outcome::Open);
     }
@@ -417,10 +500,10 @@ mod tests {
     #[test]
     fn an_answer_delivers_once_and_settles() {
         let rec = Recorder::default();
-        let mut b = Binding::new("a1", "{}", &rec);
+        let mut b = Binding::new("a1", INPUT, &rec);
         let ok = submit(
             &mut b,
-            json!({"verdict": "answer", "askId": "a1", "answer": " yes "}),
+            json!({"verdict": "answer", "askId": "a1", "answer": " yes ", "evidence": EVIDENCE}),
         );
         assert_eq!(ok["accepted"], true);
         assert_eq!(ok["outcome"], "answered");
@@ -447,8 +530,9 @@ mod tests {
             refuse: true,
             ..Default::default()
         };
-        let mut b = Binding::new("a1", "{}", &rec);
-        let call = json!({"verdict": "answer", "askId": "a1", "answer": "yes"});
+        let mut b = Binding::new("a1", INPUT, &rec);
+        let call =
+            json!({"verdict": "answer", "askId": "a1", "answer": "yes", "evidence": EVIDENCE});
         let first = submit(&mut b, call.clone());
         assert_eq!(
             first,
@@ -471,8 +555,9 @@ mod tests {
             fail_once: Mutex::new(true),
             ..Default::default()
         };
-        let mut b = Binding::new("a1", "{}", &rec);
-        let call = json!({"verdict": "answer", "askId": "a1", "answer": "yes"});
+        let mut b = Binding::new("a1", INPUT, &rec);
+        let call =
+            json!({"verdict": "answer", "askId": "a1", "answer": "yes", "evidence": EVIDENCE});
         assert_eq!(
             b.exec(TOOLSET, SUBMIT_VERDICT, &call).unwrap_err(),
             "oracletools: deliver answer for ask a1: database is locked"
@@ -578,7 +663,7 @@ mod tests {
     #[test]
     fn an_unfit_answer_is_a_correction_and_delivers_nothing() {
         let rec = Recorder::default();
-        let mut b = Binding::new("a1", "{}", &rec);
+        let mut b = Binding::new("a1", INPUT, &rec);
         let bad = submit(
             &mut b,
             json!({"verdict": "answer", "askId": "a1", "answer": "rm -rf build"}),
@@ -598,7 +683,7 @@ mod tests {
         assert_eq!(spec.name, "oracle_submit_verdict");
         let props = spec.parameters["properties"].as_object().unwrap();
         let names: Vec<&str> = props.keys().map(String::as_str).collect();
-        assert_eq!(names, ["verdict", "answer", "askId"]);
+        assert_eq!(names, ["verdict", "answer", "evidence", "askId"]);
         assert!(props.values().all(|p| p["type"] == "string"));
         assert_eq!(props["verdict"]["enum"], json!(["wait", "answer"]));
         assert_eq!(spec.parameters["required"], json!(["verdict", "askId"]));

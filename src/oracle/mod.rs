@@ -5,9 +5,13 @@
 //!
 //! The driver follows the shared bus for `attention_asked` events, self-selects (only
 //! operator-fired asks of missions this host holds; everything else is declined
-//! without a model call), runs the chain ([`chain`]) against the verdict contract
-//! ([`contract`]), and delivers through the one bounded agent-answer function. Every
-//! step leaves a trace line on the fire's stderr and in the `oracle_trace` table
+//! without a model call), screens the question ([`screen`]: imitations, risky
+//! classes and the mission envelope's own rules send it to WAIT with no model call),
+//! runs the chain ([`chain`]) against the verdict contract ([`contract`], whose
+//! answers must also pass [`screen`]'s evidence and yes/no checks), and delivers
+//! through the one bounded agent-answer function. Every step — each model call,
+//! retry and failure, each rejected verdict and why, recovery, the delivered answer
+//! or WAIT — leaves a trace line on the fire's stderr and in the `oracle_trace` table
 //! ([`trace`]). The driver never fails the fire: every non-answer leaves the ask on
 //! its ordinary path.
 //!
@@ -16,8 +20,10 @@
 
 pub mod chain;
 pub mod contract;
+pub mod screen;
 pub mod trace;
 
+use std::sync::Mutex;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
@@ -35,6 +41,7 @@ use crate::store::{Store, blocking, blocking_in_place};
 use crate::text::one_line;
 use chain::{Chain, ChainFile};
 use contract::{AnswerError, Answerer, Binding, Outcome};
+use screen::Question;
 use trace::Trace;
 
 /// The name the oracle's answers are recorded under.
@@ -44,16 +51,6 @@ pub const ENVELOPE: &str = "hitl-policy-oracle.json";
 
 /// How often the driver looks at the bus for new questions when no commit wakes it.
 const BUS_POLL: Duration = Duration::from_millis(100);
-/// The shortest per-call model timeout, however short the park window.
-const MIN_CALL_TIMEOUT: Duration = Duration::from_secs(5);
-
-/// One oracle model call may take as long as the park window (within
-/// [`MIN_CALL_TIMEOUT`] and the client's default): a verdict that comes later than
-/// that reaches a unit that has already parked, and a hung server must not hold the
-/// review for the client's full two minutes.
-fn call_timeout(park_window: Duration) -> Duration {
-    park_window.clamp(MIN_CALL_TIMEOUT, ModelSettings::DEFAULT_TIMEOUT)
-}
 
 /// A mounted oracle: the chain, its envelope and the model, ready to follow the bus.
 pub struct Oracle {
@@ -77,7 +74,10 @@ impl Oracle {
         let envelope = search::load(paths, ENVELOPE)
             .map_err(|e| anyhow::anyhow!("--oracle: load {ENVELOPE}: {e}"))?;
         let mut settings = ModelSettings::from_config(&config)?;
-        settings.timeout = call_timeout(config.ask_park_window()?);
+        // Its own setting, not the park window: a first prompt on a busy CPU server
+        // takes longer than a unit waits in its turn, and an answer past the window
+        // still lands through the durable respond path.
+        settings.timeout = config.oracle_call_timeout()?;
         let model = ModelClient::connect(&settings);
         match &model {
             Ok(m) => {
@@ -176,36 +176,52 @@ impl Oracle {
         ))
         .await;
         let started = Instant::now();
-        let mut closing = Abandoned {
-            trace: &self.trace,
-            mission_id: &mission.id,
-            ask_id,
-            started,
-            armed: true,
-        };
+        let (paths, policy) = (self.paths.clone(), mission.hitl_policy_name.clone());
+        let envelope = blocking(move || search::load(&paths, &policy)).await;
+        if let Some(refusal) = screen::screen_question(&Question::from_input(&input), &envelope) {
+            let elapsed = crate::duration::format(round_to_ms(started.elapsed()));
+            emit(format!(
+                "oracle: WAIT for ask {ask_id} ({elapsed}) without asking the model — refused by the {refusal} — the question stays with a human"
+            ))
+            .await;
+            return;
+        }
         let deliver = Deliver {
             oracle: self,
             fleet,
             mission_id: &mission.id,
             parked: AtomicBool::new(false),
+            delivered: Mutex::new(None),
+        };
+        let mut closing = Abandoned {
+            trace: &self.trace,
+            mission_id: &mission.id,
+            ask_id,
+            started,
+            delivered: &deliver.delivered,
+            armed: true,
         };
         let mut binding = Binding::new(ask_id, &input, &deliver);
+        // Called mid-chain on the driver's worker: the store insert runs in place.
+        let step = |line: String| {
+            blocking_in_place(|| self.trace.emit(&mission.id, ask_id, &line));
+        };
         let chain = Chain {
             model: &self.model,
             file: &self.chain,
             envelope: &self.envelope,
+            ask_id,
+            trace: &step,
         };
         let ran = chain.run(&input, &mut binding).await;
         closing.armed = false;
         let elapsed = crate::duration::format(round_to_ms(started.elapsed()));
         let line = match (binding.outcome(), ran) {
-            (Outcome::Answered(text), _) => format!(
-                "oracle: answered ask {ask_id} in {elapsed} as agent \"{AGENT}\": {text:?}{}",
-                if deliver.parked.load(Ordering::Relaxed) {
-                    " (past the park window: the ask had checkpointed; the durable respond path resumed it)"
-                } else {
-                    ""
-                }
+            (Outcome::Answered(text), _) => answered_line(
+                ask_id,
+                &elapsed,
+                text,
+                deliver.parked.load(Ordering::Relaxed),
             ),
             (Outcome::Wait, _) => format!(
                 "oracle: WAIT for ask {ask_id} ({elapsed}) — the question stays with a human"
@@ -226,6 +242,18 @@ impl Oracle {
     }
 }
 
+/// The closing line of a review whose answer went out.
+fn answered_line(ask_id: &str, elapsed: &str, text: &str, parked: bool) -> String {
+    format!(
+        "oracle: answered ask {ask_id} in {elapsed} as agent \"{AGENT}\": {text:?}{}",
+        if parked {
+            " (past the park window: the ask had checkpointed; the durable respond path resumed it)"
+        } else {
+            ""
+        }
+    )
+}
+
 /// The closing line of a review that never finished: the driver is dropped with the
 /// fire (or the board unmounts it) while the chain still runs, and the trace must not
 /// end on "reviewing".
@@ -234,6 +262,9 @@ struct Abandoned<'a> {
     mission_id: &'a str,
     ask_id: &'a str,
     started: Instant,
+    /// The answer that went out, if one did: then the review ended answered, however
+    /// it was cut short.
+    delivered: &'a Mutex<Option<(String, bool)>>,
     /// Cleared once the review wrote its own closing line.
     armed: bool,
 }
@@ -244,14 +275,15 @@ impl Drop for Abandoned<'_> {
     fn drop(&mut self) {
         if self.armed {
             let elapsed = crate::duration::format(round_to_ms(self.started.elapsed()));
-            self.trace.emit(
-                self.mission_id,
-                self.ask_id,
-                &format!(
+            let delivered = self.delivered.lock().map(|d| d.clone()).unwrap_or_default();
+            let line = match delivered {
+                Some((text, parked)) => answered_line(self.ask_id, &elapsed, &text, parked),
+                None => format!(
                     "oracle: abandoned the review of ask {} ({elapsed}): the oracle was unmounted before a verdict — the question stays with a human",
                     self.ask_id
                 ),
-            );
+            };
+            self.trace.emit(self.mission_id, self.ask_id, &line);
         }
     }
 }
@@ -304,6 +336,9 @@ struct Deliver<'a> {
     mission_id: &'a str,
     /// Whether the run had parked on a checkpoint by the time the answer landed.
     parked: AtomicBool,
+    /// The answer recorded, and whether the run had parked: what an interrupted
+    /// review's closing line reports.
+    delivered: Mutex<Option<(String, bool)>>,
 }
 
 impl Deliver<'_> {
@@ -340,8 +375,11 @@ impl Deliver<'_> {
         let who = crate::fleet::resume::Answerer::Agent { name: AGENT, text };
         match crate::fleet::resume::record(&self.oracle.paths, asks, ask_id, who) {
             Ok(_) => {
-                self.parked
-                    .store(parked_before || parked(), Ordering::Relaxed);
+                let was_parked = parked_before || parked();
+                self.parked.store(was_parked, Ordering::Relaxed);
+                if let Ok(mut d) = self.delivered.lock() {
+                    *d = Some((text.to_string(), was_parked));
+                }
                 Ok(())
             }
             Err(e) => match e.downcast::<AgentAnswerError>() {
@@ -397,15 +435,39 @@ mod tests {
     }
 
     #[test]
-    fn a_model_call_fits_the_park_window() {
-        assert_eq!(
-            call_timeout(Duration::from_secs(30)),
-            Duration::from_secs(30)
+    fn an_interrupted_review_closes_abandoned_only_when_no_answer_went_out() {
+        let dir = tempfile::tempdir().unwrap();
+        let trace = Trace::new(Store::open(&dir.path().join("b.db")).unwrap(), false);
+        let close = |delivered: Option<(String, bool)>| {
+            let delivered = Mutex::new(delivered);
+            drop(Abandoned {
+                trace: &trace,
+                mission_id: "m1",
+                ask_id: "a1",
+                started: Instant::now(),
+                delivered: &delivered,
+                armed: true,
+            });
+        };
+        close(None);
+        close(Some(("yes, rename it".into(), false)));
+        let lines: Vec<String> = trace
+            .for_mission("m1", 10)
+            .unwrap()
+            .into_iter()
+            .map(|l| l.line)
+            .collect();
+        assert!(
+            lines[0].starts_with("oracle: abandoned the review of ask a1 (")
+                && lines[0].ends_with(
+                    "): the oracle was unmounted before a verdict — the question stays with a human"
+                ),
+            "{lines:?}"
         );
-        assert_eq!(call_timeout(Duration::ZERO), MIN_CALL_TIMEOUT);
-        assert_eq!(
-            call_timeout(Duration::from_secs(3600)),
-            ModelSettings::DEFAULT_TIMEOUT
+        assert!(
+            lines[1].starts_with("oracle: answered ask a1 in ")
+                && lines[1].ends_with(" as agent \"oracle\": \"yes, rename it\""),
+            "{lines:?}"
         );
     }
 

@@ -1,8 +1,8 @@
 //! Keeping the conversation inside the model's context window.
 //!
-//! Tokens are estimated at four bytes each (the usual figure for English and
-//! code with BPE tokenizers); a server's reported usage replaces the estimate
-//! where it exists. Every tool output is cut to [`TOOL_OUTPUT_LIMIT`] before it
+//! Tokens are estimated at four bytes each (the usual figure for English prose);
+//! the turn scales the estimate by the server's own count once it has one, and by
+//! four thirds before (code, JSON and tool schemas run nearer three bytes a token). Every tool output is cut to [`TOOL_OUTPUT_LIMIT`] before it
 //! joins the dialog, and before each model call the oldest tool outputs are
 //! elided, then the oldest exchanges dropped, until the request fits.
 

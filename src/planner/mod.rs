@@ -12,7 +12,10 @@
 //! (estimated at four bytes a token when the server reports none), and
 //! `session/cancel` drops whatever is in flight — the model call, a permission
 //! wait, a running command — and ends the turn `cancelled`. The dialog is kept
-//! inside `--context-tokens` ([`context`]).
+//! inside `--context-tokens` ([`context`]), or inside the server's own window where
+//! the server states it (llama.cpp's `/props`, or a `context_length_exceeded`
+//! refusal, after which the call is shrunk and retried once; a second refusal fails
+//! the turn naming `--context-tokens`).
 //!
 //! A model call that fails (endpoint down, bad settings, a scripted dialog run
 //! out) fails the turn with the model client's error text, so the host derails

@@ -29,6 +29,12 @@ const CARD_OUTPUT: usize = 2000;
 const ALLOW_ONCE: &str = "allow-once";
 const REJECT_ONCE: &str = "reject-once";
 
+/// The scale assumed before the server has counted a prompt: real tokenizers count
+/// code, JSON and tool schemas at nearer three bytes a token than the estimate's four.
+const UNCOUNTED_SCALE: f64 = 4.0 / 3.0;
+/// The smallest reply cap asked for, however full the window.
+const MIN_REPLY_TOKENS: u64 = 64;
+
 /// What a session keeps between turns.
 pub struct SessionState {
     mission_server: Option<McpStdioServer>,
@@ -45,6 +51,15 @@ pub struct SessionState {
     host: Option<(Arc<dyn HostTools>, String)>,
     /// What the host told the conversation between turns, for the next one to read.
     notes: Vec<String>,
+    /// The context window learned from the server (its `/props`, or the window its
+    /// refusal named), when smaller than `--context-tokens`.
+    window: Option<u64>,
+    /// The server's prompt count over the estimate, from the last count it reported
+    /// (a reply's usage, or a refusal's numbers): the estimate is scaled by it so the
+    /// dialog fits the server's own tokenizer.
+    scale: f64,
+    /// Whether the server was asked for its context window yet.
+    probed: bool,
 }
 
 impl SessionState {
@@ -59,6 +74,9 @@ impl SessionState {
             calls: 0,
             host: None,
             notes: Vec::new(),
+            window: None,
+            scale: UNCOUNTED_SCALE,
+            probed: false,
         }
     }
 
@@ -157,10 +175,40 @@ impl Turn<'_> {
             state.messages.push(ChatMessage::user(notes));
         }
         state.messages.push(ChatMessage::user(prompt));
-        let reply_tokens = u64::from(self.max_tokens).min(self.context_tokens / 4);
+        if !state.probed {
+            state.probed = true;
+            if let Some(served) = self.model.served_context().await
+                && served < self.context_tokens
+            {
+                eprintln!(
+                    "{}: the model server runs a {served}-token context window; the dialog is kept inside it (--context-tokens {})",
+                    super::server::AGENT_NAME,
+                    self.context_tokens
+                );
+                state.window = Some(served);
+            }
+        }
+        // One shrink-and-retry per model call when the server refuses the request as
+        // too long for its window.
+        let mut shrunk = false;
         for _ in 0..self.max_steps {
-            let budget = self.context_tokens.saturating_sub(reply_tokens);
-            context::fit(&mut state.messages, &state.tools, budget);
+            let window = state.window.unwrap_or(self.context_tokens);
+            let cap = u64::from(self.max_tokens).min(window / 4);
+            let budget = window.saturating_sub(cap);
+            context::fit(
+                &mut state.messages,
+                &state.tools,
+                (budget as f64 / state.scale) as u64,
+            );
+            // What fitting could not shrink (the system message, the mission, the
+            // newest exchange) leaves the reply what remains, less a small margin:
+            // servers count the reply cap against the window too.
+            let prompt = (context::request_tokens(&state.messages, &state.tools) as f64
+                * state.scale)
+                .ceil() as u64;
+            let reply_tokens = cap
+                .min(window.saturating_sub(prompt + window / 64))
+                .max(MIN_REPLY_TOKENS);
             let request = ChatRequest {
                 messages: state.messages.clone(),
                 tools: state.tools.clone(),
@@ -168,7 +216,38 @@ impl Turn<'_> {
                 max_tokens: reply_tokens as u32,
             };
             let estimate = context::request_tokens(&request.messages, &request.tools);
-            let reply = self.model.complete(&request).await.map_err(model_error)?;
+            let reply = match self.model.complete(&request).await {
+                Ok(reply) => reply,
+                Err(e) => match e.context_exceeded() {
+                    Some(refusal) if !shrunk => {
+                        shrunk = true;
+                        if let Some(counted) = refusal.prompt
+                            && estimate > 0
+                        {
+                            state.scale = (counted as f64 / estimate as f64).clamp(0.5, 8.0);
+                        }
+                        let smaller = refusal
+                            .window
+                            .filter(|n| *n < window)
+                            .unwrap_or(window * 3 / 4);
+                        eprintln!(
+                            "{}: the model server refused a {window}-token dialog as too long; shrinking to {smaller} tokens and retrying once",
+                            super::server::AGENT_NAME
+                        );
+                        state.window = Some(smaller);
+                        continue;
+                    }
+                    Some(_) => return Err(context_error(&e, window)),
+                    None => return Err(model_error(e)),
+                },
+            };
+            shrunk = false;
+            if let Some(u) = reply.usage
+                && u.prompt_tokens > 0
+                && estimate > 0
+            {
+                state.scale = (u.prompt_tokens as f64 / estimate as f64).clamp(0.5, 8.0);
+            }
             let (input, output) = match reply.usage {
                 Some(u) if u.total() > 0 => (u.prompt_tokens, u.completion_tokens),
                 _ => {
@@ -185,7 +264,7 @@ impl Turn<'_> {
             spent.output += output;
             self.notify(SessionUpdate::UsageUpdate(UsageUpdate::new(
                 input + output,
-                self.context_tokens,
+                window,
             )))?;
             let content = reply.content.filter(|c| !c.trim().is_empty());
             if let Some(text) = &content {
@@ -193,9 +272,8 @@ impl Turn<'_> {
                     ContentBlock::Text(TextContent::new(text.clone())),
                 )))?;
             }
-            state
-                .messages
-                .push(ChatMessage::assistant(content, reply.tool_calls.clone()));
+            let echoed = reply.tool_calls.iter().map(|c| c.echoed()).collect();
+            state.messages.push(ChatMessage::assistant(content, echoed));
             if reply.tool_calls.is_empty() {
                 return Ok(match reply.finish_reason.as_deref() {
                     Some("length") => StopReason::MaxTokens,
@@ -456,7 +534,8 @@ impl Turn<'_> {
             return Ok((
                 format!(
                     "error: {} takes a JSON object of arguments, got {}",
-                    call.name, call.arguments
+                    call.name,
+                    crate::model::describe_arguments(&call.arguments)
                 ),
                 Effect::Continue,
             ));
@@ -479,6 +558,14 @@ impl Turn<'_> {
             Err(text) => (format!("error: {text}"), Effect::Continue),
         })
     }
+}
+
+/// A dialog the server still refuses as too long after one shrink: the turn's error
+/// names the server's refusal and the setting that fixes it.
+fn context_error(e: &crate::model::ModelError, window: u64) -> Error {
+    fail(format!(
+        "the model server's context window is too small for this dialog even at {window} tokens — set the agent's `--context-tokens` to the server's context size (in the agent declaration's args, e.g. `args = [\"agent\", \"--context-tokens\", \"4096\"]`), or start the server with a larger window: {e}"
+    ))
 }
 
 fn fail(message: String) -> Error {

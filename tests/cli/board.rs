@@ -56,7 +56,7 @@ async fn answering_in_the_board_lets_the_real_stub_land() {
     let d = fleet
         .dispatch(DispatchRequest {
             agent_name: "stub".into(),
-            intent: "ask-then-land: rename the env var".into(),
+            intent: "ask-then-land: proceed with the change to rename the env var".into(),
             policy_name: "default".into(),
             cwd: None,
             worktree: false,
@@ -129,8 +129,8 @@ async fn the_board_mounts_its_oracle_and_it_answers_a_routine_question() {
         &dialog,
         &serde_json::json!({"turns": [
             {"tool_calls": [{"name": "oracle.submit_verdict", "arguments":
-                {"verdict": "answer", "askId": "{{input.askId}}", "answer": "yes, rename it"}}]},
-            {"text": "DONE"}
+                {"verdict": "answer", "askId": "{{input.askId}}", "answer": "yes, rename it",
+                 "evidence": "{{input.intent}}"}}]}
         ]})
         .to_string(),
     );
@@ -172,7 +172,7 @@ async fn the_board_mounts_its_oracle_and_it_answers_a_routine_question() {
     let d = fleet
         .dispatch(DispatchRequest {
             agent_name: "stub".into(),
-            intent: "ask-then-land: rename the env var".into(),
+            intent: "ask-then-land: proceed with the change to rename the env var".into(),
             policy_name: "default".into(),
             cwd: None,
             worktree: false,

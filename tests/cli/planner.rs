@@ -340,3 +340,179 @@ fn a_4xx_from_the_model_server_is_not_retried_and_derails_with_its_body() {
     assert!(fired.stdout.contains(&expected), "{fired:#?}");
     assert_eq!(server.requests().len(), 1, "a 4xx is not retried");
 }
+
+/// Declare `small-planner`: the native agent on `server` with its default window and
+/// reply cap (a 32k window, 4,096 reply tokens), plus `extra` arguments.
+fn small_planner(sb: &Sandbox, server: &ModelServer, extra: &[&str]) {
+    sb.run(&["init"]).ok();
+    let mut args = vec!["agent".to_string()];
+    args.extend(extra.iter().map(|a| a.to_string()));
+    sb.write(
+        &sb.cwd.join(".missionboard/agents.toml"),
+        &format!(
+            "[agents.small-planner]\ncommand = \"missionboard\"\nargs = {}\nbase_url = \"{}\"\nmodel = \"test-model\"\n",
+            json!(args),
+            server.url
+        ),
+    );
+}
+
+fn report_then_finish() -> Vec<Reply> {
+    vec![
+        model_server::tool_call(
+            "mission_report",
+            json!({"kind": "progress", "summary": "fits the window"}),
+        ),
+        model_server::tool_call(
+            "mission_finish",
+            json!({"status": "landed", "reason": "done in 4k"}),
+        ),
+    ]
+}
+
+#[test]
+fn on_a_4k_server_that_reports_its_window_agent_planner_fits_from_the_first_request() {
+    let server = ModelServer::serving(
+        report_then_finish(),
+        model_server::Serves {
+            context: Some(4096),
+            props: true,
+            ..Default::default()
+        },
+    );
+    let sb = Sandbox::new();
+    small_planner(&sb, &server, &[]);
+    let fired = sb.fire("small-planner", "land inside 4k", &[]);
+    assert_eq!(fired.code, 0, "{fired:#?}");
+    assert!(
+        fired.stdout.contains("finished: landed — done in 4k\n"),
+        "{fired:#?}"
+    );
+    assert_eq!(server.gets(), ["/props"], "the window is read once");
+    let sent = server.requests();
+    assert_eq!(
+        sent.len(),
+        2,
+        "none refused: {:?}",
+        sent.iter()
+            .map(|r| (model_server::served_tokens(r), r["max_tokens"].clone()))
+            .collect::<Vec<_>>()
+    );
+    for request in &sent {
+        let cap = request["max_tokens"].as_u64().unwrap();
+        assert!(cap <= 1024, "at most a quarter of the served window");
+        assert!(model_server::served_tokens(request) + cap <= 4096);
+    }
+}
+
+#[test]
+fn on_a_4k_server_that_refuses_the_request_agent_planner_shrinks_and_retries_once() {
+    let server = ModelServer::serving(
+        report_then_finish(),
+        model_server::Serves {
+            context: Some(4096),
+            ..Default::default()
+        },
+    );
+    let sb = Sandbox::new();
+    small_planner(&sb, &server, &[]);
+    let fired = sb.fire("small-planner", "land inside 4k", &[]);
+    assert_eq!(fired.code, 0, "{fired:#?}");
+    assert!(
+        fired.stdout.contains("finished: landed — done in 4k\n"),
+        "{fired:#?}"
+    );
+    let sent = server.requests();
+    assert_eq!(sent.len(), 3, "one refusal, then the two calls: {sent:#?}");
+    assert_eq!(sent[0]["max_tokens"], 4096, "the 32k defaults, refused");
+    for request in &sent[1..] {
+        let cap = request["max_tokens"].as_u64().unwrap();
+        assert!(
+            cap <= 1024 && model_server::served_tokens(request) + cap <= 4096,
+            "inside the window the refusal named"
+        );
+    }
+}
+
+#[test]
+fn a_server_window_too_small_for_the_dialog_derails_naming_context_tokens() {
+    let server = ModelServer::serving(
+        report_then_finish(),
+        model_server::Serves {
+            context: Some(600),
+            ..Default::default()
+        },
+    );
+    let sb = Sandbox::new();
+    small_planner(&sb, &server, &[]);
+    let fired = sb.fire("small-planner", "land inside 600 tokens", &[]);
+    assert_eq!(fired.code, 1, "{fired:#?}");
+    assert!(
+        fired.stdout.contains(
+            "finished: derailed — unit turn failed: agent returned error -32603 to session/prompt: the model server's context window is too small for this dialog even at 600 tokens — set the agent's `--context-tokens` to the server's context size"
+        ),
+        "{fired:#?}"
+    );
+    let id = sb.newest_mission().unwrap();
+    let reports = sb.run(&["mission", "reports", &id]).ok();
+    assert!(
+        reports.stdout.contains(&format!(
+            "or start the server with a larger window: model endpoint {}/chat/completions answered HTTP 400: ",
+            server.url
+        )),
+        "the blocker carries the server's refusal too: {}",
+        reports.stdout
+    );
+    assert_eq!(server.requests().len(), 2, "one shrink, one retry");
+}
+
+#[test]
+fn doctor_asks_the_endpoint_whether_it_serves_the_configured_model() {
+    let server = ModelServer::start(vec![]);
+    let sb = Sandbox::new();
+    sb.run(&["init"]).ok();
+    sb.run(&["config", "set", "model-base-url", &server.url])
+        .ok();
+    sb.run(&["config", "set", "model-name", "test-model"]).ok();
+    let doctor = sb.run(&["doctor"]);
+    assert!(
+        doctor
+            .lines()
+            .contains(&format!("Models:    {}/models serves test-model", server.url).as_str()),
+        "{doctor:#?}"
+    );
+    sb.run(&["config", "set", "model-name", "qwen3:8b"]).ok();
+    let doctor = sb.run(&["doctor"]);
+    assert_eq!(doctor.code, 1, "{doctor:#?}");
+    assert!(
+        doctor.lines().contains(
+            &format!(
+                "Models:    {}/models does not serve qwen3:8b (it lists test-model) — set model-name to one it serves, or load qwen3:8b on the server",
+                server.url
+            )
+            .as_str()
+        ),
+        "{doctor:#?}"
+    );
+    // A base URL without its /v1: the connection works, the path does not.
+    let root = server.url.strip_suffix("/v1").unwrap();
+    sb.run(&["config", "set", "model-base-url", root]).ok();
+    sb.run(&["config", "set", "model-name", "test-model"]).ok();
+    let doctor = sb.run(&["doctor"]);
+    assert_eq!(doctor.code, 1, "{doctor:#?}");
+    assert!(
+        doctor.stdout.contains(&format!(
+            "Models:    GET {root}/models: model endpoint {root}/models answered HTTP 404: "
+        )) && doctor.stdout.contains(
+            "model-base-url must be the OpenAI-compatible base, ending in /v1 for most servers"
+        ),
+        "{doctor:#?}"
+    );
+    assert!(
+        doctor.lines()[0].contains(
+            "point model-base-url and model-name at a model the server serves (see above)"
+        ),
+        "{doctor:#?}"
+    );
+    assert_eq!(server.requests().len(), 0, "no completion was asked for");
+}

@@ -632,7 +632,7 @@ async fn an_oracle_mounted_elsewhere_leaves_a_parented_question_alone() {
         json!([
             verdict("Which region", json!({"verdict": "wait", "askId": "{{input.askId}}"})),
             {"match": "Which region", "text": "DONE"},
-            verdict("Rename", json!({"verdict": "answer", "askId": "{{input.askId}}", "answer": "yes"})),
+            verdict("Rename", json!({"verdict": "answer", "askId": "{{input.askId}}", "answer": "yes", "evidence": "{{input.intent}}"})),
             {"match": "Rename", "text": "DONE"},
         ]),
         &[

@@ -14,13 +14,17 @@ use serde_json::{Value, json};
 /// What the server answers to one valid request.
 #[derive(Debug, Clone)]
 pub enum Reply {
-    /// A chat completion with this assistant message (`{{input.askId}}` in its text
-    /// is replaced by the askId of the request's first user message, the oracle's INPUT).
+    /// A chat completion with this assistant message (`{{input.<field>}}` in its
+    /// tool-call arguments is replaced by that field of the request's first user
+    /// message, the oracle's INPUT: `{{input.askId}}`, `{{input.intent}}`).
     Message(Value),
     /// This status and body, whatever the request said.
     Status(u16, String),
     /// Read the request and never answer it.
     Hang,
+    /// This assistant message for this request and every later one: a model that
+    /// says the same whatever it is asked.
+    Always(Value),
 }
 
 /// A reply that calls `name` with `arguments`.
@@ -39,38 +43,107 @@ pub struct ModelServer {
     /// The `/v1` base URL to configure.
     pub url: String,
     requests: Arc<Mutex<Vec<Value>>>,
+    gets: Arc<Mutex<Vec<String>>>,
+}
+
+/// How the server describes itself and how much it holds.
+#[derive(Debug, Clone)]
+pub struct Serves {
+    /// What `GET /v1/models` lists.
+    pub models: Vec<String>,
+    /// A context window the server enforces, counting a token per three bytes of
+    /// the request (more than a client's four-byte estimate, as real tokenizers
+    /// often do), and reports as `usage.prompt_tokens`.
+    pub context: Option<u64>,
+    /// Whether `GET /props` reports that window (llama.cpp's server does, and its
+    /// refusal names `n_ctx`); otherwise `/props` is a 404 and the refusal is
+    /// OpenAI's `context_length_exceeded` wording.
+    pub props: bool,
+}
+
+impl Default for Serves {
+    fn default() -> Self {
+        Serves {
+            models: vec!["test-model".into()],
+            context: None,
+            props: false,
+        }
+    }
 }
 
 impl ModelServer {
     /// Serve `replies` in order on a fresh loopback port. Past the last reply, a
     /// valid request gets a 500 naming the exhaustion.
     pub fn start(replies: Vec<Reply>) -> ModelServer {
+        Self::serving(replies, Serves::default())
+    }
+
+    /// [`ModelServer::start`], describing itself and holding what `serves` says.
+    pub fn serving(replies: Vec<Reply>, serves: Serves) -> ModelServer {
         let listener = TcpListener::bind("127.0.0.1:0").unwrap();
         let url = format!("http://{}/v1", listener.local_addr().unwrap());
         let requests = Arc::new(Mutex::new(Vec::new()));
+        let gets = Arc::new(Mutex::new(Vec::new()));
         let replies = Arc::new(Mutex::new(std::collections::VecDeque::from(replies)));
-        let recorded = requests.clone();
+        let shared = Arc::new(Shared {
+            recorded: requests.clone(),
+            gets: gets.clone(),
+            replies,
+            serves,
+        });
         std::thread::spawn(move || {
             for stream in listener.incoming().flatten() {
-                let (recorded, replies) = (recorded.clone(), replies.clone());
-                std::thread::spawn(move || serve_connection(stream, &recorded, &replies));
+                let shared = shared.clone();
+                std::thread::spawn(move || serve_connection(stream, &shared));
             }
         });
-        ModelServer { url, requests }
+        ModelServer {
+            url,
+            requests,
+            gets,
+        }
     }
 
-    /// Every request body received so far, in order.
+    /// Every completion request body received so far, in order.
     pub fn requests(&self) -> Vec<Value> {
         self.requests.lock().unwrap().clone()
     }
+
+    /// The paths of every GET received so far, in order.
+    pub fn gets(&self) -> Vec<String> {
+        self.gets.lock().unwrap().clone()
+    }
+}
+
+struct Shared {
+    recorded: Arc<Mutex<Vec<Value>>>,
+    gets: Arc<Mutex<Vec<String>>>,
+    replies: Arc<Mutex<std::collections::VecDeque<Reply>>>,
+    serves: Serves,
+}
+
+/// The server's token count for `request`: a token per three bytes of its message
+/// texts, the calls they carry and its tool schemas, and a few per message.
+pub fn served_tokens(request: &Value) -> u64 {
+    let messages = request["messages"].as_array().cloned().unwrap_or_default();
+    let text: usize = messages
+        .iter()
+        .map(|m| {
+            m["content"].as_str().unwrap_or_default().len() + m["tool_calls"].to_string().len()
+        })
+        .sum();
+    let tools: usize = request["tools"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .map(|t| t["function"].to_string().len())
+        .sum();
+    ((text + tools) / 3 + 4 * messages.len()) as u64
 }
 
 /// Requests on one (keep-alive) connection, until the client closes it.
-fn serve_connection(
-    stream: TcpStream,
-    recorded: &Mutex<Vec<Value>>,
-    replies: &Mutex<std::collections::VecDeque<Reply>>,
-) {
+fn serve_connection(stream: TcpStream, shared: &Shared) {
+    let (recorded, replies, serves) = (&shared.recorded, &shared.replies, &shared.serves);
     let mut reader = BufReader::new(stream.try_clone().unwrap());
     let mut writer = stream;
     loop {
@@ -79,6 +152,11 @@ fn serve_connection(
         if reader.read_line(&mut line).unwrap_or(0) == 0 {
             return;
         }
+        let mut words = line.split_whitespace();
+        let (method, path) = (
+            words.next().unwrap_or_default().to_string(),
+            words.next().unwrap_or_default().to_string(),
+        );
         loop {
             line.clear();
             if reader.read_line(&mut line).unwrap_or(0) == 0 {
@@ -95,15 +173,28 @@ fn serve_connection(
         if reader.read_exact(&mut body).is_err() {
             return;
         }
+        if method == "GET" {
+            shared.gets.lock().unwrap().push(path.clone());
+            let (status, answer) = describe(&path, serves);
+            if respond(&mut writer, status, &answer).is_err() {
+                return;
+            }
+            continue;
+        }
         let request: Value = serde_json::from_slice(&body).unwrap_or(Value::Null);
         recorded.lock().unwrap().push(request.clone());
-        let (status, answer) = match violation(&request) {
-            Some(why) => (
+        let refusal = violation(&request).map(|why| {
+            (
                 400,
                 json!({"error": {"message": why, "type": "invalid_request_error"}}).to_string(),
-            ),
-            None => match replies.lock().unwrap().pop_front() {
-                Some(Reply::Message(message)) => (200, completion(&request, message)),
+            )
+        });
+        let (status, answer) = match refusal.or_else(|| too_long(&request, serves)) {
+            Some(refused) => refused,
+            None => match next_reply(replies) {
+                Some(Reply::Message(message) | Reply::Always(message)) => {
+                    (200, completion(&request, message, serves))
+                }
                 Some(Reply::Status(status, body)) => (status, body),
                 Some(Reply::Hang) => loop {
                     std::thread::park();
@@ -111,13 +202,69 @@ fn serve_connection(
                 None => (500, "{\"error\":\"the test's replies are used up\"}".into()),
             },
         };
-        let response = format!(
-            "HTTP/1.1 {status} X\r\ncontent-type: application/json\r\ncontent-length: {}\r\n\r\n{answer}",
-            answer.len()
-        );
-        if writer.write_all(response.as_bytes()).is_err() {
+        if respond(&mut writer, status, &answer).is_err() {
             return;
         }
+    }
+}
+
+fn respond(writer: &mut TcpStream, status: u16, answer: &str) -> std::io::Result<()> {
+    let response = format!(
+        "HTTP/1.1 {status} X\r\ncontent-type: application/json\r\ncontent-length: {}\r\n\r\n{answer}",
+        answer.len()
+    );
+    writer.write_all(response.as_bytes())
+}
+
+/// `GET /v1/models` and llama.cpp's `GET /props`; anything else is a 404.
+fn describe(path: &str, serves: &Serves) -> (u16, String) {
+    if path == "/v1/models" {
+        let data: Vec<Value> = serves
+            .models
+            .iter()
+            .map(|m| json!({"id": m, "object": "model", "owned_by": "test"}))
+            .collect();
+        return (200, json!({"object": "list", "data": data}).to_string());
+    }
+    match (path, serves.context) {
+        ("/props", Some(n_ctx)) if serves.props => (
+            200,
+            json!({"default_generation_settings": {"n_ctx": n_ctx}, "total_slots": 1}).to_string(),
+        ),
+        _ => (
+            404,
+            json!({"error": {"code": 404, "message": "File Not Found"}}).to_string(),
+        ),
+    }
+}
+
+/// The refusal of a request that does not fit the context window, worded as
+/// llama.cpp's server or as OpenAI (and llama-cpp-python) word it.
+fn too_long(request: &Value, serves: &Serves) -> Option<(u16, String)> {
+    let n_ctx = serves.context?;
+    let prompt = served_tokens(request);
+    let reply = request["max_tokens"].as_u64().unwrap_or(0);
+    if prompt + reply <= n_ctx {
+        return None;
+    }
+    let body = if serves.props {
+        json!({"error": {"code": 400, "message": "the request exceeds the available context size, try increasing it",
+                         "type": "exceed_context_size_error", "n_prompt_tokens": prompt, "n_ctx": n_ctx}})
+    } else {
+        json!({"error": {"message": format!(
+            "This model's maximum context length is {n_ctx} tokens. However, you requested {} tokens ({prompt} in the messages, {reply} in the completion). Please reduce the length of the messages or completion.",
+            prompt + reply),
+            "type": "invalid_request_error", "param": "messages", "code": "context_length_exceeded"}})
+    };
+    Some((400, body.to_string()))
+}
+
+/// The next scripted reply: an `Always` stays at the front.
+fn next_reply(replies: &Mutex<std::collections::VecDeque<Reply>>) -> Option<Reply> {
+    let mut replies = replies.lock().unwrap();
+    match replies.front() {
+        Some(Reply::Always(_)) => replies.front().cloned(),
+        _ => replies.pop_front(),
     }
 }
 
@@ -150,17 +297,29 @@ fn violation(request: &Value) -> Option<String> {
     None
 }
 
-fn completion(request: &Value, mut message: Value) -> String {
-    let ask_id = request["messages"]
+fn completion(request: &Value, mut message: Value, serves: &Serves) -> String {
+    let input = request["messages"]
         .as_array()
         .and_then(|ms| ms.iter().find(|m| m["role"] == "user"))
         .and_then(|m| m["content"].as_str())
         .and_then(|c| serde_json::from_str::<Value>(c).ok())
-        .and_then(|input| input["askId"].as_str().map(str::to_string));
-    if let (Some(id), Some(calls)) = (ask_id, message["tool_calls"].as_array_mut()) {
+        .and_then(|input| input.as_object().cloned())
+        .unwrap_or_default();
+    if let Some(calls) = message["tool_calls"].as_array_mut() {
         for call in calls {
             if let Some(args) = call["function"]["arguments"].as_str() {
-                call["function"]["arguments"] = json!(args.replace("{{input.askId}}", &id));
+                let mut filled = args.to_string();
+                for (field, value) in &input {
+                    if let Some(text) = value.as_str() {
+                        // Spliced into JSON text: the value goes in JSON-escaped.
+                        let escaped = json!(text).to_string();
+                        filled = filled.replace(
+                            &format!("{{{{input.{field}}}}}"),
+                            &escaped[1..escaped.len() - 1],
+                        );
+                    }
+                }
+                call["function"]["arguments"] = json!(filled);
             }
         }
     }
@@ -169,8 +328,13 @@ fn completion(request: &Value, mut message: Value) -> String {
     } else {
         "stop"
     };
+    let prompt = if serves.context.is_some() {
+        served_tokens(request)
+    } else {
+        10
+    };
     json!({"id": "chatcmpl-test", "object": "chat.completion", "model": request["model"],
            "choices": [{"index": 0, "message": message, "finish_reason": finish}],
-           "usage": {"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15}})
+           "usage": {"prompt_tokens": prompt, "completion_tokens": 5, "total_tokens": prompt + 5}})
     .to_string()
 }
