@@ -34,6 +34,7 @@ pub mod runtime;
 pub mod schema;
 pub mod session;
 pub mod signals;
+pub mod supervise;
 pub mod store;
 pub mod stub;
 pub mod sync;

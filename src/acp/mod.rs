@@ -85,6 +85,10 @@ pub struct UnitSpec {
     /// names its MCP servers), for a mission socket that admits only the unit's own
     /// process tree.
     pub pid_slot: Option<Arc<OnceLock<u32>>>,
+    /// The missionboard binary whose `supervise` the unit runs under; `None`: this
+    /// process's own executable (a host that is not the missionboard binary, a test
+    /// harness, names it).
+    pub supervisor: Option<PathBuf>,
 }
 
 /// One plan entry as the agent sent it (a native ACP `plan` update).
@@ -581,10 +585,11 @@ impl Drop for Unit {
         if self.reaped || self.process.exited().is_some() {
             return;
         }
-        // No time for grace here: kill the group; the reaper task (or
-        // tokio's orphan reaping, if the runtime is gone) collects it.
+        // No time to wait here: the supervisor ends the tree on its own (the
+        // lifeline closing with the process handle says the same); the reaper task
+        // (or tokio's orphan reaping, if the runtime is gone) collects it.
         drop(self.stop_connection.take());
-        self.process.signal_group(libc::SIGKILL);
+        self.process.tear_down();
     }
 }
 

@@ -52,6 +52,7 @@ async fn asking_unit(
     let mut unit = Unit::start(UnitSpec {
         mcp_servers: vec![bridge_server_entry(&bare.program, &socket)],
         pid_slot: Some(socket.unit_pid_slot()),
+        supervisor: None,
         ..bare
     })
     .await?;

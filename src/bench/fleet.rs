@@ -59,6 +59,7 @@ async fn bare_units(
             let unit = Unit::start(UnitSpec {
                 mcp_servers: vec![bridge_server_entry(&spec.program, &socket)],
                 pid_slot: Some(socket.unit_pid_slot()),
+                supervisor: None,
                 ..spec
             })
             .await?;

@@ -702,6 +702,7 @@ impl Fleet {
             mcp_servers: vec![bridge_server_entry(&inner.self_exe, &socket)],
             meta: mission_meta(mission_id),
             pid_slot: Some(socket.unit_pid_slot()),
+            supervisor: Some(inner.self_exe.clone()),
         };
         let unit = Unit::start_confined(spec, load, confined.prepared)
             .await

@@ -730,6 +730,7 @@ pub async fn start(options: Options) -> Harness {
         meta: mission_meta("m-test"),
         // The harness's units are admitted as the fleet's are: their own tree only.
         pid_slot: Some(socket.unit_pid_slot()),
+        supervisor: Some(PathBuf::from(BIN)),
     };
     let mut unit = Unit::start(spec)
         .await
