@@ -1,0 +1,252 @@
+//! Nothing outlives its host: a unit whose tree double-forks a daemon, keeps a
+//! grandchild that ignores SIGTERM and starts the agent through a node launcher (as
+//! npm's agent launchers do) leaves no process behind when its `mission fire` host is
+//! SIGKILLed at start, mid-handshake, mid-turn or while parked, nor when the host is
+//! sent SIGTERM mid-handshake. Every process of the unit's tree carries a marker
+//! variable unique to the test; `/proc` is walked for it.
+
+mod common;
+
+use std::path::Path;
+use std::process::{Child, Stdio};
+use std::time::Duration;
+
+use common::*;
+use serde_json::Value;
+
+/// The variable every process of a test's unit tree inherits.
+const MARK: &str = "SUPERVISION_MARK";
+
+/// How long a torn-down tree may take to be gone: the supervisor's grace for
+/// SIGTERM, then SIGKILL, with room for a loaded machine.
+const GONE_WITHIN: u64 = 20;
+
+/// Live (non-zombie) processes whose environment holds `MARK=<mark>`, as
+/// `(pid, command line)`.
+fn marked(mark: &str) -> Vec<(u32, String)> {
+    let needle = format!("{MARK}={mark}");
+    let mut found = Vec::new();
+    let Ok(entries) = std::fs::read_dir("/proc") else {
+        return found;
+    };
+    for entry in entries.flatten() {
+        let Ok(pid) = entry.file_name().to_string_lossy().parse::<u32>() else {
+            continue;
+        };
+        let Ok(environ) = std::fs::read(entry.path().join("environ")) else {
+            continue;
+        };
+        if !environ
+            .split(|b| *b == 0)
+            .any(|var| var == needle.as_bytes())
+        {
+            continue;
+        }
+        let stat = std::fs::read_to_string(entry.path().join("stat")).unwrap_or_default();
+        let zombie = stat
+            .rsplit_once(')')
+            .is_some_and(|(_, rest)| rest.trim_start().starts_with('Z'));
+        if zombie {
+            continue;
+        }
+        let cmdline = std::fs::read(entry.path().join("cmdline"))
+            .unwrap_or_default()
+            .split(|b| *b == 0)
+            .map(|a| String::from_utf8_lossy(a).into_owned())
+            .collect::<Vec<_>>()
+            .join(" ");
+        found.push((pid, cmdline));
+    }
+    found
+}
+
+/// Kills whatever a failed test left behind, so one failure does not leak.
+struct Sweep(String);
+
+impl Drop for Sweep {
+    fn drop(&mut self) {
+        for (pid, _) in marked(&self.0) {
+            // SAFETY: kill(2) on a pid we found; a gone one is ESRCH.
+            unsafe {
+                libc::kill(pid as libc::pid_t, libc::SIGKILL);
+            }
+        }
+    }
+}
+
+/// A sandbox whose agent `tree` is the launcher script: a daemon that double-forks
+/// and calls setsid, a grandchild that ignores SIGTERM, then node running the stub as
+/// its child. `steps` is the stub's one turn; `init_delay_ms` holds its `initialize`.
+fn tree_sandbox(steps: &str, init_delay_ms: u64) -> (Sandbox, String, Sweep) {
+    assert!(
+        Path::new("/usr/bin/node").exists() || which("node"),
+        "these tests start the agent through a node launcher: install Node.js (node on PATH)"
+    );
+    let sb = Sandbox::new();
+    let mark = uuid::Uuid::new_v4().simple().to_string();
+    let script_path = sb.cwd.join("script.json");
+    sb.write(&script_path, &script(steps));
+    let launcher = sb.cwd.join("launcher.sh");
+    sb.write(
+        &launcher,
+        &format!(
+            r#"#!/bin/sh
+( setsid sh -c 'exec sleep 600' </dev/null >/dev/null 2>&1 & )
+sh -c 'trap "" TERM; while :; do sleep 1; done' </dev/null >/dev/null 2>&1 &
+exec node -e 'const c = require("child_process").spawn(process.argv[1], process.argv.slice(2), {{stdio: "inherit"}}); c.on("exit", (code) => process.exit(code ?? 1));' {bin:?} stub-agent --script {script:?}
+"#,
+            bin = BIN,
+            script = script_path.display().to_string(),
+        ),
+    );
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(&launcher, std::fs::Permissions::from_mode(0o755)).unwrap();
+    sb.write(
+        &sb.home.join("agents.toml"),
+        &format!(
+            "[agents.tree]\ncommand = {:?}\nargs = []\ndescription = \"a unit that is a process tree\"\nenv = {{ {MARK} = {mark:?}, STUB_INITIALIZE_DELAY_MS = \"{init_delay_ms}\" }}\n",
+            launcher.display().to_string()
+        ),
+    );
+    let sweep = Sweep(mark.clone());
+    (sb, mark, sweep)
+}
+
+fn which(program: &str) -> bool {
+    std::env::var_os("PATH")
+        .is_some_and(|p| std::env::split_paths(&p).any(|d| d.join(program).is_file()))
+}
+
+fn fire(sb: &Sandbox) -> Child {
+    sb.command(&[
+        "mission", "fire", "tree", "work", "--wait", "--policy", "default",
+    ])
+    .stdout(Stdio::piped())
+    .stderr(Stdio::piped())
+    .spawn()
+    .expect("spawn missionboard")
+}
+
+/// The tree's marked processes, once `want` of its members are up.
+#[track_caller]
+fn wait_for_tree(mark: &str, want: &[&str]) -> Vec<(u32, String)> {
+    wait_for(30, &format!("the unit's processes {want:?}"), || {
+        let now = marked(mark);
+        want.iter()
+            .all(|w| now.iter().any(|(_, cmd)| cmd.contains(w)))
+            .then_some(now)
+    })
+}
+
+#[track_caller]
+fn assert_all_gone(mark: &str, phase: &str) {
+    let left = poll_until_blocking_secs(GONE_WITHIN, || {
+        let now = marked(mark);
+        now.is_empty().then_some(())
+    });
+    assert!(
+        left.is_some(),
+        "{phase}: the unit's processes outlived their host: {:?}",
+        marked(mark)
+    );
+}
+
+fn poll_until_blocking_secs(secs: u64, f: impl FnMut() -> Option<()>) -> Option<()> {
+    missionboard::clock::poll_until_blocking(
+        Duration::from_secs(secs),
+        Duration::from_millis(50),
+        f,
+    )
+}
+
+fn kill(host: &mut Child, signal: libc::c_int) {
+    // SAFETY: kill(2) on our own child.
+    unsafe {
+        libc::kill(host.id() as libc::pid_t, signal);
+    }
+}
+
+const DAEMON: &str = "sleep 600";
+const STUBBORN: &str = "trap";
+const LAUNCHER: &str = "node -e";
+const AGENT: &str = "stub-agent";
+
+#[test]
+fn a_host_killed_at_start_leaves_no_process_of_its_unit() {
+    let (sb, mark, _sweep) = tree_sandbox(r#"{"finish":"landed"}"#, 60_000);
+    let mut host = fire(&sb);
+    // The first of the tree is up: the host is still starting the unit.
+    wait_for_tree(&mark, &[DAEMON]);
+    kill(&mut host, libc::SIGKILL);
+    host.wait().unwrap();
+    assert_all_gone(&mark, "killed at start");
+}
+
+#[test]
+fn a_host_killed_mid_handshake_leaves_no_process_of_its_unit() {
+    let (sb, mark, _sweep) = tree_sandbox(r#"{"finish":"landed"}"#, 60_000);
+    let mut host = fire(&sb);
+    // The agent is up behind its launcher and holding `initialize`.
+    let tree = wait_for_tree(&mark, &[DAEMON, STUBBORN, LAUNCHER, AGENT]);
+    assert!(sb.newest_mission().is_none(), "still in the handshake: {tree:?}");
+    kill(&mut host, libc::SIGKILL);
+    host.wait().unwrap();
+    assert_all_gone(&mark, "killed mid-handshake");
+}
+
+#[test]
+fn a_host_killed_mid_turn_leaves_no_process_of_its_unit() {
+    // The turn starts a daemon of its own, then works on.
+    let (sb, mark, _sweep) = tree_sandbox(
+        r#"{"run":{"argv":["sh","-c","( setsid sh -c 'exec sleep 601' </dev/null >/dev/null 2>&1 & )"]}},"hang""#,
+        0,
+    );
+    let mut host = fire(&sb);
+    wait_for_tree(&mark, &[DAEMON, STUBBORN, LAUNCHER, AGENT, "sleep 601"]);
+    let id = sb.newest_mission().expect("the mission is recorded");
+    kill(&mut host, libc::SIGKILL);
+    host.wait().unwrap();
+    assert_all_gone(&mark, "killed mid-turn");
+    let show = sb.run(&["mission", "show", &id, "--json"]).ok();
+    let v: Value = serde_json::from_str(&show.stdout).unwrap();
+    assert_eq!(v["status"], "open", "the record survives its host");
+}
+
+#[test]
+fn a_host_killed_while_its_run_is_parked_leaves_no_process_of_its_unit() {
+    let (sb, mark, _sweep) = tree_sandbox(
+        r#"{"ask":{"summary":"Proceed?","then":{"report":{"kind":"result","summary":"went: {{answer}}"}}}},{"finish":"landed"}"#,
+        0,
+    );
+    sb.run(&["config", "set", "ask-park-window", "200ms"]).ok();
+    let mut host = fire(&sb);
+    let id = wait_for(30, "the mission", || sb.newest_mission());
+    wait_for(30, "the parked question", || {
+        let show = sb.run(&["mission", "show", &id, "--json"]).ok();
+        let v: Value = serde_json::from_str(&show.stdout).unwrap();
+        (v["pendingAsks"][0]["parked"] == true).then_some(())
+    });
+    wait_for_tree(&mark, &[DAEMON, STUBBORN, LAUNCHER, AGENT]);
+    kill(&mut host, libc::SIGKILL);
+    host.wait().unwrap();
+    assert_all_gone(&mark, "killed while parked");
+}
+
+#[test]
+fn a_sigterm_mid_handshake_tears_the_tree_down_and_says_so() {
+    let (sb, mark, _sweep) = tree_sandbox(r#"{"finish":"landed"}"#, 60_000);
+    let mut host = fire(&sb);
+    wait_for_tree(&mark, &[DAEMON, STUBBORN, LAUNCHER, AGENT]);
+    kill(&mut host, libc::SIGTERM);
+    let out = host.wait_with_output().unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(1), "{stdout}");
+    assert!(
+        stdout.contains(
+            "mission fire interrupted while the unit was starting: it is torn down with this process."
+        ),
+        "{stdout}"
+    );
+    assert_all_gone(&mark, "SIGTERM mid-handshake");
+    assert!(sb.newest_mission().is_none(), "a refused start records nothing");
+}
