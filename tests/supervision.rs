@@ -1,3 +1,6 @@
+//! A unit and its host: nothing outlives the host, no secret shows on any command
+//! line or environment, and a home of any length hosts missions.
+//!
 //! Nothing outlives its host: a unit whose tree double-forks a daemon, keeps a
 //! grandchild that ignores SIGTERM and starts the agent through a node launcher (as
 //! npm's agent launchers do) leaves no process behind when its `mission fire` host is
@@ -249,4 +252,233 @@ fn a_sigterm_mid_handshake_tears_the_tree_down_and_says_so() {
     );
     assert_all_gone(&mark, "SIGTERM mid-handshake");
     assert!(sb.newest_mission().is_none(), "a refused start records nothing");
+}
+
+// ---- No secret in any argv or environment. ----
+
+/// Whether `bytes` hold a run of 64 hexadecimal digits: the shape of a mission token.
+fn has_token_shape(bytes: &[u8]) -> bool {
+    bytes
+        .split(|b| !b.is_ascii_hexdigit())
+        .any(|run| run.len() >= 64)
+}
+
+/// `(pid, cmdline, environ)` of every process this user can read.
+fn every_process() -> Vec<(u32, Vec<u8>, Vec<u8>)> {
+    let mut all = Vec::new();
+    for entry in std::fs::read_dir("/proc").unwrap().flatten() {
+        let Ok(pid) = entry.file_name().to_string_lossy().parse::<u32>() else {
+            continue;
+        };
+        let cmdline = std::fs::read(entry.path().join("cmdline")).unwrap_or_default();
+        let environ = std::fs::read(entry.path().join("environ")).unwrap_or_default();
+        all.push((pid, cmdline, environ));
+    }
+    all
+}
+
+#[test]
+fn no_process_shows_a_mission_token_in_its_command_line_or_environment() {
+    let sb = Sandbox::new();
+    let mark = uuid::Uuid::new_v4().simple().to_string();
+    let _sweep = Sweep(mark.clone());
+    let script_path = sb.cwd.join("script.json");
+    sb.write(
+        &script_path,
+        &script(
+            r#""mission_entry",{"ask":{"summary":"Scanned?","then":{"report":{"kind":"result","summary":"scanned: {{answer}}"}}}},{"finish":"landed"}"#,
+        ),
+    );
+    sb.write(
+        &sb.home.join("agents.toml"),
+        &format!(
+            "[agents.probe]\ncommand = \"missionboard\"\nargs = [\"stub-agent\", \"--script\", {:?}]\ndescription = \"test stub\"\nenv = {{ {MARK} = {mark:?} }}\n",
+            script_path.display().to_string()
+        ),
+    );
+    sb.run(&["config", "set", "ask-park-window", "60s"]).ok();
+    let host = sb.fire_in_background("probe", "scan", &[]);
+    let id = wait_for(30, "the mission", || sb.newest_mission());
+    let ask = wait_for(30, "the question", || sb.pending_ask_ids().first().cloned());
+
+    // The entry as the agent was handed it: the socket and a file, no environment.
+    let socket = missionboard::paths::Paths::resolve(sb.home.clone(), sb.cwd.clone())
+        .socket_dir()
+        .join(format!("m-{id}.sock"));
+    let token_file = std::env::temp_dir()
+        .join(format!("missionboard-{id}"))
+        .join(format!("m-{id}.token"));
+    let reports = sb.report_texts(&id);
+    assert_eq!(
+        reports[0],
+        (
+            format!(
+                "mission entry: {BIN} mcp-bridge {} --token-file {}",
+                socket.display(),
+                token_file.display()
+            ),
+            "env: []".to_string()
+        ),
+        "{reports:?}"
+    );
+    assert!(
+        !token_file.exists(),
+        "the bridge unlinked its token file as it read it"
+    );
+
+    // Every process of the machine, the unit's tree and its bridge among them.
+    let all = every_process();
+    let tree: Vec<u32> = marked(&mark).into_iter().map(|(pid, _)| pid).collect();
+    let bridge = all
+        .iter()
+        .find(|(pid, cmdline, _)| {
+            tree.contains(pid) && String::from_utf8_lossy(cmdline).contains("mcp-bridge")
+        })
+        .map(|(pid, _, _)| *pid);
+    assert!(bridge.is_some(), "the unit's bridge is running: {tree:?}");
+    for (pid, cmdline, environ) in &all {
+        for (what, bytes) in [("cmdline", cmdline), ("environ", environ)] {
+            assert!(
+                !String::from_utf8_lossy(bytes).contains("MISSIONBOARD_MISSION_TOKEN"),
+                "process {pid}'s {what} names a mission token: {}",
+                String::from_utf8_lossy(bytes)
+            );
+            if tree.contains(pid) || *pid == host.pid() {
+                assert!(
+                    !has_token_shape(bytes),
+                    "process {pid}'s {what} holds a token-shaped secret: {}",
+                    String::from_utf8_lossy(bytes)
+                );
+            }
+        }
+    }
+
+    sb.run(&["approvals", "respond", &ask, "--answer", "yes"])
+        .ok();
+    let fired = host.join();
+    assert_eq!(fired.code, 0, "{fired:#?}");
+    assert!(
+        fired.stdout.contains("  [result] scanned: yes\n"),
+        "{fired:#?}"
+    );
+}
+
+// ---- Socket paths of any home. ----
+
+/// A sandbox whose `MISSIONBOARD_HOME` is exactly 200 bytes long.
+fn long_home_sandbox() -> Sandbox {
+    let mut sb = Sandbox::new();
+    let parent = sb.home.parent().unwrap().to_path_buf();
+    let used = parent.as_os_str().len() + 1;
+    assert!(used < 200, "the scratch dir leaves room: {}", parent.display());
+    sb.home = parent.join("h".repeat(200 - used));
+    assert_eq!(sb.home.as_os_str().len(), 200);
+    sb
+}
+
+#[test]
+fn a_200_byte_home_fires_and_lands() {
+    let sb = long_home_sandbox();
+    sb.declare_stubs(&[(
+        "stub",
+        Some(&script(
+            r#"{"report":{"kind":"result","summary":"done"}},{"finish":"landed"}"#,
+        )),
+    )]);
+    let fired = sb.fire("stub", "land", &[]);
+    assert_eq!(fired.code, 0, "{fired:#?}");
+    let id = sb.newest_mission().unwrap();
+    assert!(
+        fired
+            .stdout
+            .contains(&format!("\nMission {id} finished: landed\nReports:\n")),
+        "{fired:#?}"
+    );
+}
+
+#[test]
+fn a_200_byte_home_resumes_a_parked_run_after_its_host_is_killed() {
+    let sb = long_home_sandbox();
+    sb.declare_stubs(&[(
+        "stub",
+        Some(&script(
+            r#"{"ask":{"summary":"Proceed?","then":{"report":{"kind":"result","summary":"went: {{answer}}"}}}},{"finish":"landed"}"#,
+        )),
+    )]);
+    sb.run(&["config", "set", "ask-park-window", "200ms"]).ok();
+    let mut host = sb
+        .command(&[
+            "mission", "fire", "stub", "go", "--wait", "--policy", "default",
+        ])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let id = wait_for(30, "the mission", || sb.newest_mission());
+    let ask = wait_for(30, "the parked question", || {
+        let show = sb.run(&["mission", "show", &id, "--json"]).ok();
+        let v: Value = serde_json::from_str(&show.stdout).unwrap();
+        let a = &v["pendingAsks"][0];
+        (a["parked"] == true).then(|| a["id"].as_str().unwrap().to_string())
+    });
+    kill(&mut host, libc::SIGKILL);
+    host.wait().unwrap();
+    let answered = sb
+        .run(&["approvals", "respond", &ask, "--answer", "yes"])
+        .ok();
+    assert!(
+        answered
+            .stdout
+            .contains("and the suspended run was resumed in this process"),
+        "{answered:#?}"
+    );
+    let show = sb.run(&["mission", "show", &id, "--json"]).ok();
+    let v: Value = serde_json::from_str(&show.stdout).unwrap();
+    assert_eq!(v["status"], "landed", "{v:#}");
+    assert_eq!(
+        sb.report_texts(&id).last().unwrap().0,
+        "went: yes",
+        "{v:#}"
+    );
+}
+
+#[test]
+fn a_socket_directory_open_to_others_is_refused_with_the_fix() {
+    use std::os::unix::fs::PermissionsExt;
+    let sb = Sandbox::new();
+    sb.declare_stubs(&[("stub", Some(&script(r#"{"finish":"landed"}"#)))]);
+    // A runtime dir of our own, so the machine's is never touched.
+    let runtime = sb.home.parent().unwrap().join("rt");
+    std::fs::create_dir_all(runtime.join("missionboard")).unwrap();
+    std::fs::set_permissions(
+        runtime.join("missionboard"),
+        std::fs::Permissions::from_mode(0o755),
+    )
+    .unwrap();
+    let mut cmd = sb.command(&[
+        "mission", "fire", "stub", "land", "--wait", "--policy", "default",
+    ]);
+    cmd.env("XDG_RUNTIME_DIR", &runtime);
+    let fired = sb.run_with(cmd);
+    assert_eq!(fired.code, 1, "{fired:#?}");
+    assert!(
+        fired.stderr.contains(&format!(
+            "refusing the socket directory {}: its mode is 0755, open to other users — mission sockets need a directory only you can enter (mode 0700, owned by you); remove it, or set XDG_RUNTIME_DIR to a private directory",
+            runtime.join("missionboard").display()
+        )),
+        "{fired:#?}"
+    );
+    assert_eq!(sb.newest_mission(), None);
+    // Made private, the same fire lands.
+    std::fs::set_permissions(
+        runtime.join("missionboard"),
+        std::fs::Permissions::from_mode(0o700),
+    )
+    .unwrap();
+    let mut cmd = sb.command(&[
+        "mission", "fire", "stub", "land", "--wait", "--policy", "default",
+    ]);
+    cmd.env("XDG_RUNTIME_DIR", &runtime);
+    let fired = sb.run_with(cmd);
+    assert_eq!(fired.code, 0, "{fired:#?}");
 }

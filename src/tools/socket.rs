@@ -23,16 +23,17 @@ fn too_long(path: &Path) -> Option<io::Error> {
         io::Error::new(
             io::ErrorKind::InvalidInput,
             format!(
-                "the socket path is {len} bytes, over the {} a Unix socket allows — set MISSIONBOARD_HOME to a shorter directory",
+                "the socket path is {len} bytes, over the {} a Unix socket allows — set XDG_RUNTIME_DIR to a shorter directory",
                 SUN_PATH_BYTES - 1
             ),
         )
     })
 }
 
-/// `<runtime_dir>/m-<mission id>.sock`: the full id, so two missions can never
+/// `<socket_dir>/m-<mission id>.sock`: the full id, so two missions can never
 /// share a name. `sun_path` holds about 108 bytes on Linux and 104 on macOS, so
-/// the runtime dir must stay short (binding a longer path fails, naming it).
+/// the directory must stay short (`paths::Paths::socket_dir` is, whatever the
+/// home's length; binding a longer path fails, naming it).
 pub fn socket_path_for(runtime_dir: &Path, mission_id: &str) -> PathBuf {
     let id: String = mission_id
         .chars()
@@ -76,7 +77,8 @@ pub async fn present_token(stream: &mut UnixStream, token: &str) -> io::Result<(
 /// the unit is known, check that the connecting process is of its tree. A connection
 /// that fails gets one JSON-RPC error line and is closed; nothing it sent reaches
 /// the tools.
-async fn admit(stream: &mut UnixStream, token: &str, unit: &OnceLock<u32>) -> bool {
+async fn admit(stream: &mut UnixStream, tokens: &Tokens, unit: &OnceLock<u32>) -> bool {
+    let token = &tokens.host;
     let mut line = Vec::with_capacity(TOKEN_PREAMBLE.len() + token.len() + 1);
     let read = tokio::time::timeout(TOKEN_WAIT, async {
         let mut byte = [0u8; 1];
@@ -94,8 +96,7 @@ async fn admit(stream: &mut UnixStream, token: &str, unit: &OnceLock<u32>) -> bo
     })
     .await;
     let presented = matches!(read, Ok(Ok(true)));
-    let expected = format!("{TOKEN_PREAMBLE}{token}");
-    let message = if !(presented && constant_time_eq(&line, expected.as_bytes())) {
+    let message = if !(presented && tokens.accept(&line)) {
         tracing::warn!("mission socket: refused a connection without the mission's token");
         "mission socket: refused: this connection did not present the mission's token (a unit reaches its own mission only through the mcp-bridge entry it was given)"
     } else if !from_unit(stream, unit) {
@@ -172,13 +173,36 @@ fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
     a.len() == b.len() && a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
 }
 
+/// The secrets a connection may present: the host's own (for clients in this
+/// process; it never leaves it), and the bridge's, which is good for one connection.
+struct Tokens {
+    host: String,
+    bridge: std::sync::Mutex<Option<String>>,
+}
+
+impl Tokens {
+    /// Whether `line` is the token line of either secret; a bridge token is spent by
+    /// the match.
+    fn accept(&self, line: &[u8]) -> bool {
+        let host = format!("{TOKEN_PREAMBLE}{}", self.host);
+        let mut bridge = self.bridge.lock().unwrap_or_else(|e| e.into_inner());
+        let bridge_line = bridge.as_ref().map(|t| format!("{TOKEN_PREAMBLE}{t}"));
+        let by_bridge = bridge_line.is_some_and(|b| constant_time_eq(line, b.as_bytes()));
+        if by_bridge {
+            *bridge = None;
+        }
+        // Both compared, whichever matched, so the time taken says nothing.
+        constant_time_eq(line, host.as_bytes()) | by_bridge
+    }
+}
+
 /// A listening mission socket. Dropping it (or [`MissionSocket::close`])
 /// stops accepting, ends the live connections and deletes the socket file.
 pub struct MissionSocket {
     path: PathBuf,
     accept_task: Option<JoinHandle<()>>,
     accepted: Arc<AtomicUsize>,
-    token: String,
+    tokens: Arc<Tokens>,
     unit: Arc<OnceLock<u32>>,
 }
 
@@ -223,8 +247,11 @@ pub async fn serve_mission_socket(
 
     let accepted = Arc::new(AtomicUsize::new(0));
     let counter = accepted.clone();
-    let token = mint_token();
-    let expected = token.clone();
+    let tokens = Arc::new(Tokens {
+        host: mint_token(),
+        bridge: std::sync::Mutex::new(None),
+    });
+    let expected = tokens.clone();
     let unit = Arc::new(OnceLock::new());
     let unit_pid = unit.clone();
     let shown = path.display().to_string();
@@ -262,7 +289,7 @@ pub async fn serve_mission_socket(
         path: path.to_path_buf(),
         accept_task: Some(accept_task),
         accepted,
-        token,
+        tokens,
         unit,
     })
 }
@@ -272,9 +299,40 @@ impl MissionSocket {
         &self.path
     }
 
-    /// The secret a connection must present first (see [`connect_mission_socket`]).
+    /// The host's secret, for a client in this process (see
+    /// [`connect_mission_socket`]); it is never handed to a unit.
     pub fn token(&self) -> &str {
-        &self.token
+        &self.tokens.host
+    }
+
+    /// Mint the bridge's secret and write it to a new 0600 file in `dir` (the unit's
+    /// private temp dir), for the bridge to read and unlink: no token travels in the
+    /// MCP entry's arguments or environment, which agents copy onto command lines.
+    /// Good for one connection; issuing again replaces an unspent one. Returns the
+    /// file's path (`<dir>/<socket's stem>.token`).
+    pub fn issue_bridge_token(&self, dir: &Path) -> io::Result<PathBuf> {
+        use std::io::Write;
+        use std::os::unix::fs::OpenOptionsExt;
+        let stem = self
+            .path
+            .file_stem()
+            .map(|s| s.to_string_lossy().into_owned())
+            .unwrap_or_default();
+        let path = dir.join(format!("{stem}.token"));
+        match std::fs::remove_file(&path) {
+            Err(e) if e.kind() != io::ErrorKind::NotFound => return Err(e),
+            _ => {}
+        }
+        let token = mint_token();
+        let mut file = std::fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .mode(0o600)
+            .custom_flags(libc::O_NOFOLLOW)
+            .open(&path)?;
+        file.write_all(token.as_bytes())?;
+        *self.tokens.bridge.lock().unwrap_or_else(|e| e.into_inner()) = Some(token);
+        Ok(path)
     }
 
     /// Where the unit's pid goes once it is spawned ([`crate::acp::UnitSpec::pid_slot`]):
@@ -358,7 +416,7 @@ mod tests {
         );
         let err = too_long(&long).expect("over sun_path").to_string();
         assert!(
-            err.contains("set MISSIONBOARD_HOME to a shorter directory"),
+            err.contains("set XDG_RUNTIME_DIR to a shorter directory"),
             "{err}"
         );
     }

@@ -723,7 +723,7 @@ pub async fn start(options: Options) -> Harness {
         env: options.env,
         cwd: dir.path().to_path_buf(),
         mcp_servers: if options.mission_server {
-            vec![bridge_server_entry(Path::new(BIN), &socket)]
+            vec![bridge_server_entry(Path::new(BIN), &socket, dir.path()).unwrap()]
         } else {
             Vec::new()
         },
