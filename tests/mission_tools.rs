@@ -216,8 +216,12 @@ async fn stale_sockets_are_replaced_and_other_files_are_refused() {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn the_bridge_reports_an_unreachable_socket_and_exits_non_zero() {
+    let dir = tempfile::tempdir().unwrap();
+    let token_file = dir.path().join("m-none.token");
+    std::fs::write(&token_file, "x").unwrap();
     let output = tokio::process::Command::new(EXE)
-        .args(["mcp-bridge", "/nonexistent/m-none.sock"])
+        .args(["mcp-bridge", "/nonexistent/m-none.sock", TOKEN_FILE_FLAG])
+        .arg(&token_file)
         .stdin(std::process::Stdio::null())
         .output()
         .await
