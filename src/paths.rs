@@ -62,7 +62,10 @@ impl Paths {
     /// `/tmp/missionboard-run-<uid>`; the key is a digest of the home's path, so homes
     /// never share one. Not created here: see [`Paths::prepare_socket_dir`].
     pub fn socket_dir(&self) -> PathBuf {
-        let home = self.home.canonicalize().unwrap_or_else(|_| self.home.clone());
+        let home = self
+            .home
+            .canonicalize()
+            .unwrap_or_else(|_| self.home.clone());
         let digest = sha2::Sha256::digest(home.as_os_str().as_encoded_bytes());
         let key: String = digest[..8].iter().map(|b| format!("{b:02x}")).collect();
         runtime_base().join(key)
@@ -137,7 +140,9 @@ fn runtime_base() -> PathBuf {
             dir.join("missionboard")
         }
         // SAFETY: geteuid has no preconditions.
-        _ => PathBuf::from(format!("/tmp/missionboard-run-{}", unsafe { libc::geteuid() })),
+        _ => PathBuf::from(format!("/tmp/missionboard-run-{}", unsafe {
+            libc::geteuid()
+        })),
     }
 }
 
@@ -158,7 +163,10 @@ fn private_runtime_dir(dir: &Path) -> anyhow::Result<()> {
     let problem = if !meta.file_type().is_dir() {
         Some("it is not a directory".to_string())
     } else if meta.uid() != me {
-        Some(format!("it is owned by uid {}, not by you (uid {me})", meta.uid()))
+        Some(format!(
+            "it is owned by uid {}, not by you (uid {me})",
+            meta.uid()
+        ))
     } else if mode & 0o077 != 0 {
         Some(format!("its mode is {mode:04o}, open to other users"))
     } else {

@@ -331,7 +331,10 @@ async fn a_connection_without_the_mission_token_is_refused_and_reaches_no_tool()
     assert_eq!(c1.list_all_tools().await.unwrap().len(), 4);
     let mut replay = connect_mission_socket(&path, &token).await.unwrap();
     let mut reply = String::new();
-    BufReader::new(&mut replay).read_line(&mut reply).await.unwrap();
+    BufReader::new(&mut replay)
+        .read_line(&mut reply)
+        .await
+        .unwrap();
     assert!(
         reply.contains("this connection did not present the mission's token"),
         "{reply}"

@@ -191,7 +191,10 @@ fn a_host_killed_mid_handshake_leaves_no_process_of_its_unit() {
     let mut host = fire(&sb);
     // The agent is up behind its launcher and holding `initialize`.
     let tree = wait_for_tree(&mark, &[DAEMON, STUBBORN, LAUNCHER, AGENT]);
-    assert!(sb.newest_mission().is_none(), "still in the handshake: {tree:?}");
+    assert!(
+        sb.newest_mission().is_none(),
+        "still in the handshake: {tree:?}"
+    );
     kill(&mut host, libc::SIGKILL);
     host.wait().unwrap();
     assert_all_gone(&mark, "killed mid-handshake");
@@ -251,7 +254,10 @@ fn a_sigterm_mid_handshake_tears_the_tree_down_and_says_so() {
         "{stdout}"
     );
     assert_all_gone(&mark, "SIGTERM mid-handshake");
-    assert!(sb.newest_mission().is_none(), "a refused start records nothing");
+    assert!(
+        sb.newest_mission().is_none(),
+        "a refused start records nothing"
+    );
 }
 
 // ---- No secret in any argv or environment. ----
@@ -367,7 +373,11 @@ fn long_home_sandbox() -> Sandbox {
     let mut sb = Sandbox::new();
     let parent = sb.home.parent().unwrap().to_path_buf();
     let used = parent.as_os_str().len() + 1;
-    assert!(used < 200, "the scratch dir leaves room: {}", parent.display());
+    assert!(
+        used < 200,
+        "the scratch dir leaves room: {}",
+        parent.display()
+    );
     sb.home = parent.join("h".repeat(200 - used));
     assert_eq!(sb.home.as_os_str().len(), 200);
     sb
@@ -432,11 +442,7 @@ fn a_200_byte_home_resumes_a_parked_run_after_its_host_is_killed() {
     let show = sb.run(&["mission", "show", &id, "--json"]).ok();
     let v: Value = serde_json::from_str(&show.stdout).unwrap();
     assert_eq!(v["status"], "landed", "{v:#}");
-    assert_eq!(
-        sb.report_texts(&id).last().unwrap().0,
-        "went: yes",
-        "{v:#}"
-    );
+    assert_eq!(sb.report_texts(&id).last().unwrap().0, "went: yes", "{v:#}");
 }
 
 #[test]
