@@ -260,6 +260,21 @@ fn a_sigterm_mid_handshake_tears_the_tree_down_and_says_so() {
     );
 }
 
+#[test]
+fn a_stopped_mission_leaves_no_process_of_its_unit() {
+    let (sb, mark, _sweep) = tree_sandbox(r#"{"say":"working"},"hang""#, 0);
+    let host = fire(&sb);
+    let id = wait_for(30, "the mission", || sb.newest_mission());
+    wait_for_tree(&mark, &[DAEMON, STUBBORN, LAUNCHER, AGENT]);
+    sb.run(&["mission", "stop", &id, "--reason", "enough"]).ok();
+    assert_all_gone(&mark, "stopped");
+    let out = host.wait_with_output().unwrap();
+    assert_eq!(out.status.code(), Some(1), "{out:?}");
+    let show = sb.run(&["mission", "show", &id, "--json"]).ok();
+    let v: Value = serde_json::from_str(&show.stdout).unwrap();
+    assert_eq!(v["status"], "abandoned", "{v:#}");
+}
+
 // ---- No secret in any argv or environment. ----
 
 /// Whether `bytes` hold a run of 64 hexadecimal digits: the shape of a mission token.
