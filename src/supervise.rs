@@ -222,8 +222,16 @@ mod imp {
                 Ok(())
             });
         }
+        // A host that died while we were starting leaves nothing to start for.
+        if host_gone_already(plan.lifeline) {
+            return Ok(1);
+        }
         let agent = cmd.spawn()?;
         let agent = agent.id() as libc::pid_t;
+        if let Some(fd) = plan.landlock {
+            // SAFETY: closing our own copy of the ruleset, which the agent now holds.
+            unsafe { libc::close(fd) };
+        }
         release_stdio();
         let ending = watch(plan.lifeline, sigfd, agent);
         let agent_status = teardown(agent, sigfd, ending);
@@ -285,6 +293,18 @@ mod imp {
                 }
             }
         }
+    }
+
+    /// Whether the lifeline has already reached end of file, without waiting.
+    fn host_gone_already(lifeline: RawFd) -> bool {
+        let mut fd = libc::pollfd {
+            fd: lifeline,
+            events: libc::POLLIN,
+            revents: 0,
+        };
+        // SAFETY: one live pollfd; a zero timeout only asks.
+        let ready = unsafe { libc::poll(&mut fd, 1, 0) } == 1;
+        ready && lifeline_ended(lifeline)
     }
 
     /// True when the host's end is closed (nothing is ever written on it).

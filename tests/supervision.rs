@@ -2,15 +2,14 @@
 //! line or environment, and a home of any length hosts missions.
 //!
 //! Nothing outlives its host: a unit whose tree double-forks a daemon, keeps a
-//! grandchild that ignores SIGTERM and starts the agent through a node launcher (as
-//! npm's agent launchers do) leaves no process behind when its `mission fire` host is
+//! grandchild that ignores SIGTERM and starts the agent as the child of a launcher (as
+//! npm's agent launchers do; here a python one) leaves no process behind when its `mission fire` host is
 //! SIGKILLed at start, mid-handshake, mid-turn or while parked, nor when the host is
 //! sent SIGTERM mid-handshake. Every process of the unit's tree carries a marker
 //! variable unique to the test; `/proc` is walked for it.
 
 mod common;
 
-use std::path::Path;
 use std::process::{Child, Stdio};
 use std::time::Duration;
 
@@ -78,12 +77,12 @@ impl Drop for Sweep {
 }
 
 /// A sandbox whose agent `tree` is the launcher script: a daemon that double-forks
-/// and calls setsid, a grandchild that ignores SIGTERM, then node running the stub as
-/// its child. `steps` is the stub's one turn; `init_delay_ms` holds its `initialize`.
+/// and calls setsid, a grandchild that ignores SIGTERM, then python running the stub
+/// as its child (the way npm's launchers run an agent's platform binary). `steps` is the stub's one turn; `init_delay_ms` holds its `initialize`.
 fn tree_sandbox(steps: &str, init_delay_ms: u64) -> (Sandbox, String, Sweep) {
     assert!(
-        Path::new("/usr/bin/node").exists() || which("node"),
-        "these tests start the agent through a node launcher: install Node.js (node on PATH)"
+        which("python3"),
+        "these tests start the agent through a python launcher: install python3 (on PATH)"
     );
     let sb = Sandbox::new();
     let mark = uuid::Uuid::new_v4().simple().to_string();
@@ -96,7 +95,7 @@ fn tree_sandbox(steps: &str, init_delay_ms: u64) -> (Sandbox, String, Sweep) {
             r#"#!/bin/sh
 ( setsid sh -c 'exec sleep 600' </dev/null >/dev/null 2>&1 & )
 sh -c 'trap "" TERM; while :; do sleep 1; done' </dev/null >/dev/null 2>&1 &
-exec node -e 'const c = require("child_process").spawn(process.argv[1], process.argv.slice(2), {{stdio: "inherit"}}); c.on("exit", (code) => process.exit(code ?? 1));' {bin:?} stub-agent --script {script:?}
+exec python3 -c 'import subprocess, sys; sys.exit(subprocess.call(sys.argv[1:]))' {bin:?} stub-agent --script {script:?}
 "#,
             bin = BIN,
             script = script_path.display().to_string(),
@@ -171,7 +170,7 @@ fn kill(host: &mut Child, signal: libc::c_int) {
 
 const DAEMON: &str = "sleep 600";
 const STUBBORN: &str = "trap";
-const LAUNCHER: &str = "node -e";
+const LAUNCHER: &str = "import subprocess";
 const AGENT: &str = "stub-agent";
 
 #[test]
