@@ -246,6 +246,7 @@ async fn the_bridge_pipes_a_whole_mcp_session() {
     let token_file = socket.issue_bridge_token(dir.path()).unwrap();
     let mode = std::fs::metadata(&token_file).unwrap().permissions().mode() & 0o777;
     assert_eq!(mode, 0o600);
+    let handed = std::fs::read_to_string(&token_file).unwrap();
     let mut child = tokio::process::Command::new(EXE)
         .arg("mcp-bridge")
         .arg(&path)
@@ -268,7 +269,11 @@ async fn the_bridge_pipes_a_whole_mcp_session() {
         .unwrap();
     assert_eq!(r.is_error, Some(false));
     assert_eq!(handler.names(), ["mission_plan"]);
-    assert!(!token_file.exists(), "the bridge unlinks the token it read");
+    // The bridge spent its token; the next one waits in the same file for a bridge
+    // the agent may start again.
+    let next = std::fs::read_to_string(&token_file).unwrap();
+    assert_eq!(next.len(), handed.len());
+    assert_ne!(next, handed);
     // Closing the client's side (the bridge's stdin) ends the bridge.
     c.cancel().await.unwrap();
     let status = tokio::time::timeout(Duration::from_secs(5), child.wait())
@@ -322,8 +327,8 @@ async fn a_connection_without_the_mission_token_is_refused_and_reaches_no_tool()
         stderr.contains("missionboard mcp-bridge: no mission token: the host names its file with --token-file in the mission server entry it hands the agent"),
         "{stderr}"
     );
-    // A bridge token admits one connection: a second bridge finds no file, and a
-    // replayed token is refused.
+    // A bridge token admits one connection: a replayed token is refused, and a bridge
+    // that finds no token file says so.
     let token_file = socket.issue_bridge_token(dir.path()).unwrap();
     let token = std::fs::read_to_string(&token_file).unwrap();
     let first = connect_mission_socket(&path, &token).await.unwrap();
@@ -353,7 +358,7 @@ async fn a_connection_without_the_mission_token_is_refused_and_reaches_no_tool()
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert!(
         stderr.contains("cannot read the mission token at")
-            && stderr.contains("the host writes it there once for the mission's bridge"),
+            && stderr.contains("the host writes one there for each bridge of the mission's unit"),
         "{stderr}"
     );
     // The real token still works.

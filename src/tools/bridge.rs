@@ -16,17 +16,39 @@ use super::socket::present_token;
 /// drain to stdout before we exit.
 const DRAIN_AFTER_STDIN_EOF: Duration = Duration::from_secs(2);
 
+/// How long a bridge waits for its token file: a bridge started just after another
+/// took the file finds the next one once that other has connected.
+const TOKEN_FILE_WAIT: Duration = Duration::from_secs(5);
+
 /// Read the one-use token the host left in `path` and unlink the file, so the
-/// secret is at rest only until its bridge starts. A second bridge of the same unit
-/// finds no file: the token admits one connection.
-fn take_token(path: &Path) -> io::Result<String> {
+/// secret is at rest only until a bridge starts; the host writes the next token
+/// there once this one is spent. A file not there yet is waited for (bounded).
+async fn take_token(path: &Path) -> io::Result<String> {
+    let mut last = None;
+    let taken = crate::clock::poll_until(TOKEN_FILE_WAIT, Duration::from_millis(25), || {
+        match read_and_unlink(path) {
+            Err(e) if e.kind() == io::ErrorKind::NotFound => {
+                last = Some(e);
+                None
+            }
+            other => Some(other),
+        }
+    })
+    .await;
+    match taken {
+        Some(result) => result,
+        None => Err(last.unwrap_or_else(|| io::ErrorKind::NotFound.into())),
+    }
+}
+
+fn read_and_unlink(path: &Path) -> io::Result<String> {
     use std::io::Read;
     use std::os::unix::fs::OpenOptionsExt;
     let missing = |err: io::Error| {
         io::Error::new(
             err.kind(),
             format!(
-                "cannot read the mission token at {}: {err} (the host writes it there once for the mission's bridge, which takes it on start)",
+                "cannot read the mission token at {}: {err} (the host writes one there for each bridge of the mission's unit, which takes it on start)",
                 path.display()
             ),
         )
@@ -50,7 +72,7 @@ fn take_token(path: &Path) -> io::Result<String> {
 pub async fn run_mcp_bridge(socket: &Path, token_file: Option<&Path>) -> io::Result<()> {
     // Taken before anything else, so the file is gone as early as it can be.
     let token = match token_file {
-        Some(path) => take_token(path)?,
+        Some(path) => take_token(path).await?,
         None => {
             return Err(io::Error::new(
                 io::ErrorKind::PermissionDenied,

@@ -174,26 +174,66 @@ fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
 }
 
 /// The secrets a connection may present: the host's own (for clients in this
-/// process; it never leaves it), and the bridge's, which is good for one connection.
+/// process; it never leaves it), and the bridge's, waiting in a file of the unit's.
 struct Tokens {
     host: String,
-    bridge: std::sync::Mutex<Option<String>>,
+    bridge: std::sync::Mutex<Option<BridgeToken>>,
+}
+
+/// A bridge token and the file it waits in.
+struct BridgeToken {
+    token: String,
+    file: PathBuf,
 }
 
 impl Tokens {
-    /// Whether `line` is the token line of either secret; a bridge token is spent by
-    /// the match.
+    /// Whether `line` is the token line of either secret. A bridge token admits one
+    /// connection: its match writes the next one to the same file (the bridge that
+    /// read it has unlinked it), for a bridge the agent starts again.
     fn accept(&self, line: &[u8]) -> bool {
         let host = format!("{TOKEN_PREAMBLE}{}", self.host);
         let mut bridge = self.bridge.lock().unwrap_or_else(|e| e.into_inner());
-        let bridge_line = bridge.as_ref().map(|t| format!("{TOKEN_PREAMBLE}{t}"));
+        let bridge_line = bridge
+            .as_ref()
+            .map(|b| format!("{TOKEN_PREAMBLE}{}", b.token));
         let by_bridge = bridge_line.is_some_and(|b| constant_time_eq(line, b.as_bytes()));
-        if by_bridge {
-            *bridge = None;
+        if by_bridge && let Some(spent) = bridge.take() {
+            let next = mint_token();
+            match write_token_file(&spent.file, &next) {
+                Ok(()) => {
+                    *bridge = Some(BridgeToken {
+                        token: next,
+                        file: spent.file,
+                    })
+                }
+                Err(err) => tracing::warn!(
+                    file = %spent.file.display(),
+                    %err,
+                    "mission socket: could not write the next bridge token; a restarted bridge will be refused"
+                ),
+            }
         }
         // Both compared, whichever matched, so the time taken says nothing.
         constant_time_eq(line, host.as_bytes()) | by_bridge
     }
+}
+
+/// Write `token` to a new 0600 file at `path`, replacing an unspent one (never
+/// following a symlink planted there).
+fn write_token_file(path: &Path, token: &str) -> io::Result<()> {
+    use std::io::Write;
+    use std::os::unix::fs::OpenOptionsExt;
+    match std::fs::remove_file(path) {
+        Err(e) if e.kind() != io::ErrorKind::NotFound => return Err(e),
+        _ => {}
+    }
+    let mut file = std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .mode(0o600)
+        .custom_flags(libc::O_NOFOLLOW)
+        .open(path)?;
+    file.write_all(token.as_bytes())
 }
 
 /// A listening mission socket. Dropping it (or [`MissionSocket::close`])
@@ -308,31 +348,22 @@ impl MissionSocket {
     /// Mint the bridge's secret and write it to a new 0600 file in `dir` (the unit's
     /// private temp dir), for the bridge to read and unlink: no token travels in the
     /// MCP entry's arguments or environment, which agents copy onto command lines.
-    /// Good for one connection; issuing again replaces an unspent one. Returns the
+    /// Each token admits one connection; the next waits in the same file. Returns the
     /// file's path (`<dir>/<socket's stem>.token`).
     pub fn issue_bridge_token(&self, dir: &Path) -> io::Result<PathBuf> {
-        use std::io::Write;
-        use std::os::unix::fs::OpenOptionsExt;
         let stem = self
             .path
             .file_stem()
             .map(|s| s.to_string_lossy().into_owned())
             .unwrap_or_default();
-        let path = dir.join(format!("{stem}.token"));
-        match std::fs::remove_file(&path) {
-            Err(e) if e.kind() != io::ErrorKind::NotFound => return Err(e),
-            _ => {}
-        }
+        let file = dir.join(format!("{stem}.token"));
         let token = mint_token();
-        let mut file = std::fs::OpenOptions::new()
-            .write(true)
-            .create_new(true)
-            .mode(0o600)
-            .custom_flags(libc::O_NOFOLLOW)
-            .open(&path)?;
-        file.write_all(token.as_bytes())?;
-        *self.tokens.bridge.lock().unwrap_or_else(|e| e.into_inner()) = Some(token);
-        Ok(path)
+        write_token_file(&file, &token)?;
+        *self.tokens.bridge.lock().unwrap_or_else(|e| e.into_inner()) = Some(BridgeToken {
+            token,
+            file: file.clone(),
+        });
+        Ok(file)
     }
 
     /// Where the unit's pid goes once it is spawned ([`crate::acp::UnitSpec::pid_slot`]):
@@ -357,6 +388,11 @@ impl MissionSocket {
     }
 
     fn remove_file(&self) {
+        // An unspent bridge token goes with the socket it opened.
+        let bridge = self.tokens.bridge.lock().unwrap_or_else(|e| e.into_inner()).take();
+        if let Some(b) = bridge {
+            let _ = std::fs::remove_file(&b.file);
+        }
         match std::fs::remove_file(&self.path) {
             Ok(()) => {}
             Err(err) if err.kind() == io::ErrorKind::NotFound => {}
