@@ -389,7 +389,12 @@ impl MissionSocket {
 
     fn remove_file(&self) {
         // An unspent bridge token goes with the socket it opened.
-        let bridge = self.tokens.bridge.lock().unwrap_or_else(|e| e.into_inner()).take();
+        let bridge = self
+            .tokens
+            .bridge
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .take();
         if let Some(b) = bridge {
             let _ = std::fs::remove_file(&b.file);
         }

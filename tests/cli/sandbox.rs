@@ -511,7 +511,6 @@ fn a_unit_cannot_take_another_missions_token_or_drive_its_bridge_through_proc_un
         .join(format!("missionboard-{victim_id}"))
         .join(format!("m-{victim_id}.token"));
 
-
     let inject = r#"{"jsonrpc":"2.0","id":99,"method":"tools/call","params":{"name":"mission_report","arguments":{"kind":"finding","summary":"injected"}}}"#;
     let script_path = sb.cwd.join("probe.json");
     std::fs::write(
