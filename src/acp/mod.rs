@@ -5,11 +5,13 @@
 //! types; the crate churns, so the rest of missionboard talks to
 //! [`UnitSpec`], [`Unit`], [`UnitEvent`] and [`PermissionAsk`] instead.
 //!
-//! Lifecycle: [`Unit::start`] (in `start`) spawns the child (own process group, scrubbed
-//! environment, stderr into a bounded ring), sends `initialize` and
+//! Lifecycle: [`Unit::start`] (in `start`) spawns the child under its supervisor
+//! (`crate::supervise`: own process group, scrubbed environment, stderr into a bounded
+//! ring), sends `initialize` and
 //! `session/new`, and hands back a [`Unit`]. [`Unit::prompt`] runs one turn;
 //! every `session/update` of that turn is on the event channel before it
-//! returns. [`Unit::shutdown`] (or dropping the unit) reaps the process group.
+//! returns. [`Unit::shutdown`] (or dropping the unit) has the supervisor end the
+//! unit's whole tree.
 //!
 //! [`agent_side`] is the other end: the scaffold the built-in agents
 //! (`stub-agent`, the native `agent`) serve ACP on over their own stdio.
