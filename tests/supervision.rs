@@ -274,6 +274,19 @@ fn a_stopped_mission_leaves_no_process_of_its_unit() {
     assert_eq!(v["status"], "abandoned", "{v:#}");
 }
 
+#[test]
+fn an_agent_that_dies_takes_its_daemons_with_it() {
+    let (sb, mark, _sweep) = tree_sandbox(r#"{"crash":3}"#, 0);
+    let host = fire(&sb);
+    let id = wait_for(30, "the mission", || sb.newest_mission());
+    let out = host.wait_with_output().unwrap();
+    assert_eq!(out.status.code(), Some(1), "{out:?}");
+    assert_all_gone(&mark, "the agent crashed");
+    let show = sb.run(&["mission", "show", &id, "--json"]).ok();
+    let v: Value = serde_json::from_str(&show.stdout).unwrap();
+    assert_eq!(v["status"], "derailed", "{v:#}");
+}
+
 // ---- No secret in any argv or environment. ----
 
 /// Whether `bytes` hold a run of 64 hexadecimal digits: the shape of a mission token.
