@@ -169,3 +169,35 @@ impl Prepared {
         }
     }
 }
+
+impl Prepared {
+    /// The ruleset's descriptor, for a unit supervisor that applies it to the agent
+    /// it starts ([`apply_fd`]) while itself staying outside. `None` when the kernel
+    /// would not enforce it.
+    pub fn into_fd(self) -> Option<std::os::fd::OwnedFd> {
+        self.0.into()
+    }
+}
+
+/// Confine the calling process with the ruleset behind `fd` (from
+/// [`Prepared::into_fd`]), as [`Prepared::apply`] does: no new privileges, then the
+/// ruleset. Runs in a forked child before exec: no allocation, the raw errno.
+#[cfg(target_os = "linux")]
+pub fn apply_fd(fd: std::os::fd::RawFd) -> io::Result<()> {
+    // SAFETY: prctl and landlock_restrict_self take plain integers and touch only
+    // this process's own credentials.
+    unsafe {
+        if libc::prctl(libc::PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) == -1 {
+            return Err(io::Error::last_os_error());
+        }
+        if libc::syscall(libc::SYS_landlock_restrict_self, fd, 0u32) != 0 {
+            return Err(io::Error::last_os_error());
+        }
+    }
+    Ok(())
+}
+
+#[cfg(not(target_os = "linux"))]
+pub fn apply_fd(_fd: std::os::fd::RawFd) -> io::Result<()> {
+    Err(io::Error::from_raw_os_error(libc::ENOSYS))
+}

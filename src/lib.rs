@@ -36,6 +36,7 @@ pub mod session;
 pub mod signals;
 pub mod store;
 pub mod stub;
+pub mod supervise;
 pub mod sync;
 pub mod table;
 pub mod text;

@@ -3,6 +3,8 @@
 
 use std::path::{Path, PathBuf};
 
+use sha2::Digest;
+
 /// Name of the per-project directory, looked up from the current directory upwards.
 pub const WORKSPACE_DIR: &str = ".missionboard";
 /// Environment variable that overrides the home directory (tests use a scratch one).
@@ -49,9 +51,35 @@ impl Paths {
         self.home.join("logs")
     }
 
-    /// Directory for per-mission sockets and other runtime files.
+    /// Directory for runtime files of the home (the board's answer drafts).
     pub fn run_dir(&self) -> PathBuf {
         self.home.join("run")
+    }
+
+    /// Where this home's mission sockets live: `<runtime>/<home key>`, short whatever
+    /// the home's length (a socket's path must fit `sun_path`, 108 bytes). `<runtime>`
+    /// is `$XDG_RUNTIME_DIR/missionboard` when that is short, else
+    /// `/tmp/missionboard-run-<uid>`; the key is a digest of the home's path, so homes
+    /// never share one. Not created here: see [`Paths::prepare_socket_dir`].
+    pub fn socket_dir(&self) -> PathBuf {
+        let home = self
+            .home
+            .canonicalize()
+            .unwrap_or_else(|_| self.home.clone());
+        let digest = sha2::Sha256::digest(home.as_os_str().as_encoded_bytes());
+        let key: String = digest[..8].iter().map(|b| format!("{b:02x}")).collect();
+        runtime_base().join(key)
+    }
+
+    /// [`Paths::socket_dir`], created 0700 where missing and checked where present:
+    /// each level is refused unless it is a real directory owned by this user that no
+    /// one else may enter, since whoever controls it could swap a mission's socket.
+    pub fn prepare_socket_dir(&self) -> anyhow::Result<PathBuf> {
+        let dir = self.socket_dir();
+        for level in [runtime_base(), dir.clone()] {
+            private_runtime_dir(&level)?;
+        }
+        Ok(dir)
     }
 
     /// Where `init --local` seeds: the existing workspace, else `./.missionboard`.
@@ -98,6 +126,58 @@ pub fn create_private_file(path: &Path) -> std::io::Result<()> {
     {
         Err(e) if e.kind() != std::io::ErrorKind::AlreadyExists => Err(e),
         _ => Ok(()),
+    }
+}
+
+/// The longest `$XDG_RUNTIME_DIR` used for sockets; a longer one is passed over for
+/// `/tmp`, so a socket path always fits.
+const RUNTIME_DIR_MAX: usize = 48;
+
+/// The per-user directory the homes' socket directories live in.
+fn runtime_base() -> PathBuf {
+    match std::env::var_os("XDG_RUNTIME_DIR").map(PathBuf::from) {
+        Some(dir) if dir.is_absolute() && dir.as_os_str().len() <= RUNTIME_DIR_MAX => {
+            dir.join("missionboard")
+        }
+        // SAFETY: geteuid has no preconditions.
+        _ => PathBuf::from(format!("/tmp/missionboard-run-{}", unsafe {
+            libc::geteuid()
+        })),
+    }
+}
+
+/// Create `dir` (one level, mode 0700) unless it exists, then check it: a directory,
+/// not a symlink, owned by this user, with no access for group or others.
+fn private_runtime_dir(dir: &Path) -> anyhow::Result<()> {
+    use std::os::unix::fs::{DirBuilderExt, MetadataExt};
+    match std::fs::DirBuilder::new().mode(0o700).create(dir) {
+        Ok(()) => {}
+        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {}
+        Err(e) => anyhow::bail!("cannot create the socket directory {}: {e}", dir.display()),
+    }
+    let meta = std::fs::symlink_metadata(dir)
+        .map_err(|e| anyhow::anyhow!("cannot read the socket directory {}: {e}", dir.display()))?;
+    // SAFETY: geteuid has no preconditions.
+    let me = unsafe { libc::geteuid() };
+    let mode = meta.mode() & 0o7777;
+    let problem = if !meta.file_type().is_dir() {
+        Some("it is not a directory".to_string())
+    } else if meta.uid() != me {
+        Some(format!(
+            "it is owned by uid {}, not by you (uid {me})",
+            meta.uid()
+        ))
+    } else if mode & 0o077 != 0 {
+        Some(format!("its mode is {mode:04o}, open to other users"))
+    } else {
+        None
+    };
+    match problem {
+        Some(why) => anyhow::bail!(
+            "refusing the socket directory {}: {why} — mission sockets need a directory only you can enter (mode 0700, owned by you); remove it, or set XDG_RUNTIME_DIR to a private directory",
+            dir.display()
+        ),
+        None => Ok(()),
     }
 }
 

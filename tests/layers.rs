@@ -37,6 +37,7 @@ const MODULES: &[(&str, (&str, u8, Siblings))] = &[
     ("sync", LEAVES),
     ("text", LEAVES),
     ("signals", LEAVES),
+    ("supervise", LEAVES),
     ("confine", LEAVES),
     ("host", LEAVES),
     // the shipped preset files (envelopes, chains, agents.toml) and their seeding

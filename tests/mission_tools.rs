@@ -10,7 +10,8 @@ use std::time::Duration;
 use common::*;
 use futures::future::BoxFuture;
 use missionboard::tools::{
-    MissionSocket, MissionToolHandler, TOKEN_ENV, connect_mission_socket, serve_mission_socket,
+    MissionSocket, MissionToolHandler, TOKEN_FILE_FLAG, connect_mission_socket,
+    serve_mission_socket,
 };
 use rmcp::ServiceExt;
 use rmcp::model::CallToolRequestParams;
@@ -215,8 +216,12 @@ async fn stale_sockets_are_replaced_and_other_files_are_refused() {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn the_bridge_reports_an_unreachable_socket_and_exits_non_zero() {
+    let dir = tempfile::tempdir().unwrap();
+    let token_file = dir.path().join("m-none.token");
+    std::fs::write(&token_file, "x").unwrap();
     let output = tokio::process::Command::new(EXE)
-        .args(["mcp-bridge", "/nonexistent/m-none.sock"])
+        .args(["mcp-bridge", "/nonexistent/m-none.sock", TOKEN_FILE_FLAG])
+        .arg(&token_file)
         .stdin(std::process::Stdio::null())
         .output()
         .await
@@ -238,10 +243,15 @@ async fn the_bridge_pipes_a_whole_mcp_session() {
     let path = dir.path().join("m-5.sock");
     let handler = RecordingHandler::new("x");
     let socket = serve_mission_socket(&path, handler.clone()).await.unwrap();
+    let token_file = socket.issue_bridge_token(dir.path()).unwrap();
+    let mode = std::fs::metadata(&token_file).unwrap().permissions().mode() & 0o777;
+    assert_eq!(mode, 0o600);
+    let handed = std::fs::read_to_string(&token_file).unwrap();
     let mut child = tokio::process::Command::new(EXE)
         .arg("mcp-bridge")
         .arg(&path)
-        .env(TOKEN_ENV, socket.token())
+        .arg(TOKEN_FILE_FLAG)
+        .arg(&token_file)
         .stdin(std::process::Stdio::piped())
         .stdout(std::process::Stdio::piped())
         .kill_on_drop(true)
@@ -259,6 +269,11 @@ async fn the_bridge_pipes_a_whole_mcp_session() {
         .unwrap();
     assert_eq!(r.is_error, Some(false));
     assert_eq!(handler.names(), ["mission_plan"]);
+    // The bridge spent its token; the next one waits in the same file for a bridge
+    // the agent may start again.
+    let next = std::fs::read_to_string(&token_file).unwrap();
+    assert_eq!(next.len(), handed.len());
+    assert_ne!(next, handed);
     // Closing the client's side (the bridge's stdin) ends the bridge.
     c.cancel().await.unwrap();
     let status = tokio::time::timeout(Duration::from_secs(5), child.wait())
@@ -298,11 +313,10 @@ async fn a_connection_without_the_mission_token_is_refused_and_reaches_no_tool()
     }
     assert!(handler.names().is_empty(), "{:?}", handler.names());
 
-    // The bridge without the token in its environment says what is missing.
+    // The bridge without its token file says what is missing.
     let output = tokio::process::Command::new(EXE)
         .arg("mcp-bridge")
         .arg(&path)
-        .env_remove(TOKEN_ENV)
         .stdin(std::process::Stdio::null())
         .output()
         .await
@@ -310,7 +324,41 @@ async fn a_connection_without_the_mission_token_is_refused_and_reaches_no_tool()
     assert!(!output.status.success());
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert!(
-        stderr.contains("no mission token in MISSIONBOARD_MISSION_TOKEN"),
+        stderr.contains("missionboard mcp-bridge: no mission token: the host names its file with --token-file in the mission server entry it hands the agent"),
+        "{stderr}"
+    );
+    // A bridge token admits one connection: a replayed token is refused, and a bridge
+    // that finds no token file says so.
+    let token_file = socket.issue_bridge_token(dir.path()).unwrap();
+    let token = std::fs::read_to_string(&token_file).unwrap();
+    let first = connect_mission_socket(&path, &token).await.unwrap();
+    let c1 = ().serve(first).await.unwrap();
+    assert_eq!(c1.list_all_tools().await.unwrap().len(), 4);
+    let mut replay = connect_mission_socket(&path, &token).await.unwrap();
+    let mut reply = String::new();
+    BufReader::new(&mut replay)
+        .read_line(&mut reply)
+        .await
+        .unwrap();
+    assert!(
+        reply.contains("this connection did not present the mission's token"),
+        "{reply}"
+    );
+    std::fs::remove_file(&token_file).unwrap();
+    let output = tokio::process::Command::new(EXE)
+        .arg("mcp-bridge")
+        .arg(&path)
+        .arg(TOKEN_FILE_FLAG)
+        .arg(&token_file)
+        .stdin(std::process::Stdio::null())
+        .output()
+        .await
+        .unwrap();
+    assert!(!output.status.success());
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        stderr.contains("cannot read the mission token at")
+            && stderr.contains("the host writes one there for each bridge of the mission's unit"),
         "{stderr}"
     );
     // The real token still works.

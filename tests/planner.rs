@@ -36,9 +36,10 @@ async fn session_cancel_mid_model_call_ends_the_turn_cancelled_within_a_second()
             )]
             .into(),
             cwd: dir.path().to_path_buf(),
-            mcp_servers: vec![bridge_server_entry(Path::new(EXE), &socket)],
+            mcp_servers: vec![bridge_server_entry(Path::new(EXE), &socket, dir.path()).unwrap()],
             meta: mission_meta("m-test"),
             pid_slot: Some(socket.unit_pid_slot()),
+            supervisor: Some(PathBuf::from(EXE)),
         };
         let mut unit = Unit::start(spec).await.expect("the agent starts");
         assert_eq!(

@@ -544,6 +544,7 @@ async fn a_bad_script_file_fails_startup_with_the_reason() {
                 path.display().to_string(),
             ],
             cwd: dir.path().to_path_buf(),
+            supervisor: Some(EXE.into()),
             ..Default::default()
         };
         let err = missionboard::acp::Unit::start(spec)
@@ -565,6 +566,7 @@ async fn a_missing_program_is_a_spawn_error() {
     let spec = missionboard::acp::UnitSpec {
         program: "/nonexistent/agent".into(),
         cwd: std::env::temp_dir(),
+        supervisor: Some(EXE.into()),
         ..Default::default()
     };
     let err = missionboard::acp::Unit::start(spec)
@@ -618,6 +620,7 @@ async fn a_program_that_is_not_an_agent_fails_startup_clearly() {
             program: "/bin/sh".into(),
             args: vec!["-c".into(), script.into()],
             cwd: dir.path().to_path_buf(),
+            supervisor: Some(EXE.into()),
             ..Default::default()
         };
         // Chatter and exit: the exit and its stderr are named.

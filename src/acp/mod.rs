@@ -5,11 +5,13 @@
 //! types; the crate churns, so the rest of missionboard talks to
 //! [`UnitSpec`], [`Unit`], [`UnitEvent`] and [`PermissionAsk`] instead.
 //!
-//! Lifecycle: [`Unit::start`] (in `start`) spawns the child (own process group, scrubbed
-//! environment, stderr into a bounded ring), sends `initialize` and
+//! Lifecycle: [`Unit::start`] (in `start`) spawns the child under its supervisor
+//! (`crate::supervise`: own process group, scrubbed environment, stderr into a bounded
+//! ring), sends `initialize` and
 //! `session/new`, and hands back a [`Unit`]. [`Unit::prompt`] runs one turn;
 //! every `session/update` of that turn is on the event channel before it
-//! returns. [`Unit::shutdown`] (or dropping the unit) reaps the process group.
+//! returns. [`Unit::shutdown`] (or dropping the unit) has the supervisor end the
+//! unit's whole tree.
 //!
 //! [`agent_side`] is the other end: the scaffold the built-in agents
 //! (`stub-agent`, the native `agent`) serve ACP on over their own stdio.
@@ -85,6 +87,10 @@ pub struct UnitSpec {
     /// names its MCP servers), for a mission socket that admits only the unit's own
     /// process tree.
     pub pid_slot: Option<Arc<OnceLock<u32>>>,
+    /// The missionboard binary whose `supervise` the unit runs under; `None`: this
+    /// process's own executable (a host that is not the missionboard binary, a test
+    /// harness, names it).
+    pub supervisor: Option<PathBuf>,
 }
 
 /// One plan entry as the agent sent it (a native ACP `plan` update).
@@ -595,10 +601,11 @@ impl Drop for Unit {
         if self.reaped || self.process.exited().is_some() {
             return;
         }
-        // No time for grace here: kill the group; the reaper task (or
-        // tokio's orphan reaping, if the runtime is gone) collects it.
+        // No time to wait here: the supervisor ends the tree on its own (the
+        // lifeline closing with the process handle says the same); the reaper task
+        // (or tokio's orphan reaping, if the runtime is gone) collects it.
         drop(self.stop_connection.take());
-        self.process.signal_group(libc::SIGKILL);
+        self.process.tear_down();
     }
 }
 

@@ -1,11 +1,13 @@
-//! The unit's child process: environment scrubbing, spawning in its own
-//! process group, the stderr ring, the reaper, and signal escalation.
+//! The unit's child process: environment scrubbing, spawning it under its
+//! supervisor (in its own process group, holding the lifeline), the stderr ring, the
+//! reaper, and the teardown.
 //!
 //! Nothing here knows about ACP; `super` wires the pipes into a connection.
 
 use std::collections::{BTreeMap, VecDeque};
 use std::ffi::{OsStr, OsString};
 use std::fmt;
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 use std::path::Path;
 use std::process::{ExitStatus, Stdio};
 use std::sync::{Arc, Mutex};
@@ -166,12 +168,17 @@ impl StderrTail {
 /// How long an error message waits for the last of a dead child's stderr.
 pub const STDERR_SETTLE: Duration = Duration::from_millis(300);
 
-/// A spawned unit process. The `Child` itself lives in the reaper task so
-/// that exactly one place waits on it; everyone else watches `exit`.
+/// A spawned unit: the pid is its supervisor's (`missionboard supervise`), the
+/// agent's parent, whose exit mirrors the agent's. The `Child` itself lives in the
+/// reaper task so that exactly one place waits on it; everyone else watches `exit`.
 pub struct UnitProcess {
     pub pid: u32,
     pub stderr: StderrTail,
     exit: watch::Receiver<Option<ExitInfo>>,
+    /// The write end of the supervisor's lifeline. Only this process holds it
+    /// (close-on-exec), so it closes when the unit is dropped or the host dies by any
+    /// means, and the supervisor then ends the unit's whole tree.
+    _lifeline: OwnedFd,
 }
 
 pub struct SpawnedPipes {
@@ -179,49 +186,69 @@ pub struct SpawnedPipes {
     pub stdout: ChildStdout,
 }
 
-/// Spawn `program` in `cwd`, in a fresh process group, with exactly `env`, inside
+/// Spawn `program` in `cwd` with exactly `env`, under its supervisor (`supervisor
+/// supervise …`, normally this very binary) in a fresh process group, inside
 /// `confinement` when one is given (the ruleset was built by the caller, before the
-/// fork; the child only applies it).
+/// fork; the supervisor applies it to the agent only, staying outside to watch the
+/// tree).
 pub fn spawn(
+    supervisor: &Path,
     program: &Path,
     args: &[String],
     env: &BTreeMap<OsString, OsString>,
     cwd: &Path,
     confinement: Option<crate::confine::Prepared>,
 ) -> std::io::Result<(UnitProcess, SpawnedPipes)> {
-    let mut cmd = Command::new(program);
-    cmd.args(args)
-        .current_dir(cwd)
-        .env_clear()
-        .envs(env)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        // Own group: teardown signals reach node/python grandchildren too,
-        // and a Ctrl-C on the host's terminal does not hit units directly.
-        .process_group(0)
-        .kill_on_drop(true);
-    // A unit is a child of its host: if the host dies without reaping it (SIGKILL,
-    // a crash), the kernel kills the unit too, so no orphan keeps working a mission
-    // whose host is gone.
-    #[cfg(target_os = "linux")]
-    // SAFETY: prctl and the Landlock syscalls are async-signal-safe and touch only
-    // the child being set up; the ruleset was built before the fork.
+    // A program that is not there fails here, as a spawn error, rather than as
+    // the supervisor's exit.
+    ensure_runnable(program, env, cwd)?;
+    let (lifeline_read, lifeline_write) = lifeline()?;
+    let ruleset = match confinement {
+        Some(prepared) => Some(
+            prepared
+                .into_fd()
+                .ok_or_else(|| std::io::Error::from_raw_os_error(libc::ENOSYS))?,
+        ),
+        None => None,
+    };
+    let lifeline_fd = lifeline_read.as_raw_fd();
+    let ruleset_fd = ruleset.as_ref().map(AsRawFd::as_raw_fd);
+    let mut cmd = Command::new(supervisor);
+    cmd.args(crate::supervise::command_args(
+        lifeline_fd,
+        ruleset_fd,
+        program,
+        args,
+    ))
+    .current_dir(cwd)
+    .env_clear()
+    .envs(env)
+    .stdin(Stdio::piped())
+    .stdout(Stdio::piped())
+    .stderr(Stdio::piped())
+    // Own group: a Ctrl-C on the host's terminal does not reach the unit directly;
+    // the host ends it through its supervisor.
+    .process_group(0);
+    // SAFETY: fcntl on the forked child's copies of two descriptors this process
+    // opened; async-signal-safe.
     unsafe {
-        let mut confinement = confinement;
         cmd.pre_exec(move || {
-            if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL) == -1 {
-                return Err(std::io::Error::last_os_error());
-            }
-            if let Some(ruleset) = confinement.take() {
-                ruleset.apply()?;
+            for fd in std::iter::once(lifeline_fd).chain(ruleset_fd) {
+                if libc::fcntl(fd, libc::F_SETFD, 0) == -1 {
+                    return Err(std::io::Error::last_os_error());
+                }
             }
             Ok(())
         });
     }
-    #[cfg(not(target_os = "linux"))]
-    drop(confinement);
-    let mut child = cmd.spawn()?;
+    let mut child = cmd.spawn().map_err(|e| {
+        std::io::Error::new(
+            e.kind(),
+            format!("the unit supervisor {}: {e}", supervisor.display()),
+        )
+    })?;
+    // The supervisor holds its own copies now.
+    drop((lifeline_read, ruleset));
     let pid = child
         .id()
         .ok_or_else(|| std::io::Error::other("child exited before its pid was read"))?;
@@ -253,9 +280,45 @@ pub fn spawn(
             pid,
             stderr,
             exit: exit_rx,
+            _lifeline: lifeline_write,
         },
         SpawnedPipes { stdin, stdout },
     ))
+}
+
+/// A close-on-exec pipe: (read end, write end).
+fn lifeline() -> std::io::Result<(OwnedFd, OwnedFd)> {
+    let mut fds = [0 as libc::c_int; 2];
+    // SAFETY: pipe2 writes two descriptors into a live array of two.
+    if unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) } == -1 {
+        return Err(std::io::Error::last_os_error());
+    }
+    // SAFETY: both descriptors were just opened and are owned by nothing else.
+    Ok(unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) })
+}
+
+/// `program` names an executable file: a path-shaped word relative to `cwd`, a bare
+/// name on the `PATH` of `env` (where the agent's exec looks).
+fn ensure_runnable(
+    program: &Path,
+    env: &BTreeMap<OsString, OsString>,
+    cwd: &Path,
+) -> std::io::Result<()> {
+    use std::os::unix::fs::PermissionsExt;
+    let runnable = |p: &Path| {
+        std::fs::metadata(p).is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
+    };
+    let found = if program.as_os_str().as_encoded_bytes().contains(&b'/') {
+        runnable(&cwd.join(program))
+    } else {
+        env.get(OsStr::new("PATH"))
+            .is_some_and(|path| std::env::split_paths(path).any(|dir| runnable(&dir.join(program))))
+    };
+    if found {
+        Ok(())
+    } else {
+        Err(std::io::Error::from(std::io::ErrorKind::NotFound))
+    }
 }
 
 async fn pump_stderr(
@@ -303,8 +366,8 @@ impl UnitProcess {
         }
     }
 
-    /// Signal the whole process group. Errors (ESRCH: the group is gone) are
-    /// expected during teardown and ignored.
+    /// Signal the supervisor (alone in its process group). Errors (ESRCH: it is
+    /// gone) are expected during teardown and ignored.
     pub fn signal_group(&self, signal: libc::c_int) {
         let Ok(pgid) = libc::pid_t::try_from(self.pid) else {
             return;
@@ -316,20 +379,30 @@ impl UnitProcess {
         }
     }
 
-    /// The escalation after stdin has been closed: a grace period, SIGTERM to
-    /// the group, another grace period, SIGKILL, then wait for the reap.
+    /// Have the supervisor end the unit's whole tree now (its SIGTERM, grace and
+    /// SIGKILL), without waiting for it.
+    pub fn tear_down(&self) {
+        self.signal_group(libc::SIGTERM);
+    }
+
+    /// The escalation after stdin has been closed: a grace period for the agent to
+    /// leave on its own, then the supervisor's teardown of the tree (its own grace,
+    /// then SIGKILL for what remains), and only if the supervisor itself does not
+    /// exit in time, SIGKILL for it.
     pub async fn terminate(&self, grace: Duration) -> Option<ExitInfo> {
         if let Some(info) = self.wait_exit(grace).await {
-            // The leader left on its own; stragglers in its group (an MCP
-            // bridge, a node worker) get the polite signal.
-            self.signal_group(libc::SIGTERM);
             return Some(info);
         }
-        self.signal_group(libc::SIGTERM);
-        if let Some(info) = self.wait_exit(grace).await {
+        self.tear_down();
+        let teardown = crate::supervise::TEARDOWN_GRACE + SUPERVISOR_SLACK;
+        if let Some(info) = self.wait_exit(teardown).await {
             return Some(info);
         }
+        tracing::warn!(pid = self.pid, "unit supervisor did not exit; killing it");
         self.signal_group(libc::SIGKILL);
         self.wait_exit(Duration::from_secs(5)).await
     }
 }
+
+/// Beyond its grace, how long a supervisor may take to kill and reap a tree.
+const SUPERVISOR_SLACK: Duration = Duration::from_secs(8);

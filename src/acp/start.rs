@@ -38,13 +38,23 @@ impl Unit {
         confinement: Option<crate::confine::Prepared>,
     ) -> Result<Unit, UnitError> {
         let env = unit_environment(std::env::vars_os(), &spec.env);
-        let (process, pipes) =
-            process::spawn(&spec.program, &spec.args, &env, &spec.cwd, confinement).map_err(
-                |e| UnitError::Spawn {
-                    program: spec.program.display().to_string(),
-                    error: e.to_string(),
-                },
-            )?;
+        let spawn_error = |e: std::io::Error| UnitError::Spawn {
+            program: spec.program.display().to_string(),
+            error: e.to_string(),
+        };
+        let supervisor = match &spec.supervisor {
+            Some(exe) => exe.clone(),
+            None => std::env::current_exe().map_err(spawn_error)?,
+        };
+        let (process, pipes) = process::spawn(
+            &supervisor,
+            &spec.program,
+            &spec.args,
+            &env,
+            &spec.cwd,
+            confinement,
+        )
+        .map_err(spawn_error)?;
         if let Some(slot) = &spec.pid_slot {
             let _ = slot.set(process.pid);
         }
@@ -75,7 +85,7 @@ impl Unit {
             // sure the child does not outlive the failure.
             let status = process.wait_exit_for_report(KILL_GRACE).await;
             if status.is_none() {
-                process.signal_group(libc::SIGKILL);
+                process.tear_down();
             }
             let stderr_tail = process.stderr.text();
             return Err(match status {

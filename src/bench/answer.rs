@@ -50,8 +50,9 @@ async fn asking_unit(
         serve_mission_socket(&scratch.home().join(format!("{name}.sock")), handler).await?;
     let bare = scratch.stub_unit(&script, mission_id)?;
     let mut unit = Unit::start(UnitSpec {
-        mcp_servers: vec![bridge_server_entry(&bare.program, &socket)],
+        mcp_servers: vec![bridge_server_entry(&bare.program, &socket, scratch.home())?],
         pid_slot: Some(socket.unit_pid_slot()),
+        supervisor: None,
         ..bare
     })
     .await?;

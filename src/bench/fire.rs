@@ -36,7 +36,11 @@ pub async fn run(scale: Scale) -> anyhow::Result<Vec<Row>> {
         "bench-bare",
     )?;
     let bare_spec = UnitSpec {
-        mcp_servers: vec![bridge_server_entry(&bare_spec.program, &socket)],
+        mcp_servers: vec![bridge_server_entry(
+            &bare_spec.program,
+            &socket,
+            scratch.home(),
+        )?],
         env: [(
             "STUB_TRANSCRIPT".to_string(),
             transcript.display().to_string(),

@@ -57,8 +57,9 @@ async fn bare_units(
         async move {
             let socket = serve_mission_socket(&path, Bare::at_once()).await?;
             let unit = Unit::start(UnitSpec {
-                mcp_servers: vec![bridge_server_entry(&spec.program, &socket)],
+                mcp_servers: vec![bridge_server_entry(&spec.program, &socket, scratch.home())?],
                 pid_slot: Some(socket.unit_pid_slot()),
+                supervisor: None,
                 ..spec
             })
             .await?;

@@ -105,6 +105,7 @@ impl Scratch {
             mcp_servers: Vec::new(),
             meta: mission_meta(mission_id),
             pid_slot: None,
+            supervisor: None,
         })
     }
 

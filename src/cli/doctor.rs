@@ -297,7 +297,7 @@ fn hostless_missions(
     ctx: &Ctx,
     missions: &crate::mission::Missions,
 ) -> anyhow::Result<Vec<String>> {
-    let run_dir = ctx.paths.run_dir();
+    let run_dir = ctx.paths.socket_dir();
     let mut probe = crate::mission::hosts::Probe::new(missions.store().clone());
     let mut lines = Vec::new();
     for m in missions.list_open(200)? {

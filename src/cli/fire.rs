@@ -67,6 +67,10 @@ pub(super) fn run(ctx: &Ctx, args: FireArgs) -> anyhow::Result<i32> {
         None
     };
     runtime.block_on(async move {
+        // SIGINT, SIGTERM and SIGHUP are ours before the first unit is spawned: one
+        // arriving mid-handshake ends the command through the teardown below, never
+        // by the default disposition.
+        let mut signals = Signals::termination_or_interrupt()?;
         let fleet = Fleet::new(ctx.paths.clone(), store)?;
         let _teardown = fleet.spawn_teardown();
         let driver = match oracle {
@@ -76,7 +80,16 @@ pub(super) fn run(ctx: &Ctx, args: FireArgs) -> anyhow::Result<i32> {
             }
             None => None,
         };
-        let code = fire_and_wait(&fleet, agent, intent, policy, timeout, args.worktree).await;
+        let code = fire_and_wait(
+            &fleet,
+            &mut signals,
+            agent,
+            intent,
+            policy,
+            timeout,
+            args.worktree,
+        )
+        .await;
         if let Some(d) = driver {
             d.abort();
         }
@@ -87,21 +100,29 @@ pub(super) fn run(ctx: &Ctx, args: FireArgs) -> anyhow::Result<i32> {
 
 async fn fire_and_wait(
     fleet: &Fleet,
+    signals: &mut Signals,
     agent: String,
     intent: String,
     policy: String,
     timeout: Duration,
     worktree: bool,
 ) -> anyhow::Result<i32> {
-    let d = fleet
-        .dispatch(DispatchRequest {
-            agent_name: agent.clone(),
-            intent: intent.clone(),
-            policy_name: policy.clone(),
-            cwd: None,
-            worktree,
-        })
-        .await?;
+    let dispatch = fleet.dispatch(DispatchRequest {
+        agent_name: agent.clone(),
+        intent: intent.clone(),
+        policy_name: policy.clone(),
+        cwd: None,
+        worktree,
+    });
+    let d = tokio::select! {
+        d = dispatch => d?,
+        _ = signals.next() => {
+            // Dropping the dispatch drops the unit it was starting, whose supervisor
+            // then ends its tree.
+            outln!("mission fire interrupted while the unit was starting: it is torn down with this process.")?;
+            return Ok(1);
+        }
+    };
     let id = d.mission_id.clone();
     outln!("Mission fired at agent {agent:?} under envelope {policy:?}.")?;
     outln!("Intent: {intent}")?;
@@ -124,8 +145,6 @@ async fn fire_and_wait(
             crate::worktree::short_id(&wt.base)
         )?;
     }
-    // SIGINT, SIGTERM and SIGHUP all end the wait, from the moment it is announced.
-    let mut signals = Signals::termination_or_interrupt()?;
     outln!(
         "Waiting for a terminal status (timeout {}; the unit is a child of this process and is torn down when it exits)…",
         crate::duration::format(timeout)

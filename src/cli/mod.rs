@@ -91,7 +91,12 @@ enum Command {
     StubAgent(StubArgs),
     /// Byte pipe between an agent's stdio MCP entry and a mission's socket.
     #[command(name = "mcp-bridge", hide = true)]
-    McpBridge { socket: std::path::PathBuf },
+    McpBridge {
+        socket: std::path::PathBuf,
+        /// The one-use token file the host wrote (read and unlinked on start).
+        #[arg(long)]
+        token_file: Option<std::path::PathBuf>,
+    },
 }
 
 #[derive(Subcommand, Debug)]
@@ -728,8 +733,8 @@ fn run(ctx: &Ctx, command: Option<Command>, flags: BetaFlags) -> anyhow::Result<
             .await
             .map_err(|e| format!("stub: {e}"))
         })),
-        Some(Command::McpBridge { socket }) => Ok(run_role(async move {
-            crate::tools::run_mcp_bridge(&socket)
+        Some(Command::McpBridge { socket, token_file }) => Ok(run_role(async move {
+            crate::tools::run_mcp_bridge(&socket, token_file.as_deref())
                 .await
                 .map_err(|e| format!("missionboard mcp-bridge: {e}"))
         })),

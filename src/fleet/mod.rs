@@ -675,10 +675,8 @@ impl Fleet {
         .await?;
         // The socket must listen before session/new: agents connect to their MCP
         // servers while the session opens.
-        let run_dir = inner.paths.run_dir();
-        std::fs::create_dir_all(&run_dir)
-            .map_err(|e| anyhow::anyhow!("cannot create {}: {e}", run_dir.display()))?;
-        let socket_path = socket_path_for(&run_dir, mission_id);
+        let socket_dir = inner.paths.prepare_socket_dir()?;
+        let socket_path = socket_path_for(&socket_dir, mission_id);
         let calls = MissionToolCalls {
             mission_id: mission_id.to_string(),
             missions: inner.missions.clone(),
@@ -703,7 +701,12 @@ impl Fleet {
             args: agent.args.clone(),
             env,
             cwd: cwd.to_path_buf(),
-            mcp_servers: vec![bridge_server_entry(&inner.self_exe, &socket)],
+            // The bridge's one-use token waits in the unit's own temp dir.
+            mcp_servers: vec![
+                bridge_server_entry(&inner.self_exe, &socket, tmp.path()).map_err(|e| {
+                    anyhow::anyhow!("cannot hand the mission token to the unit: {e}")
+                })?,
+            ],
             meta: {
                 // The catalogue's session settings first: the mission's own key wins.
                 let mut meta = agent.session_meta.clone();
@@ -711,6 +714,7 @@ impl Fleet {
                 meta
             },
             pid_slot: Some(socket.unit_pid_slot()),
+            supervisor: Some(inner.self_exe.clone()),
         };
         let unit = Unit::start_confined(spec, load, confined.prepared)
             .await

@@ -1091,6 +1091,27 @@ impl TurnRunner<'_> {
                     &format!("mission_server: started on {stdin} and {stdout}"),
                 );
             }
+            Step::MissionEntry => {
+                let summary = match &self.state.mission_entry {
+                    Some(entry) => format!(
+                        "mission entry: {} {}",
+                        entry.command.display(),
+                        entry.args.join(" ")
+                    ),
+                    None => "mission entry: none".to_string(),
+                };
+                let env = self
+                    .state
+                    .mission_entry
+                    .iter()
+                    .flat_map(|e| e.env.iter())
+                    .map(|(k, v)| format!("{k}={v}"))
+                    .collect::<Vec<_>>()
+                    .join("\n");
+                let args = probe_report(summary, Some(format!("env: [{env}]")));
+                self.tool_logged(label, kind, crate::tools::MISSION_REPORT, args)
+                    .await?;
+            }
             Step::Deaf { requests } => {
                 self.agent.deaf.send_replace(true);
                 for i in 0..requests {

@@ -165,6 +165,9 @@ pub enum Step {
         stdin: String,
         stdout: String,
     },
+    /// Report the `mission` MCP entry the session was handed, as the agent saw it:
+    /// its arguments, and its environment (names and values).
+    MissionEntry,
 }
 
 impl Step {
@@ -177,7 +180,8 @@ impl Step {
             | Step::Finish { .. }
             | Step::Write { .. }
             | Step::Run { .. }
-            | Step::MissionServer { .. } => true,
+            | Step::MissionServer { .. }
+            | Step::MissionEntry => true,
             Step::Permission {
                 report, on_deny, ..
             } => *report || matches!(on_deny, OnDeny::ReportBlocker | OnDeny::FinishStuck),
@@ -207,6 +211,7 @@ const STEP_KINDS: &[&str] = &[
     "write",
     "run",
     "mission_server",
+    "mission_entry",
 ];
 
 fn de<T: for<'de> Deserialize<'de>>(kind: &str, payload: &Value) -> Result<T, String> {
@@ -477,6 +482,7 @@ pub fn decode(raw: &RawStep) -> Result<Step, String> {
             },
         },
         "hang" => Step::Hang,
+        "mission_entry" => Step::MissionEntry,
         "error" => match p {
             Value::String(message) => Step::Error {
                 code: -32603,

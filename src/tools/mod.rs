@@ -108,19 +108,31 @@ pub fn unknown_tool_error(name: &str) -> String {
     )
 }
 
-/// The variable that carries a mission socket's token to its bridge.
-pub const TOKEN_ENV: &str = "MISSIONBOARD_MISSION_TOKEN";
+/// The bridge's flag naming its one-use token file.
+pub const TOKEN_FILE_FLAG: &str = "--token-file";
 
 /// The stdio MCP entry that connects a unit to its mission socket: `exe
-/// mcp-bridge <socket>` with the socket's token in its environment, where `exe`
-/// is normally `std::env::current_exe()`.
-pub fn bridge_server_entry(exe: &Path, socket: &MissionSocket) -> McpStdioServer {
-    McpStdioServer {
+/// mcp-bridge <socket> --token-file <file>`, where `exe` is normally
+/// `std::env::current_exe()` and the file, in `private_dir` (the unit's own temp
+/// dir), holds a one-use token the bridge unlinks as it reads it. The entry carries
+/// no secret in its arguments or environment.
+pub fn bridge_server_entry(
+    exe: &Path,
+    socket: &MissionSocket,
+    private_dir: &Path,
+) -> std::io::Result<McpStdioServer> {
+    let token_file = socket.issue_bridge_token(private_dir)?;
+    Ok(McpStdioServer {
         name: MISSION_SERVER_NAME.to_owned(),
         command: exe.to_path_buf(),
-        args: vec!["mcp-bridge".to_owned(), socket.path().display().to_string()],
-        env: [(TOKEN_ENV.to_owned(), socket.token().to_owned())].into(),
-    }
+        args: vec![
+            "mcp-bridge".to_owned(),
+            socket.path().display().to_string(),
+            TOKEN_FILE_FLAG.to_owned(),
+            token_file.display().to_string(),
+        ],
+        env: Default::default(),
+    })
 }
 
 /// One tool as listed to agents.

@@ -23,16 +23,17 @@ fn too_long(path: &Path) -> Option<io::Error> {
         io::Error::new(
             io::ErrorKind::InvalidInput,
             format!(
-                "the socket path is {len} bytes, over the {} a Unix socket allows — set MISSIONBOARD_HOME to a shorter directory",
+                "the socket path is {len} bytes, over the {} a Unix socket allows — set XDG_RUNTIME_DIR to a shorter directory",
                 SUN_PATH_BYTES - 1
             ),
         )
     })
 }
 
-/// `<runtime_dir>/m-<mission id>.sock`: the full id, so two missions can never
+/// `<socket_dir>/m-<mission id>.sock`: the full id, so two missions can never
 /// share a name. `sun_path` holds about 108 bytes on Linux and 104 on macOS, so
-/// the runtime dir must stay short (binding a longer path fails, naming it).
+/// the directory must stay short (`paths::Paths::socket_dir` is, whatever the
+/// home's length; binding a longer path fails, naming it).
 pub fn socket_path_for(runtime_dir: &Path, mission_id: &str) -> PathBuf {
     let id: String = mission_id
         .chars()
@@ -76,7 +77,8 @@ pub async fn present_token(stream: &mut UnixStream, token: &str) -> io::Result<(
 /// the unit is known, check that the connecting process is of its tree. A connection
 /// that fails gets one JSON-RPC error line and is closed; nothing it sent reaches
 /// the tools.
-async fn admit(stream: &mut UnixStream, token: &str, unit: &OnceLock<u32>) -> bool {
+async fn admit(stream: &mut UnixStream, tokens: &Tokens, unit: &OnceLock<u32>) -> bool {
+    let token = &tokens.host;
     let mut line = Vec::with_capacity(TOKEN_PREAMBLE.len() + token.len() + 1);
     let read = tokio::time::timeout(TOKEN_WAIT, async {
         let mut byte = [0u8; 1];
@@ -94,8 +96,7 @@ async fn admit(stream: &mut UnixStream, token: &str, unit: &OnceLock<u32>) -> bo
     })
     .await;
     let presented = matches!(read, Ok(Ok(true)));
-    let expected = format!("{TOKEN_PREAMBLE}{token}");
-    let message = if !(presented && constant_time_eq(&line, expected.as_bytes())) {
+    let message = if !(presented && tokens.accept(&line)) {
         tracing::warn!("mission socket: refused a connection without the mission's token");
         "mission socket: refused: this connection did not present the mission's token (a unit reaches its own mission only through the mcp-bridge entry it was given)"
     } else if !from_unit(stream, unit) {
@@ -172,13 +173,76 @@ fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
     a.len() == b.len() && a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
 }
 
+/// The secrets a connection may present: the host's own (for clients in this
+/// process; it never leaves it), and the bridge's, waiting in a file of the unit's.
+struct Tokens {
+    host: String,
+    bridge: std::sync::Mutex<Option<BridgeToken>>,
+}
+
+/// A bridge token and the file it waits in.
+struct BridgeToken {
+    token: String,
+    file: PathBuf,
+}
+
+impl Tokens {
+    /// Whether `line` is the token line of either secret. A bridge token admits one
+    /// connection: its match writes the next one to the same file (the bridge that
+    /// read it has unlinked it), for a bridge the agent starts again.
+    fn accept(&self, line: &[u8]) -> bool {
+        let host = format!("{TOKEN_PREAMBLE}{}", self.host);
+        let mut bridge = self.bridge.lock().unwrap_or_else(|e| e.into_inner());
+        let bridge_line = bridge
+            .as_ref()
+            .map(|b| format!("{TOKEN_PREAMBLE}{}", b.token));
+        let by_bridge = bridge_line.is_some_and(|b| constant_time_eq(line, b.as_bytes()));
+        if by_bridge && let Some(spent) = bridge.take() {
+            let next = mint_token();
+            match write_token_file(&spent.file, &next) {
+                Ok(()) => {
+                    *bridge = Some(BridgeToken {
+                        token: next,
+                        file: spent.file,
+                    })
+                }
+                Err(err) => tracing::warn!(
+                    file = %spent.file.display(),
+                    %err,
+                    "mission socket: could not write the next bridge token; a restarted bridge will be refused"
+                ),
+            }
+        }
+        // Both compared, whichever matched, so the time taken says nothing.
+        constant_time_eq(line, host.as_bytes()) | by_bridge
+    }
+}
+
+/// Write `token` to a new 0600 file at `path`, replacing an unspent one (never
+/// following a symlink planted there).
+fn write_token_file(path: &Path, token: &str) -> io::Result<()> {
+    use std::io::Write;
+    use std::os::unix::fs::OpenOptionsExt;
+    match std::fs::remove_file(path) {
+        Err(e) if e.kind() != io::ErrorKind::NotFound => return Err(e),
+        _ => {}
+    }
+    let mut file = std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .mode(0o600)
+        .custom_flags(libc::O_NOFOLLOW)
+        .open(path)?;
+    file.write_all(token.as_bytes())
+}
+
 /// A listening mission socket. Dropping it (or [`MissionSocket::close`])
 /// stops accepting, ends the live connections and deletes the socket file.
 pub struct MissionSocket {
     path: PathBuf,
     accept_task: Option<JoinHandle<()>>,
     accepted: Arc<AtomicUsize>,
-    token: String,
+    tokens: Arc<Tokens>,
     unit: Arc<OnceLock<u32>>,
 }
 
@@ -223,8 +287,11 @@ pub async fn serve_mission_socket(
 
     let accepted = Arc::new(AtomicUsize::new(0));
     let counter = accepted.clone();
-    let token = mint_token();
-    let expected = token.clone();
+    let tokens = Arc::new(Tokens {
+        host: mint_token(),
+        bridge: std::sync::Mutex::new(None),
+    });
+    let expected = tokens.clone();
     let unit = Arc::new(OnceLock::new());
     let unit_pid = unit.clone();
     let shown = path.display().to_string();
@@ -262,7 +329,7 @@ pub async fn serve_mission_socket(
         path: path.to_path_buf(),
         accept_task: Some(accept_task),
         accepted,
-        token,
+        tokens,
         unit,
     })
 }
@@ -272,9 +339,31 @@ impl MissionSocket {
         &self.path
     }
 
-    /// The secret a connection must present first (see [`connect_mission_socket`]).
+    /// The host's secret, for a client in this process (see
+    /// [`connect_mission_socket`]); it is never handed to a unit.
     pub fn token(&self) -> &str {
-        &self.token
+        &self.tokens.host
+    }
+
+    /// Mint the bridge's secret and write it to a new 0600 file in `dir` (the unit's
+    /// private temp dir), for the bridge to read and unlink: no token travels in the
+    /// MCP entry's arguments or environment, which agents copy onto command lines.
+    /// Each token admits one connection; the next waits in the same file. Returns the
+    /// file's path (`<dir>/<socket's stem>.token`).
+    pub fn issue_bridge_token(&self, dir: &Path) -> io::Result<PathBuf> {
+        let stem = self
+            .path
+            .file_stem()
+            .map(|s| s.to_string_lossy().into_owned())
+            .unwrap_or_default();
+        let file = dir.join(format!("{stem}.token"));
+        let token = mint_token();
+        write_token_file(&file, &token)?;
+        *self.tokens.bridge.lock().unwrap_or_else(|e| e.into_inner()) = Some(BridgeToken {
+            token,
+            file: file.clone(),
+        });
+        Ok(file)
     }
 
     /// Where the unit's pid goes once it is spawned ([`crate::acp::UnitSpec::pid_slot`]):
@@ -299,6 +388,16 @@ impl MissionSocket {
     }
 
     fn remove_file(&self) {
+        // An unspent bridge token goes with the socket it opened.
+        let bridge = self
+            .tokens
+            .bridge
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .take();
+        if let Some(b) = bridge {
+            let _ = std::fs::remove_file(&b.file);
+        }
         match std::fs::remove_file(&self.path) {
             Ok(()) => {}
             Err(err) if err.kind() == io::ErrorKind::NotFound => {}
@@ -358,7 +457,7 @@ mod tests {
         );
         let err = too_long(&long).expect("over sun_path").to_string();
         assert!(
-            err.contains("set MISSIONBOARD_HOME to a shorter directory"),
+            err.contains("set XDG_RUNTIME_DIR to a shorter directory"),
             "{err}"
         );
     }

@@ -239,13 +239,13 @@ fn a_unit_connecting_to_another_missions_socket_is_refused_and_nothing_is_writte
         sb.pending_ask_ids().first().cloned()
     });
     let victim_id = sb.newest_mission().unwrap();
-    let socket = sb.home.join("run").join(format!("m-{victim_id}.sock"));
+    let socket = socket_of(&sb, &victim_id);
     assert!(socket.exists(), "{}", socket.display());
 
     let init = r#"{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2024-11-05","capabilities":{},"clientInfo":{"name":"x","version":"1"}}}"#;
     let finish = r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"mission_finish","arguments":{"status":"derailed"}}}"#;
     let attack = format!(
-        "printf '%s\\n' '{init}' '{finish}' | MISSIONBOARD_MISSION_TOKEN=guessed {BIN} mcp-bridge {}",
+        "printf guessed > \"$TMPDIR/guessed.token\" && printf '%s\\n' '{init}' '{finish}' | {BIN} mcp-bridge {} --token-file \"$TMPDIR/guessed.token\"",
         socket.display()
     );
     let probe = script(vec![sh(&attack), json!({"finish": "landed"})]);
@@ -437,6 +437,13 @@ fn a_mission_s_temp_dir_is_exported_as_tmpdir_and_gone_when_it_rests() {
     std::fs::remove_dir(&stranger).unwrap();
 }
 
+/// Where the host of `sb` serves mission `id`'s socket.
+fn socket_of(sb: &Sandbox, id: &str) -> std::path::PathBuf {
+    missionboard::paths::Paths::resolve(sb.home.clone(), sb.cwd.clone())
+        .socket_dir()
+        .join(format!("m-{id}.sock"))
+}
+
 /// A mission id no store of these tests knows.
 fn uuid_like() -> String {
     format!(
@@ -483,23 +490,26 @@ fn a_unit_cannot_take_another_missions_token_or_drive_its_bridge_through_proc_un
         sb.pending_ask_ids().first().cloned()
     });
     let victim_id = sb.newest_mission().unwrap();
-    let socket = sb.home.join("run").join(format!("m-{victim_id}.sock"));
+    let socket = socket_of(&sb, &victim_id);
     let bridge = wait_for(30, "the victim's bridge", || {
         crate::harness::processes_mentioning(&socket.display().to_string())
             .first()
             .copied()
     });
     let agent = parent_pid(bridge);
-    // Read from outside every sandbox: the bridge was handed its token in this
-    // variable, and wiped the value once it had presented it.
+    // Read from outside every sandbox: the bridge's environment carries no token; it
+    // read its one-use token from a file in the unit's temp dir.
     let own_view =
         String::from_utf8_lossy(&std::fs::read(format!("/proc/{bridge}/environ")).unwrap())
             .into_owned();
     assert_eq!(
-        environ_value(&own_view, "MISSIONBOARD_MISSION_TOKEN").as_deref(),
-        Some(""),
-        "the token is wiped from the bridge's environment"
+        environ_value(&own_view, "MISSIONBOARD_MISSION_TOKEN"),
+        None,
+        "no token in the bridge's environment"
     );
+    let token_file = std::env::temp_dir()
+        .join(format!("missionboard-{victim_id}"))
+        .join(format!("m-{victim_id}.token"));
 
     let inject = r#"{"jsonrpc":"2.0","id":99,"method":"tools/call","params":{"name":"mission_report","arguments":{"kind":"finding","summary":"injected"}}}"#;
     let script_path = sb.cwd.join("probe.json");
@@ -560,7 +570,11 @@ fn a_unit_cannot_take_another_missions_token_or_drive_its_bridge_through_proc_un
             got[4],
             (
                 "run sh: exit 0".to_string(),
-                format!("{BIN} mcp-bridge {}", socket.display())
+                format!(
+                    "{BIN} mcp-bridge {} --token-file {}",
+                    socket.display(),
+                    token_file.display()
+                )
             ),
             "{policy}"
         );

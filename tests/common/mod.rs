@@ -723,13 +723,14 @@ pub async fn start(options: Options) -> Harness {
         env: options.env,
         cwd: dir.path().to_path_buf(),
         mcp_servers: if options.mission_server {
-            vec![bridge_server_entry(Path::new(BIN), &socket)]
+            vec![bridge_server_entry(Path::new(BIN), &socket, dir.path()).unwrap()]
         } else {
             Vec::new()
         },
         meta: mission_meta("m-test"),
         // The harness's units are admitted as the fleet's are: their own tree only.
         pid_slot: Some(socket.unit_pid_slot()),
+        supervisor: Some(PathBuf::from(BIN)),
     };
     let mut unit = Unit::start(spec)
         .await

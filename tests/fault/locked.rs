@@ -131,6 +131,7 @@ async fn units_waiting_on_a_foreign_lock_stall_no_other_units_acp_traffic() {
         mcp_servers: Vec::new(),
         meta: mission_meta("other"),
         pid_slot: None,
+        supervisor: Some(BIN.into()),
     })
     .await
     .expect("the other unit starts");
