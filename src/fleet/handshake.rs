@@ -87,6 +87,8 @@ pub async fn dry_handshake(
         mcp_servers: Vec::new(),
         meta: agent.session_meta.clone(),
         pid_slot: None,
+        // A dry handshake is a unit like any other: its whole tree ends with it.
+        supervisor: None,
     };
     let outcome =
         tokio::time::timeout(timeout, Unit::start_confined(spec, None, confined.prepared)).await;
