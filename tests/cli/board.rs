@@ -749,7 +749,7 @@ fn tmux_a_board_settles_a_run_stranded_by_an_expired_ask_on_its_own() {
     assert_eq!(v["status"], "stuck", "{v:#}");
     assert_eq!(v["asks"][0]["state"], "expired", "{v:#}");
     tmux.wait_screen(10, "the board's notice", |s| {
-        s.contains("an expired ask stranded")
+        s.contains("stranded run(s) (their host was gone) in this board")
     });
     let screen = tmux.quit();
     assert!(screen.contains("EXITED:0"), "{screen}");
