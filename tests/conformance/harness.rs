@@ -266,6 +266,9 @@ pub struct Conformer {
     pub write_call: fn(&str, &str) -> Value,
     /// A model turn that runs `command` with the agent's own shell tool.
     pub shell_call: fn(&str) -> Value,
+    /// What a user would have set up in the workspace before firing (a project
+    /// config naming the provider), given the workspace and the model.
+    pub workspace_setup: Option<fn(&Path, &Model)>,
 }
 
 /// One case: a scratch home whose `agents.toml` holds the agent's catalogue entry as
@@ -290,6 +293,9 @@ impl World {
             .unwrap();
         let mut env = vec![("PATH".to_string(), path.to_string_lossy().into_owned())];
         env.extend((agent.provider_env)(&model));
+        if let Some(setup) = agent.workspace_setup {
+            setup(&sb.cwd, &model);
+        }
         World {
             sb,
             model,

@@ -17,6 +17,7 @@ pub static QWEN: Conformer = Conformer {
     mission_tool,
     write_call,
     shell_call,
+    workspace_setup: None,
 };
 
 fn provider_env(model: &Model) -> Vec<(String, String)> {
