@@ -645,9 +645,8 @@ impl Fleet {
         let id = mission_id.to_string();
         // Store reads, the temp dir and the ruleset's path fds: all blocking work.
         let (env, tmp, confined) = blocking(move || {
-            let mut env = declared.unit_env(&config)?;
             let tmp = confinement::MissionTmp::create(&id)?;
-            env.insert("TMPDIR".to_string(), tmp.path().display().to_string());
+            let env = declared.unit_env(&config, tmp.path())?;
             let model_url = match env.get(crate::agents::ENV_BASE_URL) {
                 Some(url) => Some(url.clone()),
                 None => config.get(crate::config::MODEL_BASE_URL)?,
@@ -700,7 +699,12 @@ impl Fleet {
             env,
             cwd: cwd.to_path_buf(),
             mcp_servers: vec![bridge_server_entry(&inner.self_exe, &socket)],
-            meta: mission_meta(mission_id),
+            meta: {
+                // The catalogue's session settings first: the mission's own key wins.
+                let mut meta = agent.session_meta.clone();
+                meta.extend(mission_meta(mission_id));
+                meta
+            },
             pid_slot: Some(socket.unit_pid_slot()),
         };
         let unit = Unit::start_confined(spec, load, confined.prepared)
