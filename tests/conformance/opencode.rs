@@ -1,0 +1,1 @@
+//! opencode: to come.

@@ -1,0 +1,1 @@
+//! qwen: to come.
