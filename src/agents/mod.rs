@@ -156,9 +156,10 @@ impl Agent {
     /// declared env (`{tmp}` expanded), `TMPDIR`, the passed-through host variables
     /// that are set, plus — for the native agent — the resolved model settings and the
     /// API key they name.
+    /// Without a config (a dry handshake) the native agent gets only its declared keys.
     pub fn unit_env(
         &self,
-        config: &Config,
+        config: Option<&Config>,
         tmp: &Path,
     ) -> anyhow::Result<BTreeMap<String, String>> {
         let tmp_text = tmp.display().to_string();
@@ -182,7 +183,10 @@ impl Agent {
         let pick = |declared: &Option<String>, key: &str| -> anyhow::Result<Option<String>> {
             match declared.as_deref().map(str::trim).filter(|v| !v.is_empty()) {
                 Some(v) => Ok(Some(v.to_string())),
-                None => config.get(key),
+                None => match config {
+                    Some(config) => config.get(key),
+                    None => Ok(None),
+                },
             }
         };
         let settings = [
@@ -204,6 +208,9 @@ impl Agent {
         Ok(env)
     }
 }
+
+/// The JSON-RPC error code an ACP agent answers with when it needs a login first.
+pub const AUTH_REQUIRED: i32 = -32000;
 
 /// In an env value: the mission's temp dir.
 pub const TMP_PLACEHOLDER: &str = "{tmp}";
@@ -272,6 +279,25 @@ impl Agent {
                 (url, port)
             })
             .collect()
+    }
+
+    /// The error for an agent that answered `authRequired`: what it said, and its
+    /// login step.
+    pub fn login_needed(&self, said: &str) -> String {
+        let step = self.about.login.clone().or_else(|| {
+            catalogue::get(&self.name)
+                .filter(|c| c.command == self.command)
+                .and_then(|c| c.about.login.clone())
+        });
+        format!(
+            "agent {:?} needs a login before it can open a session ({}) — {}",
+            self.name,
+            crate::text::one_line(said),
+            step.unwrap_or_else(|| format!(
+                "log in with {} the way its documentation says, or export its API key",
+                self.command
+            ))
+        )
     }
 
     /// Does this agent come from the built-in catalogue, unedited in its essentials?
@@ -535,7 +561,7 @@ mod tests {
                 ..Default::default()
             },
         );
-        let env = a.unit_env(&config, Path::new("/t")).unwrap();
+        let env = a.unit_env(Some(&config), Path::new("/t")).unwrap();
         assert_eq!(env[ENV_BASE_URL], "http://127.0.0.1:8080/v1");
         assert_eq!(env[ENV_MODEL], "from-config");
         assert_eq!(env[ENV_API_KEY_ENV], "MB_TEST_UNSET_KEY_VAR");
@@ -549,7 +575,7 @@ mod tests {
     fn other_agents_get_only_their_declared_env() {
         let (_dir, config) = config();
         let env = agent(&["stub-agent"], ModelKeys::default())
-            .unit_env(&config, Path::new("/t"))
+            .unit_env(Some(&config), Path::new("/t"))
             .unwrap();
         assert_eq!(env.keys().collect::<Vec<_>>(), ["TMPDIR"]);
     }

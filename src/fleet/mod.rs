@@ -16,6 +16,7 @@
 pub mod budget;
 pub mod confinement;
 mod drive;
+pub mod handshake;
 pub mod mission_tools;
 mod permissions;
 pub mod prompts;
@@ -608,7 +609,11 @@ impl Fleet {
 
     fn resolve_agent(&self, name: &str) -> anyhow::Result<crate::agents::Agent> {
         let registry = Registry::load(&self.inner.paths)?;
-        if let Some(agent) = registry.get(name) {
+        // A catalogue agent needs no declaration: agents.toml only overrides it.
+        if let Some(agent) = registry
+            .get(name)
+            .or_else(|| crate::agents::catalogue::get(name))
+        {
             return Ok(agent.clone());
         }
         let known = registry.names();
@@ -646,7 +651,7 @@ impl Fleet {
         // Store reads, the temp dir and the ruleset's path fds: all blocking work.
         let (env, tmp, confined) = blocking(move || {
             let tmp = confinement::MissionTmp::create(&id)?;
-            let env = declared.unit_env(&config, tmp.path())?;
+            let env = declared.unit_env(Some(&config), tmp.path())?;
             let model_url = match env.get(crate::agents::ENV_BASE_URL) {
                 Some(url) => Some(url.clone()),
                 None => config.get(crate::config::MODEL_BASE_URL)?,
@@ -709,8 +714,13 @@ impl Fleet {
         };
         let unit = Unit::start_confined(spec, load, confined.prepared)
             .await
-            .map_err(|e| {
-                anyhow::anyhow!("agent {:?} could not start a session: {e}", agent.name)
+            .map_err(|e| match &e {
+                crate::acp::UnitError::Rpc { code, .. }
+                    if *code == crate::agents::AUTH_REQUIRED =>
+                {
+                    anyhow::anyhow!("{}", agent.login_needed(&e.to_string()))
+                }
+                _ => anyhow::anyhow!("agent {:?} could not start a session: {e}", agent.name),
             })?;
         let session_id = unit.session_id().to_string();
         handler.0.lock_unpoisoned().session_id = session_id.clone();

@@ -246,62 +246,128 @@ impl Drop for Model {
     }
 }
 
-// ---- A case's world: a scratch home with the agent declared. ----
+// ---- A case's world: a scratch home, the agent under its catalogue entry. ----
 
-/// How an agent is declared for a case: its `agents.toml` entry's command, args and env.
-#[derive(Debug, Clone)]
-pub struct Declared {
+/// What the suite must know of one agent: its package, its model API, the host
+/// variables that point it at a scripted model, and its own tool names.
+pub struct Conformer {
+    /// Its catalogue name.
     pub name: &'static str,
-    pub command: PathBuf,
-    pub args: Vec<String>,
-    pub env: Vec<(String, String)>,
+    pub pin: Pin,
+    /// The model server it talks to (`models/<api>.py`).
+    pub api: &'static str,
+    /// Host variables for a fire at `model`'s base URL (the catalogue entry passes
+    /// them through to the unit).
+    pub provider_env: fn(&Model) -> Vec<(String, String)>,
+    /// A mission tool (`mission_report`, …) as the agent names it to its model.
+    pub mission_tool: fn(&str) -> String,
+    /// A model turn that writes `content` to the workspace-relative `path` with the
+    /// agent's own write tool.
+    pub write_call: fn(&str, &str) -> Value,
+    /// A model turn that runs `command` with the agent's own shell tool.
+    pub shell_call: fn(&str) -> Value,
 }
 
-/// Write `agent` into the sandbox's home `agents.toml` with no hand-granted paths.
-/// With `MISSIONBOARD_CONFORMANCE_RECORD=<dir>` set, the agent runs under
-/// `acp_tap.py`, which appends every ACP frame to `<dir>/<agent>.jsonl`.
-pub fn declare(sb: &Sandbox, agent: &Declared) {
-    let quote = |s: &str| Value::String(s.to_string()).to_string();
-    let (command, args) = match std::env::var_os("MISSIONBOARD_CONFORMANCE_RECORD") {
-        Some(dir) => {
-            let dir = PathBuf::from(dir);
-            std::fs::create_dir_all(&dir).unwrap();
-            let log = dir.join(format!("{}.jsonl", agent.name));
-            let mut args = vec![
-                suite_dir().join("acp_tap.py").display().to_string(),
-                log.display().to_string(),
-                agent.command.display().to_string(),
-            ];
-            args.extend(agent.args.iter().cloned());
-            ("python3".to_string(), args)
-        }
-        None => (agent.command.display().to_string(), agent.args.clone()),
-    };
-    let mut toml = format!(
-        "[agents.{}]\ncommand = {}\nargs = [{}]\ndescription = \"conformance\"\n",
-        agent.name,
-        quote(&command),
-        args.iter().map(|a| quote(a)).collect::<Vec<_>>().join(", ")
-    );
-    if !agent.env.is_empty() {
-        toml.push_str(&format!(
-            "env = {{ {} }}\n",
-            agent
-                .env
-                .iter()
-                .map(|(k, v)| format!("{k} = {}", quote(v)))
-                .collect::<Vec<_>>()
-                .join(", ")
-        ));
+/// One case: a scratch home whose `agents.toml` holds the agent's catalogue entry as
+/// shipped (no hand edits, no granted paths), the agent's scripted model, and the
+/// host environment every command of the case runs with.
+pub struct World {
+    pub sb: Sandbox,
+    pub model: Model,
+    pub agent: &'static Conformer,
+    env: Vec<(String, String)>,
+}
+
+impl World {
+    pub fn new(agent: &'static Conformer, turns: Vec<Value>) -> World {
+        let bin = install(&agent.pin);
+        let model = Model::start(agent.api, turns);
+        let sb = Sandbox::new();
+        let path = std::env::join_paths(
+            std::iter::once(bin.parent().unwrap().to_path_buf())
+                .chain(std::env::split_paths(&std::env::var_os("PATH").unwrap_or_default())),
+        )
+        .unwrap();
+        let mut env = vec![("PATH".to_string(), path.to_string_lossy().into_owned())];
+        env.extend((agent.provider_env)(&model));
+        let world = World {
+            sb,
+            model,
+            agent,
+            env,
+        };
+        world.declare();
+        world
     }
-    sb.write(&sb.home.join("agents.toml"), &toml);
-}
 
-/// `mission fire <agent> <intent> --wait --policy <policy>`, in the background.
-pub fn fire(sb: &Sandbox, agent: &str, intent: &str, policy: &str) -> Background {
-    Background::spawn(sb.command(&[
-        "mission", "fire", agent, intent, "--wait", "--policy", policy, "--trace",
-    ]))
+    /// Write the agent's catalogue section into the home's `agents.toml`. With
+    /// `MISSIONBOARD_CONFORMANCE_RECORD=<dir>` set, the agent runs under
+    /// `acp_tap.py`, which logs every ACP frame into the workspace (writable under
+    /// every envelope); dropping the world copies the log to `<dir>`.
+    fn declare(&self) {
+        let name = self.agent.name;
+        let section = missionboard::agents::catalogue::section(name)
+            .unwrap_or_else(|| panic!("the catalogue has no entry {name:?}"));
+        let text = if recording_dir().is_some() {
+            let mut doc: toml::Table = toml::from_str(&section).unwrap();
+            let entry = doc["agents"][name].as_table_mut().unwrap();
+            let command = entry["command"].as_str().unwrap().to_string();
+            let mut args = vec![
+                toml::Value::from(suite_dir().join("acp_tap.py").display().to_string()),
+                toml::Value::from(self.frames_log().display().to_string()),
+                toml::Value::from(command),
+            ];
+            args.extend(entry["args"].as_array().cloned().unwrap_or_default());
+            entry.insert("command".into(), "python3".into());
+            entry.insert("args".into(), toml::Value::Array(args));
+            toml::to_string(&doc).unwrap()
+        } else {
+            section
+        };
+        self.sb.write(&self.sb.home.join("agents.toml"), &text);
+    }
+
+    fn frames_log(&self) -> PathBuf {
+        self.sb.cwd.join(".acp-frames.jsonl")
+    }
+
+    /// The ACP frames recorded so far (only when recording): `{dir, frame}` each.
+    pub fn frames(&self) -> Vec<Value> {
+        std::fs::read_to_string(self.frames_log())
+            .unwrap_or_default()
+            .lines()
+            .filter_map(|l| serde_json::from_str(l).ok())
+            .collect()
+    }
+
+    /// A missionboard command with the case's host environment.
+    pub fn command(&self, args: &[&str]) -> Command {
+        let mut c = self.sb.command(args);
+        c.envs(self.env.iter().map(|(k, v)| (k, v)));
+        c
+    }
+
+    pub fn run(&self, args: &[&str]) -> Run {
+        self.sb.run_with(self.command(args))
+    }
+
+    /// `mission fire <agent> <intent> --wait --policy <policy> --trace`, in the background.
+    pub fn fire(&self, intent: &str, policy: &str) -> Background {
+        Background::spawn(self.command(&[
+            "mission", "fire", self.agent.name, intent, "--wait", "--policy", policy,
+            "--trace",
+        ]))
+    }
+
+    /// A mission tool as this agent names it.
+    pub fn tool(&self, name: &str) -> String {
+        (self.agent.mission_tool)(name)
+    }
+
+    /// `mission show --json` of the newest mission.
+    pub fn show(&self) -> Value {
+        show(&self.sb)
+    }
 }
 
 /// Join a background fire, panicking (with its output) if it has not exited within
@@ -436,14 +502,22 @@ pub fn wait_all_gone(procs: &[Proc], secs: u64) {
 
 // ---- Recorded frames. ----
 
-/// The frames `acp_tap.py` recorded for `agent` in the recording directory, if any.
-pub fn recorded_frames(agent: &str) -> Vec<Value> {
-    let Some(dir) = std::env::var_os("MISSIONBOARD_CONFORMANCE_RECORD") else {
-        return vec![];
-    };
-    std::fs::read_to_string(PathBuf::from(dir).join(format!("{agent}.jsonl")))
-        .unwrap_or_default()
-        .lines()
-        .filter_map(|l| serde_json::from_str(l).ok())
-        .collect()
+/// `MISSIONBOARD_CONFORMANCE_RECORD`: where each case's ACP frames are kept.
+pub fn recording_dir() -> Option<PathBuf> {
+    std::env::var_os("MISSIONBOARD_CONFORMANCE_RECORD").map(PathBuf::from)
+}
+
+impl Drop for World {
+    fn drop(&mut self) {
+        let (Some(dir), Ok(frames)) = (recording_dir(), std::fs::read(self.frames_log()))
+        else {
+            return;
+        };
+        std::fs::create_dir_all(&dir).unwrap();
+        let case = std::thread::current()
+            .name()
+            .unwrap_or("case")
+            .replace("::", "-");
+        let _ = std::fs::write(dir.join(format!("{case}.jsonl")), frames);
+    }
 }

@@ -7,6 +7,7 @@ mod common;
 
 mod harness;
 
+mod cases;
 mod claude;
 mod opencode;
 mod qwen;
