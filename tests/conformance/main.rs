@@ -9,5 +9,7 @@ mod harness;
 
 mod cases;
 mod claude;
+mod codex;
+mod gemini;
 mod opencode;
 mod qwen;

@@ -1,8 +1,9 @@
 """A scripted OpenAI Responses API (POST <base>/responses, streamed as server-sent
 events), for codex-acp. See scripted.py for the script and the record.
 
-Beyond scripted.py's turns, a call may name the namespace its tool was offered in
-(codex offers MCP servers' tools as `{"type": "namespace", "name": "mcp__mission"}`):
+A call of a tool the request offers inside a namespace (codex offers an MCP server's
+tools as `{"type": "namespace", "name": "mcp__mission", "tools": [...]}`) is sent with
+that namespace, as the model would; a call may also name one itself:
   {"tool": "mission_finish", "namespace": "mcp__mission", "input": {...}}
 and a call whose input is a string is a custom (freeform) tool call, the shape codex's
 `apply_patch` takes:
@@ -14,14 +15,27 @@ import json
 import scripted
 
 
-def calls_with_namespace(turn):
-    """[(name, input, namespace or None)] of a turn."""
-    if "tool" in turn:
-        return [(turn["tool"], turn.get("input", {}), turn.get("namespace"))]
-    return [(c["tool"], c.get("input", {}), c.get("namespace")) for c in turn.get("tools", [])]
+def calls_with_namespace(turn, offered):
+    """[(name, input, namespace or None)] of a turn; a call that names no namespace
+    takes the one its tool was offered in, as the model would."""
+    calls = [turn] if "tool" in turn else turn.get("tools", [])
+    return [
+        (c["tool"], c.get("input", {}), c.get("namespace") or offered.get(c["tool"]))
+        for c in calls
+    ]
 
 
-def output_items(turn, index):
+def namespaces_of(body):
+    """{tool name: namespace} of the tools a request offers inside namespaces."""
+    found = {}
+    for tool in (body or {}).get("tools") or []:
+        if tool.get("type") == "namespace":
+            for inner in tool.get("tools") or []:
+                found.setdefault(inner.get("name"), tool.get("name"))
+    return found
+
+
+def output_items(turn, index, offered):
     """The output items of one scripted turn, in the order they are streamed."""
     items = []
     if turn.get("text"):
@@ -34,7 +48,7 @@ def output_items(turn, index):
                 "content": [{"type": "output_text", "text": turn["text"], "annotations": []}],
             }
         )
-    for n, (name, args, namespace) in enumerate(calls_with_namespace(turn)):
+    for n, (name, args, namespace) in enumerate(calls_with_namespace(turn, offered)):
         call_id = "call_%s_%d" % (index, n)
         if isinstance(args, str):
             item = {
@@ -68,10 +82,10 @@ class OpenAiResponses:
         return bool((body or {}).get("tools"))
 
     def respond(self, h, path, body, turn, index):
-        self.stream(h, output_items(turn, index), index)
+        self.stream(h, output_items(turn, index, namespaces_of(body)), index)
 
     def respond_side(self, h, path, body, text):
-        self.stream(h, output_items({"text": text}, "side"), "side")
+        self.stream(h, output_items({"text": text}, "side", {}), "side")
 
     def stream(self, h, items, index):
         sse = scripted.Sse(h)
