@@ -72,3 +72,50 @@ pub static CODEX: Conformer = Conformer {
 fn lands_under_default() {
     crate::cases::lands(&CODEX, "default");
 }
+
+#[test]
+fn gated_write_approved_under_default() {
+    crate::hitl::gated_write_approved(&CODEX, "default");
+}
+
+#[test]
+fn gated_write_approved_under_strict() {
+    crate::hitl::gated_write_approved(&CODEX, "strict");
+}
+
+#[test]
+fn question_answered_under_default() {
+    crate::hitl::question_answered(&CODEX, "default");
+}
+
+#[test]
+fn denied_under_strict() {
+    crate::hitl::denied_under_strict(&CODEX);
+}
+
+#[test]
+#[ignore = "needs norm: the refusal turn that names the refused call (codex's reject aborts the turn)"]
+fn refusal_named_to_the_model() {
+    crate::hitl::refusal_named_to_the_model(&CODEX);
+}
+
+#[test]
+fn stopped_under_default() {
+    crate::hitl::stopped(&CODEX, "default");
+}
+
+#[test]
+fn stopped_under_strict() {
+    crate::hitl::stopped(&CODEX, "strict");
+}
+
+#[test]
+fn killed_while_parked_resumes_once() {
+    crate::hitl::killed_while_parked_resumes_once(&CODEX);
+}
+
+#[test]
+#[ignore = "needs super: the npm launcher's platform binary (codex-acp-linux-x64) outlives a SIGKILLed host"]
+fn no_process_outlives_a_killed_host() {
+    crate::hitl::no_process_outlives_a_killed_host(&CODEX);
+}

@@ -24,7 +24,10 @@ fn mission_tool(name: &str) -> String {
 }
 
 fn write_call(path: &str, content: &str) -> Value {
-    call("write_file", json!({ "file_path": path, "content": content }))
+    call(
+        "write_file",
+        json!({ "file_path": path, "content": content }),
+    )
 }
 
 fn shell_call(command: &str) -> Value {
@@ -47,4 +50,51 @@ pub static GEMINI: Conformer = Conformer {
 #[test]
 fn lands_under_default() {
     crate::cases::lands(&GEMINI, "default");
+}
+
+#[test]
+fn gated_write_approved_under_default() {
+    crate::hitl::gated_write_approved(&GEMINI, "default");
+}
+
+#[test]
+fn gated_write_approved_under_strict() {
+    crate::hitl::gated_write_approved(&GEMINI, "strict");
+}
+
+#[test]
+fn question_answered_under_default() {
+    crate::hitl::question_answered(&GEMINI, "default");
+}
+
+#[test]
+#[ignore = "needs norm: gemini's shell request has rawInput null, its command only in the title, so no command rule matches and it becomes an operator ask"]
+fn denied_under_strict() {
+    crate::hitl::denied_under_strict(&GEMINI);
+}
+
+#[test]
+#[ignore = "needs norm: the shell command from the title, and the refusal turn that names the refused call"]
+fn refusal_named_to_the_model() {
+    crate::hitl::refusal_named_to_the_model(&GEMINI);
+}
+
+#[test]
+fn stopped_under_default() {
+    crate::hitl::stopped(&GEMINI, "default");
+}
+
+#[test]
+fn stopped_under_strict() {
+    crate::hitl::stopped(&GEMINI, "strict");
+}
+
+#[test]
+fn killed_while_parked_resumes_once() {
+    crate::hitl::killed_while_parked_resumes_once(&GEMINI);
+}
+
+#[test]
+fn no_process_outlives_a_killed_host() {
+    crate::hitl::no_process_outlives_a_killed_host(&GEMINI);
 }

@@ -11,5 +11,6 @@ mod cases;
 mod claude;
 mod codex;
 mod gemini;
+mod hitl;
 mod opencode;
 mod qwen;
