@@ -201,11 +201,22 @@ pub fn refusal_named_to_the_model(agent: &'static Conformer) {
     assert_eq!(world.show()["status"], "stuck", "{run:#?}");
     let after = world.model.turn_requests();
     let next = after.get(1).expect("the model was asked again");
-    let text = next["body"].to_string();
+    let heard = conversation(&next["body"]);
     assert!(
-        text.contains("shred -u victim.txt") && text.contains("refused"),
-        "the refusal is not named to the model: {text}"
+        heard.contains("shred -u victim.txt") && heard.contains("refused"),
+        "the refusal is not named to the model: {heard}"
     );
+}
+
+/// The conversation a model request carries, whatever its API (`input` of the
+/// Responses API, `contents` of Gemini's, `messages` of Chat Completions and
+/// Anthropic's), without the tool declarations and instructions around it.
+fn conversation(body: &serde_json::Value) -> String {
+    ["input", "contents", "messages"]
+        .iter()
+        .find_map(|key| body.get(*key))
+        .unwrap_or(body)
+        .to_string()
 }
 
 /// `mission stop` while the model is mid-turn: the mission is abandoned, the fire
@@ -281,19 +292,19 @@ pub fn killed_while_parked_resumes_once(agent: &'static Conformer) {
 /// A host SIGKILLed while its run is parked leaves no process of its unit behind.
 pub fn no_process_outlives_a_killed_host(agent: &'static Conformer) {
     let (_world, _ask, tree) = park_and_kill(agent);
-    let outlived: Vec<Proc> = tree.iter().copied().filter(Proc::alive).collect();
-    for p in &outlived {
+    let outlived: Vec<String> = tree
+        .iter()
+        .filter(|p| p.alive())
+        .map(|p| format!("{} {}", p.pid, p.cmdline()))
+        .collect();
+    for p in tree.iter().filter(|p| p.alive()) {
         // SAFETY: SIGKILL to a process this case started, named by pid and start time.
         unsafe { libc::kill(p.pid as i32, libc::SIGKILL) };
     }
     wait_all_gone(&tree, 30);
     assert!(
         outlived.is_empty(),
-        "processes outlived their SIGKILLed host: {:#?}",
-        outlived
-            .iter()
-            .map(|p| format!("{} {}", p.pid, p.cmdline()))
-            .collect::<Vec<_>>()
+        "processes outlived their SIGKILLed host: {outlived:#?}"
     );
 }
 
