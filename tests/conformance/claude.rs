@@ -17,6 +17,7 @@ pub static CLAUDE: Conformer = Conformer {
     mission_tool,
     write_call,
     shell_call,
+    workspace_setup: None,
 };
 
 fn provider_env(model: &Model) -> Vec<(String, String)> {
@@ -53,4 +54,44 @@ fn shell_call(command: &str) -> Value {
 #[test]
 fn lands_under_default() {
     cases::lands(&CLAUDE, "default");
+}
+
+#[test]
+fn gated_write_approved_under_default() {
+    cases::gated_write_approved(&CLAUDE, "default");
+}
+
+#[test]
+fn gated_write_approved_under_strict() {
+    cases::gated_write_approved(&CLAUDE, "strict");
+}
+
+#[test]
+fn question_answered_under_default() {
+    cases::question_answered(&CLAUDE, "default");
+}
+
+#[test]
+fn denied_call_under_default() {
+    cases::denied_call(&CLAUDE, "default");
+}
+
+#[test]
+fn denied_call_under_strict() {
+    cases::denied_call(&CLAUDE, "strict");
+}
+
+#[test]
+fn stopped_under_default() {
+    cases::stopped(&CLAUDE, "default");
+}
+
+#[test]
+fn stopped_under_strict() {
+    cases::stopped(&CLAUDE, "strict");
+}
+
+#[test]
+fn killed_host_resumed_under_default() {
+    cases::killed_host_resumed(&CLAUDE, "default");
 }

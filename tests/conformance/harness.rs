@@ -13,7 +13,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 
-pub use crate::common::{Background, Run, Sandbox, wait_for};
+pub use crate::common::{Run, Sandbox, wait_for};
 
 /// How long one step of a real agent may take (node start, a model round trip, a
 /// tool call) before a wait gives up: generous, the machine is shared.
@@ -272,6 +272,9 @@ pub struct Conformer {
     pub write_call: fn(&str, &str) -> Value,
     /// A model turn that runs `command` with the agent's own shell tool.
     pub shell_call: fn(&str) -> Value,
+    /// What a user would have set up in the workspace before firing (a project
+    /// config naming the provider), given the workspace and the model.
+    pub workspace_setup: Option<fn(&Path, &Model)>,
 }
 
 /// One case: a scratch home whose `agents.toml` holds the agent's catalogue entry as
@@ -289,32 +292,34 @@ impl World {
         let bin = install(&agent.pin);
         let model = Model::start(agent.api, turns);
         let sb = Sandbox::new();
-        let path = std::env::join_paths(
-            std::iter::once(bin.parent().unwrap().to_path_buf())
-                .chain(std::env::split_paths(&std::env::var_os("PATH").unwrap_or_default())),
-        )
-        .unwrap();
+        let path =
+            std::env::join_paths(std::iter::once(bin.parent().unwrap().to_path_buf()).chain(
+                std::env::split_paths(&std::env::var_os("PATH").unwrap_or_default()),
+            ))
+            .unwrap();
         let mut env = vec![("PATH".to_string(), path.to_string_lossy().into_owned())];
         env.extend((agent.provider_env)(&model));
-        let world = World {
+        if let Some(setup) = agent.workspace_setup {
+            setup(&sb.cwd, &model);
+        }
+        World {
             sb,
             model,
             agent,
             env,
-        };
-        world.declare();
-        world
+        }
     }
 
     /// Write the agent's catalogue section into the home's `agents.toml`. With
     /// `MISSIONBOARD_CONFORMANCE_RECORD=<dir>` set, the agent runs under
-    /// `acp_tap.py`, which logs every ACP frame into the workspace (writable under
-    /// every envelope); dropping the world copies the log to `<dir>`.
-    fn declare(&self) {
+    /// `acp_tap.py`, which logs every ACP frame into the workspace; dropping the world
+    /// copies the log to `<dir>`. Not under `strict` and `acpx`: they let a unit read
+    /// only its own program's tree, and the tap would be that program.
+    fn declare(&self, policy: &str) {
         let name = self.agent.name;
         let section = missionboard::agents::catalogue::section(name)
             .unwrap_or_else(|| panic!("the catalogue has no entry {name:?}"));
-        let text = if recording_dir().is_some() {
+        let text = if recording_dir().is_some() && !["strict", "acpx"].contains(&policy) {
             let mut doc: toml::Table = toml::from_str(&section).unwrap();
             let entry = doc["agents"][name].as_table_mut().unwrap();
             let command = entry["command"].as_str().unwrap().to_string();
@@ -324,7 +329,7 @@ impl World {
                 toml::Value::from(command),
             ];
             args.extend(entry["args"].as_array().cloned().unwrap_or_default());
-            entry.insert("command".into(), "python3".into());
+            entry.insert("command".into(), python_executable().into());
             entry.insert("args".into(), toml::Value::Array(args));
             toml::to_string(&doc).unwrap()
         } else {
@@ -358,9 +363,16 @@ impl World {
     }
 
     /// `mission fire <agent> <intent> --wait --policy <policy> --trace`, in the background.
-    pub fn fire(&self, intent: &str, policy: &str) -> Background {
-        Background::spawn(self.command(&[
-            "mission", "fire", self.agent.name, intent, "--wait", "--policy", policy,
+    pub fn fire(&self, intent: &str, policy: &str) -> Firing {
+        self.declare(policy);
+        Firing::spawn(self.command(&[
+            "mission",
+            "fire",
+            self.agent.name,
+            intent,
+            "--wait",
+            "--policy",
+            policy,
             "--trace",
         ]))
     }
@@ -376,15 +388,98 @@ impl World {
     }
 }
 
-/// Join a background fire, panicking (with its output) if it has not exited within
-/// `secs`: a real agent that hangs fails the case instead of the suite.
-#[track_caller]
-pub fn join_within(bg: Background, secs: u64) -> Run {
-    let pid = bg.pid();
-    wait_for(secs, "the fire to exit", || {
-        process_state(pid).is_none_or(|s| s == 'Z').then_some(())
-    });
-    bg.join()
+/// A `mission fire --wait` running in the background, its output captured.
+pub struct Firing {
+    child: Option<Child>,
+}
+
+impl Firing {
+    fn spawn(mut command: Command) -> Firing {
+        let child = command
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("spawn missionboard");
+        Firing { child: Some(child) }
+    }
+
+    /// The host's process id.
+    pub fn pid(&self) -> u32 {
+        self.child.as_ref().unwrap().id()
+    }
+
+    fn exited(&self) -> bool {
+        process_state(self.pid()).is_none_or(|s| s == 'Z')
+    }
+
+    /// Kill the host (if still running) and collect what it printed.
+    fn kill_and_collect(mut self) -> Run {
+        let mut child = self.child.take().unwrap();
+        let _ = child.kill();
+        let out = child.wait_with_output().unwrap();
+        Run {
+            code: out.status.code().unwrap_or(-1),
+            stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
+            stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
+        }
+    }
+
+    /// Wait for the fire to exit. One still running after `secs` is killed and the
+    /// case fails with its output: an agent that hangs fails its case, not the suite.
+    #[track_caller]
+    pub fn join_within(self, secs: u64) -> Run {
+        let exited = missionboard::clock::poll_until_blocking(
+            Duration::from_secs(secs),
+            Duration::from_millis(50),
+            || self.exited().then_some(()),
+        );
+        let hung = exited.is_none();
+        let run = self.kill_and_collect();
+        assert!(!hung, "the fire did not exit within {secs}s:\n{run:#?}");
+        run
+    }
+
+    /// Poll `f` while the fire runs. If the fire exits first, or `secs` pass, the
+    /// case fails naming `what`, with the fire's output.
+    #[track_caller]
+    pub fn wait<T>(&mut self, secs: u64, what: &str, mut f: impl FnMut() -> Option<T>) -> T {
+        let mut ended = false;
+        let found = missionboard::clock::poll_until_blocking(
+            Duration::from_secs(secs),
+            Duration::from_millis(50),
+            || {
+                if let Some(v) = f() {
+                    return Some(Some(v));
+                }
+                ended = self.exited();
+                ended.then_some(None)
+            },
+        )
+        .flatten();
+        if let Some(v) = found {
+            return v;
+        }
+        let run = Firing {
+            child: self.child.take(),
+        }
+        .kill_and_collect();
+        let why = if ended { "the fire ended" } else { "timed out" };
+        panic!("{why} waiting for {what}:\n{run:#?}");
+    }
+
+    /// SIGKILL the host, and wait for it to be gone.
+    pub fn sigkill(self) -> Run {
+        self.kill_and_collect()
+    }
+}
+
+impl Drop for Firing {
+    fn drop(&mut self) {
+        if let Some(c) = &mut self.child {
+            let _ = c.kill();
+            let _ = c.wait();
+        }
+    }
 }
 
 /// The newest mission's `mission show --json`.
@@ -413,10 +508,15 @@ pub fn pending_asks(sb: &Sandbox) -> Vec<Value> {
         .unwrap_or_default()
 }
 
-/// Wait for a pending ask matching `pred`, and return its id.
+/// Wait, while `fire` runs, for a pending ask matching `pred`; its id.
 #[track_caller]
-pub fn wait_ask(sb: &Sandbox, what: &str, pred: impl Fn(&Value) -> bool) -> String {
-    wait_for(STEP_SECS, what, || {
+pub fn wait_ask(
+    sb: &Sandbox,
+    fire: &mut Firing,
+    what: &str,
+    pred: impl Fn(&Value) -> bool,
+) -> String {
+    fire.wait(STEP_SECS, what, || {
         pending_asks(sb)
             .into_iter()
             .find(|a| pred(a))
@@ -508,6 +608,16 @@ pub fn wait_all_gone(procs: &[Proc], secs: u64) {
 
 // ---- Recorded frames. ----
 
+/// The interpreter `python3` runs, by its real path: a version manager's shim reads
+/// its own tree, which a confined unit cannot.
+fn python_executable() -> String {
+    let out = Command::new("python3")
+        .args(["-c", "import sys; print(sys.executable)"])
+        .output()
+        .expect("python3 runs the frame tap");
+    String::from_utf8_lossy(&out.stdout).trim().to_string()
+}
+
 /// `MISSIONBOARD_CONFORMANCE_RECORD`: where each case's ACP frames are kept.
 pub fn recording_dir() -> Option<PathBuf> {
     std::env::var_os("MISSIONBOARD_CONFORMANCE_RECORD").map(PathBuf::from)
@@ -515,8 +625,7 @@ pub fn recording_dir() -> Option<PathBuf> {
 
 impl Drop for World {
     fn drop(&mut self) {
-        let (Some(dir), Ok(frames)) = (recording_dir(), std::fs::read(self.frames_log()))
-        else {
+        let (Some(dir), Ok(frames)) = (recording_dir(), std::fs::read(self.frames_log())) else {
             return;
         };
         std::fs::create_dir_all(&dir).unwrap();

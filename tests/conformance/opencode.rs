@@ -1,1 +1,122 @@
-//! opencode: to come.
+//! opencode (`opencode acp`), on the scripted OpenAI Chat Completions API through an
+//! OpenAI-compatible provider named in the project's `opencode.json`.
+
+use std::path::Path;
+
+use serde_json::{Value, json};
+
+use crate::cases;
+use crate::harness::{Conformer, Model, Pin, call};
+
+pub static OPENCODE: Conformer = Conformer {
+    name: "opencode",
+    pin: Pin {
+        package: "opencode-ai",
+        version: "1.18.33",
+        bin: "opencode",
+    },
+    api: "openai_chat",
+    provider_env,
+    mission_tool,
+    write_call,
+    shell_call,
+    workspace_setup: Some(workspace_setup),
+};
+
+fn provider_env(model: &Model) -> Vec<(String, String)> {
+    [
+        // The catalogue's endpoint: what `{model}` opens under strict.
+        ("OPENAI_BASE_URL", format!("{}/v1", model.base)),
+        ("OPENAI_API_KEY", "sk-scripted".to_string()),
+        // Loopback only: no models.dev catalogue, no update checks, no downloads.
+        ("OPENCODE_DISABLE_MODELS_FETCH", "1".to_string()),
+        ("OPENCODE_DISABLE_AUTOUPDATE", "1".to_string()),
+        ("OPENCODE_DISABLE_LSP_DOWNLOAD", "1".to_string()),
+        ("OPENCODE_DISABLE_SHARE", "1".to_string()),
+    ]
+    .into_iter()
+    .map(|(k, v)| (k.to_string(), v))
+    .collect()
+}
+
+/// The project config a user writes to point opencode at an OpenAI-compatible server.
+fn workspace_setup(workspace: &Path, model: &Model) {
+    let config = json!({
+        "$schema": "https://opencode.ai/config.json",
+        "provider": {
+            "scripted": {
+                "npm": "@ai-sdk/openai-compatible",
+                "name": "Scripted",
+                "options": {"baseURL": format!("{}/v1", model.base), "apiKey": "sk-scripted"},
+                "models": {"scripted-model": {"name": "Scripted model", "tool_call": true}}
+            }
+        },
+        "model": "scripted/scripted-model",
+        "small_model": "scripted/scripted-model",
+        "autoupdate": false,
+        "share": "disabled"
+    });
+    std::fs::write(
+        workspace.join("opencode.json"),
+        serde_json::to_string_pretty(&config).unwrap(),
+    )
+    .unwrap();
+}
+
+/// opencode names an MCP tool `<server>_<tool>`.
+fn mission_tool(name: &str) -> String {
+    format!("mission_{name}")
+}
+
+fn write_call(path: &str, content: &str) -> Value {
+    call("write", json!({"filePath": path, "content": content}))
+}
+
+fn shell_call(command: &str) -> Value {
+    call("bash", json!({"command": command, "description": "run it"}))
+}
+
+#[test]
+fn lands_under_default() {
+    cases::lands(&OPENCODE, "default");
+}
+
+#[test]
+fn gated_write_approved_under_default() {
+    cases::gated_write_approved(&OPENCODE, "default");
+}
+
+#[test]
+fn gated_write_approved_under_strict() {
+    cases::gated_write_approved(&OPENCODE, "strict");
+}
+
+#[test]
+fn question_answered_under_default() {
+    cases::question_answered(&OPENCODE, "default");
+}
+
+#[test]
+fn denied_call_under_default() {
+    cases::denied_call(&OPENCODE, "default");
+}
+
+#[test]
+fn denied_call_under_strict() {
+    cases::denied_call(&OPENCODE, "strict");
+}
+
+#[test]
+fn stopped_under_default() {
+    cases::stopped(&OPENCODE, "default");
+}
+
+#[test]
+fn stopped_under_strict() {
+    cases::stopped(&OPENCODE, "strict");
+}
+
+#[test]
+fn killed_host_resumed_under_default() {
+    cases::killed_host_resumed(&OPENCODE, "default");
+}

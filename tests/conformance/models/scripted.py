@@ -81,7 +81,8 @@ def serve(api):
         protocol_version = "HTTP/1.1"
 
         def log_message(self, fmt, *a):
-            sys.stderr.write("scripted model: " + (fmt % a) + "\n")
+            # The record says what was asked; stderr is kept for what went wrong.
+            pass
 
         def read_body(self):
             length = int(self.headers.get("Content-Length") or 0)
@@ -92,6 +93,12 @@ def serve(api):
                 return json.loads(raw)
             except ValueError:
                 return {"_raw": raw.decode("utf-8", "replace")}
+
+        def do_HEAD(self):
+            # A reachability probe (Claude Code sends one before its first turn).
+            self.send_response(200)
+            self.send_header("Content-Length", "0")
+            self.end_headers()
 
         def do_GET(self):
             script.record(self.path, None, None, False)
