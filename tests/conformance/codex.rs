@@ -3,6 +3,7 @@
 use serde_json::{Value, json};
 
 use crate::harness::*;
+use crate::{cases, hitl};
 
 pub const PIN: Pin = Pin {
     package: "@zed-industries/codex-acp",
@@ -66,56 +67,62 @@ pub static CODEX: Conformer = Conformer {
     mission_tool,
     write_call,
     shell_call,
+    workspace_setup: None,
 };
 
 #[test]
 fn lands_under_default() {
-    crate::cases::lands(&CODEX, "default");
+    cases::lands(&CODEX, "default");
 }
 
 #[test]
 fn gated_write_approved_under_default() {
-    crate::hitl::gated_write_approved(&CODEX, "default");
+    cases::gated_write_approved(&CODEX, "default");
 }
 
 #[test]
 fn gated_write_approved_under_strict() {
-    crate::hitl::gated_write_approved(&CODEX, "strict");
+    cases::gated_write_approved(&CODEX, "strict");
 }
 
 #[test]
 fn question_answered_under_default() {
-    crate::hitl::question_answered(&CODEX, "default");
+    cases::question_answered(&CODEX, "default");
 }
 
 #[test]
-fn denied_under_strict() {
-    crate::hitl::denied_under_strict(&CODEX);
+fn denied_call_under_default() {
+    cases::denied_call(&CODEX, "default");
+}
+
+#[test]
+fn denied_call_under_strict() {
+    cases::denied_call(&CODEX, "strict");
+}
+
+#[test]
+fn stopped_under_default() {
+    cases::stopped(&CODEX, "default");
+}
+
+#[test]
+fn stopped_under_strict() {
+    cases::stopped(&CODEX, "strict");
+}
+
+#[test]
+#[ignore = "needs super: the npm launcher's platform binary (codex-acp-linux-x64) outlives a SIGKILLed host"]
+fn killed_host_resumed_under_default() {
+    cases::killed_host_resumed(&CODEX, "default");
+}
+
+#[test]
+fn killed_host_resumed_once_after_its_survivors_are_reaped() {
+    hitl::killed_host_resumed_once_after_its_survivors_are_reaped(&CODEX);
 }
 
 #[test]
 #[ignore = "needs norm: the refusal turn that names the refused call (codex's reject aborts the turn)"]
 fn refusal_named_to_the_model() {
-    crate::hitl::refusal_named_to_the_model(&CODEX);
-}
-
-#[test]
-fn stopped_under_default() {
-    crate::hitl::stopped(&CODEX, "default");
-}
-
-#[test]
-fn stopped_under_strict() {
-    crate::hitl::stopped(&CODEX, "strict");
-}
-
-#[test]
-fn killed_while_parked_resumes_once() {
-    crate::hitl::killed_while_parked_resumes_once(&CODEX);
-}
-
-#[test]
-#[ignore = "needs super: the npm launcher's platform binary (codex-acp-linux-x64) outlives a SIGKILLed host"]
-fn no_process_outlives_a_killed_host() {
-    crate::hitl::no_process_outlives_a_killed_host(&CODEX);
+    hitl::refusal_named_to_the_model(&CODEX);
 }

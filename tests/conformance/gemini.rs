@@ -3,6 +3,7 @@
 use serde_json::{Value, json};
 
 use crate::harness::*;
+use crate::{cases, hitl};
 
 pub const PIN: Pin = Pin {
     package: "@google/gemini-cli",
@@ -45,56 +46,63 @@ pub static GEMINI: Conformer = Conformer {
     mission_tool,
     write_call,
     shell_call,
+    workspace_setup: None,
 };
 
 #[test]
 fn lands_under_default() {
-    crate::cases::lands(&GEMINI, "default");
+    cases::lands(&GEMINI, "default");
 }
 
 #[test]
 fn gated_write_approved_under_default() {
-    crate::hitl::gated_write_approved(&GEMINI, "default");
+    cases::gated_write_approved(&GEMINI, "default");
 }
 
 #[test]
 fn gated_write_approved_under_strict() {
-    crate::hitl::gated_write_approved(&GEMINI, "strict");
+    cases::gated_write_approved(&GEMINI, "strict");
 }
 
 #[test]
 fn question_answered_under_default() {
-    crate::hitl::question_answered(&GEMINI, "default");
+    cases::question_answered(&GEMINI, "default");
 }
 
 #[test]
 #[ignore = "needs norm: gemini's shell request has rawInput null, its command only in the title, so no command rule matches and it becomes an operator ask"]
-fn denied_under_strict() {
-    crate::hitl::denied_under_strict(&GEMINI);
+fn denied_call_under_default() {
+    cases::denied_call(&GEMINI, "default");
+}
+
+#[test]
+#[ignore = "needs norm: gemini's shell request has rawInput null, its command only in the title, so no command rule matches and it becomes an operator ask"]
+fn denied_call_under_strict() {
+    cases::denied_call(&GEMINI, "strict");
+}
+
+#[test]
+fn stopped_under_default() {
+    cases::stopped(&GEMINI, "default");
+}
+
+#[test]
+fn stopped_under_strict() {
+    cases::stopped(&GEMINI, "strict");
+}
+
+#[test]
+fn killed_host_resumed_under_default() {
+    cases::killed_host_resumed(&GEMINI, "default");
+}
+
+#[test]
+fn killed_host_resumed_once_after_its_survivors_are_reaped() {
+    hitl::killed_host_resumed_once_after_its_survivors_are_reaped(&GEMINI);
 }
 
 #[test]
 #[ignore = "needs norm: the shell command from the title, and the refusal turn that names the refused call"]
 fn refusal_named_to_the_model() {
-    crate::hitl::refusal_named_to_the_model(&GEMINI);
-}
-
-#[test]
-fn stopped_under_default() {
-    crate::hitl::stopped(&GEMINI, "default");
-}
-
-#[test]
-fn stopped_under_strict() {
-    crate::hitl::stopped(&GEMINI, "strict");
-}
-
-#[test]
-fn killed_while_parked_resumes_once() {
-    crate::hitl::killed_while_parked_resumes_once(&GEMINI);
-}
-
-#[test]
-fn no_process_outlives_a_killed_host() {
-    crate::hitl::no_process_outlives_a_killed_host(&GEMINI);
+    hitl::refusal_named_to_the_model(&GEMINI);
 }
