@@ -24,16 +24,19 @@ fn conversation(body: &Value) -> String {
         .to_string()
 }
 
-/// Under `strict` the envelope denies `shred`; the model's next request names the
-/// refused command and says it was refused.
+/// Under `strict` the envelope denies `shred`; a later request of the model names the
+/// refused command and says it was refused (none of the model's own words do), and
+/// the mission ends stuck — by the unit's verdict, or on the refusal if it ends its
+/// turn with none.
 pub fn refusal_named_to_the_model(agent: &'static Conformer) {
     let world = World::new(
         agent,
         vec![
             (agent.shell_call)("shred -u victim.txt"),
+            say("The command did not run; I end my turn."),
             call(
                 &(agent.mission_tool)("mission_finish"),
-                json!({"status": "stuck", "reason": "shred was refused"}),
+                json!({"status": "stuck", "reason": "the command did not run"}),
             ),
             say("Done."),
         ],
@@ -45,12 +48,21 @@ pub fn refusal_named_to_the_model(agent: &'static Conformer) {
         .fire("shred victim.txt", "strict")
         .join_within(FIRE_SECS);
     assert_eq!(world.show()["status"], "stuck", "{run:#?}");
-    let after = world.model.turn_requests();
-    let next = after.get(1).expect("the model was asked again");
-    let heard = conversation(&next["body"]);
+    let heard = world
+        .model
+        .turn_requests()
+        .iter()
+        .skip(1)
+        .map(|r| conversation(&r["body"]))
+        .any(|c| c.contains("shred -u victim.txt") && c.contains("refused"));
     assert!(
-        heard.contains("shred -u victim.txt") && heard.contains("refused"),
-        "the refusal is not named to the model: {heard}"
+        heard,
+        "the refusal is never named to the model: {:#}",
+        json!(world.model.turn_requests().last().map(|r| &r["body"]))
+    );
+    assert!(
+        !world.model.exhausted(),
+        "the agent asked the model past its script"
     );
 }
 
