@@ -180,7 +180,14 @@ pub fn denied_call(agent: &'static Conformer, policy: &str) {
 /// A stop: the agent runs an approved `sleep` in its shell; `mission stop` ends the
 /// mission, the fire exits, and every process of the unit's tree is gone.
 pub fn stopped(agent: &'static Conformer, policy: &str) {
-    let world = World::new(agent, vec![(agent.shell_call)("sleep 987"), say("Slept.")]);
+    // The comment tells agents that refuse a bare long sleep (qwen) it is meant.
+    let world = World::new(
+        agent,
+        vec![
+            (agent.shell_call)("sleep 587 # intentional-sleep: the operator stops this"),
+            say("Slept."),
+        ],
+    );
     let mut fire = world.fire("sleep a while", policy);
     let host = fire.pid();
     let ask = wait_ask(&world.sb, &mut fire, "the gated sleep", is_gated_call);
@@ -221,6 +228,11 @@ pub fn killed_host_resumed(agent: &'static Conformer, policy: &str) {
             .into_iter()
             .find(|a| is_question(a) && a["parked"] == true)
             .and_then(|a| a["id"].as_str().map(str::to_string))
+    });
+    // The parked turn ends with the model's "waiting" turn: kill the host after it,
+    // so the resumed run starts from a unit at rest.
+    fire.wait(STEP_SECS, "the parked turn to end", || {
+        (world.model.turns_taken() >= 2).then_some(())
     });
     let tree = descendants(host);
     let killed = fire.sigkill();

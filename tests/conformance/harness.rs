@@ -142,11 +142,6 @@ pub fn call(name: &str, input: Value) -> Value {
     json!({ "tool": name, "input": input })
 }
 
-/// A turn whose response never comes.
-pub fn hang() -> Value {
-    json!({ "hang": true })
-}
-
 /// A scripted model server (`models/<api>.py`) on a loopback port, stopped on drop.
 pub struct Model {
     child: Child,
@@ -342,15 +337,6 @@ impl World {
         self.sb.cwd.join(".acp-frames.jsonl")
     }
 
-    /// The ACP frames recorded so far (only when recording): `{dir, frame}` each.
-    pub fn frames(&self) -> Vec<Value> {
-        std::fs::read_to_string(self.frames_log())
-            .unwrap_or_default()
-            .lines()
-            .filter_map(|l| serde_json::from_str(l).ok())
-            .collect()
-    }
-
     /// A missionboard command with the case's host environment.
     pub fn command(&self, args: &[&str]) -> Command {
         let mut c = self.sb.command(args);
@@ -375,11 +361,6 @@ impl World {
             policy,
             "--trace",
         ]))
-    }
-
-    /// A mission tool as this agent names it.
-    pub fn tool(&self, name: &str) -> String {
-        (self.agent.mission_tool)(name)
     }
 
     /// `mission show --json` of the newest mission.
@@ -487,14 +468,6 @@ pub fn show(sb: &Sandbox) -> Value {
     let id = sb.newest_mission().expect("a mission was recorded");
     let out = sb.run(&["mission", "show", &id, "--json"]).ok();
     serde_json::from_str(&out.stdout).unwrap()
-}
-
-/// The newest mission's status (`open`, `landed`, …), if there is one.
-pub fn status(sb: &Sandbox) -> Option<String> {
-    let id = sb.newest_mission()?;
-    let out = sb.run(&["mission", "show", &id, "--json"]);
-    let v: Value = serde_json::from_str(&out.stdout).ok()?;
-    v["status"].as_str().map(str::to_string)
 }
 
 /// The newest mission's pending asks (`pendingAsks` of `mission show --json`).
