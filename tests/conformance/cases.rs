@@ -88,7 +88,7 @@ pub fn lands(agent: &'static Conformer, policy: &str) {
 /// `approvals respond --approve`, the file is written and the mission lands.
 pub fn gated_write_approved(agent: &'static Conformer, policy: &str) {
     let text = format!("hello from {}\n", agent.name);
-    let mut turns = vec![(agent.write_call)("hello.txt", &text)];
+    let mut turns = vec![(agent.write_call)("{workspace}/hello.txt", &text)];
     turns.extend(report_and_land(agent.mission_tool, "hello.txt is written"));
     let world = World::new(agent, turns);
     let mut fire = world.fire("write hello.txt", policy);
@@ -195,7 +195,7 @@ pub fn stopped(agent: &'static Conformer, policy: &str) {
     let tree = fire.wait(STEP_SECS, "the sleep to run in the unit's tree", || {
         let tree = descendants(host);
         tree.iter()
-            .any(|p| p.cmdline().starts_with("sleep 987"))
+            .any(|p| p.cmdline().starts_with("sleep 587"))
             .then_some(tree)
     });
     let id = world.sb.newest_mission().unwrap();
