@@ -28,10 +28,6 @@ fn provider_env(model: &Model) -> Vec<(String, String)> {
         ("CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC", "1"),
         ("DISABLE_TELEMETRY", "1"),
         ("DISABLE_ERROR_REPORTING", "1"),
-        // claude-agent-acp offers the CLI `--allow-dangerously-skip-permissions`
-        // whenever IS_SANDBOX is set at all, and the CLI run as root then exits unless
-        // it is exactly "1": empty keeps bypass off, as the envelope needs.
-        ("IS_SANDBOX", ""),
     ]
     .into_iter()
     .map(|(k, v)| (k.to_string(), v.to_string()))

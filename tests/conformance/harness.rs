@@ -262,7 +262,7 @@ pub struct Conformer {
     pub provider_env: fn(&Model) -> Vec<(String, String)>,
     /// A mission tool (`mission_report`, …) as the agent names it to its model.
     pub mission_tool: fn(&str) -> String,
-    /// A model turn that writes `content` to the workspace-relative `path` with the
+    /// A model turn that writes `content` to `path` (absolute: `{workspace}/…`) with the
     /// agent's own write tool.
     pub write_call: fn(&str, &str) -> Value,
     /// A model turn that runs `command` with the agent's own shell tool.
@@ -283,10 +283,19 @@ pub struct World {
 }
 
 impl World {
+    /// `{workspace}` in a turn's text is the case's workspace (some agents' tools
+    /// take absolute paths only).
     pub fn new(agent: &'static Conformer, turns: Vec<Value>) -> World {
         let bin = install(&agent.pin);
-        let model = Model::start(agent.api, turns);
         let sb = Sandbox::new();
+        let workspace = sb.cwd.display().to_string();
+        let turns = turns
+            .into_iter()
+            .map(|turn| {
+                serde_json::from_str(&turn.to_string().replace("{workspace}", &workspace)).unwrap()
+            })
+            .collect();
+        let model = Model::start(agent.api, turns);
         let path =
             std::env::join_paths(std::iter::once(bin.parent().unwrap().to_path_buf()).chain(
                 std::env::split_paths(&std::env::var_os("PATH").unwrap_or_default()),

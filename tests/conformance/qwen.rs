@@ -94,7 +94,7 @@ fn stopped_under_strict() {
 }
 
 #[test]
-#[ignore = "needs the permission normaliser (wt-norm): qwen asks permission for its mission tools (kind other, _meta.toolName), which become operator asks"]
+#[ignore = "needs the permission normaliser (wt-norm), and then still fails: the resumed qwen run asks the model past its script (exhausted after 5 turns)"]
 fn killed_host_resumed_under_default() {
     cases::killed_host_resumed(&QWEN, "default");
 }
