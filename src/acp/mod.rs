@@ -121,6 +121,11 @@ pub enum UnitEvent {
         kind: String,
         /// `pending` | `in_progress` | `completed` | `failed`
         status: String,
+        /// The call's arguments as the agent sent them, when it did.
+        raw_input: Option<Value>,
+        /// The update's `_meta` (`toolName` and friends, when the agent names the
+        /// tool there).
+        meta: Map<String, Value>,
     },
     ToolCallUpdate {
         id: String,
