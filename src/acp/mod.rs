@@ -175,6 +175,22 @@ pub struct PermissionAsk {
     pub reply: oneshot::Sender<PermissionReply>,
 }
 
+/// A `session/request_permission`'s params read the way the host reads them off
+/// the wire (recorded frames, tests); the reply end goes nowhere.
+pub fn permission_ask_from_params(params: Value) -> Result<PermissionAsk, String> {
+    let request: agent_client_protocol::v1::schema::RequestPermissionRequest =
+        serde_json::from_value(params).map_err(|e| e.to_string())?;
+    Ok(convert::permission_ask(request, oneshot::channel().0).0)
+}
+
+/// A `session/update` notification's params read the way the host reads them off
+/// the wire; `None` for an update the host does not surface.
+pub fn unit_event_from_params(params: Value) -> Result<Option<UnitEvent>, String> {
+    let note: agent_client_protocol::v1::schema::SessionNotification =
+        serde_json::from_value(params).map_err(|e| e.to_string())?;
+    Ok(convert::session_update(note.update))
+}
+
 /// Why a turn ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum StopReason {

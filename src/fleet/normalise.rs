@@ -98,6 +98,16 @@ pub(super) fn mission_tool(shape: &Shape) -> Option<&'static str> {
     if EFFECT_KINDS.contains(&shape.kind) {
         return None;
     }
+    // codex names the MCP server in the call's input (`server`, `server_name`):
+    // another server's tool is never ours, whatever it is titled.
+    if let Some(server) = shape
+        .raw_input
+        .and_then(|raw| raw.get("server_name").or_else(|| raw.get("server")))
+        .and_then(Value::as_str)
+        && server != MISSION_SERVER_NAME
+    {
+        return None;
+    }
     labelled_tool(shape.title)
 }
 
@@ -173,10 +183,11 @@ fn display_title_tool(label: &str) -> Option<&'static str> {
 const DISPLAY_TITLED: &str = "mission tool (by its display title)";
 
 /// Keys under which agents put the file a call touches.
-const PATH_KEYS: [&str; 7] = [
+const PATH_KEYS: [&str; 8] = [
     "path",
     "file_path",
     "filePath",
+    "filepath",
     "absolute_path",
     "abs_path",
     "notebook_path",
@@ -392,6 +403,114 @@ mod tests {
                 None,
                 "{title} {meta}"
             );
+        }
+        let evil = json!({"server_name": "evil", "request": {}});
+        let (ours, _) = shape_call("other", "Approve mission_report", Some(evil), json!({}));
+        assert_eq!(ours, None, "codex names another server");
+    }
+
+    /// What a fixture says its frames must normalise to.
+    #[derive(serde::Deserialize)]
+    #[serde(deny_unknown_fields)]
+    struct Expect {
+        #[serde(default)]
+        mission: bool,
+        /// `tools.tool`
+        #[serde(default)]
+        call: Option<String>,
+        /// Arguments the call must carry (a subset of its args).
+        #[serde(default)]
+        args: Map<String, Value>,
+        /// The verdict of the shipped strict envelope, when the fixture checks it.
+        #[serde(default)]
+        strict: Option<String>,
+    }
+
+    /// Every recorded frame under `tests/fixtures/acp/<agent>/`: each file's
+    /// `session/request_permission` and `tool_call` updates, read the way the host
+    /// reads them off the wire, and normalised.
+    #[test]
+    fn every_agent_fixture_normalises_as_it_expects() {
+        let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/acp");
+        let strict_bytes = crate::presets::get("hitl-policy-strict.json")
+            .unwrap()
+            .bytes;
+        let strict = crate::envelope::policy::Policy::parse("strict", strict_bytes).unwrap();
+        let mut files = Vec::new();
+        for agent in std::fs::read_dir(&root).expect("tests/fixtures/acp exists") {
+            for file in std::fs::read_dir(agent.unwrap().path()).unwrap() {
+                files.push(file.unwrap().path());
+            }
+        }
+        files.sort();
+        for agent in ["claude", "codex", "gemini", "qwen", "opencode"] {
+            assert!(
+                files.iter().any(|f| f.parent().unwrap().ends_with(agent)),
+                "no fixture for {agent}: {files:?}"
+            );
+        }
+        for file in &files {
+            let name = file.strip_prefix(&root).unwrap().display().to_string();
+            let doc: Value = serde_json::from_str(&std::fs::read_to_string(file).unwrap())
+                .unwrap_or_else(|e| panic!("{name}: not JSON: {e}"));
+            let expect: Expect =
+                serde_json::from_value(doc["expect"].clone()).unwrap_or_else(|e| {
+                    panic!("{name}: needs an 'expect' of mission/call/args/strict: {e}")
+                });
+            let frames = doc["frames"]
+                .as_array()
+                .unwrap_or_else(|| panic!("{name}: no frames"));
+            let mut requests = 0;
+            for frame in frames {
+                let params = frame["params"].clone();
+                match frame["method"].as_str() {
+                    Some("session/request_permission") => {
+                        requests += 1;
+                        let ask = crate::acp::permission_ask_from_params(params)
+                            .unwrap_or_else(|e| panic!("{name}: request unreadable: {e}"));
+                        assert!(
+                            ask.options.iter().any(|(_, kind)| kind == "allow_once")
+                                && ask.options.iter().any(|(_, kind)| kind == "reject_once"),
+                            "{name}: a once option of each polarity to choose by kind"
+                        );
+                        let shape = Shape::of_request(&ask);
+                        assert_eq!(
+                            mission_tool(&shape).is_some(),
+                            expect.mission,
+                            "{name}: mission tool?"
+                        );
+                        if expect.mission {
+                            continue;
+                        }
+                        let call = tool_call(&shape);
+                        assert_eq!(
+                            Some(format!("{}.{}", call.tools, call.tool)),
+                            expect.call,
+                            "{name}: {call:?}"
+                        );
+                        for (k, v) in &expect.args {
+                            assert_eq!(call.args.get(k), Some(v), "{name}: args.{k} of {call:?}");
+                        }
+                        if let Some(want) = &expect.strict {
+                            let got = crate::envelope::eval::evaluate("strict", &strict, &call);
+                            assert_eq!(got.action.as_str(), want, "{name}: strict on {call:?}");
+                        }
+                    }
+                    Some("session/update") => {
+                        let event = crate::acp::unit_event_from_params(params)
+                            .unwrap_or_else(|e| panic!("{name}: update unreadable: {e}"));
+                        if let Some(shape) = event.as_ref().and_then(Shape::of_event) {
+                            assert_eq!(
+                                mission_tool(&shape).is_some(),
+                                expect.mission,
+                                "{name}: tool_call update a mission tool?"
+                            );
+                        }
+                    }
+                    other => panic!("{name}: unexpected frame {other:?}"),
+                }
+            }
+            assert_eq!(requests, 1, "{name}: one permission request per fixture");
         }
     }
 
