@@ -265,7 +265,7 @@ impl Gate {
     /// Put a refused call on the mission's record: a blocker report naming the call
     /// and why (sanitized and bounded where it is shown).
     async fn record_refusal(&self, refusal: &Refusal) {
-        let summary = one_line_summary(&format!("refused {}", refusal.line()));
+        let summary = crate::text::excerpt(&format!("refused {}", refusal.line()), 240);
         let detail = format!(
             "The envelope refused a tool call of the unit's.\n\nCall:   {}\nInput:  {}\nWhy:    {}\n\nThe unit is told on its next turn, so it can try another way or finish.",
             refusal.call, refusal.input, refusal.why
