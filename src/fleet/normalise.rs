@@ -232,7 +232,10 @@ pub(super) fn tool_call(shape: &Shape) -> ToolCall {
         Some(Value::String(_) | Value::Array(_))
     );
     if has_command || shape.kind == "execute" {
-        shell_args(&mut args, shape.title);
+        // Only an agent that sends no input at all (gemini) puts the line in the
+        // title; beside an input, a title is display text.
+        let title_line = raw.is_none().then_some(shape.title);
+        shell_args(&mut args, title_line);
         return ToolCall {
             tools: "local_shell".into(),
             tool: "local_shell".into(),
@@ -273,10 +276,9 @@ pub(super) fn tool_call(shape: &Shape) -> ToolCall {
 }
 
 /// Fill `command` (and `args`) for a shell call: `["git", "status"]` becomes
-/// command `git` with args `["status"]`; with no command in the input, the title
-/// is the command line (gemini sends no `rawInput`; older Claude Code wraps the
-/// line in backticks).
-fn shell_args(args: &mut Map<String, Value>, title: &str) {
+/// command `git` with args `["status"]`; with no input at all, the title is the
+/// command line (gemini sends no `rawInput`; a line in backticks is unwrapped).
+fn shell_args(args: &mut Map<String, Value>, title: Option<&str>) {
     if let Some(Value::Array(parts)) = args.get("command").cloned() {
         let mut words = parts.iter().map(|p| match p {
             Value::String(s) => s.clone(),
@@ -294,6 +296,9 @@ fn shell_args(args: &mut Map<String, Value>, title: &str) {
     if args.get("command").is_some_and(Value::is_string) {
         return;
     }
+    let Some(title) = title else {
+        return;
+    };
     let line = title.trim();
     let line = line
         .strip_prefix('`')

@@ -252,3 +252,97 @@ fn qwen_shaped_mission_reports_are_allowed_under_strict_and_never_count_as_tool_
         serde_json::from_str(&sb.run(&["mission", "show", &id, "--json"]).ok().stdout).unwrap();
     assert_eq!(show["asks"].as_array().map_or(0, Vec::len), 0, "{show:#}");
 }
+
+/// An envelope that allows everything but asks before every shell line, each ask
+/// waiting `timeout_s`.
+fn gate(sb: &Sandbox, timeout_s: u64) {
+    sb.write(
+        &sb.home.join("hitl-policy-gate.json"),
+        &format!(
+            r#"{{"default_action":"allow","rules":[{{"tools":"local_shell","tool":"local_shell","action":"approve","timeout_s":{timeout_s}}}]}}"#
+        ),
+    );
+}
+
+/// Turn 1: qwen's shell request, the turn ending on a reject; turn 2: report the
+/// prompt it got, then land.
+fn qwen_shell_then_land() -> String {
+    let (_, request) = frames("qwen", "shell_rm");
+    script(json!([
+        {"steps": [{"agent_permission": {"request": request, "on_reject": "end_turn"}}]},
+        {"steps": [
+            {"report": {"kind": "progress", "summary": "heard: {{prompt}}"}},
+            {"finish": "landed"},
+        ]},
+    ]))
+}
+
+#[test]
+fn an_operators_deny_reaches_the_unit_and_the_record() {
+    let sb = Sandbox::new();
+    sb.declare_stubs(&[("stub", Some(&qwen_shell_then_land()))]);
+    gate(&sb, 60);
+    let host = crate::harness::Background::spawn(sb.command(&[
+        "mission",
+        "fire",
+        "stub",
+        "go",
+        "--wait",
+        "--policy",
+        "gate",
+        "--timeout",
+        "60s",
+    ]));
+    let ask = crate::harness::wait_for(30, "the gated call's ask", || {
+        sb.pending_ask_ids().into_iter().next()
+    });
+    sb.run(&["approvals", "respond", &ask, "--deny"]).ok();
+    let run = host.join();
+    assert_eq!(run.code, 0, "{run:#?}");
+    let id = sb.newest_mission().unwrap();
+    let refused = format!(
+        "local_shell.local_shell: rm -rf build (in {}) — denied by the operator (approval {ask})",
+        sb.cwd.display()
+    );
+    let summaries: Vec<String> = sb.report_texts(&id).into_iter().map(|r| r.0).collect();
+    assert_eq!(summaries.len(), 2, "{summaries:#?}");
+    assert_eq!(summaries[0], format!("refused {refused}"));
+    assert!(
+        summaries[1].starts_with(&format!(
+            "heard: The envelope refused a tool call of yours: - {refused} Do not make"
+        )),
+        "{summaries:#?}"
+    );
+    assert_eq!(
+        status_line(&sb, &id),
+        "landed",
+        "the unit found another way"
+    );
+}
+
+#[test]
+fn an_ask_that_expires_is_a_refusal_naming_its_deadline() {
+    let sb = Sandbox::new();
+    sb.declare_stubs(&[("stub", Some(&qwen_shell_then_land()))]);
+    gate(&sb, 1);
+    let transcript = sb.cwd.join("transcript.log");
+    let run = fire(&sb, "gate", &transcript);
+    assert_eq!(run.code, 0, "{run:#?}");
+    let id = sb.newest_mission().unwrap();
+    let show: Value =
+        serde_json::from_str(&sb.run(&["mission", "show", &id, "--json"]).ok().stdout).unwrap();
+    let ask = show["asks"][0]["id"].as_str().unwrap().to_string();
+    let refused = format!(
+        "local_shell.local_shell: rm -rf build (in {}) — nobody answered approval {ask} before its deadline, so its on-timeout verdict (deny) applied",
+        sb.cwd.display()
+    );
+    let summaries: Vec<String> = sb.report_texts(&id).into_iter().map(|r| r.0).collect();
+    assert_eq!(summaries.len(), 2, "{summaries:#?}");
+    assert!(summaries[0].starts_with(&format!("refused local_shell.local_shell: rm -rf build (in {}) — nobody answered approval {ask}", sb.cwd.display())), "{summaries:#?}");
+    assert!(
+        summaries[1].starts_with(&format!(
+            "heard: The envelope refused a tool call of yours: - {refused}"
+        )),
+        "{summaries:#?}"
+    );
+}
