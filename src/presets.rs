@@ -48,7 +48,19 @@ pub const PRESETS: &[Preset] = &[
     preset!("hitl-policy-oracle.json", Policy),
     preset!("chain-oracle-default.json", Chain),
     preset!("chain-oracle-conservative.json", Chain),
-    preset!("agents.toml", Agents),
+    Preset {
+        file_name: "agents.toml",
+        // The seeded file's own notes, then the catalogue's entries as they ship.
+        bytes: concat!(
+            include_str!(concat!(env!("CARGO_MANIFEST_DIR"), "/presets/agents.toml")),
+            include_str!(concat!(
+                env!("CARGO_MANIFEST_DIR"),
+                "/presets/catalogue.toml"
+            ))
+        )
+        .as_bytes(),
+        kind: Kind::Agents,
+    },
 ];
 
 /// The embedded copy of a preset, by file name.

@@ -6,10 +6,10 @@ use std::time::Duration;
 
 use super::Ctx;
 use super::out::{self, outln};
-use crate::agents::Registry;
+use crate::agents::{Agent, Registry, SELF_COMMAND, catalogue};
 use crate::config::{self, Config};
 use crate::envelope::search;
-use crate::presets;
+use crate::{presets, text};
 
 /// `--json` runs the same checks but no sweep: it reads, and changes nothing.
 pub(super) fn run(ctx: &Ctx, json: bool) -> anyhow::Result<i32> {
@@ -70,15 +70,10 @@ pub(super) fn run(ctx: &Ctx, json: bool) -> anyhow::Result<i32> {
         }
         Ok(reg) => {
             lines.push(format!("Agents:    {}", reg.names().join(", ")));
-            for agent in reg.all() {
-                if crate::paths::locate_program(&agent.program().to_string_lossy(), None).is_none()
-                {
-                    lines.push(format!(
-                        "Agent:     {}: command {:?} is not on PATH — install it, or fix its declaration in agents.toml",
-                        agent.name, agent.command
-                    ));
-                    fixes.push("install the missing agent commands (see below)".into());
-                }
+            let agents: Vec<Agent> = reg.all().cloned().collect();
+            for check in check_agents(ctx, &agents) {
+                lines.push(format!("Agent:     {}", check.line));
+                fixes.extend(check.fix);
             }
         }
         Err(e) => {
@@ -332,4 +327,227 @@ fn permission_warnings(paths: &crate::paths::Paths) -> Vec<String> {
             })
         })
         .collect()
+}
+
+/// One agent's doctor line, and the fix it calls for (none: nothing to fix).
+struct AgentCheck {
+    line: String,
+    fix: Option<String>,
+}
+
+/// Each declared agent: a catalogue agent that is not installed is said to be so
+/// (installing it is a choice, not a fix); any other missing command is a fix; an
+/// installed one gets a dry handshake (all at once, each under a timeout).
+fn check_agents(ctx: &Ctx, agents: &[Agent]) -> Vec<AgentCheck> {
+    let mut checks: Vec<Option<AgentCheck>> = Vec::new();
+    let mut to_greet = Vec::new();
+    for agent in agents {
+        if agent.command == SELF_COMMAND {
+            checks.push(None);
+            continue;
+        }
+        if crate::paths::locate_program(&agent.program().to_string_lossy(), None).is_none() {
+            checks.push(Some(if agent.is_catalogue_entry() {
+                AgentCheck {
+                    line: format!(
+                        "{}: not installed — {}",
+                        agent.name,
+                        agent.about.install.as_deref().unwrap_or("install it")
+                    ),
+                    fix: None,
+                }
+            } else {
+                AgentCheck {
+                    line: format!(
+                        "{}: command {:?} is not on PATH — install it, or fix its declaration in agents.toml",
+                        agent.name, agent.command
+                    ),
+                    fix: Some("install the missing agent commands (see below)".into()),
+                }
+            }));
+            continue;
+        }
+        to_greet.push((checks.len(), agent.clone()));
+        checks.push(None);
+    }
+    if !to_greet.is_empty() {
+        let greeted = greet_all(ctx, to_greet.iter().map(|(_, a)| a.clone()).collect());
+        for ((slot, agent), result) in to_greet.iter().zip(greeted) {
+            checks[*slot] = Some(match result {
+                Ok(line) => AgentCheck {
+                    line: format!("{}: {line}", agent.name),
+                    fix: None,
+                },
+                Err(f) => AgentCheck {
+                    line: format!("{}: {} — {}", agent.name, f.what, f.fix),
+                    fix: Some(format!("{}: {}", agent.name, f.fix)),
+                },
+            });
+        }
+    }
+    checks.into_iter().flatten().collect()
+}
+
+/// The sandbox a dry handshake runs under: the default envelope's (config
+/// default-mission-policy, else the shipped default preset), else the baseline.
+fn default_sandbox(ctx: &Ctx) -> crate::envelope::sandbox::SandboxDecl {
+    let configured = ctx.existing_store().ok().flatten().and_then(|s| {
+        Config::new(s)
+            .get(config::DEFAULT_MISSION_POLICY)
+            .ok()
+            .flatten()
+    });
+    let name = configured.unwrap_or_else(|| "hitl-policy-default".to_string());
+    search::load(&ctx.paths, &name)
+        .map(|l| l.policy.sandbox_or_baseline())
+        .unwrap_or_else(|_| crate::envelope::sandbox::SandboxDecl::baseline())
+}
+
+/// Dry handshakes with `agents`, concurrently: `ready — …` or the failure.
+fn greet_all(
+    ctx: &Ctx,
+    agents: Vec<Agent>,
+) -> Vec<Result<String, crate::fleet::handshake::Failure>> {
+    use crate::fleet::handshake::{self, Failure};
+    let decl = default_sandbox(ctx);
+    let exe = std::env::current_exe().unwrap_or_else(|_| SELF_COMMAND.into());
+    let runtime = match crate::runtime::multi_thread() {
+        Ok(r) => r,
+        Err(e) => {
+            return agents
+                .iter()
+                .map(|_| {
+                    Err(Failure {
+                        what: format!("no handshake: {e}"),
+                        fix: "see above".into(),
+                    })
+                })
+                .collect();
+        }
+    };
+    let paths = ctx.paths.clone();
+    runtime.block_on(async move {
+        let runs = agents.iter().map(|agent| {
+            handshake::dry_handshake(&paths, agent, &decl, &exe, handshake::HANDSHAKE_TIMEOUT)
+        });
+        futures::future::join_all(runs)
+            .await
+            .into_iter()
+            .map(|r| {
+                r.map(|g| {
+                    let who = match (g.name, g.version) {
+                        (Some(n), Some(v)) => {
+                            format!("{} {}", text::one_line(&n), text::one_line(&v))
+                        }
+                        (Some(n), None) => text::one_line(&n),
+                        _ => "the agent".to_string(),
+                    };
+                    format!(
+                        "ready — {who} answered initialize and session/new in {:.1} s",
+                        g.took.as_secs_f64()
+                    )
+                })
+            })
+            .collect()
+    })
+}
+
+/// `doctor --agent <name>`: where the agent is, its handshake, and every grant its
+/// unit gets under the default envelope in this directory.
+pub(super) fn run_agent(ctx: &Ctx, name: &str, json: bool) -> anyhow::Result<i32> {
+    let reg = Registry::load(&ctx.paths)?;
+    let (agent, declared_in) = match reg.get(name) {
+        Some(a) => (a.clone(), a.source.display().to_string()),
+        None => match catalogue::get(name) {
+            Some(a) => (
+                a.clone(),
+                "the built-in catalogue (not declared in agents.toml)".to_string(),
+            ),
+            None => anyhow::bail!(
+                "doctor --agent: no agent {name:?} — declared: {}; in the catalogue: {}",
+                reg.names().join(", "),
+                catalogue::names().join(", ")
+            ),
+        },
+    };
+    let mut lines = vec![
+        format!("Agent:     {} — {}", agent.name, agent.command_line()),
+        format!("Declared:  {declared_in}"),
+    ];
+    let mut fixes = Vec::new();
+    if agent.command != SELF_COMMAND {
+        match catalogue::installed_version(&agent) {
+            Some((path, version)) => lines.push(format!(
+                "Installed: {}{}",
+                path.display(),
+                version
+                    .map(|v| format!(" (version {v})"))
+                    .unwrap_or_default()
+            )),
+            None => {
+                let install =
+                    agent.about.install.clone().unwrap_or_else(|| {
+                        "install it, or fix its declaration in agents.toml".into()
+                    });
+                lines.push(format!("Installed: no — {install}"));
+                fixes.push(install);
+            }
+        }
+    }
+    if fixes.is_empty() {
+        match greet_all(ctx, vec![agent.clone()]).remove(0) {
+            Ok(line) => lines.push(format!("Handshake: {line}")),
+            Err(f) => {
+                lines.push(format!("Handshake: {} — {}", f.what, f.fix));
+                fixes.push(f.fix);
+            }
+        }
+    }
+    let decl = default_sandbox(ctx);
+    let model_url = ctx
+        .existing_store()
+        .ok()
+        .flatten()
+        .and_then(|s| Config::new(s).get(config::MODEL_BASE_URL).ok().flatten());
+    let exe = std::env::current_exe().unwrap_or_else(|_| SELF_COMMAND.into());
+    let tmp = std::env::temp_dir().join("missionboard-<mission id>");
+    match crate::fleet::confinement::grant_lines(
+        &ctx.paths,
+        &agent,
+        &decl,
+        crate::fleet::confinement::Workspace {
+            dir: &ctx.paths.cwd,
+            commit: Default::default(),
+        },
+        &tmp,
+        &exe,
+        model_url.as_deref(),
+    ) {
+        Ok(grants) => lines.extend(grants.into_iter().map(|g| format!("Grant:     {g}"))),
+        Err(e) => {
+            lines.push(format!("Grant:     refused — {e}"));
+            fixes.push("fire from another directory (see above)".into());
+        }
+    }
+    if let Some(limits) = &agent.about.limits {
+        lines.push(format!("Limits:    {limits}"));
+    }
+    let code = if fixes.is_empty() { 0 } else { 1 };
+    if json {
+        out::json(&serde_json::json!({
+            "ready": fixes.is_empty(),
+            "fixes": fixes,
+            "lines": lines,
+        }))?;
+        return Ok(code);
+    }
+    if fixes.is_empty() {
+        outln!("Ready: yes — {} can be fired at", agent.name)?;
+    } else {
+        outln!("Ready: no — {}", fixes.join("; "))?;
+    }
+    for l in lines {
+        outln!("{l}")?;
+    }
+    Ok(code)
 }

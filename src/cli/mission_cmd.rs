@@ -280,7 +280,63 @@ fn compute_lines(ctx: &Ctx, store: &crate::store::Store, m: &Mission) -> Vec<Str
             crate::confine::landlock_abi()
         )
     ));
+    lines.extend(grant_lines(
+        ctx,
+        store,
+        m,
+        &envelope.policy.sandbox_or_baseline(),
+    ));
     lines
+}
+
+/// Every grant decision for the mission's unit, as its host makes them: what it may
+/// write, read and connect to, and why. Nothing when its agent is no longer known.
+fn grant_lines(
+    ctx: &Ctx,
+    store: &crate::store::Store,
+    m: &Mission,
+    decl: &crate::envelope::sandbox::SandboxDecl,
+) -> Vec<String> {
+    let Ok(registry) = crate::agents::Registry::load(&ctx.paths) else {
+        return Vec::new();
+    };
+    let Some(agent) = registry
+        .get(&m.agent_name)
+        .or_else(|| crate::agents::catalogue::get(&m.agent_name))
+    else {
+        return Vec::new();
+    };
+    let worktree = crate::worktree::Worktrees::new(store.clone())
+        .get(&m.id)
+        .ok()
+        .flatten();
+    let commit = worktree
+        .as_ref()
+        .and_then(|wt| crate::worktree::commit_access(wt).ok())
+        .unwrap_or_default();
+    let dir = worktree.map_or_else(|| std::path::PathBuf::from(&m.cwd), |wt| wt.path);
+    let config = crate::config::Config::new(store.clone());
+    let model_url = match agent.model.base_url.clone() {
+        Some(url) if agent.is_native_agent() => Some(url),
+        _ => config.get(crate::config::MODEL_BASE_URL).ok().flatten(),
+    };
+    let exe = std::env::current_exe().unwrap_or_else(|_| crate::agents::SELF_COMMAND.into());
+    let tmp = crate::fleet::confinement::MissionTmp::path_for(&m.id);
+    match crate::fleet::confinement::grant_lines(
+        &ctx.paths,
+        agent,
+        decl,
+        crate::fleet::confinement::Workspace { dir: &dir, commit },
+        &tmp,
+        &exe,
+        model_url.as_deref(),
+    ) {
+        Ok(grants) => grants
+            .into_iter()
+            .map(|g| format!("Grant:     {g}"))
+            .collect(),
+        Err(e) => vec![format!("Grant:     refused — {e}")],
+    }
 }
 
 /// What the oracle did about this mission's questions (its newest 200 lines).

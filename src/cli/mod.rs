@@ -69,6 +69,10 @@ enum Command {
         /// The verdict, the fixes and each check as JSON (no sweep runs).
         #[arg(long)]
         json: bool,
+        /// Check one agent only: its install, a dry handshake, and every grant its
+        /// unit gets under the default envelope.
+        #[arg(long, value_name = "NAME")]
+        agent: Option<String>,
     },
     /// Print a shell completion script: `missionboard completions bash > …`.
     Completions {
@@ -251,10 +255,19 @@ struct AgentArgs {
 
 #[derive(Subcommand, Debug)]
 enum AgentCmd {
-    /// The declared agents: NAME, COMMAND, DESCRIPTION.
+    /// The declared agents: NAME, COMMAND, INSTALLED, DESCRIPTION; then the catalogue's
+    /// agents not declared here.
     List {
         #[arg(long)]
         json: bool,
+    },
+    /// Declare a catalogue agent (claude, codex, gemini, qwen, opencode, goose, …) in agents.toml.
+    Add {
+        /// The catalogue entry to copy.
+        name: String,
+        /// Into the workspace's .missionboard/agents.toml instead of home's.
+        #[arg(long)]
+        local: bool,
     },
 }
 
@@ -353,6 +366,10 @@ impl Command {
             Command::Board { .. }
                 | Command::Mission(MissionCmd::Fire { .. })
                 | Command::Init(_)
+                | Command::Agent(AgentArgs {
+                    command: Some(AgentCmd::Add { .. }),
+                    ..
+                })
                 | Command::Config(ConfigCmd::Set { .. } | ConfigCmd::Unset { .. })
                 | Command::Agent(AgentArgs { command: None, .. })
                 | Command::Acp
@@ -605,6 +622,7 @@ fn run(ctx: &Ctx, command: Option<Command>, flags: BetaFlags) -> anyhow::Result<
         Some(Command::Init(a)) => init::run(ctx, a),
         Some(Command::Agent(a)) => match a.command {
             Some(AgentCmd::List { json }) => agent_cmd::list(ctx, json),
+            Some(AgentCmd::Add { name, local }) => agent_cmd::add(ctx, &name, local),
             None => {
                 let options = crate::planner::AgentOptions {
                     model: crate::planner::ModelFlags {
@@ -637,7 +655,11 @@ fn run(ctx: &Ctx, command: Option<Command>, flags: BetaFlags) -> anyhow::Result<
                     .map_err(|e| format!("missionboard acp: {e}"))
             }))
         }
-        Some(Command::Doctor { json }) => doctor::run(ctx, json),
+        Some(Command::Doctor { json, agent: None }) => doctor::run(ctx, json),
+        Some(Command::Doctor {
+            json,
+            agent: Some(name),
+        }) => doctor::run_agent(ctx, &name, json),
         Some(Command::Completions { shell }) => {
             let mut script = Vec::new();
             clap_complete::generate(

@@ -239,16 +239,24 @@ pub struct Places {
     pub user_home: Option<PathBuf>,
     /// Never writable (and never readable under limited reads): the missionboard home.
     pub protected: Vec<PathBuf>,
+    /// Whose state paths and ports these are (the agent's name), for the grant lines.
+    pub agent: String,
     /// The agent declaration's `state_dirs` (templates, like write entries).
     pub state_dirs: Vec<String>,
-    /// The programs the unit runs (the agent, the bridge): readable under limited reads.
+    /// ... and its `state_files`.
+    pub state_files: Vec<String>,
+    /// The programs the unit runs (the agent, its interpreter, the bridge): under
+    /// limited reads each is readable with the tree it is installed in.
     pub executables: Vec<PathBuf>,
     /// A worktree mission's: what committing on its own branch writes in the
     /// repository (the worktree decides which paths); always writable.
     pub commit_writes: Vec<PathBuf>,
     /// ... and what git reads there: readable under limited reads.
     pub commit_reads: Vec<PathBuf>,
-    pub model_port: Option<u16>,
+    /// What `{model}` stands for: each port with the endpoint it reaches.
+    pub model_ports: Vec<(u16, String)>,
+    /// Loopback ports of the agent's own servers: always connectable.
+    pub own_ports: Vec<u16>,
 }
 
 /// Devices every process expects to open for writing.
@@ -276,85 +284,152 @@ pub struct Resolved {
     pub confinement: Confinement,
     /// One line per granted tree that contains a protected place.
     pub carved: Vec<String>,
+    /// One line per grant decision: what may be written, read and connected to, and why.
+    pub grants: Vec<String>,
+}
+
+/// Expand a path template (`{workspace}`, `{tmp}`, `~`) for one mission; `None` when
+/// it starts with `~` and there is no home.
+pub fn expand_path(entry: &str, places: &Places) -> Option<PathBuf> {
+    expand(entry, places)
+}
+
+/// Does `path` (real or not yet existing) lie inside a protected place?
+pub fn is_protected(path: &Path, places: &Places) -> bool {
+    let path = real(path);
+    places.protected.iter().any(|p| path.starts_with(real(p)))
 }
 
 /// Expand `decl` for one mission. Refuses an entry that lies inside a protected place.
 pub fn resolve(decl: &SandboxDecl, places: &Places) -> Result<Resolved, String> {
     let protected: Vec<PathBuf> = places.protected.iter().map(|p| real(p)).collect();
     let mut carved = Vec::new();
-    let mut write_entries: Vec<String> = decl.write.clone();
-    write_entries.push("{tmp}".to_string());
-    write_entries.extend(places.state_dirs.iter().cloned());
+    let mut grants = Vec::new();
+    let agent = &places.agent;
+    let mut write_entries: Vec<(String, String)> = decl
+        .write
+        .iter()
+        .map(|w| (w.clone(), "the envelope".to_string()))
+        .collect();
+    write_entries.push(("{tmp}".to_string(), "the mission's temp dir".to_string()));
+    write_entries.extend(
+        places
+            .state_dirs
+            .iter()
+            .map(|d| (d.clone(), format!("{agent}'s state dir"))),
+    );
+    write_entries.extend(
+        places
+            .state_files
+            .iter()
+            .map(|f| (f.clone(), format!("{agent}'s state file"))),
+    );
     let mut write = Vec::new();
-    for entry in &write_entries {
+    for (entry, why) in &write_entries {
         check_path_template("state_dirs", entry)?;
-        if let Some(path) = expand(entry, places) {
-            write.extend(carve(
-                entry,
-                &path,
-                &protected,
-                "filesystem.write",
-                &mut carved,
-            )?);
+        match expand(entry, places) {
+            Some(path) => {
+                let granted = carve(entry, &path, &protected, "filesystem.write", &mut carved)?;
+                grants.push(grant_line("write", entry, &granted, why));
+                write.extend(granted);
+            }
+            None => grants.push(format!(
+                "write {entry}: not granted, there is no home (~) ({why})"
+            )),
         }
     }
     for path in &places.commit_writes {
         let entry = path.display().to_string();
-        write.extend(carve(
+        let granted = carve(&entry, path, &protected, "filesystem.write", &mut carved)?;
+        grants.push(grant_line(
+            "write",
             &entry,
-            path,
-            &protected,
-            "filesystem.write",
-            &mut carved,
-        )?);
+            &granted,
+            "committing on the mission's branch",
+        ));
+        write.extend(granted);
     }
     let mut devices: Vec<PathBuf> = DEVICES.iter().map(PathBuf::from).collect();
+    grants.push(format!(
+        "write {}: the terminal devices",
+        DEVICES.join(", ")
+    ));
     let read = match &decl.read {
-        Limit::All => None,
+        Limit::All => {
+            grants.push("read everything: the envelope does not limit reads".to_string());
+            None
+        }
         Limit::Only(entries) => {
             let mut read = Vec::new();
             for entry in entries {
                 if let Some(path) = expand(entry, places) {
-                    read.extend(carve(
-                        entry,
-                        &path,
-                        &protected,
-                        "filesystem.read",
-                        &mut carved,
-                    )?);
+                    let granted = carve(entry, &path, &protected, "filesystem.read", &mut carved)?;
+                    grants.push(grant_line("read", entry, &granted, "the envelope"));
+                    read.extend(granted);
                 }
             }
             for path in &places.commit_reads {
                 let entry = path.display().to_string();
-                read.extend(carve(
+                let granted = carve(&entry, path, &protected, "filesystem.read", &mut carved)?;
+                grants.push(grant_line(
+                    "read",
                     &entry,
-                    path,
-                    &protected,
-                    "filesystem.read",
-                    &mut carved,
-                )?);
+                    &granted,
+                    "git's reads for the mission's branch",
+                ));
+                read.extend(granted);
             }
             read.extend(SYSTEM_READ.iter().map(PathBuf::from));
+            grants.push(format!(
+                "read {}: the system dirs a program needs to run",
+                SYSTEM_READ.join(", ")
+            ));
             for exe in &places.executables {
-                read.push(exe.clone());
-                read.push(real(exe));
-                read.extend(install_root(&real(exe), places, &protected));
+                for (tree, why) in program_trees(exe, places, &protected) {
+                    if !read.contains(&tree) {
+                        grants.push(format!("read {}: {why}", tree.display()));
+                        read.push(tree);
+                    }
+                }
             }
             Some(read)
         }
     };
     write.append(&mut devices);
     let connect = match &decl.connect {
-        Limit::All => None,
-        Limit::Only(ports) => Some(
-            ports
-                .iter()
-                .filter_map(|p| match p {
-                    Port::Number(n) => Some(*n),
-                    Port::Model => places.model_port,
-                })
-                .collect(),
-        ),
+        Limit::All => {
+            grants.push("connect anywhere: the envelope does not limit connects".to_string());
+            None
+        }
+        Limit::Only(ports) => {
+            let mut out: Vec<u16> = Vec::new();
+            for p in ports {
+                match p {
+                    Port::Number(n) => {
+                        grants.push(format!("connect port {n}: the envelope"));
+                        out.push(*n);
+                    }
+                    Port::Model if places.model_ports.is_empty() => grants.push(
+                        "connect {model}: no port, no model endpoint is known for this agent"
+                            .to_string(),
+                    ),
+                    Port::Model => {
+                        for (port, endpoint) in &places.model_ports {
+                            grants.push(format!("connect port {port}: {{model}}, {endpoint}"));
+                            out.push(*port);
+                        }
+                    }
+                }
+            }
+            for port in &places.own_ports {
+                grants.push(format!(
+                    "connect port {port}: {agent}'s own server on loopback"
+                ));
+                out.push(*port);
+            }
+            out.dedup();
+            Some(out)
+        }
     };
     Ok(Resolved {
         decl: decl.clone(),
@@ -364,7 +439,23 @@ pub fn resolve(decl: &SandboxDecl, places: &Places) -> Result<Resolved, String> 
             connect,
         },
         carved,
+        grants,
     })
+}
+
+/// `<access> <entry>: <paths> (<why>)`, the paths only when they differ from the entry.
+fn grant_line(access: &str, entry: &str, granted: &[PathBuf], why: &str) -> String {
+    let shown: Vec<String> = granted.iter().map(|p| p.display().to_string()).collect();
+    if shown.len() == 1 && shown[0] == entry {
+        format!("{access} {entry}: {why}")
+    } else if shown.len() > 4 {
+        format!(
+            "{access} {entry}: {why} ({} entries around the missionboard home)",
+            shown.len()
+        )
+    } else {
+        format!("{access} {entry} = {}: {why}", shown.join(", "))
+    }
 }
 
 fn expand(entry: &str, places: &Places) -> Option<PathBuf> {
@@ -385,25 +476,77 @@ fn expand(entry: &str, places: &Places) -> Option<PathBuf> {
     })
 }
 
-/// The path with symlinks resolved when it exists (Landlock grants the inode a path
-/// reaches, so containment must be judged on real paths).
-/// The installation an executable runs from — `<prefix>` of `<prefix>/bin/<exe>`, e.g.
-/// `~/.pyenv/versions/3.11.7` for its python, whose standard library and packages live
-/// there — so an interpreter installed under `~` still starts under limited reads.
-/// Never the user's home itself, `/`, or a tree holding a protected place: then
-/// only the executable is readable.
-fn install_root(exe: &Path, places: &Places, protected: &[PathBuf]) -> Option<PathBuf> {
+/// What a program needs readable to run, with why: itself (as named and as its real
+/// path), the installation it runs from (`<prefix>` of `<prefix>/bin/<exe>`), the
+/// whole npm package tree it lies in (the outermost `node_modules`, which holds its
+/// dependencies and the sibling packages it spawns), the Python venv it is named in
+/// (its `pyvenv.cfg` beside its `bin`, never followed through the symlink to the base
+/// interpreter) and the pyenv root of a pyenv shim. Never the user's home itself, `/`,
+/// or a tree holding a protected place.
+fn program_trees(exe: &Path, places: &Places, protected: &[PathBuf]) -> Vec<(PathBuf, String)> {
+    let shown = exe.display();
+    let real_exe = real(exe);
+    let mut out = vec![(exe.to_path_buf(), format!("the program {shown}"))];
+    if real_exe != exe {
+        out.push((real_exe.clone(), format!("the real path of {shown}")));
+    }
+    let too_wide = |root: &Path| {
+        root.parent().is_none()
+            || places.user_home.as_deref().is_some_and(|h| real(h) == root)
+            || protected.iter().any(|p| p.starts_with(root))
+    };
+    let mut push = |root: PathBuf, why: String| {
+        let root = real(&root);
+        if !too_wide(&root) && !out.iter().any(|(p, _)| *p == root) {
+            out.push((root, why));
+        }
+    };
+    if let Some(root) = install_root(&real_exe) {
+        push(root, format!("the installation {shown} runs from"));
+    }
+    for path in [exe, real_exe.as_path()] {
+        if let Some(tree) = path
+            .ancestors()
+            .filter(|a| a.file_name().is_some_and(|n| n == "node_modules"))
+            .last()
+        {
+            push(
+                tree.to_path_buf(),
+                format!("the npm package tree of {shown}"),
+            );
+        }
+    }
+    if let Some(dir) = exe.parent() {
+        if let Some(venv) = dir.parent().filter(|v| v.join("pyvenv.cfg").is_file()) {
+            // The venv as named: its python is a symlink out of it, and the venv's own
+            // pyvenv.cfg and site-packages are what make it this venv.
+            push(venv.to_path_buf(), format!("the Python venv of {shown}"));
+        }
+        if dir.file_name().is_some_and(|n| n == "shims")
+            && let Some(root) = dir.parent()
+        {
+            push(
+                root.to_path_buf(),
+                format!("the pyenv root of the shim {shown}"),
+            );
+        }
+    }
+    out
+}
+
+/// `<prefix>` of `<prefix>/bin/<exe>` (e.g. `~/.pyenv/versions/3.11.7` for its python,
+/// whose standard library and packages live there), else the executable's directory.
+fn install_root(exe: &Path) -> Option<PathBuf> {
     let dir = exe.parent()?;
     let root = match dir.file_name() {
         Some(name) if name == "bin" => dir.parent()?,
         _ => dir,
     };
-    let too_wide = root.parent().is_none()
-        || places.user_home.as_deref().is_some_and(|h| real(h) == root)
-        || protected.iter().any(|p| p.starts_with(root));
-    (!too_wide).then(|| root.to_path_buf())
+    Some(root.to_path_buf())
 }
 
+/// The path with symlinks resolved when it exists (Landlock grants the inode a path
+/// reaches, so containment must be judged on real paths).
 fn real(p: &Path) -> PathBuf {
     std::fs::canonicalize(p).unwrap_or_else(|_| p.to_path_buf())
 }
@@ -679,11 +822,14 @@ mod tests {
             tmp: root.join("tmp"),
             user_home: Some(root.to_path_buf()),
             protected: vec![root.join("mbhome")],
+            agent: "a".into(),
             state_dirs: vec!["~/.cache".into()],
+            state_files: vec![],
             executables: vec![],
             commit_writes: vec![],
             commit_reads: vec![],
-            model_port: Some(11434),
+            model_ports: vec![(11434, "http://127.0.0.1:11434".into())],
+            own_ports: vec![],
         }
     }
 

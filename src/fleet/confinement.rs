@@ -19,9 +19,14 @@ pub struct MissionTmp {
 }
 
 impl MissionTmp {
+    /// Where a mission's temp dir is (whether or not it exists now).
+    pub fn path_for(mission_id: &str) -> PathBuf {
+        std::env::temp_dir().join(format!("{TMP_PREFIX}{mission_id}"))
+    }
+
     pub fn create(mission_id: &str) -> anyhow::Result<MissionTmp> {
         use std::os::unix::fs::DirBuilderExt;
-        let path = std::env::temp_dir().join(format!("{TMP_PREFIX}{mission_id}"));
+        let path = MissionTmp::path_for(mission_id);
         // A leftover from a host that died is this mission's own: start it afresh.
         let _ = std::fs::remove_dir_all(&path);
         std::fs::DirBuilder::new()
@@ -88,8 +93,9 @@ pub struct Workspace<'a> {
     pub commit: crate::worktree::CommitAccess,
 }
 
-/// Expand `decl` for a unit of `agent` working in `workspace`, and build its ruleset.
-/// Refused (before anything is spawned) when an entry lies inside a protected place.
+/// Expand `decl` for a unit of `agent` working in `workspace`, create the agent's
+/// state paths, and build its ruleset. Refused (before anything is spawned) when an
+/// entry lies inside a protected place.
 pub fn confine_unit(
     paths: &Paths,
     agent: &Agent,
@@ -99,17 +105,84 @@ pub fn confine_unit(
     bridge_exe: &Path,
     model_base_url: Option<&str>,
 ) -> anyhow::Result<UnitConfinement> {
-    let places = Places {
+    let places = unit_places(
+        paths,
+        agent,
+        workspace,
+        tmp.path(),
+        bridge_exe,
+        model_base_url,
+    );
+    create_state_paths(&places, &agent.state_file_paths())?;
+    let resolved = sandbox::resolve(decl, &places)
+        .map_err(|e| anyhow::anyhow!("agent {:?} cannot be confined: {e}", agent.name))?;
+    let prepared = confine::prepare(&resolved.confinement)
+        .map_err(|e| anyhow::anyhow!("cannot build the unit's sandbox: {e}"))?;
+    Ok(UnitConfinement { resolved, prepared })
+}
+
+/// What a unit of `agent` would be granted, one line per decision, without creating
+/// anything: for `mission show` and `doctor --agent`.
+pub fn grant_lines(
+    paths: &Paths,
+    agent: &Agent,
+    decl: &SandboxDecl,
+    workspace: Workspace<'_>,
+    tmp: &Path,
+    bridge_exe: &Path,
+    model_base_url: Option<&str>,
+) -> Result<Vec<String>, String> {
+    let places = unit_places(paths, agent, workspace, tmp, bridge_exe, model_base_url);
+    let resolved = sandbox::resolve(decl, &places)?;
+    let mut lines = resolved.grants;
+    lines.extend(resolved.carved);
+    Ok(lines)
+}
+
+/// The places a unit's placeholders stand for, and what it runs.
+fn unit_places(
+    paths: &Paths,
+    agent: &Agent,
+    workspace: Workspace<'_>,
+    tmp: &Path,
+    bridge_exe: &Path,
+    model_base_url: Option<&str>,
+) -> Places {
+    let programs: Vec<PathBuf> = [agent.program(), bridge_exe.to_path_buf()]
+        .into_iter()
+        .map(|p| crate::paths::locate_program(&p.to_string_lossy(), None).unwrap_or(p))
+        .collect();
+    let interpreters: Vec<PathBuf> = programs.iter().filter_map(|p| interpreter(p)).collect();
+    // {model}: the endpoints the agent declares; else missionboard's own model
+    // endpoint (the native agent, the stubs, an agent declared without endpoints).
+    let mut model_ports: Vec<(u16, String)> = agent
+        .endpoint_urls()
+        .into_iter()
+        .filter_map(|(url, port)| Some((port?, format!("{}'s endpoint {url}", agent.name))))
+        .collect();
+    if agent.endpoints.is_empty()
+        && let Some(url) = model_base_url
+        && let Some(port) = crate::agents::url_port(url)
+    {
+        model_ports.push((port, format!("missionboard's model endpoint {url}")));
+    }
+    Places {
         workspace: workspace.dir.to_path_buf(),
-        tmp: tmp.path().to_path_buf(),
+        tmp: tmp.to_path_buf(),
         user_home: std::env::var_os("HOME")
             .filter(|h| !h.is_empty())
             .map(PathBuf::from),
         protected: vec![paths.home.clone()],
-        state_dirs: agent.state_dirs.clone(),
-        executables: [agent.program(), bridge_exe.to_path_buf()]
+        agent: agent.name.clone(),
+        state_dirs: agent.state_dir_paths(),
+        state_files: agent
+            .state_file_paths()
             .into_iter()
-            .map(|p| crate::paths::locate_program(&p.to_string_lossy(), None).unwrap_or(p))
+            .map(|(path, _)| path)
+            .collect(),
+        executables: programs
+            .into_iter()
+            .chain(interpreters)
             // An interpreter's script is part of the program it runs.
             .chain(
                 agent
@@ -119,18 +192,79 @@ pub fn confine_unit(
                     .filter(|a| a.is_absolute() && a.is_file()),
             )
             .collect(),
-        model_port: model_base_url.and_then(url_port),
+        model_ports,
+        own_ports: agent.ports.clone(),
         commit_writes: workspace.commit.write,
         commit_reads: workspace.commit.read,
-    };
-    let resolved = sandbox::resolve(decl, &places)
-        .map_err(|e| anyhow::anyhow!("agent {:?} cannot be confined: {e}", agent.name))?;
-    let prepared = confine::prepare(&resolved.confinement)
-        .map_err(|e| anyhow::anyhow!("cannot build the unit's sandbox: {e}"))?;
-    Ok(UnitConfinement { resolved, prepared })
+    }
 }
 
-/// The TCP port an endpoint URL reaches (its scheme's default when it names none).
-fn url_port(url: &str) -> Option<u16> {
-    reqwest::Url::parse(url).ok()?.port_or_known_default()
+/// The interpreter a script names on its `#!` line (`#!/usr/bin/env node` → the
+/// `node` on PATH), so its installation is readable too.
+fn interpreter(program: &Path) -> Option<PathBuf> {
+    use std::io::Read;
+    let mut head = [0u8; 256];
+    let n = std::fs::File::open(program).ok()?.read(&mut head).ok()?;
+    let line = head[..n].strip_prefix(b"#!")?;
+    let line = line.split(|b| *b == b'\n').next()?;
+    let line = std::str::from_utf8(line).ok()?;
+    let mut words = line.split_whitespace();
+    let first = words.next()?;
+    if Path::new(first).file_name().is_some_and(|n| n == "env") {
+        let name = words.find(|w| !w.starts_with('-') && !w.contains('='))?;
+        return crate::paths::locate_program(name, None);
+    }
+    Some(PathBuf::from(first))
+}
+
+/// Create the agent's state paths that do not exist yet, before the ruleset is built
+/// (a path that does not exist cannot be granted): directories 0700, files 0600 with
+/// their declared initial content. None inside a protected place (the resolve that
+/// follows refuses those).
+fn create_state_paths(places: &Places, files: &[(String, String)]) -> anyhow::Result<()> {
+    use std::io::Write;
+    use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
+    let agent = &places.agent;
+    let dir_builder = || {
+        let mut b = std::fs::DirBuilder::new();
+        b.recursive(true).mode(0o700);
+        b
+    };
+    for entry in &places.state_dirs {
+        let Some(path) = sandbox::expand_path(entry, places) else {
+            continue;
+        };
+        if path.exists() || sandbox::is_protected(&path, places) {
+            continue;
+        }
+        dir_builder().create(&path).map_err(|e| {
+            anyhow::anyhow!("cannot create {agent}'s state dir {}: {e}", path.display())
+        })?;
+    }
+    for (entry, content) in files {
+        let Some(path) = sandbox::expand_path(entry, places) else {
+            continue;
+        };
+        if path.exists() || sandbox::is_protected(&path, places) {
+            continue;
+        }
+        let fail = |e: std::io::Error| {
+            anyhow::anyhow!("cannot create {agent}'s state file {}: {e}", path.display())
+        };
+        if let Some(parent) = path.parent() {
+            dir_builder().create(parent).map_err(fail)?;
+        }
+        match std::fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .mode(0o600)
+            .open(&path)
+        {
+            Ok(mut f) => f.write_all(content.as_bytes()).map_err(fail)?,
+            // Another unit of the same agent created it first.
+            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {}
+            Err(e) => return Err(fail(e)),
+        }
+    }
+    Ok(())
 }

@@ -16,6 +16,7 @@
 pub mod budget;
 pub mod confinement;
 mod drive;
+pub mod handshake;
 pub mod mission_tools;
 mod normalise;
 mod permissions;
@@ -609,7 +610,11 @@ impl Fleet {
 
     fn resolve_agent(&self, name: &str) -> anyhow::Result<crate::agents::Agent> {
         let registry = Registry::load(&self.inner.paths)?;
-        if let Some(agent) = registry.get(name) {
+        // A catalogue agent needs no declaration: agents.toml only overrides it.
+        if let Some(agent) = registry
+            .get(name)
+            .or_else(|| crate::agents::catalogue::get(name))
+        {
             return Ok(agent.clone());
         }
         let known = registry.names();
@@ -646,9 +651,8 @@ impl Fleet {
         let id = mission_id.to_string();
         // Store reads, the temp dir and the ruleset's path fds: all blocking work.
         let (env, tmp, confined) = blocking(move || {
-            let mut env = declared.unit_env(&config)?;
             let tmp = confinement::MissionTmp::create(&id)?;
-            env.insert("TMPDIR".to_string(), tmp.path().display().to_string());
+            let env = declared.unit_env(Some(&config), tmp.path())?;
             let model_url = match env.get(crate::agents::ENV_BASE_URL) {
                 Some(url) => Some(url.clone()),
                 None => config.get(crate::config::MODEL_BASE_URL)?,
@@ -701,13 +705,23 @@ impl Fleet {
             env,
             cwd: cwd.to_path_buf(),
             mcp_servers: vec![bridge_server_entry(&inner.self_exe, &socket)],
-            meta: mission_meta(mission_id),
+            meta: {
+                // The catalogue's session settings first: the mission's own key wins.
+                let mut meta = agent.session_meta.clone();
+                meta.extend(mission_meta(mission_id));
+                meta
+            },
             pid_slot: Some(socket.unit_pid_slot()),
         };
         let unit = Unit::start_confined(spec, load, confined.prepared)
             .await
-            .map_err(|e| {
-                anyhow::anyhow!("agent {:?} could not start a session: {e}", agent.name)
+            .map_err(|e| match &e {
+                crate::acp::UnitError::Rpc { code, .. }
+                    if *code == crate::agents::AUTH_REQUIRED =>
+                {
+                    anyhow::anyhow!("{}", agent.login_needed(&e.to_string()))
+                }
+                _ => anyhow::anyhow!("agent {:?} could not start a session: {e}", agent.name),
             })?;
         let session_id = unit.session_id().to_string();
         handler.0.lock_unpoisoned().session_id = session_id.clone();

@@ -18,6 +18,8 @@
 //! A command of exactly `missionboard` means this running binary, so the built-in
 //! agents work the same from `cargo run` and from an installed copy.
 
+pub mod catalogue;
+
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
@@ -84,9 +86,38 @@ pub struct Agent {
     pub model: ModelKeys,
     /// Directories the agent keeps its own state in (`~/.claude`, `~/.cache`, …): a
     /// unit's sandbox lets it write them whatever the envelope's write list says.
+    /// Templates: `~`, `{workspace}` and `${VAR:-default}` (see [`expand_vars`]).
     pub state_dirs: Vec<String>,
-    /// The `agents.toml` that declared it.
+    /// Files the agent keeps its own state in, with the content a missing one is
+    /// created with (`~/.claude.json` → `{}`).
+    pub state_files: BTreeMap<String, String>,
+    /// Host variables handed to the unit even when their names look like secrets.
+    pub passthrough: Vec<String>,
+    /// The agent's model endpoints as URL templates: their ports are `{model}`.
+    pub endpoints: Vec<String>,
+    /// Loopback ports of the agent's own servers: always connectable.
+    pub ports: Vec<u16>,
+    /// Merged into `session/new`'s `_meta`.
+    pub session_meta: serde_json::Map<String, serde_json::Value>,
+    /// How to install it, how to log in, how to ask its version, what we cannot hold.
+    pub about: About,
+    /// The `agents.toml` that declared it ([`catalogue::SOURCE`] for a catalogue entry).
     pub source: PathBuf,
+}
+
+/// What an operator reads about an agent: none of it changes how a unit runs.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct About {
+    /// The line that installs it.
+    pub install: Option<String>,
+    /// Its npm package pinned to the version the catalogue was checked against.
+    pub npm: Option<String>,
+    /// What to do when it says authentication is required.
+    pub login: Option<String>,
+    /// Arguments that make the program print its version (when no package.json says).
+    pub version_args: Vec<String>,
+    /// What missionboard cannot hold for it.
+    pub limits: Option<String>,
 }
 
 /// A declaration's model keys: `model`, `base_url`, `api_key_env`.
@@ -121,10 +152,30 @@ impl Agent {
             .join(" ")
     }
 
-    /// The environment for a unit of this agent: its declared env, plus — for the
-    /// native agent — the resolved model settings and the API key they name.
-    pub fn unit_env(&self, config: &Config) -> anyhow::Result<BTreeMap<String, String>> {
-        let mut env = self.env.clone();
+    /// The environment for a unit of this agent working with temp dir `tmp`: its
+    /// declared env (`{tmp}` expanded), `TMPDIR`, the passed-through host variables
+    /// that are set, plus — for the native agent — the resolved model settings and the
+    /// API key they name.
+    /// Without a config (a dry handshake) the native agent gets only its declared keys.
+    pub fn unit_env(
+        &self,
+        config: Option<&Config>,
+        tmp: &Path,
+    ) -> anyhow::Result<BTreeMap<String, String>> {
+        let tmp_text = tmp.display().to_string();
+        let mut env: BTreeMap<String, String> = self
+            .env
+            .iter()
+            .map(|(k, v)| (k.clone(), v.replace(TMP_PLACEHOLDER, &tmp_text)))
+            .collect();
+        env.insert("TMPDIR".to_string(), tmp_text);
+        for name in &self.passthrough {
+            if !env.contains_key(name)
+                && let Ok(value) = std::env::var(name)
+            {
+                env.insert(name.clone(), value);
+            }
+        }
         if !self.is_native_agent() {
             return Ok(env);
         }
@@ -132,7 +183,10 @@ impl Agent {
         let pick = |declared: &Option<String>, key: &str| -> anyhow::Result<Option<String>> {
             match declared.as_deref().map(str::trim).filter(|v| !v.is_empty()) {
                 Some(v) => Ok(Some(v.to_string())),
-                None => config.get(key),
+                None => match config {
+                    Some(config) => config.get(key),
+                    None => Ok(None),
+                },
             }
         };
         let settings = [
@@ -152,6 +206,103 @@ impl Agent {
             }
         }
         Ok(env)
+    }
+}
+
+/// The JSON-RPC error code an ACP agent answers with when it needs a login first.
+pub const AUTH_REQUIRED: i32 = -32000;
+
+/// In an env value: the mission's temp dir.
+pub const TMP_PLACEHOLDER: &str = "{tmp}";
+
+/// Expand `${VAR}` and `${VAR:-default}` with `lookup` (unset, empty or non-UTF-8
+/// variables take the default, or nothing). Text without `${` is returned as is.
+pub fn expand_vars(template: &str, lookup: impl Fn(&str) -> Option<String>) -> String {
+    let mut out = String::new();
+    let mut rest = template;
+    while let Some(start) = rest.find("${") {
+        out.push_str(&rest[..start]);
+        let after = &rest[start + 2..];
+        let Some(end) = after.find('}') else {
+            out.push_str(&rest[start..]);
+            return out;
+        };
+        let inner = &after[..end];
+        let (name, default) = match inner.split_once(":-") {
+            Some((n, d)) => (n, d),
+            None => (inner, ""),
+        };
+        match lookup(name).filter(|v| !v.is_empty()) {
+            Some(v) => out.push_str(&v),
+            None => out.push_str(default),
+        }
+        rest = &after[end + 1..];
+    }
+    out.push_str(rest);
+    out
+}
+
+/// The host's value of a variable, for [`expand_vars`].
+pub fn host_var(name: &str) -> Option<String> {
+    std::env::var(name).ok()
+}
+
+/// The TCP port an endpoint URL reaches (its scheme's default when it names none).
+pub fn url_port(url: &str) -> Option<u16> {
+    reqwest::Url::parse(url).ok()?.port_or_known_default()
+}
+
+impl Agent {
+    /// The state directories with host variables expanded (`~` stays for the sandbox).
+    pub fn state_dir_paths(&self) -> Vec<String> {
+        self.state_dirs
+            .iter()
+            .map(|d| expand_vars(d, host_var))
+            .collect()
+    }
+
+    /// The state files with host variables expanded, and their initial content.
+    pub fn state_file_paths(&self) -> Vec<(String, String)> {
+        self.state_files
+            .iter()
+            .map(|(f, init)| (expand_vars(f, host_var), init.clone()))
+            .collect()
+    }
+
+    /// Each endpoint as it resolves here, with its port (`None`: not a URL).
+    pub fn endpoint_urls(&self) -> Vec<(String, Option<u16>)> {
+        self.endpoints
+            .iter()
+            .map(|e| {
+                let url = expand_vars(e, host_var);
+                let port = url_port(&url);
+                (url, port)
+            })
+            .collect()
+    }
+
+    /// The error for an agent that answered `authRequired`: what it said, and its
+    /// login step.
+    pub fn login_needed(&self, said: &str) -> String {
+        let step = self.about.login.clone().or_else(|| {
+            catalogue::get(&self.name)
+                .filter(|c| c.command == self.command)
+                .and_then(|c| c.about.login.clone())
+        });
+        format!(
+            "agent {:?} needs a login before it can open a session ({}) — {}",
+            self.name,
+            crate::text::one_line(said),
+            step.unwrap_or_else(|| format!(
+                "log in with {} the way its documentation says, or export its API key",
+                self.command
+            ))
+        )
+    }
+
+    /// Does this agent come from the built-in catalogue, unedited in its essentials?
+    pub fn is_catalogue_entry(&self) -> bool {
+        catalogue::get(&self.name).is_some_and(|c| c.command == self.command)
     }
 }
 
@@ -180,6 +331,26 @@ struct Decl {
     api_key_env: Option<String>,
     #[serde(default)]
     state_dirs: Vec<String>,
+    #[serde(default)]
+    state_files: BTreeMap<String, String>,
+    #[serde(default)]
+    passthrough: Vec<String>,
+    #[serde(default)]
+    endpoints: Vec<String>,
+    #[serde(default)]
+    ports: Vec<u16>,
+    #[serde(default)]
+    session_meta: Option<toml::Table>,
+    #[serde(default)]
+    install: Option<String>,
+    #[serde(default)]
+    npm: Option<String>,
+    #[serde(default)]
+    login: Option<String>,
+    #[serde(default)]
+    version_args: Vec<String>,
+    #[serde(default)]
+    limits: Option<String>,
 }
 
 /// Every declared agent, workspace declarations shadowing home ones of the same name.
@@ -237,7 +408,7 @@ pub fn parse(path: &Path, text: &str) -> anyhow::Result<Vec<Agent>> {
             })
             .unwrap_or_default();
         anyhow::anyhow!(
-            "agents file {}{location}: {} — fix the file (format: [agents.<name>] with command, args, env, description, state_dirs; the native agent also takes model, base_url, api_key_env)",
+            "agents file {}{location}: {} — fix the file (format: [agents.<name>] with command, args, env, description, passthrough, state_dirs, state_files, endpoints, ports, session_meta, install, npm, login, version_args, limits; the native agent also takes model, base_url, api_key_env)",
             path.display(),
             e.message().trim()
         )
@@ -256,6 +427,22 @@ pub fn parse(path: &Path, text: &str) -> anyhow::Result<Vec<Agent>> {
                 base_url: d.base_url,
                 api_key_env: d.api_key_env,
             };
+            let session_meta = match d.session_meta {
+                None => serde_json::Map::new(),
+                Some(table) => match serde_json::to_value(table) {
+                    Ok(serde_json::Value::Object(map)) => map,
+                    _ => anyhow::bail!(
+                        "agents file {}: agent {name:?}'s session_meta is not a table of JSON values",
+                        path.display()
+                    ),
+                },
+            };
+            if let Some(port) = d.ports.iter().find(|p| **p == 0) {
+                anyhow::bail!(
+                    "agents file {}: agent {name:?} lists port {port}: ports are TCP ports (1-65535)",
+                    path.display()
+                );
+            }
             let agent = Agent {
                 name,
                 command: d.command,
@@ -264,6 +451,18 @@ pub fn parse(path: &Path, text: &str) -> anyhow::Result<Vec<Agent>> {
                 description: d.description,
                 model,
                 state_dirs: d.state_dirs,
+                state_files: d.state_files,
+                passthrough: d.passthrough,
+                endpoints: d.endpoints,
+                ports: d.ports,
+                session_meta,
+                about: About {
+                    install: d.install,
+                    npm: d.npm,
+                    login: d.login,
+                    version_args: d.version_args,
+                    limits: d.limits,
+                },
                 source: path.to_path_buf(),
             };
             if agent.model != ModelKeys::default() && !agent.is_native_agent() {
@@ -332,6 +531,12 @@ mod tests {
             description: String::new(),
             model,
             state_dirs: Vec::new(),
+            state_files: BTreeMap::new(),
+            passthrough: Vec::new(),
+            endpoints: Vec::new(),
+            ports: Vec::new(),
+            session_meta: serde_json::Map::new(),
+            about: About::default(),
             source: "/x/agents.toml".into(),
         }
     }
@@ -356,7 +561,7 @@ mod tests {
                 ..Default::default()
             },
         );
-        let env = a.unit_env(&config).unwrap();
+        let env = a.unit_env(Some(&config), Path::new("/t")).unwrap();
         assert_eq!(env[ENV_BASE_URL], "http://127.0.0.1:8080/v1");
         assert_eq!(env[ENV_MODEL], "from-config");
         assert_eq!(env[ENV_API_KEY_ENV], "MB_TEST_UNSET_KEY_VAR");
@@ -370,8 +575,8 @@ mod tests {
     fn other_agents_get_only_their_declared_env() {
         let (_dir, config) = config();
         let env = agent(&["stub-agent"], ModelKeys::default())
-            .unit_env(&config)
+            .unit_env(Some(&config), Path::new("/t"))
             .unwrap();
-        assert!(env.is_empty());
+        assert_eq!(env.keys().collect::<Vec<_>>(), ["TMPDIR"]);
     }
 }

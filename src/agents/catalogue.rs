@@ -1,0 +1,199 @@
+//! The agent catalogue: the agents missionboard knows how to run, shipped in the
+//! binary as one data file (`presets/catalogue.toml`, an agents.toml of its own).
+//! `init` seeds it into agents.toml; `agent add <name>` copies one section.
+
+use std::path::{Path, PathBuf};
+use std::sync::OnceLock;
+
+use super::Agent;
+
+/// The catalogue's text, as shipped.
+pub const TEXT: &str = include_str!(concat!(
+    env!("CARGO_MANIFEST_DIR"),
+    "/presets/catalogue.toml"
+));
+
+/// What a catalogue entry names as its source.
+pub const SOURCE: &str = "<built-in catalogue>";
+
+/// Every catalogue entry, sorted by name.
+pub fn all() -> &'static [Agent] {
+    static PARSED: OnceLock<Vec<Agent>> = OnceLock::new();
+    PARSED.get_or_init(|| {
+        // The shipped file is checked by this module's tests; a broken build of it
+        // is a programming error, not an operator's.
+        super::parse(Path::new(SOURCE), TEXT).expect("presets/catalogue.toml parses")
+    })
+}
+
+/// One entry by name.
+pub fn get(name: &str) -> Option<&'static Agent> {
+    all().iter().find(|a| a.name == name)
+}
+
+/// The names, sorted.
+pub fn names() -> Vec<&'static str> {
+    all().iter().map(|a| a.name.as_str()).collect()
+}
+
+/// The text of one entry as it stands in the catalogue: its `[agents.<name>]` table
+/// and every sub-table of it, comments included, ready to append to an agents.toml.
+pub fn section(name: &str) -> Option<String> {
+    get(name)?;
+    let head = format!("[agents.{name}]");
+    let sub = format!("[agents.{name}.");
+    let mut out = Vec::new();
+    let mut inside = false;
+    // Comment lines just above a header belong to the section that follows.
+    let mut pending: Vec<&str> = Vec::new();
+    for line in TEXT.lines() {
+        let trimmed = line.trim_start();
+        if trimmed.starts_with('[') {
+            inside = trimmed.starts_with(&head) || trimmed.starts_with(&sub);
+            if inside {
+                out.append(&mut pending);
+            }
+            pending.clear();
+            if inside {
+                out.push(line);
+            }
+            continue;
+        }
+        if trimmed.starts_with('#') || trimmed.is_empty() {
+            if trimmed.is_empty() {
+                pending.clear();
+            } else {
+                pending.push(line);
+            }
+            if inside && trimmed.is_empty() {
+                out.push(line);
+            }
+            continue;
+        }
+        if inside {
+            out.append(&mut pending);
+            out.push(line);
+        }
+        pending.clear();
+    }
+    while out.last().is_some_and(|l| l.trim().is_empty()) {
+        out.pop();
+    }
+    Some(out.join("\n") + "\n")
+}
+
+/// Where an installed program lives and which version it is: the `version` of the
+/// package.json above its real path (npm, pnpm, nvm installs), else the first line of
+/// `<program> <version_args>` within a few seconds.
+pub fn installed_version(agent: &Agent) -> Option<(PathBuf, Option<String>)> {
+    let program = crate::paths::locate_program(&agent.program().to_string_lossy(), None)?;
+    let real = std::fs::canonicalize(&program).unwrap_or_else(|_| program.clone());
+    let version =
+        package_version(&real).or_else(|| ask_version(&program, &agent.about.version_args));
+    Some((program, version))
+}
+
+/// The `version` of the nearest package.json above `path` that has a name.
+fn package_version(path: &Path) -> Option<String> {
+    for dir in path.ancestors().skip(1) {
+        let Ok(text) = std::fs::read_to_string(dir.join("package.json")) else {
+            continue;
+        };
+        let Ok(json) = serde_json::from_str::<serde_json::Value>(&text) else {
+            return None;
+        };
+        if json.get("name").is_some() {
+            return json
+                .get("version")
+                .and_then(|v| v.as_str())
+                .map(crate::text::one_line);
+        }
+    }
+    None
+}
+
+/// How long a program gets to print its version.
+const VERSION_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(5);
+
+fn ask_version(program: &Path, args: &[String]) -> Option<String> {
+    use std::io::Read;
+    if args.is_empty() {
+        return None;
+    }
+    let mut child = std::process::Command::new(program)
+        .args(args)
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .ok()?;
+    let status = crate::clock::poll_until_blocking(
+        VERSION_TIMEOUT,
+        std::time::Duration::from_millis(20),
+        || child.try_wait().ok().flatten(),
+    );
+    if status.is_none() {
+        let _ = child.kill();
+        let _ = child.wait();
+        return None;
+    }
+    let mut out = String::new();
+    child.stdout.take()?.read_to_string(&mut out).ok()?;
+    out.lines()
+        .map(str::trim)
+        .find(|l| !l.is_empty())
+        .map(crate::text::one_line)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_shipped_catalogue_parses_and_holds_every_agent() {
+        assert_eq!(
+            names(),
+            [
+                "agent-planner",
+                "claude",
+                "codex",
+                "demo",
+                "gemini",
+                "goose",
+                "opencode",
+                "qwen",
+                "stub"
+            ]
+        );
+        let claude = get("claude").unwrap();
+        assert_eq!(claude.env["CLAUDE_CODE_TMPDIR"], "{tmp}");
+        assert!(claude.session_meta.contains_key("claudeCode"));
+        assert_eq!(get("opencode").unwrap().ports, [4096]);
+    }
+
+    #[test]
+    fn a_section_is_a_whole_entry_that_parses_alone() {
+        for name in names() {
+            let text = section(name).unwrap();
+            let parsed = super::super::parse(Path::new("x"), &text).unwrap();
+            assert_eq!(parsed.len(), 1, "{name}: {text}");
+            let mut want = get(name).unwrap().clone();
+            want.source = PathBuf::from("x");
+            assert_eq!(parsed[0], want, "{name}: {text}");
+        }
+        assert!(section("nope").is_none());
+    }
+
+    #[test]
+    fn variables_expand_with_their_defaults() {
+        let env = |n: &str| (n == "SET").then(|| "/custom".to_string());
+        assert_eq!(
+            super::super::expand_vars("${SET:-~/.x}/y", env),
+            "/custom/y"
+        );
+        assert_eq!(super::super::expand_vars("${UNSET:-~/.x}", env), "~/.x");
+        assert_eq!(super::super::expand_vars("${UNSET}z", env), "z");
+        assert_eq!(super::super::expand_vars("plain", env), "plain");
+        assert_eq!(super::super::expand_vars("${open", env), "${open");
+    }
+}

@@ -1,0 +1,266 @@
+//! The operator's cases, the same for every agent: each fires a mission through the
+//! real binary at the agent under its catalogue entry, plays the operator with the
+//! real commands, and asserts what the operator sees, what the record says and what
+//! reached the model.
+
+use serde_json::{Value, json};
+
+use crate::harness::*;
+
+/// How long a whole fire may take before the case fails as hung.
+const FIRE_SECS: u64 = 180;
+
+/// The question the unit asks the operator.
+fn is_question(ask: &Value) -> bool {
+    ask["toolName"] == "mission_ask_attention"
+}
+
+/// A gated tool call (anything but the question).
+fn is_gated_call(ask: &Value) -> bool {
+    !is_question(ask)
+}
+
+/// `(kind, summary)` of the newest mission's reports.
+fn reports(world: &World) -> Vec<(String, String)> {
+    world.show()["reports"]
+        .as_array()
+        .cloned()
+        .unwrap_or_default()
+        .iter()
+        .map(|r| {
+            (
+                r["kind"].as_str().unwrap_or_default().to_string(),
+                r["summary"].as_str().unwrap_or_default().to_string(),
+            )
+        })
+        .collect()
+}
+
+/// The turns that report a result and land.
+fn report_and_land(world_tool: impl Fn(&str) -> String, summary: &str) -> Vec<Value> {
+    vec![
+        call(
+            &world_tool("mission_report"),
+            json!({"kind": "result", "summary": summary}),
+        ),
+        call(
+            &world_tool("mission_finish"),
+            json!({"status": "landed", "reason": "done"}),
+        ),
+        say("Done."),
+    ]
+}
+
+/// Assert the fire exited 0 and the mission landed with a result report `summary`.
+#[track_caller]
+fn assert_landed(world: &World, run: &Run, summary: &str) {
+    assert_eq!(
+        run.code,
+        0,
+        "{run:#?}\nmodel requests: {:#}",
+        json!(world.model.requests())
+    );
+    assert!(
+        run.stdout.contains(&format!("[result] {summary}")),
+        "{run:#?}"
+    );
+    let show = world.show();
+    assert_eq!(show["status"], "landed", "{show:#}");
+    assert!(
+        !world.model.exhausted(),
+        "the agent asked the model past its script"
+    );
+}
+
+/// Land: a result report, then `mission_finish landed`.
+pub fn lands(agent: &'static Conformer, policy: &str) {
+    let world = World::new(
+        agent,
+        report_and_land(agent.mission_tool, "the greeting is written"),
+    );
+    let run = world
+        .fire("write a greeting", policy)
+        .join_within(FIRE_SECS);
+    assert_landed(&world, &run, "the greeting is written");
+}
+
+/// A gated write: the agent's own write tool asks, the operator approves it with
+/// `approvals respond --approve`, the file is written and the mission lands.
+pub fn gated_write_approved(agent: &'static Conformer, policy: &str) {
+    let text = format!("hello from {}\n", agent.name);
+    let mut turns = vec![(agent.write_call)("hello.txt", &text)];
+    turns.extend(report_and_land(agent.mission_tool, "hello.txt is written"));
+    let world = World::new(agent, turns);
+    let mut fire = world.fire("write hello.txt", policy);
+    let ask = wait_ask(&world.sb, &mut fire, "the gated write", is_gated_call);
+    assert!(
+        !world.sb.cwd.join("hello.txt").exists(),
+        "the write waits for the operator"
+    );
+    world.run(&["approvals", "respond", &ask, "--approve"]).ok();
+    let run = fire.join_within(FIRE_SECS);
+    assert_landed(&world, &run, "hello.txt is written");
+    assert_eq!(
+        std::fs::read_to_string(world.sb.cwd.join("hello.txt")).ok(),
+        Some(text)
+    );
+}
+
+/// A question answered: `mission_ask_attention`, the operator's answer through
+/// `approvals respond --answer`, and the answer in the model's next request.
+pub fn question_answered(agent: &'static Conformer, policy: &str) {
+    let answer = "say bonjour, not hello";
+    let mut turns = vec![call(
+        &(agent.mission_tool)("mission_ask_attention"),
+        json!({"summary": "Which greeting should I write?"}),
+    )];
+    turns.extend(report_and_land(
+        agent.mission_tool,
+        "the greeting is chosen",
+    ));
+    let world = World::new(agent, turns);
+    world
+        .run(&["config", "set", "ask-park-window", "300s"])
+        .ok();
+    let mut fire = world.fire("write a greeting", policy);
+    let ask = wait_ask(&world.sb, &mut fire, "the question", is_question);
+    world
+        .run(&["approvals", "respond", &ask, "--answer", answer])
+        .ok();
+    let run = fire.join_within(FIRE_SECS);
+    assert_landed(&world, &run, "the greeting is chosen");
+    assert!(
+        world.model.heard_after(1, answer),
+        "the answer never reached the model: {:#}",
+        json!(world.model.turn_requests())
+    );
+}
+
+/// A call the envelope denies (`shred` under `strict`): no ask, the file survives,
+/// the refusal reaches the model or the record, and the fire ends (no hang) with the
+/// mission no longer open.
+pub fn denied_call(agent: &'static Conformer, policy: &str) {
+    let world = World::new(
+        agent,
+        vec![
+            (agent.shell_call)("shred -u victim.txt"),
+            call(
+                &(agent.mission_tool)("mission_finish"),
+                json!({"status": "stuck", "reason": "the shred was refused"}),
+            ),
+            say("Stopped."),
+        ],
+    );
+    world
+        .sb
+        .write(&world.sb.cwd.join("victim.txt"), "keep me\n");
+    let run = world.fire("wipe victim.txt", policy).join_within(FIRE_SECS);
+    assert!(
+        world.sb.cwd.join("victim.txt").exists(),
+        "the denied shred ran: {run:#?}"
+    );
+    let show = world.show();
+    assert_ne!(show["status"], "open", "{show:#}\n{run:#?}");
+    let heard = world.model.heard_after(1, "shred");
+    let recorded = reports(&world)
+        .iter()
+        .any(|(_, summary)| summary.contains("shred"))
+        || show["statusReason"].to_string().contains("shred");
+    assert!(
+        heard || recorded,
+        "the refusal reached neither the model nor the record: {show:#}\nmodel: {:#}",
+        json!(world.model.turn_requests())
+    );
+    assert!(
+        !world.model.exhausted(),
+        "the agent asked the model past its script"
+    );
+}
+
+/// A stop: the agent runs an approved `sleep` in its shell; `mission stop` ends the
+/// mission, the fire exits, and every process of the unit's tree is gone.
+pub fn stopped(agent: &'static Conformer, policy: &str) {
+    // The comment tells agents that refuse a bare long sleep (qwen) it is meant.
+    let world = World::new(
+        agent,
+        vec![
+            (agent.shell_call)("sleep 587 # intentional-sleep: the operator stops this"),
+            say("Slept."),
+        ],
+    );
+    let mut fire = world.fire("sleep a while", policy);
+    let host = fire.pid();
+    let ask = wait_ask(&world.sb, &mut fire, "the gated sleep", is_gated_call);
+    world.run(&["approvals", "respond", &ask, "--approve"]).ok();
+    let tree = fire.wait(STEP_SECS, "the sleep to run in the unit's tree", || {
+        let tree = descendants(host);
+        tree.iter()
+            .any(|p| p.cmdline().starts_with("sleep 587"))
+            .then_some(tree)
+    });
+    let id = world.sb.newest_mission().unwrap();
+    world.run(&["mission", "stop", &id]).ok();
+    let run = fire.join_within(FIRE_SECS);
+    wait_all_gone(&tree, 30);
+    let show = world.show();
+    assert_ne!(show["status"], "open", "{show:#}\n{run:#?}");
+}
+
+/// The host SIGKILLed while the question is parked; the answer given later from
+/// another process resumes the run, which lands exactly once; nothing of the killed
+/// host's unit is left behind.
+pub fn killed_host_resumed(agent: &'static Conformer, policy: &str) {
+    let answer = "yes, carry on";
+    let mut turns = vec![
+        call(
+            &(agent.mission_tool)("mission_ask_attention"),
+            json!({"summary": "May I carry on?"}),
+        ),
+        say("Waiting for the operator."),
+    ];
+    turns.extend(report_and_land(agent.mission_tool, "carried on"));
+    let world = World::new(agent, turns);
+    world.run(&["config", "set", "ask-park-window", "2s"]).ok();
+    let mut fire = world.fire("carry on when allowed", policy);
+    let host = fire.pid();
+    let ask = fire.wait(STEP_SECS, "the parked question", || {
+        pending_asks(&world.sb)
+            .into_iter()
+            .find(|a| is_question(a) && a["parked"] == true)
+            .and_then(|a| a["id"].as_str().map(str::to_string))
+    });
+    // The parked turn ends with the model's "waiting" turn: kill the host after it,
+    // so the resumed run starts from a unit at rest.
+    fire.wait(STEP_SECS, "the parked turn to end", || {
+        (world.model.turns_taken() >= 2).then_some(())
+    });
+    let tree = descendants(host);
+    let killed = fire.sigkill();
+    assert_eq!(killed.code, -1, "killed by the signal: {killed:#?}");
+    wait_all_gone(&tree, 30);
+    let resumed = world.run(&["approvals", "respond", &ask, "--answer", answer]);
+    assert_eq!(resumed.code, 0, "{resumed:#?}");
+    let show = wait_for(FIRE_SECS, "the resumed run to land", || {
+        let show = world.show();
+        (show["status"] != "open").then_some(show)
+    });
+    assert_eq!(show["status"], "landed", "{show:#}\n{resumed:#?}");
+    let results: Vec<_> = reports(&world)
+        .into_iter()
+        .filter(|(kind, _)| kind == "result")
+        .collect();
+    assert_eq!(
+        results,
+        vec![("result".to_string(), "carried on".to_string())],
+        "exactly one resumed run"
+    );
+    assert!(
+        world.model.heard_after(2, answer),
+        "the answer never reached the model: {:#}",
+        json!(world.model.turn_requests())
+    );
+    assert!(
+        !world.model.exhausted(),
+        "the agent asked the model past its script"
+    );
+}

@@ -1,0 +1,141 @@
+//! opencode (`opencode acp`), on the scripted OpenAI Chat Completions API through an
+//! OpenAI-compatible provider named in the project's `opencode.json`.
+
+use std::path::Path;
+
+use serde_json::{Value, json};
+
+use crate::cases;
+use crate::harness::{Conformer, Model, Pin, call};
+
+pub static OPENCODE: Conformer = Conformer {
+    name: "opencode",
+    pin: Pin {
+        package: "opencode-ai",
+        version: "1.18.33",
+        bin: "opencode",
+    },
+    api: "openai_chat",
+    provider_env,
+    mission_tool,
+    write_call,
+    shell_call,
+    workspace_setup: Some(workspace_setup),
+};
+
+fn provider_env(model: &Model) -> Vec<(String, String)> {
+    [
+        // The catalogue's endpoint: what `{model}` opens under strict.
+        ("OPENAI_BASE_URL", format!("{}/v1", model.base)),
+        ("OPENAI_API_KEY", "sk-scripted".to_string()),
+        // Loopback only: no models.dev catalogue, no update checks, no downloads.
+        ("OPENCODE_DISABLE_MODELS_FETCH", "1".to_string()),
+        ("OPENCODE_DISABLE_AUTOUPDATE", "1".to_string()),
+        ("OPENCODE_DISABLE_LSP_DOWNLOAD", "1".to_string()),
+        ("OPENCODE_DISABLE_SHARE", "1".to_string()),
+    ]
+    .into_iter()
+    .map(|(k, v)| (k.to_string(), v))
+    .collect()
+}
+
+/// The project config a user writes to point opencode at an OpenAI-compatible server.
+fn workspace_setup(workspace: &Path, model: &Model) {
+    let config = json!({
+        "$schema": "https://opencode.ai/config.json",
+        "provider": {
+            "scripted": {
+                "npm": "@ai-sdk/openai-compatible",
+                "name": "Scripted",
+                "options": {"baseURL": format!("{}/v1", model.base), "apiKey": "sk-scripted"},
+                "models": {"scripted-model": {"name": "Scripted model", "tool_call": true}}
+            }
+        },
+        "model": "scripted/scripted-model",
+        "small_model": "scripted/scripted-model",
+        "autoupdate": false,
+        "share": "disabled"
+    });
+    std::fs::write(
+        workspace.join("opencode.json"),
+        serde_json::to_string_pretty(&config).unwrap(),
+    )
+    .unwrap();
+}
+
+/// opencode serves itself on a fixed loopback port (4096): two at once collide, so
+/// this module's cases take turns.
+fn one_at_a_time() -> std::sync::MutexGuard<'static, ()> {
+    static ONE: std::sync::Mutex<()> = std::sync::Mutex::new(());
+    ONE.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// opencode names an MCP tool `<server>_<tool>`.
+fn mission_tool(name: &str) -> String {
+    format!("mission_{name}")
+}
+
+fn write_call(path: &str, content: &str) -> Value {
+    call("write", json!({"filePath": path, "content": content}))
+}
+
+fn shell_call(command: &str) -> Value {
+    call("bash", json!({"command": command, "description": "run it"}))
+}
+
+#[test]
+fn lands_under_default() {
+    let _one = one_at_a_time();
+    cases::lands(&OPENCODE, "default");
+}
+
+#[test]
+fn gated_write_approved_under_default() {
+    let _one = one_at_a_time();
+    cases::gated_write_approved(&OPENCODE, "default");
+}
+
+#[test]
+#[ignore = "needs strict grants for opencode (wt-super): session/new fails with OpenCode service failure (directory)"]
+fn gated_write_approved_under_strict() {
+    let _one = one_at_a_time();
+    cases::gated_write_approved(&OPENCODE, "strict");
+}
+
+#[test]
+fn question_answered_under_default() {
+    let _one = one_at_a_time();
+    cases::question_answered(&OPENCODE, "default");
+}
+
+#[test]
+fn denied_call_under_default() {
+    let _one = one_at_a_time();
+    cases::denied_call(&OPENCODE, "default");
+}
+
+#[test]
+#[ignore = "needs strict grants for opencode (wt-super): session/new fails with OpenCode service failure (directory)"]
+fn denied_call_under_strict() {
+    let _one = one_at_a_time();
+    cases::denied_call(&OPENCODE, "strict");
+}
+
+#[test]
+fn stopped_under_default() {
+    let _one = one_at_a_time();
+    cases::stopped(&OPENCODE, "default");
+}
+
+#[test]
+#[ignore = "needs strict grants for opencode (wt-super): session/new fails with OpenCode service failure (directory)"]
+fn stopped_under_strict() {
+    let _one = one_at_a_time();
+    cases::stopped(&OPENCODE, "strict");
+}
+
+#[test]
+fn killed_host_resumed_under_default() {
+    let _one = one_at_a_time();
+    cases::killed_host_resumed(&OPENCODE, "default");
+}

@@ -1,0 +1,100 @@
+//! Qwen Code (`qwen --acp`), on the scripted OpenAI Chat Completions API.
+
+use serde_json::{Value, json};
+
+use crate::cases;
+use crate::harness::{Conformer, Model, Pin, call};
+
+pub static QWEN: Conformer = Conformer {
+    name: "qwen",
+    pin: Pin {
+        package: "@qwen-code/qwen-code",
+        version: "0.24.4",
+        bin: "qwen",
+    },
+    api: "openai_chat",
+    provider_env,
+    mission_tool,
+    write_call,
+    shell_call,
+    workspace_setup: None,
+};
+
+fn provider_env(model: &Model) -> Vec<(String, String)> {
+    [
+        ("OPENAI_BASE_URL", format!("{}/v1", model.base)),
+        ("OPENAI_API_KEY", "sk-scripted".to_string()),
+        ("OPENAI_MODEL", "scripted-model".to_string()),
+    ]
+    .into_iter()
+    .map(|(k, v)| (k.to_string(), v))
+    .collect()
+}
+
+/// Qwen Code names an MCP tool `mcp__<server>__<tool>`.
+fn mission_tool(name: &str) -> String {
+    format!("mcp__mission__{name}")
+}
+
+fn write_call(path: &str, content: &str) -> Value {
+    call("write_file", json!({"file_path": path, "content": content}))
+}
+
+fn shell_call(command: &str) -> Value {
+    call(
+        "run_shell_command",
+        json!({"command": command, "description": "run it", "is_background": false}),
+    )
+}
+
+#[test]
+#[ignore = "needs the permission normaliser (wt-norm): qwen asks permission for its mission tools (kind other, _meta.toolName), which become operator asks"]
+fn lands_under_default() {
+    cases::lands(&QWEN, "default");
+}
+
+#[test]
+#[ignore = "needs the permission normaliser (wt-norm): qwen asks permission for its mission tools (kind other, _meta.toolName), which become operator asks"]
+fn gated_write_approved_under_default() {
+    cases::gated_write_approved(&QWEN, "default");
+}
+
+#[test]
+#[ignore = "needs the permission normaliser (wt-norm): qwen asks permission for its mission tools (kind other, _meta.toolName), which become operator asks"]
+fn gated_write_approved_under_strict() {
+    cases::gated_write_approved(&QWEN, "strict");
+}
+
+#[test]
+#[ignore = "needs the permission normaliser (wt-norm): qwen asks permission for its mission tools (kind other, _meta.toolName), which become operator asks"]
+fn question_answered_under_default() {
+    cases::question_answered(&QWEN, "default");
+}
+
+#[test]
+#[ignore = "needs refusal handling (wt-norm): qwen ends its turn on a reject and the mission stays open with nothing pending"]
+fn denied_call_under_default() {
+    cases::denied_call(&QWEN, "default");
+}
+
+#[test]
+#[ignore = "needs refusal handling (wt-norm): qwen ends its turn on a reject and the mission stays open with nothing pending"]
+fn denied_call_under_strict() {
+    cases::denied_call(&QWEN, "strict");
+}
+
+#[test]
+fn stopped_under_default() {
+    cases::stopped(&QWEN, "default");
+}
+
+#[test]
+fn stopped_under_strict() {
+    cases::stopped(&QWEN, "strict");
+}
+
+#[test]
+#[ignore = "needs the permission normaliser (wt-norm): qwen asks permission for its mission tools (kind other, _meta.toolName), which become operator asks"]
+fn killed_host_resumed_under_default() {
+    cases::killed_host_resumed(&QWEN, "default");
+}
