@@ -195,7 +195,7 @@ pub fn stopped(agent: &'static Conformer, policy: &str) {
     let tree = fire.wait(STEP_SECS, "the sleep to run in the unit's tree", || {
         let tree = descendants(host);
         tree.iter()
-            .any(|p| p.cmdline().starts_with("sleep 587"))
+            .any(|p| p.cmdline().starts_with("sleep 987"))
             .then_some(tree)
     });
     let id = world.sb.newest_mission().unwrap();

@@ -200,6 +200,12 @@ impl Model {
         }
     }
 
+    /// A scratch directory that lives as long as this server (for the agent's own
+    /// config files that point it here).
+    pub fn dir(&self) -> &Path {
+        self._dir.path()
+    }
+
     /// Every request recorded so far: `{seq, path, turn, exhausted, body}`, in order.
     pub fn requests(&self) -> Vec<Value> {
         std::fs::read_to_string(&self.record)

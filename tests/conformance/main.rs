@@ -5,9 +5,14 @@
 #[path = "../common/mod.rs"]
 mod common;
 
+// Shared by every agent's module; not every module uses every helper.
+#[allow(dead_code)]
 mod harness;
 
 mod cases;
 mod claude;
+mod codex;
+mod gemini;
+mod hitl;
 mod opencode;
 mod qwen;
