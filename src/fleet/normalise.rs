@@ -414,8 +414,8 @@ mod tests {
         assert_eq!(ours, None, "codex names another server");
     }
 
-    /// What a fixture says its frames must normalise to.
-    #[derive(serde::Deserialize)]
+    /// What a fixture's frames must normalise to.
+    #[derive(serde::Deserialize, Default)]
     #[serde(deny_unknown_fields)]
     struct Expect {
         #[serde(default)]
@@ -431,9 +431,71 @@ mod tests {
         strict: Option<String>,
     }
 
-    /// Every recorded frame under `tests/fixtures/acp/<agent>/`: each file's
-    /// `session/request_permission` and `tool_call` updates, read the way the host
-    /// reads them off the wire, and normalised.
+    /// What a frame recorded by the conformance suite (`request_permission.<case>.
+    /// <title>.json`, `tool_call.<case>.<title>.json`) must normalise to, by its
+    /// title. `None`: a recording this table has no row for yet.
+    fn recorded_expect(kind: &str, title: &str) -> Option<Expect> {
+        let mission = Expect {
+            mission: true,
+            ..Expect::default()
+        };
+        let call = |call: &str, args: Value, strict: Option<&str>| Expect {
+            call: Some(call.to_string()),
+            args: args.as_object().cloned().unwrap_or_default(),
+            strict: strict.map(str::to_string),
+            ..Expect::default()
+        };
+        if kind == "tool_call" {
+            let ours = title.starts_with("tool_mission_mission_") || title.starts_with("mission_");
+            return Some(Expect {
+                mission: ours,
+                ..Expect::default()
+            });
+        }
+        Some(match title {
+            // codex: `Approve <MCP tool title>`; gemini: `<tool> (mission MCP Server)`.
+            t if t.starts_with("approve_") || t.ends_with("_mission_mcp_server") => mission,
+            "edit_tmp_conformance_work_approved_txt" | "writing_to_approved_txt" => call(
+                "local_fs.write_file",
+                json!({"path": "/tmp/conformance/work/approved.txt"}),
+                None,
+            ),
+            "printf_hi_out_txt" => call("local_shell.local_shell", json!({}), Some("approve")),
+            "shred_u_victim_txt" => call("local_shell.local_shell", json!({}), Some("deny")),
+            _ => return None,
+        })
+    }
+
+    /// A fixture's frames as JSON-RPC messages, and what they must normalise to.
+    /// Hand-written fixtures hold both (`frames`, `expect`); a conformance recording
+    /// holds one frame, its expectation found by its file name.
+    fn fixture(name: &str, doc: Value) -> Option<(Vec<Value>, Expect)> {
+        if let Some(frames) = doc.get("frames") {
+            let expect = serde_json::from_value(doc["expect"].clone()).unwrap_or_else(|e| {
+                panic!("{name}: needs an 'expect' of mission/call/args/strict: {e}")
+            });
+            return Some((frames.as_array().cloned().unwrap_or_default(), expect));
+        }
+        let file = name.rsplit('/').next().unwrap().trim_end_matches(".json");
+        let mut parts = file.splitn(3, '.');
+        let (kind, _case, title) = (parts.next()?, parts.next()?, parts.next()?);
+        let frame = match kind {
+            "request_permission" => {
+                json!({"method": "session/request_permission", "params": doc["params"]})
+            }
+            "tool_call" => json!({"method": "session/update", "params": doc}),
+            // Handshake results and notes: nothing to normalise.
+            _ => return None,
+        };
+        let expect = recorded_expect(kind, title).unwrap_or_else(|| {
+            panic!("{name}: a recorded frame with no row in recorded_expect; add one")
+        });
+        Some((vec![frame], expect))
+    }
+
+    /// Every frame under `tests/fixtures/acp/<agent>/` — the hand-written ones and
+    /// those the conformance suite recorded — read the way the host reads them off
+    /// the wire, and normalised.
     #[test]
     fn every_agent_fixture_normalises_as_it_expects() {
         let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/acp");
@@ -444,7 +506,10 @@ mod tests {
         let mut files = Vec::new();
         for agent in std::fs::read_dir(&root).expect("tests/fixtures/acp exists") {
             for file in std::fs::read_dir(agent.unwrap().path()).unwrap() {
-                files.push(file.unwrap().path());
+                let path = file.unwrap().path();
+                if path.extension().is_some_and(|e| e == "json") {
+                    files.push(path);
+                }
             }
         }
         files.sort();
@@ -454,23 +519,19 @@ mod tests {
                 "no fixture for {agent}: {files:?}"
             );
         }
+        let mut checked = 0;
         for file in &files {
             let name = file.strip_prefix(&root).unwrap().display().to_string();
             let doc: Value = serde_json::from_str(&std::fs::read_to_string(file).unwrap())
                 .unwrap_or_else(|e| panic!("{name}: not JSON: {e}"));
-            let expect: Expect =
-                serde_json::from_value(doc["expect"].clone()).unwrap_or_else(|e| {
-                    panic!("{name}: needs an 'expect' of mission/call/args/strict: {e}")
-                });
-            let frames = doc["frames"]
-                .as_array()
-                .unwrap_or_else(|| panic!("{name}: no frames"));
-            let mut requests = 0;
+            let Some((frames, expect)) = fixture(&name, doc) else {
+                continue;
+            };
+            checked += 1;
             for frame in frames {
                 let params = frame["params"].clone();
                 match frame["method"].as_str() {
                     Some("session/request_permission") => {
-                        requests += 1;
                         let ask = crate::acp::permission_ask_from_params(params)
                             .unwrap_or_else(|e| panic!("{name}: request unreadable: {e}"));
                         assert!(
@@ -504,19 +565,19 @@ mod tests {
                     Some("session/update") => {
                         let event = crate::acp::unit_event_from_params(params)
                             .unwrap_or_else(|e| panic!("{name}: update unreadable: {e}"));
-                        if let Some(shape) = event.as_ref().and_then(Shape::of_event) {
-                            assert_eq!(
-                                mission_tool(&shape).is_some(),
-                                expect.mission,
-                                "{name}: tool_call update a mission tool?"
-                            );
-                        }
+                        let shape = event.as_ref().and_then(Shape::of_event);
+                        let shape = shape.unwrap_or_else(|| panic!("{name}: not a tool_call"));
+                        assert_eq!(
+                            mission_tool(&shape).is_some(),
+                            expect.mission,
+                            "{name}: tool_call update a mission tool?"
+                        );
                     }
                     other => panic!("{name}: unexpected frame {other:?}"),
                 }
             }
-            assert_eq!(requests, 1, "{name}: one permission request per fixture");
         }
+        assert!(checked >= 20, "only {checked} fixtures held frames");
     }
 
     #[test]
