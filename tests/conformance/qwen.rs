@@ -48,7 +48,6 @@ fn shell_call(command: &str) -> Value {
 }
 
 #[test]
-#[ignore = "needs the permission normaliser (wt-norm): qwen asks permission for its mission tools (kind other, _meta.toolName), which become operator asks"]
 fn lands_under_default() {
     cases::lands(&QWEN, "default");
 }
@@ -72,13 +71,11 @@ fn question_answered_under_default() {
 }
 
 #[test]
-#[ignore = "needs refusal handling (wt-norm): qwen ends its turn on a reject and the mission stays open with nothing pending"]
 fn denied_call_under_default() {
     cases::denied_call(&QWEN, "default");
 }
 
 #[test]
-#[ignore = "needs refusal handling (wt-norm): qwen ends its turn on a reject and the mission stays open with nothing pending"]
 fn denied_call_under_strict() {
     cases::denied_call(&QWEN, "strict");
 }
