@@ -353,7 +353,8 @@ impl Drive {
     }
 
     /// Open, with no question or gated call pending and no run parked: nothing the
-    /// unit started will move the mission.
+    /// unit started will move the mission. (A parked run whose answer came before
+    /// this look is about to resume: it is not stranded, though nothing is pending.)
     async fn stranded(&self) -> bool {
         let pending = self
             .store(|r| {
@@ -676,17 +677,7 @@ impl Drive {
     /// unit that reached someone no further: say so, durably, and mark the drive idle
     /// so a waiting `mission fire` returns instead of idling to its timeout.
     async fn note_if_idle(&self) {
-        let pending = self
-            .store(|r| {
-                r.asks
-                    .for_mission(&r.mission_id, 200)
-                    .map(|asks| asks.iter().any(|a| a.is_pending()))
-                    .unwrap_or(true)
-            })
-            .await;
-        // A parked run whose answer came before this look is about to resume: it is
-        // not idle, even though nothing is pending any more.
-        if pending || !self.parked().await.is_empty() || self.resting().await {
+        if !self.stranded().await {
             return;
         }
         let id = &self.mission.id;
