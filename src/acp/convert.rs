@@ -36,6 +36,8 @@ pub(super) fn session_update(update: SessionUpdate) -> Option<UnitEvent> {
             title: call.title,
             kind: wire_name(&call.kind),
             status: wire_name(&call.status),
+            raw_input: call.raw_input,
+            meta: call.meta.unwrap_or_default(),
         },
         SessionUpdate::ToolCallUpdate(update) => UnitEvent::ToolCallUpdate {
             id: update.tool_call_id.0.to_string(),
@@ -125,27 +127,21 @@ pub(super) fn permission_ask(
     (ask, request.options)
 }
 
-/// Pick the offered option matching the decision, preferring the narrower
-/// "once" kind; `cancelled` when nothing of that polarity was offered. Never
-/// invent an option id.
+/// Pick the offered option of the decision's "once" kind (`allow_once`,
+/// `reject_once`), by kind, whatever the agent calls it; `cancelled` when none was
+/// offered. Never a persistent option (`allow_always`, `reject_always`, an agent's
+/// "save" or "for this session"): each call is the envelope's to decide, every
+/// time. Never invent an option id.
 pub(super) fn permission_response(
     reply: PermissionReply,
     offered: &[acp::PermissionOption],
 ) -> RequestPermissionResponse {
-    let preference: &[PermissionOptionKind] = match reply {
-        PermissionReply::Allow => &[
-            PermissionOptionKind::AllowOnce,
-            PermissionOptionKind::AllowAlways,
-        ],
-        PermissionReply::Reject => &[
-            PermissionOptionKind::RejectOnce,
-            PermissionOptionKind::RejectAlways,
-        ],
-        PermissionReply::Cancelled => &[],
+    let once = match reply {
+        PermissionReply::Allow => Some(PermissionOptionKind::AllowOnce),
+        PermissionReply::Reject => Some(PermissionOptionKind::RejectOnce),
+        PermissionReply::Cancelled => None,
     };
-    let chosen = preference
-        .iter()
-        .find_map(|kind| offered.iter().find(|o| o.kind == *kind));
+    let chosen = once.and_then(|kind| offered.iter().find(|o| o.kind == kind));
     RequestPermissionResponse::new(match chosen {
         Some(option) => RequestPermissionOutcome::Selected(SelectedPermissionOutcome::new(
             option.option_id.clone(),
@@ -228,7 +224,7 @@ mod tests {
     }
 
     #[test]
-    fn options_are_chosen_by_kind_never_invented() {
+    fn options_are_chosen_by_kind_once_only_never_invented() {
         let all = vec![
             option("aa", PermissionOptionKind::AllowAlways),
             option("ao", PermissionOptionKind::AllowOnce),
@@ -248,10 +244,14 @@ mod tests {
             None
         );
 
-        let always_only = vec![option("aa", PermissionOptionKind::AllowAlways)];
+        let always_only = vec![
+            option("aa", PermissionOptionKind::AllowAlways),
+            option("ra", PermissionOptionKind::RejectAlways),
+        ];
         assert_eq!(
-            selected(&permission_response(PermissionReply::Allow, &always_only)).as_deref(),
-            Some("aa")
+            selected(&permission_response(PermissionReply::Allow, &always_only)),
+            None,
+            "a persistent allow is never chosen"
         );
         assert_eq!(
             selected(&permission_response(PermissionReply::Reject, &always_only)),

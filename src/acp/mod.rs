@@ -127,6 +127,11 @@ pub enum UnitEvent {
         kind: String,
         /// `pending` | `in_progress` | `completed` | `failed`
         status: String,
+        /// The call's arguments as the agent sent them, when it did.
+        raw_input: Option<Value>,
+        /// The update's `_meta` (`toolName` and friends, when the agent names the
+        /// tool there).
+        meta: Map<String, Value>,
     },
     ToolCallUpdate {
         id: String,
@@ -174,6 +179,22 @@ pub struct PermissionAsk {
     /// friends live here when the agent sends them).
     pub meta: Map<String, Value>,
     pub reply: oneshot::Sender<PermissionReply>,
+}
+
+/// A `session/request_permission`'s params read the way the host reads them off
+/// the wire (recorded frames, tests); the reply end goes nowhere.
+pub fn permission_ask_from_params(params: Value) -> Result<PermissionAsk, String> {
+    let request: agent_client_protocol::v1::schema::RequestPermissionRequest =
+        serde_json::from_value(params).map_err(|e| e.to_string())?;
+    Ok(convert::permission_ask(request, oneshot::channel().0).0)
+}
+
+/// A `session/update` notification's params read the way the host reads them off
+/// the wire; `None` for an update the host does not surface.
+pub fn unit_event_from_params(params: Value) -> Result<Option<UnitEvent>, String> {
+    let note: agent_client_protocol::v1::schema::SessionNotification =
+        serde_json::from_value(params).map_err(|e| e.to_string())?;
+    Ok(convert::session_update(note.update))
 }
 
 /// Why a turn ended.

@@ -1,7 +1,13 @@
 //! The unattended drive loop: the intent turn, at most one nudge, and — if the unit
-//! still reached nobody — a runtime blocker. Never a third prompt. A turn that
-//! errors derails the mission and reaps the unit. A unit that reached its operator
-//! stays resident, holding fleet width, until its mission comes to rest.
+//! still reached nobody — a runtime blocker. Never a third prompt of that kind. A
+//! turn that errors derails the mission and reaps the unit. A unit that reached its
+//! operator stays resident, holding fleet width, until its mission comes to rest.
+//!
+//! Refusals are their own bounded turns, apart from the nudge: after any turn during
+//! which the envelope refused a call, the unit is told exactly what was refused and
+//! why (at most [`REFUSAL_TURNS`] times a session), so it can try another way or
+//! finish. A unit that then stops with nothing pending would strand its mission
+//! open; it is finished stuck instead, its reason naming the refused call.
 //!
 //! The loop runs on a tokio worker beside other missions' units, so every store
 //! call it makes crosses the blocking boundary ([`Drive::store`]).
@@ -9,7 +15,8 @@
 use tokio::sync::{mpsc, watch};
 
 use super::budget::{Budget, ComputeLedger, Crossing};
-use super::prompts::{NUDGE, PREAMBLE, attach, extended_turn, resume_turn};
+use super::permissions::Refusals;
+use super::prompts::{NUDGE, PREAMBLE, attach, extended_turn, refusal_turn, resume_turn};
 use crate::acp::{CANCEL_GRACE, PromptOutcome, Unit, UnitError, UnitEvent};
 use crate::asks::checkpoint::{Checkpoint, HostId};
 use crate::asks::{Asks, BUDGET_TOOL, NewAsk, QUESTION_TOOLS};
@@ -21,6 +28,10 @@ use crate::tools::MissionSocket;
 
 /// Journal entries kept per unit (the "last words" come from here).
 const JOURNAL_RING: usize = 512;
+
+/// Refusal turns a unit gets per session. Each tells it of every call refused since
+/// the last; past them, a unit that keeps walking into the envelope is stopped.
+pub(super) const REFUSAL_TURNS: u32 = 2;
 
 pub(super) struct Drive {
     pub missions: Missions,
@@ -36,6 +47,8 @@ pub(super) struct Drive {
     pub budget: std::sync::Arc<Budget>,
     /// Crossings the permission answerer saw.
     pub crossings: mpsc::UnboundedReceiver<Crossing>,
+    /// Calls the envelope refused, as the permission answerer recorded them.
+    pub refusals: Refusals,
     pub ledger: ComputeLedger,
     /// How long a compute-bound question may wait (the approval ceiling).
     pub ask_ceiling: Option<std::time::Duration>,
@@ -131,7 +144,11 @@ impl Drive {
                 Turn::Done(_) => {
                     self.heartbeat().await;
                     self.drop_checkpoint(&ask_id).await;
-                    self.note_if_idle().await;
+                    match self.answer_refusals(&mut journal).await {
+                        Some(Turn::Failed(e)) => return self.fail_turn(e).await,
+                        Some(_) => return self.reap().await,
+                        None => self.note_if_idle().await,
+                    }
                 }
                 Turn::Failed(e) => {
                     // The failed turn derails the mission: nothing is left to resume.
@@ -159,6 +176,11 @@ impl Drive {
                 Turn::Done(outcome) => {
                     tracing::debug!(mission = %self.mission.id, stop = %outcome.stop_reason, "turn ended");
                     self.heartbeat().await;
+                    match self.answer_refusals(&mut journal).await {
+                        Some(Turn::Failed(e)) => return self.fail_turn(e).await,
+                        Some(_) => return self.reap().await,
+                        None => {}
+                    }
                     // A unit parked on a question is waiting for its operator, not mute.
                     if self.reached().await || !self.parked().await.is_empty() {
                         heard = true;
@@ -276,6 +298,9 @@ impl Drive {
                 Turn::Done(_) => {
                     self.heartbeat().await;
                     self.drop_checkpoint(&cp.ask_id).await;
+                    if let Some(ended) = self.answer_refusals(journal).await {
+                        return Some(ended);
+                    }
                     // The resumed turn may have parked on a new question.
                     *parked = self.parked().await;
                     if parked.is_empty() {
@@ -294,6 +319,64 @@ impl Drive {
             }
         }
         None
+    }
+
+    /// After a turn that ended: when the envelope refused calls during it, tell the
+    /// unit (a turn of its own), up to [`REFUSAL_TURNS`] a session. A unit that was
+    /// told and then stops with nothing pending is finished stuck, its reason
+    /// naming the refused call. Returns the turn that ended the drive, if one did.
+    async fn answer_refusals(&mut self, journal: &mut Journal) -> Option<Turn> {
+        let mut refused = false;
+        while self.refusals.pending() {
+            refused = true;
+            if self.resting().await {
+                self.refusals.drop_untold();
+                return None;
+            }
+            if self.refusals.turns >= REFUSAL_TURNS {
+                break;
+            }
+            self.refusals.turns += 1;
+            let text = refusal_turn(&self.refusals.tell());
+            match self.turn(vec![text], journal).await {
+                Turn::Done(outcome) => {
+                    tracing::debug!(mission = %self.mission.id, stop = %outcome.stop_reason, "refusal turn ended");
+                    self.heartbeat().await;
+                }
+                ended => return Some(ended),
+            }
+        }
+        if refused && self.stranded().await {
+            self.finish_refused().await;
+        }
+        None
+    }
+
+    /// Open, with no question or gated call pending and no run parked: nothing the
+    /// unit started will move the mission. (A parked run whose answer came before
+    /// this look is about to resume: it is not stranded, though nothing is pending.)
+    async fn stranded(&self) -> bool {
+        let pending = self
+            .store(|r| {
+                r.asks
+                    .for_mission(&r.mission_id, 200)
+                    .map(|asks| asks.iter().any(|a| a.is_pending()))
+                    .unwrap_or(true)
+            })
+            .await;
+        !pending && self.parked().await.is_empty() && !self.resting().await
+    }
+
+    /// The unit stopped after a refusal: finish the mission stuck on it.
+    async fn finish_refused(&self) {
+        let Some(refusal) = self.refusals.last.as_ref() else {
+            return;
+        };
+        let reason = format!(
+            "the envelope refused {} and the unit ended its turn without another way forward",
+            refusal.line()
+        );
+        self.finish_stuck(&reason).await;
     }
 
     /// One host-driven turn: the prompt, and — when it crosses a compute bound
@@ -594,17 +677,7 @@ impl Drive {
     /// unit that reached someone no further: say so, durably, and mark the drive idle
     /// so a waiting `mission fire` returns instead of idling to its timeout.
     async fn note_if_idle(&self) {
-        let pending = self
-            .store(|r| {
-                r.asks
-                    .for_mission(&r.mission_id, 200)
-                    .map(|asks| asks.iter().any(|a| a.is_pending()))
-                    .unwrap_or(true)
-            })
-            .await;
-        // A parked run whose answer came before this look is about to resume: it is
-        // not idle, even though nothing is pending any more.
-        if pending || !self.parked().await.is_empty() || self.resting().await {
+        if !self.stranded().await {
             return;
         }
         let id = &self.mission.id;

@@ -18,6 +18,7 @@ pub mod confinement;
 mod drive;
 pub mod handshake;
 pub mod mission_tools;
+mod normalise;
 mod permissions;
 pub mod prompts;
 pub mod resume;
@@ -804,10 +805,11 @@ impl Fleet {
             }
             drive::Opening::Fresh => None,
         };
-        permissions::spawn_answerer(
+        let refusals = permissions::spawn_answerer(
             perms,
             permissions::Gate {
                 mission_id: mission_id.clone(),
+                missions: inner.missions.clone(),
                 agent_name: mission.agent_name.clone(),
                 session_id: started.session_id.clone(),
                 instance_id: started.instance_id.clone(),
@@ -831,6 +833,7 @@ impl Fleet {
             opening,
             budget,
             crossings,
+            refusals,
             ledger,
             ask_ceiling: inner.ask_ceiling,
             park_window: inner.park_window,

@@ -1,26 +1,53 @@
 //! The unattended permission answerer: every `session/request_permission` a unit
-//! sends is decided by its mission's envelope. `allow` and `deny` are answered at
-//! once; `approve` becomes a durable ask that an operator answers (from any
-//! process), and the unit's tool call waits for it.
+//! sends is read by the one normaliser ([`super::normalise`]) and decided by its
+//! mission's envelope. Our mission tools are allowed at once; `allow` and `deny`
+//! are answered at once; `approve` becomes a durable ask that an operator answers
+//! (from any process), and the unit's tool call waits for it.
+//!
+//! A refused call (a deny rule, an operator's deny, an ask that expired) is a
+//! blocker report on the mission and goes to the drive loop, which tells the unit
+//! what was refused and why on its next turn.
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use serde_json::{Map, Value};
+use serde_json::Value;
 use tokio::sync::mpsc;
 
 use crate::acp::{PermissionAsk, PermissionReply};
-use crate::asks::{Asks, NewAsk, one_line_summary};
-use crate::envelope::eval::{ToolCall, evaluate};
+use crate::asks::{Ask, AskState, Asks, NewAsk, one_line_summary};
+use crate::envelope::eval::{ToolCall, Verdict, evaluate};
 use crate::envelope::policy::Action;
 use crate::envelope::search::Loaded;
+use crate::mission::Missions;
 use crate::sync::LockUnpoisoned;
 
 use super::budget::Budget;
+use super::normalise::{Shape, mission_tool, tool_call};
+
+/// A call the envelope refused, as the unit and the record are told of it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(super) struct Refusal {
+    /// `tools.tool`, e.g. `local_shell.local_shell`.
+    pub call: String,
+    /// The call's input in one line (the command and its directory, the path…).
+    pub input: String,
+    /// Who refused it and by what: the rule, the operator, the deadline.
+    pub why: String,
+}
+
+impl Refusal {
+    /// `local_shell.local_shell: shred -u victim.txt (in /w) — denied by rule 44 of envelope "strict"`
+    pub fn line(&self) -> String {
+        format!("{}: {} — {}", self.call, self.input, self.why)
+    }
+}
 
 /// Everything the answerer needs about the unit it serves.
 pub(super) struct Gate {
     pub mission_id: String,
+    /// Where a refused call is recorded.
+    pub missions: Missions,
     pub agent_name: String,
     pub session_id: String,
     pub instance_id: String,
@@ -36,33 +63,91 @@ pub(super) struct Gate {
     pub resumed_approval: std::sync::Mutex<Option<crate::asks::Ask>>,
 }
 
+/// The refusals of one unit's session, as the drive loop tells them.
+pub(super) struct Refusals {
+    rx: mpsc::UnboundedReceiver<Refusal>,
+    /// Refused since the unit was last told.
+    untold: Vec<Refusal>,
+    /// The latest refusal of the session (what a stranded mission's reason names).
+    pub last: Option<Refusal>,
+    /// Refusal turns sent so far.
+    pub turns: u32,
+}
+
+impl Refusals {
+    fn new(rx: mpsc::UnboundedReceiver<Refusal>) -> Refusals {
+        Refusals {
+            rx,
+            untold: Vec::new(),
+            last: None,
+            turns: 0,
+        }
+    }
+
+    /// Take in what the answerer refused; whether the unit has refusals to hear.
+    pub fn pending(&mut self) -> bool {
+        while let Ok(r) = self.rx.try_recv() {
+            self.last = Some(r.clone());
+            self.untold.push(r);
+        }
+        !self.untold.is_empty()
+    }
+
+    /// The untold refusals, as lines, now told.
+    pub fn tell(&mut self) -> Vec<String> {
+        self.untold.drain(..).map(|r| r.line()).collect()
+    }
+
+    /// Forget the untold ones (the mission rests: nobody is left to tell).
+    pub fn drop_untold(&mut self) {
+        self.untold.clear();
+    }
+}
+
 /// Answer each request on its own task: one waiting for a human must not hold up
-/// the next.
-pub(super) fn spawn_answerer(mut rx: mpsc::UnboundedReceiver<PermissionAsk>, gate: Gate) {
+/// the next. Returns where refused calls reach the drive loop.
+pub(super) fn spawn_answerer(
+    mut rx: mpsc::UnboundedReceiver<PermissionAsk>,
+    gate: Gate,
+) -> Refusals {
+    let (refused_tx, refused_rx) = mpsc::unbounded_channel();
     let gate = Arc::new(gate);
     tokio::spawn(async move {
         while let Some(ask) = rx.recv().await {
-            let gate = gate.clone();
+            let (gate, refused_tx) = (gate.clone(), refused_tx.clone());
             tokio::spawn(async move {
-                let reply = gate.decide(&ask).await;
+                let (reply, refusal) = gate.decide(&ask).await;
+                // Recorded before the unit hears the answer: the turn it ends on
+                // the refusal must find the refusal on the record and in the
+                // drive loop's channel.
+                if let Some(refusal) = refusal {
+                    gate.record_refusal(&refusal).await;
+                    let _ = refused_tx.send(refusal);
+                }
                 let _ = ask.reply.send(reply);
             });
         }
     });
+    Refusals::new(refused_rx)
 }
 
 impl Gate {
-    async fn decide(&self, ask: &PermissionAsk) -> PermissionReply {
-        if targets_mission_server(ask) {
-            return PermissionReply::Allow;
+    /// The answer to one request, and the refusal to record when it is refused by
+    /// the envelope (a spent compute budget is the drive loop's to handle).
+    async fn decide(&self, ask: &PermissionAsk) -> (PermissionReply, Option<Refusal>) {
+        let shape = Shape::of_request(ask);
+        if let Some(tool) = mission_tool(&shape) {
+            tracing::debug!(mission = %self.mission_id, tool, "mission tool allowed");
+            self.budget.mission_call(&ask.tool_call_id);
+            return (PermissionReply::Allow, None);
         }
         // Counted before rule evaluation. The call that crosses `maxToolCalls`
         // (and every call while the budget stays spent) is refused; the drive loop
         // hears of the crossing, cancels the turn and applies `onExhausted`.
-        if self.budget.gated_call(&ask.tool_call_id, &ask.title) {
-            return PermissionReply::Reject;
+        if self.budget.gated_call(&ask.tool_call_id) {
+            return (PermissionReply::Reject, None);
         }
-        let call = tool_call_of(ask);
+        let call = tool_call(&shape);
         let verdict = evaluate(&self.envelope.name, &self.envelope.policy, &call);
         tracing::info!(
             mission = %self.mission_id,
@@ -70,69 +155,128 @@ impl Gate {
             action = verdict.action.as_str(),
             "permission request"
         );
+        let refused = |why: String| {
+            Some(Refusal {
+                call: format!("{}.{}", call.tools, call.tool),
+                input: summarize(&call, &ask.title, &self.cwd),
+                why,
+            })
+        };
         match verdict.action {
-            Action::Allow => PermissionReply::Allow,
-            Action::Deny => PermissionReply::Reject,
+            Action::Allow => (PermissionReply::Allow, None),
+            Action::Deny => (PermissionReply::Reject, refused(self.rule_words(&verdict))),
             Action::Approve if self.take_resumed_approval(&call, &ask.title) => {
-                PermissionReply::Allow
+                (PermissionReply::Allow, None)
             }
-            Action::Approve => {
-                let wait = if verdict.timeout_s > 0 {
-                    Some(Duration::from_secs(verdict.timeout_s as u64))
-                } else {
-                    self.ask_ceiling
-                };
-                let new = NewAsk {
-                    tools_name: call.tools.clone(),
-                    tool_name: call.tool.clone(),
-                    args_summary: summarize(&call, &ask.title, &self.cwd),
-                    diff: diff_of(ask),
-                    policy_name: self.envelope.name.clone(),
-                    matched_rule: verdict.matched_rule.map(|r| r as i64),
-                    on_timeout: verdict.on_timeout.as_str().to_string(),
-                    instance_id: self.instance_id.clone(),
-                    session_id: self.session_id.clone(),
-                    agent_name: self.agent_name.clone(),
-                    mission_id: Some(self.mission_id.clone()),
-                    wait,
-                    checkpoint_cwd: Some(self.cwd.clone()),
-                    ..Default::default()
-                };
-                let asks = self.asks.clone();
-                let row = match crate::store::blocking(move || asks.raise(new)).await {
-                    Ok(r) => r,
-                    Err(e) => {
-                        tracing::error!(mission = %self.mission_id, "could not raise a permission ask; refusing the call: {e}");
-                        return PermissionReply::Reject;
-                    }
-                };
-                let deadline = wait.map(|w| Instant::now() + w);
-                // The run is checkpointed with the ask: the verdict reaches this
-                // waiting call only under the checkpoint's claim, so a process that
-                // resumes the run elsewhere (this host presumed dead) and this call
-                // never both act on it.
-                match self.asks.wait(&row.id, deadline).await {
-                    // Resolved, or still pending at the deadline (the call is
-                    // refused, so nothing waits on the row any more): either way
-                    // this call spends the checkpoint, unless another process
-                    // holds the run.
-                    Ok(r) => {
-                        let (asks, id) = (self.asks.clone(), r.id.clone());
-                        let delivered =
-                            crate::store::blocking(move || asks.claim_for_delivery(&id)).await;
-                        if delivered.unwrap_or(false) && r.approved() == Some(true) {
-                            PermissionReply::Allow
-                        } else {
-                            PermissionReply::Reject
-                        }
-                    }
-                    Err(e) => {
-                        tracing::error!(mission = %self.mission_id, "permission ask {} unreadable; refusing: {e}", row.id);
-                        PermissionReply::Reject
-                    }
+            Action::Approve => match self.ask_operator(ask, &call, &verdict).await {
+                Ok(()) => (PermissionReply::Allow, None),
+                Err(why) => (PermissionReply::Reject, refused(why)),
+            },
+        }
+    }
+
+    /// Which rule of which envelope refused a call.
+    fn rule_words(&self, verdict: &Verdict) -> String {
+        let name = &self.envelope.name;
+        let detail = verdict.detail.trim();
+        let rule = match verdict.matched_rule {
+            Some(i) => format!("denied by rule {i} of envelope \"{name}\""),
+            None => format!("denied by the default action of envelope \"{name}\""),
+        };
+        if detail.is_empty() {
+            rule
+        } else {
+            format!("{rule} ({})", one_line_summary(detail))
+        }
+    }
+
+    /// Raise the durable ask and wait for the operator. `Err` says why the call is
+    /// refused: the operator denied it, nobody answered in time, or the ask could
+    /// not be filed or read.
+    async fn ask_operator(
+        &self,
+        ask: &PermissionAsk,
+        call: &ToolCall,
+        verdict: &Verdict,
+    ) -> Result<(), String> {
+        let wait = if verdict.timeout_s > 0 {
+            Some(Duration::from_secs(verdict.timeout_s as u64))
+        } else {
+            self.ask_ceiling
+        };
+        let new = NewAsk {
+            tools_name: call.tools.clone(),
+            tool_name: call.tool.clone(),
+            args_summary: summarize(call, &ask.title, &self.cwd),
+            diff: diff_of(ask),
+            policy_name: self.envelope.name.clone(),
+            matched_rule: verdict.matched_rule.map(|r| r as i64),
+            on_timeout: verdict.on_timeout.as_str().to_string(),
+            instance_id: self.instance_id.clone(),
+            session_id: self.session_id.clone(),
+            agent_name: self.agent_name.clone(),
+            mission_id: Some(self.mission_id.clone()),
+            wait,
+            checkpoint_cwd: Some(self.cwd.clone()),
+            ..Default::default()
+        };
+        let asks = self.asks.clone();
+        let row = match crate::store::blocking(move || asks.raise(new)).await {
+            Ok(r) => r,
+            Err(e) => {
+                tracing::error!(mission = %self.mission_id, "could not raise a permission ask; refusing the call: {e}");
+                return Err(format!("refused: the approval could not be filed ({e})"));
+            }
+        };
+        let deadline = wait.map(|w| Instant::now() + w);
+        // The run is checkpointed with the ask: the verdict reaches this
+        // waiting call only under the checkpoint's claim, so a process that
+        // resumes the run elsewhere (this host presumed dead) and this call
+        // never both act on it.
+        match self.asks.wait(&row.id, deadline).await {
+            // Resolved, or still pending at the deadline (the call is
+            // refused, so nothing waits on the row any more): either way
+            // this call spends the checkpoint, unless another process
+            // holds the run.
+            Ok(r) => {
+                let (asks, id) = (self.asks.clone(), r.id.clone());
+                let delivered = crate::store::blocking(move || asks.claim_for_delivery(&id)).await;
+                if !delivered.unwrap_or(false) {
+                    return Err(format!(
+                        "refused: approval {} is held by another process resuming this mission",
+                        r.id
+                    ));
+                }
+                match r.approved() {
+                    Some(true) => Ok(()),
+                    _ => Err(operator_words(&r)),
                 }
             }
+            Err(e) => {
+                tracing::error!(mission = %self.mission_id, "permission ask {} unreadable; refusing: {e}", row.id);
+                Err(format!(
+                    "refused: approval {} could not be read ({e})",
+                    row.id
+                ))
+            }
         }
+    }
+
+    /// Put a refused call on the mission's record: a blocker report naming the call
+    /// and why (sanitized and bounded where it is shown).
+    async fn record_refusal(&self, refusal: &Refusal) {
+        let summary = crate::text::excerpt(&format!("refused {}", refusal.line()), 240);
+        let detail = format!(
+            "The envelope refused a tool call of the unit's.\n\nCall:   {}\nInput:  {}\nWhy:    {}\n\nThe unit is told on its next turn, so it can try another way or finish.",
+            refusal.call, refusal.input, refusal.why
+        );
+        let (missions, id) = (self.missions.clone(), self.mission_id.clone());
+        crate::store::blocking(move || {
+            if let Err(e) = missions.add_blocker(&id, summary, detail) {
+                tracing::error!(mission = %id, "could not record a refused call: {e}");
+            }
+        })
+        .await
     }
 
     /// Is this the call an operator approved before the session was resumed? The
@@ -151,97 +295,16 @@ impl Gate {
     }
 }
 
-/// A request for one of our own mission tools: named in `_meta` (the documented
-/// `missionboard.missionTool` key, or contenox's `toolsName: "mission"`), or by the
-/// tool's name or display title in the title or raw input. Only non-mutating kinds
-/// qualify, so a shell line that merely mentions a tool name is never waved through.
-fn targets_mission_server(ask: &PermissionAsk) -> bool {
-    if let Some(tool) = ask.meta.get(crate::tools::MISSION_TOOL_META_KEY) {
-        return tool
-            .as_str()
-            .is_some_and(|t| crate::tools::MISSION_TOOL_NAMES.contains(&t));
+/// Why an operator's ask ended in a refusal.
+fn operator_words(ask: &Ask) -> String {
+    match ask.state {
+        // Still pending at its deadline, or settled as expired.
+        AskState::Pending | AskState::Expired => format!(
+            "nobody answered approval {} before its deadline, so its on-timeout verdict ({}) applied",
+            ask.id, ask.on_timeout
+        ),
+        _ => format!("denied by the operator (approval {})", ask.id),
     }
-    if let Some(Value::String(t)) = ask.meta.get("toolsName") {
-        return t == crate::tools::MISSION_SERVER_NAME;
-    }
-    if matches!(
-        ask.kind.as_str(),
-        "execute" | "edit" | "delete" | "move" | "fetch"
-    ) {
-        return false;
-    }
-    let raw = ask
-        .raw_input
-        .as_ref()
-        .map(Value::to_string)
-        .unwrap_or_default();
-    crate::tools::names_mission_tool(&ask.title)
-        || crate::tools::MISSION_TOOL_NAMES
-            .iter()
-            .any(|t| raw.contains(t))
-}
-
-/// The envelope's view of a request. Agents that name the tool (`_meta` toolsName /
-/// toolName) are taken at their word; otherwise the ACP kind names it, and the raw
-/// input supplies the arguments rules look at (`path`, `command`, `url`).
-pub(super) fn tool_call_of(ask: &PermissionAsk) -> ToolCall {
-    let named = |k: &str| ask.meta.get(k).and_then(Value::as_str).map(str::to_string);
-    let (tools, tool) = match (named("toolsName"), named("toolName")) {
-        (Some(a), Some(b)) => (a, b),
-        _ => {
-            let (a, b) = match ask.kind.as_str() {
-                "read" => ("local_fs", "read_file"),
-                "edit" => ("local_fs", "write_file"),
-                "delete" => ("local_fs", "delete_file"),
-                "move" => ("local_fs", "move_file"),
-                "search" => ("local_fs", "grep"),
-                "execute" => ("local_shell", "local_shell"),
-                "fetch" => ("webtools", "web_get"),
-                other => ("acp", if other.is_empty() { "other" } else { other }),
-            };
-            (a.to_string(), b.to_string())
-        }
-    };
-    let mut args: Map<String, Value> = match &ask.raw_input {
-        Some(Value::Object(m)) => m.clone(),
-        Some(other) => Map::from_iter([("input".to_string(), other.clone())]),
-        None => Map::new(),
-    };
-    let first = |keys: &[&str], args: &Map<String, Value>| {
-        keys.iter()
-            .find_map(|k| args.get(*k).and_then(Value::as_str).map(str::to_string))
-    };
-    if !args.contains_key("path") {
-        let path = first(&["file_path", "filePath", "abs_path", "filename"], &args)
-            .or_else(|| ask.locations.first().map(|p| p.display().to_string()));
-        if let Some(p) = path {
-            args.insert("path".into(), Value::String(p));
-        }
-    }
-    if !args.contains_key("command")
-        && let Some(c) = first(&["cmd"], &args)
-    {
-        args.insert("command".into(), Value::String(c));
-    }
-    if let Some(Value::Array(parts)) = args.get("command").cloned() {
-        // `["git", "status"]` → command "git", args ["status"].
-        let mut words = parts
-            .iter()
-            .map(|p| p.as_str().unwrap_or_default().to_string());
-        if let Some(head) = words.next() {
-            args.insert("command".into(), Value::String(head));
-            args.insert(
-                "args".into(),
-                Value::Array(words.map(Value::String).collect()),
-            );
-        }
-    }
-    if !args.contains_key("url")
-        && let Some(u) = first(&["uri"], &args)
-    {
-        args.insert("url".into(), Value::String(u));
-    }
-    ToolCall { tools, tool, args }
 }
 
 /// What the approvals table shows of a call.
@@ -290,7 +353,7 @@ fn diff_of(ask: &PermissionAsk) -> Option<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use serde_json::json;
+    use serde_json::{Map, json};
 
     fn ask(kind: &str, title: &str, raw: Value) -> PermissionAsk {
         PermissionAsk {
@@ -306,70 +369,12 @@ mod tests {
     }
 
     #[test]
-    fn requests_map_to_envelope_tool_calls() {
-        let c = tool_call_of(&ask(
-            "execute",
-            "Run",
-            json!({"command": ["git", "status"]}),
-        ));
-        assert_eq!(
-            (c.tools.as_str(), c.tool.as_str()),
-            ("local_shell", "local_shell")
-        );
-        assert_eq!(c.args["command"], "git");
-        assert_eq!(c.args["args"], json!(["status"]));
-        let c = tool_call_of(&ask("edit", "Edit", json!({"file_path": "src/a.rs"})));
-        assert_eq!(
-            (c.tool.as_str(), c.args["path"].as_str()),
-            ("write_file", Some("src/a.rs"))
-        );
-        let mut named = ask("other", "x", json!({"path": "a"}));
-        named.meta.insert("toolsName".into(), json!("git"));
-        named.meta.insert("toolName".into(), json!("git_commit"));
-        let c = tool_call_of(&named);
-        assert_eq!((c.tools.as_str(), c.tool.as_str()), ("git", "git_commit"));
-    }
-
-    #[test]
-    fn only_non_mutating_requests_for_mission_tools_are_ours() {
-        assert!(targets_mission_server(&ask(
-            "other",
-            "mcp__mission__mission_report",
-            json!({})
-        )));
-        assert!(!targets_mission_server(&ask(
-            "execute",
-            "echo mission_report",
-            json!({})
-        )));
-        assert!(!targets_mission_server(&ask(
-            "read",
-            "read src/x",
-            json!({})
-        )));
-        assert!(targets_mission_server(&ask(
-            "other",
-            "Report to the operator",
-            json!({"summary": "x"})
-        )));
-        let mut by_meta = ask("other", "Tool call", json!({}));
-        by_meta
-            .meta
-            .insert("missionboard.missionTool".into(), json!("mission_finish"));
-        assert!(targets_mission_server(&by_meta));
-        by_meta
-            .meta
-            .insert("missionboard.missionTool".into(), json!("local_shell"));
-        assert!(!targets_mission_server(&by_meta), "only our four tools");
-    }
-
-    #[test]
     fn shell_summaries_name_the_directory() {
-        let c = tool_call_of(&ask(
+        let c = tool_call(&Shape::of_request(&ask(
             "execute",
             "Run",
             json!({"command": "rm", "args": ["-rf", "x"]}),
-        ));
+        )));
         assert_eq!(summarize(&c, "Run", "/w"), "rm -rf x (in /w)");
     }
 }

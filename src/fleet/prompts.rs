@@ -62,6 +62,21 @@ pub fn resume_turn(ask: &Ask) -> String {
     format!("{lead}\n{}\n\n{tail}", outcome_lines(ask))
 }
 
+/// The turn after one during which the envelope refused the unit's calls: each
+/// refused call (`tools.tool: input — why`), and what the unit may still do.
+pub fn refusal_turn(refused: &[String]) -> String {
+    let mut out = String::from(if refused.len() == 1 {
+        "The envelope refused a tool call of yours:\n"
+    } else {
+        "The envelope refused tool calls of yours:\n"
+    });
+    for line in refused {
+        out.push_str(&format!("- {line}\n"));
+    }
+    out.push_str("\nDo not make a refused call again: it will be refused again. Carry on another way if there is one; otherwise record what stays blocked with the mission_report tool of the mission MCP server, or end the mission with the mission_finish tool of the mission MCP server. If you end your turn with neither, the mission finishes stuck on this refusal.");
+    out
+}
+
 /// The turn that follows an operator's extension of a compute bound that
 /// cancelled the unit's previous turn.
 pub fn extended_turn(bound: &str, was: u64, now: u64) -> String {

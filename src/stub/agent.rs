@@ -28,7 +28,7 @@ use crate::acp::agent_side::{
 use crate::tools::client::MissionClient;
 
 use super::saved::{self, Saved};
-use super::script::{self, OnDeny, RawStep, Script, Step, StopName, Vars, Via};
+use super::script::{self, OnDeny, OnReject, RawStep, Script, Step, StopName, Vars, Via};
 
 /// The id of the config option through which a script's models are offered.
 const MODEL_OPTION: &str = "model";
@@ -433,6 +433,11 @@ async fn run_prompt(agent: Arc<StubAgent>, turn: PromptTurn<Session>) {
             .unwrap_or(0),
     );
     state.vars.turn = turn;
+    state.vars.prompt = blocks
+        .iter()
+        .flat_map(|b| b.split_whitespace())
+        .collect::<Vec<_>>()
+        .join(" ");
     state.vars.model = session
         .model
         .lock()
@@ -737,6 +742,74 @@ impl TurnRunner<'_> {
         self.tool(label, kind, tool, args).await.map(drop)
     }
 
+    /// Replay an agent's own permission frames (its `tool_call` update, then its
+    /// request), and act on the answer the way that agent does.
+    async fn agent_permission(
+        &mut self,
+        label: &str,
+        update: Option<Value>,
+        mut request: Value,
+        on_reject: OnReject,
+        report: bool,
+    ) -> Result<Flow, Flow> {
+        if let Some(update) = update {
+            let update: SessionUpdate = serde_json::from_value(update)
+                .map_err(|e| fail(format!("stub: agent_permission update: {e}")))?;
+            self.notify(update)?;
+        }
+        request["sessionId"] = json!(self.session_id);
+        let request: RequestPermissionRequest = serde_json::from_value(request)
+            .map_err(|e| fail(format!("stub: agent_permission request: {e}")))?;
+        let title = request.tool_call.fields.title.clone().unwrap_or_default();
+        let offered = request.options.clone();
+        let response = self
+            .cx
+            .send_request(request)
+            .block_task()
+            .await
+            .map_err(|e| fail(format!("stub: permission request failed: {}", e.message)))?;
+        let outcome = match &response.outcome {
+            RequestPermissionOutcome::Selected(s) => {
+                match offered
+                    .iter()
+                    .find(|o| o.option_id == s.option_id)
+                    .map(|o| o.kind)
+                {
+                    Some(PermissionOptionKind::AllowOnce) => "allowed",
+                    Some(PermissionOptionKind::AllowAlways) => "allowed always",
+                    Some(_) => "denied",
+                    None => "answered with an option never offered",
+                }
+            }
+            _ => "cancelled",
+        };
+        if outcome == "cancelled" && self.cancel.is_set() {
+            self.log(label, "agent_permission cancelled with the turn");
+            return Ok(Flow::Cancelled);
+        }
+        self.state.vars.perm = outcome.to_owned();
+        self.state.vars.perms.push(outcome.to_owned());
+        self.log(label, &format!("agent_permission {outcome}"));
+        if report {
+            let mut args = Map::new();
+            args.insert("kind".into(), json!("progress"));
+            args.insert(
+                "summary".into(),
+                json!(format!("agent permission for {title}: {outcome}")),
+            );
+            self.tool_logged(label, "report", crate::tools::MISSION_REPORT, args)
+                .await?;
+        }
+        if outcome.starts_with("allowed") {
+            return Ok(Flow::Continue);
+        }
+        Ok(match on_reject {
+            OnReject::Continue => Flow::Continue,
+            OnReject::EndTurn => Flow::EndTurn,
+            OnReject::Cancel => Flow::Cancelled,
+        })
+    }
+
     async fn exec(&mut self, step: Step, label: &str, kind: &str) -> Flow {
         match self.exec_inner(step, label, kind).await {
             Ok(flow) => flow,
@@ -951,6 +1024,16 @@ impl TurnRunner<'_> {
                         OnDeny::Error => return Err(fail(format!("stub: {reason}"))),
                     }
                 }
+            }
+            Step::AgentPermission {
+                update,
+                request,
+                on_reject,
+                report,
+            } => {
+                return self
+                    .agent_permission(label, update, request, on_reject, report)
+                    .await;
             }
             Step::ToolCall {
                 id,

@@ -168,6 +168,29 @@ pub enum Step {
     /// Report the `mission` MCP entry the session was handed, as the agent saw it:
     /// its arguments, and its environment (names and values).
     MissionEntry,
+    // Agent-shaped permission requests: the frames a real agent sends, replayed.
+    /// Send `update` (a `tool_call` session update, as the agent would announce the
+    /// call), then the `session/request_permission` whose params are `request` (the
+    /// session id filled in), and act on the answer as the agent does.
+    AgentPermission {
+        update: Option<Value>,
+        request: Value,
+        on_reject: OnReject,
+        report: bool,
+    },
+}
+
+/// What an agent does when its permission request is rejected.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Default)]
+#[serde(rename_all = "snake_case")]
+pub enum OnReject {
+    /// Carry on with the turn's next steps.
+    #[default]
+    Continue,
+    /// End the turn (`end_turn`), as qwen and opencode do.
+    EndTurn,
+    /// Abort the turn (`stopReason: cancelled`), as codex's reject option does.
+    Cancel,
 }
 
 impl Step {
@@ -185,6 +208,7 @@ impl Step {
             Step::Permission {
                 report, on_deny, ..
             } => *report || matches!(on_deny, OnDeny::ReportBlocker | OnDeny::FinishStuck),
+            Step::AgentPermission { report, .. } => *report,
             _ => false,
         }
     }
@@ -212,6 +236,7 @@ const STEP_KINDS: &[&str] = &[
     "run",
     "mission_server",
     "mission_entry",
+    "agent_permission",
 ];
 
 fn de<T: for<'de> Deserialize<'de>>(kind: &str, payload: &Value) -> Result<T, String> {
@@ -561,6 +586,34 @@ pub fn decode(raw: &RawStep) -> Result<Step, String> {
                 }
             },
         },
+        "agent_permission" => {
+            #[derive(Deserialize)]
+            #[serde(deny_unknown_fields)]
+            struct AgentPermissionArgs {
+                #[serde(default)]
+                update: Option<Value>,
+                request: Value,
+                #[serde(default)]
+                on_reject: OnReject,
+                #[serde(default)]
+                report: bool,
+            }
+            let a: AgentPermissionArgs = de(kind, p)?;
+            if !a.request.get("toolCall").is_some_and(Value::is_object) {
+                return Err("agent_permission: 'request' needs a 'toolCall' object".into());
+            }
+            if let Some(update) = &a.update
+                && update.get("sessionUpdate").and_then(Value::as_str) != Some("tool_call")
+            {
+                return Err("agent_permission: 'update' must be a tool_call session update".into());
+            }
+            Step::AgentPermission {
+                update: a.update,
+                request: a.request,
+                on_reject: a.on_reject,
+                report: a.report,
+            }
+        }
         // Confinement probes.
         "write" => {
             #[derive(Deserialize)]
@@ -746,9 +799,11 @@ pub struct Vars {
     pub perms: Vec<String>,
     /// The session model the client selected (the advertised default until then).
     pub model: String,
+    /// The text of the prompt that opened this turn, on one line.
+    pub prompt: String,
 }
 
-/// Fill `{{answer}}`, `{{turn}}`, `{{perm}}`, `{{perms}}`, `{{model}}` and `{{env:NAME}}`
+/// Fill `{{answer}}`, `{{turn}}`, `{{perm}}`, `{{perms}}`, `{{model}}`, `{{prompt}}` and `{{env:NAME}}`
 /// in every string of `value`. Unknown placeholders stay as written.
 pub fn substitute(value: &Value, vars: &Vars) -> Value {
     match value {
@@ -780,6 +835,7 @@ fn fill(template: &str, vars: &Vars) -> String {
             "perm" => Some(vars.perm.clone()),
             "perms" => Some(vars.perms.join(",")),
             "model" => Some(vars.model.clone()),
+            "prompt" => Some(vars.prompt.clone()),
             _ => key
                 .strip_prefix("env:")
                 .map(|name| std::env::var(name.trim()).unwrap_or_default()),
@@ -1175,6 +1231,7 @@ mod tests {
             perm: "denied".into(),
             perms: vec!["allowed".into(), "denied".into()],
             model: "b".into(),
+            ..Vars::default()
         };
         let v = substitute(
             &json!({"a": "answer={{answer}} t={{ turn }} p={{perm}} ps={{perms}} m={{model}} {{nope}} {{env:MB_STUB_SURELY_UNSET}}."}),

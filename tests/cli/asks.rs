@@ -803,11 +803,16 @@ fn a_gated_call_expires_on_time_in_its_live_host_with_nobody_reading_approvals()
     let v = show_json(&sb, &id);
     assert_eq!(v["asks"].as_array().unwrap().len(), 1);
     assert_eq!(v["asks"][0]["state"], "expired");
+    let ask = v["asks"][0]["id"].as_str().unwrap();
     assert_eq!(
         report_summaries(&sb, &id),
         [
-            "[progress] before the call",
-            "[progress] permission 1/1 for rm -rf build: denied",
+            "[progress] before the call".to_string(),
+            // The refusal is on the record, naming the deadline that refused it.
+            format!(
+                "[blocker] refused local_shell.local_shell: rm -rf build — nobody answered approval {ask} before its deadline, so its on-timeout verdict (deny) applied"
+            ),
+            "[progress] permission 1/1 for rm -rf build: denied".to_string(),
         ]
     );
     kill(child);

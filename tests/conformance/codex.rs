@@ -122,7 +122,6 @@ fn killed_host_resumed_once_after_its_survivors_are_reaped() {
 }
 
 #[test]
-#[ignore = "needs norm: the refusal turn that names the refused call (codex's reject aborts the turn)"]
 fn refusal_named_to_the_model() {
     hitl::refusal_named_to_the_model(&CODEX);
 }

@@ -70,13 +70,11 @@ fn question_answered_under_default() {
 }
 
 #[test]
-#[ignore = "needs norm: gemini's shell request has rawInput null, its command only in the title, so no command rule matches and it becomes an operator ask"]
 fn denied_call_under_default() {
     cases::denied_call(&GEMINI, "default");
 }
 
 #[test]
-#[ignore = "needs norm: gemini's shell request has rawInput null, its command only in the title, so no command rule matches and it becomes an operator ask"]
 fn denied_call_under_strict() {
     cases::denied_call(&GEMINI, "strict");
 }
@@ -102,7 +100,7 @@ fn killed_host_resumed_once_after_its_survivors_are_reaped() {
 }
 
 #[test]
-#[ignore = "needs norm: the shell command from the title, and the refusal turn that names the refused call"]
+#[ignore = "gemini carries on its turn after a reject (the model hears only that the tool was canceled) and finishes in that turn, so the refusal turn that names the call in words never comes; needs the turn cancelled on a refusal"]
 fn refusal_named_to_the_model() {
     hitl::refusal_named_to_the_model(&GEMINI);
 }

@@ -48,37 +48,33 @@ fn shell_call(command: &str) -> Value {
 }
 
 #[test]
-#[ignore = "needs the permission normaliser (wt-norm): qwen asks permission for its mission tools (kind other, _meta.toolName), which become operator asks"]
 fn lands_under_default() {
     cases::lands(&QWEN, "default");
 }
 
 #[test]
-#[ignore = "needs the permission normaliser (wt-norm): qwen asks permission for its mission tools (kind other, _meta.toolName), which become operator asks"]
+#[ignore = "qwen writes the file without a session/request_permission (none reaches the envelope, so no ask is raised) even under --approval-mode default; its mission tools now pass the normaliser"]
 fn gated_write_approved_under_default() {
     cases::gated_write_approved(&QWEN, "default");
 }
 
 #[test]
-#[ignore = "needs the permission normaliser (wt-norm): qwen asks permission for its mission tools (kind other, _meta.toolName), which become operator asks"]
+#[ignore = "qwen writes the file without a session/request_permission (none reaches the envelope, so no ask is raised) even under --approval-mode default; its mission tools now pass the normaliser"]
 fn gated_write_approved_under_strict() {
     cases::gated_write_approved(&QWEN, "strict");
 }
 
 #[test]
-#[ignore = "needs the permission normaliser (wt-norm): qwen asks permission for its mission tools (kind other, _meta.toolName), which become operator asks"]
 fn question_answered_under_default() {
     cases::question_answered(&QWEN, "default");
 }
 
 #[test]
-#[ignore = "needs refusal handling (wt-norm): qwen ends its turn on a reject and the mission stays open with nothing pending"]
 fn denied_call_under_default() {
     cases::denied_call(&QWEN, "default");
 }
 
 #[test]
-#[ignore = "needs refusal handling (wt-norm): qwen ends its turn on a reject and the mission stays open with nothing pending"]
 fn denied_call_under_strict() {
     cases::denied_call(&QWEN, "strict");
 }
@@ -94,7 +90,7 @@ fn stopped_under_strict() {
 }
 
 #[test]
-#[ignore = "needs the permission normaliser (wt-norm), and then still fails: the resumed qwen run asks the model past its script (exhausted after 5 turns)"]
+#[ignore = "with the normaliser in, the resumed run derails: the scripted model is asked past its script (500 script exhausted after 5 turns); not yet diagnosed"]
 fn killed_host_resumed_under_default() {
     cases::killed_host_resumed(&QWEN, "default");
 }

@@ -57,6 +57,8 @@ impl Crossing {
 struct Spent {
     bounds: ComputeBounds,
     tool_calls: HashSet<String>,
+    /// Ids of calls known to be our mission tools: never counted.
+    mission_calls: HashSet<String>,
     /// The largest `usage_update.used` seen (context occupancy).
     max_used: Option<u64>,
     /// The sum of end-of-turn totals, when the agent reports them.
@@ -168,14 +170,15 @@ impl Budget {
         s.exhausted = false;
     }
 
-    /// Count a tool call by id. Returns the crossing when this call crosses
+    /// Count a foreign tool call by id. Returns the crossing when this call crosses
     /// `maxToolCalls` (reported once; later calls return `None` but are refused by
-    /// [`Budget::is_exhausted`]).
-    pub fn tool_call(&self, id: &str, title: &str) -> Option<Crossing> {
-        if crate::tools::names_mission_tool(title) {
+    /// [`Budget::is_exhausted`]). A call known to be one of our mission tools is
+    /// never counted.
+    pub fn tool_call(&self, id: &str) -> Option<Crossing> {
+        let mut s = self.spent.lock_unpoisoned();
+        if !id.is_empty() && s.mission_calls.contains(id) {
             return None;
         }
-        let mut s = self.spent.lock_unpoisoned();
         let max = s.bounds.max_tool_calls;
         let key = if id.is_empty() {
             format!("untitled-{}", s.tool_calls.len())
@@ -207,12 +210,28 @@ impl Budget {
     /// A gated permission request: counted like any tool call. Returns whether it
     /// must be refused (it crossed the bound, or the budget is already spent); a
     /// crossing goes to the drive loop, which cancels the turn.
-    pub fn gated_call(&self, id: &str, title: &str) -> bool {
-        if let Some(crossing) = self.tool_call(id, title) {
+    pub fn gated_call(&self, id: &str) -> bool {
+        if let Some(crossing) = self.tool_call(id) {
             let _ = self.gated.send(crossing);
             return true;
         }
         self.is_exhausted()
+    }
+
+    /// The call with this id is one of our mission tools (its permission request
+    /// said so, perhaps after its `tool_call` update was counted): it does not count,
+    /// now or when its updates arrive.
+    pub fn mission_call(&self, id: &str) {
+        if id.is_empty() {
+            return;
+        }
+        let mut s = self.spent.lock_unpoisoned();
+        s.mission_calls.insert(id.to_string());
+        let uncounted = s.tool_calls.remove(id);
+        drop(s);
+        if uncounted {
+            self.record_spend();
+        }
     }
 
     /// Has a bound been crossed (and not extended since)?
@@ -232,7 +251,13 @@ impl Budget {
         match ev {
             UnitEvent::ToolCall { id, title, .. } => {
                 self.meter(title.len());
-                self.tool_call(id, title)
+                let ours = crate::fleet::normalise::Shape::of_event(ev)
+                    .is_some_and(|shape| crate::fleet::normalise::mission_tool(&shape).is_some());
+                if ours {
+                    self.mission_call(id);
+                    return None;
+                }
+                self.tool_call(id)
             }
             UnitEvent::AgentText(t) | UnitEvent::Thought(t) => {
                 self.meter(t.len());
@@ -315,25 +340,33 @@ mod tests {
     #[test]
     fn tool_calls_count_once_per_id_and_never_our_own() {
         let b = budget(2, 0);
-        assert_eq!(b.tool_call("a", "read x"), None);
-        assert_eq!(
-            b.tool_call("a", "read x"),
-            None,
-            "the same id twice is one call"
-        );
-        assert_eq!(b.tool_call("m", "mcp__mission__mission_report"), None);
-        assert_eq!(b.tool_call("b", "edit y"), None);
-        let reason = b.tool_call("c", "run z").unwrap().reason;
+        assert_eq!(b.tool_call("a"), None);
+        assert_eq!(b.tool_call("a"), None, "the same id twice is one call");
+        let qwen = UnitEvent::ToolCall {
+            id: "m".into(),
+            title: "{\"summary\":\"x\"}".into(),
+            kind: "other".into(),
+            status: "pending".into(),
+            raw_input: Some(serde_json::json!({"summary": "x"})),
+            meta: serde_json::Map::from_iter([(
+                "toolName".to_string(),
+                serde_json::json!("mcp__mission__mission_report"),
+            )]),
+        };
+        assert_eq!(b.record(&qwen), None);
+        assert_eq!(b.tool_call("m"), None);
+        // Counted before its permission request said it was ours: uncounted.
+        assert_eq!(b.tool_call("late"), None);
+        b.mission_call("late");
+        assert_eq!(b.spend().tool_calls, 1);
+        assert_eq!(b.tool_call("b"), None);
+        let reason = b.tool_call("c").unwrap().reason;
         assert!(
             reason.starts_with("compute bound exhausted: maxToolCalls=2 — "),
             "{reason}"
         );
         assert!(b.is_exhausted());
-        assert_eq!(
-            b.tool_call("d", "again"),
-            None,
-            "the crossing is reported once"
-        );
+        assert_eq!(b.tool_call("d"), None, "the crossing is reported once");
     }
 
     #[test]
@@ -373,17 +406,17 @@ mod tests {
     #[test]
     fn an_extension_lets_the_mission_spend_again() {
         let b = budget(1, 0);
-        assert_eq!(b.tool_call("a", "one"), None);
-        let crossing = b.tool_call("b", "two").unwrap();
+        assert_eq!(b.tool_call("a"), None);
+        let crossing = b.tool_call("b").unwrap();
         assert_eq!(
             (crossing.field, crossing.limit),
             (ComputeField::MaxToolCalls, 1)
         );
-        assert!(b.gated_call("c", "three"), "refused while spent");
+        assert!(b.gated_call("c"), "refused while spent");
         b.extend(ComputeField::MaxToolCalls, 4);
         assert!(!b.is_exhausted());
-        assert!(!b.gated_call("d", "four"), "4 calls within the raised 4");
-        assert!(b.gated_call("e", "five"), "and the fifth crosses again");
+        assert!(!b.gated_call("d"), "4 calls within the raised 4");
+        assert!(b.gated_call("e"), "and the fifth crosses again");
     }
 
     #[test]
@@ -396,9 +429,9 @@ mod tests {
             tokens: 0,
         };
         let b = budget(5, 0).continuing(ledger.clone(), "m", prior);
-        assert_eq!(b.tool_call("a", "four"), None);
-        assert_eq!(b.tool_call("b", "five"), None);
-        let crossing = b.tool_call("c", "six").expect("the sixth call overall");
+        assert_eq!(b.tool_call("a"), None);
+        assert_eq!(b.tool_call("b"), None);
+        let crossing = b.tool_call("c").expect("the sixth call overall");
         assert_eq!(
             (crossing.field, crossing.limit),
             (ComputeField::MaxToolCalls, 5)
