@@ -425,7 +425,7 @@ fn doctor_names_the_install_line_of_a_missing_catalogue_agent_and_the_grants_of_
         lines[..4],
         [
             "Ready: no — npm install -g @zed-industries/codex-acp@0.16.0",
-            "Agent:     codex — codex-acp -c approval_policy=\"untrusted\" -c sandbox_mode=\"workspace-write\"",
+            "Agent:     codex — codex-acp -c approval_policy=\"untrusted\" -c sandbox_mode=\"danger-full-access\"",
             &format!("Declared:  {}", sb.home.join("agents.toml").display()),
             "Installed: no — npm install -g @zed-industries/codex-acp@0.16.0",
         ]
