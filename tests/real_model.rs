@@ -379,13 +379,13 @@ fn agent_planner_on_a_small_context_server_ends_or_asks_and_never_hangs() {
     sb.write(
         &sb.cwd.join(".missionboard/agents.toml"),
         &format!(
-            "[agents.planner-4k]\ncommand = \"missionboard\"\nargs = [\"agent\", \"--context-tokens\", \"{}\", \"--max-tokens\", \"512\", \"--max-steps\", \"8\"]\n",
+            "[agents.planner-4k]\ncommand = \"missionboard\"\nargs = [\"agent\", \"--context-tokens\", \"{}\", \"--max-tokens\", \"256\", \"--max-steps\", \"4\"]\n",
             server.context
         ),
     );
     let sized = fire_planner(&sb, "planner-4k", &server, &proxy);
     for x in &sized {
-        assert_eq!(x.request["max_tokens"], 512, "the configured reply cap");
+        assert_eq!(x.request["max_tokens"], 256, "the configured reply cap");
     }
     fire_planner(&sb, "agent-planner", &server, &proxy);
 }
