@@ -53,13 +53,11 @@ fn lands_under_default() {
 }
 
 #[test]
-#[ignore = "qwen writes the file without a session/request_permission (none reaches the envelope, so no ask is raised) even under --approval-mode default; its mission tools now pass the normaliser"]
 fn gated_write_approved_under_default() {
     cases::gated_write_approved(&QWEN, "default");
 }
 
 #[test]
-#[ignore = "qwen writes the file without a session/request_permission (none reaches the envelope, so no ask is raised) even under --approval-mode default; its mission tools now pass the normaliser"]
 fn gated_write_approved_under_strict() {
     cases::gated_write_approved(&QWEN, "strict");
 }
