@@ -1,5 +1,7 @@
 //! Qwen Code (`qwen --acp`), on the scripted OpenAI Chat Completions API.
 
+use std::path::Path;
+
 use serde_json::{Value, json};
 
 use crate::cases;
@@ -17,7 +19,7 @@ pub static QWEN: Conformer = Conformer {
     mission_tool,
     write_call,
     shell_call,
-    workspace_setup: None,
+    workspace_setup: Some(workspace_setup),
 };
 
 fn provider_env(model: &Model) -> Vec<(String, String)> {
@@ -29,6 +31,24 @@ fn provider_env(model: &Model) -> Vec<(String, String)> {
     .into_iter()
     .map(|(k, v)| (k.to_string(), v))
     .collect()
+}
+
+/// Qwen Code runs background agents after a turn (memory extraction and
+/// consolidation, skill review, follow-up suggestions) whose requests offer tools,
+/// so the scripted model would spend the case's turns on them; the workspace's
+/// settings turn them off.
+fn workspace_setup(workspace: &Path, _model: &Model) {
+    let settings = json!({
+        "memory": {
+            "enableManagedAutoMemory": false,
+            "enableManagedAutoDream": false,
+            "enableAutoSkill": false
+        },
+        "ui": {"enableFollowupSuggestions": false}
+    });
+    let dir = workspace.join(".qwen");
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(dir.join("settings.json"), settings.to_string()).unwrap();
 }
 
 /// Qwen Code names an MCP tool `mcp__<server>__<tool>`.
@@ -53,13 +73,11 @@ fn lands_under_default() {
 }
 
 #[test]
-#[ignore = "qwen writes the file without a session/request_permission (none reaches the envelope, so no ask is raised) even under --approval-mode default; its mission tools now pass the normaliser"]
 fn gated_write_approved_under_default() {
     cases::gated_write_approved(&QWEN, "default");
 }
 
 #[test]
-#[ignore = "qwen writes the file without a session/request_permission (none reaches the envelope, so no ask is raised) even under --approval-mode default; its mission tools now pass the normaliser"]
 fn gated_write_approved_under_strict() {
     cases::gated_write_approved(&QWEN, "strict");
 }
@@ -90,7 +108,6 @@ fn stopped_under_strict() {
 }
 
 #[test]
-#[ignore = "with the normaliser in, the resumed run derails: the scripted model is asked past its script (500 script exhausted after 5 turns); not yet diagnosed"]
 fn killed_host_resumed_under_default() {
     cases::killed_host_resumed(&QWEN, "default");
 }
