@@ -111,7 +111,6 @@ fn stopped_under_strict() {
 }
 
 #[test]
-#[ignore = "needs super: the npm launcher's platform binary (codex-acp-linux-x64) outlives a SIGKILLed host"]
 fn killed_host_resumed_under_default() {
     cases::killed_host_resumed(&CODEX, "default");
 }

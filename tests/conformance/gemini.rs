@@ -100,7 +100,6 @@ fn killed_host_resumed_once_after_its_survivors_are_reaped() {
 }
 
 #[test]
-#[ignore = "gemini carries on its turn after a reject (the model hears only that the tool was canceled) and finishes in that turn, so the refusal turn that names the call in words never comes; needs the turn cancelled on a refusal"]
 fn refusal_named_to_the_model() {
     hitl::refusal_named_to_the_model(&GEMINI);
 }

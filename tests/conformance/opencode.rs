@@ -96,7 +96,7 @@ fn gated_write_approved_under_default() {
 }
 
 #[test]
-#[ignore = "needs strict grants for opencode (wt-super): session/new fails with OpenCode service failure (directory)"]
+#[ignore = "flaky under strict: each passes alone, but in 2 of 5 runs of this module one strict case failed (denied_call: the fire ended with no mission recorded; stopped once); not yet diagnosed"]
 fn gated_write_approved_under_strict() {
     let _one = one_at_a_time();
     cases::gated_write_approved(&OPENCODE, "strict");
@@ -115,7 +115,7 @@ fn denied_call_under_default() {
 }
 
 #[test]
-#[ignore = "needs strict grants for opencode (wt-super): session/new fails with OpenCode service failure (directory)"]
+#[ignore = "flaky under strict: each passes alone, but in 2 of 5 runs of this module one strict case failed (denied_call: the fire ended with no mission recorded; stopped once); not yet diagnosed"]
 fn denied_call_under_strict() {
     let _one = one_at_a_time();
     cases::denied_call(&OPENCODE, "strict");
@@ -128,7 +128,7 @@ fn stopped_under_default() {
 }
 
 #[test]
-#[ignore = "needs strict grants for opencode (wt-super): session/new fails with OpenCode service failure (directory)"]
+#[ignore = "flaky under strict: each passes alone, but in 2 of 5 runs of this module one strict case failed (denied_call: the fire ended with no mission recorded; stopped once); not yet diagnosed"]
 fn stopped_under_strict() {
     let _one = one_at_a_time();
     cases::stopped(&OPENCODE, "strict");
