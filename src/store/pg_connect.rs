@@ -155,40 +155,27 @@ impl Target {
     /// The rustls side of a TLS connection.
     pub fn tls(&self) -> Result<RustlsConnector, String> {
         let provider = Arc::new(rustls::crypto::ring::default_provider());
-        let roots = Arc::new(self.roots()?);
-        let verifier: Arc<dyn ServerCertVerifier> = match self.sslmode {
-            SslMode::VerifyCa | SslMode::VerifyFull => {
-                let webpki = rustls::client::WebPkiServerVerifier::builder_with_provider(
-                    roots,
+        // libpq's `require` encrypts without vouching for the server, except that a
+        // named root certificate makes it verify the chain; the verify modes always do.
+        let verifies = matches!(self.sslmode, SslMode::VerifyCa | SslMode::VerifyFull)
+            || self.sslrootcert.is_some();
+        let webpki = if verifies {
+            Some(
+                rustls::client::WebPkiServerVerifier::builder_with_provider(
+                    Arc::new(self.roots()?),
                     provider.clone(),
                 )
                 .build()
-                .map_err(|e| format!("the TLS roots cannot verify anything: {e}"))?;
-                Arc::new(Verify {
-                    webpki,
-                    check_name: self.sslmode == SslMode::VerifyFull,
-                    provider: provider.clone(),
-                })
-            }
-            // libpq's `require` encrypts without vouching for the server, except
-            // that a named root certificate makes it verify the chain.
-            _ if self.sslrootcert.is_some() => {
-                let webpki = rustls::client::WebPkiServerVerifier::builder_with_provider(
-                    roots,
-                    provider.clone(),
-                )
-                .build()
-                .map_err(|e| format!("sslrootcert: {e}"))?;
-                Arc::new(Verify {
-                    webpki,
-                    check_name: false,
-                    provider: provider.clone(),
-                })
-            }
-            _ => Arc::new(EncryptOnly {
-                provider: provider.clone(),
-            }),
+                .map_err(|e| format!("the TLS roots cannot verify anything: {e}"))?,
+            )
+        } else {
+            None
         };
+        let verifier = Arc::new(ServerCheck {
+            webpki,
+            check_name: self.sslmode == SslMode::VerifyFull,
+            provider: provider.clone(),
+        });
         let builder = ClientConfig::builder_with_provider(provider)
             .with_safe_default_protocol_versions()
             .map_err(|e| format!("TLS: {e}"))?
@@ -358,67 +345,18 @@ fn passfile_lookup(text: &str, wanted: [&str; 4]) -> Option<String> {
     None
 }
 
-/// `require`'s verifier: the handshake's signatures are checked (so the session is
-/// really encrypted with whoever holds the key), the certificate's issuer is not.
+/// What a connection checks of the server's certificate. The handshake's signatures
+/// are always checked (so the session really is encrypted with whoever holds the
+/// key); with `webpki`, the chain must also lead to a trusted root (`verify-ca`, or
+/// `require` with a named root), and under `check_name` name the host (`verify-full`).
 #[derive(Debug)]
-struct EncryptOnly {
-    provider: Arc<rustls::crypto::CryptoProvider>,
-}
-
-impl ServerCertVerifier for EncryptOnly {
-    fn verify_server_cert(
-        &self,
-        _end_entity: &CertificateDer<'_>,
-        _intermediates: &[CertificateDer<'_>],
-        _server_name: &ServerName<'_>,
-        _ocsp: &[u8],
-        _now: UnixTime,
-    ) -> Result<ServerCertVerified, rustls::Error> {
-        Ok(ServerCertVerified::assertion())
-    }
-    fn verify_tls12_signature(
-        &self,
-        message: &[u8],
-        cert: &CertificateDer<'_>,
-        dss: &DigitallySignedStruct,
-    ) -> Result<HandshakeSignatureValid, rustls::Error> {
-        rustls::crypto::verify_tls12_signature(
-            message,
-            cert,
-            dss,
-            &self.provider.signature_verification_algorithms,
-        )
-    }
-    fn verify_tls13_signature(
-        &self,
-        message: &[u8],
-        cert: &CertificateDer<'_>,
-        dss: &DigitallySignedStruct,
-    ) -> Result<HandshakeSignatureValid, rustls::Error> {
-        rustls::crypto::verify_tls13_signature(
-            message,
-            cert,
-            dss,
-            &self.provider.signature_verification_algorithms,
-        )
-    }
-    fn supported_verify_schemes(&self) -> Vec<SignatureScheme> {
-        self.provider
-            .signature_verification_algorithms
-            .supported_schemes()
-    }
-}
-
-/// `verify-ca` and `verify-full`: the chain must lead to a trusted root; the host
-/// name must match only under `verify-full`.
-#[derive(Debug)]
-struct Verify {
-    webpki: Arc<rustls::client::WebPkiServerVerifier>,
+struct ServerCheck {
+    webpki: Option<Arc<rustls::client::WebPkiServerVerifier>>,
     check_name: bool,
     provider: Arc<rustls::crypto::CryptoProvider>,
 }
 
-impl ServerCertVerifier for Verify {
+impl ServerCertVerifier for ServerCheck {
     fn verify_server_cert(
         &self,
         end_entity: &CertificateDer<'_>,
@@ -427,10 +365,10 @@ impl ServerCertVerifier for Verify {
         ocsp: &[u8],
         now: UnixTime,
     ) -> Result<ServerCertVerified, rustls::Error> {
-        match self
-            .webpki
-            .verify_server_cert(end_entity, intermediates, server_name, ocsp, now)
-        {
+        let Some(webpki) = &self.webpki else {
+            return Ok(ServerCertVerified::assertion());
+        };
+        match webpki.verify_server_cert(end_entity, intermediates, server_name, ocsp, now) {
             Err(rustls::Error::InvalidCertificate(rustls::CertificateError::NotValidForName))
             | Err(rustls::Error::InvalidCertificate(
                 rustls::CertificateError::NotValidForNameContext { .. },
@@ -465,7 +403,9 @@ impl ServerCertVerifier for Verify {
         )
     }
     fn supported_verify_schemes(&self) -> Vec<SignatureScheme> {
-        self.webpki.supported_verify_schemes()
+        self.provider
+            .signature_verification_algorithms
+            .supported_schemes()
     }
 }
 
