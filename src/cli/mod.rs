@@ -548,21 +548,16 @@ impl Ctx {
 /// went away before its store calls fail.
 const HOSTING_OUTAGE_GRACE: std::time::Duration = std::time::Duration::from_secs(300);
 
-/// Whether this command line needs no store at all: `--version`, help, `completions`,
-/// `man` and every `config` subcommand work with a shared store unreachable.
+/// Whether this command line never needs the shared store, not even for the beta
+/// gate: `--version` and every `config` subcommand (so a wrong `store-url` can always
+/// be seen and fixed). Help, `completions` and `man` do read the gate (the beta's
+/// flags are in their grammar), which a store that cannot be reached answers "off"
+/// within its connect timeout.
 fn needs_no_store() -> bool {
     use clap::error::ErrorKind;
     match build_command(true).try_get_matches() {
-        Ok(m) => matches!(
-            m.subcommand_name(),
-            Some("completions" | "man" | "config" | "help")
-        ),
-        Err(e) => matches!(
-            e.kind(),
-            ErrorKind::DisplayHelp
-                | ErrorKind::DisplayVersion
-                | ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand
-        ),
+        Ok(m) => m.subcommand_name() == Some("config"),
+        Err(e) => e.kind() == ErrorKind::DisplayVersion,
     }
 }
 
