@@ -210,8 +210,9 @@ async fn resume_stranded(
     let fleet = Fleet::new(paths.clone(), store.clone())?;
     let (mut resumed, mut failed) = (0, 0);
     for cp in stranded {
+        let (probe, mission) = (fleet.clone(), cp.mission_id.clone());
         if which == Stranded::Resumable
-            && let Err(e) = blocking_in_place(|| fleet.can_resume(&cp.mission_id))
+            && let Err(e) = crate::store::blocking(move || probe.can_resume(&mission)).await
         {
             tracing::debug!(ask = %cp.ask_id, "stranded run left to a process that can start it: {e}");
             continue;
