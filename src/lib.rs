@@ -9,7 +9,8 @@
 //! surfaces (`cli`, `board`, `bench`, `session`). The CLI and the board are thin surfaces over
 //! the same service calls.
 
-pub mod acp;
+pub mod acp_client;
+pub mod acp_server;
 pub mod agents;
 pub mod asks;
 pub mod bench;
@@ -25,6 +26,7 @@ pub mod fleet;
 pub mod host;
 pub mod logging;
 pub mod mission;
+pub mod mission_mcp;
 pub mod model;
 pub mod oracle;
 pub mod paths;
@@ -32,7 +34,6 @@ pub mod planner;
 pub mod presets;
 pub mod runtime;
 pub mod schema;
-pub mod session;
 pub mod signals;
 pub mod store;
 pub mod stub;
@@ -40,5 +41,4 @@ pub mod supervise;
 pub mod sync;
 pub mod table;
 pub mod text;
-pub mod tools;
 pub mod worktree;

@@ -53,8 +53,8 @@ const MODULES: &[(&str, (&str, u8, Siblings))] = &[
     ("envelope", DOMAIN),
     ("worktree", DOMAIN),
     // protocol adapters: ACP to units, the MCP mission tools, the model client
-    ("acp", PROTOCOL),
-    ("tools", PROTOCOL),
+    ("acp_client", PROTOCOL),
+    ("mission_mcp", PROTOCOL),
     ("model", PROTOCOL),
     // roles: the fleet that hosts units, and the agents and reviewers built on them
     ("fleet", ROLES),
@@ -67,7 +67,7 @@ const MODULES: &[(&str, (&str, u8, Siblings))] = &[
     ("board", SURFACES),
     ("bench", SURFACES),
     ("cli", SURFACES),
-    ("session", SURFACES),
+    ("acp_server", SURFACES),
 ];
 
 /// The only edges between roles, and why each is one way.

@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use common::*;
 use futures::future::BoxFuture;
-use missionboard::tools::{
+use missionboard::mission_mcp::{
     MissionSocket, MissionToolHandler, TOKEN_FILE_FLAG, connect_mission_socket,
     serve_mission_socket,
 };

@@ -10,8 +10,8 @@ use std::time::Duration;
 
 use common::model_server::{ModelServer, Reply};
 use common::*;
-use missionboard::acp::{StopReason, Unit, UnitEvent, UnitSpec, mission_meta};
-use missionboard::tools::{bridge_server_entry, serve_mission_socket};
+use missionboard::acp_client::{StopReason, Unit, UnitEvent, UnitSpec, mission_meta};
+use missionboard::mission_mcp::{bridge_server_entry, serve_mission_socket};
 
 #[tokio::test(flavor = "multi_thread")]
 async fn session_cancel_mid_model_call_ends_the_turn_cancelled_within_a_second() {

@@ -8,7 +8,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use common::*;
-use missionboard::acp::{PermissionReply, StopReason, TurnUsage, UnitError, UnitEvent};
+use missionboard::acp_client::{PermissionReply, StopReason, TurnUsage, UnitError, UnitEvent};
 use serde_json::{Value, json};
 
 async fn within<T>(fut: impl std::future::Future<Output = T>) -> T {
@@ -536,7 +536,7 @@ async fn a_bad_script_file_fails_startup_with_the_reason() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("bad.json");
         std::fs::write(&path, r#"{"steps": [{"jump": 1}]}"#).unwrap();
-        let spec = missionboard::acp::UnitSpec {
+        let spec = missionboard::acp_client::UnitSpec {
             program: EXE.into(),
             args: vec![
                 "stub-agent".into(),
@@ -547,7 +547,7 @@ async fn a_bad_script_file_fails_startup_with_the_reason() {
             supervisor: Some(EXE.into()),
             ..Default::default()
         };
-        let err = missionboard::acp::Unit::start(spec)
+        let err = missionboard::acp_client::Unit::start(spec)
             .await
             .err()
             .expect("startup fails");
@@ -563,13 +563,13 @@ async fn a_bad_script_file_fails_startup_with_the_reason() {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn a_missing_program_is_a_spawn_error() {
-    let spec = missionboard::acp::UnitSpec {
+    let spec = missionboard::acp_client::UnitSpec {
         program: "/nonexistent/agent".into(),
         cwd: std::env::temp_dir(),
         supervisor: Some(EXE.into()),
         ..Default::default()
     };
-    let err = missionboard::acp::Unit::start(spec)
+    let err = missionboard::acp_client::Unit::start(spec)
         .await
         .err()
         .expect("spawn fails");
@@ -616,7 +616,7 @@ async fn prompt_within_times_out_and_cancels_the_turn() {
 async fn a_program_that_is_not_an_agent_fails_startup_clearly() {
     within(async {
         let dir = tempfile::tempdir().unwrap();
-        let spec = |script: &str| missionboard::acp::UnitSpec {
+        let spec = |script: &str| missionboard::acp_client::UnitSpec {
             program: "/bin/sh".into(),
             args: vec!["-c".into(), script.into()],
             cwd: dir.path().to_path_buf(),
@@ -624,11 +624,12 @@ async fn a_program_that_is_not_an_agent_fails_startup_clearly() {
             ..Default::default()
         };
         // Chatter and exit: the exit and its stderr are named.
-        let err =
-            missionboard::acp::Unit::start(spec("echo hello; echo 'no such agent' >&2; exit 7"))
-                .await
-                .err()
-                .unwrap();
+        let err = missionboard::acp_client::Unit::start(spec(
+            "echo hello; echo 'no such agent' >&2; exit 7",
+        ))
+        .await
+        .err()
+        .unwrap();
         assert!(
             matches!(&err, UnitError::Exited { status, .. } if status.code == Some(7)),
             "{err:?}"
@@ -636,7 +637,7 @@ async fn a_program_that_is_not_an_agent_fails_startup_clearly() {
         assert!(err.to_string().contains("no such agent"), "{err}");
 
         // Hanging up stdout while staying alive: a closed connection.
-        let err = missionboard::acp::Unit::start(spec("exec 1>&-; exec sleep 30"))
+        let err = missionboard::acp_client::Unit::start(spec("exec 1>&-; exec sleep 30"))
             .await
             .err()
             .unwrap();

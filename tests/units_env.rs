@@ -6,7 +6,7 @@ mod common;
 use std::collections::BTreeMap;
 
 use common::*;
-use missionboard::acp::{StopReason, UnitEvent};
+use missionboard::acp_client::{StopReason, UnitEvent};
 use serde_json::json;
 
 #[tokio::test(flavor = "multi_thread")]

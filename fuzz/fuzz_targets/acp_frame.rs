@@ -3,7 +3,7 @@
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use missionboard::acp::frame::{Frame, decode, decode_update, read_frame};
+use missionboard::acp_client::frame::{Frame, decode, decode_update, read_frame};
 
 fuzz_target!(|data: &[u8]| {
     let _ = decode(data.to_vec());

@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use futures::future::BoxFuture;
 use libfuzzer_sys::fuzz_target;
-use missionboard::tools::{MissionToolHandler, serve_mission_stream};
+use missionboard::mission_mcp::{MissionToolHandler, serve_mission_stream};
 use serde_json::{Map, Value};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 

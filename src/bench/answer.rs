@@ -18,13 +18,13 @@ use tokio::sync::mpsc;
 use super::bare::Bare;
 use super::scratch::{Scratch, one_turn, seed, until};
 use super::{Latency, Row, Scale};
-use crate::acp::{Unit, UnitEvent, UnitSpec};
+use crate::acp_client::{Unit, UnitEvent, UnitSpec};
 use crate::asks::Asks;
 use crate::config::Config;
 use crate::fleet::mission_tools::MissionToolCalls;
 use crate::mission::{Missions, NewMission};
+use crate::mission_mcp::{MissionToolHandler, bridge_server_entry, serve_mission_socket};
 use crate::store::{Store, blocking};
-use crate::tools::{MissionToolHandler, bridge_server_entry, serve_mission_socket};
 
 const LIMIT: Duration = Duration::from_secs(30);
 
@@ -39,7 +39,7 @@ async fn asking_unit(
 ) -> anyhow::Result<(
     Unit,
     mpsc::UnboundedReceiver<UnitEvent>,
-    crate::tools::MissionSocket,
+    crate::mission_mcp::MissionSocket,
 )> {
     let steps: Vec<Value> = (0..rounds)
         .map(|i| json!({"ask": {"summary": format!("q{i}"), "then": {"say": "got {{answer}}"}}}))

@@ -10,7 +10,7 @@ use serde_json::{Map, Value};
 use tokio::sync::mpsc;
 
 use crate::config::Config;
-use crate::tools::MissionToolHandler;
+use crate::mission_mcp::MissionToolHandler;
 
 /// Answers each call at once: a question with `answer-<n>` (its n-th), anything else
 /// with `ok`. With `commit`, a question first commits one row (a `config set`), the
@@ -51,7 +51,7 @@ impl MissionToolHandler for Bare {
         tool: &str,
         _args: Map<String, Value>,
     ) -> BoxFuture<'static, Result<String, String>> {
-        if tool != crate::tools::MISSION_ASK_ATTENTION {
+        if tool != crate::mission_mcp::MISSION_ASK_ATTENTION {
             return Box::pin(async { Ok("ok".to_string()) });
         }
         let arrived = Instant::now();

@@ -11,9 +11,9 @@ use serde_json::json;
 use super::bare::Bare;
 use super::scratch::{POLICY, Scratch, one_turn, until, until_reaped};
 use super::{Latency, Row, Scale};
-use crate::acp::{Unit, UnitSpec};
+use crate::acp_client::{Unit, UnitSpec};
 use crate::fleet::DispatchRequest;
-use crate::tools::{bridge_server_entry, serve_mission_socket};
+use crate::mission_mcp::{bridge_server_entry, serve_mission_socket};
 
 /// How often the transcript is looked at: fine enough for a figure in milliseconds.
 const DETECT: Duration = Duration::from_micros(100);

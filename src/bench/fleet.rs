@@ -13,10 +13,10 @@ use serde_json::json;
 use super::bare::Bare;
 use super::scratch::{POLICY, Scratch, one_turn, rss_bytes, until, until_reaped};
 use super::{Row, Scale};
-use crate::acp::{Unit, UnitSpec};
+use crate::acp_client::{Unit, UnitSpec};
 use crate::fleet::DispatchRequest;
 use crate::mission::Status;
-use crate::tools::{MissionSocket, bridge_server_entry, serve_mission_socket};
+use crate::mission_mcp::{MissionSocket, bridge_server_entry, serve_mission_socket};
 
 const LIMIT: Duration = Duration::from_secs(120);
 const MB: f64 = 1024.0 * 1024.0;

@@ -7,7 +7,7 @@ use std::time::Duration;
 use crate::store::sql::params;
 use serde_json::Value;
 
-use crate::acp::{UnitSpec, mission_meta};
+use crate::acp_client::{UnitSpec, mission_meta};
 use crate::config::Config;
 use crate::fleet::Fleet;
 use crate::paths::Paths;

@@ -304,7 +304,7 @@ fn hostless_missions(
         let alive = match &m.host {
             Some(h) => probe.lives(h),
             None => {
-                let socket = crate::tools::socket_path_for(&run_dir, &m.id);
+                let socket = crate::mission_mcp::socket_path_for(&run_dir, &m.id);
                 std::os::unix::net::UnixStream::connect(&socket).is_ok()
             }
         };

@@ -677,14 +677,14 @@ fn run(ctx: &Ctx, command: Option<Command>, flags: BetaFlags) -> anyhow::Result<
             }
         },
         Some(Command::Acp) => {
-            let options = crate::session::AcpOptions {
+            let options = crate::acp_server::AcpOptions {
                 context_tokens: crate::planner::DEFAULT_CONTEXT_TOKENS,
                 max_steps: crate::planner::DEFAULT_MAX_STEPS,
                 max_tokens: crate::planner::DEFAULT_MAX_TOKENS,
             };
             let paths = ctx.paths.clone();
             Ok(run_role(async move {
-                crate::session::run(paths, options)
+                crate::acp_server::run(paths, options)
                     .await
                     .map_err(|e| format!("missionboard acp: {e}"))
             }))
@@ -729,7 +729,7 @@ fn run(ctx: &Ctx, command: Option<Command>, flags: BetaFlags) -> anyhow::Result<
             .map_err(|e| format!("stub: {e}"))
         })),
         Some(Command::McpBridge { socket, token_file }) => Ok(run_role(async move {
-            crate::tools::run_mcp_bridge(&socket, token_file.as_deref())
+            crate::mission_mcp::run_mcp_bridge(&socket, token_file.as_deref())
                 .await
                 .map_err(|e| format!("missionboard mcp-bridge: {e}"))
         })),

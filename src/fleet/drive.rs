@@ -17,14 +17,14 @@ use tokio::sync::{mpsc, watch};
 use super::budget::{Budget, ComputeLedger, Crossing};
 use super::permissions::Refusals;
 use super::prompts::{NUDGE, PREAMBLE, attach, extended_turn, refusal_turn, resume_turn};
-use crate::acp::{CANCEL_GRACE, PromptOutcome, Unit, UnitError, UnitEvent};
+use crate::acp_client::{CANCEL_GRACE, PromptOutcome, Unit, UnitError, UnitEvent};
 use crate::asks::checkpoint::{Checkpoint, HostId};
 use crate::asks::{Asks, BUDGET_TOOL, NewAsk, QUESTION_TOOLS};
 use crate::envelope::bounds::BUDGET_ANSWER_GRAMMAR;
 use crate::envelope::policy::OnExhausted;
 use crate::mission::{Mission, Missions, Status};
+use crate::mission_mcp::MissionSocket;
 use crate::text::excerpt;
-use crate::tools::MissionSocket;
 
 /// Journal entries kept per unit (the "last words" come from here).
 const JOURNAL_RING: usize = 512;

@@ -7,7 +7,7 @@ use std::path::Path;
 use std::time::Duration;
 
 use super::confinement::{self, MissionTmp, Workspace};
-use crate::acp::{Unit, UnitError, UnitSpec};
+use crate::acp_client::{Unit, UnitError, UnitSpec};
 use crate::agents::{AUTH_REQUIRED, Agent};
 use crate::envelope::sandbox::SandboxDecl;
 use crate::paths::Paths;

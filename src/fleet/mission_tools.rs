@@ -11,7 +11,7 @@ use crate::mission::report::{
     downgrade_paragraph, missing_claims, quoted_list, unverified_claims, unverified_paragraph,
 };
 use crate::mission::{Handover, Missions, PlanEntry, ReportInput, Status, subjects};
-use crate::tools::PARKED_PREFIX;
+use crate::mission_mcp::PARKED_PREFIX;
 
 /// The mission a tool call speaks for, and the services it writes through.
 #[derive(Clone)]
@@ -33,7 +33,7 @@ type ToolResult = Result<String, String>;
 
 /// Served directly when the session id is known up front (the bench does this; the
 /// fleet fills it in after `session/new`, behind its own handler).
-impl crate::tools::MissionToolHandler for MissionToolCalls {
+impl crate::mission_mcp::MissionToolHandler for MissionToolCalls {
     fn call(
         &self,
         tool: &str,
@@ -53,7 +53,7 @@ impl MissionToolCalls {
             "mission_plan" => self.store(move |c| c.plan(&args)).await,
             "mission_ask_attention" => self.ask(&args).await,
             "mission_finish" => self.store(move |c| c.finish(&args)).await,
-            other => Err(crate::tools::unknown_tool_error(other)),
+            other => Err(crate::mission_mcp::unknown_tool_error(other)),
         }
     }
 

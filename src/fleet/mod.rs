@@ -34,7 +34,7 @@ use futures::future::BoxFuture;
 use serde_json::{Map, Value};
 use tokio::sync::watch;
 
-use crate::acp::{Unit, UnitSpec, mission_meta};
+use crate::acp_client::{Unit, UnitSpec, mission_meta};
 use crate::agents::{AgentCaps, Registry};
 use crate::asks::Asks;
 use crate::asks::checkpoint::Checkpoint;
@@ -42,12 +42,12 @@ use crate::config::Config;
 use crate::envelope::policy::ComputeBounds;
 use crate::envelope::search;
 use crate::mission::{Missions, NewMission, subjects};
+use crate::mission_mcp::{
+    MissionToolHandler, bridge_server_entry, serve_mission_socket, socket_path_for,
+};
 use crate::paths::Paths;
 use crate::store::{Store, blocking};
 use crate::sync::LockUnpoisoned;
-use crate::tools::{
-    MissionToolHandler, bridge_server_entry, serve_mission_socket, socket_path_for,
-};
 use mission_tools::MissionToolCalls;
 
 /// What a surface asks the fleet to do.
@@ -89,7 +89,7 @@ struct Record {
 /// A unit whose session is open, not yet driven.
 struct Started {
     unit: Unit,
-    socket: crate::tools::MissionSocket,
+    socket: crate::mission_mcp::MissionSocket,
     session_id: String,
     instance_id: String,
     cwd: String,
@@ -720,7 +720,7 @@ impl Fleet {
         let unit = Unit::start_confined(spec, load, confined.prepared)
             .await
             .map_err(|e| match &e {
-                crate::acp::UnitError::Rpc { code, .. }
+                crate::acp_client::UnitError::Rpc { code, .. }
                     if *code == crate::agents::AUTH_REQUIRED =>
                 {
                     anyhow::anyhow!("{}", agent.login_needed(&e.to_string()))

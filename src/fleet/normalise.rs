@@ -22,9 +22,9 @@ use std::path::PathBuf;
 
 use serde_json::{Map, Value};
 
-use crate::acp::{PermissionAsk, UnitEvent};
+use crate::acp_client::{PermissionAsk, UnitEvent};
 use crate::envelope::eval::ToolCall;
-use crate::tools::{MISSION_SERVER_NAME, MISSION_TOOL_META_KEY, MISSION_TOOL_NAMES};
+use crate::mission_mcp::{MISSION_SERVER_NAME, MISSION_TOOL_META_KEY, MISSION_TOOL_NAMES};
 
 /// What an agent told us about one tool call, whichever message carried it.
 pub(super) struct Shape<'a> {
@@ -175,7 +175,7 @@ fn display_title_tool(label: &str) -> Option<&'static str> {
     if MISSION_TOOL_NAMES.iter().any(|n| label.contains(n)) {
         return None;
     }
-    crate::tools::names_mission_tool(label).then_some(DISPLAY_TITLED)
+    crate::mission_mcp::names_mission_tool(label).then_some(DISPLAY_TITLED)
 }
 
 /// What a call recognised by its display title is called here: the titles are the
@@ -538,7 +538,7 @@ mod tests {
                 let params = frame["params"].clone();
                 match frame["method"].as_str() {
                     Some("session/request_permission") => {
-                        let ask = crate::acp::permission_ask_from_params(params)
+                        let ask = crate::acp_client::permission_ask_from_params(params)
                             .unwrap_or_else(|e| panic!("{name}: request unreadable: {e}"));
                         assert!(
                             ask.options.iter().any(|(_, kind)| kind == "allow_once")
@@ -569,7 +569,7 @@ mod tests {
                         }
                     }
                     Some("session/update") => {
-                        let event = crate::acp::unit_event_from_params(params)
+                        let event = crate::acp_client::unit_event_from_params(params)
                             .unwrap_or_else(|e| panic!("{name}: update unreadable: {e}"));
                         let shape = event.as_ref().and_then(Shape::of_event);
                         let shape = shape.unwrap_or_else(|| panic!("{name}: not a tool_call"));
@@ -621,8 +621,9 @@ mod tests {
                     let names_one = MISSION_TOOLS
                         .iter()
                         .any(|t| frame["params"].to_string().contains(t));
-                    let ask = crate::acp::permission_ask_from_params(frame["params"].clone())
-                        .unwrap_or_else(|e| panic!("{name}: request unreadable: {e}"));
+                    let ask =
+                        crate::acp_client::permission_ask_from_params(frame["params"].clone())
+                            .unwrap_or_else(|e| panic!("{name}: request unreadable: {e}"));
                     let shape = Shape::of_request(&ask);
                     assert_eq!(
                         mission_tool(&shape).is_some(),

@@ -14,7 +14,7 @@ use std::time::{Duration, Instant};
 use serde_json::Value;
 use tokio::sync::mpsc;
 
-use crate::acp::{PermissionAsk, PermissionReply};
+use crate::acp_client::{PermissionAsk, PermissionReply};
 use crate::asks::{Ask, AskState, Asks, NewAsk, one_line_summary};
 use crate::envelope::eval::{ToolCall, Verdict, evaluate};
 use crate::envelope::policy::Action;

@@ -4,7 +4,7 @@
 //! `mission.mission_report`, …).
 
 use crate::asks::{Ask, AskState};
-use crate::tools::{ANSWER_LINE, GATED_CALL_LINE, QUESTION_LINE, VERDICT_LINE};
+use crate::mission_mcp::{ANSWER_LINE, GATED_CALL_LINE, QUESTION_LINE, VERDICT_LINE};
 
 /// Sent as the first content block of the first turn; never stored on the mission.
 pub const PREAMBLE: &str = "You are running as an UNATTENDED mission unit. No human is reading this conversation — replying in prose reaches no one. You reach outside this session ONLY through your mission tools:

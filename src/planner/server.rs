@@ -10,7 +10,7 @@ use tokio::sync::{OnceCell, watch};
 
 use super::AgentOptions;
 use super::turn::{SessionState, Turn};
-use crate::acp::agent_side::{self, AgentSession, BuiltinAgent, PromptTurn, Sessions};
+use crate::acp_client::agent_side::{self, AgentSession, BuiltinAgent, PromptTurn, Sessions};
 use crate::model::ModelClient;
 
 /// The name the agent gives in `initialize` and in its diagnostics.
@@ -65,7 +65,7 @@ impl BuiltinAgent for Planner {
         let id = self.sessions.next_id();
         let mission_server = agent_side::stdio_servers(&request, AGENT_NAME)
             .into_iter()
-            .find(|s| s.name == crate::tools::MISSION_SERVER_NAME);
+            .find(|s| s.name == crate::mission_mcp::MISSION_SERVER_NAME);
         eprintln!(
             "{AGENT_NAME}: session/new {id} cwd={} mission={} mission-tools={}",
             request.cwd.display(),

@@ -18,11 +18,11 @@ use super::HostTools;
 use super::context::{self, truncate_output};
 use super::local_tools::{self, LocalCall, LocalTool};
 use super::server::model_error;
-use crate::acp::McpStdioServer;
-use crate::acp::agent_side::CancelSignal;
+use crate::acp_client::McpStdioServer;
+use crate::acp_client::agent_side::CancelSignal;
+use crate::mission_mcp::PARKED_PREFIX;
+use crate::mission_mcp::client::MissionClient;
 use crate::model::{ChatMessage, ChatRequest, ModelClient, Role, ToolChoice, ToolSpec};
-use crate::tools::PARKED_PREFIX;
-use crate::tools::client::MissionClient;
 
 /// How much of a tool's output its `tool_call_update` card carries.
 const CARD_OUTPUT: usize = 2000;
@@ -513,7 +513,7 @@ impl Turn<'_> {
             )),
         );
         let result = mission
-            .call(crate::tools::MISSION_REPORT, args)
+            .call(crate::mission_mcp::MISSION_REPORT, args)
             .await
             .map_err(fail)?;
         if let Err(e) = &result {
@@ -544,9 +544,9 @@ impl Turn<'_> {
         let result = mission.call(&call.name, args.clone()).await.map_err(fail)?;
         Ok(match result {
             Ok(text) => {
-                let effect = if call.name == crate::tools::MISSION_FINISH {
+                let effect = if call.name == crate::mission_mcp::MISSION_FINISH {
                     Effect::Finished
-                } else if call.name == crate::tools::MISSION_ASK_ATTENTION
+                } else if call.name == crate::mission_mcp::MISSION_ASK_ATTENTION
                     && text.starts_with(PARKED_PREFIX)
                 {
                     Effect::Parked

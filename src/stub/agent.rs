@@ -21,11 +21,11 @@ use agent_client_protocol::{Client, Error};
 use serde_json::{Map, Value, json};
 use tokio::sync::watch;
 
-use crate::acp::McpStdioServer;
-use crate::acp::agent_side::{
+use crate::acp_client::McpStdioServer;
+use crate::acp_client::agent_side::{
     self, AgentSession, BuiltinAgent, CancelSignal, PromptTurn, Sessions,
 };
-use crate::tools::client::MissionClient;
+use crate::mission_mcp::client::MissionClient;
 
 use super::saved::{self, Saved};
 use super::script::{self, OnDeny, OnReject, RawStep, Script, Step, StopName, Vars, Via};
@@ -242,7 +242,7 @@ impl StubAgent {
         let state = SessionState {
             mission_entry: servers
                 .into_iter()
-                .find(|s| s.name == crate::tools::MISSION_SERVER_NAME),
+                .find(|s| s.name == crate::mission_mcp::MISSION_SERVER_NAME),
             script: self.config.preloaded.clone(),
             cursor: place.cursor,
             parked: place.parked,
@@ -577,8 +577,8 @@ fn resume_answer(blocks: &[String]) -> Option<(String, String)> {
         Some(text[at..].lines().next().unwrap_or("").trim().to_string())
     };
     Some((
-        line(crate::tools::QUESTION_LINE)?,
-        line(crate::tools::ANSWER_LINE)?,
+        line(crate::mission_mcp::QUESTION_LINE)?,
+        line(crate::mission_mcp::ANSWER_LINE)?,
     ))
 }
 
@@ -590,10 +590,10 @@ fn resume_verdict(blocks: &[String]) -> Option<(String, bool)> {
         let at = text.find(marker)? + marker.len();
         Some(text[at..].lines().next().unwrap_or("").trim().to_string())
     };
-    let call = line(crate::tools::GATED_CALL_LINE)?;
+    let call = line(crate::mission_mcp::GATED_CALL_LINE)?;
     // "<title> (<toolset>.<tool>)"
     let title = call.rsplit_once(" (").map_or(call.as_str(), |(t, _)| t);
-    let verdict = line(crate::tools::VERDICT_LINE)?;
+    let verdict = line(crate::mission_mcp::VERDICT_LINE)?;
     Some((title.to_string(), verdict.starts_with("approved")))
 }
 
@@ -797,7 +797,7 @@ impl TurnRunner<'_> {
                 "summary".into(),
                 json!(format!("agent permission for {title}: {outcome}")),
             );
-            self.tool_logged(label, "report", crate::tools::MISSION_REPORT, args)
+            self.tool_logged(label, "report", crate::mission_mcp::MISSION_REPORT, args)
                 .await?;
         }
         if outcome.starts_with("allowed") {
@@ -847,7 +847,7 @@ impl TurnRunner<'_> {
                     if let Some(e) = explanation {
                         args.insert("explanation".into(), Value::String(e));
                     }
-                    self.tool_logged(label, kind, crate::tools::MISSION_PLAN, args)
+                    self.tool_logged(label, kind, crate::mission_mcp::MISSION_PLAN, args)
                         .await?;
                 }
                 if via != Via::Mcp {
@@ -867,11 +867,11 @@ impl TurnRunner<'_> {
                 }
             }
             Step::Report { args } => {
-                self.tool_logged(label, kind, crate::tools::MISSION_REPORT, args)
+                self.tool_logged(label, kind, crate::mission_mcp::MISSION_REPORT, args)
                     .await?;
             }
             Step::Finish { args } => {
-                self.tool_logged(label, kind, crate::tools::MISSION_FINISH, args)
+                self.tool_logged(label, kind, crate::mission_mcp::MISSION_FINISH, args)
                     .await?;
             }
             Step::Ask {
@@ -891,7 +891,7 @@ impl TurnRunner<'_> {
                         .tool(
                             label,
                             kind,
-                            crate::tools::MISSION_ASK_ATTENTION,
+                            crate::mission_mcp::MISSION_ASK_ATTENTION,
                             args.clone(),
                         )
                         .await?
@@ -996,7 +996,7 @@ impl TurnRunner<'_> {
                             "summary".into(),
                             json!(format!("permission {i}/{times} for {title}: {outcome}")),
                         );
-                        self.tool_logged(label, "report", crate::tools::MISSION_REPORT, args)
+                        self.tool_logged(label, "report", crate::mission_mcp::MISSION_REPORT, args)
                             .await?;
                     }
                     if outcome == "allowed" {
@@ -1009,16 +1009,26 @@ impl TurnRunner<'_> {
                             let mut args = Map::new();
                             args.insert("kind".into(), json!("blocker"));
                             args.insert("summary".into(), json!(reason));
-                            self.tool_logged(label, "report", crate::tools::MISSION_REPORT, args)
-                                .await?;
+                            self.tool_logged(
+                                label,
+                                "report",
+                                crate::mission_mcp::MISSION_REPORT,
+                                args,
+                            )
+                            .await?;
                             return Ok(Flow::EndTurn);
                         }
                         OnDeny::FinishStuck => {
                             let mut args = Map::new();
                             args.insert("status".into(), json!("stuck"));
                             args.insert("reason".into(), json!(reason));
-                            self.tool_logged(label, "finish", crate::tools::MISSION_FINISH, args)
-                                .await?;
+                            self.tool_logged(
+                                label,
+                                "finish",
+                                crate::mission_mcp::MISSION_FINISH,
+                                args,
+                            )
+                            .await?;
                             return Ok(Flow::EndTurn);
                         }
                         OnDeny::Error => return Err(fail(format!("stub: {reason}"))),
@@ -1108,7 +1118,7 @@ impl TurnRunner<'_> {
                     Err(e) => errno_text(&e),
                 };
                 let args = probe_report(format!("write {path}: {outcome}"), None);
-                self.tool_logged(label, kind, crate::tools::MISSION_REPORT, args)
+                self.tool_logged(label, kind, crate::mission_mcp::MISSION_REPORT, args)
                     .await?;
             }
             Step::Run { argv } => {
@@ -1132,7 +1142,7 @@ impl TurnRunner<'_> {
                     Err(e) => (format!("not started: {}", errno_text(&e)), String::new()),
                 };
                 let args = probe_report(format!("run {}: {outcome}", argv[0]), Some(output));
-                self.tool_logged(label, kind, crate::tools::MISSION_REPORT, args)
+                self.tool_logged(label, kind, crate::mission_mcp::MISSION_REPORT, args)
                     .await?;
             }
             Step::MissionServer { stdin, stdout } => {
@@ -1192,7 +1202,7 @@ impl TurnRunner<'_> {
                     .collect::<Vec<_>>()
                     .join("\n");
                 let args = probe_report(summary, Some(format!("env: [{env}]")));
-                self.tool_logged(label, kind, crate::tools::MISSION_REPORT, args)
+                self.tool_logged(label, kind, crate::mission_mcp::MISSION_REPORT, args)
                     .await?;
             }
             Step::Deaf { requests } => {

@@ -17,16 +17,16 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use futures::future::BoxFuture;
-use missionboard::acp::{Unit, UnitEvent, UnitSpec, mission_meta};
+use missionboard::acp_client::{Unit, UnitEvent, UnitSpec, mission_meta};
 use missionboard::clock::{poll_until, poll_until_blocking};
 use missionboard::config::Config;
 use missionboard::fleet::Fleet;
+use missionboard::mission_mcp::{
+    MissionSocket, MissionToolHandler, bridge_server_entry, serve_mission_socket,
+};
 use missionboard::paths::Paths;
 use missionboard::presets;
 use missionboard::store::Store;
-use missionboard::tools::{
-    MissionSocket, MissionToolHandler, bridge_server_entry, serve_mission_socket,
-};
 use serde_json::{Map, Value};
 use tokio::sync::mpsc;
 
@@ -763,7 +763,7 @@ pub fn report_kinds(show: &Value) -> Vec<(String, String)> {
 
 /// Everything on the event channel right now.
 pub fn drain(events: &mut mpsc::UnboundedReceiver<UnitEvent>) -> Vec<UnitEvent> {
-    missionboard::acp::drain_events(events)
+    missionboard::acp_client::drain_events(events)
 }
 
 /// Wait (bounded) for an event matching `pred`, returning the ones seen.

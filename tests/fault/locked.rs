@@ -6,7 +6,7 @@
 
 use std::process::Stdio;
 
-use missionboard::acp::{Unit, UnitEvent, UnitSpec, mission_meta};
+use missionboard::acp_client::{Unit, UnitEvent, UnitSpec, mission_meta};
 use missionboard::fleet::DispatchRequest;
 use missionboard::mission::Status;
 

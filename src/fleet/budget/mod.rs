@@ -14,7 +14,7 @@ use std::sync::Mutex;
 
 use tokio::sync::mpsc;
 
-use crate::acp::UnitEvent;
+use crate::acp_client::UnitEvent;
 use crate::envelope::bounds::ComputeField;
 use crate::envelope::policy::ComputeBounds;
 use crate::sync::LockUnpoisoned;

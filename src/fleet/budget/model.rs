@@ -8,7 +8,7 @@ use crate::envelope::policy::ComputeBounds;
 /// advertises no models cannot be held to the list (its label says so). `Err`
 /// refuses the fire, before anything is prompted.
 pub(in crate::fleet) async fn select_allowed_model(
-    unit: &mut crate::acp::Unit,
+    unit: &mut crate::acp_client::Unit,
     bounds: &ComputeBounds,
     agent: &str,
 ) -> anyhow::Result<()> {

@@ -34,7 +34,7 @@ use agent_client_protocol::{Client, Error};
 use serde_json::json;
 use tokio::sync::{OnceCell, watch};
 
-use crate::acp::agent_side::{
+use crate::acp_client::agent_side::{
     self, AgentSession, BuiltinAgent, CancelSignal, PromptTurn, Sessions,
 };
 use crate::agents::Registry;

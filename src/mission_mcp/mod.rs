@@ -23,7 +23,7 @@ pub use bridge::run_mcp_bridge;
 pub use server::serve_mission_stream;
 pub use socket::{MissionSocket, connect_mission_socket, serve_mission_socket, socket_path_for};
 
-use crate::acp::McpStdioServer;
+use crate::acp_client::McpStdioServer;
 
 /// The mission service's side of the tools.
 ///

@@ -11,7 +11,7 @@ use rmcp::{RoleClient, ServiceExt};
 use serde_json::{Map, Value};
 use tokio::process::{Child, Command};
 
-use crate::acp::McpStdioServer;
+use crate::acp_client::McpStdioServer;
 
 /// A tool the server lists: its name, description and JSON Schema.
 #[derive(Debug, Clone, PartialEq)]

@@ -366,7 +366,7 @@ impl MissionSocket {
         Ok(file)
     }
 
-    /// Where the unit's pid goes once it is spawned ([`crate::acp::UnitSpec::pid_slot`]):
+    /// Where the unit's pid goes once it is spawned ([`crate::acp_client::UnitSpec::pid_slot`]):
     /// from then on only the unit and its descendants are admitted, so a token read
     /// out of another process is not enough to drive this mission.
     pub fn unit_pid_slot(&self) -> Arc<OnceLock<u32>> {

@@ -13,7 +13,7 @@ use rmcp::service::RequestContext;
 use rmcp::{ErrorData as McpError, RoleServer, ServerHandler, ServiceExt};
 use tokio::io::{AsyncBufReadExt, AsyncRead, AsyncWrite, AsyncWriteExt, BufReader};
 
-use crate::acp::frame::{Frame, read_frame};
+use crate::acp_client::frame::{Frame, read_frame};
 
 use super::{MISSION_TOOL_NAMES, MissionToolHandler, mission_tool_specs, unknown_tool_error};
 
@@ -115,7 +115,7 @@ impl ServerHandler for MissionTools {
 /// `tokio::io::duplex` pair.
 ///
 /// Frames reach rmcp through the same bounded reader as a unit's stdout (see
-/// [`crate::acp::frame`]): a line that is not JSON, or is over the frame limit, is
+/// [`crate::acp_client::frame`]): a line that is not JSON, or is over the frame limit, is
 /// answered with a JSON-RPC parse error naming what was wrong, and never buffered
 /// whole; rmcp sees only JSON lines.
 pub async fn serve_mission_stream<S>(

@@ -10,7 +10,7 @@ use std::sync::Arc;
 use serde_json::{Value, json};
 
 use super::{ChatSession, Host};
-use crate::acp::agent_side::CancelSignal;
+use crate::acp_client::agent_side::CancelSignal;
 use crate::asks::Asks;
 use crate::asks::bounds::agent_may_answer;
 use crate::mission::Mission;
