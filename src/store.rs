@@ -24,6 +24,7 @@ pub mod changes;
 pub mod pg_connect;
 pub mod postgres;
 pub mod sql;
+mod value;
 pub use boundary::{blocking, blocking_in_place};
 pub use changes::{Changes, Waiter};
 pub use sql::Conn;

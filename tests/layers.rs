@@ -1,8 +1,14 @@
-//! The crate's modules depend one way: every `crate::<module>` path in `src/`
-//! points to a lower layer, or to a sibling in a layer whose siblings may depend on
-//! each other without a cycle. A new upward edge fails here, naming the file, the
-//! line and the edge. Unit tests (`#[cfg(test)]` items) are exempt: they exercise a
-//! module inside the assembled crate.
+//! The crate's shape, checked on its source text. Three rules, each failing with
+//! the file, the line and what it names:
+//! - modules depend one way: every `crate::<module>` path in `src/` points to a lower
+//!   layer, or to a sibling in a layer whose siblings may depend on each other without
+//!   a cycle, or along an edge listed with its reason;
+//! - inside a module, its files import one another without a circle;
+//! - only the listed modules name the crates that own a boundary (the ACP wire, the
+//!   databases, the kernel's sandbox).
+//!
+//! Unit tests (`#[cfg(test)]` items) are exempt: they exercise a module inside the
+//! assembled crate.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
@@ -12,7 +18,7 @@ use std::path::{Path, PathBuf};
 enum Siblings {
     /// Modules of the layer may use each other, as long as no cycle forms.
     Acyclic,
-    /// Only the edges in [`ALLOWED_SIBLING_EDGES`].
+    /// Only the edges in [`LISTED_EDGES`].
     Listed,
 }
 
@@ -23,7 +29,13 @@ const DOMAIN: (&str, u8, Siblings) = ("domain", 2, Siblings::Acyclic);
 const PROTOCOL: (&str, u8, Siblings) = ("protocol adapters", 3, Siblings::Acyclic);
 const ROLES: (&str, u8, Siblings) = ("roles", 4, Siblings::Listed);
 const ASSEMBLY: (&str, u8, Siblings) = ("assembly", 5, Siblings::Acyclic);
-const SURFACES: (&str, u8, Siblings) = ("surfaces", 6, Siblings::Acyclic);
+const OPS: (&str, u8, Siblings) = ("operations", 6, Siblings::Acyclic);
+const SURFACES: (&str, u8, Siblings) = ("surfaces", 7, Siblings::Listed);
+
+/// The layers, lowest first.
+const LAYERS: &[Layer] = &[
+    LEAVES, STORAGE, DOMAIN, PROTOCOL, ROLES, ASSEMBLY, OPS, SURFACES,
+];
 
 /// Every top-level module of the crate, one line each.
 const MODULES: &[(&str, (&str, u8, Siblings))] = &[
@@ -63,6 +75,8 @@ const MODULES: &[(&str, (&str, u8, Siblings))] = &[
     ("stub", ROLES),
     // assembly: the one place that names every table-owning module
     ("schema", ASSEMBLY),
+    // operations: the operator's verbs (fire, answer, stop, worktree, inbox), one
+    // file each, which every surface calls
     // surfaces: what an operator runs
     ("board", SURFACES),
     ("bench", SURFACES),
@@ -70,15 +84,77 @@ const MODULES: &[(&str, (&str, u8, Siblings))] = &[
     ("acp_server", SURFACES),
 ];
 
-/// The only edges between roles, and why each is one way.
-const ALLOWED_SIBLING_EDGES: &[(&str, &str, &str)] = &[(
-    "oracle",
-    "fleet",
-    "the oracle reviews the questions a fleet hosts; the fleet never knows it",
-)];
+/// The only edges between siblings of a [`Siblings::Listed`] layer, and why each
+/// is one way.
+const LISTED_EDGES: &[(&str, &str, &str)] = &[
+    (
+        "oracle",
+        "fleet",
+        "the oracle reviews the questions a fleet hosts; the fleet never knows it",
+    ),
+    (
+        "cli",
+        "board",
+        "`missionboard board` opens the board; the board never parses arguments",
+    ),
+    (
+        "cli",
+        "bench",
+        "`missionboard bench` runs the benchmarks; they never parse arguments",
+    ),
+    (
+        "cli",
+        "acp_server",
+        "`missionboard acp` serves an editor; the server never parses arguments",
+    ),
+    (
+        "bench",
+        "board",
+        "the bench times the board's snapshot and drawing; the board never measures itself",
+    ),
+    (
+        "acp_server",
+        "board",
+        "an editor's `/mission` line is read by the board picker's grammar",
+    ),
+];
+
+/// Crates that own a boundary, and the only modules that may name them.
+const BOUNDARY_CRATES: &[(&str, &[&str], &str)] = &[
+    (
+        "agent_client_protocol",
+        &["acp_client", "acp_server", "planner", "stub"],
+        "the ACP wire: the host's client to units, the editor's server, and the two \
+         agents that ship in the binary",
+    ),
+    (
+        "rusqlite",
+        &["store", "bench"],
+        "SQLite: the store, and the bench's bare reader that the board is measured against",
+    ),
+    (
+        "tokio_postgres",
+        &["store", "bench"],
+        "PostgreSQL: the store, and the bench's bare reader that the board is measured against",
+    ),
+    (
+        "landlock",
+        &["confine"],
+        "the kernel sandbox, applied in one place",
+    ),
+];
 
 /// Crate-root macros (`#[macro_export]`) and the module that defines them.
 const MACROS: &[(&str, &str)] = &[("row", "table"), ("sql_params", "store")];
+
+type Layer = (&'static str, u8, Siblings);
+
+fn layer_of(module: &str) -> Option<Layer> {
+    MODULES
+        .iter()
+        .find(|(name, _)| *name == module)
+        .map(|(_, l)| *l)
+}
 
 struct Edge {
     from: String,
@@ -88,33 +164,183 @@ struct Edge {
     text: String,
 }
 
+fn crate_src() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("src")
+}
+
 #[test]
 fn module_dependencies_point_one_way() {
-    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
-    let mut files = Vec::new();
-    rust_files(&src, &mut files);
-    let test_only = test_only_files(&files);
+    let problems = layering_problems(&crate_src());
+    assert!(
+        problems.is_empty(),
+        "layering broken (see ARCHITECTURE.md):\n{}",
+        problems.join("\n")
+    );
+}
 
-    let layer = |m: &str| MODULES.iter().find(|(name, _)| *name == m).map(|(_, l)| *l);
-    let mut problems = Vec::new();
-    let mut siblings: BTreeMap<String, Vec<Edge>> = BTreeMap::new();
-    for file in &files {
-        let rel = file.strip_prefix(&src).unwrap();
-        let Some(from) = owning_module(rel) else {
+#[test]
+fn no_import_circle_inside_a_module() {
+    let problems = circles_inside_modules(&crate_src());
+    assert!(
+        problems.is_empty(),
+        "import circles inside a module (move the shared names to one side, see \
+         ARCHITECTURE.md):\n{}",
+        problems.join("\n")
+    );
+}
+
+#[test]
+fn boundary_crates_are_named_only_where_listed() {
+    let problems = boundary_crate_problems(&crate_src());
+    assert!(
+        problems.is_empty(),
+        "a boundary crate named outside its modules (see BOUNDARY_CRATES in \
+         tests/layers.rs):\n{}",
+        problems.join("\n")
+    );
+}
+
+/// ARCHITECTURE.md's layers table has a row per layer, naming each of its modules.
+#[test]
+fn architecture_md_lists_every_layer_and_module() {
+    let doc =
+        std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("ARCHITECTURE.md"))
+            .unwrap();
+    let mut missing = Vec::new();
+    for layer in LAYERS {
+        let Some(row) = doc
+            .lines()
+            .find(|l| l.starts_with(&format!("| {} |", layer.0)))
+        else {
+            missing.push(format!("no row `| {} | …` in the layers table", layer.0));
             continue;
         };
-        if test_only.contains(file) {
-            continue;
+        for (module, _) in MODULES.iter().filter(|(_, l)| l == layer) {
+            if !row.contains(&format!("`{module}`")) {
+                missing.push(format!("the {} row does not name `{module}`", layer.0));
+            }
         }
-        let Some(from_layer) = layer(&from) else {
+    }
+    assert!(
+        missing.is_empty(),
+        "ARCHITECTURE.md is behind tests/layers.rs:\n{}",
+        missing.join("\n")
+    );
+}
+
+/// A scratch `src/` holding the given files, for proving each rule fails.
+fn synthetic_src(files: &[(&str, &str)]) -> tempfile::TempDir {
+    let dir = tempfile::tempdir().expect("a scratch directory under the system temp dir");
+    for (rel, text) in files {
+        let path = dir.path().join(rel);
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(path, text).unwrap();
+    }
+    dir
+}
+
+#[test]
+fn an_upward_edge_fails_with_file_line_and_edge() {
+    let src = synthetic_src(&[(
+        "store/cache.rs",
+        "use std::fmt;\n\npub fn f() -> crate::board::Model {\n    todo!()\n}\n",
+    )]);
+    assert_eq!(
+        layering_problems(src.path()),
+        [
+            "src/store/cache.rs:3: store (storage) -> board (surfaces) points upward: \
+          `pub fn f() -> crate::board::Model {`"
+        ]
+    );
+}
+
+#[test]
+fn an_unlisted_surface_edge_fails_and_a_listed_one_passes() {
+    let src = synthetic_src(&[
+        (
+            "cli/mod.rs",
+            "pub fn run() {\n    crate::board::run();\n}\n",
+        ),
+        ("board/mod.rs", "\nuse crate::{cli::out, store};\n"),
+    ]);
+    assert_eq!(
+        layering_problems(src.path()),
+        [
+            "src/board/mod.rs:2: board (surfaces) -> cli (surfaces) points sideways between \
+          surfaces: `use crate::{cli::out, store};`"
+        ]
+    );
+}
+
+#[test]
+fn a_circle_between_the_files_of_a_module_fails_with_each_edge() {
+    let src = synthetic_src(&[
+        (
+            "envelope/mod.rs",
+            "mod decode;\nmod policy;\nmod sandbox;\n",
+        ),
+        ("envelope/decode.rs", "use super::sandbox::Decl;\n"),
+        (
+            "envelope/policy.rs",
+            "// super::decode in a comment is no edge\nuse super::decode;\n",
+        ),
+        (
+            "envelope/sandbox/mod.rs",
+            "use crate::envelope::{\n    glob,\n    policy::{self, quote},\n};\n",
+        ),
+        // an edge to the module's root is no edge between its files
+        ("envelope/glob.rs", "use super::Policy;\n"),
+    ]);
+    assert_eq!(
+        circles_inside_modules(src.path()),
+        [
+            "module `envelope`: decode -> sandbox (src/envelope/decode.rs:1: \
+          `use super::sandbox::Decl;`) -> policy (src/envelope/sandbox/mod.rs:1: \
+          `use crate::envelope::{ glob, policy::{self, quote}, };`) -> decode \
+          (src/envelope/policy.rs:2: `use super::decode;`)"
+        ]
+    );
+}
+
+#[test]
+fn a_boundary_crate_outside_its_modules_fails_with_file_line_and_crate() {
+    let src = synthetic_src(&[
+        ("store/mod.rs", "use rusqlite::Connection;\n"),
+        (
+            "board/snapshot.rs",
+            "fn f() {}\n\nfn open() -> rusqlite::Connection {\n    todo!()\n}\n\
+             #[cfg(test)]\nmod tests {\n    use tokio_postgres::Client;\n}\n",
+        ),
+    ]);
+    assert_eq!(
+        boundary_crate_problems(src.path()),
+        [
+            "src/board/snapshot.rs:3: board names `rusqlite`, which only store, bench may \
+          name: `fn open() -> rusqlite::Connection {`"
+        ]
+    );
+}
+
+/// Every edge between top-level modules that breaks the layering, one line each.
+fn layering_problems(src: &Path) -> Vec<String> {
+    let mut problems = Vec::new();
+    let mut siblings: BTreeMap<String, Vec<Edge>> = BTreeMap::new();
+    for (rel, text) in live_files(src) {
+        let Some(from) = owning_module(&rel) else {
+            continue;
+        };
+        let Some(from_layer) = layer_of(&from) else {
             problems.push(format!(
                 "src/{}: module `{from}` has no layer — add it to MODULES in tests/layers.rs",
                 rel.display()
             ));
             continue;
         };
-        let text = std::fs::read_to_string(file).unwrap();
-        for (line, to, code) in crate_paths(&text) {
+        let here = module_path(&rel);
+        for named in named_paths(&text) {
+            let Some(to) = named.resolve(&here).into_iter().next() else {
+                continue;
+            };
             let to = MACROS
                 .iter()
                 .find(|(m, _)| *m == to)
@@ -122,26 +348,25 @@ fn module_dependencies_point_one_way() {
             if to == from {
                 continue;
             }
-            let Some(to_layer) = layer(&to) else {
+            let Some(to_layer) = layer_of(&to) else {
                 problems.push(format!(
-                    "src/{}:{line}: `crate::{to}` is not a module in MODULES of tests/layers.rs",
-                    rel.display()
+                    "src/{}:{}: `crate::{to}` is not a module in MODULES of tests/layers.rs",
+                    rel.display(),
+                    named.line
                 ));
                 continue;
-            };
-            let edge = Edge {
-                from: from.clone(),
-                to: to.clone(),
-                file: rel.to_path_buf(),
-                line,
-                text: code,
             };
             if to_layer.1 < from_layer.1 {
                 continue;
             }
-            let listed = ALLOWED_SIBLING_EDGES
-                .iter()
-                .any(|(a, b, _)| *a == from && *b == to);
+            let edge = Edge {
+                from: from.clone(),
+                to: to.clone(),
+                file: rel.clone(),
+                line: named.line,
+                text: named.text.clone(),
+            };
+            let listed = LISTED_EDGES.iter().any(|(a, b, _)| *a == from && *b == to);
             if to_layer.1 == from_layer.1 && (from_layer.2 == Siblings::Acyclic || listed) {
                 siblings.entry(from.clone()).or_default().push(edge);
                 continue;
@@ -155,67 +380,120 @@ fn module_dependencies_point_one_way() {
                 to,
                 to_layer.0,
                 if to_layer.1 == from_layer.1 {
-                    "sideways between roles"
+                    format!("sideways between {}", from_layer.0)
                 } else {
-                    "upward"
+                    "upward".to_string()
                 },
-                edge.text.trim()
+                edge.text
             ));
         }
     }
     if let Some(cycle) = find_cycle(&siblings) {
         problems.push(format!("a cycle between sibling modules: {cycle}"));
     }
-    assert!(
-        problems.is_empty(),
-        "layering broken (see ARCHITECTURE.md):\n{}",
-        problems.join("\n")
-    );
+    problems
 }
 
-#[test]
-fn every_module_in_lib_rs_has_a_layer() {
-    let lib =
-        std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("src/lib.rs")).unwrap();
-    for line in lib.lines() {
-        let words: Vec<&str> = line.split_whitespace().collect();
-        if let Some(i) = words.iter().position(|w| *w == "mod") {
-            let name = words[i + 1].trim_end_matches(';');
-            assert!(
-                MODULES.iter().any(|(m, _)| *m == name),
-                "src/lib.rs declares `{name}`, which has no line in MODULES of tests/layers.rs"
-            );
+/// One circle per module whose files import one another in a ring. A module's files
+/// are the direct children of its root (`store/sql.rs`, or the whole of
+/// `board/view/`); the root itself (`store.rs`, `mission/mod.rs`) declares and
+/// gathers them, so edges to and from it are not part of the graph.
+fn circles_inside_modules(src: &Path) -> Vec<String> {
+    let files = live_files(src);
+    let mut children: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
+    for (rel, _) in &files {
+        if let [top, child, ..] = module_path(rel).as_slice() {
+            children
+                .entry(top.clone())
+                .or_default()
+                .insert(child.clone());
         }
     }
+    let mut edges: BTreeMap<String, BTreeMap<String, Vec<Edge>>> = BTreeMap::new();
+    for (rel, text) in &files {
+        let here = module_path(rel);
+        let [top, from, ..] = here.as_slice() else {
+            continue;
+        };
+        for named in named_paths(text) {
+            let target = named.resolve(&here);
+            let [to_top, to, ..] = target.as_slice() else {
+                continue;
+            };
+            if to_top != top || to == from || !children[top].contains(to) {
+                continue;
+            }
+            let graph = edges.entry(top.clone()).or_default();
+            let out = graph.entry(from.clone()).or_default();
+            if out.iter().any(|e| &e.to == to) {
+                continue;
+            }
+            out.push(Edge {
+                from: from.clone(),
+                to: to.clone(),
+                file: rel.clone(),
+                line: named.line,
+                text: named.text.clone(),
+            });
+        }
+    }
+    edges
+        .iter()
+        .filter_map(|(module, graph)| {
+            find_cycle(graph).map(|cycle| format!("module `{module}`: {cycle}"))
+        })
+        .collect()
 }
 
-/// The repository stands alone: no source, manifest or doc points at design files
-/// that live outside it.
-#[test]
-fn nothing_refers_to_files_outside_the_repository() {
-    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
-    let mut files = Vec::new();
-    rust_files(&root.join("src"), &mut files);
-    rust_files(&root.join("tests"), &mut files);
-    files.extend(["Cargo.toml", "README.md", "ARCHITECTURE.md"].map(|f| root.join(f)));
-    // Spelled in pieces so this file does not match itself.
-    let outside = [["spec", "/"].concat(), ["shared", "/"].concat()];
-    let mut found = Vec::new();
-    for file in files {
-        let text = std::fs::read_to_string(&file).unwrap();
-        for (i, line) in text.lines().enumerate() {
-            let mut words = line.split(|c: char| c.is_whitespace() || "`'\"()[]".contains(c));
-            if words.any(|w| outside.iter().any(|o| w.starts_with(o.as_str()))) {
-                let rel = file.strip_prefix(root).unwrap();
-                found.push(format!("{}:{}: {line}", rel.display(), i + 1));
+/// Every line outside tests that names a boundary crate from a module not listed
+/// for it.
+fn boundary_crate_problems(src: &Path) -> Vec<String> {
+    let mut problems = Vec::new();
+    for (rel, text) in live_files(src) {
+        let Some(module) = owning_module(&rel) else {
+            continue;
+        };
+        for (line, code) in live_lines(&text) {
+            for (name, allowed, _) in BOUNDARY_CRATES {
+                if allowed.contains(&module.as_str()) || !names_crate(&code, name) {
+                    continue;
+                }
+                problems.push(format!(
+                    "src/{}:{line}: {module} names `{name}`, which only {} may name: `{code}`",
+                    rel.display(),
+                    allowed.join(", ")
+                ));
             }
         }
     }
-    assert!(
-        found.is_empty(),
-        "references outside the repository:\n{}",
-        found.join("\n")
-    );
+    problems
+}
+
+/// Whether code uses `name` as a path (`name::x`, `use name;`), not merely a word
+/// that contains it.
+fn names_crate(code: &str, name: &str) -> bool {
+    code.match_indices(name).any(|(at, _)| {
+        let before = code[..at].chars().next_back();
+        let after = &code[at + name.len()..];
+        !before.is_some_and(|c| is_ident(c) || c == ':')
+            && (after.starts_with("::")
+                || (code[..at].trim_end().ends_with("use") && after.starts_with(';')))
+    })
+}
+
+/// Every source file under `src` that is not a whole test module, with its text.
+fn live_files(src: &Path) -> Vec<(PathBuf, String)> {
+    let mut files = Vec::new();
+    rust_files(src, &mut files);
+    let test_only = test_only_files(&files);
+    files
+        .into_iter()
+        .filter(|f| !test_only.contains(f))
+        .map(|f| {
+            let text = std::fs::read_to_string(&f).unwrap();
+            (f.strip_prefix(src).unwrap().to_path_buf(), text)
+        })
+        .collect()
 }
 
 fn rust_files(dir: &Path, out: &mut Vec<PathBuf>) {
@@ -272,17 +550,142 @@ fn test_only_files(files: &[PathBuf]) -> BTreeSet<PathBuf> {
     out
 }
 
-/// Every `crate::<module>` a file names outside comments and `#[cfg(test)]` items:
-/// (line number, module, the line's text). `use crate::{a, b::c}` names `a` and `b`;
-/// a call of `Store::open` names `schema`.
-fn crate_paths(text: &str) -> Vec<(usize, String, String)> {
+/// The module path of a file under `src/`: `store/sql.rs` → `store::sql`,
+/// `board/view/mod.rs` → `board::view`, `store.rs` → `store`.
+fn module_path(rel: &Path) -> Vec<String> {
+    let mut path: Vec<String> = rel
+        .with_extension("")
+        .components()
+        .map(|c| c.as_os_str().to_string_lossy().into_owned())
+        .collect();
+    if path.last().is_some_and(|l| l == "mod") {
+        path.pop();
+    }
+    path
+}
+
+/// A path a file names, as written (`super::sandbox::decode`), with its line.
+struct NamedPath {
+    line: usize,
+    text: String,
+    segments: Vec<String>,
+}
+
+impl NamedPath {
+    /// The path from the crate root, seen from the file at module path `here`.
+    fn resolve(&self, here: &[String]) -> Vec<String> {
+        let mut base = here.to_vec();
+        let mut rest = self.segments.iter().peekable();
+        match rest.peek().map(|s| s.as_str()) {
+            Some("crate") => {
+                base.clear();
+                rest.next();
+            }
+            Some("self") => {
+                rest.next();
+            }
+            _ => {}
+        }
+        while rest.peek().is_some_and(|s| *s == "super") {
+            base.pop();
+            rest.next();
+        }
+        base.extend(rest.cloned());
+        base
+    }
+}
+
+/// Every `crate::`, `super::` and `self::` path a file names outside comments and
+/// `#[cfg(test)]` items; `use crate::{a, b::{c, d}}` names `a`, `b::c` and `b::d`.
+/// A call of `Store::open` names `schema`, which defines it (it applies the full
+/// migration list).
+fn named_paths(text: &str) -> Vec<NamedPath> {
+    let mut out = Vec::new();
+    for (line, code) in live_lines(text) {
+        if code.contains("Store::open(") {
+            out.push(NamedPath {
+                line,
+                text: code.clone(),
+                segments: vec!["crate".into(), "schema".into()],
+            });
+        }
+        let chars: Vec<char> = code.chars().collect();
+        let mut i = 0;
+        while i < chars.len() {
+            let starts_path = ["crate::", "super::", "self::"]
+                .iter()
+                .any(|root| chars[i..].starts_with(&root.chars().collect::<Vec<_>>()));
+            let joined = i > 0 && (is_ident(chars[i - 1]) || "$:".contains(chars[i - 1]));
+            if !starts_path || joined {
+                i += 1;
+                continue;
+            }
+            let mut paths = Vec::new();
+            path_tree(&chars, &mut i, &[], &mut paths);
+            out.extend(paths.into_iter().map(|segments| NamedPath {
+                line,
+                text: code.clone(),
+                segments,
+            }));
+        }
+    }
+    out
+}
+
+/// Reads one path or `{…}` group from `s[*i..]` under `prefix`, pushing every full
+/// path it names.
+fn path_tree(s: &[char], i: &mut usize, prefix: &[String], out: &mut Vec<Vec<String>>) {
+    while s.get(*i).is_some_and(|c| c.is_whitespace()) {
+        *i += 1;
+    }
+    if s.get(*i) == Some(&'{') {
+        *i += 1;
+        loop {
+            while s.get(*i).is_some_and(|c| c.is_whitespace() || *c == ',') {
+                *i += 1;
+            }
+            match s.get(*i) {
+                None => return,
+                Some('}') => {
+                    *i += 1;
+                    return;
+                }
+                _ => {
+                    path_tree(s, i, prefix, out);
+                    // Step over what may follow an entry (` as name`, `*`).
+                    while s.get(*i).is_some_and(|c| *c != ',' && *c != '}') {
+                        *i += 1;
+                    }
+                }
+            }
+        }
+    }
+    let ident: String = s[*i..].iter().take_while(|c| is_ident(**c)).collect();
+    *i += ident.chars().count();
+    if ident.is_empty() || (ident == "self" && !prefix.is_empty()) {
+        out.push(prefix.to_vec());
+        return;
+    }
+    let mut path = prefix.to_vec();
+    path.push(ident);
+    if s[*i..].starts_with(&[':', ':']) {
+        *i += 2;
+        path_tree(s, i, &path, out);
+    } else {
+        out.push(path);
+    }
+}
+
+/// The code of a file outside comments and `#[cfg(test)]` items, trimmed, one entry
+/// per line, except that a `…::{` group spread over lines is joined onto its first.
+fn live_lines(text: &str) -> Vec<(usize, String)> {
     let mut out = Vec::new();
     let mut in_test_item = false;
     let mut depth = 0isize;
-    // An open `use crate::{ …` group: its first line, and its text so far.
-    let mut group: Option<(usize, String)> = None;
+    // An open `…::{` group: its first line, its text so far, and its open braces.
+    let mut group: Option<(usize, String, isize)> = None;
     for (i, raw) in text.lines().enumerate() {
-        let line = raw.trim_start();
+        let line = raw.trim();
         if in_test_item {
             if depth == 0 && !line.starts_with("#[") && line.ends_with(';') && !line.contains('{') {
                 in_test_item = false;
@@ -300,69 +703,30 @@ fn crate_paths(text: &str) -> Vec<(usize, String, String)> {
         if line.starts_with("//") {
             continue;
         }
-        if let Some((start, mut inner)) = group.take() {
-            inner.push_str(raw);
-            match group_entries(&inner) {
-                Some(names) => out.extend(names.into_iter().map(|n| (start, n, inner.clone()))),
-                None => group = Some((start, inner)),
+        if let Some((start, mut joined, open)) = group.take() {
+            joined.push(' ');
+            joined.push_str(line);
+            let open = open + brace_balance(line);
+            if open > 0 {
+                group = Some((start, joined, open));
+            } else {
+                out.push((start, joined));
             }
             continue;
         }
-        // `Store::open` is defined in `schema` (it applies the full migration list),
-        // so calling it depends on `schema` even without naming the module.
-        if raw.contains("Store::open(") {
-            out.push((i + 1, "schema".to_string(), raw.to_string()));
-        }
-        let mut rest = raw;
-        while let Some(at) = rest.find("crate::") {
-            let before = &rest[..at];
-            rest = &rest[at + "crate::".len()..];
-            if before.ends_with(|c: char| c == '$' || c.is_alphanumeric() || c == '_') {
-                continue;
-            }
-            if let Some(inner) = rest.strip_prefix('{') {
-                match group_entries(inner) {
-                    Some(names) => out.extend(names.into_iter().map(|n| (i + 1, n, raw.into()))),
-                    None => group = Some((i + 1, inner.to_string())),
-                }
-                break;
-            }
-            let name: String = rest.chars().take_while(|c| is_ident(*c)).collect();
-            if !name.is_empty() {
-                out.push((i + 1, name, raw.to_string()));
-            }
+        let open = line.find("::{").map_or(0, |at| brace_balance(&line[at..]));
+        if open > 0 {
+            group = Some((i + 1, line.to_string(), open));
+        } else {
+            out.push((i + 1, line.to_string()));
         }
     }
+    out.extend(group.map(|(start, joined, _)| (start, joined)));
     out
 }
 
 fn is_ident(c: char) -> bool {
     c.is_alphanumeric() || c == '_'
-}
-
-/// The first path segment of each entry of a group's text after its `{`
-/// (`a, b::c, d::{e, f}}` → a, b, d); `None` while the group is not closed yet.
-fn group_entries(inner: &str) -> Option<Vec<String>> {
-    let mut entries = vec![String::new()];
-    let mut level = 0;
-    for c in inner.chars() {
-        match c {
-            '{' => level += 1,
-            '}' if level == 0 => {
-                let names = entries
-                    .iter()
-                    .map(|e| e.trim().chars().take_while(|c| is_ident(*c)).collect())
-                    .filter(|n: &String| !n.is_empty() && n != "self")
-                    .collect();
-                return Some(names);
-            }
-            '}' => level -= 1,
-            ',' if level == 0 => entries.push(String::new()),
-            c if level == 0 => entries.last_mut().unwrap().push(c),
-            _ => {}
-        }
-    }
-    None
 }
 
 /// `{` minus `}` on a line, ignoring those inside string and char literals.
@@ -397,7 +761,7 @@ fn brace_balance(line: &str) -> isize {
     n
 }
 
-/// A cycle among the sibling edges, as `a -> b (file:line) -> a (file:line)`.
+/// A cycle in a graph of edges, each edge shown with its file, line and code.
 fn find_cycle(edges: &BTreeMap<String, Vec<Edge>>) -> Option<String> {
     fn visit<'a>(
         node: &'a str,
@@ -410,10 +774,11 @@ fn find_cycle(edges: &BTreeMap<String, Vec<Edge>>) -> Option<String> {
                 let mut out = path[start].from.clone();
                 for e in path[start..].iter().chain([&edge]) {
                     out.push_str(&format!(
-                        " -> {} (src/{}:{})",
+                        " -> {} (src/{}:{}: `{}`)",
                         e.to,
                         e.file.display(),
-                        e.line
+                        e.line,
+                        e.text
                     ));
                 }
                 return Some(out);

@@ -6,9 +6,10 @@ use std::sync::{Arc, Mutex};
 
 use tokio::sync::mpsc::UnboundedSender;
 
+use super::model::short;
 use super::model::{AgentEntry, EnvelopeEntry, HostedMission, PickerData};
 use super::picker::{self, MissionLine, Resolved};
-use super::update::{Effect, Msg, short};
+use super::update::{Effect, Msg};
 use crate::agents::Registry;
 use crate::asks::OperatorVerdict;
 use crate::config::{self, Config};

@@ -9,6 +9,7 @@ use std::sync::Arc;
 use ratatui::layout::Rect;
 use ratatui_textarea::TextArea;
 
+use super::keymap::Context;
 use super::line::{LineField, line_breaks};
 use super::theme::{Symbols, Theme};
 use crate::mission::{Order, Status};
@@ -498,7 +499,30 @@ pub struct Model {
     pub primed: bool,
 }
 
+/// An id as the board shows it: its first eight characters.
+pub fn short(id: &str) -> &str {
+    id.get(..8).unwrap_or(id)
+}
+
 impl Model {
+    /// The keymap context of the current mode: which keys act, and which hints the
+    /// status bar shows.
+    pub fn key_context(&self) -> Context {
+        match &self.mode {
+            Mode::Board => Context::Board,
+            Mode::Answering { ask_id } => match self.ask(ask_id) {
+                Some(a) if !a.question => Context::Verdict,
+                _ => Context::Answer,
+            },
+            Mode::Picking(_) => Context::Picker,
+            Mode::Confirm(_) => Context::Confirm,
+            Mode::Help { .. } => Context::Help,
+            Mode::Diff(_) => Context::Diff,
+            Mode::Filter => Context::Filter,
+            Mode::CommandLine { .. } => Context::Command,
+        }
+    }
+
     pub fn new(theme: Theme, symbols: Symbols, size: Rect) -> Model {
         Model {
             snap: Arc::new(Snapshot::default()),

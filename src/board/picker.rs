@@ -148,7 +148,7 @@ pub fn confirmation(r: &Resolved, labels: &[String], mission_id: &str) -> String
     };
     let mut out = format!(
         "Mission {} fired at {who} {:?} under envelope {:?} ({})",
-        super::update::short(mission_id),
+        super::model::short(mission_id),
         r.agent,
         r.envelope,
         r.origin

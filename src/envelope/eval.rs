@@ -15,7 +15,8 @@ use std::time::Duration;
 
 use serde_json::{Map, Value};
 
-use super::policy::{Action, Condition, Op, Policy, PolicyError, Rule, quote};
+use super::policy::{Action, Condition, Op, Policy, PolicyError, Rule};
+use super::quote::quote;
 use super::shell::{self, Allowlist};
 
 /// A tool call as the envelope sees it.

@@ -14,7 +14,7 @@
 
 use std::fmt;
 
-use super::policy::quote;
+use super::quote::quote;
 
 /// Brace expansion stops here so a hostile pattern cannot explode memory.
 pub const MAX_ALTERNATIVES: usize = 4096;

@@ -1,6 +1,6 @@
-//! The envelope file format's domain types and its load: [`Policy::parse`] runs
-//! the one validation `missionboard vet` runs too (see `validate`), decodes with the
-//! Go-compatible decoder (see `decode`) and compiles every glob once.
+//! The envelope file format's domain types. A file becomes a [`Policy`] through
+//! [`Policy::parse`], which lives beside the checks it shares with `missionboard
+//! vet` (see `validate`).
 //!
 //! What refuses a file: an unknown field at any level, a case variant or a
 //! duplicate of a field, a value of the wrong JSON type, an invalid value, and a
@@ -10,7 +10,7 @@
 //! an ignored key can only ever widen what the envelope allows (a misspelt `when`
 //! makes its rule unconditional).
 //!
-//! Where this port departs from the seed-era Go loader on purpose, each time
+//! Where this loader departs from the Go loader on purpose, each time
 //! because the lenient reading would make a rule or a bound silently inert:
 //!
 //! * unknown, case-variant and duplicate keys refuse the file (Go ignored the
@@ -26,8 +26,8 @@
 use std::fmt;
 
 use super::glob::Glob;
+use super::quote::quote;
 pub use super::trusted::{TrustedBinaries, sha256_file};
-use super::validate::check;
 
 /// The largest `maxTurns` accepted. Only 0 and 1 change anything today; the cap
 /// only keeps an absurd value from looking intentional.
@@ -223,16 +223,6 @@ impl Policy {
             .unwrap_or_else(super::sandbox::SandboxDecl::baseline)
     }
 
-    /// Loads a policy file's bytes (see the module docs). `name` only labels
-    /// errors: give the file's path, so the operator knows which copy to fix.
-    pub fn parse(name: &str, bytes: &[u8]) -> Result<Policy, PolicyError> {
-        let invalid = |messages| PolicyError::new(name, ErrorKind::Invalid(messages));
-        check(bytes)
-            .map_err(invalid)?
-            .into_policy()
-            .map_err(|e| invalid(vec![e.to_string()]))
-    }
-
     /// What a policy that failed to load evaluates as: every call asks, including
     /// reads, and there are no bounds and no attention grant. Never allow.
     pub fn builtin_default() -> Policy {
@@ -278,6 +268,11 @@ impl PolicyError {
     }
 
     /// For policy sources: the file exists but could not be read.
+    /// The file was read but refused: every message the validation found.
+    pub(super) fn invalid(name: &str, messages: Vec<String>) -> PolicyError {
+        PolicyError::new(name, ErrorKind::Invalid(messages))
+    }
+
     pub fn read(name: &str, cause: impl fmt::Display) -> PolicyError {
         PolicyError::new(name, ErrorKind::Read(cause.to_string()))
     }
@@ -323,32 +318,6 @@ impl fmt::Display for PolicyError {
 }
 
 impl std::error::Error for PolicyError {}
-
-/// format they were specified in.
-pub(crate) fn quote(s: &str) -> String {
-    let mut out = String::with_capacity(s.len() + 2);
-    out.push('"');
-    for c in s.chars() {
-        match c {
-            '"' => out.push_str("\\\""),
-            '\\' => out.push_str("\\\\"),
-            '\u{07}' => out.push_str("\\a"),
-            '\u{08}' => out.push_str("\\b"),
-            '\u{0C}' => out.push_str("\\f"),
-            '\n' => out.push_str("\\n"),
-            '\r' => out.push_str("\\r"),
-            '\t' => out.push_str("\\t"),
-            '\u{0B}' => out.push_str("\\v"),
-            c if (c as u32) < 0x20 || c == '\u{7F}' => {
-                out.push_str(&format!("\\x{:02x}", c as u32));
-            }
-            c if c.is_control() => out.push_str(&format!("\\u{:04x}", c as u32)),
-            c => out.push(c),
-        }
-    }
-    out.push('"');
-    out
-}
 
 #[cfg(test)]
 mod tests {
@@ -775,14 +744,6 @@ mod tests {
             e.validation_messages(),
             [r#"rule 0, condition 1: unbalanced '}' in glob "a}""#]
         );
-    }
-
-    #[test]
-    fn quote_is_go_percent_q() {
-        assert_eq!(quote("plain"), r#""plain""#);
-        assert_eq!(quote("a\"b\\c"), r#""a\"b\\c""#);
-        assert_eq!(quote("l1\nl2\t\u{1}\u{7f}"), r#""l1\nl2\t\x01\x7f""#);
-        assert_eq!(quote("naïve — ok"), "\"naïve — ok\"");
     }
 
     #[test]

@@ -30,8 +30,7 @@ use std::path::{Component, Path, PathBuf};
 use serde::Deserialize;
 use serde_json::Value;
 
-use super::decode::{Json, Num};
-use super::validate::is_annotation_key;
+use super::json::{Json, Num, is_annotation_key};
 use crate::confine::{ABI_FOR_CONNECT, ABI_FOR_READ, ABI_FOR_WRITE, Confinement};
 
 /// A limit that is either absent (`"all"`) or a list.

@@ -11,7 +11,7 @@
 
 use serde_json::{Map, Value};
 
-use super::policy::quote;
+use super::quote::quote;
 
 /// The characters that make a token more than a plain argv word.
 const CONTROL_CHARS: [char; 8] = [';', '|', '&', '>', '<', '`', '\n', '\r'];

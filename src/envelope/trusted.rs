@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 
 use sha2::{Digest, Sha256};
 
-use super::policy::quote;
+use super::quote::quote;
 
 /// Gates the allows that `command_prefix_allowlist` grants.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]

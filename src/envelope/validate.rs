@@ -8,12 +8,15 @@
 //! Rule and condition indices in messages are 0-based, as in the Go loop index the
 //! message formats come from.
 
-use super::decode::{Json, RawCompute, RawPolicy, RawRule, decode_policy, parse_object};
+use super::decode::{RawCompute, RawPolicy, RawRule, decode_policy};
 use super::glob;
+use super::json::{Json, is_annotation_key, parse_object};
 use super::policy::{
     Action, MAX_AGENT_ANSWERS_CEILING, MAX_ALLOWLIST_ENTRIES, MAX_ALLOWLIST_ENTRY_BYTES,
-    MAX_TOKENS_CAP, MAX_TOOL_CALLS_CAP, MAX_TURNS_CAP, Op, POLICY_VERSION, TrustedBinaries, quote,
+    MAX_TOKENS_CAP, MAX_TOOL_CALLS_CAP, MAX_TURNS_CAP, Op, POLICY_VERSION, Policy, PolicyError,
+    TrustedBinaries,
 };
+use super::quote::quote;
 
 /// Every top-level field an envelope may carry, in the order messages list them,
 /// with the fields of each object block. A new block is one entry here (and its
@@ -67,9 +70,18 @@ pub(crate) fn check(bytes: &[u8]) -> Result<RawPolicy, Vec<String>> {
     if errs.is_empty() { Ok(raw) } else { Err(errs) }
 }
 
-/// The comment convention: `//…` keys (and `$schema`) carry notes, never data.
-pub(crate) fn is_annotation_key(key: &str) -> bool {
-    key.starts_with("//") || key == "$schema"
+impl Policy {
+    /// Loads a policy file's bytes: the one validation `missionboard vet` runs too
+    /// ([`check`]), the Go-compatible decode, and every glob compiled once. `name`
+    /// only labels errors: give the file's path, so the operator knows which copy
+    /// to fix.
+    pub fn parse(name: &str, bytes: &[u8]) -> Result<Policy, PolicyError> {
+        let invalid = |messages| PolicyError::invalid(name, messages);
+        check(bytes)
+            .map_err(invalid)?
+            .into_policy()
+            .map_err(|e| invalid(vec![e.to_string()]))
+    }
 }
 
 /// Exact keys, each once. `prefix` names the object as messages do (`rule 2`),

@@ -8,8 +8,10 @@
 use std::collections::HashMap;
 use std::path::Path;
 
-use super::decode::{Json, Num, RawPolicy, parse_object};
-use super::policy::{self, MAX_TURNS_CAP, quote, sha256_file};
+use super::decode::RawPolicy;
+use super::json::{Json, Num, parse_object};
+use super::policy::{self, MAX_TURNS_CAP, sha256_file};
+use super::quote::quote;
 use super::shell::path_base;
 use super::validate::{self, check_keys};
 

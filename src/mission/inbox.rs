@@ -1,11 +1,13 @@
-//! The operator inbox: a copy of every report that reached no live session. Acking
-//! marks an item read; it never deletes it and never touches the report or an ask.
+//! The operator inbox: a copy of every report that reached no live session. Filing
+//! the report writes its copy ([`super::report::copy_to_inbox`]); here the inbox is
+//! read and acked. Acking marks an item read; it never deletes it and never touches
+//! the report or an ask.
 
 use crate::store::sql::{OptionalExtension, params};
 use serde::Serialize;
 
-use super::report::{Report, report_at};
-use super::{Mission, MissionError, Missions, Result};
+use super::report::{PARENT_GONE, Report, report_at};
+use super::{MissionError, Missions, Result};
 use crate::clock;
 
 pub(crate) const SCHEMA_V2: &str = "
@@ -41,10 +43,6 @@ CREATE TABLE inbox (
 CREATE INDEX inbox_by_created ON inbox (created_at DESC, id DESC);
 CREATE INDEX inbox_unacked ON inbox (acked_at, created_at DESC);";
 
-/// Why an item is in the inbox.
-pub const OPERATOR_FIRED: &str = "operator_fired";
-pub const PARENT_GONE: &str = "parent_gone";
-
 /// One inbox item with the report it copies.
 #[derive(Debug, Clone, Serialize)]
 #[serde(rename_all = "camelCase")]
@@ -78,30 +76,6 @@ impl InboxItem {
             "operator-fired (no session)"
         }
     }
-}
-
-/// Written inside the report's own transaction.
-pub(crate) fn insert_for_report(
-    tx: &crate::store::Conn<'_>,
-    mission: &Mission,
-    report: &Report,
-    reason: &str,
-) -> crate::store::sql::Result<()> {
-    tx.execute(
-        "INSERT INTO inbox (id, mission_id, report_id, reason, agent_name, intent, parent_session_id, created_at)
-         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8) ON CONFLICT DO NOTHING",
-        params![
-            uuid::Uuid::new_v4().to_string(),
-            mission.id,
-            report.id,
-            reason,
-            mission.agent_name,
-            mission.intent,
-            mission.parent_session_id,
-            report.created_at
-        ],
-    )?;
-    Ok(())
 }
 
 const SELECT: &str = "SELECT i.id, i.mission_id, i.agent_name, i.intent, i.parent_session_id, i.reason, i.created_at, i.acked_at,

@@ -6,8 +6,7 @@
 
 use crate::store::sql::{OptionalExtension, params};
 
-use super::inbox::PARENT_GONE;
-use super::report::report_at;
+use super::report::{PARENT_GONE, copy_to_inbox, report_at};
 use super::{Mission, Missions, Result};
 use crate::clock;
 use crate::host::HostId;
@@ -103,7 +102,7 @@ impl Missions {
                 )
                 .optional()?;
             match report {
-                Some(r) => super::inbox::insert_for_report(tx, mission, &r, PARENT_GONE),
+                Some(r) => copy_to_inbox(tx, mission, &r, PARENT_GONE),
                 None => Ok(()),
             }
         })?;

@@ -7,7 +7,7 @@ use crate::store::sql::params;
 use serde::{Deserialize, Serialize};
 use serde_json::json;
 
-use super::{MissionError, Missions, Result, single_line, subjects};
+use super::{Mission, MissionError, Missions, Result, single_line, subjects};
 use crate::clock;
 
 pub(crate) const SCHEMA_V2: &str = "
@@ -38,6 +38,11 @@ CREATE TABLE reports (
     created_at  BIGINT NOT NULL
 );
 CREATE INDEX reports_by_mission ON reports (mission_id, created_at, id);";
+
+/// Why a report is copied to the operator inbox: its mission was fired by the
+/// operator, or the session that fired it has ended.
+pub const OPERATOR_FIRED: &str = "operator_fired";
+pub const PARENT_GONE: &str = "parent_gone";
 
 pub const KINDS: [&str; 4] = ["progress", "finding", "blocker", "result"];
 
@@ -203,8 +208,8 @@ impl Missions {
         // an operator-fired mission, and a parented one's once its parent has ended
         // (a parent that ends after this look is covered by its deliverer).
         let inbox_reason = match &mission.parent_session_id {
-            None => Some(super::inbox::OPERATOR_FIRED),
-            Some(parent) if !self.parent_session_live(parent)? => Some(super::inbox::PARENT_GONE),
+            None => Some(OPERATOR_FIRED),
+            Some(parent) if !self.parent_session_live(parent)? => Some(PARENT_GONE),
             Some(_) => None,
         };
         self.store.write(|tx| {
@@ -214,7 +219,7 @@ impl Missions {
                 params![report.id, report.mission_id, report.kind, report.summary, report.detail, refs, handover, report.created_at],
             )?;
             if let Some(reason) = inbox_reason {
-                super::inbox::insert_for_report(tx, &mission, &report, reason)?;
+                copy_to_inbox(tx, &mission, &report, reason)?;
             }
             Ok(())
         })?;
@@ -268,6 +273,32 @@ impl Missions {
             )
         })?)
     }
+}
+
+/// The inbox's copy of a report that reached no live session, written inside the
+/// transaction that files the report (or, for [`PARENT_GONE`], the one that ends its
+/// parent).
+pub(crate) fn copy_to_inbox(
+    tx: &crate::store::Conn<'_>,
+    mission: &Mission,
+    report: &Report,
+    reason: &str,
+) -> crate::store::sql::Result<()> {
+    tx.execute(
+        "INSERT INTO inbox (id, mission_id, report_id, reason, agent_name, intent, parent_session_id, created_at)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8) ON CONFLICT DO NOTHING",
+        params![
+            uuid::Uuid::new_v4().to_string(),
+            mission.id,
+            report.id,
+            reason,
+            mission.agent_name,
+            mission.intent,
+            mission.parent_session_id,
+            report.created_at
+        ],
+    )?;
+    Ok(())
 }
 
 fn report_from_row(r: &crate::store::sql::Row<'_>) -> crate::store::sql::Result<Report> {

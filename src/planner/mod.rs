@@ -27,14 +27,16 @@ mod context;
 mod local_tools;
 mod prompt;
 mod server;
-pub use server::model_error;
 pub mod settings;
 mod turn;
 
 use std::path::PathBuf;
 
 pub use settings::ModelFlags;
-pub use turn::{SessionState, Turn};
+pub use turn::{SessionState, Turn, model_error};
+
+/// The name the agent gives in `initialize` and in its diagnostics.
+pub const AGENT_NAME: &str = "missionboard-agent";
 
 /// Tools a host embedding the model loop offers beside the local ones (an editor
 /// session's `mission_start` and `mission_answer`).

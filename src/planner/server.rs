@@ -8,13 +8,10 @@ use agent_client_protocol::Error;
 use agent_client_protocol::v1::schema::{NewSessionRequest, NewSessionResponse};
 use tokio::sync::{OnceCell, watch};
 
-use super::AgentOptions;
-use super::turn::{SessionState, Turn};
+use super::turn::{SessionState, Turn, model_error};
+use super::{AGENT_NAME, AgentOptions};
 use crate::acp_client::agent_side::{self, AgentSession, BuiltinAgent, PromptTurn, Sessions};
 use crate::model::ModelClient;
-
-/// The name the agent gives in `initialize` and in its diagnostics.
-pub const AGENT_NAME: &str = "missionboard-agent";
 
 struct Planner {
     options: AgentOptions,
@@ -102,12 +99,6 @@ impl Planner {
             .await
             .cloned()
     }
-}
-
-/// A model failure as the turn's JSON-RPC error: the client's own text, which
-/// names the endpoint and what to do.
-pub fn model_error(e: crate::model::ModelError) -> Error {
-    Error::new(-32603, e.to_string())
 }
 
 async fn run_prompt(planner: Arc<Planner>, turn: PromptTurn<Session>) {

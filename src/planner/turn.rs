@@ -14,10 +14,9 @@ use agent_client_protocol::v1::schema::{
 use agent_client_protocol::{Client, Error};
 use serde_json::{Map, Value, json};
 
-use super::HostTools;
 use super::context::{self, truncate_output};
 use super::local_tools::{self, LocalCall, LocalTool};
-use super::server::model_error;
+use super::{AGENT_NAME, HostTools};
 use crate::acp_client::McpStdioServer;
 use crate::acp_client::agent_side::CancelSignal;
 use crate::mission_mcp::PARKED_PREFIX;
@@ -182,8 +181,7 @@ impl Turn<'_> {
             {
                 eprintln!(
                     "{}: the model server runs a {served}-token context window; the dialog is kept inside it (--context-tokens {})",
-                    super::server::AGENT_NAME,
-                    self.context_tokens
+                    AGENT_NAME, self.context_tokens
                 );
                 state.window = Some(served);
             }
@@ -232,7 +230,7 @@ impl Turn<'_> {
                             .unwrap_or(window * 3 / 4);
                         eprintln!(
                             "{}: the model server refused a {window}-token dialog as too long; shrinking to {smaller} tokens and retrying once",
-                            super::server::AGENT_NAME
+                            AGENT_NAME
                         );
                         state.window = Some(smaller);
                         continue;
@@ -517,10 +515,7 @@ impl Turn<'_> {
             .await
             .map_err(fail)?;
         if let Err(e) = &result {
-            eprintln!(
-                "{}: the refusal report failed: {e}",
-                super::server::AGENT_NAME
-            );
+            eprintln!("{}: the refusal report failed: {e}", AGENT_NAME);
         }
         Ok(result.is_ok())
     }
@@ -594,4 +589,10 @@ fn answer_dangling_calls(messages: &mut Vec<ChatMessage>) {
             "cancelled: the operator cancelled the turn before this call finished",
         ));
     }
+}
+
+/// A model failure as the turn's JSON-RPC error: the client's own text, which
+/// names the endpoint and what to do.
+pub fn model_error(e: crate::model::ModelError) -> Error {
+    Error::new(-32603, e.to_string())
 }

@@ -22,7 +22,7 @@ use tokio_postgres::types::{IsNull, ToSql, Type, to_sql_checked};
 use tokio_postgres::{AsyncMessage, Client, NoTls, Statement};
 
 use super::pg_connect::{SslMode, Target};
-use super::sql::{Error, Result, Value};
+use super::value::{Error, Result, Value};
 
 /// The channel every commit is announced on (per database, as NOTIFY is).
 pub const CHANGES_CHANNEL: &str = "missionboard_changes";

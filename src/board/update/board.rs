@@ -6,11 +6,12 @@ use std::sync::Arc;
 use crossterm::event::{KeyCode, KeyEvent, KeyModifiers, MouseButton, MouseEvent, MouseEventKind};
 use ratatui::layout::Position;
 
-use super::{Effect, answer, confirm, news, short, toast};
+use super::{Effect, answer, confirm, news, toast};
 use crate::asks::OperatorVerdict;
 use crate::board::keymap::Action;
 use crate::board::layout;
 use crate::board::line::LineField;
+use crate::board::model::short;
 use crate::board::model::{Mode, Model, Pane, Picker, Snapshot};
 use crate::board::notify::Alert;
 use crate::mission::Status;

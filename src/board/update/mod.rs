@@ -21,7 +21,7 @@ use std::sync::Arc;
 use crossterm::event::{Event, KeyEvent, KeyEventKind};
 use ratatui::layout::Rect;
 
-use super::keymap::{self, Action, Context};
+use super::keymap::{self, Action};
 use super::model::{
     ERROR_TOAST_MS, Mode, Model, PickStep, PickerData, Snapshot, TOAST_MS, TerminalRequest, Toast,
 };
@@ -237,33 +237,8 @@ fn push_toast(m: &mut Model, text: String, error: bool, news: bool) {
     }
 }
 
-pub fn short(id: &str) -> &str {
-    id.get(..8).unwrap_or(id)
-}
-
-fn context(mode: &Mode, m: &Model) -> Context {
-    match mode {
-        Mode::Board => Context::Board,
-        Mode::Answering { ask_id } => match m.ask(ask_id) {
-            Some(a) if !a.question => Context::Verdict,
-            _ => Context::Answer,
-        },
-        Mode::Picking(_) => Context::Picker,
-        Mode::Confirm(_) => Context::Confirm,
-        Mode::Help { .. } => Context::Help,
-        Mode::Diff(_) => Context::Diff,
-        Mode::Filter => Context::Filter,
-        Mode::CommandLine { .. } => Context::Command,
-    }
-}
-
-/// The hints the status bar shows for the current mode.
-pub fn current_context(m: &Model) -> Context {
-    context(&m.mode, m)
-}
-
 fn on_key(m: &mut Model, key: KeyEvent) -> Vec<Effect> {
-    let action = keymap::lookup(context(&m.mode, m), &key);
+    let action = keymap::lookup(m.key_context(), &key);
     match action {
         Some(Action::ForceQuit) => {
             m.quit = true;

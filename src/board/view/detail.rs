@@ -11,8 +11,8 @@ use ratatui::text::{Line, Span};
 use ratatui::widgets::Paragraph;
 
 use super::{age, kv, pane_block, wrap};
+use crate::board::model::short;
 use crate::board::model::{Detail, Model, Needs, Pane};
-use crate::board::update::short;
 
 /// The detail shown for the current target, if the snapshot holds it.
 fn shown(m: &Model) -> Option<&Detail> {

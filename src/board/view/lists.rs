@@ -7,8 +7,8 @@ use ratatui::text::{Line, Span};
 use ratatui::widgets::{Paragraph, Wrap};
 
 use super::{age, fit, pane_block, truncate};
+use crate::board::model::short;
 use crate::board::model::{Model, Pane};
-use crate::board::update::short;
 
 fn selected_style(m: &Model, pane: Pane) -> ratatui::style::Style {
     if m.focus == pane && m.mode == crate::board::model::Mode::Board {

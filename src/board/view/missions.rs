@@ -8,8 +8,8 @@ use ratatui::text::{Line, Span};
 use ratatui::widgets::Paragraph;
 
 use super::{age, fit, pane_block, truncate};
+use crate::board::model::short;
 use crate::board::model::{Model, Needs, Pane};
-use crate::board::update::short;
 
 /// Column widths (cells); the intent takes what is left.
 const STATE: usize = 11;

@@ -11,8 +11,8 @@ use super::{age, field, kv, truncate, wrap_text};
 use crate::board::keymap;
 use crate::board::layout::centered;
 use crate::board::line::LineField;
+use crate::board::model::short;
 use crate::board::model::{Confirm, ConfirmKind, Model};
-use crate::board::update::short;
 
 fn modal<'a>(m: &Model, title: String) -> Block<'a> {
     Block::default()

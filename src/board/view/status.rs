@@ -10,7 +10,6 @@ use ratatui::widgets::Paragraph;
 use super::{cells, field, truncate};
 use crate::board::keymap;
 use crate::board::model::{Mode, Model};
-use crate::board::update::current_context;
 
 pub fn render(frame: &mut Frame, area: Rect, m: &Model) {
     let t = &m.theme;
@@ -113,7 +112,7 @@ pub fn render(frame: &mut Frame, area: Rect, m: &Model) {
         frame.render_widget(Paragraph::new(line), area);
         return;
     }
-    let hints: Vec<String> = keymap::hints(current_context(m))
+    let hints: Vec<String> = keymap::hints(m.key_context())
         .into_iter()
         .map(|(k, h)| format!("{k} {h}"))
         .collect();

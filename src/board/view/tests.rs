@@ -629,7 +629,7 @@ fn the_host_column_names_the_machine_and_gives_way_on_a_narrow_table() {
     assert!(header(&text).contains("HOST"), "{text}");
     let second = text
         .lines()
-        .find(|l| l.contains(crate::board::update::short(&wide.snap.rows[1].id)))
+        .find(|l| l.contains(crate::board::model::short(&wide.snap.rows[1].id)))
         .unwrap_or_else(|| panic!("{text}"));
     assert!(second.contains("box-b"), "{second}");
     let narrow = frame(&model(80, 24, false));
@@ -863,7 +863,6 @@ fn the_status_line_says_how_long_the_store_has_been_unreachable() {
 #[test]
 fn the_status_hints_fit_at_120_columns_and_drop_whole_at_80() {
     use crate::board::keymap;
-    use crate::board::update::current_context;
     let modes = [
         Mode::Board,
         Mode::Answering {
@@ -895,7 +894,7 @@ fn the_status_hints_fit_at_120_columns_and_drop_whole_at_80() {
             m.mode = mode.clone();
             let text = frame(&m);
             let status = text.lines().last().unwrap().trim_matches('"').to_string();
-            let hints: Vec<String> = keymap::hints(current_context(&m))
+            let hints: Vec<String> = keymap::hints(m.key_context())
                 .into_iter()
                 .map(|(k, h)| format!("{k} {h}"))
                 .collect();
