@@ -28,8 +28,8 @@ const STORAGE: (&str, u8, Siblings) = ("storage", 1, Siblings::Acyclic);
 const DOMAIN: (&str, u8, Siblings) = ("domain", 2, Siblings::Acyclic);
 const PROTOCOL: (&str, u8, Siblings) = ("protocol adapters", 3, Siblings::Acyclic);
 const ROLES: (&str, u8, Siblings) = ("roles", 4, Siblings::Listed);
-const ASSEMBLY: (&str, u8, Siblings) = ("assembly", 5, Siblings::Acyclic);
-const OPS: (&str, u8, Siblings) = ("operations", 6, Siblings::Acyclic);
+const OPERATIONS: (&str, u8, Siblings) = ("operations", 5, Siblings::Acyclic);
+const ASSEMBLY: (&str, u8, Siblings) = ("assembly", 6, Siblings::Acyclic);
 const SURFACES: (&str, u8, Siblings) = ("surfaces", 7, Siblings::Listed);
 
 /// The layers, lowest first.
@@ -75,8 +75,6 @@ const MODULES: &[(&str, (&str, u8, Siblings))] = &[
     ("stub", ROLES),
     // assembly: the one place that names every table-owning module
     ("schema", ASSEMBLY),
-    // operations: the operator's verbs (fire, answer, stop, worktree, inbox), one
-    // file each, which every surface calls
     // surfaces: what an operator runs
     ("board", SURFACES),
     ("bench", SURFACES),

@@ -84,9 +84,6 @@ pub fn spawn(effect: Effect, svc: &Services, tx: UnboundedSender<Msg>) {
     }
 }
 
-/// Mount the oracle on this board's fleet (the same driver `mission fire --oracle`
-/// runs), or abort it. Mounting reads files and the store, so it runs with the other
-/// blocking effects; the driver is spawned from there onto the board's runtime.
 /// `mission diff` for the board: the file summary and the patch, sanitized (the unit
 /// wrote every byte of it).
 fn load_diff(
@@ -137,6 +134,9 @@ fn worktree_effect(
     }
 }
 
+/// Mount the oracle on this board's fleet (the same driver `mission fire --oracle`
+/// runs), or abort it. Mounting reads files and the store, so it runs with the other
+/// blocking effects; the driver is spawned from there onto the board's runtime.
 fn toggle_oracle(svc: &Services, mount: bool) -> Result<Option<String>, String> {
     let mut slot = svc.oracle.lock().unwrap_or_else(|p| p.into_inner());
     if let Some(driver) = slot.take() {

@@ -205,7 +205,7 @@ impl Pane {
 pub struct EnvelopeEntry {
     pub file_name: String,
     pub short_name: String,
-    /// The §7 character line (empty for an unparseable file).
+    /// The envelope's character line (empty for an unparseable file).
     pub summary: String,
     /// Its compute bounds (`None`: the file does not load, so it bounds nothing).
     pub compute: Option<crate::envelope::policy::ComputeBounds>,

@@ -1,4 +1,4 @@
-//! The `/mission` grammar (hitl-oracle §7): parsing is pure, and so is resolving a
+//! The `/mission` grammar: parsing is pure, and so is resolving a
 //! parsed line against what was read from disk and config, so every refusal string
 //! is tested without a terminal.
 

@@ -19,7 +19,7 @@
 //!   on, since only 1 changes anything), and `onExhausted: "pause_ask"` is
 //!   accepted, because this runtime implements it;
 //! * `version` is understood (absent, 0 or 1 load);
-//! * a negative `timeout_s` is refused: this era has no "wait forever" value;
+//! * a negative `timeout_s` is refused: the format has no "wait forever" value;
 //! * `trusted_binaries` entries must be absolute paths and well-formed digests,
 //!   and a malformed `[...]` glob class fails the load like a malformed brace.
 
@@ -76,7 +76,7 @@ impl fmt::Display for Action {
     }
 }
 
-/// A condition operator (§1.3.3).
+/// A condition operator.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Op {
     Eq,

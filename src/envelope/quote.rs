@@ -1,5 +1,5 @@
 //! Quoting like Go's `%q` verb, so an envelope's messages read as they did under
-//! the Go runtime that first defined the format.
+//! the Go loader that first defined the format.
 
 /// `s` in double quotes, with quotes, backslashes and control characters escaped
 /// the way Go's `%q` escapes them.

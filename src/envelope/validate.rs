@@ -302,7 +302,7 @@ fn validate_rule(i: usize, rule: &RawRule, errs: &mut Vec<String>) {
         other => errs.push(format!("rule {i}: unknown on_timeout {}", quote(other))),
     }
     if rule.timeout_s < 0 {
-        // This era has no "wait forever" value, so a negative is always a mistake.
+        // The format has no "wait forever" value, so a negative is always a mistake.
         errs.push(format!(
             "rule {i}: timeout_s {} is not a wait; write a positive number of seconds, or zero to leave the ask on the operator's approval ceiling",
             rule.timeout_s

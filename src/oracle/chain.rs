@@ -1,5 +1,5 @@
 //! The oracle chain, in code: chat → tool call → execute → back to chat, with the
-//! budgets of the chain file. Its shape (hitl-oracle §6.7):
+//! budgets of the chain file. Its shape:
 //!
 //! - `oracle_loop` chats. A failure goes to recovery; past `tool_rounds` tool rounds
 //!   the reply goes to recovery unread; a tool call is executed and the results go back

@@ -201,7 +201,7 @@ fn terminal_safe(buf: &mut ratatui::buffer::Buffer) {
 }
 
 /// The last word of the ASCII fallback: whatever text still carries non-ASCII
-/// (spec strings with dashes, agent text) is folded cell by cell, so a terminal
+/// (our own strings with dashes, agent text) is folded cell by cell, so a terminal
 /// without UTF-8 never receives a byte it cannot show.
 fn asciify(buf: &mut ratatui::buffer::Buffer) {
     for cell in buf.content.iter_mut() {
