@@ -12,7 +12,7 @@ use super::Services;
 use crate::asks::bounds::AgentAnswerError;
 use crate::asks::{AskError, Asks};
 use crate::config::{self, Config};
-use crate::fleet::resume::{self, Answerer};
+use crate::ops::answer::{self, Answerer, Host};
 use crate::mission::{EnvelopeName, Intent};
 use crate::model::ToolSpec;
 use crate::ops::fire;
@@ -168,9 +168,9 @@ impl SessionTools {
         .await
         .ok_or_else(not_yours)?;
         let actor = answering_agent(&self.session);
-        let answered = resume::answer(
-            &self.svc.paths,
-            &self.svc.store,
+        let host = Host::running(&self.svc.paths, &self.svc.fleet);
+        let answered = answer::answer(
+            &host,
             &ask_id,
             Answerer::Agent {
                 name: &actor,

@@ -11,7 +11,7 @@ use super::picker::{self, Resolved};
 use super::update::{Effect, Msg, short};
 use crate::asks::OperatorVerdict;
 use crate::fleet::Fleet;
-use crate::fleet::resume::{self, Afterwards, Answerer};
+use crate::ops::answer::{self, Afterwards, Answerer, Host};
 use crate::ops::fire;
 use crate::paths::Paths;
 
@@ -21,6 +21,8 @@ use crate::paths::Paths;
 pub struct Services {
     pub paths: Paths,
     pub fleet: Fleet,
+    /// The fleet as the host the answers and sweeps of this board resume runs on.
+    pub host: Host,
     /// The oracle driver this board mounted, if any; aborted to unmount.
     pub oracle: Arc<Mutex<Option<tokio::task::JoinHandle<()>>>>,
 }
@@ -28,6 +30,7 @@ pub struct Services {
 impl Services {
     pub fn new(paths: Paths, fleet: Fleet) -> Services {
         Services {
+            host: Host::running(&paths, &fleet),
             paths,
             fleet,
             oracle: Arc::default(),
@@ -308,8 +311,7 @@ pub fn spawn_settler(svc: &Services, tx: UnboundedSender<Msg>) -> tokio::task::J
     let svc = svc.clone();
     tokio::spawn(async move {
         loop {
-            let store = svc.fleet.missions().store();
-            match resume::settle_overdue(&svc.paths, store, resume::Stranded::Resumable).await {
+            match answer::settle_overdue(&svc.host, answer::Stranded::Resumable).await {
                 Ok(s) => {
                     if s.resumed > 0 {
                         let text = format!(
@@ -360,8 +362,7 @@ async fn answer_then_resume(
         ask_id: ask_id.clone(),
         result: Ok(recorded_text(&ask_id, &verdict)),
     });
-    let store = svc.fleet.missions().store();
-    let after = resume::resume(&svc.paths, store, &ask_id, recorded).await;
+    let after = answer::resume(&svc.host, &ask_id, recorded).await;
     if let Some((text, error)) = resumed_notice(&ask_id, after) {
         let _ = tx.send(Msg::Toast { text, error });
     }
@@ -373,14 +374,8 @@ fn record(
     svc: &Services,
     ask_id: &str,
     verdict: &OperatorVerdict,
-) -> Result<resume::Recorded, String> {
-    resume::record(
-        &svc.paths,
-        svc.fleet.asks(),
-        ask_id,
-        Answerer::Operator(verdict),
-    )
-    .map_err(|e| format!("{e:#}"))
+) -> Result<answer::Recorded, String> {
+    answer::record(&svc.host, ask_id, Answerer::Operator(verdict)).map_err(|e| format!("{e:#}"))
 }
 
 /// [`answer_then_resume`] in one call, for a caller that runs effects synchronously
@@ -388,8 +383,7 @@ fn record(
 /// one): the resume's notice folds into the line.
 fn answer(svc: &Services, ask_id: &str, verdict: &OperatorVerdict) -> Result<String, String> {
     let recorded = record(svc, ask_id, verdict)?;
-    let store = svc.fleet.missions().store();
-    let resuming = resume::resume(&svc.paths, store, ask_id, recorded);
+    let resuming = answer::resume(&svc.host, ask_id, recorded);
     let after = match tokio::runtime::Handle::try_current() {
         Ok(board) => board.block_on(resuming),
         Err(_) => crate::runtime::multi_thread()

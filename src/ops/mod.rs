@@ -4,4 +4,5 @@
 //! does — which defaults apply, which checks refuse, which service call records it,
 //! which host resumes a run — is decided here once for every surface.
 
+pub mod answer;
 pub mod fire;
