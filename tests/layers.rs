@@ -34,7 +34,7 @@ const SURFACES: (&str, u8, Siblings) = ("surfaces", 7, Siblings::Listed);
 
 /// The layers, lowest first.
 const LAYERS: &[Layer] = &[
-    LEAVES, STORAGE, DOMAIN, PROTOCOL, ROLES, ASSEMBLY, OPS, SURFACES,
+    LEAVES, STORAGE, DOMAIN, PROTOCOL, ROLES, OPERATIONS, ASSEMBLY, SURFACES,
 ];
 
 /// Every top-level module of the crate, one line each.
@@ -73,6 +73,8 @@ const MODULES: &[(&str, (&str, u8, Siblings))] = &[
     ("oracle", ROLES),
     ("planner", ROLES),
     ("stub", ROLES),
+    // operations: the operator's verbs, one file each, that every surface calls
+    ("ops", OPERATIONS),
     // assembly: the one place that names every table-owning module
     ("schema", ASSEMBLY),
     // surfaces: what an operator runs
@@ -113,7 +115,8 @@ const LISTED_EDGES: &[(&str, &str, &str)] = &[
     (
         "acp_server",
         "board",
-        "an editor's `/mission` line is read by the board picker's grammar",
+        "an editor's `/mission` answers in the board picker's words (its envelope list, \
+         its refusals); the board never knows the editor",
     ),
 ];
 
@@ -173,6 +176,33 @@ fn module_dependencies_point_one_way() {
         problems.is_empty(),
         "layering broken (see ARCHITECTURE.md):\n{}",
         problems.join("\n")
+    );
+}
+
+/// A listed edge is an exception someone needs: one no file takes any more goes.
+#[test]
+fn every_listed_edge_is_taken() {
+    let src = crate_src();
+    let mut taken = BTreeSet::new();
+    for (rel, text) in live_files(&src) {
+        let (Some(from), here) = (owning_module(&rel), module_path(&rel)) else {
+            continue;
+        };
+        for named in named_paths(&text) {
+            if let Some(to) = named.resolve(&here).into_iter().next() {
+                taken.insert((from.clone(), to));
+            }
+        }
+    }
+    let unused: Vec<String> = LISTED_EDGES
+        .iter()
+        .filter(|(a, b, _)| !taken.contains(&(a.to_string(), b.to_string())))
+        .map(|(a, b, _)| format!("{a} -> {b}"))
+        .collect();
+    assert!(
+        unused.is_empty(),
+        "listed edges no file takes (remove them from LISTED_EDGES):\n{}",
+        unused.join("\n")
     );
 }
 
