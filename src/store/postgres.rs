@@ -729,32 +729,20 @@ fn quoted_end(chars: &[char], start: usize) -> usize {
     chars.len()
 }
 
+/// The index of the `)` that closes the `(` at `open`.
 fn matching_close(chars: &[char], open: usize) -> Option<usize> {
-    let mut depth = 0usize;
-    let mut i = open;
-    while i < chars.len() {
-        match chars[i] {
-            '\'' | '"' => {
-                i = quoted_end(chars, i);
-                continue;
-            }
-            '(' => depth += 1,
-            ')' => {
-                depth -= 1;
-                if depth == 0 {
-                    return Some(i);
-                }
-            }
-            _ => {}
-        }
-        i += 1;
-    }
-    None
+    scan_parens(chars, open, |c, depth| c == ')' && depth == 0)
 }
 
 fn has_top_level_comma(chars: &[char]) -> bool {
+    scan_parens(chars, 0, |c, depth| c == ',' && depth == 0).is_some()
+}
+
+/// Walks `chars` from `from`, stepping over quoted strings, and stops at the first
+/// character `stop` accepts given the parenthesis depth after it.
+fn scan_parens(chars: &[char], from: usize, stop: impl Fn(char, usize) -> bool) -> Option<usize> {
     let mut depth = 0usize;
-    let mut i = 0;
+    let mut i = from;
     while i < chars.len() {
         match chars[i] {
             '\'' | '"' => {
@@ -763,12 +751,14 @@ fn has_top_level_comma(chars: &[char]) -> bool {
             }
             '(' => depth += 1,
             ')' => depth = depth.saturating_sub(1),
-            ',' if depth == 0 => return true,
             _ => {}
+        }
+        if stop(chars[i], depth) {
+            return Some(i);
         }
         i += 1;
     }
-    false
+    None
 }
 
 type BoxError = Box<dyn StdError + Sync + Send>;
