@@ -4,7 +4,7 @@
 //!
 //! Chat turns run on the native agent's model loop ([`crate::planner`], with
 //! agent-planner's model settings) with two tools of the session's own
-//! ([`tools`]): `mission_start` and `mission_answer`. `/mission` ([`command`]) is
+//! ([`session_tools`]): `mission_start` and `mission_answer`. `/mission` ([`command`]) is
 //! advertised through `available_commands_update` and speaks the board's grammar;
 //! the envelope is also a session config option. Missions fired here record the
 //! session as their parent: while it lives their reports, questions, plans and
@@ -17,7 +17,7 @@
 mod command;
 mod offer;
 mod router;
-mod tools;
+mod session_tools;
 
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex, OnceLock};
@@ -294,7 +294,7 @@ impl BuiltinAgent for Host {
             tracing::warn!(session = %id, "could not record the session as live: {e}");
         }
         let pick = Arc::new(Mutex::new(None));
-        let tools: Arc<dyn HostTools> = Arc::new(tools::SessionTools {
+        let tools: Arc<dyn HostTools> = Arc::new(session_tools::SessionTools {
             svc: self.svc.clone(),
             session: id.clone(),
             pick: pick.clone(),

@@ -1,11 +1,15 @@
-//! Envelopes: HITL policy files that bound what a mission's unit may do.
+//! Envelopes: the HITL policy files that bound what a mission's unit may do. The
+//! code says "envelope" throughout; the files (`hitl-policy-*.json`), the `--policy`
+//! flag and the database columns keep the word "policy".
 //!
-//! `policy` holds the domain types and loads a file (`validate` is the one set of
-//! checks the loader and vet share, `decode` the Go-compatible decoder, `trusted`
-//! the trusted-binary file checks), `glob` compiles and matches path globs, `eval`
-//! decides a tool call, `vet` is the linter behind `missionboard vet` and `search`
-//! resolves names on the search path. The shipped preset files live in
-//! `crate::presets`.
+//! `policy` holds the file format's domain types; `validate` loads a file
+//! ([`Policy::parse`]) through the one set of checks the loader and vet share, over
+//! `json` (the raw tree that keeps duplicate keys) and `decode` (the Go-compatible
+//! decoder); `trusted` does the trusted-binary file checks, `glob` compiles and
+//! matches path globs, `sandbox` reads and resolves the sandbox block, `eval`
+//! decides a tool call, `bounds` says which compute bounds this build enforces,
+//! `vet` is the linter behind `missionboard vet` and `search` resolves names on the
+//! search path. The shipped preset files live in `crate::presets`.
 
 pub mod bounds;
 mod decode;

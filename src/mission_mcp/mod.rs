@@ -62,7 +62,7 @@ pub const MISSION_TOOL_NAMES: [&str; 4] = [
     MISSION_FINISH,
 ];
 
-/// The start of the tool result a parked question returns; agents (the planner, our
+/// The start of the tool result a parked question returns; agents (the native agent, our
 /// stub) recognise it, and re-asking with the `ask_id` waits on the same question again.
 pub const PARKED_PREFIX: &str = "no answer yet (ask_id=";
 

@@ -1,6 +1,12 @@
-//! `missionboard agent`: the built-in native ACP agent (the `agent-planner`
-//! preset) on an OpenAI-compatible model — Ollama, llama.cpp's server, vLLM,
-//! OpenAI, or the scripted backend (`model-base-url scripted:<file.json>`).
+//! The native agent: missionboard's own ACP agent on an OpenAI-compatible model —
+//! Ollama, llama.cpp's server, vLLM, OpenAI, or the scripted backend
+//! (`model-base-url scripted:<file.json>`).
+//!
+//! Its names, each where a user meets it: `missionboard agent` is the command that
+//! runs it on stdio; `agent-planner` is the agents.toml entry that declares that
+//! command (the name a mission is fired at); `missionboard-agent` ([`AGENT_NAME`])
+//! is how it introduces itself in ACP `initialize` and its diagnostics. In the code
+//! it is this module, `planner`, named for the entry it runs as.
 //!
 //! It speaks ACP v1 on stdio like any third-party agent, and reaches its mission
 //! only through the `mission` MCP server it is handed in `session/new` (it lists
@@ -35,7 +41,7 @@ use std::path::PathBuf;
 pub use settings::ModelFlags;
 pub use turn::{SessionState, Turn, model_error};
 
-/// The name the agent gives in `initialize` and in its diagnostics.
+/// The name the native agent gives in ACP `initialize` and in its diagnostics.
 pub const AGENT_NAME: &str = "missionboard-agent";
 
 /// Tools a host embedding the model loop offers beside the local ones (an editor
@@ -52,7 +58,7 @@ pub trait HostTools: Send + Sync {
     ) -> futures::future::BoxFuture<'a, (String, bool)>;
 }
 
-/// What `missionboard agent` was started with.
+/// What the native agent (`missionboard agent`) was started with.
 #[derive(Debug, Clone)]
 pub struct AgentOptions {
     pub model: ModelFlags,

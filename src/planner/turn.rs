@@ -85,7 +85,7 @@ impl SessionState {
         self.notes.push(text);
     }
 
-    /// A conversation a host other than `missionboard agent` runs on this loop: no
+    /// A conversation a host other than the native agent's own server runs on this loop: no
     /// mission of its own, the host's tools beside the local ones, its system message.
     pub fn hosted(tools: Arc<dyn HostTools>, system: String) -> SessionState {
         SessionState {
