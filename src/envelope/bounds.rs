@@ -250,11 +250,11 @@ impl BudgetAnswer {
 /// calls do, the tool-call ceiling with its truthful label, and who may answer the
 /// unit's questions. A file the loader refuses gets an empty summary, never a
 /// wrong one: it bounds nothing, because nothing can fire under it.
-pub fn envelope_summary(policy_bytes: &[u8]) -> String {
-    if super::validate::check(policy_bytes).is_err() {
+pub fn envelope_summary(envelope_bytes: &[u8]) -> String {
+    if super::validate::check(envelope_bytes).is_err() {
         return String::new();
     }
-    let Ok(Value::Object(doc)) = serde_json::from_slice::<Value>(policy_bytes) else {
+    let Ok(Value::Object(doc)) = serde_json::from_slice::<Value>(envelope_bytes) else {
         return String::new();
     };
     let get = |k: &str| doc.get(k);

@@ -114,7 +114,7 @@ fn decode_string_list(
 // validation can name the exact text the file carries.
 
 #[derive(Debug, Clone, Default)]
-pub(crate) struct RawPolicy {
+pub(crate) struct RawEnvelope {
     pub(crate) version: i64,
     pub(crate) default_action: String,
     pub(crate) rules: Vec<RawRule>,
@@ -154,11 +154,11 @@ pub(crate) struct RawCompute {
 
 /// The typed decode of a document whose keys and shapes validation has passed: a
 /// wrong JSON type is an error worded like Go's.
-pub(crate) fn decode_policy(top: &[(String, Json)]) -> Result<RawPolicy, String> {
-    let mut raw = RawPolicy {
+pub(crate) fn decode_envelope(top: &[(String, Json)]) -> Result<RawEnvelope, String> {
+    let mut raw = RawEnvelope {
         version: decode_int(top, "version", "version")?,
         default_action: decode_string(top, "default_action", "default_action")?,
-        ..RawPolicy::default()
+        ..RawEnvelope::default()
     };
     for (i, item) in decode_array(top, "rules", "rules")?.iter().enumerate() {
         raw.rules.push(decode_rule(item, i)?);
@@ -256,11 +256,11 @@ fn decode_rule(item: &Json, i: usize) -> Result<RawRule, String> {
     Ok(rule)
 }
 
-impl RawPolicy {
+impl RawEnvelope {
     /// Only called after validation passed, so unknown actions and malformed globs
     /// cannot occur; the fallbacks are the fail-closed choice all the same, and a
     /// glob that does not compile refuses the policy rather than drop its rule.
-    pub(crate) fn into_policy(self) -> Result<Policy, GlobError> {
+    pub(crate) fn into_envelope(self) -> Result<Policy, GlobError> {
         let default_action = Action::parse(&self.default_action).unwrap_or(Action::Approve);
         let mut rules = Vec::with_capacity(self.rules.len());
         for r in self.rules {

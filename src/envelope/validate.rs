@@ -8,7 +8,7 @@
 //! Rule and condition indices in messages are 0-based, as in the Go loop index the
 //! message formats come from.
 
-use super::decode::{RawCompute, RawPolicy, RawRule, decode_policy};
+use super::decode::{RawCompute, RawEnvelope, RawRule, decode_envelope};
 use super::glob;
 use super::json::{Json, is_annotation_key, parse_object};
 use super::policy::{
@@ -49,7 +49,7 @@ pub const MAX_RULE_TIMEOUT_S: i64 = 604_800;
 
 /// Checks an envelope file's bytes and decodes it. `Err` holds every problem
 /// found, in file order, each naming the field it is about.
-pub(crate) fn check(bytes: &[u8]) -> Result<RawPolicy, Vec<String>> {
+pub(crate) fn check(bytes: &[u8]) -> Result<RawEnvelope, Vec<String>> {
     let top = parse_object(bytes).map_err(|e| vec![e])?;
     let mut errs = Vec::new();
     // A shape error already says why the decode would fail; repeating it as a
@@ -57,7 +57,7 @@ pub(crate) fn check(bytes: &[u8]) -> Result<RawPolicy, Vec<String>> {
     if !check_shapes(&top, &mut errs) {
         return Err(errs);
     }
-    let raw = match decode_policy(&top) {
+    let raw = match decode_envelope(&top) {
         Ok(raw) => raw,
         Err(e) => {
             errs.push(format!("policy does not parse: {e}"));
@@ -79,7 +79,7 @@ impl Policy {
         let invalid = |messages| PolicyError::invalid(name, messages);
         check(bytes)
             .map_err(invalid)?
-            .into_policy()
+            .into_envelope()
             .map_err(|e| invalid(vec![e.to_string()]))
     }
 }
@@ -255,7 +255,7 @@ fn check_rule_shape(i: usize, rule: &Json, errs: &mut Vec<String>) -> Result<(),
 }
 
 /// The value checks on a decoded policy, in file order.
-fn validate(raw: &RawPolicy, errs: &mut Vec<String>) {
+fn validate(raw: &RawEnvelope, errs: &mut Vec<String>) {
     if raw.version != 0 && raw.version != POLICY_VERSION {
         errs.push(format!(
             "policy declares version {} but this binary knows only {POLICY_VERSION} — update missionboard to load it",
@@ -400,7 +400,7 @@ fn validate_trusted_binaries(t: &TrustedBinaries, errs: &mut Vec<String>) {
 }
 
 /// Waits that can never happen: a typo, not an intent.
-fn check_rule_semantics(raw: &RawPolicy, errs: &mut Vec<String>) {
+fn check_rule_semantics(raw: &RawEnvelope, errs: &mut Vec<String>) {
     for (i, rule) in raw.rules.iter().enumerate() {
         if rule.timeout_s > MAX_RULE_TIMEOUT_S {
             errs.push(format!(
@@ -424,7 +424,7 @@ fn check_rule_semantics(raw: &RawPolicy, errs: &mut Vec<String>) {
 
 /// Tool names compare exactly at runtime, so `local_*` silently never matches;
 /// only vet can say so.
-fn check_never_matching(raw: &RawPolicy, errs: &mut Vec<String>) {
+fn check_never_matching(raw: &RawEnvelope, errs: &mut Vec<String>) {
     for (i, rule) in raw.rules.iter().enumerate() {
         for (field, value) in [("tools", &rule.tools), ("tool", &rule.tool)] {
             if value.contains('*') && value != "*" {

@@ -8,7 +8,7 @@
 use std::collections::HashMap;
 use std::path::Path;
 
-use super::decode::RawPolicy;
+use super::decode::RawEnvelope;
 use super::json::{Json, Num, parse_object};
 use super::policy::{self, MAX_TURNS_CAP, sha256_file};
 use super::quote::quote;
@@ -90,7 +90,7 @@ pub fn vet_policy(bytes: &[u8]) -> VetReport {
     match validate::check(bytes) {
         Ok(raw) => VetReport {
             errors: Vec::new(),
-            warnings: policy_warnings(&raw),
+            warnings: envelope_warnings(&raw),
         },
         Err(errors) => VetReport {
             errors,
@@ -104,7 +104,7 @@ fn last<'a>(entries: &'a [(String, Json)], key: &str) -> Option<&'a Json> {
     entries.iter().rev().find(|(k, _)| k == key).map(|(_, v)| v)
 }
 
-fn policy_warnings(raw: &RawPolicy) -> Vec<(String, String)> {
+fn envelope_warnings(raw: &RawEnvelope) -> Vec<(String, String)> {
     use super::bounds::{BoundStatus, ComputeField, bound_status};
     let mut warnings = Vec::new();
     if let Some(c) = &raw.compute {
