@@ -104,6 +104,19 @@ fn last<'a>(entries: &'a [(String, Json)], key: &str) -> Option<&'a Json> {
     entries.iter().rev().find(|(k, _)| k == key).map(|(_, v)| v)
 }
 
+/// `field` may be left out, but when it is there it is a string; `at` names the
+/// object as messages do (`chain`, `task 2`).
+fn optional_string(entries: &[(String, Json)], field: &str, at: &str, errs: &mut Vec<String>) {
+    if let Some(v) = last(entries, field)
+        && !matches!(v, Json::Str(_))
+    {
+        errs.push(format!(
+            "{at}: {field} must be a string (got {})",
+            describe(v)
+        ));
+    }
+}
+
 fn envelope_warnings(raw: &RawEnvelope) -> Vec<(String, String)> {
     use super::bounds::{BoundStatus, ComputeField, bound_status};
     let mut warnings = Vec::new();
@@ -237,14 +250,7 @@ pub fn vet_chain(bytes: &[u8]) -> VetReport {
             describe(other)
         )),
     }
-    if let Some(d) = last(top, "description")
-        && !matches!(d, Json::Str(_))
-    {
-        errs.push(format!(
-            "chain: description must be a string (got {})",
-            describe(d)
-        ));
-    }
+    optional_string(top, "description", "chain", errs);
     match last(top, "variant") {
         None => {}
         Some(Json::Str(v)) if VARIANTS.contains(&v.as_str()) => {}
@@ -358,14 +364,7 @@ fn check_tasks(tasks: &[Json], errs: &mut Vec<String>) {
             )),
         }
         for field in ["system_instruction", "input_var"] {
-            if let Some(v) = last(entries, field)
-                && !matches!(v, Json::Str(_))
-            {
-                errs.push(format!(
-                    "task {i}: {field} must be a string (got {})",
-                    describe(v)
-                ));
-            }
+            optional_string(entries, field, &format!("task {i}"), errs);
         }
     }
     let known = order
@@ -400,14 +399,7 @@ fn check_tasks(tasks: &[Json], errs: &mut Vec<String>) {
                 TRANSITION_FIELDS,
                 errs,
             );
-            if let Some(w) = last(entries, "when")
-                && !matches!(w, Json::Str(_))
-            {
-                errs.push(format!(
-                    "{prefix}: when must be a string (got {})",
-                    describe(w)
-                ));
-            }
+            optional_string(entries, "when", &prefix, errs);
             match last(entries, "goto") {
                 None => errs.push(format!("{prefix}: goto is required")),
                 Some(Json::Str(g)) if g == "end" || ids.contains_key(g.as_str()) => {}

@@ -6,7 +6,7 @@ use ratatui::layout::Rect;
 use ratatui::text::{Line, Span};
 use ratatui::widgets::{Paragraph, Wrap};
 
-use super::{age, fit, pane_block, truncate};
+use super::{age, fit, framed_pane, pane_block, truncate};
 use crate::board::model::short;
 use crate::board::model::{Model, Pane};
 
@@ -25,9 +25,7 @@ pub fn render_asks(frame: &mut Frame, area: Rect, m: &Model, now_ms: i64) {
     } else {
         format!(" Pending asks {} ", s.pending_total)
     };
-    let block = pane_block(m, title, Some(Pane::Asks));
-    let inner = block.inner(area);
-    frame.render_widget(block, area);
+    let inner = framed_pane(frame, area, m, title, Pane::Asks);
     let width = inner.width as usize;
     let e = m.symbols.ellipsis;
     let mut lines = Vec::new();
@@ -94,9 +92,7 @@ pub fn render_inbox(frame: &mut Frame, area: Rect, m: &Model, now_ms: i64) {
             m.marked.len()
         ));
     }
-    let block = pane_block(m, title, Some(Pane::Inbox));
-    let inner = block.inner(area);
-    frame.render_widget(block, area);
+    let inner = framed_pane(frame, area, m, title, Pane::Inbox);
     let width = inner.width as usize;
     let e = m.symbols.ellipsis;
     let mut lines = Vec::new();

@@ -7,7 +7,7 @@ use ratatui::layout::Rect;
 use ratatui::text::{Line, Span};
 use ratatui::widgets::Paragraph;
 
-use super::{age, fit, pane_block, truncate};
+use super::{age, fit, framed_pane, truncate};
 use crate::board::model::short;
 use crate::board::model::{Model, Needs, Pane};
 
@@ -57,9 +57,7 @@ pub fn render(frame: &mut Frame, area: Rect, m: &Model, now_ms: i64) {
             m.filter.as_str()
         ));
     }
-    let block = pane_block(m, title, Some(Pane::Missions));
-    let inner = block.inner(area);
-    frame.render_widget(block, area);
+    let inner = framed_pane(frame, area, m, title, Pane::Missions);
     let e = m.symbols.ellipsis;
     let fixed = STATE + ID + AGENT + ENVELOPE + AGE + BEAT + ASKS + 7;
     // The workspace column gives way to the intent on a narrow pane (the side-by-side

@@ -10,7 +10,7 @@ mod status;
 
 use ratatui::Frame;
 use ratatui::buffer::CellWidth;
-use ratatui::layout::Alignment;
+use ratatui::layout::{Alignment, Rect};
 use ratatui::style::Style;
 use ratatui::text::{Line, Span};
 use ratatui::widgets::{Block, Borders, Paragraph};
@@ -225,6 +225,20 @@ fn asciify(buf: &mut ratatui::buffer::Buffer) {
         };
         cell.set_symbol(folded);
     }
+}
+
+/// Draws a pane's border with `title`; the area inside it, for the pane's content.
+pub(super) fn framed_pane(
+    frame: &mut Frame,
+    area: Rect,
+    m: &Model,
+    title: String,
+    pane: Pane,
+) -> Rect {
+    let block = pane_block(m, title, Some(pane));
+    let inner = block.inner(area);
+    frame.render_widget(block, area);
+    inner
 }
 
 /// A bordered pane whose border says whether it has focus.
