@@ -22,7 +22,6 @@ mod normalise;
 mod permissions;
 pub mod prompts;
 pub mod resume;
-pub mod stop;
 pub mod sweep;
 
 use std::collections::HashMap;
