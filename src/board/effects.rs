@@ -74,7 +74,7 @@ pub fn spawn(effect: Effect, svc: &Services, tx: UnboundedSender<Msg>) {
         }
         other => {
             tokio::spawn(async move {
-                let done = crate::store::blocking(move || execute_blocking(other, &svc)).await;
+                let done = crate::store::blocking(move || execute(other, &svc)).await;
                 let _ = tx.send(done);
             });
         }
@@ -146,15 +146,11 @@ fn toggle_oracle(svc: &Services, mount: bool) -> Result<Option<String>, String> 
     Ok(Some(line))
 }
 
-/// The store-bound effects, synchronously (the runner calls this off the UI task;
-/// tests call it directly).
-pub fn execute_blocking(effect: Effect, svc: &Services) -> Msg {
+/// The store-bound effects, synchronously: [`spawn`] runs them off the async
+/// workers.
+fn execute(effect: Effect, svc: &Services) -> Msg {
     let missions = svc.fleet.missions();
     match effect {
-        Effect::Verdict { ask_id, verdict } => Msg::VerdictDone {
-            result: answer(svc, &ask_id, &verdict),
-            ask_id,
-        },
         Effect::ToggleOracle { mount } => Msg::OracleToggled(toggle_oracle(svc, mount)),
         Effect::Stop { mission_id, reason } => Msg::StopDone(
             stop(svc, &mission_id, &reason)
@@ -176,7 +172,10 @@ pub fn execute_blocking(effect: Effect, svc: &Services) -> Msg {
         ),
         Effect::AckMany { inbox_ids } => Msg::AckDone(ack_many(missions, &inbox_ids)),
         Effect::LoadPicker => Msg::PickerLoaded(fire::load_picker(&svc.paths, missions.store())),
-        Effect::RunMission { .. } | Effect::Fire { .. } | Effect::Refire { .. } => Msg::Toast {
+        Effect::RunMission { .. }
+        | Effect::Fire { .. }
+        | Effect::Refire { .. }
+        | Effect::Verdict { .. } => Msg::Toast {
             text: "internal: async effect run synchronously".into(),
             error: true,
         },
@@ -351,26 +350,6 @@ fn record(
     verdict: &OperatorVerdict,
 ) -> Result<answer::Recorded, String> {
     answer::record(&svc.host, ask_id, Answerer::Operator(verdict)).map_err(|e| format!("{e:#}"))
-}
-
-/// [`answer_then_resume`] in one call, for a caller that runs effects synchronously
-/// (a test of the update loop; a caller with no runtime around gets a private
-/// one): the resume's notice folds into the line.
-fn answer(svc: &Services, ask_id: &str, verdict: &OperatorVerdict) -> Result<String, String> {
-    let recorded = record(svc, ask_id, verdict)?;
-    let resuming = answer::resume(&svc.host, ask_id, recorded);
-    let after = match tokio::runtime::Handle::try_current() {
-        Ok(board) => board.block_on(resuming),
-        Err(_) => crate::runtime::multi_thread()
-            .map_err(|e| e.to_string())?
-            .block_on(resuming),
-    };
-    let done = recorded_text(ask_id, verdict);
-    match resumed_notice(ask_id, after) {
-        None => Ok(done),
-        Some((notice, false)) => Ok(format!("{done}; {notice}")),
-        Some((notice, true)) => Err(format!("{done}; {notice}")),
-    }
 }
 
 fn recorded_text(ask_id: &str, verdict: &OperatorVerdict) -> String {

@@ -93,11 +93,9 @@ async fn answering_in_the_board_lets_the_real_stub_land() {
     let fx = press(&mut m, KeyCode::Enter, KeyModifiers::ALT);
     assert_eq!(fx.len(), 1, "{fx:?}");
     let done = {
-        let svc = svc.clone();
-        let e = fx[0].clone();
-        tokio::task::spawn_blocking(move || effects::execute_blocking(e, &svc))
-            .await
-            .unwrap()
+        let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
+        effects::spawn(fx[0].clone(), &svc, tx);
+        rx.recv().await.expect("the verdict's outcome")
     };
     update(&mut m, done);
     assert_eq!(m.mode, Mode::Board);
