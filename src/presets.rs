@@ -15,7 +15,7 @@ use sha2::{Digest, Sha256};
 /// What a preset file is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Kind {
-    Policy,
+    Envelope,
     Chain,
     Agents,
 }
@@ -40,12 +40,12 @@ macro_rules! preset {
 
 /// Every file `init` seeds.
 pub const PRESETS: &[Preset] = &[
-    preset!("hitl-policy-default.json", Policy),
-    preset!("hitl-policy-strict.json", Policy),
-    preset!("hitl-policy-acp.json", Policy),
-    preset!("hitl-policy-acpx.json", Policy),
-    preset!("hitl-policy-dev.json", Policy),
-    preset!("hitl-policy-oracle.json", Policy),
+    preset!("hitl-policy-default.json", Envelope),
+    preset!("hitl-policy-strict.json", Envelope),
+    preset!("hitl-policy-acp.json", Envelope),
+    preset!("hitl-policy-acpx.json", Envelope),
+    preset!("hitl-policy-dev.json", Envelope),
+    preset!("hitl-policy-oracle.json", Envelope),
     preset!("chain-oracle-default.json", Chain),
     preset!("chain-oracle-conservative.json", Chain),
     Preset {
@@ -119,7 +119,7 @@ pub fn seed(dir: &Path, mode: Mode) -> anyhow::Result<Vec<Seeded>> {
     let mut state = read_state(dir);
     let mut out = Vec::new();
     for preset in PRESETS {
-        if matches!(mode, Mode::RefreshPolicies { .. }) && preset.kind != Kind::Policy {
+        if matches!(mode, Mode::RefreshPolicies { .. }) && preset.kind != Kind::Envelope {
             continue;
         }
         let path = dir.join(preset.file_name);
@@ -171,7 +171,7 @@ pub fn seed(dir: &Path, mode: Mode) -> anyhow::Result<Vec<Seeded>> {
 pub fn seed_policies_quietly(dir: &Path) -> anyhow::Result<()> {
     std::fs::create_dir_all(dir)
         .map_err(|e| anyhow::anyhow!("cannot create {}: {e}", dir.display()))?;
-    for p in PRESETS.iter().filter(|p| p.kind == Kind::Policy) {
+    for p in PRESETS.iter().filter(|p| p.kind == Kind::Envelope) {
         let path = dir.join(p.file_name);
         if !path.exists() {
             write_atomically(&path, p.bytes)?;
@@ -221,11 +221,11 @@ mod tests {
             .collect()
     }
 
-    use crate::envelope::{Action, Policy, ToolCall, evaluate, vet_chain, vet_policy};
+    use crate::envelope::{Action, Envelope, ToolCall, evaluate, vet_chain, vet_envelope};
     use serde_json::json;
 
-    fn policy(name: &str) -> Policy {
-        Policy::parse(name, get(name).unwrap().bytes).unwrap()
+    fn policy(name: &str) -> Envelope {
+        Envelope::parse(name, get(name).unwrap().bytes).unwrap()
     }
 
     fn decide(name: &str, tools: &str, tool: &str, args: serde_json::Value) -> Action {
@@ -241,9 +241,9 @@ mod tests {
     fn every_shipped_preset_loads_and_vets_clean() {
         for p in PRESETS {
             match p.kind {
-                Kind::Policy => {
-                    Policy::parse(p.file_name, p.bytes).unwrap();
-                    let r = vet_policy(p.bytes);
+                Kind::Envelope => {
+                    Envelope::parse(p.file_name, p.bytes).unwrap();
+                    let r = vet_envelope(p.bytes);
                     assert!(
                         r.errors.is_empty() && r.warnings.is_empty(),
                         "{}: {r:?}",

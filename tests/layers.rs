@@ -317,7 +317,7 @@ fn a_circle_between_the_files_of_a_module_fails_with_each_edge() {
             "use crate::envelope::{\n    glob,\n    policy::{self, quote},\n};\n",
         ),
         // an edge to the module's root is no edge between its files
-        ("envelope/glob.rs", "use super::Policy;\n"),
+        ("envelope/glob.rs", "use super::Envelope;\n"),
     ]);
     assert_eq!(
         circles_inside_modules(src.path()),

@@ -4,16 +4,16 @@
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use missionboard::envelope::{Policy, ToolCall, evaluate, evaluate_or_fail_closed, vet_policy};
+use missionboard::envelope::{Envelope, ToolCall, evaluate, evaluate_or_fail_closed, vet_envelope};
 use serde_json::{Value, json};
 
 fuzz_target!(|data: &[u8]| {
-    let (policy_bytes, rest) = match data.iter().position(|&b| b == 0) {
+    let (envelope_bytes, rest) = match data.iter().position(|&b| b == 0) {
         Some(i) => (&data[..i], &data[i + 1..]),
         None => (data, &[][..]),
     };
-    let _ = vet_policy(policy_bytes);
-    let loaded = Policy::parse("hitl-policy-fuzz.json", policy_bytes);
+    let _ = vet_envelope(envelope_bytes);
+    let loaded = Envelope::parse("hitl-policy-fuzz.json", envelope_bytes);
     let text = String::from_utf8_lossy(rest).into_owned();
     let args = serde_json::from_slice::<Value>(rest)
         .ok()

@@ -48,11 +48,11 @@ pub(super) fn run(ctx: &Ctx, json: bool) -> anyhow::Result<i32> {
     let envelopes = search::list(&ctx.paths);
     let policies = presets::PRESETS
         .iter()
-        .filter(|p| p.kind == presets::Kind::Policy)
+        .filter(|p| p.kind == presets::Kind::Envelope)
         .count();
     let found_presets = presets::PRESETS
         .iter()
-        .filter(|p| p.kind == presets::Kind::Policy)
+        .filter(|p| p.kind == presets::Kind::Envelope)
         .filter(|p| envelopes.iter().any(|e| e.file_name == p.file_name))
         .count();
     lines.push(format!(

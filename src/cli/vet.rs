@@ -91,7 +91,7 @@ fn vet_file(path: &Path) -> Option<VetReport> {
     }
     let (report, what) = match vet::classify(&name, &bytes) {
         FileKind::Skip => return None,
-        FileKind::Envelope => (vet::vet_policy(&bytes), "hitl policy"),
+        FileKind::Envelope => (vet::vet_envelope(&bytes), "hitl policy"),
         FileKind::Chain => (vet::vet_chain(&bytes), "chain"),
     };
     Some(wrap(report, what))

@@ -8,7 +8,7 @@ use std::collections::BTreeMap;
 use super::glob::{Glob, GlobError};
 use super::json::{Json, Num};
 use super::policy::{
-    Action, AttentionBounds, ComputeBounds, Condition, OnExhausted, Op, Policy, Rule,
+    Action, AttentionBounds, ComputeBounds, Condition, Envelope, OnExhausted, Op, Rule,
     TrustedBinaries,
 };
 use super::quote::quote;
@@ -260,7 +260,7 @@ impl RawEnvelope {
     /// Only called after validation passed, so unknown actions and malformed globs
     /// cannot occur; the fallbacks are the fail-closed choice all the same, and a
     /// glob that does not compile refuses the policy rather than drop its rule.
-    pub(crate) fn into_envelope(self) -> Result<Policy, GlobError> {
+    pub(crate) fn into_envelope(self) -> Result<Envelope, GlobError> {
         let default_action = Action::parse(&self.default_action).unwrap_or(Action::Approve);
         let mut rules = Vec::with_capacity(self.rules.len());
         for r in self.rules {
@@ -302,7 +302,7 @@ impl RawEnvelope {
                 },
             })
             .unwrap_or_default();
-        Ok(Policy {
+        Ok(Envelope {
             default_action,
             rules,
             compute,

@@ -15,7 +15,7 @@ use std::time::Duration;
 
 use serde_json::{Map, Value};
 
-use super::policy::{Action, Condition, Op, Policy, PolicyError, Rule};
+use super::policy::{Action, Condition, Envelope, EnvelopeError, Op, Rule};
 use super::quote::quote;
 use super::shell::{self, Allowlist};
 
@@ -73,7 +73,7 @@ pub struct Verdict {
     /// Only meaningful for `approve`: `> 0` waits that long, `0` uses the ceiling.
     pub timeout_s: i64,
     pub on_timeout: Action,
-    pub policy_name: String,
+    pub envelope_name: String,
     /// What the deciding rule saw (a blacklist hit) and, when the call ends on
     /// `approve`, why the allowlists it passed did not allow it.
     pub detail: String,
@@ -94,8 +94,8 @@ impl Verdict {
     }
 }
 
-/// Decides `call` against `policy`. `policy_name` only labels the verdict.
-pub fn evaluate(policy_name: &str, policy: &Policy, call: &ToolCall) -> Verdict {
+/// Decides `call` against `policy`. `envelope_name` only labels the verdict.
+pub fn evaluate(envelope_name: &str, policy: &Envelope, call: &ToolCall) -> Verdict {
     let mut refusals = Vec::new();
     let mut decided = None;
     for (i, rule) in policy.rules.iter().enumerate() {
@@ -114,7 +114,7 @@ pub fn evaluate(policy_name: &str, policy: &Policy, call: &ToolCall) -> Verdict 
             reason: Reason::MatchedRule,
             timeout_s: rule.timeout_s,
             on_timeout: rule.on_timeout,
-            policy_name: policy_name.to_string(),
+            envelope_name: envelope_name.to_string(),
             detail,
         },
         None => Verdict {
@@ -123,7 +123,7 @@ pub fn evaluate(policy_name: &str, policy: &Policy, call: &ToolCall) -> Verdict 
             reason: Reason::DefaultAction,
             timeout_s: 0,
             on_timeout: Action::Deny,
-            policy_name: policy_name.to_string(),
+            envelope_name: envelope_name.to_string(),
             detail: String::new(),
         },
     };
@@ -143,15 +143,15 @@ pub fn evaluate(policy_name: &str, policy: &Policy, call: &ToolCall) -> Verdict 
 /// Fail closed: a policy that failed to load evaluates as the built-in default
 /// (every call asks, no bounds), never as allow.
 pub fn evaluate_or_fail_closed(
-    policy_name: &str,
-    loaded: &Result<Policy, PolicyError>,
+    envelope_name: &str,
+    loaded: &Result<Envelope, EnvelopeError>,
     call: &ToolCall,
 ) -> Verdict {
     match loaded {
-        Ok(policy) => evaluate(policy_name, policy, call),
+        Ok(policy) => evaluate(envelope_name, policy, call),
         Err(err) => {
             tracing::warn!("hitl: falling back to built-in default policy: {err}");
-            evaluate(policy_name, &Policy::builtin_default(), call)
+            evaluate(envelope_name, &Envelope::builtin_default(), call)
         }
     }
 }
@@ -165,7 +165,7 @@ fn name_matches(pattern: &str, name: &str) -> bool {
 /// that fails, so later conditions neither run nor leave refusals behind.
 fn rule_matches(
     rule: &Rule,
-    policy: &Policy,
+    policy: &Envelope,
     call: &ToolCall,
     refusals: &mut Vec<String>,
 ) -> Option<String> {
@@ -181,7 +181,7 @@ fn rule_matches(
 fn condition_holds(
     cond: &Condition,
     action: Action,
-    policy: &Policy,
+    policy: &Envelope,
     call: &ToolCall,
     detail: &mut String,
     refusals: &mut Vec<String>,
@@ -357,20 +357,20 @@ mod tests {
     use super::*;
     use serde_json::json;
 
-    fn load(v: Value) -> Policy {
-        Policy::parse("test.json", v.to_string().as_bytes()).expect("policy loads")
+    fn load(v: Value) -> Envelope {
+        Envelope::parse("test.json", v.to_string().as_bytes()).expect("policy loads")
     }
 
-    fn decide(p: &Policy, tools: &str, tool: &str, args: Value) -> Verdict {
+    fn decide(p: &Envelope, tools: &str, tool: &str, args: Value) -> Verdict {
         evaluate("test.json", p, &ToolCall::new(tools, tool, args))
     }
 
-    fn action(p: &Policy, tools: &str, tool: &str, args: Value) -> Action {
+    fn action(p: &Envelope, tools: &str, tool: &str, args: Value) -> Action {
         decide(p, tools, tool, args).action
     }
 
     /// One rule over `key` with `op`/`value`, allow on match, deny otherwise.
-    fn single(key: &str, op: &str, value: &str) -> Policy {
+    fn single(key: &str, op: &str, value: &str) -> Envelope {
         load(json!({
             "default_action": "deny",
             "rules": [{"action": "allow", "when": [{"key": key, "op": op, "value": value}]}]
@@ -378,7 +378,7 @@ mod tests {
     }
 
     /// The SH5 shell tiers of the default preset.
-    fn shell_tiers() -> Policy {
+    fn shell_tiers() -> Envelope {
         load(json!({
             "default_action": "approve",
             "rules": [
@@ -397,7 +397,7 @@ mod tests {
         }))
     }
 
-    fn sh(p: &Policy, args: Value) -> Verdict {
+    fn sh(p: &Envelope, args: Value) -> Verdict {
         decide(p, "local_shell", "local_shell", args)
     }
 
@@ -416,7 +416,7 @@ mod tests {
             (v.action, v.matched_rule, v.reason),
             (Action::Deny, None, Reason::DefaultAction)
         );
-        assert_eq!(v.policy_name, "test.json");
+        assert_eq!(v.envelope_name, "test.json");
     }
 
     #[test]
@@ -601,7 +601,7 @@ mod tests {
         let bytes = json!({"default_action":"allow","rules":[
             {"tools":"local_fs","tool":"*","action":"deny","when":[{"key":"path","op":"glob","value":"**/{.ssh/**"}]}
         ]}).to_string();
-        let loaded = Policy::parse("p.json", bytes.as_bytes());
+        let loaded = Envelope::parse("p.json", bytes.as_bytes());
         let err = loaded.as_ref().unwrap_err();
         assert_eq!(
             err.to_string(),
@@ -786,7 +786,7 @@ mod tests {
     fn names_match_exactly_and_first_match_wins() {
         // A partial wildcard could never match, so it refuses the load.
         let partial = json!({"rules":[{"tools":"local_*","action":"deny"}]});
-        assert!(Policy::parse("test.json", partial.to_string().as_bytes()).is_err());
+        assert!(Envelope::parse("test.json", partial.to_string().as_bytes()).is_err());
         let p = load(json!({"default_action":"allow","rules":[
             {"tools":"local_fs","tool":"read_file","action":"approve"},
             {"tools":"local_fs","tool":"*","action":"deny"},
@@ -847,11 +847,11 @@ mod tests {
             ToolCall::new("local_shell", "local_shell", json!({"command":"ls"})),
             ToolCall::new("some_mcp", "do_thing", json!({})),
         ];
-        let missing: Result<Policy, PolicyError> = Err(PolicyError::not_found(
+        let missing: Result<Envelope, EnvelopeError> = Err(EnvelopeError::not_found(
             "hitl-policy-nope.json",
             "no such file",
         ));
-        let bad_compute = Policy::parse(
+        let bad_compute = Envelope::parse(
             "dev.json",
             br#"{"default_action":"allow","compute":{"maxTurn":1,"maxTokens":5}}"#,
         );
@@ -863,7 +863,7 @@ mod tests {
             }
         }
         // The fallback carries no ceilings and no attention grant.
-        let fallback = Policy::builtin_default();
+        let fallback = Envelope::builtin_default();
         assert!(fallback.compute.is_unbounded());
         assert!(fallback.attention.is_none());
     }
@@ -895,7 +895,7 @@ mod tests {
                 .into_owned()
         }
 
-        fn policy(action: &str, dirs: Vec<String>, hashes: Value) -> Policy {
+        fn policy(action: &str, dirs: Vec<String>, hashes: Value) -> Envelope {
             load(json!({
                 "default_action": "approve",
                 "trusted_binaries": {"dirs": dirs, "hashes": hashes},

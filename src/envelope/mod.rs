@@ -3,7 +3,7 @@
 //! flag and the database columns keep the word "policy".
 //!
 //! `policy` holds the file format's domain types; `validate` loads a file
-//! ([`Policy::parse`]) through the one set of checks the loader and vet share, over
+//! ([`Envelope::parse`]) through the one set of checks the loader and vet share, over
 //! `json` (the raw tree that keeps duplicate keys) and `decode` (the Go-compatible
 //! decoder); `trusted` does the trusted-binary file checks, `glob` compiles and
 //! matches path globs, `sandbox` reads and resolves the sandbox block, `eval`
@@ -27,7 +27,7 @@ pub mod vet;
 
 pub use eval::{Reason, ToolCall, Verdict, evaluate, evaluate_or_fail_closed};
 pub use policy::{
-    Action, AttentionBounds, ComputeBounds, Condition, OnExhausted, Op, Policy, PolicyError, Rule,
-    TrustedBinaries,
+    Action, AttentionBounds, ComputeBounds, Condition, Envelope, EnvelopeError, OnExhausted, Op,
+    Rule, TrustedBinaries,
 };
-pub use vet::{FileKind, VetReport, classify, vet_chain, vet_policy};
+pub use vet::{FileKind, VetReport, classify, vet_chain, vet_envelope};

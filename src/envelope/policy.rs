@@ -1,5 +1,5 @@
-//! The envelope file format's domain types. A file becomes a [`Policy`] through
-//! [`Policy::parse`], which lives beside the checks it shares with `missionboard
+//! The envelope file format's domain types. A file becomes a [`Envelope`] through
+//! [`Envelope::parse`], which lives beside the checks it shares with `missionboard
 //! vet` (see `validate`).
 //!
 //! What refuses a file: an unknown field at any level, a case variant or a
@@ -203,7 +203,7 @@ impl AttentionBounds {
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Policy {
+pub struct Envelope {
     pub default_action: Action,
     pub rules: Vec<Rule>,
     pub compute: ComputeBounds,
@@ -215,7 +215,7 @@ pub struct Policy {
     pub workspace: super::sandbox::WorkspaceMode,
 }
 
-impl Policy {
+impl Envelope {
     /// The sandbox the unit runs under: the declared block, else the baseline.
     pub fn sandbox_or_baseline(&self) -> super::sandbox::SandboxDecl {
         self.sandbox
@@ -225,8 +225,8 @@ impl Policy {
 
     /// What a policy that failed to load evaluates as: every call asks, including
     /// reads, and there are no bounds and no attention grant. Never allow.
-    pub fn builtin_default() -> Policy {
-        Policy {
+    pub fn builtin_default() -> Envelope {
+        Envelope {
             default_action: Action::Approve,
             rules: Vec::new(),
             compute: ComputeBounds::default(),
@@ -240,7 +240,7 @@ impl Policy {
 
 /// Why a policy did not load. `Display` is the full user-facing message.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct PolicyError {
+pub struct EnvelopeError {
     name: String,
     kind: ErrorKind,
 }
@@ -254,30 +254,30 @@ enum ErrorKind {
     Invalid(Vec<String>),
 }
 
-impl PolicyError {
-    fn new(name: &str, kind: ErrorKind) -> PolicyError {
-        PolicyError {
+impl EnvelopeError {
+    fn new(name: &str, kind: ErrorKind) -> EnvelopeError {
+        EnvelopeError {
             name: name.to_string(),
             kind,
         }
     }
 
     /// For policy sources: the file is on no search-path directory.
-    pub fn not_found(name: &str, cause: impl fmt::Display) -> PolicyError {
-        PolicyError::new(name, ErrorKind::NotFound(cause.to_string()))
+    pub fn not_found(name: &str, cause: impl fmt::Display) -> EnvelopeError {
+        EnvelopeError::new(name, ErrorKind::NotFound(cause.to_string()))
     }
 
     /// For policy sources: the file exists but could not be read.
     /// The file was read but refused: every message the validation found.
-    pub(super) fn invalid(name: &str, messages: Vec<String>) -> PolicyError {
-        PolicyError::new(name, ErrorKind::Invalid(messages))
+    pub(super) fn invalid(name: &str, messages: Vec<String>) -> EnvelopeError {
+        EnvelopeError::new(name, ErrorKind::Invalid(messages))
     }
 
-    pub fn read(name: &str, cause: impl fmt::Display) -> PolicyError {
-        PolicyError::new(name, ErrorKind::Read(cause.to_string()))
+    pub fn read(name: &str, cause: impl fmt::Display) -> EnvelopeError {
+        EnvelopeError::new(name, ErrorKind::Read(cause.to_string()))
     }
 
-    pub fn policy_name(&self) -> &str {
+    pub fn envelope_name(&self) -> &str {
         &self.name
     }
 
@@ -295,7 +295,7 @@ impl PolicyError {
     }
 }
 
-impl fmt::Display for PolicyError {
+impl fmt::Display for EnvelopeError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let name = quote(&self.name);
         match &self.kind {
@@ -317,19 +317,19 @@ impl fmt::Display for PolicyError {
     }
 }
 
-impl std::error::Error for PolicyError {}
+impl std::error::Error for EnvelopeError {}
 
 #[cfg(test)]
 mod tests {
     use super::*;
     use serde_json::json;
 
-    fn parse(v: serde_json::Value) -> Result<Policy, PolicyError> {
-        Policy::parse("x.json", v.to_string().as_bytes())
+    fn parse(v: serde_json::Value) -> Result<Envelope, EnvelopeError> {
+        Envelope::parse("x.json", v.to_string().as_bytes())
     }
 
-    fn parse_str(s: &str) -> Result<Policy, PolicyError> {
-        Policy::parse("x.json", s.as_bytes())
+    fn parse_str(s: &str) -> Result<Envelope, EnvelopeError> {
+        Envelope::parse("x.json", s.as_bytes())
     }
 
     fn err(v: serde_json::Value) -> String {
@@ -338,7 +338,7 @@ mod tests {
 
     #[test]
     fn builtin_default_asks_for_everything() {
-        let p = Policy::builtin_default();
+        let p = Envelope::builtin_default();
         assert_eq!(p.default_action, Action::Approve);
         assert!(p.rules.is_empty());
         assert_eq!(p.compute, ComputeBounds::default());
@@ -749,14 +749,18 @@ mod tests {
     #[test]
     fn source_errors_read_like_the_loader() {
         assert_eq!(
-            PolicyError::not_found("hitl-policy-x.json", "no such file").to_string(),
+            EnvelopeError::not_found("hitl-policy-x.json", "no such file").to_string(),
             r#"hitl policy "hitl-policy-x.json" not found: no such file"#
         );
         assert_eq!(
-            PolicyError::read("p", "denied").to_string(),
+            EnvelopeError::read("p", "denied").to_string(),
             r#"read hitl policy "p": denied"#
         );
-        assert!(PolicyError::not_found("p", "x").is_not_found());
-        assert!(PolicyError::read("p", "x").validation_messages().is_empty());
+        assert!(EnvelopeError::not_found("p", "x").is_not_found());
+        assert!(
+            EnvelopeError::read("p", "x")
+                .validation_messages()
+                .is_empty()
+        );
     }
 }

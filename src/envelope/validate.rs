@@ -12,9 +12,9 @@ use super::decode::{RawCompute, RawEnvelope, RawRule, decode_envelope};
 use super::glob;
 use super::json::{Json, is_annotation_key, parse_object};
 use super::policy::{
-    Action, MAX_AGENT_ANSWERS_CEILING, MAX_ALLOWLIST_ENTRIES, MAX_ALLOWLIST_ENTRY_BYTES,
-    MAX_TOKENS_CAP, MAX_TOOL_CALLS_CAP, MAX_TURNS_CAP, Op, POLICY_VERSION, Policy, PolicyError,
-    TrustedBinaries,
+    Action, Envelope, EnvelopeError, MAX_AGENT_ANSWERS_CEILING, MAX_ALLOWLIST_ENTRIES,
+    MAX_ALLOWLIST_ENTRY_BYTES, MAX_TOKENS_CAP, MAX_TOOL_CALLS_CAP, MAX_TURNS_CAP, Op,
+    POLICY_VERSION, TrustedBinaries,
 };
 use super::quote::quote;
 
@@ -70,13 +70,13 @@ pub(crate) fn check(bytes: &[u8]) -> Result<RawEnvelope, Vec<String>> {
     if errs.is_empty() { Ok(raw) } else { Err(errs) }
 }
 
-impl Policy {
+impl Envelope {
     /// Loads a policy file's bytes: the one validation `missionboard vet` runs too
     /// ([`check`]), the Go-compatible decode, and every glob compiled once. `name`
     /// only labels errors: give the file's path, so the operator knows which copy
     /// to fix.
-    pub fn parse(name: &str, bytes: &[u8]) -> Result<Policy, PolicyError> {
-        let invalid = |messages| PolicyError::invalid(name, messages);
+    pub fn parse(name: &str, bytes: &[u8]) -> Result<Envelope, EnvelopeError> {
+        let invalid = |messages| EnvelopeError::invalid(name, messages);
         check(bytes)
             .map_err(invalid)?
             .into_envelope()

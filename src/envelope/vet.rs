@@ -86,7 +86,7 @@ impl VetReport {
 
 /// Vets an envelope (HITL policy) file: exactly the loader's checks, then the
 /// warnings, which only a file that passes can draw.
-pub fn vet_policy(bytes: &[u8]) -> VetReport {
+pub fn vet_envelope(bytes: &[u8]) -> VetReport {
     match validate::check(bytes) {
         Ok(raw) => VetReport {
             errors: Vec::new(),
@@ -422,7 +422,7 @@ mod tests {
     use serde_json::{Value, json};
 
     fn vet(v: Value) -> VetReport {
-        vet_policy(v.to_string().as_bytes())
+        vet_envelope(v.to_string().as_bytes())
     }
 
     fn errors(v: Value) -> Vec<String> {
@@ -441,7 +441,7 @@ mod tests {
 
     #[test]
     fn builtin_default_and_shipped_shapes_vet_clean() {
-        let r = vet_policy(br#"{"default_action":"approve","rules":[]}"#);
+        let r = vet_envelope(br#"{"default_action":"approve","rules":[]}"#);
         assert_eq!(r, VetReport::default());
         let r = vet(json!({
             "//": "what this envelope is for",
@@ -466,7 +466,7 @@ mod tests {
 
     #[test]
     fn malformed_json_is_one_error() {
-        let r = vet_policy(b"{\"rules\": [");
+        let r = vet_envelope(b"{\"rules\": [");
         assert_eq!(r.errors.len(), 1);
         assert!(
             r.errors[0].starts_with("not a JSON object: "),
@@ -474,7 +474,7 @@ mod tests {
             r.errors
         );
         assert_eq!(
-            vet_policy(b"[1,2]").errors,
+            vet_envelope(b"[1,2]").errors,
             ["not a JSON object: got array"]
         );
     }
@@ -606,15 +606,15 @@ mod tests {
         for doc in docs {
             let bytes = doc.to_string();
             let refused =
-                crate::envelope::policy::Policy::parse("p", bytes.as_bytes()).expect_err(&bytes);
-            let vetted = vet_policy(bytes.as_bytes());
+                crate::envelope::policy::Envelope::parse("p", bytes.as_bytes()).expect_err(&bytes);
+            let vetted = vet_envelope(bytes.as_bytes());
             assert!(!vetted.is_ok(), "{doc}");
             assert_eq!(refused.validation_messages(), vetted.errors, "{doc}");
         }
         let commented = json!({"compute": {"//": "note", "maxTokens": 5}});
         assert!(vet(commented.clone()).is_ok());
         assert!(
-            crate::envelope::policy::Policy::parse("p", commented.to_string().as_bytes()).is_ok()
+            crate::envelope::policy::Envelope::parse("p", commented.to_string().as_bytes()).is_ok()
         );
     }
 

@@ -626,7 +626,7 @@ impl Fleet {
         mission_id: &str,
         agent: &crate::agents::Agent,
         cwd: &std::path::Path,
-        policy: &crate::envelope::Policy,
+        policy: &crate::envelope::Envelope,
         load: Option<&str>,
     ) -> anyhow::Result<Started> {
         let inner = &self.inner;

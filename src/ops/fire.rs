@@ -10,7 +10,7 @@ use std::path::PathBuf;
 use crate::agents::{AgentCaps, Registry};
 use crate::config::{self, Config};
 use crate::envelope::bounds::{self, ComputeField, envelope_summary};
-use crate::envelope::policy::Policy;
+use crate::envelope::policy::Envelope;
 use crate::envelope::search;
 use crate::fleet::budget::ComputeLedger;
 use crate::fleet::{DispatchRequest, Dispatched, Fleet};
@@ -421,7 +421,7 @@ pub fn load_picker(paths: &Paths, store: &crate::store::Store) -> Result<PickerD
 pub fn envelope_entry(file_name: &str, bytes: &[u8]) -> EnvelopeEntry {
     use crate::envelope::sandbox::{SandboxField, SandboxStatus, sandbox_status};
     let abi = crate::confine::landlock_abi();
-    let policy = Policy::parse(file_name, bytes).ok();
+    let policy = Envelope::parse(file_name, bytes).ok();
     let sandbox = policy
         .as_ref()
         .map(|p| {

@@ -344,7 +344,7 @@ mod tests {
     use serde_json::json;
 
     use super::*;
-    use crate::envelope::Policy;
+    use crate::envelope::Envelope;
     use crate::oracle::contract::{AnswerError, Answerer, Outcome};
     use crate::presets;
 
@@ -394,7 +394,7 @@ mod tests {
         let envelope = search::Loaded {
             name: crate::oracle::ENVELOPE.into(),
             path: PathBuf::new(),
-            policy: Policy::parse(crate::oracle::ENVELOPE, preset(crate::oracle::ENVELOPE))
+            policy: Envelope::parse(crate::oracle::ENVELOPE, preset(crate::oracle::ENVELOPE))
                 .unwrap(),
         };
         let rec = Recorder::default();

@@ -602,14 +602,14 @@ mod tests {
     use std::path::PathBuf;
 
     use super::*;
-    use crate::envelope::Policy;
+    use crate::envelope::Envelope;
 
     fn envelope(name: &str) -> Result<search::Loaded, String> {
         let file = format!("hitl-policy-{name}.json");
         Ok(search::Loaded {
             name: name.into(),
             path: PathBuf::new(),
-            policy: Policy::parse(&file, crate::presets::get(&file).unwrap().bytes).unwrap(),
+            policy: Envelope::parse(&file, crate::presets::get(&file).unwrap().bytes).unwrap(),
         })
     }
 
