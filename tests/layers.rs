@@ -1,8 +1,9 @@
 //! The crate's shape, checked on its source text. Three rules, each failing with
 //! the file, the line and what it names:
-//! - modules depend one way: every `crate::<module>` path in `src/` points to a lower
-//!   layer, or to a sibling in a layer whose siblings may depend on each other without
-//!   a cycle, or along an edge listed with its reason;
+//! - modules depend one way: every path a file in `src/` names (`crate::…`, or
+//!   `super::…` leaving its module) points to a lower layer, or to a sibling in a
+//!   layer whose siblings may depend on each other without a cycle, or along an edge
+//!   listed with its reason;
 //! - inside a module, its files import one another without a circle;
 //! - only the listed modules name the crates that own a boundary (the ACP wire, the
 //!   databases, the kernel's sandbox).
@@ -253,6 +254,51 @@ fn architecture_md_lists_every_layer_and_module() {
         missing.is_empty(),
         "ARCHITECTURE.md is behind tests/layers.rs:\n{}",
         missing.join("\n")
+    );
+}
+
+#[test]
+fn every_module_in_lib_rs_has_a_layer() {
+    let lib =
+        std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("src/lib.rs")).unwrap();
+    for line in lib.lines() {
+        let words: Vec<&str> = line.split_whitespace().collect();
+        if let Some(i) = words.iter().position(|w| *w == "mod") {
+            let name = words[i + 1].trim_end_matches(';');
+            assert!(
+                MODULES.iter().any(|(m, _)| *m == name),
+                "src/lib.rs declares `{name}`, which has no line in MODULES of tests/layers.rs"
+            );
+        }
+    }
+}
+
+/// The repository stands alone: no source, manifest or doc points at design files
+/// that live outside it.
+#[test]
+fn nothing_refers_to_files_outside_the_repository() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let mut files = Vec::new();
+    rust_files(&root.join("src"), &mut files);
+    rust_files(&root.join("tests"), &mut files);
+    files.extend(["Cargo.toml", "README.md", "ARCHITECTURE.md"].map(|f| root.join(f)));
+    // Spelled in pieces so this file does not match itself.
+    let outside = [["spec", "/"].concat(), ["shared", "/"].concat()];
+    let mut found = Vec::new();
+    for file in files {
+        let text = std::fs::read_to_string(&file).unwrap();
+        for (i, line) in text.lines().enumerate() {
+            let mut words = line.split(|c: char| c.is_whitespace() || "`'\"()[]".contains(c));
+            if words.any(|w| outside.iter().any(|o| w.starts_with(o.as_str()))) {
+                let rel = file.strip_prefix(root).unwrap();
+                found.push(format!("{}:{}: {line}", rel.display(), i + 1));
+            }
+        }
+    }
+    assert!(
+        found.is_empty(),
+        "references outside the repository:\n{}",
+        found.join("\n")
     );
 }
 
