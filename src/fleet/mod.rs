@@ -105,6 +105,14 @@ struct Started {
     sandbox: crate::envelope::sandbox::Resolved,
 }
 
+/// What a parked run's unit would be started with here: its agent as declared on
+/// this machine and its envelope, loaded once by the check that it can start.
+#[derive(Debug, Clone)]
+pub struct Startable {
+    agent: crate::agents::Agent,
+    envelope: search::Loaded,
+}
+
 /// What a resumed run's fresh unit starts with.
 struct Resume {
     mission: crate::mission::Mission,

@@ -74,7 +74,11 @@ impl Fleet {
     /// what happened and the operator's answer, and drive it until its turn ends or
     /// the mission rests (await it with [`Fleet::wait_unit`]). `Ok(false)` when there
     /// is nothing to resume, or another process holds the claim.
-    pub async fn resume_parked(&self, ask_id: &str) -> anyhow::Result<bool> {
+    pub async fn resume_parked(
+        &self,
+        ask_id: &str,
+        startable: Option<Startable>,
+    ) -> anyhow::Result<bool> {
         let (asks, id) = (self.inner.asks.clone(), ask_id.to_string());
         let claimed = blocking(move || -> anyhow::Result<_> {
             let Some(cp) = asks.checkpoint(&id)? else {
@@ -88,7 +92,8 @@ impl Fleet {
         };
         let attempt = async {
             let (fleet, id, parked) = (self.clone(), ask_id.to_string(), cp.clone());
-            let Some(resume) = blocking(move || fleet.prepare_resume(&id, &parked)).await? else {
+            let prepared = blocking(move || fleet.prepare_resume(&id, &parked, startable)).await?;
+            let Some(resume) = prepared else {
                 return Ok(false);
             };
             let cwd = if cp.cwd.is_empty() {
@@ -164,12 +169,14 @@ impl Fleet {
     }
 
     /// The store-bound half of a resume, once its checkpoint is claimed: what the
-    /// fresh unit is started with, or `None` when the mission needs no unit (it is
-    /// at rest, or its compute-bound question settled it).
+    /// fresh unit is started with (`startable`: its agent and envelope, when the
+    /// resumer already loaded them), or `None` when the mission needs no unit (it
+    /// is at rest, or its compute-bound question settled it).
     pub(super) fn prepare_resume(
         &self,
         ask_id: &str,
         cp: &Checkpoint,
+        startable: Option<Startable>,
     ) -> anyhow::Result<Option<Resume>> {
         let inner = &self.inner;
         let mission = inner.missions.require(&cp.mission_id)?;
@@ -177,9 +184,10 @@ impl Fleet {
             inner.asks.drop_checkpoint(ask_id)?;
             return Ok(None);
         }
-        let envelope =
-            search::load(&inner.paths, &mission.hitl_policy_name).map_err(anyhow::Error::msg)?;
-        let agent = self.resolve_agent(&mission.agent_name)?;
+        let Startable { agent, envelope } = match startable {
+            Some(s) => s,
+            None => self.startable(&mission)?,
+        };
         let ask = inner.asks.require(ask_id)?;
         if ask.is_budget()
             && !self.settle_budget_question(&mission.id, &ask, &envelope.policy.compute)?
@@ -239,10 +247,12 @@ impl Fleet {
     }
 
     /// Could this process start the unit of `mission_id` again (its agent declared
-    /// here and its command found, its envelope loadable)?
-    pub fn can_resume(&self, mission_id: &str) -> anyhow::Result<()> {
+    /// here and its command found, its envelope loadable)? What it would start it
+    /// with, for [`Fleet::resume_parked`].
+    pub fn can_resume(&self, mission_id: &str) -> anyhow::Result<Startable> {
         let m = self.inner.missions.require(mission_id)?;
-        let agent = self.resolve_agent(&m.agent_name)?;
+        let startable = self.startable(&m)?;
+        let agent = &startable.agent;
         // A declaration copied from another machine may name a command this one
         // lacks: refuse before an answer is spent on a start that must fail.
         let program = agent.program();
@@ -258,8 +268,15 @@ impl Fleet {
                 agent.command
             );
         }
-        search::load(&self.inner.paths, &m.hitl_policy_name).map_err(anyhow::Error::msg)?;
-        Ok(())
+        Ok(startable)
+    }
+
+    /// The mission's agent, as declared here, and its envelope, loaded.
+    fn startable(&self, m: &crate::mission::Mission) -> anyhow::Result<Startable> {
+        let envelope =
+            search::load(&self.inner.paths, &m.hitl_policy_name).map_err(anyhow::Error::msg)?;
+        let agent = self.resolve_agent(&m.agent_name)?;
+        Ok(Startable { agent, envelope })
     }
 
     /// Serve the mission's socket and start its agent with a session pointed at it:
