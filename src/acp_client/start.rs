@@ -17,6 +17,7 @@ use tokio::io::{AsyncWriteExt, BufReader};
 use tokio::sync::{mpsc, oneshot, watch};
 
 use super::frame::{self, Frame};
+use super::stdout_mark::{CountedStdout, StdoutMark};
 use super::{
     AgentCaps, INITIALIZE_TIMEOUT, KILL_GRACE, PermissionReply, Shared, Unit, UnitError, UnitEvent,
     UnitSpec, convert, process, unit_environment,
@@ -70,7 +71,13 @@ impl Unit {
 
         let (cx_tx, cx_rx) = oneshot::channel();
         let (stop_tx, stop_rx) = oneshot::channel::<()>();
-        let transport = line_transport(pipes, shared.events.clone(), shared.deafness.clone());
+        let stdout_mark = StdoutMark::new(&pipes.stdout);
+        let transport = line_transport(
+            pipes,
+            stdout_mark.clone(),
+            shared.events.clone(),
+            shared.deafness.clone(),
+        );
         let task_shared = shared.clone();
         let pid = process.pid;
         let connection_task = tokio::spawn(async move {
@@ -112,6 +119,7 @@ impl Unit {
             permissions_rx: Some(perm_rx),
             stop_connection: Some(stop_tx),
             connection_task: Some(connection_task),
+            stdout_mark,
             reaped: false,
             loaded: false,
         };
@@ -238,6 +246,7 @@ const GARBAGE_EVENTS: usize = 8;
 /// write the agent does not take within the stdin deadline ends the connection.
 fn line_transport(
     pipes: process::SpawnedPipes,
+    mark: Arc<StdoutMark>,
     events: mpsc::UnboundedSender<UnitEvent>,
     deafness: Arc<std::sync::Mutex<Option<String>>>,
 ) -> Lines<LineSink, LineStream> {
@@ -264,14 +273,25 @@ fn line_transport(
             }
         }
     });
-    let reader = BufReader::new(pipes.stdout);
+    let reader = BufReader::new(CountedStdout::new(pipes.stdout, mark.clone()));
     let mut garbage = 0usize;
-    let stream = futures::stream::unfold(Some(reader), async |reader| {
-        let mut reader = reader?;
-        match frame::read_frame(&mut reader).await {
-            Ok(None) => None,
-            Ok(Some(f)) => Some((Ok(f), Some(reader))),
-            Err(err) => Some((Err(err), None)),
+    let stream = futures::stream::unfold(Some(reader), move |reader| {
+        let mark = mark.clone();
+        async move {
+            let mut reader = reader?;
+            match frame::read_frame(&mut reader).await {
+                Ok(None) => None,
+                Ok(Some(f)) => {
+                    // The tap counts the line before the connection dispatches it,
+                    // and only then is it handled (see `StdoutMark::caught_up`).
+                    if let Frame::Message(text) = &f {
+                        mark.line(text);
+                    }
+                    mark.handled(mark.taken() - reader.buffer().len() as u64);
+                    Some((Ok(f), Some(reader)))
+                }
+                Err(err) => Some((Err(err), None)),
+            }
         }
     })
     .filter_map(move |item| {

@@ -96,6 +96,8 @@ struct Started {
     /// `{tmp}`: lives as long as the unit's drive task.
     tmp: confinement::MissionTmp,
     sandbox: crate::envelope::sandbox::Resolved,
+    /// Where the unit's budget is handed to its mission tools' verdicts.
+    verdicts: Arc<std::sync::OnceLock<mission_tools::VerdictGate>>,
 }
 
 /// What a resumed run's fresh unit starts with.
@@ -687,7 +689,9 @@ impl Fleet {
             session_id: String::new(),
             ask_ceiling: inner.ask_ceiling,
             park_window: inner.park_window,
+            verdicts: Arc::default(),
         };
+        let verdicts = calls.verdicts.clone();
         let handler = Arc::new(ToolHandler(Arc::new(Mutex::new(calls))));
         let socket = serve_mission_socket(&socket_path, handler.clone())
             .await
@@ -745,6 +749,7 @@ impl Fleet {
             cwd: cwd.display().to_string(),
             tmp,
             sandbox: confined.resolved,
+            verdicts,
         })
     }
 
@@ -787,6 +792,15 @@ impl Fleet {
         .await;
         let (budget, crossings) = budget::Budget::new(compute);
         let budget = Arc::new(budget.continuing(ledger.clone(), &mission_id, spent));
+        // Updates are counted as the unit's stdout is read, so its verdicts (on the
+        // mission socket) can be judged with everything it said before them.
+        let stdout = started.unit.stdout_mark();
+        let counting = budget.clone();
+        stdout.set_tap(Box::new(move |ev| counting.observe(ev)));
+        let _ = started.verdicts.set(mission_tools::VerdictGate {
+            stdout,
+            budget: budget.clone(),
+        });
         let events = started
             .unit
             .take_events()

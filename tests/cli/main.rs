@@ -18,6 +18,7 @@ mod hygiene;
 mod missions;
 mod oracle;
 mod planner;
+mod races;
 mod refusals;
 mod sandbox;
 mod session;
