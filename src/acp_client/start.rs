@@ -273,7 +273,17 @@ fn line_transport(
             }
         }
     });
-    let reader = BufReader::new(CountedStdout::new(pipes.stdout, mark.clone()));
+    let stream = line_stream(pipes.stdout, mark, events);
+    Lines::new(Box::pin(sink) as LineSink, stream)
+}
+
+/// The unit's stdout as JSON lines, each shown to `mark`'s tap as it is read.
+fn line_stream(
+    stdout: tokio::process::ChildStdout,
+    mark: Arc<StdoutMark>,
+    events: mpsc::UnboundedSender<UnitEvent>,
+) -> LineStream {
+    let reader = BufReader::new(CountedStdout::new(stdout, mark.clone()));
     let mut garbage = 0usize;
     let stream = futures::stream::unfold(Some(reader), move |reader| {
         let mark = mark.clone();
@@ -310,7 +320,7 @@ fn line_transport(
         };
         futures::future::ready(line)
     });
-    Lines::new(Box::pin(sink) as LineSink, Box::pin(stream) as LineStream)
+    Box::pin(stream)
 }
 
 /// Drive the ACP client connection until the unit handle stops it or the
@@ -370,4 +380,61 @@ async fn run_connection(
             Ok(())
         })
         .await
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    use std::time::Duration;
+
+    use futures::StreamExt;
+    use tokio::io::AsyncBufReadExt;
+
+    use super::*;
+
+    /// A verdict arriving while the unit's updates still wait in the pipe, unread:
+    /// `caught_up` returns only once every one of them has been shown to the tap.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn caught_up_waits_for_every_update_already_in_the_pipe() {
+        const LINES: usize = 400;
+        let line = r#"{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"s","update":{"sessionUpdate":"tool_call","toolCallId":"c","title":"t"}}}"#;
+        let script = format!(
+            "i=0; while [ $i -lt {LINES} ]; do echo '{line}'; i=$((i+1)); done; echo written >&2; exec sleep 30"
+        );
+        let mut child = tokio::process::Command::new("sh")
+            .args(["-c", &script])
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .kill_on_drop(true)
+            .spawn()
+            .expect("sh runs");
+        let stdout = child.stdout.take().unwrap();
+        let mark = StdoutMark::new(&stdout);
+        let seen = std::sync::Arc::new(AtomicUsize::new(0));
+        let counted = seen.clone();
+        mark.set_tap(Box::new(move |ev| {
+            if matches!(ev, UnitEvent::ToolCall { .. }) {
+                counted.fetch_add(1, Ordering::SeqCst);
+            }
+        }));
+        let (events, _rx) = mpsc::unbounded_channel();
+        let mut lines = line_stream(stdout, mark.clone(), events);
+        // Every line is in the pipe (a pipe holds 64 KiB; these are ~56 KiB) and
+        // nothing has read any of it yet.
+        let mut stderr = tokio::io::BufReader::new(child.stderr.take().unwrap()).lines();
+        assert_eq!(
+            stderr.next_line().await.unwrap().as_deref(),
+            Some("written")
+        );
+        assert_eq!(seen.load(Ordering::SeqCst), 0);
+        let reader = tokio::spawn(async move {
+            while let Some(item) = lines.next().await {
+                item.unwrap();
+                tokio::task::yield_now().await;
+            }
+        });
+        assert!(mark.caught_up(Duration::from_secs(20)).await);
+        assert_eq!(seen.load(Ordering::SeqCst), LINES);
+        reader.abort();
+    }
 }
