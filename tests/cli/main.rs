@@ -8,6 +8,7 @@ mod asks;
 mod board;
 mod bounds;
 mod catalogue;
+mod damage;
 mod edges;
 mod envelopes;
 mod ergonomics;
