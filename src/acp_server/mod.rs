@@ -138,7 +138,7 @@ pub async fn run(paths: Paths, options: AcpOptions) -> Result<(), String> {
     drop(outlet);
     let served = tokio::select! {
         served = agent_side::serve(host, transport, writer) => served,
-        () = signals.next() => Ok(()),
+        _ = signals.next() => Ok(()),
     };
     router.abort();
     // Ended first, so whatever the teardown reports waits in the inbox.

@@ -24,4 +24,5 @@ mod refusals;
 mod sandbox;
 mod session;
 mod shared_store;
+mod terminal_loss;
 mod worktree;
