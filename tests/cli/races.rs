@@ -59,8 +59,8 @@ fn runs(default: usize) -> usize {
 }
 
 /// Fire `runs` missions of the one-turn `steps` under envelope compute `compute`
-/// with every core busy; every one must finish stuck on `reason`. Returns how many
-/// did not (the first few outputs are shown).
+/// with every core busy; every one must finish stuck on `reason` (the first that
+/// did not is shown).
 fn fire_under_load(steps: &str, compute: &str, reason: &str, runs: usize) {
     let sb = Sandbox::new();
     let script = format!(r#"{{"name":"race","turns":[{{"steps":[{steps}]}}]}}"#);
@@ -132,6 +132,53 @@ fn usage_past_the_token_bound_then_a_landing_never_lands_under_load() {
     );
 }
 
+/// Under load, a unit offering models runs on the allowlisted one in every run: its
+/// result says the model it ran on.
+fn allowlisted_model_under_load(runs: usize) {
+    let sb = Sandbox::new();
+    let script = r#"{"name":"models","models":["a","b"],"turns":[{"steps":[{"report":{"kind":"result","summary":"running on {{model}}"}},{"finish":"landed"}]}]}"#;
+    sb.declare_stubs(&[("stub", Some(script))]);
+    sb.write(
+        &sb.home.join("hitl-policy-onlyb.json"),
+        r#"{"default_action":"allow","rules":[],"compute":{"modelAllowlist":["b"]}}"#,
+    );
+    let _load = FullLoad::start();
+    let mut strayed = Vec::new();
+    for n in 0..runs {
+        let run = sb.run(&[
+            "mission",
+            "fire",
+            "stub",
+            "go",
+            "--wait",
+            "--policy",
+            "onlyb",
+            "--timeout",
+            "120s",
+        ]);
+        let held = run.code == 0
+            && run.stdout.contains("\nModel: \"b\", of the models agent \"stub\" offers (a, b), as modelAllowlist permits.\n")
+            && run.stdout.contains("  [result] running on b\n");
+        if !held {
+            strayed.push(format!(
+                "run {n}: exit {}\n{}{}",
+                run.code, run.stdout, run.stderr
+            ));
+        }
+    }
+    assert!(
+        strayed.is_empty(),
+        "{} of {runs} missions did not run on the allowlisted model; the first:\n{}",
+        strayed.len(),
+        strayed[0]
+    );
+}
+
+#[test]
+fn the_allowlisted_model_holds_in_every_run_under_load() {
+    allowlisted_model_under_load(runs(20));
+}
+
 #[test]
 #[ignore = "soak: 200 runs per bound at full load (cargo test --test cli races -- --ignored)"]
 fn soak_two_hundred_runs_per_bound_none_land() {
@@ -148,4 +195,5 @@ fn soak_two_hundred_runs_per_bound_none_land() {
         TOKENS_REASON,
         n,
     );
+    allowlisted_model_under_load(n);
 }
