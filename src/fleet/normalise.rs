@@ -78,9 +78,9 @@ const EFFECT_KINDS: [&str; 5] = ["execute", "edit", "delete", "move", "fetch"];
 
 /// Which of our mission tools the call is, if it is one.
 pub(super) fn mission_tool(shape: &Shape) -> Option<&'static str> {
-    // No mission tool takes a command line: an input carrying one is a shell call,
-    // whatever its title or `_meta` claims.
-    if carries_command(shape.raw_input) {
+    // No mission tool takes a command line or a file: an input carrying one is a
+    // shell or file call, whatever its title or `_meta` claims.
+    if carries_command_or_path(shape.raw_input) {
         return None;
     }
     // Our own key is authoritative: naming anything else in it is not ours.
@@ -124,10 +124,15 @@ pub(super) fn mission_tool(shape: &Shape) -> Option<&'static str> {
     labelled_tool(shape.title)
 }
 
-/// Does a call's input carry a shell command line (`command`, or codex's `cmd`)?
-fn carries_command(raw: Option<&Value>) -> bool {
-    raw.and_then(Value::as_object)
-        .is_some_and(|m| m.contains_key("command") || m.contains_key("cmd"))
+/// Does a call's input carry a shell command line (`command`, or codex's `cmd`) or
+/// a file path (under any of [`PATH_KEYS`])?
+fn carries_command_or_path(raw: Option<&Value>) -> bool {
+    raw.and_then(Value::as_object).is_some_and(|m| {
+        ["command", "cmd"]
+            .iter()
+            .chain(PATH_KEYS.iter())
+            .any(|k| m.contains_key(*k))
+    })
 }
 
 /// The mission tool goose titles `title`: goose shows a tool by its qualified name
@@ -757,7 +762,7 @@ mod tests {
     }
 
     #[test]
-    fn goose_titles_name_mission_tools_only_for_a_call_with_no_command() {
+    fn goose_titles_name_mission_tools_only_for_a_call_with_no_command_or_file() {
         assert_eq!(goose_title("developer__shell"), "Developer: Shell");
         assert_eq!(
             goose_title("developer__text_editor"),
@@ -814,6 +819,14 @@ mod tests {
             json!({}),
         );
         assert_eq!(ours, None, "codex's cmd is a command line too");
+        let (ours, call) = shape_call(
+            "other",
+            "Mission: Mission Report",
+            Some(json!({"path": "/home/u/.ssh/id_ed25519", "summary": "x"})),
+            json!({"toolName": "mcp__mission__mission_report"}),
+        );
+        assert_eq!(ours, None, "no mission tool takes a file");
+        assert_eq!(call.args["path"], "/home/u/.ssh/id_ed25519");
     }
 
     #[test]
