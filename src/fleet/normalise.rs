@@ -655,13 +655,22 @@ mod tests {
                 let params = frame["params"].clone();
                 match frame["method"].as_str() {
                     Some("session/request_permission") => {
-                        let ask = crate::acp_client::permission_ask_from_params(params)
+                        let ask = crate::acp_client::permission_ask_from_params(params.clone())
                             .unwrap_or_else(|e| panic!("{name}: request unreadable: {e}"));
-                        assert!(
-                            ask.options.iter().any(|(_, kind)| kind == "allow_once")
-                                && ask.options.iter().any(|(_, kind)| kind == "reject_once"),
-                            "{name}: a once option of each polarity to choose by kind"
-                        );
+                        for (reply, once) in [
+                            (crate::acp_client::PermissionReply::Allow, "allow_once"),
+                            (crate::acp_client::PermissionReply::Reject, "reject_once"),
+                        ] {
+                            let id =
+                                crate::acp_client::option_chosen_from_params(params.clone(), reply)
+                                    .unwrap();
+                            let kind = ask.options.iter().find(|(o, _)| Some(o) == id.as_ref());
+                            assert_eq!(
+                                kind.map(|(_, k)| k.as_str()),
+                                Some(once),
+                                "{name}: {reply:?} answers the {once} option, never an always one"
+                            );
+                        }
                         let shape = Shape::of_request(&ask);
                         assert_eq!(
                             mission_tool(&shape).is_some(),
