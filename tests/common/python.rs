@@ -81,16 +81,20 @@ fn make(venv: &Path, python: &Path) -> Result<(), String> {
         format!("the SDK agent tests could not make their venv at {} ({why}): install python3 with its venv module (Debian: apt-get install python3-venv)", venv.display())
     })?;
     let mut pip = Command::new(python);
-    pip.env_remove("PYTHONPATH").env_remove("PYTHONHOME").args([
-        "-m",
-        "pip",
-        "install",
-        "--disable-pip-version-check",
-        "--no-input",
-        "--quiet",
-        "--requirement",
-        REQUIREMENTS,
-    ]);
+    // A `--user` install cannot go into a venv.
+    pip.env_remove("PYTHONPATH")
+        .env_remove("PYTHONHOME")
+        .env_remove("PIP_USER")
+        .args([
+            "-m",
+            "pip",
+            "install",
+            "--disable-pip-version-check",
+            "--no-input",
+            "--quiet",
+            "--requirement",
+            REQUIREMENTS,
+        ]);
     run(&mut pip, "pip install").map_err(|why| {
         format!("the SDK agent tests could not install {REQUIREMENTS} into their venv at {} ({why}): they need pypi.org (or the index pip is configured with) reachable", venv.display())
     })?;
