@@ -227,14 +227,18 @@ impl Terminal {
         self.seen.lock().unwrap().raw[mark..].to_vec()
     }
 
-    /// Wait until the screen satisfies `cond`, with a deadline, returning it.
+    /// Wait until the screen satisfies `cond`, with a deadline, returning it. It is
+    /// judged only between frames (nothing arrived for a moment): a program writes a
+    /// frame in several chunks, and a screen read between two of them is half old.
     #[track_caller]
     pub fn wait_screen(&self, secs: u64, what: &str, cond: impl Fn(&str) -> bool) -> String {
+        const BETWEEN_FRAMES: Duration = Duration::from_millis(40);
         let mut screen = String::new();
         let seen =
             poll_until_blocking(Duration::from_secs(secs), Duration::from_millis(50), || {
+                let quiet = self.seen.lock().unwrap().last_output.elapsed() >= BETWEEN_FRAMES;
                 screen = self.screen();
-                cond(&screen).then(|| screen.clone())
+                (quiet && cond(&screen)).then(|| screen.clone())
             });
         match seen {
             Some(screen) => screen,
