@@ -10,7 +10,7 @@ use agent_client_protocol::v1::schema::{
 
 use super::Services;
 use crate::asks::{Ask, Asks, OperatorVerdict};
-use crate::fleet::resume::{self, Answerer};
+use crate::ops::answer::{self, Answerer, Host};
 
 /// A slash command that settles an ask.
 #[derive(Debug, PartialEq, Eq)]
@@ -99,14 +99,10 @@ pub async fn run(svc: &Services, session: &str, settle: Settle) -> Result<String
     let (lookup, session_id) = (svc.clone(), session.to_string());
     let ask =
         crate::store::blocking(move || waiting_ask(&lookup, &session_id, named.as_deref())).await?;
-    let answered = resume::answer(
-        &svc.paths,
-        &svc.store,
-        &ask.id,
-        Answerer::Operator(&verdict),
-    )
-    .await
-    .map_err(|e| format!("{e:#}"))?;
+    let host = Host::running(&svc.paths, &svc.fleet);
+    let answered = answer::answer(&host, &ask.id, Answerer::Operator(&verdict))
+        .await
+        .map_err(|e| format!("{e:#}"))?;
     tracing::info!(session, ask = %ask.id, ?answered, "the session's operator settled an ask");
     let what = match &verdict {
         OperatorVerdict::Answer(_) => "answered",

@@ -102,3 +102,13 @@ fn lands_under_acpx() {
 fn denied_call_under_acpx() {
     cases::denied_call(&CLAUDE, "acpx");
 }
+
+#[test]
+fn killed_mid_handshake_leaves_nothing() {
+    cases::killed_host_leaves_nothing(&CLAUDE, "default", cases::Kill::MidHandshake);
+}
+
+#[test]
+fn killed_mid_turn_leaves_nothing() {
+    cases::killed_host_leaves_nothing(&CLAUDE, "default", cases::Kill::MidTurn);
+}

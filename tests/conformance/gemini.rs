@@ -114,3 +114,13 @@ fn lands_under_acpx() {
 fn denied_call_under_acpx() {
     cases::denied_call(&GEMINI, "acpx");
 }
+
+#[test]
+fn killed_mid_handshake_leaves_nothing() {
+    cases::killed_host_leaves_nothing(&GEMINI, "default", cases::Kill::MidHandshake);
+}
+
+#[test]
+fn killed_mid_turn_leaves_nothing() {
+    cases::killed_host_leaves_nothing(&GEMINI, "default", cases::Kill::MidTurn);
+}
