@@ -21,6 +21,7 @@ mod convert;
 pub mod frame;
 mod process;
 mod start;
+pub mod stdout_mark;
 
 use std::collections::BTreeMap;
 use std::fmt;
@@ -187,6 +188,23 @@ pub fn permission_ask_from_params(params: Value) -> Result<PermissionAsk, String
     let request: agent_client_protocol::v1::schema::RequestPermissionRequest =
         serde_json::from_value(params).map_err(|e| e.to_string())?;
     Ok(convert::permission_ask(request, oneshot::channel().0).0)
+}
+
+/// The option id the host answers a `session/request_permission`'s params with for
+/// `reply` (recorded frames, tests); `None` when it answers `cancelled`.
+pub fn option_chosen_from_params(
+    params: Value,
+    reply: PermissionReply,
+) -> Result<Option<String>, String> {
+    let request: agent_client_protocol::v1::schema::RequestPermissionRequest =
+        serde_json::from_value(params).map_err(|e| e.to_string())?;
+    let response = convert::permission_response(reply, &request.options);
+    Ok(match response.outcome {
+        agent_client_protocol::v1::schema::RequestPermissionOutcome::Selected(chosen) => {
+            Some(chosen.option_id.0.to_string())
+        }
+        _ => None,
+    })
 }
 
 /// A `session/update` notification's params read the way the host reads them off
@@ -382,6 +400,8 @@ pub struct Unit {
     /// Dropping this ends the connection task, which drops (closes) stdin.
     stop_connection: Option<oneshot::Sender<()>>,
     connection_task: Option<tokio::task::JoinHandle<()>>,
+    /// How far the unit's stdout has been read (orders its verdicts after its updates).
+    stdout_mark: Arc<stdout_mark::StdoutMark>,
     reaped: bool,
     /// The session was loaded (`session/load`), not opened afresh.
     loaded: bool,
@@ -526,6 +546,12 @@ impl Unit {
     /// The exit status, if the child has already been reaped.
     pub fn exit_status(&self) -> Option<ExitInfo> {
         self.process.exited()
+    }
+
+    /// How far this unit's stdout has been read; a tap on it sees every update in
+    /// stream order, before the connection dispatches it.
+    pub fn stdout_mark(&self) -> Arc<stdout_mark::StdoutMark> {
+        self.stdout_mark.clone()
     }
 
     /// The stream of session updates. Can be taken once.

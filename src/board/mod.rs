@@ -45,7 +45,7 @@ use tokio::time::MissedTickBehavior;
 
 use crate::fleet::Fleet;
 use crate::paths::Paths;
-use crate::signals::Signals;
+use crate::signals::{Arrived, Signals};
 use crate::store::Store;
 use effects::Services;
 use model::{Model, Query, Snapshot, TerminalRequest};
@@ -102,7 +102,7 @@ pub fn run(paths: Paths, demo: bool) -> anyhow::Result<i32> {
     QUITTING.store(true, Ordering::SeqCst);
     // Units that ignore their cancel must not hold the exit hostage.
     runtime.shutdown_timeout(Duration::from_secs(2));
-    if demo {
+    if demo && !TERMINAL_LOST.load(Ordering::SeqCst) {
         println!(
             "missionboard demo home: {} (inspect it with MISSIONBOARD_HOME={} missionboard mission list)",
             home.display(),
@@ -154,6 +154,10 @@ async fn host(paths: Paths, demo: bool, opened: Opened) -> anyhow::Result<i32> {
         fleet,
         beta,
     } = opened;
+    // SIGTERM and SIGHUP are the board's before it starts anything (the settler may
+    // resume a run, the demo fires): one arriving at any moment ends it through the
+    // loop's clean exit, never by the default disposition. Ctrl-C arrives as a key.
+    let signals = Signals::termination()?;
     let _teardown = fleet.spawn_teardown();
     let (query_tx, query_rx) = watch::channel(Query::default());
     let (snap_tx, snap_rx) = watch::channel(Arc::new(Snapshot::default()));
@@ -179,13 +183,80 @@ async fn host(paths: Paths, demo: bool, opened: Opened) -> anyhow::Result<i32> {
         model.host.demo_home = Some(paths.home.clone());
         tokio::spawn(demo::fire_all(fleet.clone(), tx.clone()));
     }
-    let result = event_loop(&mut term, &mut model, &svc, tx, rx, query_tx, snap_rx).await;
+    let snapshots = SnapshotLink { query_tx, snap_rx };
+    let ending = event_loop(&mut term, &mut model, &svc, (tx, rx), snapshots, signals).await;
     settler.abort();
-    term.leave();
+    if let Ok(Ending::TerminalLost(why)) = &ending {
+        lose_terminal();
+        tracing::error!(
+            "board: the terminal went away ({why}); leaving as quitting would: this board's units stop, their missions stay open for a later board or host, and the terminal was not touched"
+        );
+        // Its drop would write a cursor restore to the dead terminal.
+        std::mem::forget(term);
+    } else {
+        term.leave();
+    }
     // The store thread ends once the query sender is gone (dropped by the loop).
     let _ = tokio::task::spawn_blocking(move || store_thread.join()).await;
     fleet.shutdown().await;
-    result.map(|()| 0)
+    ending.map(|e| match e {
+        Ending::Quit => 0,
+        Ending::TerminalLost(_) => 1,
+    })
+}
+
+/// How the event loop ended.
+enum Ending {
+    /// The operator quit, or a SIGTERM asked the board to.
+    Quit,
+    /// The terminal went away (a hangup, a read or write that failed): why.
+    TerminalLost(String),
+}
+
+/// Set once the board's terminal went away: nothing is written to it again.
+static TERMINAL_LOST: AtomicBool = AtomicBool::new(false);
+
+/// The terminal is gone: never restore it (there is nothing to restore), and point
+/// its descriptors at /dev/null, so a library's last words (a failed `eprintln!`
+/// panics) cannot turn a clean leave into a crash.
+fn lose_terminal() {
+    use std::os::fd::AsRawFd;
+    TERMINAL_LOST.store(true, Ordering::SeqCst);
+    TERMINAL_ACTIVE.store(false, Ordering::SeqCst);
+    let Ok(null) = std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .open("/dev/null")
+    else {
+        return;
+    };
+    for fd in 0..=2 {
+        // SAFETY: fstat into a zeroed stat we own, then dup2 of a descriptor we hold
+        // over one of the standard three; no memory is shared.
+        unsafe {
+            let mut st: libc::stat = std::mem::zeroed();
+            if libc::fstat(fd, &mut st) == 0 && (st.st_mode & libc::S_IFMT) == libc::S_IFCHR {
+                libc::dup2(null.as_raw_fd(), fd);
+            }
+        }
+    }
+}
+
+/// Does this terminal error mean the terminal itself is gone?
+fn terminal_gone(e: &std::io::Error) -> bool {
+    matches!(
+        e.raw_os_error(),
+        Some(libc::EIO | libc::ENXIO | libc::EBADF | libc::ENOTTY)
+    ) || matches!(
+        e.kind(),
+        std::io::ErrorKind::UnexpectedEof | std::io::ErrorKind::BrokenPipe
+    )
+}
+
+/// The board's side of the snapshot thread: what it should read, what it read.
+struct SnapshotLink {
+    query_tx: watch::Sender<Query>,
+    snap_rx: watch::Receiver<Arc<Snapshot>>,
 }
 
 /// One frame of the whole board.
@@ -199,18 +270,18 @@ async fn event_loop(
     term: &mut TerminalGuard,
     model: &mut Model,
     svc: &Services,
-    tx: mpsc::UnboundedSender<Msg>,
-    mut rx: mpsc::UnboundedReceiver<Msg>,
-    query_tx: watch::Sender<Query>,
-    mut snap_rx: watch::Receiver<Arc<Snapshot>>,
-) -> anyhow::Result<()> {
+    (tx, mut rx): (mpsc::UnboundedSender<Msg>, mpsc::UnboundedReceiver<Msg>),
+    SnapshotLink {
+        query_tx,
+        mut snap_rx,
+    }: SnapshotLink,
+    mut signals: Signals,
+) -> anyhow::Result<Ending> {
     let mut events = EventStream::new();
     let mut frame = tokio::time::interval(FRAME);
     frame.set_missed_tick_behavior(MissedTickBehavior::Skip);
     let mut clock = tokio::time::interval(CLOCK);
     clock.set_missed_tick_behavior(MissedTickBehavior::Skip);
-    // SIGTERM and SIGHUP end the board cleanly (Ctrl-C arrives as a key in raw mode).
-    let mut signals = Signals::termination()?;
     let mut dirty = true;
     // The operator's own input waits for no frame tick.
     let mut pressed = false;
@@ -219,7 +290,9 @@ async fn event_loop(
     query_tx.send_replace(model.query());
     loop {
         if dirty && (pressed || last_draw.is_none_or(|t| t.elapsed() >= FRAME)) {
-            draw(term, model)?;
+            if let Err(e) = draw(term, model) {
+                return Ok(Ending::TerminalLost(format!("drawing on it failed: {e}")));
+            }
             last_draw = Some(std::time::Instant::now());
             dirty = false;
             pressed = false;
@@ -227,7 +300,9 @@ async fn event_loop(
         let msg = tokio::select! {
             _ = frame.tick() => {
                 if model.redraw {
-                    term.repaint()?;
+                    if let Err(e) = term.repaint() {
+                        return Ok(Ending::TerminalLost(format!("repainting it failed: {e}")));
+                    }
                     model.redraw = false;
                     dirty = true;
                 }
@@ -240,15 +315,21 @@ async fn event_loop(
             }
             ev = events.next() => match ev {
                 Some(Ok(ev)) => Msg::Term(ev),
+                Some(Err(e)) if terminal_gone(&e) => {
+                    return Ok(Ending::TerminalLost(format!("reading from it failed: {e}")));
+                }
                 Some(Err(e)) => {
                     tracing::warn!("board: terminal event error: {e}");
                     continue;
                 }
-                None => break,
+                None => return Ok(Ending::TerminalLost("its input ended".into())),
             },
             Ok(()) = snap_rx.changed() => Msg::Snapshot(snap_rx.borrow_and_update().clone()),
             Some(msg) = rx.recv() => msg,
-            _ = signals.next() => {
+            arrived = signals.next() => {
+                if arrived == Arrived::Hangup {
+                    return Ok(Ending::TerminalLost("SIGHUP: it hung up".into()));
+                }
                 tracing::info!("board: signal received, leaving");
                 break;
             }
@@ -299,7 +380,7 @@ async fn event_loop(
             break;
         }
     }
-    Ok(())
+    Ok(Ending::Quit)
 }
 
 /// Whether this process holds the terminal in board mode (so restore runs once).

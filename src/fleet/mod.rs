@@ -103,6 +103,8 @@ struct Started {
     /// `{tmp}`: lives as long as the unit's drive task.
     tmp: confinement::MissionTmp,
     sandbox: crate::envelope::sandbox::Resolved,
+    /// Where the unit's budget is handed to its mission tools' verdicts.
+    verdicts: Arc<std::sync::OnceLock<mission_tools::VerdictGate>>,
 }
 
 /// What a parked run's unit would be started with here: its agent as declared on
