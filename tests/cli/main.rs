@@ -8,6 +8,7 @@ mod asks;
 mod board;
 mod bounds;
 mod catalogue;
+mod docs;
 mod edges;
 mod envelopes;
 mod ergonomics;
