@@ -941,3 +941,120 @@ both_sizes!(status_error_notice_on_the_board, |m: &mut Model| {
         until_ms: None,
     });
 });
+
+/// The README's screenshot: the demo board at 120x40, as text and as SVG, drawn by
+/// this renderer. Stale copies fail, naming the command that rewrites them.
+#[test]
+fn the_readme_screenshot_is_the_board_drawn_today() {
+    let m = model(120, 40, false);
+    let mut t = Terminal::new(TestBackend::new(120, 40)).unwrap();
+    t.draw(|f| super::draw(f, &m, NOW)).unwrap();
+    let buffer = t.backend().buffer().clone();
+    let text: String = (0..buffer.area.height)
+        .map(|y| {
+            let row: String = (0..buffer.area.width)
+                .map(|x| buffer[(x, y)].symbol())
+                .collect();
+            format!("{}\n", row.trim_end())
+        })
+        .collect();
+    let svg = svg_of(&buffer);
+    let assets = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("assets");
+    let regenerate = "MISSIONBOARD_WRITE_ASSETS=1 cargo test --lib the_readme_screenshot";
+    if std::env::var_os("MISSIONBOARD_WRITE_ASSETS").is_some() {
+        std::fs::write(assets.join("board.txt"), &text).unwrap();
+        std::fs::write(assets.join("board.svg"), &svg).unwrap();
+    }
+    for (file, drawn) in [("board.txt", &text), ("board.svg", &svg)] {
+        let kept = std::fs::read_to_string(assets.join(file)).unwrap_or_default();
+        assert!(
+            &kept == drawn,
+            "assets/{file} is not the board drawn today: rewrite it with `{regenerate}`"
+        );
+    }
+}
+
+/// A buffer as SVG: one run of text per stretch of cells that share a style, each
+/// placed on the cell grid so wide glyphs and borders line up in any font.
+fn svg_of(buffer: &ratatui::buffer::Buffer) -> String {
+    use ratatui::style::{Color, Modifier};
+    const CW: f32 = 8.4;
+    const CH: f32 = 17.0;
+    const BG: &str = "#1e1e1e";
+    const FG: &str = "#d4d4d4";
+    fn hex(c: Color, default: &'static str) -> &'static str {
+        match c {
+            Color::Black => "#000000",
+            Color::Red => "#f14c4c",
+            Color::Green => "#23d18b",
+            Color::Yellow => "#e5e510",
+            Color::Blue => "#2472c8",
+            Color::Magenta => "#d670d6",
+            Color::Cyan => "#29b8db",
+            Color::Gray => "#a0a0a0",
+            Color::DarkGray => "#767676",
+            Color::White => "#ffffff",
+            _ => default,
+        }
+    }
+    fn escape(s: &str) -> String {
+        s.replace('&', "&amp;")
+            .replace('<', "&lt;")
+            .replace('>', "&gt;")
+    }
+    let (w, h) = (buffer.area.width, buffer.area.height);
+    let mut out = format!(
+        "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{:.0}\" height=\"{:.0}\" font-family=\"DejaVu Sans Mono, Menlo, Consolas, monospace\" font-size=\"14\">\n<rect width=\"100%\" height=\"100%\" fill=\"{BG}\"/>\n",
+        f32::from(w) * CW,
+        f32::from(h) * CH
+    );
+    for y in 0..h {
+        let mut x = 0;
+        while x < w {
+            let first = &buffer[(x, y)];
+            let style = (first.fg, first.bg, first.modifier);
+            let start = x;
+            let mut run = String::new();
+            while x < w {
+                let cell = &buffer[(x, y)];
+                if (cell.fg, cell.bg, cell.modifier) != style {
+                    break;
+                }
+                run.push_str(cell.symbol());
+                x += 1;
+            }
+            let (fg, bg, modifier) = style;
+            let (mut fg, mut bg) = (hex(fg, FG), hex(bg, BG));
+            if modifier.contains(Modifier::REVERSED) {
+                std::mem::swap(&mut fg, &mut bg);
+            }
+            let (x0, cells) = (f32::from(start) * CW, f32::from(x - start) * CW);
+            let top = f32::from(y) * CH;
+            if bg != BG {
+                out.push_str(&format!(
+                    "<rect x=\"{x0:.1}\" y=\"{top:.1}\" width=\"{cells:.1}\" height=\"{CH:.1}\" fill=\"{bg}\"/>\n"
+                ));
+            }
+            if run.trim().is_empty() {
+                continue;
+            }
+            let weight = if modifier.contains(Modifier::BOLD) {
+                " font-weight=\"bold\""
+            } else {
+                ""
+            };
+            let underline = if modifier.contains(Modifier::UNDERLINED) {
+                " text-decoration=\"underline\""
+            } else {
+                ""
+            };
+            out.push_str(&format!(
+                "<text x=\"{x0:.1}\" y=\"{:.1}\" fill=\"{fg}\"{weight}{underline} textLength=\"{cells:.1}\" lengthAdjust=\"spacingAndGlyphs\" xml:space=\"preserve\">{}</text>\n",
+                top + CH * 0.78,
+                escape(&run)
+            ));
+        }
+    }
+    out.push_str("</svg>\n");
+    out
+}
