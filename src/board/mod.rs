@@ -100,11 +100,7 @@ pub fn run(paths: Paths, demo: bool) -> anyhow::Result<i32> {
     // Units that ignore their cancel must not hold the exit hostage.
     runtime.shutdown_timeout(Duration::from_secs(2));
     if demo {
-        println!(
-            "missionboard demo home: {} (inspect it with MISSIONBOARD_HOME={} missionboard mission list)",
-            home.display(),
-            home.display()
-        );
+        println!("{}", demo::leave(&home, demo::is_scratch()));
     }
     code
 }

@@ -36,7 +36,7 @@ pub(super) struct FireArgs {
 pub(super) fn run(ctx: &Ctx, args: FireArgs) -> anyhow::Result<i32> {
     if !args.wait {
         anyhow::bail!(
-            "mission fire requires --wait: the dispatched unit is a child subprocess of this command and dies when it exits, so a detached fire from a one-shot CLI would tear its own mission down. Pass --wait to block until the mission finishes, or fire from a long-lived host (the board's /mission)"
+            "mission fire requires --wait: the dispatched unit is a child subprocess of this command and dies when it exits, so a detached fire from a one-shot CLI would tear its own mission down. Pass --wait to block until the mission finishes, or fire from a long-lived host (the board's :mission, or an editor session's /mission)"
         );
     }
     let timeout =
@@ -170,7 +170,7 @@ async fn fire_and_wait(
         }
         if Instant::now() >= deadline {
             outln!(
-                "mission {id} did not finish within {}: it is torn down with this process (the unit is a child subprocess). Its record and any reports so far survive — see 'missionboard mission show {id}'. Re-run with a larger --timeout, or fire from a long-lived host (the board's /mission).",
+                "mission {id} did not finish within {}: it is torn down with this process (the unit is a child subprocess). Its record and any reports so far survive — see 'missionboard mission show {id}'. Re-run with a larger --timeout, or fire from a long-lived host (the board's :mission, or an editor session's /mission).",
                 crate::duration::format(timeout)
             )?;
             out!("{}", pending_lines(fleet, &id)?)?;

@@ -40,7 +40,14 @@ pub fn render(frame: &mut Frame, area: Rect, m: &Model) {
     }
     let mode = match &m.mode {
         Mode::Board => "BOARD",
-        Mode::Answering { .. } => "ANSWER",
+        // The same pane answers a question and decides a gated call.
+        Mode::Answering { ask_id } => {
+            if m.snap.asks.iter().any(|a| &a.id == ask_id && !a.question) {
+                "APPROVE"
+            } else {
+                "ANSWER"
+            }
+        }
         Mode::Picking(_) => "FIRE",
         Mode::Confirm(_) => "CONFIRM",
         Mode::Help { .. } => "HELP",

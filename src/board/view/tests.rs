@@ -1058,3 +1058,20 @@ fn svg_of(buffer: &ratatui::buffer::Buffer) -> String {
     out.push_str("</svg>\n");
     out
 }
+
+#[test]
+fn the_mode_label_names_what_the_open_ask_needs() {
+    for (ask, label) in [
+        ("ask-1111-question", "ANSWER "),
+        ("ask-2222-permission", "APPROVE "),
+    ] {
+        for (w, h) in [(80u16, 24u16), (120, 40)] {
+            let mut m = model(w, h, false);
+            m.drafts.insert(ask.into(), Draft::new());
+            m.mode = Mode::Answering { ask_id: ask.into() };
+            let text = frame(&m);
+            let status = text.lines().last().unwrap().trim_matches('"');
+            assert!(status.starts_with(label), "{w}x{h}: {status}");
+        }
+    }
+}
