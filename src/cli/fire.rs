@@ -162,8 +162,14 @@ async fn fire_and_wait(
         }
         // Nothing will move it: the unit's turns are over and nothing is pending.
         if let Some(why) = fleet.idle_reason(&id) {
+            // The reason may quote the unit's own closing sentence.
+            let stop = if why.ends_with(['.', '!', '?', '…']) {
+                ""
+            } else {
+                "."
+            };
             outln!(
-                "Mission {id} is still {} with no verdict and nothing pending: {why}. It is torn down with this process; its record and reports survive — see 'missionboard mission show {id}'.",
+                "Mission {id} is still {} with no verdict and nothing pending: {why}{stop} It is torn down with this process; its record and reports survive — see 'missionboard mission show {id}'.",
                 m.status
             )?;
             break m;

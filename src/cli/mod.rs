@@ -709,9 +709,7 @@ fn run(ctx: &Ctx, command: Option<Command>, flags: BetaFlags) -> anyhow::Result<
             out::generated(&script)?;
             Ok(0)
         }
-        Some(Command::Man {
-            markdown: true, ..
-        }) => {
+        Some(Command::Man { markdown: true, .. }) => {
             out::generated(reference::markdown(build_command(false)).as_bytes())?;
             Ok(0)
         }

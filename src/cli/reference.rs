@@ -31,7 +31,10 @@ pub fn markdown(root: clap::Command) -> String {
     for (typed, cmd) in &commands {
         let help = cmd.clone().render_long_help().to_string();
         let help: Vec<&str> = help.lines().map(str::trim_end).collect();
-        out.push_str(&format!("\n## {typed}\n\n```text\n{}\n```\n", help.join("\n").trim_end()));
+        out.push_str(&format!(
+            "\n## {typed}\n\n```text\n{}\n```\n",
+            help.join("\n").trim_end()
+        ));
     }
     out
 }
@@ -67,7 +70,10 @@ mod tests {
 
     #[test]
     fn the_anchor_is_the_heading_github_links_to() {
-        assert_eq!(anchor("missionboard mission fire"), "missionboard-mission-fire");
+        assert_eq!(
+            anchor("missionboard mission fire"),
+            "missionboard-mission-fire"
+        );
         assert_eq!(anchor("missionboard stub_x"), "missionboard-stub_x");
     }
 }

@@ -82,7 +82,10 @@ fn anchors(text: &str) -> BTreeSet<String> {
 fn the_readme_is_a_front_door_that_reaches_every_docs_page() {
     let readme = read(&root().join("README.md"));
     let lines = readme.lines().count();
-    assert!(lines <= 200, "README.md has {lines} lines: move detail to docs/");
+    assert!(
+        lines <= 200,
+        "README.md has {lines} lines: move detail to docs/"
+    );
     for must in [
         "cargo run --release -- board --demo",
         "cargo test",
@@ -95,7 +98,15 @@ fn the_readme_is_a_front_door_that_reaches_every_docs_page() {
         );
     }
     for term in [
-        "Mission", "Unit", "Host", "Fleet", "Envelope", "Ask", "Park", "Checkpoint", "Oracle",
+        "Mission",
+        "Unit",
+        "Host",
+        "Fleet",
+        "Envelope",
+        "Ask",
+        "Park",
+        "Checkpoint",
+        "Oracle",
         "Session",
     ] {
         assert!(

@@ -12,6 +12,7 @@ mod docs;
 mod edges;
 mod envelopes;
 mod ergonomics;
+mod first_hour;
 mod foundation;
 mod hostile_text;
 mod hosts;
