@@ -87,7 +87,7 @@ pub(crate) fn snapshot() -> Snapshot {
         mission: rows[0].clone(),
         last_error: None,
         worktree: None,
-        spend: Some("14 tool calls · 5200 tokens · 20s so far".into()),
+        spend: Some("14 tool calls · 5,200 tokens · 20s so far".into()),
         fired_by: None,
         plan: vec![
             PlanRow {
@@ -1073,5 +1073,41 @@ fn the_mode_label_names_what_the_open_ask_needs() {
             let status = text.lines().last().unwrap().trim_matches('"');
             assert!(status.starts_with(label), "{w}x{h}: {status}");
         }
+    }
+}
+
+#[test]
+fn the_plan_line_counts_the_plan_as_mission_show_does() {
+    let m = model(120, 40, false);
+    let text = frame(&m);
+    // `mission show` prints `Plan:      revision N (…)` through the same counts.
+    let expected = format!(
+        "Plan revision 2 ({})",
+        crate::mission::plan::counts_line(1, 1, 1)
+    );
+    assert_eq!(
+        expected,
+        "Plan revision 2 (1 pending, 1 in progress, 1 completed)"
+    );
+    assert!(text.contains(&expected), "{expected}\n{text}");
+}
+
+#[test]
+fn the_missions_pane_gives_the_intent_the_width() {
+    for (w, h, shown) in [
+        (120u16, 40u16, "ask-then-land: rename the con"),
+        (80, 24, "ask-then-land: rename the c"),
+    ] {
+        let m = model(w, h, false);
+        let text = frame(&m);
+        let row = text
+            .lines()
+            .find(|l| l.contains("a1b2c3d4 demo"))
+            .unwrap_or_else(|| panic!("{text}"));
+        assert!(row.contains(shown), "{w}x{h}: {row}");
+        assert!(
+            text.contains("envelope default ·") && text.contains("· beat 2s ago"),
+            "the detail keeps what the table gave up: {text}"
+        );
     }
 }
