@@ -1111,3 +1111,42 @@ fn the_missions_pane_gives_the_intent_the_width() {
         );
     }
 }
+
+#[test]
+fn the_picker_wraps_agent_descriptions_instead_of_cutting_them() {
+    let mut m = model(80, 24, false);
+    let mut p = Picker::new();
+    let mut data = picker_data();
+    data.agents[1].description =
+        "The scripted offline stub for demos: the intent picks the scenario (ask-then-land, land, mute, derail, tokens, stuck, perm-1)".into();
+    p.data = Some(data);
+    p.step = PickStep::Agent;
+    m.mode = Mode::Picking(p);
+    let text = frame(&m);
+    assert!(text.contains("stuck, perm-1)"), "{text}");
+    assert!(
+        text.contains("  claude           The scripted offline stub for demos: the intent"),
+        "{text}"
+    );
+}
+
+#[test]
+fn the_picker_marks_envelopes_scrolled_out_above_the_selection() {
+    for (selected, marker) in [
+        (0, None),
+        (1, Some("↑ 1 more envelope above")),
+        (2, Some("↑ 1 more envelope above")),
+    ] {
+        let mut m = model(80, 24, false);
+        let mut p = Picker::new();
+        p.data = Some(picker_data());
+        p.envelope = selected;
+        m.mode = Mode::Picking(p);
+        let text = frame(&m);
+        let shows_first = text.contains("hitl-policy-default.json");
+        match marker {
+            None => assert!(shows_first && !text.contains("more envelope"), "{text}"),
+            Some(marker) => assert!(!shows_first && text.contains(marker), "{selected}: {text}"),
+        }
+    }
+}
