@@ -50,7 +50,6 @@ pub fn draw(frame: &mut Frame, m: &Model, now_ms: i64) {
         lists::render_inbox(frame, a.inbox, m, now_ms);
         lists::render_trace(frame, a.trace, m);
     }
-    status::render(frame, a.status, m);
     match &m.mode {
         Mode::Answering { ask_id } => overlays::answer(frame, area, m, ask_id, now_ms),
         Mode::Picking(p) => picker::render(frame, area, m, p),
@@ -59,6 +58,8 @@ pub fn draw(frame: &mut Frame, m: &Model, now_ms: i64) {
         Mode::Diff(d) => overlays::diff(frame, area, m, d),
         Mode::Board | Mode::Filter | Mode::CommandLine { .. } => {}
     }
+    // Last: a notice that wraps grows upward over whatever is open.
+    status::render(frame, a.status, m);
     terminal_safe(frame.buffer_mut());
     if m.symbols.ascii {
         asciify(frame.buffer_mut());

@@ -1150,3 +1150,34 @@ fn the_picker_marks_envelopes_scrolled_out_above_the_selection() {
         }
     }
 }
+
+#[test]
+fn a_long_fire_notice_wraps_above_the_status_line_instead_of_being_cut() {
+    let notice = "Mission a1b2c3d4 fired at default mission agent \"demo\" under envelope \"default\" (default-mission-policy): maxToolCalls 300 · enforced; maxTokens 2,000,000 · best-effort; modelAllowlist [sonnet, opus] · declared, not enforced; onExhausted finish_stuck; filesystem.write · enforced (kernel)";
+    for (w, h) in [(80u16, 24u16), (120, 40)] {
+        let mut m = model(w, h, false);
+        m.toasts.push(Toast {
+            text: notice.into(),
+            error: false,
+            news: false,
+            until_ms: None,
+        });
+        let text = frame(&m);
+        let rows: Vec<&str> = text.lines().map(|l| l.trim_matches('"')).collect();
+        let last = rows.len() - 1;
+        // Every word is on screen, in order, on the bottom rows.
+        let start = rows
+            .iter()
+            .rposition(|r| r.contains(" Mission a1b2c3d4 fired"))
+            .unwrap_or_else(|| panic!("{w}x{h}: {text}"));
+        let shown: Vec<&str> = rows[start..=last]
+            .iter()
+            .flat_map(|r| r.split_whitespace())
+            .collect();
+        let words: Vec<&str> = notice.split_whitespace().collect();
+        let at = shown.iter().position(|w| *w == "Mission").unwrap();
+        assert_eq!(&shown[at..at + words.len()], &words[..], "{w}x{h}: {text}");
+        assert!(!rows[last].contains('…'), "{w}x{h}: {text}");
+        assert!(last - start >= 1, "wrapped onto more than one row: {text}");
+    }
+}
