@@ -661,7 +661,8 @@ fn the_detail_pane_names_the_session_that_fired_a_mission() {
 
 /// Wide (CJK, emoji, a ZWJ sequence, a flag), zero-width (ZWJ, U+200B) and combining
 /// text, in both column parities so some wide char straddles every overlay edge.
-const WIDE: &str = "日本語の説明を書く 👩‍💻 é te\u{301}st a\u{200b}b\u{200d}c ❤️ 🇯🇵 x\u{336}y 終わり";
+const WIDE: &str =
+    "日本語の説明を書く 👩‍💻 é te\u{301}st a\u{200b}b\u{200d}c ❤️ 🇯🇵 x\u{336}y 👍🏽 終わり";
 
 fn wide_model() -> Model {
     let mut m = model(120, 40, false);
@@ -705,7 +706,9 @@ impl Screen {
         for cell in next.content() {
             let sym = cell.symbol();
             assert!(
-                !sym.contains('\u{fe0f}') && !sym.ends_with(super::UNSAFE_TAIL),
+                !sym.contains('\u{fe0f}')
+                    && !sym.ends_with(super::UNSAFE_TAIL)
+                    && !super::disputed(sym),
                 "{sym:?} reaches the terminal: its width or its joiner is the terminal's guess"
             );
         }
@@ -1180,4 +1183,27 @@ fn a_long_fire_notice_wraps_above_the_status_line_instead_of_being_cut() {
         assert!(!rows[last].contains('…'), "{w}x{h}: {text}");
         assert!(last - start >= 1, "wrapped onto more than one row: {text}");
     }
+}
+
+#[test]
+fn clusters_terminals_size_differently_are_drawn_as_their_first_char() {
+    use super::disputed;
+    for (cluster, is) in [
+        ("👩\u{200d}💻", true),
+        ("👍🏽", true),
+        ("e\u{301}", false),
+        ("x\u{336}", false),
+        ("日", false),
+        ("a", false),
+    ] {
+        assert_eq!(disputed(cluster), is, "{cluster:?}");
+    }
+    // Drawn: the first char takes the cluster's place, the rest of the row stays put.
+    let mut m = model(120, 40, false);
+    let mut s = snapshot();
+    s.rows[0].intent = "ship 👩\u{200d}💻 and 👍🏽 today".into();
+    m.snap = Arc::new(s);
+    let text = frame(&m);
+    let row = text.lines().find(|l| l.contains("ship ")).unwrap();
+    assert!(row.contains("ship 👩 and 👍 today"), "{row}");
 }
