@@ -150,10 +150,10 @@ fn every_relative_link_in_the_readme_and_docs_lands_on_a_file_and_heading() {
             let shown = format!("{}: {link}", file.strip_prefix(root()).unwrap().display());
             if !target.exists() {
                 broken.push(format!("{shown} (no such file)"));
-            } else if let Some(fragment) = fragment {
-                if !anchors(&read(&target)).contains(fragment) {
-                    broken.push(format!("{shown} (no such heading)"));
-                }
+            } else if let Some(fragment) = fragment
+                && !anchors(&read(&target)).contains(fragment)
+            {
+                broken.push(format!("{shown} (no such heading)"));
             }
         }
     }
