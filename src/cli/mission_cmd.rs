@@ -237,7 +237,11 @@ pub(super) fn show(ctx: &Ctx, id: &str, json: bool) -> anyhow::Result<i32> {
         write!(out, "\nNo reports filed yet.\n")?;
     } else {
         let shown = if (reports.len() as i64) < report_count {
-            format!("the newest {} of {report_count}", reports.len())
+            format!(
+                "the newest {} of {}",
+                crate::text::count(reports.len() as u64),
+                crate::text::count(report_count.max(0) as u64)
+            )
         } else {
             reports.len().to_string()
         };

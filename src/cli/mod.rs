@@ -331,8 +331,13 @@ impl ListArgs {
 /// The last line of a list that shows fewer rows than there are: the count is
 /// honest, and says how to see the rest.
 fn more_line(shown: usize, total: i64) -> Option<String> {
-    (i64::try_from(shown).unwrap_or(i64::MAX) < total)
-        .then(|| format!("{shown} of {total}, --limit/--all for more"))
+    (i64::try_from(shown).unwrap_or(i64::MAX) < total).then(|| {
+        format!(
+            "{} of {}, --limit/--all for more",
+            crate::text::count(shown as u64),
+            crate::text::count(total.max(0) as u64)
+        )
+    })
 }
 
 #[derive(Args, Debug)]

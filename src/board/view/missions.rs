@@ -10,6 +10,7 @@ use ratatui::widgets::Paragraph;
 use super::{age, fit, pane_block, truncate};
 use crate::board::model::{Model, Needs, Pane};
 use crate::board::update::short;
+use crate::text::count;
 
 /// Column widths (cells); the intent takes what is left. The envelope and the
 /// heartbeat are the detail pane's: a mission is told apart by its intent.
@@ -29,10 +30,15 @@ pub fn render(frame: &mut Frame, area: Rect, m: &Model, now_ms: i64) {
     let mut title = if m.hide_terminal {
         format!(
             " Missions {} open of {} (terminal hidden) ",
-            s.listed, s.total_missions
+            count(s.listed as u64),
+            count(s.total_missions as u64)
         )
     } else {
-        format!(" Missions {} ({} open) ", s.total_missions, s.open_missions)
+        format!(
+            " Missions {} ({} open) ",
+            count(s.total_missions as u64),
+            count(s.open_missions as u64)
+        )
     };
     title.push_str(&format!("by {} ", m.order.as_str()));
     if s.needs_me > 0 {
@@ -47,7 +53,7 @@ pub fn render(frame: &mut Frame, area: Rect, m: &Model, now_ms: i64) {
         let cap = crate::board::snapshot::FILTER_SCAN_CAP;
         // A filter scans a bounded prefix of the listing: say so when it is cut.
         let scope = if s.listed > cap {
-            format!(" of {cap} scanned")
+            format!(" of {} scanned", count(cap as u64))
         } else {
             String::new()
         };
