@@ -540,7 +540,7 @@ async fn run_mission(svc: &Services, args: &str) -> Msg {
     };
     let line = match picker::parse(args, |w| data.agents.iter().any(|a| a.name == w)) {
         Ok(l) => l,
-        Err(e) => return Msg::Fired(Err(e)),
+        Err(e) => return Msg::Fired(Err(picker::on_board(e))),
     };
     match line {
         MissionLine::List => Msg::OpenPicker(data),
@@ -560,7 +560,7 @@ async fn run_mission(svc: &Services, args: &str) -> Msg {
                     .unwrap_or_default();
                 Msg::Fired(fire(&svc.fleet, &r, &labels).await)
             }
-            Err(e) => Msg::Fired(Err(e)),
+            Err(e) => Msg::Fired(Err(picker::on_board(e))),
         },
     }
 }

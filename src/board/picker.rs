@@ -9,6 +9,12 @@ use crate::envelope::search;
 
 pub const USAGE: &str = "usage: /mission [--policy <envelope>] [agent-name] <intent> — /mission with no arguments lists the envelopes";
 
+/// A refusal of the grammar as the board says it: its fire line is `:mission` (`/` is
+/// the board's filter), an editor session's `/mission`.
+pub fn on_board(refusal: String) -> String {
+    refusal.replace("/mission", ":mission")
+}
+
 /// A parsed `/mission` line.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum MissionLine {
@@ -273,6 +279,23 @@ pub const NO_ENVELOPES: &str =
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn the_board_s_refusals_point_at_its_own_fire_line() {
+        let data = super::PickerData::default();
+        let refusals = [
+            super::parse("--wait go", |_| false).unwrap_err(),
+            super::parse("--policy", |_| false).unwrap_err(),
+            super::resolve(None, None, "go".into(), &data).unwrap_err(),
+        ];
+        for refusal in refusals {
+            assert!(refusal.contains("/mission"), "{refusal}");
+            let said = super::on_board(refusal);
+            assert!(
+                said.contains(":mission") && !said.contains("/mission"),
+                "{said}"
+            );
+        }
+    }
     use super::*;
 
     fn agents(w: &str) -> bool {
