@@ -92,7 +92,10 @@ pub fn run(paths: Paths, demo: bool) -> anyhow::Result<i32> {
     }
     let runtime = crate::runtime::multi_thread()?;
     let home = paths.home.clone();
-    let code = runtime.block_on(host(paths, demo));
+    // The store and the fleet's boot sweeps are blocking work: done here, before
+    // the runtime's workers run anything.
+    let opened = Opened::open(&paths, demo)?;
+    let code = runtime.block_on(host(paths, demo, opened));
     // From here on a task still running is being torn down with the runtime: one
     // that was inside a store call when the board quit may wake to a timer that is
     // already shut down and panic. That must not turn a clean quit into exit 101.
@@ -105,25 +108,53 @@ pub fn run(paths: Paths, demo: bool) -> anyhow::Result<i32> {
     code
 }
 
-async fn host(paths: Paths, demo: bool) -> anyhow::Result<i32> {
-    let db = paths.db_path();
-    // The demo's scratch home is always its own file; anything else follows store-url.
-    let location = if demo {
-        crate::store::Location::File(db.clone())
-    } else {
-        crate::config::store_location(&db).map_err(anyhow::Error::msg)?
-    };
-    let store = Store::open_at(&location)?;
-    let notify = notify::Notify::from_config(
-        &crate::config::Config::new(store.clone())
-            .get(crate::config::NOTIFY)
-            .ok()
-            .flatten()
-            .unwrap_or_default(),
-    );
-    let fleet = Fleet::new(paths.clone(), store)?;
+/// What the board hosts with, opened before its runtime starts.
+struct Opened {
+    location: crate::store::Location,
+    notify: notify::Notify,
+    fleet: Fleet,
+    beta: bool,
+}
+
+impl Opened {
+    fn open(paths: &Paths, demo: bool) -> anyhow::Result<Opened> {
+        let db = paths.db_path();
+        // The demo's scratch home is always its own file; anything else follows store-url.
+        let location = if demo {
+            crate::store::Location::File(db.clone())
+        } else {
+            crate::config::store_location(&db).map_err(anyhow::Error::msg)?
+        };
+        let store = Store::open_at(&location)?;
+        let notify = notify::Notify::from_config(
+            &crate::config::Config::new(store.clone())
+                .get(crate::config::NOTIFY)
+                .ok()
+                .flatten()
+                .unwrap_or_default(),
+        );
+        let fleet = Fleet::new(paths.clone(), store)?;
+        Ok(Opened {
+            location,
+            notify,
+            fleet,
+            beta: crate::config::beta_enabled(&db),
+        })
+    }
+}
+
+async fn host(paths: Paths, demo: bool, opened: Opened) -> anyhow::Result<i32> {
+    let Opened {
+        location,
+        notify,
+        fleet,
+        beta,
+    } = opened;
+    // SIGTERM and SIGHUP are the board's before it starts anything (the settler may
+    // resume a run, the demo fires): one arriving at any moment ends it through the
+    // loop's clean exit, never by the default disposition. Ctrl-C arrives as a key.
+    let signals = Signals::termination()?;
     let _teardown = fleet.spawn_teardown();
-    let beta = crate::config::beta_enabled(&db);
     let (query_tx, query_rx) = watch::channel(Query::default());
     let (snap_tx, snap_rx) = watch::channel(Arc::new(Snapshot::default()));
     let probe_fleet = fleet.clone();
@@ -148,13 +179,20 @@ async fn host(paths: Paths, demo: bool) -> anyhow::Result<i32> {
         model.host.demo_home = Some(paths.home.clone());
         tokio::spawn(demo::fire_all(fleet.clone(), tx.clone()));
     }
-    let result = event_loop(&mut term, &mut model, &svc, tx, rx, query_tx, snap_rx).await;
+    let snapshots = SnapshotLink { query_tx, snap_rx };
+    let result = event_loop(&mut term, &mut model, &svc, (tx, rx), snapshots, signals).await;
     settler.abort();
     term.leave();
     // The store thread ends once the query sender is gone (dropped by the loop).
     let _ = tokio::task::spawn_blocking(move || store_thread.join()).await;
     fleet.shutdown().await;
     result.map(|()| 0)
+}
+
+/// The board's side of the snapshot thread: what it should read, what it read.
+struct SnapshotLink {
+    query_tx: watch::Sender<Query>,
+    snap_rx: watch::Receiver<Arc<Snapshot>>,
 }
 
 /// One frame of the whole board.
@@ -168,18 +206,18 @@ async fn event_loop(
     term: &mut TerminalGuard,
     model: &mut Model,
     svc: &Services,
-    tx: mpsc::UnboundedSender<Msg>,
-    mut rx: mpsc::UnboundedReceiver<Msg>,
-    query_tx: watch::Sender<Query>,
-    mut snap_rx: watch::Receiver<Arc<Snapshot>>,
+    (tx, mut rx): (mpsc::UnboundedSender<Msg>, mpsc::UnboundedReceiver<Msg>),
+    SnapshotLink {
+        query_tx,
+        mut snap_rx,
+    }: SnapshotLink,
+    mut signals: Signals,
 ) -> anyhow::Result<()> {
     let mut events = EventStream::new();
     let mut frame = tokio::time::interval(FRAME);
     frame.set_missed_tick_behavior(MissedTickBehavior::Skip);
     let mut clock = tokio::time::interval(CLOCK);
     clock.set_missed_tick_behavior(MissedTickBehavior::Skip);
-    // SIGTERM and SIGHUP end the board cleanly (Ctrl-C arrives as a key in raw mode).
-    let mut signals = Signals::termination()?;
     let mut dirty = true;
     // The operator's own input waits for no frame tick.
     let mut pressed = false;

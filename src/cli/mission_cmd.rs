@@ -498,7 +498,7 @@ pub(super) fn stop(ctx: &Ctx, id: &str, reason: Option<&str>) -> anyhow::Result<
     let svc = missions(ctx)?;
     let m = svc.resolve(id)?;
     let asks = crate::asks::Asks::new(svc.store().clone());
-    crate::fleet::stop::stop_mission(&svc, &asks, &m.id, reason)?;
+    crate::ops::stop::stop_mission(&svc, &asks, &m.id, reason)?;
     outln!(
         "Mission {} abandoned. Pending asks are closed; any live unit is being reaped by its host process.",
         m.id

@@ -1,14 +1,15 @@
-//! Another process holds the database's write lock: our writers wait it out (the
-//! busy timeout is longer) and every write lands; and while they wait, nothing else
-//! on the host stalls — other units' ACP traffic keeps flowing. On PostgreSQL the
-//! holder is another connection with the store's write lock and every table locked
-//! EXCLUSIVE (`ForeignLock::hold_store`), so writers of both kinds wait.
+//! Someone else holds the database's write lock: our writers wait it out (the busy
+//! timeout is longer) and every write lands; and while they wait, nothing else on the
+//! host stalls — other units' ACP traffic keeps flowing. The holder is a connection of
+//! the test's own (`ForeignLock::hold_store`): on the SQLite file a transaction in
+//! `BEGIN EXCLUSIVE`, on PostgreSQL the store's write lock and every table locked
+//! EXCLUSIVE, so writers of both kinds wait.
 
 use std::process::Stdio;
 
 use missionboard::acp_client::{Unit, UnitEvent, UnitSpec, mission_meta};
 use missionboard::fleet::DispatchRequest;
-use missionboard::mission::Status;
+use missionboard::mission::{EnvelopeName, Intent, Status};
 
 use crate::harness::{BIN, FleetHost, ForeignLock, Sandbox, wait_for_async};
 use crate::{integrity, script, show};
@@ -95,8 +96,8 @@ async fn units_waiting_on_a_foreign_lock_stall_no_other_units_acp_traffic() {
             .fleet
             .dispatch(DispatchRequest {
                 agent_name: "ticker".into(),
-                intent: format!("tick {n}"),
-                policy_name: "default".into(),
+                intent: Intent::new(&format!("tick {n}")).unwrap(),
+                envelope: EnvelopeName::new("default").unwrap(),
                 cwd: None,
                 worktree: false,
             })
