@@ -592,27 +592,23 @@ fn terminal_a_board_answer_is_recorded_at_once_while_its_resume_runs_on() {
 /// missions this board hosts, so the quit dialog names it, and stopping from the
 /// dialog ends it.
 #[test]
-fn tmux_a_run_the_board_resumes_is_offered_by_its_quit_dialog() {
-    assert!(
-        tmux_available(),
-        "tmux drives the board in this test (apt-get install tmux)"
-    );
+fn terminal_a_run_the_board_resumes_is_offered_by_its_quit_dialog() {
     let sb = Sandbox::new();
     sb.declare_stubs(&[("stub", Some(ASK_THEN_HANG))]);
     let (id, _) = parked_on_a_dead_host(&sb);
 
-    let tmux = board_in_tmux(&sb, "mb-board-resumed-quit", "", "board");
-    tmux.wait_screen(30, "the parked question on the board", |s| {
+    let term = board_in_terminal(&sb, "", "board");
+    term.wait_screen(30, "the parked question on the board", |s| {
         s.contains("Rename the env var too?")
     });
-    tmux.draft_answer("yes");
-    tmux.keys(&["C-s"]);
+    term.draft_answer("yes");
+    term.keys(&["C-s"]);
     wait_for(30, "the resumed turn", || {
         let reports = sb.run(&["mission", "reports", &id]).ok();
         reports.stdout.contains("resumed: yes").then_some(())
     });
-    tmux.keys(&["q"]);
-    let dialog = tmux.wait_screen(10, "the quit dialog", |s| s.contains("Quit the board?"));
+    term.keys(&["q"]);
+    let dialog = term.wait_screen(10, "the quit dialog", |s| s.contains("Quit the board?"));
     assert!(
         dialog.contains("1 open mission(s) hosted by this board:"),
         "{dialog}"
@@ -621,8 +617,8 @@ fn tmux_a_run_the_board_resumes_is_offered_by_its_quit_dialog() {
         dialog.contains(&format!("{}  rename", &id[..8])),
         "{dialog}"
     );
-    tmux.keys(&["s"]);
-    let screen = tmux.wait_screen(30, "the board to exit", |s| {
+    term.keys(&["s"]);
+    let screen = term.wait_screen(30, "the board to exit", |s| {
         s.lines().any(|l| l.starts_with("EXITED:"))
     });
     assert!(screen.contains("EXITED:0"), "{screen}");
