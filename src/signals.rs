@@ -27,8 +27,8 @@ impl Signals {
         Ok(s)
     }
 
-    /// Resolves when one of the signals arrives.
-    pub async fn next(&mut self) {
+    /// Resolves when one of the signals arrives: which one.
+    pub async fn next(&mut self) -> Arrived {
         let int = async {
             match &mut self.int {
                 Some(s) => {
@@ -38,9 +38,18 @@ impl Signals {
             }
         };
         tokio::select! {
-            _ = self.term.recv() => {}
-            _ = self.hup.recv() => {}
-            _ = int => {}
+            _ = self.term.recv() => Arrived::Terminate,
+            _ = self.hup.recv() => Arrived::Hangup,
+            _ = int => Arrived::Interrupt,
         }
     }
+}
+
+/// Which signal arrived.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Arrived {
+    Terminate,
+    /// SIGHUP: for the board, its terminal went away.
+    Hangup,
+    Interrupt,
 }

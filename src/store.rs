@@ -105,6 +105,7 @@ pub struct StoreError {
     message: String,
     busy: bool,
     unreachable: bool,
+    damaged: bool,
 }
 
 impl StoreError {
@@ -113,7 +114,15 @@ impl StoreError {
             message,
             busy: false,
             unreachable: false,
+            damaged: false,
         }
+    }
+
+    /// True when the embedded file is damaged (SQLite found corrupt pages, or no
+    /// database where its header should be): nothing may run on it until it is
+    /// recovered.
+    pub fn is_damaged(&self) -> bool {
+        self.damaged
     }
 
     /// True when the database stayed locked by another writer past the wait.
@@ -164,6 +173,7 @@ impl Store {
         let conn = Connection::open(path).map_err(|e| describe(&location, sql::from_sqlite(e)))?;
         let store = Store::over(location, Backend::Sqlite(Mutex::new(conn)));
         store.configure()?;
+        store.check_pages()?;
         store.migrate(migrations)?;
         Ok(store)
     }
@@ -341,6 +351,28 @@ impl Store {
         Ok(Some(server - (before + after) / 2))
     }
 
+    /// Refuse a damaged file before anything reads or writes it. SQLite notices a
+    /// bad page only when a statement touches it, so a command whose queries miss
+    /// the damage would carry on (and a fire would start a unit) on a record that
+    /// is no longer whole: `quick_check` reads every page once, which on a board's
+    /// file is a few milliseconds.
+    fn check_pages(&self) -> Result<(), StoreError> {
+        let Backend::Sqlite(conn) = &self.inner.backend else {
+            return Ok(());
+        };
+        let found: String = conn
+            .lock_unpoisoned()
+            .query_row("PRAGMA quick_check(1)", [], |r| r.get(0))
+            .map_err(|e| describe(&self.inner.location, sql::from_sqlite(e)))?;
+        if found == "ok" {
+            return Ok(());
+        }
+        Err(describe(
+            &self.inner.location,
+            sql::Error::Corrupt(crate::text::excerpt(found.trim(), 160)),
+        ))
+    }
+
     fn configure(&self) -> Result<(), StoreError> {
         let Backend::Sqlite(conn) = &self.inner.backend else {
             return Ok(());
@@ -462,14 +494,20 @@ fn describe(location: &Location, err: sql::Error) -> StoreError {
     use sql::Error as E;
     let busy = matches!(err, E::Busy(_));
     let unreachable = location.is_postgres() && matches!(err, E::CannotOpen(_));
+    let damaged = matches!(
+        (location, &err),
+        (Location::File(_), E::NotADatabase(_) | E::Corrupt(_))
+    );
     let message = match (location, &err) {
         (Location::File(p), E::NotADatabase(_)) => format!(
-            "{} is not a missionboard database (file is not a database) — move it aside, or set MISSIONBOARD_HOME to another directory",
-            p.display()
+            "{} is not a missionboard database (file is not a database) — nothing was run on it; 'missionboard doctor' shows what it holds. If it was one, it is damaged: {}. If it never was, move it aside or set MISSIONBOARD_HOME to another directory",
+            p.display(),
+            recovery(p)
         ),
         (Location::File(p), E::Corrupt(_)) => format!(
-            "the missionboard database {} is corrupt ({err}) — move it aside to start afresh, or restore it from a backup",
-            p.display()
+            "the missionboard database {} is damaged ({err}) — nothing was run on it; 'missionboard doctor' shows the damage. {}",
+            p.display(),
+            recovery(p)
         ),
         (Location::File(p), E::Busy(_)) => format!(
             "the missionboard database {} stayed locked by another process for {}s ({err}) — retry once that process is done",
@@ -493,7 +531,17 @@ fn describe(location: &Location, err: sql::Error) -> StoreError {
         message,
         busy,
         unreachable,
+        damaged,
     }
+}
+
+/// How to recover a damaged file: what it still holds goes into a new file, and
+/// the damaged one is kept.
+pub fn recovery(db: &Path) -> String {
+    let p = db.display();
+    format!(
+        "Recover what it still holds into a new file, keeping the damaged one: sqlite3 {p} .recover | sqlite3 {p}.recovered, then mv {p} {p}.damaged and mv {p}.recovered {p}"
+    )
 }
 
 #[cfg(test)]

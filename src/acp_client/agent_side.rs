@@ -354,6 +354,25 @@ impl StdoutWriter {
     }
 }
 
+/// Session updates this process handed to its connection, and how many of them
+/// are on stdout: a built-in agent writes what it said before it calls a tool on
+/// another channel, as an agent writing its stdout synchronously does.
+static UPDATES_SENT: AtomicU64 = AtomicU64::new(0);
+static UPDATES_WRITTEN: std::sync::LazyLock<tokio::sync::watch::Sender<u64>> =
+    std::sync::LazyLock::new(|| tokio::sync::watch::Sender::new(0));
+
+/// Count a session update handed to the connection.
+pub fn update_sent() {
+    UPDATES_SENT.fetch_add(1, Ordering::SeqCst);
+}
+
+/// Wait (at most `within`) until every session update sent so far is on stdout.
+pub async fn updates_written(within: Duration) {
+    let sent = UPDATES_SENT.load(Ordering::SeqCst);
+    let mut written = UPDATES_WRITTEN.subscribe();
+    let _ = tokio::time::timeout(within, written.wait_for(|w| *w >= sent)).await;
+}
+
 fn to_io(e: SendError) -> std::io::Error {
     std::io::Error::other(e)
 }
@@ -369,10 +388,14 @@ pub fn stdio_transport(
     let task = tokio::spawn(async move {
         let mut stdout = tokio::io::stdout();
         while let Some(line) = out_rx.next().await {
+            let update = line.contains("\"session/update\"");
             let mut bytes = line.into_bytes();
             bytes.push(b'\n');
             if stdout.write_all(&bytes).await.is_err() || stdout.flush().await.is_err() {
                 break;
+            }
+            if update {
+                UPDATES_WRITTEN.send_modify(|w| *w += 1);
             }
         }
     });

@@ -21,6 +21,7 @@ mod convert;
 pub mod frame;
 mod process;
 mod start;
+pub mod stdout_mark;
 
 use std::collections::BTreeMap;
 use std::fmt;
@@ -399,6 +400,8 @@ pub struct Unit {
     /// Dropping this ends the connection task, which drops (closes) stdin.
     stop_connection: Option<oneshot::Sender<()>>,
     connection_task: Option<tokio::task::JoinHandle<()>>,
+    /// How far the unit's stdout has been read (orders its verdicts after its updates).
+    stdout_mark: Arc<stdout_mark::StdoutMark>,
     reaped: bool,
     /// The session was loaded (`session/load`), not opened afresh.
     loaded: bool,
@@ -543,6 +546,12 @@ impl Unit {
     /// The exit status, if the child has already been reaped.
     pub fn exit_status(&self) -> Option<ExitInfo> {
         self.process.exited()
+    }
+
+    /// How far this unit's stdout has been read; a tap on it sees every update in
+    /// stream order, before the connection dispatches it.
+    pub fn stdout_mark(&self) -> Arc<stdout_mark::StdoutMark> {
+        self.stdout_mark.clone()
     }
 
     /// The stream of session updates. Can be taken once.

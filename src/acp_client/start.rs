@@ -17,6 +17,7 @@ use tokio::io::{AsyncWriteExt, BufReader};
 use tokio::sync::{mpsc, oneshot, watch};
 
 use super::frame::{self, Frame};
+use super::stdout_mark::{CountedStdout, StdoutMark};
 use super::{
     AgentCaps, INITIALIZE_TIMEOUT, KILL_GRACE, PermissionReply, Shared, Unit, UnitError, UnitEvent,
     UnitSpec, convert, process, unit_environment,
@@ -70,7 +71,13 @@ impl Unit {
 
         let (cx_tx, cx_rx) = oneshot::channel();
         let (stop_tx, stop_rx) = oneshot::channel::<()>();
-        let transport = line_transport(pipes, shared.events.clone(), shared.deafness.clone());
+        let stdout_mark = StdoutMark::new(&pipes.stdout);
+        let transport = line_transport(
+            pipes,
+            stdout_mark.clone(),
+            shared.events.clone(),
+            shared.deafness.clone(),
+        );
         let task_shared = shared.clone();
         let pid = process.pid;
         let connection_task = tokio::spawn(async move {
@@ -112,6 +119,7 @@ impl Unit {
             permissions_rx: Some(perm_rx),
             stop_connection: Some(stop_tx),
             connection_task: Some(connection_task),
+            stdout_mark,
             reaped: false,
             loaded: false,
         };
@@ -238,6 +246,7 @@ const GARBAGE_EVENTS: usize = 8;
 /// write the agent does not take within the stdin deadline ends the connection.
 fn line_transport(
     pipes: process::SpawnedPipes,
+    mark: Arc<StdoutMark>,
     events: mpsc::UnboundedSender<UnitEvent>,
     deafness: Arc<std::sync::Mutex<Option<String>>>,
 ) -> Lines<LineSink, LineStream> {
@@ -264,14 +273,35 @@ fn line_transport(
             }
         }
     });
-    let reader = BufReader::new(pipes.stdout);
+    let stream = line_stream(pipes.stdout, mark, events);
+    Lines::new(Box::pin(sink) as LineSink, stream)
+}
+
+/// The unit's stdout as JSON lines, each shown to `mark`'s tap as it is read.
+fn line_stream(
+    stdout: tokio::process::ChildStdout,
+    mark: Arc<StdoutMark>,
+    events: mpsc::UnboundedSender<UnitEvent>,
+) -> LineStream {
+    let reader = BufReader::new(CountedStdout::new(stdout, mark.clone()));
     let mut garbage = 0usize;
-    let stream = futures::stream::unfold(Some(reader), async |reader| {
-        let mut reader = reader?;
-        match frame::read_frame(&mut reader).await {
-            Ok(None) => None,
-            Ok(Some(f)) => Some((Ok(f), Some(reader))),
-            Err(err) => Some((Err(err), None)),
+    let stream = futures::stream::unfold(Some(reader), move |reader| {
+        let mark = mark.clone();
+        async move {
+            let mut reader = reader?;
+            match frame::read_frame(&mut reader).await {
+                Ok(None) => None,
+                Ok(Some(f)) => {
+                    // The tap counts the line before the connection dispatches it,
+                    // and only then is it handled (see `StdoutMark::caught_up`).
+                    if let Frame::Message(text) = &f {
+                        mark.line(text);
+                    }
+                    mark.handled(mark.taken() - reader.buffer().len() as u64);
+                    Some((Ok(f), Some(reader)))
+                }
+                Err(err) => Some((Err(err), None)),
+            }
         }
     })
     .filter_map(move |item| {
@@ -290,7 +320,7 @@ fn line_transport(
         };
         futures::future::ready(line)
     });
-    Lines::new(Box::pin(sink) as LineSink, Box::pin(stream) as LineStream)
+    Box::pin(stream)
 }
 
 /// Drive the ACP client connection until the unit handle stops it or the
@@ -350,4 +380,61 @@ async fn run_connection(
             Ok(())
         })
         .await
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    use std::time::Duration;
+
+    use futures::StreamExt;
+    use tokio::io::AsyncBufReadExt;
+
+    use super::*;
+
+    /// A verdict arriving while the unit's updates still wait in the pipe, unread:
+    /// `caught_up` returns only once every one of them has been shown to the tap.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn caught_up_waits_for_every_update_already_in_the_pipe() {
+        const LINES: usize = 400;
+        let line = r#"{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"s","update":{"sessionUpdate":"tool_call","toolCallId":"c","title":"t"}}}"#;
+        let script = format!(
+            "i=0; while [ $i -lt {LINES} ]; do echo '{line}'; i=$((i+1)); done; echo written >&2; exec sleep 30"
+        );
+        let mut child = tokio::process::Command::new("sh")
+            .args(["-c", &script])
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .kill_on_drop(true)
+            .spawn()
+            .expect("sh runs");
+        let stdout = child.stdout.take().unwrap();
+        let mark = StdoutMark::new(&stdout);
+        let seen = std::sync::Arc::new(AtomicUsize::new(0));
+        let counted = seen.clone();
+        mark.set_tap(Box::new(move |ev| {
+            if matches!(ev, UnitEvent::ToolCall { .. }) {
+                counted.fetch_add(1, Ordering::SeqCst);
+            }
+        }));
+        let (events, _rx) = mpsc::unbounded_channel();
+        let mut lines = line_stream(stdout, mark.clone(), events);
+        // Every line is in the pipe (a pipe holds 64 KiB; these are ~56 KiB) and
+        // nothing has read any of it yet.
+        let mut stderr = tokio::io::BufReader::new(child.stderr.take().unwrap()).lines();
+        assert_eq!(
+            stderr.next_line().await.unwrap().as_deref(),
+            Some("written")
+        );
+        assert_eq!(seen.load(Ordering::SeqCst), 0);
+        let reader = tokio::spawn(async move {
+            while let Some(item) = lines.next().await {
+                item.unwrap();
+                tokio::task::yield_now().await;
+            }
+        });
+        assert!(mark.caught_up(Duration::from_secs(20)).await);
+        assert_eq!(seen.load(Ordering::SeqCst), LINES);
+        reader.abort();
+    }
 }

@@ -14,6 +14,7 @@
 //! `parent_gone`. On exit the fleet tears its units down like any host's: a parked
 //! question still resumes its run from wherever it is answered.
 
+mod answer;
 mod command;
 mod offer;
 mod router;
@@ -137,7 +138,7 @@ pub async fn run(paths: Paths, options: AcpOptions) -> Result<(), String> {
     drop(outlet);
     let served = tokio::select! {
         served = agent_side::serve(host, transport, writer) => served,
-        () = signals.next() => Ok(()),
+        _ = signals.next() => Ok(()),
     };
     router.abort();
     // Ended first, so whatever the teardown reports waits in the inbox.
@@ -318,7 +319,10 @@ impl BuiltinAgent for Host {
     fn session_opened(&self, _session: &Arc<ChatSession>, id: &str, cx: &ConnectionTo<Client>) {
         let _ = self.client.set(cx.clone());
         let commands = SessionUpdate::AvailableCommandsUpdate(AvailableCommandsUpdate::new(
-            command::available(),
+            command::available()
+                .into_iter()
+                .chain(answer::available())
+                .collect(),
         ));
         if let Err(e) = self.notify(id, commands) {
             tracing::warn!(session = %id, "could not advertise /mission: {e:?}");
@@ -382,6 +386,16 @@ impl BuiltinAgent for Host {
             ..
         } = turn;
         let outcome = match command::mission_args(&text) {
+            // The person at the editor settling an ask: an operator's verdict.
+            None if let Some(settle) = answer::parse(&text) => {
+                let reply = match settle {
+                    Ok(settle) => answer::run(&self.svc, &session.id, settle).await,
+                    Err(usage) => Err(usage),
+                };
+                let (Ok(text) | Err(text)) = reply;
+                self.say(&session.id, &text)
+                    .map(|()| PromptResponse::new(StopReason::EndTurn))
+            }
             Some(args) => {
                 let pick = session.pick.lock_unpoisoned().clone();
                 let reply = match command::run(&self.svc, &session.id, pick, args).await {

@@ -171,7 +171,7 @@ fn chunk_for(subject: &str, mission: &Mission, data: &Value) -> Option<ContentCh
                 text.push_str(&format!("\n\n{detail}"));
             }
             text.push_str(&format!(
-                "\n\n(ask {ask}: answer it here, or with 'missionboard approvals respond {ask} --answer \"...\"')"
+                "\n\n(ask {ask}: answer it here with /answer {ask} <your answer>, or with 'missionboard approvals respond {ask} --answer \"...\"')"
             ));
             (
                 text,

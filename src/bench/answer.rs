@@ -5,9 +5,10 @@
 //! is (the commit is pushed to the waiter: `store::changes`).
 //!
 //! The floor is the same hop done by a bare server: the same stub asks through the
-//! same bridge and socket, and the server commits one row and answers at once; its
-//! clock runs from the question's arrival to the stub holding the answer. So the
-//! ratio is what waiting, waking and re-reading the ask cost on top.
+//! same bridge and socket, the server holds the question as ours does, and when the
+//! driver releases it commits one row and answers. Both clocks run between the same
+//! two events — the driver starting the answer, and the stub saying it holds it —
+//! so the ratio is what waiting, waking and re-reading the ask cost on top.
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -78,21 +79,23 @@ async fn heard(events: &mut mpsc::UnboundedReceiver<UnitEvent>, want: &str) -> a
     Ok(())
 }
 
-/// The floor: the bare server's answers, from each question's arrival.
+/// The floor: the held bare server's answers, each from its release.
 async fn floor(scratch: &Scratch, rounds: usize) -> anyhow::Result<Latency> {
-    let (bare, mut arrivals) = Bare::committing(Config::new(scratch.store.clone()));
+    let (bare, mut releases) = Bare::held(Config::new(scratch.store.clone()));
     let (unit, mut events, _socket) =
         asking_unit(scratch, "answer-floor", "bench-floor", rounds, bare).await?;
     let mut took = Vec::with_capacity(rounds);
     let driver = async {
         for i in 0..rounds {
-            let arrived = tokio::time::timeout(LIMIT, arrivals.recv())
+            let release = tokio::time::timeout(LIMIT, releases.recv())
                 .await
                 .ok()
                 .flatten()
                 .ok_or_else(|| anyhow::anyhow!("bench: the floor stub never asked"))?;
+            let t = Instant::now();
+            let _ = release.send(());
             heard(&mut events, &format!("got answer-{i}")).await?;
-            took.push(arrived.elapsed());
+            took.push(t.elapsed());
         }
         anyhow::Ok(())
     };
@@ -127,6 +130,7 @@ pub async fn run(scale: Scale) -> anyhow::Result<Vec<Row>> {
         session_id: String::new(),
         ask_ceiling: None,
         park_window: Duration::from_secs(120),
+        verdicts: Default::default(),
     };
     // Two rounds per sample: one answered here, one through another connection.
     let (unit, mut events, _socket) =
@@ -170,7 +174,7 @@ pub async fn run(scale: Scale) -> anyhow::Result<Vec<Row>> {
     unit.shutdown().await;
 
     let floor_is = format!(
-        "the same stub asking through the same bridge and socket a bare server that commits one row and answers at once, from arrival to the stub holding it ({rounds} samples)"
+        "the same stub asking through the same bridge and socket a bare server that holds the question, then commits one row and answers, from the answer's start to the stub holding it ({rounds} samples)"
     );
     let at = format!("{} missions", scale.missions);
     Ok(vec![

@@ -163,6 +163,13 @@ impl Row {
         }
     }
 
+    /// A latency below its floor: the floor is not the measured path minus our
+    /// machinery (it does work the path does not, or its clock runs elsewhere), so
+    /// the figure cannot be judged against it.
+    pub fn broken_floor(&self) -> bool {
+        self.tail.is_some() && self.ratio < 1.0
+    }
+
     fn target(mut self, text: impl Into<String>, met: bool) -> Row {
         self.target = text.into();
         self.met = Some(met);
@@ -188,6 +195,7 @@ impl Row {
             met &= p99 <= p;
         }
         let text = text.join(", ");
+        let met = met && !self.broken_floor();
         self.target(text, met)
     }
 }
@@ -417,7 +425,11 @@ pub fn render(rows: &[Row]) -> String {
             p99,
             max,
             fmt(r.floor, &r.unit),
-            format!("{:.2}x", r.ratio),
+            if r.broken_floor() {
+                format!("{:.2}x (broken floor)", r.ratio)
+            } else {
+                format!("{:.2}x", r.ratio)
+            },
             r.target,
             match r.met {
                 Some(true) => "yes",
@@ -446,6 +458,32 @@ pub fn render(rows: &[Row]) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_latency_below_its_floor_is_printed_as_a_broken_floor_and_not_met() {
+        let fast = Latency {
+            median: 0.6,
+            p99: 0.9,
+            max: 1.0,
+        };
+        let floor = Latency {
+            median: 1.0,
+            p99: 1.0,
+            max: 1.0,
+        };
+        let row = Row::latency("answer", fast, floor, "bare server").within(Some(1.5), None, None);
+        assert!(row.broken_floor());
+        assert_eq!(row.met, Some(false));
+        let text = render(&[row]);
+        assert_eq!(
+            text.lines().nth(1),
+            Some(
+                "answer  0.600 ms  0.900 ms  1.00 ms  1.00 ms  0.60x (broken floor)  ≤ 1.5x floor  NO"
+            )
+        );
+        // A rate faster than its floor is not a latency: no such verdict.
+        assert!(!Row::rate("fleet", 30.0, "missions/s", 20.0, "bare units").broken_floor());
+    }
 
     #[test]
     fn the_table_names_every_figure_its_tail_floor_ratio_and_verdict() {

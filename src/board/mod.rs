@@ -45,7 +45,7 @@ use tokio::time::MissedTickBehavior;
 
 use crate::fleet::Fleet;
 use crate::paths::Paths;
-use crate::signals::Signals;
+use crate::signals::{Arrived, Signals};
 use crate::store::Store;
 use effects::Services;
 use model::{Model, Query, Snapshot, TerminalRequest};
@@ -103,7 +103,10 @@ pub fn run(paths: Paths, demo: bool) -> anyhow::Result<i32> {
     // Units that ignore their cancel must not hold the exit hostage.
     runtime.shutdown_timeout(Duration::from_secs(2));
     if demo {
-        println!("{}", demo::leave(&home, demo::is_scratch()));
+        let said = demo::leave(&home, demo::is_scratch());
+        if !TERMINAL_LOST.load(Ordering::SeqCst) {
+            println!("{said}");
+        }
     }
     code
 }
@@ -180,13 +183,73 @@ async fn host(paths: Paths, demo: bool, opened: Opened) -> anyhow::Result<i32> {
         tokio::spawn(demo::fire_all(fleet.clone(), tx.clone()));
     }
     let snapshots = SnapshotLink { query_tx, snap_rx };
-    let result = event_loop(&mut term, &mut model, &svc, (tx, rx), snapshots, signals).await;
+    let ending = event_loop(&mut term, &mut model, &svc, (tx, rx), snapshots, signals).await;
     settler.abort();
-    term.leave();
+    if let Ok(Ending::TerminalLost(why)) = &ending {
+        lose_terminal();
+        tracing::error!(
+            "board: the terminal went away ({why}); leaving as quitting would: this board's units stop, their missions stay open for a later board or host, and the terminal was not touched"
+        );
+        // Its drop would write a cursor restore to the dead terminal.
+        std::mem::forget(term);
+    } else {
+        term.leave();
+    }
     // The store thread ends once the query sender is gone (dropped by the loop).
     let _ = tokio::task::spawn_blocking(move || store_thread.join()).await;
     fleet.shutdown().await;
-    result.map(|()| 0)
+    ending.map(|e| match e {
+        Ending::Quit => 0,
+        Ending::TerminalLost(_) => 1,
+    })
+}
+
+/// How the event loop ended.
+enum Ending {
+    /// The operator quit, or a SIGTERM asked the board to.
+    Quit,
+    /// The terminal went away (a hangup, a read or write that failed): why.
+    TerminalLost(String),
+}
+
+/// Set once the board's terminal went away: nothing is written to it again.
+static TERMINAL_LOST: AtomicBool = AtomicBool::new(false);
+
+/// The terminal is gone: never restore it (there is nothing to restore), and point
+/// its descriptors at /dev/null, so a library's last words (a failed `eprintln!`
+/// panics) cannot turn a clean leave into a crash.
+fn lose_terminal() {
+    use std::os::fd::AsRawFd;
+    TERMINAL_LOST.store(true, Ordering::SeqCst);
+    TERMINAL_ACTIVE.store(false, Ordering::SeqCst);
+    let Ok(null) = std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .open("/dev/null")
+    else {
+        return;
+    };
+    for fd in 0..=2 {
+        // SAFETY: fstat into a zeroed stat we own, then dup2 of a descriptor we hold
+        // over one of the standard three; no memory is shared.
+        unsafe {
+            let mut st: libc::stat = std::mem::zeroed();
+            if libc::fstat(fd, &mut st) == 0 && (st.st_mode & libc::S_IFMT) == libc::S_IFCHR {
+                libc::dup2(null.as_raw_fd(), fd);
+            }
+        }
+    }
+}
+
+/// Does this terminal error mean the terminal itself is gone?
+fn terminal_gone(e: &std::io::Error) -> bool {
+    matches!(
+        e.raw_os_error(),
+        Some(libc::EIO | libc::ENXIO | libc::EBADF | libc::ENOTTY)
+    ) || matches!(
+        e.kind(),
+        std::io::ErrorKind::UnexpectedEof | std::io::ErrorKind::BrokenPipe
+    )
 }
 
 /// The board's side of the snapshot thread: what it should read, what it read.
@@ -212,7 +275,7 @@ async fn event_loop(
         mut snap_rx,
     }: SnapshotLink,
     mut signals: Signals,
-) -> anyhow::Result<()> {
+) -> anyhow::Result<Ending> {
     let mut events = EventStream::new();
     let mut frame = tokio::time::interval(FRAME);
     frame.set_missed_tick_behavior(MissedTickBehavior::Skip);
@@ -226,7 +289,9 @@ async fn event_loop(
     query_tx.send_replace(model.query());
     loop {
         if dirty && (pressed || last_draw.is_none_or(|t| t.elapsed() >= FRAME)) {
-            draw(term, model)?;
+            if let Err(e) = draw(term, model) {
+                return Ok(Ending::TerminalLost(format!("drawing on it failed: {e}")));
+            }
             last_draw = Some(std::time::Instant::now());
             dirty = false;
             pressed = false;
@@ -234,7 +299,9 @@ async fn event_loop(
         let msg = tokio::select! {
             _ = frame.tick() => {
                 if model.redraw {
-                    term.repaint()?;
+                    if let Err(e) = term.repaint() {
+                        return Ok(Ending::TerminalLost(format!("repainting it failed: {e}")));
+                    }
                     model.redraw = false;
                     dirty = true;
                 }
@@ -247,15 +314,21 @@ async fn event_loop(
             }
             ev = events.next() => match ev {
                 Some(Ok(ev)) => Msg::Term(ev),
+                Some(Err(e)) if terminal_gone(&e) => {
+                    return Ok(Ending::TerminalLost(format!("reading from it failed: {e}")));
+                }
                 Some(Err(e)) => {
                     tracing::warn!("board: terminal event error: {e}");
                     continue;
                 }
-                None => break,
+                None => return Ok(Ending::TerminalLost("its input ended".into())),
             },
             Ok(()) = snap_rx.changed() => Msg::Snapshot(snap_rx.borrow_and_update().clone()),
             Some(msg) = rx.recv() => msg,
-            _ = signals.next() => {
+            arrived = signals.next() => {
+                if arrived == Arrived::Hangup {
+                    return Ok(Ending::TerminalLost("SIGHUP: it hung up".into()));
+                }
                 tracing::info!("board: signal received, leaving");
                 break;
             }
@@ -306,7 +379,7 @@ async fn event_loop(
             break;
         }
     }
-    Ok(())
+    Ok(Ending::Quit)
 }
 
 /// Whether this process holds the terminal in board mode (so restore runs once).

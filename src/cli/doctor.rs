@@ -38,11 +38,22 @@ pub(super) fn run(ctx: &Ctx, json: bool) -> anyhow::Result<i32> {
             }
             Some(s)
         }
-        Err(e) => {
-            lines.push(format!("Store:     {e}"));
-            fixes.push("fix the store (see above)".into());
-            None
-        }
+        Err(e) => match damage(ctx, &e) {
+            Some(found) => {
+                let db = ctx.paths.db_path();
+                lines.push(format!(
+                    "Store:     {} is damaged (integrity {found})",
+                    db.display()
+                ));
+                fixes.push(crate::store::recovery(&db));
+                None
+            }
+            None => {
+                lines.push(format!("Store:     {e}"));
+                fixes.push("fix the store (see above)".into());
+                None
+            }
+        },
     };
 
     let envelopes = search::list(&ctx.paths);
@@ -170,6 +181,21 @@ const PROBE_TIMEOUT: Duration = Duration::from_secs(3);
 
 /// Is the configured model endpoint there? A scripted dialog must load; an HTTP
 /// endpoint must accept a TCP connection (no request is sent, nothing is spent).
+/// When the store refused to open because its file is damaged: what SQLite's full
+/// integrity check finds in it, read without writing anything.
+fn damage(ctx: &Ctx, err: &anyhow::Error) -> Option<String> {
+    let refused = err.downcast_ref::<crate::store::StoreError>()?;
+    if !refused.is_damaged() {
+        return None;
+    }
+    let found = crate::store::Store::open_read_only(&ctx.paths.db_path())
+        .ok()
+        .flatten()
+        .map(|s| s.integrity_check().unwrap_or_else(|e| e.to_string()))
+        .unwrap_or_else(|| refused.to_string());
+    Some(crate::text::excerpt(&found.replace('\n', "; "), 300))
+}
+
 fn probe_model(cfg: &Config) -> anyhow::Result<String> {
     use std::net::{TcpStream, ToSocketAddrs};
     let settings = crate::model::ModelSettings::from_config(cfg)?;

@@ -429,7 +429,7 @@ impl Drive {
                         if let UnitEvent::StdoutGarbage(line) = &ev {
                             garbage.get_or_insert_with(|| stdout_garbage(line));
                         }
-                        crossed = crossed.or_else(|| self.budget.record(&ev));
+                        crossed = crossed.or_else(|| self.account(&ev));
                         journal.record(ev);
                     }
                     // The meter's tokens are made durable once a turn, not per chunk.
@@ -459,7 +459,7 @@ impl Drive {
                         let _ = tokio::time::timeout(CANCEL_GRACE, &mut prompt).await;
                         return Prompted::Ended(Turn::Failed(err));
                     }
-                    let crossed = self.budget.record(&ev);
+                    let crossed = self.account(&ev);
                     journal.record(ev);
                     if let Some(crossing) = crossed {
                         break crossing;
@@ -486,6 +486,20 @@ impl Drive {
         Prompted::Crossed {
             crossing,
             ended: None,
+        }
+    }
+
+    /// An update off the event channel. The budget counted what the unit sent as
+    /// its line was read (its crossings arrive on `crossings`); here the spend is
+    /// made durable, and the turn's end-of-turn usage, which the host itself
+    /// reports, is counted.
+    fn account(&self, ev: &UnitEvent) -> Option<Crossing> {
+        match ev {
+            UnitEvent::TurnUsage(_) => self.budget.record(ev),
+            _ => {
+                self.budget.settle(ev);
+                None
+            }
         }
     }
 
@@ -598,7 +612,7 @@ impl Drive {
                     }
                 }
                 Some(ev) = self.events.recv() => {
-                    self.budget.record(&ev);
+                    self.account(&ev);
                     journal.record(ev);
                 }
                 row = self.asks.wait(&ask.id, Some(std::time::Instant::now() + RESUME_POLL)) => {

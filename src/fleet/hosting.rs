@@ -65,6 +65,15 @@ impl Fleet {
         .await;
         let (budget, crossings) = budget::Budget::new(compute);
         let budget = Arc::new(budget.continuing(ledger.clone(), &mission_id, spent));
+        // Updates are counted as the unit's stdout is read, so its verdicts (on the
+        // mission socket) can be judged with everything it said before them.
+        let stdout = started.unit.stdout_mark();
+        let counting = budget.clone();
+        stdout.set_tap(Box::new(move |ev| counting.observe(ev)));
+        let _ = started.verdicts.set(mission_tools::VerdictGate {
+            stdout,
+            budget: budget.clone(),
+        });
         let events = started
             .unit
             .take_events()

@@ -28,6 +28,38 @@ pub struct MissionToolCalls {
     pub ask_ceiling: Option<Duration>,
     /// How long a question holds the unit's turn before the run parks.
     pub park_window: Duration,
+    /// Set once the unit's budget exists: a verdict is judged on everything the
+    /// unit said before it (empty: the verdict is taken as it comes).
+    pub verdicts: std::sync::Arc<std::sync::OnceLock<VerdictGate>>,
+}
+
+/// Orders a unit's verdict after its updates: the verdict travels on the mission
+/// socket, the updates on the unit's stdout, and a compute bound crossed by an
+/// update the unit sent before its verdict must hold.
+pub struct VerdictGate {
+    pub(super) stdout: std::sync::Arc<crate::acp_client::stdout_mark::StdoutMark>,
+    pub(super) budget: std::sync::Arc<super::budget::Budget>,
+}
+
+/// How long a verdict waits for the unit's earlier updates to be read. The reader
+/// is never blocked on anything but the pipe, so this is only a guard against a
+/// wedged connection: past it the verdict is judged on what was counted.
+const VERDICT_CATCH_UP: Duration = Duration::from_secs(10);
+
+impl VerdictGate {
+    /// Refuse the verdict when a compute bound was crossed by then: the drive loop
+    /// settles the mission on the crossing (stuck, or the operator's question).
+    async fn judge(&self, mission_id: &str) -> Result<(), String> {
+        if !self.stdout.caught_up(VERDICT_CATCH_UP).await {
+            tracing::warn!(mission = %mission_id, "the unit's stdout was not read up to its verdict within {}; judging it on what was counted", crate::duration::format(VERDICT_CATCH_UP));
+        }
+        match self.budget.crossed() {
+            Some(reason) => Err(format!(
+                "missiontools: finish mission: refused — {reason} The host settles the mission on the bound; end your turn."
+            )),
+            None => Ok(()),
+        }
+    }
 }
 
 type ToolResult = Result<String, String>;
@@ -53,7 +85,12 @@ impl MissionToolCalls {
             MISSION_REPORT => self.store(move |c| c.report(&args)).await,
             MISSION_PLAN => self.store(move |c| c.plan(&args)).await,
             MISSION_ASK_ATTENTION => self.ask(&args).await,
-            MISSION_FINISH => self.store(move |c| c.finish(&args)).await,
+            MISSION_FINISH => {
+                if let Some(gate) = self.verdicts.get() {
+                    gate.judge(&self.mission_id).await?;
+                }
+                self.store(move |c| c.finish(&args)).await
+            }
             other => Err(crate::mission_mcp::unknown_tool_error(other)),
         }
     }
@@ -428,6 +465,7 @@ mod tests {
                 session_id: "s".into(),
                 ask_ceiling: Some(Duration::from_secs(5)),
                 park_window: Duration::from_secs(5),
+                verdicts: Default::default(),
             },
         )
     }

@@ -103,6 +103,8 @@ struct Started {
     /// `{tmp}`: lives as long as the unit's drive task.
     tmp: confinement::MissionTmp,
     sandbox: crate::envelope::sandbox::Resolved,
+    /// Where the unit's budget is handed to its mission tools' verdicts.
+    verdicts: Arc<std::sync::OnceLock<mission_tools::VerdictGate>>,
 }
 
 /// What a resumed run's fresh unit starts with.

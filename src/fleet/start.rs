@@ -321,7 +321,9 @@ impl Fleet {
             session_id: String::new(),
             ask_ceiling: inner.ask_ceiling,
             park_window: inner.park_window,
+            verdicts: Arc::default(),
         };
+        let verdicts = calls.verdicts.clone();
         let handler = Arc::new(ToolHandler(Arc::new(Mutex::new(calls))));
         let socket = serve_mission_socket(&socket_path, handler.clone())
             .await
@@ -379,6 +381,7 @@ impl Fleet {
             cwd: cwd.display().to_string(),
             tmp,
             sandbox: confined.resolved,
+            verdicts,
         })
     }
 }

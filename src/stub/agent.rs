@@ -678,6 +678,7 @@ impl TurnRunner<'_> {
     }
 
     fn notify(&self, update: SessionUpdate) -> Result<(), Flow> {
+        crate::acp_client::agent_side::update_sent();
         self.cx
             .send_notification(SessionNotification::new(self.session_id.to_owned(), update))
             .map_err(|e| fail(format!("stub: cannot send a session update: {}", e.message)))
@@ -719,6 +720,9 @@ impl TurnRunner<'_> {
     ) -> Result<Result<String, String>, Flow> {
         let turn = self.turn;
         let client = self.mission(label, kind).await?;
+        // What the stub said before this call is on its stdout before the call goes
+        // out (the host judges a verdict with every earlier update counted).
+        crate::acp_client::agent_side::updates_written(Duration::from_secs(5)).await;
         let result = client
             .call(tool, args)
             .await

@@ -507,6 +507,130 @@ async fn the_session_agent_answers_parented_questions_within_the_bound_and_the_o
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_person_at_the_editor_answers_with_slash_answer_as_the_operator_and_the_agent_keeps_its_whole_bound()
+ {
+    let sb = Sandbox::new();
+    // The session's agent leaves the first question to the person; the person answers
+    // it with /answer; the agent then answers the other three — its whole cap of 3,
+    // which the person's answer did not touch.
+    let dialog = world(
+        &sb,
+        json!([
+            {"text": "That one is yours to decide."},
+            answer_call("yes, two"), {"text": "Answered."},
+            answer_call("yes, three"), {"text": "Answered."},
+            answer_call("yes, four"), {"text": "Answered."},
+        ]),
+        &[("asker", Some(&asking(4)))],
+    );
+    let mut editor = Editor::start(&sb).await;
+    let (session, _) = editor.new_session(&sb).await;
+    editor
+        .until("the answer commands", |u| match &u.update {
+            SessionUpdate::AvailableCommandsUpdate(c) => ["answer", "approve", "deny"]
+                .iter()
+                .all(|n| c.available_commands.iter().any(|c| c.name == *n)),
+            _ => false,
+        })
+        .await;
+    let (said, _) = editor
+        .prompt(
+            &session,
+            "/mission --policy default asker settle four questions",
+        )
+        .await;
+    let id = mission_id_in(&said);
+    let shown = editor
+        .until_said("unit asker is waiting on you: Question 1: go on?")
+        .await;
+    let first = wait_for_async(30, "the first question", || {
+        sb.pending_ask_ids().first().cloned()
+    })
+    .await;
+    assert!(
+        shown.contains(&format!(
+            "answer it here with /answer {first} <your answer>"
+        )),
+        "{shown}"
+    );
+    editor.until_said("That one is yours to decide.").await;
+
+    // A usage mistake is said, and settles nothing.
+    let (said, stop) = editor.prompt(&session, "/answer").await;
+    assert_eq!(stop, StopReason::EndTurn);
+    assert_eq!(
+        said,
+        "usage: /answer <ask-id> <your answer> — the ask id is in the question"
+    );
+    let (said, _) = editor
+        .prompt(
+            &session,
+            &format!("/answer {} from the editor", &first[..8]),
+        )
+        .await;
+    assert_eq!(
+        said,
+        format!(
+            "You answered ask {first} as the operator (Question 1: go on?): the unit has your verdict."
+        )
+    );
+    editor
+        .until_said("unit asker reported (progress): answer 1: from the editor")
+        .await;
+    // Answered: it is no longer this session's to settle.
+    let (said, _) = editor
+        .prompt(&session, &format!("/answer {first} again"))
+        .await;
+    assert!(
+        said.contains("is not an ask a mission fired from this session is waiting on"),
+        "{said}"
+    );
+    for (i, word) in [(2, "two"), (3, "three"), (4, "four")] {
+        editor
+            .until_said(&format!(
+                "unit asker reported (progress): answer {i}: yes, {word}"
+            ))
+            .await;
+    }
+    editor.until_said("unit asker landed").await;
+    let record = show(&sb, &id);
+    let by: Vec<Option<String>> = record["asks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|a| a["resolution"]["answeredBy"].as_str().map(str::to_string))
+        .collect();
+    let agent = Some(format!("session-agent:{session}"));
+    assert_eq!(by.len(), 4, "{record:#}");
+    assert_eq!(
+        by.iter().filter(|b| **b == agent).count(),
+        3,
+        "the agent answered three: {record:#}"
+    );
+    assert_eq!(
+        by.iter().filter(|b| b.is_none()).count(),
+        1,
+        "the person's answer is the operator's, attributed to no agent: {record:#}"
+    );
+    let answers: Vec<&str> = record["asks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|a| a["resolution"]["answeredBy"].is_null())
+        .filter_map(|a| a["resolution"]["answer"].as_str())
+        .collect();
+    assert_eq!(answers, ["from the editor"], "{record:#}");
+    let typed = format!("/answer {} from the editor", &first[..8]);
+    assert!(
+        !requests(&dialog)
+            .iter()
+            .any(|r| r.to_string().contains(&typed)),
+        "the slash command never went to the session's model"
+    );
+    editor.quit().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn after_session_close_a_missions_reports_wait_in_the_inbox_as_parent_gone() {
     let sb = Sandbox::new();
     let waiter = script(

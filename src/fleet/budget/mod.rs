@@ -73,6 +73,8 @@ struct Spent {
     /// Set once a bound is crossed, so the crossing is reported exactly once;
     /// cleared when an operator extends the bound.
     exhausted: bool,
+    /// The reason of the last crossing.
+    crossed: Option<String>,
 }
 
 /// How this session's tokens are known.
@@ -176,6 +178,12 @@ impl Budget {
     /// [`Budget::is_exhausted`]). A call known to be one of our mission tools is
     /// never counted.
     pub fn tool_call(&self, id: &str) -> Option<Crossing> {
+        self.count_tool_call(id, true)
+    }
+
+    /// [`Budget::tool_call`], making the spend durable only when `persist` (the
+    /// stdout tap counts in memory; the drive loop records right behind it).
+    fn count_tool_call(&self, id: &str, persist: bool) -> Option<Crossing> {
         let mut s = self.spent.lock_unpoisoned();
         if !id.is_empty() && s.mission_calls.contains(id) {
             return None;
@@ -191,19 +199,17 @@ impl Budget {
         let crossed = max > 0 && calls > max && !s.exhausted;
         if crossed {
             s.exhausted = true;
+            s.crossed = Some(tool_calls_reason(max));
         }
         drop(s);
-        if counted {
+        if counted && persist {
             self.record_spend();
         }
         if crossed {
             return Some(Crossing {
                 field: ComputeField::MaxToolCalls,
                 limit: max,
-                reason: format!(
-                    "compute bound exhausted: maxToolCalls={} — the mission reached its envelope-gated action budget; this call and any after it are refused.",
-                    crate::text::count(max)
-                ),
+                reason: tool_calls_reason(max),
             });
         }
         None
@@ -224,6 +230,10 @@ impl Budget {
     /// said so, perhaps after its `tool_call` update was counted): it does not count,
     /// now or when its updates arrive.
     pub fn mission_call(&self, id: &str) {
+        self.mission_call_counted(id, true)
+    }
+
+    fn mission_call_counted(&self, id: &str, persist: bool) {
         if id.is_empty() {
             return;
         }
@@ -231,9 +241,15 @@ impl Budget {
         s.mission_calls.insert(id.to_string());
         let uncounted = s.tool_calls.remove(id);
         drop(s);
-        if uncounted {
+        if uncounted && persist {
             self.record_spend();
         }
+    }
+
+    /// The stuck reason of the bound crossed, while it is not extended.
+    pub fn crossed(&self) -> Option<String> {
+        let s = self.spent.lock_unpoisoned();
+        s.exhausted.then(|| s.crossed.clone().unwrap_or_default())
     }
 
     /// Has a bound been crossed (and not extended since)?
@@ -247,19 +263,48 @@ impl Budget {
         self.spent.lock_unpoisoned().metered_bytes += bytes as u64;
     }
 
-    /// Account for one update from the unit. Returns the crossing when it crosses
-    /// a bound.
+    /// Account for one update from the unit and make the spend durable. Returns
+    /// the crossing when it crosses a bound.
     pub fn record(&self, ev: &UnitEvent) -> Option<Crossing> {
+        let crossed = self.count(ev);
+        self.settle(ev);
+        crossed
+    }
+
+    /// Make the spend durable after an update already counted (by [`Budget::observe`]),
+    /// when it is one that moves the ledger: a tool call or reported usage. The
+    /// meter's tokens are made durable once a turn, not per chunk.
+    pub fn settle(&self, ev: &UnitEvent) {
+        if matches!(
+            ev,
+            UnitEvent::ToolCall { .. } | UnitEvent::Usage { .. } | UnitEvent::TurnUsage(_)
+        ) {
+            self.record_spend();
+        }
+    }
+
+    /// An update read off the unit's stdout, counted the moment its line is read
+    /// (so a verdict that follows it is judged with it counted); a crossing goes to
+    /// the drive loop, which settles it and makes the spend durable.
+    pub fn observe(&self, ev: &UnitEvent) {
+        if let Some(crossing) = self.count(ev) {
+            let _ = self.gated.send(crossing);
+        }
+    }
+
+    /// Account for one update in memory. Returns the crossing when it crosses a
+    /// bound.
+    fn count(&self, ev: &UnitEvent) -> Option<Crossing> {
         match ev {
             UnitEvent::ToolCall { id, title, .. } => {
                 self.meter(title.len());
                 let ours = crate::fleet::normalise::Shape::of_event(ev)
                     .is_some_and(|shape| crate::fleet::normalise::mission_tool(&shape).is_some());
                 if ours {
-                    self.mission_call(id);
+                    self.mission_call_counted(id, false);
                     return None;
                 }
-                self.tool_call(id)
+                self.count_tool_call(id, false)
             }
             UnitEvent::AgentText(t) | UnitEvent::Thought(t) => {
                 self.meter(t.len());
@@ -273,14 +318,12 @@ impl Budget {
                 let mut s = self.spent.lock_unpoisoned();
                 s.max_used = Some(s.max_used.unwrap_or(0).max(*used));
                 drop(s);
-                self.record_spend();
                 self.tokens_exhausted()
             }
             UnitEvent::TurnUsage(u) => {
                 let mut s = self.spent.lock_unpoisoned();
                 s.turn_totals = Some(s.turn_totals.unwrap_or(0) + u.total_tokens);
                 drop(s);
-                self.record_spend();
                 self.tokens_exhausted()
             }
             _ => None,
@@ -316,16 +359,25 @@ impl Budget {
                 "metered usage {used}: {prior} spent by earlier sessions of the mission, {session} by this one, counted as bytes/4 of the text crossing the ACP boundary because the agent reports none"
             ),
         };
+        let reason = format!(
+            "compute bound exhausted: maxTokens={} ({measure}) — the mission spent its token budget.",
+            crate::text::count(max)
+        );
         s.exhausted = true;
+        s.crossed = Some(reason.clone());
         Some(Crossing {
             field: ComputeField::MaxTokens,
             limit: max,
-            reason: format!(
-                "compute bound exhausted: maxTokens={} ({measure}) — the mission spent its token budget.",
-                crate::text::count(max)
-            ),
+            reason,
         })
     }
+}
+
+fn tool_calls_reason(max: u64) -> String {
+    format!(
+        "compute bound exhausted: maxToolCalls={} — the mission reached its envelope-gated action budget; this call and any after it are refused.",
+        crate::text::count(max)
+    )
 }
 
 #[cfg(test)]
