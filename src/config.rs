@@ -101,7 +101,7 @@ pub const KEYS: &[Key] = &[
         name: DEFAULT_MISSION_AGENT,
         kind: Kind::Text,
         default: None,
-        help: "the agent the board's /mission uses when the line names none",
+        help: "the agent the board's :mission (and an editor's /mission) uses when the line names none",
     },
     Key {
         name: FLEET_MAX_PARALLEL,

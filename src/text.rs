@@ -139,9 +139,39 @@ fn skip_string(chars: &mut std::iter::Peekable<std::str::Chars<'_>>) {
     }
 }
 
+/// A count as every surface prints it: digits grouped by thousands, `2,000,000`.
+pub fn count(n: u64) -> String {
+    let digits = n.to_string();
+    let mut out = String::with_capacity(digits.len() + digits.len() / 3);
+    for (i, d) in digits.chars().enumerate() {
+        if i > 0 && (digits.len() - i).is_multiple_of(3) {
+            out.push(',');
+        }
+        out.push(d);
+    }
+    out
+}
+
+/// A count with its noun, singular for exactly one: `1 tool call`, `5,200 tokens`.
+pub fn counted(n: u64, one: &str, many: &str) -> String {
+    format!("{} {}", count(n), if n == 1 { one } else { many })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn counts_group_thousands_and_nouns_agree_with_them() {
+        assert_eq!(count(0), "0");
+        assert_eq!(count(999), "999");
+        assert_eq!(count(1000), "1,000");
+        assert_eq!(count(2_000_000), "2,000,000");
+        assert_eq!(count(u64::MAX), "18,446,744,073,709,551,615");
+        assert_eq!(counted(1, "tool call", "tool calls"), "1 tool call");
+        assert_eq!(counted(0, "tool call", "tool calls"), "0 tool calls");
+        assert_eq!(counted(5200, "token", "tokens"), "5,200 tokens");
+    }
 
     #[test]
     fn csi_sequences_vanish() {

@@ -2,7 +2,7 @@
 //! handful of stub missions fired through the board's own fleet so a newcomer sees
 //! every state within a minute — no model, no network.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use tokio::sync::mpsc::UnboundedSender;
@@ -63,14 +63,74 @@ pub fn home() -> PathBuf {
     }
 }
 
+/// Whether the demo runs in a scratch home of its own (removed on exit), rather than
+/// in the `$MISSIONBOARD_HOME` the operator named (kept).
+pub fn is_scratch() -> bool {
+    std::env::var_os(HOME_ENV).is_none_or(|h| h.is_empty())
+}
+
+/// The scratch workspace units work in: `<home>-work`.
+fn workspace_of(home: &Path) -> PathBuf {
+    let mut work = home.as_os_str().to_owned();
+    work.push("-work");
+    PathBuf::from(work)
+}
+
+/// On exit: remove a scratch home and its workspace, or name the command that
+/// inspects a kept one — with this binary's real path, since after `cargo run` no
+/// `missionboard` need be on PATH. Returns the line to print.
+pub fn leave(home: &Path, scratch: bool) -> String {
+    let work = workspace_of(home);
+    if scratch {
+        let failed: Vec<String> = [home, work.as_path()]
+            .into_iter()
+            .filter_map(|dir| match std::fs::remove_dir_all(dir) {
+                Ok(()) => None,
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
+                Err(e) => Some(format!("{}: {e}", dir.display())),
+            })
+            .collect();
+        if failed.is_empty() {
+            return format!(
+                "missionboard demo: removed its scratch home {} and workspace {} (set MISSIONBOARD_HOME=<dir> to keep them)",
+                home.display(),
+                work.display()
+            );
+        }
+        return format!(
+            "missionboard demo: could not remove {} — remove it by hand",
+            failed.join("; ")
+        );
+    }
+    let exe = std::env::current_exe()
+        .map(|p| shell_word(&p.to_string_lossy()))
+        .unwrap_or_else(|_| "missionboard".into());
+    format!(
+        "missionboard demo home: {} (inspect it with MISSIONBOARD_HOME={} {exe} mission list)",
+        home.display(),
+        shell_word(&home.to_string_lossy())
+    )
+}
+
+/// `word` as one shell word: as it is when it is plain, else single-quoted.
+fn shell_word(word: &str) -> String {
+    if !word.is_empty()
+        && word
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || "/._-+,:@%=".contains(c))
+    {
+        word.to_string()
+    } else {
+        format!("'{}'", word.replace('\'', "'\\''"))
+    }
+}
+
 /// Seed the demo home and return the paths the board runs on. Units work in a
 /// scratch directory beside it (`<home>-work`), so no workspace of the operator's is
 /// found or touched, and the home stays out of the units' reach as always.
 pub fn prepare() -> anyhow::Result<Paths> {
     let home = home();
-    let mut work = home.clone().into_os_string();
-    work.push("-work");
-    let work = PathBuf::from(work);
+    let work = workspace_of(&home);
     for dir in [&home, &work] {
         std::fs::create_dir_all(dir)
             .map_err(|e| anyhow::anyhow!("cannot create the demo dir {}: {e}", dir.display()))?;
@@ -89,8 +149,12 @@ pub fn prepare() -> anyhow::Result<Paths> {
         if !text.is_empty() && !text.ends_with('\n') {
             text.push('\n');
         }
+        let description = crate::agents::catalogue::get(AGENT)
+            .map(|a| a.description.as_str())
+            .unwrap_or("the scripted offline stub for demos");
         text.push_str(&format!(
-            "\n[agents.{AGENT}]\ncommand = \"missionboard\"\nargs = [\"stub-agent\", \"--demo\"]\ndescription = \"the scripted stub agent (offline demo)\"\n"
+            "\n[agents.{AGENT}]\ncommand = \"missionboard\"\nargs = [\"stub-agent\", \"--demo\"]\ndescription = {}\n",
+            toml::Value::String(description.into())
         ));
         std::fs::write(&file, text)
             .map_err(|e| anyhow::anyhow!("cannot write {}: {e}", file.display()))?;
@@ -147,5 +211,51 @@ mod tests {
                 .collect();
             assert_eq!(words, vec![first], "{intent}");
         }
+    }
+
+    #[test]
+    fn leaving_removes_a_scratch_home_and_workspace_and_keeps_a_named_one() {
+        let dir = tempfile::tempdir().unwrap();
+        let home = dir.path().join("missionboard-demo-1");
+        let work = workspace_of(&home);
+        for d in [&home, &work] {
+            std::fs::create_dir_all(d.join("sub")).unwrap();
+            std::fs::write(d.join("sub/file"), "x").unwrap();
+        }
+        let kept = leave(&home, false);
+        let exe = std::env::current_exe().unwrap();
+        assert_eq!(
+            kept,
+            format!(
+                "missionboard demo home: {} (inspect it with MISSIONBOARD_HOME={} {} mission list)",
+                home.display(),
+                home.display(),
+                exe.display()
+            )
+        );
+        assert!(home.exists() && work.exists());
+        let removed = leave(&home, true);
+        assert_eq!(
+            removed,
+            format!(
+                "missionboard demo: removed its scratch home {} and workspace {} (set MISSIONBOARD_HOME=<dir> to keep them)",
+                home.display(),
+                work.display()
+            )
+        );
+        assert!(!home.exists() && !work.exists());
+        assert_eq!(shell_word("/a b/it's"), "'/a b/it'\\''s'");
+    }
+
+    #[test]
+    fn the_demo_agent_s_description_lists_every_scenario_it_plays() {
+        let description = &crate::agents::catalogue::get(AGENT).unwrap().description;
+        let (_, listed) = description.split_once('(').unwrap();
+        let listed: Vec<&str> = listed.trim_end_matches(')').split(", ").collect();
+        let played: Vec<&str> = INTENTS
+            .iter()
+            .map(|i| i.split(':').next().unwrap())
+            .collect();
+        assert_eq!(listed, played, "{description}");
     }
 }

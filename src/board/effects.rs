@@ -401,7 +401,7 @@ async fn run_mission(svc: &Services, args: &str) -> Msg {
                 &dispatched.mission_id,
             )))
         }
-        Err(e) => Msg::Fired(Err(e)),
+        Err(e) => Msg::Fired(Err(picker::on_board(e))),
     }
 }
 

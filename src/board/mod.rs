@@ -102,12 +102,11 @@ pub fn run(paths: Paths, demo: bool) -> anyhow::Result<i32> {
     QUITTING.store(true, Ordering::SeqCst);
     // Units that ignore their cancel must not hold the exit hostage.
     runtime.shutdown_timeout(Duration::from_secs(2));
-    if demo && !TERMINAL_LOST.load(Ordering::SeqCst) {
-        println!(
-            "missionboard demo home: {} (inspect it with MISSIONBOARD_HOME={} missionboard mission list)",
-            home.display(),
-            home.display()
-        );
+    if demo {
+        let said = demo::leave(&home, demo::is_scratch());
+        if !TERMINAL_LOST.load(Ordering::SeqCst) {
+            println!("{said}");
+        }
     }
     code
 }

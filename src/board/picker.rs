@@ -8,6 +8,12 @@ pub use crate::ops::fire::{
     lookup_envelope, parse, resolve,
 };
 
+/// A refusal of the grammar as the board says it: its fire line is `:mission` (`/` is
+/// the board's filter), an editor session's `/mission`.
+pub fn on_board(refusal: String) -> String {
+    refusal.replace("/mission", ":mission")
+}
+
 /// The notice once the fleet accepted the mission: one line, with the envelope's
 /// bounds labelled for the agent that runs it.
 pub fn confirmation(r: &Resolved, labels: &[String], mission_id: &str) -> String {
@@ -123,6 +129,24 @@ pub const NO_ENVELOPES: &str =
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_board_s_refusals_point_at_its_own_fire_line() {
+        let data = PickerData::default();
+        let refusals = [
+            parse("--wait go", |_| false).unwrap_err(),
+            parse("--policy", |_| false).unwrap_err(),
+            resolve(None, None, "go".into(), &data).unwrap_err(),
+        ];
+        for refusal in refusals {
+            assert!(refusal.contains("/mission"), "{refusal}");
+            let said = on_board(refusal);
+            assert!(
+                said.contains(":mission") && !said.contains("/mission"),
+                "{said}"
+            );
+        }
+    }
 
     fn agents(w: &str) -> bool {
         ["demo", "claude"].contains(&w)

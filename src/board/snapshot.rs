@@ -586,9 +586,9 @@ fn detail(
         crate::clock::now_ms()
     };
     let spend = format!(
-        "{} tool calls · {} tokens · {} {}",
-        spent.tool_calls,
-        spent.tokens,
+        "{} · {} · {} {}",
+        crate::text::counted(spent.tool_calls, "tool call", "tool calls"),
+        crate::text::counted(spent.tokens, "token", "tokens"),
         crate::duration::age((until - m.created_at).div_euclid(1000)),
         if m.status.is_terminal() {
             "in all"

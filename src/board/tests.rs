@@ -1311,7 +1311,10 @@ fn titles_count_what_they_do_not_show() {
     m.filter = "tidy".into();
     m.size = ratatui::layout::Rect::new(0, 0, 80, 24);
     let text = crate::board::view::tests::frame(&m);
-    assert!(text.contains("/tidy (3 matched of 5000 scanned)"), "{text}");
+    assert!(
+        text.contains("/tidy (3 matched of 5,000 scanned)"),
+        "{text}"
+    );
 }
 
 #[test]

@@ -37,7 +37,7 @@ pub(super) struct FireArgs {
 pub(super) fn run(ctx: &Ctx, args: FireArgs) -> anyhow::Result<i32> {
     if !args.wait {
         anyhow::bail!(
-            "mission fire requires --wait: the dispatched unit is a child subprocess of this command and dies when it exits, so a detached fire from a one-shot CLI would tear its own mission down. Pass --wait to block until the mission finishes, or fire from a long-lived host (the board's /mission)"
+            "mission fire requires --wait: the dispatched unit is a child subprocess of this command and dies when it exits, so a detached fire from a one-shot CLI would tear its own mission down. Pass --wait to block until the mission finishes, or fire from a long-lived host (the board's :mission, or an editor session's /mission)"
         );
     }
     let timeout =
@@ -142,15 +142,21 @@ async fn fire_and_wait(
         }
         // Nothing will move it: the unit's turns are over and nothing is pending.
         if let Some(why) = fleet.idle_reason(&id) {
+            // The reason may quote the unit's own closing sentence.
+            let stop = if why.ends_with(['.', '!', '?', '…']) {
+                ""
+            } else {
+                "."
+            };
             outln!(
-                "Mission {id} is still {} with no verdict and nothing pending: {why}. It is torn down with this process; its record and reports survive — see 'missionboard mission show {id}'.",
+                "Mission {id} is still {} with no verdict and nothing pending: {why}{stop} It is torn down with this process; its record and reports survive — see 'missionboard mission show {id}'.",
                 m.status
             )?;
             break m;
         }
         if Instant::now() >= deadline {
             outln!(
-                "mission {id} did not finish within {}: it is torn down with this process (the unit is a child subprocess). Its record and any reports so far survive — see 'missionboard mission show {id}'. Re-run with a larger --timeout, or fire from a long-lived host (the board's /mission).",
+                "mission {id} did not finish within {}: it is torn down with this process (the unit is a child subprocess). Its record and any reports so far survive — see 'missionboard mission show {id}'. Re-run with a larger --timeout, or fire from a long-lived host (the board's :mission, or an editor session's /mission).",
                 crate::duration::format(timeout)
             )?;
             out!("{}", pending_lines(fleet, &id)?)?;

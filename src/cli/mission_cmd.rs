@@ -28,6 +28,10 @@ fn sweep(svc: &Missions, json: bool) -> anyhow::Result<()> {
     Ok(())
 }
 
+/// How much of each intent `mission list` shows: enough to tell missions apart on a
+/// line; `mission show` has it whole.
+const LIST_INTENT_CHARS: usize = 60;
+
 pub(super) fn list(ctx: &Ctx, list: &ListArgs) -> anyhow::Result<i32> {
     let json = list.json;
     let (all, total, worktrees, gone) = match ctx.existing_store()? {
@@ -58,7 +62,7 @@ pub(super) fn list(ctx: &Ctx, list: &ListArgs) -> anyhow::Result<i32> {
     }
     if all.is_empty() {
         outln!(
-            "No missions recorded. Fire one with 'missionboard mission fire <agent> \"<intent>\" --wait', or /mission from the board."
+            "No missions recorded. Fire one with 'missionboard mission fire <agent> \"<intent>\" --wait', or :mission on the board."
         )?;
         return Ok(0);
     }
@@ -69,7 +73,8 @@ pub(super) fn list(ctx: &Ctx, list: &ListArgs) -> anyhow::Result<i32> {
         "STATUS",
         "WORKSPACE",
         "HOST",
-        "AGE"
+        "AGE",
+        "INTENT"
     ]];
     for (m, gone) in all.iter().zip(&gone) {
         rows.push(row![
@@ -79,7 +84,8 @@ pub(super) fn list(ctx: &Ctx, list: &ListArgs) -> anyhow::Result<i32> {
             m.status,
             crate::worktree::workspace_label(worktrees.get(&m.id).copied()),
             host_cell(m, *gone),
-            age(clock::age_secs(m.created_at))
+            age(clock::age_secs(m.created_at)),
+            crate::text::excerpt(&m.intent, LIST_INTENT_CHARS)
         ]);
     }
     out!("{}", crate::table::render(&rows))?;
@@ -231,7 +237,11 @@ pub(super) fn show(ctx: &Ctx, id: &str, json: bool) -> anyhow::Result<i32> {
         write!(out, "\nNo reports filed yet.\n")?;
     } else {
         let shown = if (reports.len() as i64) < report_count {
-            format!("the newest {} of {report_count}", reports.len())
+            format!(
+                "the newest {} of {}",
+                crate::text::count(reports.len() as u64),
+                crate::text::count(report_count.max(0) as u64)
+            )
         } else {
             reports.len().to_string()
         };

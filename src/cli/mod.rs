@@ -10,6 +10,7 @@ mod inbox_cmd;
 mod init;
 mod mission_cmd;
 mod out;
+mod reference;
 mod vet;
 mod worktree_cmd;
 
@@ -83,6 +84,9 @@ enum Command {
     Man {
         /// The subcommand whose page to print (none: the top-level page).
         command: Vec<String>,
+        /// Print the whole CLI reference as Markdown instead (docs/cli.md).
+        #[arg(long, conflicts_with = "command")]
+        markdown: bool,
     },
     /// Measure the figures operators rely on, each beside its floor (scratch home, real stub units).
     Bench(BenchArgs),
@@ -327,8 +331,13 @@ impl ListArgs {
 /// The last line of a list that shows fewer rows than there are: the count is
 /// honest, and says how to see the rest.
 fn more_line(shown: usize, total: i64) -> Option<String> {
-    (i64::try_from(shown).unwrap_or(i64::MAX) < total)
-        .then(|| format!("{shown} of {total}, --limit/--all for more"))
+    (i64::try_from(shown).unwrap_or(i64::MAX) < total).then(|| {
+        format!(
+            "{} of {}, --limit/--all for more",
+            crate::text::count(shown as u64),
+            crate::text::count(total.max(0) as u64)
+        )
+    })
 }
 
 #[derive(Args, Debug)]
@@ -705,7 +714,11 @@ fn run(ctx: &Ctx, command: Option<Command>, flags: BetaFlags) -> anyhow::Result<
             out::generated(&script)?;
             Ok(0)
         }
-        Some(Command::Man { command }) => {
+        Some(Command::Man { markdown: true, .. }) => {
+            out::generated(reference::markdown(build_command(false)).as_bytes())?;
+            Ok(0)
+        }
+        Some(Command::Man { command, .. }) => {
             let mut page = Vec::new();
             clap_mangen::Man::new(man_page_of(build_command(ctx.beta), &command)?)
                 .source(format!("missionboard {}", env!("CARGO_PKG_VERSION")))

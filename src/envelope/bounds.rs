@@ -143,9 +143,9 @@ pub fn bound_status(
 /// with its value and its truthful label.
 pub fn describe(field: ComputeField, bounds: &ComputeBounds, agent: Option<&AgentCaps>) -> String {
     let value = match field {
-        ComputeField::MaxTurns => bounds.max_turns.to_string(),
-        ComputeField::MaxToolCalls => bounds.max_tool_calls.to_string(),
-        ComputeField::MaxTokens => bounds.max_tokens.to_string(),
+        ComputeField::MaxTurns => crate::text::count(bounds.max_turns),
+        ComputeField::MaxToolCalls => crate::text::count(bounds.max_tool_calls),
+        ComputeField::MaxTokens => crate::text::count(bounds.max_tokens),
         ComputeField::ModelAllowlist => format!("{:?}", bounds.model_allowlist),
         ComputeField::BackendAllowlist => format!("{:?}", bounds.backend_allowlist),
     };
@@ -163,26 +163,13 @@ pub fn label(field: ComputeField, bounds: &ComputeBounds, agent: Option<&AgentCa
     let value = match field {
         ComputeField::ModelAllowlist => format!("[{}]", bounds.model_allowlist.join(", ")),
         ComputeField::BackendAllowlist => format!("[{}]", bounds.backend_allowlist.join(", ")),
-        numeric => grouped(numeric.limit(bounds)),
+        numeric => crate::text::count(numeric.limit(bounds)),
     };
     format!(
         "{} {value} · {}",
         field.key(),
         bound_status(field, bounds, agent).label()
     )
-}
-
-/// `2000000` as `2,000,000`.
-fn grouped(n: u64) -> String {
-    let digits = n.to_string();
-    let mut out = String::new();
-    for (i, d) in digits.chars().enumerate() {
-        if i > 0 && (digits.len() - i).is_multiple_of(3) {
-            out.push(',');
-        }
-        out.push(d);
-    }
-    out
 }
 
 /// Every set field of `bounds`, described, joined by ` · ` (empty when unbounded).
@@ -280,7 +267,8 @@ pub fn envelope_summary(envelope_bytes: &[u8]) -> String {
             ..Default::default()
         };
         parts.push(format!(
-            "≤{calls} tool calls ({})",
+            "≤{} ({})",
+            crate::text::counted(calls, "tool call", "tool calls"),
             bound_status(ComputeField::MaxToolCalls, &bounds, None).label()
         ));
     }
@@ -295,7 +283,10 @@ pub fn envelope_summary(envelope_bytes: &[u8]) -> String {
             .and_then(Value::as_i64)
             .unwrap_or(0);
         let cap = if max <= 0 { 3 } else { max };
-        parts.push(format!("an agent may answer {cap} questions"));
+        parts.push(format!(
+            "an agent may answer {}",
+            crate::text::counted(cap.unsigned_abs(), "question", "questions")
+        ));
     } else {
         parts.push("questions always wait for a human".to_string());
     }
@@ -419,9 +410,19 @@ mod tests {
             label(ModelAllowlist, &one, Some(&advertising)),
             "modelAllowlist [b] · enforced"
         );
-        assert_eq!(grouped(999), "999");
-        assert_eq!(grouped(1000), "1,000");
-        assert_eq!(grouped(100_000_000_000), "100,000,000,000");
+        let big = ComputeBounds {
+            max_tokens: 2_000_000,
+            ..Default::default()
+        };
+        // One number format: the picker's label and mission show's line agree.
+        assert_eq!(
+            label(ComputeField::MaxTokens, &big, None),
+            "maxTokens 2,000,000 · best-effort"
+        );
+        assert_eq!(
+            describe(ComputeField::MaxTokens, &big, None),
+            "maxTokens=2,000,000 (best-effort)"
+        );
     }
 
     #[test]

@@ -88,20 +88,30 @@ const RESUME_POLL: std::time::Duration = std::time::Duration::from_millis(100);
 #[derive(Default)]
 pub(super) struct Journal {
     entries: std::collections::VecDeque<UnitEvent>,
+    /// Where the latest prompt's events begin in `entries`.
+    turn_start: usize,
 }
 
 impl Journal {
     fn record(&mut self, ev: UnitEvent) {
         if self.entries.len() == JOURNAL_RING {
             self.entries.pop_front();
+            self.turn_start = self.turn_start.saturating_sub(1);
         }
         self.entries.push_back(ev);
     }
 
-    /// Every message chunk the unit sent, concatenated.
+    /// A prompt goes out: what follows is its turn's.
+    fn begin_turn(&mut self) {
+        self.turn_start = self.entries.len();
+    }
+
+    /// The message chunks of the latest turn, concatenated: an earlier turn's
+    /// words are neither quoted nor run into these.
     pub fn agent_text(&self) -> String {
         self.entries
             .iter()
+            .skip(self.turn_start)
             .filter_map(|e| match e {
                 UnitEvent::AgentText(t) => Some(t.as_str()),
                 _ => None,
@@ -407,6 +417,7 @@ impl Drive {
             return Prompted::Ended(Turn::Stopped);
         }
         self.budget.sent(&blocks);
+        journal.begin_turn();
         let prompt = self.unit.prompt(blocks);
         tokio::pin!(prompt);
         let crossing = loop {

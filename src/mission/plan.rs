@@ -86,12 +86,14 @@ pub struct PlanRevision {
     pub at: i64,
 }
 
+/// `P pending, I in progress, C completed`: how every surface counts a plan.
+pub fn counts_line(pending: i64, in_progress: i64, completed: i64) -> String {
+    format!("{pending} pending, {in_progress} in progress, {completed} completed")
+}
+
 impl PlanRevision {
     fn counts_line(&self) -> String {
-        format!(
-            "{} pending, {} in progress, {} completed",
-            self.pending, self.in_progress, self.completed
-        )
+        counts_line(self.pending, self.in_progress, self.completed)
     }
 
     /// `rev 1: +3/-0 (1 pending, 1 in progress, 1 completed) — why`

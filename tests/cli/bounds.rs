@@ -175,7 +175,9 @@ fn with_no_usage_reported_the_meter_holds_the_token_bound() {
     let id = sb.newest_mission().unwrap();
     // Everything that crossed the boundary by then: the first prompt (preamble and
     // intent) and the 2 KB message, at a token per four bytes.
-    let metered = (missionboard::fleet::prompts::PREAMBLE.len() + "go".len() + chat.len()) / 4;
+    let metered = missionboard::text::count(
+        ((missionboard::fleet::prompts::PREAMBLE.len() + "go".len() + chat.len()) / 4) as u64,
+    );
     assert_eq!(
         status_line(&sb, &id),
         format!(

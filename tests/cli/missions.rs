@@ -90,7 +90,7 @@ fn a_landed_mission_exits_zero_and_prints_its_reports() {
     );
     assert_eq!(
         lines[3],
-        "Compute bounds: maxToolCalls=300 (enforced) · maxTokens=2000000 (best-effort); a crossed bound finishes the mission stuck."
+        "Compute bounds: maxToolCalls=300 (enforced) · maxTokens=2,000,000 (best-effort); a crossed bound finishes the mission stuck."
     );
     assert!(
         lines[4].starts_with(
@@ -622,7 +622,7 @@ fn the_empty_mission_list_and_inbox_say_what_would_fill_them() {
     let sb = Sandbox::new();
     assert_eq!(
         sb.run(&["mission", "list"]).ok().stdout,
-        "No missions recorded. Fire one with 'missionboard mission fire <agent> \"<intent>\" --wait', or /mission from the board.\n"
+        "No missions recorded. Fire one with 'missionboard mission fire <agent> \"<intent>\" --wait', or :mission on the board.\n"
     );
     assert_eq!(
         sb.run(&["inbox", "list"]).ok().stdout,

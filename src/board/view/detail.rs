@@ -37,13 +37,17 @@ pub fn lines(m: &Model, width: usize, now_ms: i64) -> Vec<Line<'static>> {
         Line::from(vec![
             Span::styled(sym.status_badge(r.status), t.status(r.status)),
             Span::raw(format!(
-                "{}agent {}{}envelope {}{}{} old",
+                "{}agent {}{}envelope {}{}{} old{}",
                 sym.sep,
                 r.agent,
                 sym.sep,
                 r.envelope,
                 sym.sep,
-                age(now_ms, r.created_at)
+                age(now_ms, r.created_at),
+                // The table leaves the heartbeat to this line, and the width to the intent.
+                r.last_heartbeat
+                    .map(|h| format!("{}beat {} ago", sym.sep, age(now_ms, h)))
+                    .unwrap_or_default()
             )),
         ]),
         2,
@@ -103,13 +107,18 @@ pub fn lines(m: &Model, width: usize, now_ms: i64) -> Vec<Line<'static>> {
         );
     }
     if !d.plan.is_empty() {
-        let done = d.plan.iter().filter(|p| p.status == "completed").count();
+        // Counted as `mission show` counts it, so the two never disagree.
+        let count = |status: &str| d.plan.iter().filter(|p| p.status == status).count() as i64;
         push(
             Line::styled(
                 format!(
-                    "Plan (rev {}) {done}/{} done",
+                    "Plan revision {} ({})",
                     d.plan_revision,
-                    d.plan.len()
+                    crate::mission::plan::counts_line(
+                        count("pending"),
+                        count("in_progress"),
+                        count("completed")
+                    )
                 ),
                 t.header,
             ),

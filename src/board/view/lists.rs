@@ -9,6 +9,7 @@ use ratatui::widgets::{Paragraph, Wrap};
 use super::{age, fit, framed_pane, pane_block, truncate};
 use crate::board::model::short;
 use crate::board::model::{Model, Pane};
+use crate::text::count;
 
 fn selected_style(m: &Model, pane: Pane) -> ratatui::style::Style {
     if m.focus == pane && m.mode == crate::board::model::Mode::Board {
@@ -21,9 +22,13 @@ fn selected_style(m: &Model, pane: Pane) -> ratatui::style::Style {
 pub fn render_asks(frame: &mut Frame, area: Rect, m: &Model, now_ms: i64) {
     let s = &m.snap;
     let title = if s.pending_total > s.asks.len() {
-        format!(" Pending asks {} of {} ", s.asks.len(), s.pending_total)
+        format!(
+            " Pending asks {} of {} ",
+            count(s.asks.len() as u64),
+            count(s.pending_total as u64)
+        )
     } else {
-        format!(" Pending asks {} ", s.pending_total)
+        format!(" Pending asks {} ", count(s.pending_total as u64))
     };
     let inner = framed_pane(frame, area, m, title, Pane::Asks);
     let width = inner.width as usize;
@@ -81,9 +86,13 @@ pub fn render_asks(frame: &mut Frame, area: Rect, m: &Model, now_ms: i64) {
 pub fn render_inbox(frame: &mut Frame, area: Rect, m: &Model, now_ms: i64) {
     let s = &m.snap;
     let mut title = if s.inbox_total > s.inbox.len() {
-        format!(" Inbox {} of {} unacked ", s.inbox.len(), s.inbox_total)
+        format!(
+            " Inbox {} of {} unacked ",
+            count(s.inbox.len() as u64),
+            count(s.inbox_total as u64)
+        )
     } else {
-        format!(" Inbox {} unacked ", s.inbox_total)
+        format!(" Inbox {} unacked ", count(s.inbox_total as u64))
     };
     if !m.marked.is_empty() {
         title.push_str(&format!(

@@ -10,30 +10,35 @@ use ratatui::widgets::Paragraph;
 use super::{age, fit, framed_pane, truncate};
 use crate::board::model::short;
 use crate::board::model::{Model, Needs, Pane};
+use crate::text::count;
 
-/// Column widths (cells); the intent takes what is left.
+/// Column widths (cells); the intent takes what is left. The envelope and the
+/// heartbeat are the detail pane's: a mission is told apart by its intent.
 const STATE: usize = 11;
 const ID: usize = 8;
 const AGENT: usize = 8;
-const ENVELOPE: usize = 8;
 const AGE: usize = 4;
-const BEAT: usize = 4;
 const ASKS: usize = 4;
 const WORKSPACE: usize = 9;
 const HOST: usize = 10;
 /// The intent keeps at least this much before the workspace column shows (and the
 /// host column, which gives way first).
-const MIN_INTENT: usize = 12;
+const MIN_INTENT: usize = 24;
 
 pub fn render(frame: &mut Frame, area: Rect, m: &Model, now_ms: i64) {
     let s = &m.snap;
     let mut title = if m.hide_terminal {
         format!(
             " Missions {} open of {} (terminal hidden) ",
-            s.listed, s.total_missions
+            count(s.listed as u64),
+            count(s.total_missions as u64)
         )
     } else {
-        format!(" Missions {} ({} open) ", s.total_missions, s.open_missions)
+        format!(
+            " Missions {} ({} open) ",
+            count(s.total_missions as u64),
+            count(s.open_missions as u64)
+        )
     };
     title.push_str(&format!("by {} ", m.order.as_str()));
     if s.needs_me > 0 {
@@ -48,7 +53,7 @@ pub fn render(frame: &mut Frame, area: Rect, m: &Model, now_ms: i64) {
         let cap = crate::board::snapshot::FILTER_SCAN_CAP;
         // A filter scans a bounded prefix of the listing: say so when it is cut.
         let scope = if s.listed > cap {
-            format!(" of {cap} scanned")
+            format!(" of {} scanned", count(cap as u64))
         } else {
             String::new()
         };
@@ -59,7 +64,7 @@ pub fn render(frame: &mut Frame, area: Rect, m: &Model, now_ms: i64) {
     }
     let inner = framed_pane(frame, area, m, title, Pane::Missions);
     let e = m.symbols.ellipsis;
-    let fixed = STATE + ID + AGENT + ENVELOPE + AGE + BEAT + ASKS + 7;
+    let fixed = STATE + ID + AGENT + AGE + ASKS + 5;
     // The workspace column gives way to the intent on a narrow pane (the side-by-side
     // layout's table); the detail pane always names the workspace.
     // The host column gives way before it; the detail pane always names the host.
@@ -73,19 +78,8 @@ pub fn render(frame: &mut Frame, area: Rect, m: &Model, now_ms: i64) {
             + if with_workspace { WORKSPACE + 1 } else { 0 }
             + if with_host { HOST + 1 } else { 0 },
     );
-    let cols = [
-        STATE,
-        ID,
-        AGENT,
-        ENVELOPE,
-        AGE,
-        BEAT,
-        ASKS,
-        workspace_w,
-        host_w,
-        intent_w,
-    ];
-    let row = |cells: [String; 10]| -> String {
+    let cols = [STATE, ID, AGENT, AGE, ASKS, workspace_w, host_w, intent_w];
+    let row = |cells: [String; 8]| -> String {
         cells
             .iter()
             .zip(cols)
@@ -99,9 +93,7 @@ pub fn render(frame: &mut Frame, area: Rect, m: &Model, now_ms: i64) {
             "STATE",
             "ID",
             "AGENT",
-            "ENVELOPE",
             "AGE",
-            "BEAT",
             "ASKS",
             "WORKSPACE",
             "HOST",
@@ -133,7 +125,6 @@ pub fn render(frame: &mut Frame, area: Rect, m: &Model, now_ms: i64) {
         } else {
             String::new()
         };
-        let beat = r.last_heartbeat.map_or("-".to_string(), |h| age(now_ms, h));
         // A dead host or an unread blocker says so where the state is (the detail
         // pane still names the state); a pending ask shows in ASKS.
         let (badge, badge_style) = match r.needs {
@@ -150,9 +141,7 @@ pub fn render(frame: &mut Frame, area: Rect, m: &Model, now_ms: i64) {
             String::new(),
             short(&r.id).to_string(),
             r.agent.clone(),
-            r.envelope.clone(),
             age(now_ms, r.created_at),
-            beat,
             asks,
             r.workspace.clone(),
             r.host.clone(),

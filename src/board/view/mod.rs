@@ -50,7 +50,6 @@ pub fn draw(frame: &mut Frame, m: &Model, now_ms: i64) {
         lists::render_inbox(frame, a.inbox, m, now_ms);
         lists::render_trace(frame, a.trace, m);
     }
-    status::render(frame, a.status, m);
     match &m.mode {
         Mode::Answering { ask_id } => overlays::answer(frame, area, m, ask_id, now_ms),
         Mode::Picking(p) => picker::render(frame, area, m, p),
@@ -59,6 +58,8 @@ pub fn draw(frame: &mut Frame, m: &Model, now_ms: i64) {
         Mode::Diff(d) => overlays::diff(frame, area, m, d),
         Mode::Board | Mode::Filter | Mode::CommandLine { .. } => {}
     }
+    // Last: a notice that wraps grows upward over whatever is open.
+    status::render(frame, a.status, m);
     terminal_safe(frame.buffer_mut());
     if m.symbols.ascii {
         asciify(frame.buffer_mut());
@@ -172,7 +173,11 @@ pub(super) const UNSAFE_TAIL: &[char] = &['\u{200c}', '\u{200d}'];
 ///   so the char takes the one cell every terminal agrees on;
 /// - a joiner (ZWJ, ZWNJ) ending a cell ("b\u{200d}c" is two cells) stays pending in
 ///   the terminal and glues itself to whatever is printed next, wherever the cursor
-///   went meanwhile: it is dropped. Inside one glyph (an emoji ZWJ sequence) it stays.
+///   went meanwhile: it is dropped;
+/// - a cluster whose width is not the sum of its chars' widths (an emoji ZWJ
+///   sequence, a skin-tone modifier) is one glyph on some terminals and its parts on
+///   others (tmux draws "👩‍💻" as four cells): only its first char is drawn, which
+///   every terminal sizes alike.
 fn terminal_safe(buf: &mut ratatui::buffer::Buffer) {
     for cell in buf.content.iter_mut() {
         let sym = cell.symbol();
@@ -180,6 +185,16 @@ fn terminal_safe(buf: &mut ratatui::buffer::Buffer) {
             let safe = sym.replace('\u{fe0f}', "");
             let safe = safe.trim_end_matches(UNSAFE_TAIL);
             cell.set_symbol(if safe.is_empty() { " " } else { safe });
+        }
+        let sym = cell.symbol();
+        if disputed(sym) {
+            let first = sym.chars().next().map(String::from).unwrap_or_default();
+            let fits = first.as_str().cell_width() <= sym.cell_width();
+            cell.set_symbol(if fits && !first.is_empty() {
+                &first
+            } else {
+                " "
+            });
         }
     }
     let area = buf.area;
@@ -198,6 +213,20 @@ fn terminal_safe(buf: &mut ratatui::buffer::Buffer) {
             }
         }
     }
+}
+
+/// Whether terminals may disagree on how many cells `cluster` takes: it is more
+/// than one char, and its width as one glyph is not the sum of its chars' widths.
+pub(super) fn disputed(cluster: &str) -> bool {
+    let mut chars = cluster.chars();
+    if chars.next().is_none() || chars.next().is_none() {
+        return false;
+    }
+    let parts: u16 = cluster
+        .chars()
+        .map(|c| c.encode_utf8(&mut [0; 4]).cell_width())
+        .sum();
+    parts != cluster.cell_width()
 }
 
 /// The last word of the ASCII fallback: whatever text still carries non-ASCII

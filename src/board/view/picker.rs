@@ -98,7 +98,8 @@ pub fn render(frame: &mut Frame, area: Rect, m: &Model, p: &Picker) {
                     block
                 })
                 .collect();
-            // Keep the selected envelope's whole block in view.
+            // Keep the selected envelope's whole block in view; when that hides
+            // envelopes above it, a marker line says how many (and takes a row).
             let room = (inner.height as usize).saturating_sub(lines.len() + 2);
             let mut skip = 0;
             while skip < p.envelope
@@ -106,9 +107,16 @@ pub fn render(frame: &mut Frame, area: Rect, m: &Model, p: &Picker) {
                     .iter()
                     .map(Vec::len)
                     .sum::<usize>()
+                    + usize::from(skip > 0)
                     > room
             {
                 skip += 1;
+            }
+            if skip > 0 {
+                lines.push(Line::styled(
+                    truncate(&hidden_above(m, skip), width, e),
+                    t.muted,
+                ));
             }
             lines.extend(blocks.into_iter().skip(skip).flatten());
         }
@@ -130,15 +138,21 @@ pub fn render(frame: &mut Frame, area: Rect, m: &Model, p: &Picker) {
                 } else {
                     "  "
                 };
-                let mut line = Line::raw(truncate(
-                    &format!("{marker}{:<16} {}", a.name, a.description),
-                    width,
-                    e,
-                ));
-                if i == p.agent {
-                    line = line.style(t.selection);
-                }
-                lines.push(line);
+                let style = if i == p.agent {
+                    t.selection
+                } else {
+                    Style::new()
+                };
+                // Continuation lines start under the description, past the name.
+                lines.extend(
+                    wrap_indented(
+                        &format!("{marker}{:<16} {}", a.name, a.description),
+                        width,
+                        AGENT_NAME_CELLS,
+                    )
+                    .into_iter()
+                    .map(|l| Line::styled(l, style)),
+                );
             }
             if let (Some(env), Some(agent)) = (env, data.agents.get(p.agent)) {
                 lines.push(Line::raw(""));
@@ -193,6 +207,16 @@ pub fn render(frame: &mut Frame, area: Rect, m: &Model, p: &Picker) {
         lines.push(Line::styled(err.clone(), t.danger));
     }
     frame.render_widget(Paragraph::new(lines).wrap(Wrap { trim: false }), inner);
+}
+
+/// An agent line's marker and padded name: `* demo             `.
+const AGENT_NAME_CELLS: usize = 19;
+
+/// The marker over a list scrolled past `n` entries.
+fn hidden_above(m: &Model, n: usize) -> String {
+    let arrow = if m.symbols.ascii { "^" } else { "↑" };
+    let noun = if n == 1 { "envelope" } else { "envelopes" };
+    format!("  {arrow} {n} more {noun} above")
 }
 
 /// `text` wrapped to `width`, its continuation lines indented by `indent`.

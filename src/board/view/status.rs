@@ -7,7 +7,7 @@ use ratatui::layout::Rect;
 use ratatui::text::{Line, Span};
 use ratatui::widgets::Paragraph;
 
-use super::{cells, field, truncate};
+use super::{cells, field, truncate, wrap_text};
 use crate::board::keymap;
 use crate::board::model::{Mode, Model};
 
@@ -39,7 +39,14 @@ pub fn render(frame: &mut Frame, area: Rect, m: &Model) {
     }
     let mode = match &m.mode {
         Mode::Board => "BOARD",
-        Mode::Answering { .. } => "ANSWER",
+        // The same pane answers a question and decides a gated call.
+        Mode::Answering { ask_id } => {
+            if m.snap.asks.iter().any(|a| &a.id == ask_id && !a.question) {
+                "APPROVE"
+            } else {
+                "ANSWER"
+            }
+        }
         Mode::Picking(_) => "FIRE",
         Mode::Confirm(_) => "CONFIRM",
         Mode::Help { .. } => "HELP",
@@ -108,8 +115,16 @@ pub fn render(frame: &mut Frame, area: Rect, m: &Model) {
         Span::raw(facts(2)),
         Span::raw(" "),
     ];
-    if let Some(line) = notice(m, lead, width) {
-        frame.render_widget(Paragraph::new(line), area);
+    if let Some(lines) = notice(m, lead, width) {
+        // A notice too long for the line grows upward over the panes, whole.
+        let rows = (lines.len() as u16).min(area.y + 1);
+        let rect = Rect {
+            y: area.y + 1 - rows,
+            height: rows,
+            ..area
+        };
+        frame.render_widget(ratatui::widgets::Clear, rect);
+        frame.render_widget(Paragraph::new(lines), rect);
         return;
     }
     let hints: Vec<String> = keymap::hints(m.key_context())
@@ -163,9 +178,14 @@ pub fn render(frame: &mut Frame, area: Rect, m: &Model) {
     frame.render_widget(Paragraph::new(Line::from(spans)), area);
 }
 
+/// The most rows a notice takes (its last one cut, if it needs more).
+pub const NOTICE_ROWS: usize = 6;
+
 /// The newest error, else the newest outcome of an action, else the newest news,
-/// on one line after `lead`, with how many more wait; `None` when there is none.
-fn notice(m: &Model, lead: Vec<Span<'static>>, width: usize) -> Option<Line<'static>> {
+/// after `lead`, with how many more wait — wrapped, never cut, onto as many rows as
+/// it needs (up to [`NOTICE_ROWS`]), continuation rows indented under its text;
+/// `None` when there is none.
+fn notice(m: &Model, lead: Vec<Span<'static>>, width: usize) -> Option<Vec<Line<'static>>> {
     let newest = m
         .toasts
         .iter()
@@ -198,11 +218,36 @@ fn notice(m: &Model, lead: Vec<Span<'static>>, width: usize) -> Option<Line<'sta
         .filter(|l| !l.is_empty())
         .collect();
     let used: usize = lead.iter().map(Span::width).sum();
-    let room = width.saturating_sub(used + cells(kind) + cells(&tail));
-    let body = truncate(&text.join(m.symbols.sep), room, m.symbols.ellipsis);
-    let bar = format!("{kind}{body}{tail}");
-    let pad = " ".repeat(width.saturating_sub(used + cells(&bar)));
-    let mut spans = lead;
-    spans.push(Span::styled(format!("{bar}{pad}"), style));
-    Some(Line::from(spans))
+    let room = width
+        .saturating_sub(used + cells(kind) + cells(&tail))
+        .max(1);
+    let mut body = wrap_text(&text.join(m.symbols.sep), room);
+    if body.len() > NOTICE_ROWS {
+        let rest = body.split_off(NOTICE_ROWS - 1).join(" ");
+        body.push(truncate(&rest, room, m.symbols.ellipsis));
+    }
+    let last = body.len() - 1;
+    let indent = " ".repeat(used);
+    let lines = body
+        .into_iter()
+        .enumerate()
+        .map(|(i, chunk)| {
+            let head = if i == 0 {
+                kind.to_string()
+            } else {
+                " ".repeat(cells(kind))
+            };
+            let end = if i == last { tail.as_str() } else { "" };
+            let bar = format!("{head}{chunk}{end}");
+            let pad = " ".repeat(width.saturating_sub(used + cells(&bar)));
+            let mut spans = if i == 0 {
+                lead.clone()
+            } else {
+                vec![Span::raw(indent.clone())]
+            };
+            spans.push(Span::styled(format!("{bar}{pad}"), style));
+            Line::from(spans)
+        })
+        .collect();
+    Some(lines)
 }

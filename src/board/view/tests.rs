@@ -87,7 +87,7 @@ pub(crate) fn snapshot() -> Snapshot {
         mission: rows[0].clone(),
         last_error: None,
         worktree: None,
-        spend: Some("14 tool calls · 5200 tokens · 20s so far".into()),
+        spend: Some("14 tool calls · 5,200 tokens · 20s so far".into()),
         fired_by: None,
         plan: vec![
             PlanRow {
@@ -661,7 +661,8 @@ fn the_detail_pane_names_the_session_that_fired_a_mission() {
 
 /// Wide (CJK, emoji, a ZWJ sequence, a flag), zero-width (ZWJ, U+200B) and combining
 /// text, in both column parities so some wide char straddles every overlay edge.
-const WIDE: &str = "日本語の説明を書く 👩‍💻 é te\u{301}st a\u{200b}b\u{200d}c ❤️ 🇯🇵 x\u{336}y 終わり";
+const WIDE: &str =
+    "日本語の説明を書く 👩‍💻 é te\u{301}st a\u{200b}b\u{200d}c ❤️ 🇯🇵 x\u{336}y 👍🏽 終わり";
 
 fn wide_model() -> Model {
     let mut m = model(120, 40, false);
@@ -705,7 +706,9 @@ impl Screen {
         for cell in next.content() {
             let sym = cell.symbol();
             assert!(
-                !sym.contains('\u{fe0f}') && !sym.ends_with(super::UNSAFE_TAIL),
+                !sym.contains('\u{fe0f}')
+                    && !sym.ends_with(super::UNSAFE_TAIL)
+                    && !super::disputed(sym),
                 "{sym:?} reaches the terminal: its width or its joiner is the terminal's guess"
             );
         }
@@ -940,3 +943,266 @@ both_sizes!(status_error_notice_on_the_board, |m: &mut Model| {
         until_ms: None,
     });
 });
+
+/// The README's screenshot: the demo board at 120x40, as text and as SVG, drawn by
+/// this renderer. Stale copies fail, naming the command that rewrites them.
+#[test]
+fn the_readme_screenshot_is_the_board_drawn_today() {
+    let m = model(120, 40, false);
+    let mut t = Terminal::new(TestBackend::new(120, 40)).unwrap();
+    t.draw(|f| super::draw(f, &m, NOW)).unwrap();
+    let buffer = t.backend().buffer().clone();
+    let text: String = (0..buffer.area.height)
+        .map(|y| {
+            let row: String = (0..buffer.area.width)
+                .map(|x| buffer[(x, y)].symbol())
+                .collect();
+            format!("{}\n", row.trim_end())
+        })
+        .collect();
+    let svg = svg_of(&buffer);
+    let assets = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("assets");
+    let regenerate = "MISSIONBOARD_WRITE_ASSETS=1 cargo test --lib the_readme_screenshot";
+    if std::env::var_os("MISSIONBOARD_WRITE_ASSETS").is_some() {
+        std::fs::write(assets.join("board.txt"), &text).unwrap();
+        std::fs::write(assets.join("board.svg"), &svg).unwrap();
+    }
+    for (file, drawn) in [("board.txt", &text), ("board.svg", &svg)] {
+        let kept = std::fs::read_to_string(assets.join(file)).unwrap_or_default();
+        assert!(
+            &kept == drawn,
+            "assets/{file} is not the board drawn today: rewrite it with `{regenerate}`"
+        );
+    }
+}
+
+/// A buffer as SVG: one run of text per stretch of cells that share a style, each
+/// placed on the cell grid so wide glyphs and borders line up in any font.
+fn svg_of(buffer: &ratatui::buffer::Buffer) -> String {
+    use ratatui::style::{Color, Modifier};
+    const CW: f32 = 8.4;
+    const CH: f32 = 17.0;
+    const BG: &str = "#1e1e1e";
+    const FG: &str = "#d4d4d4";
+    fn hex(c: Color, default: &'static str) -> &'static str {
+        match c {
+            Color::Black => "#000000",
+            Color::Red => "#f14c4c",
+            Color::Green => "#23d18b",
+            Color::Yellow => "#e5e510",
+            Color::Blue => "#2472c8",
+            Color::Magenta => "#d670d6",
+            Color::Cyan => "#29b8db",
+            Color::Gray => "#a0a0a0",
+            Color::DarkGray => "#767676",
+            Color::White => "#ffffff",
+            _ => default,
+        }
+    }
+    fn escape(s: &str) -> String {
+        s.replace('&', "&amp;")
+            .replace('<', "&lt;")
+            .replace('>', "&gt;")
+    }
+    let (w, h) = (buffer.area.width, buffer.area.height);
+    let mut out = format!(
+        "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{:.0}\" height=\"{:.0}\" font-family=\"DejaVu Sans Mono, Menlo, Consolas, monospace\" font-size=\"14\">\n<rect width=\"100%\" height=\"100%\" fill=\"{BG}\"/>\n",
+        f32::from(w) * CW,
+        f32::from(h) * CH
+    );
+    for y in 0..h {
+        let mut x = 0;
+        while x < w {
+            let first = &buffer[(x, y)];
+            let style = (first.fg, first.bg, first.modifier);
+            let start = x;
+            let mut run = String::new();
+            while x < w {
+                let cell = &buffer[(x, y)];
+                if (cell.fg, cell.bg, cell.modifier) != style {
+                    break;
+                }
+                run.push_str(cell.symbol());
+                x += 1;
+            }
+            let (fg, bg, modifier) = style;
+            let (mut fg, mut bg) = (hex(fg, FG), hex(bg, BG));
+            if modifier.contains(Modifier::REVERSED) {
+                std::mem::swap(&mut fg, &mut bg);
+            }
+            let (x0, cells) = (f32::from(start) * CW, f32::from(x - start) * CW);
+            let top = f32::from(y) * CH;
+            if bg != BG {
+                out.push_str(&format!(
+                    "<rect x=\"{x0:.1}\" y=\"{top:.1}\" width=\"{cells:.1}\" height=\"{CH:.1}\" fill=\"{bg}\"/>\n"
+                ));
+            }
+            if run.trim().is_empty() {
+                continue;
+            }
+            let weight = if modifier.contains(Modifier::BOLD) {
+                " font-weight=\"bold\""
+            } else {
+                ""
+            };
+            let underline = if modifier.contains(Modifier::UNDERLINED) {
+                " text-decoration=\"underline\""
+            } else {
+                ""
+            };
+            out.push_str(&format!(
+                "<text x=\"{x0:.1}\" y=\"{:.1}\" fill=\"{fg}\"{weight}{underline} textLength=\"{cells:.1}\" lengthAdjust=\"spacingAndGlyphs\" xml:space=\"preserve\">{}</text>\n",
+                top + CH * 0.78,
+                escape(&run)
+            ));
+        }
+    }
+    out.push_str("</svg>\n");
+    out
+}
+
+#[test]
+fn the_mode_label_names_what_the_open_ask_needs() {
+    for (ask, label) in [
+        ("ask-1111-question", "ANSWER "),
+        ("ask-2222-permission", "APPROVE "),
+    ] {
+        for (w, h) in [(80u16, 24u16), (120, 40)] {
+            let mut m = model(w, h, false);
+            m.drafts.insert(ask.into(), Draft::new());
+            m.mode = Mode::Answering { ask_id: ask.into() };
+            let text = frame(&m);
+            let status = text.lines().last().unwrap().trim_matches('"');
+            assert!(status.starts_with(label), "{w}x{h}: {status}");
+        }
+    }
+}
+
+#[test]
+fn the_plan_line_counts_the_plan_as_mission_show_does() {
+    let m = model(120, 40, false);
+    let text = frame(&m);
+    // `mission show` prints `Plan:      revision N (…)` through the same counts.
+    let expected = format!(
+        "Plan revision 2 ({})",
+        crate::mission::plan::counts_line(1, 1, 1)
+    );
+    assert_eq!(
+        expected,
+        "Plan revision 2 (1 pending, 1 in progress, 1 completed)"
+    );
+    assert!(text.contains(&expected), "{expected}\n{text}");
+}
+
+#[test]
+fn the_missions_pane_gives_the_intent_the_width() {
+    for (w, h, shown) in [
+        (120u16, 40u16, "ask-then-land: rename the con"),
+        (80, 24, "ask-then-land: rename the c"),
+    ] {
+        let m = model(w, h, false);
+        let text = frame(&m);
+        let row = text
+            .lines()
+            .find(|l| l.contains("a1b2c3d4 demo"))
+            .unwrap_or_else(|| panic!("{text}"));
+        assert!(row.contains(shown), "{w}x{h}: {row}");
+        assert!(
+            text.contains("envelope default ·") && text.contains("· beat 2s ago"),
+            "the detail keeps what the table gave up: {text}"
+        );
+    }
+}
+
+#[test]
+fn the_picker_wraps_agent_descriptions_instead_of_cutting_them() {
+    let mut m = model(80, 24, false);
+    let mut p = Picker::new();
+    let mut data = picker_data();
+    data.agents[1].description =
+        "The scripted offline stub for demos: the intent picks the scenario (ask-then-land, land, mute, derail, tokens, stuck, perm-1)".into();
+    p.data = Some(data);
+    p.step = PickStep::Agent;
+    m.mode = Mode::Picking(p);
+    let text = frame(&m);
+    assert!(text.contains("stuck, perm-1)"), "{text}");
+    assert!(
+        text.contains("  claude           The scripted offline stub for demos: the intent"),
+        "{text}"
+    );
+}
+
+#[test]
+fn the_picker_marks_envelopes_scrolled_out_above_the_selection() {
+    for (selected, marker) in [
+        (0, None),
+        (1, Some("↑ 1 more envelope above")),
+        (2, Some("↑ 1 more envelope above")),
+    ] {
+        let mut m = model(80, 24, false);
+        let mut p = Picker::new();
+        p.data = Some(picker_data());
+        p.envelope = selected;
+        m.mode = Mode::Picking(p);
+        let text = frame(&m);
+        let shows_first = text.contains("hitl-policy-default.json");
+        match marker {
+            None => assert!(shows_first && !text.contains("more envelope"), "{text}"),
+            Some(marker) => assert!(!shows_first && text.contains(marker), "{selected}: {text}"),
+        }
+    }
+}
+
+#[test]
+fn a_long_fire_notice_wraps_above_the_status_line_instead_of_being_cut() {
+    let notice = "Mission a1b2c3d4 fired at default mission agent \"demo\" under envelope \"default\" (default-mission-policy): maxToolCalls 300 · enforced; maxTokens 2,000,000 · best-effort; modelAllowlist [sonnet, opus] · declared, not enforced; onExhausted finish_stuck; filesystem.write · enforced (kernel)";
+    for (w, h) in [(80u16, 24u16), (120, 40)] {
+        let mut m = model(w, h, false);
+        m.toasts.push(Toast {
+            text: notice.into(),
+            error: false,
+            news: false,
+            until_ms: None,
+        });
+        let text = frame(&m);
+        let rows: Vec<&str> = text.lines().map(|l| l.trim_matches('"')).collect();
+        let last = rows.len() - 1;
+        // Every word is on screen, in order, on the bottom rows.
+        let start = rows
+            .iter()
+            .rposition(|r| r.contains(" Mission a1b2c3d4 fired"))
+            .unwrap_or_else(|| panic!("{w}x{h}: {text}"));
+        let shown: Vec<&str> = rows[start..=last]
+            .iter()
+            .flat_map(|r| r.split_whitespace())
+            .collect();
+        let words: Vec<&str> = notice.split_whitespace().collect();
+        let at = shown.iter().position(|w| *w == "Mission").unwrap();
+        assert_eq!(&shown[at..at + words.len()], &words[..], "{w}x{h}: {text}");
+        assert!(!rows[last].contains('…'), "{w}x{h}: {text}");
+        assert!(last - start >= 1, "wrapped onto more than one row: {text}");
+    }
+}
+
+#[test]
+fn clusters_terminals_size_differently_are_drawn_as_their_first_char() {
+    use super::disputed;
+    for (cluster, is) in [
+        ("👩\u{200d}💻", true),
+        ("👍🏽", true),
+        ("e\u{301}", false),
+        ("x\u{336}", false),
+        ("日", false),
+        ("a", false),
+    ] {
+        assert_eq!(disputed(cluster), is, "{cluster:?}");
+    }
+    // Drawn: the first char takes the cluster's place, the rest of the row stays put.
+    let mut m = model(120, 40, false);
+    let mut s = snapshot();
+    s.rows[0].intent = "ship 👩\u{200d}💻 and 👍🏽 today".into();
+    m.snap = Arc::new(s);
+    let text = frame(&m);
+    let row = text.lines().find(|l| l.contains("ship ")).unwrap();
+    assert!(row.contains("ship 👩 and 👍 today"), "{row}");
+}

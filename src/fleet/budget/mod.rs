@@ -47,7 +47,8 @@ impl Crossing {
             field: ComputeField::MaxTurns,
             limit,
             reason: format!(
-                "compute bound exhausted: maxTurns={limit} — the mission spent its turn budget without reaching its operator."
+                "compute bound exhausted: maxTurns={} — the mission spent its turn budget without reaching its operator.",
+                crate::text::count(limit)
             ),
         }
     }
@@ -345,20 +346,22 @@ impl Budget {
         if used <= max {
             return None;
         }
+        let [used, prior, session] = [used, s.prior.tokens, session].map(crate::text::count);
         let measure = match (measure, s.prior.tokens) {
             (Measure::Reported, 0) => format!("reported usage {used}"),
             (Measure::Metered, 0) => format!(
                 "metered usage {used}, counted as bytes/4 of the text crossing the ACP boundary because the agent reports none"
             ),
-            (Measure::Reported, prior) => format!(
+            (Measure::Reported, _) => format!(
                 "reported usage {used}: {prior} spent by earlier sessions of the mission, {session} by this one"
             ),
-            (Measure::Metered, prior) => format!(
+            (Measure::Metered, _) => format!(
                 "metered usage {used}: {prior} spent by earlier sessions of the mission, {session} by this one, counted as bytes/4 of the text crossing the ACP boundary because the agent reports none"
             ),
         };
         let reason = format!(
-            "compute bound exhausted: maxTokens={max} ({measure}) — the mission spent its token budget."
+            "compute bound exhausted: maxTokens={} ({measure}) — the mission spent its token budget.",
+            crate::text::count(max)
         );
         s.exhausted = true;
         s.crossed = Some(reason.clone());
@@ -372,7 +375,8 @@ impl Budget {
 
 fn tool_calls_reason(max: u64) -> String {
     format!(
-        "compute bound exhausted: maxToolCalls={max} — the mission reached its envelope-gated action budget; this call and any after it are refused."
+        "compute bound exhausted: maxToolCalls={} — the mission reached its envelope-gated action budget; this call and any after it are refused.",
+        crate::text::count(max)
     )
 }
 
