@@ -21,6 +21,7 @@ pub mod mission_tools;
 mod normalise;
 mod permissions;
 pub mod prompts;
+mod queued;
 pub mod resume;
 pub mod stop;
 pub mod sweep;
@@ -84,6 +85,9 @@ struct Record {
     intent: String,
     /// The firing session, for a mission fired from one.
     parent_session_id: Option<String>,
+    /// The mission row exists already (claimed from the queue): the started unit
+    /// is bound to it instead of a row being created.
+    claimed: bool,
 }
 
 /// A unit whose session is open, not yet driven.
@@ -312,10 +316,29 @@ impl Fleet {
             None => inner.paths.cwd.clone(),
         };
         let agent = self.resolve_agent(&agent_name)?;
-
+        let record = Record {
+            intent: req.intent,
+            parent_session_id,
+            claimed: false,
+        };
         let mission_id = uuid::Uuid::new_v4().to_string();
+        self.admit(record, mission_id, (agent, envelope), cwd, req.worktree)
+            .await
+    }
+
+    /// Take a slot of width, make the mission's worktree when it wants one, and
+    /// start it; a refusal gives the slot back and removes the worktree.
+    async fn admit(
+        &self,
+        record: Record,
+        mission_id: String,
+        (agent, envelope): (crate::agents::Agent, search::Loaded),
+        cwd: PathBuf,
+        wants_worktree: bool,
+    ) -> anyhow::Result<Dispatched> {
+        let inner = &self.inner;
         let slot = self.reserve()?;
-        let worktree = if req.worktree
+        let worktree = if wants_worktree
             || envelope.policy.workspace == crate::envelope::sandbox::WorkspaceMode::Worktree
         {
             let worktrees = crate::worktree::Worktrees::new(inner.missions.store().clone());
@@ -327,10 +350,7 @@ impl Fleet {
         let cwd = worktree.as_ref().map_or(cwd, |w| w.path.clone());
         let dispatched = self
             .dispatch_admitted(
-                Record {
-                    intent: req.intent,
-                    parent_session_id,
-                },
+                record,
                 mission_id,
                 (agent, envelope),
                 cwd,
@@ -383,7 +403,16 @@ impl Fleet {
             parent_session_id: record.parent_session_id,
         };
         let missions = inner.missions.clone();
-        let mission = match blocking(move || missions.create(new)).await {
+        let claimed = record.claimed;
+        let mission = match blocking(move || {
+            if claimed {
+                missions.bind_claimed(&new)
+            } else {
+                missions.create(new)
+            }
+        })
+        .await
+        {
             Ok(m) => m,
             Err(e) => {
                 started.unit.shutdown().await;

@@ -167,6 +167,28 @@ impl Missions {
         }))
     }
 
+    /// Point a claimed mission at the unit its host started for it, in the
+    /// workspace it started in (its own worktree, when it asked for one). Refused
+    /// once the mission moved on (stopped while its unit started).
+    pub fn bind_claimed(&self, unit: &super::NewMission) -> Result<Mission> {
+        let changed = self.store.with(|c| {
+            c.execute(
+                "UPDATE missions SET session_id = ?2, instance_id = ?3, cwd = ?4, updated_at = ?5
+                 WHERE id = ?1 AND status = 'open' AND session_id IS NULL",
+                params![unit.id, unit.session_id, unit.instance_id, unit.cwd, clock::now_ms()],
+            )
+        })?;
+        let m = self.require(&unit.id)?;
+        if changed == 0 {
+            return Err(MissionError::Conflict(format!(
+                "mission {:?} is {:?}; its unit is not started",
+                m.id,
+                m.status.as_str()
+            )));
+        }
+        Ok(m)
+    }
+
     /// End a queued mission without ever starting it (`queued → abandoned`).
     /// `Ok(false)` when it is not queued (a host claimed it first, or it rests).
     pub fn unqueue(&self, id: &str, reason: &str) -> Result<bool> {
