@@ -19,6 +19,7 @@ pub mod bus;
 pub mod cli;
 pub mod clock;
 pub mod config;
+pub mod daemon;
 pub mod confine;
 pub mod duration;
 pub mod envelope;

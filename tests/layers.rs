@@ -68,6 +68,7 @@ const MODULES: &[(&str, (&str, u8, Siblings))] = &[
     ("bench", SURFACES),
     ("cli", SURFACES),
     ("acp_server", SURFACES),
+    ("daemon", SURFACES),
 ];
 
 /// The only edges between roles, and why each is one way.

@@ -249,6 +249,37 @@ impl Missions {
         Ok(changed == 1)
     }
 
+    /// Collect an open mission whose host `dead` is gone and that nothing can resume
+    /// (`open → abandoned`, guarded on `dead` still being its host, so of every live
+    /// host that saw it, one collects it), with a blocker saying why.
+    pub fn reclaim_from_dead_host(&self, id: &str, dead: &HostId) -> Result<bool> {
+        let reason = format!(
+            "reclaimed: its host on {} is gone and nothing can resume it",
+            dead.machine_label()
+        );
+        let changed = self.store.with(|c| {
+            c.execute(
+                "UPDATE missions SET status = 'abandoned', status_reason = ?3, updated_at = ?4
+                 WHERE id = ?1 AND status = 'open' AND host_id = ?2",
+                params![id, dead.id, reason, clock::now_ms()],
+            )
+        })?;
+        if changed != 1 {
+            return Ok(false);
+        }
+        self.add_blocker(
+            id,
+            "Mission reclaimed: its host process is gone.".into(),
+            format!(
+                "The host running its unit (process {} on {}) ended without handing it back, and the unit died with it. No question was pending and no run was checkpointed, so nothing could resume it: a live host collected it as abandoned. Its reports so far are kept.",
+                dead.pid,
+                dead.machine_label()
+            ),
+        )?;
+        self.publish_status(&self.require(id)?);
+        Ok(true)
+    }
+
     /// Where each waiting mission stands in the queue (1 = next), by id.
     pub fn queue_positions(&self) -> Result<HashMap<String, usize>> {
         let ids: Vec<String> = self.store.with(|c| {
