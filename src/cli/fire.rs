@@ -31,9 +31,16 @@ pub(super) struct FireArgs {
     pub oracle: bool,
     /// Work in a git worktree of its own.
     pub worktree: bool,
+    /// Record it queued for a `missionboard host` instead of hosting it here.
+    pub queue: bool,
+    /// The host label it must run under (queued fires only).
+    pub on: Option<String>,
 }
 
 pub(super) fn run(ctx: &Ctx, args: FireArgs) -> anyhow::Result<i32> {
+    if args.queue {
+        return super::queued_fire::run(ctx, args);
+    }
     if !args.wait {
         anyhow::bail!(
             "mission fire requires --wait: the dispatched unit is a child subprocess of this command and dies when it exits, so a detached fire from a one-shot CLI would tear its own mission down. Pass --wait to block until the mission finishes, or fire from a long-lived host (the board's /mission)"
@@ -48,16 +55,7 @@ pub(super) fn run(ctx: &Ctx, args: FireArgs) -> anyhow::Result<i32> {
     if let Err(e) = presets::seed_policies_quietly(&ctx.paths.home) {
         tracing::warn!("could not refresh the preset envelopes: {e}");
     }
-    let policy = match args.policy.filter(|p| !p.trim().is_empty()) {
-        Some(p) => p,
-        None => Config::new(store.clone())
-            .get(config::DEFAULT_MISSION_POLICY)?
-            .ok_or_else(|| {
-                anyhow::anyhow!(
-                    "no mission envelope: pass --policy <policy>, or set a default with `missionboard config set default-mission-policy <policy>` — a mission must name the HITL policy that bounds it"
-                )
-            })?,
-    };
+    let policy = envelope_name(&store, args.policy)?;
     let runtime = crate::runtime::multi_thread()?;
     // Mounted before anything is fired: a chain or envelope that cannot load refuses
     // the fire whole.
@@ -96,6 +94,23 @@ pub(super) fn run(ctx: &Ctx, args: FireArgs) -> anyhow::Result<i32> {
         fleet.shutdown().await;
         code
     })
+}
+
+/// The envelope a fire names: `--policy`, else `default-mission-policy`.
+pub(super) fn envelope_name(
+    store: &crate::store::Store,
+    policy: Option<String>,
+) -> anyhow::Result<String> {
+    match policy.filter(|p| !p.trim().is_empty()) {
+        Some(p) => Ok(p),
+        None => Config::new(store.clone())
+            .get(config::DEFAULT_MISSION_POLICY)?
+            .ok_or_else(|| {
+                anyhow::anyhow!(
+                    "no mission envelope: pass --policy <policy>, or set a default with `missionboard config set default-mission-policy <policy>` — a mission must name the HITL policy that bounds it"
+                )
+            }),
+    }
 }
 
 async fn fire_and_wait(

@@ -30,7 +30,7 @@ fn sweep(svc: &Missions, json: bool) -> anyhow::Result<()> {
 
 pub(super) fn list(ctx: &Ctx, list: &ListArgs) -> anyhow::Result<i32> {
     let json = list.json;
-    let (all, total, worktrees, gone) = match ctx.existing_store()? {
+    let (all, total, worktrees, gone, queue) = match ctx.existing_store()? {
         Some(store) => {
             let svc = Missions::new(store);
             sweep(&svc, json)?;
@@ -40,9 +40,10 @@ pub(super) fn list(ctx: &Ctx, list: &ListArgs) -> anyhow::Result<i32> {
             let worktrees = crate::worktree::Worktrees::new(svc.store().clone()).states()?;
             let mut probe = crate::mission::hosts::Probe::new(svc.store().clone());
             let gone: Vec<bool> = all.iter().map(|m| host_gone(m, &mut probe)).collect();
-            (all, svc.counts()?.0, worktrees, gone)
+            let queue = svc.queue_positions()?;
+            (all, svc.counts()?.0, worktrees, gone, queue)
         }
-        None => (Vec::new(), 0, Default::default(), Vec::new()),
+        None => (Vec::new(), 0, Default::default(), Vec::new(), Default::default()),
     };
     if json {
         let mut rows = Vec::with_capacity(all.len());
@@ -50,6 +51,9 @@ pub(super) fn list(ctx: &Ctx, list: &ListArgs) -> anyhow::Result<i32> {
             let mut v = serde_json::to_value(m)?;
             if *gone {
                 v["hostGone"] = true.into();
+            }
+            if let Some(at) = queue.get(&m.id) {
+                v["queuePosition"] = (*at).into();
             }
             rows.push(v);
         }
@@ -76,7 +80,10 @@ pub(super) fn list(ctx: &Ctx, list: &ListArgs) -> anyhow::Result<i32> {
             m.id,
             m.agent_name,
             m.hitl_policy_name,
-            m.status,
+            match queue.get(&m.id) {
+                Some(at) => format!("{} #{at}", m.status),
+                None => m.status.to_string(),
+            },
             crate::worktree::workspace_label(worktrees.get(&m.id).copied()),
             host_cell(m, *gone),
             age(clock::age_secs(m.created_at))

@@ -7,9 +7,11 @@ mod config_cmd;
 mod doctor;
 mod fire;
 mod inbox_cmd;
+mod host_cmd;
 mod init;
 mod mission_cmd;
 mod out;
+mod queued_fire;
 mod vet;
 mod worktree_cmd;
 
@@ -64,6 +66,19 @@ enum Command {
     Agent(AgentArgs),
     /// Serve an editor over ACP on stdio: chat, `/mission`, and the host of every mission it fires.
     Acp,
+    /// Run queued missions in the foreground: claim them under a width, host their units.
+    Host {
+        /// Missions running at once (else fleet-max-parallel; 0 = unlimited). A
+        /// mission parked on a question holds no slot.
+        #[arg(long, value_name = "N")]
+        width: Option<u64>,
+        /// A label `mission fire --queue --on <label>` may name (repeatable).
+        #[arg(long = "label", value_name = "LABEL")]
+        labels: Vec<String>,
+        /// On TERM or Ctrl-C, stop the missions it runs instead of parking them.
+        #[arg(long)]
+        stop_on_exit: bool,
+    },
     /// Check that this machine is ready to run missions.
     Doctor {
         /// The verdict, the fixes and each check as JSON (no sweep runs).
@@ -120,6 +135,13 @@ enum MissionCmd {
         /// Work in a git worktree of its own, on a new branch mission/<id8> from HEAD.
         #[arg(long)]
         worktree: bool,
+        /// Queue it for a `missionboard host` and return at once with its id (with
+        /// --wait: follow it to its verdict without hosting it).
+        #[arg(long)]
+        queue: bool,
+        /// Run it only on a host started with this --label (queued fires only).
+        #[arg(long, value_name = "LABEL", requires = "queue")]
+        on: Option<String>,
     },
     /// List missions, newest first.
     List(ListArgs),
@@ -374,6 +396,7 @@ impl Command {
             self,
             Command::Board { .. }
                 | Command::Mission(MissionCmd::Fire { .. })
+                | Command::Host { .. }
                 | Command::Init(_)
                 | Command::Agent(AgentArgs {
                     command: Some(AgentCmd::Add { .. }),
@@ -395,6 +418,7 @@ impl Command {
             self,
             Command::Board { .. }
                 | Command::Mission(MissionCmd::Fire { .. })
+                | Command::Host { .. }
                 | Command::Agent(AgentArgs { command: None, .. })
                 | Command::Acp
                 | Command::StubAgent(_)
@@ -631,6 +655,8 @@ fn run(ctx: &Ctx, command: Option<Command>, flags: BetaFlags) -> anyhow::Result<
                 wait,
                 timeout,
                 worktree,
+                queue,
+                on,
             } => fire::run(
                 ctx,
                 fire::FireArgs {
@@ -641,6 +667,8 @@ fn run(ctx: &Ctx, command: Option<Command>, flags: BetaFlags) -> anyhow::Result<
                     timeout,
                     oracle: flags.oracle,
                     worktree,
+                    queue,
+                    on,
                 },
             ),
             MissionCmd::Stop { id, reason } => mission_cmd::stop(ctx, &id, reason.as_deref()),
@@ -689,6 +717,18 @@ fn run(ctx: &Ctx, command: Option<Command>, flags: BetaFlags) -> anyhow::Result<
                     .map_err(|e| format!("missionboard acp: {e}"))
             }))
         }
+        Some(Command::Host {
+            width,
+            labels,
+            stop_on_exit,
+        }) => host_cmd::run(
+            ctx,
+            host_cmd::HostArgs {
+                width,
+                labels,
+                stop_on_exit,
+            },
+        ),
         Some(Command::Doctor { json, agent: None }) => doctor::run(ctx, json),
         Some(Command::Doctor {
             json,

@@ -73,7 +73,7 @@ pub fn record(
     // A one-shot verdict is never spent on a process that cannot resume the run it
     // unblocks: check the capability first, record second.
     let resumer = match &parked {
-        Some(cp) if !asks.host_lives(cp) => {
+        Some(cp) if !asks.host_lives(cp) && !a_queue_host_resumes(store, cp) => {
             let fleet = Fleet::new(paths.clone(), store.clone())?;
             if let Err(e) = fleet.can_resume(&cp.mission_id) {
                 anyhow::bail!(
@@ -111,7 +111,11 @@ pub async fn resume(
         // The host was alive when we looked. Had it died since, before it could
         // claim the run, the answer would wait for a reconciling read: resume it
         // here now if this process can (the claim keeps it exactly once).
-        (Some(cp), None) if !blocking_in_place(|| Asks::new(store.clone()).host_lives(&cp)) => {
+        (Some(cp), None)
+            if !blocking_in_place(|| {
+                Asks::new(store.clone()).host_lives(&cp) || a_queue_host_resumes(store, &cp)
+            }) =>
+        {
             let capable = blocking_in_place(|| {
                 let fleet = Fleet::new(paths.clone(), store.clone())?;
                 fleet.can_resume(&cp.mission_id).map(|_| fleet)
@@ -131,6 +135,17 @@ pub async fn resume(
     } else {
         Afterwards::SettledHere
     })
+}
+
+/// With its own host gone, is a live `missionboard host` there to resume the run
+/// (one that may run the mission)? Then it does, not the answering process.
+fn a_queue_host_resumes(store: &Store, cp: &Checkpoint) -> bool {
+    let label = Missions::new(store.clone())
+        .run_on(&cp.mission_id)
+        .unwrap_or(None);
+    crate::mission::hosts::Hosts::new(store.clone())
+        .queue_host_lives(label.as_deref())
+        .unwrap_or(false)
 }
 
 /// What [`settle_overdue`] did.

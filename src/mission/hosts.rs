@@ -173,6 +173,14 @@ impl Hosts {
         })
     }
 
+    /// Is a `missionboard host` alive on this store that takes missions labelled
+    /// `label` (`None`: any)? Such a host resumes the answered runs of dead hosts.
+    pub fn queue_host_lives(&self, label: Option<&str>) -> Result<bool, StoreError> {
+        Ok(self.live()?.iter().any(|h| {
+            h.width.is_some() && label.is_none_or(|l| h.labels.iter().any(|have| have == l))
+        }))
+    }
+
     /// Write (or rewrite) `host`'s row, beating now.
     pub fn announce(&self, host: &HostId) -> Result<(), StoreError> {
         let now = clock::now_ms();
