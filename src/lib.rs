@@ -29,6 +29,7 @@ pub mod logging;
 pub mod mission;
 pub mod mission_mcp;
 pub mod model;
+pub mod ops;
 pub mod oracle;
 pub mod paths;
 pub mod planner;

@@ -8,7 +8,7 @@ use std::path::Path;
 use common::{BIN, FleetHost, wait_for_async};
 use missionboard::asks::Asks;
 use missionboard::fleet::{DispatchRequest, stop::stop_mission};
-use missionboard::mission::Status;
+use missionboard::mission::{EnvelopeName, Intent, Status};
 
 /// Declare one more agent in the host's `agents.toml` (read afresh on each fire).
 fn declare(h: &FleetHost, declaration: &str) {
@@ -32,8 +32,8 @@ fn declare_slow(h: &FleetHost) {
 fn request(agent: &str) -> DispatchRequest {
     DispatchRequest {
         agent_name: agent.into(),
-        intent: format!("{agent} something"),
-        policy_name: "default".into(),
+        intent: Intent::new(&format!("{agent} something")).unwrap(),
+        envelope: EnvelopeName::new("default").unwrap(),
         cwd: None,
         worktree: false,
     }
@@ -214,7 +214,7 @@ async fn a_turn_bound_of_one_drops_the_nudge_and_finishes_stuck() {
     );
     let missions = h.fleet.missions().clone();
     let mut req = request("mute");
-    req.policy_name = "oneturn".into();
+    req.envelope = EnvelopeName::new("oneturn").unwrap();
     let d = h.fleet.dispatch(req).await.unwrap();
     let m = wait_for_async(20, "the turn bound", || {
         let m = missions.require(&d.mission_id).unwrap();
@@ -251,7 +251,7 @@ fn bounded(h: &FleetHost, name: &str, compute: &str) -> String {
 async fn run_to_rest(h: &FleetHost, agent: &str, policy: &str) -> missionboard::mission::Mission {
     let missions = h.fleet.missions().clone();
     let mut req = request(agent);
-    req.policy_name = policy.into();
+    req.envelope = EnvelopeName::new(policy).unwrap();
     let d = h.fleet.dispatch(req).await.unwrap();
     wait_for_async(20, "the mission to rest", || {
         let m = missions.require(&d.mission_id).unwrap();

@@ -7,7 +7,7 @@ mod common;
 
 use common::{FleetHost, script, wait_for_async};
 use missionboard::fleet::{DispatchRequest, Fleet};
-use missionboard::mission::{Mission, Status};
+use missionboard::mission::{EnvelopeName, Intent, Mission, Status};
 
 const MB: u64 = 1024 * 1024;
 /// Four times what the host needs here (~25 MB), and less than holding a 50 MB
@@ -74,8 +74,8 @@ async fn a_flooding_or_deaf_unit_is_derailed_with_bounded_host_memory_and_the_ho
             fleet
                 .dispatch(DispatchRequest {
                     agent_name: agent.clone(),
-                    intent: format!("{agent} mission"),
-                    policy_name: "open".into(),
+                    intent: Intent::new(&format!("{agent} mission")).unwrap(),
+                    envelope: EnvelopeName::new("open").unwrap(),
                     cwd: None,
                     worktree: false,
                 })

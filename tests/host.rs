@@ -5,10 +5,9 @@
 mod common;
 
 use std::collections::HashMap;
-use std::process::Stdio;
 
 use common::{Background, Run, Sandbox, script, wait_for};
-use missionboard::mission::Missions;
+use missionboard::mission::{EnvelopeName, Intent, Missions};
 use missionboard::mission::queue::NewQueued;
 use serde_json::Value;
 
@@ -54,11 +53,12 @@ fn queue_many(sb: &Sandbox, agent: &str, n: usize) -> Vec<String> {
         .map(|i| {
             missions
                 .enqueue(NewQueued {
-                    intent: format!("task {i}"),
+                    intent: Intent::new(&format!("task {i}")).unwrap(),
                     agent_name: agent.into(),
-                    policy_name: "default".into(),
+                    envelope: EnvelopeName::new("default").unwrap(),
                     cwd: sb.cwd.display().to_string(),
-                    ..Default::default()
+                    worktree: false,
+                    run_on: None,
                 })
                 .unwrap()
                 .id

@@ -22,8 +22,9 @@ const STORAGE: (&str, u8, Siblings) = ("storage", 1, Siblings::Acyclic);
 const DOMAIN: (&str, u8, Siblings) = ("domain", 2, Siblings::Acyclic);
 const PROTOCOL: (&str, u8, Siblings) = ("protocol adapters", 3, Siblings::Acyclic);
 const ROLES: (&str, u8, Siblings) = ("roles", 4, Siblings::Listed);
-const ASSEMBLY: (&str, u8, Siblings) = ("assembly", 5, Siblings::Acyclic);
-const SURFACES: (&str, u8, Siblings) = ("surfaces", 6, Siblings::Acyclic);
+const OPERATIONS: (&str, u8, Siblings) = ("operations", 5, Siblings::Acyclic);
+const ASSEMBLY: (&str, u8, Siblings) = ("assembly", 6, Siblings::Acyclic);
+const SURFACES: (&str, u8, Siblings) = ("surfaces", 7, Siblings::Acyclic);
 
 /// Every top-level module of the crate, one line each.
 const MODULES: &[(&str, (&str, u8, Siblings))] = &[
@@ -61,6 +62,8 @@ const MODULES: &[(&str, (&str, u8, Siblings))] = &[
     ("oracle", ROLES),
     ("planner", ROLES),
     ("stub", ROLES),
+    // operations: the operator's verbs, one file each, that every surface calls
+    ("ops", OPERATIONS),
     // assembly: the one place that names every table-owning module
     ("schema", ASSEMBLY),
     // surfaces: what an operator runs

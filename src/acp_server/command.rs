@@ -6,10 +6,8 @@ use agent_client_protocol::v1::schema::{
 };
 
 use super::Services;
-use crate::board::effects::load_picker;
-use crate::board::model::PickerData;
-use crate::board::picker::{self, MissionLine, NO_ENVELOPES};
-use crate::fleet::DispatchRequest;
+use crate::board::picker::{self, NO_ENVELOPES};
+use crate::ops::fire::{self, PickerData};
 
 /// What the picker's envelope pick is called when it came from the session's
 /// config option.
@@ -39,7 +37,7 @@ pub fn mission_args(prompt: &str) -> Option<&str> {
 
 /// Everything the picker lists, read afresh.
 pub fn picker_data(svc: &Services) -> Result<PickerData, String> {
-    load_picker(&svc.paths, &svc.store)
+    fire::load_picker(&svc.paths, &svc.store)
 }
 
 /// Run `/mission <args>` for session `session` (`pick`: its envelope option): the
@@ -50,50 +48,28 @@ pub async fn run(
     pick: Option<String>,
     args: &str,
 ) -> Result<String, String> {
-    let data = {
-        let svc = svc.clone();
-        crate::store::blocking(move || picker_data(&svc)).await?
+    let from = fire::LineFrom {
+        envelope_pick: pick.clone().map(|p| (p, OPTION_ORIGIN)),
+        parent_session: Some(session),
     };
-    let line = picker::parse(args, |w| data.agents.iter().any(|a| a.name == w))?;
-    let MissionLine::Fire {
-        policy,
-        agent,
-        intent,
-    } = line
-    else {
-        return Ok(listing(&data, pick.as_deref()));
-    };
-    let from_option = policy.is_none() && pick.is_some();
-    let mut resolved = picker::resolve(policy.or(pick), agent, intent, &data)?;
-    if from_option {
-        resolved.origin = OPTION_ORIGIN;
+    match fire::mission_line(&svc.paths, &svc.fleet, args, from).await? {
+        fire::LineOutcome::List(data) => Ok(listing(&data, pick.as_deref())),
+        fire::LineOutcome::Fired {
+            resolved,
+            labels,
+            dispatched: d,
+        } => {
+            tracing::info!(mission = %d.mission_id, session, agent = %resolved.agent, "session fired a mission");
+            Ok(picker::session_confirmation(
+                &resolved,
+                &labels,
+                &d.mission_id,
+                &d.instance_id,
+                &d.session_id,
+                SESSION_REPORTS,
+            ))
+        }
     }
-    let labels = picker::lookup_envelope(&resolved.envelope, resolved.origin, &data.envelopes)
-        .map(|e| picker::bound_labels(e, caps_of(&data, &resolved.agent)))
-        .unwrap_or_default();
-    let d = svc
-        .fleet
-        .dispatch_for_session(
-            DispatchRequest {
-                agent_name: resolved.agent.clone(),
-                intent: resolved.intent.clone(),
-                policy_name: resolved.envelope.clone(),
-                cwd: None,
-                worktree: false,
-            },
-            session,
-        )
-        .await
-        .map_err(|e| format!("{e:#}"))?;
-    tracing::info!(mission = %d.mission_id, session, agent = %resolved.agent, "session fired a mission");
-    Ok(picker::session_confirmation(
-        &resolved,
-        &labels,
-        &d.mission_id,
-        &d.instance_id,
-        &d.session_id,
-        SESSION_REPORTS,
-    ))
 }
 
 /// `/mission` with no arguments: how to fire, the defaults, and every envelope with
@@ -113,7 +89,7 @@ pub fn listing(data: &PickerData, pick: Option<&str>) -> String {
     let agent = data.default_agent.as_deref().unwrap_or_default();
     lines.push("Envelopes (--policy <name>):".to_string());
     let default = pick.or(data.default_envelope.as_deref());
-    let caps = caps_of(data, agent);
+    let caps = data.caps_of(agent);
     for e in &data.envelopes {
         lines.push(picker::envelope_line(e, default));
         let labels = picker::bound_labels(e, caps);
@@ -122,14 +98,6 @@ pub fn listing(data: &PickerData, pick: Option<&str>) -> String {
         }
     }
     lines.join("\n")
-}
-
-/// What `agent` offered when it last started here, for its bounds' labels.
-fn caps_of<'a>(data: &'a PickerData, agent: &str) -> Option<&'a crate::agents::AgentCaps> {
-    data.agents
-        .iter()
-        .find(|a| a.name == agent)
-        .and_then(|a| a.caps.as_ref())
 }
 
 #[cfg(test)]

@@ -12,9 +12,10 @@ use super::Services;
 use crate::asks::bounds::AgentAnswerError;
 use crate::asks::{AskError, Asks};
 use crate::config::{self, Config};
-use crate::fleet::DispatchRequest;
-use crate::fleet::resume::{self, Answerer};
+use crate::ops::answer::{self, Answerer, Host};
+use crate::mission::{EnvelopeName, Intent};
 use crate::model::ToolSpec;
+use crate::ops::fire;
 use crate::planner::HostTools;
 use crate::sync::LockUnpoisoned;
 
@@ -122,19 +123,12 @@ impl SessionTools {
             (_, Some(p)) => p,
             _ => return Err("missiontools: mission_start needs an envelope: name one, or set a default with `missionboard config set default-mission-policy <name>`".into()),
         };
-        let d = self
-            .svc
-            .fleet
-            .dispatch_for_session(
-                DispatchRequest {
-                    agent_name: agent.clone(),
-                    intent: intent.clone(),
-                    policy_name: policy.clone(),
-                    cwd: None,
-                    worktree: false,
-                },
-                &self.session,
-            )
+        let checked = Intent::new(&intent)
+            .and_then(|i| Ok((i, EnvelopeName::new(&policy)?)))
+            .map_err(|e| e.to_string())?;
+        let mut fire = fire::Fire::new(&agent, checked.1, checked.0);
+        fire.parent_session = Some(self.session.clone());
+        let d = fire::dispatch(&self.svc.fleet, fire)
             .await
             .map_err(|e| format!("{e:#}"))?;
         Ok(json!({
@@ -174,9 +168,9 @@ impl SessionTools {
         .await
         .ok_or_else(not_yours)?;
         let actor = answering_agent(&self.session);
-        let answered = resume::answer(
-            &self.svc.paths,
-            &self.svc.store,
+        let host = Host::running(&self.svc.paths, &self.svc.fleet);
+        let answered = answer::answer(
+            &host,
             &ask_id,
             Answerer::Agent {
                 name: &actor,

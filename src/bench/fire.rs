@@ -12,8 +12,9 @@ use super::bare::Bare;
 use super::scratch::{POLICY, Scratch, one_turn, until, until_reaped};
 use super::{Latency, Row, Scale};
 use crate::acp_client::{Unit, UnitSpec};
-use crate::fleet::DispatchRequest;
+use crate::mission::{EnvelopeName, Intent};
 use crate::mission_mcp::{bridge_server_entry, serve_mission_socket};
+use crate::ops::{self, fire::Fire};
 
 /// How often the transcript is looked at: fine enough for a figure in milliseconds.
 const DETECT: Duration = Duration::from_micros(100);
@@ -58,15 +59,12 @@ pub async fn run(scale: Scale) -> anyhow::Result<Vec<Row>> {
     for round in 0..=(scale.samples / 5).max(3) {
         let _ = std::fs::remove_file(&transcript);
         let t = Instant::now();
-        fleet
-            .dispatch(DispatchRequest {
-                agent_name: "stub".into(),
-                intent: "fire bench".into(),
-                policy_name: POLICY.into(),
-                cwd: None,
-                worktree: false,
-            })
-            .await?;
+        let fire = Fire::new(
+            "stub",
+            EnvelopeName::new(POLICY)?,
+            Intent::new("fire bench")?,
+        );
+        ops::fire::dispatch(&fleet, fire).await?;
         until("the first prompt at the stub", limit, DETECT, || {
             arrived(&transcript)
         })

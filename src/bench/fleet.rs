@@ -14,23 +14,28 @@ use super::bare::Bare;
 use super::scratch::{POLICY, Scratch, one_turn, rss_bytes, until, until_reaped};
 use super::{Row, Scale};
 use crate::acp_client::{Unit, UnitSpec};
-use crate::fleet::DispatchRequest;
 use crate::mission::Status;
+use crate::mission::{EnvelopeName, Intent};
 use crate::mission_mcp::{MissionSocket, bridge_server_entry, serve_mission_socket};
+use crate::ops::fire::{self, Fire};
 
 const LIMIT: Duration = Duration::from_secs(120);
 const MB: f64 = 1024.0 * 1024.0;
 const RSS_TARGET_MB: f64 = 0.25;
 const THROUGHPUT_TARGET: f64 = 1.25;
 
-fn request(agent: &str, i: usize) -> DispatchRequest {
-    DispatchRequest {
-        agent_name: agent.into(),
-        intent: format!("fleet bench mission {i}"),
-        policy_name: POLICY.into(),
-        cwd: None,
-        worktree: false,
-    }
+/// Fire mission `i` at `agent` through the fire verb every surface uses.
+async fn fire_one(
+    fleet: &crate::fleet::Fleet,
+    agent: &str,
+    i: usize,
+) -> anyhow::Result<crate::fleet::Dispatched> {
+    let f = Fire::new(
+        agent,
+        EnvelopeName::new(POLICY)?,
+        Intent::new(&format!("fleet bench mission {i}"))?,
+    );
+    fire::dispatch(fleet, f).await
 }
 
 fn land() -> serde_json::Value {
@@ -84,7 +89,7 @@ pub async fn run(scale: Scale) -> anyhow::Result<Vec<Row>> {
 
     let t = Instant::now();
     let dispatched =
-        futures::future::try_join_all((0..n).map(|i| fleet.dispatch(request("land", i)))).await?;
+        futures::future::try_join_all((0..n).map(|i| fire_one(&fleet, "land", i))).await?;
     // Every unit reaped (a cheap look at the fleet, so the clock does not compete
     // with the fleet for the store), then every mission checked once.
     until_reaped(&fleet, "every unit to be reaped", LIMIT).await?;
@@ -132,7 +137,7 @@ pub async fn rss(scale: Scale) -> anyhow::Result<Vec<Row>> {
     let n = scale.units;
     // Warm up: one mission through every path, so the baseline holds the runtime,
     // the store's caches and the code pages.
-    let warm = fleet.dispatch(request("resident", 0)).await?;
+    let warm = fire_one(&fleet, "resident", 0).await?;
     let missions = fleet.missions().clone();
     until(
         "the warm-up report",
@@ -146,8 +151,7 @@ pub async fn rss(scale: Scale) -> anyhow::Result<Vec<Row>> {
     let baseline = rss_bytes();
 
     let dispatched =
-        futures::future::try_join_all((0..n).map(|i| fleet.dispatch(request("resident", i))))
-            .await?;
+        futures::future::try_join_all((0..n).map(|i| fire_one(&fleet, "resident", i))).await?;
     until(
         "every unit to report and stay resident",
         LIMIT,

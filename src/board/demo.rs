@@ -10,7 +10,9 @@ use tokio::sync::mpsc::UnboundedSender;
 use super::update::Msg;
 use crate::agents::Registry;
 use crate::config::{self, Config};
-use crate::fleet::{DispatchRequest, Fleet};
+use crate::fleet::Fleet;
+use crate::mission::{EnvelopeName, Intent};
+use crate::ops::fire;
 use crate::paths::{HOME_ENV, Paths};
 use crate::presets;
 use crate::store::Store;
@@ -109,19 +111,18 @@ pub fn prepare() -> anyhow::Result<Paths> {
 /// Fire the demo missions one by one through the board's fleet.
 pub async fn fire_all(fleet: Fleet, tx: UnboundedSender<Msg>) {
     for intent in INTENTS {
-        let req = DispatchRequest {
-            agent_name: AGENT.into(),
-            intent: (*intent).into(),
-            policy_name: if intent.starts_with("tokens") {
-                BUDGET_ENVELOPE
-            } else {
-                ENVELOPE
-            }
-            .into(),
-            cwd: None,
-            worktree: false,
+        let envelope = if intent.starts_with("tokens") {
+            BUDGET_ENVELOPE
+        } else {
+            ENVELOPE
         };
-        if let Err(e) = fleet.dispatch(req).await {
+        let checked = Intent::new(intent)
+            .and_then(|i| Ok(fire::Fire::new(AGENT, EnvelopeName::new(envelope)?, i)));
+        let fired = match checked {
+            Ok(f) => fire::dispatch(&fleet, f).await.map(drop),
+            Err(e) => Err(e.into()),
+        };
+        if let Err(e) = fired {
             tracing::warn!("demo: could not fire {intent:?}: {e:#}");
             let _ = tx.send(Msg::Toast {
                 text: format!("demo: could not fire {intent:?}: {e:#}"),

@@ -6,18 +6,13 @@ use std::sync::{Arc, Mutex};
 
 use tokio::sync::mpsc::UnboundedSender;
 
-use super::model::{AgentEntry, EnvelopeEntry, HostedMission, PickerData};
-use super::picker::{self, MissionLine, Resolved};
+use super::model::HostedMission;
+use super::picker::{self, Resolved};
 use super::update::{Effect, Msg, short};
-use crate::agents::Registry;
 use crate::asks::OperatorVerdict;
-use crate::config::{self, Config};
-use crate::envelope::bounds::envelope_summary;
-use crate::envelope::policy::Policy;
-use crate::envelope::search;
-use crate::fleet::budget::ComputeLedger;
-use crate::fleet::resume::{self, Afterwards, Answerer};
-use crate::fleet::{DispatchRequest, Fleet};
+use crate::fleet::Fleet;
+use crate::ops::answer::{self, Afterwards, Answerer, Host};
+use crate::ops::fire;
 use crate::paths::Paths;
 
 /// What effects act on: the host's paths and its fleet (whose `Asks` is the one
@@ -26,6 +21,8 @@ use crate::paths::Paths;
 pub struct Services {
     pub paths: Paths,
     pub fleet: Fleet,
+    /// The fleet as the host the answers and sweeps of this board resume runs on.
+    pub host: Host,
     /// The oracle driver this board mounted, if any; aborted to unmount.
     pub oracle: Arc<Mutex<Option<tokio::task::JoinHandle<()>>>>,
 }
@@ -33,6 +30,7 @@ pub struct Services {
 impl Services {
     pub fn new(paths: Paths, fleet: Fleet) -> Services {
         Services {
+            host: Host::running(&paths, &fleet),
             paths,
             fleet,
             oracle: Arc::default(),
@@ -68,7 +66,7 @@ pub fn spawn(effect: Effect, svc: &Services, tx: UnboundedSender<Msg>) {
                     origin: "picked",
                     intent,
                 };
-                let _ = tx.send(Msg::Fired(fire(&svc.fleet, &r, &labels).await));
+                let _ = tx.send(Msg::Fired(fire_picked(&svc.fleet, &r, &labels).await));
             });
         }
         Effect::Verdict { ask_id, verdict } => {
@@ -185,7 +183,7 @@ pub fn execute_blocking(effect: Effect, svc: &Services) -> Msg {
                 .map_err(|e| e.to_string()),
         ),
         Effect::AckMany { inbox_ids } => Msg::AckDone(ack_many(missions, &inbox_ids)),
-        Effect::LoadPicker => Msg::PickerLoaded(load_picker(&svc.paths, missions.store())),
+        Effect::LoadPicker => Msg::PickerLoaded(fire::load_picker(&svc.paths, missions.store())),
         Effect::RunMission { .. } | Effect::Fire { .. } | Effect::Refire { .. } => Msg::Toast {
             text: "internal: async effect run synchronously".into(),
             error: true,
@@ -290,36 +288,9 @@ fn ack_many(missions: &crate::mission::Missions, ids: &[String]) -> Result<Strin
     }
 }
 
-/// A new mission like `mission_id`: its agent, envelope and intent, in the
-/// checkout it worked in (a fresh worktree of it, when it had one).
+/// Fire a mission like `mission_id` again.
 async fn refire(svc: &Services, mission_id: String) -> Result<String, String> {
-    let store = svc.fleet.missions().store().clone();
-    let old = mission_id.clone();
-    let (m, worktree) = crate::store::blocking(move || {
-        let m = crate::mission::Missions::new(store.clone())
-            .require(&old)
-            .map_err(|e| e.to_string())?;
-        let wt = crate::worktree::Worktrees::new(store)
-            .get(&old)
-            .map_err(|e| e.to_string())?;
-        Ok::<_, String>((m, wt))
-    })
-    .await?;
-    let cwd = match &worktree {
-        Some(wt) => Some(wt.repo.clone()),
-        None => Some(std::path::PathBuf::from(&m.cwd)).filter(|p| p.is_absolute()),
-    };
-    let d = svc
-        .fleet
-        .dispatch(DispatchRequest {
-            agent_name: m.agent_name.clone(),
-            intent: m.intent.clone(),
-            policy_name: m.hitl_policy_name.clone(),
-            cwd,
-            worktree: worktree.is_some(),
-        })
-        .await
-        .map_err(|e| format!("re-fire refused: {e:#}"))?;
+    let (m, d) = fire::refire(&svc.fleet, &mission_id).await?;
     tracing::info!(mission = %d.mission_id, from = %m.id, "board re-fired a mission");
     Ok(format!(
         "re-fired mission {} as {}: {}",
@@ -340,8 +311,7 @@ pub fn spawn_settler(svc: &Services, tx: UnboundedSender<Msg>) -> tokio::task::J
     let svc = svc.clone();
     tokio::spawn(async move {
         loop {
-            let store = svc.fleet.missions().store();
-            match resume::settle_overdue(&svc.paths, store, resume::Stranded::Resumable).await {
+            match answer::settle_overdue(&svc.host, answer::Stranded::Resumable).await {
                 Ok(s) => {
                     if s.resumed > 0 {
                         let text = format!(
@@ -392,8 +362,7 @@ async fn answer_then_resume(
         ask_id: ask_id.clone(),
         result: Ok(recorded_text(&ask_id, &verdict)),
     });
-    let store = svc.fleet.missions().store();
-    let after = resume::resume(&svc.paths, store, &ask_id, recorded).await;
+    let after = answer::resume(&svc.host, &ask_id, recorded).await;
     if let Some((text, error)) = resumed_notice(&ask_id, after) {
         let _ = tx.send(Msg::Toast { text, error });
     }
@@ -405,14 +374,8 @@ fn record(
     svc: &Services,
     ask_id: &str,
     verdict: &OperatorVerdict,
-) -> Result<resume::Recorded, String> {
-    resume::record(
-        &svc.paths,
-        svc.fleet.asks(),
-        ask_id,
-        Answerer::Operator(verdict),
-    )
-    .map_err(|e| format!("{e:#}"))
+) -> Result<answer::Recorded, String> {
+    answer::record(&svc.host, ask_id, Answerer::Operator(verdict)).map_err(|e| format!("{e:#}"))
 }
 
 /// [`answer_then_resume`] in one call, for a caller that runs effects synchronously
@@ -420,8 +383,7 @@ fn record(
 /// one): the resume's notice folds into the line.
 fn answer(svc: &Services, ask_id: &str, verdict: &OperatorVerdict) -> Result<String, String> {
     let recorded = record(svc, ask_id, verdict)?;
-    let store = svc.fleet.missions().store();
-    let resuming = resume::resume(&svc.paths, store, ask_id, recorded);
+    let resuming = answer::resume(&svc.host, ask_id, recorded);
     let after = match tokio::runtime::Handle::try_current() {
         Ok(board) => board.block_on(resuming),
         Err(_) => crate::runtime::multi_thread()
@@ -466,115 +428,32 @@ fn resumed_notice(ask_id: &str, after: anyhow::Result<Afterwards>) -> Option<(St
     }
 }
 
-/// Everything the picker lists, read afresh (the search path is never cached).
-pub fn load_picker(paths: &Paths, store: &crate::store::Store) -> Result<PickerData, String> {
-    let config = Config::new(store.clone());
-    let envelopes = search::list(paths)
-        .into_iter()
-        .filter_map(|l| {
-            let bytes = std::fs::read(&l.path).ok()?;
-            Some(envelope_entry(&l.file_name, &bytes))
-        })
-        .collect();
-    let registry = Registry::load(paths).map_err(|e| format!("{e:#}"))?;
-    let missions = crate::mission::Missions::new(store.clone());
-    let ledger = ComputeLedger::new(store.clone());
-    let agents = registry
-        .all()
-        .map(|a| AgentEntry {
-            name: a.name.clone(),
-            description: a.description.clone(),
-            caps: ledger.last_seen_caps(&missions, &a.name),
-        })
-        .collect();
-    let get = |k| {
-        config
-            .get(k)
-            .ok()
-            .flatten()
-            .filter(|v: &String| !v.trim().is_empty())
-    };
-    Ok(PickerData {
-        envelopes,
-        agents,
-        default_agent: get(config::DEFAULT_MISSION_AGENT),
-        default_envelope: get(config::DEFAULT_MISSION_POLICY),
-    })
-}
-
-/// One envelope as the picker lists it: its character line, its compute bounds (each
-/// labelled for the chosen agent when drawn) and the truthful label of each sandbox
-/// limit it sets on this kernel.
-pub fn envelope_entry(file_name: &str, bytes: &[u8]) -> EnvelopeEntry {
-    use crate::envelope::sandbox::{SandboxField, SandboxStatus, sandbox_status};
-    let abi = crate::confine::landlock_abi();
-    let policy = Policy::parse(file_name, bytes).ok();
-    let sandbox = policy
-        .as_ref()
-        .map(|p| {
-            let sandbox = p.sandbox_or_baseline();
-            SandboxField::ALL
-                .into_iter()
-                .filter_map(|f| {
-                    let status = sandbox_status(f, &sandbox, abi);
-                    (status != SandboxStatus::NotLimited).then(|| (f.key(), status.label()))
-                })
-                .collect()
-        })
-        .unwrap_or_default();
-    EnvelopeEntry {
-        file_name: file_name.to_string(),
-        short_name: search::short_name(file_name).to_string(),
-        summary: envelope_summary(bytes),
-        compute: policy.map(|p| p.compute),
-        sandbox,
-    }
-}
-
 async fn run_mission(svc: &Services, args: &str) -> Msg {
-    let paths = svc.paths.clone();
-    let store = svc.fleet.missions().store().clone();
-    let data = match crate::store::blocking(move || load_picker(&paths, &store)).await {
-        Ok(d) => d,
-        Err(e) => return Msg::Fired(Err(e)),
+    let from = fire::LineFrom {
+        envelope_pick: None,
+        parent_session: None,
     };
-    let line = match picker::parse(args, |w| data.agents.iter().any(|a| a.name == w)) {
-        Ok(l) => l,
-        Err(e) => return Msg::Fired(Err(e)),
-    };
-    match line {
-        MissionLine::List => Msg::OpenPicker(data),
-        MissionLine::Fire {
-            policy,
-            agent,
-            intent,
-        } => match picker::resolve(policy, agent, intent, &data) {
-            Ok(r) => {
-                let caps = data
-                    .agents
-                    .iter()
-                    .find(|a| a.name == r.agent)
-                    .and_then(|a| a.caps.as_ref());
-                let labels = picker::lookup_envelope(&r.envelope, r.origin, &data.envelopes)
-                    .map(|e| picker::bound_labels(e, caps))
-                    .unwrap_or_default();
-                Msg::Fired(fire(&svc.fleet, &r, &labels).await)
-            }
-            Err(e) => Msg::Fired(Err(e)),
-        },
+    match fire::mission_line(&svc.paths, &svc.fleet, args, from).await {
+        Ok(fire::LineOutcome::List(data)) => Msg::OpenPicker(data),
+        Ok(fire::LineOutcome::Fired {
+            resolved,
+            labels,
+            dispatched,
+        }) => {
+            tracing::info!(mission = %dispatched.mission_id, agent = %resolved.agent, envelope = %resolved.envelope, "board fired a mission");
+            Msg::Fired(Ok(picker::confirmation(
+                &resolved,
+                &labels,
+                &dispatched.mission_id,
+            )))
+        }
+        Err(e) => Msg::Fired(Err(e)),
     }
 }
 
-/// Dispatch through the fleet; a refusal's text is shown verbatim.
-async fn fire(fleet: &Fleet, r: &Resolved, labels: &[String]) -> Result<String, String> {
-    let d = fleet
-        .dispatch(DispatchRequest {
-            agent_name: r.agent.clone(),
-            intent: r.intent.clone(),
-            policy_name: r.envelope.clone(),
-            cwd: None,
-            worktree: false,
-        })
+/// Dispatch what the picker chose; a refusal's text is shown verbatim.
+async fn fire_picked(fleet: &Fleet, r: &Resolved, labels: &[String]) -> Result<String, String> {
+    let d = fire::dispatch(fleet, fire::Fire::resolved(r))
         .await
         .map_err(|e| format!("{e:#}"))?;
     tracing::info!(mission = %d.mission_id, agent = %r.agent, envelope = %r.envelope, "board fired a mission");
@@ -583,7 +462,7 @@ async fn fire(fleet: &Fleet, r: &Resolved, labels: &[String]) -> Result<String, 
 
 #[cfg(test)]
 mod tests {
-    use super::envelope_entry;
+    use crate::ops::fire::envelope_entry;
 
     fn labels(file_name: &str) -> Vec<(&'static str, &'static str)> {
         let preset = crate::presets::get(file_name).expect("a preset");

@@ -199,35 +199,7 @@ impl Pane {
     ];
 }
 
-/// One envelope as the picker lists it.
-#[derive(Debug, Clone, PartialEq)]
-pub struct EnvelopeEntry {
-    pub file_name: String,
-    pub short_name: String,
-    /// The §7 character line (empty for an unparseable file).
-    pub summary: String,
-    /// Its compute bounds (`None`: the file does not load, so it bounds nothing).
-    pub compute: Option<crate::envelope::policy::ComputeBounds>,
-    /// `(limit, label)` for each sandbox limit it sets, on this kernel.
-    pub sandbox: Vec<(&'static str, &'static str)>,
-}
-
-#[derive(Debug, Clone, PartialEq)]
-pub struct AgentEntry {
-    pub name: String,
-    pub description: String,
-    /// What it offered when it last started a unit here (`None`: it never did).
-    pub caps: Option<crate::agents::AgentCaps>,
-}
-
-/// What the picker needs from disk and config, read by an effect.
-#[derive(Debug, Clone, Default, PartialEq)]
-pub struct PickerData {
-    pub envelopes: Vec<EnvelopeEntry>,
-    pub agents: Vec<AgentEntry>,
-    pub default_agent: Option<String>,
-    pub default_envelope: Option<String>,
-}
+pub use crate::ops::fire::{AgentEntry, EnvelopeEntry, PickerData};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum PickStep {

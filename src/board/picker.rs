@@ -1,142 +1,12 @@
-//! The `/mission` grammar (hitl-oracle §7): parsing is pure, and so is resolving a
-//! parsed line against what was read from disk and config, so every refusal string
-//! is tested without a terminal.
+//! What the `/mission` picker says: its header, its envelope lines and the notice
+//! of a fired mission. The grammar and its resolution are the fire verb's
+//! ([`crate::ops::fire`]).
 
-use super::model::{EnvelopeEntry, PickerData};
-use crate::agents::AgentCaps;
-use crate::envelope::bounds::{self, ComputeField};
 use crate::envelope::search;
-
-pub const USAGE: &str = "usage: /mission [--policy <envelope>] [agent-name] <intent> — /mission with no arguments lists the envelopes";
-
-/// A parsed `/mission` line.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum MissionLine {
-    /// No arguments: list the envelopes (fires nothing).
-    List,
-    Fire {
-        policy: Option<String>,
-        agent: Option<String>,
-        intent: String,
-    },
-}
-
-/// Parse the arguments after `/mission`. Flags come first and parsing stops at the
-/// first non-flag; the first word is an agent only if `is_agent` knows it.
-pub fn parse(args: &str, is_agent: impl Fn(&str) -> bool) -> Result<MissionLine, String> {
-    let mut words = args.split_whitespace().peekable();
-    if words.peek().is_none() {
-        return Ok(MissionLine::List);
-    }
-    let mut policy = None;
-    while let Some(w) = words.peek().copied() {
-        if !w.starts_with("--") {
-            break;
-        }
-        words.next();
-        if w == "--policy" {
-            match words.next() {
-                Some(v) => policy = Some(v.to_string()),
-                None => return Err(format!("--policy needs an envelope name: {USAGE}")),
-            }
-        } else if let Some(v) = w.strip_prefix("--policy=") {
-            if v.is_empty() {
-                return Err(format!("--policy needs an envelope name: {USAGE}"));
-            }
-            policy = Some(v.to_string());
-        } else {
-            return Err(format!(
-                "unknown /mission flag {w:?}: the only flag is --policy <envelope>, and flags must come before the agent and intent ({USAGE})"
-            ));
-        }
-    }
-    let rest: Vec<&str> = words.collect();
-    let Some(first) = rest.first() else {
-        return Err(USAGE.to_string());
-    };
-    let (agent, intent) = if is_agent(first) && rest.len() > 1 {
-        (Some(first.to_string()), rest[1..].join(" "))
-    } else {
-        (None, rest.join(" "))
-    };
-    Ok(MissionLine::Fire {
-        policy,
-        agent,
-        intent,
-    })
-}
-
-/// A line resolved to what the fleet is asked to run.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Resolved {
-    pub agent: String,
-    /// True when the line named the agent (else the default mission agent).
-    pub agent_named: bool,
-    pub envelope: String,
-    /// `--policy` or `default-mission-policy` (or `picker`).
-    pub origin: &'static str,
-    pub intent: String,
-}
-
-/// Apply the defaults and look the envelope up among those listed.
-pub fn resolve(
-    policy: Option<String>,
-    agent: Option<String>,
-    intent: String,
-    data: &PickerData,
-) -> Result<Resolved, String> {
-    let (agent, agent_named) = match agent {
-        Some(a) => (a, true),
-        None => match data.default_agent.clone().filter(|a| !a.trim().is_empty()) {
-            Some(a) => (a, false),
-            None => {
-                return Err("no mission agent: name one as `/mission <agent-name> <intent>`, or set a default with `missionboard config set default-mission-agent <name>`".into());
-            }
-        },
-    };
-    let (envelope, origin) = match policy {
-        Some(p) => (p, "--policy"),
-        None => match data
-            .default_envelope
-            .clone()
-            .filter(|p| !p.trim().is_empty())
-        {
-            Some(p) => (p, "default-mission-policy"),
-            None => {
-                return Err("no mission envelope: name one as `/mission --policy <envelope> <intent>`, or set a default with `missionboard config set default-mission-policy <envelope>` — a mission must name the HITL policy that bounds it. /mission with no arguments lists the envelopes".into());
-            }
-        },
-    };
-    lookup_envelope(&envelope, origin, &data.envelopes)?;
-    Ok(Resolved {
-        agent,
-        agent_named,
-        envelope,
-        origin,
-        intent,
-    })
-}
-
-/// Refuse a blank or path-like name, and a name no listed file answers to.
-pub fn lookup_envelope<'a>(
-    name: &str,
-    origin: &str,
-    envelopes: &'a [EnvelopeEntry],
-) -> Result<&'a EnvelopeEntry, String> {
-    let file = search::file_name(name)?;
-    envelopes
-        .iter()
-        .find(|e| e.file_name == file)
-        .ok_or_else(|| {
-            let hint = if envelopes.is_empty() {
-                " and none were found (run `missionboard init` to seed the presets)".to_string()
-            } else {
-                let names: Vec<&str> = envelopes.iter().map(|e| e.file_name.as_str()).collect();
-                format!(". Available: {}", names.join(", "))
-            };
-            format!("unknown mission envelope {name:?} ({origin}): no such policy file on the search path{hint}")
-        })
-}
+pub use crate::ops::fire::{
+    EnvelopeEntry, LABEL_SEP, MissionLine, PickerData, Resolved, USAGE, bound_labels,
+    lookup_envelope, parse, resolve,
+};
 
 /// The notice once the fleet accepted the mission: one line, with the envelope's
 /// bounds labelled for the agent that runs it.
@@ -150,35 +20,12 @@ pub fn confirmation(r: &Resolved, labels: &[String], mission_id: &str) -> String
         "Mission {} fired at {who} {:?} under envelope {:?} ({})",
         super::update::short(mission_id),
         r.agent,
-        r.envelope,
+        r.envelope.as_str(),
         r.origin
     );
     if !labels.is_empty() {
         out.push_str(&format!(": {}", labels.join(LABEL_SEP)));
     }
-    out
-}
-
-/// Between two labels (a label has a ` · ` of its own).
-pub const LABEL_SEP: &str = "; ";
-
-/// Each bound `e` sets, labelled for an agent that offered `caps` when it last
-/// started (`None`: not known yet) — the same `bound_status` `mission show` uses —
-/// then what a crossed bound does, then each sandbox limit with its kernel label.
-pub fn bound_labels(e: &EnvelopeEntry, caps: Option<&AgentCaps>) -> Vec<String> {
-    let mut out = Vec::new();
-    if let Some(b) = &e.compute {
-        out.extend(
-            ComputeField::ALL
-                .into_iter()
-                .filter(|f| f.is_set(b))
-                .map(|f| bounds::label(f, b, caps)),
-        );
-        if !out.is_empty() {
-            out.push(format!("onExhausted {}", b.on_exhausted.as_str()));
-        }
-    }
-    out.extend(e.sandbox.iter().map(|(limit, l)| format!("{limit} · {l}")));
     out
 }
 
@@ -200,7 +47,9 @@ pub fn session_confirmation(
     };
     let mut out = format!(
         "Mission fired at {who} {:?} under envelope {:?} ({}).\n",
-        r.agent, r.envelope, r.origin
+        r.agent,
+        r.envelope.as_str(),
+        r.origin
     );
     if !labels.is_empty() {
         out.push_str(&format!("Envelope: {}\n", labels.join(LABEL_SEP)));

@@ -554,8 +554,8 @@ fn picker_walks_envelope_agent_intent_and_fires() {
         fx,
         vec![Effect::Fire {
             agent: "demo".into(),
-            envelope: "strict".into(),
-            intent: "land: jk typed as text".into(),
+            envelope: crate::mission::EnvelopeName::new("strict").unwrap(),
+            intent: crate::mission::Intent::new("land: jk typed as text").unwrap(),
             // Labelled for demo as `mission show` would label its mission.
             labels: vec![
                 "modelAllowlist [m] · declared, not enforced".into(),

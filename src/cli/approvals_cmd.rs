@@ -5,7 +5,7 @@ use super::{ApprovalsCmd, BetaFlags, Ctx, ListArgs};
 use crate::asks::{Ask, Asks, OperatorVerdict};
 use crate::clock;
 use crate::duration::age;
-use crate::fleet::resume::{self, Afterwards, Answerer};
+use crate::ops::answer::{self, Afterwards, Answerer, Host};
 use crate::row;
 
 pub(super) fn run(ctx: &Ctx, cmd: ApprovalsCmd, flags: &BetaFlags) -> anyhow::Result<i32> {
@@ -87,14 +87,13 @@ fn settle_then_list(
             outln!("{line}")
         }
     };
-    let resume::Settled {
+    let answer::Settled {
         expired,
         resumed,
         failed,
-    } = crate::runtime::multi_thread()?.block_on(resume::settle_overdue(
-        &ctx.paths,
-        &store,
-        resume::Stranded::All,
+    } = crate::runtime::multi_thread()?.block_on(answer::settle_overdue(
+        &Host::one_shot(&ctx.paths, &store),
+        answer::Stranded::All,
     ))?;
     if expired > 0 {
         say(format!(
@@ -174,8 +173,8 @@ fn respond(
         (Some(name), OperatorVerdict::Answer(text)) => Answerer::Agent { name, text },
         _ => Answerer::Operator(&verdict),
     };
-    let after =
-        crate::runtime::multi_thread()?.block_on(resume::answer(&ctx.paths, &store, id, who))?;
+    let host = Host::one_shot(&ctx.paths, &store);
+    let after = crate::runtime::multi_thread()?.block_on(answer::answer(&host, id, who))?;
     if let Some(agent) = as_agent {
         outln!(
             "Answered as agent {:?} — the durable record attributes this answer to it, and it counts against the mission's agent-answer bound.",

@@ -9,11 +9,12 @@ use super::Ctx;
 use super::mission_cmd::{report_lines, status_line};
 use super::out::{out, outln};
 use crate::agents::AgentCaps;
-use crate::config::{self, Config};
 use crate::envelope::bounds::{ComputeField, bound_status, describe_all};
 use crate::envelope::policy::{ComputeBounds, OnExhausted};
-use crate::fleet::{DispatchRequest, Fleet};
+use crate::fleet::Fleet;
+use crate::mission::Intent;
 use crate::mission::Status;
+use crate::ops::fire::{self, Fire};
 use crate::oracle::Oracle;
 use crate::presets;
 use crate::signals::Signals;
@@ -48,14 +49,15 @@ pub(super) fn run(ctx: &Ctx, args: FireArgs) -> anyhow::Result<i32> {
     }
     let timeout =
         crate::duration::parse(&args.timeout).map_err(|e| anyhow::anyhow!("--timeout: {e}"))?;
-    let agent = args.agent.trim().to_string();
-    let intent = args.intent.join(" ").trim().to_string();
     let store = ctx.store()?;
     // The shipped envelopes are always there to be named, whatever was deleted.
     if let Err(e) = presets::seed_policies_quietly(&ctx.paths.home) {
         tracing::warn!("could not refresh the preset envelopes: {e}");
     }
-    let policy = envelope_name(&store, args.policy)?;
+    let envelope = fire::envelope_or_default(&store, args.policy.as_deref())?;
+    let intent = Intent::new(&args.intent.join(" "))?;
+    let mut request = Fire::new(&args.agent, envelope, intent);
+    request.worktree = args.worktree;
     let runtime = crate::runtime::multi_thread()?;
     // Mounted before anything is fired: a chain or envelope that cannot load refuses
     // the fire whole.
@@ -78,16 +80,7 @@ pub(super) fn run(ctx: &Ctx, args: FireArgs) -> anyhow::Result<i32> {
             }
             None => None,
         };
-        let code = fire_and_wait(
-            &fleet,
-            &mut signals,
-            agent,
-            intent,
-            policy,
-            timeout,
-            args.worktree,
-        )
-        .await;
+        let code = fire_and_wait(&fleet, &mut signals, request, timeout).await;
         if let Some(d) = driver {
             d.abort();
         }
@@ -96,39 +89,15 @@ pub(super) fn run(ctx: &Ctx, args: FireArgs) -> anyhow::Result<i32> {
     })
 }
 
-/// The envelope a fire names: `--policy`, else `default-mission-policy`.
-pub(super) fn envelope_name(
-    store: &crate::store::Store,
-    policy: Option<String>,
-) -> anyhow::Result<String> {
-    match policy.filter(|p| !p.trim().is_empty()) {
-        Some(p) => Ok(p),
-        None => Config::new(store.clone())
-            .get(config::DEFAULT_MISSION_POLICY)?
-            .ok_or_else(|| {
-                anyhow::anyhow!(
-                    "no mission envelope: pass --policy <policy>, or set a default with `missionboard config set default-mission-policy <policy>` — a mission must name the HITL policy that bounds it"
-                )
-            }),
-    }
-}
-
 async fn fire_and_wait(
     fleet: &Fleet,
     signals: &mut Signals,
-    agent: String,
-    intent: String,
-    policy: String,
+    request: Fire,
     timeout: Duration,
-    worktree: bool,
 ) -> anyhow::Result<i32> {
-    let dispatch = fleet.dispatch(DispatchRequest {
-        agent_name: agent.clone(),
-        intent: intent.clone(),
-        policy_name: policy.clone(),
-        cwd: None,
-        worktree,
-    });
+    let (agent, policy) = (request.agent.clone(), request.envelope.clone());
+    let intent = request.intent.clone();
+    let dispatch = fire::dispatch(fleet, request);
     let d = tokio::select! {
         d = dispatch => d?,
         _ = signals.next() => {
@@ -139,7 +108,10 @@ async fn fire_and_wait(
         }
     };
     let id = d.mission_id.clone();
-    outln!("Mission fired at agent {agent:?} under envelope {policy:?}.")?;
+    outln!(
+        "Mission fired at agent {agent:?} under envelope {:?}.",
+        policy.as_str()
+    )?;
     outln!("Intent: {intent}")?;
     outln!(
         "Mission {id} (instance {}, session {}).",

@@ -6,12 +6,13 @@
 use std::time::Duration;
 
 use super::Ctx;
-use super::fire::{FireArgs, envelope_name};
+use super::fire::FireArgs;
 use super::mission_cmd::status_line;
 use super::out::outln;
 use crate::mission::Status;
 use crate::mission::hosts::Hosts;
-use crate::mission::queue::NewQueued;
+use crate::mission::Intent;
+use crate::ops::fire::{self, Fire};
 use crate::presets;
 
 /// How often `--wait` re-reads the mission.
@@ -29,32 +30,15 @@ pub(super) fn run(ctx: &Ctx, args: FireArgs) -> anyhow::Result<i32> {
     if let Err(e) = presets::seed_policies_quietly(&ctx.paths.home) {
         tracing::warn!("could not refresh the preset envelopes: {e}");
     }
-    let policy = envelope_name(&store, args.policy)?;
-    let agent = args.agent.trim().to_string();
-    // Refused here, not by a host later: the envelope and the agent must resolve now.
-    crate::envelope::search::load(&ctx.paths, &policy).map_err(|e| {
-        anyhow::anyhow!("hitl policy {policy:?} could not be loaded: it must name an existing policy (see `missionboard vet --all`) — {e}")
-    })?;
-    let registry = crate::agents::Registry::load(&ctx.paths)?;
-    if registry.get(&agent).is_none() && crate::agents::catalogue::get(&agent).is_none() {
-        anyhow::bail!("resolve agent {agent:?}: not found — see 'missionboard agent list'");
-    }
-    let on = args.on.map(|l| l.trim().to_string());
-    if on.as_ref().is_some_and(|l| l.is_empty() || l.contains(char::is_whitespace)) {
-        anyhow::bail!("--on: a host label is one word (e.g. gpu, laptop)");
-    }
+    let envelope = fire::envelope_or_default(&store, args.policy.as_deref())?;
+    let mut request = Fire::new(&args.agent, envelope, Intent::new(&args.intent.join(" "))?);
+    request.worktree = args.worktree;
+    let m = fire::enqueue(&ctx.paths, &store, request, args.on.as_deref())?;
+    let (agent, policy, on) = (&m.agent_name, &m.hitl_policy_name, args.on.as_deref().map(str::trim));
     let missions = crate::mission::Missions::new(store.clone());
-    let m = missions.enqueue(NewQueued {
-        intent: args.intent.join(" "),
-        agent_name: agent.clone(),
-        policy_name: policy.clone(),
-        cwd: ctx.paths.cwd.display().to_string(),
-        worktree: args.worktree,
-        run_on: on.clone(),
-    })?;
     let position = missions.queue_positions()?.get(&m.id).copied().unwrap_or(1);
     let (id, intent) = (&m.id, &m.intent);
-    let place = match &on {
+    let place = match on {
         Some(label) => format!(" for a host labelled {label:?}"),
         None => String::new(),
     };
@@ -65,12 +49,11 @@ pub(super) fn run(ctx: &Ctx, args: FireArgs) -> anyhow::Result<i32> {
     let hosts_up = Hosts::new(store)
         .live()?
         .iter()
-        .any(|h| h.width.is_some() && on.as_ref().is_none_or(|l| h.labels.contains(l)));
+        .any(|h| h.width.is_some() && on.is_none_or(|l| h.labels.iter().any(|have| have == l)));
     if !hosts_up {
         outln!(
             "No `missionboard host` that can take it is running on this store: start one with 'missionboard host'{}.",
-            on.as_ref()
-                .map(|l| format!(" --label {l}"))
+            on.map(|l| format!(" --label {l}"))
                 .unwrap_or_default()
         )?;
     }

@@ -42,7 +42,7 @@ use crate::asks::checkpoint::Checkpoint;
 use crate::config::Config;
 use crate::envelope::policy::ComputeBounds;
 use crate::envelope::search;
-use crate::mission::{Missions, NewMission, subjects};
+use crate::mission::{EnvelopeName, Intent, Missions, NewMission, subjects};
 use crate::mission_mcp::{
     MissionToolHandler, bridge_server_entry, serve_mission_socket, socket_path_for,
 };
@@ -52,12 +52,12 @@ use crate::sync::LockUnpoisoned;
 use mission_tools::MissionToolCalls;
 
 /// What a surface asks the fleet to do.
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone)]
 pub struct DispatchRequest {
     pub agent_name: String,
-    pub intent: String,
-    /// The envelope name as typed; the fleet never picks one itself.
-    pub policy_name: String,
+    pub intent: Intent,
+    /// The envelope as named; the fleet never picks one itself.
+    pub envelope: EnvelopeName,
     /// Absolute working directory for the unit; empty means the host's.
     pub cwd: Option<PathBuf>,
     /// Work in a git worktree of its own (else the envelope's `workspace` decides).
@@ -82,7 +82,7 @@ pub struct Dispatched {
 
 /// What a dispatch records beside the agent and envelope it resolved.
 struct Record {
-    intent: String,
+    intent: Intent,
     /// The firing session, for a mission fired from one.
     parent_session_id: Option<String>,
     /// The mission row exists already (claimed from the queue): the started unit
@@ -290,17 +290,8 @@ impl Fleet {
         if agent_name.is_empty() {
             anyhow::bail!("missing parameter: agentName: agentName is required");
         }
-        if req.intent.trim().is_empty() {
-            anyhow::bail!("missing parameter: intent: intent is required");
-        }
-        crate::mission::single_line("intent", &req.intent)?;
-        let policy_name = req.policy_name.trim().to_string();
-        if policy_name.is_empty() {
-            anyhow::bail!(
-                "missing parameter: hitlPolicyName: hitlPolicyName is required: a mission must name its envelope"
-            );
-        }
-        let envelope = search::load(&inner.paths, &policy_name).map_err(|e| {
+        let policy_name = req.envelope.as_str();
+        let envelope = search::load(&inner.paths, policy_name).map_err(|e| {
             anyhow::anyhow!(
                 "invalid parameter value: hitlPolicyName: hitl policy {policy_name:?} could not be loaded: it must name an existing policy (see `missionboard vet --all` / the .missionboard policy files) — {e}"
             )
@@ -394,7 +385,7 @@ impl Fleet {
         }
         let new = NewMission {
             id: mission_id.clone(),
-            intent: record.intent.trim().to_string(),
+            intent: record.intent.as_str().to_string(),
             agent_name: agent_name.clone(),
             policy_name: policy_name.clone(),
             cwd: cwd.display().to_string(),

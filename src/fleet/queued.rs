@@ -42,7 +42,7 @@ impl Fleet {
                 PathBuf::from(&mission.cwd)
             };
             let record = Record {
-                intent: mission.intent.clone(),
+                intent: crate::mission::Intent::new(&mission.intent)?,
                 parent_session_id: None,
                 claimed: true,
             };

@@ -416,6 +416,66 @@ fn host_at(r: &Row<'_>, at: usize) -> crate::store::sql::Result<Option<HostId>> 
     )
 }
 
+/// What a mission is fired to do: one non-blank line, trimmed. Built once where a
+/// surface takes the operator's (or a session's) words, so nothing downstream
+/// re-checks it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Intent(String);
+
+impl Intent {
+    /// Refuse a blank intent and one that spans lines (the board and every table
+    /// show an intent whole, on one line).
+    pub fn new(raw: &str) -> Result<Intent> {
+        let intent = raw.trim();
+        if intent.is_empty() {
+            return Err(MissionError::Invalid(
+                "missing parameter: intent: intent is required".into(),
+            ));
+        }
+        single_line("intent", intent)?;
+        Ok(Intent(intent.to_string()))
+    }
+
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+}
+
+impl fmt::Display for Intent {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+/// The envelope a mission is fired under, by the name the operator gave it:
+/// non-blank, trimmed. Whether a file answers to it is the envelope search's to
+/// say when it is loaded.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct EnvelopeName(String);
+
+impl EnvelopeName {
+    /// Refuse a blank name: a mission must name the envelope that bounds it.
+    pub fn new(raw: &str) -> Result<EnvelopeName> {
+        let name = raw.trim();
+        if name.is_empty() {
+            return Err(MissionError::Invalid(
+                "missing parameter: hitlPolicyName: hitlPolicyName is required: a mission must name its envelope".into(),
+            ));
+        }
+        Ok(EnvelopeName(name.to_string()))
+    }
+
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+}
+
+impl fmt::Display for EnvelopeName {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
 /// Intents and summaries are one line: the board and every table show them whole.
 pub(crate) fn single_line(field: &str, value: &str) -> Result<()> {
     if value.trim().is_empty() {

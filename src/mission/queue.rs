@@ -14,7 +14,10 @@ use std::collections::HashMap;
 
 use serde_json::json;
 
-use super::{COLUMNS, Mission, MissionError, Missions, Result, from_row, single_line, subjects};
+use super::{
+    COLUMNS, EnvelopeName, Intent, Mission, MissionError, Missions, Result, from_row, single_line,
+    subjects,
+};
 use crate::clock;
 use crate::host::HostId;
 use crate::store::sql::{OptionalExtension, params};
@@ -56,11 +59,11 @@ ALTER TABLE hosts ADD COLUMN load BIGINT;
 ALTER TABLE hosts ADD COLUMN labels TEXT;";
 
 /// What a queued fire records.
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone)]
 pub struct NewQueued {
-    pub intent: String,
+    pub intent: Intent,
     pub agent_name: String,
-    pub policy_name: String,
+    pub envelope: EnvelopeName,
     /// The absolute workspace the unit starts in.
     pub cwd: String,
     /// Work in a git worktree of its own.
@@ -83,12 +86,6 @@ const CLAIM_WINDOW: i64 = 64;
 impl Missions {
     /// Record a mission as `queued` with its fire choices. Nothing starts.
     pub fn enqueue(&self, q: NewQueued) -> Result<Mission> {
-        single_line("intent", &q.intent)?;
-        if q.policy_name.trim().is_empty() {
-            return Err(MissionError::Invalid(
-                "hitlPolicyName is required: a mission must name its envelope".into(),
-            ));
-        }
         if let Some(label) = &q.run_on {
             single_line("host label", label)?;
         }
@@ -98,7 +95,7 @@ impl Missions {
             c.execute(
                 "INSERT INTO missions (id, intent, agent_name, policy_name, cwd, status, created_at, updated_at)
                  VALUES (?1, ?2, ?3, ?4, ?5, 'queued', ?6, ?6)",
-                params![id, q.intent.trim(), q.agent_name.trim(), q.policy_name.trim(), q.cwd, now],
+                params![id, q.intent.as_str(), q.agent_name.trim(), q.envelope.as_str(), q.cwd, now],
             )?;
             c.execute(
                 "INSERT INTO mission_queue (mission_id, worktree, run_on, queued_at) VALUES (?1, ?2, ?3, ?4)",
@@ -280,6 +277,16 @@ impl Missions {
         Ok(true)
     }
 
+    /// With the host of mission `id` gone, is a live `missionboard host` there that
+    /// may run it (its `--on` label fits)? Such a host resumes its answered run,
+    /// not the process that answered. A failed read says no.
+    pub fn queue_host_takes(&self, id: &str) -> bool {
+        let label = self.run_on(id).unwrap_or(None);
+        super::hosts::Hosts::new(self.store.clone())
+            .queue_host_lives(label.as_deref())
+            .unwrap_or(false)
+    }
+
     /// Where each waiting mission stands in the queue (1 = next), by id.
     pub fn queue_positions(&self) -> Result<HashMap<String, usize>> {
         let ids: Vec<String> = self.store.with(|c| {
@@ -336,9 +343,9 @@ mod tests {
 
     fn queued(svc: &Missions, intent: &str, run_on: Option<&str>) -> Mission {
         svc.enqueue(NewQueued {
-            intent: intent.into(),
+            intent: Intent::new(intent).unwrap(),
             agent_name: "demo".into(),
-            policy_name: "default".into(),
+            envelope: EnvelopeName::new("default").unwrap(),
             cwd: "/".into(),
             worktree: false,
             run_on: run_on.map(Into::into),

@@ -373,7 +373,8 @@ impl Deliver<'_> {
         // the run's checkpoint is ours, and this host's drive loop resumes it from
         // the durable row.
         let who = crate::fleet::resume::Answerer::Agent { name: AGENT, text };
-        match crate::fleet::resume::record(&self.oracle.paths, asks, ask_id, who) {
+        let host = || Ok(self.fleet.clone());
+        match crate::fleet::resume::record(&self.oracle.paths, asks, ask_id, who, host) {
             Ok(_) => {
                 let was_parked = parked_before || parked();
                 self.parked.store(was_parked, Ordering::Relaxed);

@@ -14,7 +14,7 @@ use missionboard::board::theme::{Symbols, Theme};
 use missionboard::board::update::{Msg, update};
 use missionboard::clock::poll_until_blocking;
 use missionboard::fleet::{DispatchRequest, Fleet};
-use missionboard::mission::Status;
+use missionboard::mission::{EnvelopeName, Intent, Status};
 use missionboard::paths::Paths;
 use missionboard::presets;
 use missionboard::store::Store;
@@ -56,8 +56,9 @@ async fn answering_in_the_board_lets_the_real_stub_land() {
     let d = fleet
         .dispatch(DispatchRequest {
             agent_name: "stub".into(),
-            intent: "ask-then-land: proceed with the change to rename the env var".into(),
-            policy_name: "default".into(),
+            intent: Intent::new("ask-then-land: proceed with the change to rename the env var")
+                .unwrap(),
+            envelope: EnvelopeName::new("default").unwrap(),
             cwd: None,
             worktree: false,
         })
@@ -172,8 +173,9 @@ async fn the_board_mounts_its_oracle_and_it_answers_a_routine_question() {
     let d = fleet
         .dispatch(DispatchRequest {
             agent_name: "stub".into(),
-            intent: "ask-then-land: proceed with the change to rename the env var".into(),
-            policy_name: "default".into(),
+            intent: Intent::new("ask-then-land: proceed with the change to rename the env var")
+                .unwrap(),
+            envelope: EnvelopeName::new("default").unwrap(),
             cwd: None,
             worktree: false,
         })

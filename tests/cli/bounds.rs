@@ -268,9 +268,10 @@ fn an_agent_offering_no_models_is_told_once_the_allowlist_is_not_enforced() {
 /// The labels the board's picker shows for `envelope` when `agent` is chosen, read
 /// the way the board reads them.
 fn picker_labels(sb: &Sandbox, agent: &str, envelope: &str) -> Vec<String> {
-    use missionboard::board::{effects, picker};
+    use missionboard::board::picker;
+    use missionboard::ops::fire;
     let paths = missionboard::paths::Paths::resolve(sb.home.clone(), sb.cwd.clone());
-    let data = effects::load_picker(&paths, &sb.store()).unwrap();
+    let data = fire::load_picker(&paths, &sb.store()).unwrap();
     let caps = data
         .agents
         .iter()

@@ -8,7 +8,7 @@ use std::process::Stdio;
 
 use missionboard::acp_client::{Unit, UnitEvent, UnitSpec, mission_meta};
 use missionboard::fleet::DispatchRequest;
-use missionboard::mission::Status;
+use missionboard::mission::{EnvelopeName, Intent, Status};
 
 use crate::harness::{BIN, FleetHost, ForeignLock, Sandbox, wait_for_async};
 use crate::{integrity, script, show};
@@ -95,8 +95,8 @@ async fn units_waiting_on_a_foreign_lock_stall_no_other_units_acp_traffic() {
             .fleet
             .dispatch(DispatchRequest {
                 agent_name: "ticker".into(),
-                intent: format!("tick {n}"),
-                policy_name: "default".into(),
+                intent: Intent::new(&format!("tick {n}")).unwrap(),
+                envelope: EnvelopeName::new("default").unwrap(),
                 cwd: None,
                 worktree: false,
             })

@@ -112,8 +112,8 @@ pub enum Effect {
     /// A mission chosen in the picker.
     Fire {
         agent: String,
-        envelope: String,
-        intent: String,
+        envelope: crate::mission::EnvelopeName,
+        intent: crate::mission::Intent,
         /// The envelope's bounds labelled for this agent (the fire notice says them).
         labels: Vec<String>,
     },

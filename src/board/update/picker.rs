@@ -77,15 +77,19 @@ fn fire_picked(m: &mut Model) -> Vec<Effect> {
     else {
         return vec![];
     };
-    let intent = p.intent.as_str().trim();
-    if intent.is_empty() {
-        p.error = Some("missing parameter: intent: intent is required".into());
-        return vec![];
-    }
+    let checked = crate::mission::Intent::new(p.intent.as_str())
+        .and_then(|i| Ok((i, crate::mission::EnvelopeName::new(&env.short_name)?)));
+    let (intent, envelope) = match checked {
+        Ok(c) => c,
+        Err(e) => {
+            p.error = Some(e.to_string());
+            return vec![];
+        }
+    };
     let effect = Effect::Fire {
         agent: agent.name.clone(),
-        envelope: env.short_name.clone(),
-        intent: intent.to_string(),
+        envelope,
+        intent,
         labels: crate::board::picker::bound_labels(env, agent.caps.as_ref()),
     };
     p.busy = true;

@@ -1,0 +1,485 @@
+//! Fire: the operator's verb that starts a mission. The `/mission` grammar (parsing
+//! is pure, and so is resolving a parsed line against what was read from disk and
+//! config, so every refusal string is tested without a terminal), the agent and
+//! envelope defaults, the envelope's truthful labels, and the one dispatch every
+//! surface fires through. The intent and the envelope name are checked once, when
+//! their values are built ([`Intent`], [`EnvelopeName`]).
+
+use std::path::PathBuf;
+
+use crate::agents::{AgentCaps, Registry};
+use crate::config::{self, Config};
+use crate::envelope::bounds::{self, ComputeField, envelope_summary};
+use crate::envelope::policy::Policy;
+use crate::envelope::search;
+use crate::fleet::budget::ComputeLedger;
+use crate::fleet::{DispatchRequest, Dispatched, Fleet};
+use crate::mission::{EnvelopeName, Intent, Mission};
+use crate::paths::Paths;
+use crate::store::Store;
+
+pub const USAGE: &str = "usage: /mission [--policy <envelope>] [agent-name] <intent> — /mission with no arguments lists the envelopes";
+
+/// A parsed `/mission` line.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum MissionLine {
+    /// No arguments: list the envelopes (fires nothing).
+    List,
+    Fire {
+        policy: Option<String>,
+        agent: Option<String>,
+        intent: String,
+    },
+}
+
+/// Parse the arguments after `/mission`. Flags come first and parsing stops at the
+/// first non-flag; the first word is an agent only if `is_agent` knows it.
+pub fn parse(args: &str, is_agent: impl Fn(&str) -> bool) -> Result<MissionLine, String> {
+    let mut words = args.split_whitespace().peekable();
+    if words.peek().is_none() {
+        return Ok(MissionLine::List);
+    }
+    let mut policy = None;
+    while let Some(w) = words.peek().copied() {
+        if !w.starts_with("--") {
+            break;
+        }
+        words.next();
+        if w == "--policy" {
+            match words.next() {
+                Some(v) => policy = Some(v.to_string()),
+                None => return Err(format!("--policy needs an envelope name: {USAGE}")),
+            }
+        } else if let Some(v) = w.strip_prefix("--policy=") {
+            if v.is_empty() {
+                return Err(format!("--policy needs an envelope name: {USAGE}"));
+            }
+            policy = Some(v.to_string());
+        } else {
+            return Err(format!(
+                "unknown /mission flag {w:?}: the only flag is --policy <envelope>, and flags must come before the agent and intent ({USAGE})"
+            ));
+        }
+    }
+    let rest: Vec<&str> = words.collect();
+    let Some(first) = rest.first() else {
+        return Err(USAGE.to_string());
+    };
+    let (agent, intent) = if is_agent(first) && rest.len() > 1 {
+        (Some(first.to_string()), rest[1..].join(" "))
+    } else {
+        (None, rest.join(" "))
+    };
+    Ok(MissionLine::Fire {
+        policy,
+        agent,
+        intent,
+    })
+}
+
+/// A line resolved to what the fleet is asked to run.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Resolved {
+    pub agent: String,
+    /// True when the line named the agent (else the default mission agent).
+    pub agent_named: bool,
+    pub envelope: EnvelopeName,
+    /// `--policy` or `default-mission-policy` (or `picker`).
+    pub origin: &'static str,
+    pub intent: Intent,
+}
+
+/// Apply the defaults and look the envelope up among those listed.
+pub fn resolve(
+    policy: Option<String>,
+    agent: Option<String>,
+    intent: String,
+    data: &PickerData,
+) -> Result<Resolved, String> {
+    let (agent, agent_named) = match agent {
+        Some(a) => (a, true),
+        None => match data.default_agent.clone().filter(|a| !a.trim().is_empty()) {
+            Some(a) => (a, false),
+            None => {
+                return Err("no mission agent: name one as `/mission <agent-name> <intent>`, or set a default with `missionboard config set default-mission-agent <name>`".into());
+            }
+        },
+    };
+    let (envelope, origin) = match policy {
+        Some(p) => (p, "--policy"),
+        None => match data
+            .default_envelope
+            .clone()
+            .filter(|p| !p.trim().is_empty())
+        {
+            Some(p) => (p, "default-mission-policy"),
+            None => {
+                return Err("no mission envelope: name one as `/mission --policy <envelope> <intent>`, or set a default with `missionboard config set default-mission-policy <envelope>` — a mission must name the HITL policy that bounds it. /mission with no arguments lists the envelopes".into());
+            }
+        },
+    };
+    lookup_envelope(&envelope, origin, &data.envelopes)?;
+    Ok(Resolved {
+        agent,
+        agent_named,
+        envelope: EnvelopeName::new(&envelope).map_err(|e| e.to_string())?,
+        origin,
+        intent: Intent::new(&intent).map_err(|e| e.to_string())?,
+    })
+}
+
+/// Refuse a blank or path-like name, and a name no listed file answers to.
+pub fn lookup_envelope<'a>(
+    name: &str,
+    origin: &str,
+    envelopes: &'a [EnvelopeEntry],
+) -> Result<&'a EnvelopeEntry, String> {
+    let file = search::file_name(name)?;
+    envelopes
+        .iter()
+        .find(|e| e.file_name == file)
+        .ok_or_else(|| {
+            let hint = if envelopes.is_empty() {
+                " and none were found (run `missionboard init` to seed the presets)".to_string()
+            } else {
+                let names: Vec<&str> = envelopes.iter().map(|e| e.file_name.as_str()).collect();
+                format!(". Available: {}", names.join(", "))
+            };
+            format!("unknown mission envelope {name:?} ({origin}): no such policy file on the search path{hint}")
+        })
+}
+
+/// Between two labels (a label has a ` · ` of its own).
+pub const LABEL_SEP: &str = "; ";
+
+/// Each bound `e` sets, labelled for an agent that offered `caps` when it last
+/// started (`None`: not known yet) — the same `bound_status` `mission show` uses —
+/// then what a crossed bound does, then each sandbox limit with its kernel label.
+pub fn bound_labels(e: &EnvelopeEntry, caps: Option<&AgentCaps>) -> Vec<String> {
+    let mut out = Vec::new();
+    if let Some(b) = &e.compute {
+        out.extend(
+            ComputeField::ALL
+                .into_iter()
+                .filter(|f| f.is_set(b))
+                .map(|f| bounds::label(f, b, caps)),
+        );
+        if !out.is_empty() {
+            out.push(format!("onExhausted {}", b.on_exhausted.as_str()));
+        }
+    }
+    out.extend(e.sandbox.iter().map(|(limit, l)| format!("{limit} · {l}")));
+    out
+}
+
+/// One envelope as the picker lists it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct EnvelopeEntry {
+    pub file_name: String,
+    pub short_name: String,
+    /// The §7 character line (empty for an unparseable file).
+    pub summary: String,
+    /// Its compute bounds (`None`: the file does not load, so it bounds nothing).
+    pub compute: Option<crate::envelope::policy::ComputeBounds>,
+    /// `(limit, label)` for each sandbox limit it sets, on this kernel.
+    pub sandbox: Vec<(&'static str, &'static str)>,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct AgentEntry {
+    pub name: String,
+    pub description: String,
+    /// What it offered when it last started a unit here (`None`: it never did).
+    pub caps: Option<crate::agents::AgentCaps>,
+}
+
+/// What the picker needs from disk and config, read by an effect.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct PickerData {
+    pub envelopes: Vec<EnvelopeEntry>,
+    pub agents: Vec<AgentEntry>,
+    pub default_agent: Option<String>,
+    pub default_envelope: Option<String>,
+}
+
+/// A mission ready to dispatch: every value already checked.
+#[derive(Debug, Clone)]
+pub struct Fire {
+    pub agent: String,
+    pub envelope: EnvelopeName,
+    pub intent: Intent,
+    /// Absolute working directory for the unit; `None`: the host's.
+    pub cwd: Option<PathBuf>,
+    /// Work in a git worktree of its own (else the envelope's `workspace` decides).
+    pub worktree: bool,
+    /// The firing editor session, recorded as the mission's parent so its reports
+    /// stream there while that session lives.
+    pub parent_session: Option<String>,
+}
+
+impl Fire {
+    pub fn new(agent: &str, envelope: EnvelopeName, intent: Intent) -> Fire {
+        Fire {
+            agent: agent.trim().to_string(),
+            envelope,
+            intent,
+            cwd: None,
+            worktree: false,
+            parent_session: None,
+        }
+    }
+
+    /// What a resolved `/mission` line fires.
+    pub fn resolved(r: &Resolved) -> Fire {
+        Fire::new(&r.agent, r.envelope.clone(), r.intent.clone())
+    }
+}
+
+/// Dispatch on `fleet`, the process's one host: validate, admit, start the unit,
+/// record the mission. A refusal leaves no record and no process.
+pub async fn dispatch(fleet: &Fleet, fire: Fire) -> anyhow::Result<Dispatched> {
+    let req = DispatchRequest {
+        agent_name: fire.agent,
+        intent: fire.intent,
+        envelope: fire.envelope,
+        cwd: fire.cwd,
+        worktree: fire.worktree,
+    };
+    match fire.parent_session {
+        Some(parent) => fleet.dispatch_for_session(req, &parent).await,
+        None => fleet.dispatch(req).await,
+    }
+}
+
+/// What a `/mission` line came to.
+pub enum LineOutcome {
+    /// No arguments: what the picker lists (nothing fired).
+    List(PickerData),
+    /// The fleet accepted the mission.
+    Fired {
+        resolved: Resolved,
+        /// The envelope's bounds labelled for the agent that runs it.
+        labels: Vec<String>,
+        dispatched: Box<Dispatched>,
+    },
+}
+
+/// Where a `/mission` line is fired from, and what stands in for `--policy` when
+/// the line names none.
+pub struct LineFrom<'a> {
+    /// An envelope picked beside the line (an editor session's option), and the
+    /// origin the notice gives it; `None`: the configured default.
+    pub envelope_pick: Option<(String, &'static str)>,
+    /// The firing editor session, if any.
+    pub parent_session: Option<&'a str>,
+}
+
+/// Run a `/mission` line on `fleet`: read what the picker lists, parse, resolve the
+/// defaults, label the envelope for the agent, dispatch. A refusal is its text.
+pub async fn mission_line(
+    paths: &Paths,
+    fleet: &Fleet,
+    args: &str,
+    from: LineFrom<'_>,
+) -> Result<LineOutcome, String> {
+    let data = {
+        let (paths, store) = (paths.clone(), fleet.missions().store().clone());
+        crate::store::blocking(move || load_picker(&paths, &store)).await?
+    };
+    let MissionLine::Fire {
+        policy,
+        agent,
+        intent,
+    } = parse(args, |w| data.agents.iter().any(|a| a.name == w))?
+    else {
+        return Ok(LineOutcome::List(data));
+    };
+    let (pick, pick_origin) = match from.envelope_pick {
+        Some((p, origin)) if policy.is_none() => (Some(p), Some(origin)),
+        _ => (None, None),
+    };
+    let mut resolved = resolve(policy.or(pick), agent, intent, &data)?;
+    if let Some(origin) = pick_origin {
+        resolved.origin = origin;
+    }
+    let labels = labels_for(&data, &resolved);
+    let mut fire = Fire::resolved(&resolved);
+    fire.parent_session = from.parent_session.map(str::to_string);
+    let dispatched = dispatch(fleet, fire).await.map_err(|e| format!("{e:#}"))?;
+    Ok(LineOutcome::Fired {
+        resolved,
+        labels,
+        dispatched: Box::new(dispatched),
+    })
+}
+
+/// The resolved envelope's bounds, labelled for the resolved agent.
+fn labels_for(data: &PickerData, r: &Resolved) -> Vec<String> {
+    lookup_envelope(r.envelope.as_str(), r.origin, &data.envelopes)
+        .map(|e| bound_labels(e, data.caps_of(&r.agent)))
+        .unwrap_or_default()
+}
+
+impl PickerData {
+    /// What `agent` offered when it last started here, for its bounds' labels.
+    pub fn caps_of(&self, agent: &str) -> Option<&AgentCaps> {
+        self.agents
+            .iter()
+            .find(|a| a.name == agent)
+            .and_then(|a| a.caps.as_ref())
+    }
+}
+
+/// A new mission like `mission_id`: its agent, envelope and intent, in the
+/// checkout it worked in (a fresh worktree of it, when it had one). The old
+/// mission and the new one's dispatch.
+pub async fn refire(fleet: &Fleet, mission_id: &str) -> Result<(Mission, Dispatched), String> {
+    let store = fleet.missions().store().clone();
+    let old = mission_id.to_string();
+    let (m, worktree) = crate::store::blocking(move || {
+        let m = crate::mission::Missions::new(store.clone())
+            .require(&old)
+            .map_err(|e| e.to_string())?;
+        let wt = crate::worktree::Worktrees::new(store)
+            .get(&old)
+            .map_err(|e| e.to_string())?;
+        Ok::<_, String>((m, wt))
+    })
+    .await?;
+    let refused = |e: String| format!("re-fire refused: {e}");
+    let mut fire = Fire::new(
+        &m.agent_name,
+        EnvelopeName::new(&m.hitl_policy_name).map_err(|e| refused(e.to_string()))?,
+        Intent::new(&m.intent).map_err(|e| refused(e.to_string()))?,
+    );
+    fire.cwd = match &worktree {
+        Some(wt) => Some(wt.repo.clone()),
+        None => Some(PathBuf::from(&m.cwd)).filter(|p| p.is_absolute()),
+    };
+    fire.worktree = worktree.is_some();
+    let d = dispatch(fleet, fire)
+        .await
+        .map_err(|e| refused(format!("{e:#}")))?;
+    Ok((m, d))
+}
+
+/// Queue `fire` for a `missionboard host` (to run only on one labelled `on`, when
+/// given): its envelope must load and its agent resolve here and now, so a typo is
+/// refused at the fire, not found by a host later. Nothing starts.
+pub fn enqueue(
+    paths: &Paths,
+    store: &Store,
+    fire: Fire,
+    on: Option<&str>,
+) -> anyhow::Result<Mission> {
+    search::load(paths, fire.envelope.as_str()).map_err(|e| {
+        anyhow::anyhow!(
+            "hitl policy {:?} could not be loaded: it must name an existing policy (see `missionboard vet --all`) — {e}",
+            fire.envelope.as_str()
+        )
+    })?;
+    let registry = Registry::load(paths)?;
+    if registry.get(&fire.agent).is_none() && crate::agents::catalogue::get(&fire.agent).is_none()
+    {
+        anyhow::bail!(
+            "resolve agent {:?}: not found — see 'missionboard agent list'",
+            fire.agent
+        );
+    }
+    let on = on.map(str::trim);
+    if on.is_some_and(|l| l.is_empty() || l.contains(char::is_whitespace)) {
+        anyhow::bail!("--on: a host label is one word (e.g. gpu, laptop)");
+    }
+    let cwd = fire.cwd.unwrap_or_else(|| paths.cwd.clone());
+    Ok(crate::mission::Missions::new(store.clone()).enqueue(
+        crate::mission::queue::NewQueued {
+            intent: fire.intent,
+            agent_name: fire.agent,
+            envelope: fire.envelope,
+            cwd: cwd.display().to_string(),
+            worktree: fire.worktree,
+            run_on: on.map(str::to_string),
+        },
+    )?)
+}
+
+/// The envelope a command-line fire runs under: the one named, else the configured
+/// default; neither is a refusal that says how to name one.
+pub fn envelope_or_default(store: &Store, named: Option<&str>) -> anyhow::Result<EnvelopeName> {
+    let name = match named.filter(|p| !p.trim().is_empty()) {
+        Some(p) => p.to_string(),
+        None => Config::new(store.clone())
+            .get(config::DEFAULT_MISSION_POLICY)?
+            .ok_or_else(|| {
+                anyhow::anyhow!(
+                    "no mission envelope: pass --policy <policy>, or set a default with `missionboard config set default-mission-policy <policy>` — a mission must name the HITL policy that bounds it"
+                )
+            })?,
+    };
+    Ok(EnvelopeName::new(&name)?)
+}
+
+/// Everything the picker lists, read afresh (the search path is never cached).
+pub fn load_picker(paths: &Paths, store: &crate::store::Store) -> Result<PickerData, String> {
+    let config = Config::new(store.clone());
+    let envelopes = search::list(paths)
+        .into_iter()
+        .filter_map(|l| {
+            let bytes = std::fs::read(&l.path).ok()?;
+            Some(envelope_entry(&l.file_name, &bytes))
+        })
+        .collect();
+    let registry = Registry::load(paths).map_err(|e| format!("{e:#}"))?;
+    let missions = crate::mission::Missions::new(store.clone());
+    let ledger = ComputeLedger::new(store.clone());
+    let agents = registry
+        .all()
+        .map(|a| AgentEntry {
+            name: a.name.clone(),
+            description: a.description.clone(),
+            caps: ledger.last_seen_caps(&missions, &a.name),
+        })
+        .collect();
+    let get = |k| {
+        config
+            .get(k)
+            .ok()
+            .flatten()
+            .filter(|v: &String| !v.trim().is_empty())
+    };
+    Ok(PickerData {
+        envelopes,
+        agents,
+        default_agent: get(config::DEFAULT_MISSION_AGENT),
+        default_envelope: get(config::DEFAULT_MISSION_POLICY),
+    })
+}
+
+/// One envelope as the picker lists it: its character line, its compute bounds (each
+/// labelled for the chosen agent when drawn) and the truthful label of each sandbox
+/// limit it sets on this kernel.
+pub fn envelope_entry(file_name: &str, bytes: &[u8]) -> EnvelopeEntry {
+    use crate::envelope::sandbox::{SandboxField, SandboxStatus, sandbox_status};
+    let abi = crate::confine::landlock_abi();
+    let policy = Policy::parse(file_name, bytes).ok();
+    let sandbox = policy
+        .as_ref()
+        .map(|p| {
+            let sandbox = p.sandbox_or_baseline();
+            SandboxField::ALL
+                .into_iter()
+                .filter_map(|f| {
+                    let status = sandbox_status(f, &sandbox, abi);
+                    (status != SandboxStatus::NotLimited).then(|| (f.key(), status.label()))
+                })
+                .collect()
+        })
+        .unwrap_or_default();
+    EnvelopeEntry {
+        file_name: file_name.to_string(),
+        short_name: search::short_name(file_name).to_string(),
+        summary: envelope_summary(bytes),
+        compute: policy.map(|p| p.compute),
+        sandbox,
+    }
+}

@@ -1,0 +1,8 @@
+//! The operator's verbs, one file each, between the roles (the fleet that hosts
+//! units, the oracle) and the surfaces (cli, board, the editor session, bench).
+//! A surface parses its input, calls a verb, and formats the outcome; what a verb
+//! does — which defaults apply, which checks refuse, which service call records it,
+//! which host resumes a run — is decided here once for every surface.
+
+pub mod answer;
+pub mod fire;
