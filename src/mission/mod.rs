@@ -347,7 +347,7 @@ const STATE_ORDER: [Status; 6] = [
 #[derive(Debug, Clone, Copy)]
 pub struct Listing<'a> {
     pub order: Order,
-    /// Open missions only (the terminal ones hidden).
+    /// Live missions only, open and queued (the terminal ones hidden).
     pub open_only: bool,
     /// Missions shown elsewhere (the board's needs-me group), left out.
     pub exclude: &'a [Mission],
@@ -356,7 +356,7 @@ pub struct Listing<'a> {
 impl Listing<'_> {
     fn statuses(&self) -> &'static [Status] {
         if self.open_only {
-            &STATE_ORDER[..1]
+            &STATE_ORDER[..2]
         } else {
             &STATE_ORDER
         }
@@ -598,11 +598,15 @@ impl Missions {
 
     /// How many missions `listing` covers, given [`Missions::counts`].
     pub fn listing_len(&self, listing: &Listing<'_>, (total, open): (i64, i64)) -> usize {
-        let in_scope = if listing.open_only { open } else { total };
+        let in_scope = if listing.open_only {
+            open + self.count_in(Status::Queued).unwrap_or(0) as i64
+        } else {
+            total
+        };
         let excluded = listing
             .exclude
             .iter()
-            .filter(|m| !listing.open_only || m.status == Status::Open)
+            .filter(|m| !listing.open_only || !m.status.is_terminal())
             .count();
         (in_scope.max(0) as usize).saturating_sub(excluded)
     }
@@ -654,7 +658,7 @@ impl Missions {
             Order::Heartbeat => "MAX(created_at, COALESCE(last_heartbeat, 0)) DESC, id DESC",
         };
         let scope = if listing.open_only {
-            "status = 'open' AND "
+            "status IN ('open', 'queued') AND "
         } else {
             ""
         };
