@@ -7,8 +7,8 @@ mod common;
 use std::collections::HashMap;
 
 use common::{Background, Run, Sandbox, script, wait_for};
-use missionboard::mission::{EnvelopeName, Intent, Missions};
 use missionboard::mission::queue::NewQueued;
+use missionboard::mission::{EnvelopeName, Intent, Missions};
 use serde_json::Value;
 
 /// Lands after a short sleep: long enough that four run side by side.
@@ -181,14 +181,21 @@ fn twenty_queued_at_width_four_run_four_at_a_time_and_all_land() {
         .find(|m| m["id"] == first.as_str())
         .unwrap()
         .clone();
-    assert_eq!((row["status"].clone(), row["queuePosition"].clone()), ("queued".into(), 1.into()));
+    assert_eq!(
+        (row["status"].clone(), row["queuePosition"].clone()),
+        ("queued".into(), 1.into())
+    );
 
     let h = host(&sb, &["--width", "4"]);
     wait_all(&sb, &ids, "landed", 180);
     let out = term(h);
     assert_eq!(out.code, 0, "{out:#?}");
     for id in &ids {
-        assert_eq!(report_summaries(&sb, id), ["[result] done"], "{id} ran once");
+        assert_eq!(
+            report_summaries(&sb, id),
+            ["[result] done"],
+            "{id} ran once"
+        );
         assert_eq!(
             out.stdout
                 .lines()
@@ -213,7 +220,9 @@ fn a_queued_mission_stopped_before_it_starts_never_spawns_a_unit() {
     sb.declare_stubs(&[("stub", Some(&script(LAND)))]);
     let transcript = sb.cwd.join("transcript.log");
     let stopped = queue(&sb, "stub", "never run this");
-    let out = sb.run(&["mission", "stop", &stopped, "--reason", "changed my mind"]).ok();
+    let out = sb
+        .run(&["mission", "stop", &stopped, "--reason", "changed my mind"])
+        .ok();
     assert_eq!(
         out.lines(),
         [format!(
@@ -234,7 +243,11 @@ fn a_queued_mission_stopped_before_it_starts_never_spawns_a_unit() {
     assert!(!out.stdout.contains(&stopped), "{}", out.stdout);
     // One unit ran, one first turn: the other mission's.
     let t = std::fs::read_to_string(&transcript).unwrap_or_default();
-    assert_eq!(t.lines().filter(|l| l.starts_with("turn=1 ")).count(), 1, "{t}");
+    assert_eq!(
+        t.lines().filter(|l| l.starts_with("turn=1 ")).count(),
+        1,
+        "{t}"
+    );
 }
 
 #[test]
@@ -252,7 +265,8 @@ fn a_parked_mission_frees_its_slot_and_takes_one_again_on_its_answer() {
     let lander = queue(&sb, "lander", "land");
     wait_all(&sb, std::slice::from_ref(&lander), "landed", 120);
     assert_eq!(show(&sb, &asker)["status"], "open");
-    sb.run(&["approvals", "respond", &ask, "--answer", "yes"]).ok();
+    sb.run(&["approvals", "respond", &ask, "--answer", "yes"])
+        .ok();
     wait_all(&sb, std::slice::from_ref(&asker), "landed", 120);
     assert_eq!(report_summaries(&sb, &asker), ["[result] renamed: yes"]);
     term(h);
@@ -268,11 +282,20 @@ fn two_hosts_share_sixty(sb: &Sandbox) {
     let mut by_host: HashMap<String, usize> = HashMap::new();
     for (id, claimer, _, _) in claims(sb) {
         *by_host.entry(claimer).or_default() += 1;
-        assert_eq!(report_summaries(sb, &id), ["[result] done"], "{id} ran once");
+        assert_eq!(
+            report_summaries(sb, &id),
+            ["[result] done"],
+            "{id} ran once"
+        );
     }
     assert_eq!(by_host.values().sum::<usize>(), 60);
     assert_eq!(by_host.len(), 2, "both hosts took work: {by_host:?}");
-    let claimed_lines = |r: &Run| r.stdout.lines().filter(|l| l.starts_with("Claimed mission ")).count();
+    let claimed_lines = |r: &Run| {
+        r.stdout
+            .lines()
+            .filter(|l| l.starts_with("Claimed mission "))
+            .count()
+    };
     assert_eq!(claimed_lines(&a) + claimed_lines(&b), 60, "{a:#?}\n{b:#?}");
 }
 
@@ -295,7 +318,10 @@ fn a_host_killed_with_four_running_has_each_resumed_or_reclaimed_once_on_the_oth
     ]);
     sb.run(&["config", "set", "ask-park-window", "200ms"]).ok();
     let doomed = host(&sb, &["--width", "4"]);
-    let askers = [queue(&sb, "asker", "rename a"), queue(&sb, "asker", "rename b")];
+    let askers = [
+        queue(&sb, "asker", "rename a"),
+        queue(&sb, "asker", "rename b"),
+    ];
     let runners = [queue(&sb, "runner", "run a"), queue(&sb, "runner", "run b")];
     let asks: Vec<String> = askers
         .iter()
@@ -330,7 +356,8 @@ fn a_host_killed_with_four_running_has_each_resumed_or_reclaimed_once_on_the_oth
     }
     // A parked run resumes on its answer, on the live host, once.
     for ask in &asks {
-        sb.run(&["approvals", "respond", ask, "--answer", "yes"]).ok();
+        sb.run(&["approvals", "respond", ask, "--answer", "yes"])
+            .ok();
     }
     wait_all(&sb, &askers, "landed", 120);
     let out = term(survivor);
@@ -348,7 +375,10 @@ fn a_host_killed_with_four_running_has_each_resumed_or_reclaimed_once_on_the_oth
     }
     for id in &runners {
         assert_eq!(
-            out.stdout.lines().filter(|l| l.starts_with(&format!("Collected mission {id} "))).count(),
+            out.stdout
+                .lines()
+                .filter(|l| l.starts_with(&format!("Collected mission {id} ")))
+                .count(),
             1,
             "{}",
             out.stdout
@@ -384,7 +414,8 @@ fn a_term_parks_its_units_and_a_restarted_host_resumes_them() {
 
     let second = host(&sb, &["--width", "2"]);
     wait_all(&sb, std::slice::from_ref(&runner), "landed", 120);
-    sb.run(&["approvals", "respond", &ask, "--answer", "yes"]).ok();
+    sb.run(&["approvals", "respond", &ask, "--answer", "yes"])
+        .ok();
     wait_all(&sb, std::slice::from_ref(&asker), "landed", 120);
     assert_eq!(report_summaries(&sb, &asker), ["[result] renamed: yes"]);
     term(second);

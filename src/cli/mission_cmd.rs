@@ -43,7 +43,13 @@ pub(super) fn list(ctx: &Ctx, list: &ListArgs) -> anyhow::Result<i32> {
             let queue = svc.queue_positions()?;
             (all, svc.counts()?.0, worktrees, gone, queue)
         }
-        None => (Vec::new(), 0, Default::default(), Vec::new(), Default::default()),
+        None => (
+            Vec::new(),
+            0,
+            Default::default(),
+            Vec::new(),
+            Default::default(),
+        ),
     };
     if json {
         let mut rows = Vec::with_capacity(all.len());

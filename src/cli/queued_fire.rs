@@ -9,9 +9,9 @@ use super::Ctx;
 use super::fire::FireArgs;
 use super::mission_cmd::status_line;
 use super::out::outln;
+use crate::mission::Intent;
 use crate::mission::Status;
 use crate::mission::hosts::Hosts;
-use crate::mission::Intent;
 use crate::ops::fire::{self, Fire};
 use crate::presets;
 
@@ -34,7 +34,11 @@ pub(super) fn run(ctx: &Ctx, args: FireArgs) -> anyhow::Result<i32> {
     let mut request = Fire::new(&args.agent, envelope, Intent::new(&args.intent.join(" "))?);
     request.worktree = args.worktree;
     let m = fire::enqueue(&ctx.paths, &store, request, args.on.as_deref())?;
-    let (agent, policy, on) = (&m.agent_name, &m.hitl_policy_name, args.on.as_deref().map(str::trim));
+    let (agent, policy, on) = (
+        &m.agent_name,
+        &m.hitl_policy_name,
+        args.on.as_deref().map(str::trim),
+    );
     let missions = crate::mission::Missions::new(store.clone());
     let position = missions.queue_positions()?.get(&m.id).copied().unwrap_or(1);
     let (id, intent) = (&m.id, &m.intent);
@@ -53,8 +57,7 @@ pub(super) fn run(ctx: &Ctx, args: FireArgs) -> anyhow::Result<i32> {
     if !hosts_up {
         outln!(
             "No `missionboard host` that can take it is running on this store: start one with 'missionboard host'{}.",
-            on.map(|l| format!(" --label {l}"))
-                .unwrap_or_default()
+            on.map(|l| format!(" --label {l}")).unwrap_or_default()
         )?;
     }
     if !args.wait {

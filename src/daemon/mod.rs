@@ -190,10 +190,10 @@ async fn claim(
     labels: &[String],
 ) -> anyhow::Result<Option<crate::mission::queue::Claimed>> {
     let (missions, me, labels) = (fleet.missions().clone(), me.clone(), labels.to_vec());
-    Ok(blocking(move || {
-        missions.claim_queued(&me, &labels, &|cwd| Path::new(cwd).is_dir())
-    })
-    .await?)
+    Ok(
+        blocking(move || missions.claim_queued(&me, &labels, &|cwd| Path::new(cwd).is_dir()))
+            .await?,
+    )
 }
 
 /// Start a claimed mission's unit on a task of its own.

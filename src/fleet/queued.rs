@@ -28,8 +28,8 @@ impl Fleet {
         let mission = claimed.mission;
         let id = mission.id.clone();
         let started = async {
-            let envelope = search::load(&self.inner.paths, &mission.hitl_policy_name)
-                .map_err(|e| {
+            let envelope =
+                search::load(&self.inner.paths, &mission.hitl_policy_name).map_err(|e| {
                     anyhow::anyhow!(
                         "hitl policy {:?} could not be loaded on this host: {e}",
                         mission.hitl_policy_name

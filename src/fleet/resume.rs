@@ -69,4 +69,3 @@ pub fn record(
     }
     Ok(Recorded { parked, resumer })
 }
-

@@ -168,13 +168,14 @@ impl Missions {
     /// workspace it started in (its own worktree, when it asked for one). Refused
     /// once the mission moved on (stopped while its unit started).
     pub fn bind_claimed(&self, unit: &super::NewMission) -> Result<Mission> {
-        let changed = self.store.with(|c| {
-            c.execute(
+        let changed =
+            self.store.with(|c| {
+                c.execute(
                 "UPDATE missions SET session_id = ?2, instance_id = ?3, cwd = ?4, updated_at = ?5
                  WHERE id = ?1 AND status = 'open' AND session_id IS NULL",
                 params![unit.id, unit.session_id, unit.instance_id, unit.cwd, clock::now_ms()],
             )
-        })?;
+            })?;
         let m = self.require(&unit.id)?;
         if changed == 0 {
             return Err(MissionError::Conflict(format!(
@@ -290,11 +291,9 @@ impl Missions {
     /// Where each waiting mission stands in the queue (1 = next), by id.
     pub fn queue_positions(&self) -> Result<HashMap<String, usize>> {
         let ids: Vec<String> = self.store.with(|c| {
-            c.prepare_cached(
-                "SELECT mission_id FROM mission_queue WHERE waiting = 1 ORDER BY seq",
-            )?
-            .query_map([], |r| r.get(0))?
-            .collect()
+            c.prepare_cached("SELECT mission_id FROM mission_queue WHERE waiting = 1 ORDER BY seq")?
+                .query_map([], |r| r.get(0))?
+                .collect()
         })?;
         Ok(ids
             .into_iter()
@@ -375,7 +374,10 @@ mod tests {
         assert_eq!(first.mission.id, a.id);
         assert_eq!(first.mission.status, Status::Open);
         assert_eq!(first.mission.host, Some(me.clone()));
-        let second = svc.claim_queued(&other_host("h2"), &[], &any).unwrap().unwrap();
+        let second = svc
+            .claim_queued(&other_host("h2"), &[], &any)
+            .unwrap()
+            .unwrap();
         assert_eq!(second.mission.id, b.id);
         assert!(svc.claim_queued(&me, &[], &any).unwrap().is_none());
         assert!(svc.queue_positions().unwrap().is_empty());
@@ -387,7 +389,11 @@ mod tests {
         let gpu = queued(&svc, "on the gpu box", Some("gpu"));
         let me = HostId::current();
         assert!(svc.claim_queued(&me, &[], &|_| true).unwrap().is_none());
-        assert!(svc.claim_queued(&me, &["gpu".into()], &|_| false).unwrap().is_none());
+        assert!(
+            svc.claim_queued(&me, &["gpu".into()], &|_| false)
+                .unwrap()
+                .is_none()
+        );
         let got = svc
             .claim_queued(&me, &["cpu".into(), "gpu".into()], &|_| true)
             .unwrap()
@@ -409,14 +415,29 @@ mod tests {
         let me = HostId::current();
         let got = svc.claim_queued(&me, &[], &|_| true).unwrap().unwrap();
         assert_eq!(got.mission.id, a.id);
-        assert!(!svc.unqueue(&a.id, "too late").unwrap(), "claimed: not queued");
-        assert!(!svc.requeue(&a.id, &other_host("h2")).unwrap(), "not its host");
+        assert!(
+            !svc.unqueue(&a.id, "too late").unwrap(),
+            "claimed: not queued"
+        );
+        assert!(
+            !svc.requeue(&a.id, &other_host("h2")).unwrap(),
+            "not its host"
+        );
         assert!(svc.requeue(&a.id, &me).unwrap());
         assert_eq!(svc.require(&a.id).unwrap().status, Status::Queued);
-        let ids: Vec<_> = svc.list_queued(10).unwrap().into_iter().map(|m| m.id).collect();
+        let ids: Vec<_> = svc
+            .list_queued(10)
+            .unwrap()
+            .into_iter()
+            .map(|m| m.id)
+            .collect();
         assert_eq!(ids, vec![a.id.clone(), c.id.clone()]);
         svc.finish(
-            &svc.claim_queued(&me, &[], &|_| true).unwrap().unwrap().mission.id,
+            &svc.claim_queued(&me, &[], &|_| true)
+                .unwrap()
+                .unwrap()
+                .mission
+                .id,
             Status::Landed,
             "",
         )

@@ -100,11 +100,7 @@ pub fn record(host: &Host, ask_id: &str, who: Answerer<'_>) -> anyhow::Result<Re
 }
 
 /// The resuming half of [`answer`].
-pub async fn resume(
-    host: &Host,
-    ask_id: &str,
-    recorded: Recorded,
-) -> anyhow::Result<Afterwards> {
+pub async fn resume(host: &Host, ask_id: &str, recorded: Recorded) -> anyhow::Result<Afterwards> {
     let (cp, fleet) = match (recorded.parked, recorded.resumer) {
         (None, _) => return Ok(Afterwards::NothingParked),
         (Some(cp), Some(fleet)) => (cp, fleet),

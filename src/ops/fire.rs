@@ -379,8 +379,7 @@ pub fn enqueue(
         )
     })?;
     let registry = Registry::load(paths)?;
-    if registry.get(&fire.agent).is_none() && crate::agents::catalogue::get(&fire.agent).is_none()
-    {
+    if registry.get(&fire.agent).is_none() && crate::agents::catalogue::get(&fire.agent).is_none() {
         anyhow::bail!(
             "resolve agent {:?}: not found — see 'missionboard agent list'",
             fire.agent
@@ -391,16 +390,16 @@ pub fn enqueue(
         anyhow::bail!("--on: a host label is one word (e.g. gpu, laptop)");
     }
     let cwd = fire.cwd.unwrap_or_else(|| paths.cwd.clone());
-    Ok(crate::mission::Missions::new(store.clone()).enqueue(
-        crate::mission::queue::NewQueued {
+    Ok(
+        crate::mission::Missions::new(store.clone()).enqueue(crate::mission::queue::NewQueued {
             intent: fire.intent,
             agent_name: fire.agent,
             envelope: fire.envelope,
             cwd: cwd.display().to_string(),
             worktree: fire.worktree,
             run_on: on.map(str::to_string),
-        },
-    )?)
+        })?,
+    )
 }
 
 /// The envelope a command-line fire runs under: the one named, else the configured

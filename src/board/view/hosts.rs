@@ -62,12 +62,12 @@ mod tests {
         let status = |m: &crate::board::model::Model| frame(m).lines().last().unwrap().to_string();
         assert!(!status(&m).contains("hosts"), "no host, no fact");
         let mut snap = (*m.snap).clone();
-        snap.hosts = vec![host("vm", 4, 2, &[]), host("gpu\u{1b}[31mbox", 0, 1, &["gpu"])];
+        snap.hosts = vec![
+            host("vm", 4, 2, &[]),
+            host("gpu\u{1b}[31mbox", 0, 1, &["gpu"]),
+        ];
         m.snap = Arc::new(snap);
         let line = status(&m);
-        assert!(
-            line.contains("hosts vm 2/4 · gpubox 1/∞ [gpu]"),
-            "{line}"
-        );
+        assert!(line.contains("hosts vm 2/4 · gpubox 1/∞ [gpu]"), "{line}");
     }
 }
