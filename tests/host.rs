@@ -420,3 +420,81 @@ fn a_term_parks_its_units_and_a_restarted_host_resumes_them() {
     assert_eq!(report_summaries(&sb, &asker), ["[result] renamed: yes"]);
     term(second);
 }
+
+#[test]
+fn a_queued_fire_with_wait_follows_its_mission_to_the_verdict_without_hosting_it() {
+    let sb = Sandbox::new();
+    sb.declare_stubs(&[("stub", Some(&script(LAND)))]);
+    let unknown = sb.run(&[
+        "mission", "fire", "nobody", "x", "--queue", "--policy", "default",
+    ]);
+    assert_eq!(unknown.code, 1);
+    assert_eq!(
+        unknown.stderr.trim(),
+        "Error: resolve agent \"nobody\": not found — see 'missionboard agent list'"
+    );
+    assert!(statuses(&sb).is_empty(), "a refused fire queues nothing");
+    let h = host(&sb, &[]);
+    let out = sb
+        .run(&[
+            "mission", "fire", "stub", "follow", "me", "--queue", "--wait", "--policy", "default",
+        ])
+        .ok();
+    let lines = out.lines();
+    let id = lines[0].split_whitespace().nth(1).unwrap();
+    assert_eq!(
+        lines.last().copied(),
+        Some(format!("Mission {id} finished: landed").as_str()),
+        "{}",
+        out.stdout
+    );
+    assert!(
+        lines
+            .iter()
+            .any(|l| l.starts_with(&format!("Mission {id} was claimed by a host on "))),
+        "{}",
+        out.stdout
+    );
+    let v = show(&sb, id);
+    let host_pid = v["host"]["pid"].as_u64().unwrap() as u32;
+    assert_eq!(host_pid, h.pid(), "the host ran it, not the fire: {v}");
+    term(h);
+}
+
+#[test]
+fn a_mission_for_a_label_waits_for_a_host_carrying_it() {
+    let sb = Sandbox::new();
+    sb.declare_stubs(&[("stub", Some(&script(LAND)))]);
+    let out = sb
+        .run(&[
+            "mission", "fire", "stub", "on", "the", "gpu", "--queue", "--on", "gpu", "--policy",
+            "default",
+        ])
+        .ok();
+    assert!(
+        out.lines()[0].ends_with(" queued at position 1 for a host labelled \"gpu\": agent \"stub\" under envelope \"default\"."),
+        "{}",
+        out.stdout
+    );
+    let gpu = out.lines()[0]
+        .split_whitespace()
+        .nth(1)
+        .unwrap()
+        .to_string();
+    let plain = host(&sb, &["--label", "cpu"]);
+    let other = queue(&sb, "stub", "anywhere");
+    wait_all(&sb, std::slice::from_ref(&other), "landed", 120);
+    assert_eq!(
+        show(&sb, &gpu)["status"],
+        "queued",
+        "no host with the label yet"
+    );
+    let labelled = host(&sb, &["--label", "gpu"]);
+    wait_all(&sb, std::slice::from_ref(&gpu), "landed", 120);
+    assert_eq!(
+        show(&sb, &gpu)["host"]["pid"].as_u64().unwrap() as u32,
+        labelled.pid()
+    );
+    term(plain);
+    term(labelled);
+}
