@@ -7,8 +7,9 @@ use std::path::Path;
 
 use common::{BIN, FleetHost, wait_for_async};
 use missionboard::asks::Asks;
-use missionboard::fleet::{DispatchRequest, stop::stop_mission};
+use missionboard::fleet::DispatchRequest;
 use missionboard::mission::{EnvelopeName, Intent, Status};
+use missionboard::ops::stop::stop_mission;
 
 /// Declare one more agent in the host's `agents.toml` (read afresh on each fire).
 fn declare(h: &FleetHost, declaration: &str) {

@@ -64,6 +64,8 @@ const MODULES: &[(&str, (&str, u8, Siblings))] = &[
     ("stub", ROLES),
     // operations: the operator's verbs, one file each, that every surface calls
     ("ops", OPERATIONS),
+    // `missionboard host`: the long-lived host that runs the queue over the fleet
+    ("daemon", OPERATIONS),
     // assembly: the one place that names every table-owning module
     ("schema", ASSEMBLY),
     // surfaces: what an operator runs
@@ -71,7 +73,6 @@ const MODULES: &[(&str, (&str, u8, Siblings))] = &[
     ("bench", SURFACES),
     ("cli", SURFACES),
     ("acp_server", SURFACES),
-    ("daemon", SURFACES),
 ];
 
 /// The only edges between roles, and why each is one way.

@@ -123,6 +123,47 @@ pub const QUESTION_TOOL: &str = "mission_ask_attention";
 /// extend a crossed bound or stop the mission (`onExhausted: pause_ask`).
 pub const BUDGET_TOOL: &str = "compute_bound";
 
+/// What an ask is, read from the toolset/tool pair its row records.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum AskKind {
+    /// A unit's question to the operator: answered in words.
+    Question,
+    /// The runtime's question on a crossed compute bound: answered in words.
+    Compute,
+    /// A gated tool call: answered with a verdict.
+    Permission,
+}
+
+impl AskKind {
+    /// The kind of an ask whose row records `tools_name` / `tool_name`.
+    pub fn of(tools_name: &str, tool_name: &str) -> AskKind {
+        match (tools_name, tool_name) {
+            (QUESTION_TOOLS, QUESTION_TOOL) => AskKind::Question,
+            (QUESTION_TOOLS, BUDGET_TOOL) => AskKind::Compute,
+            _ => AskKind::Permission,
+        }
+    }
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            AskKind::Question => "question",
+            AskKind::Compute => "compute",
+            AskKind::Permission => "permission",
+        }
+    }
+
+    /// Answered in words (a question of either kind), not with a verdict.
+    pub fn takes_words(self) -> bool {
+        self != AskKind::Permission
+    }
+}
+
+impl std::fmt::Display for AskKind {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
 /// How often a waiter re-reads its row when nothing wakes it: an answer from another
 /// process is pushed (`store::changes`) and read at once, so this is the fallback
 /// where commits are not pushed.
@@ -199,29 +240,23 @@ pub struct Ask {
 }
 
 impl Ask {
+    pub fn kind(&self) -> AskKind {
+        AskKind::of(&self.tools_name, &self.tool_name)
+    }
+
     /// A question (it takes words), not a permission gate (it takes a verdict).
     pub fn is_question(&self) -> bool {
-        self.tools_name == QUESTION_TOOLS && self.tool_name == QUESTION_TOOL
+        self.kind() == AskKind::Question
     }
 
     /// A compute-bound question (the runtime's, not the unit's).
     pub fn is_budget(&self) -> bool {
-        self.tools_name == QUESTION_TOOLS && self.tool_name == BUDGET_TOOL
+        self.kind() == AskKind::Compute
     }
 
     /// Answered in words (a question of either kind), not with a verdict.
     pub fn takes_words(&self) -> bool {
-        self.is_question() || self.is_budget()
-    }
-
-    pub fn kind(&self) -> &'static str {
-        if self.is_question() {
-            "question"
-        } else if self.is_budget() {
-            "compute"
-        } else {
-            "permission"
-        }
+        self.kind().takes_words()
     }
 
     /// The answer text, if a question was answered.
@@ -907,7 +942,7 @@ mod tests {
             })
             .unwrap();
         assert!(q.is_budget() && q.takes_words() && !q.is_question());
-        assert_eq!(q.kind(), "compute");
+        assert_eq!(q.kind(), AskKind::Compute);
         let err = a
             .operator_verdict(&q.id, &OperatorVerdict::Answer("sure".into()))
             .unwrap_err();

@@ -12,7 +12,7 @@ use super::update::{Effect, Msg, short};
 use crate::asks::OperatorVerdict;
 use crate::fleet::Fleet;
 use crate::ops::answer::{self, Afterwards, Answerer, Host};
-use crate::ops::fire;
+use crate::ops::{self, fire};
 use crate::paths::Paths;
 
 /// What effects act on: the host's paths and its fleet (whose `Asks` is the one
@@ -74,28 +74,23 @@ pub fn spawn(effect: Effect, svc: &Services, tx: UnboundedSender<Msg>) {
         }
         other => {
             tokio::spawn(async move {
-                let done = crate::store::blocking(move || execute_blocking(other, &svc)).await;
+                let done = crate::store::blocking(move || execute(other, &svc)).await;
                 let _ = tx.send(done);
             });
         }
     }
 }
 
-/// Mount the oracle on this board's fleet (the same driver `mission fire --oracle`
-/// runs), or abort it. Mounting reads files and the store, so it runs with the other
-/// blocking effects; the driver is spawned from there onto the board's runtime.
 /// `mission diff` for the board: the file summary and the patch, sanitized (the unit
 /// wrote every byte of it).
 fn load_diff(
     missions: &crate::mission::Missions,
     mission_id: &str,
 ) -> Result<crate::board::model::DiffView, String> {
-    let worktrees = crate::worktree::Worktrees::new(missions.store().clone());
     let m = missions.require(mission_id).map_err(|e| e.to_string())?;
-    let wt = worktrees.of(&m).map_err(|e| e.to_string())?;
     let text = |stat| {
-        crate::worktree::diff(&wt, stat)
-            .map(|t| {
+        ops::worktree::diff(missions.store(), &m, stat)
+            .map(|(_, t)| {
                 crate::text::sanitize(&t)
                     .lines()
                     .map(str::to_string)
@@ -111,29 +106,27 @@ fn load_diff(
     })
 }
 
-/// `mission merge` / `mission discard` from the board: the same service calls and
-/// refusals (no worktree, still open, dirty tree, conflict), said in a toast.
+/// `mission merge` / `mission discard` from the board: the same verbs and refusals
+/// (no worktree, still open, dirty tree, conflict), said in a toast.
 fn worktree_effect(
     missions: &crate::mission::Missions,
     mission_id: &str,
     merge: bool,
 ) -> Result<String, String> {
-    let worktrees = crate::worktree::Worktrees::new(missions.store().clone());
     let m = missions.require(mission_id).map_err(|e| e.to_string())?;
-    let wt = worktrees
-        .of_resting(&m, if merge { "merge" } else { "discard" })
-        .map_err(|e| e.to_string())?;
+    let store = missions.store();
     if merge {
-        let merged = worktrees
-            .merge(&wt, &crate::text::one_line(&m.intent))
-            .map_err(|e| e.to_string())?;
+        let (wt, merged) = ops::worktree::merge(store, &m).map_err(|e| e.to_string())?;
         Ok(format!("merged {} into {}", wt.branch, merged.into))
     } else {
-        worktrees.discard(&wt).map_err(|e| e.to_string())?;
+        let wt = ops::worktree::discard(store, &m).map_err(|e| e.to_string())?;
         Ok(format!("discarded {} and its worktree", wt.branch))
     }
 }
 
+/// Mount the oracle on this board's fleet (the same driver `mission fire --oracle`
+/// runs), or abort it. Mounting reads files and the store, so it runs with the other
+/// blocking effects; the driver is spawned from there onto the board's runtime.
 fn toggle_oracle(svc: &Services, mount: bool) -> Result<Option<String>, String> {
     let mut slot = svc.oracle.lock().unwrap_or_else(|p| p.into_inner());
     if let Some(driver) = slot.take() {
@@ -153,15 +146,11 @@ fn toggle_oracle(svc: &Services, mount: bool) -> Result<Option<String>, String> 
     Ok(Some(line))
 }
 
-/// The store-bound effects, synchronously (the runner calls this off the UI task;
-/// tests call it directly).
-pub fn execute_blocking(effect: Effect, svc: &Services) -> Msg {
+/// The store-bound effects, synchronously: [`spawn`] runs them off the async
+/// workers.
+fn execute(effect: Effect, svc: &Services) -> Msg {
     let missions = svc.fleet.missions();
     match effect {
-        Effect::Verdict { ask_id, verdict } => Msg::VerdictDone {
-            result: answer(svc, &ask_id, &verdict),
-            ask_id,
-        },
         Effect::ToggleOracle { mount } => Msg::OracleToggled(toggle_oracle(svc, mount)),
         Effect::Stop { mission_id, reason } => Msg::StopDone(
             stop(svc, &mission_id, &reason)
@@ -177,29 +166,27 @@ pub fn execute_blocking(effect: Effect, svc: &Services) -> Msg {
             Msg::WorktreeDone(worktree_effect(missions, &mission_id, merge))
         }
         Effect::Ack { inbox_id } => Msg::AckDone(
-            missions
-                .ack(&inbox_id)
+            ops::inbox::ack(missions, &inbox_id)
                 .map(|i| format!("acknowledged {}", short(&i.id)))
                 .map_err(|e| e.to_string()),
         ),
         Effect::AckMany { inbox_ids } => Msg::AckDone(ack_many(missions, &inbox_ids)),
         Effect::LoadPicker => Msg::PickerLoaded(fire::load_picker(&svc.paths, missions.store())),
-        Effect::RunMission { .. } | Effect::Fire { .. } | Effect::Refire { .. } => Msg::Toast {
+        Effect::RunMission { .. }
+        | Effect::Fire { .. }
+        | Effect::Refire { .. }
+        | Effect::Verdict { .. } => Msg::Toast {
             text: "internal: async effect run synchronously".into(),
             error: true,
         },
     }
 }
 
-/// `mission stop` for the board: the same service call, then this host's unit of
-/// the mission is released. The stopped mission's id, or why not.
+/// `mission stop` for the board: the same verb, with this host's unit of the
+/// mission released at once. The stopped mission's id, or why not.
 fn stop(svc: &Services, mission_id: &str, reason: &str) -> Result<String, String> {
-    let (missions, asks) = (svc.fleet.missions(), svc.fleet.asks());
-    crate::fleet::stop::stop_mission(missions, asks, mission_id, Some(reason))
-        .map(|m| {
-            svc.fleet.release(&m.id);
-            m.id
-        })
+    ops::stop::stop_here(&svc.fleet, mission_id, reason)
+        .map(|m| m.id)
         .map_err(|e| e.to_string())
 }
 
@@ -236,27 +223,19 @@ fn hosted(svc: &Services) -> Vec<HostedMission> {
 /// Stop every mission in `ids` as `mission stop` would, before the board quits.
 /// One that came to rest meanwhile needs no stop; any other refusal is said.
 fn stop_hosted(svc: &Services, ids: &[String], reason: &str) -> Result<String, String> {
-    let missions = svc.fleet.missions();
-    let mut failed = Vec::new();
-    let mut stopped = 0;
-    for id in ids {
-        match stop(svc, id, reason) {
-            Ok(_) => stopped += 1,
-            Err(_)
-                if missions
-                    .get(id)
-                    .ok()
-                    .flatten()
-                    .is_some_and(|m| m.status.is_terminal()) => {}
-            Err(e) => failed.push(format!("{}: {e}", short(id))),
-        }
-    }
-    if failed.is_empty() {
+    let done = ops::stop::stop_all_hosted(&svc.fleet, ids, reason);
+    if done.failed.is_empty() {
         Ok(format!(
-            "stopped {stopped} mission(s) hosted here: {}",
+            "stopped {} mission(s) hosted here: {}",
+            done.stopped,
             reason.trim()
         ))
     } else {
+        let failed: Vec<String> = done
+            .failed
+            .iter()
+            .map(|(id, e)| format!("{}: {e}", short(id)))
+            .collect();
         Err(format!(
             "could not stop every mission hosted here ({}); the board stays open",
             failed.join("; ")
@@ -264,22 +243,17 @@ fn stop_hosted(svc: &Services, ids: &[String], reason: &str) -> Result<String, S
     }
 }
 
-/// Acknowledge each item through the call `inbox ack` makes; one that fails (acked
+/// Acknowledge each item through the verb `inbox ack` uses; one that fails (acked
 /// elsewhere meanwhile, say) does not stop the rest, and the toast says so.
 fn ack_many(missions: &crate::mission::Missions, ids: &[String]) -> Result<String, String> {
-    let failed: Vec<String> = ids
-        .iter()
-        .filter_map(|id| {
-            missions
-                .ack(id)
-                .err()
-                .map(|e| format!("{}: {e}", short(id)))
-        })
-        .collect();
-    let done = ids.len() - failed.len();
+    let (done, failed) = ops::inbox::ack_many(missions, ids);
     if failed.is_empty() {
         Ok(format!("acknowledged {done} inbox item(s)"))
     } else {
+        let failed: Vec<String> = failed
+            .iter()
+            .map(|(id, e)| format!("{}: {e}", short(id)))
+            .collect();
         Err(format!(
             "acknowledged {done} of {} inbox item(s); {}",
             ids.len(),
@@ -376,26 +350,6 @@ fn record(
     verdict: &OperatorVerdict,
 ) -> Result<answer::Recorded, String> {
     answer::record(&svc.host, ask_id, Answerer::Operator(verdict)).map_err(|e| format!("{e:#}"))
-}
-
-/// [`answer_then_resume`] in one call, for a caller that runs effects synchronously
-/// (a test of the update loop; a caller with no runtime around gets a private
-/// one): the resume's notice folds into the line.
-fn answer(svc: &Services, ask_id: &str, verdict: &OperatorVerdict) -> Result<String, String> {
-    let recorded = record(svc, ask_id, verdict)?;
-    let resuming = answer::resume(&svc.host, ask_id, recorded);
-    let after = match tokio::runtime::Handle::try_current() {
-        Ok(board) => board.block_on(resuming),
-        Err(_) => crate::runtime::multi_thread()
-            .map_err(|e| e.to_string())?
-            .block_on(resuming),
-    };
-    let done = recorded_text(ask_id, verdict);
-    match resumed_notice(ask_id, after) {
-        None => Ok(done),
-        Some((notice, false)) => Ok(format!("{done}; {notice}")),
-        Some((notice, true)) => Err(format!("{done}; {notice}")),
-    }
 }
 
 fn recorded_text(ask_id: &str, verdict: &OperatorVerdict) -> String {

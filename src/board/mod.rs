@@ -92,7 +92,10 @@ pub fn run(paths: Paths, demo: bool) -> anyhow::Result<i32> {
     }
     let runtime = crate::runtime::multi_thread()?;
     let home = paths.home.clone();
-    let code = runtime.block_on(host(paths, demo));
+    // The store and the fleet's boot sweeps are blocking work: done here, before
+    // the runtime's workers run anything.
+    let opened = Opened::open(&paths, demo)?;
+    let code = runtime.block_on(host(paths, demo, opened));
     // From here on a task still running is being torn down with the runtime: one
     // that was inside a store call when the board quit may wake to a timer that is
     // already shut down and panic. That must not turn a clean quit into exit 101.
@@ -109,25 +112,49 @@ pub fn run(paths: Paths, demo: bool) -> anyhow::Result<i32> {
     code
 }
 
-async fn host(paths: Paths, demo: bool) -> anyhow::Result<i32> {
-    let db = paths.db_path();
-    // The demo's scratch home is always its own file; anything else follows store-url.
-    let location = if demo {
-        crate::store::Location::File(db.clone())
-    } else {
-        crate::config::store_location(&db).map_err(anyhow::Error::msg)?
-    };
-    let store = Store::open_at(&location)?;
-    let notify = notify::Notify::from_config(
-        &crate::config::Config::new(store.clone())
-            .get(crate::config::NOTIFY)
-            .ok()
-            .flatten()
-            .unwrap_or_default(),
-    );
-    let fleet = Fleet::new(paths.clone(), store)?;
+/// What the board hosts with, opened before its runtime starts.
+struct Opened {
+    location: crate::store::Location,
+    notify: notify::Notify,
+    fleet: Fleet,
+    beta: bool,
+}
+
+impl Opened {
+    fn open(paths: &Paths, demo: bool) -> anyhow::Result<Opened> {
+        let db = paths.db_path();
+        // The demo's scratch home is always its own file; anything else follows store-url.
+        let location = if demo {
+            crate::store::Location::File(db.clone())
+        } else {
+            crate::config::store_location(&db).map_err(anyhow::Error::msg)?
+        };
+        let store = Store::open_at(&location)?;
+        let notify = notify::Notify::from_config(
+            &crate::config::Config::new(store.clone())
+                .get(crate::config::NOTIFY)
+                .ok()
+                .flatten()
+                .unwrap_or_default(),
+        );
+        let fleet = Fleet::new(paths.clone(), store)?;
+        Ok(Opened {
+            location,
+            notify,
+            fleet,
+            beta: crate::config::beta_enabled(&db),
+        })
+    }
+}
+
+async fn host(paths: Paths, demo: bool, opened: Opened) -> anyhow::Result<i32> {
+    let Opened {
+        location,
+        notify,
+        fleet,
+        beta,
+    } = opened;
     let _teardown = fleet.spawn_teardown();
-    let beta = crate::config::beta_enabled(&db);
     let (query_tx, query_rx) = watch::channel(Query::default());
     let (snap_tx, snap_rx) = watch::channel(Arc::new(Snapshot::default()));
     let probe_fleet = fleet.clone();

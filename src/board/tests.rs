@@ -375,6 +375,20 @@ fn world() -> (tempfile::TempDir, Services, String) {
     (dir, Services::new(paths, fleet), ask.id)
 }
 
+/// Run `effect` through the board's effect runner ([`effects::spawn`]) on a test
+/// runtime, as the board does on its own, and return the first message it sends.
+fn run_effect(effect: Effect, svc: &Services) -> Msg {
+    let runtime = crate::runtime::multi_thread().unwrap();
+    runtime.block_on(async {
+        let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
+        effects::spawn(effect, svc, tx);
+        tokio::time::timeout(std::time::Duration::from_secs(30), rx.recv())
+            .await
+            .expect("the effect to answer within 30s")
+            .expect("the effect to send its outcome")
+    })
+}
+
 fn snapshot_of(svc: &Services, m: &Model) -> Msg {
     let src = Source::open(
         &crate::store::Location::File(svc.paths.db_path()),
@@ -416,7 +430,7 @@ fn answering_in_place_writes_the_ask_through_the_operator_path() {
             verdict: OperatorVerdict::Answer("yes, go".into())
         }]
     );
-    let done = effects::execute_blocking(fx[0].clone(), &svc);
+    let done = run_effect(fx[0].clone(), &svc);
     update(&mut m, done);
     assert_eq!(m.mode, Mode::Board);
     let row = svc.fleet.asks().require(&ask_id).unwrap();
@@ -433,7 +447,7 @@ fn answering_in_place_writes_the_ask_through_the_operator_path() {
         .or_default()
         .area
         .insert_str("again");
-    let again = effects::execute_blocking(
+    let again = run_effect(
         Effect::Verdict {
             ask_id: ask_id.clone(),
             verdict: OperatorVerdict::Answer("again".into()),
@@ -454,7 +468,7 @@ fn answering_in_place_writes_the_ask_through_the_operator_path() {
 #[test]
 fn a_yes_no_verdict_on_a_question_is_refused_inline() {
     let (_dir, svc, ask_id) = world();
-    let msg = effects::execute_blocking(
+    let msg = run_effect(
         Effect::Verdict {
             ask_id: ask_id.clone(),
             verdict: OperatorVerdict::Approve,
@@ -471,7 +485,7 @@ fn a_yes_no_verdict_on_a_question_is_refused_inline() {
 #[test]
 fn stop_and_filter_against_the_store() {
     let (_dir, svc, ask_id) = world();
-    let msg = effects::execute_blocking(
+    let msg = run_effect(
         Effect::Stop {
             mission_id: "m-1".into(),
             reason: "wrong repo".into(),
@@ -722,7 +736,7 @@ fn a_pasted_answer_is_shown_and_sent_exactly() {
 
     let fx = ctrl(&mut m, 's');
     assert_eq!(fx.len(), 1, "{fx:?}");
-    let done = effects::execute_blocking(fx[0].clone(), &svc);
+    let done = run_effect(fx[0].clone(), &svc);
     update(&mut m, done);
     let row = svc.fleet.asks().require(&ask_id).unwrap();
     assert_eq!(row.answer(), Some(shown.as_str()));
@@ -759,7 +773,7 @@ fn m_and_shift_d_confirm_before_merging_or_discarding_and_refuse_without_a_workt
 
     // Against the store: a mission fired without a worktree is refused, changing nothing.
     let (_dir, svc, _ask) = world();
-    let msg = effects::execute_blocking(
+    let msg = run_effect(
         Effect::Worktree {
             mission_id: "m-1".into(),
             merge: true,
@@ -799,7 +813,7 @@ fn v_opens_the_selected_worktree_mission_s_diff_coloured_and_scrollable() {
         .create(&repo, "m-1")
         .unwrap();
     std::fs::write(wt.path.join("notes.txt"), "new line\n").unwrap();
-    let Msg::DiffLoaded(Ok(view)) = effects::execute_blocking(
+    let Msg::DiffLoaded(Ok(view)) = run_effect(
         Effect::LoadDiff {
             mission_id: "m-1".into(),
         },
@@ -837,7 +851,7 @@ fn v_opens_the_selected_worktree_mission_s_diff_coloured_and_scrollable() {
 
     // A mission without a worktree says so.
     let (_dir2, svc2, _) = world();
-    match effects::execute_blocking(
+    match run_effect(
         Effect::LoadDiff {
             mission_id: "m-1".into(),
         },
@@ -1247,7 +1261,7 @@ fn space_marks_inbox_items_and_shift_a_acks_them_through_the_cli_s_call() {
         }]
     );
     assert!(m.marked.is_empty());
-    let done = effects::execute_blocking(fx[0].clone(), &svc);
+    let done = run_effect(fx[0].clone(), &svc);
     assert!(
         matches!(&done, Msg::AckDone(Ok(t)) if t == "acknowledged 1 inbox item(s)"),
         "{done:?}"
@@ -1259,7 +1273,7 @@ fn space_marks_inbox_items_and_shift_a_acks_them_through_the_cli_s_call() {
     let msg = snapshot_of(&svc, &m);
     update(&mut m, msg);
     let fx = key(&mut m, KeyCode::Char('A'));
-    let done = effects::execute_blocking(fx[0].clone(), &svc);
+    let done = run_effect(fx[0].clone(), &svc);
     assert!(
         matches!(&done, Msg::AckDone(Ok(t)) if t == "acknowledged 2 inbox item(s)"),
         "{done:?}"
@@ -1269,7 +1283,7 @@ fn space_marks_inbox_items_and_shift_a_acks_them_through_the_cli_s_call() {
     let some_gone = Effect::AckMany {
         inbox_ids: vec!["no-such-item".into(), marked[0].clone()],
     };
-    let again = effects::execute_blocking(some_gone, &svc);
+    let again = run_effect(some_gone, &svc);
     assert!(
         matches!(&again, Msg::AckDone(Err(e)) if e.starts_with("acknowledged 1 of 2 inbox item(s); no-such-")),
         "{again:?}"

@@ -94,7 +94,7 @@ pub(super) fn run(ctx: &Ctx, cmd: InboxCmd) -> anyhow::Result<i32> {
             out!("{out}")?;
         }
         InboxCmd::Ack { id } => {
-            let i = missions(ctx)?.ack(&id)?;
+            let i = crate::ops::inbox::ack(&missions(ctx)?, &id)?;
             outln!("Inbox item {} acknowledged.", i.id)?;
         }
     }

@@ -501,7 +501,7 @@ pub(super) fn stop(ctx: &Ctx, id: &str, reason: Option<&str>) -> anyhow::Result<
     let svc = missions(ctx)?;
     let m = svc.resolve(id)?;
     let asks = crate::asks::Asks::new(svc.store().clone());
-    let stopped = crate::fleet::stop::stop_mission(&svc, &asks, &m.id, reason)?;
+    let stopped = crate::ops::stop::stop_mission(&svc, &asks, &m.id, reason)?;
     if m.status == crate::mission::Status::Queued && stopped.session_id.is_none() {
         outln!(
             "Mission {} abandoned before it started: it leaves the queue and no unit ever runs it.",

@@ -3,19 +3,20 @@
 use super::Ctx;
 use super::out::outln;
 use crate::mission::{Mission, Missions};
-use crate::worktree::{self, Worktrees};
+use crate::ops;
+use crate::store::Store;
+use crate::worktree;
 
-/// The mission and its worktree service.
-fn mission(ctx: &Ctx, id: &str) -> anyhow::Result<(Mission, Worktrees)> {
+/// The mission an operator's id (or prefix) names, and its store.
+fn mission(ctx: &Ctx, id: &str) -> anyhow::Result<(Mission, Store)> {
     let store = ctx.store()?;
     let mission = Missions::new(store.clone()).resolve(id)?;
-    Ok((mission, Worktrees::new(store)))
+    Ok((mission, store))
 }
 
 pub(super) fn diff(ctx: &Ctx, id: &str, stat: bool) -> anyhow::Result<i32> {
-    let (m, worktrees) = mission(ctx, id)?;
-    let wt = worktrees.of(&m)?;
-    let text = worktree::diff(&wt, stat)?;
+    let (m, store) = mission(ctx, id)?;
+    let (wt, text) = ops::worktree::diff(&store, &m, stat)?;
     if text.is_empty() {
         outln!(
             "No changes on {} against {}.",
@@ -30,9 +31,8 @@ pub(super) fn diff(ctx: &Ctx, id: &str, stat: bool) -> anyhow::Result<i32> {
 }
 
 pub(super) fn merge(ctx: &Ctx, id: &str) -> anyhow::Result<i32> {
-    let (m, worktrees) = mission(ctx, id)?;
-    let wt = worktrees.of_resting(&m, "merge")?;
-    let merged = worktrees.merge(&wt, &crate::text::one_line(&m.intent))?;
+    let (m, store) = mission(ctx, id)?;
+    let (wt, merged) = ops::worktree::merge(&store, &m)?;
     if merged.committed_leftovers {
         outln!(
             "Committed the worktree's uncommitted work on {} as \"mission {}: …\".",
@@ -50,9 +50,8 @@ pub(super) fn merge(ctx: &Ctx, id: &str) -> anyhow::Result<i32> {
 }
 
 pub(super) fn discard(ctx: &Ctx, id: &str) -> anyhow::Result<i32> {
-    let (m, worktrees) = mission(ctx, id)?;
-    let wt = worktrees.of_resting(&m, "discard")?;
-    worktrees.discard(&wt)?;
+    let (m, store) = mission(ctx, id)?;
+    let wt = ops::worktree::discard(&store, &m)?;
     outln!(
         "Discarded mission {}'s worktree {} and its branch {}.",
         m.id,

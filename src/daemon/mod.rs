@@ -329,7 +329,7 @@ async fn leave(fleet: &Fleet, me: &HostId, underway: &Underway, stop: bool) -> E
         for id in &ours {
             if stop {
                 let reason = "stopped by its host leaving (missionboard host --stop-on-exit)";
-                if crate::fleet::stop::stop_mission(&missions, &asks, id, Some(reason)).is_ok() {
+                if crate::ops::stop::stop_mission(&missions, &asks, id, Some(reason)).is_ok() {
                     stopped += 1;
                 }
             } else if parked_ids.contains(id)

@@ -12,6 +12,7 @@ use crate::mission::report::{
 };
 use crate::mission::{Handover, Missions, PlanEntry, ReportInput, Status, subjects};
 use crate::mission_mcp::PARKED_PREFIX;
+use crate::mission_mcp::{MISSION_ASK_ATTENTION, MISSION_FINISH, MISSION_PLAN, MISSION_REPORT};
 
 /// The mission a tool call speaks for, and the services it writes through.
 #[derive(Clone)]
@@ -49,10 +50,10 @@ impl MissionToolCalls {
     /// Dispatch one call by tool name.
     pub async fn call(&self, tool: &str, args: Map<String, Value>) -> ToolResult {
         match tool {
-            "mission_report" => self.store(move |c| c.report(&args)).await,
-            "mission_plan" => self.store(move |c| c.plan(&args)).await,
-            "mission_ask_attention" => self.ask(&args).await,
-            "mission_finish" => self.store(move |c| c.finish(&args)).await,
+            MISSION_REPORT => self.store(move |c| c.report(&args)).await,
+            MISSION_PLAN => self.store(move |c| c.plan(&args)).await,
+            MISSION_ASK_ATTENTION => self.ask(&args).await,
+            MISSION_FINISH => self.store(move |c| c.finish(&args)).await,
             other => Err(crate::mission_mcp::unknown_tool_error(other)),
         }
     }

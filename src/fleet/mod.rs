@@ -23,7 +23,6 @@ mod permissions;
 pub mod prompts;
 mod queued;
 pub mod resume;
-pub mod stop;
 pub mod sweep;
 
 use std::collections::HashMap;
@@ -818,7 +817,9 @@ impl Fleet {
         // A resume after an approved gated call: that approval stands once more.
         let resumed_approval = match &opening {
             drive::Opening::Resumed { ask_id, .. } => {
-                crate::store::blocking_in_place(|| inner.asks.get(ask_id))
+                let (asks, id) = (inner.asks.clone(), ask_id.clone());
+                blocking(move || asks.get(&id))
+                    .await
                     .ok()
                     .flatten()
                     .filter(|a| !a.takes_words() && a.approved() == Some(true))

@@ -593,12 +593,6 @@ mod tests {
     /// and as a shell or file call otherwise — never as a foreign `acp.*` tool.
     /// Returns how many requests were checked.
     fn check_recorded_transcripts(root: &std::path::Path) -> usize {
-        const MISSION_TOOLS: [&str; 4] = [
-            "mission_report",
-            "mission_ask_attention",
-            "mission_plan",
-            "mission_finish",
-        ];
         let mut checked = 0;
         for agent in std::fs::read_dir(root).unwrap() {
             let dir = agent.unwrap().path().join("recorded");
@@ -618,7 +612,7 @@ mod tests {
                     .iter()
                     .filter(|f| f["method"] == "session/request_permission")
                 {
-                    let names_one = MISSION_TOOLS
+                    let names_one = crate::mission_mcp::MISSION_TOOL_NAMES
                         .iter()
                         .any(|t| frame["params"].to_string().contains(t));
                     let ask =

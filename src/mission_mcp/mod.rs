@@ -44,7 +44,8 @@ pub trait MissionToolHandler: Send + Sync + 'static {
 
 pub const MISSION_REPORT: &str = "mission_report";
 pub const MISSION_PLAN: &str = "mission_plan";
-pub const MISSION_ASK_ATTENTION: &str = "mission_ask_attention";
+/// The name an ask row records for the question this tool files.
+pub const MISSION_ASK_ATTENTION: &str = crate::asks::QUESTION_TOOL;
 pub const MISSION_FINISH: &str = "mission_finish";
 
 /// The tools' display titles (MCP `title`), which some agents show in place of names.

@@ -6,3 +6,6 @@
 
 pub mod answer;
 pub mod fire;
+pub mod inbox;
+pub mod stop;
+pub mod worktree;

@@ -93,11 +93,9 @@ async fn answering_in_the_board_lets_the_real_stub_land() {
     let fx = press(&mut m, KeyCode::Enter, KeyModifiers::ALT);
     assert_eq!(fx.len(), 1, "{fx:?}");
     let done = {
-        let svc = svc.clone();
-        let e = fx[0].clone();
-        tokio::task::spawn_blocking(move || effects::execute_blocking(e, &svc))
-            .await
-            .unwrap()
+        let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
+        effects::spawn(fx[0].clone(), &svc, tx);
+        rx.recv().await.expect("the verdict's outcome")
     };
     update(&mut m, done);
     assert_eq!(m.mode, Mode::Board);
@@ -704,6 +702,49 @@ fn tmux_a_board_answer_is_recorded_at_once_while_its_resume_runs_on() {
     });
     let screen = tmux.quit();
     assert!(screen.contains("EXITED:0"), "{screen}");
+}
+
+/// A run the board resumes (its host gone) is the board's own: it counts among the
+/// missions this board hosts, so the quit dialog names it, and stopping from the
+/// dialog ends it.
+#[test]
+fn tmux_a_run_the_board_resumes_is_offered_by_its_quit_dialog() {
+    assert!(
+        tmux_available(),
+        "tmux drives the board in this test (apt-get install tmux)"
+    );
+    let sb = Sandbox::new();
+    sb.declare_stubs(&[("stub", Some(ASK_THEN_HANG))]);
+    let (id, _) = parked_on_a_dead_host(&sb);
+
+    let tmux = board_in_tmux(&sb, "mb-board-resumed-quit", "", "board");
+    tmux.wait_screen(30, "the parked question on the board", |s| {
+        s.contains("Rename the env var too?")
+    });
+    tmux.draft_answer("yes");
+    tmux.keys(&["C-s"]);
+    wait_for(30, "the resumed turn", || {
+        let reports = sb.run(&["mission", "reports", &id]).ok();
+        reports.stdout.contains("resumed: yes").then_some(())
+    });
+    tmux.keys(&["q"]);
+    let dialog = tmux.wait_screen(10, "the quit dialog", |s| s.contains("Quit the board?"));
+    assert!(
+        dialog.contains("1 open mission(s) hosted by this board:"),
+        "{dialog}"
+    );
+    assert!(
+        dialog.contains(&format!("{}  rename", &id[..8])),
+        "{dialog}"
+    );
+    tmux.keys(&["s"]);
+    let screen = tmux.wait_screen(30, "the board to exit", |s| {
+        s.lines().any(|l| l.starts_with("EXITED:"))
+    });
+    assert!(screen.contains("EXITED:0"), "{screen}");
+    let show = sb.run(&["mission", "show", &id, "--json"]).ok();
+    let v: serde_json::Value = serde_json::from_str(&show.stdout).unwrap();
+    assert_eq!(v["status"], "abandoned", "{v:#}");
 }
 
 /// A gated call whose host died expires while a board is up: the board applies the

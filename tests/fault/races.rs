@@ -6,8 +6,9 @@ use std::process::Stdio;
 use std::sync::{Arc, Barrier};
 
 use missionboard::asks::{Asks, NewAsk, QUESTION_TOOL, QUESTION_TOOLS, bounds};
-use missionboard::fleet::{stop::stop_mission, sweep};
+use missionboard::fleet::sweep;
 use missionboard::mission::{Missions, NewMission, Status, subjects};
+use missionboard::ops::stop::stop_mission;
 use missionboard::paths::Paths;
 use missionboard::store::Store;
 

@@ -8,7 +8,7 @@ use super::Effect;
 use crate::board::keymap::Action;
 use crate::board::line::LineField;
 use crate::board::model::{Confirm, ConfirmKind, HostedMission, MissionRow, Mode, Model};
-use crate::fleet::stop::DEFAULT_REASON;
+use crate::ops::stop::DEFAULT_REASON;
 
 /// Stopping `row`, with the default reason ready to edit.
 pub(super) fn stop(row: &MissionRow) -> Confirm {
