@@ -152,6 +152,21 @@ fn most_at_once(spans: &[(i64, i64)]) -> usize {
     most as usize
 }
 
+/// Wait until `n` `missionboard host`s advertise themselves on the store.
+fn wait_hosts_up(sb: &Sandbox, n: usize) {
+    let hosts = missionboard::mission::hosts::Hosts::new(sb.store());
+    wait_for(60, &format!("{n} hosts up"), || {
+        (hosts
+            .live()
+            .unwrap()
+            .iter()
+            .filter(|h| h.width.is_some())
+            .count()
+            >= n)
+            .then_some(())
+    });
+}
+
 fn term(bg: Background) -> Run {
     unsafe { libc::kill(bg.pid() as i32, libc::SIGTERM) };
     bg.join()
@@ -275,8 +290,9 @@ fn a_parked_mission_frees_its_slot_and_takes_one_again_on_its_answer() {
 /// Two hosts on one store share sixty queued missions: each runs exactly once.
 fn two_hosts_share_sixty(sb: &Sandbox) {
     sb.declare_stubs(&[("stub", Some(&script(LAND)))]);
-    let ids = queue_many(sb, "stub", 60);
     let (a, b) = (host(sb, &["--width", "6"]), host(sb, &["--width", "6"]));
+    wait_hosts_up(sb, 2);
+    let ids = queue_many(sb, "stub", 60);
     wait_all(sb, &ids, "landed", 300);
     let (a, b) = (term(a), term(b));
     let mut by_host: HashMap<String, usize> = HashMap::new();
@@ -435,6 +451,7 @@ fn a_queued_fire_with_wait_follows_its_mission_to_the_verdict_without_hosting_it
     );
     assert!(statuses(&sb).is_empty(), "a refused fire queues nothing");
     let h = host(&sb, &[]);
+    wait_hosts_up(&sb, 1);
     let out = sb
         .run(&[
             "mission", "fire", "stub", "follow", "me", "--queue", "--wait", "--policy", "default",
@@ -442,6 +459,11 @@ fn a_queued_fire_with_wait_follows_its_mission_to_the_verdict_without_hosting_it
         .ok();
     let lines = out.lines();
     let id = lines[0].split_whitespace().nth(1).unwrap();
+    assert!(
+        !out.stdout.contains("No `missionboard host`"),
+        "a host is up: {}",
+        out.stdout
+    );
     assert_eq!(
         lines.last().copied(),
         Some(format!("Mission {id} finished: landed").as_str()),

@@ -76,10 +76,13 @@ pub(super) fn run(ctx: &Ctx, args: FireArgs) -> anyhow::Result<i32> {
             Ok(m) => m,
             Err(e) => return Some(Err(e)),
         };
-        if m.status == Status::Open && !claimed {
+        // Said once, even when the mission ran whole between two looks.
+        if let Some(h) = m.host.as_ref().filter(|_| !claimed) {
             claimed = true;
-            let machine = m.host.as_ref().map_or("-", |h| h.machine_label());
-            let _ = outln!("Mission {id} was claimed by a host on {machine}.");
+            let _ = outln!(
+                "Mission {id} was claimed by a host on {}.",
+                h.machine_label()
+            );
         }
         m.status.is_terminal().then_some(Ok(m))
     });
