@@ -260,21 +260,28 @@ fn is_context_overflow(text: &str) -> bool {
     .any(|w| text.contains(w))
 }
 
-/// The ways a planner mission may end that this test accepts: a terminal status, or
-/// a pending ask (a question or a permission) that carries a message.
+/// The ways a planner mission may end that this test accepts: a terminal status; a
+/// pending ask (a question or a permission) that carries a message; or a unit that
+/// ended its turn with nothing pending, which leaves the mission open on a runtime
+/// blocker and lets the waiting fire return.
 enum Outcome {
     Terminal(Value),
     Asked(Value),
+    Idle(Value),
 }
 
-fn outcome(sb: &Sandbox, id: &str, server: &LlamaServer) -> Outcome {
+fn outcome(sb: &Sandbox, id: &str, fire: &mut Background, server: &LlamaServer) -> Outcome {
     let found = poll(|| {
         let record = show(sb, id);
         if record["status"] != "open" {
             return Some(Outcome::Terminal(record));
         }
         let pending = record["pendingAsks"].as_array().unwrap();
-        pending.first().cloned().map(Outcome::Asked)
+        if let Some(ask) = pending.first() {
+            return Some(Outcome::Asked(ask.clone()));
+        }
+        // Read the record again once the fire is gone: the blocker is filed first.
+        fire.exited().then(|| Outcome::Idle(show(sb, id)))
     });
     found.unwrap_or_else(|| {
         panic!(
@@ -288,7 +295,7 @@ fn outcome(sb: &Sandbox, id: &str, server: &LlamaServer) -> Outcome {
 /// Fire `agent` at the server and check how its mission ends; returns the exchanges.
 fn fire_planner(sb: &Sandbox, agent: &str, server: &LlamaServer, proxy: &Proxy) -> Vec<Exchange> {
     let before = proxy.exchanges().len();
-    let fire = background(sb.command(&[
+    let mut fire = background(sb.command(&[
         "mission",
         "fire",
         agent,
@@ -301,7 +308,7 @@ fn fire_planner(sb: &Sandbox, agent: &str, server: &LlamaServer, proxy: &Proxy) 
         sb.newest_mission()
             .filter(|m| show(sb, m)["agentName"] == agent)
     });
-    let record = match outcome(sb, &id, server) {
+    let record = match outcome(sb, &id, &mut fire, server) {
         Outcome::Asked(ask) => {
             let message = ask["argsSummary"].as_str().unwrap_or_default();
             assert!(
@@ -322,6 +329,28 @@ fn fire_planner(sb: &Sandbox, agent: &str, server: &LlamaServer, proxy: &Proxy) 
             })
         }
         Outcome::Terminal(record) => record,
+        Outcome::Idle(record) => {
+            let blockers: Vec<&Value> = record["reports"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .filter(|r| r["kind"] == "blocker")
+                .collect();
+            assert!(
+                blockers.iter().any(|r| !r["summary"]
+                    .as_str()
+                    .unwrap_or_default()
+                    .trim()
+                    .is_empty()),
+                "the fire returned on an open mission with no blocker saying why: {record:#}"
+            );
+            sb.run(&["mission", "stop", &id, "--reason", "the unit went idle"])
+                .ok();
+            wait_for(60, "the stopped mission", || {
+                let r = show(sb, &id);
+                (r["status"] != "open").then_some(r)
+            })
+        }
     };
     let run = fire.join();
     let status = record["status"].as_str().unwrap().to_string();
@@ -341,7 +370,18 @@ fn fire_planner(sb: &Sandbox, agent: &str, server: &LlamaServer, proxy: &Proxy) 
             );
         }
     }
-    let exchanges = proxy.exchanges()[before..].to_vec();
+    // agent-planner reads the server's context size once before its first request.
+    let (exchanges, probes): (Vec<Exchange>, Vec<Exchange>) = proxy.exchanges()[before..]
+        .iter()
+        .cloned()
+        .partition(|x| x.path != "/props");
+    for probe in &probes {
+        assert_eq!(
+            (probe.method.as_str(), probe.status),
+            ("GET", 200),
+            "{probe:#?}"
+        );
+    }
     assert!(
         !exchanges.is_empty(),
         "the agent called the model: {record:#}"

@@ -86,3 +86,83 @@ fn a_one_shot_command_during_an_outage_fails_naming_the_store() {
     cluster.start_again();
     sb.run(&["mission", "list"]).ok();
 }
+
+/// A unit that is busy through the outage: it reports, works a while, reports again.
+const WORK_THEN_LAND: &str = r#"{"name":"w","turns":[{"steps":[{"report":{"kind":"progress","summary":"started"}},{"sleep":4000},{"report":{"kind":"result","summary":"worked through"}},{"finish":"landed"}]}]}"#;
+
+/// The mission `agent` runs (each agent of these tests fires one).
+fn mission_of(sb: &Sandbox, agent: &str) -> Option<String> {
+    let out = sb.run(&["mission", "list", "--json"]).ok();
+    let v: serde_json::Value = serde_json::from_str(&out.stdout).unwrap();
+    v["missions"]
+        .as_array()?
+        .iter()
+        .find(|m| m["agentName"] == agent)
+        .and_then(|m| m["id"].as_str().map(str::to_string))
+}
+
+/// The pending question of `mission`.
+fn ask_of(sb: &Sandbox, mission: &str) -> Option<String> {
+    let out = sb.run(&["mission", "show", mission, "--json"]).ok();
+    let v: serde_json::Value = serde_json::from_str(&out.stdout).unwrap();
+    v["pendingAsks"].as_array()?.first()?["id"]
+        .as_str()
+        .map(str::to_string)
+}
+
+fn landed_with_once(sb: &Sandbox, fire: common::Background, mission: &str, report: &str) {
+    let run = fire.join();
+    assert_eq!(run.code, 0, "the fire rode the outage out: {run:#?}");
+    let shown = sb.run(&["mission", "show", mission]).ok().stdout;
+    assert!(shown.contains("\nStatus:    landed\n"), "{shown}");
+    let reports = sb.report_texts(mission);
+    assert_eq!(
+        reports.iter().filter(|(text, _)| text == report).count(),
+        1,
+        "{report:?} filed once: {reports:?}"
+    );
+}
+
+#[test]
+fn a_twenty_second_outage_under_working_waiting_and_just_answered_missions_ends_each_as_without_it()
+{
+    let cluster = OwnCluster::new_started(|_| {});
+    let mut sb = Sandbox::on_file();
+    sb.store_url = Some(cluster.url());
+    sb.declare_stubs(&[
+        ("worker", Some(WORK_THEN_LAND)),
+        ("waiter", Some(ASK_THEN_LAND)),
+        ("answered", Some(ASK_THEN_LAND)),
+    ]);
+    let worker = sb.fire_in_background("worker", "work through it", &[]);
+    let waiter = sb.fire_in_background("waiter", "wait on a question", &[]);
+    let answered = sb.fire_in_background("answered", "answered in the dark", &[]);
+    let (worker_id, waiter_id, answered_id) = wait_for(60, "three missions", || {
+        Some((
+            mission_of(&sb, "worker")?,
+            mission_of(&sb, "waiter")?,
+            mission_of(&sb, "answered")?,
+        ))
+    });
+    let (waiter_ask, answered_ask) = wait_for(60, "both questions pending", || {
+        Some((ask_of(&sb, &waiter_id)?, ask_of(&sb, &answered_id)?))
+    });
+    wait_for(60, "the worker at work", || {
+        sb.report_texts(&worker_id)
+            .iter()
+            .any(|(text, _)| text == "started")
+            .then_some(())
+    });
+    // Answered as the server goes away: the answer's delivery crosses the outage.
+    sb.run(&["approvals", "respond", &answered_ask, "--answer", "yes"])
+        .ok();
+    cluster.stop();
+    // The outage itself: the server stays away this long under all three.
+    std::thread::sleep(Duration::from_secs(20));
+    cluster.start_again();
+    sb.run(&["approvals", "respond", &waiter_ask, "--answer", "yes"])
+        .ok();
+    landed_with_once(&sb, worker, &worker_id, "worked through");
+    landed_with_once(&sb, waiter, &waiter_id, "renamed: yes");
+    landed_with_once(&sb, answered, &answered_id, "renamed: yes");
+}

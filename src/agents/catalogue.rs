@@ -168,7 +168,12 @@ mod tests {
         let claude = get("claude").unwrap();
         assert_eq!(claude.env["CLAUDE_CODE_TMPDIR"], "{tmp}");
         assert!(claude.session_meta.contains_key("claudeCode"));
-        assert_eq!(get("opencode").unwrap().ports, [4096]);
+        let opencode = get("opencode").unwrap();
+        assert_eq!(opencode.args, ["acp", "--port", "{own_port}"]);
+        let unit = opencode.for_unit().unwrap();
+        let port = unit.ports[0];
+        assert_eq!(unit.args, ["acp", "--port", &port.to_string()]);
+        assert_eq!(unit.ports, [port], "the picked port is the unit's own");
     }
 
     #[test]

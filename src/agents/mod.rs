@@ -147,6 +147,25 @@ impl Agent {
         self.command == SELF_COMMAND && self.args.first().is_some_and(|a| a == "agent")
     }
 
+    /// This declaration as one unit runs it: each `{own_port}` in its args becomes a
+    /// loopback port free right now, listed among its own ports (so confinement lets
+    /// the unit connect to it). An agent that serves itself on a port it is told gets
+    /// one of its own per unit: two at once never fight over a fixed port, and a
+    /// fallback port the sandbox would refuse is never needed.
+    pub fn for_unit(&self) -> std::io::Result<Agent> {
+        let mut unit = self.clone();
+        if unit.args.iter().any(|a| a.contains(OWN_PORT_PLACEHOLDER)) {
+            let port = std::net::TcpListener::bind(("127.0.0.1", 0))?
+                .local_addr()?
+                .port();
+            for arg in &mut unit.args {
+                *arg = arg.replace(OWN_PORT_PLACEHOLDER, &port.to_string());
+            }
+            unit.ports.push(port);
+        }
+        Ok(unit)
+    }
+
     /// `command args…` as the operator would type it.
     pub fn command_line(&self) -> String {
         std::iter::once(self.command.as_str())
@@ -217,6 +236,9 @@ pub const AUTH_REQUIRED: i32 = -32000;
 
 /// In an env value: the mission's temp dir.
 pub const TMP_PLACEHOLDER: &str = "{tmp}";
+
+/// In an arg: a free loopback port picked for each unit (see [`Agent::for_unit`]).
+pub const OWN_PORT_PLACEHOLDER: &str = "{own_port}";
 
 /// Expand `${VAR}` and `${VAR:-default}` with `lookup` (unset, empty or non-UTF-8
 /// variables take the default, or nothing). Text without `${` is returned as is.

@@ -132,6 +132,8 @@ pub fn grant_lines(
     bridge_exe: &Path,
     model_base_url: Option<&str>,
 ) -> Result<Vec<String>, String> {
+    // One unit's picks (its own port) stand for every unit's.
+    let agent = &agent.for_unit().map_err(|e| e.to_string())?;
     let places = unit_places(paths, agent, workspace, tmp, bridge_exe, model_base_url);
     let resolved = sandbox::resolve(decl, &places)?;
     let mut lines = resolved.grants;

@@ -49,6 +49,10 @@ pub async fn dry_handshake(
     timeout: Duration,
 ) -> Result<Greeting, Failure> {
     let scratch_id = uuid::Uuid::new_v4().to_string();
+    let agent = &agent.for_unit().map_err(|e| Failure {
+        what: format!("cannot pick a loopback port for {}: {e}", agent.name),
+        fix: "free a loopback port, then run doctor again".to_string(),
+    })?;
     let (paths, declared, decl, exe) = (
         paths.clone(),
         agent.clone(),

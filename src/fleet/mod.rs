@@ -659,6 +659,7 @@ impl Fleet {
         load: Option<&str>,
     ) -> anyhow::Result<Started> {
         let inner = &self.inner;
+        let agent = &agent.for_unit()?;
         let (declared, config) = (agent.clone(), Config::new(inner.missions.store().clone()));
         let worktrees = crate::worktree::Worktrees::new(inner.missions.store().clone());
         let (paths, exe, decl, dir) = (

@@ -147,6 +147,9 @@ mod listen {
     /// connection ticks once).
     fn keep_listening(url: &str, feed: &Weak<Feed>) {
         let mut retry = Duration::from_millis(100);
+        // The first refusal of a streak is said (waiters fall back to re-reading on
+        // their timeouts, which an operator sees as a slower board); retries are not.
+        let mut refused = false;
         while feed.strong_count() > 0 {
             let for_listener = feed.clone();
             let client = PgSession::listen(url, move || match for_listener.upgrade() {
@@ -159,13 +162,21 @@ mod listen {
             let client = match client {
                 Ok(c) => c,
                 Err(e) => {
-                    tracing::debug!("store changes: cannot LISTEN ({e}); retrying");
+                    if !refused {
+                        tracing::warn!(
+                            "store changes: cannot LISTEN for commits ({e}); waiters re-read on their timeouts until it can, retrying"
+                        );
+                        refused = true;
+                    }
                     std::thread::sleep(retry);
                     retry = (retry * 2).min(Duration::from_secs(5));
                     continue;
                 }
             };
             retry = Duration::from_millis(100);
+            if std::mem::take(&mut refused) {
+                tracing::info!("store changes: listening for commits again");
+            }
             if let Some(f) = feed.upgrade() {
                 f.bump();
             }

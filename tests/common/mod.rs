@@ -355,6 +355,11 @@ impl Background {
         self.child.as_ref().unwrap().id()
     }
 
+    /// Whether the process has exited (its output stays readable through `join`).
+    pub fn exited(&mut self) -> bool {
+        matches!(self.child.as_mut().unwrap().try_wait(), Ok(Some(_)))
+    }
+
     pub fn join(mut self) -> Run {
         let out = self.child.take().unwrap().wait_with_output().unwrap();
         Run {

@@ -264,3 +264,50 @@ pub fn killed_host_resumed(agent: &'static Conformer, policy: &str) {
         "the agent asked the model past its script"
     );
 }
+
+/// When the host is SIGKILLed in [`killed_host_leaves_nothing`].
+pub enum Kill {
+    /// As soon as the agent's own process is up: its launcher starting, its
+    /// `initialize` and `session/new` not yet answered.
+    MidHandshake,
+    /// While the agent's shell runs an approved `sleep`.
+    MidTurn,
+}
+
+/// The host SIGKILLed at `when`: no process of the unit's tree outlives it — the
+/// agent's launcher, the binary it starts, the shell line it runs — whether still
+/// in the host's tree or reparented away from it.
+pub fn killed_host_leaves_nothing(agent: &'static Conformer, policy: &str, when: Kill) {
+    let world = World::new(
+        agent,
+        vec![
+            (agent.shell_call)("sleep 587 # intentional-sleep: the operator stops this"),
+            say("Slept."),
+        ],
+    );
+    let mut fire = world.fire("sleep a while", policy);
+    let host = fire.pid();
+    let tree = match when {
+        Kill::MidHandshake => fire.wait(STEP_SECS, "the agent's own process", || {
+            let tree = descendants(host);
+            // The supervisor's child: the agent itself (or its launcher).
+            tree.iter()
+                .any(|p| !p.cmdline().contains(" supervise "))
+                .then_some(tree)
+        }),
+        Kill::MidTurn => {
+            let ask = wait_ask(&world.sb, &mut fire, "the gated sleep", is_gated_call);
+            world.run(&["approvals", "respond", &ask, "--approve"]).ok();
+            fire.wait(STEP_SECS, "the sleep to run in the unit's tree", || {
+                let tree = descendants(host);
+                tree.iter()
+                    .any(|p| p.cmdline().starts_with("sleep 587"))
+                    .then_some(tree)
+            })
+        }
+    };
+    let killed = fire.sigkill();
+    assert_eq!(killed.code, -1, "killed by the signal: {killed:#?}");
+    wait_all_gone(&tree, 30);
+    wait_all_gone(&working_in(&world.sb.cwd), 30);
+}

@@ -91,3 +91,24 @@ fn stopped_under_strict() {
 fn killed_host_resumed_under_default() {
     cases::killed_host_resumed(&CLAUDE, "default");
 }
+
+// acpx: a driver nobody vetted; everything but the mission tools is refused.
+#[test]
+fn lands_under_acpx() {
+    cases::lands(&CLAUDE, "acpx");
+}
+
+#[test]
+fn denied_call_under_acpx() {
+    cases::denied_call(&CLAUDE, "acpx");
+}
+
+#[test]
+fn killed_mid_handshake_leaves_nothing() {
+    cases::killed_host_leaves_nothing(&CLAUDE, "default", cases::Kill::MidHandshake);
+}
+
+#[test]
+fn killed_mid_turn_leaves_nothing() {
+    cases::killed_host_leaves_nothing(&CLAUDE, "default", cases::Kill::MidTurn);
+}

@@ -124,3 +124,24 @@ fn killed_host_resumed_once_after_its_survivors_are_reaped() {
 fn refusal_named_to_the_model() {
     hitl::refusal_named_to_the_model(&CODEX);
 }
+
+// acpx: a driver nobody vetted; everything but the mission tools is refused.
+#[test]
+fn lands_under_acpx() {
+    cases::lands(&CODEX, "acpx");
+}
+
+#[test]
+fn denied_call_under_acpx() {
+    cases::denied_call(&CODEX, "acpx");
+}
+
+#[test]
+fn killed_mid_handshake_leaves_nothing() {
+    cases::killed_host_leaves_nothing(&CODEX, "default", cases::Kill::MidHandshake);
+}
+
+#[test]
+fn killed_mid_turn_leaves_nothing() {
+    cases::killed_host_leaves_nothing(&CODEX, "default", cases::Kill::MidTurn);
+}

@@ -570,6 +570,26 @@ pub fn descendants(root: u32) -> Vec<Proc> {
     found
 }
 
+/// Every live process working in `dir` or below it (a unit's processes work in its
+/// workspace): found by walking `/proc`, so a process that left its parent's tree
+/// (reparented, double-forked) is found too.
+pub fn working_in(dir: &Path) -> Vec<Proc> {
+    let dir = dir.canonicalize().unwrap_or_else(|_| dir.to_path_buf());
+    let mut found = Vec::new();
+    for entry in std::fs::read_dir("/proc").unwrap().flatten() {
+        let Ok(pid) = entry.file_name().to_string_lossy().parse::<u32>() else {
+            continue;
+        };
+        let in_dir =
+            std::fs::read_link(format!("/proc/{pid}/cwd")).is_ok_and(|cwd| cwd.starts_with(&dir));
+        if in_dir && let Some((_, start)) = parent_and_start(pid) {
+            found.push(Proc { pid, start });
+        }
+    }
+    found.retain(Proc::alive);
+    found
+}
+
 /// Wait until every process of `procs` is gone, naming the survivors if not.
 #[track_caller]
 pub fn wait_all_gone(procs: &[Proc], secs: u64) {

@@ -63,13 +63,6 @@ fn workspace_setup(workspace: &Path, model: &Model) {
     .unwrap();
 }
 
-/// opencode serves itself on a fixed loopback port (4096): two at once collide, so
-/// this module's cases take turns.
-fn one_at_a_time() -> std::sync::MutexGuard<'static, ()> {
-    static ONE: std::sync::Mutex<()> = std::sync::Mutex::new(());
-    ONE.lock().unwrap_or_else(|e| e.into_inner())
-}
-
 /// opencode names an MCP tool `<server>_<tool>`.
 fn mission_tool(name: &str) -> String {
     format!("mission_{name}")
@@ -85,57 +78,56 @@ fn shell_call(command: &str) -> Value {
 
 #[test]
 fn lands_under_default() {
-    let _one = one_at_a_time();
     cases::lands(&OPENCODE, "default");
 }
 
 #[test]
 fn gated_write_approved_under_default() {
-    let _one = one_at_a_time();
     cases::gated_write_approved(&OPENCODE, "default");
 }
 
 #[test]
-#[ignore = "flaky under strict: each passes alone, but in 2 of 5 runs of this module one strict case failed (denied_call: the fire ended with no mission recorded; stopped once); not yet diagnosed"]
 fn gated_write_approved_under_strict() {
-    let _one = one_at_a_time();
     cases::gated_write_approved(&OPENCODE, "strict");
 }
 
 #[test]
 fn question_answered_under_default() {
-    let _one = one_at_a_time();
     cases::question_answered(&OPENCODE, "default");
 }
 
 #[test]
 fn denied_call_under_default() {
-    let _one = one_at_a_time();
     cases::denied_call(&OPENCODE, "default");
 }
 
 #[test]
-#[ignore = "flaky under strict: each passes alone, but in 2 of 5 runs of this module one strict case failed (denied_call: the fire ended with no mission recorded; stopped once); not yet diagnosed"]
 fn denied_call_under_strict() {
-    let _one = one_at_a_time();
     cases::denied_call(&OPENCODE, "strict");
 }
 
 #[test]
 fn stopped_under_default() {
-    let _one = one_at_a_time();
     cases::stopped(&OPENCODE, "default");
 }
 
 #[test]
-#[ignore = "flaky under strict: each passes alone, but in 2 of 5 runs of this module one strict case failed (denied_call: the fire ended with no mission recorded; stopped once); not yet diagnosed"]
 fn stopped_under_strict() {
-    let _one = one_at_a_time();
     cases::stopped(&OPENCODE, "strict");
 }
 
 #[test]
 fn killed_host_resumed_under_default() {
-    let _one = one_at_a_time();
     cases::killed_host_resumed(&OPENCODE, "default");
+}
+
+// acpx: a driver nobody vetted; everything but the mission tools is refused.
+#[test]
+fn lands_under_acpx() {
+    cases::lands(&OPENCODE, "acpx");
+}
+
+#[test]
+fn denied_call_under_acpx() {
+    cases::denied_call(&OPENCODE, "acpx");
 }

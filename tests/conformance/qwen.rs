@@ -111,3 +111,14 @@ fn stopped_under_strict() {
 fn killed_host_resumed_under_default() {
     cases::killed_host_resumed(&QWEN, "default");
 }
+
+// acpx: a driver nobody vetted; everything but the mission tools is refused.
+#[test]
+fn lands_under_acpx() {
+    cases::lands(&QWEN, "acpx");
+}
+
+#[test]
+fn denied_call_under_acpx() {
+    cases::denied_call(&QWEN, "acpx");
+}
