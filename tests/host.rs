@@ -511,6 +511,15 @@ fn a_mission_for_a_label_waits_for_a_host_carrying_it() {
         "queued",
         "no host with the label yet"
     );
+    assert_eq!(show(&sb, &gpu)["queuePosition"], 1);
+    let text = sb.run(&["mission", "show", &gpu]).ok();
+    assert!(
+        text.lines().contains(
+            &"Queue:     position 1, waiting for a `missionboard host` labelled \"gpu\" to claim it"
+        ),
+        "{}",
+        text.stdout
+    );
     let labelled = host(&sb, &["--label", "gpu"]);
     wait_all(&sb, std::slice::from_ref(&gpu), "landed", 120);
     assert_eq!(

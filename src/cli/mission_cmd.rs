@@ -110,8 +110,12 @@ pub(super) fn show(ctx: &Ctx, id: &str, json: bool) -> anyhow::Result<i32> {
         .reports(&m.id, SHOWN_REPORTS)
         .map_err(|e| anyhow::anyhow!("failed to read reports for mission {:?}: {e}", m.id))?;
     let report_count = svc.report_count(&m.id)?;
+    let queued_at = svc.queue_positions()?.get(&m.id).copied();
     if json {
         let mut v = serde_json::to_value(&m)?;
+        if let Some(at) = queued_at {
+            v["queuePosition"] = at.into();
+        }
         v["plan"] = serde_json::to_value(svc.plan(&m.id)?)?;
         v["planRevisions"] = serde_json::to_value(svc.plan_revisions(&m.id)?)?;
         v["reports"] = serde_json::to_value(&reports)?;
@@ -138,6 +142,16 @@ pub(super) fn show(ctx: &Ctx, id: &str, json: bool) -> anyhow::Result<i32> {
     writeln!(out, "Agent:     {}", m.agent_name)?;
     writeln!(out, "Envelope:  {}", m.hitl_policy_name)?;
     writeln!(out, "Status:    {}", status_line(&m))?;
+    if let Some(at) = queued_at {
+        let on = match svc.run_on(&m.id)? {
+            Some(label) => format!(" labelled {label:?}"),
+            None => String::new(),
+        };
+        writeln!(
+            out,
+            "Queue:     position {at}, waiting for a `missionboard host`{on} to claim it"
+        )?;
+    }
     if let Some(s) = &m.session_id {
         writeln!(out, "Session:   {s}")?;
     }
