@@ -241,8 +241,11 @@ async fn maintain(
         asks.sweep_expired()?;
         let mut resumable = Vec::new();
         for cp in asks.stranded_checkpoints()? {
-            if !asks.host_lives(&cp) && probe.can_resume(&cp.mission_id).is_ok() {
-                resumable.push((cp.ask_id, cp.mission_id));
+            if asks.host_lives(&cp) {
+                continue;
+            }
+            if let Ok(startable) = probe.can_resume(&cp.mission_id) {
+                resumable.push((cp.ask_id, cp.mission_id, startable));
             }
         }
         let reclaimed = reclaim_dead(probe.missions(), asks, &mine)?;
@@ -259,14 +262,14 @@ async fn maintain(
     for (mission, machine) in reclaimed {
         report(Event::Reclaimed { mission, machine });
     }
-    for (ask_id, mission) in resumable {
+    for (ask_id, mission, startable) in resumable {
         if !underway.resuming.lock_unpoisoned().insert(ask_id.clone()) {
             continue;
         }
         let (fleet, tracker, report) = (fleet.clone(), underway.clone(), report.clone());
         let underway = tracker.clone();
         tracker.track(tokio::spawn(async move {
-            match fleet.resume_parked(&ask_id).await {
+            match fleet.resume_parked(&ask_id, Some(startable)).await {
                 Ok(true) => report(Event::Resumed { mission }),
                 Ok(false) => {}
                 Err(e) => tracing::warn!(ask = %ask_id, "host: resume failed: {e:#}"),

@@ -6,7 +6,7 @@
 use crate::asks::bounds::answer_as_agent_within_bounds;
 use crate::asks::checkpoint::Checkpoint;
 use crate::asks::{Asks, OperatorVerdict};
-use crate::fleet::Fleet;
+use crate::fleet::{Fleet, Startable};
 use crate::mission::Missions;
 use crate::paths::Paths;
 
@@ -24,8 +24,8 @@ pub enum Answerer<'a> {
 pub struct Recorded {
     /// The run's checkpoint as it stood before the answer (`None`: nothing waits).
     pub parked: Option<Checkpoint>,
-    /// The fleet that resumes it here: its host is gone.
-    pub resumer: Option<Fleet>,
+    /// The fleet that resumes it here (its host is gone), and what it starts.
+    pub resumer: Option<(Fleet, Startable)>,
 }
 
 /// Record `who`'s answer to `ask_id`. `asks` is the caller's ask service, so a
@@ -48,14 +48,14 @@ pub fn record(
     let resumer = match &parked {
         Some(cp) if !asks.host_lives(cp) && !missions.queue_host_takes(&cp.mission_id) => {
             let fleet = host()?;
-            if let Err(e) = fleet.can_resume(&cp.mission_id) {
-                anyhow::bail!(
+            let startable = fleet.can_resume(&cp.mission_id).map_err(|e| {
+                anyhow::anyhow!(
                     "ask {ask_id} has a suspended run checkpointed under it, and this process (on {here}) cannot resume it: {e}\nThe verdict was NOT recorded — the ask is still pending. Fix the configuration here (declare the mission's agent in agents.toml, install its command, restore its envelope), or answer from a terminal that can start it (it was parked on machine {there})",
                     here = crate::host::machine_name(),
                     there = cp.host.machine_label(),
-                );
-            }
-            Some(fleet)
+                )
+            })?;
+            Some((fleet, startable))
         }
         _ => None,
     };

@@ -9,8 +9,8 @@
 use std::sync::{Arc, OnceLock};
 
 use crate::asks::Asks;
-use crate::fleet::Fleet;
 pub use crate::fleet::resume::{Answerer, Recorded};
+use crate::fleet::{Fleet, Startable};
 use crate::paths::Paths;
 use crate::store::{Store, blocking};
 
@@ -101,30 +101,31 @@ pub fn record(host: &Host, ask_id: &str, who: Answerer<'_>) -> anyhow::Result<Re
 
 /// The resuming half of [`answer`].
 pub async fn resume(host: &Host, ask_id: &str, recorded: Recorded) -> anyhow::Result<Afterwards> {
-    let (cp, fleet) = match (recorded.parked, recorded.resumer) {
+    let (cp, (fleet, startable)) = match (recorded.parked, recorded.resumer) {
         (None, _) => return Ok(Afterwards::NothingParked),
-        (Some(cp), Some(fleet)) => (cp, fleet),
+        (Some(cp), Some(resumer)) => (cp, resumer),
         // The host was alive when we looked. Had it died since, before it could
         // claim the run, the answer would wait for a reconciling read: resume it
         // here now if this process can (the claim keeps it exactly once).
         (Some(cp), None) => {
             let (h, parked) = (host.clone(), cp.clone());
-            let capable = blocking(move || -> Option<Fleet> {
+            let capable = blocking(move || -> Option<(Fleet, Startable)> {
                 let missions = crate::mission::Missions::new(h.store.clone());
                 if h.asks().host_lives(&parked) || missions.queue_host_takes(&parked.mission_id) {
                     return None;
                 }
                 let fleet = h.fleet().ok()?;
-                fleet.can_resume(&parked.mission_id).ok().map(|_| fleet)
+                let startable = fleet.can_resume(&parked.mission_id).ok()?;
+                Some((fleet, startable))
             })
             .await;
             match capable {
-                Some(fleet) => (cp, fleet),
+                Some(resumer) => (cp, resumer),
                 None => return Ok(Afterwards::HostResumes),
             }
         }
     };
-    if drive_resume(host, &fleet, ask_id, &cp.mission_id).await? {
+    if drive_resume(host, &fleet, ask_id, &cp.mission_id, Some(startable)).await? {
         return Ok(Afterwards::ResumedHere);
     }
     let (h, id) = (host.clone(), ask_id.to_string());
@@ -209,14 +210,20 @@ async fn resume_stranded(host: &Host, which: Stranded) -> anyhow::Result<(usize,
     let fleet = blocking(move || h.fleet()).await?;
     let (mut resumed, mut failed) = (0, 0);
     for cp in stranded {
-        let (probe, mission) = (fleet.clone(), cp.mission_id.clone());
-        if which == Stranded::Resumable
-            && let Err(e) = blocking(move || probe.can_resume(&mission)).await
-        {
-            tracing::debug!(ask = %cp.ask_id, "stranded run left to a process that can start it: {e}");
-            continue;
-        }
-        match drive_resume(host, &fleet, &cp.ask_id, &cp.mission_id).await {
+        let startable = match which {
+            Stranded::All => None,
+            Stranded::Resumable => {
+                let (probe, mission) = (fleet.clone(), cp.mission_id.clone());
+                match blocking(move || probe.can_resume(&mission)).await {
+                    Ok(s) => Some(s),
+                    Err(e) => {
+                        tracing::debug!(ask = %cp.ask_id, "stranded run left to a process that can start it: {e}");
+                        continue;
+                    }
+                }
+            }
+        };
+        match drive_resume(host, &fleet, &cp.ask_id, &cp.mission_id, startable).await {
             Ok(true) => resumed += 1,
             // Another process claimed it first, or nothing was left to run: not ours.
             Ok(false) => {}
@@ -229,17 +236,18 @@ async fn resume_stranded(host: &Host, which: Stranded) -> anyhow::Result<(usize,
     Ok((resumed, failed))
 }
 
-/// Resume the run parked on `ask_id` on `fleet` (the host's) and wait for the end
-/// of its turn. Whether a unit was resumed (`false`: there was nothing to run). A
+/// Resume the run parked on `ask_id` on `fleet` (the host's; `startable`: what the
+/// check that it can start loaded) and wait for the end of its turn. Whether a unit was resumed (`false`: there was nothing to run). A
 /// one-shot command's fleet follows the bus and reaps the unit for the while.
 async fn drive_resume(
     host: &Host,
     fleet: &Fleet,
     ask_id: &str,
     mission_id: &str,
+    startable: Option<Startable>,
 ) -> anyhow::Result<bool> {
     let teardown = host.one_shot.then(|| fleet.spawn_teardown());
-    let result = fleet.resume_parked(ask_id).await;
+    let result = fleet.resume_parked(ask_id, startable).await;
     if matches!(result, Ok(true)) {
         fleet.wait_unit(mission_id).await;
     }

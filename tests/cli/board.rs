@@ -625,6 +625,19 @@ fn parked_on_a_dead_host(sb: &Sandbox) -> (String, String) {
     (id, ask)
 }
 
+/// Park the stub's run on a dead host, open a board (tmux session `name`) and answer
+/// the question there: the board, the mission id and the ask id.
+fn answered_on_a_board(sb: &Sandbox, name: &str, answer: &str) -> (Tmux, String, String) {
+    let (id, ask) = parked_on_a_dead_host(sb);
+    let tmux = board_in_tmux(sb, name, "", "board");
+    tmux.wait_screen(30, "the parked question on the board", |s| {
+        s.contains("Rename the env var too?")
+    });
+    tmux.draft_answer(answer);
+    tmux.keys(&["C-s"]);
+    (tmux, id, ask)
+}
+
 /// The one answer path on the board: a run parked under a question whose host was
 /// killed resumes in the board's own process when the board answers it, and lands.
 #[test]
@@ -635,14 +648,7 @@ fn tmux_a_board_answer_resumes_a_parked_run_whose_host_is_gone() {
     );
     let sb = Sandbox::new();
     sb.declare_stubs(&[("stub", Some(ASK_THEN_LAND))]);
-    let (id, ask) = parked_on_a_dead_host(&sb);
-
-    let tmux = board_in_tmux(&sb, "mb-board-resume", "", "board");
-    tmux.wait_screen(30, "the parked question on the board", |s| {
-        s.contains("Rename the env var too?")
-    });
-    tmux.draft_answer("yes, from the board");
-    tmux.keys(&["C-s"]);
+    let (tmux, id, ask) = answered_on_a_board(&sb, "mb-board-resume", "yes, from the board");
     tmux.wait_screen(60, "the board to say it resumed the run", |s| {
         s.contains("this board resumed it")
     });
@@ -674,14 +680,7 @@ fn tmux_a_board_answer_is_recorded_at_once_while_its_resume_runs_on() {
     );
     let sb = Sandbox::new();
     sb.declare_stubs(&[("stub", Some(ASK_THEN_HANG))]);
-    let (id, _) = parked_on_a_dead_host(&sb);
-
-    let tmux = board_in_tmux(&sb, "mb-board-recorded", "", "board");
-    tmux.wait_screen(30, "the parked question on the board", |s| {
-        s.contains("Rename the env var too?")
-    });
-    tmux.draft_answer("yes");
-    tmux.keys(&["C-s"]);
+    let (tmux, id, _) = answered_on_a_board(&sb, "mb-board-recorded", "yes");
     let resumed = |sb: &Sandbox| {
         let show = sb.run(&["mission", "reports", &id]).ok();
         show.stdout.contains("resumed: yes")
@@ -715,14 +714,7 @@ fn tmux_a_run_the_board_resumes_is_offered_by_its_quit_dialog() {
     );
     let sb = Sandbox::new();
     sb.declare_stubs(&[("stub", Some(ASK_THEN_HANG))]);
-    let (id, _) = parked_on_a_dead_host(&sb);
-
-    let tmux = board_in_tmux(&sb, "mb-board-resumed-quit", "", "board");
-    tmux.wait_screen(30, "the parked question on the board", |s| {
-        s.contains("Rename the env var too?")
-    });
-    tmux.draft_answer("yes");
-    tmux.keys(&["C-s"]);
+    let (tmux, id, _) = answered_on_a_board(&sb, "mb-board-resumed-quit", "yes");
     wait_for(30, "the resumed turn", || {
         let reports = sb.run(&["mission", "reports", &id]).ok();
         reports.stdout.contains("resumed: yes").then_some(())

@@ -1,0 +1,144 @@
+//! Admission: a dispatch is validated (its agent and envelope resolved) and takes a
+//! slot of fleet width under a short lock, or is refused at the cap. Nothing waits.
+
+use super::*;
+
+impl Fleet {
+    /// Units this host holds right now, starting ones included (each holds fleet
+    /// width until it is reaped, or its start fails).
+    pub fn open_units(&self) -> usize {
+        self.inner.units.lock_unpoisoned().open()
+    }
+
+    /// Reserve a slot of fleet width, or refuse the fire at the cap. Nothing waits.
+    pub(super) fn reserve(&self) -> anyhow::Result<Reservation> {
+        let max = self.inner.max_parallel;
+        let mut units = self.inner.units.lock_unpoisoned();
+        let open = units.open() as u64;
+        if max > 0 && open >= max {
+            anyhow::bail!(
+                "conflict: fleet admission refused: {open} units are already open, at the fleet-width cap (fleet-max-parallel={max}). Wait for a unit to conclude or stop one, or raise the cap: `missionboard config set fleet-max-parallel <N>` (0 = unlimited)."
+            );
+        }
+        units.starting += 1;
+        Ok(Reservation {
+            inner: self.inner.clone(),
+            held: true,
+        })
+    }
+
+    /// Dispatch a mission: validate, admit, start the unit, record the mission, and
+    /// start driving it. A refusal leaves no record and no process.
+    pub async fn dispatch(&self, req: DispatchRequest) -> anyhow::Result<Dispatched> {
+        self.dispatch_parented(req, None).await
+    }
+
+    /// [`Fleet::dispatch`] from a firing session: the mission records `parent` as its
+    /// parent session, so its reports stream there while that session lives.
+    pub async fn dispatch_for_session(
+        &self,
+        req: DispatchRequest,
+        parent: &str,
+    ) -> anyhow::Result<Dispatched> {
+        self.dispatch_parented(req, Some(parent.to_string())).await
+    }
+
+    pub(super) async fn dispatch_parented(
+        &self,
+        req: DispatchRequest,
+        parent_session_id: Option<String>,
+    ) -> anyhow::Result<Dispatched> {
+        let inner = &self.inner;
+        let agent_name = req.agent_name.trim().to_string();
+        if agent_name.is_empty() {
+            anyhow::bail!("missing parameter: agentName: agentName is required");
+        }
+        let policy_name = req.envelope.as_str();
+        let envelope = search::load(&inner.paths, policy_name).map_err(|e| {
+            anyhow::anyhow!(
+                "invalid parameter value: hitlPolicyName: hitl policy {policy_name:?} could not be loaded: it must name an existing policy (see `missionboard vet --all` / the .missionboard policy files) — {e}"
+            )
+        })?;
+        let cwd = match req.cwd {
+            Some(c) if !c.is_absolute() => {
+                anyhow::bail!(
+                    "cwd must be an absolute path, got {:?}",
+                    c.display().to_string()
+                )
+            }
+            Some(c) => c,
+            None => inner.paths.cwd.clone(),
+        };
+        let agent = self.resolve_agent(&agent_name)?;
+        let record = Record {
+            intent: req.intent,
+            parent_session_id,
+            claimed: false,
+        };
+        let mission_id = uuid::Uuid::new_v4().to_string();
+        self.admit(record, mission_id, (agent, envelope), cwd, req.worktree)
+            .await
+    }
+
+    /// Take a slot of width, make the mission's worktree when it wants one, and
+    /// start it; a refusal gives the slot back and removes the worktree.
+    pub(super) async fn admit(
+        &self,
+        record: Record,
+        mission_id: String,
+        (agent, envelope): (crate::agents::Agent, search::Loaded),
+        cwd: PathBuf,
+        wants_worktree: bool,
+    ) -> anyhow::Result<Dispatched> {
+        let inner = &self.inner;
+        let slot = self.reserve()?;
+        let worktree = if wants_worktree
+            || envelope.policy.workspace == crate::envelope::sandbox::WorkspaceMode::Worktree
+        {
+            let worktrees = crate::worktree::Worktrees::new(inner.missions.store().clone());
+            let (repo, id) = (cwd.clone(), mission_id.clone());
+            Some(blocking(move || worktrees.create(&repo, &id)).await?)
+        } else {
+            None
+        };
+        let cwd = worktree.as_ref().map_or(cwd, |w| w.path.clone());
+        let dispatched = self
+            .dispatch_admitted(
+                record,
+                mission_id,
+                (agent, envelope),
+                cwd,
+                worktree.clone(),
+                slot,
+            )
+            .await;
+        if dispatched.is_err()
+            && let Some(wt) = worktree
+        {
+            let worktrees = crate::worktree::Worktrees::new(inner.missions.store().clone());
+            blocking(move || worktrees.abandon(&wt)).await;
+        }
+        dispatched
+    }
+
+    pub(super) fn resolve_agent(&self, name: &str) -> anyhow::Result<crate::agents::Agent> {
+        let registry = Registry::load(&self.inner.paths)?;
+        // A catalogue agent needs no declaration: agents.toml only overrides it.
+        if let Some(agent) = registry
+            .get(name)
+            .or_else(|| crate::agents::catalogue::get(name))
+        {
+            return Ok(agent.clone());
+        }
+        let known = registry.names();
+        let hint = if known.is_empty() {
+            " — no agents are declared; run 'missionboard init' to seed agents.toml".to_string()
+        } else {
+            format!(
+                " — declared agents: {} (see 'missionboard agent list')",
+                known.join(", ")
+            )
+        };
+        anyhow::bail!("resolve agent {name:?}: not found{hint}")
+    }
+}

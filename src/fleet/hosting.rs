@@ -1,0 +1,152 @@
+//! Hosting: a started unit is held by this fleet, its permission requests answered
+//! and its turns driven, until its mission rests.
+
+use super::*;
+
+impl Fleet {
+    /// Does this host hold the unit of `mission_id` (it dispatched or resumed it)?
+    pub fn holds(&self, mission_id: &str) -> bool {
+        self.inner
+            .units
+            .lock_unpoisoned()
+            .hosted
+            .contains_key(mission_id)
+    }
+
+    /// The missions whose units this host holds (dispatched or resumed here).
+    pub fn hosted_missions(&self) -> Vec<String> {
+        let units = self.inner.units.lock_unpoisoned();
+        units.hosted.keys().cloned().collect()
+    }
+
+    /// Wait until this host no longer holds a unit for `mission_id`.
+    pub async fn wait_unit(&self, mission_id: &str) {
+        while self.holds(mission_id) {
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    }
+
+    /// Hold a started unit: answer its permission requests and drive it. A dispatch's
+    /// `slot` becomes the hosted unit's width.
+    pub(super) async fn host(
+        &self,
+        mut started: Started,
+        mission: crate::mission::Mission,
+        envelope: search::Loaded,
+        opening: drive::Opening,
+        slot: Option<Reservation>,
+    ) {
+        let inner = &self.inner;
+        let mission_id = mission.id.clone();
+        let (stop_tx, stop_rx) = watch::channel(false);
+        let (idle_tx, idle_rx) = watch::channel(None);
+        let ledger = budget::ComputeLedger::new(inner.missions.store().clone());
+        let offered = started.unit.capabilities().offered_models().cloned();
+        let (recorder, id, declared) = (
+            ledger.clone(),
+            mission_id.clone(),
+            envelope.policy.compute.clone(),
+        );
+        let (compute, spent) = blocking(move || {
+            if let Err(e) = recorder.record_unit(
+                &id,
+                offered.as_ref().map(|m| m.available.as_slice()),
+                offered.as_ref().map(|m| m.current.as_str()),
+            ) {
+                tracing::warn!(mission = %id, "could not record the unit's session model: {e}");
+            }
+            // The envelope's bounds, as an operator raised them on an earlier
+            // pause, and what earlier sessions of the mission spent against them.
+            match recorder.get(&id) {
+                Ok(Some(record)) => (record.apply(&declared), record.spent),
+                _ => (declared, budget::Spend::default()),
+            }
+        })
+        .await;
+        let (budget, crossings) = budget::Budget::new(compute);
+        let budget = Arc::new(budget.continuing(ledger.clone(), &mission_id, spent));
+        let events = started
+            .unit
+            .take_events()
+            .expect("fresh unit has its event channel");
+        let perms = started
+            .unit
+            .take_permissions()
+            .expect("fresh unit has its permission channel");
+        // A resume after an approved gated call: that approval stands once more.
+        let resumed_approval = match &opening {
+            drive::Opening::Resumed { ask_id, .. } => {
+                let (asks, id) = (inner.asks.clone(), ask_id.clone());
+                blocking(move || asks.get(&id))
+                    .await
+                    .ok()
+                    .flatten()
+                    .filter(|a| !a.takes_words() && a.approved() == Some(true))
+            }
+            drive::Opening::Fresh => None,
+        };
+        let refusals = permissions::spawn_answerer(
+            perms,
+            permissions::Gate {
+                mission_id: mission_id.clone(),
+                missions: inner.missions.clone(),
+                agent_name: mission.agent_name.clone(),
+                session_id: started.session_id.clone(),
+                instance_id: started.instance_id.clone(),
+                cwd: started.cwd.clone(),
+                envelope: envelope.clone(),
+                asks: inner.asks.clone(),
+                ask_ceiling: inner.ask_ceiling,
+                budget: budget.clone(),
+                resumed_approval: Mutex::new(resumed_approval),
+            },
+        );
+        let drive = drive::Drive {
+            missions: inner.missions.clone(),
+            asks: inner.asks.clone(),
+            mission,
+            unit: started.unit,
+            events,
+            stop: stop_rx,
+            socket: started.socket,
+            resumer: matches!(opening, drive::Opening::Resumed { .. }),
+            opening,
+            budget,
+            crossings,
+            refusals,
+            ledger,
+            ask_ceiling: inner.ask_ceiling,
+            park_window: inner.park_window,
+            idle: idle_tx,
+        };
+        let fleet = self.clone();
+        let key = mission_id.clone();
+        // Registered under the lock before the task can finish and deregister itself.
+        let mut units = inner.units.lock_unpoisoned();
+        let tmp = started.tmp;
+        let done = tokio::spawn(async move {
+            drive.run().await;
+            // `{tmp}` goes with the unit (removing it is blocking work).
+            blocking(move || drop(tmp)).await;
+            fleet.inner.units.lock_unpoisoned().hosted.remove(&key);
+        });
+        units.hosted.insert(
+            mission_id,
+            Hosted {
+                stop: stop_tx,
+                idle: idle_rx,
+                done,
+            },
+        );
+        if let Some(slot) = slot {
+            slot.fulfil(&mut units);
+        }
+    }
+
+    /// When this host's unit of `mission_id` ended its turns and the mission is still
+    /// open with nothing pending, the runtime blocker's summary saying so.
+    pub fn idle_reason(&self, mission_id: &str) -> Option<String> {
+        let units = self.inner.units.lock_unpoisoned();
+        units.hosted.get(mission_id)?.idle.borrow().clone()
+    }
+}

@@ -1,0 +1,426 @@
+//! Starting a unit: a fresh mission's (checked, then recorded), or a parked run's
+//! resumed from its checkpoint (claimed exactly once).
+
+use super::*;
+
+impl Fleet {
+    /// Start, check and record an admitted mission in `cwd`. A refusal here leaves no
+    /// record and no process (the caller removes a worktree made for it).
+    pub(super) async fn dispatch_admitted(
+        &self,
+        record: Record,
+        mission_id: String,
+        (agent, envelope): (crate::agents::Agent, search::Loaded),
+        cwd: PathBuf,
+        worktree: Option<crate::worktree::Worktree>,
+        slot: Reservation,
+    ) -> anyhow::Result<Dispatched> {
+        let inner = &self.inner;
+        let (agent_name, policy_name) = (agent.name.clone(), envelope.name.clone());
+        let mut started = self
+            .start_unit(&mission_id, &agent, &cwd, &envelope.policy, None)
+            .await?;
+        // The model allowlist is held on the started unit, before the mission row
+        // exists: only a running agent says which models it offers, and a refused
+        // fire must leave no record (the unit is reaped, the socket removed).
+        let compute = envelope.policy.compute.clone();
+        if let Err(e) = budget::select_allowed_model(&mut started.unit, &compute, &agent_name).await
+        {
+            started.unit.shutdown().await;
+            return Err(e);
+        }
+        let new = NewMission {
+            id: mission_id.clone(),
+            intent: record.intent.as_str().to_string(),
+            agent_name: agent_name.clone(),
+            policy_name: policy_name.clone(),
+            cwd: cwd.display().to_string(),
+            session_id: Some(started.session_id.clone()),
+            instance_id: Some(started.instance_id.clone()),
+            parent_session_id: record.parent_session_id,
+        };
+        let missions = inner.missions.clone();
+        let claimed = record.claimed;
+        let mission = match blocking(move || {
+            if claimed {
+                missions.bind_claimed(&new)
+            } else {
+                missions.create(new)
+            }
+        })
+        .await
+        {
+            Ok(m) => m,
+            Err(e) => {
+                started.unit.shutdown().await;
+                return Err(e.into());
+            }
+        };
+        let (session_id, instance_id) = (started.session_id.clone(), started.instance_id.clone());
+        let caps = started.unit.capabilities().clone();
+        let sandbox = started.sandbox.clone();
+        self.host(
+            started,
+            mission,
+            envelope,
+            drive::Opening::Fresh,
+            Some(slot),
+        )
+        .await;
+        Ok(Dispatched {
+            mission_id,
+            instance_id,
+            session_id,
+            caps,
+            compute,
+            sandbox,
+            worktree,
+        })
+    }
+
+    /// Resume a run parked on `ask_id` whose host is gone: claim the checkpoint
+    /// (exactly one resumer wins), start the mission's agent afresh with a brief of
+    /// what happened and the operator's answer, and drive it until its turn ends or
+    /// the mission rests (await it with [`Fleet::wait_unit`]). `Ok(false)` when there
+    /// is nothing to resume, or another process holds the claim.
+    pub async fn resume_parked(
+        &self,
+        ask_id: &str,
+        startable: Option<Startable>,
+    ) -> anyhow::Result<bool> {
+        let (asks, id) = (self.inner.asks.clone(), ask_id.to_string());
+        let claimed = blocking(move || -> anyhow::Result<_> {
+            let Some(cp) = asks.checkpoint(&id)? else {
+                return Ok(None);
+            };
+            Ok(asks.claim_checkpoint(&id)?.then_some(cp))
+        })
+        .await?;
+        let Some(cp) = claimed else {
+            return Ok(false);
+        };
+        let attempt = async {
+            let (fleet, id, parked) = (self.clone(), ask_id.to_string(), cp.clone());
+            let prepared = blocking(move || fleet.prepare_resume(&id, &parked, startable)).await?;
+            let Some(resume) = prepared else {
+                return Ok(false);
+            };
+            let cwd = if cp.cwd.is_empty() {
+                self.inner.paths.cwd.clone()
+            } else {
+                PathBuf::from(&cp.cwd)
+            };
+            let Resume {
+                mission,
+                envelope,
+                agent,
+                brief,
+                answer_turn,
+            } = resume;
+            // The agent's own session when it can load it: the unit carries on as
+            // a live host's would, told only the answer. Else a fresh session,
+            // briefed on what happened.
+            let mut started = match self
+                .start_unit(
+                    &mission.id,
+                    &agent,
+                    &cwd,
+                    &envelope.policy,
+                    Some(&cp.session_id),
+                )
+                .await
+            {
+                Ok(started) => started,
+                Err(e) => {
+                    tracing::warn!(mission = %mission.id, "could not load session {}; starting a fresh one: {e}", cp.session_id);
+                    self.start_unit(&mission.id, &agent, &cwd, &envelope.policy, None)
+                        .await?
+                }
+            };
+            let blocks = if started.unit.loaded() {
+                vec![answer_turn]
+            } else {
+                brief
+            };
+            if let Err(e) = budget::select_allowed_model(
+                &mut started.unit,
+                &envelope.policy.compute,
+                &mission.agent_name,
+            )
+            .await
+            {
+                started.unit.shutdown().await;
+                return Err(e);
+            }
+            let (missions, session, instance) = (
+                self.inner.missions.clone(),
+                started.session_id.clone(),
+                started.instance_id.clone(),
+            );
+            let mission =
+                blocking(move || missions.rebind(&mission.id, &session, &instance)).await?;
+            let opening = drive::Opening::Resumed {
+                blocks,
+                ask_id: ask_id.to_string(),
+            };
+            self.host(started, mission, envelope, opening, None).await;
+            Ok::<_, anyhow::Error>(true)
+        };
+        match attempt.await {
+            Ok(resumed) => Ok(resumed),
+            Err(e) => {
+                let (asks, id, failure) =
+                    (self.inner.asks.clone(), ask_id.to_string(), e.to_string());
+                let _ = blocking(move || asks.fail_checkpoint(&id, &failure)).await;
+                Err(e)
+            }
+        }
+    }
+
+    /// The store-bound half of a resume, once its checkpoint is claimed: what the
+    /// fresh unit is started with (`startable`: its agent and envelope, when the
+    /// resumer already loaded them), or `None` when the mission needs no unit (it
+    /// is at rest, or its compute-bound question settled it).
+    pub(super) fn prepare_resume(
+        &self,
+        ask_id: &str,
+        cp: &Checkpoint,
+        startable: Option<Startable>,
+    ) -> anyhow::Result<Option<Resume>> {
+        let inner = &self.inner;
+        let mission = inner.missions.require(&cp.mission_id)?;
+        if mission.status.is_terminal() {
+            inner.asks.drop_checkpoint(ask_id)?;
+            return Ok(None);
+        }
+        let Startable { agent, envelope } = match startable {
+            Some(s) => s,
+            None => self.startable(&mission)?,
+        };
+        let ask = inner.asks.require(ask_id)?;
+        if ask.is_budget()
+            && !self.settle_budget_question(&mission.id, &ask, &envelope.policy.compute)?
+        {
+            inner.asks.drop_checkpoint(ask_id)?;
+            return Ok(None);
+        }
+        if ask.is_question() && ask.answer().is_none() {
+            inner.missions.add_blocker(&mission.id, crate::asks::one_line_summary(&ask.args_summary), format!(
+                        "(the unit asked for an operator and got no answer: the question was {} before anyone answered it)",
+                        ask.state.as_str()
+                    ))?;
+        }
+        let reports = inner.missions.reports(&mission.id, 50)?;
+        let brief = vec![
+            prompts::resume_brief(&reports, &ask),
+            prompts::PREAMBLE.to_string(),
+            mission.intent.clone(),
+        ];
+        Ok(Some(Resume {
+            mission,
+            envelope,
+            agent,
+            brief,
+            answer_turn: prompts::resume_turn(&ask),
+        }))
+    }
+
+    /// Settle the compute-bound question `ask` of a mission whose host is gone: an
+    /// extension is recorded on the mission (the resumed unit runs under it), a
+    /// "stop" — or a question that closed unanswered — finishes it stuck with the
+    /// reason the bound gave. Returns whether the mission goes on.
+    pub(super) fn settle_budget_question(
+        &self,
+        mission_id: &str,
+        ask: &crate::asks::Ask,
+        envelope: &ComputeBounds,
+    ) -> anyhow::Result<bool> {
+        let ledger = budget::ComputeLedger::new(self.inner.missions.store().clone());
+        let Some(record) = ledger.get(mission_id)? else {
+            return Ok(false);
+        };
+        let Some(pause) = record.pause.clone() else {
+            // Settled already (the checkpoint claim makes that unlikely; be safe).
+            return Ok(false);
+        };
+        let limit = pause.field.limit(&record.apply(envelope));
+        let raised = budget::settle_pause(
+            &ledger,
+            &self.inner.missions,
+            ask,
+            pause.field,
+            limit,
+            &pause.reason,
+        )?;
+        Ok(raised.is_some())
+    }
+
+    /// Could this process start the unit of `mission_id` again (its agent declared
+    /// here and its command found, its envelope loadable)? What it would start it
+    /// with, for [`Fleet::resume_parked`].
+    pub fn can_resume(&self, mission_id: &str) -> anyhow::Result<Startable> {
+        let m = self.inner.missions.require(mission_id)?;
+        let startable = self.startable(&m)?;
+        let agent = &startable.agent;
+        // A declaration copied from another machine may name a command this one
+        // lacks: refuse before an answer is spent on a start that must fail.
+        let program = agent.program();
+        if crate::paths::locate_program(
+            &program.to_string_lossy(),
+            Some(std::path::Path::new(&m.cwd)),
+        )
+        .is_none()
+        {
+            anyhow::bail!(
+                "agent {:?}: its command {:?} is not found on this machine (not on PATH)",
+                agent.name,
+                agent.command
+            );
+        }
+        Ok(startable)
+    }
+
+    /// The mission's agent, as declared here, and its envelope, loaded.
+    fn startable(&self, m: &crate::mission::Mission) -> anyhow::Result<Startable> {
+        let envelope =
+            search::load(&self.inner.paths, &m.hitl_policy_name).map_err(anyhow::Error::msg)?;
+        let agent = self.resolve_agent(&m.agent_name)?;
+        Ok(Startable { agent, envelope })
+    }
+
+    /// Serve the mission's socket and start its agent with a session pointed at it:
+    /// session `load` when given and the agent can load sessions, else a new one.
+    pub(super) async fn start_unit(
+        &self,
+        mission_id: &str,
+        agent: &crate::agents::Agent,
+        cwd: &std::path::Path,
+        policy: &crate::envelope::Policy,
+        load: Option<&str>,
+    ) -> anyhow::Result<Started> {
+        let inner = &self.inner;
+        let agent = &agent.for_unit()?;
+        let (declared, config) = (agent.clone(), Config::new(inner.missions.store().clone()));
+        let worktrees = crate::worktree::Worktrees::new(inner.missions.store().clone());
+        let (paths, exe, decl, dir) = (
+            inner.paths.clone(),
+            inner.self_exe.clone(),
+            policy.sandbox_or_baseline(),
+            cwd.to_path_buf(),
+        );
+        let id = mission_id.to_string();
+        // Store reads, the temp dir and the ruleset's path fds: all blocking work.
+        let (env, tmp, confined) = blocking(move || {
+            let tmp = confinement::MissionTmp::create(&id)?;
+            let env = declared.unit_env(Some(&config), tmp.path())?;
+            let model_url = match env.get(crate::agents::ENV_BASE_URL) {
+                Some(url) => Some(url.clone()),
+                None => config.get(crate::config::MODEL_BASE_URL)?,
+            };
+            // A worktree mission's unit may commit on its own branch.
+            let commit = match worktrees.get(&id)? {
+                Some(wt) => crate::worktree::commit_access(&wt)?,
+                None => Default::default(),
+            };
+            let confined = confinement::confine_unit(
+                &paths,
+                &declared,
+                &decl,
+                confinement::Workspace { dir: &dir, commit },
+                &tmp,
+                &exe,
+                model_url.as_deref(),
+            )?;
+            anyhow::Ok((env, tmp, confined))
+        })
+        .await?;
+        // The socket must listen before session/new: agents connect to their MCP
+        // servers while the session opens.
+        let socket_dir = inner.paths.prepare_socket_dir()?;
+        let socket_path = socket_path_for(&socket_dir, mission_id);
+        let calls = MissionToolCalls {
+            mission_id: mission_id.to_string(),
+            missions: inner.missions.clone(),
+            asks: inner.asks.clone(),
+            workdir: cwd.display().to_string(),
+            agent_name: agent.name.clone(),
+            session_id: String::new(),
+            ask_ceiling: inner.ask_ceiling,
+            park_window: inner.park_window,
+        };
+        let handler = Arc::new(ToolHandler(Arc::new(Mutex::new(calls))));
+        let socket = serve_mission_socket(&socket_path, handler.clone())
+            .await
+            .map_err(|e| {
+                anyhow::anyhow!(
+                    "cannot serve the mission socket {}: {e}",
+                    socket_path.display()
+                )
+            })?;
+        let spec = UnitSpec {
+            program: agent.program(),
+            args: agent.args.clone(),
+            env,
+            cwd: cwd.to_path_buf(),
+            // The bridge's one-use token waits in the unit's own temp dir.
+            mcp_servers: vec![
+                bridge_server_entry(&inner.self_exe, &socket, tmp.path()).map_err(|e| {
+                    anyhow::anyhow!("cannot hand the mission token to the unit: {e}")
+                })?,
+            ],
+            meta: {
+                // The catalogue's session settings first: the mission's own key wins.
+                let mut meta = agent.session_meta.clone();
+                meta.extend(mission_meta(mission_id));
+                meta
+            },
+            pid_slot: Some(socket.unit_pid_slot()),
+            supervisor: Some(inner.self_exe.clone()),
+        };
+        let unit = Unit::start_confined(spec, load, confined.prepared)
+            .await
+            .map_err(|e| match &e {
+                crate::acp_client::UnitError::Rpc { code, .. }
+                    if *code == crate::agents::AUTH_REQUIRED =>
+                {
+                    anyhow::anyhow!("{}", agent.login_needed(&e.to_string()))
+                }
+                _ => anyhow::anyhow!("agent {:?} could not start a session: {e}", agent.name),
+            })?;
+        if let Some(mode) = &agent.mode {
+            unit.set_mode(mode).await.map_err(|e| {
+                anyhow::anyhow!(
+                    "agent {:?} could not be put in its {mode:?} mode: {e}",
+                    agent.name
+                )
+            })?;
+        }
+        let session_id = unit.session_id().to_string();
+        handler.0.lock_unpoisoned().session_id = session_id.clone();
+        Ok(Started {
+            unit,
+            socket,
+            session_id,
+            instance_id: uuid::Uuid::new_v4().to_string(),
+            cwd: cwd.display().to_string(),
+            tmp,
+            sandbox: confined.resolved,
+        })
+    }
+}
+
+/// Adapts the mission tool calls to the MCP server's handler trait. The session id
+/// is filled in once the session exists (tools are only called after that).
+struct ToolHandler(Arc<Mutex<MissionToolCalls>>);
+
+impl MissionToolHandler for ToolHandler {
+    fn call(
+        &self,
+        tool: &str,
+        args: Map<String, Value>,
+    ) -> BoxFuture<'static, Result<String, String>> {
+        let calls = self.0.lock_unpoisoned().clone();
+        let tool = tool.to_string();
+        Box::pin(async move { calls.call(&tool, args).await })
+    }
+}
