@@ -78,6 +78,10 @@ const MAINTENANCE_EVERY: Duration = Duration::from_secs(1);
 /// before the host beats and reports again.
 const UNLIMITED_BURST: usize = 64;
 
+/// How long a host on another machine must have been silent before its missions
+/// are collected (a store outage silences every host's heartbeat for as long).
+const ELSEWHERE_SILENT_FOR: Duration = Duration::from_secs(60);
+
 /// The work a host has under way, shared with its dispatch and resume tasks.
 #[derive(Default)]
 struct Underway {
@@ -289,10 +293,20 @@ fn reclaim_dead(
     me: &HostId,
 ) -> anyhow::Result<Vec<(String, String)>> {
     let mut probe = Probe::new(missions.store().clone());
+    let hosts = Hosts::new(missions.store().clone());
     let mut out = Vec::new();
     for (id, host) in missions.open_hosts(500)? {
         let Some(host) = host else { continue };
         if host.id == me.id || probe.lives(&host) {
+            continue;
+        }
+        // A host elsewhere is judged by its heartbeat, which a store outage also
+        // stops: it is collected only once it has been silent far longer than that.
+        if !host.is_on_this_machine()
+            && hosts.beat_of(&host.id)?.is_some_and(|b| {
+                crate::clock::now_ms() - b.heartbeat_at < ELSEWHERE_SILENT_FOR.as_millis() as i64
+            })
+        {
             continue;
         }
         if !asks.checkpoints_for(&id)?.is_empty()
