@@ -189,6 +189,23 @@ pub fn permission_ask_from_params(params: Value) -> Result<PermissionAsk, String
     Ok(convert::permission_ask(request, oneshot::channel().0).0)
 }
 
+/// The option id the host answers a `session/request_permission`'s params with for
+/// `reply` (recorded frames, tests); `None` when it answers `cancelled`.
+pub fn option_chosen_from_params(
+    params: Value,
+    reply: PermissionReply,
+) -> Result<Option<String>, String> {
+    let request: agent_client_protocol::v1::schema::RequestPermissionRequest =
+        serde_json::from_value(params).map_err(|e| e.to_string())?;
+    let response = convert::permission_response(reply, &request.options);
+    Ok(match response.outcome {
+        agent_client_protocol::v1::schema::RequestPermissionOutcome::Selected(chosen) => {
+            Some(chosen.option_id.0.to_string())
+        }
+        _ => None,
+    })
+}
+
 /// A `session/update` notification's params read the way the host reads them off
 /// the wire; `None` for an update the host does not surface.
 pub fn unit_event_from_params(params: Value) -> Result<Option<UnitEvent>, String> {

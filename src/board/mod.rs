@@ -154,6 +154,10 @@ async fn host(paths: Paths, demo: bool, opened: Opened) -> anyhow::Result<i32> {
         fleet,
         beta,
     } = opened;
+    // SIGTERM and SIGHUP are the board's before it starts anything (the settler may
+    // resume a run, the demo fires): one arriving at any moment ends it through the
+    // loop's clean exit, never by the default disposition. Ctrl-C arrives as a key.
+    let signals = Signals::termination()?;
     let _teardown = fleet.spawn_teardown();
     let (query_tx, query_rx) = watch::channel(Query::default());
     let (snap_tx, snap_rx) = watch::channel(Arc::new(Snapshot::default()));
@@ -179,13 +183,20 @@ async fn host(paths: Paths, demo: bool, opened: Opened) -> anyhow::Result<i32> {
         model.host.demo_home = Some(paths.home.clone());
         tokio::spawn(demo::fire_all(fleet.clone(), tx.clone()));
     }
-    let result = event_loop(&mut term, &mut model, &svc, tx, rx, query_tx, snap_rx).await;
+    let snapshots = SnapshotLink { query_tx, snap_rx };
+    let result = event_loop(&mut term, &mut model, &svc, (tx, rx), snapshots, signals).await;
     settler.abort();
     term.leave();
     // The store thread ends once the query sender is gone (dropped by the loop).
     let _ = tokio::task::spawn_blocking(move || store_thread.join()).await;
     fleet.shutdown().await;
     result.map(|()| 0)
+}
+
+/// The board's side of the snapshot thread: what it should read, what it read.
+struct SnapshotLink {
+    query_tx: watch::Sender<Query>,
+    snap_rx: watch::Receiver<Arc<Snapshot>>,
 }
 
 /// One frame of the whole board.
@@ -199,18 +210,18 @@ async fn event_loop(
     term: &mut TerminalGuard,
     model: &mut Model,
     svc: &Services,
-    tx: mpsc::UnboundedSender<Msg>,
-    mut rx: mpsc::UnboundedReceiver<Msg>,
-    query_tx: watch::Sender<Query>,
-    mut snap_rx: watch::Receiver<Arc<Snapshot>>,
+    (tx, mut rx): (mpsc::UnboundedSender<Msg>, mpsc::UnboundedReceiver<Msg>),
+    SnapshotLink {
+        query_tx,
+        mut snap_rx,
+    }: SnapshotLink,
+    mut signals: Signals,
 ) -> anyhow::Result<()> {
     let mut events = EventStream::new();
     let mut frame = tokio::time::interval(FRAME);
     frame.set_missed_tick_behavior(MissedTickBehavior::Skip);
     let mut clock = tokio::time::interval(CLOCK);
     clock.set_missed_tick_behavior(MissedTickBehavior::Skip);
-    // SIGTERM and SIGHUP end the board cleanly (Ctrl-C arrives as a key in raw mode).
-    let mut signals = Signals::termination()?;
     let mut dirty = true;
     // The operator's own input waits for no frame tick.
     let mut pressed = false;

@@ -11,12 +11,15 @@
 //!   `mcp_mission_mission_report` (gemini), `mission_mission_report` (opencode),
 //!   `mission/mission_report` and `Tool: mission/mission_report` (codex);
 //! - display titles: `mission_report (mission MCP Server)` (gemini), the tool's MCP
-//!   title (`Report to the operator`);
+//!   title (`Report to the operator`), goose's reworded qualified name
+//!   (`Mission: Mission Report`, kind `other`, no tool name anywhere else);
 //! - a shell command only in the title when `rawInput` is absent (gemini), or in
 //!   backticks (older Claude Code); a command array (codex, which may label a `cat`
 //!   as a read: a shell line is a shell line whatever its kind);
 //! - file paths under `path`, `file_path`, `filePath`, `absolute_path`, … or only in
-//!   the call's locations.
+//!   the call's locations;
+//! - a text editor's `{path, command: view|write|str_replace|insert|…}` (goose's
+//!   developer extension), whose `command` is an editing operation, not a shell line.
 
 use std::path::PathBuf;
 
@@ -75,6 +78,11 @@ const EFFECT_KINDS: [&str; 5] = ["execute", "edit", "delete", "move", "fetch"];
 
 /// Which of our mission tools the call is, if it is one.
 pub(super) fn mission_tool(shape: &Shape) -> Option<&'static str> {
+    // No mission tool takes a command line or a file: an input carrying one is a
+    // shell or file call, whatever its title or `_meta` claims.
+    if carries_command_or_path(shape.raw_input) {
+        return None;
+    }
     // Our own key is authoritative: naming anything else in it is not ours.
     if let Some(named) = shape.meta.get(MISSION_TOOL_META_KEY) {
         return named.as_str().and_then(bare_tool);
@@ -108,7 +116,57 @@ pub(super) fn mission_tool(shape: &Shape) -> Option<&'static str> {
     {
         return None;
     }
+    if shape.kind == "other"
+        && let Some(tool) = goose_titled_tool(shape.title)
+    {
+        return Some(tool);
+    }
     labelled_tool(shape.title)
+}
+
+/// Does a call's input carry a shell command line (`command`, or codex's `cmd`) or
+/// a file path (under any of [`PATH_KEYS`])?
+fn carries_command_or_path(raw: Option<&Value>) -> bool {
+    raw.and_then(Value::as_object).is_some_and(|m| {
+        ["command", "cmd"]
+            .iter()
+            .chain(PATH_KEYS.iter())
+            .any(|k| m.contains_key(*k))
+    })
+}
+
+/// The mission tool goose titles `title`: goose shows a tool by its qualified name
+/// `<extension>__<tool>` reworded for display, so `mission__mission_report` reads
+/// `Mission: Mission Report`. The whole title must be one of those.
+fn goose_titled_tool(title: &str) -> Option<&'static str> {
+    let title = title.trim();
+    MISSION_TOOL_NAMES
+        .iter()
+        .copied()
+        .find(|tool| goose_title(&format!("{MISSION_SERVER_NAME}__{tool}")) == title)
+}
+
+/// How goose displays a qualified tool name: the extension and the tool apart at
+/// the first `__` (`Extension: Tool`), underscores read as spaces, every word
+/// capitalised. A name with no `__` is only reworded.
+fn goose_title(qualified: &str) -> String {
+    let words = |part: &str| {
+        part.split(['_', ' '])
+            .filter(|w| !w.is_empty())
+            .map(|w| {
+                let mut chars = w.chars();
+                chars
+                    .next()
+                    .map(|c| c.to_uppercase().chain(chars).collect::<String>())
+                    .unwrap_or_default()
+            })
+            .collect::<Vec<_>>()
+            .join(" ")
+    };
+    match qualified.split_once("__") {
+        Some((extension, tool)) => format!("{}: {}", words(extension), words(tool)),
+        None => words(qualified),
+    }
 }
 
 /// The tool name an agent put in `_meta`: `toolName` (qwen) or
@@ -222,6 +280,16 @@ pub(super) fn tool_call(shape: &Shape) -> ToolCall {
             args,
         };
     }
+    if shape.kind != "execute"
+        && !titled_shell(shape.title)
+        && let Some(tool) = text_editor_tool(&mut args)
+    {
+        return ToolCall {
+            tools: "local_fs".into(),
+            tool: tool.into(),
+            args,
+        };
+    }
     if !args.contains_key("command")
         && let Some(c) = args.get("cmd").cloned()
     {
@@ -273,6 +341,55 @@ pub(super) fn tool_call(shape: &Shape) -> ToolCall {
         tool: tool.to_string(),
         args,
     }
+}
+
+/// The arguments a text editor tool takes (goose's developer `text_editor`, the
+/// same shape as Anthropic's editor tool): a call whose input holds nothing else is
+/// an editor call.
+const EDITOR_KEYS: [&str; 7] = [
+    "path",
+    "command",
+    "view_range",
+    "file_text",
+    "old_str",
+    "new_str",
+    "insert_line",
+];
+
+/// A text editor's operations and the file tool each one is: viewing reads the
+/// file, every other operation changes it.
+const EDITOR_OPERATIONS: [(&str, &str); 6] = [
+    ("view", "read_file"),
+    ("write", "write_file"),
+    ("create", "write_file"),
+    ("str_replace", "write_file"),
+    ("insert", "write_file"),
+    ("undo_edit", "write_file"),
+];
+
+/// Does the agent title the call as a shell (goose's `Developer: Shell`)? Such a
+/// call runs its `command`, whatever else its input holds.
+fn titled_shell(title: &str) -> bool {
+    title.trim().to_ascii_lowercase().ends_with("shell")
+}
+
+/// The `local_fs` tool a text editor call is, when `args` is one: a string `path`,
+/// a `command` naming an editor operation, and no key the editor does not take.
+/// Its `command` moves to `operation`, so no shell rule reads it as a command line.
+fn text_editor_tool(args: &mut Map<String, Value>) -> Option<&'static str> {
+    if !args.get("path").is_some_and(Value::is_string)
+        || !args.keys().all(|k| EDITOR_KEYS.contains(&k.as_str()))
+    {
+        return None;
+    }
+    let operation = args.get("command").and_then(Value::as_str)?;
+    let tool = EDITOR_OPERATIONS
+        .iter()
+        .find_map(|(op, tool)| (*op == operation).then_some(*tool))?;
+    if let Some(operation) = args.remove("command") {
+        args.insert("operation".into(), operation);
+    }
+    Some(tool)
 }
 
 /// Fill `command` (and `args`) for a shell call: `["git", "status"]` becomes
@@ -519,7 +636,7 @@ mod tests {
             "only {recorded_checked} recorded permission requests under {}/*/recorded",
             root.display()
         );
-        for agent in ["claude", "codex", "gemini", "qwen", "opencode"] {
+        for agent in ["claude", "codex", "gemini", "qwen", "opencode", "goose"] {
             assert!(
                 files.iter().any(|f| f.parent().unwrap().ends_with(agent)),
                 "no fixture for {agent}: {files:?}"
@@ -538,13 +655,22 @@ mod tests {
                 let params = frame["params"].clone();
                 match frame["method"].as_str() {
                     Some("session/request_permission") => {
-                        let ask = crate::acp_client::permission_ask_from_params(params)
+                        let ask = crate::acp_client::permission_ask_from_params(params.clone())
                             .unwrap_or_else(|e| panic!("{name}: request unreadable: {e}"));
-                        assert!(
-                            ask.options.iter().any(|(_, kind)| kind == "allow_once")
-                                && ask.options.iter().any(|(_, kind)| kind == "reject_once"),
-                            "{name}: a once option of each polarity to choose by kind"
-                        );
+                        for (reply, once) in [
+                            (crate::acp_client::PermissionReply::Allow, "allow_once"),
+                            (crate::acp_client::PermissionReply::Reject, "reject_once"),
+                        ] {
+                            let id =
+                                crate::acp_client::option_chosen_from_params(params.clone(), reply)
+                                    .unwrap();
+                            let kind = ask.options.iter().find(|(o, _)| Some(o) == id.as_ref());
+                            assert_eq!(
+                                kind.map(|(_, k)| k.as_str()),
+                                Some(once),
+                                "{name}: {reply:?} answers the {once} option, never an always one"
+                            );
+                        }
                         let shape = Shape::of_request(&ask);
                         assert_eq!(
                             mission_tool(&shape).is_some(),
@@ -583,7 +709,7 @@ mod tests {
                 }
             }
         }
-        assert!(checked >= 15, "only {checked} fixtures held frames");
+        assert!(checked >= 26, "only {checked} fixtures held frames");
     }
 
     /// The transcripts the conformance suite recorded from the real agents
@@ -636,6 +762,141 @@ mod tests {
             }
         }
         checked
+    }
+
+    #[test]
+    fn goose_titles_name_mission_tools_only_for_a_call_with_no_command_or_file() {
+        assert_eq!(goose_title("developer__shell"), "Developer: Shell");
+        assert_eq!(
+            goose_title("developer__text_editor"),
+            "Developer: Text Editor"
+        );
+        assert_eq!(
+            goose_title("mission__mission_report"),
+            "Mission: Mission Report"
+        );
+        let report = json!({"kind": "progress", "summary": "x"});
+        for (title, tool) in [
+            ("Mission: Mission Report", "mission_report"),
+            ("Mission: Mission Plan", "mission_plan"),
+            ("Mission: Mission Ask Attention", "mission_ask_attention"),
+            ("Mission: Mission Finish", "mission_finish"),
+        ] {
+            let (ours, _) = shape_call("other", title, Some(report.clone()), json!({}));
+            assert_eq!(ours, Some(tool), "{title}");
+            let (ours, _) = shape_call("other", title, None, json!({}));
+            assert_eq!(ours, Some(tool), "{title} as a tool_call update titles it");
+        }
+        for (kind, title) in [
+            ("execute", "Mission: Mission Report"),
+            ("other", "Evil: Mission Report"),
+            ("other", "Mission: Mission Report Now"),
+            ("other", "Mission Mission: Report"),
+            ("other", "Please call Mission: Mission Report"),
+        ] {
+            let (ours, _) = shape_call(kind, title, Some(report.clone()), json!({}));
+            assert_eq!(ours, None, "{kind} {title}");
+        }
+        // A hostile agent titles a shell call as a mission tool, or names one in
+        // `_meta`: the command line in its input says what it runs.
+        for meta in [
+            json!({}),
+            json!({"toolName": "mcp__mission__mission_finish"}),
+        ] {
+            let (ours, call) = shape_call(
+                "other",
+                "Mission: Mission Finish",
+                Some(json!({"command": "rm -rf ~"})),
+                meta.clone(),
+            );
+            assert_eq!(ours, None, "{meta}");
+            assert_eq!(
+                (call.tools.as_str(), call.args["command"].as_str()),
+                ("local_shell", Some("rm -rf ~"))
+            );
+        }
+        let (ours, _) = shape_call(
+            "other",
+            "Mission: Mission Finish",
+            Some(json!({"cmd": ["rm", "-rf", "~"]})),
+            json!({}),
+        );
+        assert_eq!(ours, None, "codex's cmd is a command line too");
+        let (ours, call) = shape_call(
+            "other",
+            "Mission: Mission Report",
+            Some(json!({"path": "/home/u/.ssh/id_ed25519", "summary": "x"})),
+            json!({"toolName": "mcp__mission__mission_report"}),
+        );
+        assert_eq!(ours, None, "no mission tool takes a file");
+        assert_eq!(call.args["path"], "/home/u/.ssh/id_ed25519");
+    }
+
+    #[test]
+    fn text_editor_calls_are_file_calls_and_shell_calls_stay_shell_calls() {
+        let (_, c) = shape_call(
+            "other",
+            "Developer: Text Editor",
+            Some(json!({"path": "/w/a.txt", "command": "view", "view_range": [1, 5]})),
+            json!({}),
+        );
+        assert_eq!(
+            (c.tools.as_str(), c.tool.as_str()),
+            ("local_fs", "read_file")
+        );
+        assert_eq!(
+            c.args.get("command"),
+            None,
+            "an operation, not a command line"
+        );
+        assert_eq!(c.args["operation"], "view");
+        assert_eq!(c.args["path"], "/w/a.txt");
+        for op in ["write", "create", "str_replace", "insert", "undo_edit"] {
+            let (_, c) = shape_call(
+                "other",
+                "Developer: Text Editor",
+                Some(json!({"path": "/w/a.txt", "command": op})),
+                json!({}),
+            );
+            assert_eq!(
+                (c.tools.as_str(), c.tool.as_str()),
+                ("local_fs", "write_file"),
+                "{op}"
+            );
+        }
+        for (kind, title, raw) in [
+            // goose's shell runs `command` and ignores what else its input holds.
+            (
+                "other",
+                "Developer: Shell",
+                json!({"path": "/w/a", "command": "view"}),
+            ),
+            (
+                "execute",
+                "view",
+                json!({"path": "/w/a", "command": "view"}),
+            ),
+            // A key the editor does not take: not the editor's shape.
+            (
+                "other",
+                "Developer: Text Editor",
+                json!({"path": "/w/a", "command": "write", "shell": true}),
+            ),
+            // An operation the editor does not have.
+            (
+                "other",
+                "Developer: Text Editor",
+                json!({"path": "/w/a", "command": "rm -rf /w"}),
+            ),
+            (
+                "other",
+                "Developer: Text Editor",
+                json!({"path": 7, "command": "view"}),
+            ),
+        ] {
+            let (_, c) = shape_call(kind, title, Some(raw.clone()), json!({}));
+            assert_eq!(c.tools, "local_shell", "{kind} {title} {raw}");
+        }
     }
 
     #[test]

@@ -3,65 +3,18 @@
 //! hosts `tests/agents/sdk_agent.py`, which reaches its mission only through the
 //! `missionboard mcp-bridge` entry it is handed in `session/new`.
 //!
-//! These tests need python3 with the packages of `tests/agents/requirements.txt`;
-//! without them they fail, saying how to install them (`.ci/run` does).
+//! The SDKs come from a venv the tests make in the build tree from the pinned
+//! `tests/agents/requirements.txt` (`harness::python`): python3 with its venv module
+//! and a reachable package index are all they need; without them they fail, saying so.
 
 #[path = "../common/mod.rs"]
 mod harness;
 
-use std::path::{Path, PathBuf};
-use std::process::Command;
-use std::sync::OnceLock;
-
+use harness::python::sdk_python;
 use harness::{Run, Sandbox, report_kinds, wait_for};
 use serde_json::Value;
 
-const REQUIREMENTS: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/agents/requirements.txt");
 const AGENT: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/agents/sdk_agent.py");
-
-/// The interpreter that has the SDKs, resolved once to its real executable (so a
-/// pyenv or virtualenv shim on PATH does not have to survive the unit's scrubbed
-/// environment). `MISSIONBOARD_TEST_PYTHON` names one explicitly; else `python3`,
-/// then `python`, on PATH.
-fn python() -> &'static Path {
-    static PYTHON: OnceLock<Result<PathBuf, String>> = OnceLock::new();
-    let found = PYTHON.get_or_init(|| {
-        let mut tried = Vec::new();
-        let candidates = std::env::var("MISSIONBOARD_TEST_PYTHON")
-            .into_iter()
-            .chain(["python3".to_string(), "python".to_string()]);
-        for candidate in candidates {
-            let probe = Command::new(&candidate)
-                .args(["-c", "import sys, acp, mcp; print(sys.executable)"])
-                .output();
-            match probe {
-                Ok(out) if out.status.success() => {
-                    let exe = String::from_utf8_lossy(&out.stdout).trim().to_string();
-                    if !exe.is_empty() {
-                        return Ok(PathBuf::from(exe));
-                    }
-                    tried.push(format!("{candidate}: no sys.executable"));
-                }
-                Ok(out) => tried.push(format!(
-                    "{candidate}: {}",
-                    String::from_utf8_lossy(&out.stderr)
-                        .lines()
-                        .last()
-                        .unwrap_or("failed")
-                )),
-                Err(e) => tried.push(format!("{candidate}: {e}")),
-            }
-        }
-        Err(format!(
-            "the SDK agent tests need python3 with the agent-client-protocol and mcp packages. Install them with `python3 -m pip install -r {REQUIREMENTS}` (or point MISSIONBOARD_TEST_PYTHON at an interpreter that has them). Tried: {}",
-            tried.join("; ")
-        ))
-    });
-    match found {
-        Ok(path) => path,
-        Err(why) => panic!("{why}"),
-    }
-}
 
 /// A scratch world with the presets seeded and `sdk` declared as the SDK agent.
 fn sdk_world() -> Sandbox {
@@ -71,7 +24,7 @@ fn sdk_world() -> Sandbox {
         &sb.home.join("agents.toml"),
         &format!(
             "[agents.sdk]\ncommand = {:?}\nargs = [{:?}]\ndescription = \"the Python ACP SDK test agent\"\n",
-            python().display().to_string(),
+            sdk_python().display().to_string(),
             AGENT
         ),
     );

@@ -1,10 +1,9 @@
-//! The board: answering in place against the real stub (in process), and a tmux
-//! black-box run of `board --demo` on the real binary.
+//! The board: answering in place against the real stub (in process), and black-box
+//! runs of the real binary in a real terminal (a pseudo-terminal read through a
+//! terminal-emulator parser, `harness::terminal`).
 
 use std::path::Path;
-use std::process::Command;
 use std::sync::Arc;
-use std::time::Duration;
 
 use crossterm::event::{Event, KeyCode, KeyEvent, KeyModifiers};
 use missionboard::board::effects::{self, Services};
@@ -12,7 +11,6 @@ use missionboard::board::model::{Mode, Model};
 use missionboard::board::snapshot::{self, Source};
 use missionboard::board::theme::{Symbols, Theme};
 use missionboard::board::update::{Msg, update};
-use missionboard::clock::poll_until_blocking;
 use missionboard::fleet::{DispatchRequest, Fleet};
 use missionboard::mission::{EnvelopeName, Intent, Status};
 use missionboard::paths::Paths;
@@ -20,6 +18,7 @@ use missionboard::presets;
 use missionboard::store::Store;
 use ratatui::layout::Rect;
 
+use crate::harness::terminal::Terminal;
 use crate::harness::{BIN, ForeignLock, Sandbox, wait_for, wait_for_async};
 
 fn press(
@@ -210,56 +209,25 @@ async fn the_board_mounts_its_oracle_and_it_answers_a_routine_question() {
     fleet.shutdown().await;
 }
 
-/// A tmux server of our own, killed on drop.
-pub(crate) struct Tmux {
-    socket: String,
+/// The board's command line typed at an interactive shell in a real terminal of the
+/// test's own (`harness::terminal`), read back as the screen a user sees.
+pub(crate) struct BoardTerminal(Terminal);
+
+impl std::ops::Deref for BoardTerminal {
+    type Target = Terminal;
+
+    fn deref(&self) -> &Terminal {
+        &self.0
+    }
 }
 
-impl Tmux {
+impl BoardTerminal {
     /// `q`, then the shell's screen once the board has exited.
     pub(crate) fn quit(&self) -> String {
         self.keys(&["q"]);
         self.wait_screen(30, "the board to exit", |s| {
             s.lines().any(|l| l.starts_with("EXITED:"))
         })
-    }
-
-    /// The screen once two captures in a row agree (a frame is not half drawn).
-    fn settled(&self) -> String {
-        let mut last = self.capture();
-        loop {
-            std::thread::sleep(Duration::from_millis(150));
-            let now = self.capture();
-            if now == last {
-                return now;
-            }
-            last = now;
-        }
-    }
-
-    fn cmd(&self) -> Command {
-        let mut c = Command::new("tmux");
-        c.args(["-L", &self.socket]);
-        c
-    }
-
-    fn capture(&self) -> String {
-        let out = self
-            .cmd()
-            .args(["capture-pane", "-p", "-t", "board"])
-            .output()
-            .unwrap();
-        String::from_utf8_lossy(&out.stdout).into_owned()
-    }
-
-    pub(crate) fn keys(&self, keys: &[&str]) {
-        let st = self
-            .cmd()
-            .args(["send-keys", "-t", "board"])
-            .args(keys)
-            .status()
-            .unwrap();
-        assert!(st.success());
     }
 
     /// Focus the asks pane, open its selected ask and type `draft` into the answer
@@ -271,43 +239,6 @@ impl Tmux {
         self.literal(draft);
         self.wait_screen(10, "the typed answer", |s| s.contains(draft));
     }
-
-    fn literal(&self, text: &str) {
-        let st = self
-            .cmd()
-            .args(["send-keys", "-t", "board", "-l", text])
-            .status()
-            .unwrap();
-        assert!(st.success());
-    }
-
-    /// Wait until the screen satisfies `cond`, with a deadline, returning it.
-    #[track_caller]
-    pub(crate) fn wait_screen(&self, secs: u64, what: &str, cond: impl Fn(&str) -> bool) -> String {
-        let mut screen = String::new();
-        let every = Duration::from_millis(100);
-        let seen = poll_until_blocking(Duration::from_secs(secs), every, || {
-            screen = self.capture();
-            cond(&screen).then(|| screen.clone())
-        });
-        match seen {
-            Some(screen) => screen,
-            None => panic!("timed out waiting for {what}; screen:\n{screen}"),
-        }
-    }
-}
-
-impl Drop for Tmux {
-    fn drop(&mut self) {
-        let _ = self.cmd().arg("kill-server").status();
-    }
-}
-
-pub(crate) fn tmux_available() -> bool {
-    Command::new("tmux")
-        .arg("-V")
-        .output()
-        .is_ok_and(|o| o.status.success())
 }
 
 fn shell_quote(p: &Path) -> String {
@@ -316,12 +247,9 @@ fn shell_quote(p: &Path) -> String {
 
 /// `missionboard <args>` against the sandbox, with `env` (shell words) added, typed at
 /// an interactive shell with job control — as an operator has, so Ctrl-Z really
-/// stops the board and `fg` brings it back — in a 120x40 tmux server of our own. It
-/// prints `EXITED:<code>` when it ends.
-pub(crate) fn board_in_tmux(sb: &Sandbox, name: &str, env: &str, args: &str) -> Tmux {
-    let tmux = Tmux {
-        socket: format!("{name}-{}", std::process::id()),
-    };
+/// stops the board and `fg` brings it back — in a 120x40 terminal. It prints
+/// `EXITED:<code>` when it ends.
+pub(crate) fn board_in_terminal(sb: &Sandbox, env: &str, args: &str) -> BoardTerminal {
     // The board reads the sandbox's store, as its other commands do.
     let store = match &sb.store_url {
         Some(url) => format!("MISSIONBOARD_STORE_URL={}", shell_quote(Path::new(url))),
@@ -334,41 +262,27 @@ pub(crate) fn board_in_tmux(sb: &Sandbox, name: &str, env: &str, args: &str) -> 
         home_parent = shell_quote(sb.home.parent().unwrap()),
         bin = shell_quote(Path::new(BIN)),
     );
-    let st = tmux
-        .cmd()
-        .args(["new-session", "-d", "-s", "board", "-x", "120", "-y", "40"])
-        .arg("env PS1='$ ' bash --norc --noprofile -i")
-        .status()
-        .unwrap();
-    assert!(st.success(), "tmux new-session failed");
-    tmux.wait_screen(10, "the shell prompt", |s| {
-        s.lines().any(|l| l.trim_end() == "$")
-    });
-    tmux.literal(&command_line);
-    tmux.keys(&["Enter"]);
-    tmux
+    let term = Terminal::shell(120, 40);
+    term.literal(&command_line);
+    term.keys(&["Enter"]);
+    BoardTerminal(term)
 }
 
 #[test]
-fn tmux_demo_shows_states_answers_in_place_and_restores_the_terminal() {
-    if !tmux_available() {
-        eprintln!("note: tmux is not installed; skipping the board's black-box test");
-        return;
-    }
+fn terminal_demo_shows_states_answers_in_place_and_restores_the_terminal() {
     let sb = Sandbox::new();
     // The operator's editor: appends to the draft it is handed.
     let editor = sb.cwd.join("fake-editor.sh");
     std::fs::write(&editor, "#!/bin/sh\nprintf ', rename it' >> \"$1\"\n").unwrap();
     std::fs::set_permissions(&editor, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
-    let tmux = board_in_tmux(
+    let term = board_in_terminal(
         &sb,
-        "mb-board",
         &format!("VISUAL= EDITOR={}", shell_quote(&editor)),
         "board --demo",
     );
 
     // Missions in several states, and the demo's question waiting.
-    let screen = tmux.wait_screen(
+    let screen = term.wait_screen(
         60,
         "missions in several states and the demo question",
         |s| {
@@ -384,36 +298,26 @@ fn tmux_demo_shows_states_answers_in_place_and_restores_the_terminal() {
     assert!(screen.contains("oracle not mounted"), "{screen}");
 
     // Reflow at the 80x24 floor, and back.
-    let st = tmux
-        .cmd()
-        .args(["resize-window", "-t", "board", "-x", "80", "-y", "24"])
-        .status()
-        .unwrap();
-    assert!(st.success());
-    tmux.wait_screen(10, "the 80x24 reflow", |s| {
+    term.resize(80, 24);
+    term.wait_screen(10, "the 80x24 reflow", |s| {
         s.lines().count() <= 24
             && s.lines()
                 .next()
                 .is_some_and(|l| l.starts_with("╭ Missions") && l.chars().count() == 80)
     });
-    let st = tmux
-        .cmd()
-        .args(["resize-window", "-t", "board", "-x", "120", "-y", "40"])
-        .status()
-        .unwrap();
-    assert!(st.success());
-    tmux.wait_screen(10, "the 120x40 reflow", |s| {
+    term.resize(120, 40);
+    term.wait_screen(10, "the 120x40 reflow", |s| {
         s.lines().next().is_some_and(|l| l.chars().count() == 120)
     });
 
     // Answer the question in place: focus the asks pane, open the oldest ask (the
     // demo fires its question first), type, send with C-s.
-    tmux.draft_answer("yes");
+    term.draft_answer("yes");
     // C-o hands the draft to $EDITOR; what it wrote comes back as the draft.
-    tmux.keys(&["C-o"]);
-    tmux.wait_screen(10, "the edited answer", |s| s.contains("yes, rename it"));
-    tmux.keys(&["C-s"]);
-    tmux.wait_screen(10, "the answer pane to close", |s| {
+    term.keys(&["C-o"]);
+    term.wait_screen(10, "the edited answer", |s| s.contains("yes, rename it"));
+    term.keys(&["C-s"]);
+    term.wait_screen(10, "the answer pane to close", |s| {
         !s.contains("your answer")
     });
 
@@ -431,21 +335,21 @@ fn tmux_demo_shows_states_answers_in_place_and_restores_the_terminal() {
     });
 
     // C-z gives the terminal back to the shell; `fg` brings the board back whole.
-    tmux.keys(&["C-z"]);
-    tmux.wait_screen(10, "the shell's job control to report the stop", |s| {
+    term.keys(&["C-z"]);
+    term.wait_screen(10, "the shell's job control to report the stop", |s| {
         s.contains("Stopped") && !s.contains("Pending asks")
     });
-    tmux.literal("fg");
-    tmux.keys(&["Enter"]);
-    tmux.wait_screen(10, "the board to come back", |s| s.contains("Pending asks"));
+    term.literal("fg");
+    term.keys(&["Enter"]);
+    term.wait_screen(10, "the board to come back", |s| s.contains("Pending asks"));
 
     // q asks first (the demo's mute mission is still open, hosted here), y leaves
     // it open and quits; the alternate screen is gone and the process exited 0.
-    tmux.keys(&["q"]);
-    let dialog = tmux.wait_screen(10, "the quit dialog", |s| s.contains("Quit the board?"));
+    term.keys(&["q"]);
+    let dialog = term.wait_screen(10, "the quit dialog", |s| s.contains("Quit the board?"));
     assert!(dialog.contains("mute: audit the logging setup"), "{dialog}");
-    tmux.keys(&["y"]);
-    let screen = tmux.wait_screen(30, "the board to exit", |s| {
+    term.keys(&["y"]);
+    let screen = term.wait_screen(30, "the board to exit", |s| {
         s.lines().any(|l| l.starts_with("EXITED:"))
     });
     assert!(screen.contains("EXITED:0"), "{screen}");
@@ -480,11 +384,7 @@ const HOSTILE_ASK: &str = r#"{"name":"t","turns":[{"steps":[{"ask":{"summary":"R
 /// first, naming it; `n` stays, `:q` asks again, and `s` stops it with the reason
 /// (recorded as `mission stop` records it) before the board exits.
 #[test]
-fn tmux_a_question_notifies_and_quitting_a_host_asks_and_can_stop_its_missions() {
-    assert!(
-        tmux_available(),
-        "tmux drives the board in this test (apt-get install tmux)"
-    );
+fn terminal_a_question_notifies_and_quitting_a_host_asks_and_can_stop_its_missions() {
     let sb = Sandbox::new();
     sb.declare_stubs(&[("stub", Some(HOSTILE_ASK))]);
     sb.run(&["config", "set", "notify", "desktop,osc777, bell,osc"])
@@ -512,29 +412,21 @@ fn tmux_a_question_notifies_and_quitting_a_host_asks_and_can_stop_its_missions()
     .unwrap();
     std::fs::set_permissions(&fake, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
     let path = format!("PATH={}:\"$PATH\"", shell_quote(&bin));
-    let tmux = board_in_tmux(&sb, "mb-board-notify", &path, "board");
-    tmux.wait_screen(30, "the board", |s| s.contains("Pending asks"));
-    // Everything the board writes from here on, byte for byte, before tmux reads it.
-    let raw = sb.cwd.join("board-output.raw");
-    let st = tmux
-        .cmd()
-        .args(["pipe-pane", "-O", "-t", "board"])
-        .arg(format!("cat >> {}", shell_quote(&raw)))
-        .status()
-        .unwrap();
-    assert!(st.success(), "tmux pipe-pane failed");
+    let term = board_in_terminal(&sb, &path, "board");
+    term.wait_screen(30, "the board", |s| s.contains("Pending asks"));
+    // Everything the board writes from here on, byte for byte, as the terminal gets it.
+    let mark = term.output_mark();
 
-    tmux.keys(&[":"]);
-    tmux.literal("mission --policy default stub rename the env var");
-    tmux.keys(&["Enter"]);
-    tmux.wait_screen(30, "the question on the board", |s| {
+    term.keys(&[":"]);
+    term.literal("mission --policy default stub rename the env var");
+    term.keys(&["Enter"]);
+    term.wait_screen(30, "the question on the board", |s| {
         s.contains("Rename the env var too?")
     });
     let id = wait_for(10, "the mission", || sb.newest_mission());
     let short = &id[..8];
     let bytes = wait_for(10, "the notification in the raw output", || {
-        let bytes = std::fs::read(&raw).ok()?;
-        let text = String::from_utf8_lossy(&bytes).into_owned();
+        let text = String::from_utf8_lossy(&term.output_since(mark)).into_owned();
         text.contains("\x1b]777;notify;").then_some(text)
     });
     let body = format!("question from stub (mission {short}): Rename the env var too?");
@@ -567,8 +459,8 @@ fn tmux_a_question_notifies_and_quitting_a_host_asks_and_can_stop_its_missions()
     );
 
     // q asks first, naming the hosted mission and what quitting does; n stays.
-    tmux.keys(&["q"]);
-    let dialog = tmux.wait_screen(10, "the quit dialog", |s| s.contains("Quit the board?"));
+    term.keys(&["q"]);
+    let dialog = term.wait_screen(10, "the quit dialog", |s| s.contains("Quit the board?"));
     assert!(
         dialog.contains("1 open mission(s) hosted by this board:"),
         "{dialog}"
@@ -579,25 +471,25 @@ fn tmux_a_question_notifies_and_quitting_a_host_asks_and_can_stop_its_missions()
     );
     assert!(dialog.contains("Quitting stops their units"), "{dialog}");
     assert!(dialog.contains("Reason: stopped by operator"), "{dialog}");
-    tmux.keys(&["n"]);
-    tmux.wait_screen(10, "the dialog to close", |s| {
+    term.keys(&["n"]);
+    term.wait_screen(10, "the dialog to close", |s| {
         !s.contains("Quit the board?") && s.contains("Pending asks")
     });
     // `:q` asks the same; s stops the mission with an edited reason, then quits.
-    tmux.keys(&[":"]);
-    tmux.literal("q");
-    tmux.keys(&["Enter"]);
-    tmux.wait_screen(10, "the quit dialog again", |s| {
+    term.keys(&[":"]);
+    term.literal("q");
+    term.keys(&["Enter"]);
+    term.wait_screen(10, "the quit dialog again", |s| {
         s.contains("Quit the board?")
     });
-    tmux.keys(&["e", "C-j"]);
-    tmux.literal("done for today");
-    tmux.keys(&["Enter"]);
-    tmux.wait_screen(10, "the edited reason", |s| {
+    term.keys(&["e", "C-j"]);
+    term.literal("done for today");
+    term.keys(&["Enter"]);
+    term.wait_screen(10, "the edited reason", |s| {
         s.contains("Reason: done for today")
     });
-    tmux.keys(&["s"]);
-    let screen = tmux.wait_screen(30, "the board to exit", |s| {
+    term.keys(&["s"]);
+    let screen = term.wait_screen(30, "the board to exit", |s| {
         s.lines().any(|l| l.starts_with("EXITED:"))
     });
     assert!(screen.contains("EXITED:0"), "{screen}");
@@ -625,31 +517,21 @@ fn parked_on_a_dead_host(sb: &Sandbox) -> (String, String) {
     (id, ask)
 }
 
-/// Park the stub's run on a dead host, open a board (tmux session `name`) and answer
-/// the question there: the board, the mission id and the ask id.
-fn answered_on_a_board(sb: &Sandbox, name: &str, answer: &str) -> (Tmux, String, String) {
-    let (id, ask) = parked_on_a_dead_host(sb);
-    let tmux = board_in_tmux(sb, name, "", "board");
-    tmux.wait_screen(30, "the parked question on the board", |s| {
-        s.contains("Rename the env var too?")
-    });
-    tmux.draft_answer(answer);
-    tmux.keys(&["C-s"]);
-    (tmux, id, ask)
-}
-
 /// The one answer path on the board: a run parked under a question whose host was
 /// killed resumes in the board's own process when the board answers it, and lands.
 #[test]
-fn tmux_a_board_answer_resumes_a_parked_run_whose_host_is_gone() {
-    assert!(
-        tmux_available(),
-        "tmux drives the board in this test (apt-get install tmux)"
-    );
+fn terminal_a_board_answer_resumes_a_parked_run_whose_host_is_gone() {
     let sb = Sandbox::new();
     sb.declare_stubs(&[("stub", Some(ASK_THEN_LAND))]);
-    let (tmux, id, ask) = answered_on_a_board(&sb, "mb-board-resume", "yes, from the board");
-    tmux.wait_screen(60, "the board to say it resumed the run", |s| {
+    let (id, ask) = parked_on_a_dead_host(&sb);
+
+    let term = board_in_terminal(&sb, "", "board");
+    term.wait_screen(30, "the parked question on the board", |s| {
+        s.contains("Rename the env var too?")
+    });
+    term.draft_answer("yes, from the board");
+    term.keys(&["C-s"]);
+    term.wait_screen(60, "the board to say it resumed the run", |s| {
         s.contains("this board resumed it")
     });
     let show = sb.run(&["mission", "show", &id, "--json"]).ok();
@@ -662,7 +544,7 @@ fn tmux_a_board_answer_resumes_a_parked_run_whose_host_is_gone() {
     );
     let asks = sb.run(&["approvals", "list"]).ok();
     assert!(!asks.stdout.contains(&ask), "{asks:#?}");
-    let screen = tmux.quit();
+    let screen = term.quit();
     assert!(screen.contains("EXITED:0"), "{screen}");
 }
 
@@ -673,21 +555,24 @@ const ASK_THEN_HANG: &str = r#"{"name":"t","turns":[{"steps":[{"ask":{"summary":
 /// unblocks (resumed in the board's process, its host being gone) is still in its
 /// turn; the resume's outcome arrives later as a notice.
 #[test]
-fn tmux_a_board_answer_is_recorded_at_once_while_its_resume_runs_on() {
-    assert!(
-        tmux_available(),
-        "tmux drives the board in this test (apt-get install tmux)"
-    );
+fn terminal_a_board_answer_is_recorded_at_once_while_its_resume_runs_on() {
     let sb = Sandbox::new();
     sb.declare_stubs(&[("stub", Some(ASK_THEN_HANG))]);
-    let (tmux, id, _) = answered_on_a_board(&sb, "mb-board-recorded", "yes");
+    let (id, _) = parked_on_a_dead_host(&sb);
+
+    let term = board_in_terminal(&sb, "", "board");
+    term.wait_screen(30, "the parked question on the board", |s| {
+        s.contains("Rename the env var too?")
+    });
+    term.draft_answer("yes");
+    term.keys(&["C-s"]);
     let resumed = |sb: &Sandbox| {
         let show = sb.run(&["mission", "reports", &id]).ok();
         show.stdout.contains("resumed: yes")
     };
     wait_for(30, "the resumed turn", || resumed(&sb).then_some(()));
     // The resumed turn hangs: the pane has long said what it is sure of.
-    let screen = tmux.wait_screen(10, "the answer recorded", |s| {
+    let screen = term.wait_screen(10, "the answer recorded", |s| {
         s.contains("answer recorded for ask")
     });
     assert!(!screen.contains("sending…"), "{screen}");
@@ -696,10 +581,10 @@ fn tmux_a_board_answer_is_recorded_at_once_while_its_resume_runs_on() {
     assert_eq!(v["status"], "open", "its turn is still running: {v:#}");
     // Its turn ends when the mission is stopped: the resume's outcome is a notice.
     sb.run(&["mission", "stop", &id]).ok();
-    tmux.wait_screen(30, "the resume's notice", |s| {
+    term.wait_screen(30, "the resume's notice", |s| {
         s.contains("this board resumed it")
     });
-    let screen = tmux.quit();
+    let screen = term.quit();
     assert!(screen.contains("EXITED:0"), "{screen}");
 }
 
@@ -707,20 +592,23 @@ fn tmux_a_board_answer_is_recorded_at_once_while_its_resume_runs_on() {
 /// missions this board hosts, so the quit dialog names it, and stopping from the
 /// dialog ends it.
 #[test]
-fn tmux_a_run_the_board_resumes_is_offered_by_its_quit_dialog() {
-    assert!(
-        tmux_available(),
-        "tmux drives the board in this test (apt-get install tmux)"
-    );
+fn terminal_a_run_the_board_resumes_is_offered_by_its_quit_dialog() {
     let sb = Sandbox::new();
     sb.declare_stubs(&[("stub", Some(ASK_THEN_HANG))]);
-    let (tmux, id, _) = answered_on_a_board(&sb, "mb-board-resumed-quit", "yes");
+    let (id, _) = parked_on_a_dead_host(&sb);
+
+    let term = board_in_terminal(&sb, "", "board");
+    term.wait_screen(30, "the parked question on the board", |s| {
+        s.contains("Rename the env var too?")
+    });
+    term.draft_answer("yes");
+    term.keys(&["C-s"]);
     wait_for(30, "the resumed turn", || {
         let reports = sb.run(&["mission", "reports", &id]).ok();
         reports.stdout.contains("resumed: yes").then_some(())
     });
-    tmux.keys(&["q"]);
-    let dialog = tmux.wait_screen(10, "the quit dialog", |s| s.contains("Quit the board?"));
+    term.keys(&["q"]);
+    let dialog = term.wait_screen(10, "the quit dialog", |s| s.contains("Quit the board?"));
     assert!(
         dialog.contains("1 open mission(s) hosted by this board:"),
         "{dialog}"
@@ -729,8 +617,8 @@ fn tmux_a_run_the_board_resumes_is_offered_by_its_quit_dialog() {
         dialog.contains(&format!("{}  rename", &id[..8])),
         "{dialog}"
     );
-    tmux.keys(&["s"]);
-    let screen = tmux.wait_screen(30, "the board to exit", |s| {
+    term.keys(&["s"]);
+    let screen = term.wait_screen(30, "the board to exit", |s| {
         s.lines().any(|l| l.starts_with("EXITED:"))
     });
     assert!(screen.contains("EXITED:0"), "{screen}");
@@ -742,11 +630,7 @@ fn tmux_a_run_the_board_resumes_is_offered_by_its_quit_dialog() {
 /// A gated call whose host died expires while a board is up: the board applies the
 /// on-timeout denial and settles the run on its own, with nobody reading approvals.
 #[test]
-fn tmux_a_board_settles_a_run_stranded_by_an_expired_ask_on_its_own() {
-    assert!(
-        tmux_available(),
-        "tmux drives the board in this test (apt-get install tmux)"
-    );
+fn terminal_a_board_settles_a_run_stranded_by_an_expired_ask_on_its_own() {
     let sb = Sandbox::new();
     sb.declare_stubs(&[(
         "stub",
@@ -775,7 +659,7 @@ fn tmux_a_board_settles_a_run_stranded_by_an_expired_ask_on_its_own() {
     host.kill().unwrap();
     host.wait().unwrap();
 
-    let tmux = board_in_tmux(&sb, "mb-board-settles", "", "board");
+    let term = board_in_terminal(&sb, "", "board");
     // Waited on through `mission show`, a read that never settles an ask.
     let v = wait_for(30, "the run to be settled", || {
         let v = pending(&sb);
@@ -783,10 +667,10 @@ fn tmux_a_board_settles_a_run_stranded_by_an_expired_ask_on_its_own() {
     });
     assert_eq!(v["status"], "stuck", "{v:#}");
     assert_eq!(v["asks"][0]["state"], "expired", "{v:#}");
-    tmux.wait_screen(10, "the board's notice", |s| {
+    term.wait_screen(10, "the board's notice", |s| {
         s.contains("stranded run(s) (their host was gone) in this board")
     });
-    let screen = tmux.quit();
+    let screen = term.quit();
     assert!(screen.contains("EXITED:0"), "{screen}");
 }
 
@@ -809,11 +693,7 @@ fn without_ages(screen: &str) -> String {
 /// selection moves to an ASCII mission, the screen is exactly what a full repaint
 /// (C-l) draws — no cell is left stale.
 #[test]
-fn tmux_wide_zero_width_and_combining_text_leaves_no_stale_cells() {
-    assert!(
-        tmux_available(),
-        "tmux drives the board in this test (apt-get install tmux)"
-    );
+fn terminal_wide_zero_width_and_combining_text_leaves_no_stale_cells() {
     let sb = Sandbox::new();
     sb.declare_stubs(&[("stub", None)]);
     let wide = "日本語の説明を書く 👩‍💻 te\u{301}st a\u{200b}b\u{200d}c";
@@ -825,28 +705,28 @@ fn tmux_wide_zero_width_and_combining_text_leaves_no_stale_cells() {
     );
     assert_eq!(fired.code, 0, "{fired:#?}");
 
-    let tmux = board_in_tmux(&sb, "mb-board-wide", "", "board");
-    tmux.wait_screen(30, "both missions", |s| {
+    let term = board_in_terminal(&sb, "", "board");
+    term.wait_screen(30, "both missions", |s| {
         s.contains("Missions 2") && s.contains("Intent: land: 日本語")
     });
     let repainted = |what: &str| {
-        let before = without_ages(&tmux.settled());
-        tmux.keys(&["C-l"]);
-        let after = without_ages(&tmux.settled());
+        let before = without_ages(&term.settled());
+        term.keys(&["C-l"]);
+        let after = without_ages(&term.settled());
         assert_eq!(before, after, "stale cells {what}");
     };
     // The help overlay's left edge lands inside the wide text of the detail pane.
-    tmux.keys(&["?"]);
-    tmux.wait_screen(10, "the help overlay", |s| s.contains("every key"));
-    tmux.keys(&["Escape"]);
-    tmux.wait_screen(10, "the help to close", |s| !s.contains("every key"));
+    term.keys(&["?"]);
+    term.wait_screen(10, "the help overlay", |s| s.contains("every key"));
+    term.keys(&["Escape"]);
+    term.wait_screen(10, "the help to close", |s| !s.contains("every key"));
     repainted("after the help overlay closed");
-    tmux.keys(&["j"]);
-    tmux.wait_screen(10, "the ASCII mission's detail", |s| {
+    term.keys(&["j"]);
+    term.wait_screen(10, "the ASCII mission's detail", |s| {
         s.contains("Intent: land: plain ascii notes")
     });
     repainted("after the detail went from wide text to ASCII");
-    let screen = tmux.quit();
+    let screen = term.quit();
     assert!(screen.contains("EXITED:0"), "{screen}");
 }
 
@@ -898,38 +778,34 @@ fn a_signal_ends_the_wait_of_mission_fire() {
 /// once it is.
 #[test]
 fn the_board_redraws_on_keys_while_another_process_holds_the_write_lock() {
-    assert!(
-        tmux_available(),
-        "tmux drives the board in this test (apt-get install tmux)"
-    );
     let sb = Sandbox::new();
     sb.declare_stubs(&[(
         "stub",
         Some(r#"{"name":"t","turns":[{"steps":[{"report":{"kind":"result","summary":"done"}},{"finish":"landed"}]}]}"#),
     )]);
-    let tmux = board_in_tmux(&sb, "mb-board-lock", "", "board");
-    tmux.wait_screen(30, "the board", |s| s.contains("Pending asks"));
+    let term = board_in_terminal(&sb, "", "board");
+    term.wait_screen(30, "the board", |s| s.contains("Pending asks"));
 
     let lock = ForeignLock::hold(&sb.db(), 20);
     const FIRES: usize = 4;
     for n in 1..=FIRES {
-        tmux.keys(&[":"]);
-        tmux.literal(&format!("mission --policy default stub held fire {n}"));
-        tmux.keys(&["Enter"]);
+        term.keys(&[":"]);
+        term.literal(&format!("mission --policy default stub held fire {n}"));
+        term.keys(&["Enter"]);
     }
-    tmux.keys(&["?"]);
-    tmux.wait_screen(10, "the help overlay", |s| s.contains("Help — every key"));
+    term.keys(&["?"]);
+    term.wait_screen(10, "the help overlay", |s| s.contains("Help — every key"));
     // One key at a time, each drawn before the next is sent: the fires reach the
     // store (and wait there) while the keys are still coming.
     let mut typed = String::new();
     for c in "suspend the board".chars() {
         typed.push(c);
-        tmux.literal(&c.to_string());
+        term.literal(&c.to_string());
         let shown = format!("filter: {typed}_");
-        tmux.wait_screen(10, "the typed filter", |s| s.contains(&shown));
+        term.wait_screen(10, "the typed filter", |s| s.contains(&shown));
     }
-    tmux.keys(&["Escape"]);
-    tmux.wait_screen(10, "the help overlay to close", |s| {
+    term.keys(&["Escape"]);
+    term.wait_screen(10, "the help overlay to close", |s| {
         !s.contains("Help — every key")
     });
     assert!(
@@ -953,7 +829,7 @@ fn the_board_redraws_on_keys_while_another_process_holds_the_write_lock() {
             .count();
         (landed == FIRES).then_some(())
     });
-    let screen = tmux.quit();
+    let screen = term.quit();
     assert!(screen.contains("EXITED:0"), "{screen}");
 }
 
@@ -965,11 +841,7 @@ const HANG: &str = r#"{"name":"h","turns":[{"steps":[{"report":{"kind":"progress
 /// the table as "host gone"; `s` re-sorts it, `t` hides the terminal missions, the
 /// detail pane takes the focus and zooms, and `R` re-fires the dead mission.
 #[test]
-fn tmux_the_board_puts_a_dead_host_first_sorts_and_opens_the_detail() {
-    assert!(
-        tmux_available(),
-        "tmux drives the board in this test (apt-get install tmux)"
-    );
+fn terminal_the_board_puts_a_dead_host_first_sorts_and_opens_the_detail() {
     let sb = Sandbox::new();
     sb.declare_stubs(&[("stub", None), ("hanger", Some(HANG))]);
     sb.fire("stub", "land: write the release notes", &[]).ok();
@@ -993,8 +865,8 @@ fn tmux_the_board_puts_a_dead_host_first_sorts_and_opens_the_detail() {
     host.kill().unwrap();
     host.wait().unwrap();
 
-    let tmux = board_in_tmux(&sb, "mb-board-needs", "", "board");
-    let screen = tmux.wait_screen(30, "the dead host flagged on top", |s| {
+    let term = board_in_terminal(&sb, "", "board");
+    let screen = term.wait_screen(30, "the dead host flagged on top", |s| {
         s.contains("by state") && s.contains("1 need you")
     });
     let rows: Vec<&str> = screen
@@ -1007,21 +879,21 @@ fn tmux_the_board_puts_a_dead_host_first_sorts_and_opens_the_detail() {
     );
     assert!(screen.contains("✓ landed"), "{screen}");
 
-    tmux.keys(&["s"]);
-    tmux.wait_screen(10, "the age sort", |s| s.contains("by age"));
-    tmux.keys(&["s"]);
-    tmux.wait_screen(10, "the heartbeat sort", |s| s.contains("by heartbeat"));
-    tmux.keys(&["t"]);
-    let hidden = tmux.wait_screen(10, "the terminal missions hidden", |s| {
+    term.keys(&["s"]);
+    term.wait_screen(10, "the age sort", |s| s.contains("by age"));
+    term.keys(&["s"]);
+    term.wait_screen(10, "the heartbeat sort", |s| s.contains("by heartbeat"));
+    term.keys(&["t"]);
+    let hidden = term.wait_screen(10, "the terminal missions hidden", |s| {
         s.contains("Missions 1 open of 2 (terminal hidden)")
     });
     assert!(!hidden.contains("✓ landed"), "{hidden}");
     assert!(hidden.contains("⚠ host gone"), "{hidden}");
 
     // The detail pane: focused, zoomed over the board, and back.
-    tmux.keys(&["5"]);
-    tmux.keys(&["z"]);
-    let zoomed = tmux.wait_screen(10, "the zoomed detail", |s| {
+    term.keys(&["5"]);
+    term.keys(&["z"]);
+    let zoomed = term.wait_screen(10, "the zoomed detail", |s| {
         s.contains("(zoomed: z or Esc returns)")
     });
     assert!(
@@ -1031,15 +903,15 @@ fn tmux_the_board_puts_a_dead_host_first_sorts_and_opens_the_detail() {
     assert!(zoomed.contains("Spend: "), "{zoomed}");
     assert!(zoomed.contains("progress started"), "{zoomed}");
     assert!(!zoomed.contains("Pending asks"), "{zoomed}");
-    tmux.keys(&["Escape"]);
-    tmux.wait_screen(10, "the board again", |s| s.contains("Pending asks"));
+    term.keys(&["Escape"]);
+    term.wait_screen(10, "the board again", |s| s.contains("Pending asks"));
 
     // R re-fires the dead mission as a new one, after a confirm.
-    tmux.keys(&["1"]);
-    tmux.keys(&["R"]);
-    tmux.wait_screen(10, "the re-fire confirm", |s| s.contains("Re-fire mission"));
-    tmux.keys(&["y"]);
-    tmux.wait_screen(30, "the re-fire's toast", |s| {
+    term.keys(&["1"]);
+    term.keys(&["R"]);
+    term.wait_screen(10, "the re-fire confirm", |s| s.contains("Re-fire mission"));
+    term.keys(&["y"]);
+    term.wait_screen(30, "the re-fire's toast", |s| {
         s.contains("re-fired mission")
     });
     let refired = wait_for(20, "the re-fired mission", || {
@@ -1050,8 +922,8 @@ fn tmux_the_board_puts_a_dead_host_first_sorts_and_opens_the_detail() {
     assert_eq!(v["intent"], "hang: audit the logging setup", "{v:#}");
     assert_eq!(v["agentName"], "hanger", "{v:#}");
     sb.run(&["mission", "stop", &refired]).ok();
-    tmux.keys(&["C-c"]);
-    let screen = tmux.wait_screen(30, "the board to exit", |s| {
+    term.keys(&["C-c"]);
+    let screen = term.wait_screen(30, "the board to exit", |s| {
         s.lines().any(|l| l.starts_with("EXITED:"))
     });
     assert!(screen.contains("EXITED:0"), "{screen}");

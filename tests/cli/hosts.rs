@@ -243,7 +243,7 @@ fn a_run_answered_while_its_dead_host_still_looked_alive_is_resumed_by_a_board_o
     );
     // A board (another process, up the whole time) takes the run over as soon as
     // the host's heartbeat is stale, with nobody reading the approvals.
-    let board = crate::board::board_in_tmux(&sb, "stale-resume", "", "board");
+    let board = crate::board::board_in_terminal(&sb, "", "board");
     board.wait_screen(10, "the board", |s| s.contains("far-away"));
     assert!(show(&sb, &id).contains("\nStatus:    open\n"), "not before");
     goes_stale(&sb, "far-host");

@@ -424,21 +424,17 @@ fn a_board_source_on_host_b_lists_a_mission_host_a_fires() {
 }
 
 #[test]
-fn tmux_a_board_on_host_b_shows_host_a_missions_live() {
-    assert!(
-        crate::board::tmux_available(),
-        "tmux drives the board in this test (apt-get install tmux)"
-    );
+fn terminal_a_board_on_host_b_shows_host_a_missions_live() {
     let (a, b) = two_hosts(ASK_AND_WAIT);
-    let tmux = crate::board::board_in_tmux(&b, "mb-shared-board", "", "board");
-    tmux.wait_screen(30, "B's board to draw", |s| s.contains("Pending asks"));
+    let term = crate::board::board_in_terminal(&b, "", "board");
+    term.wait_screen(30, "B's board to draw", |s| s.contains("Pending asks"));
     let a_log = a.cwd.join("transcript.log");
     let fire = host_fire(&a, "deploy from host A", &a_log);
     // Nobody touches B's board: what it shows arrives over the shared store.
-    tmux.wait_screen(30, "A's mission on B's board", |s| {
+    term.wait_screen(30, "A's mission on B's board", |s| {
         s.contains("deploy from host A")
     });
-    tmux.wait_screen(30, "A's question on B's board", |s| s.contains("Ship it?"));
+    term.wait_screen(30, "A's question on B's board", |s| s.contains("Ship it?"));
     let id = a.newest_mission().unwrap();
     let ask = wait_for(20, "the question", || {
         show_json(&a, &id)["pendingAsks"][0]["id"]
@@ -449,10 +445,10 @@ fn tmux_a_board_on_host_b_shows_host_a_missions_live() {
         .ok();
     let fired = fire.wait_with_output().unwrap();
     assert!(fired.status.success(), "{fired:?}");
-    tmux.wait_screen(30, "the landing on B's board", |s| {
+    term.wait_screen(30, "the landing on B's board", |s| {
         s.lines()
             .any(|l| l.contains("deploy from host A") && l.contains("landed"))
     });
-    let screen = tmux.quit();
+    let screen = term.quit();
     assert!(screen.contains("EXITED:0"), "{screen}");
 }

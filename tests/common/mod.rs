@@ -9,6 +9,8 @@
 pub mod model_server;
 #[allow(dead_code)]
 pub mod pg;
+pub mod python;
+pub mod terminal;
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -34,6 +36,44 @@ use tokio::sync::mpsc;
 pub const BIN: &str = env!("CARGO_BIN_EXE_missionboard");
 /// The same, under the name the unit tests use.
 pub const EXE: &str = BIN;
+
+/// The build tree's target directory (the binary under test lives in
+/// `<target>/<profile>/`): what the tests set up for themselves is kept under it.
+pub fn target_dir() -> PathBuf {
+    Path::new(BIN)
+        .parent()
+        .and_then(Path::parent)
+        .expect("the binary lives in <target>/<profile>/")
+        .to_path_buf()
+}
+
+/// An exclusive `flock` on a file, held until dropped: one installer at a time across
+/// test threads and test processes.
+pub struct FileLock(std::fs::File);
+
+impl FileLock {
+    pub fn take(path: &Path) -> FileLock {
+        use std::os::fd::AsRawFd;
+        let file = std::fs::OpenOptions::new()
+            .create(true)
+            .truncate(false)
+            .write(true)
+            .open(path)
+            .unwrap_or_else(|e| panic!("open the install lock {}: {e}", path.display()));
+        // SAFETY: flock on a descriptor this value owns; it blocks until granted.
+        let taken = unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX) };
+        assert_eq!(taken, 0, "flock {}", path.display());
+        FileLock(file)
+    }
+}
+
+impl Drop for FileLock {
+    fn drop(&mut self) {
+        use std::os::fd::AsRawFd;
+        // SAFETY: unlocking our own descriptor.
+        unsafe { libc::flock(self.0.as_raw_fd(), libc::LOCK_UN) };
+    }
+}
 
 /// Every test gets this long before it is declared hung.
 pub const TEST_DEADLINE: Duration = Duration::from_secs(30);
@@ -379,64 +419,72 @@ impl Drop for Background {
     }
 }
 
-// ---- Another process holding the database's write lock. ----
+// ---- Another holder of the database's write lock. ----
 
-/// Another holder of the store's write lock: the sqlite3 shell in `BEGIN EXCLUSIVE`
-/// on the file, or, on PostgreSQL, another connection holding the write lock every
-/// writer takes and an EXCLUSIVE lock on every table (reads go on, writes wait).
+/// Another holder of the store's write lock, on a connection of its own on a thread
+/// of its own: on the SQLite file, a transaction in `BEGIN EXCLUSIVE`; on PostgreSQL,
+/// the write lock every writer takes and an EXCLUSIVE lock on every table (reads go
+/// on, writes wait).
 pub struct ForeignLock {
     holder: Option<Holder>,
 }
 
-enum Holder {
-    Shell {
-        child: std::process::Child,
-        release: PathBuf,
-        released: PathBuf,
-    },
-    Postgres {
-        thread: std::thread::JoinHandle<Result<(), String>>,
-        release: std::sync::mpsc::Sender<()>,
-        released: Arc<std::sync::atomic::AtomicBool>,
-    },
+struct Holder {
+    thread: std::thread::JoinHandle<Result<(), String>>,
+    release: std::sync::mpsc::Sender<()>,
+    released: Arc<std::sync::atomic::AtomicBool>,
 }
 
 impl ForeignLock {
-    /// Take the write lock on the file `db` from another process, and return once it
-    /// is held. It is held for `secs` seconds, or until [`ForeignLock::release`].
+    /// Take the write lock on the file `db` and return once it is held. It is held for
+    /// `secs` seconds, or until [`ForeignLock::release`].
     pub fn hold(db: &Path, secs: u64) -> ForeignLock {
-        use std::io::Write;
-        static TAKEN: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
-        let n = TAKEN.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-        let dir = db.with_extension(format!("foreign-lock-{n}"));
-        std::fs::create_dir_all(&dir).unwrap();
-        let (held, release, released) =
-            (dir.join("held"), dir.join("release"), dir.join("released"));
-        let mut child = Command::new("sqlite3")
-            .arg(db)
-            .stdin(std::process::Stdio::piped())
-            .stdout(std::process::Stdio::null())
-            .stderr(std::process::Stdio::piped())
-            .spawn()
-            .expect("the sqlite3 shell (apt-get install sqlite3) holds the lock in this test");
-        let mut stdin = child.stdin.take().unwrap();
-        // `released` is touched before COMMIT: while it is absent, the lock is held.
-        writeln!(
-            stdin,
-            "BEGIN EXCLUSIVE;\nUPDATE config SET value = value WHERE 0;\n.shell touch {held}\n.shell i=0; while [ $i -lt {ticks} ] && [ ! -e {release} ]; do sleep 0.1; i=$((i+1)); done; touch {released}\nCOMMIT;",
-            held = held.display(),
-            release = release.display(),
-            released = released.display(),
-            ticks = secs * 10,
-        )
-        .unwrap();
-        drop(stdin);
-        wait_for(20, "the other process to hold the lock", || {
-            held.exists().then_some(())
+        let db = db.to_path_buf();
+        ForeignLock::hold_with(secs, move || {
+            let conn = rusqlite::Connection::open(&db).map_err(|e| e.to_string())?;
+            conn.execute_batch("BEGIN EXCLUSIVE; UPDATE config SET value = value WHERE 0;")
+                .map_err(|e| e.to_string())?;
+            Ok(move || conn.execute_batch("COMMIT").map_err(|e| e.to_string()))
+        })
+    }
+
+    /// On a thread of its own: `take` the lock, hold it until released or `secs`
+    /// pass, set the released flag, then commit. Returns once the lock is held.
+    fn hold_with<C>(
+        secs: u64,
+        take: impl FnOnce() -> Result<C, String> + Send + 'static,
+    ) -> ForeignLock
+    where
+        C: FnOnce() -> Result<(), String>,
+    {
+        use std::sync::atomic::{AtomicBool, Ordering};
+        let (held_tx, held_rx) = std::sync::mpsc::channel::<Result<(), String>>();
+        let (release, release_rx) = std::sync::mpsc::channel::<()>();
+        let released = Arc::new(AtomicBool::new(false));
+        let flag = released.clone();
+        let thread = std::thread::spawn(move || -> Result<(), String> {
+            let commit = match take() {
+                Ok(commit) => {
+                    let _ = held_tx.send(Ok(()));
+                    commit
+                }
+                Err(e) => {
+                    let _ = held_tx.send(Err(e.clone()));
+                    return Err(e);
+                }
+            };
+            // Held until released or `secs` pass; the flag is set before COMMIT.
+            let _ = release_rx.recv_timeout(Duration::from_secs(secs));
+            flag.store(true, Ordering::SeqCst);
+            commit()
         });
+        held_rx
+            .recv_timeout(Duration::from_secs(20))
+            .expect("the other connection to hold the lock")
+            .expect("the other connection took the lock");
         ForeignLock {
-            holder: Some(Holder::Shell {
-                child,
+            holder: Some(Holder {
+                thread,
                 release,
                 released,
             }),
@@ -452,12 +500,8 @@ impl ForeignLock {
     }
 
     fn hold_postgres(url: &str, secs: u64) -> ForeignLock {
-        use std::sync::atomic::{AtomicBool, Ordering};
-        let (held_tx, held_rx) = std::sync::mpsc::channel::<Result<(), String>>();
-        let (release, release_rx) = std::sync::mpsc::channel::<()>();
-        let released = Arc::new(AtomicBool::new(false));
-        let (url, flag) = (url.to_string(), released.clone());
-        let thread = std::thread::spawn(move || -> Result<(), String> {
+        let url = url.to_string();
+        ForeignLock::hold_with(secs, move || {
             let rt = tokio::runtime::Builder::new_current_thread()
                 .enable_all()
                 .build()
@@ -483,56 +527,26 @@ impl ForeignLock {
                     .await
                     .map_err(|e| e.to_string())?;
                 Ok::<_, String>(client)
-            });
-            let client = match client {
-                Ok(c) => {
-                    let _ = held_tx.send(Ok(()));
-                    c
-                }
-                Err(e) => {
-                    let _ = held_tx.send(Err(e.clone()));
-                    return Err(e);
-                }
-            };
-            // Held until released or `secs` pass; the flag is set before COMMIT.
-            let _ = release_rx.recv_timeout(Duration::from_secs(secs));
-            flag.store(true, Ordering::SeqCst);
-            rt.block_on(client.batch_execute("COMMIT"))
-                .map_err(|e| e.to_string())
-        });
-        held_rx
-            .recv_timeout(Duration::from_secs(20))
-            .expect("the other connection to hold the lock")
-            .expect("the other connection took the lock");
-        ForeignLock {
-            holder: Some(Holder::Postgres {
-                thread,
-                release,
-                released,
-            }),
-        }
+            })?;
+            Ok(move || {
+                rt.block_on(client.batch_execute("COMMIT"))
+                    .map_err(|e| e.to_string())
+            })
+        })
     }
 
     /// Is the lock still held (the holder has not begun to commit)?
     pub fn is_held(&self) -> bool {
-        match &self.holder {
-            Some(Holder::Shell { released, .. }) => !released.exists(),
-            Some(Holder::Postgres { released, .. }) => {
-                !released.load(std::sync::atomic::Ordering::SeqCst)
-            }
-            None => false,
-        }
+        self.holder
+            .as_ref()
+            .is_some_and(|h| !h.released.load(std::sync::atomic::Ordering::SeqCst))
     }
 
     /// Let the holder commit now (if it has not already), and wait for it.
     #[track_caller]
     pub fn release(mut self) {
-        match &self.holder {
-            Some(Holder::Shell { release, .. }) => std::fs::write(release, "").unwrap(),
-            Some(Holder::Postgres { release, .. }) => {
-                let _ = release.send(());
-            }
-            None => {}
+        if let Some(holder) = &self.holder {
+            let _ = holder.release.send(());
         }
         self.wait();
     }
@@ -540,34 +554,18 @@ impl ForeignLock {
     /// Wait for the holder to commit on its own, asserting it did.
     #[track_caller]
     pub fn wait(&mut self) {
-        match self.holder.take() {
-            Some(Holder::Shell { child, .. }) => {
-                let out = child.wait_with_output().unwrap();
-                assert!(out.status.success(), "the lock holder failed: {out:?}");
-            }
-            Some(Holder::Postgres { thread, .. }) => {
-                let done = thread.join().expect("the lock holder's thread");
-                assert!(done.is_ok(), "the lock holder failed: {done:?}");
-            }
-            None => {}
+        if let Some(holder) = self.holder.take() {
+            let done = holder.thread.join().expect("the lock holder's thread");
+            assert!(done.is_ok(), "the lock holder failed: {done:?}");
         }
     }
 }
 
 impl Drop for ForeignLock {
     fn drop(&mut self) {
-        match self.holder.take() {
-            Some(Holder::Shell { mut child, .. }) => {
-                let _ = child.kill();
-                let _ = child.wait();
-            }
-            Some(Holder::Postgres {
-                thread, release, ..
-            }) => {
-                let _ = release.send(());
-                let _ = thread.join();
-            }
-            None => {}
+        if let Some(holder) = self.holder.take() {
+            let _ = holder.release.send(());
+            let _ = holder.thread.join();
         }
     }
 }

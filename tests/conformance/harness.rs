@@ -5,7 +5,6 @@
 
 use std::collections::BTreeSet;
 use std::io::{BufRead, BufReader};
-use std::os::fd::AsRawFd;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::sync::Mutex;
@@ -13,6 +12,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 
+use crate::common::{FileLock, target_dir};
 pub use crate::common::{Run, Sandbox, wait_for};
 
 /// How long one step of a real agent may take (node start, a model round trip, a
@@ -31,15 +31,6 @@ pub struct Pin {
     pub bin: &'static str,
 }
 
-/// The build tree's target directory (the binary under test lives in `<target>/<profile>/`).
-fn target_dir() -> PathBuf {
-    let bin = Path::new(crate::common::BIN);
-    bin.parent()
-        .and_then(Path::parent)
-        .expect("the binary lives in <target>/<profile>/")
-        .to_path_buf()
-}
-
 /// Where the agents are installed: `<target>/conformance/npm` (an npm `--prefix`).
 pub fn npm_prefix() -> PathBuf {
     target_dir().join("conformance").join("npm")
@@ -52,32 +43,6 @@ fn installed_version(prefix: &Path, package: &str) -> Option<String> {
         .join("package.json");
     let doc: Value = serde_json::from_slice(&std::fs::read(manifest).ok()?).ok()?;
     doc["version"].as_str().map(str::to_string)
-}
-
-/// An exclusive `flock` on a file, held until dropped: one npm at a time across
-/// test threads and test processes.
-struct FileLock(std::fs::File);
-
-impl FileLock {
-    fn take(path: &Path) -> FileLock {
-        let file = std::fs::OpenOptions::new()
-            .create(true)
-            .truncate(false)
-            .write(true)
-            .open(path)
-            .unwrap_or_else(|e| panic!("open the install lock {}: {e}", path.display()));
-        // SAFETY: flock on a descriptor this value owns; it blocks until granted.
-        let taken = unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX) };
-        assert_eq!(taken, 0, "flock {}", path.display());
-        FileLock(file)
-    }
-}
-
-impl Drop for FileLock {
-    fn drop(&mut self) {
-        // SAFETY: unlocking our own descriptor.
-        unsafe { libc::flock(self.0.as_raw_fd(), libc::LOCK_UN) };
-    }
 }
 
 /// The path of `pin`'s executable, installing it (once, under a file lock) when the

@@ -1,8 +1,9 @@
-//! Another process holds the database's write lock: our writers wait it out (the
-//! busy timeout is longer) and every write lands; and while they wait, nothing else
-//! on the host stalls — other units' ACP traffic keeps flowing. On PostgreSQL the
-//! holder is another connection with the store's write lock and every table locked
-//! EXCLUSIVE (`ForeignLock::hold_store`), so writers of both kinds wait.
+//! Someone else holds the database's write lock: our writers wait it out (the busy
+//! timeout is longer) and every write lands; and while they wait, nothing else on the
+//! host stalls — other units' ACP traffic keeps flowing. The holder is a connection of
+//! the test's own (`ForeignLock::hold_store`): on the SQLite file a transaction in
+//! `BEGIN EXCLUSIVE`, on PostgreSQL the store's write lock and every table locked
+//! EXCLUSIVE, so writers of both kinds wait.
 
 use std::process::Stdio;
 
