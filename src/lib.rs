@@ -20,6 +20,7 @@ pub mod cli;
 pub mod clock;
 pub mod config;
 pub mod confine;
+pub mod daemon;
 pub mod duration;
 pub mod envelope;
 pub mod fleet;

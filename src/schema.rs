@@ -50,6 +50,9 @@ pub const MIGRATIONS: &[Migration] = &[
         crate::mission::parent::SCHEMA_V12,
         crate::asks::checkpoint::SCHEMA_V12,
     ],
+    // v13: the durable queue (queued missions and their fire choices), and the
+    // width, load and labels each host advertises.
+    &[crate::mission::queue::SCHEMA_V13],
 ];
 
 /// The same versions on PostgreSQL, numbered alike so a version means one schema on
@@ -87,6 +90,7 @@ pub const PG_MIGRATIONS: &[Migration] = &[
         crate::mission::parent::PG_SCHEMA_V12,
         crate::asks::checkpoint::PG_SCHEMA_V12,
     ],
+    &[crate::mission::queue::PG_SCHEMA_V13],
 ];
 
 impl Store {

@@ -76,6 +76,8 @@ const MODULES: &[(&str, (&str, u8, Siblings))] = &[
     ("stub", ROLES),
     // operations: the operator's verbs, one file each, that every surface calls
     ("ops", OPERATIONS),
+    // `missionboard host`: the long-lived host that runs the queue over the fleet
+    ("daemon", OPERATIONS),
     // assembly: the one place that names every table-owning module
     ("schema", ASSEMBLY),
     // surfaces: what an operator runs

@@ -12,6 +12,7 @@ mod bare;
 mod board;
 mod fire;
 mod fleet;
+mod queue;
 mod scratch;
 
 use std::time::Duration;
@@ -19,12 +20,12 @@ use std::time::Duration;
 use serde::{Deserialize, Serialize};
 
 /// The figure groups, in the order they run and print.
-pub const GROUPS: &[&str] = &["answer", "fire", "board", "fleet", "fleet-rss"];
+pub const GROUPS: &[&str] = &["answer", "fire", "queue", "board", "fleet", "fleet-rss"];
 /// How a figure measured on PostgreSQL ends (its floor is the same work, there).
 const ON_POSTGRES: &str = " on PostgreSQL";
 /// The groups whose cost runs through the store, run again on PostgreSQL under
 /// `bench --postgres` (resident memory is the host's, whatever the store).
-const STORE_GROUPS: &[&str] = &["answer", "fire", "board", "fleet"];
+const STORE_GROUPS: &[&str] = &["answer", "fire", "queue", "board", "fleet"];
 
 /// The store sizes and fleet widths `bench --scale` walks.
 const SCALE_MISSIONS: [usize; 3] = [10_000, 100_000, 1_000_000];
@@ -207,6 +208,7 @@ pub fn run_group(group: &str, scale: Scale) -> anyhow::Result<i32> {
         match group {
             "answer" => answer::run(scale).await,
             "fire" => fire::run(scale).await,
+            "queue" => queue::run(scale).await,
             "board" => board::run(scale).await,
             "fleet" => fleet::run(scale).await,
             "fleet-rss" => fleet::rss(scale).await,

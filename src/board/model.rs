@@ -161,6 +161,8 @@ pub struct Snapshot {
     pub beta: bool,
     pub fleet_used: usize,
     pub fleet_cap: u64,
+    /// The live `missionboard host`s sharing the store, with their width and load.
+    pub hosts: Vec<crate::mission::hosts::HostRow>,
     pub store_error: Option<String>,
     /// The query it was read for: the first snapshot for a new query answers the
     /// operator's input and is drawn at once ([`super::answers_input`]).

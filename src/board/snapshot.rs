@@ -323,6 +323,12 @@ fn try_build(src: &Source, q: &Query) -> Result<Snapshot, String> {
         beta: src.beta,
         fleet_used: (src.fleet_probe)(),
         fleet_cap: src.config.fleet_max_parallel().unwrap_or(0),
+        hosts: crate::mission::hosts::Hosts::new(src.missions.store().clone())
+            .live()
+            .map_err(|e| s(&e))?
+            .into_iter()
+            .filter(|h| h.width.is_some())
+            .collect(),
         store_error: None,
         query: Query::default(),
     })

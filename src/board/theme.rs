@@ -92,6 +92,8 @@ impl Theme {
 
     pub fn status(&self, s: Status) -> Style {
         match s {
+            // Waiting its turn: quieter than a running mission.
+            Status::Queued => self.state_abandoned,
             Status::Open => self.state_open,
             Status::Landed => self.state_landed,
             Status::Derailed => self.state_derailed,
@@ -153,11 +155,13 @@ impl Symbols {
     /// reads without colour (the ASCII glyphs keep the badge inside its column).
     pub fn status_badge(&self, s: Status) -> &'static str {
         match (self.ascii, s) {
+            (false, Status::Queued) => "… queued",
             (false, Status::Open) => "● open",
             (false, Status::Landed) => "✓ landed",
             (false, Status::Derailed) => "✗ derailed",
             (false, Status::Stuck) => "▲ stuck",
             (false, Status::Abandoned) => "○ abandoned",
+            (true, Status::Queued) => ". queued",
             (true, Status::Open) => "o open",
             (true, Status::Landed) => "+ landed",
             (true, Status::Derailed) => "x derailed",

@@ -32,6 +32,10 @@ pub(super) struct FireArgs {
     pub oracle: bool,
     /// Work in a git worktree of its own.
     pub worktree: bool,
+    /// Record it queued for a `missionboard host` instead of hosting it here.
+    pub queue: bool,
+    /// The host label it must run under (queued fires only).
+    pub on: Option<String>,
 }
 
 pub(super) fn run(ctx: &Ctx, args: FireArgs) -> anyhow::Result<i32> {

@@ -34,7 +34,7 @@ const LIST_INTENT_CHARS: usize = 60;
 
 pub(super) fn list(ctx: &Ctx, list: &ListArgs) -> anyhow::Result<i32> {
     let json = list.json;
-    let (all, total, worktrees, gone) = match ctx.existing_store()? {
+    let (all, total, worktrees, gone, queue) = match ctx.existing_store()? {
         Some(store) => {
             let svc = Missions::new(store);
             sweep(&svc, json)?;
@@ -44,9 +44,16 @@ pub(super) fn list(ctx: &Ctx, list: &ListArgs) -> anyhow::Result<i32> {
             let worktrees = crate::worktree::Worktrees::new(svc.store().clone()).states()?;
             let mut probe = crate::mission::hosts::Probe::new(svc.store().clone());
             let gone: Vec<bool> = all.iter().map(|m| host_gone(m, &mut probe)).collect();
-            (all, svc.counts()?.0, worktrees, gone)
+            let queue = svc.queue_positions()?;
+            (all, svc.counts()?.0, worktrees, gone, queue)
         }
-        None => (Vec::new(), 0, Default::default(), Vec::new()),
+        None => (
+            Vec::new(),
+            0,
+            Default::default(),
+            Vec::new(),
+            Default::default(),
+        ),
     };
     if json {
         let mut rows = Vec::with_capacity(all.len());
@@ -54,6 +61,9 @@ pub(super) fn list(ctx: &Ctx, list: &ListArgs) -> anyhow::Result<i32> {
             let mut v = serde_json::to_value(m)?;
             if *gone {
                 v["hostGone"] = true.into();
+            }
+            if let Some(at) = queue.get(&m.id) {
+                v["queuePosition"] = (*at).into();
             }
             rows.push(v);
         }
@@ -81,7 +91,10 @@ pub(super) fn list(ctx: &Ctx, list: &ListArgs) -> anyhow::Result<i32> {
             m.id,
             m.agent_name,
             m.hitl_policy_name,
-            m.status,
+            match queue.get(&m.id) {
+                Some(at) => format!("{} #{at}", m.status),
+                None => m.status.to_string(),
+            },
             crate::worktree::workspace_label(worktrees.get(&m.id).copied()),
             host_cell(m, *gone),
             age(clock::age_secs(m.created_at)),
@@ -103,8 +116,12 @@ pub(super) fn show(ctx: &Ctx, id: &str, json: bool) -> anyhow::Result<i32> {
         .reports(&m.id, SHOWN_REPORTS)
         .map_err(|e| anyhow::anyhow!("failed to read reports for mission {:?}: {e}", m.id))?;
     let report_count = svc.report_count(&m.id)?;
+    let queued_at = svc.queue_positions()?.get(&m.id).copied();
     if json {
         let mut v = serde_json::to_value(&m)?;
+        if let Some(at) = queued_at {
+            v["queuePosition"] = at.into();
+        }
         v["plan"] = serde_json::to_value(svc.plan(&m.id)?)?;
         v["planRevisions"] = serde_json::to_value(svc.plan_revisions(&m.id)?)?;
         v["reports"] = serde_json::to_value(&reports)?;
@@ -131,6 +148,16 @@ pub(super) fn show(ctx: &Ctx, id: &str, json: bool) -> anyhow::Result<i32> {
     writeln!(out, "Agent:     {}", m.agent_name)?;
     writeln!(out, "Envelope:  {}", m.hitl_policy_name)?;
     writeln!(out, "Status:    {}", status_line(&m))?;
+    if let Some(at) = queued_at {
+        let on = match svc.run_on(&m.id)? {
+            Some(label) => format!(" labelled {label:?}"),
+            None => String::new(),
+        };
+        writeln!(
+            out,
+            "Queue:     position {at}, waiting for a `missionboard host`{on} to claim it"
+        )?;
+    }
     if let Some(s) = &m.session_id {
         writeln!(out, "Session:   {s}")?;
     }
@@ -498,7 +525,14 @@ pub(super) fn stop(ctx: &Ctx, id: &str, reason: Option<&str>) -> anyhow::Result<
     let svc = missions(ctx)?;
     let m = svc.resolve(id)?;
     let asks = crate::asks::Asks::new(svc.store().clone());
-    crate::ops::stop::stop_mission(&svc, &asks, &m.id, reason)?;
+    let stopped = crate::ops::stop::stop_mission(&svc, &asks, &m.id, reason)?;
+    if m.status == crate::mission::Status::Queued && stopped.session_id.is_none() {
+        outln!(
+            "Mission {} abandoned before it started: it leaves the queue and no unit ever runs it.",
+            m.id
+        )?;
+        return Ok(0);
+    }
     outln!(
         "Mission {} abandoned. Pending asks are closed; any live unit is being reaped by its host process.",
         m.id

@@ -6,10 +6,12 @@ mod approvals_cmd;
 mod config_cmd;
 mod doctor;
 mod fire;
+mod host_cmd;
 mod inbox_cmd;
 mod init;
 mod mission_cmd;
 mod out;
+mod queued_fire;
 mod reference;
 mod vet;
 mod worktree_cmd;
@@ -65,6 +67,19 @@ enum Command {
     Agent(AgentArgs),
     /// Serve an editor over ACP on stdio: chat, `/mission`, and the host of every mission it fires.
     Acp,
+    /// Run queued missions in the foreground: claim them under a width, host their units.
+    Host {
+        /// Missions running at once (else fleet-max-parallel; 0 = unlimited). A
+        /// mission parked on a question holds no slot.
+        #[arg(long, value_name = "N")]
+        width: Option<u64>,
+        /// A label `mission fire --queue --on <label>` may name (repeatable).
+        #[arg(long = "label", value_name = "LABEL")]
+        labels: Vec<String>,
+        /// On TERM or Ctrl-C, stop the missions it runs instead of parking them.
+        #[arg(long)]
+        stop_on_exit: bool,
+    },
     /// Check that this machine is ready to run missions.
     Doctor {
         /// The verdict, the fixes and each check as JSON (no sweep runs).
@@ -124,6 +139,13 @@ enum MissionCmd {
         /// Work in a git worktree of its own, on a new branch mission/<id8> from HEAD.
         #[arg(long)]
         worktree: bool,
+        /// Queue it for a `missionboard host` and return at once with its id (with
+        /// --wait: follow it to its verdict without hosting it).
+        #[arg(long)]
+        queue: bool,
+        /// Run it only on a host started with this --label (queued fires only).
+        #[arg(long, value_name = "LABEL", requires = "queue")]
+        on: Option<String>,
     },
     /// List missions, newest first.
     List(ListArgs),
@@ -345,7 +367,7 @@ struct BenchArgs {
     /// A small, fast run (a CI smoke test; the figures are not the real scale).
     #[arg(long)]
     quick: bool,
-    /// Run only these figure groups (answer, fire, board, fleet, fleet-rss).
+    /// Run only these figure groups (answer, fire, queue, board, fleet, fleet-rss).
     #[arg(long, value_delimiter = ',')]
     group: Vec<String>,
     /// Each figure at 10k/100k/1M missions and 16/64/256 concurrent units (slow; not for CI).
@@ -383,6 +405,7 @@ impl Command {
             self,
             Command::Board { .. }
                 | Command::Mission(MissionCmd::Fire { .. })
+                | Command::Host { .. }
                 | Command::Init(_)
                 | Command::Agent(AgentArgs {
                     command: Some(AgentCmd::Add { .. }),
@@ -404,6 +427,7 @@ impl Command {
             self,
             Command::Board { .. }
                 | Command::Mission(MissionCmd::Fire { .. })
+                | Command::Host { .. }
                 | Command::Agent(AgentArgs { command: None, .. })
                 | Command::Acp
                 | Command::StubAgent(_)
@@ -640,9 +664,10 @@ fn run(ctx: &Ctx, command: Option<Command>, flags: BetaFlags) -> anyhow::Result<
                 wait,
                 timeout,
                 worktree,
-            } => fire::run(
-                ctx,
-                fire::FireArgs {
+                queue,
+                on,
+            } => {
+                let args = fire::FireArgs {
                     agent,
                     intent,
                     policy,
@@ -650,8 +675,16 @@ fn run(ctx: &Ctx, command: Option<Command>, flags: BetaFlags) -> anyhow::Result<
                     timeout,
                     oracle: flags.oracle,
                     worktree,
-                },
-            ),
+                    queue,
+                    on,
+                };
+                // A queued fire is recorded for a host, never hosted here.
+                if args.queue {
+                    queued_fire::run(ctx, args)
+                } else {
+                    fire::run(ctx, args)
+                }
+            }
             MissionCmd::Stop { id, reason } => mission_cmd::stop(ctx, &id, reason.as_deref()),
             MissionCmd::Asks { id, list } => mission_cmd::asks(ctx, id.as_deref(), &list),
             MissionCmd::Diff { id, stat } => worktree_cmd::diff(ctx, &id, stat),
@@ -698,6 +731,18 @@ fn run(ctx: &Ctx, command: Option<Command>, flags: BetaFlags) -> anyhow::Result<
                     .map_err(|e| format!("missionboard acp: {e}"))
             }))
         }
+        Some(Command::Host {
+            width,
+            labels,
+            stop_on_exit,
+        }) => host_cmd::run(
+            ctx,
+            host_cmd::HostArgs {
+                width,
+                labels,
+                stop_on_exit,
+            },
+        ),
         Some(Command::Doctor { json, agent: None }) => doctor::run(ctx, json),
         Some(Command::Doctor {
             json,

@@ -70,10 +70,29 @@ impl Fleet {
             None => inner.paths.cwd.clone(),
         };
         let agent = self.resolve_agent(&agent_name)?;
-
+        let record = Record {
+            intent: req.intent,
+            parent_session_id,
+            claimed: false,
+        };
         let mission_id = uuid::Uuid::new_v4().to_string();
+        self.admit(record, mission_id, (agent, envelope), cwd, req.worktree)
+            .await
+    }
+
+    /// Take a slot of width, make the mission's worktree when it wants one, and
+    /// start it; a refusal gives the slot back and removes the worktree.
+    pub(super) async fn admit(
+        &self,
+        record: Record,
+        mission_id: String,
+        (agent, envelope): (crate::agents::Agent, search::Loaded),
+        cwd: PathBuf,
+        wants_worktree: bool,
+    ) -> anyhow::Result<Dispatched> {
+        let inner = &self.inner;
         let slot = self.reserve()?;
-        let worktree = if req.worktree
+        let worktree = if wants_worktree
             || envelope.policy.workspace == crate::envelope::sandbox::WorkspaceMode::Worktree
         {
             let worktrees = crate::worktree::Worktrees::new(inner.missions.store().clone());
@@ -85,10 +104,7 @@ impl Fleet {
         let cwd = worktree.as_ref().map_or(cwd, |w| w.path.clone());
         let dispatched = self
             .dispatch_admitted(
-                Record {
-                    intent: req.intent,
-                    parent_session_id,
-                },
+                record,
                 mission_id,
                 (agent, envelope),
                 cwd,

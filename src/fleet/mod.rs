@@ -27,6 +27,7 @@ pub mod mission_tools;
 mod normalise;
 mod permissions;
 pub mod prompts;
+mod queued;
 pub mod resume;
 mod start;
 pub mod sweep;
@@ -91,6 +92,9 @@ struct Record {
     intent: Intent,
     /// The firing session, for a mission fired from one.
     parent_session_id: Option<String>,
+    /// The mission row exists already (claimed from the queue): the started unit
+    /// is bound to it instead of a row being created.
+    claimed: bool,
 }
 
 /// A unit whose session is open, not yet driven.

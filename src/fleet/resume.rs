@@ -46,7 +46,7 @@ pub fn record(
     // A one-shot verdict is never spent on a process that cannot resume the run it
     // unblocks: check the capability first, record second.
     let resumer = match &parked {
-        Some(cp) if !asks.host_lives(cp) => {
+        Some(cp) if !asks.host_lives(cp) && !missions.queue_host_takes(&cp.mission_id) => {
             let fleet = host()?;
             let startable = fleet.can_resume(&cp.mission_id).map_err(|e| {
                 anyhow::anyhow!(

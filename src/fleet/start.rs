@@ -40,7 +40,16 @@ impl Fleet {
             parent_session_id: record.parent_session_id,
         };
         let missions = inner.missions.clone();
-        let mission = match blocking(move || missions.create(new)).await {
+        let claimed = record.claimed;
+        let mission = match blocking(move || {
+            if claimed {
+                missions.bind_claimed(&new)
+            } else {
+                missions.create(new)
+            }
+        })
+        .await
+        {
             Ok(m) => m,
             Err(e) => {
                 started.unit.shutdown().await;

@@ -89,6 +89,16 @@ pub struct HostRow {
     /// The database server's clock minus the host's, as it last measured it
     /// (`None`: the embedded file, or not measured yet).
     pub skew_ms: Option<i64>,
+    /// A `missionboard host`'s width (0 = unlimited); `None` for a host that only
+    /// runs what it fires (a board, a `mission fire`, an editor session).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub width: Option<i64>,
+    /// The running missions a `missionboard host` counts against its width.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub load: Option<i64>,
+    /// The labels a `missionboard host` takes `--on` missions for.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub labels: Vec<String>,
 }
 
 /// The hosts service over one store.
@@ -140,7 +150,7 @@ impl Hosts {
         let since = clock::now_ms() - FRESH_FOR.as_millis() as i64;
         self.store.with(|c| {
             let mut s = c.prepare_cached(
-                "SELECT id, machine, pid, started_at, heartbeat_at, skew_ms FROM hosts
+                "SELECT id, machine, pid, started_at, heartbeat_at, skew_ms, width, load, labels FROM hosts
                  WHERE gone_at IS NULL AND heartbeat_at >= ?1 ORDER BY machine, started_at",
             )?;
             s.query_map(params![since], |r| {
@@ -151,10 +161,24 @@ impl Hosts {
                     started_at: r.get(3)?,
                     heartbeat_at: r.get(4)?,
                     skew_ms: r.get(5)?,
+                    width: r.get(6)?,
+                    load: r.get(7)?,
+                    labels: r
+                        .get::<Option<String>>(8)?
+                        .and_then(|l| serde_json::from_str(&l).ok())
+                        .unwrap_or_default(),
                 })
             })?
             .collect()
         })
+    }
+
+    /// Is a `missionboard host` alive on this store that takes missions labelled
+    /// `label` (`None`: any)? Such a host resumes the answered runs of dead hosts.
+    pub fn queue_host_lives(&self, label: Option<&str>) -> Result<bool, StoreError> {
+        Ok(self.live()?.iter().any(|h| {
+            h.width.is_some() && label.is_none_or(|l| h.labels.iter().any(|have| have == l))
+        }))
     }
 
     /// Write (or rewrite) `host`'s row, beating now.
@@ -177,6 +201,25 @@ impl Hosts {
             c.execute(
                 "UPDATE hosts SET heartbeat_at = ?2, skew_ms = ?3, gone_at = NULL WHERE id = ?1",
                 params![id, clock::now_ms(), skew_ms],
+            )
+        })?;
+        Ok(())
+    }
+
+    /// A `missionboard host` says what it takes: its width (0 = unlimited), how many
+    /// running missions it counts against it, and its labels.
+    pub fn advertise(
+        &self,
+        id: &str,
+        width: u64,
+        load: usize,
+        labels: &[String],
+    ) -> Result<(), StoreError> {
+        let labels = serde_json::to_string(labels).unwrap_or_else(|_| "[]".into());
+        self.store.with(|c| {
+            c.execute(
+                "UPDATE hosts SET width = ?2, load = ?3, labels = ?4 WHERE id = ?1",
+                params![id, width as i64, load as i64, labels],
             )
         })?;
         Ok(())

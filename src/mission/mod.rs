@@ -11,6 +11,7 @@ pub mod id_prefix;
 pub mod inbox;
 pub mod parent;
 pub mod plan;
+pub mod queue;
 pub mod report;
 
 use std::fmt;
@@ -148,10 +149,12 @@ pub mod subjects {
     pub const ATTENTION_ASKED: &str = "mission.attention_asked";
 }
 
-/// A mission's state. `Open` while it runs; the other four are terminal and final.
+/// A mission's state. `Queued` while it waits for a host to claim it, `Open` while
+/// it runs; the other four are terminal and final.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Status {
+    Queued,
     Open,
     Landed,
     Derailed,
@@ -160,7 +163,8 @@ pub enum Status {
 }
 
 impl Status {
-    pub const ALL: [Status; 5] = [
+    pub const ALL: [Status; 6] = [
+        Status::Queued,
         Status::Open,
         Status::Landed,
         Status::Derailed,
@@ -170,6 +174,7 @@ impl Status {
 
     pub fn as_str(self) -> &'static str {
         match self {
+            Status::Queued => "queued",
             Status::Open => "open",
             Status::Landed => "landed",
             Status::Derailed => "derailed",
@@ -183,7 +188,7 @@ impl Status {
     }
 
     pub fn is_terminal(self) -> bool {
-        self != Status::Open
+        !matches!(self, Status::Queued | Status::Open)
     }
 }
 
@@ -298,7 +303,8 @@ pub struct Finished {
 /// How a [`Listing`] orders missions.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub enum Order {
-    /// Open first, then stuck, derailed, abandoned and landed; newest first in each.
+    /// Open first, then queued, stuck, derailed, abandoned and landed; newest first
+    /// in each.
     #[default]
     State,
     /// Newest first.
@@ -326,9 +332,11 @@ impl Order {
     }
 }
 
-/// The states in [`Order::State`] order: live work, then what went wrong, then done.
-const STATE_ORDER: [Status; 5] = [
+/// The states in [`Order::State`] order: live work, what waits its turn, then what
+/// went wrong, then done.
+const STATE_ORDER: [Status; 6] = [
     Status::Open,
+    Status::Queued,
     Status::Stuck,
     Status::Derailed,
     Status::Abandoned,
@@ -339,7 +347,7 @@ const STATE_ORDER: [Status; 5] = [
 #[derive(Debug, Clone, Copy)]
 pub struct Listing<'a> {
     pub order: Order,
-    /// Open missions only (the terminal ones hidden).
+    /// Live missions only, open and queued (the terminal ones hidden).
     pub open_only: bool,
     /// Missions shown elsewhere (the board's needs-me group), left out.
     pub exclude: &'a [Mission],
@@ -348,7 +356,7 @@ pub struct Listing<'a> {
 impl Listing<'_> {
     fn statuses(&self) -> &'static [Status] {
         if self.open_only {
-            &STATE_ORDER[..1]
+            &STATE_ORDER[..2]
         } else {
             &STATE_ORDER
         }
@@ -590,11 +598,15 @@ impl Missions {
 
     /// How many missions `listing` covers, given [`Missions::counts`].
     pub fn listing_len(&self, listing: &Listing<'_>, (total, open): (i64, i64)) -> usize {
-        let in_scope = if listing.open_only { open } else { total };
+        let in_scope = if listing.open_only {
+            open + self.count_in(Status::Queued).unwrap_or(0) as i64
+        } else {
+            total
+        };
         let excluded = listing
             .exclude
             .iter()
-            .filter(|m| !listing.open_only || m.status == Status::Open)
+            .filter(|m| !listing.open_only || !m.status.is_terminal())
             .count();
         (in_scope.max(0) as usize).saturating_sub(excluded)
     }
@@ -646,7 +658,7 @@ impl Missions {
             Order::Heartbeat => "MAX(created_at, COALESCE(last_heartbeat, 0)) DESC, id DESC",
         };
         let scope = if listing.open_only {
-            "status = 'open' AND "
+            "status IN ('open', 'queued') AND "
         } else {
             ""
         };

@@ -110,7 +110,8 @@ pub async fn resume(host: &Host, ask_id: &str, recorded: Recorded) -> anyhow::Re
         (Some(cp), None) => {
             let (h, parked) = (host.clone(), cp.clone());
             let capable = blocking(move || -> Option<(Fleet, Startable)> {
-                if h.asks().host_lives(&parked) {
+                let missions = crate::mission::Missions::new(h.store.clone());
+                if h.asks().host_lives(&parked) || missions.queue_host_takes(&parked.mission_id) {
                     return None;
                 }
                 let fleet = h.fleet().ok()?;

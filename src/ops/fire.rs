@@ -363,6 +363,45 @@ pub async fn refire(fleet: &Fleet, mission_id: &str) -> Result<(Mission, Dispatc
     Ok((m, d))
 }
 
+/// Queue `fire` for a `missionboard host` (to run only on one labelled `on`, when
+/// given): its envelope must load and its agent resolve here and now, so a typo is
+/// refused at the fire, not found by a host later. Nothing starts.
+pub fn enqueue(
+    paths: &Paths,
+    store: &Store,
+    fire: Fire,
+    on: Option<&str>,
+) -> anyhow::Result<Mission> {
+    search::load(paths, fire.envelope.as_str()).map_err(|e| {
+        anyhow::anyhow!(
+            "hitl policy {:?} could not be loaded: it must name an existing policy (see `missionboard vet --all`) — {e}",
+            fire.envelope.as_str()
+        )
+    })?;
+    let registry = Registry::load(paths)?;
+    if registry.get(&fire.agent).is_none() && crate::agents::catalogue::get(&fire.agent).is_none() {
+        anyhow::bail!(
+            "resolve agent {:?}: not found — see 'missionboard agent list'",
+            fire.agent
+        );
+    }
+    let on = on.map(str::trim);
+    if on.is_some_and(|l| l.is_empty() || l.contains(char::is_whitespace)) {
+        anyhow::bail!("--on: a host label is one word (e.g. gpu, laptop)");
+    }
+    let cwd = fire.cwd.unwrap_or_else(|| paths.cwd.clone());
+    Ok(
+        crate::mission::Missions::new(store.clone()).enqueue(crate::mission::queue::NewQueued {
+            intent: fire.intent,
+            agent_name: fire.agent,
+            envelope: fire.envelope,
+            cwd: cwd.display().to_string(),
+            worktree: fire.worktree,
+            run_on: on.map(str::to_string),
+        })?,
+    )
+}
+
 /// The envelope a command-line fire runs under: the one named, else the configured
 /// default; neither is a refusal that says how to name one.
 pub fn envelope_or_default(store: &Store, named: Option<&str>) -> anyhow::Result<EnvelopeName> {

@@ -21,6 +21,10 @@ pub fn stop_mission(
         .map(str::trim)
         .filter(|r| !r.is_empty())
         .unwrap_or(DEFAULT_REASON);
+    // A queued mission ends where it waits: no unit, no asks, no checkpoints.
+    if missions.unqueue(id, reason)? {
+        return missions.require(id);
+    }
     let done = missions.finish(id, Status::Abandoned, reason)?;
     asks.abandon_mission(id).map_err(|e| {
         MissionError::Invalid(format!(

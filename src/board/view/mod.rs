@@ -2,6 +2,7 @@
 //! visible rows were read, and only they are formatted.
 
 mod detail;
+mod hosts;
 mod lists;
 mod missions;
 mod overlays;

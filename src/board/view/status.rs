@@ -102,8 +102,11 @@ pub fn render(frame: &mut Frame, area: Rect, m: &Model) {
             (false, _) => "beta off".to_string(),
             (true, o) => format!("beta on{sep}oracle {}", if o { "on" } else { "off" }),
         };
+        let hosts = super::hosts::fact(m, sep)
+            .map(|h| format!("{sep}{h}"))
+            .unwrap_or_default();
         format!(
-            " {host}{spin}{sep}asks {}{sep}open {}{sep}inbox {}{sep}fleet {}/{cap}{sep}{beta}",
+            " {host}{spin}{sep}asks {}{sep}open {}{sep}inbox {}{sep}fleet {}/{cap}{hosts}{sep}{beta}",
             s.pending_total, s.open_missions, s.inbox_total, s.fleet_used,
         )
     };

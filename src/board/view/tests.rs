@@ -185,6 +185,7 @@ pub(crate) fn snapshot() -> Snapshot {
         beta: false,
         fleet_used: 2,
         fleet_cap: 8,
+        hosts: Vec::new(),
         store_error: None,
         query: Query::default(),
     }

@@ -1,0 +1,99 @@
+//! `missionboard host [--width N] [--label L]… [--stop-on-exit]`: run the durable
+//! queue in the foreground (systemd, launchd or tmux keep it running), printing one
+//! line per thing it does.
+
+use super::Ctx;
+use super::out::outln;
+use crate::daemon::{Event, Options};
+use crate::presets;
+use crate::signals::Signals;
+
+pub(super) struct HostArgs {
+    pub width: Option<u64>,
+    pub labels: Vec<String>,
+    pub stop_on_exit: bool,
+}
+
+pub(super) fn run(ctx: &Ctx, args: HostArgs) -> anyhow::Result<i32> {
+    let mut labels = Vec::new();
+    for label in args.labels {
+        let label = label.trim().to_string();
+        if label.is_empty() || label.contains(char::is_whitespace) {
+            anyhow::bail!("--label {label:?}: a host label is one word (e.g. gpu, laptop)");
+        }
+        if !labels.contains(&label) {
+            labels.push(label);
+        }
+    }
+    let store = ctx.store()?;
+    if let Err(e) = presets::seed_policies_quietly(&ctx.paths.home) {
+        tracing::warn!("could not refresh the preset envelopes: {e}");
+    }
+    let runtime = crate::runtime::multi_thread()?;
+    let paths = ctx.paths.clone();
+    runtime.block_on(async move {
+        let mut signals = Signals::termination_or_interrupt()?;
+        let options = Options {
+            width: args.width,
+            labels,
+            stop_on_exit: args.stop_on_exit,
+        };
+        let shutdown = async move {
+            signals.next().await;
+        };
+        crate::daemon::run(paths, store, options, shutdown, |event| {
+            // Output is best-effort: a host keeps running with nobody reading it.
+            let _ = say(&event);
+        })
+        .await?;
+        anyhow::Ok(0)
+    })
+}
+
+fn say(event: &Event) -> anyhow::Result<()> {
+    match event {
+        Event::Started {
+            host,
+            width,
+            labels,
+        } => {
+            let width = match width {
+                0 => "unlimited".to_string(),
+                w => w.to_string(),
+            };
+            let labels = if labels.is_empty() {
+                String::new()
+            } else {
+                format!(", labels {}", labels.join(", "))
+            };
+            outln!(
+                "Host {} on {} (pid {}) is taking queued missions: width {width}{labels}. TERM or Ctrl-C leaves cleanly: a run parked on a question stays parked, a running mission goes back to the queue.",
+                host.id,
+                host.machine_label(),
+                host.pid
+            )?;
+        }
+        Event::Claimed {
+            mission,
+            agent,
+            intent,
+        } => outln!("Claimed mission {mission} for agent {agent:?}: {intent}")?,
+        Event::StartFailed { mission, error } => {
+            outln!("Mission {mission} could not start here and is derailed: {error}")?
+        }
+        Event::Resumed { mission } => {
+            outln!("Resumed mission {mission}: its question was answered.")?
+        }
+        Event::Reclaimed { mission, machine } => outln!(
+            "Collected mission {mission} as abandoned: its host on {machine} is gone and nothing can resume it."
+        )?,
+        Event::Leaving {
+            requeued,
+            parked,
+            stopped,
+        } => outln!(
+            "Host leaving: {requeued} mission(s) back in the queue, {parked} parked on a question, {stopped} stopped."
+        )?,
+    }
+    Ok(())
+}

@@ -1,0 +1,369 @@
+//! `missionboard host`: a long-lived process that runs the durable queue. It claims
+//! queued missions in order while fewer than its width are running (a unit parked on
+//! a question holds no slot), hosts their units, resumes the parked runs whose
+//! answers arrive when their own host is gone, lets expired asks take their verdict,
+//! collects the missions of hosts that died, and heartbeats like every host, saying
+//! its width, load and labels.
+//!
+//! On a clean exit it leaves nothing half-run: a unit parked on a question stays
+//! parked on its checkpoint (whoever answers, a host resumes it), and a mission it
+//! claimed and was running goes back to the queue in its old place — or, asked to
+//! stop its missions, each is stopped as `mission stop` does.
+
+use std::collections::HashSet;
+use std::future::Future;
+use std::path::Path;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use crate::asks::Asks;
+use crate::config::Config;
+use crate::fleet::Fleet;
+use crate::host::HostId;
+use crate::mission::Missions;
+use crate::mission::hosts::{Hosts, Probe};
+use crate::paths::Paths;
+use crate::store::{Store, blocking};
+use crate::sync::LockUnpoisoned;
+
+/// How a host runs.
+#[derive(Debug, Clone, Default)]
+pub struct Options {
+    /// Running missions at once (`None`: `fleet-max-parallel`; 0 = unlimited).
+    pub width: Option<u64>,
+    /// The labels `--on` missions may name to run here.
+    pub labels: Vec<String>,
+    /// On exit, stop the missions it runs instead of parking or requeueing them.
+    pub stop_on_exit: bool,
+}
+
+/// What a host did, as it happens (the surface words it).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Event {
+    Started {
+        host: HostId,
+        width: u64,
+        labels: Vec<String>,
+    },
+    Claimed {
+        mission: String,
+        agent: String,
+        intent: String,
+    },
+    StartFailed {
+        mission: String,
+        error: String,
+    },
+    Resumed {
+        mission: String,
+    },
+    /// A mission whose host died with nothing to resume it was collected.
+    Reclaimed {
+        mission: String,
+        machine: String,
+    },
+    Leaving {
+        requeued: usize,
+        parked: usize,
+        stopped: usize,
+    },
+}
+
+/// How often the host looks at the queue when no commit wakes it sooner.
+const POLL: Duration = Duration::from_millis(250);
+/// How often it settles expired asks, resumes stranded runs and looks for dead hosts.
+const MAINTENANCE_EVERY: Duration = Duration::from_secs(1);
+/// Claims per look at an unlimited width, so one look never drains a huge queue
+/// before the host beats and reports again.
+const UNLIMITED_BURST: usize = 64;
+
+/// How long a host on another machine must have been silent before its missions
+/// are collected (a store outage silences every host's heartbeat for as long).
+const ELSEWHERE_SILENT_FOR: Duration = Duration::from_secs(60);
+
+/// The work a host has under way, shared with its dispatch and resume tasks.
+#[derive(Default)]
+struct Underway {
+    /// Claimed missions whose unit is still starting.
+    starting: AtomicUsize,
+    /// Their ids (given back to the queue if the host leaves before they start).
+    starting_ids: Mutex<HashSet<String>>,
+    /// Asks whose parked run this host is resuming.
+    resuming: Mutex<HashSet<String>>,
+    /// The start and resume tasks, ended if the host leaves while they run.
+    tasks: Mutex<Vec<tokio::task::JoinHandle<()>>>,
+}
+
+impl Underway {
+    fn track(&self, task: tokio::task::JoinHandle<()>) {
+        let mut tasks = self.tasks.lock_unpoisoned();
+        tasks.retain(|t| !t.is_finished());
+        tasks.push(task);
+    }
+}
+
+/// Run a host until `shutdown` resolves, then leave cleanly.
+pub async fn run(
+    paths: Paths,
+    store: Store,
+    options: Options,
+    shutdown: impl Future<Output = ()>,
+    report: impl Fn(Event) + Send + Sync + 'static,
+) -> anyhow::Result<()> {
+    let report = Arc::new(report);
+    let me = HostId::current();
+    let (p, s) = (paths.clone(), store.clone());
+    let fleet = blocking(move || Fleet::for_host(p, s)).await?;
+    let width = match options.width {
+        Some(w) => w,
+        None => {
+            let config = Config::new(store.clone());
+            blocking(move || config.fleet_max_parallel()).await?
+        }
+    };
+    let teardown = fleet.spawn_teardown();
+    report(Event::Started {
+        host: me.clone(),
+        width,
+        labels: options.labels.clone(),
+    });
+    let underway = Arc::new(Underway::default());
+    let mut changes = store.changes().subscribe();
+    let mut maintained: Option<Instant> = None;
+    tokio::pin!(shutdown);
+    loop {
+        let running = running(&fleet, &underway).await;
+        advertise(&store, &me, width, running, &options.labels).await;
+        let free = if width == 0 {
+            UNLIMITED_BURST
+        } else {
+            (width as usize).saturating_sub(running)
+        };
+        for _ in 0..free {
+            match claim(&fleet, &me, &options.labels).await {
+                Ok(Some(claimed)) => start(&fleet, &underway, &report, claimed),
+                Ok(None) => break,
+                Err(e) => {
+                    tracing::warn!("host: claim failed: {e}");
+                    break;
+                }
+            }
+        }
+        if maintained.is_none_or(|at| at.elapsed() >= MAINTENANCE_EVERY) {
+            maintained = Some(Instant::now());
+            maintain(&fleet, &me, &underway, &report).await;
+        }
+        tokio::select! {
+            _ = changes.next(POLL) => {}
+            _ = &mut shutdown => break,
+        }
+    }
+    let left = leave(&fleet, &me, &underway, options.stop_on_exit).await;
+    teardown.abort();
+    report(left);
+    Ok(())
+}
+
+/// The missions this host counts against its width: its hosted units that are not
+/// parked on a question, and the claimed ones still starting.
+async fn running(fleet: &Fleet, underway: &Underway) -> usize {
+    let probe = fleet.clone();
+    let parked: HashSet<String> = blocking(move || probe.parked_here().into_iter().collect()).await;
+    let hosted = fleet
+        .hosted_missions()
+        .into_iter()
+        .filter(|id| !parked.contains(id))
+        .count();
+    // A unit just hosted may still be counted as starting too: over, never under.
+    hosted + underway.starting.load(Ordering::SeqCst)
+}
+
+async fn advertise(store: &Store, me: &HostId, width: u64, load: usize, labels: &[String]) {
+    let (hosts, id, labels) = (Hosts::new(store.clone()), me.id.clone(), labels.to_vec());
+    if let Err(e) = blocking(move || hosts.advertise(&id, width, load, &labels)).await {
+        tracing::warn!("host: could not advertise its load: {e}");
+    }
+}
+
+/// Claim the next queued mission this host may run: its label fits, and its
+/// workspace exists on this machine.
+async fn claim(
+    fleet: &Fleet,
+    me: &HostId,
+    labels: &[String],
+) -> anyhow::Result<Option<crate::mission::queue::Claimed>> {
+    let (missions, me, labels) = (fleet.missions().clone(), me.clone(), labels.to_vec());
+    Ok(
+        blocking(move || missions.claim_queued(&me, &labels, &|cwd| Path::new(cwd).is_dir()))
+            .await?,
+    )
+}
+
+/// Start a claimed mission's unit on a task of its own.
+fn start(
+    fleet: &Fleet,
+    underway: &Arc<Underway>,
+    report: &Arc<impl Fn(Event) + Send + Sync + 'static>,
+    claimed: crate::mission::queue::Claimed,
+) {
+    let id = claimed.mission.id.clone();
+    underway.starting.fetch_add(1, Ordering::SeqCst);
+    underway.starting_ids.lock_unpoisoned().insert(id.clone());
+    report(Event::Claimed {
+        mission: id.clone(),
+        agent: claimed.mission.agent_name.clone(),
+        intent: claimed.mission.intent.clone(),
+    });
+    let (fleet, tracker, report) = (fleet.clone(), underway.clone(), report.clone());
+    let underway = tracker.clone();
+    tracker.track(tokio::spawn(async move {
+        let started = fleet.dispatch_claimed(claimed).await;
+        underway.starting_ids.lock_unpoisoned().remove(&id);
+        underway.starting.fetch_sub(1, Ordering::SeqCst);
+        if let Err(e) = started {
+            report(Event::StartFailed {
+                mission: id,
+                error: format!("{e:#}"),
+            });
+        }
+    }));
+}
+
+/// Expired asks take their verdict; answered runs whose host is gone are resumed
+/// here (the checkpoint claim keeps each exactly once across hosts); missions of
+/// dead hosts that nothing can resume are collected.
+async fn maintain(
+    fleet: &Fleet,
+    me: &HostId,
+    underway: &Arc<Underway>,
+    report: &Arc<impl Fn(Event) + Send + Sync + 'static>,
+) {
+    let (probe, mine) = (fleet.clone(), me.clone());
+    let found = blocking(move || -> anyhow::Result<_> {
+        let asks = probe.asks();
+        asks.sweep_expired()?;
+        let mut resumable = Vec::new();
+        for cp in asks.stranded_checkpoints()? {
+            if asks.host_lives(&cp) {
+                continue;
+            }
+            if let Ok(startable) = probe.can_resume(&cp.mission_id) {
+                resumable.push((cp.ask_id, cp.mission_id, startable));
+            }
+        }
+        let reclaimed = reclaim_dead(probe.missions(), asks, &mine)?;
+        Ok((resumable, reclaimed))
+    })
+    .await;
+    let (resumable, reclaimed) = match found {
+        Ok(found) => found,
+        Err(e) => {
+            tracing::warn!("host: maintenance failed: {e:#}");
+            return;
+        }
+    };
+    for (mission, machine) in reclaimed {
+        report(Event::Reclaimed { mission, machine });
+    }
+    for (ask_id, mission, startable) in resumable {
+        if !underway.resuming.lock_unpoisoned().insert(ask_id.clone()) {
+            continue;
+        }
+        let (fleet, tracker, report) = (fleet.clone(), underway.clone(), report.clone());
+        let underway = tracker.clone();
+        tracker.track(tokio::spawn(async move {
+            match fleet.resume_parked(&ask_id, Some(startable)).await {
+                Ok(true) => report(Event::Resumed { mission }),
+                Ok(false) => {}
+                Err(e) => tracing::warn!(ask = %ask_id, "host: resume failed: {e:#}"),
+            }
+            underway.resuming.lock_unpoisoned().remove(&ask_id);
+        }));
+    }
+}
+
+/// Collect the open missions whose host is gone and that nothing can resume: no
+/// checkpoint to resume from, no ask pending that an answer could still act on.
+/// Each by one guarded write on the dead host, so of every live host looking,
+/// exactly one collects it. Returns (mission, the dead host's machine).
+fn reclaim_dead(
+    missions: &Missions,
+    asks: &Asks,
+    me: &HostId,
+) -> anyhow::Result<Vec<(String, String)>> {
+    let mut probe = Probe::new(missions.store().clone());
+    let hosts = Hosts::new(missions.store().clone());
+    let mut out = Vec::new();
+    for (id, host) in missions.open_hosts(500)? {
+        let Some(host) = host else { continue };
+        if host.id == me.id || probe.lives(&host) {
+            continue;
+        }
+        // A host elsewhere is judged by its heartbeat, which a store outage also
+        // stops: it is collected only once it has been silent far longer than that.
+        if !host.is_on_this_machine()
+            && hosts.beat_of(&host.id)?.is_some_and(|b| {
+                crate::clock::now_ms() - b.heartbeat_at < ELSEWHERE_SILENT_FOR.as_millis() as i64
+            })
+        {
+            continue;
+        }
+        if !asks.checkpoints_for(&id)?.is_empty()
+            || asks.for_mission(&id, 200)?.iter().any(|a| a.is_pending())
+        {
+            continue;
+        }
+        if missions.reclaim_from_dead_host(&id, &host)? {
+            out.push((id, host.machine.clone()));
+        }
+    }
+    Ok(out)
+}
+
+/// Leave cleanly: every unit is reaped; then units parked on a question stay parked,
+/// and the running missions this host claimed go back to the queue — or, asked to
+/// stop, every mission it ran is stopped.
+async fn leave(fleet: &Fleet, me: &HostId, underway: &Underway, stop: bool) -> Event {
+    let probe = fleet.clone();
+    let parked: HashSet<String> = blocking(move || probe.parked_here().into_iter().collect()).await;
+    // Starts and resumes under way end here (a dropped start drops its unit).
+    let tasks: Vec<_> = underway.tasks.lock_unpoisoned().drain(..).collect();
+    for task in &tasks {
+        task.abort();
+    }
+    for task in tasks {
+        let _ = task.await;
+    }
+    let mut ours: Vec<String> = fleet.hosted_missions();
+    ours.extend(underway.starting_ids.lock_unpoisoned().iter().cloned());
+    // Units first, so none writes after its mission was given back.
+    fleet.shutdown().await;
+    let (missions, me, parked_ids) = (fleet.missions().clone(), me.clone(), parked.clone());
+    let (requeued, stopped) = blocking(move || {
+        let asks = Asks::new(missions.store().clone());
+        let (mut requeued, mut stopped) = (0, 0);
+        for id in &ours {
+            if stop {
+                let reason = "stopped by its host leaving (missionboard host --stop-on-exit)";
+                if crate::ops::stop::stop_mission(&missions, &asks, id, Some(reason)).is_ok() {
+                    stopped += 1;
+                }
+            } else if parked_ids.contains(id)
+                // A run checkpointed under a question resumes on its answer.
+                || asks.checkpoints_for(id).is_ok_and(|c| !c.is_empty())
+            {
+                continue;
+            } else if missions.requeue(id, &me).unwrap_or(false) {
+                requeued += 1;
+            }
+        }
+        (requeued, stopped)
+    })
+    .await;
+    Event::Leaving {
+        requeued,
+        parked: if stop { 0 } else { parked.len() },
+        stopped,
+    }
+}

@@ -1,0 +1,85 @@
+//! Running what a `missionboard host` claimed from the queue: the claimed row is
+//! started like any fire, bound instead of created, and a start that fails ends it
+//! derailed with the reason (the row exists, so a refusal cannot leave no record).
+
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use super::{Dispatched, Fleet, Record, blocking, search};
+use crate::mission::Status;
+use crate::mission::queue::Claimed;
+use crate::paths::Paths;
+use crate::store::Store;
+
+impl Fleet {
+    /// A fleet for `missionboard host`, which admits by the running missions it
+    /// counts itself (a parked unit frees its slot): the fleet refuses nothing at a
+    /// width of its own.
+    pub fn for_host(paths: Paths, store: Store) -> anyhow::Result<Fleet> {
+        let mut fleet = Fleet::new(paths, store)?;
+        let inner = Arc::get_mut(&mut fleet.inner)
+            .ok_or_else(|| anyhow::anyhow!("a new fleet is shared before it is configured"))?;
+        inner.max_parallel = 0;
+        Ok(fleet)
+    }
+
+    /// Start the unit of a mission this host claimed, in its recorded workspace.
+    pub async fn dispatch_claimed(&self, claimed: Claimed) -> anyhow::Result<Dispatched> {
+        let mission = claimed.mission;
+        let id = mission.id.clone();
+        let started = async {
+            let envelope =
+                search::load(&self.inner.paths, &mission.hitl_policy_name).map_err(|e| {
+                    anyhow::anyhow!(
+                        "hitl policy {:?} could not be loaded on this host: {e}",
+                        mission.hitl_policy_name
+                    )
+                })?;
+            let agent = self.resolve_agent(&mission.agent_name)?;
+            let cwd = if mission.cwd.is_empty() {
+                self.inner.paths.cwd.clone()
+            } else {
+                PathBuf::from(&mission.cwd)
+            };
+            let record = Record {
+                intent: crate::mission::Intent::new(&mission.intent)?,
+                parent_session_id: None,
+                claimed: true,
+            };
+            self.admit(record, id.clone(), (agent, envelope), cwd, claimed.worktree)
+                .await
+        }
+        .await;
+        if let Err(e) = &started {
+            let (missions, why) = (
+                self.inner.missions.clone(),
+                format!("the host could not start it: {e}"),
+            );
+            let mission_id = id.clone();
+            if let Err(finish) =
+                blocking(move || missions.finish(&mission_id, Status::Derailed, &why)).await
+            {
+                tracing::warn!(mission = %id, "could not record the failed start: {finish}");
+            }
+        }
+        started
+    }
+
+    /// The missions whose units this host holds while their run is parked on a
+    /// question (the turn ended under it, nobody has claimed its resume): they hold
+    /// no slot of a host's width. Blocking: store reads.
+    pub fn parked_here(&self) -> Vec<String> {
+        let me = crate::host::HostId::current();
+        self.hosted_missions()
+            .into_iter()
+            .filter(|id| {
+                self.inner
+                    .asks
+                    .checkpoints_for(id)
+                    .unwrap_or_default()
+                    .iter()
+                    .any(|c| c.host == me && c.parked_at.is_some() && c.claimed_at.is_none())
+            })
+            .collect()
+    }
+}

@@ -1,0 +1,531 @@
+//! `missionboard host` and the durable queue, black-box: the real binary hosting
+//! real stub units over ACP, the record read back through `mission show|list`
+//! (and, for claim times no command prints, the store's own queue rows).
+
+mod common;
+
+use std::collections::HashMap;
+
+use common::{Background, Run, Sandbox, script, wait_for};
+use missionboard::mission::queue::NewQueued;
+use missionboard::mission::{EnvelopeName, Intent, Missions};
+use serde_json::Value;
+
+/// Lands after a short sleep: long enough that four run side by side.
+const SLEEP_THEN_LAND: &str =
+    r#"{"sleep":300},{"report":{"kind":"result","summary":"done"}},{"finish":"landed"}"#;
+const LAND: &str = r#"{"report":{"kind":"result","summary":"done"}},{"finish":"landed"}"#;
+/// Runs until its host goes.
+const RUN_LONG: &str = r#"{"report":{"summary":"working"}},{"sleep":120000},{"finish":"landed"}"#;
+/// Asks, parks past the (short) park window, and lands on the answer.
+const ASK_THEN_LAND: &str = r#"{"ask":{"summary":"Rename the env var too?","then":{"report":{"kind":"result","summary":"renamed: {{answer}}"}}}},{"finish":"landed"}"#;
+
+/// A script whose session a restarted stub can load (its place saved in
+/// `STUB_STATE_DIR`), so a resumed run carries on where it parked.
+fn loadable(steps: &str) -> String {
+    format!(r#"{{"name":"t","load_session":true,"turns":[{{"steps":[{steps}]}}]}}"#)
+}
+
+/// `missionboard host` plus `args`, in the background; its units save their
+/// sessions under the sandbox's `stub-state`.
+fn host(sb: &Sandbox, args: &[&str]) -> Background {
+    let mut c = sb.command(&[&["host"], args].concat());
+    c.env("STUB_STATE_DIR", sb.cwd.join("stub-state"));
+    Background::spawn(c)
+}
+
+/// Queue a mission through the CLI; its id.
+fn queue(sb: &Sandbox, agent: &str, intent: &str) -> String {
+    let out = sb
+        .run(&[
+            "mission", "fire", agent, intent, "--queue", "--policy", "default",
+        ])
+        .ok();
+    let first = out.lines()[0].to_string();
+    assert!(first.contains(" queued at position "), "{out:#?}");
+    first.split_whitespace().nth(1).unwrap().to_string()
+}
+
+/// Queue `n` missions straight into the store (setup, not the thing tested).
+fn queue_many(sb: &Sandbox, agent: &str, n: usize) -> Vec<String> {
+    let missions = Missions::new(sb.store());
+    (0..n)
+        .map(|i| {
+            missions
+                .enqueue(NewQueued {
+                    intent: Intent::new(&format!("task {i}")).unwrap(),
+                    agent_name: agent.into(),
+                    envelope: EnvelopeName::new("default").unwrap(),
+                    cwd: sb.cwd.display().to_string(),
+                    worktree: false,
+                    run_on: None,
+                })
+                .unwrap()
+                .id
+        })
+        .collect()
+}
+
+fn show(sb: &Sandbox, id: &str) -> Value {
+    serde_json::from_str(&sb.run(&["mission", "show", id, "--json"]).ok().stdout).unwrap()
+}
+
+fn statuses(sb: &Sandbox) -> HashMap<String, String> {
+    let out = sb.run(&["mission", "list", "--all", "--json"]).ok();
+    let v: Value = serde_json::from_str(&out.stdout).unwrap();
+    v["missions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| {
+            (
+                m["id"].as_str().unwrap().to_string(),
+                m["status"].as_str().unwrap().to_string(),
+            )
+        })
+        .collect()
+}
+
+/// Wait until every one of `ids` rests as `status`.
+#[track_caller]
+fn wait_all(sb: &Sandbox, ids: &[String], status: &str, secs: u64) {
+    wait_for(secs, &format!("{} missions {status}", ids.len()), || {
+        let now = statuses(sb);
+        ids.iter()
+            .all(|id| now.get(id).map(String::as_str) == Some(status))
+            .then_some(())
+    });
+}
+
+fn report_summaries(sb: &Sandbox, id: &str) -> Vec<String> {
+    show(sb, id)["reports"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| {
+            format!(
+                "[{}] {}",
+                r["kind"].as_str().unwrap(),
+                r["summary"].as_str().unwrap()
+            )
+        })
+        .collect()
+}
+
+/// The parked question of mission `id`, once its turn ended under it.
+fn parked_ask(sb: &Sandbox, id: &str) -> Option<String> {
+    show(sb, id)["pendingAsks"]
+        .as_array()?
+        .iter()
+        .find(|a| a["parked"] == true)
+        .and_then(|a| a["id"].as_str().map(str::to_string))
+}
+
+/// The host (`hosts` row id) that claimed each mission, and when; and when each
+/// came to rest — the queue's own record, which no command prints.
+fn claims(sb: &Sandbox) -> Vec<(String, String, i64, i64)> {
+    sb.store()
+        .with(|c| {
+            let mut s = c.prepare(
+                "SELECT q.mission_id, COALESCE(q.claimed_by, ''), COALESCE(q.claimed_at, 0), m.updated_at
+                 FROM mission_queue q JOIN missions m ON m.id = q.mission_id",
+            )?;
+            s.query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?)))?
+                .collect()
+        })
+        .unwrap()
+}
+
+/// The most missions that ran at once, from claim to rest.
+fn most_at_once(spans: &[(i64, i64)]) -> usize {
+    let mut edges: Vec<(i64, i32)> = spans
+        .iter()
+        .flat_map(|&(from, to)| [(from, 1), (to, -1)])
+        .collect();
+    // At one instant a rest comes before a claim: the slot was freed first.
+    edges.sort();
+    let (mut now, mut most) = (0i32, 0i32);
+    for (_, step) in edges {
+        now += step;
+        most = most.max(now);
+    }
+    most as usize
+}
+
+/// Wait until `n` `missionboard host`s advertise themselves on the store.
+fn wait_hosts_up(sb: &Sandbox, n: usize) {
+    let hosts = missionboard::mission::hosts::Hosts::new(sb.store());
+    wait_for(60, &format!("{n} hosts up"), || {
+        (hosts
+            .live()
+            .unwrap()
+            .iter()
+            .filter(|h| h.width.is_some())
+            .count()
+            >= n)
+            .then_some(())
+    });
+}
+
+fn term(bg: Background) -> Run {
+    unsafe { libc::kill(bg.pid() as i32, libc::SIGTERM) };
+    bg.join()
+}
+
+#[test]
+fn twenty_queued_at_width_four_run_four_at_a_time_and_all_land() {
+    let sb = Sandbox::new();
+    sb.declare_stubs(&[("stub", Some(&script(SLEEP_THEN_LAND)))]);
+    let first = queue(&sb, "stub", "task first");
+    let mut ids = vec![first.clone()];
+    ids.extend(queue_many(&sb, "stub", 19));
+    let list = sb.run(&["mission", "list", "--all"]).ok();
+    assert!(
+        list.lines()
+            .iter()
+            .any(|l| l.starts_with(&first) && l.contains(" queued #1 ")),
+        "{}",
+        list.stdout
+    );
+    let v: Value =
+        serde_json::from_str(&sb.run(&["mission", "list", "--json"]).ok().stdout).unwrap();
+    let row = v["missions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|m| m["id"] == first.as_str())
+        .unwrap()
+        .clone();
+    assert_eq!(
+        (row["status"].clone(), row["queuePosition"].clone()),
+        ("queued".into(), 1.into())
+    );
+
+    let h = host(&sb, &["--width", "4"]);
+    wait_all(&sb, &ids, "landed", 180);
+    let out = term(h);
+    assert_eq!(out.code, 0, "{out:#?}");
+    for id in &ids {
+        assert_eq!(
+            report_summaries(&sb, id),
+            ["[result] done"],
+            "{id} ran once"
+        );
+        assert_eq!(
+            out.stdout
+                .lines()
+                .filter(|l| l.starts_with(&format!("Claimed mission {id} ")))
+                .count(),
+            1,
+            "{}",
+            out.stdout
+        );
+    }
+    let spans: Vec<(i64, i64)> = claims(&sb).iter().map(|c| (c.2, c.3)).collect();
+    assert_eq!(spans.len(), 20);
+    assert_eq!(most_at_once(&spans), 4, "{spans:?}");
+    // Claimed in queue order: the first queued was the first claimed.
+    let first_claimed = claims(&sb).into_iter().min_by_key(|c| c.2).unwrap().0;
+    assert_eq!(first_claimed, first);
+}
+
+#[test]
+fn a_queued_mission_stopped_before_it_starts_never_spawns_a_unit() {
+    let sb = Sandbox::new();
+    sb.declare_stubs(&[("stub", Some(&script(LAND)))]);
+    let transcript = sb.cwd.join("transcript.log");
+    let stopped = queue(&sb, "stub", "never run this");
+    let out = sb
+        .run(&["mission", "stop", &stopped, "--reason", "changed my mind"])
+        .ok();
+    assert_eq!(
+        out.lines(),
+        [format!(
+            "Mission {stopped} abandoned before it started: it leaves the queue and no unit ever runs it."
+        )]
+    );
+    let mut c = sb.command(&["host", "--width", "2"]);
+    c.env("STUB_TRANSCRIPT", &transcript);
+    let h = Background::spawn(c);
+    let ran = queue(&sb, "stub", "run this one");
+    wait_all(&sb, std::slice::from_ref(&ran), "landed", 120);
+    let out = term(h);
+    let v = show(&sb, &stopped);
+    assert_eq!(v["status"], "abandoned");
+    assert_eq!(v["statusReason"], "changed my mind");
+    assert!(v.get("sessionId").is_none(), "no unit was bound: {v}");
+    assert!(v.get("host").is_none(), "no host took it: {v}");
+    assert!(!out.stdout.contains(&stopped), "{}", out.stdout);
+    // One unit ran, one first turn: the other mission's.
+    let t = std::fs::read_to_string(&transcript).unwrap_or_default();
+    assert_eq!(
+        t.lines().filter(|l| l.starts_with("turn=1 ")).count(),
+        1,
+        "{t}"
+    );
+}
+
+#[test]
+fn a_parked_mission_frees_its_slot_and_takes_one_again_on_its_answer() {
+    let sb = Sandbox::new();
+    sb.declare_stubs(&[
+        ("asker", Some(&loadable(ASK_THEN_LAND))),
+        ("lander", Some(&script(LAND))),
+    ]);
+    sb.run(&["config", "set", "ask-park-window", "200ms"]).ok();
+    let h = host(&sb, &["--width", "1"]);
+    let asker = queue(&sb, "asker", "rename");
+    let ask = wait_for(120, "the parked question", || parked_ask(&sb, &asker));
+    // Width 1, and the only running mission is parked: the next one runs.
+    let lander = queue(&sb, "lander", "land");
+    wait_all(&sb, std::slice::from_ref(&lander), "landed", 120);
+    assert_eq!(show(&sb, &asker)["status"], "open");
+    sb.run(&["approvals", "respond", &ask, "--answer", "yes"])
+        .ok();
+    wait_all(&sb, std::slice::from_ref(&asker), "landed", 120);
+    assert_eq!(report_summaries(&sb, &asker), ["[result] renamed: yes"]);
+    term(h);
+}
+
+/// Two hosts on one store share sixty queued missions: each runs exactly once.
+fn two_hosts_share_sixty(sb: &Sandbox) {
+    sb.declare_stubs(&[("stub", Some(&script(LAND)))]);
+    let (a, b) = (host(sb, &["--width", "6"]), host(sb, &["--width", "6"]));
+    wait_hosts_up(sb, 2);
+    let ids = queue_many(sb, "stub", 60);
+    wait_all(sb, &ids, "landed", 300);
+    let (a, b) = (term(a), term(b));
+    let mut by_host: HashMap<String, usize> = HashMap::new();
+    for (id, claimer, _, _) in claims(sb) {
+        *by_host.entry(claimer).or_default() += 1;
+        assert_eq!(
+            report_summaries(sb, &id),
+            ["[result] done"],
+            "{id} ran once"
+        );
+    }
+    assert_eq!(by_host.values().sum::<usize>(), 60);
+    assert_eq!(by_host.len(), 2, "both hosts took work: {by_host:?}");
+    let claimed_lines = |r: &Run| {
+        r.stdout
+            .lines()
+            .filter(|l| l.starts_with("Claimed mission "))
+            .count()
+    };
+    assert_eq!(claimed_lines(&a) + claimed_lines(&b), 60, "{a:#?}\n{b:#?}");
+}
+
+#[test]
+fn two_hosts_on_one_sqlite_file_claim_sixty_queued_with_none_run_twice() {
+    two_hosts_share_sixty(&Sandbox::on_file());
+}
+
+#[test]
+fn two_hosts_on_one_postgres_database_claim_sixty_queued_with_none_run_twice() {
+    two_hosts_share_sixty(&Sandbox::on_postgres());
+}
+
+#[test]
+fn a_host_killed_with_four_running_has_each_resumed_or_reclaimed_once_on_the_other() {
+    let sb = Sandbox::new();
+    sb.declare_stubs(&[
+        ("asker", Some(&loadable(ASK_THEN_LAND))),
+        ("runner", Some(&script(RUN_LONG))),
+    ]);
+    sb.run(&["config", "set", "ask-park-window", "200ms"]).ok();
+    let doomed = host(&sb, &["--width", "4"]);
+    let askers = [
+        queue(&sb, "asker", "rename a"),
+        queue(&sb, "asker", "rename b"),
+    ];
+    let runners = [queue(&sb, "runner", "run a"), queue(&sb, "runner", "run b")];
+    let asks: Vec<String> = askers
+        .iter()
+        .map(|id| wait_for(120, "a parked question", || parked_ask(&sb, id)))
+        .collect();
+    for id in &runners {
+        wait_for(120, "the runner working", || {
+            (!report_summaries(&sb, id).is_empty()).then_some(())
+        });
+    }
+    let survivor = host(&sb, &["--width", "4"]);
+    unsafe { libc::kill(doomed.pid() as i32, libc::SIGKILL) };
+    drop(doomed.join());
+    // Nothing can resume a run killed mid-turn: the other host collects it, once.
+    wait_all(&sb, &runners, "abandoned", 120);
+    for id in &runners {
+        let v = show(&sb, id);
+        assert!(
+            v["statusReason"]
+                .as_str()
+                .unwrap()
+                .starts_with("reclaimed: its host on "),
+            "{v}"
+        );
+        assert_eq!(
+            report_summaries(&sb, id),
+            [
+                "[progress] working",
+                "[blocker] Mission reclaimed: its host process is gone."
+            ]
+        );
+    }
+    // A parked run resumes on its answer, on the live host, once.
+    for ask in &asks {
+        sb.run(&["approvals", "respond", ask, "--answer", "yes"])
+            .ok();
+    }
+    wait_all(&sb, &askers, "landed", 120);
+    let out = term(survivor);
+    for id in &askers {
+        assert_eq!(report_summaries(&sb, id), ["[result] renamed: yes"]);
+        assert_eq!(
+            out.stdout
+                .lines()
+                .filter(|l| *l == format!("Resumed mission {id}: its question was answered."))
+                .count(),
+            1,
+            "{}",
+            out.stdout
+        );
+    }
+    for id in &runners {
+        assert_eq!(
+            out.stdout
+                .lines()
+                .filter(|l| l.starts_with(&format!("Collected mission {id} ")))
+                .count(),
+            1,
+            "{}",
+            out.stdout
+        );
+    }
+}
+
+#[test]
+fn a_term_parks_its_units_and_a_restarted_host_resumes_them() {
+    let sb = Sandbox::new();
+    sb.declare_stubs(&[
+        ("asker", Some(&loadable(ASK_THEN_LAND))),
+        ("runner", Some(&script(
+            r#"{"report":{"summary":"working"}},{"sleep":1500},{"report":{"kind":"result","summary":"done"}},{"finish":"landed"}"#,
+        ))),
+    ]);
+    sb.run(&["config", "set", "ask-park-window", "200ms"]).ok();
+    let first = host(&sb, &["--width", "2"]);
+    let asker = queue(&sb, "asker", "rename");
+    let runner = queue(&sb, "runner", "run");
+    let ask = wait_for(120, "the parked question", || parked_ask(&sb, &asker));
+    wait_for(120, "the runner working", || {
+        (!report_summaries(&sb, &runner).is_empty()).then_some(())
+    });
+    let out = term(first);
+    assert_eq!(out.code, 0, "{out:#?}");
+    assert_eq!(
+        out.lines().last().copied(),
+        Some("Host leaving: 1 mission(s) back in the queue, 1 parked on a question, 0 stopped.")
+    );
+    assert_eq!(show(&sb, &runner)["status"], "queued");
+    assert_eq!(show(&sb, &asker)["status"], "open");
+
+    let second = host(&sb, &["--width", "2"]);
+    wait_all(&sb, std::slice::from_ref(&runner), "landed", 120);
+    sb.run(&["approvals", "respond", &ask, "--answer", "yes"])
+        .ok();
+    wait_all(&sb, std::slice::from_ref(&asker), "landed", 120);
+    assert_eq!(report_summaries(&sb, &asker), ["[result] renamed: yes"]);
+    term(second);
+}
+
+#[test]
+fn a_queued_fire_with_wait_follows_its_mission_to_the_verdict_without_hosting_it() {
+    let sb = Sandbox::new();
+    sb.declare_stubs(&[("stub", Some(&script(LAND)))]);
+    let unknown = sb.run(&[
+        "mission", "fire", "nobody", "x", "--queue", "--policy", "default",
+    ]);
+    assert_eq!(unknown.code, 1);
+    assert_eq!(
+        unknown.stderr.trim(),
+        "Error: resolve agent \"nobody\": not found — see 'missionboard agent list'"
+    );
+    assert!(statuses(&sb).is_empty(), "a refused fire queues nothing");
+    let h = host(&sb, &[]);
+    wait_hosts_up(&sb, 1);
+    let out = sb
+        .run(&[
+            "mission", "fire", "stub", "follow", "me", "--queue", "--wait", "--policy", "default",
+        ])
+        .ok();
+    let lines = out.lines();
+    let id = lines[0].split_whitespace().nth(1).unwrap();
+    assert!(
+        !out.stdout.contains("No `missionboard host`"),
+        "a host is up: {}",
+        out.stdout
+    );
+    assert_eq!(
+        lines.last().copied(),
+        Some(format!("Mission {id} finished: landed").as_str()),
+        "{}",
+        out.stdout
+    );
+    assert!(
+        lines
+            .iter()
+            .any(|l| l.starts_with(&format!("Mission {id} was claimed by a host on "))),
+        "{}",
+        out.stdout
+    );
+    let v = show(&sb, id);
+    let host_pid = v["host"]["pid"].as_u64().unwrap() as u32;
+    assert_eq!(host_pid, h.pid(), "the host ran it, not the fire: {v}");
+    term(h);
+}
+
+#[test]
+fn a_mission_for_a_label_waits_for_a_host_carrying_it() {
+    let sb = Sandbox::new();
+    sb.declare_stubs(&[("stub", Some(&script(LAND)))]);
+    let out = sb
+        .run(&[
+            "mission", "fire", "stub", "on", "the", "gpu", "--queue", "--on", "gpu", "--policy",
+            "default",
+        ])
+        .ok();
+    assert!(
+        out.lines()[0].ends_with(" queued at position 1 for a host labelled \"gpu\": agent \"stub\" under envelope \"default\"."),
+        "{}",
+        out.stdout
+    );
+    let gpu = out.lines()[0]
+        .split_whitespace()
+        .nth(1)
+        .unwrap()
+        .to_string();
+    let plain = host(&sb, &["--label", "cpu"]);
+    let other = queue(&sb, "stub", "anywhere");
+    wait_all(&sb, std::slice::from_ref(&other), "landed", 120);
+    assert_eq!(
+        show(&sb, &gpu)["status"],
+        "queued",
+        "no host with the label yet"
+    );
+    assert_eq!(show(&sb, &gpu)["queuePosition"], 1);
+    let text = sb.run(&["mission", "show", &gpu]).ok();
+    assert!(
+        text.lines().contains(
+            &"Queue:     position 1, waiting for a `missionboard host` labelled \"gpu\" to claim it"
+        ),
+        "{}",
+        text.stdout
+    );
+    let labelled = host(&sb, &["--label", "gpu"]);
+    wait_all(&sb, std::slice::from_ref(&gpu), "landed", 120);
+    assert_eq!(
+        show(&sb, &gpu)["host"]["pid"].as_u64().unwrap() as u32,
+        labelled.pid()
+    );
+    term(plain);
+    term(labelled);
+}
