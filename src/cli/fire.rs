@@ -18,6 +18,7 @@ use crate::ops::fire::{self, Fire};
 use crate::oracle::Oracle;
 use crate::presets;
 use crate::signals::Signals;
+use crate::store::Store;
 
 /// How often the wait re-reads the mission record when no commit wakes it sooner.
 const POLL: Duration = Duration::from_millis(250);
@@ -38,23 +39,31 @@ pub(super) struct FireArgs {
     pub on: Option<String>,
 }
 
+impl FireArgs {
+    /// What a hosted and a queued fire share: the `--timeout`, the store, and the
+    /// request (the agent, the envelope or the default one, the intent checked once).
+    pub(super) fn request(&self, ctx: &Ctx) -> anyhow::Result<(Duration, Store, Fire)> {
+        let timeout =
+            crate::duration::parse(&self.timeout).map_err(|e| anyhow::anyhow!("--timeout: {e}"))?;
+        let store = ctx.store()?;
+        // The shipped envelopes are always there to be named, whatever was deleted.
+        if let Err(e) = presets::seed_policies_quietly(&ctx.paths.home) {
+            tracing::warn!("could not refresh the preset envelopes: {e}");
+        }
+        let envelope = fire::envelope_or_default(&store, self.policy.as_deref())?;
+        let mut request = Fire::new(&self.agent, envelope, Intent::new(&self.intent.join(" "))?);
+        request.worktree = self.worktree;
+        Ok((timeout, store, request))
+    }
+}
+
 pub(super) fn run(ctx: &Ctx, args: FireArgs) -> anyhow::Result<i32> {
     if !args.wait {
         anyhow::bail!(
             "mission fire requires --wait: the dispatched unit is a child subprocess of this command and dies when it exits, so a detached fire from a one-shot CLI would tear its own mission down. Pass --wait to block until the mission finishes, or fire from a long-lived host (the board's :mission, or an editor session's /mission)"
         );
     }
-    let timeout =
-        crate::duration::parse(&args.timeout).map_err(|e| anyhow::anyhow!("--timeout: {e}"))?;
-    let store = ctx.store()?;
-    // The shipped envelopes are always there to be named, whatever was deleted.
-    if let Err(e) = presets::seed_policies_quietly(&ctx.paths.home) {
-        tracing::warn!("could not refresh the preset envelopes: {e}");
-    }
-    let envelope = fire::envelope_or_default(&store, args.policy.as_deref())?;
-    let intent = Intent::new(&args.intent.join(" "))?;
-    let mut request = Fire::new(&args.agent, envelope, intent);
-    request.worktree = args.worktree;
+    let (timeout, store, request) = args.request(ctx)?;
     let runtime = crate::runtime::multi_thread()?;
     // Mounted before anything is fired: a chain or envelope that cannot load refuses
     // the fire whole.

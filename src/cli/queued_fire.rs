@@ -9,11 +9,9 @@ use super::Ctx;
 use super::fire::FireArgs;
 use super::mission_cmd::status_line;
 use super::out::outln;
-use crate::mission::Intent;
 use crate::mission::Status;
 use crate::mission::hosts::Hosts;
-use crate::ops::fire::{self, Fire};
-use crate::presets;
+use crate::ops::fire;
 
 /// How often `--wait` re-reads the mission.
 const FOLLOW_EVERY: Duration = Duration::from_millis(200);
@@ -24,15 +22,7 @@ pub(super) fn run(ctx: &Ctx, args: FireArgs) -> anyhow::Result<i32> {
             "--oracle cannot ride a queued fire: the oracle lives in the process that hosts the unit, and a queued mission runs on a `missionboard host`"
         );
     }
-    let timeout =
-        crate::duration::parse(&args.timeout).map_err(|e| anyhow::anyhow!("--timeout: {e}"))?;
-    let store = ctx.store()?;
-    if let Err(e) = presets::seed_policies_quietly(&ctx.paths.home) {
-        tracing::warn!("could not refresh the preset envelopes: {e}");
-    }
-    let envelope = fire::envelope_or_default(&store, args.policy.as_deref())?;
-    let mut request = Fire::new(&args.agent, envelope, Intent::new(&args.intent.join(" "))?);
-    request.worktree = args.worktree;
+    let (timeout, store, request) = args.request(ctx)?;
     let m = fire::enqueue(&ctx.paths, &store, request, args.on.as_deref())?;
     let (agent, policy, on) = (
         &m.agent_name,
