@@ -43,7 +43,8 @@ fn damage_table(db: &std::path::Path, table: &str) {
 
 #[test]
 fn a_store_with_damaged_pages_stops_every_command_and_a_fire_starts_no_unit() {
-    let sb = Sandbox::new();
+    // The damage is to the embedded file's pages, whatever store the run uses.
+    let sb = Sandbox::on_file();
     sb.declare_stubs(&[("stub", None)]);
     sb.record_missions("seeded", 5);
     sb.run(&["mission", "list"]).ok();
