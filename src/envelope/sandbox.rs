@@ -256,6 +256,9 @@ pub struct Places {
     pub model_ports: Vec<(u16, String)>,
     /// Loopback ports of the agent's own servers: always connectable.
     pub own_ports: Vec<u16>,
+    /// The agent serves itself on a port picked for each unit (`{own_port}` in its
+    /// args, not yet picked): said in the grants, connectable once picked.
+    pub own_port_per_unit: bool,
 }
 
 /// Devices every process expects to open for writing.
@@ -431,6 +434,11 @@ pub fn resolve(decl: &SandboxDecl, places: &Places) -> Result<Resolved, String> 
                     "connect port {port}: {agent}'s own server on loopback"
                 ));
                 out.push(*port);
+            }
+            if places.own_port_per_unit {
+                grants.push(format!(
+                    "connect port {{own_port}}: {agent}'s own server on loopback, on a port picked for each unit"
+                ));
             }
             out.dedup();
             Some(out)
@@ -835,7 +843,38 @@ mod tests {
             commit_reads: vec![],
             model_ports: vec![(11434, "http://127.0.0.1:11434".into())],
             own_ports: vec![],
+            own_port_per_unit: false,
         }
+    }
+
+    #[test]
+    fn an_own_port_picked_per_unit_is_said_as_such_and_a_picked_one_is_granted() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path().canonicalize().unwrap();
+        let decl = SandboxDecl {
+            write: vec![],
+            read: Limit::All,
+            connect: Limit::Only(vec![Port::Number(443)]),
+        };
+        let declared = Places {
+            own_port_per_unit: true,
+            ..places(&root)
+        };
+        let r = resolve(&decl, &declared).unwrap();
+        assert!(
+            r.grants.iter().any(|g| g
+                == "connect port {own_port}: a's own server on loopback, on a port picked for each unit"),
+            "{:?}",
+            r.grants
+        );
+        assert_eq!(r.confinement.connect, Some(vec![443]), "nothing picked yet");
+        let unit = Places {
+            own_ports: vec![41234],
+            ..places(&root)
+        };
+        let r = resolve(&decl, &unit).unwrap();
+        assert_eq!(r.confinement.connect, Some(vec![443, 41234]));
+        assert!(!r.grants.iter().any(|g| g.contains("{own_port}")));
     }
 
     #[test]

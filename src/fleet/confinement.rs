@@ -132,8 +132,6 @@ pub fn grant_lines(
     bridge_exe: &Path,
     model_base_url: Option<&str>,
 ) -> Result<Vec<String>, String> {
-    // One unit's picks (its own port) stand for every unit's.
-    let agent = &agent.for_unit().map_err(|e| e.to_string())?;
     let places = unit_places(paths, agent, workspace, tmp, bridge_exe, model_base_url);
     let resolved = sandbox::resolve(decl, &places)?;
     let mut lines = resolved.grants;
@@ -196,6 +194,11 @@ fn unit_places(
             .collect(),
         model_ports,
         own_ports: agent.ports.clone(),
+        // A running unit's args hold its picked port; a declaration's, the placeholder.
+        own_port_per_unit: agent
+            .args
+            .iter()
+            .any(|a| a.contains(crate::agents::OWN_PORT_PLACEHOLDER)),
         commit_writes: workspace.commit.write,
         commit_reads: workspace.commit.read,
     }
