@@ -154,7 +154,7 @@ pub fn answer_as_agent_within_bounds(
 /// How many questions agents may answer for `mission`, by its envelope's attention
 /// grant; the refusal (why a human must answer) when it grants none.
 pub fn agent_answer_cap(paths: &Paths, mission: &Mission) -> Result<i64, String> {
-    let (envelope, mission_id) = (&mission.hitl_policy_name, &mission.id);
+    let (envelope, mission_id) = (&mission.envelope_name, &mission.id);
     let loaded = search::load(paths, envelope).map_err(|e| {
         format!(
             "envelope {envelope:?} of mission {mission_id} cannot be read: {e}; a human must answer"

@@ -216,7 +216,9 @@ pub struct Ask {
     /// A permission's diff, or a question's long-form detail.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub diff: Option<String>,
-    pub policy_name: String,
+    /// The envelope that raised it (`policyName` in `--json`, `policy_name` in the table).
+    #[serde(rename = "policyName")]
+    pub envelope_name: String,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub matched_rule: Option<i64>,
     pub on_timeout: String,
@@ -302,7 +304,7 @@ pub struct NewAsk {
     pub tool_name: String,
     pub args_summary: String,
     pub diff: Option<String>,
-    pub policy_name: String,
+    pub envelope_name: String,
     pub matched_rule: Option<i64>,
     /// Stored `deny` when blank.
     pub on_timeout: String,
@@ -382,7 +384,7 @@ fn from_row(r: &Row<'_>) -> crate::store::sql::Result<Ask> {
         tool_name: r.get(2)?,
         args_summary: r.get(3)?,
         diff: r.get(4)?,
-        policy_name: r.get(5)?,
+        envelope_name: r.get(5)?,
         matched_rule: r.get(6)?,
         on_timeout: r.get(7)?,
         state: AskState::parse(&r.get::<String>(8)?),
@@ -442,7 +444,7 @@ impl Asks {
                 params![
                     id, new.tools_name, new.tool_name, new.args_summary,
                     new.diff.clone().filter(|d| !d.trim().is_empty()),
-                    new.policy_name, new.matched_rule, on_timeout, new.instance_id,
+                    new.envelope_name, new.matched_rule, on_timeout, new.instance_id,
                     new.session_id, new.agent_name, new.mission_id, now, expires_at
                 ],
             )?;

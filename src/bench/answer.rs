@@ -118,7 +118,7 @@ pub async fn run(scale: Scale) -> anyhow::Result<Vec<Row>> {
     let mission = missions.create(NewMission {
         intent: "answer round-trips".into(),
         agent_name: "stub".into(),
-        policy_name: super::scratch::POLICY.into(),
+        envelope_name: super::scratch::POLICY.into(),
         ..Default::default()
     })?;
     let calls = MissionToolCalls {

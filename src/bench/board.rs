@@ -427,7 +427,7 @@ async fn keypresses(
                 .create(NewMission {
                     intent: format!("busy mission {i}"),
                     agent_name: "stub".into(),
-                    policy_name: super::scratch::POLICY.into(),
+                    envelope_name: super::scratch::POLICY.into(),
                     ..Default::default()
                 })?
                 .id,
@@ -456,7 +456,7 @@ async fn keypresses(
                 .create(NewMission {
                     intent: format!("made elsewhere {i}"),
                     agent_name: "stub".into(),
-                    policy_name: super::scratch::POLICY.into(),
+                    envelope_name: super::scratch::POLICY.into(),
                     ..Default::default()
                 })?
                 .id;

@@ -460,7 +460,7 @@ fn matches(m: &Mission, needle: &str) -> bool {
         m.id.as_str(),
         m.status.as_str(),
         m.agent_name.as_str(),
-        m.hitl_policy_name.as_str(),
+        m.envelope_name.as_str(),
         m.intent.as_str(),
     ]
     .iter()
@@ -472,7 +472,7 @@ pub fn mission_row(m: &Mission, pending_asks: i64) -> MissionRow {
         id: one_line(&m.id),
         intent: one_line(&m.intent),
         agent: one_line(&m.agent_name),
-        envelope: one_line(&m.hitl_policy_name),
+        envelope: one_line(&m.envelope_name),
         status: m.status,
         status_reason: m
             .status_reason
@@ -504,7 +504,7 @@ pub fn ask_row(a: &Ask) -> AskRow {
             .map(sanitize)
             .filter(|d| !d.trim().is_empty()),
         tool: one_line(&format!("{}.{}", a.tools_name, a.tool_name)),
-        envelope: one_line(&a.policy_name),
+        envelope: one_line(&a.envelope_name),
         matched_rule: a.matched_rule,
         on_timeout: one_line(&a.on_timeout),
         intent: String::new(),

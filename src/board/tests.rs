@@ -357,7 +357,7 @@ fn world() -> (tempfile::TempDir, Services, String) {
             id: "m-1".into(),
             intent: "ask-then-land: rename it".into(),
             agent_name: "demo".into(),
-            policy_name: "default".into(),
+            envelope_name: "default".into(),
             ..Default::default()
         })
         .unwrap();
@@ -939,7 +939,7 @@ fn crowded() -> (tempfile::TempDir, Services) {
                 id: id.into(),
                 intent: format!("work {id}"),
                 agent_name: "demo".into(),
-                policy_name: "default".into(),
+                envelope_name: "default".into(),
                 ..Default::default()
             })
             .unwrap();
@@ -1327,7 +1327,7 @@ fn a_mission_hosted_on_another_machine_is_gone_once_its_heartbeat_is_stale() {
             id: "m-far".into(),
             intent: "work elsewhere".into(),
             agent_name: "demo".into(),
-            policy_name: "default".into(),
+            envelope_name: "default".into(),
             ..Default::default()
         })
         .unwrap();

@@ -90,7 +90,7 @@ pub(super) fn list(ctx: &Ctx, list: &ListArgs) -> anyhow::Result<i32> {
         rows.push(row![
             m.id,
             m.agent_name,
-            m.hitl_policy_name,
+            m.envelope_name,
             match queue.get(&m.id) {
                 Some(at) => format!("{} #{at}", m.status),
                 None => m.status.to_string(),
@@ -146,7 +146,7 @@ pub(super) fn show(ctx: &Ctx, id: &str, json: bool) -> anyhow::Result<i32> {
     writeln!(out, "Mission:   {}", m.id)?;
     writeln!(out, "Intent:    {}", m.intent)?;
     writeln!(out, "Agent:     {}", m.agent_name)?;
-    writeln!(out, "Envelope:  {}", m.hitl_policy_name)?;
+    writeln!(out, "Envelope:  {}", m.envelope_name)?;
     writeln!(out, "Status:    {}", status_line(&m))?;
     if let Some(at) = queued_at {
         let on = match svc.run_on(&m.id)? {
@@ -290,7 +290,7 @@ const SHOWN_REPORTS: usize = 200;
 /// truthful label for the agent as it started, and the model it runs on. Nothing
 /// when the envelope sets no bound or can no longer be read.
 fn compute_lines(ctx: &Ctx, store: &crate::store::Store, m: &Mission) -> Vec<String> {
-    let Ok(envelope) = crate::envelope::search::load(&ctx.paths, &m.hitl_policy_name) else {
+    let Ok(envelope) = crate::envelope::search::load(&ctx.paths, &m.envelope_name) else {
         return Vec::new();
     };
     let record = ComputeLedger::new(store.clone()).get(&m.id).ok().flatten();

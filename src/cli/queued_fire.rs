@@ -26,7 +26,7 @@ pub(super) fn run(ctx: &Ctx, args: FireArgs) -> anyhow::Result<i32> {
     let m = fire::enqueue(&ctx.paths, &store, request, args.on.as_deref())?;
     let (agent, policy, on) = (
         &m.agent_name,
-        &m.hitl_policy_name,
+        &m.envelope_name,
         args.on.as_deref().map(str::trim),
     );
     let missions = crate::mission::Missions::new(store.clone());

@@ -53,10 +53,10 @@ impl Fleet {
         if agent_name.is_empty() {
             anyhow::bail!("missing parameter: agentName: agentName is required");
         }
-        let policy_name = req.envelope.as_str();
-        let envelope = search::load(&inner.paths, policy_name).map_err(|e| {
+        let envelope_name = req.envelope.as_str();
+        let envelope = search::load(&inner.paths, envelope_name).map_err(|e| {
             anyhow::anyhow!(
-                "invalid parameter value: hitlPolicyName: hitl policy {policy_name:?} could not be loaded: it must name an existing policy (see `missionboard vet --all` / the .missionboard policy files) — {e}"
+                "invalid parameter value: hitlPolicyName: hitl policy {envelope_name:?} could not be loaded: it must name an existing policy (see `missionboard vet --all` / the .missionboard policy files) — {e}"
             )
         })?;
         let cwd = match req.cwd {

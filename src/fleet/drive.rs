@@ -572,7 +572,7 @@ impl Drive {
                 "{}\n\nThe unit's turn was cancelled and the mission is paused, not finished. To go on or not, {BUDGET_ANSWER_GRAMMAR}.",
                 crossing.reason
             )),
-            policy_name: m.hitl_policy_name.clone(),
+            envelope_name: m.envelope_name.clone(),
             instance_id: m.instance_id.clone().unwrap_or_default(),
             session_id,
             agent_name: m.agent_name.clone(),

@@ -449,7 +449,7 @@ mod tests {
             .create(NewMission {
                 intent: "do it".into(),
                 agent_name: "stub".into(),
-                policy_name: "default".into(),
+                envelope_name: "default".into(),
                 ..Default::default()
             })
             .unwrap();

@@ -209,7 +209,7 @@ impl Gate {
             tool_name: call.tool.clone(),
             args_summary: summarize(call, &ask.title, &self.cwd),
             diff: diff_of(ask),
-            policy_name: self.envelope.name.clone(),
+            envelope_name: self.envelope.name.clone(),
             matched_rule: verdict.matched_rule.map(|r| r as i64),
             on_timeout: verdict.on_timeout.as_str().to_string(),
             instance_id: self.instance_id.clone(),

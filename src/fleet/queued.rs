@@ -29,10 +29,10 @@ impl Fleet {
         let id = mission.id.clone();
         let started = async {
             let envelope =
-                search::load(&self.inner.paths, &mission.hitl_policy_name).map_err(|e| {
+                search::load(&self.inner.paths, &mission.envelope_name).map_err(|e| {
                     anyhow::anyhow!(
                         "hitl policy {:?} could not be loaded on this host: {e}",
-                        mission.hitl_policy_name
+                        mission.envelope_name
                     )
                 })?;
             let agent = self.resolve_agent(&mission.agent_name)?;

@@ -16,7 +16,7 @@ impl Fleet {
         slot: Reservation,
     ) -> anyhow::Result<Dispatched> {
         let inner = &self.inner;
-        let (agent_name, policy_name) = (agent.name.clone(), envelope.name.clone());
+        let (agent_name, envelope_name) = (agent.name.clone(), envelope.name.clone());
         let mut started = self
             .start_unit(&mission_id, &agent, &cwd, &envelope.policy, None)
             .await?;
@@ -33,7 +33,7 @@ impl Fleet {
             id: mission_id.clone(),
             intent: record.intent.as_str().to_string(),
             agent_name: agent_name.clone(),
-            policy_name: policy_name.clone(),
+            envelope_name: envelope_name.clone(),
             cwd: cwd.display().to_string(),
             session_id: Some(started.session_id.clone()),
             instance_id: Some(started.instance_id.clone()),
@@ -283,7 +283,7 @@ impl Fleet {
     /// The mission's agent, as declared here, and its envelope, loaded.
     fn startable(&self, m: &crate::mission::Mission) -> anyhow::Result<Startable> {
         let envelope =
-            search::load(&self.inner.paths, &m.hitl_policy_name).map_err(anyhow::Error::msg)?;
+            search::load(&self.inner.paths, &m.envelope_name).map_err(anyhow::Error::msg)?;
         let agent = self.resolve_agent(&m.agent_name)?;
         Ok(Startable { agent, envelope })
     }

@@ -205,8 +205,10 @@ pub struct Mission {
     pub id: String,
     pub intent: String,
     pub agent_name: String,
-    /// The envelope name exactly as given at fire time.
-    pub hitl_policy_name: String,
+    /// The envelope name exactly as given at fire time (`hitlPolicyName` on the
+    /// wire and in `--json`, `policy_name` in the table).
+    #[serde(rename = "hitlPolicyName")]
+    pub envelope_name: String,
     #[serde(skip_serializing_if = "String::is_empty")]
     pub cwd: String,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -244,7 +246,7 @@ pub struct NewMission {
     pub id: String,
     pub intent: String,
     pub agent_name: String,
-    pub policy_name: String,
+    pub envelope_name: String,
     pub cwd: String,
     pub parent_session_id: Option<String>,
     pub session_id: Option<String>,
@@ -384,7 +386,7 @@ fn from_row(r: &Row<'_>) -> crate::store::sql::Result<Mission> {
         id: r.get(0)?,
         intent: r.get(1)?,
         agent_name: r.get(2)?,
-        hitl_policy_name: r.get(3)?,
+        envelope_name: r.get(3)?,
         cwd: r.get(4)?,
         session_id: r.get(5)?,
         instance_id: r.get(6)?,
@@ -508,7 +510,7 @@ impl Missions {
     /// Create a mission, always `open`.
     pub fn create(&self, m: NewMission) -> Result<Mission> {
         single_line("intent", &m.intent)?;
-        if m.policy_name.trim().is_empty() {
+        if m.envelope_name.trim().is_empty() {
             return Err(MissionError::Invalid(
                 "hitlPolicyName is required: a mission must name its envelope".into(),
             ));
@@ -525,7 +527,7 @@ impl Missions {
             c.execute(
                 "INSERT INTO missions (id, intent, agent_name, policy_name, cwd, session_id, instance_id, parent_session_id, status, created_at, updated_at, host_pid, host_start, host_id, host_machine)
                  VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, 'open', ?9, ?9, ?10, ?11, ?12, ?13)",
-                params![id, m.intent.trim(), m.agent_name, m.policy_name, m.cwd, m.session_id, m.instance_id, m.parent_session_id, now, me.pid, me.start, me.id, me.machine],
+                params![id, m.intent.trim(), m.agent_name, m.envelope_name, m.cwd, m.session_id, m.instance_id, m.parent_session_id, now, me.pid, me.start, me.id, me.machine],
             )
         })?;
         self.require(&id)
@@ -887,7 +889,7 @@ pub(crate) mod tests {
         svc.create(NewMission {
             intent: "audit the config loader".into(),
             agent_name: "demo".into(),
-            policy_name: "default".into(),
+            envelope_name: "default".into(),
             ..Default::default()
         })
         .unwrap()
@@ -927,7 +929,7 @@ pub(crate) mod tests {
         let err = svc
             .create(NewMission {
                 intent: "two\nlines".into(),
-                policy_name: "x".into(),
+                envelope_name: "x".into(),
                 ..Default::default()
             })
             .unwrap_err();

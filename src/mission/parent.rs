@@ -134,7 +134,7 @@ mod tests {
         svc.create(NewMission {
             intent: "tidy the docs".into(),
             agent_name: "demo".into(),
-            policy_name: "default".into(),
+            envelope_name: "default".into(),
             parent_session_id: Some(parent.into()),
             ..Default::default()
         })

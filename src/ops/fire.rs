@@ -349,7 +349,7 @@ pub async fn refire(fleet: &Fleet, mission_id: &str) -> Result<(Mission, Dispatc
     let refused = |e: String| format!("re-fire refused: {e}");
     let mut fire = Fire::new(
         &m.agent_name,
-        EnvelopeName::new(&m.hitl_policy_name).map_err(|e| refused(e.to_string()))?,
+        EnvelopeName::new(&m.envelope_name).map_err(|e| refused(e.to_string()))?,
         Intent::new(&m.intent).map_err(|e| refused(e.to_string()))?,
     );
     fire.cwd = match &worktree {

@@ -176,7 +176,7 @@ impl Oracle {
         ))
         .await;
         let started = Instant::now();
-        let (paths, policy) = (self.paths.clone(), mission.hitl_policy_name.clone());
+        let (paths, policy) = (self.paths.clone(), mission.envelope_name.clone());
         let envelope = blocking(move || search::load(&paths, &policy)).await;
         if let Some(refusal) = screen::screen_question(&Question::from_input(&input), &envelope) {
             let elapsed = crate::duration::format(round_to_ms(started.elapsed()));

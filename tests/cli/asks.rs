@@ -187,7 +187,7 @@ fn mission_with_questions(sb: &Sandbox, policy: &str, n: usize) -> Vec<String> {
         .create(NewMission {
             intent: "many questions".into(),
             agent_name: "stub".into(),
-            policy_name: policy.into(),
+            envelope_name: policy.into(),
             ..Default::default()
         })
         .unwrap();

@@ -301,7 +301,7 @@ fn a_thousand_agent_answers_from_two_hosts_land_exactly_the_cap() {
         .create(NewMission {
             intent: "a thousand questions".into(),
             agent_name: "stub".into(),
-            policy_name: "capped".into(),
+            envelope_name: "capped".into(),
             ..Default::default()
         })
         .unwrap();

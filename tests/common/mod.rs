@@ -322,7 +322,7 @@ impl Sandbox {
                     .create(missionboard::mission::NewMission {
                         intent: format!("{intent} {i}"),
                         agent_name: "stub".into(),
-                        policy_name: "default".into(),
+                        envelope_name: "default".into(),
                         ..Default::default()
                     })
                     .unwrap()

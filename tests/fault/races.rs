@@ -34,7 +34,7 @@ fn a_thousand_racing_agent_answers_land_exactly_the_cap() {
         .create(NewMission {
             intent: "a thousand questions".into(),
             agent_name: "stub".into(),
-            policy_name: "capped".into(),
+            envelope_name: "capped".into(),
             ..Default::default()
         })
         .unwrap();
@@ -149,7 +149,7 @@ fn a_verdict_racing_a_stop_and_a_sweep_ends_in_exactly_one_terminal_state() {
             .create(NewMission {
                 intent: format!("race {trial}"),
                 agent_name: "stub".into(),
-                policy_name: "default".into(),
+                envelope_name: "default".into(),
                 ..Default::default()
             })
             .unwrap();

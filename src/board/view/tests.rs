@@ -535,7 +535,7 @@ fn hostile_ask_text_renders_inert() {
         tool_name: "mission_ask_attention".into(),
         args_summary: "\x1b[2J\x1b]0;owned\x07\x1b]8;;http://x\x1b\\click\x1b]8;;\x1b\\ me\u{202e}txet\x1b]52;c;aGk=\x07".into(),
         diff: Some("line\x1b[31m red\x1b[0m\r\n\x07bell".into()),
-        policy_name: "default".into(),
+        envelope_name: "default".into(),
         matched_rule: None,
         on_timeout: "deny".into(),
         state: AskState::Pending,
