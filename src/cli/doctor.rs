@@ -557,18 +557,17 @@ pub(super) fn run_agent(ctx: &Ctx, name: &str, json: bool) -> anyhow::Result<i32
         .and_then(|s| Config::new(s).get(config::MODEL_BASE_URL).ok().flatten());
     let exe = std::env::current_exe().unwrap_or_else(|_| SELF_COMMAND.into());
     let tmp = std::env::temp_dir().join("missionboard-<mission id>");
-    match crate::fleet::confinement::grant_lines(
-        &ctx.paths,
-        &agent,
-        &decl,
-        crate::fleet::confinement::Workspace {
+    let site = crate::fleet::confinement::UnitSite {
+        paths: &ctx.paths,
+        agent: &agent,
+        workspace: crate::fleet::confinement::Workspace {
             dir: &ctx.paths.cwd,
             commit: Default::default(),
         },
-        &tmp,
-        &exe,
-        model_url.as_deref(),
-    ) {
+        bridge_exe: &exe,
+        model_base_url: model_url.as_deref(),
+    };
+    match crate::fleet::confinement::grant_lines(site, &decl, &tmp) {
         Ok(grants) => lines.extend(grants.into_iter().map(|g| format!("Grant:     {g}"))),
         Err(e) => {
             lines.push(format!("Grant:     refused — {e}"));

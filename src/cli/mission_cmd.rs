@@ -371,15 +371,14 @@ fn grant_lines(
     };
     let exe = std::env::current_exe().unwrap_or_else(|_| crate::agents::SELF_COMMAND.into());
     let tmp = crate::fleet::confinement::MissionTmp::path_for(&m.id);
-    match crate::fleet::confinement::grant_lines(
-        &ctx.paths,
+    let site = crate::fleet::confinement::UnitSite {
+        paths: &ctx.paths,
         agent,
-        decl,
-        crate::fleet::confinement::Workspace { dir: &dir, commit },
-        &tmp,
-        &exe,
-        model_url.as_deref(),
-    ) {
+        workspace: crate::fleet::confinement::Workspace { dir: &dir, commit },
+        bridge_exe: &exe,
+        model_base_url: model_url.as_deref(),
+    };
+    match crate::fleet::confinement::grant_lines(site, decl, &tmp) {
         Ok(grants) => grants
             .into_iter()
             .map(|g| format!("Grant:     {g}"))
