@@ -302,6 +302,55 @@ impl Sandbox {
         self.run(&args)
     }
 
+    /// `mission fire stub go --wait --policy <envelope> --timeout <timeout>`, the
+    /// stub's prompts written to `transcript` when one is named.
+    pub fn fire_stub(&self, envelope: &str, timeout: &str, transcript: Option<&Path>) -> Run {
+        self.run_with(self.fire_stub_command(envelope, timeout, transcript))
+    }
+
+    /// The command [`fire_stub`](Self::fire_stub) runs, to run another way.
+    pub fn fire_stub_command(
+        &self,
+        envelope: &str,
+        timeout: &str,
+        transcript: Option<&Path>,
+    ) -> Command {
+        let mut cmd = self.command(&[
+            "mission",
+            "fire",
+            "stub",
+            "go",
+            "--wait",
+            "--policy",
+            envelope,
+            "--timeout",
+            timeout,
+        ]);
+        if let Some(t) = transcript {
+            cmd.env("STUB_TRANSCRIPT", t);
+        }
+        cmd
+    }
+
+    /// Write envelope `name` to the home: every call allowed, under compute block
+    /// `compute` (a JSON object).
+    pub fn write_compute_envelope(&self, name: &str, compute: &str) {
+        self.write(
+            &self.home.join(format!("hitl-policy-{name}.json")),
+            &format!(r#"{{"default_action":"allow","rules":[],"compute":{compute}}}"#),
+        );
+    }
+
+    /// Mission `id`'s status as `mission show` words it (its `Status:` line).
+    pub fn status_line(&self, id: &str) -> String {
+        let show = self.run(&["mission", "show", id]).ok();
+        show.stdout
+            .lines()
+            .find_map(|l| l.strip_prefix("Status:    "))
+            .unwrap_or_else(|| panic!("mission show {id} has no Status line:\n{}", show.stdout))
+            .to_string()
+    }
+
     /// Start a fire in the background (stdout/stderr captured when it is joined).
     pub fn fire_in_background(&self, agent: &str, intent: &str, extra: &[&str]) -> Background {
         let mut args = vec![
@@ -398,6 +447,13 @@ impl Background {
     /// Whether the process has exited (its output stays readable through `join`).
     pub fn exited(&mut self) -> bool {
         matches!(self.child.as_mut().unwrap().try_wait(), Ok(Some(_)))
+    }
+
+    /// SIGKILL the process and reap it (its output is dropped).
+    pub fn kill(mut self) {
+        let mut child = self.child.take().unwrap();
+        child.kill().unwrap();
+        child.wait().unwrap();
     }
 
     pub fn join(mut self) -> Run {
