@@ -28,20 +28,11 @@ fn a_turn_bound_of_one_sends_exactly_one_prompt_and_finishes_stuck() {
     sb.write_compute_envelope("oneturn", r#"{"maxTurns":1}"#);
     let run = sb.fire_stub("oneturn", "60s", Some(&transcript));
     assert_eq!(run.code, 1, "{run:#?}");
-    assert!(
-        run.stdout.contains(
-            "\nCompute bounds: maxTurns=1 (enforced); a crossed bound finishes the mission stuck.\n"
-        ),
-        "{}",
-        run.stdout
+    run.assert_stdout_has(
+        "\nCompute bounds: maxTurns=1 (enforced); a crossed bound finishes the mission stuck.\n",
     );
     let id = sb.newest_mission().unwrap();
-    assert!(
-        run.stdout
-            .contains(&format!("Mission {id} finished: stuck — {TURNS_REASON}\n")),
-        "{}",
-        run.stdout
-    );
+    run.assert_stdout_has(&format!("Mission {id} finished: stuck — {TURNS_REASON}\n"));
     let prompts = std::fs::read_to_string(&transcript).unwrap();
     assert_eq!(prompts.lines().count(), 1, "no nudge: {prompts}");
     assert_eq!(sb.status_line(&id), format!("stuck — {TURNS_REASON}"));
@@ -109,12 +100,7 @@ fn the_token_bound_holds_on_reported_usage() {
     sb.write_compute_envelope("small", r#"{"maxTokens":100}"#);
     let run = sb.fire_stub("small", "60s", None);
     assert_eq!(run.code, 1, "{run:#?}");
-    assert!(
-        run.stdout
-            .contains("Compute bounds: maxTokens=100 (best-effort);"),
-        "{}",
-        run.stdout
-    );
+    run.assert_stdout_has("Compute bounds: maxTokens=100 (best-effort);");
     let id = sb.newest_mission().unwrap();
     assert_eq!(
         sb.status_line(&id),
@@ -157,23 +143,13 @@ fn an_agent_offering_models_runs_on_the_one_the_allowlist_permits() {
     sb.declare_stubs(&[("stub", Some(ON_MODEL))]);
     sb.write_compute_envelope("onlyb", r#"{"modelAllowlist":["b"]}"#);
     let run = sb.fire_stub("onlyb", "60s", None).ok();
-    assert!(
-        run.stdout.contains(
-            "\nCompute bounds: modelAllowlist=[\"b\"] (enforced); a crossed bound finishes the mission stuck.\nModel: \"b\", of the models agent \"stub\" offers (a, b), as modelAllowlist permits.\n"
-        ),
-        "{}",
-        run.stdout
-    );
+    run.assert_stdout_has("\nCompute bounds: modelAllowlist=[\"b\"] (enforced); a crossed bound finishes the mission stuck.\nModel: \"b\", of the models agent \"stub\" offers (a, b), as modelAllowlist permits.\n");
     let id = sb.newest_mission().unwrap();
     assert_eq!(reports(&sb, &id), ["running on b"]);
     let show = sb.run(&["mission", "show", &id]).ok();
-    assert!(show.stdout.contains("\nModel:     b\n"), "{}", show.stdout);
-    assert!(
-        show.stdout.contains(
-            "\nCompute:   modelAllowlist=[\"b\"] (enforced) (onExhausted finish_stuck)\n"
-        ),
-        "{}",
-        show.stdout
+    show.assert_stdout_has("\nModel:     b\n");
+    show.assert_stdout_has(
+        "\nCompute:   modelAllowlist=[\"b\"] (enforced) (onExhausted finish_stuck)\n",
     );
     assert_eq!(
         picker_labels(&sb, "stub", "onlyb")[..2],
@@ -206,19 +182,11 @@ fn an_agent_offering_no_models_is_told_once_the_allowlist_is_not_enforced() {
     let run = sb.fire_stub("onlyb", "60s", None).ok();
     let note = "modelAllowlist is declared, not enforced for agent \"stub\": it advertises no session models, so the host can neither see nor choose the model it runs on.";
     assert_eq!(run.stdout.matches(note).count(), 1, "{}", run.stdout);
-    assert!(
-        run.stdout
-            .contains("Compute bounds: modelAllowlist=[\"b\"] (declared, not enforced);"),
-        "{}",
-        run.stdout
-    );
+    run.assert_stdout_has("Compute bounds: modelAllowlist=[\"b\"] (declared, not enforced);");
     let id = sb.newest_mission().unwrap();
     let show = sb.run(&["mission", "show", &id]).ok();
-    assert!(
-        show.stdout
-            .contains("\nCompute:   modelAllowlist=[\"b\"] (declared, not enforced) (onExhausted finish_stuck)\n"),
-        "{}",
-        show.stdout
+    show.assert_stdout_has(
+        "\nCompute:   modelAllowlist=[\"b\"] (declared, not enforced) (onExhausted finish_stuck)\n",
     );
 
     // The board's picker labels the next fire at this agent as `mission show`
@@ -301,11 +269,8 @@ fn pause_ask_extended_by_the_operator_carries_on_and_lands() {
     );
     assert_eq!(sb.status_line(&id), "open", "paused, not finished");
     let list = sb.run(&["approvals", "list"]).ok();
-    assert!(
-        list.stdout.contains("compute") && list.stdout.contains("mission.compute_bound"),
-        "{}",
-        list.stdout
-    );
+    list.assert_stdout_has("compute");
+    list.assert_stdout_has("mission.compute_bound");
 
     // An answer outside the grammar is refused, and the question stays open.
     let wrong = sb.run(&["approvals", "respond", &ask, "--answer", "sure, go on"]);
@@ -344,12 +309,7 @@ fn pause_ask_extended_by_the_operator_carries_on_and_lands() {
     );
     let run = host.join();
     assert_eq!(run.code, 0, "{run:#?}");
-    assert!(
-        run.stdout
-            .contains(&format!("Mission {id} finished: landed")),
-        "{}",
-        run.stdout
-    );
+    run.assert_stdout_has(&format!("Mission {id} finished: landed"));
     assert_eq!(reports(&sb, &id), ["starting", "carried on"]);
     let prompts = std::fs::read_to_string(&transcript).unwrap();
     let prompts: Vec<&str> = prompts.lines().collect();
@@ -361,13 +321,7 @@ fn pause_ask_extended_by_the_operator_carries_on_and_lands() {
         "{prompts:?}"
     );
     let show = sb.run(&["mission", "show", &id]).ok();
-    assert!(
-        show.stdout.contains(
-            "\nCompute:   maxToolCalls=5 (enforced), raised from 3 by the operator (onExhausted pause_ask)\n"
-        ),
-        "{}",
-        show.stdout
-    );
+    show.assert_stdout_has("\nCompute:   maxToolCalls=5 (enforced), raised from 3 by the operator (onExhausted pause_ask)\n");
 }
 
 #[test]
@@ -382,12 +336,7 @@ fn pause_ask_answered_stop_finishes_stuck_with_the_bound_reason() {
         .ok();
     let run = host.join();
     assert_eq!(run.code, 1, "{run:#?}");
-    assert!(
-        run.stdout
-            .contains(&format!("Mission {id} finished: stuck — {TOOLS_REASON}\n")),
-        "{}",
-        run.stdout
-    );
+    run.assert_stdout_has(&format!("Mission {id} finished: stuck — {TOOLS_REASON}\n"));
     assert_eq!(reports(&sb, &id), ["starting"]);
     let prompts = std::fs::read_to_string(&transcript).unwrap();
     assert_eq!(prompts.lines().count(), 1, "nothing more was sent");
@@ -451,12 +400,7 @@ fn an_extension_answered_after_the_host_died_resumes_the_mission_here_and_its_sp
     assert!(summary.contains("maxToolCalls=5"), "{summary}");
     assert_eq!(sb.status_line(&id), "open");
     let show = sb.run(&["mission", "show", &id]).ok();
-    assert!(
-        show.stdout
-            .contains("maxToolCalls=5 (enforced), raised from 3 by the operator"),
-        "{}",
-        show.stdout
-    );
+    show.assert_stdout_has("maxToolCalls=5 (enforced), raised from 3 by the operator");
     sb.run(&["approvals", "respond", &again, "--answer", "stop"])
         .ok();
     assert!(

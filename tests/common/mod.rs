@@ -150,6 +150,12 @@ impl Run {
         self
     }
 
+    /// Fail, showing stdout, unless stdout holds `text`.
+    #[track_caller]
+    pub fn assert_stdout_has(&self, text: &str) {
+        assert!(self.stdout.contains(text), "{}", self.stdout);
+    }
+
     pub fn lines(&self) -> Vec<&str> {
         self.stdout.lines().collect()
     }

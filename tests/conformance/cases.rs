@@ -66,10 +66,7 @@ fn assert_landed(world: &World, run: &Run, summary: &str) {
     );
     let show = world.show();
     assert_eq!(show["status"], "landed", "{show:#}");
-    assert!(
-        !world.model.exhausted(),
-        "the agent asked the model past its script"
-    );
+    world.assert_within_script();
 }
 
 /// Land: a result report, then `mission_finish landed`.
@@ -171,10 +168,7 @@ pub fn denied_call(agent: &'static Conformer, policy: &str) {
         "the refusal reached neither the model nor the record: {show:#}\nmodel: {:#}",
         json!(world.model.turn_requests())
     );
-    assert!(
-        !world.model.exhausted(),
-        "the agent asked the model past its script"
-    );
+    world.assert_within_script();
 }
 
 /// A stop: the agent runs an approved `sleep` in its shell; `mission stop` ends the
@@ -259,10 +253,7 @@ pub fn killed_host_resumed(agent: &'static Conformer, policy: &str) {
         "the answer never reached the model: {:#}",
         json!(world.model.turn_requests())
     );
-    assert!(
-        !world.model.exhausted(),
-        "the agent asked the model past its script"
-    );
+    world.assert_within_script();
 }
 
 /// When the host is SIGKILLed in [`killed_host_leaves_nothing`].
@@ -311,3 +302,100 @@ pub fn killed_host_leaves_nothing(agent: &'static Conformer, policy: &str, when:
     wait_all_gone(&tree, 30);
     wait_all_gone(&working_in(&world.sb.cwd), 30);
 }
+
+/// The operator's cases as `#[test]`s of the calling agent's module, named the same
+/// for every agent, so a new agent is one line: `agent_cases!(CODEX)`. Add
+/// `killed_host` for the host killed mid-handshake and mid-turn, and `hitl` for the
+/// refusal named to the model and the resume that happens once.
+macro_rules! agent_cases {
+    (@killed_host $agent:ident) => {
+        #[test]
+        fn killed_mid_handshake_leaves_nothing() {
+            $crate::cases::killed_host_leaves_nothing(
+                &$agent,
+                "default",
+                $crate::cases::Kill::MidHandshake,
+            );
+        }
+
+        #[test]
+        fn killed_mid_turn_leaves_nothing() {
+            $crate::cases::killed_host_leaves_nothing(
+                &$agent,
+                "default",
+                $crate::cases::Kill::MidTurn,
+            );
+        }
+    };
+    (@hitl $agent:ident) => {
+        #[test]
+        fn killed_host_resumed_once_after_its_survivors_are_reaped() {
+            $crate::hitl::killed_host_resumed_once_after_its_survivors_are_reaped(&$agent);
+        }
+
+        #[test]
+        fn refusal_named_to_the_model() {
+            $crate::hitl::refusal_named_to_the_model(&$agent);
+        }
+    };
+    ($agent:ident $(, $extra:ident)* $(,)?) => {
+        #[test]
+        fn lands_under_default() {
+            $crate::cases::lands(&$agent, "default");
+        }
+
+        #[test]
+        fn gated_write_approved_under_default() {
+            $crate::cases::gated_write_approved(&$agent, "default");
+        }
+
+        #[test]
+        fn gated_write_approved_under_strict() {
+            $crate::cases::gated_write_approved(&$agent, "strict");
+        }
+
+        #[test]
+        fn question_answered_under_default() {
+            $crate::cases::question_answered(&$agent, "default");
+        }
+
+        #[test]
+        fn denied_call_under_default() {
+            $crate::cases::denied_call(&$agent, "default");
+        }
+
+        #[test]
+        fn denied_call_under_strict() {
+            $crate::cases::denied_call(&$agent, "strict");
+        }
+
+        #[test]
+        fn stopped_under_default() {
+            $crate::cases::stopped(&$agent, "default");
+        }
+
+        #[test]
+        fn stopped_under_strict() {
+            $crate::cases::stopped(&$agent, "strict");
+        }
+
+        #[test]
+        fn killed_host_resumed_under_default() {
+            $crate::cases::killed_host_resumed(&$agent, "default");
+        }
+
+        // acpx: a driver nobody vetted; everything but the mission tools is refused.
+        #[test]
+        fn lands_under_acpx() {
+            $crate::cases::lands(&$agent, "acpx");
+        }
+
+        #[test]
+        fn denied_call_under_acpx() {
+            $crate::cases::denied_call(&$agent, "acpx");
+        }
+
+        $($crate::cases::agent_cases!(@$extra $agent);)*
+    };
+}
+pub(crate) use agent_cases;

@@ -248,6 +248,15 @@ pub struct World {
 }
 
 impl World {
+    /// The agent asked the model for no more turns than the script holds.
+    #[track_caller]
+    pub fn assert_within_script(&self) {
+        assert!(
+            !self.model.exhausted(),
+            "the agent asked the model past its script"
+        );
+    }
+
     /// `{workspace}` in a turn's text is the case's workspace (some agents' tools
     /// take absolute paths only).
     pub fn new(agent: &'static Conformer, turns: Vec<Value>) -> World {
