@@ -233,8 +233,25 @@ fn pausing_stub(sb: &Sandbox) {
     sb.write_compute_envelope("pausing", r#"{"maxToolCalls":3,"onExhausted":"pause_ask"}"#);
 }
 
-fn fire_pausing_in_background(sb: &Sandbox, transcript: &std::path::Path) -> Background {
-    Background::spawn(sb.fire_stub_command("pausing", "60s", Some(transcript)))
+/// The pausing stub's mission, fired in the background and now paused on its
+/// compute-bound question.
+struct Paused {
+    host: Background,
+    ask: String,
+    summary: String,
+    id: String,
+}
+
+fn fire_until_paused(sb: &Sandbox, transcript: &std::path::Path) -> Paused {
+    let host = Background::spawn(sb.fire_stub_command("pausing", "60s", Some(transcript)));
+    let (ask, summary) = budget_question(sb);
+    let id = sb.newest_mission().unwrap();
+    Paused {
+        host,
+        ask,
+        summary,
+        id,
+    }
 }
 
 /// The compute-bound question, once it is pending: (id, summary).
@@ -260,9 +277,12 @@ fn pause_ask_extended_by_the_operator_carries_on_and_lands() {
     let sb = Sandbox::new();
     let transcript = sb.cwd.join("transcript.log");
     pausing_stub(&sb);
-    let host = fire_pausing_in_background(&sb, &transcript);
-    let (ask, summary) = budget_question(&sb);
-    let id = sb.newest_mission().unwrap();
+    let Paused {
+        host,
+        ask,
+        summary,
+        id,
+    } = fire_until_paused(&sb, &transcript);
     assert_eq!(
         summary,
         format!("mission {id} hit its compute bound maxToolCalls=3 — extend it or let it stop?")
@@ -329,9 +349,7 @@ fn pause_ask_answered_stop_finishes_stuck_with_the_bound_reason() {
     let sb = Sandbox::new();
     let transcript = sb.cwd.join("transcript.log");
     pausing_stub(&sb);
-    let host = fire_pausing_in_background(&sb, &transcript);
-    let (ask, _) = budget_question(&sb);
-    let id = sb.newest_mission().unwrap();
+    let Paused { host, ask, id, .. } = fire_until_paused(&sb, &transcript);
     sb.run(&["approvals", "respond", &ask, "--answer", "stop"])
         .ok();
     let run = host.join();
@@ -347,9 +365,7 @@ fn a_pause_outlives_its_host_and_the_answering_process_settles_it() {
     let sb = Sandbox::new();
     let transcript = sb.cwd.join("transcript.log");
     pausing_stub(&sb);
-    let host = fire_pausing_in_background(&sb, &transcript);
-    let (ask, _) = budget_question(&sb);
-    let id = sb.newest_mission().unwrap();
+    let Paused { host, ask, id, .. } = fire_until_paused(&sb, &transcript);
     host.kill();
     let answered = sb
         .run(&["approvals", "respond", &ask, "--answer", "stop"])
@@ -370,9 +386,7 @@ fn an_extension_answered_after_the_host_died_resumes_the_mission_here_and_its_sp
     pausing_stub(&sb);
     // The answering process holds a further pause only this long before moving on.
     sb.run(&["config", "set", "ask-park-window", "200ms"]).ok();
-    let host = fire_pausing_in_background(&sb, &transcript);
-    let (ask, _) = budget_question(&sb);
-    let id = sb.newest_mission().unwrap();
+    let Paused { host, ask, id, .. } = fire_until_paused(&sb, &transcript);
     host.kill();
     let mut respond = sb.command(&["approvals", "respond", &ask, "--answer", "extend +2"]);
     respond.env("STUB_TRANSCRIPT", &transcript);

@@ -860,23 +860,23 @@ pub fn pid_alive(pid: u32) -> bool {
     Path::new(&format!("/proc/{pid}")).exists()
 }
 
+/// The pid of every process now in `/proc`.
+pub fn all_pids() -> Vec<u32> {
+    std::fs::read_dir("/proc")
+        .expect("these tests read processes from /proc: run them on Linux with /proc mounted")
+        .flatten()
+        .filter_map(|e| e.file_name().to_string_lossy().parse().ok())
+        .collect()
+}
+
 /// Pids of live processes whose command line mentions `needle`.
 pub fn processes_mentioning(needle: &str) -> Vec<u32> {
-    let mut found = Vec::new();
-    let Ok(entries) = std::fs::read_dir("/proc") else {
-        return found;
-    };
-    for entry in entries.flatten() {
-        let Ok(pid) = entry.file_name().to_string_lossy().parse::<u32>() else {
-            continue;
-        };
-        let Ok(cmdline) = std::fs::read(entry.path().join("cmdline")) else {
-            continue;
-        };
-        // Zombies keep no cmdline; they are not "alive" for our purposes.
-        if String::from_utf8_lossy(&cmdline).contains(needle) {
-            found.push(pid);
-        }
-    }
-    found
+    all_pids()
+        .into_iter()
+        .filter(|pid| {
+            // Zombies keep no cmdline; they are not "alive" for our purposes.
+            std::fs::read(format!("/proc/{pid}/cmdline"))
+                .is_ok_and(|cmdline| String::from_utf8_lossy(&cmdline).contains(needle))
+        })
+        .collect()
 }

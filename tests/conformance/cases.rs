@@ -171,9 +171,9 @@ pub fn denied_call(agent: &'static Conformer, policy: &str) {
     world.assert_within_script();
 }
 
-/// A stop: the agent runs an approved `sleep` in its shell; `mission stop` ends the
-/// mission, the fire exits, and every process of the unit's tree is gone.
-pub fn stopped(agent: &'static Conformer, policy: &str) {
+/// A fire whose agent runs a long `sleep` in its shell (a gated call, so it waits on
+/// the operator's verdict), then says so.
+fn fire_long_sleep(agent: &'static Conformer, policy: &str) -> (World, Firing) {
     // The comment tells agents that refuse a bare long sleep (qwen) it is meant.
     let world = World::new(
         agent,
@@ -182,16 +182,29 @@ pub fn stopped(agent: &'static Conformer, policy: &str) {
             say("Slept."),
         ],
     );
-    let mut fire = world.fire("sleep a while", policy);
+    let fire = world.fire("sleep a while", policy);
+    (world, fire)
+}
+
+/// Approve [`fire_long_sleep`]'s gated sleep and wait until it runs in the unit's
+/// tree: that tree.
+fn approve_the_sleep(world: &World, fire: &mut Firing) -> Vec<Proc> {
     let host = fire.pid();
-    let ask = wait_ask(&world.sb, &mut fire, "the gated sleep", is_gated_call);
+    let ask = wait_ask(&world.sb, fire, "the gated sleep", is_gated_call);
     world.run(&["approvals", "respond", &ask, "--approve"]).ok();
-    let tree = fire.wait(STEP_SECS, "the sleep to run in the unit's tree", || {
+    fire.wait(STEP_SECS, "the sleep to run in the unit's tree", || {
         let tree = descendants(host);
         tree.iter()
             .any(|p| p.cmdline().starts_with("sleep 587"))
             .then_some(tree)
-    });
+    })
+}
+
+/// A stop: the agent runs an approved `sleep` in its shell; `mission stop` ends the
+/// mission, the fire exits, and every process of the unit's tree is gone.
+pub fn stopped(agent: &'static Conformer, policy: &str) {
+    let (world, mut fire) = fire_long_sleep(agent, policy);
+    let tree = approve_the_sleep(&world, &mut fire);
     let id = world.sb.newest_mission().unwrap();
     world.run(&["mission", "stop", &id]).ok();
     let run = fire.join_within(FIRE_SECS);
@@ -269,14 +282,7 @@ pub enum Kill {
 /// agent's launcher, the binary it starts, the shell line it runs — whether still
 /// in the host's tree or reparented away from it.
 pub fn killed_host_leaves_nothing(agent: &'static Conformer, policy: &str, when: Kill) {
-    let world = World::new(
-        agent,
-        vec![
-            (agent.shell_call)("sleep 587 # intentional-sleep: the operator stops this"),
-            say("Slept."),
-        ],
-    );
-    let mut fire = world.fire("sleep a while", policy);
+    let (world, mut fire) = fire_long_sleep(agent, policy);
     let host = fire.pid();
     let tree = match when {
         Kill::MidHandshake => fire.wait(STEP_SECS, "the agent's own process", || {
@@ -286,16 +292,7 @@ pub fn killed_host_leaves_nothing(agent: &'static Conformer, policy: &str, when:
                 .any(|p| !p.cmdline().contains(" supervise "))
                 .then_some(tree)
         }),
-        Kill::MidTurn => {
-            let ask = wait_ask(&world.sb, &mut fire, "the gated sleep", is_gated_call);
-            world.run(&["approvals", "respond", &ask, "--approve"]).ok();
-            fire.wait(STEP_SECS, "the sleep to run in the unit's tree", || {
-                let tree = descendants(host);
-                tree.iter()
-                    .any(|p| p.cmdline().starts_with("sleep 587"))
-                    .then_some(tree)
-            })
-        }
+        Kill::MidTurn => approve_the_sleep(&world, &mut fire),
     };
     let killed = fire.sigkill();
     assert_eq!(killed.code, -1, "killed by the signal: {killed:#?}");
