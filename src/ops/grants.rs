@@ -79,5 +79,12 @@ fn grants(
     model_url: Option<&str>,
 ) -> Result<Vec<String>, String> {
     let exe = std::env::current_exe().unwrap_or_else(|_| SELF_COMMAND.into());
-    confinement::grant_lines(paths, agent, decl, workspace, tmp, &exe, model_url)
+    let site = confinement::UnitSite {
+        paths,
+        agent,
+        workspace,
+        bridge_exe: &exe,
+        model_base_url: model_url,
+    };
+    confinement::grant_lines(site, decl, tmp)
 }
