@@ -104,7 +104,7 @@ fn queued_confirmation(r: &fire::Resolved, labels: &[String], q: &fire::Queued) 
     }
     out.push_str(&format!("Intent: {}\n", r.intent));
     out.push_str(&format!(
-        "Mission {id}. That host runs it whether or not this session lives; its reports wait in the operator inbox ('missionboard inbox list'), and 'missionboard mission show {id}' follows it."
+        "Mission {id} runs on that host whether or not this session lives; its reports wait in the operator inbox ('missionboard inbox list'), and 'missionboard mission show {id}' follows it."
     ));
     out
 }
