@@ -9,7 +9,7 @@
 use crate::asks::Asks;
 use crate::fleet::Fleet;
 use crate::host::HostId;
-use crate::mission::{Mission, Missions};
+use crate::mission::{Mission, Missions, Status};
 use crate::store::blocking;
 
 /// Why the sessions ended.
@@ -37,25 +37,42 @@ pub struct Settled {
     pub ended: usize,
 }
 
-/// Settle the open missions `fleet`'s process hosts. Call once its sessions are
-/// recorded as ended and its units are reaped, so nothing writes behind it.
-pub async fn settle(fleet: &Fleet, ending: Ending) -> Settled {
+/// Settle the open missions this process hosts: `held`, the units its fleet held
+/// before it reaped them, and any other open mission recorded as hosted here (one
+/// whose unit was still starting). Call once its sessions are recorded as ended and
+/// its units are reaped, so nothing writes behind it.
+pub async fn settle(fleet: &Fleet, held: Vec<String>, ending: Ending) -> Settled {
     let (missions, asks) = (fleet.missions().clone(), fleet.asks().clone());
-    blocking(move || settle_blocking(&missions, &asks, ending)).await
+    blocking(move || settle_blocking(&missions, &asks, held, ending)).await
 }
 
-fn settle_blocking(missions: &Missions, asks: &Asks, ending: Ending) -> Settled {
+fn settle_blocking(
+    missions: &Missions,
+    asks: &Asks,
+    mut ids: Vec<String>,
+    ending: Ending,
+) -> Settled {
     let me = HostId::current();
+    match missions.open_hosts(500) {
+        Ok(open) => ids.extend(
+            open.into_iter()
+                .filter(|(_, h)| {
+                    h.as_ref()
+                        .is_some_and(|h| !h.id.is_empty() && h.id == me.id)
+                })
+                .map(|(id, _)| id),
+        ),
+        Err(e) => tracing::warn!("session exit: could not list the open missions: {e}"),
+    }
+    ids.sort();
+    ids.dedup();
     let mut out = Settled::default();
-    let open = match missions.open_hosts(500) {
-        Ok(open) => open,
-        Err(e) => {
-            tracing::warn!("session exit: could not list the open missions: {e}");
-            return out;
-        }
-    };
-    for (id, host) in open {
-        if !host.is_some_and(|h| !h.id.is_empty() && h.id == me.id) {
+    for id in ids {
+        // Only what still waits on this host: one that came to rest needs nothing.
+        let open_here = missions.get(&id).ok().flatten().is_some_and(|m| {
+            m.status == Status::Open && m.host.as_ref().is_some_and(|h| h.id == me.id)
+        });
+        if !open_here {
             continue;
         }
         match settle_one(missions, asks, &id, ending) {

@@ -149,9 +149,10 @@ pub async fn run(paths: Paths, options: AcpOptions) -> Result<(), String> {
     if let Err(e) = blocking(move || missions.close_parent_sessions_of_this_host()).await {
         tracing::warn!("could not record this host's sessions as ended: {e}");
     }
+    let held = fleet.hosted_missions();
     fleet.shutdown().await;
     teardown.abort();
-    let settled = exit::settle(&fleet, ending).await;
+    let settled = exit::settle(&fleet, held, ending).await;
     tracing::info!(
         parked = settled.parked,
         ended = settled.ended,
