@@ -42,8 +42,8 @@ use crate::acp_client::agent_side::{
     self, AgentSession, BuiltinAgent, CancelSignal, PromptTurn, Sessions,
 };
 use crate::agents::Registry;
-use crate::fleet::Fleet;
 use crate::model::ModelClient;
+use crate::ops::host::Fleet;
 use crate::paths::Paths;
 use crate::planner::{HostTools, ModelFlags, SessionState, Turn};
 use crate::store::{Store, blocking, blocking_in_place};
