@@ -7,9 +7,9 @@
 //! says so in a blocker report, which reaches the inbox too.
 
 use crate::asks::Asks;
-use crate::fleet::Fleet;
 use crate::host::HostId;
 use crate::mission::{Mission, Missions, Status};
+use crate::ops::host::Fleet;
 use crate::store::blocking;
 
 /// Why the sessions ended.
