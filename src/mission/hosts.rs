@@ -448,6 +448,43 @@ mod tests {
     }
 
     #[test]
+    fn a_queue_host_would_claim_only_what_its_labels_and_its_machine_allow() {
+        let dir = tempfile::tempdir().unwrap();
+        let here = dir.path().display().to_string();
+        let host = |width: Option<i64>, machine: &str, labels: &[&str]| HostRow {
+            id: "h".into(),
+            machine: machine.into(),
+            pid: 1,
+            started_at: 0,
+            heartbeat_at: 0,
+            skew_ms: None,
+            width,
+            load: Some(0),
+            labels: labels.iter().map(|l| l.to_string()).collect(),
+        };
+        let this = crate::host::machine_name();
+        assert!(host(Some(2), this, &[]).would_claim(None, &here));
+        assert!(host(Some(0), this, &["gpu"]).would_claim(Some("gpu"), &here));
+        assert!(
+            !host(Some(2), this, &["cpu"]).would_claim(Some("gpu"), &here),
+            "its labels do not fit"
+        );
+        assert!(
+            !host(None, this, &[]).would_claim(None, &here),
+            "a board or an editor session claims nothing"
+        );
+        assert!(
+            !host(Some(2), "elsewhere-not-this-machine", &[]).would_claim(None, &here),
+            "a workspace on another machine cannot be seen from here"
+        );
+        let gone = dir.path().join("gone").display().to_string();
+        assert!(
+            !host(Some(2), this, &[]).would_claim(None, &gone),
+            "no such workspace"
+        );
+    }
+
+    #[test]
     fn a_stale_host_elsewhere_reads_gone_through_the_store() {
         let dir = tempfile::tempdir().unwrap();
         let store = Store::open(&dir.path().join("b.db")).unwrap();
