@@ -922,6 +922,40 @@ async fn one_shot(sb: &Sandbox, prompt: &str) -> String {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_terminated_editor_server_ends_its_working_missions_with_a_reason_naming_the_signal() {
+    let sb = Sandbox::new();
+    world(&sb, json!([]), &[("worker", Some(&script(WORKS_LONG)))]);
+    let mut editor = Editor::start(&sb).await;
+    let (session, _) = editor.new_session(&sb).await;
+    let (said, _) = editor
+        .prompt(&session, "/mission --policy default worker tidy the docs")
+        .await;
+    let id = mission_id_in(&said);
+    editor
+        .until_said("unit worker reported (progress): working")
+        .await;
+    let pid = editor.child.id().expect("missionboard acp runs") as i32;
+    assert_eq!(unsafe { libc::kill(pid, libc::SIGTERM) }, 0);
+    let status = within(editor.child.wait()).await.unwrap();
+    assert!(status.success(), "missionboard acp exited with {status}");
+
+    let record = show(&sb, &id);
+    assert_eq!(record["status"], json!("abandoned"), "{record:#}");
+    assert_eq!(
+        record["statusReason"],
+        json!(
+            "its editor session ended (missionboard acp was told to stop by a signal) before it finished, and nothing could resume it"
+        ),
+        "{record:#}"
+    );
+    assert_eq!(
+        inbox_item(&sb, &id, "working").expect("the streamed report is filed too")["reason"],
+        json!("parent_gone")
+    );
+    every_report_in_the_inbox(&sb, &id, "parent_gone");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_one_shot_slash_mission_with_a_host_running_is_queued_there_and_lands_into_the_inbox() {
     let sb = Sandbox::new();
     world(&sb, json!([]), &[("worker", Some(&script(LANDS)))]);
