@@ -13,8 +13,9 @@ use crate::ops::fire::{self, PickerData};
 /// config option.
 pub const OPTION_ORIGIN: &str = "the session's envelope option";
 
-/// Where a session's fired missions report.
-const SESSION_REPORTS: &str = "Reports arrive live in this session as the mission runs; if this session has ended when one lands, it waits in the operator inbox.";
+/// What becomes of a mission this session hosts: where its reports go, and what
+/// the session's end does to it.
+const SESSION_REPORTS: &str = "Reports arrive live in this session as the mission runs. This session hosts its unit: if the session ends first (the editor hangs up, or missionboard acp exits), a run waiting on a question stays parked and resumes when the question is answered, any other run ends abandoned, and its reports wait in the operator inbox. With a `missionboard host` running, /mission queues to it instead.";
 
 /// The session's slash commands, for `available_commands_update`.
 pub fn available() -> Vec<AvailableCommand> {
@@ -41,7 +42,9 @@ pub fn picker_data(svc: &Services) -> Result<PickerData, String> {
 }
 
 /// Run `/mission <args>` for session `session` (`pick`: its envelope option): the
-/// listing, or the confirmation of a fired mission. A refusal is the error text.
+/// listing, or the confirmation of a fired mission — queued for a live
+/// `missionboard host` that would claim it, so it outlives this session, else
+/// hosted here. A refusal is the error text.
 pub async fn run(
     svc: &Services,
     session: &str,
@@ -52,24 +55,58 @@ pub async fn run(
         envelope_pick: pick.clone().map(|p| (p, OPTION_ORIGIN)),
         parent_session: Some(session),
     };
-    match fire::mission_line(&svc.paths, &svc.fleet, args, from).await? {
-        fire::LineOutcome::List(data) => Ok(listing(&data, pick.as_deref())),
-        fire::LineOutcome::Fired {
+    let (resolved, labels, fire) = match fire::read_line(&svc.paths, &svc.store, args, from).await?
+    {
+        fire::Line::List(data) => return Ok(listing(&data, pick.as_deref())),
+        fire::Line::Fire {
             resolved,
             labels,
-            dispatched: d,
-        } => {
-            tracing::info!(mission = %d.mission_id, session, agent = %resolved.agent, "session fired a mission");
-            Ok(picker::session_confirmation(
-                &resolved,
-                &labels,
-                &d.mission_id,
-                &d.instance_id,
-                &d.session_id,
-                SESSION_REPORTS,
-            ))
-        }
+            fire,
+        } => (resolved, labels, fire),
+    };
+    if let Some(q) = fire::queue_if_a_host_takes(&svc.paths, &svc.store, fire.clone()).await? {
+        tracing::info!(mission = %q.mission.id, session, host = %q.host.id, agent = %resolved.agent, "session queued a mission");
+        return Ok(queued_confirmation(&resolved, &labels, &q));
     }
+    let d = fire::dispatch(&svc.fleet, fire)
+        .await
+        .map_err(|e| format!("{e:#}"))?;
+    tracing::info!(mission = %d.mission_id, session, agent = %resolved.agent, "session fired a mission");
+    Ok(picker::session_confirmation(
+        &resolved,
+        &labels,
+        &d.mission_id,
+        &d.instance_id,
+        &d.session_id,
+        SESSION_REPORTS,
+    ))
+}
+
+/// The confirmation of a mission queued for a `missionboard host`: where it waits,
+/// and that it no longer depends on this session.
+fn queued_confirmation(r: &fire::Resolved, labels: &[String], q: &fire::Queued) -> String {
+    let who = if r.agent_named {
+        "named agent"
+    } else {
+        "default mission agent"
+    };
+    let id = &q.mission.id;
+    let mut out = format!(
+        "Mission queued for the missionboard host on {} (position {}): {who} {:?} under envelope {:?} ({}).\n",
+        crate::text::sanitize(&q.host.machine),
+        q.position,
+        r.agent,
+        r.envelope.as_str(),
+        r.origin
+    );
+    if !labels.is_empty() {
+        out.push_str(&format!("Envelope: {}\n", labels.join(fire::LABEL_SEP)));
+    }
+    out.push_str(&format!("Intent: {}\n", r.intent));
+    out.push_str(&format!(
+        "Mission {id} runs on that host whether or not this session lives; its reports wait in the operator inbox ('missionboard inbox list'), and 'missionboard mission show {id}' follows it."
+    ));
+    out
 }
 
 /// `/mission` with no arguments: how to fire, the defaults, and every envelope with
@@ -94,7 +131,7 @@ pub fn listing(data: &PickerData, pick: Option<&str>) -> String {
         lines.push(picker::envelope_line(e, default));
         let labels = picker::bound_labels(e, caps);
         if !labels.is_empty() {
-            lines.push(format!("    {}", labels.join(picker::LABEL_SEP)));
+            lines.push(format!("    {}", labels.join(fire::LABEL_SEP)));
         }
     }
     lines.join("\n")

@@ -11,11 +11,14 @@
 //! verdicts stream into it ([`router`]), and a question is offered to the session's
 //! agent within the envelope's agent-answer bound ([`offer`]). Once the session is
 //! closed, or this process ends, their reports wait in the operator inbox as
-//! `parent_gone`. On exit the fleet tears its units down like any host's: a parked
-//! question still resumes its run from wherever it is answered.
+//! `parent_gone`. With a live `missionboard host` that would claim it, `/mission`
+//! queues the mission for that host instead, so it outlives the session. On exit the
+//! fleet tears its units down like any host's and each mission it hosted is settled
+//! ([`exit`]): a run checkpointed under an ask stays parked, any other is ended.
 
 mod answer;
 mod command;
+mod exit;
 mod offer;
 mod router;
 mod session_tools;
@@ -136,9 +139,9 @@ pub async fn run(paths: Paths, options: AcpOptions) -> Result<(), String> {
         .map_err(|e| format!("cannot watch for termination signals: {e}"))?;
     let (transport, outlet, writer) = agent_side::stdio_transport(None);
     drop(outlet);
-    let served = tokio::select! {
-        served = agent_side::serve(host, transport, writer) => served,
-        _ = signals.next() => Ok(()),
+    let (served, ending) = tokio::select! {
+        served = agent_side::serve(host, transport, writer) => (served, exit::Ending::HungUp),
+        _ = signals.next() => (Ok(()), exit::Ending::Signalled),
     };
     router.abort();
     // Ended first, so whatever the teardown reports waits in the inbox.
@@ -146,8 +149,15 @@ pub async fn run(paths: Paths, options: AcpOptions) -> Result<(), String> {
     if let Err(e) = blocking(move || missions.close_parent_sessions_of_this_host()).await {
         tracing::warn!("could not record this host's sessions as ended: {e}");
     }
+    let held = fleet.hosted_missions();
     fleet.shutdown().await;
     teardown.abort();
+    let settled = exit::settle(&fleet, held, ending).await;
+    tracing::info!(
+        parked = settled.parked,
+        ended = settled.ended,
+        "sessions ended: their open missions settled"
+    );
     served
 }
 

@@ -12,7 +12,6 @@
 
 use std::collections::HashSet;
 use std::future::Future;
-use std::path::Path;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -194,10 +193,10 @@ async fn claim(
     labels: &[String],
 ) -> anyhow::Result<Option<crate::mission::queue::Claimed>> {
     let (missions, me, labels) = (fleet.missions().clone(), me.clone(), labels.to_vec());
-    Ok(
-        blocking(move || missions.claim_queued(&me, &labels, &|cwd| Path::new(cwd).is_dir()))
-            .await?,
-    )
+    Ok(blocking(move || {
+        missions.claim_queued(&me, &labels, &crate::mission::hosts::workspace_exists_here)
+    })
+    .await?)
 }
 
 /// Start a claimed mission's unit on a task of its own.

@@ -101,6 +101,25 @@ pub struct HostRow {
     pub labels: Vec<String>,
 }
 
+/// The workspace half of a queue claim: a mission runs on a machine only where its
+/// working directory exists.
+pub fn workspace_exists_here(cwd: &str) -> bool {
+    std::path::Path::new(cwd).is_dir()
+}
+
+impl HostRow {
+    /// Would this host claim a queued mission placed `run_on` (`None`: anywhere) in
+    /// workspace `cwd`? It must be a `missionboard host`, carry the label, and see the
+    /// workspace on its machine — which can be looked at from here only for a host on
+    /// this machine, so a host elsewhere is never counted on to.
+    pub fn would_claim(&self, run_on: Option<&str>, cwd: &str) -> bool {
+        self.width.is_some()
+            && run_on.is_none_or(|l| self.labels.iter().any(|have| have == l))
+            && self.machine == crate::host::machine_name()
+            && workspace_exists_here(cwd)
+    }
+}
+
 /// The hosts service over one store.
 #[derive(Clone)]
 pub struct Hosts {
@@ -179,6 +198,19 @@ impl Hosts {
         Ok(self.live()?.iter().any(|h| {
             h.width.is_some() && label.is_none_or(|l| h.labels.iter().any(|have| have == l))
         }))
+    }
+
+    /// The first live `missionboard host` that [would claim](HostRow::would_claim) a
+    /// queued mission placed `run_on` in workspace `cwd`.
+    pub fn claimer_for(
+        &self,
+        run_on: Option<&str>,
+        cwd: &str,
+    ) -> Result<Option<HostRow>, StoreError> {
+        Ok(self
+            .live()?
+            .into_iter()
+            .find(|h| h.would_claim(run_on, cwd)))
     }
 
     /// Write (or rewrite) `host`'s row, beating now.
@@ -413,6 +445,43 @@ mod tests {
         drop((beat, again));
         assert!(hosts.beat_of(&me.id).unwrap().unwrap().gone_at.is_some());
         assert!(hosts.live().unwrap().is_empty());
+    }
+
+    #[test]
+    fn a_queue_host_would_claim_only_what_its_labels_and_its_machine_allow() {
+        let dir = tempfile::tempdir().unwrap();
+        let here = dir.path().display().to_string();
+        let host = |width: Option<i64>, machine: &str, labels: &[&str]| HostRow {
+            id: "h".into(),
+            machine: machine.into(),
+            pid: 1,
+            started_at: 0,
+            heartbeat_at: 0,
+            skew_ms: None,
+            width,
+            load: Some(0),
+            labels: labels.iter().map(|l| l.to_string()).collect(),
+        };
+        let this = crate::host::machine_name();
+        assert!(host(Some(2), this, &[]).would_claim(None, &here));
+        assert!(host(Some(0), this, &["gpu"]).would_claim(Some("gpu"), &here));
+        assert!(
+            !host(Some(2), this, &["cpu"]).would_claim(Some("gpu"), &here),
+            "its labels do not fit"
+        );
+        assert!(
+            !host(None, this, &[]).would_claim(None, &here),
+            "a board or an editor session claims nothing"
+        );
+        assert!(
+            !host(Some(2), "elsewhere-not-this-machine", &[]).would_claim(None, &here),
+            "a workspace on another machine cannot be seen from here"
+        );
+        let gone = dir.path().join("gone").display().to_string();
+        assert!(
+            !host(Some(2), this, &[]).would_claim(None, &gone),
+            "no such workspace"
+        );
     }
 
     #[test]

@@ -274,16 +274,28 @@ pub struct LineFrom<'a> {
     pub parent_session: Option<&'a str>,
 }
 
-/// Run a `/mission` line on `fleet`: read what the picker lists, parse, resolve the
-/// defaults, label the envelope for the agent, dispatch. A refusal is its text.
-pub async fn mission_line(
+/// A `/mission` line read and resolved, not yet fired.
+pub enum Line {
+    /// No arguments: what the picker lists.
+    List(PickerData),
+    Fire {
+        resolved: Resolved,
+        /// The envelope's bounds labelled for the agent that runs it.
+        labels: Vec<String>,
+        fire: Fire,
+    },
+}
+
+/// Read what the picker lists, parse a `/mission` line, resolve the defaults and
+/// label the envelope for the agent. A refusal is its text.
+pub async fn read_line(
     paths: &Paths,
-    fleet: &Fleet,
+    store: &Store,
     args: &str,
     from: LineFrom<'_>,
-) -> Result<LineOutcome, String> {
+) -> Result<Line, String> {
     let data = {
-        let (paths, store) = (paths.clone(), fleet.missions().store().clone());
+        let (paths, store) = (paths.clone(), store.clone());
         crate::store::blocking(move || load_picker(&paths, &store)).await?
     };
     let MissionLine::Fire {
@@ -292,7 +304,7 @@ pub async fn mission_line(
         intent,
     } = parse(args, |w| data.agents.iter().any(|a| a.name == w))?
     else {
-        return Ok(LineOutcome::List(data));
+        return Ok(Line::List(data));
     };
     let (pick, pick_origin) = match from.envelope_pick {
         Some((p, origin)) if policy.is_none() => (Some(p), Some(origin)),
@@ -305,6 +317,30 @@ pub async fn mission_line(
     let labels = labels_for(&data, &resolved);
     let mut fire = Fire::resolved(&resolved);
     fire.parent_session = from.parent_session.map(str::to_string);
+    Ok(Line::Fire {
+        resolved,
+        labels,
+        fire,
+    })
+}
+
+/// Run a `/mission` line on `fleet`: [`read_line`], then dispatch. A refusal is its
+/// text.
+pub async fn mission_line(
+    paths: &Paths,
+    fleet: &Fleet,
+    args: &str,
+    from: LineFrom<'_>,
+) -> Result<LineOutcome, String> {
+    let (resolved, labels, fire) =
+        match read_line(paths, fleet.missions().store(), args, from).await? {
+            Line::List(data) => return Ok(LineOutcome::List(data)),
+            Line::Fire {
+                resolved,
+                labels,
+                fire,
+            } => (resolved, labels, fire),
+        };
     let dispatched = dispatch(fleet, fire).await.map_err(|e| format!("{e:#}"))?;
     Ok(LineOutcome::Fired {
         resolved,
@@ -400,6 +436,55 @@ pub fn enqueue(
             run_on: on.map(str::to_string),
         })?,
     )
+}
+
+/// A fire handed to a `missionboard host` instead of hosted by the process that
+/// fired it.
+#[derive(Debug, Clone)]
+pub struct Queued {
+    pub mission: Mission,
+    /// Its place in the queue (1 = next).
+    pub position: usize,
+    /// The live host that would claim it.
+    pub host: crate::mission::hosts::HostRow,
+}
+
+/// Queue `fire` when a live `missionboard host` would claim it (by the claim's own
+/// rule, [`HostRow::would_claim`](crate::mission::hosts::HostRow::would_claim)), so
+/// the mission outlives the process that fired it; `None`: no such host, nothing
+/// recorded. A queued mission has no parent session: like every queued mission, its
+/// reports wait in the operator inbox.
+pub async fn queue_if_a_host_takes(
+    paths: &Paths,
+    store: &Store,
+    mut fire: Fire,
+) -> Result<Option<Queued>, String> {
+    let (paths, store) = (paths.clone(), store.clone());
+    crate::store::blocking(move || {
+        let cwd = fire.cwd.clone().unwrap_or_else(|| paths.cwd.clone());
+        let hosts = crate::mission::hosts::Hosts::new(store.clone());
+        let Some(host) = hosts
+            .claimer_for(None, &cwd.display().to_string())
+            .map_err(|e| e.to_string())?
+        else {
+            return Ok(None);
+        };
+        fire.cwd = Some(cwd);
+        fire.parent_session = None;
+        let mission = enqueue(&paths, &store, fire, None).map_err(|e| format!("{e:#}"))?;
+        let position = crate::mission::Missions::new(store)
+            .queue_positions()
+            .map_err(|e| e.to_string())?
+            .get(&mission.id)
+            .copied()
+            .unwrap_or(1);
+        Ok(Some(Queued {
+            mission,
+            position,
+            host,
+        }))
+    })
+    .await
 }
 
 /// The envelope a command-line fire runs under: the one named, else the configured

@@ -265,6 +265,9 @@ fn requests(dialog: &std::path::Path) -> Vec<Value> {
         .collect()
 }
 
+/// What the confirmation of a mission hosted by the session says becomes of it.
+const SESSION_END: &str = "Reports arrive live in this session as the mission runs. This session hosts its unit: if the session ends first (the editor hangs up, or missionboard acp exits), a run waiting on a question stays parked and resumes when the question is answered, any other run ends abandoned, and its reports wait in the operator inbox. With a `missionboard host` running, /mission queues to it instead.";
+
 fn mission_id_in(confirmation: &str) -> String {
     let at = confirmation.find("\nMission ").expect("a mission line") + "\nMission ".len();
     confirmation[at..]
@@ -324,10 +327,7 @@ async fn a_mission_fired_with_slash_mission_streams_its_reports_into_the_session
         "{said}"
     );
     assert!(said.contains("\nIntent: tidy the docs\n"), "{said}");
-    assert!(
-        said.ends_with("Reports arrive live in this session as the mission runs; if this session has ended when one lands, it waits in the operator inbox."),
-        "{said}"
-    );
+    assert!(said.ends_with(SESSION_END), "{said}");
     let id = mission_id_in(&said);
 
     editor
@@ -849,19 +849,203 @@ async fn when_the_acp_process_exits_its_units_go_and_a_later_answer_resumes_the_
             .then_some(())
     })
     .await;
-    assert_eq!(show(&sb, &id)["status"], json!("open"), "parked, not ended");
+    let record = show(&sb, &id);
+    assert_eq!(record["status"], json!("open"), "parked, not ended");
+    let pending = record["pendingAsks"].as_array().unwrap();
+    assert_eq!(pending.len(), 1, "{record:#}");
+    assert_eq!(pending[0]["id"], json!(ask));
+    assert_eq!(
+        pending[0]["parked"],
+        json!(true),
+        "its turn ended with its unit"
+    );
+    // The session's end is on the record, and in the inbox.
+    let parked = inbox_item(&sb, &id, "Mission parked: the session that fired it ended.")
+        .expect("the settlement waits in the inbox");
+    assert_eq!(parked["reason"], json!("parent_gone"));
+    assert_eq!(parked["parentSessionId"], json!(session));
+    let detail = parked["report"]["detail"].as_str().unwrap();
+    assert!(
+        detail.starts_with(&format!("Its editor session ended (the editor hung up) and its unit went with missionboard acp, while the run waited on:\n- ask {ask}: Which branch?\n")),
+        "{detail}"
+    );
 
     // Answered from the CLI, the run resumes there; its session is gone.
     sb.run(&["approvals", "respond", &ask, "--answer", "main"])
         .ok();
     assert_eq!(show(&sb, &id)["status"], json!("landed"));
-    let item = inbox(&sb)
-        .into_iter()
-        .find(|i| i["missionId"] == json!(id))
-        .expect("the result waits in the inbox");
+    let item = inbox_item(&sb, &id, "went with main").expect("the result waits in the inbox");
     assert_eq!(item["reason"], json!("parent_gone"));
     assert_eq!(item["parentSessionId"], json!(session));
-    assert_eq!(item["report"]["summary"], json!("went with main"));
+    assert_eq!(item["report"]["kind"], json!("result"));
+}
+
+/// The inbox item of mission `id` whose report says `summary`.
+fn inbox_item(sb: &Sandbox, id: &str, summary: &str) -> Option<Value> {
+    inbox(sb)
+        .into_iter()
+        .find(|i| i["missionId"] == json!(id) && i["report"]["summary"] == json!(summary))
+}
+
+/// Every report on mission `id`'s record is in the inbox, with `reason`.
+fn every_report_in_the_inbox(sb: &Sandbox, id: &str, reason: &str) {
+    let record = show(sb, id);
+    let items: Vec<Value> = inbox(sb)
+        .into_iter()
+        .filter(|i| i["missionId"] == json!(id))
+        .collect();
+    let reports = record["reports"].as_array().unwrap();
+    assert!(!reports.is_empty(), "{record:#}");
+    for r in reports {
+        let item = items
+            .iter()
+            .find(|i| i["report"]["id"] == r["id"])
+            .unwrap_or_else(|| panic!("report {r} is not in the inbox: {items:#?}"));
+        assert_eq!(item["reason"], json!(reason), "{item:#}");
+    }
+}
+
+/// Lands at once with a result.
+const LANDS: &str = r#"{"report":{"kind":"result","summary":"tidied"}},{"finish":"landed"}"#;
+/// Reports, then works for longer than any test runs.
+const WORKS_LONG: &str = r#"{"report":{"summary":"working"}},{"sleep":120000},{"finish":"landed"}"#;
+
+/// A one-shot client: connect, open a session, send one prompt, and hang up as soon
+/// as it is answered (as `acpx exec` does). What the agent said in the prompt.
+async fn one_shot(sb: &Sandbox, prompt: &str) -> String {
+    let mut editor = Editor::start(sb).await;
+    let (session, _) = editor.new_session(sb).await;
+    let (said, stop) = editor.prompt(&session, prompt).await;
+    assert_eq!(stop, StopReason::EndTurn);
+    editor.quit().await;
+    said
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_terminated_editor_server_ends_its_working_missions_with_a_reason_naming_the_signal() {
+    let sb = Sandbox::new();
+    world(&sb, json!([]), &[("worker", Some(&script(WORKS_LONG)))]);
+    let mut editor = Editor::start(&sb).await;
+    let (session, _) = editor.new_session(&sb).await;
+    let (said, _) = editor
+        .prompt(&session, "/mission --policy default worker tidy the docs")
+        .await;
+    let id = mission_id_in(&said);
+    editor
+        .until_said("unit worker reported (progress): working")
+        .await;
+    let pid = editor.child.id().expect("missionboard acp runs") as i32;
+    assert_eq!(unsafe { libc::kill(pid, libc::SIGTERM) }, 0);
+    let status = within(editor.child.wait()).await.unwrap();
+    assert!(status.success(), "missionboard acp exited with {status}");
+
+    let record = show(&sb, &id);
+    assert_eq!(record["status"], json!("abandoned"), "{record:#}");
+    assert_eq!(
+        record["statusReason"],
+        json!(
+            "its editor session ended (missionboard acp was told to stop by a signal) before it finished, and nothing could resume it"
+        ),
+        "{record:#}"
+    );
+    assert_eq!(
+        inbox_item(&sb, &id, "working").expect("the streamed report is filed too")["reason"],
+        json!("parent_gone")
+    );
+    every_report_in_the_inbox(&sb, &id, "parent_gone");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_one_shot_slash_mission_with_a_host_running_is_queued_there_and_lands_into_the_inbox() {
+    let sb = Sandbox::new();
+    world(&sb, json!([]), &[("worker", Some(&script(LANDS)))]);
+    sb.run(&["config", "set", "default-mission-policy", "default"])
+        .ok();
+    let host = crate::harness::Background::spawn(sb.command(&["host", "--width", "2"]));
+    let hosts = missionboard::mission::hosts::Hosts::new(sb.store());
+    wait_for_async(60, "the missionboard host to advertise itself", || {
+        hosts
+            .live()
+            .unwrap()
+            .into_iter()
+            .find(|h| h.width.is_some())
+    })
+    .await;
+
+    let said = one_shot(&sb, "/mission worker tidy the docs").await;
+    let machine = missionboard::host::machine_name();
+    assert!(
+        said.starts_with(&format!("Mission queued for the missionboard host on {machine} (position 1): named agent \"worker\" under envelope \"default\" (default-mission-policy).\n")),
+        "{said}"
+    );
+    assert!(said.contains("\nIntent: tidy the docs\n"), "{said}");
+    let id = mission_id_in(&said);
+    assert!(
+        said.ends_with(&format!("\nMission {id} runs on that host whether or not this session lives; its reports wait in the operator inbox ('missionboard inbox list'), and 'missionboard mission show {id}' follows it.")),
+        "{said}"
+    );
+
+    // The session is gone; the host claims the mission and it lands.
+    wait_for_async(60, "the queued mission to land", || {
+        (show(&sb, &id)["status"] == json!("landed")).then_some(())
+    })
+    .await;
+    let record = show(&sb, &id);
+    assert_eq!(
+        record["host"]["pid"],
+        json!(host.pid()),
+        "run by the host: {record:#}"
+    );
+    assert_eq!(record["parentSessionId"], Value::Null, "{record:#}");
+    let result = inbox_item(&sb, &id, "tidied").expect("the result waits in the inbox");
+    assert_eq!(result["reason"], json!("operator_fired"));
+    every_report_in_the_inbox(&sb, &id, "operator_fired");
+    let text = sb.run(&["mission", "show", &id]).ok().stdout;
+    assert!(text.contains("\nStatus:    landed\n"), "{text}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_one_shot_slash_mission_without_a_host_ends_with_the_session_and_its_reports_wait_in_the_inbox()
+ {
+    let sb = Sandbox::new();
+    world(&sb, json!([]), &[("worker", Some(&script(WORKS_LONG)))]);
+    sb.run(&["config", "set", "default-mission-policy", "default"])
+        .ok();
+    let said = one_shot(&sb, "/mission worker tidy the docs").await;
+    assert!(
+        said.starts_with("Mission fired at named agent \"worker\" under envelope \"default\" (default-mission-policy).\n"),
+        "{said}"
+    );
+    assert!(said.ends_with(SESSION_END), "{said}");
+    let id = mission_id_in(&said);
+
+    // The process has exited: the mission is settled, not left open with no host.
+    let record = show(&sb, &id);
+    assert_eq!(record["status"], json!("abandoned"), "{record:#}");
+    assert_eq!(
+        record["statusReason"],
+        json!(
+            "its editor session ended (the editor hung up) before it finished, and nothing could resume it"
+        ),
+        "{record:#}"
+    );
+    let ended = inbox_item(&sb, &id, "Mission ended: the session that fired it ended.")
+        .expect("the settlement waits in the inbox");
+    assert_eq!(ended["report"]["kind"], json!("blocker"));
+    assert_eq!(ended["reason"], json!("parent_gone"));
+    every_report_in_the_inbox(&sb, &id, "parent_gone");
+    let text = sb.run(&["mission", "show", &id]).ok().stdout;
+    assert!(
+        text.contains("\nStatus:    abandoned — its editor session ended (the editor hung up) before it finished, and nothing could resume it\n"),
+        "{text}"
+    );
+    let unit = sb.cwd.join("script-worker.json").display().to_string();
+    wait_for_async(30, "the unit to be torn down", || {
+        crate::harness::processes_mentioning(&unit)
+            .is_empty()
+            .then_some(())
+    })
+    .await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

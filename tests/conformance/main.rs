@@ -12,6 +12,7 @@ mod harness;
 mod cases;
 mod claude;
 mod codex;
+mod editor;
 mod gemini;
 mod hitl;
 mod opencode;
