@@ -1,6 +1,7 @@
 //! Wall-clock time as stored (unix milliseconds) and as printed (RFC 3339, UTC),
 //! and the one way to wait on a condition with a deadline.
 
+use std::ops::ControlFlow;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 /// Milliseconds since the unix epoch.
@@ -77,11 +78,8 @@ pub fn poll_until_blocking<T>(
 ) -> Option<T> {
     let deadline = Instant::now() + limit;
     loop {
-        if let Some(v) = probe() {
-            return Some(v);
-        }
-        if Instant::now() >= deadline {
-            return None;
+        if let ControlFlow::Break(found) = check(deadline, &mut probe) {
+            return found;
         }
         std::thread::sleep(every);
     }
@@ -95,13 +93,20 @@ async fn poll<T, P: Future<Output = ()>>(
 ) -> Option<T> {
     let deadline = Instant::now() + limit;
     loop {
-        if let Some(v) = probe() {
-            return Some(v);
-        }
-        if Instant::now() >= deadline {
-            return None;
+        if let ControlFlow::Break(found) = check(deadline, &mut probe) {
+            return found;
         }
         pause().await;
+    }
+}
+
+/// One check of a poll: done with the probe's value, or with `None` once the deadline
+/// has passed; otherwise pause and check again.
+fn check<T>(deadline: Instant, probe: &mut impl FnMut() -> Option<T>) -> ControlFlow<Option<T>> {
+    match probe() {
+        Some(v) => ControlFlow::Break(Some(v)),
+        None if Instant::now() >= deadline => ControlFlow::Break(None),
+        None => ControlFlow::Continue(()),
     }
 }
 

@@ -27,17 +27,9 @@ CREATE TABLE mission_worktrees (
         CHECK (state IN ('active', 'merging', 'merged', 'discarded'))
 );";
 
-/// The PostgreSQL spelling of this module's tables as of schema v11 (see `crate::schema`).
-pub(crate) const PG_SCHEMA_V11: &str = "
-CREATE TABLE mission_worktrees (
-    mission_id TEXT PRIMARY KEY,
-    repo TEXT NOT NULL,
-    path TEXT NOT NULL,
-    branch TEXT NOT NULL,
-    base TEXT NOT NULL,
-    state TEXT NOT NULL DEFAULT 'active'
-        CHECK (state IN ('active', 'merging', 'merged', 'discarded'))
-);";
+/// The PostgreSQL spelling of this module's tables as of schema v11 (see `crate::schema`):
+/// the SQLite text, which uses no type or clause the two spell apart.
+pub(crate) const PG_SCHEMA_V11: &str = SCHEMA_V8;
 
 /// What became of a mission's worktree.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -28,14 +28,9 @@ const GONE_WITHIN: u64 = 20;
 fn marked(mark: &str) -> Vec<(u32, String)> {
     let needle = format!("{MARK}={mark}");
     let mut found = Vec::new();
-    let Ok(entries) = std::fs::read_dir("/proc") else {
-        return found;
-    };
-    for entry in entries.flatten() {
-        let Ok(pid) = entry.file_name().to_string_lossy().parse::<u32>() else {
-            continue;
-        };
-        let Ok(environ) = std::fs::read(entry.path().join("environ")) else {
+    for pid in all_pids() {
+        let dir = std::path::PathBuf::from(format!("/proc/{pid}"));
+        let Ok(environ) = std::fs::read(dir.join("environ")) else {
             continue;
         };
         if !environ
@@ -44,14 +39,14 @@ fn marked(mark: &str) -> Vec<(u32, String)> {
         {
             continue;
         }
-        let stat = std::fs::read_to_string(entry.path().join("stat")).unwrap_or_default();
+        let stat = std::fs::read_to_string(dir.join("stat")).unwrap_or_default();
         let zombie = stat
             .rsplit_once(')')
             .is_some_and(|(_, rest)| rest.trim_start().starts_with('Z'));
         if zombie {
             continue;
         }
-        let cmdline = std::fs::read(entry.path().join("cmdline"))
+        let cmdline = std::fs::read(dir.join("cmdline"))
             .unwrap_or_default()
             .split(|b| *b == 0)
             .map(|a| String::from_utf8_lossy(a).into_owned())
@@ -298,16 +293,14 @@ fn has_token_shape(bytes: &[u8]) -> bool {
 
 /// `(pid, cmdline, environ)` of every process this user can read.
 fn every_process() -> Vec<(u32, Vec<u8>, Vec<u8>)> {
-    let mut all = Vec::new();
-    for entry in std::fs::read_dir("/proc").unwrap().flatten() {
-        let Ok(pid) = entry.file_name().to_string_lossy().parse::<u32>() else {
-            continue;
-        };
-        let cmdline = std::fs::read(entry.path().join("cmdline")).unwrap_or_default();
-        let environ = std::fs::read(entry.path().join("environ")).unwrap_or_default();
-        all.push((pid, cmdline, environ));
-    }
-    all
+    all_pids()
+        .into_iter()
+        .map(|pid| {
+            let read =
+                |what: &str| std::fs::read(format!("/proc/{pid}/{what}")).unwrap_or_default();
+            (pid, read("cmdline"), read("environ"))
+        })
+        .collect()
 }
 
 #[test]

@@ -825,6 +825,22 @@ mod tests {
     }
 
     #[test]
+    fn json_spells_the_envelope_policy_name() {
+        let (_d, a) = asks();
+        let ask = a
+            .raise(NewAsk {
+                tools_name: "fs".into(),
+                tool_name: "write".into(),
+                envelope_name: "strict".into(),
+                ..Default::default()
+            })
+            .unwrap();
+        let v = serde_json::to_value(ask).unwrap();
+        assert_eq!(v["policyName"], "strict", "{v:#}");
+        assert!(v.get("envelopeName").is_none(), "{v:#}");
+    }
+
+    #[test]
     fn a_row_is_terminal_exactly_once() {
         let (_d, a) = asks();
         let q = question(&a, None);

@@ -25,11 +25,7 @@ fn arrived(transcript: &Path) -> bool {
 
 pub async fn run(scale: Scale) -> anyhow::Result<Vec<Row>> {
     let scratch = Scratch::new(&scale)?;
-    // Units never write the home (the sandbox holds it), so the stub writes in the cwd.
-    let transcript = scratch.paths.cwd.join("transcript.log");
-    let land =
-        one_turn(json!([{"report": {"kind": "result", "summary": "done"}}, {"finish": "landed"}]));
-    scratch.declare_stub("stub", &land, &[("STUB_TRANSCRIPT", &transcript)])?;
+    let transcript = scratch.declare_landing_stub()?;
     // The bare unit's MCP server: the same bridge, to a server that answers at once.
     let socket = serve_mission_socket(&scratch.home().join("bare.sock"), Bare::at_once()).await?;
     let bare_spec = scratch.stub_unit(

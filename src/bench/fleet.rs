@@ -11,7 +11,7 @@ use std::time::{Duration, Instant};
 use serde_json::json;
 
 use super::bare::Bare;
-use super::scratch::{POLICY, Scratch, one_turn, rss_bytes, until, until_reaped};
+use super::scratch::{POLICY, Scratch, one_turn, report_and_land, rss_bytes, until, until_reaped};
 use super::{Row, Scale};
 use crate::acp_client::{Unit, UnitSpec};
 use crate::mission::Status;
@@ -36,10 +36,6 @@ async fn fire_one(
         Intent::new(&format!("fleet bench mission {i}"))?,
     );
     fire::dispatch(fleet, f).await
-}
-
-fn land() -> serde_json::Value {
-    one_turn(json!([{"report": {"kind": "result", "summary": "done"}}, {"finish": "landed"}]))
 }
 
 fn resident() -> serde_json::Value {
@@ -83,7 +79,7 @@ async fn shutdown(units: Vec<(Unit, MissionSocket)>) {
 /// Missions/s to landed, through the fleet and bare.
 pub async fn run(scale: Scale) -> anyhow::Result<Vec<Row>> {
     let scratch = Scratch::new(&scale)?;
-    scratch.declare_stub("land", &land(), &[])?;
+    scratch.declare_stub("land", &report_and_land(), &[])?;
     let (fleet, _teardown) = scratch.fleet()?;
     let n = scale.units;
 
@@ -104,7 +100,7 @@ pub async fn run(scale: Scale) -> anyhow::Result<Vec<Row>> {
     }
 
     let t = Instant::now();
-    shutdown(bare_units(&scratch, "land", n, &land()).await?).await;
+    shutdown(bare_units(&scratch, "land", n, &report_and_land()).await?).await;
     let bare_rate = n as f64 / t.elapsed().as_secs_f64();
 
     Ok(vec![

@@ -6,9 +6,7 @@
 use std::path::Path;
 use std::time::{Duration, Instant};
 
-use serde_json::json;
-
-use super::scratch::{POLICY, Scratch, one_turn, until};
+use super::scratch::{POLICY, Scratch, until};
 use super::{Latency, Row, Scale};
 use crate::host::HostId;
 use crate::mission::queue::NewQueued;
@@ -36,10 +34,7 @@ fn queued(scratch: &Scratch, intent: &str, run_on: Option<&str>) -> anyhow::Resu
 
 pub async fn run(scale: Scale) -> anyhow::Result<Vec<Row>> {
     let scratch = Scratch::new(&scale)?;
-    let transcript = scratch.paths.cwd.join("transcript.log");
-    let land =
-        one_turn(json!([{"report": {"kind": "result", "summary": "done"}}, {"finish": "landed"}]));
-    scratch.declare_stub("stub", &land, &[("STUB_TRANSCRIPT", &transcript)])?;
+    let transcript = scratch.declare_landing_stub()?;
     let missions = Missions::new(scratch.store.clone());
     let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
     let host = tokio::spawn(crate::daemon::run(

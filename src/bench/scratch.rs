@@ -109,6 +109,19 @@ impl Scratch {
         })
     }
 
+    /// Declare agent `stub`, which files a result and lands; the path it writes its
+    /// prompts to is returned (in the cwd: units never write the home, the sandbox
+    /// holds it).
+    pub fn declare_landing_stub(&self) -> anyhow::Result<PathBuf> {
+        let transcript = self.paths.cwd.join("transcript.log");
+        self.declare_stub(
+            "stub",
+            &report_and_land(),
+            &[("STUB_TRANSCRIPT", &transcript)],
+        )?;
+        Ok(transcript)
+    }
+
     /// Write `script` and declare agent `name` running the stub on it, with `env`.
     pub fn declare_stub(
         &self,
@@ -207,6 +220,13 @@ pub fn seed(scratch: &Scratch, missions: usize, asks: usize) -> anyhow::Result<(
 /// A one-turn stub script of these steps.
 pub fn one_turn(steps: Value) -> Value {
     serde_json::json!({"name": "bench", "turns": [{"steps": steps}]})
+}
+
+/// The stub's script that files a result and lands, in one turn.
+pub fn report_and_land() -> Value {
+    one_turn(
+        serde_json::json!([{"report": {"kind": "result", "summary": "done"}}, {"finish": "landed"}]),
+    )
 }
 
 /// Wait for `cond` (checked every `every`), or fail naming `what` after `limit`.

@@ -93,26 +93,27 @@ pub struct Workspace<'a> {
     pub commit: crate::worktree::CommitAccess,
 }
 
-/// Expand `decl` for a unit of `agent` working in `workspace`, create the agent's
+/// Who a unit is and where it runs: what its placeholders stand for, but `{tmp}`.
+pub struct UnitSite<'a> {
+    pub paths: &'a Paths,
+    pub agent: &'a Agent,
+    pub workspace: Workspace<'a>,
+    /// The MCP bridge the unit runs for its mission tools.
+    pub bridge_exe: &'a Path,
+    /// `{model}` for an agent that declares no endpoints of its own.
+    pub model_base_url: Option<&'a str>,
+}
+
+/// Expand `decl` for a unit at `site` with its temp dir `tmp`, create the agent's
 /// state paths, and build its ruleset. Refused (before anything is spawned) when an
 /// entry lies inside a protected place.
 pub fn confine_unit(
-    paths: &Paths,
-    agent: &Agent,
+    site: UnitSite<'_>,
     decl: &SandboxDecl,
-    workspace: Workspace<'_>,
     tmp: &MissionTmp,
-    bridge_exe: &Path,
-    model_base_url: Option<&str>,
 ) -> anyhow::Result<UnitConfinement> {
-    let places = unit_places(
-        paths,
-        agent,
-        workspace,
-        tmp.path(),
-        bridge_exe,
-        model_base_url,
-    );
+    let agent = site.agent;
+    let places = unit_places(site, tmp.path());
     create_state_paths(&places, &agent.state_file_paths())?;
     let resolved = sandbox::resolve(decl, &places)
         .map_err(|e| anyhow::anyhow!("agent {:?} cannot be confined: {e}", agent.name))?;
@@ -121,33 +122,28 @@ pub fn confine_unit(
     Ok(UnitConfinement { resolved, prepared })
 }
 
-/// What a unit of `agent` would be granted, one line per decision, without creating
-/// anything: for `mission show` and `doctor --agent`.
+/// What a unit at `site` would be granted, one line per decision, without creating
+/// anything (`tmp` need not exist): for `mission show` and `doctor --agent`.
 pub fn grant_lines(
-    paths: &Paths,
-    agent: &Agent,
+    site: UnitSite<'_>,
     decl: &SandboxDecl,
-    workspace: Workspace<'_>,
     tmp: &Path,
-    bridge_exe: &Path,
-    model_base_url: Option<&str>,
 ) -> Result<Vec<String>, String> {
-    let places = unit_places(paths, agent, workspace, tmp, bridge_exe, model_base_url);
-    let resolved = sandbox::resolve(decl, &places)?;
+    let resolved = sandbox::resolve(decl, &unit_places(site, tmp))?;
     let mut lines = resolved.grants;
     lines.extend(resolved.carved);
     Ok(lines)
 }
 
 /// The places a unit's placeholders stand for, and what it runs.
-fn unit_places(
-    paths: &Paths,
-    agent: &Agent,
-    workspace: Workspace<'_>,
-    tmp: &Path,
-    bridge_exe: &Path,
-    model_base_url: Option<&str>,
-) -> Places {
+fn unit_places(site: UnitSite<'_>, tmp: &Path) -> Places {
+    let UnitSite {
+        paths,
+        agent,
+        workspace,
+        bridge_exe,
+        model_base_url,
+    } = site;
     let programs: Vec<PathBuf> = [agent.program(), bridge_exe.to_path_buf()]
         .into_iter()
         .map(|p| crate::paths::locate_program(&p.to_string_lossy(), None).unwrap_or(p))

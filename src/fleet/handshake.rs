@@ -6,7 +6,7 @@
 use std::path::Path;
 use std::time::Duration;
 
-use super::confinement::{self, MissionTmp, Workspace};
+use super::confinement::{self, MissionTmp, UnitSite, Workspace};
 use crate::acp_client::{Unit, UnitError, UnitSpec};
 use crate::agents::{AUTH_REQUIRED, Agent};
 use crate::envelope::sandbox::SandboxDecl;
@@ -64,18 +64,17 @@ pub async fn dry_handshake(
         let workspace = tmp.path().join("workspace");
         std::fs::create_dir(&workspace)?;
         let env = declared.unit_env(None, tmp.path())?;
-        let confined = confinement::confine_unit(
-            &paths,
-            &declared,
-            &decl,
-            Workspace {
+        let site = UnitSite {
+            paths: &paths,
+            agent: &declared,
+            workspace: Workspace {
                 dir: &workspace,
                 commit: Default::default(),
             },
-            &tmp,
-            &exe,
-            None,
-        )?;
+            bridge_exe: &exe,
+            model_base_url: None,
+        };
+        let confined = confinement::confine_unit(site, &decl, &tmp)?;
         anyhow::Ok((tmp, workspace, env, confined))
     })
     .await;

@@ -322,15 +322,14 @@ impl Fleet {
                 Some(wt) => crate::worktree::commit_access(&wt)?,
                 None => Default::default(),
             };
-            let confined = confinement::confine_unit(
-                &paths,
-                &declared,
-                &decl,
-                confinement::Workspace { dir: &dir, commit },
-                &tmp,
-                &exe,
-                model_url.as_deref(),
-            )?;
+            let site = confinement::UnitSite {
+                paths: &paths,
+                agent: &declared,
+                workspace: confinement::Workspace { dir: &dir, commit },
+                bridge_exe: &exe,
+                model_base_url: model_url.as_deref(),
+            };
+            let confined = confinement::confine_unit(site, &decl, &tmp)?;
             anyhow::Ok((env, tmp, confined))
         })
         .await?;

@@ -165,22 +165,14 @@ fn inbox_not_found(id: &str) -> MissionError {
 
 #[cfg(test)]
 mod tests {
-    use crate::mission::ReportInput;
-    use crate::mission::tests::{fire, service};
+    use crate::mission::tests::{fire, report_input, service};
 
     #[test]
     fn operator_fired_reports_land_in_the_inbox_and_ack_only_marks_them() {
         let (_d, svc) = service();
         let m = fire(&svc);
         let r = svc
-            .add_report(
-                &m.id,
-                ReportInput {
-                    kind: "finding".into(),
-                    summary: "found it".into(),
-                    ..Default::default()
-                },
-            )
+            .add_report(&m.id, report_input("finding", "found it"))
             .unwrap();
         let items = svc.inbox(false, 50).unwrap();
         assert_eq!(items.len(), 1);

@@ -89,9 +89,7 @@ ALTER TABLE missions ADD COLUMN host_id TEXT;
 ALTER TABLE missions ADD COLUMN host_machine TEXT;";
 
 /// The PostgreSQL spelling of [`SCHEMA_V12`].
-pub(crate) const PG_SCHEMA_V12: &str = "
-ALTER TABLE missions ADD COLUMN host_id TEXT;
-ALTER TABLE missions ADD COLUMN host_machine TEXT;";
+pub(crate) const PG_SCHEMA_V12: &str = SCHEMA_V12;
 
 /// The PostgreSQL spelling of this module's tables as of schema v11 (see
 /// `crate::schema`). `rowid` is the insertion order SQLite keeps implicitly; the
@@ -428,24 +426,9 @@ impl Intent {
     /// Refuse a blank intent and one that spans lines (the board and every table
     /// show an intent whole, on one line).
     pub fn new(raw: &str) -> Result<Intent> {
-        let intent = raw.trim();
-        if intent.is_empty() {
-            return Err(MissionError::Invalid(
-                "missing parameter: intent: intent is required".into(),
-            ));
-        }
+        let intent = trimmed_required(raw, "missing parameter: intent: intent is required")?;
         single_line("intent", intent)?;
         Ok(Intent(intent.to_string()))
-    }
-
-    pub fn as_str(&self) -> &str {
-        &self.0
-    }
-}
-
-impl fmt::Display for Intent {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(&self.0)
     }
 }
 
@@ -458,25 +441,40 @@ pub struct EnvelopeName(String);
 impl EnvelopeName {
     /// Refuse a blank name: a mission must name the envelope that bounds it.
     pub fn new(raw: &str) -> Result<EnvelopeName> {
-        let name = raw.trim();
-        if name.is_empty() {
-            return Err(MissionError::Invalid(
-                "missing parameter: hitlPolicyName: hitlPolicyName is required: a mission must name its envelope".into(),
-            ));
-        }
+        let name = trimmed_required(
+            raw,
+            "missing parameter: hitlPolicyName: hitlPolicyName is required: a mission must name its envelope",
+        )?;
         Ok(EnvelopeName(name.to_string()))
     }
-
-    pub fn as_str(&self) -> &str {
-        &self.0
-    }
 }
 
-impl fmt::Display for EnvelopeName {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(&self.0)
+/// `raw` trimmed; refused with `missing` when nothing is left.
+fn trimmed_required<'a>(raw: &'a str, missing: &str) -> Result<&'a str> {
+    let value = raw.trim();
+    if value.is_empty() {
+        return Err(MissionError::Invalid(missing.into()));
     }
+    Ok(value)
 }
+
+/// A checked string reads as the words it holds: `as_str` and `Display`.
+macro_rules! reads_as_its_words {
+    ($($name:ident),*) => {$(
+        impl $name {
+            pub fn as_str(&self) -> &str {
+                &self.0
+            }
+        }
+
+        impl fmt::Display for $name {
+            fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str(&self.0)
+            }
+        }
+    )*};
+}
+reads_as_its_words!(Intent, EnvelopeName);
 
 /// Intents and summaries are one line: the board and every table show them whole.
 pub(crate) fn single_line(field: &str, value: &str) -> Result<()> {
@@ -491,16 +489,19 @@ pub(crate) fn single_line(field: &str, value: &str) -> Result<()> {
     Ok(())
 }
 
-/// What a mission's move from open to its (stored) terminal status announces.
-fn status_event(m: &Mission) -> serde_json::Value {
+/// What a mission's move from `from` (open, or queued) to its (stored) terminal
+/// status announces.
+fn status_event(m: &Mission, from: Status) -> serde_json::Value {
+    // A mission that never left the queue never had a unit instance.
+    let instance_id = (from != Status::Queued).then_some(&m.instance_id);
     json!({
         "missionId": m.id,
         "agentName": m.agent_name,
         "intent": m.intent,
-        "oldStatus": "open",
+        "oldStatus": from.as_str(),
         "newStatus": m.status.as_str(),
         "reason": m.status_reason.clone().unwrap_or_default(),
-        "instanceId": m.instance_id,
+        "instanceId": instance_id,
     })
 }
 
@@ -737,7 +738,7 @@ impl Missions {
             )
         })?;
         if changed == 1 {
-            self.publish_status(&self.require(id)?);
+            self.publish_status(&self.require(id)?, Status::Open);
         }
         Ok(changed == 1)
     }
@@ -855,7 +856,7 @@ impl Missions {
             else {
                 return Ok(None);
             };
-            let (sql, values) = crate::bus::append(subjects::STATUS_CHANGED, &status_event(&m));
+            let (sql, values) = crate::bus::append(subjects::STATUS_CHANGED, &status_event(&m, Status::Open));
             tx.execute(sql, values.as_slice())?;
             Ok(Some(m))
         })?;
@@ -879,10 +880,10 @@ impl Missions {
         )))
     }
 
-    /// Announce a mission's move from open to its (stored) terminal status; every
-    /// host follows these to reap the unit it holds.
-    fn publish_status(&self, m: &Mission) {
-        self.publish(subjects::STATUS_CHANGED, status_event(m));
+    /// Announce a mission's move from `from` (open, or queued) to its (stored)
+    /// terminal status; every host follows these to reap the unit it holds.
+    pub(super) fn publish_status(&self, m: &Mission, from: Status) {
+        self.publish(subjects::STATUS_CHANGED, status_event(m, from));
     }
 
     /// Publish after a durable write. A failed publish never undoes the write; it is
@@ -912,6 +913,23 @@ pub(crate) mod tests {
             ..Default::default()
         })
         .unwrap()
+    }
+
+    /// A report of `kind` (blank: the default kind) saying `summary`.
+    pub(crate) fn report_input(kind: &str, summary: &str) -> ReportInput {
+        ReportInput {
+            kind: kind.into(),
+            summary: summary.into(),
+            ..Default::default()
+        }
+    }
+
+    #[test]
+    fn json_spells_the_envelope_hitl_policy_name() {
+        let (_dir, svc) = service();
+        let v = serde_json::to_value(fire(&svc)).unwrap();
+        assert_eq!(v["hitlPolicyName"], "default", "{v:#}");
+        assert!(v.get("envelopeName").is_none(), "{v:#}");
     }
 
     #[test]

@@ -15,8 +15,8 @@ use std::collections::HashMap;
 use serde_json::json;
 
 use super::{
-    COLUMNS, EnvelopeName, Intent, Mission, MissionError, Missions, Result, from_row, single_line,
-    subjects,
+    COLUMNS, EnvelopeName, Intent, Mission, MissionError, Missions, Result, Status, from_row,
+    single_line,
 };
 use crate::clock;
 use crate::host::HostId;
@@ -207,19 +207,7 @@ impl Missions {
             Ok(n)
         })?;
         if changed == 1 {
-            let m = self.require(id)?;
-            self.publish(
-                subjects::STATUS_CHANGED,
-                json!({
-                    "missionId": m.id,
-                    "agentName": m.agent_name,
-                    "intent": m.intent,
-                    "oldStatus": "queued",
-                    "newStatus": m.status.as_str(),
-                    "reason": m.status_reason.clone().unwrap_or_default(),
-                    "instanceId": null,
-                }),
-            );
+            self.publish_status(&self.require(id)?, Status::Queued);
         }
         Ok(changed == 1)
     }
@@ -274,7 +262,7 @@ impl Missions {
                 dead.machine_label()
             ),
         )?;
-        self.publish_status(&self.require(id)?);
+        self.publish_status(&self.require(id)?, Status::Open);
         Ok(true)
     }
 

@@ -440,31 +440,16 @@ pub fn downgrade_paragraph(missing: &[String]) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::mission::tests::{fire, service};
+    use crate::mission::tests::{fire, report_input, service};
 
     #[test]
     fn reports_validate_default_and_list_oldest_first() {
         let (_d, svc) = service();
         let m = fire(&svc);
-        let r = svc
-            .add_report(
-                &m.id,
-                ReportInput {
-                    summary: "started".into(),
-                    ..Default::default()
-                },
-            )
-            .unwrap();
+        let r = svc.add_report(&m.id, report_input("", "started")).unwrap();
         assert_eq!(r.kind, "progress");
         let err = svc
-            .add_report(
-                &m.id,
-                ReportInput {
-                    kind: "note".into(),
-                    summary: "x".into(),
-                    ..Default::default()
-                },
-            )
+            .add_report(&m.id, report_input("note", "x"))
             .unwrap_err();
         assert_eq!(
             err.to_string(),

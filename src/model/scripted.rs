@@ -301,6 +301,11 @@ mod tests {
         }
     }
 
+    /// The text of `backend`'s reply to `text`.
+    async fn reply_text(backend: &ScriptedBackend, text: &str) -> Option<String> {
+        backend.complete(&ask(text)).await.unwrap().content
+    }
+
     #[tokio::test]
     async fn turns_replay_in_order_then_the_script_is_exhausted() {
         let dir = tempfile::tempdir().unwrap();
@@ -312,15 +317,7 @@ mod tests {
             ]}),
         );
         let backend = ScriptedBackend::load(&path).unwrap();
-        assert_eq!(
-            backend
-                .complete(&ask("x"))
-                .await
-                .unwrap()
-                .content
-                .as_deref(),
-            Some("one")
-        );
+        assert_eq!(reply_text(&backend, "x").await.as_deref(), Some("one"));
         let second = backend.complete(&ask("y")).await.unwrap();
         assert_eq!(second.tool_calls[0].id, "call_2_1");
         assert_eq!(second.tool_calls[0].arguments, json!({"a": 1}));
@@ -353,21 +350,11 @@ mod tests {
         );
         let backend = ScriptedBackend::load(&path).unwrap();
         assert_eq!(
-            backend
-                .complete(&ask("about ask-42"))
-                .await
-                .unwrap()
-                .content
-                .as_deref(),
+            reply_text(&backend, "about ask-42").await.as_deref(),
             Some("for 42")
         );
         assert_eq!(
-            backend
-                .complete(&ask("about ask-42"))
-                .await
-                .unwrap()
-                .content
-                .as_deref(),
+            reply_text(&backend, "about ask-42").await.as_deref(),
             Some("plain")
         );
     }

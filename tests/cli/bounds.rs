@@ -2,39 +2,10 @@
 //! model allowlist, and `onExhausted: pause_ask` — through the real binary, a real
 //! stub agent per case, and the record read back through our own commands.
 
-use std::process::Stdio;
-
-use crate::harness::{Run, Sandbox, wait_for};
+use crate::harness::{Background, Sandbox, wait_for};
 
 const TURNS_REASON: &str = "compute bound exhausted: maxTurns=1 — the mission spent its turn budget without reaching its operator.";
 const TOOLS_REASON: &str = "compute bound exhausted: maxToolCalls=3 — the mission reached its envelope-gated action budget; this call and any after it are refused.";
-
-/// Write envelope `name` (home) allowing every call, with this compute block.
-fn envelope(sb: &Sandbox, name: &str, compute: &str) {
-    sb.write(
-        &sb.home.join(format!("hitl-policy-{name}.json")),
-        &format!(r#"{{"default_action":"allow","rules":[],"compute":{compute}}}"#),
-    );
-}
-
-/// `mission fire stub <intent> --wait --policy <policy>`, with a prompt transcript.
-fn fire(sb: &Sandbox, policy: &str, transcript: Option<&std::path::Path>) -> Run {
-    let mut cmd = sb.command(&[
-        "mission",
-        "fire",
-        "stub",
-        "go",
-        "--wait",
-        "--policy",
-        policy,
-        "--timeout",
-        "60s",
-    ]);
-    if let Some(t) = transcript {
-        cmd.env("STUB_TRANSCRIPT", t);
-    }
-    sb.run_with(cmd)
-}
 
 fn reports(sb: &Sandbox, id: &str) -> Vec<String> {
     let out = sb.run(&["mission", "reports", id, "--json"]).ok();
@@ -46,15 +17,6 @@ fn reports(sb: &Sandbox, id: &str) -> Vec<String> {
         .collect()
 }
 
-fn status_line(sb: &Sandbox, id: &str) -> String {
-    let show = sb.run(&["mission", "show", id]).ok();
-    show.stdout
-        .lines()
-        .find_map(|l| l.strip_prefix("Status:    "))
-        .unwrap()
-        .to_string()
-}
-
 #[test]
 fn a_turn_bound_of_one_sends_exactly_one_prompt_and_finishes_stuck() {
     let sb = Sandbox::new();
@@ -63,26 +25,17 @@ fn a_turn_bound_of_one_sends_exactly_one_prompt_and_finishes_stuck() {
         "stub",
         Some(r#"{"name":"mute","turns":[{"steps":["mute"]},{"steps":["mute"]}]}"#),
     )]);
-    envelope(&sb, "oneturn", r#"{"maxTurns":1}"#);
-    let run = fire(&sb, "oneturn", Some(&transcript));
+    sb.write_compute_envelope("oneturn", r#"{"maxTurns":1}"#);
+    let run = sb.fire_stub("oneturn", "60s", Some(&transcript));
     assert_eq!(run.code, 1, "{run:#?}");
-    assert!(
-        run.stdout.contains(
-            "\nCompute bounds: maxTurns=1 (enforced); a crossed bound finishes the mission stuck.\n"
-        ),
-        "{}",
-        run.stdout
+    run.assert_stdout_has(
+        "\nCompute bounds: maxTurns=1 (enforced); a crossed bound finishes the mission stuck.\n",
     );
     let id = sb.newest_mission().unwrap();
-    assert!(
-        run.stdout
-            .contains(&format!("Mission {id} finished: stuck — {TURNS_REASON}\n")),
-        "{}",
-        run.stdout
-    );
+    run.assert_stdout_has(&format!("Mission {id} finished: stuck — {TURNS_REASON}\n"));
     let prompts = std::fs::read_to_string(&transcript).unwrap();
     assert_eq!(prompts.lines().count(), 1, "no nudge: {prompts}");
-    assert_eq!(status_line(&sb, &id), format!("stuck — {TURNS_REASON}"));
+    assert_eq!(sb.status_line(&id), format!("stuck — {TURNS_REASON}"));
     assert!(reports(&sb, &id).is_empty(), "and no silent blocker");
 }
 
@@ -104,11 +57,11 @@ fn the_fourth_of_five_tool_calls_under_a_bound_of_three_finishes_stuck() {
         steps.join(",")
     );
     sb.declare_stubs(&[("stub", Some(&script))]);
-    envelope(&sb, "three", r#"{"maxToolCalls":3}"#);
-    let run = fire(&sb, "three", None);
+    sb.write_compute_envelope("three", r#"{"maxToolCalls":3}"#);
+    let run = sb.fire_stub("three", "60s", None);
     assert_eq!(run.code, 1, "{run:#?}");
     let id = sb.newest_mission().unwrap();
-    assert_eq!(status_line(&sb, &id), format!("stuck — {TOOLS_REASON}"));
+    assert_eq!(sb.status_line(&id), format!("stuck — {TOOLS_REASON}"));
     assert_eq!(
         reports(&sb, &id),
         ["starting", "after call 1", "after call 2", "after call 3"],
@@ -123,11 +76,11 @@ fn gated_permission_requests_count_and_the_crossing_one_is_refused() {
     // mission is stuck before the unit can carry on.
     let script = r#"{"name":"perms","delay_ms":50,"turns":[{"steps":[{"permission":{"title":"edit src/x.rs","times":5,"report":true}},{"finish":"landed"}]}]}"#;
     sb.declare_stubs(&[("stub", Some(script))]);
-    envelope(&sb, "three", r#"{"maxToolCalls":3}"#);
-    let run = fire(&sb, "three", None);
+    sb.write_compute_envelope("three", r#"{"maxToolCalls":3}"#);
+    let run = sb.fire_stub("three", "60s", None);
     assert_eq!(run.code, 1, "{run:#?}");
     let id = sb.newest_mission().unwrap();
-    assert_eq!(status_line(&sb, &id), format!("stuck — {TOOLS_REASON}"));
+    assert_eq!(sb.status_line(&id), format!("stuck — {TOOLS_REASON}"));
     let filed = reports(&sb, &id);
     assert!(
         filed.len() >= 3 && filed[..3].iter().all(|r| r.contains("allowed")),
@@ -144,18 +97,13 @@ fn the_token_bound_holds_on_reported_usage() {
     let sb = Sandbox::new();
     let script = r#"{"name":"usage","delay_ms":50,"turns":[{"steps":[{"report":{"summary":"go"}},{"usage":{"used":500,"size":32768}},{"report":{"summary":"past the bound"}},{"finish":"landed"}]}]}"#;
     sb.declare_stubs(&[("stub", Some(script))]);
-    envelope(&sb, "small", r#"{"maxTokens":100}"#);
-    let run = fire(&sb, "small", None);
+    sb.write_compute_envelope("small", r#"{"maxTokens":100}"#);
+    let run = sb.fire_stub("small", "60s", None);
     assert_eq!(run.code, 1, "{run:#?}");
-    assert!(
-        run.stdout
-            .contains("Compute bounds: maxTokens=100 (best-effort);"),
-        "{}",
-        run.stdout
-    );
+    run.assert_stdout_has("Compute bounds: maxTokens=100 (best-effort);");
     let id = sb.newest_mission().unwrap();
     assert_eq!(
-        status_line(&sb, &id),
+        sb.status_line(&id),
         "stuck — compute bound exhausted: maxTokens=100 (reported usage 500) — the mission spent its token budget."
     );
     assert_eq!(reports(&sb, &id), ["go"]);
@@ -169,8 +117,8 @@ fn with_no_usage_reported_the_meter_holds_the_token_bound() {
         r#"{{"name":"chatty","delay_ms":50,"turns":[{{"steps":[{{"say":"{chat}"}},{{"report":{{"summary":"past the bound"}}}},{{"finish":"landed"}}]}}]}}"#
     );
     sb.declare_stubs(&[("stub", Some(&script))]);
-    envelope(&sb, "small", r#"{"maxTokens":100}"#);
-    let run = fire(&sb, "small", None);
+    sb.write_compute_envelope("small", r#"{"maxTokens":100}"#);
+    let run = sb.fire_stub("small", "60s", None);
     assert_eq!(run.code, 1, "{run:#?}");
     let id = sb.newest_mission().unwrap();
     // Everything that crossed the boundary by then: the first prompt (preamble and
@@ -179,7 +127,7 @@ fn with_no_usage_reported_the_meter_holds_the_token_bound() {
         ((missionboard::fleet::prompts::PREAMBLE.len() + "go".len() + chat.len()) / 4) as u64,
     );
     assert_eq!(
-        status_line(&sb, &id),
+        sb.status_line(&id),
         format!(
             "stuck — compute bound exhausted: maxTokens=100 (metered usage {metered}, counted as bytes/4 of the text crossing the ACP boundary because the agent reports none) — the mission spent its token budget."
         )
@@ -193,25 +141,15 @@ const ON_MODEL: &str = r#"{"name":"models","models":["a","b"],"turns":[{"steps":
 fn an_agent_offering_models_runs_on_the_one_the_allowlist_permits() {
     let sb = Sandbox::new();
     sb.declare_stubs(&[("stub", Some(ON_MODEL))]);
-    envelope(&sb, "onlyb", r#"{"modelAllowlist":["b"]}"#);
-    let run = fire(&sb, "onlyb", None).ok();
-    assert!(
-        run.stdout.contains(
-            "\nCompute bounds: modelAllowlist=[\"b\"] (enforced); a crossed bound finishes the mission stuck.\nModel: \"b\", of the models agent \"stub\" offers (a, b), as modelAllowlist permits.\n"
-        ),
-        "{}",
-        run.stdout
-    );
+    sb.write_compute_envelope("onlyb", r#"{"modelAllowlist":["b"]}"#);
+    let run = sb.fire_stub("onlyb", "60s", None).ok();
+    run.assert_stdout_has("\nCompute bounds: modelAllowlist=[\"b\"] (enforced); a crossed bound finishes the mission stuck.\nModel: \"b\", of the models agent \"stub\" offers (a, b), as modelAllowlist permits.\n");
     let id = sb.newest_mission().unwrap();
     assert_eq!(reports(&sb, &id), ["running on b"]);
     let show = sb.run(&["mission", "show", &id]).ok();
-    assert!(show.stdout.contains("\nModel:     b\n"), "{}", show.stdout);
-    assert!(
-        show.stdout.contains(
-            "\nCompute:   modelAllowlist=[\"b\"] (enforced) (onExhausted finish_stuck)\n"
-        ),
-        "{}",
-        show.stdout
+    show.assert_stdout_has("\nModel:     b\n");
+    show.assert_stdout_has(
+        "\nCompute:   modelAllowlist=[\"b\"] (enforced) (onExhausted finish_stuck)\n",
     );
     assert_eq!(
         picker_labels(&sb, "stub", "onlyb")[..2],
@@ -224,8 +162,8 @@ fn an_allowlist_naming_no_offered_model_refuses_the_fire_and_leaves_no_record() 
     let sb = Sandbox::new();
     let transcript = sb.cwd.join("transcript.log");
     sb.declare_stubs(&[("stub", Some(ON_MODEL))]);
-    envelope(&sb, "onlyc", r#"{"modelAllowlist":["c"]}"#);
-    let run = fire(&sb, "onlyc", Some(&transcript));
+    sb.write_compute_envelope("onlyc", r#"{"modelAllowlist":["c"]}"#);
+    let run = sb.fire_stub("onlyc", "60s", Some(&transcript));
     assert_eq!(run.code, 1, "{run:#?}");
     assert_eq!(
         run.stderr.lines().next().unwrap(),
@@ -240,23 +178,15 @@ fn an_agent_offering_no_models_is_told_once_the_allowlist_is_not_enforced() {
     let sb = Sandbox::new();
     let script = r#"{"name":"plain","turns":[{"steps":[{"report":{"kind":"result","summary":"on {{model}}?"}},{"finish":"landed"}]}]}"#;
     sb.declare_stubs(&[("stub", Some(script))]);
-    envelope(&sb, "onlyb", r#"{"modelAllowlist":["b"]}"#);
-    let run = fire(&sb, "onlyb", None).ok();
+    sb.write_compute_envelope("onlyb", r#"{"modelAllowlist":["b"]}"#);
+    let run = sb.fire_stub("onlyb", "60s", None).ok();
     let note = "modelAllowlist is declared, not enforced for agent \"stub\": it advertises no session models, so the host can neither see nor choose the model it runs on.";
     assert_eq!(run.stdout.matches(note).count(), 1, "{}", run.stdout);
-    assert!(
-        run.stdout
-            .contains("Compute bounds: modelAllowlist=[\"b\"] (declared, not enforced);"),
-        "{}",
-        run.stdout
-    );
+    run.assert_stdout_has("Compute bounds: modelAllowlist=[\"b\"] (declared, not enforced);");
     let id = sb.newest_mission().unwrap();
     let show = sb.run(&["mission", "show", &id]).ok();
-    assert!(
-        show.stdout
-            .contains("\nCompute:   modelAllowlist=[\"b\"] (declared, not enforced) (onExhausted finish_stuck)\n"),
-        "{}",
-        show.stdout
+    show.assert_stdout_has(
+        "\nCompute:   modelAllowlist=[\"b\"] (declared, not enforced) (onExhausted finish_stuck)\n",
     );
 
     // The board's picker labels the next fire at this agent as `mission show`
@@ -300,29 +230,28 @@ fn pausing_stub(sb: &Sandbox) {
         steps.join(",")
     );
     sb.declare_stubs(&[("stub", Some(&script))]);
-    envelope(
-        sb,
-        "pausing",
-        r#"{"maxToolCalls":3,"onExhausted":"pause_ask"}"#,
-    );
+    sb.write_compute_envelope("pausing", r#"{"maxToolCalls":3,"onExhausted":"pause_ask"}"#);
 }
 
-fn fire_pausing_in_background(sb: &Sandbox, transcript: &std::path::Path) -> std::process::Child {
-    let mut cmd = sb.command(&[
-        "mission",
-        "fire",
-        "stub",
-        "go",
-        "--wait",
-        "--policy",
-        "pausing",
-        "--timeout",
-        "60s",
-    ]);
-    cmd.env("STUB_TRANSCRIPT", transcript)
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped());
-    cmd.spawn().unwrap()
+/// The pausing stub's mission, fired in the background and now paused on its
+/// compute-bound question.
+struct Paused {
+    host: Background,
+    ask: String,
+    summary: String,
+    id: String,
+}
+
+fn fire_until_paused(sb: &Sandbox, transcript: &std::path::Path) -> Paused {
+    let host = Background::spawn(sb.fire_stub_command("pausing", "60s", Some(transcript)));
+    let (ask, summary) = budget_question(sb);
+    let id = sb.newest_mission().unwrap();
+    Paused {
+        host,
+        ask,
+        summary,
+        id,
+    }
 }
 
 /// The compute-bound question, once it is pending: (id, summary).
@@ -343,34 +272,25 @@ fn budget_question(sb: &Sandbox) -> (String, String) {
     })
 }
 
-fn join(child: std::process::Child) -> Run {
-    let out = child.wait_with_output().unwrap();
-    Run {
-        code: out.status.code().unwrap_or(-1),
-        stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
-        stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
-    }
-}
-
 #[test]
 fn pause_ask_extended_by_the_operator_carries_on_and_lands() {
     let sb = Sandbox::new();
     let transcript = sb.cwd.join("transcript.log");
     pausing_stub(&sb);
-    let host = fire_pausing_in_background(&sb, &transcript);
-    let (ask, summary) = budget_question(&sb);
-    let id = sb.newest_mission().unwrap();
+    let Paused {
+        host,
+        ask,
+        summary,
+        id,
+    } = fire_until_paused(&sb, &transcript);
     assert_eq!(
         summary,
         format!("mission {id} hit its compute bound maxToolCalls=3 — extend it or let it stop?")
     );
-    assert_eq!(status_line(&sb, &id), "open", "paused, not finished");
+    assert_eq!(sb.status_line(&id), "open", "paused, not finished");
     let list = sb.run(&["approvals", "list"]).ok();
-    assert!(
-        list.stdout.contains("compute") && list.stdout.contains("mission.compute_bound"),
-        "{}",
-        list.stdout
-    );
+    list.assert_stdout_has("compute");
+    list.assert_stdout_has("mission.compute_bound");
 
     // An answer outside the grammar is refused, and the question stays open.
     let wrong = sb.run(&["approvals", "respond", &ask, "--answer", "sure, go on"]);
@@ -407,14 +327,9 @@ fn pause_ask_extended_by_the_operator_carries_on_and_lands() {
             .contains("that host resumes it with this answer"),
         "{answered:#?}"
     );
-    let run = join(host);
+    let run = host.join();
     assert_eq!(run.code, 0, "{run:#?}");
-    assert!(
-        run.stdout
-            .contains(&format!("Mission {id} finished: landed")),
-        "{}",
-        run.stdout
-    );
+    run.assert_stdout_has(&format!("Mission {id} finished: landed"));
     assert_eq!(reports(&sb, &id), ["starting", "carried on"]);
     let prompts = std::fs::read_to_string(&transcript).unwrap();
     let prompts: Vec<&str> = prompts.lines().collect();
@@ -426,13 +341,7 @@ fn pause_ask_extended_by_the_operator_carries_on_and_lands() {
         "{prompts:?}"
     );
     let show = sb.run(&["mission", "show", &id]).ok();
-    assert!(
-        show.stdout.contains(
-            "\nCompute:   maxToolCalls=5 (enforced), raised from 3 by the operator (onExhausted pause_ask)\n"
-        ),
-        "{}",
-        show.stdout
-    );
+    show.assert_stdout_has("\nCompute:   maxToolCalls=5 (enforced), raised from 3 by the operator (onExhausted pause_ask)\n");
 }
 
 #[test]
@@ -440,19 +349,12 @@ fn pause_ask_answered_stop_finishes_stuck_with_the_bound_reason() {
     let sb = Sandbox::new();
     let transcript = sb.cwd.join("transcript.log");
     pausing_stub(&sb);
-    let host = fire_pausing_in_background(&sb, &transcript);
-    let (ask, _) = budget_question(&sb);
-    let id = sb.newest_mission().unwrap();
+    let Paused { host, ask, id, .. } = fire_until_paused(&sb, &transcript);
     sb.run(&["approvals", "respond", &ask, "--answer", "stop"])
         .ok();
-    let run = join(host);
+    let run = host.join();
     assert_eq!(run.code, 1, "{run:#?}");
-    assert!(
-        run.stdout
-            .contains(&format!("Mission {id} finished: stuck — {TOOLS_REASON}\n")),
-        "{}",
-        run.stdout
-    );
+    run.assert_stdout_has(&format!("Mission {id} finished: stuck — {TOOLS_REASON}\n"));
     assert_eq!(reports(&sb, &id), ["starting"]);
     let prompts = std::fs::read_to_string(&transcript).unwrap();
     assert_eq!(prompts.lines().count(), 1, "nothing more was sent");
@@ -463,11 +365,8 @@ fn a_pause_outlives_its_host_and_the_answering_process_settles_it() {
     let sb = Sandbox::new();
     let transcript = sb.cwd.join("transcript.log");
     pausing_stub(&sb);
-    let mut host = fire_pausing_in_background(&sb, &transcript);
-    let (ask, _) = budget_question(&sb);
-    let id = sb.newest_mission().unwrap();
-    host.kill().unwrap();
-    host.wait().unwrap();
+    let Paused { host, ask, id, .. } = fire_until_paused(&sb, &transcript);
+    host.kill();
     let answered = sb
         .run(&["approvals", "respond", &ask, "--answer", "stop"])
         .ok();
@@ -477,7 +376,7 @@ fn a_pause_outlives_its_host_and_the_answering_process_settles_it() {
         )),
         "{answered:#?}"
     );
-    assert_eq!(status_line(&sb, &id), format!("stuck — {TOOLS_REASON}"));
+    assert_eq!(sb.status_line(&id), format!("stuck — {TOOLS_REASON}"));
 }
 
 #[test]
@@ -487,11 +386,8 @@ fn an_extension_answered_after_the_host_died_resumes_the_mission_here_and_its_sp
     pausing_stub(&sb);
     // The answering process holds a further pause only this long before moving on.
     sb.run(&["config", "set", "ask-park-window", "200ms"]).ok();
-    let mut host = fire_pausing_in_background(&sb, &transcript);
-    let (ask, _) = budget_question(&sb);
-    let id = sb.newest_mission().unwrap();
-    host.kill().unwrap();
-    host.wait().unwrap();
+    let Paused { host, ask, id, .. } = fire_until_paused(&sb, &transcript);
+    host.kill();
     let mut respond = sb.command(&["approvals", "respond", &ask, "--answer", "extend +2"]);
     respond.env("STUB_TRANSCRIPT", &transcript);
     let answered = sb.run_with(respond).ok();
@@ -516,19 +412,15 @@ fn an_extension_answered_after_the_host_died_resumes_the_mission_here_and_its_sp
     let (again, summary) = budget_question(&sb);
     assert_ne!(again, ask);
     assert!(summary.contains("maxToolCalls=5"), "{summary}");
-    assert_eq!(status_line(&sb, &id), "open");
+    assert_eq!(sb.status_line(&id), "open");
     let show = sb.run(&["mission", "show", &id]).ok();
-    assert!(
-        show.stdout
-            .contains("maxToolCalls=5 (enforced), raised from 3 by the operator"),
-        "{}",
-        show.stdout
-    );
+    show.assert_stdout_has("maxToolCalls=5 (enforced), raised from 3 by the operator");
     sb.run(&["approvals", "respond", &again, "--answer", "stop"])
         .ok();
     assert!(
-        status_line(&sb, &id).starts_with("stuck — compute bound exhausted: maxToolCalls=5"),
+        sb.status_line(&id)
+            .starts_with("stuck — compute bound exhausted: maxToolCalls=5"),
         "{}",
-        status_line(&sb, &id)
+        sb.status_line(&id)
     );
 }

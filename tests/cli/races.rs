@@ -8,7 +8,7 @@
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
-use crate::harness::Sandbox;
+use crate::harness::{Run, Sandbox};
 
 const TOOLS_REASON: &str = "compute bound exhausted: maxToolCalls=3 — the mission reached its envelope-gated action budget; this call and any after it are refused.";
 const TOKENS_REASON: &str = "compute bound exhausted: maxTokens=100 (reported usage 500) — the mission spent its token budget.";
@@ -58,6 +58,34 @@ fn runs(default: usize) -> usize {
     }
 }
 
+/// Fire `runs` missions of agent `stub` under `envelope` with every core busy; every
+/// run must be `held` (else the failure names how many `strayed`, and shows the first).
+fn every_run_under_load(
+    sb: &Sandbox,
+    envelope: &str,
+    runs: usize,
+    strayed: &str,
+    held: impl Fn(&Run) -> bool,
+) {
+    let _load = FullLoad::start();
+    let mut missed = Vec::new();
+    for n in 0..runs {
+        let run = sb.fire_stub(envelope, "120s", None);
+        if !held(&run) {
+            missed.push(format!(
+                "run {n}: exit {}\n{}{}",
+                run.code, run.stdout, run.stderr
+            ));
+        }
+    }
+    assert!(
+        missed.is_empty(),
+        "{} of {runs} missions {strayed}; the first:\n{}",
+        missed.len(),
+        missed[0]
+    );
+}
+
 /// Fire `runs` missions of the one-turn `steps` under envelope compute `compute`
 /// with every core busy; every one must finish stuck on `reason` (the first that
 /// did not is shown).
@@ -65,41 +93,15 @@ fn fire_under_load(steps: &str, compute: &str, reason: &str, runs: usize) {
     let sb = Sandbox::new();
     let script = format!(r#"{{"name":"race","turns":[{{"steps":[{steps}]}}]}}"#);
     sb.declare_stubs(&[("stub", Some(&script))]);
-    sb.write(
-        &sb.home.join("hitl-policy-bounded.json"),
-        &format!(r#"{{"default_action":"allow","rules":[],"compute":{compute}}}"#),
-    );
-    let _load = FullLoad::start();
-    let mut crossed = Vec::new();
-    for n in 0..runs {
-        let run = sb.run(&[
-            "mission",
-            "fire",
-            "stub",
-            "go",
-            "--wait",
-            "--policy",
-            "bounded",
-            "--timeout",
-            "120s",
-        ]);
-        let stuck = run.code == 1
-            && run.stdout.lines().any(|l| {
-                l.starts_with("Mission ") && l.ends_with(&format!(" finished: stuck — {reason}"))
-            });
-        if !stuck {
-            crossed.push(format!(
-                "run {n}: exit {}\n{}{}",
-                run.code, run.stdout, run.stderr
-            ));
-        }
-    }
-    assert!(
-        crossed.is_empty(),
-        "{} of {runs} missions were not held by the bound; the first:\n{}",
-        crossed.len(),
-        crossed[0]
-    );
+    sb.write_compute_envelope("bounded", compute);
+    let stuck_line = format!(" finished: stuck — {reason}");
+    every_run_under_load(&sb, "bounded", runs, "were not held by the bound", |run| {
+        run.code == 1
+            && run
+                .stdout
+                .lines()
+                .any(|l| l.starts_with("Mission ") && l.ends_with(&stuck_line))
+    });
 }
 
 fn ten_calls_then_land() -> String {
@@ -138,39 +140,17 @@ fn allowlisted_model_under_load(runs: usize) {
     let sb = Sandbox::new();
     let script = r#"{"name":"models","models":["a","b"],"turns":[{"steps":[{"report":{"kind":"result","summary":"running on {{model}}"}},{"finish":"landed"}]}]}"#;
     sb.declare_stubs(&[("stub", Some(script))]);
-    sb.write(
-        &sb.home.join("hitl-policy-onlyb.json"),
-        r#"{"default_action":"allow","rules":[],"compute":{"modelAllowlist":["b"]}}"#,
-    );
-    let _load = FullLoad::start();
-    let mut strayed = Vec::new();
-    for n in 0..runs {
-        let run = sb.run(&[
-            "mission",
-            "fire",
-            "stub",
-            "go",
-            "--wait",
-            "--policy",
-            "onlyb",
-            "--timeout",
-            "120s",
-        ]);
-        let held = run.code == 0
-            && run.stdout.contains("\nModel: \"b\", of the models agent \"stub\" offers (a, b), as modelAllowlist permits.\n")
-            && run.stdout.contains("  [result] running on b\n");
-        if !held {
-            strayed.push(format!(
-                "run {n}: exit {}\n{}{}",
-                run.code, run.stdout, run.stderr
-            ));
-        }
-    }
-    assert!(
-        strayed.is_empty(),
-        "{} of {runs} missions did not run on the allowlisted model; the first:\n{}",
-        strayed.len(),
-        strayed[0]
+    sb.write_compute_envelope("onlyb", r#"{"modelAllowlist":["b"]}"#);
+    every_run_under_load(
+        &sb,
+        "onlyb",
+        runs,
+        "did not run on the allowlisted model",
+        |run| {
+            run.code == 0
+                && run.stdout.contains("\nModel: \"b\", of the models agent \"stub\" offers (a, b), as modelAllowlist permits.\n")
+                && run.stdout.contains("  [result] running on b\n")
+        },
     );
 }
 

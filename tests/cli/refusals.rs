@@ -6,7 +6,7 @@
 
 use serde_json::{Value, json};
 
-use crate::harness::{Run, Sandbox};
+use crate::harness::Sandbox;
 
 /// The frames of fixture `<agent>/<case>.json`: its `tool_call` update (the
 /// `session/update` params' `update`), if it has one, and its permission request's
@@ -64,31 +64,6 @@ fn strict_shred_rule() -> usize {
         .expect("strict blacklists shred")
 }
 
-fn fire(sb: &Sandbox, policy: &str, transcript: &std::path::Path) -> Run {
-    let mut cmd = sb.command(&[
-        "mission",
-        "fire",
-        "stub",
-        "go",
-        "--wait",
-        "--policy",
-        policy,
-        "--timeout",
-        "60s",
-    ]);
-    cmd.env("STUB_TRANSCRIPT", transcript);
-    sb.run_with(cmd)
-}
-
-fn status_line(sb: &Sandbox, id: &str) -> String {
-    let show = sb.run(&["mission", "show", id]).ok();
-    show.stdout
-        .lines()
-        .find_map(|l| l.strip_prefix("Status:    "))
-        .unwrap()
-        .to_string()
-}
-
 fn script(turns: Value) -> String {
     json!({"name": "refusals", "turns": turns}).to_string()
 }
@@ -105,7 +80,7 @@ fn under_strict_a_gemini_shell_line_with_no_raw_input_is_denied_reported_and_tol
         ]))),
     )]);
     let transcript = sb.cwd.join("transcript.log");
-    let run = fire(&sb, "strict", &transcript);
+    let run = sb.fire_stub("strict", "60s", Some(&transcript));
     assert_eq!(run.code, 1, "{run:#?}");
     let id = sb.newest_mission().unwrap();
     let cwd = sb.cwd.display().to_string();
@@ -150,7 +125,7 @@ fn under_strict_a_gemini_shell_line_with_no_raw_input_is_denied_reported_and_tol
     );
 
     // The unit reported but did not finish: stuck on the refusal, not "nothing pending".
-    let status = status_line(&sb, &id);
+    let status = sb.status_line(&id);
     assert!(
         status.starts_with(&format!("stuck — the envelope refused {refused}")),
         "{status}"
@@ -179,7 +154,7 @@ fn a_codex_turn_cancelled_by_its_reject_gets_the_refusal_and_a_silent_unit_ends_
         ]))),
     )]);
     let transcript = sb.cwd.join("transcript.log");
-    let run = fire(&sb, "strict", &transcript);
+    let run = sb.fire_stub("strict", "60s", Some(&transcript));
     assert_eq!(run.code, 1, "{run:#?}");
     let id = sb.newest_mission().unwrap();
     let prompts = std::fs::read_to_string(&transcript).unwrap();
@@ -193,7 +168,7 @@ fn a_codex_turn_cancelled_by_its_reject_gets_the_refusal_and_a_silent_unit_ends_
         lines[1].starts_with("turn=2 The envelope refused a tool call of yours:"),
         "{prompts}"
     );
-    let status = status_line(&sb, &id);
+    let status = sb.status_line(&id);
     assert!(
         status.starts_with(
             "stuck — the envelope refused local_shell.local_shell: bash -lc shred -u victim.txt"
@@ -235,10 +210,10 @@ fn qwen_shaped_mission_reports_are_allowed_under_strict_and_never_count_as_tool_
     )]);
     strict_as(&sb, "strict1", |p| p["compute"]["maxToolCalls"] = json!(1));
     let transcript = sb.cwd.join("transcript.log");
-    let run = fire(&sb, "strict1", &transcript);
+    let run = sb.fire_stub("strict1", "60s", Some(&transcript));
     assert_eq!(run.code, 0, "{run:#?}");
     let id = sb.newest_mission().unwrap();
-    assert_eq!(status_line(&sb, &id), "landed");
+    assert_eq!(sb.status_line(&id), "landed");
     let summaries: Vec<String> = sb.report_texts(&id).into_iter().map(|r| r.0).collect();
     let title = request["toolCall"]["title"].as_str().unwrap();
     assert_eq!(
@@ -282,17 +257,7 @@ fn an_operators_deny_reaches_the_unit_and_the_record() {
     let sb = Sandbox::new();
     sb.declare_stubs(&[("stub", Some(&qwen_shell_then_land()))]);
     gate(&sb, 60);
-    let host = crate::harness::Background::spawn(sb.command(&[
-        "mission",
-        "fire",
-        "stub",
-        "go",
-        "--wait",
-        "--policy",
-        "gate",
-        "--timeout",
-        "60s",
-    ]));
+    let host = crate::harness::Background::spawn(sb.fire_stub_command("gate", "60s", None));
     let ask = crate::harness::wait_for(30, "the gated call's ask", || {
         sb.pending_ask_ids().into_iter().next()
     });
@@ -313,11 +278,7 @@ fn an_operators_deny_reaches_the_unit_and_the_record() {
         )),
         "{summaries:#?}"
     );
-    assert_eq!(
-        status_line(&sb, &id),
-        "landed",
-        "the unit found another way"
-    );
+    assert_eq!(sb.status_line(&id), "landed", "the unit found another way");
 }
 
 #[test]
@@ -326,7 +287,7 @@ fn an_ask_that_expires_is_a_refusal_naming_its_deadline() {
     sb.declare_stubs(&[("stub", Some(&qwen_shell_then_land()))]);
     gate(&sb, 1);
     let transcript = sb.cwd.join("transcript.log");
-    let run = fire(&sb, "gate", &transcript);
+    let run = sb.fire_stub("gate", "60s", Some(&transcript));
     assert_eq!(run.code, 0, "{run:#?}");
     let id = sb.newest_mission().unwrap();
     let show: Value =

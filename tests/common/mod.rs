@@ -150,6 +150,12 @@ impl Run {
         self
     }
 
+    /// Fail, showing stdout, unless stdout holds `text`.
+    #[track_caller]
+    pub fn assert_stdout_has(&self, text: &str) {
+        assert!(self.stdout.contains(text), "{}", self.stdout);
+    }
+
     pub fn lines(&self) -> Vec<&str> {
         self.stdout.lines().collect()
     }
@@ -302,6 +308,55 @@ impl Sandbox {
         self.run(&args)
     }
 
+    /// `mission fire stub go --wait --policy <envelope> --timeout <timeout>`, the
+    /// stub's prompts written to `transcript` when one is named.
+    pub fn fire_stub(&self, envelope: &str, timeout: &str, transcript: Option<&Path>) -> Run {
+        self.run_with(self.fire_stub_command(envelope, timeout, transcript))
+    }
+
+    /// The command [`fire_stub`](Self::fire_stub) runs, to run another way.
+    pub fn fire_stub_command(
+        &self,
+        envelope: &str,
+        timeout: &str,
+        transcript: Option<&Path>,
+    ) -> Command {
+        let mut cmd = self.command(&[
+            "mission",
+            "fire",
+            "stub",
+            "go",
+            "--wait",
+            "--policy",
+            envelope,
+            "--timeout",
+            timeout,
+        ]);
+        if let Some(t) = transcript {
+            cmd.env("STUB_TRANSCRIPT", t);
+        }
+        cmd
+    }
+
+    /// Write envelope `name` to the home: every call allowed, under compute block
+    /// `compute` (a JSON object).
+    pub fn write_compute_envelope(&self, name: &str, compute: &str) {
+        self.write(
+            &self.home.join(format!("hitl-policy-{name}.json")),
+            &format!(r#"{{"default_action":"allow","rules":[],"compute":{compute}}}"#),
+        );
+    }
+
+    /// Mission `id`'s status as `mission show` words it (its `Status:` line).
+    pub fn status_line(&self, id: &str) -> String {
+        let show = self.run(&["mission", "show", id]).ok();
+        show.stdout
+            .lines()
+            .find_map(|l| l.strip_prefix("Status:    "))
+            .unwrap_or_else(|| panic!("mission show {id} has no Status line:\n{}", show.stdout))
+            .to_string()
+    }
+
     /// Start a fire in the background (stdout/stderr captured when it is joined).
     pub fn fire_in_background(&self, agent: &str, intent: &str, extra: &[&str]) -> Background {
         let mut args = vec![
@@ -398,6 +453,13 @@ impl Background {
     /// Whether the process has exited (its output stays readable through `join`).
     pub fn exited(&mut self) -> bool {
         matches!(self.child.as_mut().unwrap().try_wait(), Ok(Some(_)))
+    }
+
+    /// SIGKILL the process and reap it (its output is dropped).
+    pub fn kill(mut self) {
+        let mut child = self.child.take().unwrap();
+        child.kill().unwrap();
+        child.wait().unwrap();
     }
 
     pub fn join(mut self) -> Run {
@@ -798,23 +860,23 @@ pub fn pid_alive(pid: u32) -> bool {
     Path::new(&format!("/proc/{pid}")).exists()
 }
 
+/// The pid of every process now in `/proc`.
+pub fn all_pids() -> Vec<u32> {
+    std::fs::read_dir("/proc")
+        .expect("these tests read processes from /proc: run them on Linux with /proc mounted")
+        .flatten()
+        .filter_map(|e| e.file_name().to_string_lossy().parse().ok())
+        .collect()
+}
+
 /// Pids of live processes whose command line mentions `needle`.
 pub fn processes_mentioning(needle: &str) -> Vec<u32> {
-    let mut found = Vec::new();
-    let Ok(entries) = std::fs::read_dir("/proc") else {
-        return found;
-    };
-    for entry in entries.flatten() {
-        let Ok(pid) = entry.file_name().to_string_lossy().parse::<u32>() else {
-            continue;
-        };
-        let Ok(cmdline) = std::fs::read(entry.path().join("cmdline")) else {
-            continue;
-        };
-        // Zombies keep no cmdline; they are not "alive" for our purposes.
-        if String::from_utf8_lossy(&cmdline).contains(needle) {
-            found.push(pid);
-        }
-    }
-    found
+    all_pids()
+        .into_iter()
+        .filter(|pid| {
+            // Zombies keep no cmdline; they are not "alive" for our purposes.
+            std::fs::read(format!("/proc/{pid}/cmdline"))
+                .is_ok_and(|cmdline| String::from_utf8_lossy(&cmdline).contains(needle))
+        })
+        .collect()
 }

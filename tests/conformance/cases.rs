@@ -66,10 +66,7 @@ fn assert_landed(world: &World, run: &Run, summary: &str) {
     );
     let show = world.show();
     assert_eq!(show["status"], "landed", "{show:#}");
-    assert!(
-        !world.model.exhausted(),
-        "the agent asked the model past its script"
-    );
+    world.assert_within_script();
 }
 
 /// Land: a result report, then `mission_finish landed`.
@@ -171,15 +168,12 @@ pub fn denied_call(agent: &'static Conformer, policy: &str) {
         "the refusal reached neither the model nor the record: {show:#}\nmodel: {:#}",
         json!(world.model.turn_requests())
     );
-    assert!(
-        !world.model.exhausted(),
-        "the agent asked the model past its script"
-    );
+    world.assert_within_script();
 }
 
-/// A stop: the agent runs an approved `sleep` in its shell; `mission stop` ends the
-/// mission, the fire exits, and every process of the unit's tree is gone.
-pub fn stopped(agent: &'static Conformer, policy: &str) {
+/// A fire whose agent runs a long `sleep` in its shell (a gated call, so it waits on
+/// the operator's verdict), then says so.
+fn fire_long_sleep(agent: &'static Conformer, policy: &str) -> (World, Firing) {
     // The comment tells agents that refuse a bare long sleep (qwen) it is meant.
     let world = World::new(
         agent,
@@ -188,16 +182,29 @@ pub fn stopped(agent: &'static Conformer, policy: &str) {
             say("Slept."),
         ],
     );
-    let mut fire = world.fire("sleep a while", policy);
+    let fire = world.fire("sleep a while", policy);
+    (world, fire)
+}
+
+/// Approve [`fire_long_sleep`]'s gated sleep and wait until it runs in the unit's
+/// tree: that tree.
+fn approve_the_sleep(world: &World, fire: &mut Firing) -> Vec<Proc> {
     let host = fire.pid();
-    let ask = wait_ask(&world.sb, &mut fire, "the gated sleep", is_gated_call);
+    let ask = wait_ask(&world.sb, fire, "the gated sleep", is_gated_call);
     world.run(&["approvals", "respond", &ask, "--approve"]).ok();
-    let tree = fire.wait(STEP_SECS, "the sleep to run in the unit's tree", || {
+    fire.wait(STEP_SECS, "the sleep to run in the unit's tree", || {
         let tree = descendants(host);
         tree.iter()
             .any(|p| p.cmdline().starts_with("sleep 587"))
             .then_some(tree)
-    });
+    })
+}
+
+/// A stop: the agent runs an approved `sleep` in its shell; `mission stop` ends the
+/// mission, the fire exits, and every process of the unit's tree is gone.
+pub fn stopped(agent: &'static Conformer, policy: &str) {
+    let (world, mut fire) = fire_long_sleep(agent, policy);
+    let tree = approve_the_sleep(&world, &mut fire);
     let id = world.sb.newest_mission().unwrap();
     world.run(&["mission", "stop", &id]).ok();
     let run = fire.join_within(FIRE_SECS);
@@ -259,10 +266,7 @@ pub fn killed_host_resumed(agent: &'static Conformer, policy: &str) {
         "the answer never reached the model: {:#}",
         json!(world.model.turn_requests())
     );
-    assert!(
-        !world.model.exhausted(),
-        "the agent asked the model past its script"
-    );
+    world.assert_within_script();
 }
 
 /// When the host is SIGKILLed in [`killed_host_leaves_nothing`].
@@ -278,14 +282,7 @@ pub enum Kill {
 /// agent's launcher, the binary it starts, the shell line it runs — whether still
 /// in the host's tree or reparented away from it.
 pub fn killed_host_leaves_nothing(agent: &'static Conformer, policy: &str, when: Kill) {
-    let world = World::new(
-        agent,
-        vec![
-            (agent.shell_call)("sleep 587 # intentional-sleep: the operator stops this"),
-            say("Slept."),
-        ],
-    );
-    let mut fire = world.fire("sleep a while", policy);
+    let (world, mut fire) = fire_long_sleep(agent, policy);
     let host = fire.pid();
     let tree = match when {
         Kill::MidHandshake => fire.wait(STEP_SECS, "the agent's own process", || {
@@ -295,19 +292,107 @@ pub fn killed_host_leaves_nothing(agent: &'static Conformer, policy: &str, when:
                 .any(|p| !p.cmdline().contains(" supervise "))
                 .then_some(tree)
         }),
-        Kill::MidTurn => {
-            let ask = wait_ask(&world.sb, &mut fire, "the gated sleep", is_gated_call);
-            world.run(&["approvals", "respond", &ask, "--approve"]).ok();
-            fire.wait(STEP_SECS, "the sleep to run in the unit's tree", || {
-                let tree = descendants(host);
-                tree.iter()
-                    .any(|p| p.cmdline().starts_with("sleep 587"))
-                    .then_some(tree)
-            })
-        }
+        Kill::MidTurn => approve_the_sleep(&world, &mut fire),
     };
     let killed = fire.sigkill();
     assert_eq!(killed.code, -1, "killed by the signal: {killed:#?}");
     wait_all_gone(&tree, 30);
     wait_all_gone(&working_in(&world.sb.cwd), 30);
 }
+
+/// The operator's cases as `#[test]`s of the calling agent's module, named the same
+/// for every agent, so a new agent is one line: `agent_cases!(CODEX)`. Add
+/// `killed_host` for the host killed mid-handshake and mid-turn, and `hitl` for the
+/// refusal named to the model and the resume that happens once.
+macro_rules! agent_cases {
+    (@killed_host $agent:ident) => {
+        #[test]
+        fn killed_mid_handshake_leaves_nothing() {
+            $crate::cases::killed_host_leaves_nothing(
+                &$agent,
+                "default",
+                $crate::cases::Kill::MidHandshake,
+            );
+        }
+
+        #[test]
+        fn killed_mid_turn_leaves_nothing() {
+            $crate::cases::killed_host_leaves_nothing(
+                &$agent,
+                "default",
+                $crate::cases::Kill::MidTurn,
+            );
+        }
+    };
+    (@hitl $agent:ident) => {
+        #[test]
+        fn killed_host_resumed_once_after_its_survivors_are_reaped() {
+            $crate::hitl::killed_host_resumed_once_after_its_survivors_are_reaped(&$agent);
+        }
+
+        #[test]
+        fn refusal_named_to_the_model() {
+            $crate::hitl::refusal_named_to_the_model(&$agent);
+        }
+    };
+    ($agent:ident $(, $extra:ident)* $(,)?) => {
+        #[test]
+        fn lands_under_default() {
+            $crate::cases::lands(&$agent, "default");
+        }
+
+        #[test]
+        fn gated_write_approved_under_default() {
+            $crate::cases::gated_write_approved(&$agent, "default");
+        }
+
+        #[test]
+        fn gated_write_approved_under_strict() {
+            $crate::cases::gated_write_approved(&$agent, "strict");
+        }
+
+        #[test]
+        fn question_answered_under_default() {
+            $crate::cases::question_answered(&$agent, "default");
+        }
+
+        #[test]
+        fn denied_call_under_default() {
+            $crate::cases::denied_call(&$agent, "default");
+        }
+
+        #[test]
+        fn denied_call_under_strict() {
+            $crate::cases::denied_call(&$agent, "strict");
+        }
+
+        #[test]
+        fn stopped_under_default() {
+            $crate::cases::stopped(&$agent, "default");
+        }
+
+        #[test]
+        fn stopped_under_strict() {
+            $crate::cases::stopped(&$agent, "strict");
+        }
+
+        #[test]
+        fn killed_host_resumed_under_default() {
+            $crate::cases::killed_host_resumed(&$agent, "default");
+        }
+
+        // acpx: a driver nobody vetted; everything but the mission tools is refused.
+        #[test]
+        fn lands_under_acpx() {
+            $crate::cases::lands(&$agent, "acpx");
+        }
+
+        #[test]
+        fn denied_call_under_acpx() {
+            $crate::cases::denied_call(&$agent, "acpx");
+        }
+
+        $($crate::cases::agent_cases!(@$extra $agent);)*
+    };
+}
+pub(crate) use agent_cases;

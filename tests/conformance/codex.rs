@@ -2,8 +2,8 @@
 
 use serde_json::{Value, json};
 
+use crate::cases;
 use crate::harness::*;
-use crate::{cases, hitl};
 
 pub const PIN: Pin = Pin {
     package: "@zed-industries/codex-acp",
@@ -70,78 +70,4 @@ pub static CODEX: Conformer = Conformer {
     workspace_setup: None,
 };
 
-#[test]
-fn lands_under_default() {
-    cases::lands(&CODEX, "default");
-}
-
-#[test]
-fn gated_write_approved_under_default() {
-    cases::gated_write_approved(&CODEX, "default");
-}
-
-#[test]
-fn gated_write_approved_under_strict() {
-    cases::gated_write_approved(&CODEX, "strict");
-}
-
-#[test]
-fn question_answered_under_default() {
-    cases::question_answered(&CODEX, "default");
-}
-
-#[test]
-fn denied_call_under_default() {
-    cases::denied_call(&CODEX, "default");
-}
-
-#[test]
-fn denied_call_under_strict() {
-    cases::denied_call(&CODEX, "strict");
-}
-
-#[test]
-fn stopped_under_default() {
-    cases::stopped(&CODEX, "default");
-}
-
-#[test]
-fn stopped_under_strict() {
-    cases::stopped(&CODEX, "strict");
-}
-
-#[test]
-fn killed_host_resumed_under_default() {
-    cases::killed_host_resumed(&CODEX, "default");
-}
-
-#[test]
-fn killed_host_resumed_once_after_its_survivors_are_reaped() {
-    hitl::killed_host_resumed_once_after_its_survivors_are_reaped(&CODEX);
-}
-
-#[test]
-fn refusal_named_to_the_model() {
-    hitl::refusal_named_to_the_model(&CODEX);
-}
-
-// acpx: a driver nobody vetted; everything but the mission tools is refused.
-#[test]
-fn lands_under_acpx() {
-    cases::lands(&CODEX, "acpx");
-}
-
-#[test]
-fn denied_call_under_acpx() {
-    cases::denied_call(&CODEX, "acpx");
-}
-
-#[test]
-fn killed_mid_handshake_leaves_nothing() {
-    cases::killed_host_leaves_nothing(&CODEX, "default", cases::Kill::MidHandshake);
-}
-
-#[test]
-fn killed_mid_turn_leaves_nothing() {
-    cases::killed_host_leaves_nothing(&CODEX, "default", cases::Kill::MidTurn);
-}
+cases::agent_cases!(CODEX, killed_host, hitl);

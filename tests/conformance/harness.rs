@@ -248,6 +248,15 @@ pub struct World {
 }
 
 impl World {
+    /// The agent asked the model for no more turns than the script holds.
+    #[track_caller]
+    pub fn assert_within_script(&self) {
+        assert!(
+            !self.model.exhausted(),
+            "the agent asked the model past its script"
+        );
+    }
+
     /// `{workspace}` in a turn's text is the case's workspace (some agents' tools
     /// take absolute paths only).
     pub fn new(agent: &'static Conformer, turns: Vec<Value>) -> World {
@@ -512,15 +521,10 @@ impl Proc {
 
 /// Every live descendant of `root` (not `root` itself), by walking `/proc`.
 pub fn descendants(root: u32) -> Vec<Proc> {
-    let mut table = Vec::new();
-    for entry in std::fs::read_dir("/proc").unwrap().flatten() {
-        let Ok(pid) = entry.file_name().to_string_lossy().parse::<u32>() else {
-            continue;
-        };
-        if let Some((ppid, start)) = parent_and_start(pid) {
-            table.push((pid, ppid, start));
-        }
-    }
+    let table: Vec<(u32, u32, u64)> = crate::common::all_pids()
+        .into_iter()
+        .filter_map(|pid| parent_and_start(pid).map(|(ppid, start)| (pid, ppid, start)))
+        .collect();
     let mut found: Vec<Proc> = Vec::new();
     let mut frontier = vec![root];
     while let Some(parent) = frontier.pop() {
@@ -541,10 +545,7 @@ pub fn descendants(root: u32) -> Vec<Proc> {
 pub fn working_in(dir: &Path) -> Vec<Proc> {
     let dir = dir.canonicalize().unwrap_or_else(|_| dir.to_path_buf());
     let mut found = Vec::new();
-    for entry in std::fs::read_dir("/proc").unwrap().flatten() {
-        let Ok(pid) = entry.file_name().to_string_lossy().parse::<u32>() else {
-            continue;
-        };
+    for pid in crate::common::all_pids() {
         let in_dir =
             std::fs::read_link(format!("/proc/{pid}/cwd")).is_ok_and(|cwd| cwd.starts_with(&dir));
         if in_dir && let Some((_, start)) = parent_and_start(pid) {

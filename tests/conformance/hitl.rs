@@ -60,10 +60,7 @@ pub fn refusal_named_to_the_model(agent: &'static Conformer) {
         "the refusal is never named to the model: {:#}",
         json!(world.model.turn_requests().last().map(|r| &r["body"]))
     );
-    assert!(
-        !world.model.exhausted(),
-        "the agent asked the model past its script"
-    );
+    world.assert_within_script();
 }
 
 /// The host is SIGKILLed while its run is parked on a question; its survivors are
