@@ -575,6 +575,7 @@ fn picker_walks_envelope_agent_intent_and_fires() {
                 "modelAllowlist [m] · declared, not enforced".into(),
                 "onExhausted finish_stuck".into()
             ],
+            runs: crate::board::model::Runs::Here,
         }]
     );
     // A refusal keeps the picker open with the exact text.

@@ -318,6 +318,23 @@ impl Missions {
         })?)
     }
 
+    /// Whether the process recorded as hosting mission `id` is a `missionboard
+    /// host` (it advertised a width; its row outlives it).
+    pub fn run_by_queue_host(&self, id: &str) -> Result<bool> {
+        Ok(self
+            .store
+            .with(|c| {
+                c.query_row(
+                    "SELECT h.width FROM missions m JOIN hosts h ON h.id = m.host_id WHERE m.id = ?1",
+                    params![id],
+                    |r| r.get::<Option<i64>>(0),
+                )
+                .optional()
+            })?
+            .flatten()
+            .is_some())
+    }
+
     /// The label a queued (or once-queued) mission must run under, if any.
     pub fn run_on(&self, id: &str) -> Result<Option<String>> {
         Ok(self
