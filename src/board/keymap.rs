@@ -571,7 +571,7 @@ pub const BINDINGS: &[Binding] = &[
         &[code(KeyCode::Tab)],
         Action::RunsWhere,
         "where it runs: on this board, queued for any `missionboard host`, or queued for a host with a label (as `mission fire --queue [--on <label>]`)",
-        Some("here/queue"),
+        Some("queue"),
     ),
     b(
         C::Picker,

@@ -1366,3 +1366,44 @@ fn a_mission_hosted_on_another_machine_is_gone_once_its_heartbeat_is_stale() {
     let stale = row(snapshot_of(&svc, &m));
     assert_eq!(stale.needs, Some(Needs::HostGone));
 }
+
+#[test]
+fn the_picker_s_tab_cycles_here_the_queue_and_each_live_host_label() {
+    use crate::board::model::Runs;
+    let mut m = model(120, 40, false);
+    let mut snap = (*m.snap).clone();
+    let host = |labels: &[&str]| crate::mission::hosts::HostRow {
+        id: "h".into(),
+        machine: "box".into(),
+        pid: 1,
+        started_at: 0,
+        heartbeat_at: 0,
+        skew_ms: None,
+        width: Some(2),
+        load: Some(0),
+        labels: labels.iter().map(|l| l.to_string()).collect(),
+    };
+    snap.hosts = vec![host(&["gpu"]), host(&["gpu", "arm"])];
+    m.snap = Arc::new(snap);
+    m.mode = Mode::Picking(super::model::Picker::new());
+    let runs = |m: &Model| match &m.mode {
+        Mode::Picking(p) => p.runs.clone(),
+        _ => panic!("the picker closed"),
+    };
+    assert_eq!(runs(&m), Runs::Here);
+    let seen: Vec<Runs> = (0..4)
+        .map(|_| {
+            key(&mut m, KeyCode::Tab);
+            runs(&m)
+        })
+        .collect();
+    assert_eq!(
+        seen,
+        vec![
+            Runs::Queued(None),
+            Runs::Queued(Some("arm".into())),
+            Runs::Queued(Some("gpu".into())),
+            Runs::Here,
+        ]
+    );
+}
