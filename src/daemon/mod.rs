@@ -58,6 +58,15 @@ pub enum Event {
     Resumed {
         mission: String,
     },
+    /// A mission given back to the queue by a host that left started again here:
+    /// in its earlier session (`loaded`: the agent loaded it), or in a fresh one
+    /// (the agent does not load sessions, or could not load that one; a fresh
+    /// session may carry the same id, which is why the unit says which).
+    Restarted {
+        mission: String,
+        session: String,
+        loaded: bool,
+    },
     /// A mission whose host died with nothing to resume it was collected.
     Reclaimed {
         mission: String,
@@ -208,6 +217,8 @@ fn start(
     claimed: crate::mission::queue::Claimed,
 ) {
     let id = claimed.mission.id.clone();
+    // Set only for a mission a leaving host gave back after its unit had started.
+    let earlier = claimed.mission.session_id.clone();
     underway.starting.fetch_add(1, Ordering::SeqCst);
     underway.starting_ids.lock_unpoisoned().insert(id.clone());
     report(Event::Claimed {
@@ -221,11 +232,22 @@ fn start(
         let started = fleet.dispatch_claimed(claimed).await;
         underway.starting_ids.lock_unpoisoned().remove(&id);
         underway.starting.fetch_sub(1, Ordering::SeqCst);
-        if let Err(e) = started {
-            report(Event::StartFailed {
+        match started {
+            Ok(d) => {
+                if earlier.is_some() {
+                    let loaded = d.session_loaded;
+                    tracing::info!(mission = %id, session = %d.session_id, loaded, "host: a requeued mission started again");
+                    report(Event::Restarted {
+                        mission: id,
+                        session: d.session_id,
+                        loaded,
+                    });
+                }
+            }
+            Err(e) => report(Event::StartFailed {
                 mission: id,
                 error: format!("{e:#}"),
-            });
+            }),
         }
     }));
 }
