@@ -295,7 +295,9 @@ fn plan(scale: Scale, curves: bool, postgres: bool, chosen: &[&str]) -> Vec<(Str
         let steps: Vec<Scale> = match group {
             _ if !curves => vec![scale],
             "answer" | "board" => SCALE_MISSIONS.map(|m| scale.with_missions(m)).to_vec(),
-            "fleet" | "fleet-rss" | "queue-fleet" => SCALE_UNITS.map(|u| scale.with_units(u)).to_vec(),
+            "fleet" | "fleet-rss" | "queue-fleet" => {
+                SCALE_UNITS.map(|u| scale.with_units(u)).to_vec()
+            }
             _ => vec![scale],
         };
         let on_postgres: Vec<Scale> = if postgres && STORE_GROUPS.contains(&group) {

@@ -184,10 +184,7 @@ pub async fn throughput(scale: Scale) -> anyhow::Result<Vec<Row>> {
     let t = Instant::now();
     let svc = missions.clone();
     let ids = blocking(move || -> anyhow::Result<Vec<String>> {
-        batch
-            .into_iter()
-            .map(|q| Ok(svc.enqueue(q)?.id))
-            .collect()
+        batch.into_iter().map(|q| Ok(svc.enqueue(q)?.id)).collect()
     })
     .await?;
     until_all_rest(&missions, "every queued mission to rest").await?;
@@ -198,7 +195,9 @@ pub async fn throughput(scale: Scale) -> anyhow::Result<Vec<Row>> {
 
     Ok(vec![
         Row::rate(
-            &format!("queue throughput ({n} missions queued at once, a host of width {n}, to landed)"),
+            &format!(
+                "queue throughput ({n} missions queued at once, a host of width {n}, to landed)"
+            ),
             queued_rate,
             "missions/s",
             direct_rate,
