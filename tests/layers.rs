@@ -3,7 +3,8 @@
 //! - modules depend one way: every path a file in `src/` names (`crate::…`, or
 //!   `super::…` leaving its module) points to a lower layer, or to a sibling in a
 //!   layer whose siblings may depend on each other without a cycle, or along an edge
-//!   listed with its reason;
+//!   listed with its reason; a surface names no role (it calls a verb in `ops`)
+//!   except along a listed edge, where it is that role's entry point;
 //! - inside a module, its files import one another without a circle;
 //! - only the listed modules name the crates that own a boundary (the ACP wire, the
 //!   databases, the kernel's sandbox).
@@ -87,8 +88,9 @@ const MODULES: &[(&str, (&str, u8, Siblings))] = &[
     ("acp_server", SURFACES),
 ];
 
-/// The only edges between siblings of a [`Siblings::Listed`] layer, and why each
-/// is one way.
+/// The only edges between siblings of a [`Siblings::Listed`] layer, and the only
+/// ones from a surface to a role (where the surface is that role's entry point),
+/// and why each is one way.
 const LISTED_EDGES: &[(&str, &str, &str)] = &[
     (
         "oracle",
@@ -109,6 +111,30 @@ const LISTED_EDGES: &[(&str, &str, &str)] = &[
         "cli",
         "acp_server",
         "`missionboard acp` serves an editor; the server never parses arguments",
+    ),
+    (
+        "cli",
+        "planner",
+        "`missionboard agent` runs the native agent (and takes its defaults as flags); the \
+         agent never parses the command line",
+    ),
+    (
+        "cli",
+        "stub",
+        "`missionboard stub-agent` runs the scripted agent; the stub never parses the command \
+         line",
+    ),
+    (
+        "acp_server",
+        "planner",
+        "an editor's chat turns run on the native agent's model loop; the agent never knows \
+         the editor",
+    ),
+    (
+        "bench",
+        "fleet",
+        "the bench times the fleet itself (dispatch, the mission tools); the fleet never \
+         measures itself",
     ),
     (
         "bench",
@@ -352,6 +378,28 @@ fn an_unlisted_surface_edge_fails_and_a_listed_one_passes() {
 }
 
 #[test]
+fn a_surface_naming_a_role_fails_unless_listed() {
+    let src = synthetic_src(&[
+        (
+            "cli/mod.rs",
+            "pub fn agent() {\n    crate::planner::run_agent();\n}\n",
+        ),
+        (
+            "board/effects.rs",
+            "use crate::ops::host::Fleet;\nuse crate::fleet::sweep;\n\
+             #[cfg(test)]\nmod tests {\n    use crate::stub::BUILTIN_NAMES;\n}\n",
+        ),
+    ]);
+    assert_eq!(
+        layering_problems(src.path()),
+        [
+            "src/board/effects.rs:2: board (surfaces) -> fleet (roles) names a role from a \
+          surface (call a verb in ops, or list the edge): `use crate::fleet::sweep;`"
+        ]
+    );
+}
+
+#[test]
 fn a_circle_between_the_files_of_a_module_fails_with_each_edge() {
     let src = synthetic_src(&[
         (
@@ -435,6 +483,17 @@ fn layering_problems(src: &Path) -> Vec<String> {
                 ));
                 continue;
             };
+            let listed = LISTED_EDGES.iter().any(|(a, b, _)| *a == from && *b == to);
+            if from_layer == SURFACES && to_layer == ROLES && !listed {
+                problems.push(format!(
+                    "src/{}:{}: {from} (surfaces) -> {to} (roles) names a role from a surface \
+                     (call a verb in ops, or list the edge): `{}`",
+                    rel.display(),
+                    named.line,
+                    named.text
+                ));
+                continue;
+            }
             if to_layer.1 < from_layer.1 {
                 continue;
             }
@@ -445,7 +504,6 @@ fn layering_problems(src: &Path) -> Vec<String> {
                 line: named.line,
                 text: named.text.clone(),
             };
-            let listed = LISTED_EDGES.iter().any(|(a, b, _)| *a == from && *b == to);
             if to_layer.1 == from_layer.1 && (from_layer.2 == Siblings::Acyclic || listed) {
                 siblings.entry(from.clone()).or_default().push(edge);
                 continue;

@@ -30,6 +30,7 @@ use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
 use tokio::sync::watch;
 
 use super::{MISSION_META_KEY, McpStdioServer};
+use crate::store::blocking;
 
 /// A session of a built-in agent, as the scaffold needs it.
 pub trait AgentSession: Send + Sync + 'static {
@@ -61,7 +62,10 @@ impl<S> PromptTurn<S> {
     }
 }
 
-/// What a built-in agent supplies; [`serve`] does the rest.
+/// What a built-in agent supplies; [`serve`] does the rest. The session callbacks
+/// (`open_session`, `load_session`, `close_session`, `set_config_option`) are
+/// synchronous and [`serve`] runs them off the async workers (`store::blocking`):
+/// one may read the store or a file directly.
 pub trait BuiltinAgent: Send + Sync + Sized + 'static {
     type Session: AgentSession;
 
@@ -232,7 +236,8 @@ pub async fn serve<A: BuiltinAgent>(
         )
         .on_receive_request(
             async move |request: NewSessionRequest, responder, cx| {
-                let (session, response) = on_new.open_session(request);
+                let agent = on_new.clone();
+                let (session, response) = blocking(move || agent.open_session(request)).await;
                 on_new.connect_servers(&session).await;
                 let id = response.session_id.0.to_string();
                 on_new.sessions().insert(id.clone(), session.clone());
@@ -245,7 +250,8 @@ pub async fn serve<A: BuiltinAgent>(
         .on_receive_request(
             async move |request: LoadSessionRequest, responder, _cx| {
                 let id = request.session_id.0.to_string();
-                match on_load.load_session(request) {
+                let agent = on_load.clone();
+                match blocking(move || agent.load_session(request)).await {
                     Ok((session, response)) => {
                         on_load.connect_servers(&session).await;
                         on_load.sessions().insert(id, session);
@@ -257,11 +263,12 @@ pub async fn serve<A: BuiltinAgent>(
             agent_client_protocol::on_receive_request!(),
         )
         .on_receive_request(
-            async move |request: SetSessionConfigOptionRequest, responder, _cx| match on_config
-                .set_config_option(&request)
-            {
-                Ok(response) => responder.respond(response),
-                Err(err) => responder.respond_with_error(err),
+            async move |request: SetSessionConfigOptionRequest, responder, _cx| {
+                let agent = on_config.clone();
+                match blocking(move || agent.set_config_option(&request)).await {
+                    Ok(response) => responder.respond(response),
+                    Err(err) => responder.respond_with_error(err),
+                }
             },
             agent_client_protocol::on_receive_request!(),
         )
@@ -297,7 +304,8 @@ pub async fn serve<A: BuiltinAgent>(
                 if on_close.sessions().get(&id).is_none() {
                     return responder.respond_with_error(unknown_session(&id));
                 }
-                match on_close.close_session(&id) {
+                let (agent, closing) = (on_close.clone(), id.clone());
+                match blocking(move || agent.close_session(&closing)).await {
                     Ok(response) => {
                         on_close.sessions().remove(&id);
                         responder.respond(response)

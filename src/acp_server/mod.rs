@@ -39,11 +39,11 @@ use crate::acp_client::agent_side::{
     self, AgentSession, BuiltinAgent, CancelSignal, PromptTurn, Sessions,
 };
 use crate::agents::Registry;
-use crate::fleet::Fleet;
 use crate::model::ModelClient;
+use crate::ops::host::Fleet;
 use crate::paths::Paths;
 use crate::planner::{HostTools, ModelFlags, SessionState, Turn};
-use crate::store::{Store, blocking, blocking_in_place};
+use crate::store::{Store, blocking};
 use crate::sync::LockUnpoisoned;
 
 /// The name the agent gives in `initialize` and in its diagnostics.
@@ -232,7 +232,7 @@ impl Host {
     /// The envelope option as the editor shows it: the default, then every envelope
     /// on the search path with its character line.
     fn envelope_option(&self, pick: Option<&str>) -> SessionConfigOption {
-        let data = blocking_in_place(|| command::picker_data(&self.svc)).unwrap_or_default();
+        let data = command::picker_data(&self.svc).unwrap_or_default();
         let default = data.default_envelope.as_deref().unwrap_or("none set");
         let mut choices = vec![SessionConfigSelectOption::new(
             SessionConfigValueId::new(DEFAULT_PICK),
@@ -291,7 +291,7 @@ impl BuiltinAgent for Host {
         // Unique across processes: missions record it as their parent.
         let id = format!("mb-session-{}", uuid::Uuid::new_v4());
         let missions = self.svc.fleet.missions();
-        if let Err(e) = blocking_in_place(|| missions.open_parent_session(&id)) {
+        if let Err(e) = missions.open_parent_session(&id) {
             tracing::warn!(session = %id, "could not record the session as live: {e}");
         }
         let pick = Arc::new(Mutex::new(None));
@@ -334,7 +334,8 @@ impl BuiltinAgent for Host {
             session.cancel.send_modify(|g| *g += 1);
         }
         let missions = self.svc.fleet.missions();
-        blocking_in_place(|| missions.close_parent_session(id))
+        missions
+            .close_parent_session(id)
             .map_err(|e| Error::new(-32603, e.to_string()))?;
         tracing::info!(session = %id, "session/close");
         Ok(CloseSessionResponse::new())
@@ -361,7 +362,7 @@ impl BuiltinAgent for Host {
         let picked = match &*value.0 {
             DEFAULT_PICK => None,
             name => {
-                let data = blocking_in_place(|| command::picker_data(&self.svc)).map_err(refuse)?;
+                let data = command::picker_data(&self.svc).map_err(refuse)?;
                 crate::board::picker::lookup_envelope(
                     name,
                     command::OPTION_ORIGIN,

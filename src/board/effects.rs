@@ -10,8 +10,8 @@ use super::model::{HostedMission, Runs, short};
 use super::picker::{self, Resolved};
 use super::update::{Effect, Msg};
 use crate::asks::OperatorVerdict;
-use crate::fleet::Fleet;
 use crate::ops::answer::{self, Afterwards, Answerer, Host};
+use crate::ops::host::Fleet;
 use crate::ops::{self, fire};
 use crate::paths::Paths;
 
@@ -140,7 +140,7 @@ fn toggle_oracle(svc: &Services, mount: bool) -> Result<Option<String>, String> 
     if !mount {
         return Ok(None);
     }
-    let oracle = crate::oracle::Oracle::mount(&svc.paths, svc.fleet.missions().store())
+    let oracle = crate::ops::host::mount_oracle(&svc.paths, svc.fleet.missions().store())
         .map_err(|e| format!("oracle not mounted: {e}"))?;
     let line = oracle.mount_line();
     *slot = Some(

@@ -43,7 +43,7 @@ use ratatui::layout::Rect;
 use tokio::sync::{mpsc, watch};
 use tokio::time::MissedTickBehavior;
 
-use crate::fleet::Fleet;
+use crate::ops::host::Fleet;
 use crate::paths::Paths;
 use crate::signals::{Arrived, Signals};
 use crate::store::Store;

@@ -19,7 +19,6 @@ use crate::config::Config;
 use crate::host::HostId;
 use crate::mission::inbox::InboxItem;
 use crate::mission::{Listing, Mission, Missions, Report, Status};
-use crate::oracle::trace::Trace;
 use crate::store::{Location, Store};
 use crate::text::{one_line, sanitize};
 
@@ -425,8 +424,7 @@ fn workspace(wt: Option<&crate::worktree::Worktree>) -> String {
 
 /// The newest oracle trace lines of every mission, oldest first, as one line each.
 fn oracle_trace(src: &Source) -> Result<Vec<String>, String> {
-    let lines = Trace::new(src.missions.store().clone(), false)
-        .recent(TRACE_LIMIT)
+    let lines = crate::ops::show::recent_oracle_trace(src.missions.store(), TRACE_LIMIT)
         .map_err(|e| e.to_string())?;
     Ok(lines.iter().map(|l| one_line(l)).collect())
 }
@@ -628,8 +626,7 @@ fn detail(
             crate::worktree::workspace_label(Some(wt.state))
         ))
     });
-    let spent = crate::fleet::budget::ComputeLedger::new(missions.store().clone())
-        .get(&m.id)
+    let spent = crate::ops::show::compute_record(missions.store(), &m.id)
         .map_err(|e| e.to_string())?
         .map(|r| r.spent)
         .unwrap_or_default();

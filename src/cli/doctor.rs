@@ -9,6 +9,7 @@ use super::out::{self, outln};
 use crate::agents::{Agent, Registry, SELF_COMMAND, catalogue};
 use crate::config::{self, Config};
 use crate::envelope::search;
+use crate::ops::handshake;
 use crate::{presets, text};
 
 /// `--json` runs the same checks but no sweep: it reads, and changes nothing.
@@ -120,10 +121,9 @@ pub(super) fn run(ctx: &Ctx, json: bool) -> anyhow::Result<i32> {
             }
         }
         let missions = crate::mission::Missions::new(store.clone());
-        let asks = crate::asks::Asks::new(store.clone());
-        match (!json).then(|| crate::fleet::sweep::reclaim(&missions, &asks)) {
-            None | Some(Ok(0)) => {}
-            Some(Ok(n)) => lines.push(crate::fleet::sweep::count_line(n)),
+        match (!json).then(|| crate::ops::sweep::reclaim(&missions)) {
+            None | Some(Ok(None)) => {}
+            Some(Ok(Some(line))) => lines.push(line),
             Some(Err(e)) => lines.push(format!(
                 "Missions: the abandoned-mission sweep did not run ({e}) — a mission whose host process is gone may still read as open."
             )),
@@ -193,7 +193,7 @@ fn damage(ctx: &Ctx, err: &anyhow::Error) -> Option<String> {
         .flatten()
         .map(|s| s.integrity_check().unwrap_or_else(|e| e.to_string()))
         .unwrap_or_else(|| refused.to_string());
-    Some(crate::text::excerpt(&found.replace('\n', "; "), 300))
+    Some(text::excerpt(&found.replace('\n', "; "), 300))
 }
 
 fn probe_model(cfg: &Config) -> anyhow::Result<String> {
@@ -453,20 +453,15 @@ fn default_sandbox(ctx: &Ctx) -> crate::envelope::sandbox::SandboxDecl {
 }
 
 /// Dry handshakes with `agents`, concurrently: `ready — …` or the failure.
-fn greet_all(
-    ctx: &Ctx,
-    agents: Vec<Agent>,
-) -> Vec<Result<String, crate::fleet::handshake::Failure>> {
-    use crate::fleet::handshake::{self, Failure};
+fn greet_all(ctx: &Ctx, agents: Vec<Agent>) -> Vec<Result<String, handshake::Failure>> {
     let decl = default_sandbox(ctx);
-    let exe = std::env::current_exe().unwrap_or_else(|_| SELF_COMMAND.into());
     let runtime = match crate::runtime::multi_thread() {
         Ok(r) => r,
         Err(e) => {
             return agents
                 .iter()
                 .map(|_| {
-                    Err(Failure {
+                    Err(handshake::Failure {
                         what: format!("no handshake: {e}"),
                         fix: "see above".into(),
                     })
@@ -476,25 +471,10 @@ fn greet_all(
     };
     let paths = ctx.paths.clone();
     runtime.block_on(async move {
-        let runs = agents.iter().map(|agent| {
-            handshake::dry_handshake(&paths, agent, &decl, &exe, handshake::HANDSHAKE_TIMEOUT)
-        });
-        futures::future::join_all(runs)
-            .await
-            .into_iter()
-            .map(|r| {
-                r.map(|g| {
-                    let who = match (g.name, g.version) {
-                        (Some(n), Some(v)) => {
-                            format!("{} {}", text::one_line(&n), text::one_line(&v))
-                        }
-                        (Some(n), None) => text::one_line(&n),
-                        _ => "the agent".to_string(),
-                    };
-                    format!("ready — {who} answered initialize and session/new")
-                })
-            })
-            .collect()
+        let runs = agents
+            .iter()
+            .map(|agent| handshake::greet(&paths, agent, &decl));
+        futures::future::join_all(runs).await
     })
 }
 
@@ -555,18 +535,11 @@ pub(super) fn run_agent(ctx: &Ctx, name: &str, json: bool) -> anyhow::Result<i32
         .ok()
         .flatten()
         .and_then(|s| Config::new(s).get(config::MODEL_BASE_URL).ok().flatten());
-    let exe = std::env::current_exe().unwrap_or_else(|_| SELF_COMMAND.into());
-    let tmp = std::env::temp_dir().join("missionboard-<mission id>");
-    match crate::fleet::confinement::grant_lines(
+    match crate::ops::grants::dry_grants(
         &ctx.paths,
         &agent,
         &decl,
-        crate::fleet::confinement::Workspace {
-            dir: &ctx.paths.cwd,
-            commit: Default::default(),
-        },
-        &tmp,
-        &exe,
+        &ctx.paths.cwd,
         model_url.as_deref(),
     ) {
         Ok(grants) => lines.extend(grants.into_iter().map(|g| format!("Grant:     {g}"))),

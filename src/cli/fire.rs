@@ -11,11 +11,10 @@ use super::out::{out, outln};
 use crate::agents::AgentCaps;
 use crate::envelope::bounds::{ComputeField, bound_status, describe_all};
 use crate::envelope::policy::{ComputeBounds, OnExhausted};
-use crate::fleet::Fleet;
 use crate::mission::Intent;
 use crate::mission::Status;
 use crate::ops::fire::{self, Fire};
-use crate::oracle::Oracle;
+use crate::ops::host::{self, Fleet};
 use crate::presets;
 use crate::signals::Signals;
 use crate::store::Store;
@@ -68,7 +67,7 @@ pub(super) fn run(ctx: &Ctx, args: FireArgs) -> anyhow::Result<i32> {
     // Mounted before anything is fired: a chain or envelope that cannot load refuses
     // the fire whole.
     let oracle = if args.oracle {
-        Some(Oracle::mount(&ctx.paths, &store)?)
+        Some(host::mount_oracle(&ctx.paths, &store)?)
     } else {
         None
     };

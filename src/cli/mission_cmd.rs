@@ -7,7 +7,6 @@ use super::{Ctx, ListArgs};
 use crate::clock;
 use crate::duration::age;
 use crate::envelope::bounds::{ComputeField, describe};
-use crate::fleet::budget::{ComputeLedger, ComputeRecord};
 use crate::mission::{Mission, Missions, Report};
 use crate::row;
 
@@ -19,9 +18,8 @@ pub(super) fn missions(ctx: &Ctx) -> anyhow::Result<Missions> {
 /// The lazy reclaim sweep of list and show: the count line when it collected
 /// anything; its errors never fail the read.
 fn sweep(svc: &Missions, json: bool) -> anyhow::Result<()> {
-    let asks = crate::asks::Asks::new(svc.store().clone());
-    match crate::fleet::sweep::reclaim(svc, &asks) {
-        Ok(n) if n > 0 && !json => outln!("{}\n", crate::fleet::sweep::count_line(n))?,
+    match crate::ops::sweep::reclaim(svc) {
+        Ok(Some(line)) if !json => outln!("{line}\n")?,
         Ok(_) => {}
         Err(e) => tracing::warn!("reclaim sweep failed: {e}"),
     }
@@ -293,12 +291,14 @@ fn compute_lines(ctx: &Ctx, store: &crate::store::Store, m: &Mission) -> Vec<Str
     let Ok(envelope) = crate::envelope::search::load(&ctx.paths, &m.envelope_name) else {
         return Vec::new();
     };
-    let record = ComputeLedger::new(store.clone()).get(&m.id).ok().flatten();
+    let record = crate::ops::show::compute_record(store, &m.id)
+        .ok()
+        .flatten();
     let declared = &envelope.policy.compute;
     let bounds = record
         .as_ref()
         .map_or_else(|| declared.clone(), |r| r.apply(declared));
-    let caps = record.as_ref().map(ComputeRecord::agent_caps);
+    let caps = record.as_ref().map(|r| r.agent_caps());
     let parts: Vec<String> = ComputeField::ALL
         .into_iter()
         .filter(|f| f.is_set(&bounds))
@@ -329,8 +329,8 @@ fn compute_lines(ctx: &Ctx, store: &crate::store::Store, m: &Mission) -> Vec<Str
             crate::confine::landlock_abi()
         )
     ));
-    lines.extend(grant_lines(
-        ctx,
+    lines.extend(crate::ops::grants::mission_grants(
+        &ctx.paths,
         store,
         m,
         &envelope.policy.sandbox_or_baseline(),
@@ -338,59 +338,9 @@ fn compute_lines(ctx: &Ctx, store: &crate::store::Store, m: &Mission) -> Vec<Str
     lines
 }
 
-/// Every grant decision for the mission's unit, as its host makes them: what it may
-/// write, read and connect to, and why. Nothing when its agent is no longer known.
-fn grant_lines(
-    ctx: &Ctx,
-    store: &crate::store::Store,
-    m: &Mission,
-    decl: &crate::envelope::sandbox::SandboxDecl,
-) -> Vec<String> {
-    let Ok(registry) = crate::agents::Registry::load(&ctx.paths) else {
-        return Vec::new();
-    };
-    let Some(agent) = registry
-        .get(&m.agent_name)
-        .or_else(|| crate::agents::catalogue::get(&m.agent_name))
-    else {
-        return Vec::new();
-    };
-    let worktree = crate::worktree::Worktrees::new(store.clone())
-        .get(&m.id)
-        .ok()
-        .flatten();
-    let commit = worktree
-        .as_ref()
-        .and_then(|wt| crate::worktree::commit_access(wt).ok())
-        .unwrap_or_default();
-    let dir = worktree.map_or_else(|| std::path::PathBuf::from(&m.cwd), |wt| wt.path);
-    let config = crate::config::Config::new(store.clone());
-    let model_url = match agent.model.base_url.clone() {
-        Some(url) if agent.is_native_agent() => Some(url),
-        _ => config.get(crate::config::MODEL_BASE_URL).ok().flatten(),
-    };
-    let exe = std::env::current_exe().unwrap_or_else(|_| crate::agents::SELF_COMMAND.into());
-    let tmp = crate::fleet::confinement::MissionTmp::path_for(&m.id);
-    match crate::fleet::confinement::grant_lines(
-        &ctx.paths,
-        agent,
-        decl,
-        crate::fleet::confinement::Workspace { dir: &dir, commit },
-        &tmp,
-        &exe,
-        model_url.as_deref(),
-    ) {
-        Ok(grants) => grants
-            .into_iter()
-            .map(|g| format!("Grant:     {g}"))
-            .collect(),
-        Err(e) => vec![format!("Grant:     refused — {e}")],
-    }
-}
-
 /// What the oracle did about this mission's questions (its newest 200 lines).
-fn oracle_trace(svc: &Missions, id: &str) -> anyhow::Result<Vec<crate::oracle::trace::TraceLine>> {
-    Ok(crate::oracle::trace::Trace::new(svc.store().clone(), false).for_mission(id, 200)?)
+fn oracle_trace(svc: &Missions, id: &str) -> anyhow::Result<Vec<crate::ops::show::TraceLine>> {
+    Ok(crate::ops::show::oracle_trace(svc.store(), id, 200)?)
 }
 
 /// `<status>[ — <reason>]`

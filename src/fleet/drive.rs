@@ -429,11 +429,13 @@ impl Drive {
                         if let UnitEvent::StdoutGarbage(line) = &ev {
                             garbage.get_or_insert_with(|| stdout_garbage(line));
                         }
-                        crossed = crossed.or_else(|| self.account(&ev));
+                        if crossed.is_none() {
+                            crossed = self.account(&ev).await;
+                        }
                         journal.record(ev);
                     }
                     // The meter's tokens are made durable once a turn, not per chunk.
-                    self.budget.record_spend();
+                    self.budget.record_spend().await;
                     // A turn that ended right behind its garbage line failed all the same.
                     if let Some(err) = garbage {
                         self.record_derail(&err).await;
@@ -459,7 +461,7 @@ impl Drive {
                         let _ = tokio::time::timeout(CANCEL_GRACE, &mut prompt).await;
                         return Prompted::Ended(Turn::Failed(err));
                     }
-                    let crossed = self.account(&ev);
+                    let crossed = self.account(&ev).await;
                     journal.record(ev);
                     if let Some(crossing) = crossed {
                         break crossing;
@@ -493,11 +495,11 @@ impl Drive {
     /// its line was read (its crossings arrive on `crossings`); here the spend is
     /// made durable, and the turn's end-of-turn usage, which the host itself
     /// reports, is counted.
-    fn account(&self, ev: &UnitEvent) -> Option<Crossing> {
+    async fn account(&self, ev: &UnitEvent) -> Option<Crossing> {
         match ev {
-            UnitEvent::TurnUsage(_) => self.budget.record(ev),
+            UnitEvent::TurnUsage(_) => self.budget.record(ev).await,
             _ => {
-                self.budget.settle(ev);
+                self.budget.settle(ev).await;
                 None
             }
         }
@@ -612,7 +614,7 @@ impl Drive {
                     }
                 }
                 Some(ev) = self.events.recv() => {
-                    self.account(&ev);
+                    self.account(&ev).await;
                     journal.record(ev);
                 }
                 row = self.asks.wait(&ask.id, Some(std::time::Instant::now() + RESUME_POLL)) => {

@@ -138,13 +138,13 @@ impl Gate {
         let shape = Shape::of_request(ask);
         if let Some(tool) = mission_tool(&shape) {
             tracing::debug!(mission = %self.mission_id, tool, "mission tool allowed");
-            self.budget.mission_call(&ask.tool_call_id);
+            self.budget.mission_call(&ask.tool_call_id).await;
             return (PermissionReply::Allow, None);
         }
         // Counted before rule evaluation. The call that crosses `maxToolCalls`
         // (and every call while the budget stays spent) is refused; the drive loop
         // hears of the crossing, cancels the turn and applies `onExhausted`.
-        if self.budget.gated_call(&ask.tool_call_id) {
+        if self.budget.gated_call(&ask.tool_call_id).await {
             return (PermissionReply::Reject, None);
         }
         let call = tool_call(&shape);

@@ -6,6 +6,11 @@
 
 pub mod answer;
 pub mod fire;
+pub mod grants;
+pub mod handshake;
+pub mod host;
 pub mod inbox;
+pub mod show;
 pub mod stop;
+pub mod sweep;
 pub mod worktree;

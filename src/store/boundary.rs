@@ -14,9 +14,10 @@
 //! one-shot commands, the board's store thread, the effects the board already runs
 //! on the blocking pool) calls the services directly, as before.
 //!
-//! A synchronous callback that async code invokes and cannot await (a trait method
-//! called mid-chain) uses [`blocking_in_place`] instead: the worker hands its other
-//! tasks to a fresh worker before it blocks.
+//! Code that cannot await at all (a trait method called mid-chain, a `Drop`) uses
+//! [`blocking_in_place`] instead, saying at the call why: the worker hands its other
+//! tasks to a fresh worker before it blocks. A synchronous callback that its caller
+//! can run elsewhere is run through [`blocking`] by that caller instead.
 
 /// Run store-bound work `f` off the async worker threads and await its result.
 /// A panic inside `f` resumes on the caller, as if `f` had run inline.

@@ -100,6 +100,10 @@ pub(super) struct Budget {
     gated: mpsc::UnboundedSender<Crossing>,
     /// Where the spend is made durable, as it is counted.
     ledger: Option<(ComputeLedger, String)>,
+    /// Held while a write to the ledger is under way, so the drive loop's and the
+    /// permission answerer's writes land one after the other, each with the spend
+    /// as of its turn: the newest is the one that stays.
+    writing: tokio::sync::Mutex<()>,
 }
 
 impl Budget {
@@ -116,6 +120,7 @@ impl Budget {
                 spent: Mutex::new(spent),
                 gated,
                 ledger: None,
+                writing: tokio::sync::Mutex::new(()),
             },
             rx,
         )
@@ -141,11 +146,14 @@ impl Budget {
         }
     }
 
-    /// Make the spend durable if it grew since the ledger last heard of it.
-    pub fn record_spend(&self) {
+    /// Make the spend durable if it changed since the ledger last heard of it.
+    /// Awaited by the drive loop and the permission answerer before they go on, so
+    /// a host killed right after has the spend on the record.
+    pub async fn record_spend(&self) {
         let Some((ledger, mission_id)) = &self.ledger else {
             return;
         };
+        let _writing = self.writing.lock().await;
         let now = self.spend();
         {
             let mut s = self.spent.lock_unpoisoned();
@@ -154,9 +162,9 @@ impl Budget {
             }
             s.recorded = now;
         }
-        // Counted from the drive loop and the permission answerer, both async: the
-        // write runs in place with the worker's other tasks handed off first.
-        if let Err(e) = crate::store::blocking_in_place(|| ledger.record_spend(mission_id, now)) {
+        let (ledger, id) = (ledger.clone(), mission_id.clone());
+        let written = crate::store::blocking(move || ledger.record_spend(&id, now)).await;
+        if let Err(e) = written {
             tracing::warn!(mission = %mission_id, "could not record the compute spend: {e}");
         }
     }
@@ -177,16 +185,20 @@ impl Budget {
     /// `maxToolCalls` (reported once; later calls return `None` but are refused by
     /// [`Budget::is_exhausted`]). A call known to be one of our mission tools is
     /// never counted.
-    pub fn tool_call(&self, id: &str) -> Option<Crossing> {
-        self.count_tool_call(id, true)
+    pub async fn tool_call(&self, id: &str) -> Option<Crossing> {
+        let (counted, crossing) = self.count_tool_call(id);
+        if counted {
+            self.record_spend().await;
+        }
+        crossing
     }
 
-    /// [`Budget::tool_call`], making the spend durable only when `persist` (the
-    /// stdout tap counts in memory; the drive loop records right behind it).
-    fn count_tool_call(&self, id: &str, persist: bool) -> Option<Crossing> {
+    /// [`Budget::tool_call`] in memory (the stdout tap counts this way; the drive
+    /// loop records right behind it): whether it counted, and the crossing.
+    fn count_tool_call(&self, id: &str) -> (bool, Option<Crossing>) {
         let mut s = self.spent.lock_unpoisoned();
         if !id.is_empty() && s.mission_calls.contains(id) {
-            return None;
+            return (false, None);
         }
         let max = s.bounds.max_tool_calls;
         let key = if id.is_empty() {
@@ -202,24 +214,19 @@ impl Budget {
             s.crossed = Some(tool_calls_reason(max));
         }
         drop(s);
-        if counted && persist {
-            self.record_spend();
-        }
-        if crossed {
-            return Some(Crossing {
-                field: ComputeField::MaxToolCalls,
-                limit: max,
-                reason: tool_calls_reason(max),
-            });
-        }
-        None
+        let crossing = crossed.then(|| Crossing {
+            field: ComputeField::MaxToolCalls,
+            limit: max,
+            reason: tool_calls_reason(max),
+        });
+        (counted, crossing)
     }
 
     /// A gated permission request: counted like any tool call. Returns whether it
     /// must be refused (it crossed the bound, or the budget is already spent); a
     /// crossing goes to the drive loop, which cancels the turn.
-    pub fn gated_call(&self, id: &str) -> bool {
-        if let Some(crossing) = self.tool_call(id) {
+    pub async fn gated_call(&self, id: &str) -> bool {
+        if let Some(crossing) = self.tool_call(id).await {
             let _ = self.gated.send(crossing);
             return true;
         }
@@ -229,21 +236,20 @@ impl Budget {
     /// The call with this id is one of our mission tools (its permission request
     /// said so, perhaps after its `tool_call` update was counted): it does not count,
     /// now or when its updates arrive.
-    pub fn mission_call(&self, id: &str) {
-        self.mission_call_counted(id, true)
+    pub async fn mission_call(&self, id: &str) {
+        if self.mission_call_counted(id) {
+            self.record_spend().await;
+        }
     }
 
-    fn mission_call_counted(&self, id: &str, persist: bool) {
+    /// [`Budget::mission_call`] in memory: whether a count was taken back.
+    fn mission_call_counted(&self, id: &str) -> bool {
         if id.is_empty() {
-            return;
+            return false;
         }
         let mut s = self.spent.lock_unpoisoned();
         s.mission_calls.insert(id.to_string());
-        let uncounted = s.tool_calls.remove(id);
-        drop(s);
-        if uncounted && persist {
-            self.record_spend();
-        }
+        s.tool_calls.remove(id)
     }
 
     /// The stuck reason of the bound crossed, while it is not extended.
@@ -265,21 +271,21 @@ impl Budget {
 
     /// Account for one update from the unit and make the spend durable. Returns
     /// the crossing when it crosses a bound.
-    pub fn record(&self, ev: &UnitEvent) -> Option<Crossing> {
+    pub async fn record(&self, ev: &UnitEvent) -> Option<Crossing> {
         let crossed = self.count(ev);
-        self.settle(ev);
+        self.settle(ev).await;
         crossed
     }
 
     /// Make the spend durable after an update already counted (by [`Budget::observe`]),
     /// when it is one that moves the ledger: a tool call or reported usage. The
     /// meter's tokens are made durable once a turn, not per chunk.
-    pub fn settle(&self, ev: &UnitEvent) {
+    pub async fn settle(&self, ev: &UnitEvent) {
         if matches!(
             ev,
             UnitEvent::ToolCall { .. } | UnitEvent::Usage { .. } | UnitEvent::TurnUsage(_)
         ) {
-            self.record_spend();
+            self.record_spend().await;
         }
     }
 
@@ -301,10 +307,10 @@ impl Budget {
                 let ours = crate::fleet::normalise::Shape::of_event(ev)
                     .is_some_and(|shape| crate::fleet::normalise::mission_tool(&shape).is_some());
                 if ours {
-                    self.mission_call_counted(id, false);
+                    self.mission_call_counted(id);
                     return None;
                 }
-                self.count_tool_call(id, false)
+                self.count_tool_call(id).1
             }
             UnitEvent::AgentText(t) | UnitEvent::Thought(t) => {
                 self.meter(t.len());
@@ -393,11 +399,15 @@ mod tests {
         .0
     }
 
-    #[test]
-    fn tool_calls_count_once_per_id_and_never_our_own() {
+    #[tokio::test]
+    async fn tool_calls_count_once_per_id_and_never_our_own() {
         let b = budget(2, 0);
-        assert_eq!(b.tool_call("a"), None);
-        assert_eq!(b.tool_call("a"), None, "the same id twice is one call");
+        assert_eq!(b.tool_call("a").await, None);
+        assert_eq!(
+            b.tool_call("a").await,
+            None,
+            "the same id twice is one call"
+        );
         let qwen = UnitEvent::ToolCall {
             id: "m".into(),
             title: "{\"summary\":\"x\"}".into(),
@@ -409,32 +419,37 @@ mod tests {
                 serde_json::json!("mcp__mission__mission_report"),
             )]),
         };
-        assert_eq!(b.record(&qwen), None);
-        assert_eq!(b.tool_call("m"), None);
+        assert_eq!(b.record(&qwen).await, None);
+        assert_eq!(b.tool_call("m").await, None);
         // Counted before its permission request said it was ours: uncounted.
-        assert_eq!(b.tool_call("late"), None);
-        b.mission_call("late");
+        assert_eq!(b.tool_call("late").await, None);
+        b.mission_call("late").await;
         assert_eq!(b.spend().tool_calls, 1);
-        assert_eq!(b.tool_call("b"), None);
-        let reason = b.tool_call("c").unwrap().reason;
+        assert_eq!(b.tool_call("b").await, None);
+        let reason = b.tool_call("c").await.unwrap().reason;
         assert!(
             reason.starts_with("compute bound exhausted: maxToolCalls=2 — "),
             "{reason}"
         );
         assert!(b.is_exhausted());
-        assert_eq!(b.tool_call("d"), None, "the crossing is reported once");
+        assert_eq!(
+            b.tool_call("d").await,
+            None,
+            "the crossing is reported once"
+        );
     }
 
-    #[test]
-    fn reported_usage_wins_over_the_meter() {
+    #[tokio::test]
+    async fn reported_usage_wins_over_the_meter() {
         let b = budget(0, 100);
-        assert_eq!(b.record(&UnitEvent::AgentText("x".repeat(100))), None);
+        assert_eq!(b.record(&UnitEvent::AgentText("x".repeat(100))).await, None);
         let r = b
             .record(&UnitEvent::Usage {
                 used: 150,
                 size: 1000,
                 cost: None,
             })
+            .await
             .unwrap()
             .reason;
         assert_eq!(
@@ -443,12 +458,13 @@ mod tests {
         );
     }
 
-    #[test]
-    fn with_no_usage_the_meter_holds_the_bound() {
+    #[tokio::test]
+    async fn with_no_usage_the_meter_holds_the_bound() {
         let b = budget(0, 100);
         b.sent(&["p".repeat(200)]);
         let r = b
             .record(&UnitEvent::AgentText("y".repeat(300)))
+            .await
             .unwrap()
             .reason;
         assert!(
@@ -459,24 +475,24 @@ mod tests {
         );
     }
 
-    #[test]
-    fn an_extension_lets_the_mission_spend_again() {
+    #[tokio::test]
+    async fn an_extension_lets_the_mission_spend_again() {
         let b = budget(1, 0);
-        assert_eq!(b.tool_call("a"), None);
-        let crossing = b.tool_call("b").unwrap();
+        assert_eq!(b.tool_call("a").await, None);
+        let crossing = b.tool_call("b").await.unwrap();
         assert_eq!(
             (crossing.field, crossing.limit),
             (ComputeField::MaxToolCalls, 1)
         );
-        assert!(b.gated_call("c"), "refused while spent");
+        assert!(b.gated_call("c").await, "refused while spent");
         b.extend(ComputeField::MaxToolCalls, 4);
         assert!(!b.is_exhausted());
-        assert!(!b.gated_call("d"), "4 calls within the raised 4");
-        assert!(b.gated_call("e"), "and the fifth crosses again");
+        assert!(!b.gated_call("d").await, "4 calls within the raised 4");
+        assert!(b.gated_call("e").await, "and the fifth crosses again");
     }
 
-    #[test]
-    fn a_continuing_budget_counts_earlier_sessions_and_records_what_it_adds() {
+    #[tokio::test]
+    async fn a_continuing_budget_counts_earlier_sessions_and_records_what_it_adds() {
         let dir = tempfile::tempdir().unwrap();
         let store = crate::store::Store::open(&dir.path().join("b.db")).unwrap();
         let ledger = ComputeLedger::new(store);
@@ -485,9 +501,9 @@ mod tests {
             tokens: 0,
         };
         let b = budget(5, 0).continuing(ledger.clone(), "m", prior);
-        assert_eq!(b.tool_call("a"), None);
-        assert_eq!(b.tool_call("b"), None);
-        let crossing = b.tool_call("c").expect("the sixth call overall");
+        assert_eq!(b.tool_call("a").await, None);
+        assert_eq!(b.tool_call("b").await, None);
+        let crossing = b.tool_call("c").await.expect("the sixth call overall");
         assert_eq!(
             (crossing.field, crossing.limit),
             (ComputeField::MaxToolCalls, 5)

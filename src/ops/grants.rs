@@ -1,0 +1,83 @@
+//! Every grant decision a unit's host makes (what the unit may write, read and
+//! connect to, and why), worked out without starting it: for a mission that ran
+//! (`mission show`) and for an agent not fired yet (`doctor --agent`).
+
+use std::path::{Path, PathBuf};
+
+use crate::agents::{Agent, Registry, SELF_COMMAND, catalogue};
+use crate::config::{self, Config};
+use crate::envelope::sandbox::SandboxDecl;
+use crate::fleet::confinement::{self, MissionTmp, Workspace};
+use crate::mission::Mission;
+use crate::paths::Paths;
+use crate::store::Store;
+use crate::worktree::{CommitAccess, Worktrees};
+
+/// The grants of mission `m`'s unit, as its host made them, each `Grant:` line
+/// worded for `mission show`. Nothing when its agent is no longer known.
+pub fn mission_grants(
+    paths: &Paths,
+    store: &Store,
+    m: &Mission,
+    decl: &SandboxDecl,
+) -> Vec<String> {
+    let Ok(registry) = Registry::load(paths) else {
+        return Vec::new();
+    };
+    let Some(agent) = registry
+        .get(&m.agent_name)
+        .or_else(|| catalogue::get(&m.agent_name))
+    else {
+        return Vec::new();
+    };
+    let worktree = Worktrees::new(store.clone()).get(&m.id).ok().flatten();
+    let commit = worktree
+        .as_ref()
+        .and_then(|wt| crate::worktree::commit_access(wt).ok())
+        .unwrap_or_default();
+    let dir = worktree.map_or_else(|| PathBuf::from(&m.cwd), |wt| wt.path);
+    let config = Config::new(store.clone());
+    let model_url = match agent.model.base_url.clone() {
+        Some(url) if agent.is_native_agent() => Some(url),
+        _ => config.get(config::MODEL_BASE_URL).ok().flatten(),
+    };
+    let tmp = MissionTmp::path_for(&m.id);
+    let workspace = Workspace { dir: &dir, commit };
+    match grants(paths, agent, decl, workspace, &tmp, model_url.as_deref()) {
+        Ok(grants) => grants
+            .into_iter()
+            .map(|g| format!("Grant:     {g}"))
+            .collect(),
+        Err(e) => vec![format!("Grant:     refused — {e}")],
+    }
+}
+
+/// The grants a unit of `agent` would get under `decl`, fired from `dir` (no
+/// worktree), or why the fire would be refused. The mission's own scratch
+/// directory is named by a placeholder: no mission exists yet.
+pub fn dry_grants(
+    paths: &Paths,
+    agent: &Agent,
+    decl: &SandboxDecl,
+    dir: &Path,
+    model_url: Option<&str>,
+) -> Result<Vec<String>, String> {
+    let tmp = std::env::temp_dir().join("missionboard-<mission id>");
+    let workspace = Workspace {
+        dir,
+        commit: CommitAccess::default(),
+    };
+    grants(paths, agent, decl, workspace, &tmp, model_url)
+}
+
+fn grants(
+    paths: &Paths,
+    agent: &Agent,
+    decl: &SandboxDecl,
+    workspace: Workspace<'_>,
+    tmp: &Path,
+    model_url: Option<&str>,
+) -> Result<Vec<String>, String> {
+    let exe = std::env::current_exe().unwrap_or_else(|_| SELF_COMMAND.into());
+    confinement::grant_lines(paths, agent, decl, workspace, tmp, &exe, model_url)
+}

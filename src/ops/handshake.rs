@@ -1,0 +1,23 @@
+//! A dry handshake with a declared agent (`doctor`, `doctor --agent`): spawned
+//! confined as a unit would be, greeted over ACP, and ended, with no mission.
+
+use crate::agents::{Agent, SELF_COMMAND};
+use crate::envelope::sandbox::SandboxDecl;
+use crate::fleet::handshake::{self, HANDSHAKE_TIMEOUT};
+use crate::paths::Paths;
+use crate::text;
+
+/// Why the handshake failed, and what fixes it.
+pub use crate::fleet::handshake::Failure;
+
+/// `ready — <who> answered initialize and session/new`, or the failure.
+pub async fn greet(paths: &Paths, agent: &Agent, decl: &SandboxDecl) -> Result<String, Failure> {
+    let exe = std::env::current_exe().unwrap_or_else(|_| SELF_COMMAND.into());
+    let g = handshake::dry_handshake(paths, agent, decl, &exe, HANDSHAKE_TIMEOUT).await?;
+    let who = match (g.name, g.version) {
+        (Some(n), Some(v)) => format!("{} {}", text::one_line(&n), text::one_line(&v)),
+        (Some(n), None) => text::one_line(&n),
+        _ => "the agent".to_string(),
+    };
+    Ok(format!("ready — {who} answered initialize and session/new"))
+}
