@@ -76,6 +76,11 @@ fn lands_under_default() {
 }
 
 #[test]
+fn lands_through_the_queue_under_default() {
+    cases::lands_through_the_queue(&CODEX, "default");
+}
+
+#[test]
 fn gated_write_approved_under_default() {
     cases::gated_write_approved(&CODEX, "default");
 }
