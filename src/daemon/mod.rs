@@ -140,10 +140,17 @@ pub async fn run(
     let underway = Arc::new(Underway::default());
     let mut changes = store.changes().subscribe();
     let mut maintained: Option<Instant> = None;
+    // The load last written: an unchanged one is not written again, since every
+    // write is a commit that wakes this loop (and every other waiter) once more.
+    let mut advertised: Option<usize> = None;
     tokio::pin!(shutdown);
     loop {
         let running = running(&fleet, &underway).await;
-        advertise(&store, &me, width, running, &options.labels).await;
+        if advertised != Some(running)
+            && advertise(&store, &me, width, running, &options.labels).await
+        {
+            advertised = Some(running);
+        }
         let free = if width == 0 {
             UNLIMITED_BURST
         } else {
@@ -188,10 +195,15 @@ async fn running(fleet: &Fleet, underway: &Underway) -> usize {
     hosted + underway.starting.load(Ordering::SeqCst)
 }
 
-async fn advertise(store: &Store, me: &HostId, width: u64, load: usize, labels: &[String]) {
+/// Write this host's width, load and labels; whether it was written.
+async fn advertise(store: &Store, me: &HostId, width: u64, load: usize, labels: &[String]) -> bool {
     let (hosts, id, labels) = (Hosts::new(store.clone()), me.id.clone(), labels.to_vec());
-    if let Err(e) = blocking(move || hosts.advertise(&id, width, load, &labels)).await {
-        tracing::warn!("host: could not advertise its load: {e}");
+    match blocking(move || hosts.advertise(&id, width, load, &labels)).await {
+        Ok(()) => true,
+        Err(e) => {
+            tracing::warn!("host: could not advertise its load: {e}");
+            false
+        }
     }
 }
 
