@@ -140,8 +140,9 @@ pub async fn run(
     let underway = Arc::new(Underway::default());
     let mut changes = store.changes().subscribe();
     let mut maintained: Option<Instant> = None;
-    // The load last written: an unchanged one is not written again, since every
-    // write is a commit that wakes this loop (and every other waiter) once more.
+    // The load last written: an unchanged one is written again only with the
+    // maintenance (so a row the write missed heals), since every write is a commit
+    // that wakes this loop (and every other waiter) once more.
     let mut advertised: Option<usize> = None;
     tokio::pin!(shutdown);
     loop {
@@ -169,6 +170,7 @@ pub async fn run(
         if maintained.is_none_or(|at| at.elapsed() >= MAINTENANCE_EVERY) {
             maintained = Some(Instant::now());
             maintain(&fleet, &me, &underway, &report).await;
+            advertised = None;
         }
         tokio::select! {
             _ = changes.next(POLL) => {}
