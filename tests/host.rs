@@ -434,7 +434,74 @@ fn a_term_parks_its_units_and_a_restarted_host_resumes_them() {
         .ok();
     wait_all(&sb, std::slice::from_ref(&asker), "landed", 120);
     assert_eq!(report_summaries(&sb, &asker), ["[result] renamed: yes"]);
-    term(second);
+    let out = term(second);
+    // The runner's stub loads no sessions: it began again from its intent, and said so.
+    assert!(
+        out.lines()
+            .iter()
+            .any(|l| l.starts_with(&format!("Mission {runner} starts afresh in session "))),
+        "{out:#?}"
+    );
+}
+
+/// A running mission a leaving host gave back keeps its session: the next host to
+/// claim it loads that session (`session/load`, the stub advertising `loadSession`)
+/// and the agent carries on from where it was, instead of beginning again.
+#[test]
+fn a_requeued_mission_carries_on_in_its_earlier_session_on_the_next_host() {
+    let sb = Sandbox::new();
+    // Turn 1 reports and ends (the stub saves its place); the nudge turn runs long.
+    sb.declare_stubs(&[(
+        "runner",
+        Some(
+            r#"{"name":"t","load_session":true,"turns":[{"steps":[{"report":{"summary":"working"}}]},{"steps":[{"sleep":3000},{"report":{"kind":"result","summary":"done"}},{"finish":"landed"}]}]}"#,
+        ),
+    )]);
+    let first = host(&sb, &["--width", "1"]);
+    let id = queue(&sb, "runner", "run");
+    let session = wait_for(120, "the first turn saved by the stub", || {
+        let session = show(&sb, &id)["sessionId"].as_str()?.to_string();
+        sb.cwd
+            .join("stub-state")
+            .join(format!("{session}.json"))
+            .exists()
+            .then_some(session)
+    });
+    let out = term(first);
+    assert_eq!(
+        out.lines().last().copied(),
+        Some("Host leaving: 1 mission(s) back in the queue, 0 parked on a question, 0 stopped."),
+        "{out:#?}"
+    );
+    let queued = show(&sb, &id);
+    assert_eq!(queued["status"], "queued");
+    assert_eq!(queued["sessionId"], session.as_str());
+
+    let second = host(&sb, &["--width", "1"]);
+    wait_all(&sb, std::slice::from_ref(&id), "landed", 120);
+    let landed = show(&sb, &id);
+    assert_eq!(landed["sessionId"], session.as_str(), "{landed:#}");
+    // Turn 1 ran once: the loaded session went on with the turn after it.
+    let reports = report_summaries(&sb, &id);
+    assert_eq!(
+        reports
+            .iter()
+            .filter(|r| *r == "[progress] working")
+            .count(),
+        1,
+        "{reports:?}"
+    );
+    assert_eq!(reports.last().map(String::as_str), Some("[result] done"));
+    let out = term(second);
+    assert!(
+        out.lines().contains(
+            &format!(
+                "Mission {id} carries on in its earlier session {session}: its agent loaded it."
+            )
+            .as_str()
+        ),
+        "{out:#?}"
+    );
 }
 
 #[test]

@@ -20,12 +20,20 @@ use std::time::Duration;
 use serde::{Deserialize, Serialize};
 
 /// The figure groups, in the order they run and print.
-pub const GROUPS: &[&str] = &["answer", "fire", "queue", "board", "fleet", "fleet-rss"];
+pub const GROUPS: &[&str] = &[
+    "answer",
+    "fire",
+    "queue",
+    "queue-fleet",
+    "board",
+    "fleet",
+    "fleet-rss",
+];
 /// How a figure measured on PostgreSQL ends (its floor is the same work, there).
 const ON_POSTGRES: &str = " on PostgreSQL";
 /// The groups whose cost runs through the store, run again on PostgreSQL under
 /// `bench --postgres` (resident memory is the host's, whatever the store).
-const STORE_GROUPS: &[&str] = &["answer", "fire", "queue", "board", "fleet"];
+const STORE_GROUPS: &[&str] = &["answer", "fire", "queue", "queue-fleet", "board", "fleet"];
 
 /// The store sizes and fleet widths `bench --scale` walks.
 const SCALE_MISSIONS: [usize; 3] = [10_000, 100_000, 1_000_000];
@@ -209,6 +217,7 @@ pub fn run_group(group: &str, scale: Scale) -> anyhow::Result<i32> {
             "answer" => answer::run(scale).await,
             "fire" => fire::run(scale).await,
             "queue" => queue::run(scale).await,
+            "queue-fleet" => queue::throughput(scale).await,
             "board" => board::run(scale).await,
             "fleet" => fleet::run(scale).await,
             "fleet-rss" => fleet::rss(scale).await,
@@ -286,7 +295,9 @@ fn plan(scale: Scale, curves: bool, postgres: bool, chosen: &[&str]) -> Vec<(Str
         let steps: Vec<Scale> = match group {
             _ if !curves => vec![scale],
             "answer" | "board" => SCALE_MISSIONS.map(|m| scale.with_missions(m)).to_vec(),
-            "fleet" | "fleet-rss" => SCALE_UNITS.map(|u| scale.with_units(u)).to_vec(),
+            "fleet" | "fleet-rss" | "queue-fleet" => {
+                SCALE_UNITS.map(|u| scale.with_units(u)).to_vec()
+            }
             _ => vec![scale],
         };
         let on_postgres: Vec<Scale> = if postgres && STORE_GROUPS.contains(&group) {

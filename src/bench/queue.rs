@@ -1,12 +1,14 @@
 //! Claim latency through the durable queue: a mission queued → its unit's first
 //! prompt at the stub, with a `missionboard host` (in this process, width 1) doing
 //! the claiming, beside the floor: the same guarded claim write alone, on a row
-//! queued for a label no host carries.
+//! queued for a label no host carries. And fleet throughput through the queue:
+//! `units` missions queued at once and run to landed by a host as wide, beside the
+//! same missions dispatched straight to a fleet in the same run.
 
 use std::path::Path;
 use std::time::{Duration, Instant};
 
-use super::scratch::{POLICY, Scratch, until};
+use super::scratch::{POLICY, Scratch, report_and_land, until};
 use super::{Latency, Row, Scale};
 use crate::host::HostId;
 use crate::mission::queue::NewQueued;
@@ -14,6 +16,8 @@ use crate::mission::{EnvelopeName, Intent, Missions, Status};
 use crate::store::blocking;
 
 const DETECT: Duration = Duration::from_micros(100);
+const THROUGHPUT_LIMIT: Duration = Duration::from_secs(180);
+const THROUGHPUT_TARGET: f64 = 1.25;
 /// The label the floor's rows are queued for: the bench's host never takes them.
 const FLOOR_LABEL: &str = "bench-floor";
 
@@ -101,4 +105,100 @@ pub async fn run(scale: Scale) -> anyhow::Result<Vec<Row>> {
         Latency::of(&mut floor),
         "the guarded claim write alone (queued → open, one transaction)",
     )])
+}
+
+/// Until no mission of the store is open or waiting in the queue.
+async fn until_all_rest(missions: &Missions, what: &str) -> anyhow::Result<()> {
+    until(what, THROUGHPUT_LIMIT, Duration::from_millis(5), || {
+        missions.counts().is_ok_and(|(_, open)| open == 0)
+            && missions.list_queued(1).is_ok_and(|q| q.is_empty())
+    })
+    .await
+}
+
+/// Every one of `ids` landed.
+fn all_landed(missions: &Missions, ids: &[String]) -> anyhow::Result<()> {
+    for id in ids {
+        let m = missions.require(id)?;
+        anyhow::ensure!(
+            m.status == Status::Landed,
+            "bench: mission {id} came to rest {:?}, not landed",
+            m.status.as_str()
+        );
+    }
+    Ok(())
+}
+
+/// Missions/s to landed: `units` missions queued at once and run by a host as wide
+/// (in this process), beside the same missions dispatched straight to a fleet.
+pub async fn throughput(scale: Scale) -> anyhow::Result<Vec<Row>> {
+    let scratch = Scratch::new(&scale)?;
+    scratch.declare_stub("stub", &report_and_land(), &[])?;
+    let missions = Missions::new(scratch.store.clone());
+    let n = scale.units;
+
+    let (fleet, teardown) = scratch.fleet()?;
+    let t = Instant::now();
+    let dispatched = futures::future::try_join_all((0..n).map(|i| {
+        let fleet = fleet.clone();
+        async move {
+            let f = crate::ops::fire::Fire::new(
+                "stub",
+                EnvelopeName::new(POLICY)?,
+                Intent::new(&format!("direct {i}"))?,
+            );
+            crate::ops::fire::dispatch(&fleet, f).await
+        }
+    }))
+    .await?;
+    until_all_rest(&missions, "every direct mission to rest").await?;
+    let direct_rate = n as f64 / t.elapsed().as_secs_f64();
+    let ids: Vec<String> = dispatched.into_iter().map(|d| d.mission_id).collect();
+    all_landed(&missions, &ids)?;
+    fleet.shutdown().await;
+    teardown.abort();
+
+    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+    let host = tokio::spawn(crate::daemon::run(
+        scratch.paths.clone(),
+        scratch.store.clone(),
+        crate::daemon::Options {
+            width: Some(n as u64),
+            ..Default::default()
+        },
+        async {
+            let _ = stopped.await;
+        },
+        |_| {},
+    ));
+    let batch: Vec<NewQueued> = (0..n)
+        .map(|i| queued(&scratch, &format!("queued {i}"), None))
+        .collect::<anyhow::Result<_>>()?;
+    let t = Instant::now();
+    let svc = missions.clone();
+    let ids = blocking(move || -> anyhow::Result<Vec<String>> {
+        batch.into_iter().map(|q| Ok(svc.enqueue(q)?.id)).collect()
+    })
+    .await?;
+    until_all_rest(&missions, "every queued mission to rest").await?;
+    let queued_rate = n as f64 / t.elapsed().as_secs_f64();
+    let _ = stop.send(());
+    host.await??;
+    all_landed(&missions, &ids)?;
+
+    Ok(vec![
+        Row::rate(
+            &format!(
+                "queue throughput ({n} missions queued at once, a host of width {n}, to landed)"
+            ),
+            queued_rate,
+            "missions/s",
+            direct_rate,
+            "the same missions dispatched straight to a fleet in the same run (fire, to landed)",
+        )
+        .target(
+            format!("≤ {THROUGHPUT_TARGET}x floor"),
+            direct_rate / queued_rate <= THROUGHPUT_TARGET,
+        ),
+    ])
 }

@@ -6,7 +6,7 @@ use std::sync::{Arc, Mutex};
 
 use tokio::sync::mpsc::UnboundedSender;
 
-use super::model::{HostedMission, short};
+use super::model::{HostedMission, Runs, short};
 use super::picker::{self, Resolved};
 use super::update::{Effect, Msg};
 use crate::asks::OperatorVerdict;
@@ -57,6 +57,7 @@ pub fn spawn(effect: Effect, svc: &Services, tx: UnboundedSender<Msg>) {
             envelope,
             intent,
             labels,
+            runs,
         } => {
             tokio::spawn(async move {
                 let r = Resolved {
@@ -66,7 +67,11 @@ pub fn spawn(effect: Effect, svc: &Services, tx: UnboundedSender<Msg>) {
                     origin: "picked",
                     intent,
                 };
-                let _ = tx.send(Msg::Fired(fire_picked(&svc.fleet, &r, &labels).await));
+                let fired = match runs {
+                    Runs::Here => fire_picked(&svc.fleet, &r, &labels).await,
+                    Runs::Queued(on) => queue_picked(&svc, r, on).await,
+                };
+                let _ = tx.send(Msg::Fired(fired));
             });
         }
         Effect::Verdict { ask_id, verdict } => {
@@ -412,6 +417,35 @@ async fn fire_picked(fleet: &Fleet, r: &Resolved, labels: &[String]) -> Result<S
         .map_err(|e| format!("{e:#}"))?;
     tracing::info!(mission = %d.mission_id, agent = %r.agent, envelope = %r.envelope, "board fired a mission");
     Ok(picker::confirmation(r, labels, &d.mission_id))
+}
+
+/// Queue what the picker chose for a `missionboard host` (`mission fire --queue`,
+/// with `on` as `--on`); a refusal's text is shown verbatim.
+async fn queue_picked(svc: &Services, r: Resolved, on: Option<String>) -> Result<String, String> {
+    let (paths, store) = (svc.paths.clone(), svc.fleet.missions().store().clone());
+    crate::store::blocking(move || {
+        let m = fire::enqueue(&paths, &store, fire::Fire::resolved(&r), on.as_deref())
+            .map_err(|e| format!("{e:#}"))?;
+        tracing::info!(mission = %m.id, agent = %r.agent, envelope = %r.envelope, "board queued a mission");
+        let missions = crate::mission::Missions::new(store.clone());
+        let position = missions
+            .queue_positions()
+            .map_err(|e| e.to_string())?
+            .get(&m.id)
+            .copied()
+            .unwrap_or(1);
+        let host_up = crate::mission::hosts::Hosts::new(store)
+            .queue_host_lives(on.as_deref())
+            .unwrap_or(false);
+        Ok(picker::queued_confirmation(
+            &r,
+            &m.id,
+            position,
+            on.as_deref(),
+            host_up,
+        ))
+    })
+    .await
 }
 
 #[cfg(test)]

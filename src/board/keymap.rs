@@ -105,6 +105,8 @@ pub enum Action {
     /// Quitting with missions hosted here: stop them (with the reason), then quit.
     StopAndQuit,
     Back,
+    /// Where a picked mission runs: this board, the queue, or the queue for a label.
+    RunsWhere,
     Run,
     Keep,
     /// A text area's own editing key (documentation only).
@@ -563,6 +565,13 @@ pub const BINDINGS: &[Binding] = &[
         Action::Confirm,
         "choose / fire",
         Some("choose"),
+    ),
+    b(
+        C::Picker,
+        &[code(KeyCode::Tab)],
+        Action::RunsWhere,
+        "where it runs: on this board, queued for any `missionboard host`, or queued for a host with a label (as `mission fire --queue [--on <label>]`)",
+        Some("queue"),
     ),
     b(
         C::Picker,

@@ -53,6 +53,8 @@ pub struct MissionRow {
     /// The machine of the host that runs (or ran) it (`-`: a record from before
     /// hosts were recorded).
     pub host: String,
+    /// Its place in the queue (1 = next) while it waits for a `missionboard host`.
+    pub queue_position: Option<usize>,
     /// Set when it is in the needs-me group, with the most pressing reason.
     pub needs: Option<Needs>,
 }
@@ -128,6 +130,9 @@ pub struct Detail {
     pub spend: Option<String>,
     /// The editor session that fired it, when one did.
     pub fired_by: Option<String>,
+    /// What kind of process hosts it (a `missionboard host`, this board, the process
+    /// that fired it), or where it waits in the queue.
+    pub host_role: Option<String>,
 }
 
 /// What the store thread publishes. Everything text in it is sanitized.
@@ -220,6 +225,38 @@ pub struct Picker {
     pub intent: LineField,
     pub error: Option<String>,
     pub busy: bool,
+    /// Where the picked mission runs.
+    pub runs: Runs,
+}
+
+/// Where a mission fired from the picker runs: on this board's own fleet, or
+/// recorded `queued` for a `missionboard host` (`mission fire --queue`), with a
+/// label only a host carrying it takes (`--on <label>`).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub enum Runs {
+    #[default]
+    Here,
+    Queued(Option<String>),
+}
+
+impl Runs {
+    /// The next choice after `self`: here, the queue, then the queue for each label
+    /// a live `missionboard host` carries, then here again.
+    pub fn next(&self, labels: &[String]) -> Runs {
+        let mut choices = vec![Runs::Here, Runs::Queued(None)];
+        choices.extend(labels.iter().map(|l| Runs::Queued(Some(l.clone()))));
+        let at = choices.iter().position(|c| c == self).unwrap_or(0);
+        choices[(at + 1) % choices.len()].clone()
+    }
+
+    /// How the picker names the choice.
+    pub fn label(&self) -> String {
+        match self {
+            Runs::Here => "on this board".into(),
+            Runs::Queued(None) => "queued for a `missionboard host`".into(),
+            Runs::Queued(Some(l)) => format!("queued for a `missionboard host` labelled {l}"),
+        }
+    }
 }
 
 impl Picker {
@@ -232,6 +269,7 @@ impl Picker {
             intent: LineField::new(),
             error: None,
             busy: false,
+            runs: Runs::Here,
         }
     }
 }

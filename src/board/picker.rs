@@ -35,6 +35,33 @@ pub fn confirmation(r: &Resolved, labels: &[String], mission_id: &str) -> String
     out
 }
 
+/// The notice once a picked mission is queued for a `missionboard host`: its place
+/// in the queue, where it may run, and whether a host that can take it is running.
+pub fn queued_confirmation(
+    r: &Resolved,
+    mission_id: &str,
+    position: usize,
+    on: Option<&str>,
+    host_up: bool,
+) -> String {
+    let place = on
+        .map(|l| format!(" for a host labelled {l:?}"))
+        .unwrap_or_default();
+    let mut out = format!(
+        "Mission {} queued at position {position}{place}: agent {:?} under envelope {:?}",
+        super::model::short(mission_id),
+        r.agent,
+        r.envelope.as_str(),
+    );
+    if !host_up {
+        out.push_str(&format!(
+            " — no `missionboard host` that can take it is running: start one with 'missionboard host{}'",
+            on.map(|l| format!(" --label {l}")).unwrap_or_default()
+        ));
+    }
+    out
+}
+
 /// The confirmation a firing session is given once the fleet accepted its mission:
 /// who runs it under which envelope, the envelope's bounds labelled for that agent,
 /// the intent, the mission's ids and where its reports arrive.

@@ -267,8 +267,18 @@ fn try_build(src: &Source, q: &Query) -> Result<Snapshot, String> {
         .of_many(&ids)
         .map_err(|e| s(&e))?;
     let needs_of: HashMap<&str, Needs> = group.iter().map(|m| m.id.as_str()).zip(why).collect();
+    let queue = if page
+        .iter()
+        .chain(shown.as_ref())
+        .any(|m| m.status == Status::Queued)
+    {
+        src.missions.queue_positions().map_err(|e| s(&e))?
+    } else {
+        HashMap::new()
+    };
     let mut row_of = |m: &Mission| {
         let mut row = mission_row(m, pending_counts.get(&m.id).copied().unwrap_or(0));
+        row.queue_position = queue.get(&m.id).copied();
         row.workspace = workspace(worktrees.get(&m.id));
         row.needs = needs_of.get(m.id.as_str()).copied().or_else(|| {
             (m.status == Status::Open && hosts.gone(m.host.as_ref())).then_some(Needs::HostGone)
@@ -485,6 +495,7 @@ pub fn mission_row(m: &Mission, pending_asks: i64) -> MissionRow {
             .host
             .as_ref()
             .map_or_else(|| "-".to_string(), |h| one_line(h.machine_label())),
+        queue_position: None,
         needs: None,
     }
 }
@@ -535,6 +546,42 @@ pub fn report_row(r: &Report) -> ReportRow {
 }
 
 /// The detail of `m`, given its row and its worktree (`None`: it has none).
+/// What kind of process hosts mission `m`, for the detail's host line: a
+/// `missionboard host` (it advertised a width), this board, or the process that
+/// fired it; or where it waits in the queue.
+fn host_role(
+    missions: &Missions,
+    m: &Mission,
+    row: &MissionRow,
+) -> crate::mission::Result<Option<String>> {
+    if m.status == Status::Queued {
+        let at = row
+            .queue_position
+            .map(|n| format!(" at #{n}"))
+            .unwrap_or_default();
+        let on = missions
+            .run_on(&m.id)?
+            .map(|l| format!(" labelled {}", one_line(&l)))
+            .unwrap_or_default();
+        return Ok(Some(format!(
+            "waiting in the queue{at} for a `missionboard host`{on}"
+        )));
+    }
+    let Some(host) = &m.host else {
+        return Ok(None);
+    };
+    let pid = host.pid;
+    Ok(Some(if missions.run_by_queue_host(&m.id)? {
+        format!("a `missionboard host` (pid {pid})")
+    } else if host.id == crate::host::HostId::current().id {
+        "this board".to_string()
+    } else {
+        format!(
+            "the process that fired it (pid {pid}: a board, an editor session or `mission fire --wait`)"
+        )
+    }))
+}
+
 fn detail(
     missions: &Missions,
     m: &Mission,
@@ -600,6 +647,7 @@ fn detail(
         }
     );
     Ok(Detail {
+        host_role: host_role(missions, m, &row).map_err(|e| e.to_string())?,
         worktree,
         spend: Some(spend),
         fired_by: m.parent_session_id.as_deref().map(one_line),

@@ -575,6 +575,7 @@ fn picker_walks_envelope_agent_intent_and_fires() {
                 "modelAllowlist [m] · declared, not enforced".into(),
                 "onExhausted finish_stuck".into()
             ],
+            runs: crate::board::model::Runs::Here,
         }]
     );
     // A refusal keeps the picker open with the exact text.
@@ -1364,4 +1365,45 @@ fn a_mission_hosted_on_another_machine_is_gone_once_its_heartbeat_is_stale() {
         .unwrap();
     let stale = row(snapshot_of(&svc, &m));
     assert_eq!(stale.needs, Some(Needs::HostGone));
+}
+
+#[test]
+fn the_picker_s_tab_cycles_here_the_queue_and_each_live_host_label() {
+    use crate::board::model::Runs;
+    let mut m = model(120, 40, false);
+    let mut snap = (*m.snap).clone();
+    let host = |labels: &[&str]| crate::mission::hosts::HostRow {
+        id: "h".into(),
+        machine: "box".into(),
+        pid: 1,
+        started_at: 0,
+        heartbeat_at: 0,
+        skew_ms: None,
+        width: Some(2),
+        load: Some(0),
+        labels: labels.iter().map(|l| l.to_string()).collect(),
+    };
+    snap.hosts = vec![host(&["gpu"]), host(&["gpu", "arm"])];
+    m.snap = Arc::new(snap);
+    m.mode = Mode::Picking(super::model::Picker::new());
+    let runs = |m: &Model| match &m.mode {
+        Mode::Picking(p) => p.runs.clone(),
+        _ => panic!("the picker closed"),
+    };
+    assert_eq!(runs(&m), Runs::Here);
+    let seen: Vec<Runs> = (0..4)
+        .map(|_| {
+            key(&mut m, KeyCode::Tab);
+            runs(&m)
+        })
+        .collect();
+    assert_eq!(
+        seen,
+        vec![
+            Runs::Queued(None),
+            Runs::Queued(Some("arm".into())),
+            Runs::Queued(Some("gpu".into())),
+            Runs::Here,
+        ]
+    );
 }

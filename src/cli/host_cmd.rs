@@ -84,6 +84,20 @@ fn say(event: &Event) -> anyhow::Result<()> {
         Event::Resumed { mission } => {
             outln!("Resumed mission {mission}: its question was answered.")?
         }
+        Event::Restarted {
+            mission,
+            session,
+            loaded: true,
+        } => outln!(
+            "Mission {mission} carries on in its earlier session {session}: its agent loaded it."
+        )?,
+        Event::Restarted {
+            mission,
+            session,
+            loaded: false,
+        } => outln!(
+            "Mission {mission} starts afresh in session {session}: its agent could not load its earlier session (it does not advertise loadSession, or refused it), so it begins from its intent again."
+        )?,
         Event::Reclaimed { mission, machine } => outln!(
             "Collected mission {mission} as abandoned: its host on {machine} is gone and nothing can resume it."
         )?,

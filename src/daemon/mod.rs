@@ -57,6 +57,15 @@ pub enum Event {
     Resumed {
         mission: String,
     },
+    /// A mission given back to the queue by a host that left started again here:
+    /// in its earlier session (`loaded`: the agent loaded it), or in a fresh one
+    /// (the agent does not load sessions, or could not load that one; a fresh
+    /// session may carry the same id, which is why the unit says which).
+    Restarted {
+        mission: String,
+        session: String,
+        loaded: bool,
+    },
     /// A mission whose host died with nothing to resume it was collected.
     Reclaimed {
         mission: String,
@@ -130,10 +139,18 @@ pub async fn run(
     let underway = Arc::new(Underway::default());
     let mut changes = store.changes().subscribe();
     let mut maintained: Option<Instant> = None;
+    // The load last written: an unchanged one is written again only with the
+    // maintenance (so a row the write missed heals), since every write is a commit
+    // that wakes this loop (and every other waiter) once more.
+    let mut advertised: Option<usize> = None;
     tokio::pin!(shutdown);
     loop {
         let running = running(&fleet, &underway).await;
-        advertise(&store, &me, width, running, &options.labels).await;
+        if advertised != Some(running)
+            && advertise(&store, &me, width, running, &options.labels).await
+        {
+            advertised = Some(running);
+        }
         let free = if width == 0 {
             UNLIMITED_BURST
         } else {
@@ -152,6 +169,7 @@ pub async fn run(
         if maintained.is_none_or(|at| at.elapsed() >= MAINTENANCE_EVERY) {
             maintained = Some(Instant::now());
             maintain(&fleet, &me, &underway, &report).await;
+            advertised = None;
         }
         tokio::select! {
             _ = changes.next(POLL) => {}
@@ -178,10 +196,15 @@ async fn running(fleet: &Fleet, underway: &Underway) -> usize {
     hosted + underway.starting.load(Ordering::SeqCst)
 }
 
-async fn advertise(store: &Store, me: &HostId, width: u64, load: usize, labels: &[String]) {
+/// Write this host's width, load and labels; whether it was written.
+async fn advertise(store: &Store, me: &HostId, width: u64, load: usize, labels: &[String]) -> bool {
     let (hosts, id, labels) = (Hosts::new(store.clone()), me.id.clone(), labels.to_vec());
-    if let Err(e) = blocking(move || hosts.advertise(&id, width, load, &labels)).await {
-        tracing::warn!("host: could not advertise its load: {e}");
+    match blocking(move || hosts.advertise(&id, width, load, &labels)).await {
+        Ok(()) => true,
+        Err(e) => {
+            tracing::warn!("host: could not advertise its load: {e}");
+            false
+        }
     }
 }
 
@@ -207,6 +230,8 @@ fn start(
     claimed: crate::mission::queue::Claimed,
 ) {
     let id = claimed.mission.id.clone();
+    // Set only for a mission a leaving host gave back after its unit had started.
+    let earlier = claimed.mission.session_id.clone();
     underway.starting.fetch_add(1, Ordering::SeqCst);
     underway.starting_ids.lock_unpoisoned().insert(id.clone());
     report(Event::Claimed {
@@ -220,11 +245,22 @@ fn start(
         let started = fleet.dispatch_claimed(claimed).await;
         underway.starting_ids.lock_unpoisoned().remove(&id);
         underway.starting.fetch_sub(1, Ordering::SeqCst);
-        if let Err(e) = started {
-            report(Event::StartFailed {
+        match started {
+            Ok(d) => {
+                if earlier.is_some() {
+                    let loaded = d.session_loaded;
+                    tracing::info!(mission = %id, session = %d.session_id, loaded, "host: a requeued mission started again");
+                    report(Event::Restarted {
+                        mission: id,
+                        session: d.session_id,
+                        loaded,
+                    });
+                }
+            }
+            Err(e) => report(Event::StartFailed {
                 mission: id,
                 error: format!("{e:#}"),
-            });
+            }),
         }
     }));
 }

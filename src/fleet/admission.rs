@@ -74,6 +74,7 @@ impl Fleet {
             intent: req.intent,
             parent_session_id,
             claimed: false,
+            load_session: None,
         };
         let mission_id = uuid::Uuid::new_v4().to_string();
         self.admit(record, mission_id, (agent, envelope), cwd, req.worktree)

@@ -85,6 +85,9 @@ pub struct Dispatched {
     pub sandbox: crate::envelope::sandbox::Resolved,
     /// The git worktree it works in, when it was fired with one.
     pub worktree: Option<crate::worktree::Worktree>,
+    /// Its unit loaded the session a requeued mission ran in before (`session/load`)
+    /// rather than opening a new one.
+    pub session_loaded: bool,
 }
 
 /// What a dispatch records beside the agent and envelope it resolved.
@@ -95,6 +98,9 @@ struct Record {
     /// The mission row exists already (claimed from the queue): the started unit
     /// is bound to it instead of a row being created.
     claimed: bool,
+    /// The session a requeued mission ran in before, loaded when the agent can
+    /// load sessions (else a fresh one opens).
+    load_session: Option<String>,
 }
 
 /// A unit whose session is open, not yet driven.

@@ -45,6 +45,7 @@ impl Fleet {
                 intent: crate::mission::Intent::new(&mission.intent)?,
                 parent_session_id: None,
                 claimed: true,
+                load_session: mission.session_id.clone(),
             };
             self.admit(record, id.clone(), (agent, envelope), cwd, claimed.worktree)
                 .await

@@ -17,9 +17,21 @@ impl Fleet {
     ) -> anyhow::Result<Dispatched> {
         let inner = &self.inner;
         let (agent_name, envelope_name) = (agent.name.clone(), envelope.name.clone());
-        let mut started = self
-            .start_unit(&mission_id, &agent, &cwd, &envelope.policy, None)
-            .await?;
+        // A requeued mission's earlier session when the agent can load it (the unit
+        // then reads its intent again with that session's context), else a new one.
+        let load = record.load_session.as_deref();
+        let mut started = match self
+            .start_unit(&mission_id, &agent, &cwd, &envelope.policy, load)
+            .await
+        {
+            Ok(started) => started,
+            Err(e) if load.is_some() => {
+                tracing::warn!(mission = %mission_id, "could not load its earlier session; starting a fresh one: {e}");
+                self.start_unit(&mission_id, &agent, &cwd, &envelope.policy, None)
+                    .await?
+            }
+            Err(e) => return Err(e),
+        };
         // The model allowlist is held on the started unit, before the mission row
         // exists: only a running agent says which models it offers, and a refused
         // fire must leave no record (the unit is reaped, the socket removed).
@@ -59,6 +71,7 @@ impl Fleet {
         let (session_id, instance_id) = (started.session_id.clone(), started.instance_id.clone());
         let caps = started.unit.capabilities().clone();
         let sandbox = started.sandbox.clone();
+        let session_loaded = started.unit.loaded();
         self.host(
             started,
             mission,
@@ -75,6 +88,7 @@ impl Fleet {
             compute,
             sandbox,
             worktree,
+            session_loaded,
         })
     }
 

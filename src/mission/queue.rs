@@ -166,13 +166,15 @@ impl Missions {
 
     /// Point a claimed mission at the unit its host started for it, in the
     /// workspace it started in (its own worktree, when it asked for one). Refused
-    /// once the mission moved on (stopped while its unit started).
+    /// once the mission moved on (stopped while its unit started). A requeued
+    /// mission keeps its old session id until then: no unit (instance) is what marks
+    /// it unstarted.
     pub fn bind_claimed(&self, unit: &super::NewMission) -> Result<Mission> {
         let changed =
             self.store.with(|c| {
                 c.execute(
                 "UPDATE missions SET session_id = ?2, instance_id = ?3, cwd = ?4, updated_at = ?5
-                 WHERE id = ?1 AND status = 'open' AND session_id IS NULL",
+                 WHERE id = ?1 AND status = 'open' AND instance_id IS NULL",
                 params![unit.id, unit.session_id, unit.instance_id, unit.cwd, clock::now_ms()],
             )
             })?;
@@ -213,12 +215,13 @@ impl Missions {
     }
 
     /// A leaving host gives back a mission it claimed from the queue and still runs
-    /// (`open → queued`, guarded on `host` still holding it), in its old place.
+    /// (`open → queued`, guarded on `host` still holding it), in its old place. Its
+    /// session id stays, so the host that claims it next can load that session.
     /// `Ok(false)`: it rests, another host holds it, or it never came from the queue.
     pub fn requeue(&self, id: &str, host: &HostId) -> Result<bool> {
         let changed = self.store.write(|c| {
             let n = c.execute(
-                "UPDATE missions SET status = 'queued', session_id = NULL, instance_id = NULL, updated_at = ?3,
+                "UPDATE missions SET status = 'queued', instance_id = NULL, updated_at = ?3,
                      host_pid = NULL, host_start = NULL, host_id = NULL, host_machine = NULL
                  WHERE id = ?1 AND status = 'open' AND host_id = ?2
                    AND id IN (SELECT mission_id FROM mission_queue)",
@@ -304,6 +307,23 @@ impl Missions {
             ))?;
             s.query_map(params![limit as i64], from_row)?.collect()
         })?)
+    }
+
+    /// Whether the process recorded as hosting mission `id` is a `missionboard
+    /// host` (it advertised a width; its row outlives it).
+    pub fn run_by_queue_host(&self, id: &str) -> Result<bool> {
+        Ok(self
+            .store
+            .with(|c| {
+                c.query_row(
+                    "SELECT h.width FROM missions m JOIN hosts h ON h.id = m.host_id WHERE m.id = ?1",
+                    params![id],
+                    |r| r.get::<Option<i64>>(0),
+                )
+                .optional()
+            })?
+            .flatten()
+            .is_some())
     }
 
     /// The label a queued (or once-queued) mission must run under, if any.

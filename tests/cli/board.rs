@@ -932,3 +932,66 @@ fn terminal_the_board_puts_a_dead_host_first_sorts_and_opens_the_detail() {
     });
     assert!(screen.contains("EXITED:0"), "{screen}");
 }
+
+/// The picker's Tab sends a mission to the queue (`mission fire --queue`): the board
+/// shows it `queued #1`, waiting for a `missionboard host`; a host started afterwards
+/// claims it, the detail names that host as a `missionboard host`, quitting the board
+/// asks nothing about a mission the host runs, and the host lands it.
+#[test]
+fn terminal_a_mission_queued_from_the_picker_is_claimed_and_landed_by_a_host() {
+    let sb = Sandbox::new();
+    let steps = r#"{"report":{"summary":"working"}},{"sleep":5000},{"report":{"kind":"result","summary":"done"}},{"finish":"landed"}"#;
+    sb.declare_stubs(&[("stub", Some(&crate::harness::script(steps)))]);
+    sb.run(&["config", "set", "default-mission-policy", "default"])
+        .ok();
+    sb.run(&["config", "set", "default-mission-agent", "stub"])
+        .ok();
+    let term = board_in_terminal(&sb, "", "board");
+    term.wait_screen(30, "the board", |s| s.contains("Pending asks"));
+    // The default envelope and agent are preselected: on to the intent.
+    term.keys(&["f"]);
+    term.wait_screen(10, "the envelope step", |s| s.contains("Envelopes"));
+    term.keys(&["Enter"]);
+    term.wait_screen(10, "the agent step", |s| s.contains("Agents (declared"));
+    term.keys(&["Enter"]);
+    term.wait_screen(10, "the intent step", |s| {
+        s.contains("Runs:     on this board")
+    });
+    term.literal("tidy the readme");
+    term.keys(&["Tab"]);
+    term.wait_screen(10, "the queue chosen", |s| {
+        s.contains("Runs:     queued for a `missionboard host`")
+    });
+    term.keys(&["Enter"]);
+    let screen = term.wait_screen(10, "the queued mission on the board", |s| {
+        s.contains("queued #1")
+    });
+    assert!(
+        screen.contains("queued at position 1") || screen.contains("queued #1"),
+        "{screen}"
+    );
+    let id = wait_for(10, "the mission", || sb.newest_mission());
+    let show = sb.run(&["mission", "show", &id, "--json"]).ok();
+    let v: serde_json::Value = serde_json::from_str(&show.stdout).unwrap();
+    assert_eq!(v["status"], "queued", "{v:#}");
+    assert_eq!(v["queuePosition"], 1, "{v:#}");
+    assert_eq!(v["intent"], "tidy the readme", "{v:#}");
+
+    let host = crate::harness::Background::spawn(sb.command(&["host", "--width", "2"]));
+    let screen = term.wait_screen(30, "the host's claim in the detail", |s| {
+        s.contains("`missionboard host` (pid")
+    });
+    assert!(!screen.contains("queued #1"), "{screen}");
+    // The board hosts nothing: its quit asks no question.
+    let exited = term.quit();
+    assert!(exited.contains("EXITED:0"), "{exited}");
+    assert!(!exited.contains("Quit the board?"), "{exited}");
+    wait_for(60, "the host to land the mission", || {
+        let show = sb.run(&["mission", "show", &id, "--json"]).ok();
+        let v: serde_json::Value = serde_json::from_str(&show.stdout).unwrap();
+        (v["status"] == "landed").then_some(())
+    });
+    let reports = sb.run(&["mission", "reports", &id]).ok();
+    assert!(reports.stdout.contains("done"), "{reports:#?}");
+    drop(host);
+}

@@ -81,6 +81,48 @@ pub fn lands(agent: &'static Conformer, policy: &str) {
     assert_landed(&world, &run, "the greeting is written");
 }
 
+/// Land through the queue: `mission fire --queue --wait` records the mission for a
+/// `missionboard host`, which claims it, runs the agent and lands it; the queued
+/// fire follows it to the verdict without hosting it.
+pub fn lands_through_the_queue(agent: &'static Conformer, policy: &str) {
+    let world = World::new(
+        agent,
+        report_and_land(agent.mission_tool, "the greeting is written"),
+    );
+    let fire = world.fire_queued("write a greeting", policy);
+    let host = world.host();
+    let run = fire.join_within(FIRE_SECS);
+    // SAFETY: a signal to the host process this case started.
+    unsafe { libc::kill(host.pid() as i32, libc::SIGTERM) };
+    let host = host.join_within(FIRE_SECS);
+    assert_eq!(
+        run.code,
+        0,
+        "{run:#?}\n{host:#?}\nmodel requests: {:#}",
+        json!(world.model.requests())
+    );
+    let first = run.stdout.lines().next().unwrap_or_default();
+    assert!(first.contains(" queued at position 1"), "{run:#?}");
+    assert!(
+        run.stdout.contains(" was claimed by a host on "),
+        "{run:#?}"
+    );
+    let show = world.show();
+    assert_eq!(show["status"], "landed", "{show:#}");
+    assert_eq!(
+        reports(&world),
+        [("result".to_string(), "the greeting is written".to_string())]
+    );
+    assert!(
+        host.stdout.contains("Claimed mission "),
+        "the host ran it: {host:#?}"
+    );
+    assert!(
+        !world.model.exhausted(),
+        "the agent asked the model past its script"
+    );
+}
+
 /// A gated write: the agent's own write tool asks, the operator approves it with
 /// `approvals respond --approve`, the file is written and the mission lands.
 pub fn gated_write_approved(agent: &'static Conformer, policy: &str) {

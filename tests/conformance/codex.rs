@@ -71,3 +71,10 @@ pub static CODEX: Conformer = Conformer {
 };
 
 cases::agent_cases!(CODEX, killed_host, hitl);
+
+/// One real agent through the durable queue: `mission fire --queue --wait` and a
+/// `missionboard host` that claims and lands it.
+#[test]
+fn lands_through_the_queue_under_default() {
+    cases::lands_through_the_queue(&CODEX, "default");
+}

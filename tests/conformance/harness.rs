@@ -346,6 +346,27 @@ impl World {
         ]))
     }
 
+    /// `mission fire <agent> <intent> --queue --wait --policy <policy>`, in the
+    /// background: recorded for a `missionboard host`, followed to its verdict.
+    pub fn fire_queued(&self, intent: &str, policy: &str) -> Firing {
+        self.declare(policy);
+        Firing::spawn(self.command(&[
+            "mission",
+            "fire",
+            self.agent.name,
+            intent,
+            "--queue",
+            "--wait",
+            "--policy",
+            policy,
+        ]))
+    }
+
+    /// `missionboard host --width 1` with the world's environment, in the background.
+    pub fn host(&self) -> Firing {
+        Firing::spawn(self.command(&["host", "--width", "1"]))
+    }
+
     /// `mission show --json` of the newest mission.
     pub fn show(&self) -> Value {
         show(&self.sb)

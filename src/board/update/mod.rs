@@ -116,6 +116,8 @@ pub enum Effect {
         intent: crate::mission::Intent,
         /// The envelope's bounds labelled for this agent (the fire notice says them).
         labels: Vec<String>,
+        /// On this board's fleet, or queued for a `missionboard host`.
+        runs: crate::board::model::Runs,
     },
 }
 

@@ -11,6 +11,19 @@ pub(super) fn key(m: &mut Model, key: KeyEvent, action: Option<Action>) -> Vec<E
     let Mode::Picking(p) = &mut m.mode else {
         return vec![];
     };
+    if action == Some(Action::RunsWhere) {
+        let mut labels: Vec<String> = m
+            .snap
+            .hosts
+            .iter()
+            .flat_map(|h| h.labels.iter().cloned())
+            .collect();
+        labels.sort();
+        labels.dedup();
+        p.runs = p.runs.next(&labels);
+        p.error = None;
+        return vec![];
+    }
     // In the intent step letters are text: only the structural keys act.
     if p.step == PickStep::Intent {
         match action {
@@ -91,6 +104,7 @@ fn fire_picked(m: &mut Model) -> Vec<Effect> {
         envelope,
         intent,
         labels: crate::board::picker::bound_labels(env, agent.caps.as_ref()),
+        runs: p.runs.clone(),
     };
     p.busy = true;
     m.busy += 1;

@@ -90,7 +90,12 @@ pub fn lines(m: &Model, width: usize, now_ms: i64) -> Vec<Line<'static>> {
         ),
         2,
     );
-    push(kv("Host: ", r.host.clone(), t.title), 2);
+    let host = match &d.host_role {
+        Some(role) if r.host == "-" => role.clone(),
+        Some(role) => format!("{}{}{role}", r.host, sym.sep),
+        None => r.host.clone(),
+    };
+    push(kv("Host: ", host, t.title), 2);
     if let Some(spend) = &d.spend {
         push(kv("Spend: ", spend.clone(), t.title), 2);
     }

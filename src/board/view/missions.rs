@@ -131,10 +131,14 @@ pub fn render(frame: &mut Frame, area: Rect, m: &Model, now_ms: i64) {
             Some(n @ (Needs::HostGone | Needs::Blocker)) => {
                 (format!("{} {}", m.symbols.warn, n.label()), m.theme.warning)
             }
-            _ => (
-                m.symbols.status_badge(r.status).to_string(),
-                m.theme.status(r.status),
-            ),
+            // Its place in the queue says more than the glyph, and fits the column.
+            _ => match r.queue_position {
+                Some(n) => (format!("queued #{n}"), m.theme.status(r.status)),
+                None => (
+                    m.symbols.status_badge(r.status).to_string(),
+                    m.theme.status(r.status),
+                ),
+            },
         };
         let badge = fit(&badge, STATE, e);
         let rest = row([

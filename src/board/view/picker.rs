@@ -184,6 +184,7 @@ pub fn render(frame: &mut Frame, area: Rect, m: &Model, p: &Picker) {
             if let Some(env) = env {
                 lines.extend(label_lines(m, env, agent, width));
             }
+            lines.push(Line::raw(format!("Runs:     {}", p.runs.label())));
             lines.push(Line::raw(""));
             lines.push(Line::from(field(
                 m,
@@ -196,7 +197,7 @@ pub fn render(frame: &mut Frame, area: Rect, m: &Model, p: &Picker) {
                 if p.busy {
                     "firing…"
                 } else {
-                    "Enter fires · S-Tab back · Esc closes"
+                    "Enter fires · Tab here/queue · S-Tab back · Esc closes"
                 },
                 t.muted,
             ));

@@ -31,6 +31,7 @@ fn mission(id: &str, status: Status, intent: &str, age_s: i64, asks: i64) -> Mis
         pending_asks: asks,
         workspace: "cwd".into(),
         host: "box-a".into(),
+        queue_position: None,
         needs: (asks > 0).then_some(Needs::Ask),
     }
 }
@@ -89,6 +90,7 @@ pub(crate) fn snapshot() -> Snapshot {
         worktree: None,
         spend: Some("14 tool calls · 5,200 tokens · 20s so far".into()),
         fired_by: None,
+        host_role: None,
         plan: vec![
             PlanRow {
                 content: "survey the task".into(),
