@@ -735,7 +735,9 @@ fn terminal_wide_zero_width_and_combining_text_leaves_no_stale_cells() {
 }
 
 /// The signals that end a long-lived command: each of SIGINT, SIGTERM and SIGHUP ends
-/// `mission fire --wait` on a mute unit with its interrupted line and exit code 1.
+/// `mission fire --wait` on a unit still working its turn with its interrupted line
+/// and exit code 1. (A mute unit would not do: its two silent turns end the wait on
+/// their own, and on a loaded machine before the signal is sent.)
 #[test]
 fn a_signal_ends_the_wait_of_mission_fire() {
     use std::io::BufRead;
@@ -746,7 +748,7 @@ fn a_signal_ends_the_wait_of_mission_fire() {
             "mission",
             "fire",
             "stub",
-            "mute: say nothing",
+            "hang: keep working",
             "--wait",
             "--policy",
             "default",
