@@ -297,9 +297,10 @@ fn terminal_demo_shows_states_answers_in_place_and_restores_the_terminal() {
     assert!(screen.contains("Pending asks"), "{screen}");
     assert!(screen.contains("oracle not mounted"), "{screen}");
 
-    // Reflow at the 80x24 floor, and back.
+    // Reflow at the 80x24 floor, and back. Each is a full redraw by a debug build
+    // while the demo's units run: on a loaded 2-core machine it can take seconds.
     term.resize(80, 24);
-    term.wait_screen(10, "the 80x24 reflow", |s| {
+    term.wait_screen(30, "the 80x24 reflow", |s| {
         s.lines().count() <= 24
             && s.lines()
                 .next()
@@ -310,7 +311,7 @@ fn terminal_demo_shows_states_answers_in_place_and_restores_the_terminal() {
                 })
     });
     term.resize(120, 40);
-    term.wait_screen(10, "the 120x40 reflow", |s| {
+    term.wait_screen(30, "the 120x40 reflow", |s| {
         s.lines().next().is_some_and(|l| l.chars().count() == 120)
     });
 
