@@ -342,7 +342,7 @@ async fn a_mission_fired_with_slash_mission_streams_its_reports_into_the_session
         "{said}"
     );
     assert!(said.contains("\nIntent: tidy the docs\n"), "{said}");
-    let id = mission_id_in(&said);
+    let id = mission_id_in(said);
 
     editor
         .until_said("unit worker revised its plan (rev 1)\n1 entries: 0 pending, 1 in progress, 0 completed")
@@ -1031,7 +1031,7 @@ async fn a_one_shot_slash_mission_without_a_host_ends_with_the_session_and_its_r
         said.starts_with("Mission fired at named agent \"worker\" under envelope \"default\" (default-mission-policy).\n"),
         "{said}"
     );
-    let id = mission_id_in(&said);
+    let id = mission_id_in(said);
 
     // The process has exited: the mission is settled, not left open with no host.
     let record = show(&sb, &id);
