@@ -3,7 +3,7 @@
 //! a poll is the fallback). This is how a `mission stop` in one process reaches the
 //! process that hosts the unit.
 
-use crate::store::sql::params;
+use crate::store::sql::{Params, params};
 use serde_json::Value;
 
 use crate::store::{Store, StoreError};
@@ -38,6 +38,18 @@ pub struct Event {
     pub data: Value,
 }
 
+const APPEND: &str = "INSERT INTO bus_events (subject, data, created_at) VALUES (?1, ?2, ?3)";
+
+/// The statement that appends event `subject` with `data`, for a writer that records
+/// the event in the same transaction as the change it announces: both commit, or
+/// neither.
+pub fn append(subject: &str, data: &Value) -> (&'static str, Vec<crate::store::sql::Value>) {
+    (
+        APPEND,
+        params![subject, data.to_string(), crate::clock::now_ms()].values(),
+    )
+}
+
 /// Publishes to and reads the bus.
 #[derive(Clone)]
 pub struct Bus {
@@ -49,18 +61,18 @@ impl Bus {
         Bus { store }
     }
 
-    /// Append an event. Callers publish only after their own write is durable.
+    /// Append an event. Callers publish only after their own write is durable, or
+    /// write the event in that write's own transaction ([`append`]).
     ///
-    /// A write transaction, so events commit in id order on either backend: a
-    /// subscriber reading past its last id never skips a lower id committed later.
+    /// One write statement, which every backend commits under its one write lock
+    /// (SQLite's, or on PostgreSQL the advisory lock every lone write takes), so
+    /// events commit in id order: a subscriber reading past its last id never skips
+    /// a lower id committed later.
     pub fn publish(&self, subject: &str, data: &Value) -> Result<i64, StoreError> {
-        self.store.write(|tx| {
-            tx.query_row(
-                "INSERT INTO bus_events (subject, data, created_at) VALUES (?1, ?2, ?3) RETURNING id",
-                params![subject, data.to_string(), crate::clock::now_ms()],
-                |r| r.get(0),
-            )
-        })
+        let (sql, values) = append(subject, data);
+        let sql = format!("{sql} RETURNING id");
+        self.store
+            .with(|c| c.query_row(&sql, values.as_slice(), |r| r.get(0)))
     }
 
     /// The newest event id; a subscriber starts here so it sees only what comes next.

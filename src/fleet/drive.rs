@@ -366,6 +366,10 @@ impl Drive {
     /// unit started will move the mission. (A parked run whose answer came before
     /// this look is about to resume: it is not stranded, though nothing is pending.)
     async fn stranded(&self) -> bool {
+        // A mission at rest (the common end of a turn) settles it in one read.
+        if self.resting().await {
+            return false;
+        }
         let pending = self
             .store(|r| {
                 r.asks
@@ -668,10 +672,11 @@ impl Drive {
     /// A read failure counts as not reached only when nothing proves otherwise.
     async fn reached(&self) -> bool {
         self.store(|r| {
-            let reports = r.missions.report_count(&r.mission_id).unwrap_or(0);
+            // The row first: a verdict or a plan settles it without counting reports.
+            let reports = || r.missions.report_count(&r.mission_id).unwrap_or(0) > 0;
             match r.missions.get(&r.mission_id) {
-                Ok(Some(m)) => reports > 0 || m.status.is_terminal() || m.plan_revision > 0,
-                _ => reports > 0,
+                Ok(Some(m)) => m.status.is_terminal() || m.plan_revision > 0 || reports(),
+                _ => reports(),
             }
         })
         .await

@@ -48,18 +48,23 @@ impl Fleet {
             envelope.policy.compute.clone(),
         );
         let (compute, spent) = blocking(move || {
-            if let Err(e) = recorder.record_unit(
+            // The envelope's bounds, as an operator raised them on an earlier
+            // pause, and what earlier sessions of the mission spent against them:
+            // the record the write returns.
+            let recorded = recorder.record_unit(
                 &id,
                 offered.as_ref().map(|m| m.available.as_slice()),
                 offered.as_ref().map(|m| m.current.as_str()),
-            ) {
-                tracing::warn!(mission = %id, "could not record the unit's session model: {e}");
-            }
-            // The envelope's bounds, as an operator raised them on an earlier
-            // pause, and what earlier sessions of the mission spent against them.
-            match recorder.get(&id) {
-                Ok(Some(record)) => (record.apply(&declared), record.spent),
-                _ => (declared, budget::Spend::default()),
+            );
+            match recorded {
+                Ok(record) => (record.apply(&declared), record.spent),
+                Err(e) => {
+                    tracing::warn!(mission = %id, "could not record the unit's session model: {e}");
+                    match recorder.get(&id) {
+                        Ok(Some(record)) => (record.apply(&declared), record.spent),
+                        _ => (declared, budget::Spend::default()),
+                    }
+                }
             }
         })
         .await;

@@ -138,11 +138,11 @@ impl MissionToolCalls {
                 };
             }
         }
+        // The liveness stamp rides in the report's own transaction.
         let report = self
             .missions
-            .add_report(&self.mission_id, input)
+            .add_unit_report(&self.mission_id, input)
             .map_err(|e| format!("missiontools: file report: {e}"))?;
-        self.heartbeat();
         let mut out = format!("recorded {} report {:?}", report.kind, report.id);
         if !downgraded.is_empty() {
             out.push_str(&format!(
@@ -367,7 +367,7 @@ impl MissionToolCalls {
             .missions
             .finish(&self.mission_id, st, &text(args, "reason"))
             .map_err(|e| format!("missiontools: finish mission: {e}"))?;
-        self.heartbeat();
+        // No liveness stamp: the mission is at rest now, which a stamp never touches.
         Ok(format!("mission finished as {}", done.mission.status))
     }
 }

@@ -80,10 +80,17 @@ impl Fleet {
             .cloned()
             .collect();
         let missions = self.inner.missions.clone();
-        let resting = blocking(move || {
-            ids.into_iter()
-                .filter(|id| matches!(missions.get(id), Ok(Some(m)) if m.status.is_terminal()))
-                .collect::<Vec<_>>()
+        // One read for every unit held, not one per unit.
+        let resting = blocking(move || match missions.get_many(&ids) {
+            Ok(rows) => rows
+                .into_iter()
+                .filter(|m| m.status.is_terminal())
+                .map(|m| m.id)
+                .collect(),
+            Err(e) => {
+                tracing::warn!("teardown: reading the held missions failed: {e}");
+                Vec::new()
+            }
         })
         .await;
         for id in resting {

@@ -489,6 +489,33 @@ pub(crate) fn single_line(field: &str, value: &str) -> Result<()> {
     Ok(())
 }
 
+/// What a mission's move from `from` (open, or queued) to its (stored) terminal
+/// status announces.
+fn status_event(m: &Mission, from: Status) -> serde_json::Value {
+    // A mission that never left the queue never had a unit instance.
+    let instance_id = (from != Status::Queued).then_some(&m.instance_id);
+    json!({
+        "missionId": m.id,
+        "agentName": m.agent_name,
+        "intent": m.intent,
+        "oldStatus": from.as_str(),
+        "newStatus": m.status.as_str(),
+        "reason": m.status_reason.clone().unwrap_or_default(),
+        "instanceId": instance_id,
+    })
+}
+
+/// The liveness stamp of mission `id`: a no-op on a mission at rest, so liveness
+/// never revives one (a writer that stamps it inside its own transaction runs it).
+pub(crate) fn heartbeat_statement(id: &str) -> (&'static str, Vec<crate::store::sql::Value>) {
+    use crate::store::sql::Params;
+    (
+        "UPDATE missions SET last_heartbeat = ?2, last_error = NULL, updated_at = ?2
+         WHERE id = ?1 AND status = 'open'",
+        params![id, clock::now_ms()].values(),
+    )
+}
+
 impl Missions {
     pub fn new(store: Store) -> Self {
         Missions {
@@ -521,14 +548,14 @@ impl Missions {
         let now = clock::now_ms();
         // The creating process hosts the unit (every caller starts it in-process).
         let me = HostId::current();
-        self.store.with(|c| {
-            c.execute(
-                "INSERT INTO missions (id, intent, agent_name, policy_name, cwd, session_id, instance_id, parent_session_id, status, created_at, updated_at, host_pid, host_start, host_id, host_machine)
-                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, 'open', ?9, ?9, ?10, ?11, ?12, ?13)",
+        Ok(self.store.with(|c| {
+            c.query_row(
+                &format!("INSERT INTO missions (id, intent, agent_name, policy_name, cwd, session_id, instance_id, parent_session_id, status, created_at, updated_at, host_pid, host_start, host_id, host_machine)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, 'open', ?9, ?9, ?10, ?11, ?12, ?13) RETURNING {COLUMNS}"),
                 params![id, m.intent.trim(), m.agent_name, m.envelope_name, m.cwd, m.session_id, m.instance_id, m.parent_session_id, now, me.pid, me.start, me.id, me.machine],
+                from_row,
             )
-        })?;
-        self.require(&id)
+        })?)
     }
 
     /// A mission by exact id.
@@ -796,14 +823,8 @@ impl Missions {
 
     /// Stamp liveness. A no-op on a mission at rest, so liveness never revives one.
     pub fn heartbeat(&self, id: &str) -> Result<()> {
-        let now = clock::now_ms();
-        self.store.with(|c| {
-            c.execute(
-                "UPDATE missions SET last_heartbeat = ?2, last_error = NULL, updated_at = ?2
-                 WHERE id = ?1 AND status = 'open'",
-                params![id, now],
-            )
-        })?;
+        let (sql, values) = heartbeat_statement(id);
+        self.store.with(|c| c.execute(sql, values.as_slice()))?;
         Ok(())
     }
 
@@ -819,21 +840,33 @@ impl Missions {
         }
         let reason = reason.trim();
         let now = clock::now_ms();
-        let changed = self.store.with(|c| {
-            c.execute(
-                "UPDATE missions SET status = ?2, status_reason = NULLIF(?3, ''), updated_at = ?4
-                 WHERE id = ?1 AND status = 'open'",
-                params![id, status.as_str(), reason, now],
-            )
+        // The winner reads its row back from the guarded write itself and announces
+        // the change in the same transaction: one commit, nothing read twice.
+        let won = self.store.write(|tx| {
+            let Some(m) = tx
+                .query_row(
+                    &format!(
+                        "UPDATE missions SET status = ?2, status_reason = NULLIF(?3, ''), updated_at = ?4
+                         WHERE id = ?1 AND status = 'open' RETURNING {COLUMNS}"
+                    ),
+                    params![id, status.as_str(), reason, now],
+                    from_row,
+                )
+                .optional()?
+            else {
+                return Ok(None);
+            };
+            let (sql, values) = crate::bus::append(subjects::STATUS_CHANGED, &status_event(&m, Status::Open));
+            tx.execute(sql, values.as_slice())?;
+            Ok(Some(m))
         })?;
-        let m = self.require(id)?;
-        if changed == 1 {
-            self.publish_status(&m, Status::Open);
+        if let Some(m) = won {
             return Ok(Finished {
                 mission: m,
                 changed: true,
             });
         }
+        let m = self.require(id)?;
         if m.status == status {
             return Ok(Finished {
                 mission: m,
@@ -850,20 +883,7 @@ impl Missions {
     /// Announce a mission's move from `from` (open, or queued) to its (stored)
     /// terminal status; every host follows these to reap the unit it holds.
     pub(super) fn publish_status(&self, m: &Mission, from: Status) {
-        // A mission that never left the queue never had a unit instance.
-        let instance_id = (from != Status::Queued).then_some(&m.instance_id);
-        self.publish(
-            subjects::STATUS_CHANGED,
-            json!({
-                "missionId": m.id,
-                "agentName": m.agent_name,
-                "intent": m.intent,
-                "oldStatus": from.as_str(),
-                "newStatus": m.status.as_str(),
-                "reason": m.status_reason.clone().unwrap_or_default(),
-                "instanceId": instance_id,
-            }),
-        );
+        self.publish(subjects::STATUS_CHANGED, status_event(m, from));
     }
 
     /// Publish after a durable write. A failed publish never undoes the write; it is

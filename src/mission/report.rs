@@ -3,7 +3,7 @@
 
 use std::path::Path;
 
-use crate::store::sql::params;
+use crate::store::sql::{Params, params};
 use serde::{Deserialize, Serialize};
 use serde_json::json;
 
@@ -169,6 +169,19 @@ impl Missions {
     /// abandoned one). Operator-fired missions also get an inbox item, written in the
     /// same transaction so the operator's copy can never be lost.
     pub fn add_report(&self, mission_id: &str, input: ReportInput) -> Result<Report> {
+        self.file_report(mission_id, input, false)
+    }
+
+    /// A report the unit itself filed through its mission tools: its mission's
+    /// liveness is stamped in the same transaction.
+    pub fn add_unit_report(&self, mission_id: &str, input: ReportInput) -> Result<Report> {
+        self.file_report(mission_id, input, true)
+    }
+
+    /// The report, its inbox copy, its announcement and (`live`) the liveness stamp,
+    /// in one transaction whose statements need nothing from each other: pipelined
+    /// where the backend can (one round trip on PostgreSQL).
+    fn file_report(&self, mission_id: &str, input: ReportInput, live: bool) -> Result<Report> {
         let mission = self.require(mission_id)?;
         let kind = match input.kind.trim() {
             "" => "progress".to_string(),
@@ -212,27 +225,29 @@ impl Missions {
             Some(parent) if !self.parent_session_live(parent)? => Some(PARENT_GONE),
             Some(_) => None,
         };
+        let event = json!({
+            "missionId": mission.id,
+            "parentSessionId": mission.parent_session_id,
+            "agentName": mission.agent_name,
+            "intent": mission.intent,
+            "report": report,
+        });
         self.store.write(|tx| {
-            tx.execute(
+            let mut batch = vec![(
                 "INSERT INTO reports (id, mission_id, kind, summary, detail, refs, handover, created_at)
                  VALUES (?1, ?2, ?3, ?4, NULLIF(?5, ''), ?6, ?7, ?8)",
-                params![report.id, report.mission_id, report.kind, report.summary, report.detail, refs, handover, report.created_at],
-            )?;
+                params![report.id, report.mission_id, report.kind, report.summary, report.detail, refs, handover, report.created_at].values(),
+            )];
             if let Some(reason) = inbox_reason {
-                copy_to_inbox(tx, &mission, &report, reason)?;
+                batch.push(inbox_copy(&mission, &report, reason));
             }
+            batch.push(crate::bus::append(subjects::REPORT_ADDED, &event));
+            if live {
+                batch.push(super::heartbeat_statement(&mission.id));
+            }
+            tx.execute_all(batch)?;
             Ok(())
         })?;
-        self.publish(
-            subjects::REPORT_ADDED,
-            json!({
-                "missionId": mission.id,
-                "parentSessionId": mission.parent_session_id,
-                "agentName": mission.agent_name,
-                "intent": mission.intent,
-                "report": report,
-            }),
-        );
         Ok(report)
     }
 
@@ -284,7 +299,19 @@ pub(crate) fn copy_to_inbox(
     report: &Report,
     reason: &str,
 ) -> crate::store::sql::Result<()> {
-    tx.execute(
+    let (sql, values) = inbox_copy(mission, report, reason);
+    tx.execute(sql, values.as_slice())?;
+    Ok(())
+}
+
+/// The statement that copies `report` into the inbox (once: a second copy of the
+/// same report is a no-op).
+fn inbox_copy(
+    mission: &Mission,
+    report: &Report,
+    reason: &str,
+) -> (&'static str, Vec<crate::store::sql::Value>) {
+    (
         "INSERT INTO inbox (id, mission_id, report_id, reason, agent_name, intent, parent_session_id, created_at)
          VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8) ON CONFLICT DO NOTHING",
         params![
@@ -296,9 +323,9 @@ pub(crate) fn copy_to_inbox(
             mission.intent,
             mission.parent_session_id,
             report.created_at
-        ],
-    )?;
-    Ok(())
+        ]
+        .values(),
+    )
 }
 
 fn report_from_row(r: &crate::store::sql::Row<'_>) -> crate::store::sql::Result<Report> {

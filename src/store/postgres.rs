@@ -46,7 +46,7 @@ pub struct PgSession {
     url: String,
     client: Client,
     statements: HashMap<String, Statement>,
-    in_write: bool,
+    tx: Tx,
     /// A statement changed something since the last announcement.
     dirty: bool,
     /// The connection broke while a COMMIT was in flight (see [`riding_out`]).
@@ -60,7 +60,7 @@ impl PgSession {
             url: url.to_string(),
             client,
             statements: HashMap::new(),
-            in_write: false,
+            tx: Tx::None,
             dirty: false,
             commit_in_doubt: false,
         })
@@ -72,7 +72,7 @@ impl PgSession {
         if self.client.is_closed() {
             self.client = connect_client(&self.url, None)?;
             self.statements.clear();
-            self.in_write = false;
+            self.tx = Tx::None;
         }
         Ok(())
     }
@@ -99,7 +99,7 @@ impl PgSession {
             params.iter().map(|p| p as &(dyn ToSql + Sync)).collect();
         let n = run_statement(
             &self.client,
-            (true, self.in_write),
+            (true, &mut self.tx),
             (&mut self.dirty, &mut self.commit_in_doubt),
             self.client.execute(&stmt, &refs),
         )?;
@@ -112,7 +112,7 @@ impl PgSession {
             params.iter().map(|p| p as &(dyn ToSql + Sync)).collect();
         let rows = run_statement(
             &self.client,
-            (writes(sql), self.in_write),
+            (writes(sql), &mut self.tx),
             (&mut self.dirty, &mut self.commit_in_doubt),
             self.client.query(&stmt, &refs),
         )?;
@@ -133,13 +133,58 @@ impl PgSession {
     }
 
     /// Begin a write transaction that no other writer, on any host, interleaves with.
+    /// Nothing is sent yet: its BEGIN and lock ride with the transaction's first
+    /// statement, so they cost no round trip of their own.
     pub fn begin_write(&mut self) -> Result<()> {
-        self.in_write = true;
-        wait(self.client.batch_execute(&BEGIN_WRITE)).map_err(from_pg)
+        self.tx = Tx::Pending;
+        Ok(())
+    }
+
+    /// Run statements that need nothing from each other's results, in order, inside
+    /// the open write transaction, pipelined: one round trip for all of them (and the
+    /// transaction's BEGIN, when they are its first). The first failure is returned
+    /// (the server skips nothing, but a failed statement aborts the transaction, so
+    /// the ones after it fail too and the caller rolls back).
+    pub fn execute_all(&mut self, batch: &[(&str, Vec<Value>)]) -> Result<Vec<usize>> {
+        if matches!(self.tx, Tx::None) {
+            return batch
+                .iter()
+                .map(|(sql, params)| self.execute(sql, params))
+                .collect();
+        }
+        let statements = batch
+            .iter()
+            .map(|(sql, _)| self.statement(sql))
+            .collect::<Result<Vec<_>>>()?;
+        let refs: Vec<Vec<&(dyn ToSql + Sync)>> = batch
+            .iter()
+            .map(|(_, params)| params.iter().map(|p| p as &(dyn ToSql + Sync)).collect())
+            .collect();
+        let client = &self.client;
+        let runs = futures::future::join_all(
+            statements
+                .iter()
+                .zip(&refs)
+                .map(|(stmt, refs)| client.execute(stmt, refs)),
+        );
+        let counts = run_statement(
+            client,
+            (true, &mut self.tx),
+            (&mut self.dirty, &mut self.commit_in_doubt),
+            async {
+                runs.await
+                    .into_iter()
+                    .collect::<std::result::Result<Vec<_>, _>>()
+            },
+        )?;
+        Ok(counts.into_iter().map(|n| n as usize).collect())
     }
 
     pub fn commit(&mut self) -> Result<()> {
-        self.in_write = false;
+        // A transaction that ran no statement never began: nothing to end.
+        if !matches!(std::mem::replace(&mut self.tx, Tx::None), Tx::Open) {
+            return Ok(());
+        }
         // NOTIFY inside the transaction is delivered at its commit: one round trip.
         let commit = if std::mem::take(&mut self.dirty) {
             COMMIT_ANNOUNCED.as_str()
@@ -147,20 +192,27 @@ impl PgSession {
             "COMMIT"
         };
         let out = wait(self.client.batch_execute(commit));
+        if out.is_err() {
+            // A failed COMMIT may leave the transaction aborted but open: the
+            // rollback that follows must end it.
+            self.tx = Tx::Open;
+        }
         self.commit_in_doubt = out.is_err() && self.client.is_closed();
         out.map_err(from_pg)
     }
 
     pub fn rollback(&mut self) {
-        self.in_write = false;
         self.dirty = false;
+        if !matches!(std::mem::replace(&mut self.tx, Tx::None), Tx::Open) {
+            return;
+        }
         // A failed rollback leaves a broken connection, which `revive` replaces.
         let _ = wait(self.client.batch_execute("ROLLBACK"));
     }
 
     /// Outside a transaction: tell the other hosts something changed, if it did.
     pub fn finish(&mut self) -> Result<()> {
-        if !self.in_write {
+        if matches!(self.tx, Tx::None) {
             self.announce()?;
         }
         Ok(())
@@ -198,21 +250,49 @@ impl PgSession {
     }
 }
 
+/// Where a session is in a [`PgSession::begin_write`] transaction.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Tx {
+    /// None open: each statement stands alone.
+    None,
+    /// Begun by the caller, but nothing sent yet: the BEGIN rides with the first
+    /// statement.
+    Pending,
+    /// BEGIN sent (and the write lock taken, or being waited for).
+    Open,
+}
+
 /// Run one statement (`run`, a request not yet sent), given whether it may write and
-/// whether a write transaction is open. A write outside [`PgSession::begin_write`]'s
-/// transaction runs in one of its own under the same advisory lock, announced at its
-/// commit: so the database has one writer at a time, on any host, as the embedded
-/// file does, and a lone guarded UPDATE never lands between another writer's read
-/// and its write. Its begin, statement and commit are pipelined: one round trip.
+/// where the session's write transaction is. A write outside
+/// [`PgSession::begin_write`]'s transaction runs in one of its own under the same
+/// advisory lock, announced at its commit: so the database has one writer at a time,
+/// on any host, as the embedded file does, and a lone guarded UPDATE never lands
+/// between another writer's read and its write. Its begin, statement and commit are
+/// pipelined: one round trip. The first statement of a write transaction carries
+/// the transaction's BEGIN with it, pipelined the same way.
 fn run_statement<T>(
     client: &Client,
-    (write, in_write): (bool, bool),
+    (write, tx): (bool, &mut Tx),
     (dirty, in_doubt): (&mut bool, &mut bool),
     run: impl Future<Output = std::result::Result<T, tokio_postgres::Error>>,
 ) -> Result<T> {
-    if !write || in_write {
-        *dirty |= write;
-        return wait(run).map_err(from_pg);
+    match *tx {
+        Tx::Open => {
+            *dirty |= write;
+            return wait(run).map_err(from_pg);
+        }
+        Tx::Pending => {
+            // From here on the server may hold a transaction: a failure below is
+            // ended by the caller's rollback.
+            *tx = Tx::Open;
+            let (began, ran) =
+                wait(async { futures::join!(client.batch_execute(&BEGIN_WRITE), run) });
+            began.map_err(from_pg)?;
+            *dirty |= write;
+            return ran.map_err(from_pg);
+        }
+        Tx::None if !write => return wait(run).map_err(from_pg),
+        Tx::None => {}
     }
     let (began, ran, committed) = wait(async {
         futures::join!(

@@ -384,6 +384,20 @@ impl<'a> Conn<'a> {
         }
     }
 
+    /// Run statements that need nothing from each other's results, in order; the
+    /// rows each changed. Inside [`Store::write`](super::Store::write) on PostgreSQL
+    /// they are pipelined — one round trip for all of them — and a failure fails the
+    /// whole transaction, as it would one by one.
+    pub fn execute_all(&self, batch: Vec<(&str, Vec<Value>)>) -> Result<Vec<usize>> {
+        match &self.inner {
+            ConnInner::Sqlite(_) => batch
+                .into_iter()
+                .map(|(sql, values)| self.execute(sql, values.as_slice()))
+                .collect(),
+            ConnInner::Postgres(s) => s.borrow_mut().execute_all(&batch),
+        }
+    }
+
     /// Run several statements (no parameters), as migrations do.
     pub fn execute_batch(&self, sql: &str) -> Result<()> {
         match &self.inner {

@@ -117,6 +117,35 @@ fn column(field: ComputeField) -> Option<&'static str> {
 }
 
 /// The `mission_compute` table.
+/// The columns [`record_from_row`] reads.
+const RECORD_COLUMNS: &str = "models, model, max_turns, max_tool_calls, max_tokens, paused_ask, paused_field, paused_reason, spent_tool_calls, spent_tokens";
+
+fn record_from_row(r: &crate::store::sql::Row<'_>) -> crate::store::sql::Result<ComputeRecord> {
+    let models: Option<String> = r.get(0)?;
+    let ask: Option<String> = r.get(5)?;
+    let field: Option<String> = r.get(6)?;
+    let pause = match (ask, field.as_deref().and_then(ComputeField::from_key)) {
+        (Some(ask_id), Some(field)) => Some(Pause {
+            ask_id,
+            field,
+            reason: r.get::<Option<String>>(7)?.unwrap_or_default(),
+        }),
+        _ => None,
+    };
+    Ok(ComputeRecord {
+        models: models.and_then(|m| serde_json::from_str(&m).ok()),
+        model: r.get(1)?,
+        max_turns: r.get::<Option<i64>>(2)?.map(|v| v.max(0) as u64),
+        max_tool_calls: r.get::<Option<i64>>(3)?.map(|v| v.max(0) as u64),
+        max_tokens: r.get::<Option<i64>>(4)?.map(|v| v.max(0) as u64),
+        pause,
+        spent: Spend {
+            tool_calls: r.get::<i64>(8)?.max(0) as u64,
+            tokens: r.get::<i64>(9)?.max(0) as u64,
+        },
+    })
+}
+
 #[derive(Clone)]
 pub struct ComputeLedger {
     store: Store,
@@ -130,34 +159,9 @@ impl ComputeLedger {
     pub fn get(&self, mission_id: &str) -> Result<Option<ComputeRecord>, StoreError> {
         self.store.with(|c| {
             c.query_row(
-                "SELECT models, model, max_turns, max_tool_calls, max_tokens, paused_ask, paused_field, paused_reason, spent_tool_calls, spent_tokens
-                 FROM mission_compute WHERE mission_id = ?1",
+                &format!("SELECT {RECORD_COLUMNS} FROM mission_compute WHERE mission_id = ?1"),
                 params![mission_id],
-                |r| {
-                    let models: Option<String> = r.get(0)?;
-                    let ask: Option<String> = r.get(5)?;
-                    let field: Option<String> = r.get(6)?;
-                    let pause = match (ask, field.as_deref().and_then(ComputeField::from_key)) {
-                        (Some(ask_id), Some(field)) => Some(Pause {
-                            ask_id,
-                            field,
-                            reason: r.get::<Option<String>>(7)?.unwrap_or_default(),
-                        }),
-                        _ => None,
-                    };
-                    Ok(ComputeRecord {
-                        models: models.and_then(|m| serde_json::from_str(&m).ok()),
-                        model: r.get(1)?,
-                        max_turns: r.get::<Option<i64>>(2)?.map(|v| v.max(0) as u64),
-                        max_tool_calls: r.get::<Option<i64>>(3)?.map(|v| v.max(0) as u64),
-                        max_tokens: r.get::<Option<i64>>(4)?.map(|v| v.max(0) as u64),
-                        pause,
-                        spent: Spend {
-                            tool_calls: r.get::<i64>(8)?.max(0) as u64,
-                            tokens: r.get::<i64>(9)?.max(0) as u64,
-                        },
-                    })
-                },
+                record_from_row,
             )
             .optional()
         })
@@ -181,22 +185,24 @@ impl ComputeLedger {
     }
 
     /// What a freshly started unit offered and runs on (a resumed unit records
-    /// its own; raised limits and a pause are kept).
+    /// its own; raised limits and a pause are kept). Returns the whole record as
+    /// the write left it: one statement, no read after it.
     pub fn record_unit(
         &self,
         mission_id: &str,
         models: Option<&[String]>,
         model: Option<&str>,
-    ) -> Result<(), StoreError> {
+    ) -> Result<ComputeRecord, StoreError> {
         let models = models.map(|m| serde_json::to_string(m).unwrap_or_default());
         self.store.with(|c| {
-            c.execute(
-                "INSERT INTO mission_compute (mission_id, models, model, updated_at) VALUES (?1, ?2, ?3, ?4)
-                 ON CONFLICT (mission_id) DO UPDATE SET models = ?2, model = ?3, updated_at = ?4",
+            c.query_row(
+                &format!("INSERT INTO mission_compute (mission_id, models, model, updated_at) VALUES (?1, ?2, ?3, ?4)
+                 ON CONFLICT (mission_id) DO UPDATE SET models = ?2, model = ?3, updated_at = ?4
+                 RETURNING {RECORD_COLUMNS}"),
                 params![mission_id, models, model, clock::now_ms()],
+                record_from_row,
             )
-        })?;
-        Ok(())
+        })
     }
 
     /// Record what the mission has spent. Spend only grows: a write carrying less
@@ -267,9 +273,10 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let ledger = ComputeLedger::new(Store::open(&dir.path().join("b.db")).unwrap());
         assert_eq!(ledger.get("m").unwrap(), None);
-        ledger
+        let recorded = ledger
             .record_unit("m", Some(&["a".into(), "b".into()]), Some("b"))
             .unwrap();
+        assert_eq!(Some(recorded), ledger.get("m").unwrap());
         ledger
             .pause("m", "ask-1", ComputeField::MaxToolCalls, "why")
             .unwrap();
