@@ -169,6 +169,23 @@ impl Asks {
         })?)
     }
 
+    /// The missions with a run parked by `host` and not yet being resumed: one
+    /// read however many units the host holds (its claim loop counts them on every
+    /// commit it wakes for).
+    pub fn parked_missions_of(&self, host: &HostId) -> Result<Vec<String>, AskError> {
+        let rows: Vec<Checkpoint> = self.store.with(|c| {
+            let mut s = c.prepare_cached(&format!(
+                "SELECT {COLUMNS} FROM checkpoints WHERE parked_at IS NOT NULL AND claimed_at IS NULL AND host_pid = ?1"
+            ))?;
+            s.query_map(params![i64::from(host.pid)], from_row)?.collect()
+        })?;
+        Ok(rows
+            .into_iter()
+            .filter(|c| &c.host == host)
+            .map(|c| c.mission_id)
+            .collect())
+    }
+
     /// Runs whose ask is already resolved (answered, decided or expired) and
     /// nobody is resuming: unclaimed, or claimed by a resumer that is gone (the
     /// stranded ones `approvals list` reconciles).

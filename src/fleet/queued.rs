@@ -70,17 +70,16 @@ impl Fleet {
     /// question (the turn ended under it, nobody has claimed its resume): they hold
     /// no slot of a host's width. Blocking: store reads.
     pub fn parked_here(&self) -> Vec<String> {
-        let me = crate::host::HostId::current();
+        let parked: std::collections::HashSet<String> = self
+            .inner
+            .asks
+            .parked_missions_of(&crate::host::HostId::current())
+            .unwrap_or_default()
+            .into_iter()
+            .collect();
         self.hosted_missions()
             .into_iter()
-            .filter(|id| {
-                self.inner
-                    .asks
-                    .checkpoints_for(id)
-                    .unwrap_or_default()
-                    .iter()
-                    .any(|c| c.host == me && c.parked_at.is_some() && c.claimed_at.is_none())
-            })
+            .filter(|id| parked.contains(id))
             .collect()
     }
 }
