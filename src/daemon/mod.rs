@@ -156,14 +156,14 @@ pub async fn run(
         } else {
             (width as usize).saturating_sub(running)
         };
-        for _ in 0..free {
-            match claim(&fleet, &me, &options.labels).await {
-                Ok(Some(claimed)) => start(&fleet, &underway, &report, claimed),
-                Ok(None) => break,
-                Err(e) => {
-                    tracing::warn!("host: claim failed: {e}");
-                    break;
+        if free > 0 {
+            match claim(&fleet, &me, &options.labels, free).await {
+                Ok(claimed) => {
+                    for c in claimed {
+                        start(&fleet, &underway, &report, c);
+                    }
                 }
+                Err(e) => tracing::warn!("host: claim failed: {e}"),
             }
         }
         if maintained.is_none_or(|at| at.elapsed() >= MAINTENANCE_EVERY) {
@@ -208,16 +208,22 @@ async fn advertise(store: &Store, me: &HostId, width: u64, load: usize, labels: 
     }
 }
 
-/// Claim the next queued mission this host may run: its label fits, and its
-/// workspace exists on this machine.
+/// Claim the next `free` queued missions this host may run: each one's label
+/// fits, and its workspace exists on this machine.
 async fn claim(
     fleet: &Fleet,
     me: &HostId,
     labels: &[String],
-) -> anyhow::Result<Option<crate::mission::queue::Claimed>> {
+    free: usize,
+) -> anyhow::Result<Vec<crate::mission::queue::Claimed>> {
     let (missions, me, labels) = (fleet.missions().clone(), me.clone(), labels.to_vec());
     Ok(blocking(move || {
-        missions.claim_queued(&me, &labels, &crate::mission::hosts::workspace_exists_here)
+        missions.claim_queued_up_to(
+            &me,
+            &labels,
+            &crate::mission::hosts::workspace_exists_here,
+            free,
+        )
     })
     .await?)
 }

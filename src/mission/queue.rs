@@ -115,6 +115,25 @@ impl Missions {
         labels: &[String],
         runnable: &dyn Fn(&str) -> bool,
     ) -> Result<Option<Claimed>> {
+        Ok(self
+            .claim_queued_up_to(host, labels, runnable, 1)?
+            .into_iter()
+            .next())
+    }
+
+    /// [`Missions::claim_queued`] for up to `max` missions in queue order, in one
+    /// transaction: a host with many free slots pays one round of the claim, not
+    /// one per slot. Each mission is still its own guarded `queued → open` write.
+    pub fn claim_queued_up_to(
+        &self,
+        host: &HostId,
+        labels: &[String],
+        runnable: &dyn Fn(&str) -> bool,
+        max: usize,
+    ) -> Result<Vec<Claimed>> {
+        if max == 0 {
+            return Ok(Vec::new());
+        }
         let lock = if self.store.is_postgres() {
             " FOR UPDATE OF q SKIP LOCKED"
         } else {
@@ -127,41 +146,50 @@ impl Missions {
                AND (q.run_on IS NULL OR q.run_on IN (SELECT value FROM json_each(?1)))
              ORDER BY q.seq LIMIT ?2{lock}"
         );
-        let claimed = self.store.write(|c| {
+        let window = CLAIM_WINDOW.max(i64::try_from(max).unwrap_or(i64::MAX));
+        let claim = format!(
+            "UPDATE missions SET status = 'open', updated_at = ?2, host_pid = ?3, host_start = ?4,
+                 host_id = ?5, host_machine = ?6
+             WHERE id = ?1 AND status = 'queued' RETURNING {}",
+            COLUMNS
+        );
+        Ok(self.store.write(|c| {
             let candidates: Vec<(String, i64, String)> = c
                 .prepare_cached(&select)?
-                .query_map(params![labels, CLAIM_WINDOW], |r| {
+                .query_map(params![labels, window], |r| {
                     Ok((r.get(0)?, r.get(1)?, r.get(2)?))
                 })?
                 .collect::<crate::store::sql::Result<_>>()?;
             let now = clock::now_ms();
+            let mut claimed = Vec::new();
             for (id, worktree, cwd) in candidates {
+                if claimed.len() == max {
+                    break;
+                }
                 if !runnable(&cwd) {
                     continue;
                 }
-                let moved = c.execute(
-                    "UPDATE missions SET status = 'open', updated_at = ?2, host_pid = ?3, host_start = ?4,
-                         host_id = ?5, host_machine = ?6
-                     WHERE id = ?1 AND status = 'queued'",
-                    params![id, now, host.pid, host.start, host.id, host.machine],
+                let Some(mission) = c
+                    .query_row(
+                        &claim,
+                        params![id, now, host.pid, host.start, host.id, host.machine],
+                        from_row,
+                    )
+                    .optional()?
+                else {
+                    continue;
+                };
+                c.execute(
+                    "UPDATE mission_queue SET waiting = 0, claimed_by = ?2, claimed_at = ?3 WHERE mission_id = ?1",
+                    params![id, host.id, now],
                 )?;
-                if moved == 1 {
-                    c.execute(
-                        "UPDATE mission_queue SET waiting = 0, claimed_by = ?2, claimed_at = ?3 WHERE mission_id = ?1",
-                        params![id, host.id, now],
-                    )?;
-                    return Ok(Some((id, worktree != 0)));
-                }
+                claimed.push(Claimed {
+                    mission,
+                    worktree: worktree != 0,
+                });
             }
-            Ok(None)
-        })?;
-        let Some((id, worktree)) = claimed else {
-            return Ok(None);
-        };
-        Ok(Some(Claimed {
-            mission: self.require(&id)?,
-            worktree,
-        }))
+            Ok(claimed)
+        })?)
     }
 
     /// Point a claimed mission at the unit its host started for it, in the
@@ -389,6 +417,29 @@ mod tests {
         assert_eq!(second.mission.id, b.id);
         assert!(svc.claim_queued(&me, &[], &any).unwrap().is_none());
         assert!(svc.queue_positions().unwrap().is_empty());
+    }
+
+    #[test]
+    fn one_claim_takes_up_to_its_free_slots_in_order_passing_what_it_cannot_run() {
+        let (_d, svc) = service();
+        let ids: Vec<String> = ["a", "b", "c", "d", "e"]
+            .iter()
+            .map(|i| queued(&svc, i, (*i == "b").then_some("gpu")).id)
+            .collect();
+        let me = HostId::current();
+        let got = svc.claim_queued_up_to(&me, &[], &|_| true, 3).unwrap();
+        let got: Vec<&str> = got.iter().map(|c| c.mission.id.as_str()).collect();
+        assert_eq!(got, [&ids[0], &ids[2], &ids[3]], "b is for a gpu host");
+        let rest = svc
+            .claim_queued_up_to(&other_host("h2"), &["gpu".into()], &|_| true, 10)
+            .unwrap();
+        let rest: Vec<&str> = rest.iter().map(|c| c.mission.id.as_str()).collect();
+        assert_eq!(rest, [&ids[1], &ids[4]]);
+        assert!(
+            svc.claim_queued_up_to(&me, &[], &|_| true, 3)
+                .unwrap()
+                .is_empty()
+        );
     }
 
     #[test]
