@@ -6,6 +6,7 @@
 //! same missions dispatched straight to a fleet in the same run.
 
 use std::path::Path;
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use super::scratch::{POLICY, Scratch, report_and_land, until};
@@ -41,6 +42,10 @@ pub async fn run(scale: Scale) -> anyhow::Result<Vec<Row>> {
     let transcript = scratch.declare_landing_stub()?;
     let missions = Missions::new(scratch.store.clone());
     let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+    // The clock starts once the host is up, as the direct run's starts once its
+    // fleet is built: both measure the missions, not the boot.
+    let ready = Arc::new(tokio::sync::Notify::new());
+    let up = ready.clone();
     let host = tokio::spawn(crate::daemon::run(
         scratch.paths.clone(),
         scratch.store.clone(),
@@ -51,8 +56,13 @@ pub async fn run(scale: Scale) -> anyhow::Result<Vec<Row>> {
         async {
             let _ = stopped.await;
         },
-        |_| {},
+        move |event| {
+            if matches!(event, crate::daemon::Event::Started { .. }) {
+                up.notify_one();
+            }
+        },
     ));
+    ready.notified().await;
     let limit = Duration::from_secs(30);
     let (mut claimed, mut floor) = (Vec::new(), Vec::new());
     for round in 0..=(scale.samples / 5).max(3) {
@@ -159,6 +169,10 @@ pub async fn throughput(scale: Scale) -> anyhow::Result<Vec<Row>> {
     teardown.abort();
 
     let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+    // The clock starts once the host is up, as the direct run's starts once its
+    // fleet is built: both measure the missions, not the boot.
+    let ready = Arc::new(tokio::sync::Notify::new());
+    let up = ready.clone();
     let host = tokio::spawn(crate::daemon::run(
         scratch.paths.clone(),
         scratch.store.clone(),
@@ -169,8 +183,13 @@ pub async fn throughput(scale: Scale) -> anyhow::Result<Vec<Row>> {
         async {
             let _ = stopped.await;
         },
-        |_| {},
+        move |event| {
+            if matches!(event, crate::daemon::Event::Started { .. }) {
+                up.notify_one();
+            }
+        },
     ));
+    ready.notified().await;
     let batch: Vec<NewQueued> = (0..n)
         .map(|i| queued(&scratch, &format!("queued {i}"), None))
         .collect::<anyhow::Result<_>>()?;
