@@ -37,32 +37,51 @@ fn queued(scratch: &Scratch, intent: &str, run_on: Option<&str>) -> anyhow::Resu
     })
 }
 
+/// A `missionboard host` in this process, up and claiming.
+struct Host {
+    stop: tokio::sync::oneshot::Sender<()>,
+    task: tokio::task::JoinHandle<anyhow::Result<()>>,
+}
+
+impl Host {
+    /// Start one `width` wide and return once it is up: a figure's clock starts
+    /// there, as the direct run's starts once its fleet is built, so both measure
+    /// the missions, not the boot.
+    async fn start(scratch: &Scratch, width: u64) -> Host {
+        let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+        let ready = Arc::new(tokio::sync::Notify::new());
+        let up = ready.clone();
+        let task = tokio::spawn(crate::daemon::run(
+            scratch.paths.clone(),
+            scratch.store.clone(),
+            crate::daemon::Options {
+                width: Some(width),
+                ..Default::default()
+            },
+            async {
+                let _ = stopped.await;
+            },
+            move |event| {
+                if matches!(event, crate::daemon::Event::Started { .. }) {
+                    up.notify_one();
+                }
+            },
+        ));
+        ready.notified().await;
+        Host { stop, task }
+    }
+
+    async fn stop(self) -> anyhow::Result<()> {
+        let _ = self.stop.send(());
+        self.task.await?
+    }
+}
+
 pub async fn run(scale: Scale) -> anyhow::Result<Vec<Row>> {
     let scratch = Scratch::new(&scale)?;
     let transcript = scratch.declare_landing_stub()?;
     let missions = Missions::new(scratch.store.clone());
-    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
-    // The clock starts once the host is up, as the direct run's starts once its
-    // fleet is built: both measure the missions, not the boot.
-    let ready = Arc::new(tokio::sync::Notify::new());
-    let up = ready.clone();
-    let host = tokio::spawn(crate::daemon::run(
-        scratch.paths.clone(),
-        scratch.store.clone(),
-        crate::daemon::Options {
-            width: Some(1),
-            ..Default::default()
-        },
-        async {
-            let _ = stopped.await;
-        },
-        move |event| {
-            if matches!(event, crate::daemon::Event::Started { .. }) {
-                up.notify_one();
-            }
-        },
-    ));
-    ready.notified().await;
+    let host = Host::start(&scratch, 1).await;
     let limit = Duration::from_secs(30);
     let (mut claimed, mut floor) = (Vec::new(), Vec::new());
     for round in 0..=(scale.samples / 5).max(3) {
@@ -107,8 +126,7 @@ pub async fn run(scale: Scale) -> anyhow::Result<Vec<Row>> {
             floor.push(floor_took);
         }
     }
-    let _ = stop.send(());
-    host.await??;
+    host.stop().await?;
     Ok(vec![Row::latency(
         "claim latency (queued → first prompt at the stub, via missionboard host)",
         Latency::of(&mut claimed),
@@ -168,28 +186,7 @@ pub async fn throughput(scale: Scale) -> anyhow::Result<Vec<Row>> {
     fleet.shutdown().await;
     teardown.abort();
 
-    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
-    // The clock starts once the host is up, as the direct run's starts once its
-    // fleet is built: both measure the missions, not the boot.
-    let ready = Arc::new(tokio::sync::Notify::new());
-    let up = ready.clone();
-    let host = tokio::spawn(crate::daemon::run(
-        scratch.paths.clone(),
-        scratch.store.clone(),
-        crate::daemon::Options {
-            width: Some(n as u64),
-            ..Default::default()
-        },
-        async {
-            let _ = stopped.await;
-        },
-        move |event| {
-            if matches!(event, crate::daemon::Event::Started { .. }) {
-                up.notify_one();
-            }
-        },
-    ));
-    ready.notified().await;
+    let host = Host::start(&scratch, n as u64).await;
     let batch: Vec<NewQueued> = (0..n)
         .map(|i| queued(&scratch, &format!("queued {i}"), None))
         .collect::<anyhow::Result<_>>()?;
@@ -201,8 +198,7 @@ pub async fn throughput(scale: Scale) -> anyhow::Result<Vec<Row>> {
     .await?;
     until_all_rest(&missions, "every queued mission to rest").await?;
     let queued_rate = n as f64 / t.elapsed().as_secs_f64();
-    let _ = stop.send(());
-    host.await??;
+    host.stop().await?;
     all_landed(&missions, &ids)?;
 
     Ok(vec![
