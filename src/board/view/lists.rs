@@ -19,17 +19,23 @@ fn selected_style(m: &Model, pane: Pane) -> ratatui::style::Style {
     }
 }
 
-pub fn render_asks(frame: &mut Frame, area: Rect, m: &Model, now_ms: i64) {
-    let s = &m.snap;
-    let title = if s.pending_total > s.asks.len() {
+/// A list pane's title: how many it holds, and how many it shows when that is
+/// fewer (the store holds more than the snapshot reads).
+fn counted_title(label: &str, shown: usize, total: usize, what: &str) -> String {
+    if total > shown {
         format!(
-            " Pending asks {} of {} ",
-            count(s.asks.len() as u64),
-            count(s.pending_total as u64)
+            " {label} {} of {}{what} ",
+            count(shown as u64),
+            count(total as u64)
         )
     } else {
-        format!(" Pending asks {} ", count(s.pending_total as u64))
-    };
+        format!(" {label} {}{what} ", count(total as u64))
+    }
+}
+
+pub fn render_asks(frame: &mut Frame, area: Rect, m: &Model, now_ms: i64) {
+    let s = &m.snap;
+    let title = counted_title("Pending asks", s.asks.len(), s.pending_total, "");
     let inner = framed_pane(frame, area, m, title, Pane::Asks);
     let width = inner.width as usize;
     let e = m.symbols.ellipsis;
@@ -85,15 +91,7 @@ pub fn render_asks(frame: &mut Frame, area: Rect, m: &Model, now_ms: i64) {
 
 pub fn render_inbox(frame: &mut Frame, area: Rect, m: &Model, now_ms: i64) {
     let s = &m.snap;
-    let mut title = if s.inbox_total > s.inbox.len() {
-        format!(
-            " Inbox {} of {} unacked ",
-            count(s.inbox.len() as u64),
-            count(s.inbox_total as u64)
-        )
-    } else {
-        format!(" Inbox {} unacked ", count(s.inbox_total as u64))
-    };
+    let mut title = counted_title("Inbox", s.inbox.len(), s.inbox_total, " unacked");
     if !m.marked.is_empty() {
         title.push_str(&format!(
             "{}{} marked ",
