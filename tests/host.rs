@@ -6,7 +6,7 @@ mod common;
 
 use std::collections::HashMap;
 
-use common::{Background, Run, Sandbox, script, wait_for};
+use common::{Background, Run, Sandbox, report_summaries, script, wait_for};
 use missionboard::mission::queue::NewQueued;
 use missionboard::mission::{EnvelopeName, Intent, Missions};
 use serde_json::Value;
@@ -95,21 +95,6 @@ fn wait_all(sb: &Sandbox, ids: &[String], status: &str, secs: u64) {
             .all(|id| now.get(id).map(String::as_str) == Some(status))
             .then_some(())
     });
-}
-
-fn report_summaries(sb: &Sandbox, id: &str) -> Vec<String> {
-    show(sb, id)["reports"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|r| {
-            format!(
-                "[{}] {}",
-                r["kind"].as_str().unwrap(),
-                r["summary"].as_str().unwrap()
-            )
-        })
-        .collect()
 }
 
 /// The parked question of mission `id`, once its turn ended under it.

@@ -3,7 +3,7 @@
 
 use std::process::Stdio;
 
-use crate::harness::{Run, Sandbox, wait_for};
+use crate::harness::{Run, Sandbox, report_summaries, wait_for};
 
 fn script(steps: &str) -> String {
     format!(r#"{{"name":"t","turns":[{{"steps":[{steps}]}}]}}"#)
@@ -452,21 +452,6 @@ fn kill(mut child: std::process::Child) {
 
 fn show_json(sb: &Sandbox, id: &str) -> serde_json::Value {
     serde_json::from_str(&sb.run(&["mission", "show", id, "--json"]).ok().stdout).unwrap()
-}
-
-fn report_summaries(sb: &Sandbox, id: &str) -> Vec<String> {
-    show_json(sb, id)["reports"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|r| {
-            format!(
-                "[{}] {}",
-                r["kind"].as_str().unwrap(),
-                r["summary"].as_str().unwrap()
-            )
-        })
-        .collect()
 }
 
 /// `approvals respond <args…>` from a fresh process whose unit appends to

@@ -880,3 +880,21 @@ pub fn processes_mentioning(needle: &str) -> Vec<u32> {
         })
         .collect()
 }
+
+/// Mission `id`'s reports as `mission show --json` lists them, each `[kind] summary`.
+pub fn report_summaries(sb: &Sandbox, id: &str) -> Vec<String> {
+    let shown: serde_json::Value =
+        serde_json::from_str(&sb.run(&["mission", "show", id, "--json"]).ok().stdout).unwrap();
+    shown["reports"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| {
+            format!(
+                "[{}] {}",
+                r["kind"].as_str().unwrap(),
+                r["summary"].as_str().unwrap()
+            )
+        })
+        .collect()
+}
