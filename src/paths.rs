@@ -77,7 +77,7 @@ impl Paths {
     pub fn prepare_socket_dir(&self) -> anyhow::Result<PathBuf> {
         let dir = self.socket_dir();
         for level in [runtime_base(), dir.clone()] {
-            private_runtime_dir(&level)?;
+            ensure_private_dir(&level, SOCKET_DIR)?;
         }
         Ok(dir)
     }
@@ -146,17 +146,37 @@ fn runtime_base() -> PathBuf {
     }
 }
 
+/// What a private directory is for, in its refusal: what it is, what needs it, and
+/// the variable that moves it.
+pub struct PrivateDirUse {
+    pub what: &'static str,
+    pub needs: &'static str,
+    pub moved_by: &'static str,
+}
+
+const SOCKET_DIR: PrivateDirUse = PrivateDirUse {
+    what: "socket directory",
+    needs: "mission sockets",
+    moved_by: "XDG_RUNTIME_DIR",
+};
+
 /// Create `dir` (one level, mode 0700) unless it exists, then check it: a directory,
-/// not a symlink, owned by this user, with no access for group or others.
-fn private_runtime_dir(dir: &Path) -> anyhow::Result<()> {
+/// not a symlink, owned by this user, with no access for group or others. Under a
+/// shared parent such as `/tmp`, another user could have made it first.
+pub fn ensure_private_dir(dir: &Path, use_: PrivateDirUse) -> anyhow::Result<()> {
     use std::os::unix::fs::{DirBuilderExt, MetadataExt};
+    let PrivateDirUse {
+        what,
+        needs,
+        moved_by,
+    } = use_;
     match std::fs::DirBuilder::new().mode(0o700).create(dir) {
         Ok(()) => {}
         Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {}
-        Err(e) => anyhow::bail!("cannot create the socket directory {}: {e}", dir.display()),
+        Err(e) => anyhow::bail!("cannot create the {what} {}: {e}", dir.display()),
     }
     let meta = std::fs::symlink_metadata(dir)
-        .map_err(|e| anyhow::anyhow!("cannot read the socket directory {}: {e}", dir.display()))?;
+        .map_err(|e| anyhow::anyhow!("cannot read the {what} {}: {e}", dir.display()))?;
     // SAFETY: geteuid has no preconditions.
     let me = unsafe { libc::geteuid() };
     let mode = meta.mode() & 0o7777;
@@ -174,7 +194,7 @@ fn private_runtime_dir(dir: &Path) -> anyhow::Result<()> {
     };
     match problem {
         Some(why) => anyhow::bail!(
-            "refusing the socket directory {}: {why} — mission sockets need a directory only you can enter (mode 0700, owned by you); remove it, or set XDG_RUNTIME_DIR to a private directory",
+            "refusing the {what} {}: {why} — {needs} need a directory only you can enter (mode 0700, owned by you); remove it, or set {moved_by} to a private directory",
             dir.display()
         ),
         None => Ok(()),

@@ -331,9 +331,8 @@ fn no_process_shows_a_mission_token_in_its_command_line_or_environment() {
     let socket = missionboard::paths::Paths::resolve(sb.home.clone(), sb.cwd.clone())
         .socket_dir()
         .join(format!("m-{id}.sock"));
-    let token_file = std::env::temp_dir()
-        .join(format!("missionboard-{id}"))
-        .join(format!("m-{id}.token"));
+    let token_file =
+        missionboard::fleet::confinement::MissionTmp::path_for(&id).join(format!("m-{id}.token"));
     let reports = sb.report_texts(&id);
     assert_eq!(
         reports[0],

@@ -8,8 +8,25 @@ use crate::confine;
 use crate::envelope::sandbox::{self, Places, Resolved, SandboxDecl};
 use crate::paths::Paths;
 
-/// `{tmp}` dirs are `<temp dir>/missionboard-<mission id>`.
-const TMP_PREFIX: &str = "missionboard-";
+/// `{tmp}` dirs are `<temp dir>/missionboard-<uid>/<mission id>`: one private
+/// directory of this user's holds them all. Under a sandbox that writes everywhere
+/// but the home, the ruleset is built entry by entry around the home, one rule per
+/// entry of each directory on the way there (often the temp dir itself): one entry
+/// for every unit's dir keeps that listing, and each unit's start, the same size
+/// however many units run or died without removing theirs.
+fn tmp_root() -> PathBuf {
+    // SAFETY: geteuid has no preconditions.
+    std::env::temp_dir().join(format!("missionboard-{}", unsafe { libc::geteuid() }))
+}
+
+/// Where dirs were kept before [`tmp_root`]: `<temp dir>/missionboard-<mission id>`.
+const LEGACY_TMP_PREFIX: &str = "missionboard-";
+
+const TMP_ROOT: crate::paths::PrivateDirUse = crate::paths::PrivateDirUse {
+    what: "temp directory",
+    needs: "missions' temp dirs",
+    moved_by: "TMPDIR",
+};
 
 /// `{tmp}`: a directory of the mission's own, created when its unit starts and
 /// removed when the unit is gone (dropped with the unit's drive task).
@@ -21,11 +38,13 @@ pub struct MissionTmp {
 impl MissionTmp {
     /// Where a mission's temp dir is (whether or not it exists now).
     pub fn path_for(mission_id: &str) -> PathBuf {
-        std::env::temp_dir().join(format!("{TMP_PREFIX}{mission_id}"))
+        tmp_root().join(mission_id)
     }
 
     pub fn create(mission_id: &str) -> anyhow::Result<MissionTmp> {
         use std::os::unix::fs::DirBuilderExt;
+        // Checked on every start: it sits in a directory every user may write.
+        crate::paths::ensure_private_dir(&tmp_root(), TMP_ROOT)?;
         let path = MissionTmp::path_for(mission_id);
         // A leftover from a host that died is this mission's own: start it afresh.
         let _ = std::fs::remove_dir_all(&path);
@@ -60,22 +79,26 @@ impl Drop for MissionTmp {
 /// outright (SIGKILL, a crash) never got to remove its units' dirs. Dirs of missions
 /// this store does not know (another home's) are left alone.
 pub fn sweep_leftover_tmp(missions: &crate::mission::Missions) {
-    let Ok(entries) = std::fs::read_dir(std::env::temp_dir()) else {
-        return;
-    };
-    for entry in entries.flatten() {
-        let name = entry.file_name();
-        let Some(id) = name
-            .to_str()
-            .and_then(|n| n.strip_prefix(TMP_PREFIX))
-            .filter(|id| uuid::Uuid::parse_str(id).is_ok())
-        else {
+    // Dirs of the layout before [`tmp_root`] are swept too, where they still lie.
+    let roots = [(tmp_root(), ""), (std::env::temp_dir(), LEGACY_TMP_PREFIX)];
+    for (root, prefix) in roots {
+        let Ok(entries) = std::fs::read_dir(&root) else {
             continue;
         };
-        if let Ok(Some(m)) = missions.get(id)
-            && m.status.is_terminal()
-        {
-            drop(MissionTmp { path: entry.path() });
+        for entry in entries.flatten() {
+            let name = entry.file_name();
+            let Some(id) = name
+                .to_str()
+                .and_then(|n| n.strip_prefix(prefix))
+                .filter(|id| uuid::Uuid::parse_str(id).is_ok())
+            else {
+                continue;
+            };
+            if let Ok(Some(m)) = missions.get(id)
+                && m.status.is_terminal()
+            {
+                drop(MissionTmp { path: entry.path() });
+            }
         }
     }
 }

@@ -62,7 +62,7 @@ pub fn dry_grants(
     dir: &Path,
     model_url: Option<&str>,
 ) -> Result<Vec<String>, String> {
-    let tmp = std::env::temp_dir().join("missionboard-<mission id>");
+    let tmp = MissionTmp::path_for("<mission id>");
     let workspace = Workspace {
         dir,
         commit: CommitAccess::default(),

@@ -465,7 +465,7 @@ fn doctor_agent_handshakes_and_prints_every_grant_under_the_default_envelope() {
     );
     assert_eq!(doctor.code, 0, "{doctor:#?}");
     let home = sb.home.parent().unwrap();
-    let tmp = std::env::temp_dir().join("missionboard-<mission id>");
+    let tmp = missionboard::fleet::confinement::MissionTmp::path_for("<mission id>");
     assert_eq!(
         doctor.lines(),
         [

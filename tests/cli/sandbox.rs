@@ -419,7 +419,7 @@ fn a_mission_s_temp_dir_is_exported_as_tmpdir_and_gone_when_it_rests() {
     )]);
     fire(&sb, "default", &[]).ok();
     let id = sb.newest_mission().unwrap();
-    let tmp = std::env::temp_dir().join(format!("missionboard-{id}"));
+    let tmp = missionboard::fleet::confinement::MissionTmp::path_for(&id);
     assert_eq!(
         std::fs::read_to_string(&seen).unwrap().trim(),
         tmp.display().to_string()
@@ -428,13 +428,59 @@ fn a_mission_s_temp_dir_is_exported_as_tmpdir_and_gone_when_it_rests() {
 
     // A host killed outright leaves its units' dirs behind: the next host's boot
     // removes those of missions at rest, and only this store's.
+    // The layout before one temp root per user kept them in the temp dir itself.
     std::fs::create_dir(&tmp).unwrap();
-    let stranger = std::env::temp_dir().join(format!("missionboard-{}", uuid_like()));
+    let legacy = std::env::temp_dir().join(format!("missionboard-{id}"));
+    std::fs::create_dir(&legacy).unwrap();
+    let stranger = missionboard::fleet::confinement::MissionTmp::path_for(&uuid_like());
     std::fs::create_dir(&stranger).unwrap();
     fire(&sb, "default", &[]).ok();
     assert!(!tmp.exists(), "the leftover of a resting mission is swept");
+    assert!(!legacy.exists(), "and one left in the old layout");
     assert!(stranger.exists(), "another home's dir is left alone");
     std::fs::remove_dir(&stranger).unwrap();
+}
+
+#[test]
+fn a_temp_root_another_user_could_reach_refuses_the_fire_and_names_the_fix() {
+    let sb = Sandbox::new();
+    sb.declare_stubs(&[("probe", Some(&script(vec![json!({"finish": "landed"})])))]);
+    let tmpdir = sb.cwd.join("shared-tmp");
+    std::fs::create_dir(&tmpdir).unwrap();
+    // SAFETY: geteuid has no preconditions.
+    let root = tmpdir.join(format!("missionboard-{}", unsafe { libc::geteuid() }));
+    std::os::unix::fs::symlink(&sb.cwd, &root).unwrap();
+    let tmpdir_env = tmpdir.display().to_string();
+    let refused = fire(&sb, "default", &[("TMPDIR", &tmpdir_env)]);
+    assert_eq!(refused.code, 1, "{refused:#?}");
+    assert!(
+        refused.stderr.contains(&format!(
+            "refusing the temp directory {}: it is not a directory — missions' temp dirs need a directory only you can enter (mode 0700, owned by you); remove it, or set TMPDIR to a private directory",
+            root.display()
+        )),
+        "{refused:#?}"
+    );
+    assert_eq!(
+        sb.newest_mission(),
+        None,
+        "a refused start leaves no mission"
+    );
+
+    // Its own, but open to others: refused the same way; removed, the fire lands.
+    std::fs::remove_file(&root).unwrap();
+    std::fs::create_dir(&root).unwrap();
+    std::fs::set_permissions(&root, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    let refused = fire(&sb, "default", &[("TMPDIR", &tmpdir_env)]);
+    assert!(
+        refused
+            .stderr
+            .contains("its mode is 0755, open to other users"),
+        "{refused:#?}"
+    );
+    std::fs::remove_dir(&root).unwrap();
+    let landed = fire(&sb, "default", &[("TMPDIR", &tmpdir_env)]);
+    assert_eq!(landed.code, 0, "{landed:#?}");
+    assert!(root.is_dir(), "made afresh, private");
 }
 
 /// Where the host of `sb` serves mission `id`'s socket.
@@ -507,8 +553,7 @@ fn a_unit_cannot_take_another_missions_token_or_drive_its_bridge_through_proc_un
         None,
         "no token in the bridge's environment"
     );
-    let token_file = std::env::temp_dir()
-        .join(format!("missionboard-{victim_id}"))
+    let token_file = missionboard::fleet::confinement::MissionTmp::path_for(&victim_id)
         .join(format!("m-{victim_id}.token"));
 
     let inject = r#"{"jsonrpc":"2.0","id":99,"method":"tools/call","params":{"name":"mission_report","arguments":{"kind":"finding","summary":"injected"}}}"#;
