@@ -5,9 +5,11 @@
 //! This module knows paths and ports only; which paths a mission gets is decided by
 //! the envelope's sandbox block ([`crate::envelope::sandbox`]).
 
+use std::collections::HashSet;
 use std::io;
-use std::path::PathBuf;
-use std::sync::OnceLock;
+use std::path::{Path, PathBuf};
+use std::sync::{Mutex, OnceLock};
+use std::time::{Duration, Instant};
 
 use landlock::{
     ABI, AccessFs, AccessNet, BitFlags, CompatLevel, Compatible, NetPort, PathBeneath, PathFd,
@@ -70,7 +72,7 @@ pub const ABI_FOR_WRITE: u32 = 3;
 pub const ABI_FOR_CONNECT: u32 = 4;
 
 /// What a unit may touch, as concrete paths and ports.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Hash)]
 pub struct Confinement {
     /// Trees (or files) the unit may write.
     pub write: Vec<PathBuf>,
@@ -84,6 +86,22 @@ pub struct Confinement {
 #[derive(Debug)]
 pub struct Prepared(RulesetCreated);
 
+/// How long a ruleset built for some grants is handed again to the next unit with
+/// the same grants. Each entry costs a stat, an open and a syscall, and a tree
+/// granted around the home is granted entry by entry (hundreds where the home sits
+/// under a busy temp dir or user home): a fleet starting units of one agent in one
+/// place would build the same ruleset for each. A rule holds the inode its path named
+/// when the ruleset was built — as it does for as long as a unit runs — and reuse
+/// stretches that by at most this window (the listing is read again for every unit,
+/// so an entry added or removed since is a different set of grants, built afresh).
+const REUSE_WINDOW: Duration = Duration::from_secs(3);
+
+/// The rulesets built within [`REUSE_WINDOW`], by the grants they hold.
+static RECENT: Mutex<Vec<(Confinement, Instant, RulesetCreated)>> = Mutex::new(Vec::new());
+
+/// Most distinct grant sets kept at once (one per agent and place starting now).
+const RECENT_MAX: usize = 8;
+
 /// Build the ruleset for `c` under the detected ABI; `None` when the kernel offers
 /// no Landlock (the caller says so: the limits are then declared, not enforced).
 /// Paths that do not exist are skipped (there is nothing there to grant).
@@ -92,6 +110,70 @@ pub fn prepare(c: &Confinement) -> io::Result<Option<Prepared>> {
     if abi_num == 0 {
         return Ok(None);
     }
+    let grants = without_covered(c);
+    reuse_or_build(grants, |g| build(g, abi_num)).map(|r| Some(Prepared(r)))
+}
+
+/// The ruleset built for `grants` within [`REUSE_WINDOW`] (its descriptor
+/// duplicated: the ruleset is not changed once built, and a child applying it does
+/// not consume it), else a fresh one from `build`, kept for the next unit.
+fn reuse_or_build(
+    grants: Confinement,
+    build: impl FnOnce(&Confinement) -> io::Result<RulesetCreated>,
+) -> io::Result<RulesetCreated> {
+    let now = Instant::now();
+    {
+        let mut recent = RECENT.lock().unwrap_or_else(|p| p.into_inner());
+        recent.retain(|(_, built, _)| now.duration_since(*built) < REUSE_WINDOW);
+        if let Some((_, _, ruleset)) = recent.iter().find(|(g, _, _)| *g == grants) {
+            return ruleset.try_clone();
+        }
+    }
+    // Built outside the lock: two units racing here each build theirs.
+    let ruleset = build(&grants)?;
+    let kept = ruleset.try_clone()?;
+    let mut recent = RECENT.lock().unwrap_or_else(|p| p.into_inner());
+    if recent.len() >= RECENT_MAX {
+        recent.remove(0);
+    }
+    recent.push((grants, now, kept));
+    Ok(ruleset)
+}
+
+/// `c` without the entries another entry already grants as much as: a unit's own
+/// `{tmp}` inside a tree granted whole, a state dir under a granted home. Units that
+/// differ only there then hold the same grants (and share one ruleset). An entry
+/// stays unless its real path is itself (no symlink on the way, which would lead a
+/// rule elsewhere) and lies under a granted entry.
+fn without_covered(c: &Confinement) -> Confinement {
+    let write: HashSet<&Path> = c.write.iter().map(PathBuf::as_path).collect();
+    let read: HashSet<&Path> = c.read.iter().flatten().map(PathBuf::as_path).collect();
+    let under = |p: &Path, set: &HashSet<&Path>| {
+        p.ancestors().skip(1).any(|a| set.contains(a))
+            && std::fs::canonicalize(p).is_ok_and(|real| real == p)
+    };
+    // Under limited reads a write entry is granted reading too.
+    let reads_from_writes = c.read.is_some();
+    Confinement {
+        write: c
+            .write
+            .iter()
+            .filter(|p| !under(p, &write))
+            .cloned()
+            .collect(),
+        read: c.read.as_ref().map(|paths| {
+            paths
+                .iter()
+                .filter(|p| !(under(p, &read) || reads_from_writes && under(p, &write)))
+                .cloned()
+                .collect()
+        }),
+        connect: c.connect.clone(),
+    }
+}
+
+/// A ruleset holding `c`'s grants under ABI `abi_num`.
+fn build(c: &Confinement, abi_num: u32) -> io::Result<RulesetCreated> {
     let abi = ABI::from(abi_num as i32);
     let read = AccessFs::from_read(abi);
     let write = AccessFs::from_write(abi);
@@ -155,7 +237,7 @@ pub fn prepare(c: &Confinement) -> io::Result<Option<Prepared>> {
                 .map_err(io::Error::other)?;
         }
     }
-    Ok(Some(Prepared(created)))
+    Ok(created)
 }
 
 impl Prepared {
@@ -200,4 +282,68 @@ pub fn apply_fd(fd: std::os::fd::RawFd) -> io::Result<()> {
 #[cfg(not(target_os = "linux"))]
 pub fn apply_fd(_fd: std::os::fd::RawFd) -> io::Result<()> {
     Err(io::Error::from_raw_os_error(libc::ENOSYS))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_entry_inside_a_granted_tree_is_dropped_unless_a_symlink_leads_it_elsewhere() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = std::fs::canonicalize(dir.path()).unwrap();
+        let (tree, inside, elsewhere) = (root.join("tree"), root.join("tree/tmp"), root.join("x"));
+        std::fs::create_dir_all(&inside).unwrap();
+        std::fs::create_dir(&elsewhere).unwrap();
+        let link = tree.join("link");
+        std::os::unix::fs::symlink(&elsewhere, &link).unwrap();
+        let missing = tree.join("not-there");
+        let c = Confinement {
+            write: vec![tree.clone(), inside.clone(), link.clone(), missing.clone()],
+            read: Some(vec![inside.clone(), elsewhere.clone()]),
+            connect: Some(vec![443]),
+        };
+        assert_eq!(
+            without_covered(&c),
+            Confinement {
+                // The symlink grants what it leads to; what is not there is kept
+                // (the build skips it).
+                write: vec![tree.clone(), link, missing],
+                // Reading comes with writing under limited reads.
+                read: Some(vec![elsewhere.clone()]),
+                connect: Some(vec![443]),
+            }
+        );
+        // Reads open to all: a write grant says nothing of reading.
+        let all_reads = Confinement {
+            write: vec![tree.clone(), inside.clone()],
+            read: None,
+            connect: None,
+        };
+        assert_eq!(without_covered(&all_reads).write, vec![tree]);
+    }
+
+    #[test]
+    fn the_same_grants_within_the_window_reuse_one_ruleset_and_other_grants_build_their_own() {
+        let grants = |port| Confinement {
+            write: vec![],
+            read: None,
+            connect: Some(vec![port]),
+        };
+        let builds = std::cell::Cell::new(0);
+        // Best effort: an empty ruleset is built even where the kernel has none.
+        let build = |_: &Confinement| {
+            builds.set(builds.get() + 1);
+            Ruleset::default()
+                .handle_access(AccessFs::from_write(ABI::V1))
+                .and_then(|r| r.create())
+                .map_err(io::Error::other)
+        };
+        // Ports no other test asks for: the kept rulesets are process-wide.
+        reuse_or_build(grants(40101), build).unwrap();
+        reuse_or_build(grants(40101), build).unwrap();
+        assert_eq!(builds.get(), 1, "the second unit reuses the first's");
+        reuse_or_build(grants(40102), build).unwrap();
+        assert_eq!(builds.get(), 2, "other grants, another ruleset");
+    }
 }
