@@ -130,7 +130,7 @@ pub async fn run(scale: Scale) -> anyhow::Result<Vec<Row>> {
         session_id: String::new(),
         ask_ceiling: None,
         park_window: Duration::from_secs(120),
-        verdicts: Default::default(),
+        link: Default::default(),
     };
     // Two rounds per sample: one answered here, one through another connection.
     let (unit, mut events, _socket) =

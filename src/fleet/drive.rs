@@ -12,9 +12,12 @@
 //! The loop runs on a tokio worker beside other missions' units, so every store
 //! call it makes crosses the blocking boundary ([`Drive::store`]).
 
+use std::sync::Arc;
+use std::sync::atomic::Ordering;
 use tokio::sync::{mpsc, watch};
 
 use super::budget::{Budget, ComputeLedger, Crossing};
+use super::mission_tools::HostLink;
 use super::permissions::Refusals;
 use super::prompts::{NUDGE, PREAMBLE, attach, extended_turn, refusal_turn, resume_turn};
 use crate::acp_client::{CANCEL_GRACE, PromptOutcome, Unit, UnitError, UnitEvent};
@@ -61,6 +64,8 @@ pub(super) struct Drive {
     /// Set (to the runtime blocker's summary) when the loop has prompted its turns
     /// and the mission is still open with nothing pending: nothing will move it.
     pub idle: watch::Sender<Option<String>>,
+    /// Shared with the unit's mission tools: whether the mission was seen at rest.
+    pub link: Arc<HostLink>,
 }
 
 /// The drive's store-bound services, handed to work that runs off the async
@@ -213,6 +218,10 @@ impl Drive {
         // resuming the unit whenever a question it parked on is resolved.
         // A unit parks only during a turn, so the list is read now and after each
         // resume turn; a resident unit with nothing parked polls nothing.
+        // Known at rest already: nothing to stay resident for.
+        if self.link.at_rest.load(Ordering::Relaxed) {
+            return self.reap().await;
+        }
         let mut changes = self.missions.store().changes().subscribe();
         let mut parked = self.parked().await;
         // The first look is at once: an answer may have come before the subscription.
@@ -548,10 +557,16 @@ impl Drive {
 
     /// Is the mission already at rest (nobody left to ask)?
     async fn resting(&self) -> bool {
-        self.store(
-            |r| matches!(r.missions.get(&r.mission_id), Ok(Some(m)) if m.status.is_terminal()),
-        )
-        .await
+        if self.link.at_rest.load(Ordering::Relaxed) {
+            return true;
+        }
+        let resting = self
+            .store(
+                |r| matches!(r.missions.get(&r.mission_id), Ok(Some(m)) if m.status.is_terminal()),
+            )
+            .await;
+        self.link.at_rest.fetch_or(resting, Ordering::Relaxed);
+        resting
     }
 
     /// File the durable compute-bound question, park the run under it (so another
@@ -660,17 +675,30 @@ impl Drive {
     }
 
     async fn heartbeat(&self) {
-        self.store(|r| {
-            if let Err(e) = r.missions.heartbeat(&r.mission_id) {
-                tracing::warn!(mission = %r.mission_id, "heartbeat failed: {e}");
-            }
-        })
-        .await
+        // At rest: a stamp would touch nothing.
+        if self.link.at_rest.load(Ordering::Relaxed) {
+            return;
+        }
+        let stamped = self
+            .store(|r| {
+                r.missions.heartbeat(&r.mission_id).inspect_err(|e| {
+                    tracing::warn!(mission = %r.mission_id, "heartbeat failed: {e}");
+                })
+            })
+            .await;
+        // Nothing open to stamp: the mission rests (a failed stamp says nothing).
+        if let Ok(false) = stamped {
+            self.link.at_rest.store(true, Ordering::Relaxed);
+        }
     }
 
     /// Did the unit reach outside its session: any report, any plan, or a verdict?
     /// A read failure counts as not reached only when nothing proves otherwise.
     async fn reached(&self) -> bool {
+        // A verdict is reaching out.
+        if self.link.at_rest.load(Ordering::Relaxed) {
+            return true;
+        }
         self.store(|r| {
             // The row first: a verdict or a plan settles it without counting reports.
             let reports = || r.missions.report_count(&r.mission_id).unwrap_or(0) > 0;

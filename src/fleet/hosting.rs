@@ -75,10 +75,11 @@ impl Fleet {
         let stdout = started.unit.stdout_mark();
         let counting = budget.clone();
         stdout.set_tap(Box::new(move |ev| counting.observe(ev)));
-        let _ = started.verdicts.set(mission_tools::VerdictGate {
+        let _ = started.link.verdicts.set(mission_tools::VerdictGate {
             stdout,
             budget: budget.clone(),
         });
+        let _ = started.link.mission.set(mission.clone());
         let events = started
             .unit
             .take_events()
@@ -132,6 +133,7 @@ impl Fleet {
             ask_ceiling: inner.ask_ceiling,
             park_window: inner.park_window,
             idle: idle_tx,
+            link: started.link.clone(),
         };
         let fleet = self.clone();
         let key = mission_id.clone();

@@ -28,9 +28,25 @@ pub struct MissionToolCalls {
     pub ask_ceiling: Option<Duration>,
     /// How long a question holds the unit's turn before the run parks.
     pub park_window: Duration,
+    /// What the host hands the calls once it hosts the mission, and what they tell
+    /// its drive back.
+    pub link: std::sync::Arc<HostLink>,
+}
+
+/// Shared between a hosted unit's mission tools and its drive.
+#[derive(Default)]
+pub struct HostLink {
     /// Set once the unit's budget exists: a verdict is judged on everything the
     /// unit said before it (empty: the verdict is taken as it comes).
-    pub verdicts: std::sync::Arc<std::sync::OnceLock<VerdictGate>>,
+    pub verdicts: std::sync::OnceLock<VerdictGate>,
+    /// The mission's row as its host holds it: a report's inbox copy needs only
+    /// what never changes on it (intent, agent, parent session), so it is not read
+    /// again per report.
+    pub mission: std::sync::OnceLock<crate::mission::Mission>,
+    /// The mission was seen at rest (a verdict these calls filed, or the drive's own
+    /// look). Terminal statuses are final, so what only an open mission needs (a
+    /// liveness stamp, the looks a turn's end takes) is skipped from then on.
+    pub at_rest: std::sync::atomic::AtomicBool,
 }
 
 /// Orders a unit's verdict after its updates: the verdict travels on the mission
@@ -86,7 +102,7 @@ impl MissionToolCalls {
             MISSION_PLAN => self.store(move |c| c.plan(&args)).await,
             MISSION_ASK_ATTENTION => self.ask(&args).await,
             MISSION_FINISH => {
-                if let Some(gate) = self.verdicts.get() {
+                if let Some(gate) = self.link.verdicts.get() {
                     gate.judge(&self.mission_id).await?;
                 }
                 self.store(move |c| c.finish(&args)).await
@@ -139,10 +155,11 @@ impl MissionToolCalls {
             }
         }
         // The liveness stamp rides in the report's own transaction.
-        let report = self
-            .missions
-            .add_unit_report(&self.mission_id, input)
-            .map_err(|e| format!("missiontools: file report: {e}"))?;
+        let report = match self.link.mission.get() {
+            Some(m) => self.missions.add_unit_report_on(m, input),
+            None => self.missions.add_unit_report(&self.mission_id, input),
+        }
+        .map_err(|e| format!("missiontools: file report: {e}"))?;
         let mut out = format!("recorded {} report {:?}", report.kind, report.id);
         if !downgraded.is_empty() {
             out.push_str(&format!(
@@ -368,6 +385,9 @@ impl MissionToolCalls {
             .finish(&self.mission_id, st, &text(args, "reason"))
             .map_err(|e| format!("missiontools: finish mission: {e}"))?;
         // No liveness stamp: the mission is at rest now, which a stamp never touches.
+        self.link
+            .at_rest
+            .store(true, std::sync::atomic::Ordering::Relaxed);
         Ok(format!("mission finished as {}", done.mission.status))
     }
 }
@@ -465,7 +485,7 @@ mod tests {
                 session_id: "s".into(),
                 ask_ceiling: Some(Duration::from_secs(5)),
                 park_window: Duration::from_secs(5),
-                verdicts: Default::default(),
+                link: Default::default(),
             },
         )
     }

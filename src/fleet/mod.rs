@@ -113,8 +113,8 @@ struct Started {
     /// `{tmp}`: lives as long as the unit's drive task.
     tmp: confinement::MissionTmp,
     sandbox: crate::envelope::sandbox::Resolved,
-    /// Where the unit's budget is handed to its mission tools' verdicts.
-    verdicts: Arc<std::sync::OnceLock<mission_tools::VerdictGate>>,
+    /// Where the host hands the unit's mission tools its budget and mission row.
+    link: Arc<mission_tools::HostLink>,
 }
 
 /// What a parked run's unit would be started with here: its agent as declared on

@@ -20,14 +20,22 @@ impl Fleet {
         // A requeued mission's earlier session when the agent can load it (the unit
         // then reads its intent again with that session's context), else a new one.
         let load = record.load_session.as_deref();
+        // A fresh fire's worktree is the one made for it; a claimed mission's may be
+        // an earlier host's.
+        let lookup = if record.claimed {
+            WorktreeLookup::Read
+        } else {
+            WorktreeLookup::Known(worktree.clone())
+        };
+        let site = (agent.clone(), cwd.as_path(), lookup);
         let mut started = match self
-            .start_unit(&mission_id, &agent, &cwd, &envelope.policy, load)
+            .start_unit(&mission_id, site.clone(), &envelope.policy, load)
             .await
         {
             Ok(started) => started,
             Err(e) if load.is_some() => {
                 tracing::warn!(mission = %mission_id, "could not load its earlier session; starting a fresh one: {e}");
-                self.start_unit(&mission_id, &agent, &cwd, &envelope.policy, None)
+                self.start_unit(&mission_id, site, &envelope.policy, None)
                     .await?
             }
             Err(e) => return Err(e),
@@ -134,11 +142,11 @@ impl Fleet {
             // The agent's own session when it can load it: the unit carries on as
             // a live host's would, told only the answer. Else a fresh session,
             // briefed on what happened.
+            let site = (agent.clone(), cwd.as_path(), WorktreeLookup::Read);
             let mut started = match self
                 .start_unit(
                     &mission.id,
-                    &agent,
-                    &cwd,
+                    site.clone(),
                     &envelope.policy,
                     Some(&cp.session_id),
                 )
@@ -147,7 +155,7 @@ impl Fleet {
                 Ok(started) => started,
                 Err(e) => {
                     tracing::warn!(mission = %mission.id, "could not load session {}; starting a fresh one: {e}", cp.session_id);
-                    self.start_unit(&mission.id, &agent, &cwd, &envelope.policy, None)
+                    self.start_unit(&mission.id, site, &envelope.policy, None)
                         .await?
                 }
             };
@@ -307,8 +315,7 @@ impl Fleet {
     pub(super) async fn start_unit(
         &self,
         mission_id: &str,
-        agent: &crate::agents::Agent,
-        cwd: &std::path::Path,
+        (agent, cwd, worktree): (crate::agents::Agent, &std::path::Path, WorktreeLookup),
         policy: &crate::envelope::Envelope,
         load: Option<&str>,
     ) -> anyhow::Result<Started> {
@@ -332,7 +339,11 @@ impl Fleet {
                 None => config.get(crate::config::MODEL_BASE_URL)?,
             };
             // A worktree mission's unit may commit on its own branch.
-            let commit = match worktrees.get(&id)? {
+            let worktree = match worktree {
+                WorktreeLookup::Known(wt) => wt,
+                WorktreeLookup::Read => worktrees.get(&id)?,
+            };
+            let commit = match worktree {
                 Some(wt) => crate::worktree::commit_access(&wt)?,
                 None => Default::default(),
             };
@@ -360,9 +371,9 @@ impl Fleet {
             session_id: String::new(),
             ask_ceiling: inner.ask_ceiling,
             park_window: inner.park_window,
-            verdicts: Arc::default(),
+            link: Arc::default(),
         };
-        let verdicts = calls.verdicts.clone();
+        let link = calls.link.clone();
         let handler = Arc::new(ToolHandler(Arc::new(Mutex::new(calls))));
         let socket = serve_mission_socket(&socket_path, handler.clone())
             .await
@@ -420,9 +431,17 @@ impl Fleet {
             cwd: cwd.display().to_string(),
             tmp,
             sandbox: confined.resolved,
-            verdicts,
+            link,
         })
     }
+}
+
+/// Where a unit's worktree comes from: the caller knows it (the one a fresh fire
+/// made, or none), or its record is read.
+#[derive(Clone)]
+pub(super) enum WorktreeLookup {
+    Known(Option<crate::worktree::Worktree>),
+    Read,
 }
 
 /// Adapts the mission tool calls to the MCP server's handler trait. The session id

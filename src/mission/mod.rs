@@ -822,10 +822,11 @@ impl Missions {
     }
 
     /// Stamp liveness. A no-op on a mission at rest, so liveness never revives one.
-    pub fn heartbeat(&self, id: &str) -> Result<()> {
+    /// Stamp an open mission's liveness. `false`: no open mission by that id was
+    /// there to stamp — it is at rest, and terminal statuses are final.
+    pub fn heartbeat(&self, id: &str) -> Result<bool> {
         let (sql, values) = heartbeat_statement(id);
-        self.store.with(|c| c.execute(sql, values.as_slice()))?;
-        Ok(())
+        Ok(self.store.with(|c| c.execute(sql, values.as_slice()))? > 0)
     }
 
     /// The guarded terminal transition. First writer owns the outcome: the same
@@ -1052,11 +1053,14 @@ pub(crate) mod tests {
     fn heartbeat_never_revives_a_mission_at_rest() {
         let (_d, svc) = service();
         let m = fire(&svc);
-        svc.heartbeat(&m.id).unwrap();
+        assert!(svc.heartbeat(&m.id).unwrap(), "an open mission is stamped");
         assert!(svc.require(&m.id).unwrap().last_heartbeat.is_some());
         svc.finish(&m.id, Status::Abandoned, "").unwrap();
         let before = svc.require(&m.id).unwrap();
-        svc.heartbeat(&m.id).unwrap();
+        assert!(
+            !svc.heartbeat(&m.id).unwrap(),
+            "one at rest is not, and says so"
+        );
         let after = svc.require(&m.id).unwrap();
         assert_eq!(before.updated_at, after.updated_at);
         assert_eq!(after.status, Status::Abandoned);

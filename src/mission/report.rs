@@ -169,20 +169,25 @@ impl Missions {
     /// abandoned one). Operator-fired missions also get an inbox item, written in the
     /// same transaction so the operator's copy can never be lost.
     pub fn add_report(&self, mission_id: &str, input: ReportInput) -> Result<Report> {
-        self.file_report(mission_id, input, false)
+        self.file_report(&self.require(mission_id)?, input, false)
     }
 
     /// A report the unit itself filed through its mission tools: its mission's
     /// liveness is stamped in the same transaction.
     pub fn add_unit_report(&self, mission_id: &str, input: ReportInput) -> Result<Report> {
-        self.file_report(mission_id, input, true)
+        self.file_report(&self.require(mission_id)?, input, true)
+    }
+
+    /// [`Missions::add_unit_report`] on the mission as its host holds it: the inbox
+    /// copy needs only what never changes on the row, so it is not read again.
+    pub fn add_unit_report_on(&self, mission: &Mission, input: ReportInput) -> Result<Report> {
+        self.file_report(mission, input, true)
     }
 
     /// The report, its inbox copy, its announcement and (`live`) the liveness stamp,
     /// in one transaction whose statements need nothing from each other: pipelined
     /// where the backend can (one round trip on PostgreSQL).
-    fn file_report(&self, mission_id: &str, input: ReportInput, live: bool) -> Result<Report> {
-        let mission = self.require(mission_id)?;
+    fn file_report(&self, mission: &Mission, input: ReportInput, live: bool) -> Result<Report> {
         let kind = match input.kind.trim() {
             "" => "progress".to_string(),
             k if KINDS.contains(&k) => k.to_string(),
@@ -239,7 +244,7 @@ impl Missions {
                 params![report.id, report.mission_id, report.kind, report.summary, report.detail, refs, handover, report.created_at].values(),
             )];
             if let Some(reason) = inbox_reason {
-                batch.push(inbox_copy(&mission, &report, reason));
+                batch.push(inbox_copy(mission, &report, reason));
             }
             batch.push(crate::bus::append(subjects::REPORT_ADDED, &event));
             if live {
