@@ -9,7 +9,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::time::Duration;
 
 use common::{Sandbox, pg};
-use missionboard::store::sql::{Value, params};
+use missionboard::store::sql::{Params, Value, params};
 use missionboard::store::{Location, Store};
 
 /// Rows of `sql` on the database at `url`, every column as text (NULL as `None`),
@@ -534,4 +534,52 @@ fn a_lone_write_waits_its_turn_behind_another_hosts_write_transaction() {
     writer.join().unwrap().unwrap();
     let other = lone.join().unwrap().unwrap();
     assert_eq!(value(&other), 12, "both writes count, neither is lost");
+}
+
+#[test]
+fn statements_held_for_the_commit_land_with_it_in_order_or_not_at_all_on_both_backends() {
+    let dir = tempfile::tempdir().unwrap();
+    let (postgres, _url) = postgres_store();
+    for store in [sqlite_store(&dir), postgres] {
+        let insert = |key: &str| {
+            (
+                "INSERT INTO config (key, value, updated_at) VALUES (?1, 'v', 1)",
+                params![key.to_string()].values(),
+            )
+        };
+        let keys = || -> Vec<String> {
+            store
+                .with(|c| c.query_map("SELECT key FROM config ORDER BY key", [], |r| r.get(0)))
+                .unwrap()
+        };
+        // All a transaction has: sent with its commit.
+        store
+            .write(|c| c.execute_at_commit(vec![insert("a"), insert("b")]))
+            .unwrap();
+        assert_eq!(keys(), ["a", "b"]);
+        // A statement after held ones: they go first, so it sees them.
+        let seen = store
+            .write(|c| {
+                c.execute_at_commit(vec![insert("c")])?;
+                c.query_row("SELECT COUNT(*) FROM config", [], |r| r.get::<i64>(0))
+            })
+            .unwrap();
+        assert_eq!(seen, 3);
+        // A failing one (a duplicate key) fails the whole transaction: the read and
+        // write before it, and the held statement beside it, leave nothing.
+        let failed = store.write(|c| {
+            c.execute(
+                "INSERT INTO config (key, value, updated_at) VALUES ('d', 'v', 1)",
+                [],
+            )?;
+            c.execute_at_commit(vec![insert("e"), insert("a")])
+        });
+        assert!(failed.is_err(), "{failed:?}");
+        assert_eq!(keys(), ["a", "b", "c"], "nothing of it was committed");
+        // The session carries on: the next transaction commits.
+        store
+            .write(|c| c.execute_at_commit(vec![insert("f")]))
+            .unwrap();
+        assert_eq!(keys(), ["a", "b", "c", "f"]);
+    }
 }

@@ -67,6 +67,11 @@ pub struct SandboxDecl {
 }
 
 impl SandboxDecl {
+    /// Does a connect limit name `{model}` (so the model endpoint must be known)?
+    pub fn names_model_port(&self) -> bool {
+        matches!(&self.connect, Limit::Only(ports) if ports.contains(&Port::Model))
+    }
+
     /// What an envelope without a `sandbox` block runs under: writes anywhere but the
     /// protected places, reads and connects open.
     pub fn baseline() -> SandboxDecl {

@@ -336,7 +336,9 @@ impl Fleet {
             let env = declared.unit_env(Some(&config), tmp.path())?;
             let model_url = match env.get(crate::agents::ENV_BASE_URL) {
                 Some(url) => Some(url.clone()),
-                None => config.get(crate::config::MODEL_BASE_URL)?,
+                // Only a sandbox whose connect limit names `{model}` needs it.
+                None if decl.names_model_port() => config.get(crate::config::MODEL_BASE_URL)?,
+                None => None,
             };
             // A worktree mission's unit may commit on its own branch.
             let worktree = match worktree {

@@ -858,7 +858,7 @@ impl Missions {
                 return Ok(None);
             };
             let (sql, values) = crate::bus::append(subjects::STATUS_CHANGED, &status_event(&m, Status::Open));
-            tx.execute(sql, values.as_slice())?;
+            tx.execute_at_commit(vec![(sql, values)])?;
             Ok(Some(m))
         })?;
         if let Some(m) = won {

@@ -250,8 +250,7 @@ impl Missions {
             if live {
                 batch.push(super::heartbeat_statement(&mission.id));
             }
-            tx.execute_all(batch)?;
-            Ok(())
+            tx.execute_at_commit(batch)
         })?;
         Ok(report)
     }

@@ -51,6 +51,9 @@ pub struct PgSession {
     dirty: bool,
     /// The connection broke while a COMMIT was in flight (see [`riding_out`]).
     commit_in_doubt: bool,
+    /// The statements the open transaction ends with, sent with its COMMIT
+    /// ([`PgSession::execute_at_commit`]).
+    at_commit: Vec<(String, Vec<Value>)>,
 }
 
 impl PgSession {
@@ -63,6 +66,7 @@ impl PgSession {
             tx: Tx::None,
             dirty: false,
             commit_in_doubt: false,
+            at_commit: Vec::new(),
         })
     }
 
@@ -73,6 +77,7 @@ impl PgSession {
             self.client = connect_client(&self.url, None)?;
             self.statements.clear();
             self.tx = Tx::None;
+            self.at_commit.clear();
         }
         Ok(())
     }
@@ -94,6 +99,7 @@ impl PgSession {
     }
 
     pub fn execute(&mut self, sql: &str, params: &[Value]) -> Result<usize> {
+        self.send_at_commit_now()?;
         let stmt = self.statement(sql)?;
         let refs: Vec<&(dyn ToSql + Sync)> =
             params.iter().map(|p| p as &(dyn ToSql + Sync)).collect();
@@ -107,6 +113,7 @@ impl PgSession {
     }
 
     pub fn query(&mut self, sql: &str, params: &[Value]) -> Result<Vec<Vec<Value>>> {
+        self.send_at_commit_now()?;
         let stmt = self.statement(sql)?;
         let refs: Vec<&(dyn ToSql + Sync)> =
             params.iter().map(|p| p as &(dyn ToSql + Sync)).collect();
@@ -146,6 +153,7 @@ impl PgSession {
     /// (the server skips nothing, but a failed statement aborts the transaction, so
     /// the ones after it fail too and the caller rolls back).
     pub fn execute_all(&mut self, batch: &[(&str, Vec<Value>)]) -> Result<Vec<usize>> {
+        self.send_at_commit_now()?;
         if matches!(self.tx, Tx::None) {
             return batch
                 .iter()
@@ -180,7 +188,42 @@ impl PgSession {
         Ok(counts.into_iter().map(|n| n as usize).collect())
     }
 
+    /// Statements that end the open write transaction and whose results nobody
+    /// reads: held, and sent with its COMMIT (and its BEGIN, when they are all it
+    /// has) in one round trip. A failure among them fails the commit, so the whole
+    /// transaction. A statement run after them sends them first. Outside a
+    /// transaction they run at once.
+    pub fn execute_at_commit(&mut self, batch: &[(&str, Vec<Value>)]) -> Result<()> {
+        if matches!(self.tx, Tx::None) {
+            return self.execute_all(batch).map(drop);
+        }
+        self.at_commit.extend(
+            batch
+                .iter()
+                .map(|(sql, params)| (sql.to_string(), params.clone())),
+        );
+        Ok(())
+    }
+
+    /// A statement is about to run inside the transaction: what was held for the
+    /// commit goes first, in order.
+    fn send_at_commit_now(&mut self) -> Result<()> {
+        if self.at_commit.is_empty() {
+            return Ok(());
+        }
+        let held = std::mem::take(&mut self.at_commit);
+        let batch: Vec<(&str, Vec<Value>)> = held
+            .iter()
+            .map(|(sql, params)| (sql.as_str(), params.clone()))
+            .collect();
+        self.execute_all(&batch).map(drop)
+    }
+
     pub fn commit(&mut self) -> Result<()> {
+        let held = std::mem::take(&mut self.at_commit);
+        if !held.is_empty() {
+            return self.commit_with(&held);
+        }
         // A transaction that ran no statement never began: nothing to end.
         if !matches!(std::mem::replace(&mut self.tx, Tx::None), Tx::Open) {
             return Ok(());
@@ -201,8 +244,67 @@ impl PgSession {
         out.map_err(from_pg)
     }
 
+    /// Commit with `held` in the same pipeline: the transaction's BEGIN (when
+    /// nothing of it was sent yet), the statements, the announced COMMIT.
+    fn commit_with(&mut self, held: &[(String, Vec<Value>)]) -> Result<()> {
+        let statements = held
+            .iter()
+            .map(|(sql, _)| self.statement(sql))
+            .collect::<Result<Vec<_>>>()?;
+        let refs: Vec<Vec<&(dyn ToSql + Sync)>> = held
+            .iter()
+            .map(|(_, params)| params.iter().map(|p| p as &(dyn ToSql + Sync)).collect())
+            .collect();
+        let begin = matches!(self.tx, Tx::Pending);
+        // From here the server may hold a transaction: a failure is ended by the
+        // caller's rollback.
+        self.tx = Tx::Open;
+        let client = &self.client;
+        let runs = futures::future::join_all(
+            statements
+                .iter()
+                .zip(&refs)
+                .map(|(stmt, refs)| client.execute(stmt, refs)),
+        );
+        let (began, ran, committed) = wait(async {
+            futures::join!(
+                async {
+                    match begin {
+                        true => client.batch_execute(&BEGIN_WRITE).await,
+                        false => Ok(()),
+                    }
+                },
+                async {
+                    runs.await
+                        .into_iter()
+                        .collect::<std::result::Result<Vec<_>, _>>()
+                },
+                client.batch_execute(&COMMIT_ANNOUNCED)
+            )
+        });
+        match (began, ran, committed) {
+            (Ok(()), Ok(_), Ok(())) => {
+                self.tx = Tx::None;
+                self.dirty = false;
+                Ok(())
+            }
+            (began, ran, committed) => {
+                let closed = self.client.is_closed();
+                self.commit_in_doubt = began.is_ok() && ran.is_ok() && closed;
+                Err(from_pg(
+                    began
+                        .err()
+                        .or(ran.err())
+                        .or(committed.err())
+                        .expect("one step failed"),
+                ))
+            }
+        }
+    }
+
     pub fn rollback(&mut self) {
         self.dirty = false;
+        self.at_commit.clear();
         if !matches!(std::mem::replace(&mut self.tx, Tx::None), Tx::Open) {
             return;
         }

@@ -398,6 +398,17 @@ impl<'a> Conn<'a> {
         }
     }
 
+    /// Statements that end a [`Store::write`](super::Store::write) transaction and
+    /// whose results nobody reads: on PostgreSQL they travel with its COMMIT (one
+    /// round trip for them, the commit and — when they are all it has — its BEGIN).
+    /// A failure among them fails the transaction, as it would one by one.
+    pub fn execute_at_commit(&self, batch: Vec<(&str, Vec<Value>)>) -> Result<()> {
+        match &self.inner {
+            ConnInner::Sqlite(_) => self.execute_all(batch).map(drop),
+            ConnInner::Postgres(s) => s.borrow_mut().execute_at_commit(&batch),
+        }
+    }
+
     /// Run several statements (no parameters), as migrations do.
     pub fn execute_batch(&self, sql: &str) -> Result<()> {
         match &self.inner {
