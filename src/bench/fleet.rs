@@ -77,8 +77,12 @@ async fn shutdown(units: Vec<(Unit, MissionSocket)>) {
 }
 
 /// Rounds of each side per throughput figure, alternating, so drift on a shared
-/// machine falls on both; each side's figure is its median round.
-const ROUNDS: usize = 5;
+/// machine falls on both; each side's figure is its median round. A narrow round
+/// lasts a fraction of a second, where one scheduling hiccup moves it most: it gets
+/// more rounds, so about as many missions are timed at every width.
+fn rounds(units: usize) -> usize {
+    (144 / units.max(1)).max(5)
+}
 
 /// Missions/s to landed, through the fleet and bare.
 pub async fn run(scale: Scale) -> anyhow::Result<Vec<Row>> {
@@ -86,7 +90,7 @@ pub async fn run(scale: Scale) -> anyhow::Result<Vec<Row>> {
     scratch.declare_stub("land", &report_and_land(), &[])?;
     let (fleet, _teardown) = scratch.fleet()?;
     let n = scale.units;
-    let rounds = if scale.quick { 1 } else { ROUNDS };
+    let rounds = if scale.quick { 1 } else { rounds(n) };
 
     // Each side warmed by one run of its own first, so neither clock holds what a
     // process pays once (its store connections and their prepared statements, its
