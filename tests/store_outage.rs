@@ -166,3 +166,109 @@ fn a_twenty_second_outage_under_working_waiting_and_just_answered_missions_ends_
     landed_with_once(&sb, waiter, &waiter_id, "renamed: yes");
     landed_with_once(&sb, answered, &answered_id, "renamed: yes");
 }
+
+/// `url` with `role` as its user (no password: the test servers trust local users).
+fn as_role(url: &str, role: &str) -> String {
+    let (scheme, rest) = url.split_once("://").expect("a URL");
+    let (_, host_and_db) = rest.split_once('@').expect("a URL naming its user");
+    format!("{scheme}://{role}@{host_and_db}")
+}
+
+/// Lines of the home's logs that contain `needle`.
+fn log_lines(sb: &Sandbox, needle: &str) -> Vec<String> {
+    let mut lines = Vec::new();
+    for entry in std::fs::read_dir(sb.home.join("logs"))
+        .into_iter()
+        .flatten()
+        .flatten()
+    {
+        let text = std::fs::read_to_string(entry.path()).unwrap_or_default();
+        lines.extend(
+            text.lines()
+                .filter(|l| l.contains(needle))
+                .map(str::to_string),
+        );
+    }
+    lines
+}
+
+/// Two questions, then a verdict.
+const TWO_ASKS_THEN_LAND: &str = r#"{"name":"t","turns":[{"steps":[{"ask":{"summary":"Rename the env var too?","then":{"report":{"kind":"progress","summary":"first: {{answer}}"}}}},{"ask":{"summary":"And the docs?","then":{"report":{"kind":"result","summary":"second: {{answer}}"}}}},{"finish":"landed"}]}]}"#;
+
+/// A role held to one connection: a waiting fire's store calls take it and its
+/// change feed's LISTEN is refused. That is said once, with the fix, however often
+/// the listener retries, and the fire re-reads on its timeouts meanwhile, so an
+/// answer still reaches it. Once the limit allows, the feed listens again, says so,
+/// and the next answer is pushed; the mission lands with both.
+#[test]
+fn a_refused_change_feed_is_said_once_per_streak_and_answers_still_arrive() {
+    let db = common::pg::fresh_database();
+    let role = format!(
+        "mb_limited_{}",
+        &uuid::Uuid::new_v4().simple().to_string()[..12]
+    );
+    let name = db
+        .rsplit('/')
+        .next()
+        .unwrap()
+        .split('?')
+        .next()
+        .unwrap()
+        .to_string();
+    common::pg::admin_sql(&format!("CREATE ROLE {role} LOGIN"));
+    common::pg::admin_sql(&format!("ALTER DATABASE {name} OWNER TO {role}"));
+    let limited = as_role(&db, &role);
+    let mut sb = Sandbox::on_file();
+    // The role makes the tables (so it may use them); the test reads as the admin.
+    sb.store_url = Some(limited.clone());
+    sb.declare_stubs(&[("stub", Some(TWO_ASKS_THEN_LAND))]);
+    assert_eq!(sb.run(&["mission", "list"]).code, 0);
+    sb.store_url = Some(db);
+    common::pg::admin_sql(&format!("ALTER ROLE {role} CONNECTION LIMIT 1"));
+    let refusals = || log_lines(&sb, "store changes: cannot LISTEN for commits");
+    let recoveries = || log_lines(&sb, "store changes: listening for commits again");
+
+    let mut cmd = sb.command(&[
+        "mission", "fire", "stub", "rename", "--wait", "--policy", "default",
+    ]);
+    cmd.env("MISSIONBOARD_STORE_URL", &limited);
+    let fire = common::Background::spawn(cmd);
+    let first = pending_ask(&sb);
+    let refused = wait_for(30, "the refused LISTEN in the log", || {
+        Some(refusals()).filter(|l| !l.is_empty())
+    });
+    assert!(
+        refused[0].contains("too many connections for role")
+            && refused[0].contains("raise its limit (ALTER ROLE <role> CONNECTION LIMIT <n>"),
+        "{refused:?}"
+    );
+    sb.run(&["approvals", "respond", &first, "--answer", "yes"])
+        .ok();
+    let second = wait_for(30, "the second question, after a re-read", || {
+        sb.pending_ask_ids().into_iter().find(|a| *a != first)
+    });
+    assert!(recoveries().is_empty(), "still refused: {:?}", recoveries());
+
+    common::pg::admin_sql(&format!("ALTER ROLE {role} CONNECTION LIMIT 2"));
+    wait_for(30, "the feed listening again", || {
+        (!recoveries().is_empty()).then_some(())
+    });
+    sb.run(&["approvals", "respond", &second, "--answer", "no"])
+        .ok();
+    let run = fire.join();
+    assert_eq!(run.code, 0, "{run:#?}");
+    let id = sb.newest_mission().expect("the mission");
+    let texts: Vec<String> = sb.report_texts(&id).into_iter().map(|(t, _)| t).collect();
+    assert!(
+        texts.contains(&"first: yes".to_string()) && texts.contains(&"second: no".to_string()),
+        "{texts:?}"
+    );
+    assert_eq!(
+        refusals().len(),
+        1,
+        "said once for the streak: {:?}",
+        refusals()
+    );
+    assert_eq!(recoveries().len(), 1);
+    common::pg::admin_sql(&format!("ALTER ROLE {role} CONNECTION LIMIT -1"));
+}

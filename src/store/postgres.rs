@@ -796,6 +796,10 @@ fn from_pg(e: tokio_postgres::Error) -> Error {
         };
     };
     match code.code() {
+        // Out of connections: the role's own limit, or the server's.
+        "53300" if text.contains("for role") => Error::CannotOpen(format!(
+            "{text} — the role may hold no more connections: raise its limit (ALTER ROLE <role> CONNECTION LIMIT <n>; a missionboard process holds at most two), or run fewer missionboard processes with it"
+        )),
         "53300" => Error::CannotOpen(format!(
             "{text} — the server has no free connection: raise max_connections in its postgresql.conf, or run fewer missionboard processes against it"
         )),
