@@ -380,10 +380,18 @@ impl MissionToolCalls {
                 self.mission_id
             ));
         };
+        // The spend so far rides with the verdict: the turn's end then has nothing
+        // left to record.
+        let budget = self.link.verdicts.get().map(|g| &g.budget);
+        let spend = budget.and_then(|b| b.unrecorded());
+        let also = spend.iter().map(|(_, stmt)| stmt.clone()).collect();
         let done = self
             .missions
-            .finish(&self.mission_id, st, &text(args, "reason"))
+            .finish_with(&self.mission_id, st, &text(args, "reason"), also)
             .map_err(|e| format!("missiontools: finish mission: {e}"))?;
+        if let (Some(b), Some((spent, _)), true) = (budget, spend, done.changed) {
+            b.recorded(spent);
+        }
         // No liveness stamp: the mission is at rest now, which a stamp never touches.
         self.link
             .at_rest

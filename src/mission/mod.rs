@@ -833,6 +833,18 @@ impl Missions {
     /// status again is a silent no-op (reason kept, no event); a different one is a
     /// conflict.
     pub fn finish(&self, id: &str, status: Status, reason: &str) -> Result<Finished> {
+        self.finish_with(id, status, reason, Vec::new())
+    }
+
+    /// [`Missions::finish`], with statements of other records that belong with the
+    /// verdict (a unit's compute spend) written in its transaction when it wins.
+    pub fn finish_with(
+        &self,
+        id: &str,
+        status: Status,
+        reason: &str,
+        also: Vec<(&'static str, Vec<crate::store::sql::Value>)>,
+    ) -> Result<Finished> {
         if !status.is_terminal() {
             return Err(MissionError::Invalid(format!(
                 "cannot finish mission {id:?} as {:?}: a terminal status is required (landed|derailed|stuck|abandoned)",
@@ -857,8 +869,8 @@ impl Missions {
             else {
                 return Ok(None);
             };
-            let (sql, values) = crate::bus::append(subjects::STATUS_CHANGED, &status_event(&m, Status::Open));
-            tx.execute_at_commit(vec![(sql, values)])?;
+            let announced = crate::bus::append(subjects::STATUS_CHANGED, &status_event(&m, Status::Open));
+            tx.execute_at_commit(std::iter::once(announced).chain(also.iter().cloned()).collect())?;
             Ok(Some(m))
         })?;
         if let Some(m) = won {

@@ -209,14 +209,8 @@ impl ComputeLedger {
     /// than the record (a session that started before another's last write) never
     /// lowers it.
     pub fn record_spend(&self, mission_id: &str, spent: Spend) -> Result<(), StoreError> {
-        self.store.with(|c| {
-            c.execute(
-                "INSERT INTO mission_compute (mission_id, spent_tool_calls, spent_tokens, updated_at) VALUES (?1, ?2, ?3, ?4)
-                 ON CONFLICT (mission_id) DO UPDATE SET spent_tool_calls = MAX(mission_compute.spent_tool_calls, ?2),
-                     spent_tokens = MAX(mission_compute.spent_tokens, ?3), updated_at = ?4",
-                params![mission_id, spent.tool_calls as i64, spent.tokens as i64, clock::now_ms()],
-            )
-        })?;
+        let (sql, values) = spend_statement(mission_id, spent);
+        self.store.with(|c| c.execute(sql, values.as_slice()))?;
         Ok(())
     }
 
@@ -262,6 +256,21 @@ impl ComputeLedger {
         })?;
         Ok(changed == 1)
     }
+}
+
+/// The statement [`ComputeLedger::record_spend`] runs, for a write that carries the
+/// spend in its own transaction (a verdict).
+pub(crate) fn spend_statement(
+    mission_id: &str,
+    spent: Spend,
+) -> (&'static str, Vec<crate::store::sql::Value>) {
+    use crate::store::sql::Params;
+    (
+        "INSERT INTO mission_compute (mission_id, spent_tool_calls, spent_tokens, updated_at) VALUES (?1, ?2, ?3, ?4)
+         ON CONFLICT (mission_id) DO UPDATE SET spent_tool_calls = MAX(mission_compute.spent_tool_calls, ?2),
+             spent_tokens = MAX(mission_compute.spent_tokens, ?3), updated_at = ?4",
+        params![mission_id, spent.tool_calls as i64, spent.tokens as i64, clock::now_ms()].values(),
+    )
 }
 
 #[cfg(test)]

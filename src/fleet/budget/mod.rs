@@ -169,6 +169,21 @@ impl Budget {
         }
     }
 
+    /// The spend to record, with the statement that records it, when it changed
+    /// since the ledger last heard: for a write that goes anyway (a verdict) to
+    /// carry in its transaction. Say [`Budget::recorded`] once that committed.
+    pub fn unrecorded(&self) -> Option<(Spend, (&'static str, Vec<crate::store::sql::Value>))> {
+        let (_, mission_id) = self.ledger.as_ref()?;
+        let now = self.spend();
+        (now != self.spent.lock_unpoisoned().recorded)
+            .then(|| (now, ledger::spend_statement(mission_id, now)))
+    }
+
+    /// `spent` is on the record (carried by another write).
+    pub fn recorded(&self, spent: Spend) {
+        self.spent.lock_unpoisoned().recorded = spent;
+    }
+
     /// The bounds in force (the envelope's, as raised by the operator).
     pub fn bounds(&self) -> ComputeBounds {
         self.spent.lock_unpoisoned().bounds.clone()
