@@ -583,3 +583,35 @@ fn statements_held_for_the_commit_land_with_it_in_order_or_not_at_all_on_both_ba
         assert_eq!(keys(), ["a", "b", "c", "f"]);
     }
 }
+
+#[test]
+fn eight_first_starts_on_an_empty_database_at_once_all_open_it_and_make_the_schema_once() {
+    for _ in 0..5 {
+        let url = pg::fresh_database();
+        let start = std::sync::Arc::new(std::sync::Barrier::new(8));
+        let opens: Vec<_> = (0..8)
+            .map(|_| {
+                let (url, start) = (url.clone(), start.clone());
+                std::thread::spawn(move || {
+                    start.wait();
+                    Store::open_at(&Location::Postgres(url)).map(|s| s.schema_version())
+                })
+            })
+            .collect();
+        for open in opens {
+            let version = open
+                .join()
+                .unwrap()
+                .expect("every start opens the database");
+            assert_eq!(
+                version.unwrap() as usize,
+                missionboard::schema::PG_MIGRATIONS.len()
+            );
+        }
+        assert_eq!(
+            raw_rows(&url, "SELECT COUNT(*) FROM missionboard_schema"),
+            [[Some("1".to_string())]],
+            "one version row"
+        );
+    }
+}

@@ -98,6 +98,14 @@ impl PgSession {
         Ok(s)
     }
 
+    /// Each of `sqls` prepared (from the cache where it was before).
+    fn statements<'b>(
+        &mut self,
+        sqls: impl IntoIterator<Item = &'b str>,
+    ) -> Result<Vec<Statement>> {
+        sqls.into_iter().map(|sql| self.statement(sql)).collect()
+    }
+
     pub fn execute(&mut self, sql: &str, params: &[Value]) -> Result<usize> {
         self.send_at_commit_now()?;
         let stmt = self.statement(sql)?;
@@ -133,10 +141,17 @@ impl PgSession {
     }
 
     /// Statements written for PostgreSQL (migrations): run as they are.
+    /// Inside a write transaction it holds the write lock like any statement (the
+    /// version table of a fresh database is made this way: two hosts starting on it
+    /// at once must not both create it).
     pub fn batch(&mut self, sql: &str) -> Result<()> {
-        wait(self.client.batch_execute(sql)).map_err(from_pg)?;
-        self.dirty = true;
-        Ok(())
+        self.send_at_commit_now()?;
+        run_statement(
+            &self.client,
+            (true, &mut self.tx),
+            (&mut self.dirty, &mut self.commit_in_doubt),
+            self.client.batch_execute(sql),
+        )
     }
 
     /// Begin a write transaction that no other writer, on any host, interleaves with.
@@ -160,30 +175,13 @@ impl PgSession {
                 .map(|(sql, params)| self.execute(sql, params))
                 .collect();
         }
-        let statements = batch
-            .iter()
-            .map(|(sql, _)| self.statement(sql))
-            .collect::<Result<Vec<_>>>()?;
-        let refs: Vec<Vec<&(dyn ToSql + Sync)>> = batch
-            .iter()
-            .map(|(_, params)| params.iter().map(|p| p as &(dyn ToSql + Sync)).collect())
-            .collect();
-        let client = &self.client;
-        let runs = futures::future::join_all(
-            statements
-                .iter()
-                .zip(&refs)
-                .map(|(stmt, refs)| client.execute(stmt, refs)),
-        );
+        let statements = self.statements(batch.iter().map(|(sql, _)| *sql))?;
+        let params: Vec<&[Value]> = batch.iter().map(|(_, p)| p.as_slice()).collect();
         let counts = run_statement(
-            client,
+            &self.client,
             (true, &mut self.tx),
             (&mut self.dirty, &mut self.commit_in_doubt),
-            async {
-                runs.await
-                    .into_iter()
-                    .collect::<std::result::Result<Vec<_>, _>>()
-            },
+            execute_pipelined(&self.client, &statements, &params),
         )?;
         Ok(counts.into_iter().map(|n| n as usize).collect())
     }
@@ -247,25 +245,13 @@ impl PgSession {
     /// Commit with `held` in the same pipeline: the transaction's BEGIN (when
     /// nothing of it was sent yet), the statements, the announced COMMIT.
     fn commit_with(&mut self, held: &[(String, Vec<Value>)]) -> Result<()> {
-        let statements = held
-            .iter()
-            .map(|(sql, _)| self.statement(sql))
-            .collect::<Result<Vec<_>>>()?;
-        let refs: Vec<Vec<&(dyn ToSql + Sync)>> = held
-            .iter()
-            .map(|(_, params)| params.iter().map(|p| p as &(dyn ToSql + Sync)).collect())
-            .collect();
+        let statements = self.statements(held.iter().map(|(sql, _)| sql.as_str()))?;
+        let params: Vec<&[Value]> = held.iter().map(|(_, p)| p.as_slice()).collect();
         let begin = matches!(self.tx, Tx::Pending);
         // From here the server may hold a transaction: a failure is ended by the
         // caller's rollback.
         self.tx = Tx::Open;
         let client = &self.client;
-        let runs = futures::future::join_all(
-            statements
-                .iter()
-                .zip(&refs)
-                .map(|(stmt, refs)| client.execute(stmt, refs)),
-        );
         let (began, ran, committed) = wait(async {
             futures::join!(
                 async {
@@ -274,11 +260,7 @@ impl PgSession {
                         false => Ok(()),
                     }
                 },
-                async {
-                    runs.await
-                        .into_iter()
-                        .collect::<std::result::Result<Vec<_>, _>>()
-                },
+                execute_pipelined(client, &statements, &params),
                 client.batch_execute(&COMMIT_ANNOUNCED)
             )
         });
@@ -418,6 +400,24 @@ fn run_statement<T>(
             Err(from_pg(first.expect("one step failed")))
         }
     }
+}
+
+/// `statements` with their `params`, sent as one pipeline (requests go out in order
+/// when first polled); the rows each changed, or the first failure.
+async fn execute_pipelined(
+    client: &Client,
+    statements: &[Statement],
+    params: &[&[Value]],
+) -> std::result::Result<Vec<u64>, tokio_postgres::Error> {
+    let refs: Vec<Vec<&(dyn ToSql + Sync)>> = params
+        .iter()
+        .map(|ps| ps.iter().map(|p| p as &(dyn ToSql + Sync)).collect())
+        .collect();
+    let runs = statements
+        .iter()
+        .zip(&refs)
+        .map(|(stmt, refs)| client.execute(stmt, refs));
+    futures::future::join_all(runs).await.into_iter().collect()
 }
 
 /// How long (ms) this process waits out a database that went away; 0: not at all.
