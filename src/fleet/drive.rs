@@ -214,14 +214,14 @@ impl Drive {
         } else {
             self.note_if_idle().await;
         }
-        // Resident until the mission rests (the teardown follower flips `stop`),
-        // resuming the unit whenever a question it parked on is resolved.
-        // A unit parks only during a turn, so the list is read now and after each
-        // resume turn; a resident unit with nothing parked polls nothing.
         // Known at rest already: nothing to stay resident for.
         if self.link.at_rest.load(Ordering::Relaxed) {
             return self.reap().await;
         }
+        // Resident until the mission rests (the teardown follower flips `stop`),
+        // resuming the unit whenever a question it parked on is resolved.
+        // A unit parks only during a turn, so the list is read now and after each
+        // resume turn; a resident unit with nothing parked polls nothing.
         let mut changes = self.missions.store().changes().subscribe();
         let mut parked = self.parked().await;
         // The first look is at once: an answer may have come before the subscription.
