@@ -140,12 +140,18 @@ impl PgSession {
             .collect()
     }
 
-    /// Statements written for PostgreSQL (migrations): run as they are.
-    /// Inside a write transaction it holds the write lock like any statement (the
-    /// version table of a fresh database is made this way: two hosts starting on it
-    /// at once must not both create it).
+    /// Statements written for PostgreSQL (migrations, a database made or dropped):
+    /// run as they are. Inside a write transaction they hold the write lock like any
+    /// statement (a fresh database's version table is made so: two hosts starting on
+    /// it at once must not both create it); outside one they run alone, since
+    /// `CREATE DATABASE` cannot run in a transaction.
     pub fn batch(&mut self, sql: &str) -> Result<()> {
         self.send_at_commit_now()?;
+        if matches!(self.tx, Tx::None) {
+            wait(self.client.batch_execute(sql)).map_err(from_pg)?;
+            self.dirty = true;
+            return Ok(());
+        }
         run_statement(
             &self.client,
             (true, &mut self.tx),
