@@ -176,20 +176,11 @@ fn as_role(url: &str, role: &str) -> String {
 
 /// Lines of the home's logs that contain `needle`.
 fn log_lines(sb: &Sandbox, needle: &str) -> Vec<String> {
-    let mut lines = Vec::new();
-    for entry in std::fs::read_dir(sb.home.join("logs"))
-        .into_iter()
-        .flatten()
-        .flatten()
-    {
-        let text = std::fs::read_to_string(entry.path()).unwrap_or_default();
-        lines.extend(
-            text.lines()
-                .filter(|l| l.contains(needle))
-                .map(str::to_string),
-        );
-    }
-    lines
+    let text = sb.log_text();
+    text.lines()
+        .filter(|l| l.contains(needle))
+        .map(str::to_string)
+        .collect()
 }
 
 /// Two questions, then a verdict.

@@ -38,15 +38,6 @@ fn open_pty() -> (std::fs::File, OwnedFd) {
     }
 }
 
-fn log_text(sb: &Sandbox) -> String {
-    let dir = sb.home.join("logs");
-    let mut text = String::new();
-    for entry in std::fs::read_dir(&dir).unwrap().flatten() {
-        text.push_str(&std::fs::read_to_string(entry.path()).unwrap_or_default());
-    }
-    text
-}
-
 #[test]
 fn the_board_leaves_cleanly_when_its_terminal_goes_away() {
     let sb = Sandbox::new();
@@ -102,7 +93,7 @@ fn the_board_leaves_cleanly_when_its_terminal_goes_away() {
         Some(status) => status,
         None => {
             let _ = board.kill();
-            panic!("the board did not exit; its log:\n{}", log_text(&sb));
+            panic!("the board did not exit; its log:\n{}", sb.log_text());
         }
     };
     assert_eq!(
@@ -110,7 +101,7 @@ fn the_board_leaves_cleanly_when_its_terminal_goes_away() {
         Some(1),
         "a lost terminal is a nonzero exit, not a panic (101) or a signal: {status:?}"
     );
-    let log = log_text(&sb);
+    let log = sb.log_text();
     let lost: Vec<&str> = log
         .lines()
         .filter(|l| l.contains("board: the terminal went away"))

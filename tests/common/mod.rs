@@ -224,6 +224,19 @@ impl Sandbox {
         c
     }
 
+    /// Everything this home's processes logged, one log file after another (empty
+    /// when nothing was logged yet).
+    #[allow(dead_code)]
+    pub fn log_text(&self) -> String {
+        let entries = std::fs::read_dir(self.home.join("logs"))
+            .into_iter()
+            .flatten();
+        entries
+            .flatten()
+            .map(|e| std::fs::read_to_string(e.path()).unwrap_or_default())
+            .collect()
+    }
+
     /// This sandbox's store, opened in the test process (to read the record back or
     /// to write what a test sets up).
     #[allow(dead_code)]

@@ -333,32 +333,27 @@ impl World {
 
     /// `mission fire <agent> <intent> --wait --policy <policy> --trace`, in the background.
     pub fn fire(&self, intent: &str, policy: &str) -> Firing {
-        self.declare(policy);
-        Firing::spawn(self.command(&[
-            "mission",
-            "fire",
-            self.agent.name,
-            intent,
-            "--wait",
-            "--policy",
-            policy,
-            "--trace",
-        ]))
+        self.fire_with(intent, policy, "--trace")
     }
 
     /// `mission fire <agent> <intent> --queue --wait --policy <policy>`, in the
     /// background: recorded for a `missionboard host`, followed to its verdict.
     pub fn fire_queued(&self, intent: &str, policy: &str) -> Firing {
+        self.fire_with(intent, policy, "--queue")
+    }
+
+    /// `mission fire <agent> <intent> --wait --policy <policy> <flag>`, in the background.
+    fn fire_with(&self, intent: &str, policy: &str, flag: &str) -> Firing {
         self.declare(policy);
         Firing::spawn(self.command(&[
             "mission",
             "fire",
             self.agent.name,
             intent,
-            "--queue",
             "--wait",
             "--policy",
             policy,
+            flag,
         ]))
     }
 
