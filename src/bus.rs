@@ -50,6 +50,26 @@ pub fn append(subject: &str, data: &Value) -> (&'static str, Vec<crate::store::s
     )
 }
 
+/// [`append`], made only when `guard` — an SQL condition on the parameters from
+/// `?4` on, `guard_params` — holds as it runs in the writer's transaction. Sent
+/// ahead of a guarded change under the write lock, it announces the change exactly
+/// when the change wins, without waiting for the change's result first.
+pub fn append_when(
+    subject: &str,
+    data: &Value,
+    guard: &str,
+    guard_params: Vec<crate::store::sql::Value>,
+) -> (String, Vec<crate::store::sql::Value>) {
+    let (_, mut values) = append(subject, data);
+    values.extend(guard_params);
+    (
+        format!(
+            "INSERT INTO bus_events (subject, data, created_at) SELECT ?1, ?2, ?3 WHERE {guard}"
+        ),
+        values,
+    )
+}
+
 /// Publishes to and reads the bus.
 #[derive(Clone)]
 pub struct Bus {

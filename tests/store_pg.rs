@@ -585,6 +585,120 @@ fn statements_held_for_the_commit_land_with_it_in_order_or_not_at_all_on_both_ba
 }
 
 #[test]
+fn a_transactions_last_statement_sees_what_was_held_returns_its_rows_and_ends_it_on_both_backends()
+{
+    let dir = tempfile::tempdir().unwrap();
+    let (postgres, _url) = postgres_store();
+    for store in [sqlite_store(&dir), postgres] {
+        let insert = |key: &str| {
+            (
+                "INSERT INTO config (key, value, updated_at) VALUES (?1, 'v', 1)",
+                params![key.to_string()].values(),
+            )
+        };
+        let rows = |c: &missionboard::store::sql::Conn<'_>, mark: &str| {
+            c.query_map_and_commit(
+                "UPDATE config SET value = ?1 WHERE key IN ('a', 'b') RETURNING key, value",
+                params![mark.to_string()],
+                |r| Ok((r.get::<String>(0)?, r.get::<String>(1)?)),
+            )
+        };
+        let mut changed = store
+            .write(|c| {
+                c.execute_at_commit(vec![insert("a"), insert("b")])?;
+                rows(c, "w")
+            })
+            .unwrap();
+        changed.sort();
+        assert_eq!(
+            changed,
+            [("a".into(), "w".into()), ("b".into(), "w".into())],
+            "the held statements ran first, and the last one's rows come back"
+        );
+        // A failing held statement (a duplicate key) fails it all: nothing lands.
+        let failed = store.write(|c| {
+            c.execute_at_commit(vec![insert("c"), insert("a")])?;
+            rows(c, "x")
+        });
+        assert!(failed.is_err(), "{failed:?}");
+        let values = store
+            .with(|c| {
+                c.query_map("SELECT key, value FROM config ORDER BY key", [], |r| {
+                    Ok((r.get::<String>(0)?, r.get::<String>(1)?))
+                })
+            })
+            .unwrap();
+        assert_eq!(values, [("a".into(), "w".into()), ("b".into(), "w".into())]);
+    }
+    // On PostgreSQL the transaction is over once its last statement ran: one more
+    // would run outside it, so it is refused, and the session carries on.
+    let (postgres, _url) = postgres_store();
+    let after = postgres.write(|c| {
+        c.query_map_and_commit("SELECT 1", [], |r| r.get::<i64>(0))?;
+        c.execute(
+            "INSERT INTO config (key, value, updated_at) VALUES ('late', 'v', 1)",
+            [],
+        )
+    });
+    assert!(
+        format!("{after:?}").contains("after its transaction's last one"),
+        "{after:?}"
+    );
+    postgres
+        .with(|c| {
+            c.query_row("SELECT COUNT(*) FROM config WHERE key = 'late'", [], |r| {
+                r.get::<i64>(0)
+            })
+        })
+        .map(|n| assert_eq!(n, 0))
+        .unwrap();
+}
+
+#[test]
+fn racing_finishes_of_one_mission_end_in_one_outcome_and_one_status_event_on_both_backends() {
+    use missionboard::mission::{Missions, NewMission, Status};
+    let dir = tempfile::tempdir().unwrap();
+    let (postgres, _url) = postgres_store();
+    for store in [sqlite_store(&dir), postgres] {
+        let missions = Missions::new(store);
+        for round in 0..5 {
+            let m = missions
+                .create(NewMission {
+                    intent: format!("race {round}"),
+                    agent_name: "stub".into(),
+                    envelope_name: "default".into(),
+                    ..Default::default()
+                })
+                .unwrap();
+            let head = missions.bus().head().unwrap();
+            let start = std::sync::Arc::new(std::sync::Barrier::new(8));
+            let racers: Vec<_> = [Status::Landed, Status::Stuck]
+                .into_iter()
+                .cycle()
+                .take(8)
+                .map(|status| {
+                    let (missions, m, start) = (missions.clone(), m.clone(), start.clone());
+                    std::thread::spawn(move || {
+                        start.wait();
+                        missions.finish_with(&m, status, "race", Vec::new())
+                    })
+                })
+                .collect();
+            let won: Vec<bool> = racers
+                .into_iter()
+                .filter_map(|r| r.join().unwrap().ok().map(|f| f.changed))
+                .collect();
+            assert_eq!(won.iter().filter(|w| **w).count(), 1, "{won:?}");
+            let rested = missions.require(&m.id).unwrap();
+            let events = missions.bus().since(head, 50).unwrap();
+            assert_eq!(events.len(), 1, "only the winner announces: {events:?}");
+            assert_eq!(events[0].data["newStatus"], rested.status.as_str());
+            assert_eq!(events[0].data["missionId"], m.id.as_str());
+        }
+    }
+}
+
+#[test]
 fn eight_first_starts_on_an_empty_database_at_once_all_open_it_and_make_the_schema_once() {
     for _ in 0..5 {
         let url = pg::fresh_database();

@@ -35,39 +35,39 @@ impl Fleet {
         envelope: search::Loaded,
         opening: drive::Opening,
         slot: Option<Reservation>,
+        recorded: Option<budget::ComputeRecord>,
     ) {
         let inner = &self.inner;
         let mission_id = mission.id.clone();
         let (stop_tx, stop_rx) = watch::channel(false);
         let (idle_tx, idle_rx) = watch::channel(None);
         let ledger = budget::ComputeLedger::new(inner.missions.store().clone());
-        let offered = started.unit.capabilities().offered_models().cloned();
-        let (recorder, id, declared) = (
-            ledger.clone(),
-            mission_id.clone(),
-            envelope.policy.compute.clone(),
-        );
-        let (compute, spent) = blocking(move || {
-            // The envelope's bounds, as an operator raised them on an earlier
-            // pause, and what earlier sessions of the mission spent against them:
-            // the record the write returns.
-            let recorded = recorder.record_unit(
-                &id,
-                offered.as_ref().map(|m| m.available.as_slice()),
-                offered.as_ref().map(|m| m.current.as_str()),
-            );
-            match recorded {
-                Ok(record) => (record.apply(&declared), record.spent),
-                Err(e) => {
-                    tracing::warn!(mission = %id, "could not record the unit's session model: {e}");
-                    match recorder.get(&id) {
-                        Ok(Some(record)) => (record.apply(&declared), record.spent),
-                        _ => (declared, budget::Spend::default()),
-                    }
-                }
+        let declared = envelope.policy.compute.clone();
+        let recorded = match recorded {
+            Some(record) => record,
+            None => {
+                let offered = started.unit.capabilities().offered_models().cloned();
+                let (recorder, id) = (ledger.clone(), mission_id.clone());
+                blocking(move || {
+                    // The record the write returns holds the envelope's bounds as an
+                    // operator raised them on an earlier pause, and what earlier
+                    // sessions of the mission spent against them.
+                    recorder
+                        .record_unit(
+                            &id,
+                            offered.as_ref().map(|m| m.available.as_slice()),
+                            offered.as_ref().map(|m| m.current.as_str()),
+                        )
+                        .or_else(|e| {
+                            tracing::warn!(mission = %id, "could not record the unit's session model: {e}");
+                            recorder.get(&id).map(Option::unwrap_or_default)
+                        })
+                        .unwrap_or_default()
+                })
+                .await
             }
-        })
-        .await;
+        };
+        let (compute, spent) = (recorded.apply(&declared), recorded.spent);
         let (budget, crossings) = budget::Budget::new(compute);
         let budget = Arc::new(budget.continuing(ledger.clone(), &mission_id, spent));
         // Updates are counted as the unit's stdout is read, so its verdicts (on the

@@ -385,10 +385,19 @@ impl MissionToolCalls {
         let budget = self.link.verdicts.get().map(|g| &g.budget);
         let spend = budget.and_then(|b| b.unrecorded());
         let also = spend.iter().map(|(_, stmt)| stmt.clone()).collect();
+        let fail = |e| format!("missiontools: finish mission: {e}");
+        let read;
+        let known = match self.link.mission.get() {
+            Some(held) => held,
+            None => {
+                read = self.missions.require(&self.mission_id).map_err(fail)?;
+                &read
+            }
+        };
         let done = self
             .missions
-            .finish_with(&self.mission_id, st, &text(args, "reason"), also)
-            .map_err(|e| format!("missiontools: finish mission: {e}"))?;
+            .finish_with(known, st, &text(args, "reason"), also)
+            .map_err(fail)?;
         if let (Some(b), Some((spent, _)), true) = (budget, spend, done.changed) {
             b.recorded(spent);
         }

@@ -61,11 +61,23 @@ impl Fleet {
         };
         let missions = inner.missions.clone();
         let claimed = record.claimed;
+        // A fresh mission's compute record is born with it, in its create
+        // transaction: what its unit offers, nothing raised or spent yet. A claimed
+        // one may carry an earlier host's, which its hosting reads and continues.
+        let offered = started.unit.capabilities().offered_models();
+        let (models, model) = (
+            offered.map(|m| m.available.clone()),
+            offered.map(|m| m.current.clone()),
+        );
+        let fresh_record = (!claimed)
+            .then(|| budget::ComputeRecord::of_fresh_unit(models.as_deref(), model.as_deref()));
+        let unit_statement =
+            budget::unit_statement(&mission_id, models.as_deref(), model.as_deref());
         let mission = match blocking(move || {
             if claimed {
                 missions.bind_claimed(&new)
             } else {
-                missions.create(new)
+                missions.create_with(new, vec![unit_statement])
             }
         })
         .await
@@ -86,6 +98,7 @@ impl Fleet {
             envelope,
             drive::Opening::Fresh,
             Some(slot),
+            fresh_record,
         )
         .await;
         Ok(Dispatched {
@@ -185,7 +198,8 @@ impl Fleet {
                 blocks,
                 ask_id: ask_id.to_string(),
             };
-            self.host(started, mission, envelope, opening, None).await;
+            self.host(started, mission, envelope, opening, None, None)
+                .await;
             Ok::<_, anyhow::Error>(true)
         };
         match attempt.await {

@@ -534,6 +534,16 @@ impl Missions {
 
     /// Create a mission, always `open`.
     pub fn create(&self, m: NewMission) -> Result<Mission> {
+        self.create_with(m, Vec::new())
+    }
+
+    /// [`Missions::create`], with statements of other records that are born with the
+    /// mission (its unit's compute record) written in its transaction, ahead of it.
+    pub fn create_with(
+        &self,
+        m: NewMission,
+        also: Vec<(&'static str, Vec<crate::store::sql::Value>)>,
+    ) -> Result<Mission> {
         single_line("intent", &m.intent)?;
         if m.envelope_name.trim().is_empty() {
             return Err(MissionError::Invalid(
@@ -548,13 +558,17 @@ impl Missions {
         let now = clock::now_ms();
         // The creating process hosts the unit (every caller starts it in-process).
         let me = HostId::current();
-        Ok(self.store.with(|c| {
-            c.query_row(
+        Ok(self.store.write(|c| {
+            c.execute_at_commit(also.clone())?;
+            c.query_map_and_commit(
                 &format!("INSERT INTO missions (id, intent, agent_name, policy_name, cwd, session_id, instance_id, parent_session_id, status, created_at, updated_at, host_pid, host_start, host_id, host_machine)
                  VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, 'open', ?9, ?9, ?10, ?11, ?12, ?13) RETURNING {COLUMNS}"),
                 params![id, m.intent.trim(), m.agent_name, m.envelope_name, m.cwd, m.session_id, m.instance_id, m.parent_session_id, now, me.pid, me.start, me.id, me.machine],
                 from_row,
-            )
+            )?
+            .into_iter()
+            .next()
+            .ok_or(crate::store::sql::Error::NoRows)
         })?)
     }
 
@@ -833,18 +847,23 @@ impl Missions {
     /// status again is a silent no-op (reason kept, no event); a different one is a
     /// conflict.
     pub fn finish(&self, id: &str, status: Status, reason: &str) -> Result<Finished> {
-        self.finish_with(id, status, reason, Vec::new())
+        let m = self.require(id)?;
+        self.finish_with(&m, status, reason, Vec::new())
     }
 
-    /// [`Missions::finish`], with statements of other records that belong with the
-    /// verdict (a unit's compute spend) written in its transaction when it wins.
+    /// [`Missions::finish`] of a mission whose row the caller holds (what its status
+    /// event names never changes on an open mission, but for the instance a resume
+    /// rebinds it to, whose host holds the rebound row), with statements of other
+    /// records that belong with the verdict (a unit's compute spend) written in its
+    /// transaction, won or not: what they record happened either way.
     pub fn finish_with(
         &self,
-        id: &str,
+        known: &Mission,
         status: Status,
         reason: &str,
         also: Vec<(&'static str, Vec<crate::store::sql::Value>)>,
     ) -> Result<Finished> {
+        let id = known.id.as_str();
         if !status.is_terminal() {
             return Err(MissionError::Invalid(format!(
                 "cannot finish mission {id:?} as {:?}: a terminal status is required (landed|derailed|stuck|abandoned)",
@@ -853,25 +872,32 @@ impl Missions {
         }
         let reason = reason.trim();
         let now = clock::now_ms();
-        // The winner reads its row back from the guarded write itself and announces
-        // the change in the same transaction: one commit, nothing read twice.
+        // The event goes ahead of the guarded write, made only while the mission is
+        // still open, and the write's RETURNING row is the transaction's last: the
+        // whole transaction travels at once, and only the winner announces.
+        let announced = Mission {
+            status,
+            status_reason: (!reason.is_empty()).then(|| reason.to_string()),
+            ..known.clone()
+        };
+        let (announce, announce_values) = crate::bus::append_when(
+            subjects::STATUS_CHANGED,
+            &status_event(&announced, Status::Open),
+            "EXISTS (SELECT 1 FROM missions WHERE id = ?4 AND status = 'open')",
+            vec![crate::store::sql::Value::Text(id.to_string())],
+        );
         let won = self.store.write(|tx| {
-            let Some(m) = tx
-                .query_row(
-                    &format!(
-                        "UPDATE missions SET status = ?2, status_reason = NULLIF(?3, ''), updated_at = ?4
-                         WHERE id = ?1 AND status = 'open' RETURNING {COLUMNS}"
-                    ),
-                    params![id, status.as_str(), reason, now],
-                    from_row,
-                )
-                .optional()?
-            else {
-                return Ok(None);
-            };
-            let announced = crate::bus::append(subjects::STATUS_CHANGED, &status_event(&m, Status::Open));
-            tx.execute_at_commit(std::iter::once(announced).chain(also.iter().cloned()).collect())?;
-            Ok(Some(m))
+            let ahead = std::iter::once((announce.as_str(), announce_values.clone()));
+            tx.execute_at_commit(ahead.chain(also.iter().cloned()).collect())?;
+            let rows = tx.query_map_and_commit(
+                &format!(
+                    "UPDATE missions SET status = ?2, status_reason = NULLIF(?3, ''), updated_at = ?4
+                     WHERE id = ?1 AND status = 'open' RETURNING {COLUMNS}"
+                ),
+                params![id, status.as_str(), reason, now],
+                from_row,
+            )?;
+            Ok(rows.into_iter().next())
         })?;
         if let Some(m) = won {
             return Ok(Finished {

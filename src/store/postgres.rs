@@ -109,13 +109,11 @@ impl PgSession {
     pub fn execute(&mut self, sql: &str, params: &[Value]) -> Result<usize> {
         self.send_at_commit_now()?;
         let stmt = self.statement(sql)?;
-        let refs: Vec<&(dyn ToSql + Sync)> =
-            params.iter().map(|p| p as &(dyn ToSql + Sync)).collect();
         let n = run_statement(
             &self.client,
             (true, &mut self.tx),
             (&mut self.dirty, &mut self.commit_in_doubt),
-            self.client.execute(&stmt, &refs),
+            self.client.execute(&stmt, &param_refs(params)),
         )?;
         Ok(n as usize)
     }
@@ -123,21 +121,13 @@ impl PgSession {
     pub fn query(&mut self, sql: &str, params: &[Value]) -> Result<Vec<Vec<Value>>> {
         self.send_at_commit_now()?;
         let stmt = self.statement(sql)?;
-        let refs: Vec<&(dyn ToSql + Sync)> =
-            params.iter().map(|p| p as &(dyn ToSql + Sync)).collect();
         let rows = run_statement(
             &self.client,
             (writes(sql), &mut self.tx),
             (&mut self.dirty, &mut self.commit_in_doubt),
-            self.client.query(&stmt, &refs),
+            self.client.query(&stmt, &param_refs(params)),
         )?;
-        rows.iter()
-            .map(|r| {
-                (0..r.len())
-                    .map(|i| r.try_get::<_, Value>(i).map_err(from_pg))
-                    .collect()
-            })
-            .collect()
+        rows.iter().map(row_values).collect()
     }
 
     /// Statements written for PostgreSQL (migrations, a database made or dropped):
@@ -223,12 +213,29 @@ impl PgSession {
         self.execute_all(&batch).map(drop)
     }
 
+    /// The open write transaction's last statement, whose rows are read: sent after
+    /// what was held for the commit, with the transaction's BEGIN when nothing of it
+    /// was sent yet, and with its COMMIT — one round trip. The transaction is over
+    /// when it returns; a statement after it in the same transaction is refused.
+    /// Outside a transaction it is a lone statement (a write there is one round trip
+    /// already).
+    pub fn query_and_commit(&mut self, sql: &str, params: &[Value]) -> Result<Vec<Vec<Value>>> {
+        if matches!(self.tx, Tx::None) {
+            return self.query(sql, params);
+        }
+        let held = std::mem::take(&mut self.at_commit);
+        let rows = self.commit_with(&held, Some((sql, params)))?;
+        self.tx = Tx::Ended;
+        rows.iter().map(row_values).collect()
+    }
+
     pub fn commit(&mut self) -> Result<()> {
         let held = std::mem::take(&mut self.at_commit);
         if !held.is_empty() {
-            return self.commit_with(&held);
+            return self.commit_with(&held, None).map(drop);
         }
-        // A transaction that ran no statement never began: nothing to end.
+        // A transaction that ran no statement never began, and one its last
+        // statement committed is over: nothing to end.
         if !matches!(std::mem::replace(&mut self.tx, Tx::None), Tx::Open) {
             return Ok(());
         }
@@ -249,16 +256,28 @@ impl PgSession {
     }
 
     /// Commit with `held` in the same pipeline: the transaction's BEGIN (when
-    /// nothing of it was sent yet), the statements, the announced COMMIT.
-    fn commit_with(&mut self, held: &[(String, Vec<Value>)]) -> Result<()> {
+    /// nothing of it was sent yet), the statements, the `last` query whose rows are
+    /// returned, the announced COMMIT.
+    fn commit_with(
+        &mut self,
+        held: &[(String, Vec<Value>)],
+        last: Option<(&str, &[Value])>,
+    ) -> Result<Vec<tokio_postgres::Row>> {
+        if matches!(self.tx, Tx::Ended) {
+            return Err(ended());
+        }
         let statements = self.statements(held.iter().map(|(sql, _)| sql.as_str()))?;
         let params: Vec<&[Value]> = held.iter().map(|(_, p)| p.as_slice()).collect();
+        let last = match last {
+            Some((sql, values)) => Some((self.statement(sql)?, values)),
+            None => None,
+        };
         let begin = matches!(self.tx, Tx::Pending);
         // From here the server may hold a transaction: a failure is ended by the
         // caller's rollback.
         self.tx = Tx::Open;
         let client = &self.client;
-        let (began, ran, committed) = wait(async {
+        let (began, ran, read, committed) = wait(async {
             futures::join!(
                 async {
                     match begin {
@@ -267,22 +286,29 @@ impl PgSession {
                     }
                 },
                 execute_pipelined(client, &statements, &params),
+                async {
+                    match &last {
+                        Some((stmt, values)) => client.query(stmt, &param_refs(values)).await,
+                        None => Ok(Vec::new()),
+                    }
+                },
                 client.batch_execute(&COMMIT_ANNOUNCED)
             )
         });
-        match (began, ran, committed) {
-            (Ok(()), Ok(_), Ok(())) => {
+        match (began, ran, read, committed) {
+            (Ok(()), Ok(_), Ok(rows), Ok(())) => {
                 self.tx = Tx::None;
                 self.dirty = false;
-                Ok(())
+                Ok(rows)
             }
-            (began, ran, committed) => {
+            (began, ran, read, committed) => {
                 let closed = self.client.is_closed();
-                self.commit_in_doubt = began.is_ok() && ran.is_ok() && closed;
+                self.commit_in_doubt = began.is_ok() && ran.is_ok() && read.is_ok() && closed;
                 Err(from_pg(
                     began
                         .err()
                         .or(ran.err())
+                        .or(read.err())
                         .or(committed.err())
                         .expect("one step failed"),
                 ))
@@ -350,6 +376,16 @@ enum Tx {
     Pending,
     /// BEGIN sent (and the write lock taken, or being waited for).
     Open,
+    /// Committed by its last statement ([`PgSession::query_and_commit`]): nothing
+    /// more may run in it.
+    Ended,
+}
+
+/// What a statement sent after its transaction's last one meets.
+fn ended() -> Error {
+    Error::Other(
+        "a statement ran after its transaction's last one (query_and_commit): it would have run outside the transaction".into(),
+    )
 }
 
 /// Run one statement (`run`, a request not yet sent), given whether it may write and
@@ -367,6 +403,7 @@ fn run_statement<T>(
     run: impl Future<Output = std::result::Result<T, tokio_postgres::Error>>,
 ) -> Result<T> {
     match *tx {
+        Tx::Ended => return Err(ended()),
         Tx::Open => {
             *dirty |= write;
             return wait(run).map_err(from_pg);
@@ -415,15 +452,23 @@ async fn execute_pipelined(
     statements: &[Statement],
     params: &[&[Value]],
 ) -> std::result::Result<Vec<u64>, tokio_postgres::Error> {
-    let refs: Vec<Vec<&(dyn ToSql + Sync)>> = params
-        .iter()
-        .map(|ps| ps.iter().map(|p| p as &(dyn ToSql + Sync)).collect())
-        .collect();
+    let refs: Vec<Vec<&(dyn ToSql + Sync)>> = params.iter().map(|ps| param_refs(ps)).collect();
     let runs = statements
         .iter()
         .zip(&refs)
         .map(|(stmt, refs)| client.execute(stmt, refs));
     futures::future::join_all(runs).await.into_iter().collect()
+}
+
+fn param_refs(values: &[Value]) -> Vec<&(dyn ToSql + Sync)> {
+    values.iter().map(|p| p as &(dyn ToSql + Sync)).collect()
+}
+
+/// A row's columns as values.
+fn row_values(row: &tokio_postgres::Row) -> Result<Vec<Value>> {
+    (0..row.len())
+        .map(|i| row.try_get::<_, Value>(i).map_err(from_pg))
+        .collect()
 }
 
 /// How long (ms) this process waits out a database that went away; 0: not at all.

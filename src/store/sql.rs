@@ -409,6 +409,32 @@ impl<'a> Conn<'a> {
         }
     }
 
+    /// The last statement of a [`Store::write`](super::Store::write) transaction,
+    /// every row it returns read by `f`: on PostgreSQL it travels with the
+    /// statements held for the commit (run before it, in order) and with the COMMIT
+    /// itself, so a transaction that needs only its last statement's rows costs one
+    /// round trip. Nothing may run in the transaction after it.
+    pub fn query_map_and_commit<T>(
+        &self,
+        sql: &str,
+        params: impl Params,
+        mut f: impl FnMut(&Row<'_>) -> Result<T>,
+    ) -> Result<Vec<T>> {
+        match &self.inner {
+            ConnInner::Sqlite(_) => self.query_map(sql, params, f),
+            ConnInner::Postgres(s) => {
+                let rows = s.borrow_mut().query_and_commit(sql, &params.values())?;
+                rows.iter()
+                    .map(|r| {
+                        f(&Row {
+                            inner: RowInner::Postgres(r),
+                        })
+                    })
+                    .collect()
+            }
+        }
+    }
+
     /// Run several statements (no parameters), as migrations do.
     pub fn execute_batch(&self, sql: &str) -> Result<()> {
         match &self.inner {

@@ -79,6 +79,16 @@ pub struct Pause {
 }
 
 impl ComputeRecord {
+    /// The record a fresh mission's [`unit_statement`] leaves: what its unit offered
+    /// and runs on, nothing raised, paused or spent yet.
+    pub fn of_fresh_unit(models: Option<&[String]>, model: Option<&str>) -> ComputeRecord {
+        ComputeRecord {
+            models: models.map(<[String]>::to_vec),
+            model: model.map(str::to_string),
+            ..ComputeRecord::default()
+        }
+    }
+
     /// The envelope's bounds with the operator's raised limits applied.
     pub fn apply(&self, envelope: &ComputeBounds) -> ComputeBounds {
         let mut b = envelope.clone();
@@ -193,13 +203,11 @@ impl ComputeLedger {
         models: Option<&[String]>,
         model: Option<&str>,
     ) -> Result<ComputeRecord, StoreError> {
-        let models = models.map(|m| serde_json::to_string(m).unwrap_or_default());
+        let (sql, values) = unit_statement(mission_id, models, model);
         self.store.with(|c| {
             c.query_row(
-                &format!("INSERT INTO mission_compute (mission_id, models, model, updated_at) VALUES (?1, ?2, ?3, ?4)
-                 ON CONFLICT (mission_id) DO UPDATE SET models = ?2, model = ?3, updated_at = ?4
-                 RETURNING {RECORD_COLUMNS}"),
-                params![mission_id, models, model, clock::now_ms()],
+                &format!("{sql} RETURNING {RECORD_COLUMNS}"),
+                values.as_slice(),
                 record_from_row,
             )
         })
@@ -260,6 +268,23 @@ impl ComputeLedger {
 
 /// The statement [`ComputeLedger::record_spend`] runs, for a write that carries the
 /// spend in its own transaction (a verdict).
+/// The write of what a started unit offered and runs on ([`ComputeLedger::record_unit`]),
+/// for a writer that records a fresh mission's unit in the mission's own create
+/// transaction; the record it leaves is [`ComputeRecord::of_fresh_unit`].
+pub(crate) fn unit_statement(
+    mission_id: &str,
+    models: Option<&[String]>,
+    model: Option<&str>,
+) -> (&'static str, Vec<crate::store::sql::Value>) {
+    use crate::store::sql::Params;
+    let models = models.map(|m| serde_json::to_string(m).unwrap_or_default());
+    (
+        "INSERT INTO mission_compute (mission_id, models, model, updated_at) VALUES (?1, ?2, ?3, ?4)
+         ON CONFLICT (mission_id) DO UPDATE SET models = ?2, model = ?3, updated_at = ?4",
+        params![mission_id, models, model, clock::now_ms()].values(),
+    )
+}
+
 pub(crate) fn spend_statement(
     mission_id: &str,
     spent: Spend,
@@ -282,10 +307,14 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let ledger = ComputeLedger::new(Store::open(&dir.path().join("b.db")).unwrap());
         assert_eq!(ledger.get("m").unwrap(), None);
-        let recorded = ledger
-            .record_unit("m", Some(&["a".into(), "b".into()]), Some("b"))
-            .unwrap();
-        assert_eq!(Some(recorded), ledger.get("m").unwrap());
+        let models = ["a".to_string(), "b".to_string()];
+        let recorded = ledger.record_unit("m", Some(&models), Some("b")).unwrap();
+        assert_eq!(Some(recorded.clone()), ledger.get("m").unwrap());
+        assert_eq!(
+            recorded,
+            ComputeRecord::of_fresh_unit(Some(&models), Some("b")),
+            "a fresh mission's start takes this record without reading it back"
+        );
         ledger
             .pause("m", "ask-1", ComputeField::MaxToolCalls, "why")
             .unwrap();

@@ -23,6 +23,7 @@ mod ledger;
 mod model;
 mod pause;
 
+pub(super) use ledger::unit_statement;
 pub use ledger::{ComputeLedger, ComputeRecord, Pause, Spend};
 pub(crate) use ledger::{PG_SCHEMA_V11, SCHEMA_V5, SCHEMA_V7};
 pub(super) use model::select_allowed_model;
