@@ -136,8 +136,8 @@ async fn fleet_round(fleet: &crate::fleet::Fleet, n: usize) -> anyhow::Result<f6
     let t = Instant::now();
     let dispatched =
         futures::future::try_join_all((0..n).map(|i| fire_one(fleet, "land", i))).await?;
-    // Every unit reaped (a cheap look at the fleet, so the clock does not compete
-    // with the fleet for the store), then every mission checked once.
+    // Every unit reaped (the clock stops as the last one leaves the fleet, and reads
+    // nothing from the store meanwhile), then every mission checked once.
     until_reaped(fleet, "every unit to be reaped", LIMIT).await?;
     let rate = n as f64 / t.elapsed().as_secs_f64();
     let missions = fleet.missions();

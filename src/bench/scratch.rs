@@ -243,10 +243,9 @@ pub async fn until(
 
 /// Wait until `fleet` holds no unit: every one it hosted has been reaped.
 pub async fn until_reaped(fleet: &Fleet, what: &str, limit: Duration) -> anyhow::Result<()> {
-    until(what, limit, Duration::from_millis(5), || {
-        fleet.open_units() == 0
-    })
-    .await
+    tokio::time::timeout(limit, fleet.wait_all_units())
+        .await
+        .map_err(|_| anyhow::anyhow!("bench: timed out after {limit:?} waiting for {what}"))
 }
 
 /// This process's resident set, in bytes (`VmRSS` of /proc/self/status).

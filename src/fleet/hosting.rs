@@ -21,8 +21,26 @@ impl Fleet {
 
     /// Wait until this host no longer holds a unit for `mission_id`.
     pub async fn wait_unit(&self, mission_id: &str) {
-        while self.holds(mission_id) {
-            tokio::time::sleep(Duration::from_millis(50)).await;
+        self.until_units(|f| !f.holds(mission_id)).await;
+    }
+
+    /// Wait until this host holds no unit and starts none: every one it hosted has
+    /// been reaped.
+    pub async fn wait_all_units(&self) {
+        self.until_units(|f| f.open_units() == 0).await;
+    }
+
+    /// Wait until `done` holds, looking again each time a unit leaves.
+    async fn until_units(&self, done: impl Fn(&Fleet) -> bool) {
+        loop {
+            // Registered before the look, so a unit leaving in between still wakes it.
+            let left = self.inner.units_left.notified();
+            tokio::pin!(left);
+            left.as_mut().enable();
+            if done(self) {
+                return;
+            }
+            left.await;
         }
     }
 
@@ -145,6 +163,7 @@ impl Fleet {
             // `{tmp}` goes with the unit (removing it is blocking work).
             blocking(move || drop(tmp)).await;
             fleet.inner.units.lock_unpoisoned().hosted.remove(&key);
+            fleet.inner.units_left.notify_waiters();
         });
         units.hosted.insert(
             mission_id,

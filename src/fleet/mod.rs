@@ -178,6 +178,7 @@ impl Drop for Reservation {
     fn drop(&mut self) {
         if self.held {
             self.inner.units.lock_unpoisoned().starting -= 1;
+            self.inner.units_left.notify_waiters();
         }
     }
 }
@@ -191,6 +192,9 @@ struct Inner {
     park_window: Duration,
     self_exe: PathBuf,
     units: Mutex<Units>,
+    /// Told whenever a unit or a starting slot leaves `units`, so a wait for the
+    /// fleet (or one unit) to be gone is woken by the change, not a poll.
+    units_left: tokio::sync::Notify,
     /// This process beats as a host while any fleet of it lives, so a host or
     /// board on another machine can tell it runs.
     _heartbeat: Arc<crate::mission::hosts::Heartbeat>,
@@ -225,6 +229,7 @@ impl Fleet {
                 self_exe: exe,
                 paths,
                 units: Mutex::default(),
+                units_left: tokio::sync::Notify::new(),
             }),
         };
         // Host boot reconciles: expired asks take their on-timeout verdict, and
