@@ -266,8 +266,6 @@ impl ComputeLedger {
     }
 }
 
-/// The statement [`ComputeLedger::record_spend`] runs, for a write that carries the
-/// spend in its own transaction (a verdict).
 /// The write of what a started unit offered and runs on ([`ComputeLedger::record_unit`]),
 /// for a writer that records a fresh mission's unit in the mission's own create
 /// transaction; the record it leaves is [`ComputeRecord::of_fresh_unit`].
@@ -285,6 +283,8 @@ pub(crate) fn unit_statement(
     )
 }
 
+/// The statement [`ComputeLedger::record_spend`] runs, for a write that carries the
+/// spend in its own transaction (a verdict).
 pub(crate) fn spend_statement(
     mission_id: &str,
     spent: Spend,
