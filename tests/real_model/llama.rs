@@ -256,6 +256,11 @@ impl LlamaServer {
             .args(["-m", path(&t.model), "--host", "127.0.0.1", "--port"])
             .arg(port.to_string())
             .args(["-c", &context.to_string(), "-np", "1", "-t", "2", "--jinja"])
+            // Weights stay in their file's layout: repacked, they take llama.cpp's
+            // AMX path wherever the CPU reports AMX, and on a VM reporting it that
+            // path killed the server (SIGSEGV in ggml_backend_amx_mul_mat) at its
+            // warm-up's first matrix product, before it ever answered.
+            .arg("--no-repack")
             .stdin(Stdio::null())
             .stdout(out.try_clone().unwrap())
             .stderr(out)
