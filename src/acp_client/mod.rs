@@ -20,6 +20,7 @@ pub mod agent_side;
 mod convert;
 pub mod frame;
 mod process;
+mod spawn;
 mod start;
 pub mod stdout_mark;
 

@@ -7,14 +7,14 @@
 use std::collections::{BTreeMap, VecDeque};
 use std::ffi::{OsStr, OsString};
 use std::fmt;
-use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+use std::os::fd::{AsRawFd, OwnedFd};
 use std::path::Path;
-use std::process::{ExitStatus, Stdio};
+use std::process::ExitStatus;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use tokio::io::AsyncReadExt;
-use tokio::process::{ChildStderr, ChildStdin, ChildStdout, Command};
+use tokio::net::unix::pipe;
 use tokio::sync::watch;
 
 /// How much of a unit's stderr we keep: enough for a useful error message,
@@ -182,14 +182,14 @@ pub struct UnitProcess {
 }
 
 pub struct SpawnedPipes {
-    pub stdin: ChildStdin,
-    pub stdout: ChildStdout,
+    pub stdin: pipe::Sender,
+    pub stdout: pipe::Receiver,
 }
 
 /// Spawn `program` in `cwd` with exactly `env`, under its supervisor (`supervisor
 /// supervise …`, normally this very binary) in a fresh process group, inside
 /// `confinement` when one is given (the ruleset was built by the caller, before the
-/// fork; the supervisor applies it to the agent only, staying outside to watch the
+/// spawn; the supervisor applies it to the agent only, staying outside to watch the
 /// tree).
 pub fn spawn(
     supervisor: &Path,
@@ -202,7 +202,7 @@ pub fn spawn(
     // A program that is not there fails here, as a spawn error, rather than as
     // the supervisor's exit.
     ensure_runnable(program, env, cwd)?;
-    let (lifeline_read, lifeline_write) = lifeline()?;
+    let (lifeline_read, lifeline_write) = super::spawn::pipe()?;
     let ruleset = match confinement {
         Some(prepared) => Some(
             prepared
@@ -211,37 +211,22 @@ pub fn spawn(
         ),
         None => None,
     };
-    let lifeline_fd = lifeline_read.as_raw_fd();
-    let ruleset_fd = ruleset.as_ref().map(AsRawFd::as_raw_fd);
-    let mut cmd = Command::new(supervisor);
-    cmd.args(crate::supervise::command_args(
-        lifeline_fd,
-        ruleset_fd,
+    // The supervisor finds its lifeline and ruleset at fixed numbers.
+    let mut pass = vec![(lifeline_read.as_raw_fd(), SUPERVISOR_LIFELINE_FD)];
+    pass.extend(
+        ruleset
+            .as_ref()
+            .map(|fd| (fd.as_raw_fd(), SUPERVISOR_RULESET_FD)),
+    );
+    let args = crate::supervise::command_args(
+        SUPERVISOR_LIFELINE_FD,
+        ruleset.as_ref().map(|_| SUPERVISOR_RULESET_FD),
         program,
         args,
-    ))
-    .current_dir(cwd)
-    .env_clear()
-    .envs(env)
-    .stdin(Stdio::piped())
-    .stdout(Stdio::piped())
-    .stderr(Stdio::piped())
-    // Own group: a Ctrl-C on the host's terminal does not reach the unit directly;
-    // the host ends it through its supervisor.
-    .process_group(0);
-    // SAFETY: fcntl on the forked child's copies of two descriptors this process
-    // opened; async-signal-safe.
-    unsafe {
-        cmd.pre_exec(move || {
-            for fd in std::iter::once(lifeline_fd).chain(ruleset_fd) {
-                if libc::fcntl(fd, libc::F_SETFD, 0) == -1 {
-                    return Err(std::io::Error::last_os_error());
-                }
-            }
-            Ok(())
-        });
-    }
-    let mut child = cmd.spawn().map_err(|e| {
+    );
+    // Its own process group: a Ctrl-C on the host's terminal does not reach the
+    // unit directly; the host ends it through its supervisor.
+    let child = super::spawn::spawn(supervisor, &args, env, cwd, &pass).map_err(|e| {
         std::io::Error::new(
             e.kind(),
             format!("the unit supervisor {}: {e}", supervisor.display()),
@@ -249,19 +234,19 @@ pub fn spawn(
     })?;
     // The supervisor holds its own copies now.
     drop((lifeline_read, ruleset));
-    let pid = child
-        .id()
-        .ok_or_else(|| std::io::Error::other("child exited before its pid was read"))?;
-    let stdin = child.stdin.take().expect("stdin was piped");
-    let stdout = child.stdout.take().expect("stdout was piped");
-    let stderr_pipe = child.stderr.take().expect("stderr was piped");
-
+    let super::spawn::Spawned {
+        pid: child,
+        stdin,
+        stdout,
+        stderr: stderr_pipe,
+    } = child;
+    let pid = child as u32;
     let (stderr, drained) = StderrTail::new();
     tokio::spawn(pump_stderr(stderr_pipe, stderr.clone(), drained, pid));
 
     let (exit_tx, exit_rx) = watch::channel(None);
     tokio::spawn(async move {
-        let info = match child.wait().await {
+        let info = match super::spawn::wait(child).await {
             Ok(status) => ExitInfo::from_status(status),
             Err(err) => {
                 tracing::warn!(pid, %err, "waiting on unit process failed");
@@ -286,16 +271,9 @@ pub fn spawn(
     ))
 }
 
-/// A close-on-exec pipe: (read end, write end).
-fn lifeline() -> std::io::Result<(OwnedFd, OwnedFd)> {
-    let mut fds = [0 as libc::c_int; 2];
-    // SAFETY: pipe2 writes two descriptors into a live array of two.
-    if unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) } == -1 {
-        return Err(std::io::Error::last_os_error());
-    }
-    // SAFETY: both descriptors were just opened and are owned by nothing else.
-    Ok(unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) })
-}
+/// Where the supervisor finds its lifeline and its Landlock ruleset.
+const SUPERVISOR_LIFELINE_FD: std::os::fd::RawFd = 3;
+const SUPERVISOR_RULESET_FD: std::os::fd::RawFd = 4;
 
 /// `program` names an executable file: a path-shaped word relative to `cwd`, a bare
 /// name on the `PATH` of `env` (where the agent's exec looks).
@@ -322,7 +300,7 @@ fn ensure_runnable(
 }
 
 async fn pump_stderr(
-    mut pipe: ChildStderr,
+    mut pipe: pipe::Receiver,
     tail: StderrTail,
     drained: watch::Sender<bool>,
     pid: u32,

@@ -279,7 +279,7 @@ fn line_transport(
 
 /// The unit's stdout as JSON lines, each shown to `mark`'s tap as it is read.
 fn line_stream(
-    stdout: tokio::process::ChildStdout,
+    stdout: tokio::net::unix::pipe::Receiver,
     mark: Arc<StdoutMark>,
     events: mpsc::UnboundedSender<UnitEvent>,
 ) -> LineStream {
@@ -408,7 +408,8 @@ mod tests {
             .kill_on_drop(true)
             .spawn()
             .expect("sh runs");
-        let stdout = child.stdout.take().unwrap();
+        let stdout = child.stdout.take().unwrap().into_owned_fd().unwrap();
+        let stdout = tokio::net::unix::pipe::Receiver::from_owned_fd(stdout).unwrap();
         let mark = StdoutMark::new(&stdout);
         let seen = std::sync::Arc::new(AtomicUsize::new(0));
         let counted = seen.clone();

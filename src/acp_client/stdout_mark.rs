@@ -13,7 +13,7 @@ use std::task::{Context, Poll};
 use std::time::Duration;
 
 use tokio::io::{AsyncRead, ReadBuf};
-use tokio::process::ChildStdout;
+use tokio::net::unix::pipe::Receiver as UnitStdout;
 use tokio::sync::watch;
 
 use super::UnitEvent;
@@ -39,7 +39,7 @@ pub struct StdoutMark {
 }
 
 impl StdoutMark {
-    pub(super) fn new(stdout: &ChildStdout) -> Arc<StdoutMark> {
+    pub(super) fn new(stdout: &UnitStdout) -> Arc<StdoutMark> {
         Arc::new(StdoutMark {
             fd: stdout.as_raw_fd(),
             taken: Mutex::default(),
@@ -113,12 +113,12 @@ fn pending_bytes(fd: RawFd) -> u64 {
 
 /// The unit's stdout, counting the bytes taken from it.
 pub(super) struct CountedStdout {
-    inner: ChildStdout,
+    inner: UnitStdout,
     mark: Arc<StdoutMark>,
 }
 
 impl CountedStdout {
-    pub fn new(inner: ChildStdout, mark: Arc<StdoutMark>) -> CountedStdout {
+    pub fn new(inner: UnitStdout, mark: Arc<StdoutMark>) -> CountedStdout {
         CountedStdout { inner, mark }
     }
 }
