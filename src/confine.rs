@@ -1,5 +1,5 @@
 //! Kernel confinement for units: a Landlock ruleset built in the host before the
-//! fork, applied in the child's pre-exec, so the unit and everything it starts (its
+//! unit's spawn, applied by its supervisor in the agent's pre-exec, so the unit and everything it starts (its
 //! MCP bridge included) inherit it and cannot leave it.
 //!
 //! This module knows paths and ports only; which paths a mission gets is decided by

@@ -72,6 +72,10 @@ pub(super) fn spawn(
         (above_targets(stderr_child.as_raw_fd())?, 2),
     ];
     for &(fd, number) in pass {
+        debug_assert!(
+            (3..ABOVE_TARGETS).contains(&number),
+            "fd {number} out of range"
+        );
         mapping.push((above_targets(fd)?, number));
     }
 
