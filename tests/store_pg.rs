@@ -536,17 +536,19 @@ fn a_lone_write_waits_its_turn_behind_another_hosts_write_transaction() {
     assert_eq!(value(&other), 12, "both writes count, neither is lost");
 }
 
+/// A held statement for the tests of held statements: config `key` set to `v`.
+fn insert_config(key: &str) -> (&'static str, Vec<Value>) {
+    (
+        "INSERT INTO config (key, value, updated_at) VALUES (?1, 'v', 1)",
+        params![key.to_string()].values(),
+    )
+}
+
 #[test]
 fn statements_held_for_the_commit_land_with_it_in_order_or_not_at_all_on_both_backends() {
     let dir = tempfile::tempdir().unwrap();
     let (postgres, _url) = postgres_store();
     for store in [sqlite_store(&dir), postgres] {
-        let insert = |key: &str| {
-            (
-                "INSERT INTO config (key, value, updated_at) VALUES (?1, 'v', 1)",
-                params![key.to_string()].values(),
-            )
-        };
         let keys = || -> Vec<String> {
             store
                 .with(|c| c.query_map("SELECT key FROM config ORDER BY key", [], |r| r.get(0)))
@@ -554,13 +556,13 @@ fn statements_held_for_the_commit_land_with_it_in_order_or_not_at_all_on_both_ba
         };
         // All a transaction has: sent with its commit.
         store
-            .write(|c| c.execute_at_commit(vec![insert("a"), insert("b")]))
+            .write(|c| c.execute_at_commit(vec![insert_config("a"), insert_config("b")]))
             .unwrap();
         assert_eq!(keys(), ["a", "b"]);
         // A statement after held ones: they go first, so it sees them.
         let seen = store
             .write(|c| {
-                c.execute_at_commit(vec![insert("c")])?;
+                c.execute_at_commit(vec![insert_config("c")])?;
                 c.query_row("SELECT COUNT(*) FROM config", [], |r| r.get::<i64>(0))
             })
             .unwrap();
@@ -572,13 +574,13 @@ fn statements_held_for_the_commit_land_with_it_in_order_or_not_at_all_on_both_ba
                 "INSERT INTO config (key, value, updated_at) VALUES ('d', 'v', 1)",
                 [],
             )?;
-            c.execute_at_commit(vec![insert("e"), insert("a")])
+            c.execute_at_commit(vec![insert_config("e"), insert_config("a")])
         });
         assert!(failed.is_err(), "{failed:?}");
         assert_eq!(keys(), ["a", "b", "c"], "nothing of it was committed");
         // The session carries on: the next transaction commits.
         store
-            .write(|c| c.execute_at_commit(vec![insert("f")]))
+            .write(|c| c.execute_at_commit(vec![insert_config("f")]))
             .unwrap();
         assert_eq!(keys(), ["a", "b", "c", "f"]);
     }
@@ -590,12 +592,6 @@ fn a_transactions_last_statement_sees_what_was_held_returns_its_rows_and_ends_it
     let dir = tempfile::tempdir().unwrap();
     let (postgres, _url) = postgres_store();
     for store in [sqlite_store(&dir), postgres] {
-        let insert = |key: &str| {
-            (
-                "INSERT INTO config (key, value, updated_at) VALUES (?1, 'v', 1)",
-                params![key.to_string()].values(),
-            )
-        };
         let rows = |c: &missionboard::store::sql::Conn<'_>, mark: &str| {
             c.query_map_and_commit(
                 "UPDATE config SET value = ?1 WHERE key IN ('a', 'b') RETURNING key, value",
@@ -605,7 +601,7 @@ fn a_transactions_last_statement_sees_what_was_held_returns_its_rows_and_ends_it
         };
         let mut changed = store
             .write(|c| {
-                c.execute_at_commit(vec![insert("a"), insert("b")])?;
+                c.execute_at_commit(vec![insert_config("a"), insert_config("b")])?;
                 rows(c, "w")
             })
             .unwrap();
@@ -617,7 +613,7 @@ fn a_transactions_last_statement_sees_what_was_held_returns_its_rows_and_ends_it
         );
         // A failing held statement (a duplicate key) fails it all: nothing lands.
         let failed = store.write(|c| {
-            c.execute_at_commit(vec![insert("c"), insert("a")])?;
+            c.execute_at_commit(vec![insert_config("c"), insert_config("a")])?;
             rows(c, "x")
         });
         assert!(failed.is_err(), "{failed:?}");

@@ -235,18 +235,18 @@ pub fn spawn(
     // The supervisor holds its own copies now.
     drop((lifeline_read, ruleset));
     let super::spawn::Spawned {
-        pid: child,
+        pid: child_pid,
         stdin,
         stdout,
         stderr: stderr_pipe,
     } = child;
-    let pid = child as u32;
+    let pid = child_pid as u32;
     let (stderr, drained) = StderrTail::new();
     tokio::spawn(pump_stderr(stderr_pipe, stderr.clone(), drained, pid));
 
     let (exit_tx, exit_rx) = watch::channel(None);
     tokio::spawn(async move {
-        let info = match super::spawn::wait(child).await {
+        let info = match super::spawn::wait(child_pid).await {
             Ok(status) => ExitInfo::from_status(status),
             Err(err) => {
                 tracing::warn!(pid, %err, "waiting on unit process failed");
