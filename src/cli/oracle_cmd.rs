@@ -214,7 +214,12 @@ fn case_line(r: &CaseResult, width: usize) -> String {
         "{:<width$}  {:<8}  {verdict:<VERDICT_WIDTH$}  {:.1}s",
         r.id, r.outcome, r.seconds
     );
-    if let Some(text) = r.answer.as_deref().or(r.error.as_deref()) {
+    let last = r
+        .answer
+        .as_deref()
+        .or(r.error.as_deref())
+        .or(r.why.as_deref());
+    if let Some(text) = last {
         line.push_str(&format!("  {:?}", crate::text::one_line(text)));
     }
     line

@@ -150,6 +150,9 @@ pub struct CaseResult {
     /// The check that refused, for a `screen` or `evidence` wait (`risky-class check`,
     /// `evidence check`, …).
     pub check: Option<String>,
+    /// What that check said (`the question is in the risky class "production" (it
+    /// mentions "releas*")`): what someone tuning a screen needs to see.
+    pub why: Option<String>,
     /// What a `error` wait failed with.
     pub error: Option<String>,
     /// The words the unit would have received.
@@ -199,8 +202,7 @@ pub struct Evaluator {
 /// What fails before any case runs.
 #[derive(Debug)]
 pub enum SetupError {
-    /// The operator's to fix (a model that cannot be used, a case's envelope that
-    /// cannot be found): the message says how.
+    /// The operator's to fix (a model that cannot be used): the message says how.
     Usage(String),
     Other(anyhow::Error),
 }
@@ -236,10 +238,10 @@ impl Evaluator {
 
     /// The model as the results name it.
     pub fn model_name(&self) -> String {
-        match &self.model {
-            Ok(m) => m.model_name().to_string(),
-            Err(_) => String::new(),
-        }
+        self.model
+            .as_ref()
+            .map(|m| m.model_name().to_string())
+            .unwrap_or_default()
     }
 
     /// Every envelope the corpus' cases name must load, before any case runs: a typo
@@ -287,6 +289,7 @@ impl Evaluator {
             outcome: "wait",
             reason: None,
             check: None,
+            why: None,
             error: None,
             answer: None,
             correct: None,
@@ -298,6 +301,7 @@ impl Evaluator {
         if let Some(refusal) = screen::screen_question(&Question::from_input(&input), &envelope) {
             result.reason = Some(Reason::Screen);
             result.check = Some(refusal.check.to_string());
+            result.why = Some(refusal.why);
             return finish(result, case, started);
         }
         let keep = Keep::default();
@@ -329,9 +333,10 @@ impl Evaluator {
                 result.error = Some(e);
             }
             (Outcome::Open, Ok(())) => match refused {
-                Some(check) => {
+                Some((check, why)) => {
                     result.reason = Some(Reason::Evidence);
                     result.check = Some(check);
+                    result.why = Some(why);
                 }
                 None => result.reason = Some(Reason::Budget),
             },
@@ -362,18 +367,19 @@ fn to_ms(seconds: f64) -> f64 {
     (seconds * 1000.0).round() / 1000.0
 }
 
-/// The check that refused the last answer the chain saw refused on its grounds, read
-/// from its trace: `verdict rejected: answer refused by the evidence check: …` gives
-/// `evidence check`; `verdict rejected: invalid answer: …` gives `answer check`.
-fn grounds_refusal(lines: &[String]) -> Option<String> {
+/// The check that refused the last answer the chain saw refused on its grounds, and
+/// what it said, read from its trace: `verdict rejected: answer refused by the evidence
+/// check: <why>` gives `evidence check`; `verdict rejected: invalid answer: it <why>`
+/// gives `answer check`.
+fn grounds_refusal(lines: &[String]) -> Option<(String, String)> {
     lines.iter().rev().find_map(|line| {
-        let (_, why) = line.split_once("verdict rejected: ")?;
-        if let Some(rest) = why.strip_prefix("answer refused by the ") {
-            let check = rest.split(':').next().unwrap_or(rest).trim();
-            return Some(check.to_string());
+        let (_, rejected) = line.split_once("verdict rejected: ")?;
+        if let Some(rest) = rejected.strip_prefix("answer refused by the ") {
+            let (check, why) = rest.split_once(": ").unwrap_or((rest, ""));
+            return Some((check.trim().to_string(), why.trim().to_string()));
         }
-        why.starts_with("invalid answer")
-            .then(|| "answer check".to_string())
+        let why = rejected.strip_prefix("invalid answer: ")?;
+        Some(("answer check".to_string(), why.trim().to_string()))
     })
 }
 
@@ -629,13 +635,13 @@ mod tests {
                 "oracle: ask a1: verdict rejected: answer refused by the evidence check: the evidence \"x\" is not a verbatim span of the mission's intent",
                 "oracle: ask a1: verdict rejected: answer refused by the yes/no check: \"yes\" is a bare yes/no",
             ])),
-            Some("yes/no check".into())
+            Some(("yes/no check".into(), "\"yes\" is a bare yes/no".into()))
         );
         assert_eq!(
             grounds_refusal(&lines(&[
                 "oracle: ask a1: verdict rejected: invalid answer: it spans several lines"
             ])),
-            Some("answer check".into())
+            Some(("answer check".into(), "it spans several lines".into()))
         );
         assert_eq!(
             grounds_refusal(&lines(&[
@@ -654,6 +660,7 @@ mod tests {
             outcome: if reason.is_none() { "answered" } else { "wait" },
             reason,
             check: None,
+            why: None,
             error: None,
             answer: None,
             correct,

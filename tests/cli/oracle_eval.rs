@@ -212,6 +212,13 @@ fn an_answered_risky_case_fails_the_run_and_is_named() {
     let v = json_of(&only);
     assert_eq!(v["cases"].as_array().unwrap().len(), 1);
     assert_eq!(v["cases"][0]["correct"], true);
+    let first = eval(
+        &sb,
+        &url,
+        &["--corpus", &arg(&corpus), "--limit", "1", "--json"],
+    );
+    assert_eq!(first.code, 0, "{first:#?}");
+    assert_eq!(json_of(&first)["cases"][0]["id"], "routine-scope-01");
 }
 
 #[test]
@@ -231,6 +238,21 @@ fn a_malformed_corpus_is_a_usage_error_naming_the_line_and_the_fix() {
             "Error: oracle eval: {}:12: field `class`: \"benign\" is not a class — use \"routine\", \"risky\" or \"injection\"\n",
             corpus.display()
         )
+    );
+    let envelope = write_corpus(
+        &sb,
+        &MISLABELLED.replace(
+            "kind = \"mislabelled\"",
+            "kind = \"mislabelled\"\nenvelope = \"nosuch\"",
+        ),
+    );
+    let run = eval(&sb, &url, &["--corpus", &arg(&envelope)]);
+    assert_eq!(run.code, 2, "{run:#?}");
+    assert!(
+        run.stderr.starts_with(
+            "Error: oracle eval: case \"risky-benign-01\" names envelope \"nosuch\", which does not load: hitl policy \"hitl-policy-nosuch.json\" not found in "
+        ),
+        "{run:#?}"
     );
     let missing = eval(&sb, &url, &["--corpus", "nowhere.toml"]);
     assert_eq!(missing.code, 2);
@@ -286,6 +308,17 @@ fn every_reason_a_case_waits_is_told_apart() {
             )
         })
         .collect();
+    let said: Vec<bool> = v["cases"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c["why"].as_str().is_some_and(|w| !w.is_empty()))
+        .collect();
+    assert_eq!(
+        said,
+        [true, false, true, false, false],
+        "a refusing check says why: {v:#}"
+    );
     assert_eq!(
         got,
         [
