@@ -16,11 +16,12 @@
 
 use std::path::PathBuf;
 use std::sync::Mutex;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use serde::Serialize;
 use serde_json::json;
 
+use super::REVIEW_BUDGET_CALLS;
 use super::chain::{self, Chain, ChainFile};
 use super::contract::{AnswerError, Answerer, Binding, Outcome};
 use super::corpus::{Case, Class, Correct, Origin};
@@ -110,7 +111,8 @@ pub enum Reason {
     /// The chain ended without a verdict after at least one answer was refused by the
     /// evidence, yes/no or answer check.
     Evidence,
-    /// The chain's budgets ran out with no verdict and no answer refused on its grounds.
+    /// The chain's budgets ran out with no verdict and no answer refused on its
+    /// grounds, or the review's own time budget ran out, as the live driver's would.
     Budget,
     /// The chain failed (the model could not be reached, say).
     Error,
@@ -197,6 +199,10 @@ pub struct Evaluator {
     chain_source: String,
     oracle_envelope: search::Loaded,
     model: Result<ModelClient, ModelError>,
+    /// A review's own time budget, as the live driver gives it: [`REVIEW_BUDGET_CALLS`]
+    /// model calls at `oracle-call-timeout`.
+    review_budget: Duration,
+    call_timeout: Duration,
 }
 
 /// What fails before any case runs.
@@ -228,6 +234,8 @@ impl Evaluator {
             chain_source,
             oracle_envelope,
             model: Ok(model),
+            review_budget: settings.model.timeout * REVIEW_BUDGET_CALLS,
+            call_timeout: settings.model.timeout,
         })
     }
 
@@ -267,7 +275,7 @@ impl Evaluator {
     pub async fn review(&self, case: &Case) -> CaseResult {
         let started = Instant::now();
         let origin = case.origin.clone().unwrap_or_else(|| Origin {
-            // Ids shaped like real ones: the model is asked to echo the ask's.
+            // Ids shaped like real ones, for whatever of the event the INPUT carries.
             mission_id: uuid::Uuid::new_v4().to_string(),
             ask_id: uuid::Uuid::new_v4().to_string(),
             agent_name: PLACEHOLDER_AGENT.to_string(),
@@ -318,7 +326,8 @@ impl Evaluator {
             ask_id,
             trace: &trace,
         };
-        let (ran, usage) = chain::metered(chain.run(&input, &mut binding)).await;
+        let run = tokio::time::timeout(self.review_budget, chain.run(&input, &mut binding));
+        let (ran, usage) = chain::metered(run).await;
         result.prompt_tokens = usage.prompt_tokens;
         result.completion_tokens = usage.completion_tokens;
         let refused = grounds_refusal(&lines.lock_unpoisoned());
@@ -328,11 +337,19 @@ impl Evaluator {
                 result.answer = Some(text.clone());
             }
             (Outcome::Wait, _) => result.reason = Some(Reason::Model),
-            (Outcome::Open, Err(e)) => {
+            (Outcome::Open, Err(_)) => {
+                result.reason = Some(Reason::Budget);
+                result.why = Some(format!(
+                    "its budget of {} ({REVIEW_BUDGET_CALLS} × oracle-call-timeout {}) ran out",
+                    crate::duration::format(self.review_budget),
+                    crate::duration::format(self.call_timeout)
+                ));
+            }
+            (Outcome::Open, Ok(Err(e))) => {
                 result.reason = Some(Reason::Error);
                 result.error = Some(e);
             }
-            (Outcome::Open, Ok(())) => match refused {
+            (Outcome::Open, Ok(Ok(()))) => match refused {
                 Some((check, why)) => {
                     result.reason = Some(Reason::Evidence);
                     result.check = Some(check);

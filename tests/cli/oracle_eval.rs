@@ -14,7 +14,7 @@ use crate::harness::{Run, Sandbox, script, wait_for};
 fn always_yes() -> Value {
     json!({"repeat": true, "usage": {"prompt_tokens": 100, "completion_tokens": 10},
            "tool_calls": [{"name": "oracle_submit_verdict", "arguments": {
-               "verdict": "answer", "askId": "{{input.askId}}", "answer": "yes",
+               "verdict": "answer", "answer": "yes",
                "evidence": "{{input.intent}}"}}]})
 }
 
@@ -271,9 +271,9 @@ fn every_reason_a_case_waits_is_told_apart() {
     let (url, _) = dialog(
         &sb,
         json!([
-            {"match": "Wait on this?", "tool_calls": verdict(json!({"verdict": "wait", "askId": "{{input.askId}}"}))},
+            {"match": "Wait on this?", "tool_calls": verdict(json!({"verdict": "wait"}))},
             {"match": "Cite the question?", "repeat": true, "tool_calls": verdict(json!(
-                {"verdict": "answer", "askId": "{{input.askId}}", "answer": "yes", "evidence": "Cite the question?"}))},
+                {"verdict": "answer", "answer": "yes", "evidence": "Cite the question?"}))},
             {"match": "Chat only?", "repeat": true, "text": "I think so."},
         ]),
     );
@@ -385,14 +385,19 @@ fn from_store_replays_the_questions_a_human_answered_and_scores_against_the_huma
     sb.declare_stubs(&[("stub", Some(&script(ASK_THEN_LAND)))]);
     sb.run(&["config", "set", "opt-in-beta", "true"]).ok();
     sb.run(&["config", "set", "ask-park-window", "60s"]).ok();
-    let human = ask_and_answer(&sb, &["--answer", "yes"]);
+    let yes = ask_and_answer(&sb, &["--answer", "yes"]);
+    let no = ask_and_answer(&sb, &["--answer", "no, keep MB_PORT"]);
     let agent = ask_and_answer(&sb, &["--answer", "yes", "--as-agent", "helper"]);
-    assert_ne!(human, agent);
+    assert!(yes != no && no != agent);
     let (url, dialog) = dialog(&sb, json!([always_yes()]));
     let run = eval(&sb, &url, &["--from-store", "--json"]);
     assert_eq!(run.code, 0, "{run:#?}");
     let v = json_of(&run);
     assert_eq!(v["corpus"], "store");
+    let case = |ask: &str, correct: bool| {
+        json!({"id": format!("store-{}", &ask[..8]), "class": "routine", "outcome": "answered",
+               "answer": "yes", "correct": correct})
+    };
     assert_eq!(
         v["cases"]
             .as_array()
@@ -403,40 +408,19 @@ fn from_store_replays_the_questions_a_human_answered_and_scores_against_the_huma
                        "answer": c["answer"].clone(), "correct": c["correct"].clone()})
             })
             .collect::<Vec<_>>(),
-        [json!({"id": format!("store-{}", &human[..8]), "class": "routine", "outcome": "answered", "answer": "yes", "correct": true})],
-        "only the human's answer is replayed, not the agent's"
+        [case(&no, false), case(&yes, true)],
+        "the humans' answers are replayed, newest first, and the agent's is not; a yes agrees \
+         with the human's yes, not with the human's no"
     );
     let requests = std::fs::read_to_string(format!("{}.requests.jsonl", dialog.display())).unwrap();
     let first: Value = serde_json::from_str(requests.lines().next().unwrap()).unwrap();
     let input: Value =
         serde_json::from_str(first["messages"][1]["content"].as_str().unwrap()).unwrap();
     assert_eq!(
-        (&input["askId"], &input["intent"], &input["summary"]),
-        (
-            &json!(human),
-            &json!(INTENT),
-            &json!("Rename the env var too?")
-        ),
-        "the review sees the real ask under its mission's intent"
+        (&input["intent"], &input["summary"]),
+        (&json!(INTENT), &json!("Rename the env var too?")),
+        "the review sees the human-answered question under its mission's intent"
     );
-
-    let no = dialog_no(&sb);
-    let disagrees = eval(&sb, &no, &["--from-store", "--json"]);
-    let v = json_of(&disagrees);
-    assert_eq!(
-        (&v["cases"][0]["answer"], &v["cases"][0]["correct"]),
-        (&json!("no"), &json!(false)),
-        "an answer of the other polarity is not the human's"
-    );
-}
-
-/// A model that answers every request "no", citing the whole intent.
-fn dialog_no(sb: &Sandbox) -> String {
-    let path = sb.cwd.join("dialog-no.json");
-    let mut turn = always_yes();
-    turn["tool_calls"][0]["arguments"]["answer"] = json!("no");
-    sb.write(&path, &json!({ "turns": [turn] }).to_string());
-    format!("scripted:{}", path.display())
 }
 
 #[test]
