@@ -20,6 +20,8 @@
 
 pub mod chain;
 pub mod contract;
+pub mod corpus;
+pub mod eval;
 pub mod grounds;
 pub mod screen;
 pub mod trace;

@@ -20,6 +20,7 @@ mod hosts;
 mod hygiene;
 mod missions;
 mod oracle;
+mod oracle_eval;
 mod planner;
 mod races;
 mod refusals;
