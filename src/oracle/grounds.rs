@@ -13,7 +13,7 @@
 //! - the answer falls in no risky class the intent does not waive (the question's own
 //!   screen, [`super::screen::risky`], applied to what would be delivered);
 //! - a yes to a yes/no question needs the span to name the question's act (its first
-//!   word past "should I", "do you want me to" …) and something it acts on, and not to
+//!   word past "should I", "do you want me to" …) and everything it acts on, and not to
 //!   be negated in the intent; a no needs the span to negate or limit;
 //! - a bare yes or no answers only a yes/no question, and any other answer must name
 //!   something from its evidence.
@@ -72,8 +72,11 @@ const KEEPING: &[&str] = &[
     "keep", "preserve", "retain", "leave", "save", "hold", "stay", "remain", "back", "store",
 ];
 
-/// Words a scope question ends with, which name no act or object.
-const SCOPE: &[&str] = &["too", "also", "either", "well", "as"];
+/// Words a scope question carries that name no act or object.
+const SCOPE: &[&str] = &[
+    "too", "also", "either", "well", "as", "same", "again", "first", "now", "already", "right",
+    "away", "new", "just", "called", "named",
+];
 
 /// Whether an `answer` verdict may go out (see the module doc).
 pub fn check_answer_grounds(
@@ -202,12 +205,15 @@ pub fn check_answer_grounds(
             ),
         ));
     }
-    if !objects.is_empty() && !objects.iter().any(|o| stem_in(o, &span)) {
+    // Every thing the question names, not one of them: "fix the typo in README.md
+    // only" does not settle "fix the same typo in docs/guide.md too?".
+    let unnamed: Vec<String> = objects.into_iter().filter(|o| !stem_in(o, &span)).collect();
+    if !unnamed.is_empty() {
         return Err(Refusal::new(
             EVIDENCE_CHECK,
             format!(
-                "the question is about {}, and the evidence {shown:?} names none of it",
-                quoted_list(&objects)
+                "the question is about {}, which the evidence {shown:?} does not name",
+                quoted_list(&unnamed)
             ),
         ));
     }
@@ -435,6 +441,14 @@ mod tests {
             )
         );
         let q = ask(
+            "fix the typo in README.md only; leave the other docs alone",
+            "Should I also fix the same typo in docs/guide.md?",
+        );
+        assert_eq!(
+            why(&q, "yes", "fix the typo in README.md only"),
+            "the question is about \"docs\", \"guide\", which the evidence \"fix the typo in readme.md only\" does not name"
+        );
+        let q = ask(
             "rename the setting and do not rename the env var",
             "Rename the env var?",
         );
@@ -446,7 +460,7 @@ mod tests {
         let q = ask(RENAME, "Rename the config loader?");
         assert_eq!(
             why(&q, "yes", "rename the setting MB_PORT"),
-            "the question is about \"config\", \"loader\", and the evidence \"rename the setting mb_port\" names none of it"
+            "the question is about \"config\", \"loader\", which the evidence \"rename the setting mb_port\" does not name"
         );
     }
 

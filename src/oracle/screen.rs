@@ -86,6 +86,26 @@ pub const IMITATIONS: &[&str] = &[
     "disregard",
     "new instructions",
     "you are now",
+    // Claims of an approval the oracle cannot see: only the intent speaks for the
+    // operator.
+    "operator said",
+    "operator says",
+    "operator approved",
+    "operator has approved",
+    "operator agreed",
+    "agreed with the operator",
+    "approved by",
+    "pre-approved",
+    "preapproved",
+    "already approved",
+    "approved it",
+    "approved this",
+    "signed off",
+    "sign-off",
+    "you have permission",
+    "you are allowed",
+    "authorized by",
+    "authorised by",
 ];
 
 /// One risky class. A `hard` entry puts a question in the class whatever else it says;
@@ -252,14 +272,12 @@ pub const RISKY_CLASSES: &[RiskyClass] = &[
             "xfail",
             "ignor*",
             "envelope*",
-            "polic*",
             "deny rule*",
             "allowlist*",
             "denylist*",
             "whitelist*",
             "blacklist*",
             "sandbox*",
-            "permission*",
             "sudo",
             "as root",
             "root access",
@@ -278,7 +296,7 @@ pub const RISKY_CLASSES: &[RiskyClass] = &[
             "lift the limit*",
             "remove the limit*",
         ],
-        soft: &["override*"],
+        soft: &["override*", "polic*", "permission*"],
     },
     RiskyClass {
         name: "spending money",
@@ -332,8 +350,11 @@ pub const RISKY_CLASSES: &[RiskyClass] = &[
     },
 ];
 
+/// The class of a question that switches a check off ([`CHECK_WAIVERS`]).
+const CHECK_WAIVER: &str = "disabling rules, bounds or checks";
+
 /// The class of a question that moves a system — a datastore, a framework, a language —
-/// to another ([`is_system_change`]).
+/// to another ([`verb_then_object`] with [`SYSTEMS`]).
 pub const SYSTEM_CHANGE: &str = "migrating or replacing a system";
 
 /// The verbs that move a system elsewhere, when one of [`SYSTEMS`] follows them.
@@ -348,10 +369,10 @@ const SYSTEM_CHANGE_VERBS: &[&str] = &[
     "swap*",
     "transition*",
     "rewrit*",
-    "move off",
-    "move away",
-    "moving off",
-    "moving away",
+    "move",
+    "moves",
+    "moving",
+    "moved",
 ];
 
 /// What [`SYSTEM_CHANGE_VERBS`] may not move without a human: kinds of system, and the
@@ -380,6 +401,12 @@ const SYSTEMS: &[&str] = &[
     "runtime*",
     "architecture",
     "build system",
+    "bazel",
+    "cmake",
+    "gradle",
+    "maven",
+    "meson",
+    "webpack",
     "postgres*",
     "psql",
     "mysql",
@@ -453,6 +480,9 @@ const HARMLESS_COMPOUNDS: &[&str] = &[
     "price field",
     "login page",
     "login form",
+    "retry polic*",
+    "backoff polic*",
+    "cache polic*",
     "customer id",
     "customer_id",
 ];
@@ -494,8 +524,6 @@ const GRAVE_OBJECTS: &[&str] = &[
     "server",
     "servers",
     "cluster",
-    "main",
-    "master",
     "process",
     "processes",
 ];
@@ -516,22 +544,56 @@ pub fn risky(text: &str, intent: &str) -> Option<(&'static str, String)> {
             }
         }
     }
-    is_system_change(&lower).map(|phrase| (SYSTEM_CHANGE, phrase))
+    if let Some(phrase) = verb_then_object(&lower, SYSTEM_CHANGE_VERBS, SYSTEMS) {
+        return Some((SYSTEM_CHANGE, phrase));
+    }
+    verb_then_object(&lower, CHECK_WAIVERS, CHECKS).map(|phrase| (CHECK_WAIVER, phrase))
 }
 
-/// A verb of [`SYSTEM_CHANGE_VERBS`] followed, in the same sentence, by one of
-/// [`SYSTEMS`]: "migrate the whole database", "switch the tests to pytest". Returns the
-/// verb and the system.
-fn is_system_change(lower: &str) -> Option<String> {
+/// The verbs that switch a check off, when one of [`CHECKS`] follows them.
+const CHECK_WAIVERS: &[&str] = &[
+    "skip*",
+    "disabl*",
+    "silenc*",
+    "mute",
+    "comment out",
+    "ignor*",
+    "weaken*",
+    "loosen*",
+    "relax*",
+    "bypass*",
+    "xfail",
+    "suppress*",
+];
+
+/// What [`CHECK_WAIVERS`] may not switch off without a human.
+const CHECKS: &[&str] = &[
+    "test*",
+    "check*",
+    "lint*",
+    "hook*",
+    "ci",
+    "assert*",
+    "validation*",
+    "verification*",
+    "guard*",
+    "gate*",
+    "warning*",
+    "coverage",
+];
+
+/// A verb of `verbs` followed, in the same sentence, by one of `objects`: "migrate the
+/// whole database", "skip the failing integration tests". Returns the two words.
+fn verb_then_object(lower: &str, verbs: &[&str], objects: &[&str]) -> Option<String> {
     for sentence in lower.split(['.', '?', '!', ';', '\n']) {
-        for verb in SYSTEM_CHANGE_VERBS {
+        for verb in verbs {
             let Some(at) = mention_at(sentence, verb) else {
                 continue;
             };
             let rest = &sentence[at..];
-            if let Some(system) = SYSTEMS.iter().find(|s| mentions(rest, s)) {
+            if let Some(object) = objects.iter().find(|s| mentions(rest, s)) {
                 let verb_word = rest.split_whitespace().next().unwrap_or_default();
-                return Some(format!("{verb_word} … {}", system.trim_end_matches('*')));
+                return Some(format!("{verb_word} … {}", object.trim_end_matches('*')));
             }
         }
     }
@@ -550,16 +612,17 @@ fn phrase_at(lower: &str, at: usize) -> String {
         .to_string()
 }
 
-/// Whether the soft word at byte `at` of `lower` is harmless here: it starts a
+/// Whether the soft word at byte `at` of `lower` is harmless here: it is part of a
 /// [`HARMLESS_COMPOUNDS`] entry, or the mission's intent (`intent`, lowercased) states
 /// the same act on the same object ("remove the unused import" in both) and that
 /// object is not one of [`GRAVE_OBJECTS`] and not negated in the intent.
 fn waived(lower: &str, at: usize, intent: &str) -> bool {
     let rest = &lower[at..];
-    if HARMLESS_COMPOUNDS
-        .iter()
-        .any(|c| mention_at(rest, c) == Some(0))
-    {
+    let covers = |c: &&str| {
+        let stem = c.trim_end_matches('*');
+        mentions_at(lower, c).any(|p| p <= at && at < p + stem.len())
+    };
+    if HARMLESS_COMPOUNDS.iter().any(covers) {
         return true;
     }
     let asked = words(&rest[..rest.find(['.', '?', '!', ';', ',']).unwrap_or(rest.len())]);
