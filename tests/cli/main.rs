@@ -22,6 +22,7 @@ mod missions;
 mod oracle;
 mod planner;
 mod races;
+mod readme;
 mod refusals;
 mod sandbox;
 mod session;
