@@ -520,7 +520,9 @@ fn doctor_agent_handshakes_and_prints_every_grant_under_the_default_envelope() {
             "Handshake: ready — missionboard-stub 0.1.0 answered initialize and session/new".into(),
             format!("Grant:     write {{workspace}} = {}: the envelope", sb.cwd.canonicalize().unwrap().display()),
             format!("Grant:     write {{tmp}} = {}: the mission's temp dir", tmp.display()),
-            format!("Grant:     write ~/.cache = {}: the envelope", home.join(".cache").display()),
+            // Nothing made ~/.cache in this scratch home: the envelope names it, the
+            // kernel can grant nothing there.
+            format!("Grant:     write ~/.cache = {}: not granted: does not exist (the envelope)", home.join(".cache").display()),
             format!("Grant:     write ~/.probe = {}: probe's state dir", home.join(".probe").display()),
             "Grant:     write /dev/null, /dev/zero, /dev/full, /dev/tty, /dev/ptmx, /dev/pts, /dev/shm: the terminal devices".into(),
             "Grant:     read everything: the envelope does not limit reads".into(),
