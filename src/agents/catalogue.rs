@@ -226,13 +226,15 @@ mod tests {
         let text = "# file notes\n\n# about a\n[agents.a]\ncommand = \"x\"\n# inside a\nargs = []\n\n# about b\n[agents.b]\ncommand = \"y\"\n\n[agents.ab]\ncommand = \"z\"\n\n# a's env\n[agents.a.env]\nK = \"v\"\n";
         let lines: Vec<&str> = text.lines().collect();
         assert_eq!(declaration_lines(text, "a"), [2..7, 15..18]);
+        assert_eq!(declaration_lines(text, "b").len(), 1);
+        assert_eq!(declaration_lines(text, "ab").len(), 1);
         assert_eq!(
             declaration_text(text, "a"),
             "# about a\n[agents.a]\ncommand = \"x\"\n# inside a\nargs = []\n# a's env\n[agents.a.env]\nK = \"v\"\n"
         );
-        assert_eq!(declaration_lines(text, "b"), [8..11]);
+        assert_eq!(declaration_lines(text, "b").first(), Some(&(8..11)));
         assert_eq!(lines[12], "[agents.ab]");
-        assert_eq!(declaration_lines(text, "ab"), [12..14]);
+        assert_eq!(declaration_lines(text, "ab").first(), Some(&(12..14)));
         assert!(declaration_lines(text, "c").is_empty());
         assert_eq!(declaration_text(text, "c"), "");
     }

@@ -148,7 +148,10 @@ fn a_write_entry_that_does_not_exist_is_shown_as_not_granted_and_the_kernel_agre
         "Grant:     write ~/.cache = {}: not granted: does not exist (the envelope)",
         cache.display()
     );
-    assert_eq!(grant_lines_of(&sb, "~/.cache"), [absent.clone()]);
+    assert_eq!(
+        grant_lines_of(&sb, "~/.cache"),
+        std::slice::from_ref(&absent)
+    );
     let doctor = sb.run(&["doctor", "--agent", "probe"]).ok();
     assert!(doctor.lines().contains(&absent.as_str()), "{doctor:#?}");
 
