@@ -162,29 +162,7 @@ impl Target {
     /// The driver's settings for this target, its password filled in from the
     /// environment or the passfile when the URL has none.
     pub fn driver_config(&self, tls: bool) -> Result<tokio_postgres::Config, String> {
-        self.driver_config_with(tls, std::env::var("PGHOST").ok())
-    }
-
-    /// [`Target::driver_config`] with `PGHOST`'s value given.
-    fn driver_config_with(
-        &self,
-        tls: bool,
-        pghost: Option<String>,
-    ) -> Result<tokio_postgres::Config, String> {
-        let mut config: tokio_postgres::Config = self
-            .driver_url
-            .parse()
-            .map_err(|e| format!("store-url: {e}"))?;
-        if !self.names_host {
-            let pghost = pghost.filter(|h| !h.trim().is_empty()).ok_or(
-                "store-url names no host and PGHOST is not set — name the server in store-url (postgresql://user@host/db), or its socket directory (postgresql:///db?host=/var/run/postgresql), or set PGHOST",
-            )?;
-            // Like libpq, a comma-separated list is tried in order; an item starting
-            // with `/` is a socket directory (the driver reads it so).
-            for host in pghost.split(',') {
-                config.host(host.trim());
-            }
-        }
+        let mut config = self.server_at(std::env::var("PGHOST").ok())?;
         config.ssl_mode(if tls {
             tokio_postgres::config::SslMode::Require
         } else {
@@ -199,6 +177,26 @@ impl Target {
         Ok(config)
     }
 
+    /// The driver's settings for where the server is: the URL's host, else
+    /// `pghost` (`PGHOST`'s value).
+    fn server_at(&self, pghost: Option<String>) -> Result<tokio_postgres::Config, String> {
+        let mut config: tokio_postgres::Config = self
+            .driver_url
+            .parse()
+            .map_err(|e| format!("store-url: {e}"))?;
+        if !self.names_host {
+            let pghost = pghost.filter(|h| !h.trim().is_empty()).ok_or(
+                "store-url names no host and PGHOST is not set — name the server in store-url (postgresql://user@host/db), or its socket directory (postgresql:///db?host=/var/run/postgresql), or set PGHOST",
+            )?;
+            // Like libpq, a comma-separated list is tried in order; an item starting
+            // with `/` is a socket directory (the driver reads it so).
+            for host in pghost.split(',') {
+                config.host(host.trim());
+            }
+        }
+        Ok(config)
+    }
+
     /// The TLS mode this connection really asks for. A server reached on its
     /// Unix-domain socket never offers TLS (the kernel already tells it who the peer
     /// is), so, as libpq does, `prefer` there is plaintext from the start and a mode
@@ -206,7 +204,7 @@ impl Target {
     /// cannot name a directory.
     pub fn effective_sslmode(&self) -> Result<SslMode, String> {
         use tokio_postgres::config::Host;
-        let config = self.driver_config(false)?;
+        let config = self.server_at(std::env::var("PGHOST").ok())?;
         let sockets: Vec<_> = config
             .get_hosts()
             .iter()
@@ -654,9 +652,7 @@ mod tests {
         use tokio_postgres::config::Host;
         let socket = |url: &str, pghost: Option<&str>| {
             let t = Target::parse(url).unwrap();
-            let c = t
-                .driver_config_with(false, pghost.map(String::from))
-                .unwrap();
+            let c = t.server_at(pghost.map(String::from)).unwrap();
             (c.get_hosts().to_vec(), c.get_ports().to_vec())
         };
         let dir = Host::Unix("/var/run/postgresql".into());
@@ -683,7 +679,7 @@ mod tests {
         );
         // Neither: the error names all three ways.
         let none = Target::parse("postgresql:///db").unwrap();
-        let err = none.driver_config_with(false, None).unwrap_err();
+        let err = none.server_at(None).unwrap_err();
         assert!(err.contains("host=/var/run/postgresql") && err.contains("PGHOST"));
     }
 
