@@ -65,6 +65,7 @@ pub fn spawn(effect: Effect, svc: &Services, tx: UnboundedSender<Msg>) {
                     agent_named: true,
                     envelope,
                     origin: "picked",
+                    agent_origin: "picked",
                     intent,
                 };
                 let fired = match runs {

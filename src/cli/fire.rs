@@ -49,9 +49,14 @@ impl FireArgs {
         if let Err(e) = presets::seed_policies_quietly(&ctx.paths.home) {
             tracing::warn!("could not refresh the preset envelopes: {e}");
         }
-        let envelope = fire::envelope_or_default(&store, self.policy.as_deref())?;
+        let (envelope, origin) = fire::envelope_or_default(&store, self.policy.as_deref())?;
         let mut request = Fire::new(&self.agent, envelope, Intent::new(&self.intent.join(" "))?);
         request.worktree = self.worktree;
+        // The agent is the command's own argument: its name says it all.
+        request.typed_at = fire::TypedAt {
+            agent: None,
+            envelope: Some(origin),
+        };
         Ok((timeout, store, request))
     }
 }

@@ -307,6 +307,9 @@ enum AgentCmd {
         /// Into the workspace's .missionboard/agents.toml instead of home's.
         #[arg(long)]
         local: bool,
+        /// Replace a declaration of that name that differs from the catalogue's.
+        #[arg(long)]
+        force: bool,
     },
 }
 
@@ -704,7 +707,7 @@ fn run(ctx: &Ctx, command: Option<Command>, flags: BetaFlags) -> anyhow::Result<
         Some(Command::Oracle(c)) => oracle_cmd::run(ctx, c),
         Some(Command::Agent(a)) => match a.command {
             Some(AgentCmd::List { json }) => agent_cmd::list(ctx, json),
-            Some(AgentCmd::Add { name, local }) => agent_cmd::add(ctx, &name, local),
+            Some(AgentCmd::Add { name, local, force }) => agent_cmd::add(ctx, &name, local, force),
             None => {
                 let options = crate::planner::AgentOptions {
                     model: crate::planner::ModelFlags {

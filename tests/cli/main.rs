@@ -23,6 +23,7 @@ mod oracle;
 mod oracle_eval;
 mod planner;
 mod races;
+mod readme;
 mod refusals;
 mod sandbox;
 mod session;
