@@ -623,13 +623,14 @@ mod tests {
         let (_d, c) = calls();
         let asks = c.asks.clone();
         let answerer = tokio::spawn(async move {
-            loop {
-                if let Some(a) = asks.pending(1).unwrap().first() {
-                    asks.answer(&a.id, "yes, rename it").unwrap();
-                    break;
-                }
-                tokio::time::sleep(Duration::from_millis(10)).await;
-            }
+            let pending = crate::clock::poll_until(
+                Duration::from_secs(30),
+                Duration::from_millis(10),
+                || asks.pending(1).unwrap().first().cloned(),
+            )
+            .await
+            .expect("the question is asked");
+            asks.answer(&pending.id, "yes, rename it").unwrap();
         });
         let out = c
             .call(
@@ -649,9 +650,12 @@ mod tests {
         let asks = c.asks.clone();
         let mission = c.mission_id.clone();
         let closer = tokio::spawn(async move {
-            while asks.abandon_mission(&mission).unwrap().is_empty() {
-                tokio::time::sleep(Duration::from_millis(10)).await;
-            }
+            crate::clock::poll_until(Duration::from_secs(30), Duration::from_millis(10), || {
+                let closed = asks.abandon_mission(&mission).unwrap();
+                (!closed.is_empty()).then_some(())
+            })
+            .await
+            .expect("the question is asked, then closed");
         });
         let out = c
             .call(

@@ -41,6 +41,8 @@ pub struct AgentConfig {
     pub default_delay_ms: Option<u64>,
     /// Append one line per prompt here (`STUB_TRANSCRIPT`).
     pub transcript: Option<PathBuf>,
+    /// Append each prompt's blocks, whole, here as a JSON line (`STUB_PROMPTS`).
+    pub prompts: Option<PathBuf>,
     /// Wait this long before answering `initialize` (`STUB_INITIALIZE_DELAY_MS`).
     pub initialize_delay: Option<std::time::Duration>,
 }
@@ -332,6 +334,21 @@ impl StubAgent {
             .ok_or_else(|| "no models advertised".to_string())
     }
 
+    fn record_prompt(&self, turn: usize, blocks: &[String]) {
+        let Some(path) = &self.config.prompts else {
+            return;
+        };
+        let line = serde_json::json!({"turn": turn, "blocks": blocks});
+        let written = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(path)
+            .and_then(|mut f| writeln!(f, "{line}"));
+        if let Err(err) = written {
+            eprintln!("stub: cannot append to {}: {err}", path.display());
+        }
+    }
+
     fn record_transcript(&self, turn: usize, text: &str) {
         let Some(path) = &self.config.transcript else {
             return;
@@ -368,6 +385,7 @@ async fn run_prompt(agent: Arc<StubAgent>, turn: PromptTurn<Session>) {
     state.cursor += 1;
     let turn = state.cursor;
     agent.record_transcript(turn, &blocks.join(" "));
+    agent.record_prompt(turn, &blocks);
 
     // The first prompt decides the script; later ones (the nudge) only move
     // the cursor.

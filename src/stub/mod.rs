@@ -128,6 +128,9 @@
 //!   go to stderr as `stub: turn=1 step=3 report ok`.
 //! - Env `STUB_TRANSCRIPT=<file>`: one line appended per prompt received,
 //!   `turn=N <first 80 characters of the prompt>`.
+//! - Env `STUB_PROMPTS=<file>`: one JSON line appended per prompt received,
+//!   `{"turn": N, "blocks": [<each text block, whole>]}`: what crossed to the unit,
+//!   for a test to measure rather than restate.
 //! - Env `STUB_INITIALIZE_DELAY_MS=<n>`: wait `n` ms before answering
 //!   `initialize` (a unit slow to start).
 
@@ -189,6 +192,9 @@ pub async fn run_stub_agent(options: StubOptions) -> Result<(), String> {
         preloaded,
         default_delay_ms: options.demo.then_some(DEMO_DELAY_MS),
         transcript: std::env::var_os("STUB_TRANSCRIPT")
+            .filter(|v| !v.is_empty())
+            .map(PathBuf::from),
+        prompts: std::env::var_os("STUB_PROMPTS")
             .filter(|v| !v.is_empty())
             .map(PathBuf::from),
         initialize_delay: match std::env::var("STUB_INITIALIZE_DELAY_MS") {

@@ -118,14 +118,33 @@ fn with_no_usage_reported_the_meter_holds_the_token_bound() {
     );
     sb.declare_stubs(&[("stub", Some(&script))]);
     sb.write_compute_envelope("small", r#"{"maxTokens":100}"#);
-    let run = sb.fire_stub("small", "60s", None);
+    let prompts = sb.cwd.join("prompts.jsonl");
+    let mut fire = sb.fire_stub_command("small", "60s", None);
+    fire.env("STUB_PROMPTS", &prompts);
+    let run = sb.run_with(fire);
     assert_eq!(run.code, 1, "{run:#?}");
     let id = sb.newest_mission().unwrap();
-    // Everything that crossed the boundary by then: the first prompt (preamble and
-    // intent) and the 2 KB message, at a token per four bytes.
-    let metered = missionboard::text::count(
-        ((missionboard::fleet::prompts::PREAMBLE.len() + "go".len() + chat.len()) / 4) as u64,
+    // Everything that crossed the boundary by then, as the unit received it: the
+    // first prompt's blocks and the 2 KB message, at a token per four bytes.
+    let first: serde_json::Value = serde_json::from_str(
+        std::fs::read_to_string(&prompts)
+            .unwrap()
+            .lines()
+            .next()
+            .unwrap(),
+    )
+    .unwrap();
+    let prompt_bytes: usize = first["blocks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|b| b.as_str().unwrap().len())
+        .sum();
+    assert!(
+        prompt_bytes > "go".len(),
+        "the preamble came first: {first}"
     );
+    let metered = missionboard::text::count(((prompt_bytes + chat.len()) / 4) as u64);
     assert_eq!(
         sb.status_line(&id),
         format!(

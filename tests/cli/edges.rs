@@ -104,11 +104,19 @@ fn a_stdout_that_closes_early_ends_any_command_quietly() {
         let out = child.wait_with_output().unwrap();
         let what = args.join(" ");
         if out.status.success() {
-            // Small enough to be written whole before the pipe closed.
+            // Small enough to be written whole before the pipe closed: then it must have
+            // said what it says on an open stdout, and nothing on stderr.
             assert!(
                 !what.starts_with("mission reports"),
                 "{what} should not fit a pipe"
             );
+            let whole = sb.run(&args).ok();
+            assert_eq!(
+                first.trim_end(),
+                whole.stdout.lines().next().unwrap_or_default(),
+                "{what}"
+            );
+            assert_eq!(String::from_utf8_lossy(&out.stderr), "", "{what}");
             continue;
         }
         assert_quiet_closed_stdout(&what, out.status, &String::from_utf8_lossy(&out.stderr));

@@ -41,8 +41,11 @@ fn a_misspelt_when_refuses_the_fire_with_vets_words_and_records_nothing() {
     let run = fire(&sb, "typo", "edit the hosts file");
     assert_eq!(run.code, 1, "{run:#?}");
     let refusal = format!("invalid hitl policy \"{}\": {problem}", file.display());
-    assert!(
-        run.stderr.starts_with("Error: ") && run.stderr.trim_end().ends_with(&refusal),
+    assert_eq!(
+        run.stderr.trim_end(),
+        format!(
+            "Error: mission envelope \"typo\" (--policy) does not load: {refusal} — fix the file, or name another (`missionboard vet --all` checks every envelope)"
+        ),
         "{run:#?}"
     );
     assert!(

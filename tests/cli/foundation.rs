@@ -351,6 +351,19 @@ fn logs_go_to_the_log_directory_not_the_terminal() {
         1,
         "only the error line reaches stderr: {run:#?}"
     );
-    let logs: Vec<_> = std::fs::read_dir(sb.home.join("logs")).unwrap().collect();
-    assert!(!logs.is_empty());
+    assert!(
+        !run.stderr.contains("ERROR missionboard"),
+        "no log record on the terminal: {run:#?}"
+    );
+    // The error is recorded in the log directory, as a log record.
+    let logged: String = std::fs::read_dir(sb.home.join("logs"))
+        .unwrap()
+        .map(|e| std::fs::read_to_string(e.unwrap().path()).unwrap_or_default())
+        .collect();
+    assert!(
+        logged
+            .lines()
+            .any(|l| l.contains(" ERROR missionboard::cli: unknown config key \"nope\"")),
+        "{logged}"
+    );
 }

@@ -158,22 +158,3 @@ fn allowlisted_model_under_load(runs: usize) {
 fn the_allowlisted_model_holds_in_every_run_under_load() {
     allowlisted_model_under_load(runs(20));
 }
-
-#[test]
-#[ignore = "soak: 200 runs per bound at full load (cargo test --test cli races -- --ignored)"]
-fn soak_two_hundred_runs_per_bound_none_land() {
-    let n = runs(200);
-    fire_under_load(
-        &ten_calls_then_land(),
-        r#"{"maxToolCalls":3,"onExhausted":"finish_stuck"}"#,
-        TOOLS_REASON,
-        n,
-    );
-    fire_under_load(
-        USAGE_THEN_LAND,
-        r#"{"maxTokens":100,"onExhausted":"finish_stuck"}"#,
-        TOKENS_REASON,
-        n,
-    );
-    allowlisted_model_under_load(n);
-}

@@ -248,6 +248,23 @@ impl Terminal {
 
     /// The screen once nothing has arrived for a while (a frame is not half drawn).
     #[track_caller]
+    /// Send `keys`, then the screen once the program has answered them with output
+    /// and gone quiet: a screen read before its answer came would be the old one.
+    pub fn settled_after(&self, keys: &[&str]) -> String {
+        let before = self.seen.lock().unwrap().raw.len();
+        self.keys(keys);
+        let answered =
+            poll_until_blocking(Duration::from_secs(10), Duration::from_millis(20), || {
+                (self.seen.lock().unwrap().raw.len() > before).then_some(())
+            });
+        assert!(
+            answered.is_some(),
+            "nothing was drawn after {keys:?}:\n{}",
+            self.screen()
+        );
+        self.settled()
+    }
+
     pub fn settled(&self) -> String {
         const QUIET: Duration = Duration::from_millis(300);
         let quiet = poll_until_blocking(Duration::from_secs(10), Duration::from_millis(50), || {

@@ -167,11 +167,26 @@ impl Model {
     }
 
     /// Every request recorded so far: `{seq, path, turn, exhausted, body}`, in order.
+    ///
+    /// Every complete line must parse: a record the harness cannot read is a failure,
+    /// never a request quietly left out. Only a last line still being written (no
+    /// newline yet) waits for the next read.
     pub fn requests(&self) -> Vec<Value> {
-        std::fs::read_to_string(&self.record)
-            .unwrap_or_default()
+        let text = std::fs::read_to_string(&self.record).unwrap_or_default();
+        let complete = match text.rfind('\n') {
+            Some(end) => &text[..end],
+            None => "",
+        };
+        complete
             .lines()
-            .filter_map(|l| serde_json::from_str(l).ok())
+            .map(|l| {
+                serde_json::from_str(l).unwrap_or_else(|e| {
+                    panic!(
+                        "the model server's record {} has a line that is not JSON ({e}): {l}",
+                        self.record.display()
+                    )
+                })
+            })
             .collect()
     }
 
