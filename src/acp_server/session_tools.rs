@@ -176,6 +176,7 @@ impl SessionTools {
                 name: &actor,
                 text: &answer,
             },
+            answer::Surface::Editor,
         )
         .await;
         match answered {
@@ -188,7 +189,7 @@ impl SessionTools {
                     Ok(format!("answer denied per policy for ask {ask_id}.\n{why}"))
                 }
                 Some(AgentAnswerError::Ask(
-                    AskError::AlreadyResolved(_) | AskError::Expired { .. },
+                    AskError::AlreadyResolved { .. } | AskError::Expired { .. },
                 )) => Err(not_yours()),
                 _ => Err(format!("{e:#}")),
             },

@@ -206,6 +206,9 @@ enum ApprovalsCmd {
         #[arg(long)]
         answer: Option<String>,
     },
+    /// Answered asks, most recently resolved first: the verdict, who gave it (surface
+    /// and device) and how long the ask waited.
+    History(ListArgs),
 }
 
 #[derive(Subcommand, Debug)]

@@ -568,7 +568,8 @@ mod tests {
         let answerer = tokio::spawn(async move {
             loop {
                 if let Some(a) = asks.pending(1).unwrap().first() {
-                    asks.answer(&a.id, "yes, rename it").unwrap();
+                    asks.answer(&a.id, "yes, rename it", &crate::asks::Surface::Cli)
+                        .unwrap();
                     break;
                 }
                 tokio::time::sleep(Duration::from_millis(10)).await;
