@@ -80,6 +80,9 @@ enum Command {
         /// On TERM or Ctrl-C, stop the missions it runs instead of parking them.
         #[arg(long)]
         stop_on_exit: bool,
+        /// Also serve the web page (as `missionboard web` does) on this loopback address.
+        #[arg(long, value_name = "ADDR")]
+        web: Option<String>,
     },
     /// Serve the web page: answer asks and follow missions from a paired phone or browser.
     Web(WebArgs),
@@ -791,12 +794,14 @@ fn run(ctx: &Ctx, command: Option<Command>, flags: BetaFlags) -> anyhow::Result<
             width,
             labels,
             stop_on_exit,
+            web,
         }) => host_cmd::run(
             ctx,
             host_cmd::HostArgs {
                 width,
                 labels,
                 stop_on_exit,
+                web,
             },
         ),
         Some(Command::Web(a)) => web_cmd::run(ctx, a),

@@ -112,7 +112,8 @@ impl Server {
             hosts.push(host_of(addr.ip()));
         }
         hosts.extend(allowed.iter().cloned());
-        hosts.dedup();
+        let mut seen = std::collections::HashSet::new();
+        hosts.retain(|h| seen.insert(h.clone()));
 
         let scheme = if tls.is_some() || options.behind_proxy {
             "https"
@@ -144,12 +145,12 @@ impl Server {
 
     /// What startup says: what is served where, and to whom.
     pub fn banner(&self) -> Vec<String> {
-        let exposure = if self.local_addr.ip().is_loopback() {
-            "loopback only: reachable from this machine (or through a proxy on it)"
-        } else if self.tls.is_some() {
-            "over TLS on the network"
+        let exposure = if self.tls.is_some() {
+            "over TLS"
+        } else if self.local_addr.ip().is_loopback() {
+            "loopback only: this machine, or a proxy on it"
         } else {
-            "plain HTTP to the TLS proxy in front of it"
+            "plain HTTP, for the TLS proxy in front of it"
         };
         let scheme = if self.tls.is_some() { "https" } else { "http" };
         vec![
@@ -171,6 +172,7 @@ impl Server {
         // Where `web pair` finds the page by default.
         let _ = std::fs::create_dir_all(self.web.paths.run_dir());
         let _ = std::fs::write(url_file(&self.web.paths), &self.base_url);
+        let settler = spawn_settler(&self.web);
         let app = router(self.web.clone());
         let listener = tokio::net::TcpListener::from_std(self.listener)?;
         let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())?;
@@ -210,9 +212,38 @@ impl Server {
                 }
             });
         }
+        settler.abort();
         let _ = std::fs::remove_file(url_file(&self.web.paths));
         Ok(())
     }
+}
+
+/// How often the server reconciles overdue asks on its own.
+const SETTLE_EVERY: std::time::Duration = std::time::Duration::from_secs(2);
+
+/// While the page is served, asks past their deadline take their on-timeout verdict
+/// (so the page never offers an ask that can no longer be answered) and answered
+/// runs whose host is gone are resumed here, as a running board does. Each round has
+/// a host of its own: a run it resumes is driven to the end of its turn and its unit
+/// reaped, as `approvals respond` does.
+fn spawn_settler(web: &Web) -> tokio::task::JoinHandle<()> {
+    use crate::ops::answer::{self, Host, Stranded};
+    let (paths, store) = (web.paths.clone(), web.store.clone());
+    tokio::spawn(async move {
+        loop {
+            let host = Host::one_shot(&paths, &store);
+            match answer::settle_overdue(&host, Stranded::Resumable).await {
+                Ok(s) if s.resumed > 0 || s.failed > 0 => tracing::info!(
+                    resumed = s.resumed,
+                    failed = s.failed,
+                    "web: stranded runs whose host was gone"
+                ),
+                Ok(_) => {}
+                Err(e) => tracing::warn!("web: overdue-ask sweep failed: {e:#}"),
+            }
+            tokio::time::sleep(SETTLE_EVERY).await;
+        }
+    })
 }
 
 /// The base address a running `missionboard web` of this home recorded.

@@ -213,3 +213,92 @@ fn asks_pending_across_a_restart_are_listed_and_answerable() {
     let again = web.answer(&credential, &gate.id, "approve", "");
     assert_eq!(again.status(), 409);
 }
+
+#[test]
+fn a_mission_stopped_on_the_page_is_abandoned_with_its_asks_closed() {
+    let sb = Sandbox::new();
+    let ids = sb.record_missions("stop me", 1);
+    let ask = Asks::new(sb.store())
+        .raise(NewAsk {
+            tools_name: QUESTION_TOOLS.into(),
+            tool_name: QUESTION_TOOL.into(),
+            args_summary: "Go on?".into(),
+            mission_id: Some(ids[0].clone()),
+            ..Default::default()
+        })
+        .unwrap();
+    let web = Web::start(&sb, &[]);
+    let credential = web.pair(&sb, "phone");
+    let page = web
+        .get(&format!("/missions/{}", ids[0]), Some(&credential))
+        .text()
+        .unwrap();
+    assert!(
+        page.contains("stop me 0") && page.contains("Stop mission"),
+        "{page}"
+    );
+    let csrf = web.csrf(&credential);
+    let no_token = web.post("/api/stop", Some(&credential), &[("mission", &ids[0])]);
+    assert_eq!(no_token.status(), 403);
+    let stopped = web.post(
+        "/api/stop",
+        Some(&credential),
+        &[("csrf", &csrf), ("mission", &ids[0])],
+    );
+    assert_eq!(stopped.status(), 200);
+    let show = show_json(&sb, &ids[0]);
+    assert_eq!(show["status"], "abandoned");
+    assert_eq!(show["statusReason"], "stopped from the web (phone)");
+    assert_eq!(show["asks"][0]["id"], ask.id.as_str());
+    assert_eq!(show["asks"][0]["state"], "denied");
+    let again = web.post(
+        "/api/stop",
+        Some(&credential),
+        &[("csrf", &csrf), ("mission", &ids[0])],
+    );
+    assert_eq!(
+        again.status(),
+        200,
+        "stopping an abandoned mission again keeps the first reason"
+    );
+}
+
+#[test]
+fn a_host_that_serves_the_page_runs_a_queued_mission_answered_from_the_phone() {
+    let sb = Sandbox::new();
+    sb.declare_stubs(&[("stub", Some(&script(ASK_THEN_LAND)))]);
+    let web = Web::start_command(&sb, &["host", "--web", "127.0.0.1:0"]);
+    let credential = web.pair(&sb, "phone");
+    let queued = sb
+        .run(&[
+            "mission",
+            "fire",
+            "stub",
+            "walk away",
+            "--queue",
+            "--policy",
+            "default",
+        ])
+        .ok();
+    let id = queued.stdout.split_whitespace().nth(1).unwrap().to_string();
+    let ask = wait_for(30, "the queued mission's question", || {
+        sb.pending_ask_ids().first().cloned()
+    });
+    assert_eq!(
+        web.answer(&credential, &ask, "answer", "later").status(),
+        200
+    );
+    wait_for(30, "the mission to land", || {
+        (show_json(&sb, &id)["status"] == "landed").then_some(())
+    });
+    let show = show_json(&sb, &id);
+    assert_eq!(show["asks"][0]["answeredDevice"], "phone");
+    assert!(
+        show["reports"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|r| r["summary"] == "renamed: later"),
+        "{show:#}"
+    );
+}

@@ -187,3 +187,62 @@ fn hostile_agent_text_is_inert_on_the_page() {
         assert!(!page.contains("href=\"javascript"), "{path}");
     }
 }
+
+/// A CA and a certificate for `localhost` it signed, as PEM files in `dir`: the
+/// CA's, the server's and its key's paths.
+fn certificates(dir: &std::path::Path) -> (String, String, String) {
+    use rcgen::{BasicConstraints, CertificateParams, CertifiedIssuer, DnType, IsCa, KeyPair};
+    let mut ca_params = CertificateParams::new(Vec::<String>::new()).unwrap();
+    ca_params.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
+    ca_params
+        .distinguished_name
+        .push(DnType::CommonName, "missionboard web test CA");
+    let ca = CertifiedIssuer::self_signed(ca_params, KeyPair::generate().unwrap()).unwrap();
+    let key = KeyPair::generate().unwrap();
+    let cert = CertificateParams::new(vec!["localhost".to_string()])
+        .unwrap()
+        .signed_by(&key, &ca)
+        .unwrap();
+    let write = |name: &str, text: &str| {
+        let path = dir.join(name);
+        std::fs::write(&path, text).unwrap();
+        path.display().to_string()
+    };
+    (
+        write("ca.pem", &ca.pem()),
+        write("cert.pem", &cert.pem()),
+        write("key.pem", &key.serialize_pem()),
+    )
+}
+
+#[test]
+fn under_tls_the_page_is_served_encrypted_and_the_cookie_is_secure() {
+    let sb = Sandbox::new();
+    let (ca, cert, key) = certificates(&sb.cwd);
+    let mut web = Web::start(&sb, &["--tls-cert", &cert, "--tls-key", &key]);
+    assert_eq!(web.scheme, "https");
+    // Plain HTTP to the TLS port gets nothing.
+    assert!(
+        crate::server::client()
+            .get(format!("http://{}/", web.addr))
+            .send()
+            .is_err()
+    );
+    let port = web.addr.rsplit(':').next().unwrap().to_string();
+    web.client = reqwest::blocking::Client::builder()
+        .redirect(reqwest::redirect::Policy::none())
+        .tls_certs_only([reqwest::Certificate::from_pem(&std::fs::read(&ca).unwrap()).unwrap()])
+        .resolve("localhost", web.addr.parse().unwrap())
+        .build()
+        .unwrap();
+    web.addr = format!("localhost:{port}");
+
+    let code = crate::server::pairing_code(&sb, "phone");
+    let paired = web.post("/api/pair", None, &[("code", &code)]);
+    assert_eq!(paired.status(), 200);
+    let set = paired.headers()["set-cookie"].to_str().unwrap().to_string();
+    assert!(set.ends_with("; Max-Age=2592000; Secure"), "{set}");
+    let credential = crate::server::cookie_value(&paired).unwrap();
+    assert_eq!(web.get("/", Some(&credential)).status(), 200);
+    assert_eq!(web.get("/", None).status(), 401);
+}

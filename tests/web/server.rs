@@ -11,6 +11,8 @@ use crate::harness::Sandbox;
 /// The server, killed when dropped.
 pub struct Web {
     child: Child,
+    /// `http` or `https`.
+    pub scheme: String,
     /// `127.0.0.1:PORT`.
     pub addr: String,
     pub client: Client,
@@ -38,8 +40,14 @@ impl Web {
     pub fn start(sb: &Sandbox, extra: &[&str]) -> Web {
         let mut args = vec!["web", "--listen", "127.0.0.1:0"];
         args.extend_from_slice(extra);
+        Web::start_command(sb, &args)
+    }
+
+    /// The page as `args` (a `missionboard` command line) serves it: its first line
+    /// of output names the address.
+    pub fn start_command(sb: &Sandbox, args: &[&str]) -> Web {
         let mut child = sb
-            .command(&args)
+            .command(args)
             .stdout(Stdio::piped())
             .stderr(Stdio::null())
             .spawn()
@@ -56,25 +64,26 @@ impl Web {
         let first = rx
             .recv_timeout(std::time::Duration::from_secs(60))
             .expect("missionboard web printed its address");
-        let addr = first
+        let (scheme, addr) = first
             .trim()
-            .strip_prefix("missionboard web: listening on http://")
+            .strip_prefix("missionboard web: listening on ")
             .and_then(|rest| rest.split_whitespace().next())
-            .unwrap_or_else(|| panic!("no listening line: {first:?}"))
-            .to_string();
+            .and_then(|url| url.split_once("://"))
+            .unwrap_or_else(|| panic!("no listening line: {first:?}"));
         Web {
+            scheme: scheme.to_string(),
+            addr: addr.to_string(),
             child,
-            addr,
             client: client(),
         }
     }
 
     pub fn url(&self, path: &str) -> String {
-        format!("http://{}{path}", self.addr)
+        format!("{}://{}{path}", self.scheme, self.addr)
     }
 
     pub fn origin(&self) -> String {
-        format!("http://{}", self.addr)
+        format!("{}://{}", self.scheme, self.addr)
     }
 
     /// GET `path` with the device's cookie (if any).
