@@ -21,6 +21,7 @@ use crate::store::blocking;
 const ASKS_SHOWN: usize = 500;
 const MISSIONS_SHOWN: usize = 200;
 const REPORTS_SHOWN: usize = 100;
+const TRACE_SHOWN: usize = 50;
 
 const SCRIPT: &str = include_str!("assets/app.js");
 const STYLE: &str = include_str!("assets/app.css");
@@ -51,8 +52,21 @@ fn failed(e: impl std::fmt::Display) -> Response {
 
 /// The live view: every pending ask, longest-waiting first, and missions.
 pub fn read_view(store: &crate::store::Store) -> anyhow::Result<render::View> {
+    let asks = Asks::new(store.clone()).pending_longest_waiting(ASKS_SHOWN)?;
+    // What the oracle made of each ask it reviewed, read once per mission.
+    let mut traces: std::collections::HashMap<String, Vec<String>> = Default::default();
+    let mut read: std::collections::HashSet<&str> = Default::default();
+    for mission in asks.iter().filter_map(|a| a.mission_id.as_deref()) {
+        if !read.insert(mission) {
+            continue;
+        }
+        for t in crate::ops::show::oracle_trace(store, mission, TRACE_SHOWN)? {
+            traces.entry(t.ask_id).or_default().push(t.line);
+        }
+    }
     Ok(render::View {
-        asks: Asks::new(store.clone()).pending_longest_waiting(ASKS_SHOWN)?,
+        asks,
+        traces,
         missions: Missions::new(store.clone()).list(MISSIONS_SHOWN)?,
     })
 }
@@ -256,6 +270,12 @@ pub async fn mission_page(
             return Ok(None);
         };
         Ok(Some(render::MissionView {
+            trace: crate::ops::show::oracle_trace(&store, &mission.id, TRACE_SHOWN)?
+                .into_iter()
+                .map(|t| t.line)
+                .collect(),
+            spend: crate::ops::show::compute_record(&store, &mission.id)?
+                .map(|c| (c.spent.tool_calls, c.spent.tokens, c.model)),
             plan: missions.plan(&mission.id)?,
             reports: missions.reports(&mission.id, REPORTS_SHOWN)?,
             asks: Asks::new(store).for_mission(&mission.id, 200)?,

@@ -79,6 +79,8 @@ pub fn unpaired_page() -> String {
 /// first, then missions by state.
 pub struct View {
     pub asks: Vec<Ask>,
+    /// The oracle's trace lines about each ask it reviewed, by ask id.
+    pub traces: std::collections::HashMap<String, Vec<String>>,
     pub missions: Vec<Mission>,
 }
 
@@ -97,7 +99,12 @@ pub fn live(view: &View, csrf: &str) -> String {
     }
     out.push_str("<ol id=\"ask-list\">");
     for ask in &view.asks {
-        ask_card(&mut out, ask, csrf);
+        let trace = view
+            .traces
+            .get(&ask.id)
+            .map(Vec::as_slice)
+            .unwrap_or_default();
+        ask_card(&mut out, ask, trace, csrf);
     }
     out.push_str("</ol></section><section id=\"missions\"><h2>Missions</h2>");
     for status in [
@@ -145,7 +152,7 @@ fn short(id: &str) -> &str {
     id.get(..8).unwrap_or(id)
 }
 
-fn ask_card(out: &mut String, ask: &Ask, csrf: &str) {
+fn ask_card(out: &mut String, ask: &Ask, trace: &[String], csrf: &str) {
     let kind = ask.kind();
     let id = text(&ask.id);
     let _ = write!(
@@ -194,6 +201,7 @@ fn ask_card(out: &mut String, ask: &Ask, csrf: &str) {
             let _ = write!(out, "<pre class=\"detail\">{}</pre>", text(detail));
         }
     }
+    trace_list(out, trace);
     let _ = write!(
         out,
         "<form method=\"post\" action=\"/api/answer\" data-api><input type=\"hidden\" name=\"csrf\" value=\"{csrf}\">\
@@ -220,9 +228,25 @@ fn ask_card(out: &mut String, ask: &Ask, csrf: &str) {
     out.push_str("<p class=\"result\" role=\"status\"></p></form></li>");
 }
 
+/// The oracle's lines about an ask or a mission, oldest first.
+fn trace_list(out: &mut String, trace: &[String]) {
+    if trace.is_empty() {
+        return;
+    }
+    out.push_str("<details class=\"trace\"><summary>Oracle trace</summary><ol>");
+    for line in trace {
+        let _ = write!(out, "<li>{}</li>", text(line));
+    }
+    out.push_str("</ol></details>");
+}
+
 /// What the mission page shows.
 pub struct MissionView {
     pub mission: Mission,
+    /// The oracle's trace about its questions.
+    pub trace: Vec<String>,
+    /// What it spent: tool calls, tokens, and the model it runs on.
+    pub spend: Option<(u64, u64, Option<String>)>,
     pub plan: crate::mission::plan::Plan,
     pub reports: Vec<crate::mission::report::Report>,
     pub asks: Vec<Ask>,
@@ -254,6 +278,16 @@ pub fn mission_page(v: &MissionView, device: &str, csrf: &str) -> String {
     }
     if let Some(e) = &m.last_error {
         row("Last error", e);
+    }
+    if let Some((calls, tokens, model)) = &v.spend {
+        let model = model
+            .as_deref()
+            .map(|m| format!(" on {m}"))
+            .unwrap_or_default();
+        row(
+            "Spent",
+            &format!("{calls} tool calls, {tokens} tokens{model}"),
+        );
     }
     row("Created", &crate::clock::rfc3339(m.created_at));
     body.push_str("</dl>");
@@ -305,6 +339,10 @@ pub fn mission_page(v: &MissionView, device: &str, csrf: &str) -> String {
             );
         }
         body.push_str("</ul>");
+    }
+    if !v.trace.is_empty() {
+        body.push_str("<h2>Oracle</h2>");
+        trace_list(&mut body, &v.trace);
     }
     body.push_str("<h2>Reports</h2>");
     if v.reports.is_empty() {

@@ -142,17 +142,20 @@ fn hostile_agent_text_is_inert_on_the_page() {
     let credential = web.pair(&sb, "phone");
     let ids = sb.record_missions(HOSTILE, 1);
     let asks = Asks::new(sb.store());
-    asks.raise(NewAsk {
-        id: "<b>id\"onerror=x".into(),
-        tools_name: QUESTION_TOOLS.into(),
-        tool_name: QUESTION_TOOL.into(),
-        args_summary: HOSTILE.into(),
-        diff: Some(HOSTILE.into()),
-        agent_name: "<i>agent".into(),
-        mission_id: Some(ids[0].clone()),
-        ..Default::default()
-    })
-    .unwrap();
+    let question = asks
+        .raise(NewAsk {
+            id: "<b>id\"onerror=x".into(),
+            tools_name: QUESTION_TOOLS.into(),
+            tool_name: QUESTION_TOOL.into(),
+            args_summary: HOSTILE.into(),
+            diff: Some(HOSTILE.into()),
+            agent_name: "<i>agent".into(),
+            mission_id: Some(ids[0].clone()),
+            ..Default::default()
+        })
+        .unwrap();
+    // What the oracle said about it is agent text too.
+    missionboard::oracle::trace::Trace::new(sb.store(), false).emit(&ids[0], &question.id, HOSTILE);
     asks.raise(NewAsk {
         tools_name: "shell".into(),
         tool_name: "<x>run".into(),
@@ -185,6 +188,12 @@ fn hostile_agent_text_is_inert_on_the_page() {
             "{path}"
         );
         assert!(!page.contains("href=\"javascript"), "{path}");
+        assert!(
+            page.contains(
+                "<details class=\"trace\"><summary>Oracle trace</summary><ol><li>&lt;script&gt;"
+            ),
+            "{path}: the oracle's trace is shown, inert:\n{page}"
+        );
     }
 }
 
