@@ -221,8 +221,9 @@ impl Server {
 /// How often the server reconciles overdue asks on its own.
 const SETTLE_EVERY: std::time::Duration = std::time::Duration::from_secs(2);
 
-/// While the page is served, asks past their deadline take their on-timeout verdict
-/// (so the page never offers an ask that can no longer be answered) and answered
+/// While the page is served, missions whose host died are reclaimed (as `mission
+/// list` does), asks past their deadline take their on-timeout verdict (so the page
+/// never offers an ask that can no longer be answered) and answered
 /// runs whose host is gone are resumed here, as a running board does. Each round has
 /// a host of its own: a run it resumes is driven to the end of its turn and its unit
 /// reaped, as `approvals respond` does.
@@ -232,6 +233,14 @@ fn spawn_settler(web: &Web) -> tokio::task::JoinHandle<()> {
     tokio::spawn(async move {
         loop {
             let host = Host::one_shot(&paths, &store);
+            // The read views' reclaim: an open mission whose host died is shown
+            // abandoned, not open, unless a pending ask explains the silence.
+            let missions = crate::mission::Missions::new(store.clone());
+            match crate::store::blocking(move || crate::ops::sweep::reclaim(&missions)).await {
+                Ok(Some(line)) => tracing::info!("web: {line}"),
+                Ok(None) => {}
+                Err(e) => tracing::warn!("web: the reclaim sweep failed: {e}"),
+            }
             match answer::settle_overdue(&host, Stranded::Resumable).await {
                 Ok(s) if s.resumed > 0 || s.failed > 0 => tracing::info!(
                     resumed = s.resumed,
