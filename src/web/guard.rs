@@ -127,7 +127,7 @@ pub async fn check(State(web): State<Web>, req: Request, next: Next) -> Response
         Some(h) if web.allowed_hosts.contains(&h) => {
             let needs_origin = !matches!(*req.method(), Method::GET | Method::HEAD)
                 || req.uri().path() == "/events";
-            if needs_origin && !same_origin(req.headers()) {
+            if needs_origin && !same_origin(req.headers(), &web.proxied_origins) {
                 refuse(
                     StatusCode::FORBIDDEN,
                     "cross-origin request refused: state changes and the event stream are taken only from this page's own origin",
@@ -146,8 +146,10 @@ pub async fn check(State(web): State<Web>, req: Request, next: Next) -> Response
 }
 
 /// The request comes from our own page: the browser says so (`Sec-Fetch-Site:
-/// same-origin`), or its `Origin` names the very host it asked.
-fn same_origin(headers: &HeaderMap) -> bool {
+/// same-origin`), or its `Origin` names the very host it asked — or, behind a
+/// proxy that rewrites `Host`, the `https://` origin of a name the proxy serves
+/// (`proxied`: the `--allowed-host` names under `--behind-proxy`).
+fn same_origin(headers: &HeaderMap, proxied: &[String]) -> bool {
     let get = |name: &str| headers.get(name).and_then(|v| v.to_str().ok());
     if let Some(site) = get("sec-fetch-site") {
         return site == "same-origin";
@@ -155,6 +157,11 @@ fn same_origin(headers: &HeaderMap) -> bool {
     let (Some(origin), Some(host)) = (get("origin"), get("host")) else {
         return false;
     };
+    if let Some(name) = origin.strip_prefix("https://")
+        && proxied.iter().any(|p| p.eq_ignore_ascii_case(name))
+    {
+        return true;
+    }
     let authority = origin
         .strip_prefix("https://")
         .or_else(|| origin.strip_prefix("http://"));
@@ -288,14 +295,20 @@ mod tests {
     fn the_origin_must_name_the_host_asked() {
         let mut h = HeaderMap::new();
         h.insert("host", HeaderValue::from_static("127.0.0.1:7878"));
-        assert!(!same_origin(&h));
+        assert!(!same_origin(&h, &[]));
         h.insert("origin", HeaderValue::from_static("http://127.0.0.1:7878"));
-        assert!(same_origin(&h));
+        assert!(same_origin(&h, &[]));
         h.insert("origin", HeaderValue::from_static("http://evil.example"));
-        assert!(!same_origin(&h));
+        assert!(!same_origin(&h, &[]));
+        // Behind a proxy that rewrote Host: the https origin of a name it serves.
+        let proxied = ["laptop.ts.net".to_string()];
+        h.insert("origin", HeaderValue::from_static("https://laptop.ts.net"));
+        assert!(same_origin(&h, &proxied) && !same_origin(&h, &[]));
+        h.insert("origin", HeaderValue::from_static("http://laptop.ts.net"));
+        assert!(!same_origin(&h, &proxied));
         h.insert("sec-fetch-site", HeaderValue::from_static("same-origin"));
-        assert!(same_origin(&h));
+        assert!(same_origin(&h, &[]));
         h.insert("sec-fetch-site", HeaderValue::from_static("cross-site"));
-        assert!(!same_origin(&h));
+        assert!(!same_origin(&h, &[]));
     }
 }

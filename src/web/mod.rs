@@ -51,6 +51,9 @@ pub(crate) struct Web {
     /// Cookies are marked `Secure` (served over TLS here or by the proxy).
     pub secure: bool,
     pub lockout: Arc<Mutex<guard::Lockout>>,
+    /// Under `--behind-proxy`, the `--allowed-host` names: their `https://` origins
+    /// are ours even when the proxy rewrote `Host`.
+    pub proxied_origins: Arc<Vec<String>>,
 }
 
 /// A bound server, not yet serving: what it will say, and where.
@@ -128,6 +131,9 @@ impl Server {
             }
             None => format!("{scheme}://{local_addr}"),
         };
+        // Where `web pair` finds the page by default, from the moment it is bound.
+        let _ = std::fs::create_dir_all(paths.run_dir());
+        let _ = std::fs::write(url_file(&paths), &base_url);
         Ok(Server {
             web: Web {
                 paths,
@@ -135,6 +141,11 @@ impl Server {
                 allowed_hosts: Arc::new(hosts),
                 secure: scheme == "https",
                 lockout: Arc::default(),
+                proxied_origins: Arc::new(if options.behind_proxy {
+                    allowed.clone()
+                } else {
+                    Vec::new()
+                }),
             },
             listener,
             tls,
@@ -169,9 +180,6 @@ impl Server {
 
     /// Serve until the process is told to stop (Ctrl-C, TERM).
     pub async fn run(self) -> anyhow::Result<()> {
-        // Where `web pair` finds the page by default.
-        let _ = std::fs::create_dir_all(self.web.paths.run_dir());
-        let _ = std::fs::write(url_file(&self.web.paths), &self.base_url);
         let settler = spawn_settler(&self.web);
         let app = router(self.web.clone());
         let listener = tokio::net::TcpListener::from_std(self.listener)?;

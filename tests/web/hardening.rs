@@ -255,3 +255,44 @@ fn under_tls_the_page_is_served_encrypted_and_the_cookie_is_secure() {
     assert_eq!(web.get("/", Some(&credential)).status(), 200);
     assert_eq!(web.get("/", None).status(), 401);
 }
+
+#[test]
+fn behind_a_proxy_the_named_host_is_served_and_the_pairing_link_names_it() {
+    let sb = Sandbox::new();
+    let web = Web::start(&sb, &["--behind-proxy", "--allowed-host", "board.example"]);
+    let get = |host: &str| {
+        web.client
+            .get(web.url("/"))
+            .header("Host", host)
+            .send()
+            .unwrap()
+            .status()
+    };
+    assert_eq!(get("board.example"), 401, "served (to an unpaired visitor)");
+    assert_eq!(get("evil.example"), 421);
+
+    let out = sb.run(&["web", "pair", "--name", "phone"]).ok();
+    let link = crate::server::pairing_link(&out.stdout);
+    assert!(link.starts_with("https://board.example/pair#"), "{link}");
+    // The proxy may hand the request on with its own Host: the page's origin is
+    // still the name it serves.
+    let code = link.split_once('#').unwrap().1;
+    let paired = web
+        .client
+        .post(web.url("/api/pair"))
+        .header("Origin", "https://board.example")
+        .form(&[("code", code)])
+        .send()
+        .unwrap();
+    assert_eq!(paired.status(), 200);
+    let set = paired.headers()["set-cookie"].to_str().unwrap().to_string();
+    assert!(set.ends_with("; Secure"), "{set}");
+    let foreign = web
+        .client
+        .post(web.url("/api/pair"))
+        .header("Origin", "https://evil.example")
+        .form(&[("code", code)])
+        .send()
+        .unwrap();
+    assert_eq!(foreign.status(), 403);
+}
