@@ -15,14 +15,11 @@ pub struct Pairing {
 /// Mint a pairing for a device called `name` (none: a fresh `device-xxxx`).
 pub fn pair(store: &Store, name: Option<&str>) -> Result<Pairing, DeviceError> {
     let name = match name {
-        Some(n) => n.trim().to_string(),
+        Some(n) => crate::devices::check_name(n)?,
         None => format!("device-{}", &crate::devices::mint_secret()[..6]),
     };
     let code = Devices::new(store.clone()).start_pairing(&name)?;
-    Ok(Pairing {
-        name: crate::devices::check_name(&name)?,
-        code,
-    })
+    Ok(Pairing { name, code })
 }
 
 /// Redeem pairing `code`: the paired device's name and its credential.

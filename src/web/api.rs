@@ -16,6 +16,7 @@ use crate::mission::Missions;
 use crate::ops::answer::{self, Afterwards, Answerer, Host, Surface};
 use crate::ops::devices::{self, DeviceError};
 use crate::store::blocking;
+use crate::sync::LockUnpoisoned as _;
 
 /// How many pending asks and missions the page lists at most.
 const ASKS_SHOWN: usize = 500;
@@ -291,5 +292,3 @@ pub async fn mission_page(
         Err(e) => failed(e),
     }
 }
-
-use crate::sync::LockUnpoisoned as _;
