@@ -302,3 +302,63 @@ fn a_host_that_serves_the_page_runs_a_queued_mission_answered_from_the_phone() {
         "{show:#}"
     );
 }
+
+#[test]
+fn two_devices_racing_for_one_ask_end_in_one_verdict_and_the_loser_hears_which_device() {
+    let sb = Sandbox::new();
+    let ids = sb.record_missions("race", 1);
+    let ask = Asks::new(sb.store())
+        .raise(NewAsk {
+            tools_name: "shell".into(),
+            tool_name: "run".into(),
+            args_summary: "make deploy".into(),
+            mission_id: Some(ids[0].clone()),
+            ..Default::default()
+        })
+        .unwrap();
+    let web = Web::start(&sb, &[]);
+    let devices: Vec<_> = ["phone", "tablet"]
+        .into_iter()
+        .map(|name| {
+            let credential = web.pair(&sb, name);
+            let csrf = web.csrf(&credential);
+            (name, credential, csrf)
+        })
+        .collect();
+    let results: Vec<(String, u16, serde_json::Value)> = std::thread::scope(|s| {
+        let racers: Vec<_> = devices
+            .iter()
+            .zip(["approve", "deny"])
+            .map(|((name, credential, csrf), verdict)| {
+                let web = &web;
+                let id = &ask.id;
+                s.spawn(move || {
+                    let r = web.post(
+                        "/api/answer",
+                        Some(credential),
+                        &[("csrf", csrf), ("ask", id), ("verdict", verdict)],
+                    );
+                    (name.to_string(), r.status().as_u16(), r.json().unwrap())
+                })
+            })
+            .collect();
+        racers.into_iter().map(|h| h.join().unwrap()).collect()
+    });
+    let winners: Vec<_> = results
+        .iter()
+        .filter(|(_, status, _)| *status == 200)
+        .collect();
+    assert_eq!(winners.len(), 1, "{results:?}");
+    let winner = &winners[0].0;
+    let (_, status, body) = results.iter().find(|(n, _, _)| n != winner).unwrap();
+    assert_eq!(*status, 409);
+    assert_eq!(
+        body["error"],
+        format!(
+            "ask {} was already answered by web ({winner}) — a verdict is recorded exactly once",
+            ask.id
+        )
+    );
+    let show = show_json(&sb, &ids[0]);
+    assert_eq!(show["asks"][0]["answeredDevice"], winner.as_str());
+}
