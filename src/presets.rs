@@ -63,6 +63,14 @@ pub const PRESETS: &[Preset] = &[
     },
 ];
 
+/// The corpus `missionboard oracle eval` runs when no `--corpus` is named: routine,
+/// risky and injected questions with the intents they are asked under. Not seeded by
+/// `init`: it is the oracle's test, not a setting.
+pub const ORACLE_CORPUS: &str = include_str!(concat!(
+    env!("CARGO_MANIFEST_DIR"),
+    "/presets/oracle-corpus.toml"
+));
+
 /// The embedded copy of a preset, by file name.
 pub fn get(file_name: &str) -> Option<&'static Preset> {
     PRESETS.iter().find(|p| p.file_name == file_name)

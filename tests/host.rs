@@ -499,7 +499,7 @@ fn a_queued_fire_with_wait_follows_its_mission_to_the_verdict_without_hosting_it
     assert_eq!(unknown.code, 1);
     assert_eq!(
         unknown.stderr.trim(),
-        "Error: resolve agent \"nobody\": not found — see 'missionboard agent list'"
+        "Error: unknown mission agent \"nobody\": not in agents.toml nor the catalogue — declared agents: stub (see 'missionboard agent list')"
     );
     assert!(statuses(&sb).is_empty(), "a refused fire queues nothing");
     let h = host(&sb, &[]);

@@ -127,6 +127,12 @@ const LISTED_EDGES: &[(&str, &str, &str)] = &[
     ),
     (
         "cli",
+        "oracle",
+        "`missionboard oracle eval` is the oracle's own entry point: it runs the review over a \
+         corpus; the oracle never parses the command line",
+    ),
+    (
+        "cli",
         "stub",
         "`missionboard stub-agent` runs the scripted agent; the stub never parses the command \
          line",

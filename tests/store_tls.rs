@@ -1,8 +1,10 @@
 //! The shared store over TLS and without a reachable server, through the real binary:
 //! a throwaway cluster that only takes TLS (a CA, server and client certificates this
 //! test makes), each `sslmode` against it and against a plaintext server, client
-//! certificates, passwords from the environment and the passfile, and the commands
-//! that need no store still working while the store cannot be reached.
+//! certificates, passwords from the environment and the passfile, a server that
+//! listens on its Unix-domain socket only (reached by each of libpq's spellings, never
+//! over TLS), and the commands that need no store still working while the store
+//! cannot be reached.
 
 mod common;
 
@@ -244,6 +246,105 @@ fn require_against_a_plaintext_server_names_the_fix_and_prefer_says_it_fell_back
     let run = home_on(&db).run(&["mission", "list"]).ok();
     assert!(!run.stderr.contains("plaintext"), "{run:#?}");
     pg::drop_database(&db);
+}
+
+const LAND: &str = r#"{"name":"land","turns":[{"steps":[{"report":{"kind":"result","summary":"over the socket"}},{"finish":"landed"}]}]}"#;
+
+#[test]
+fn a_server_on_its_unix_socket_only_is_reached_by_each_spelling_without_tls() {
+    let cluster = OwnCluster::socket_only();
+    let port = cluster.port;
+    assert!(
+        std::net::TcpStream::connect(("127.0.0.1", port)).is_err(),
+        "the server must not listen on TCP, or this test proves nothing"
+    );
+    let dir = cluster.dir.display().to_string();
+    let mut sb = Sandbox::on_file();
+    sb.declare_stubs(&[("stub", Some(LAND))]);
+    // Each command with PGHOST as given (unset unless the spelling relies on it).
+    let run = |sb: &Sandbox, args: &[&str], pghost: Option<&str>| {
+        let mut c = sb.command(args);
+        match pghost {
+            Some(h) => c.env("PGHOST", h),
+            None => c.env_remove("PGHOST"),
+        };
+        sb.run_with(c)
+    };
+    // Fire a mission on the store and read it back; no word of TLS or plaintext
+    // (plaintext is the only way a socket talks).
+    let fire_and_show = |sb: &Sandbox, pghost: Option<&str>, spelling: &str| {
+        let fire = run(
+            sb,
+            &[
+                "mission", "fire", "stub", spelling, "--wait", "--policy", "default",
+            ],
+            pghost,
+        );
+        assert_eq!(fire.code, 0, "{spelling}: {fire:#?}");
+        assert!(
+            !fire.stderr.contains("TLS") && !fire.stderr.contains("plaintext"),
+            "{spelling}: {fire:#?}"
+        );
+        let listed = run(sb, &["mission", "list", "--json"], pghost);
+        let v: serde_json::Value = serde_json::from_str(&listed.ok().stdout).unwrap();
+        let id = v["missions"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|m| m["intent"] == spelling)
+            .unwrap_or_else(|| panic!("{spelling}: the mission is listed: {v}"))["id"]
+            .as_str()
+            .unwrap()
+            .to_string();
+        let shown = run(sb, &["mission", "show", &id], pghost).ok().stdout;
+        assert!(
+            shown.contains("\nStatus:    landed\n"),
+            "{spelling}: {shown}"
+        );
+        assert!(shown.contains("over the socket"), "{spelling}: {shown}");
+    };
+
+    // The socket directory in the host= parameter, set with `config set`.
+    let by_param = format!("postgresql://postgres@/postgres?host={dir}&port={port}");
+    let set = run(&sb, &["config", "set", "store-url", &by_param], None).ok();
+    assert_eq!(set.stdout, format!("store-url = {by_param}\n"));
+    fire_and_show(&sb, None, "host parameter");
+
+    // Percent-encoded as the URL's host, through MISSIONBOARD_STORE_URL.
+    sb.store_url = Some(format!(
+        "postgresql://postgres@{}:{port}/postgres",
+        dir.replace('/', "%2F")
+    ));
+    fire_and_show(&sb, None, "encoded host");
+
+    // No host in the URL: PGHOST names the directory; the port still picks the socket.
+    sb.store_url = Some(format!("postgresql:///postgres?user=postgres&port={port}"));
+    fire_and_show(&sb, Some(&dir), "PGHOST");
+    // All three reached the same database.
+    let listed = run(&sb, &["mission", "list"], Some(&dir)).ok().stdout;
+    for spelling in ["host parameter", "encoded host", "PGHOST"] {
+        assert!(listed.contains(spelling), "{listed}");
+    }
+    // Without PGHOST that URL names no server: the error says how to name one.
+    let run_none = run(&sb, &["mission", "list"], None);
+    assert_eq!(run_none.code, 1, "{run_none:#?}");
+    assert!(
+        run_none.stderr.contains("names no host") && run_none.stderr.contains("PGHOST"),
+        "{run_none:#?}"
+    );
+
+    // A mode that demands TLS is refused on a socket, naming the fix.
+    for strict in ["require", "verify-full"] {
+        sb.store_url = Some(format!("{by_param}&sslmode={strict}"));
+        let refused = run(&sb, &["mission", "list"], None);
+        assert_eq!(refused.code, 1, "{refused:#?}");
+        assert!(
+            refused.stderr.contains(&format!(
+                "sslmode={strict} asks for TLS, which PostgreSQL never offers on a Unix-domain socket ({dir})"
+            )) && refused.stderr.contains("set sslmode=prefer or disable in store-url"),
+            "{refused:#?}"
+        );
+    }
 }
 
 /// A server that accepts connections and never says a word.

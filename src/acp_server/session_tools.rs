@@ -113,14 +113,17 @@ impl SessionTools {
             )
         })
         .await;
-        let agent = match (agent, defaults.0) {
-            (a, _) if !a.is_empty() => a,
-            (_, Some(a)) => a,
+        // Each with where it was named, which a refusal of it names.
+        let (agent, agent_at) = match (agent, defaults.0) {
+            (a, _) if !a.is_empty() => (a, "mission_start's agent"),
+            (_, Some(a)) => (a, "default-mission-agent"),
             _ => return Err("missiontools: mission_start needs an agent: name one, or set a default with `missionboard config set default-mission-agent <name>`".into()),
         };
-        let policy = match (policy, pick.or(defaults.1)) {
-            (p, _) if !p.is_empty() => p,
-            (_, Some(p)) => p,
+        let picked = pick.map(|p| (p, super::command::OPTION_ORIGIN));
+        let defaulted = defaults.1.map(|p| (p, "default-mission-policy"));
+        let (policy, policy_at) = match (policy, picked.or(defaulted)) {
+            (p, _) if !p.is_empty() => (p, "mission_start's policy"),
+            (_, Some(given)) => given,
             _ => return Err("missiontools: mission_start needs an envelope: name one, or set a default with `missionboard config set default-mission-policy <name>`".into()),
         };
         let checked = Intent::new(&intent)
@@ -128,6 +131,10 @@ impl SessionTools {
             .map_err(|e| e.to_string())?;
         let mut fire = fire::Fire::new(&agent, checked.1, checked.0);
         fire.parent_session = Some(self.session.clone());
+        fire.typed_at = fire::TypedAt {
+            agent: Some(agent_at),
+            envelope: Some(policy_at),
+        };
         let d = fire::dispatch(&self.svc.fleet, fire)
             .await
             .map_err(|e| format!("{e:#}"))?;

@@ -40,46 +40,78 @@ pub fn names() -> Vec<&'static str> {
 /// and every sub-table of it, comments included, ready to append to an agents.toml.
 pub fn section(name: &str) -> Option<String> {
     get(name)?;
+    Some(declaration_text(TEXT, name))
+}
+
+/// The lines of an agents.toml `text` that declare agent `name`: its `[agents.<name>]`
+/// table and every sub-table, each with the comment lines just above its header, as
+/// runs of line numbers (a file may split one agent's tables apart). Blank lines
+/// inside a run are kept; blank lines around it are not.
+pub fn declaration_lines(text: &str, name: &str) -> Vec<std::ops::Range<usize>> {
     let head = format!("[agents.{name}]");
     let sub = format!("[agents.{name}.");
-    let mut out = Vec::new();
-    let mut inside = false;
-    // Comment lines just above a header belong to the section that follows.
-    let mut pending: Vec<&str> = Vec::new();
-    for line in TEXT.lines() {
-        let trimmed = line.trim_start();
-        if trimmed.starts_with('[') {
-            inside = trimmed.starts_with(&head) || trimmed.starts_with(&sub);
-            if inside {
-                out.append(&mut pending);
-            }
-            pending.clear();
-            if inside {
-                out.push(line);
-            }
-            continue;
-        }
-        if trimmed.starts_with('#') || trimmed.is_empty() {
-            if trimmed.is_empty() {
-                pending.clear();
+    let is_header = |l: &str| l.trim_start().starts_with('[');
+    let ours = |l: &str| {
+        let t = l.trim_start();
+        t.starts_with(&head) || t.starts_with(&sub)
+    };
+    let lines: Vec<&str> = text.lines().collect();
+    // Whose each line is: this agent's (true), another table's (false), or nobody's
+    // (a blank line).
+    let mut in_ours = false;
+    let owner: Vec<Option<bool>> = lines
+        .iter()
+        .enumerate()
+        .map(|(i, line)| {
+            let t = line.trim_start();
+            if t.is_empty() {
+                None
+            } else if is_header(t) {
+                in_ours = ours(t);
+                Some(in_ours)
+            } else if t.starts_with('#') {
+                // A comment block directly above a header belongs to that header.
+                match lines[i..].iter().find(|l| !l.trim_start().starts_with('#')) {
+                    Some(next) if is_header(next) => Some(ours(next)),
+                    _ => Some(in_ours),
+                }
             } else {
-                pending.push(line);
+                Some(in_ours)
             }
-            if inside && trimmed.is_empty() {
-                out.push(line);
+        })
+        .collect();
+    let mut runs = Vec::new();
+    let mut run: Option<(usize, usize)> = None;
+    for (i, o) in owner.iter().enumerate() {
+        match o {
+            Some(true) => run = Some((run.map_or(i, |(start, _)| start), i)),
+            Some(false) => {
+                if let Some((start, last)) = run.take() {
+                    runs.push(start..last + 1);
+                }
             }
-            continue;
+            None => {}
         }
-        if inside {
-            out.append(&mut pending);
-            out.push(line);
-        }
-        pending.clear();
     }
-    while out.last().is_some_and(|l| l.trim().is_empty()) {
-        out.pop();
+    if let Some((start, last)) = run {
+        runs.push(start..last + 1);
     }
-    Some(out.join("\n") + "\n")
+    runs
+}
+
+/// The text of [`declaration_lines`], runs joined, ending in one newline (empty when
+/// `text` does not declare `name` as tables).
+pub fn declaration_text(text: &str, name: &str) -> String {
+    let lines: Vec<&str> = text.lines().collect();
+    let runs = declaration_lines(text, name);
+    if runs.is_empty() {
+        return String::new();
+    }
+    let kept: Vec<&str> = runs
+        .into_iter()
+        .flat_map(|r| lines[r].iter().copied())
+        .collect();
+    kept.join("\n") + "\n"
 }
 
 /// Where an installed program lives and which version it is: the `version` of the
@@ -187,6 +219,24 @@ mod tests {
             assert_eq!(parsed[0], want, "{name}: {text}");
         }
         assert!(section("nope").is_none());
+    }
+
+    #[test]
+    fn a_declaration_is_found_whole_among_other_agents_with_its_comments() {
+        let text = "# file notes\n\n# about a\n[agents.a]\ncommand = \"x\"\n# inside a\nargs = []\n\n# about b\n[agents.b]\ncommand = \"y\"\n\n[agents.ab]\ncommand = \"z\"\n\n# a's env\n[agents.a.env]\nK = \"v\"\n";
+        let lines: Vec<&str> = text.lines().collect();
+        assert_eq!(declaration_lines(text, "a"), [2..7, 15..18]);
+        assert_eq!(declaration_lines(text, "b").len(), 1);
+        assert_eq!(declaration_lines(text, "ab").len(), 1);
+        assert_eq!(
+            declaration_text(text, "a"),
+            "# about a\n[agents.a]\ncommand = \"x\"\n# inside a\nargs = []\n# a's env\n[agents.a.env]\nK = \"v\"\n"
+        );
+        assert_eq!(declaration_lines(text, "b").first(), Some(&(8..11)));
+        assert_eq!(lines[12], "[agents.ab]");
+        assert_eq!(declaration_lines(text, "ab").first(), Some(&(12..14)));
+        assert!(declaration_lines(text, "c").is_empty());
+        assert_eq!(declaration_text(text, "c"), "");
     }
 
     #[test]

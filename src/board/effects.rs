@@ -24,7 +24,7 @@ pub struct Services {
     /// The fleet as the host the answers and sweeps of this board resume runs on.
     pub host: Host,
     /// The oracle driver this board mounted, if any; aborted to unmount.
-    pub oracle: Arc<Mutex<Option<tokio::task::JoinHandle<()>>>>,
+    pub oracle: Arc<Mutex<Option<ops::host::OracleDriver>>>,
 }
 
 impl Services {
@@ -65,6 +65,7 @@ pub fn spawn(effect: Effect, svc: &Services, tx: UnboundedSender<Msg>) {
                     agent_named: true,
                     envelope,
                     origin: "picked",
+                    agent_origin: "picked",
                     intent,
                 };
                 let fired = match runs {
@@ -135,7 +136,7 @@ fn worktree_effect(
 fn toggle_oracle(svc: &Services, mount: bool) -> Result<Option<String>, String> {
     let mut slot = svc.oracle.lock().unwrap_or_else(|p| p.into_inner());
     if let Some(driver) = slot.take() {
-        driver.abort();
+        driver.unmount("the board unmounted the oracle");
     }
     if !mount {
         return Ok(None);
@@ -144,8 +145,7 @@ fn toggle_oracle(svc: &Services, mount: bool) -> Result<Option<String>, String> 
         .map_err(|e| format!("oracle not mounted: {e}"))?;
     let line = oracle.mount_line();
     *slot = Some(
-        oracle
-            .spawn(svc.fleet.clone())
+        ops::host::OracleDriver::start(oracle, svc.fleet.clone())
             .map_err(|e| format!("oracle not mounted: {e}"))?,
     );
     Ok(Some(line))

@@ -14,7 +14,7 @@ use crate::envelope::policy::{ComputeBounds, OnExhausted};
 use crate::mission::Intent;
 use crate::mission::Status;
 use crate::ops::fire::{self, Fire};
-use crate::ops::host::{self, Fleet};
+use crate::ops::host::{self, Fleet, OracleDriver};
 use crate::presets;
 use crate::signals::Signals;
 use crate::store::Store;
@@ -49,9 +49,14 @@ impl FireArgs {
         if let Err(e) = presets::seed_policies_quietly(&ctx.paths.home) {
             tracing::warn!("could not refresh the preset envelopes: {e}");
         }
-        let envelope = fire::envelope_or_default(&store, self.policy.as_deref())?;
+        let (envelope, origin) = fire::envelope_or_default(&store, self.policy.as_deref())?;
         let mut request = Fire::new(&self.agent, envelope, Intent::new(&self.intent.join(" "))?);
         request.worktree = self.worktree;
+        // The agent is the command's own argument: its name says it all.
+        request.typed_at = fire::TypedAt {
+            agent: None,
+            envelope: Some(origin),
+        };
         Ok((timeout, store, request))
     }
 }
@@ -81,24 +86,37 @@ pub(super) fn run(ctx: &Ctx, args: FireArgs) -> anyhow::Result<i32> {
         let driver = match oracle {
             Some(o) => {
                 outln!("{}", o.mount_line())?;
-                Some(o.spawn(fleet.clone())?)
+                Some(OracleDriver::start(o, fleet.clone())?)
             }
             None => None,
         };
-        let code = fire_and_wait(&fleet, &mut signals, request, timeout).await;
+        let mut ended = String::from("the fire ended");
+        let code = fire_and_wait(
+            &fleet,
+            &mut signals,
+            request,
+            timeout,
+            driver.as_ref(),
+            &mut ended,
+        )
+        .await;
         if let Some(d) = driver {
-            d.abort();
+            d.unmount(&ended);
         }
         fleet.shutdown().await;
         code
     })
 }
 
+/// `oracle` is the driver this fire mounted, if any; `ended` is set to how the wait
+/// ended, which a review the ending cuts short names in its trace.
 async fn fire_and_wait(
     fleet: &Fleet,
     signals: &mut Signals,
     request: Fire,
     timeout: Duration,
+    oracle: Option<&OracleDriver>,
+    ended: &mut String,
 ) -> anyhow::Result<i32> {
     let (agent, policy) = (request.agent.clone(), request.envelope.clone());
     let intent = request.intent.clone();
@@ -109,6 +127,7 @@ async fn fire_and_wait(
             // Dropping the dispatch drops the unit it was starting, whose supervisor
             // then ends its tree.
             outln!("mission fire interrupted while the unit was starting: it is torn down with this process.")?;
+            *ended = "the fire was interrupted".into();
             return Ok(1);
         }
     };
@@ -141,7 +160,10 @@ async fn fire_and_wait(
         "Waiting for a terminal status (timeout {}; the unit is a child of this process and is torn down when it exits)…",
         crate::duration::format(timeout)
     )?;
-    let deadline = Instant::now() + timeout;
+    let mut deadline = Instant::now() + timeout;
+    // Set once the wait outlasts --timeout for a review in flight: the review's own
+    // budget, not the fire's, then decides when it ends.
+    let mut waited_for_review = false;
     let mut changes = fleet.missions().store().changes().subscribe();
     let mission = loop {
         let m = fleet
@@ -150,6 +172,7 @@ async fn fire_and_wait(
             .map_err(|e| anyhow::anyhow!("waiting on mission {id}: {e}"))?;
         if m.status != Status::Open {
             outln!("Mission {id} finished: {}", status_line(&m))?;
+            *ended = format!("the mission came to rest ({})", m.status);
             break m;
         }
         // Nothing will move it: the unit's turns are over and nothing is pending.
@@ -164,9 +187,30 @@ async fn fire_and_wait(
                 "Mission {id} is still {} with no verdict and nothing pending: {why}{stop} It is torn down with this process; its record and reports survive — see 'missionboard mission show {id}'.",
                 m.status
             )?;
+            *ended = "the unit stopped with nothing pending".into();
             break m;
         }
-        if Instant::now() >= deadline {
+        let review = oracle.and_then(OracleDriver::review_in_flight);
+        if Instant::now() >= deadline
+            && !waited_for_review
+            && let Some((ask, review_ends)) = &review
+            && *review_ends > deadline
+        {
+            outln!(
+                "Mission {id} reached its --timeout {} while the oracle reviews ask {ask}: waiting for that review, at most {} more (its budget).",
+                crate::duration::format(timeout),
+                crate::duration::format(round_up_to_s(
+                    review_ends.saturating_duration_since(Instant::now())
+                ))
+            )?;
+            deadline = *review_ends;
+            waited_for_review = true;
+        }
+        if Instant::now() >= deadline || (waited_for_review && review.is_none()) {
+            *ended = format!(
+                "the fire's --timeout {} ran out",
+                crate::duration::format(timeout)
+            );
             outln!(
                 "mission {id} did not finish within {}: it is torn down with this process (the unit is a child subprocess). Its record and any reports so far survive — see 'missionboard mission show {id}'. Re-run with a larger --timeout, or fire from a long-lived host (the board's :mission, or an editor session's /mission).",
                 crate::duration::format(timeout)
@@ -180,6 +224,7 @@ async fn fire_and_wait(
                 outln!(
                     "mission {id} wait interrupted: the unit is torn down with this process. Its record and any reports so far survive — see 'missionboard mission show {id}'."
                 )?;
+                *ended = "the fire was interrupted".into();
                 return Ok(1);
             }
         }
@@ -195,6 +240,10 @@ async fn fire_and_wait(
     } else {
         1
     })
+}
+
+fn round_up_to_s(d: Duration) -> Duration {
+    Duration::from_secs(d.as_secs() + u64::from(d.subsec_nanos() > 0))
 }
 
 /// What a timed-out mission is waiting on: each pending ask and how to answer it

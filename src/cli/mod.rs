@@ -10,6 +10,7 @@ mod host_cmd;
 mod inbox_cmd;
 mod init;
 mod mission_cmd;
+mod oracle_cmd;
 mod out;
 mod queued_fire;
 mod reference;
@@ -64,6 +65,9 @@ enum Command {
     Vet(VetArgs),
     /// Seed the presets (envelopes, oracle chains, agents.toml) into ~/.missionboard.
     Init(InitArgs),
+    /// The attention oracle: `oracle eval` scores its review on a corpus of questions.
+    #[command(subcommand)]
+    Oracle(oracle_cmd::OracleCmd),
     /// Declared agents; with no subcommand, run the built-in native agent over ACP on stdio.
     Agent(AgentArgs),
     /// Serve an editor over ACP on stdio: chat, `/mission`, and the host of every mission it fires.
@@ -356,6 +360,9 @@ enum AgentCmd {
         /// Into the workspace's .missionboard/agents.toml instead of home's.
         #[arg(long)]
         local: bool,
+        /// Replace a declaration of that name that differs from the catalogue's.
+        #[arg(long)]
+        force: bool,
     },
 }
 
@@ -755,9 +762,10 @@ fn run(ctx: &Ctx, command: Option<Command>, flags: BetaFlags) -> anyhow::Result<
         Some(Command::Config(c)) => config_cmd::run(ctx, c),
         Some(Command::Vet(a)) => vet::run(ctx, a),
         Some(Command::Init(a)) => init::run(ctx, a),
+        Some(Command::Oracle(c)) => oracle_cmd::run(ctx, c),
         Some(Command::Agent(a)) => match a.command {
             Some(AgentCmd::List { json }) => agent_cmd::list(ctx, json),
-            Some(AgentCmd::Add { name, local }) => agent_cmd::add(ctx, &name, local),
+            Some(AgentCmd::Add { name, local, force }) => agent_cmd::add(ctx, &name, local, force),
             None => {
                 let options = crate::planner::AgentOptions {
                     model: crate::planner::ModelFlags {

@@ -94,8 +94,38 @@ impl Verdict {
     }
 }
 
-/// Decides `call` against `policy`. `envelope_name` only labels the verdict.
+/// An edit of part of a file (`local_fs.edit_file`): a write too, so no envelope lets
+/// an edit through where it would stop the write, including envelopes written
+/// before edits existed.
+pub const EDIT_FILE: &str = "edit_file";
+const WRITE_FILE: &str = "write_file";
+
+/// Decides `call` against `policy`. `envelope_name` only labels the verdict. An edit
+/// meets the rules for edits and for writes, and the stricter verdict holds.
 pub fn evaluate(envelope_name: &str, policy: &Envelope, call: &ToolCall) -> Verdict {
+    let own = evaluate_as_named(envelope_name, policy, call);
+    if call.tools != "local_fs" || call.tool != EDIT_FILE {
+        return own;
+    }
+    let as_write = ToolCall {
+        tool: WRITE_FILE.to_string(),
+        ..call.clone()
+    };
+    let write = evaluate_as_named(envelope_name, policy, &as_write);
+    let strictness = |a: Action| match a {
+        Action::Allow => 0,
+        Action::Approve => 1,
+        Action::Deny => 2,
+    };
+    if strictness(write.action) > strictness(own.action) {
+        write
+    } else {
+        own
+    }
+}
+
+/// The first rule naming `call`'s toolset and tool that matches, else the default.
+fn evaluate_as_named(envelope_name: &str, policy: &Envelope, call: &ToolCall) -> Verdict {
     let mut refusals = Vec::new();
     let mut decided = None;
     for (i, rule) in policy.rules.iter().enumerate() {
@@ -417,6 +447,45 @@ mod tests {
             (Action::Deny, None, Reason::DefaultAction)
         );
         assert_eq!(v.envelope_name, "test.json");
+    }
+
+    #[test]
+    fn an_edit_is_never_let_through_where_the_write_would_stop() {
+        // Written before edits existed: it names write_file only.
+        let p = load(json!({"default_action": "allow", "rules": [
+            {"tools":"local_fs","tool":"write_file","action":"deny",
+             "when":[{"key":"path","op":"glob","value":"**/.ssh/**"}]},
+            {"tools":"local_fs","tool":"write_file","action":"approve"}
+        ]}));
+        let edit = |path: &str| decide(&p, "local_fs", EDIT_FILE, json!({ "path": path }));
+        assert_eq!(
+            (
+                edit("/home/u/.ssh/config").action,
+                edit("/home/u/.ssh/config").matched_rule
+            ),
+            (Action::Deny, Some(0))
+        );
+        assert_eq!(edit("src/lib.rs").action, Action::Approve);
+        // Rules for edits may be stricter than for writes, never looser.
+        let p = load(json!({"default_action": "allow", "rules": [
+            {"tools":"local_fs","tool":"edit_file","action":"allow"},
+            {"tools":"local_fs","tool":"write_file","action":"deny"}
+        ]}));
+        assert_eq!(
+            action(&p, "local_fs", EDIT_FILE, json!({"path": "a"})),
+            Action::Deny
+        );
+        let p = load(json!({"default_action": "allow", "rules": [
+            {"tools":"local_fs","tool":"edit_file","action":"deny"}
+        ]}));
+        assert_eq!(
+            action(&p, "local_fs", EDIT_FILE, json!({"path": "a"})),
+            Action::Deny
+        );
+        assert_eq!(
+            action(&p, "local_fs", "write_file", json!({"path": "a"})),
+            Action::Allow
+        );
     }
 
     #[test]

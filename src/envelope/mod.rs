@@ -25,7 +25,7 @@ mod trusted;
 mod validate;
 pub mod vet;
 
-pub use eval::{Reason, ToolCall, Verdict, evaluate, evaluate_or_fail_closed};
+pub use eval::{EDIT_FILE, Reason, ToolCall, Verdict, evaluate, evaluate_or_fail_closed};
 pub use policy::{
     Action, AttentionBounds, ComputeBounds, Condition, Envelope, EnvelopeError, OnExhausted, Op,
     Rule, TrustedBinaries,

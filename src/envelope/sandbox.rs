@@ -313,13 +313,23 @@ pub fn resolve(decl: &SandboxDecl, places: &Places) -> Result<Resolved, String> 
     let mut carved = Vec::new();
     let mut grants = Vec::new();
     let agent = &places.agent;
-    let temp_dir = || ("{tmp}".to_string(), "the mission's temp dir".to_string());
-    let mut write_entries: Vec<(String, String)> = decl
+    // Each write entry, why it is there, and whether it is there whenever a unit
+    // starts (its workspace, which is its cwd, and what the host makes first: the temp
+    // dir, the agent's state paths). Anything else the envelope names is granted only
+    // if it exists.
+    let temp_dir = || {
+        (
+            "{tmp}".to_string(),
+            "the mission's temp dir".to_string(),
+            true,
+        )
+    };
+    let mut write_entries: Vec<(String, String, bool)> = decl
         .write
         .iter()
         .map(|w| match w.as_str() {
             "{tmp}" => temp_dir(),
-            _ => (w.clone(), "the envelope".to_string()),
+            _ => (w.clone(), "the envelope".to_string(), w == "{workspace}"),
         })
         .collect();
     if !decl.write.iter().any(|w| w == "{tmp}") {
@@ -329,21 +339,24 @@ pub fn resolve(decl: &SandboxDecl, places: &Places) -> Result<Resolved, String> 
         places
             .state_dirs
             .iter()
-            .map(|d| (d.clone(), format!("{agent}'s state dir"))),
+            .map(|d| (d.clone(), format!("{agent}'s state dir"), true)),
     );
     write_entries.extend(
         places
             .state_files
             .iter()
-            .map(|f| (f.clone(), format!("{agent}'s state file"))),
+            .map(|f| (f.clone(), format!("{agent}'s state file"), true)),
     );
     let mut write = Vec::new();
-    for (entry, why) in &write_entries {
+    for (entry, why, made_first) in &write_entries {
         check_path_template("state_dirs", entry)?;
         match expand(entry, places) {
             Some(path) => {
                 let granted = carve(entry, &path, &protected, "filesystem.write", &mut carved)?;
-                grants.push(grant_line("write", entry, &granted, why));
+                grants.push(match missing(&path, *made_first) {
+                    Some(gone) => absent_line("write", entry, &gone, why),
+                    None => grant_line("write", entry, &granted, why),
+                });
                 write.extend(granted);
             }
             None => grants.push(format!(
@@ -377,7 +390,10 @@ pub fn resolve(decl: &SandboxDecl, places: &Places) -> Result<Resolved, String> 
             for entry in entries {
                 if let Some(path) = expand(entry, places) {
                     let granted = carve(entry, &path, &protected, "filesystem.read", &mut carved)?;
-                    grants.push(grant_line("read", entry, &granted, "the envelope"));
+                    grants.push(match missing(&path, false) {
+                        Some(gone) => absent_line("read", entry, &gone, "the envelope"),
+                        None => grant_line("read", entry, &granted, "the envelope"),
+                    });
                     read.extend(granted);
                 }
             }
@@ -459,6 +475,24 @@ pub fn resolve(decl: &SandboxDecl, places: &Places) -> Result<Resolved, String> 
         carved,
         grants,
     })
+}
+
+/// `path`, when nothing is there and nothing will be made there before the unit
+/// starts (`made_first`): the kernel ruleset can only grant what exists, so such an
+/// entry grants nothing and must not read as a grant.
+fn missing(path: &Path, made_first: bool) -> Option<PathBuf> {
+    (!made_first && std::fs::metadata(path).is_err()).then(|| path.to_path_buf())
+}
+
+/// `<access> <entry>: not granted: does not exist (<why>)`, with the path the entry
+/// stands for when it differs.
+fn absent_line(access: &str, entry: &str, path: &Path, why: &str) -> String {
+    let shown = path.display().to_string();
+    if shown == entry {
+        format!("{access} {entry}: not granted: does not exist ({why})")
+    } else {
+        format!("{access} {entry} = {shown}: not granted: does not exist ({why})")
+    }
 }
 
 /// `<access> <entry>: <paths> (<why>)`, the paths only when they differ from the entry.
@@ -880,6 +914,39 @@ mod tests {
         let r = resolve(&decl, &unit).unwrap();
         assert_eq!(r.confinement.connect, Some(vec![443, 41234]));
         assert!(!r.grants.iter().any(|g| g.contains("{own_port}")));
+    }
+
+    #[test]
+    fn an_envelope_path_that_does_not_exist_is_listed_as_not_granted() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path().canonicalize().unwrap();
+        std::fs::create_dir_all(root.join("there")).unwrap();
+        let decl = SandboxDecl {
+            write: vec!["{workspace}".into(), "~/.nope".into(), "~/there".into()],
+            read: Limit::Only(vec!["/nonexistent-mb-test".into()]),
+            connect: Limit::All,
+        };
+        // Neither the workspace nor the state dir exists yet: both are there by the
+        // time a unit starts, so both are grants.
+        let grants = resolve(&decl, &places(&root)).unwrap().grants;
+        let nope = root.join(".nope");
+        let there = root.join("there");
+        let cache = root.join(".cache");
+        for line in [
+            format!(
+                "write {{workspace}} = {}: the envelope",
+                root.join("work").display()
+            ),
+            format!(
+                "write ~/.nope = {}: not granted: does not exist (the envelope)",
+                nope.display()
+            ),
+            format!("write ~/there = {}: the envelope", there.display()),
+            format!("write ~/.cache = {}: a's state dir", cache.display()),
+            "read /nonexistent-mb-test: not granted: does not exist (the envelope)".to_string(),
+        ] {
+            assert!(grants.contains(&line), "{line} in {grants:#?}");
+        }
     }
 
     #[test]

@@ -51,14 +51,18 @@ impl Fleet {
         let inner = &self.inner;
         let agent_name = req.agent_name.trim().to_string();
         if agent_name.is_empty() {
-            anyhow::bail!("missing parameter: agentName: agentName is required");
+            return Err(NameRefused::NoAgent.into());
         }
         let envelope_name = req.envelope.as_str();
-        let envelope = search::load(&inner.paths, envelope_name).map_err(|e| {
-            anyhow::anyhow!(
-                "invalid parameter value: hitlPolicyName: hitl policy {envelope_name:?} could not be loaded: it must name an existing policy (see `missionboard vet --all` / the .missionboard policy files) — {e}"
-            )
-        })?;
+        let envelope =
+            search::load(&inner.paths, envelope_name).map_err(|why| NameRefused::Envelope {
+                name: envelope_name.to_string(),
+                why,
+                on_path: search::list(&inner.paths)
+                    .into_iter()
+                    .map(|l| l.file_name)
+                    .collect(),
+            })?;
         let cwd = match req.cwd {
             Some(c) if !c.is_absolute() => {
                 anyhow::bail!(
@@ -131,15 +135,10 @@ impl Fleet {
         {
             return Ok(agent.clone());
         }
-        let known = registry.names();
-        let hint = if known.is_empty() {
-            " — no agents are declared; run 'missionboard init' to seed agents.toml".to_string()
-        } else {
-            format!(
-                " — declared agents: {} (see 'missionboard agent list')",
-                known.join(", ")
-            )
-        };
-        anyhow::bail!("resolve agent {name:?}: not found{hint}")
+        Err(NameRefused::UnknownAgent {
+            name: name.to_string(),
+            declared: registry.names().into_iter().map(String::from).collect(),
+        }
+        .into())
     }
 }

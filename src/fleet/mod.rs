@@ -71,6 +71,59 @@ pub struct DispatchRequest {
     pub worktree: bool,
 }
 
+/// A dispatch refused for a name it carries: the facts, which the operations layer
+/// words for the surface that fired (naming the flag or field the operator typed
+/// it in). `Display` is the fleet's own wording, for a caller that fires directly.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum NameRefused {
+    /// The agent name is blank.
+    NoAgent,
+    /// No declaration and no catalogue entry answers to the agent's name.
+    UnknownAgent {
+        name: String,
+        /// The agents declared in agents.toml, sorted.
+        declared: Vec<String>,
+    },
+    /// The envelope did not load.
+    Envelope {
+        name: String,
+        why: String,
+        /// The envelope files on the search path, as listed.
+        on_path: Vec<String>,
+    },
+}
+
+impl std::fmt::Display for NameRefused {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            NameRefused::NoAgent => {
+                write!(f, "missing parameter: agentName: agentName is required")
+            }
+            NameRefused::UnknownAgent { name, declared } => {
+                write!(f, "resolve agent {name:?}: not found")?;
+                if declared.is_empty() {
+                    write!(
+                        f,
+                        " — no agents are declared; run 'missionboard init' to seed agents.toml"
+                    )
+                } else {
+                    write!(
+                        f,
+                        " — declared agents: {} (see 'missionboard agent list')",
+                        declared.join(", ")
+                    )
+                }
+            }
+            NameRefused::Envelope { name, why, .. } => write!(
+                f,
+                "invalid parameter value: hitlPolicyName: hitl policy {name:?} could not be loaded: it must name an existing policy (see `missionboard vet --all` / the .missionboard policy files) — {why}"
+            ),
+        }
+    }
+}
+
+impl std::error::Error for NameRefused {}
+
 /// A dispatched mission.
 #[derive(Debug, Clone)]
 pub struct Dispatched {

@@ -2,10 +2,13 @@
 //! request it was sent, so a demo or a test can show exactly what the model saw.
 //!
 //! File shape: `{"turns": [turn, …]}` (or the bare array), where a turn is
-//! `{match?, text?, tool_calls?: [{id?, name, arguments}], finish_reason?, usage?}` and
-//! must carry text or tool calls. A turn with `match` is consumed first by the earliest
+//! `{match?, text?, tool_calls?: [{id?, name, arguments}], finish_reason?, usage?, repeat?}`
+//! and must carry text or tool calls. A turn with `match` is consumed first by the earliest
 //! request whose messages contain that substring (an ask id, a mission id, a summary), so
-//! concurrent oracles do not race one cursor; other turns are consumed in order. A string in
+//! concurrent oracles do not race one cursor; other turns are consumed in order. A turn
+//! with `repeat: true` is never used up: it answers every request that reaches it for as
+//! long as the process runs (a model that always says the same thing, over a whole
+//! `oracle eval` corpus), so the ordered turns after it are never reached. A string in
 //! a turn's tool-call arguments may quote `{{input.<field>}}`: a field of the JSON object
 //! the request's newest JSON user message carries (the oracle's INPUT event, a session's
 //! offer of a question), so a dialog can echo ids it cannot know when it is written. One cursor
@@ -48,6 +51,9 @@ pub struct ScriptedTurn {
     pub usage: Option<Usage>,
     #[serde(default)]
     pub wait_for_file: Option<PathBuf>,
+    /// Never consumed: the turn replies to every request that reaches it.
+    #[serde(default)]
+    pub repeat: bool,
 }
 
 /// How long a turn's reply waits for its `wait_for_file`: generous, since the file is a
@@ -197,8 +203,8 @@ impl ScriptedBackend {
                 held: self.turns.len(),
             });
         };
-        cursor.consumed[index] = true;
         let turn = &self.turns[index];
+        cursor.consumed[index] = !turn.repeat;
         let reply = ChatReply {
             content: turn.text.clone(),
             tool_calls: turn
@@ -356,6 +362,27 @@ mod tests {
         assert_eq!(
             reply_text(&backend, "about ask-42").await.as_deref(),
             Some("plain")
+        );
+    }
+
+    #[tokio::test]
+    async fn a_repeating_turn_answers_every_request_that_reaches_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = script(
+            dir.path(),
+            json!([{"match": "special", "text": "once"}, {"text": "always", "repeat": true}, {"text": "never"}]),
+        );
+        let backend = ScriptedBackend::load(&path).unwrap();
+        for _ in 0..3 {
+            assert_eq!(reply_text(&backend, "x").await.as_deref(), Some("always"));
+        }
+        assert_eq!(
+            reply_text(&backend, "special").await.as_deref(),
+            Some("once")
+        );
+        assert_eq!(
+            reply_text(&backend, "special").await.as_deref(),
+            Some("always")
         );
     }
 

@@ -13,7 +13,7 @@ use crate::envelope::bounds::{self, ComputeField, envelope_summary};
 use crate::envelope::policy::Envelope;
 use crate::envelope::search;
 use crate::fleet::budget::ComputeLedger;
-use crate::fleet::{DispatchRequest, Dispatched, Fleet};
+use crate::fleet::{DispatchRequest, Dispatched, Fleet, NameRefused};
 use crate::mission::{EnvelopeName, Intent, Mission};
 use crate::paths::Paths;
 use crate::store::Store;
@@ -84,14 +84,30 @@ pub struct Resolved {
     /// True when the line named the agent (else the default mission agent).
     pub agent_named: bool,
     pub envelope: EnvelopeName,
-    /// `--policy` or `default-mission-policy` (or `picker`).
+    /// Where the envelope was named: `--policy` or `default-mission-policy` (or
+    /// `picked`, or an editor session's envelope option).
     pub origin: &'static str,
+    /// Where the agent was named: `/mission` (the line) or `default-mission-agent`
+    /// (or `picked`).
+    pub agent_origin: &'static str,
     pub intent: Intent,
 }
 
-/// Apply the defaults and look the envelope up among those listed.
+/// Apply the defaults and look the envelope up among those listed; a `policy` given
+/// was typed as `--policy`.
 pub fn resolve(
     policy: Option<String>,
+    agent: Option<String>,
+    intent: String,
+    data: &PickerData,
+) -> Result<Resolved, String> {
+    resolve_typed(policy.map(|p| (p, "--policy")), agent, intent, data)
+}
+
+/// [`resolve`], with where the envelope given was named (`--policy`, or an editor
+/// session's envelope option), so a refusal of it names that.
+pub fn resolve_typed(
+    policy: Option<(String, &'static str)>,
     agent: Option<String>,
     intent: String,
     data: &PickerData,
@@ -106,7 +122,7 @@ pub fn resolve(
         },
     };
     let (envelope, origin) = match policy {
-        Some(p) => (p, "--policy"),
+        Some(given) => given,
         None => match data
             .default_envelope
             .clone()
@@ -124,6 +140,11 @@ pub fn resolve(
         agent_named,
         envelope: EnvelopeName::new(&envelope).map_err(|e| e.to_string())?,
         origin,
+        agent_origin: if agent_named {
+            "/mission"
+        } else {
+            "default-mission-agent"
+        },
         intent: Intent::new(&intent).map_err(|e| e.to_string())?,
     })
 }
@@ -139,14 +160,75 @@ pub fn lookup_envelope<'a>(
         .iter()
         .find(|e| e.file_name == file)
         .ok_or_else(|| {
-            let hint = if envelopes.is_empty() {
-                " and none were found (run `missionboard init` to seed the presets)".to_string()
-            } else {
-                let names: Vec<&str> = envelopes.iter().map(|e| e.file_name.as_str()).collect();
-                format!(". Available: {}", names.join(", "))
-            };
-            format!("unknown mission envelope {name:?} ({origin}): no such policy file on the search path{hint}")
+            let listed: Vec<String> = envelopes.iter().map(|e| e.file_name.clone()).collect();
+            envelope_refusal(name, Some(origin), "", &listed)
         })
+}
+
+/// Where the operator typed what a fire names, so a refusal of it names that place
+/// (`--policy`, `default-mission-policy`, `picked`, an editor session's envelope
+/// option, `mission_start`'s fields); `None`: the name itself is all there is to say
+/// (a command line's positional agent, a mission's own record).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct TypedAt {
+    pub agent: Option<&'static str>,
+    pub envelope: Option<&'static str>,
+}
+
+/// The one wording of an envelope a fire cannot run under, on every surface: the
+/// name as typed and where (`origin`), then what is wrong with it. `why` is the
+/// loader's reason for a file that is there but does not load (empty: not looked
+/// at); `on_path` are the envelope files the search path holds.
+pub fn envelope_refusal(name: &str, origin: Option<&str>, why: &str, on_path: &[String]) -> String {
+    let at = origin.map(|o| format!(" ({o})")).unwrap_or_default();
+    let file = match search::file_name(name) {
+        Ok(file) => file,
+        Err(e) => return format!("mission envelope {name:?}{at}: {e}"),
+    };
+    if on_path.contains(&file) {
+        return format!(
+            "mission envelope {name:?}{at} does not load: {why} — fix the file, or name another (`missionboard vet --all` checks every envelope)"
+        );
+    }
+    let hint = if on_path.is_empty() {
+        " and none were found (run `missionboard init` to seed the presets)".to_string()
+    } else {
+        format!(". Available: {}", on_path.join(", "))
+    };
+    format!("unknown mission envelope {name:?}{at}: no such policy file on the search path{hint}")
+}
+
+/// The one wording of an agent a fire cannot start, on every surface: the name as
+/// typed and where (`origin`), then which agents there are.
+pub fn agent_refusal(name: &str, origin: Option<&str>, declared: &[String]) -> String {
+    let at = origin.map(|o| format!(" ({o})")).unwrap_or_default();
+    if name.trim().is_empty() {
+        return format!("no mission agent{at}: name one — see 'missionboard agent list'");
+    }
+    let hint = if declared.is_empty() {
+        "no agents are declared; run 'missionboard init' to seed agents.toml".to_string()
+    } else {
+        format!(
+            "declared agents: {} (see 'missionboard agent list')",
+            declared.join(", ")
+        )
+    };
+    format!("unknown mission agent {name:?}{at}: not in agents.toml nor the catalogue — {hint}")
+}
+
+/// A dispatch refusal worded for whoever fired: a refused agent or envelope is named
+/// as typed, and where ([`TypedAt`]); every other error passes as it is.
+fn for_operator(e: anyhow::Error, typed: TypedAt) -> anyhow::Error {
+    match e.downcast_ref::<NameRefused>() {
+        Some(NameRefused::NoAgent) => anyhow::anyhow!(agent_refusal("", typed.agent, &[])),
+        Some(NameRefused::UnknownAgent { name, declared }) => {
+            anyhow::anyhow!(agent_refusal(name, typed.agent, declared))
+        }
+        Some(NameRefused::Envelope { name, why, on_path }) => {
+            anyhow::anyhow!(envelope_refusal(name, typed.envelope, why, on_path))
+        }
+        None => e,
+    }
 }
 
 /// Between two labels (a label has a ` · ` of its own).
@@ -215,6 +297,8 @@ pub struct Fire {
     /// The firing editor session, recorded as the mission's parent so its reports
     /// stream there while that session lives.
     pub parent_session: Option<String>,
+    /// Where the agent and the envelope were typed, for a refusal's words.
+    pub typed_at: TypedAt,
 }
 
 impl Fire {
@@ -226,18 +310,25 @@ impl Fire {
             cwd: None,
             worktree: false,
             parent_session: None,
+            typed_at: TypedAt::default(),
         }
     }
 
-    /// What a resolved `/mission` line fires.
+    /// What a resolved `/mission` line (or a picker's choice) fires.
     pub fn resolved(r: &Resolved) -> Fire {
-        Fire::new(&r.agent, r.envelope.clone(), r.intent.clone())
+        let mut fire = Fire::new(&r.agent, r.envelope.clone(), r.intent.clone());
+        fire.typed_at = TypedAt {
+            agent: Some(r.agent_origin),
+            envelope: Some(r.origin),
+        };
+        fire
     }
 }
 
 /// Dispatch on `fleet`, the process's one host: validate, admit, start the unit,
 /// record the mission. A refusal leaves no record and no process.
 pub async fn dispatch(fleet: &Fleet, fire: Fire) -> anyhow::Result<Dispatched> {
+    let typed = fire.typed_at;
     let req = DispatchRequest {
         agent_name: fire.agent,
         intent: fire.intent,
@@ -249,6 +340,7 @@ pub async fn dispatch(fleet: &Fleet, fire: Fire) -> anyhow::Result<Dispatched> {
         Some(parent) => fleet.dispatch_for_session(req, &parent).await,
         None => fleet.dispatch(req).await,
     }
+    .map_err(|e| for_operator(e, typed))
 }
 
 /// What a `/mission` line came to.
@@ -310,10 +402,12 @@ pub async fn read_line(
         Some((p, origin)) if policy.is_none() => (Some(p), Some(origin)),
         _ => (None, None),
     };
-    let mut resolved = resolve(policy.or(pick), agent, intent, &data)?;
-    if let Some(origin) = pick_origin {
-        resolved.origin = origin;
-    }
+    let policy = match (policy, pick, pick_origin) {
+        (Some(p), ..) => Some((p, "--policy")),
+        (None, Some(p), Some(origin)) => Some((p, origin)),
+        _ => None,
+    };
+    let resolved = resolve_typed(policy, agent, intent, &data)?;
     let labels = labels_for(&data, &resolved);
     let mut fire = Fire::resolved(&resolved);
     fire.parent_session = from.parent_session.map(str::to_string);
@@ -408,18 +502,22 @@ pub fn enqueue(
     fire: Fire,
     on: Option<&str>,
 ) -> anyhow::Result<Mission> {
-    search::load(paths, fire.envelope.as_str()).map_err(|e| {
-        anyhow::anyhow!(
-            "hitl policy {:?} could not be loaded: it must name an existing policy (see `missionboard vet --all`) — {e}",
-            fire.envelope.as_str()
-        )
+    search::load(paths, fire.envelope.as_str()).map_err(|why| {
+        let on_path: Vec<String> = search::list(paths)
+            .into_iter()
+            .map(|l| l.file_name)
+            .collect();
+        anyhow::anyhow!(envelope_refusal(
+            fire.envelope.as_str(),
+            fire.typed_at.envelope,
+            &why,
+            &on_path
+        ))
     })?;
     let registry = Registry::load(paths)?;
     if registry.get(&fire.agent).is_none() && crate::agents::catalogue::get(&fire.agent).is_none() {
-        anyhow::bail!(
-            "resolve agent {:?}: not found — see 'missionboard agent list'",
-            fire.agent
-        );
+        let declared: Vec<String> = registry.names().into_iter().map(String::from).collect();
+        anyhow::bail!(agent_refusal(&fire.agent, fire.typed_at.agent, &declared));
     }
     let on = on.map(str::trim);
     if on.is_some_and(|l| l.is_empty() || l.contains(char::is_whitespace)) {
@@ -487,20 +585,27 @@ pub async fn queue_if_a_host_takes(
     .await
 }
 
-/// The envelope a command-line fire runs under: the one named, else the configured
-/// default; neither is a refusal that says how to name one.
-pub fn envelope_or_default(store: &Store, named: Option<&str>) -> anyhow::Result<EnvelopeName> {
-    let name = match named.filter(|p| !p.trim().is_empty()) {
-        Some(p) => p.to_string(),
-        None => Config::new(store.clone())
-            .get(config::DEFAULT_MISSION_POLICY)?
-            .ok_or_else(|| {
-                anyhow::anyhow!(
-                    "no mission envelope: pass --policy <policy>, or set a default with `missionboard config set default-mission-policy <policy>` — a mission must name the HITL policy that bounds it"
-                )
-            })?,
+/// The envelope a command-line fire runs under: the one named (`--policy`), else the
+/// configured default (`default-mission-policy`), with which of the two it is;
+/// neither is a refusal that says how to name one.
+pub fn envelope_or_default(
+    store: &Store,
+    named: Option<&str>,
+) -> anyhow::Result<(EnvelopeName, &'static str)> {
+    let (name, origin) = match named.filter(|p| !p.trim().is_empty()) {
+        Some(p) => (p.to_string(), "--policy"),
+        None => (
+            Config::new(store.clone())
+                .get(config::DEFAULT_MISSION_POLICY)?
+                .ok_or_else(|| {
+                    anyhow::anyhow!(
+                        "no mission envelope: pass --policy <policy>, or set a default with `missionboard config set default-mission-policy <policy>` — a mission must name the HITL policy that bounds it"
+                    )
+                })?,
+            "default-mission-policy",
+        ),
     };
-    Ok(EnvelopeName::new(&name)?)
+    Ok((EnvelopeName::new(&name)?, origin))
 }
 
 /// Everything the picker lists, read afresh (the search path is never cached).
@@ -565,5 +670,81 @@ pub fn envelope_entry(file_name: &str, bytes: &[u8]) -> EnvelopeEntry {
         summary: envelope_summary(bytes),
         compute: policy.map(|p| p.compute),
         sandbox,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_refused_name_is_worded_with_where_it_was_typed_and_other_errors_pass() {
+        let typed = TypedAt {
+            agent: Some("mission_start's agent"),
+            envelope: Some("mission_start's policy"),
+        };
+        let worded = |refused: NameRefused| for_operator(refused.into(), typed).to_string();
+        assert_eq!(
+            worded(NameRefused::Envelope {
+                name: "nosuch".into(),
+                why: "not found".into(),
+                on_path: vec!["hitl-policy-default.json".into()],
+            }),
+            "unknown mission envelope \"nosuch\" (mission_start's policy): no such policy file on the search path. Available: hitl-policy-default.json"
+        );
+        assert_eq!(
+            worded(NameRefused::Envelope {
+                name: "default".into(),
+                why: "line 1: expected value".into(),
+                on_path: vec!["hitl-policy-default.json".into()],
+            }),
+            "mission envelope \"default\" (mission_start's policy) does not load: line 1: expected value — fix the file, or name another (`missionboard vet --all` checks every envelope)"
+        );
+        assert_eq!(
+            worded(NameRefused::UnknownAgent {
+                name: "ghost".into(),
+                declared: vec![],
+            }),
+            "unknown mission agent \"ghost\" (mission_start's agent): not in agents.toml nor the catalogue — no agents are declared; run 'missionboard init' to seed agents.toml"
+        );
+        assert_eq!(
+            worded(NameRefused::NoAgent),
+            "no mission agent (mission_start's agent): name one — see 'missionboard agent list'"
+        );
+        // The fleet's own words never reach an operator who typed a flag.
+        for refused in [
+            NameRefused::NoAgent,
+            NameRefused::Envelope {
+                name: "x".into(),
+                why: "y".into(),
+                on_path: vec![],
+            },
+        ] {
+            assert!(!worded(refused).contains("Name"));
+        }
+        let other = for_operator(anyhow::anyhow!("conflict: fleet admission refused"), typed);
+        assert_eq!(other.to_string(), "conflict: fleet admission refused");
+    }
+
+    #[test]
+    fn an_envelope_picked_beside_the_line_is_refused_as_picked_there() {
+        let data = PickerData {
+            default_agent: Some("stub".into()),
+            ..PickerData::default()
+        };
+        let refused = resolve_typed(
+            Some(("gone".into(), "the session's envelope option")),
+            None,
+            "go".into(),
+            &data,
+        )
+        .unwrap_err();
+        assert!(
+            refused
+                .starts_with("unknown mission envelope \"gone\" (the session's envelope option): "),
+            "{refused}"
+        );
+        let r = resolve(Some("x".into()), None, "go".into(), &data).unwrap_err();
+        assert!(r.contains("(--policy)"), "{r}");
     }
 }

@@ -127,6 +127,39 @@ impl ChainFile {
     }
 }
 
+// ---- Token metering, for `oracle eval` ----
+//
+// The live driver has no use for token counts; `oracle eval` reports them per class. A
+// run awaited inside [`metered`] sums the usage every model call of it reports; outside
+// one, [`meter`] does nothing.
+
+tokio::task_local! {
+    static METER: std::sync::Arc<std::sync::Mutex<crate::model::Usage>>;
+}
+
+/// Await `run` (a [`Chain::run`]) and return its output with the token usage its model
+/// calls reported, summed (zero where the server reports none).
+pub async fn metered<F: std::future::Future>(run: F) -> (F::Output, crate::model::Usage) {
+    use crate::sync::LockUnpoisoned;
+    let meter = std::sync::Arc::default();
+    let out = METER.scope(std::sync::Arc::clone(&meter), run).await;
+    let usage = *meter.lock_unpoisoned();
+    (out, usage)
+}
+
+/// Add one reply's usage to the enclosing [`metered`] run, if any.
+fn meter(reply: &ChatReply) {
+    use crate::sync::LockUnpoisoned;
+    if let Some(u) = reply.usage {
+        let _ = METER.try_with(|m| {
+            let mut sum = m.lock_unpoisoned();
+            sum.prompt_tokens += u.prompt_tokens;
+            sum.completion_tokens += u.completion_tokens;
+            sum.total_tokens += u.total();
+        });
+    }
+}
+
 /// Everything one run of the chain needs besides the contract.
 pub struct Chain<'a> {
     pub model: &'a Result<ModelClient, ModelError>,
@@ -291,6 +324,7 @@ impl Chain<'_> {
         model
             .complete_observed(&request, &on_retry)
             .await
+            .inspect(meter)
             .map_err(|e| e.to_string())
     }
 

@@ -4,8 +4,8 @@
 //! deterministic `verdict_state` gate the chain reads after a chat reply.
 //!
 //! The contract is a fixed state machine. Checks run in order — settled, arguments
-//! shape, verdict, askId, answer text ([`check_answer`]), then the deterministic
-//! grounds ([`super::screen::check_answer_grounds`]: evidence in the intent, a bare
+//! shape, verdict, answer text ([`check_answer`]), then the deterministic
+//! grounds ([`super::grounds::check_answer_grounds`]: evidence in the intent, a bare
 //! yes/no only for a yes/no question) — and an invalid call is a *result* (accepted
 //! false) that never reaches the answerer; the binding keeps the operator's reason
 //! for the trace ([`Binding::take_rejection`]). A refused answer keeps the contract open and repeats
@@ -16,7 +16,8 @@
 
 use serde_json::{Map, Value, json};
 
-use super::screen::{self, Question};
+use super::grounds;
+use super::screen::Question;
 use crate::model::{ToolSpec, describe_arguments};
 
 /// The toolset the model sees; tools are qualified as `oracle.<tool>`.
@@ -45,7 +46,7 @@ pub fn resolve_tool_name(name: &str) -> (&str, &str) {
 }
 
 /// The one schema line every invalid-call message ends with.
-const SCHEMA_LINE: &str = "the schema is {\"verdict\":\"wait\"|\"answer\", \"answer\": string and \"evidence\": string (both required when verdict is \"answer\"), \"askId\": string}. Correct the call and submit the verdict via submit_verdict again.";
+const SCHEMA_LINE: &str = "the schema is {\"verdict\":\"wait\"|\"answer\", \"answer\": string and \"evidence\": string (both required when verdict is \"answer\")}. Correct the call and submit the verdict via submit_verdict again.";
 
 /// Where the review stands.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -133,17 +134,13 @@ impl<'a> Binding<'a> {
                 describe_arguments(args)
             )));
         };
+        // A binding reviews one ask, so the model is never made to echo its id: an
+        // `askId` it sends anyway is ignored, right or wrong.
         let verdict = arg(args, "verdict").to_lowercase();
         let answer = arg(args, "answer");
         let evidence = arg(args, "evidence");
-        let ask_id = arg(args, "askId");
         if verdict != "wait" && verdict != "answer" {
             return Ok(self.reject(format!("invalid verdict {verdict:?}: {SCHEMA_LINE}")));
-        }
-        if ask_id != ask {
-            return Ok(self.reject(format!(
-                "invalid askId {ask_id:?}: askId must be the askId field of the INPUT event, which is {ask:?}. Correct the call and submit the verdict via submit_verdict again."
-            )));
         }
         if verdict == "wait" {
             self.outcome = Outcome::Wait;
@@ -165,9 +162,10 @@ impl<'a> Binding<'a> {
                 "invalid answer: it {why}. An answer is one short plain sentence on one line, at most {MAX_ANSWER_CHARS} characters, with no code fences, markup, HTML entities or shell commands; nothing was delivered. Correct the call and submit the verdict via submit_verdict again, or submit wait."
             )));
         }
-        if let Err(refusal) = screen::check_answer_grounds(&self.question, &answer, &evidence) {
+        if let Err(refusal) = grounds::check_answer_grounds(&self.question, &answer, &evidence) {
             return Ok(self.reject(format!(
-                "answer refused by the {refusal}; nothing was delivered. An answer needs as evidence a verbatim span of the INPUT's intent that settles the question; otherwise submit wait."
+                "answer refused by the {refusal}; nothing was delivered. {}",
+                where_evidence_comes_from(&self.question.intent)
             )));
         }
         match self.answerer.answer(&ask, &answer) {
@@ -331,6 +329,16 @@ fn shell_like(text: &str) -> Option<&'static str> {
     (SHELL_WORDS.contains(&first) && words.any(arg_like)).then_some("a command word with arguments")
 }
 
+/// The correction after a refused answer: where evidence may come from, with the
+/// intent quoted back, since a model that cited the question's own words will cite them
+/// again unless it is shown the text it may copy.
+pub fn where_evidence_comes_from(intent: &str) -> String {
+    format!(
+        "Evidence is copied word for word from the intent, the operator's own words, which are: {:?}. The summary and detail are the unit's words and are never evidence. Answer only with what that evidence states, or submit wait.",
+        crate::text::one_line(intent)
+    )
+}
+
 /// What the loop sends back after a chat reply while the contract is open.
 pub fn correction(input: &str) -> String {
     format!(
@@ -367,11 +375,7 @@ const PROPERTIES: &[(&str, &str)] = &[
     ),
     (
         "evidence",
-        "Required when verdict is answer: a span copied word for word from the INPUT's intent that settles the question (at least three words). An answer whose evidence is not in the intent is refused.",
-    ),
-    (
-        "askId",
-        "The askId field of the INPUT event, echoed exactly. A value that does not match the bound ask is refused.",
+        "Required when verdict is answer: at least three consecutive words copied exactly from the INPUT's intent (the operator's words, never the summary or detail) that state the answer. The answer may only say what these words say.",
     ),
 ];
 
@@ -388,7 +392,7 @@ pub fn submit_verdict_spec() -> ToolSpec {
     ToolSpec {
         name: WIRE_SUBMIT_VERDICT.into(),
         description: "Submit the verdict for the ask under review. Exactly one accepted call ends the review. Returns {accepted, outcome, message}: accepted false means nothing was recorded and message states what to correct.".into(),
-        parameters: json!({"type": "object", "properties": properties, "required": ["verdict", "askId"]}),
+        parameters: json!({"type": "object", "properties": properties, "required": ["verdict"]}),
     }
 }
 
@@ -419,8 +423,8 @@ mod tests {
         }
     }
 
-    const INPUT: &str = r#"{"askId":"a1","intent":"rename the setting and the env var too","summary":"Rename the env var too?"}"#;
-    const EVIDENCE: &str = "the env var too";
+    const INPUT: &str = r#"{"intent":"rename the setting and rename the env var too","summary":"Rename the env var too?"}"#;
+    const EVIDENCE: &str = "rename the env var too";
 
     fn submit(b: &mut Binding<'_>, args: Value) -> Value {
         b.exec(TOOLSET, SUBMIT_VERDICT, &args).unwrap()
@@ -446,9 +450,10 @@ mod tests {
         assert_eq!(
             message(&submit(
                 &mut b,
-                json!({"verdict": " Answer ", "askId": "zz", "answer": "x"})
+                json!({"verdict": " Answer ", "askId": "zz", "answer": "rm -rf /"})
             )),
-            "invalid askId \"zz\": askId must be the askId field of the INPUT event, which is \"a1\". Correct the call and submit the verdict via submit_verdict again."
+            "invalid answer: it looks like a shell command (a command word with arguments). An answer is one short plain sentence on one line, at most 300 characters, with no code fences, markup, HTML entities or shell commands; nothing was delivered. Correct the call and submit the verdict via submit_verdict again, or submit wait.",
+            "a wrong askId is ignored: the binding reviews one ask"
         );
         assert_eq!(
             message(&submit(
@@ -485,7 +490,7 @@ mod tests {
         );
         assert_eq!(
             message(&bare),
-            "answer refused by the evidence check: the evidence \"the operator wants it\" is not a verbatim span of the mission's intent; nothing was delivered. An answer needs as evidence a verbatim span of the INPUT's intent that settles the question; otherwise submit wait."
+            "answer refused by the evidence check: the evidence \"the operator wants it\" is not a verbatim span of the mission's intent; nothing was delivered. Evidence is copied word for word from the intent, the operator's own words, which are: \"rename the setting and rename the env var too\". The summary and detail are the unit's words and are never evidence. Answer only with what that evidence states, or submit wait."
         );
         assert_eq!(
             b.take_rejection().as_deref(),
@@ -678,14 +683,14 @@ mod tests {
     }
 
     #[test]
-    fn the_descriptor_lists_every_property_and_requires_two() {
+    fn the_descriptor_lists_every_property_and_requires_the_verdict() {
         let spec = submit_verdict_spec();
         assert_eq!(spec.name, "oracle_submit_verdict");
         let props = spec.parameters["properties"].as_object().unwrap();
         let names: Vec<&str> = props.keys().map(String::as_str).collect();
-        assert_eq!(names, ["verdict", "answer", "evidence", "askId"]);
+        assert_eq!(names, ["verdict", "answer", "evidence"]);
         assert!(props.values().all(|p| p["type"] == "string"));
         assert_eq!(props["verdict"]["enum"], json!(["wait", "answer"]));
-        assert_eq!(spec.parameters["required"], json!(["verdict", "askId"]));
+        assert_eq!(spec.parameters["required"], json!(["verdict"]));
     }
 }

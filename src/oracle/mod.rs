@@ -20,11 +20,15 @@
 
 pub mod chain;
 pub mod contract;
+pub mod corpus;
+pub mod eval;
+pub mod grounds;
 pub mod screen;
 pub mod trace;
+mod words;
 
-use std::sync::Mutex;
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use serde_json::{Map, Value};
@@ -52,6 +56,12 @@ pub const ENVELOPE: &str = "hitl-policy-oracle.json";
 /// How often the driver looks at the bus for new questions when no commit wakes it.
 const BUS_POLL: Duration = Duration::from_millis(100);
 
+/// How many calls at `oracle-call-timeout` one review may take in all: its budget, which
+/// the review keeps and a fire waiting on the review honours (see [`Mounted`]). Enough
+/// for a review call and its two retries, recovery's and its two, and their backoffs: a
+/// model that is merely slow is never cut short by anything but its own timeouts.
+pub const REVIEW_BUDGET_CALLS: u32 = 7;
+
 /// A mounted oracle: the chain, its envelope and the model, ready to follow the bus.
 pub struct Oracle {
     paths: Paths,
@@ -61,6 +71,49 @@ pub struct Oracle {
     /// ends as a `chain error` and the fire itself is unaffected.
     model: Result<ModelClient, ModelError>,
     trace: Trace,
+    /// `oracle-call-timeout`, of which a review's budget is [`REVIEW_BUDGET_CALLS`].
+    call_timeout: Duration,
+}
+
+/// A running driver, as its host holds it: which review is in flight and when its
+/// budget ends, so a fire that waits on a question does not cut the review short;
+/// and the unmounting, which says why in the trace of a review it ends.
+pub struct Mounted {
+    task: tokio::task::JoinHandle<()>,
+    state: Arc<DriverState>,
+}
+
+#[derive(Default)]
+struct DriverState {
+    /// The ask under review and the end of its budget.
+    review: Mutex<Option<(String, Instant)>>,
+    /// Why the driver was unmounted: the closing line of a review it cut short.
+    unmounted: Mutex<Option<String>>,
+}
+
+impl Mounted {
+    /// The ask under review, and when the review's budget runs out.
+    pub fn review_in_flight(&self) -> Option<(String, Instant)> {
+        self.state
+            .review
+            .lock()
+            .map(|r| r.clone())
+            .unwrap_or_default()
+    }
+
+    /// Stop following the bus; a review in flight closes its trace as abandoned, `why`.
+    pub fn unmount(self, why: &str) {
+        if let Ok(mut w) = self.state.unmounted.lock() {
+            *w = Some(why.to_string());
+        }
+        self.task.abort();
+    }
+}
+
+impl Drop for Mounted {
+    fn drop(&mut self) {
+        self.task.abort();
+    }
 }
 
 impl Oracle {
@@ -77,7 +130,8 @@ impl Oracle {
         // Its own setting, not the park window: a first prompt on a busy CPU server
         // takes longer than a unit waits in its turn, and an answer past the window
         // still lands through the durable respond path.
-        settings.timeout = config.oracle_call_timeout()?;
+        let call_timeout = config.oracle_call_timeout()?;
+        settings.timeout = call_timeout;
         let model = ModelClient::connect(&settings);
         match &model {
             Ok(m) => {
@@ -91,6 +145,7 @@ impl Oracle {
             envelope,
             model,
             trace: Trace::new(store.clone(), true),
+            call_timeout,
         })
     }
 
@@ -102,12 +157,20 @@ impl Oracle {
         )
     }
 
+    /// How long one review may take: [`REVIEW_BUDGET_CALLS`] calls at their timeout.
+    pub fn review_budget(&self) -> Duration {
+        self.call_timeout * REVIEW_BUDGET_CALLS
+    }
+
     /// Follow the bus from now on, reviewing the questions `fleet` is host to, one at a
-    /// time, until the task is aborted (the fire ends).
-    pub fn spawn(self, fleet: Fleet) -> anyhow::Result<tokio::task::JoinHandle<()>> {
+    /// time, until it is unmounted (the fire ends).
+    pub fn spawn(self, fleet: Fleet) -> anyhow::Result<Mounted> {
         let mut after = fleet.missions().bus().head()?;
         let mut changes = fleet.missions().store().changes().subscribe();
-        Ok(tokio::spawn(async move {
+        let state = Arc::new(DriverState::default());
+        let driver_state = state.clone();
+        let task = tokio::spawn(async move {
+            let state = driver_state;
             loop {
                 changes.next(BUS_POLL).await;
                 let missions = fleet.missions().clone();
@@ -121,15 +184,16 @@ impl Oracle {
                 for ev in events {
                     after = ev.id;
                     if ev.subject == subjects::ATTENTION_ASKED {
-                        self.offer(&fleet, &ev.data).await;
+                        self.offer(&fleet, &ev.data, &state).await;
                     }
                 }
             }
-        }))
+        });
+        Ok(Mounted { task, state })
     }
 
     /// One `attention_asked` event: review it, or decline without a model call.
-    async fn offer(&self, fleet: &Fleet, event: &Value) {
+    async fn offer(&self, fleet: &Fleet, event: &Value, state: &DriverState) {
         let field = |k: &str| event.get(k).and_then(Value::as_str).unwrap_or_default();
         let (ask_id, mission_id) = (field("askId"), field("missionId"));
         let (missions, asks) = (fleet.missions().clone(), fleet.asks().clone());
@@ -154,10 +218,24 @@ impl Oracle {
         if !ask.is_some_and(|a| a.is_pending() && a.is_question()) {
             return;
         }
-        self.review(fleet, &mission, ask_id, event).await;
+        let budget = self.review_budget();
+        if let Ok(mut r) = state.review.lock() {
+            *r = Some((ask_id.to_string(), Instant::now() + budget));
+        }
+        self.review(fleet, &mission, ask_id, event, state).await;
+        if let Ok(mut r) = state.review.lock() {
+            *r = None;
+        }
     }
 
-    async fn review(&self, fleet: &Fleet, mission: &Mission, ask_id: &str, event: &Value) {
+    async fn review(
+        &self,
+        fleet: &Fleet,
+        mission: &Mission,
+        ask_id: &str,
+        event: &Value,
+        state: &DriverState,
+    ) {
         let input = review_input(event);
         let summary = one_line(
             event
@@ -199,6 +277,8 @@ impl Oracle {
             ask_id,
             started,
             delivered: &deliver.delivered,
+            unmounted: &state.unmounted,
+            ran_out: None,
             armed: true,
         };
         let mut binding = Binding::new(ask_id, &input, &deliver);
@@ -213,7 +293,16 @@ impl Oracle {
             ask_id,
             trace: &step,
         };
-        let ran = chain.run(&input, &mut binding).await;
+        let budget = self.review_budget();
+        let Ok(ran) = tokio::time::timeout(budget, chain.run(&input, &mut binding)).await else {
+            // The closing line, answered or abandoned, is the guard's to write.
+            closing.ran_out = Some(format!(
+                "its budget of {} ({REVIEW_BUDGET_CALLS} × oracle-call-timeout {}) ran out",
+                crate::duration::format(budget),
+                crate::duration::format(self.call_timeout)
+            ));
+            return;
+        };
         closing.armed = false;
         let elapsed = crate::duration::format(round_to_ms(started.elapsed()));
         let line = match (binding.outcome(), ran) {
@@ -265,6 +354,10 @@ struct Abandoned<'a> {
     /// The answer that went out, if one did: then the review ended answered, however
     /// it was cut short.
     delivered: &'a Mutex<Option<(String, bool)>>,
+    /// Why the review was cut short, when its host said (see [`Mounted::unmount`]).
+    unmounted: &'a Mutex<Option<String>>,
+    /// Set when the review's own budget ended it.
+    ran_out: Option<String>,
     /// Cleared once the review wrote its own closing line.
     armed: bool,
 }
@@ -276,10 +369,15 @@ impl Drop for Abandoned<'_> {
         if self.armed {
             let elapsed = crate::duration::format(round_to_ms(self.started.elapsed()));
             let delivered = self.delivered.lock().map(|d| d.clone()).unwrap_or_default();
+            let why = self
+                .ran_out
+                .take()
+                .or_else(|| self.unmounted.lock().ok().and_then(|w| w.clone()))
+                .unwrap_or_else(|| "the oracle was unmounted".into());
             let line = match delivered {
                 Some((text, parked)) => answered_line(self.ask_id, &elapsed, &text, parked),
                 None => format!(
-                    "oracle: abandoned the review of ask {} ({elapsed}): the oracle was unmounted before a verdict — the question stays with a human",
+                    "oracle: abandoned the review of ask {} ({elapsed}): {why} before a verdict — the question stays with a human",
                     self.ask_id
                 ),
             };
@@ -304,18 +402,12 @@ fn declines(ask_id: &str, parent_sessions: &[&str], held_here: bool) -> Option<&
     }
 }
 
-/// The INPUT the model reviews: the event's fields in their documented order
-/// (missionId, askId, agentName, intent, summary, detail), absent ones left out.
-fn review_input(event: &Value) -> String {
+/// The INPUT the model reviews: the operator's intent first, the one text evidence
+/// may be copied from, then the unit's question and its detail; absent ones left out.
+/// No ids: the chain reviews one ask and never makes the model echo which.
+pub(crate) fn review_input(event: &Value) -> String {
     let mut input = Map::new();
-    for key in [
-        "missionId",
-        "askId",
-        "agentName",
-        "intent",
-        "summary",
-        "detail",
-    ] {
+    for key in ["intent", "summary", "detail"] {
         if let Some(Value::String(s)) = event.get(key)
             && !s.is_empty()
         {
@@ -427,12 +519,12 @@ mod tests {
     }
 
     #[test]
-    fn the_input_keeps_the_documented_order_and_drops_absent_fields() {
+    fn the_input_sets_the_intent_first_and_carries_no_ids() {
         let event = json!({"summary": "Rename it?", "detail": null, "askId": "a1",
                            "missionId": "m1", "agentName": "stub", "intent": "rename"});
         assert_eq!(
             review_input(&event),
-            r#"{"missionId":"m1","askId":"a1","agentName":"stub","intent":"rename","summary":"Rename it?"}"#
+            r#"{"intent":"rename","summary":"Rename it?"}"#
         );
     }
 
@@ -440,19 +532,28 @@ mod tests {
     fn an_interrupted_review_closes_abandoned_only_when_no_answer_went_out() {
         let dir = tempfile::tempdir().unwrap();
         let trace = Trace::new(Store::open(&dir.path().join("b.db")).unwrap(), false);
-        let close = |delivered: Option<(String, bool)>| {
+        let close = |delivered: Option<(String, bool)>, unmounted: Option<&str>, ran_out| {
             let delivered = Mutex::new(delivered);
+            let unmounted = Mutex::new(unmounted.map(str::to_string));
             drop(Abandoned {
                 trace: &trace,
                 mission_id: "m1",
                 ask_id: "a1",
                 started: Instant::now(),
                 delivered: &delivered,
+                unmounted: &unmounted,
+                ran_out,
                 armed: true,
             });
         };
-        close(None);
-        close(Some(("yes, rename it".into(), false)));
+        close(None, None, None);
+        close(Some(("yes, rename it".into(), false)), None, None);
+        close(None, Some("the fire's --timeout 2m ran out"), None);
+        close(
+            None,
+            Some("the fire's --timeout 2m ran out"),
+            Some("its budget of 6m ran out".into()),
+        );
         let lines: Vec<String> = trace
             .for_mission("m1", 10)
             .unwrap()
@@ -470,6 +571,18 @@ mod tests {
             lines[1].starts_with("oracle: answered ask a1 in ")
                 && lines[1].ends_with(" as agent \"oracle\": \"yes, rename it\""),
             "{lines:?}"
+        );
+        assert!(
+            lines[2].ends_with(
+                "): the fire's --timeout 2m ran out before a verdict — the question stays with a human"
+            ),
+            "{lines:?}"
+        );
+        assert!(
+            lines[3].ends_with(
+                "): its budget of 6m ran out before a verdict — the question stays with a human"
+            ),
+            "the review's own budget is named first: {lines:?}"
         );
     }
 

@@ -34,9 +34,15 @@ fn message_tokens(m: &ChatMessage) -> u64 {
 
 /// Estimated tokens for a whole request: the messages plus the tool schemas.
 pub fn request_tokens(messages: &[ChatMessage], tools: &[ToolSpec]) -> u64 {
+    // Each tool as it goes on the wire, keys and quotes too: servers render the whole
+    // object into the prompt, and a dozen tools' worth of JSON is a hundred tokens.
     let schemas: usize = tools
         .iter()
-        .map(|t| t.name.len() + t.description.len() + t.parameters.to_string().len())
+        .map(|t| {
+            serde_json::json!({"name": t.name, "description": t.description, "parameters": t.parameters})
+                .to_string()
+                .len()
+        })
         .sum();
     messages.iter().map(message_tokens).sum::<u64>() + (schemas / BYTES_PER_TOKEN) as u64
 }

@@ -1,5 +1,5 @@
 //! The native agent's own small toolset: read_file, list_dir, grep, find_files,
-//! write_file and shell. Each call is first put to the host as a
+//! write_file, edit_file and shell. Each call is first put to the host as a
 //! `session/request_permission` (by the caller, [`super::turn`]), named the way the
 //! envelope presets name these tools (`_meta` toolsName/toolName: `local_fs` /
 //! `read_file`, …, `local_shell` / `local_shell`) with the arguments rules look at
@@ -44,16 +44,18 @@ pub enum LocalTool {
     Grep,
     FindFiles,
     WriteFile,
+    EditFile,
     Shell,
 }
 
 impl LocalTool {
-    pub const ALL: [LocalTool; 6] = [
+    pub const ALL: [LocalTool; 7] = [
         LocalTool::ReadFile,
         LocalTool::ListDir,
         LocalTool::Grep,
         LocalTool::FindFiles,
         LocalTool::WriteFile,
+        LocalTool::EditFile,
         LocalTool::Shell,
     ];
 
@@ -69,6 +71,7 @@ impl LocalTool {
             LocalTool::Grep => "grep",
             LocalTool::FindFiles => "find_files",
             LocalTool::WriteFile => "write_file",
+            LocalTool::EditFile => crate::envelope::EDIT_FILE,
             LocalTool::Shell => "shell",
         }
     }
@@ -86,7 +89,7 @@ impl LocalTool {
         match self {
             LocalTool::ReadFile | LocalTool::ListDir => ToolKind::Read,
             LocalTool::Grep | LocalTool::FindFiles => ToolKind::Search,
-            LocalTool::WriteFile => ToolKind::Edit,
+            LocalTool::WriteFile | LocalTool::EditFile => ToolKind::Edit,
             LocalTool::Shell => ToolKind::Execute,
         }
     }
@@ -130,6 +133,14 @@ impl LocalTool {
                     "path": {"type": "string"},
                     "content": {"type": "string", "description": "The whole new content of the file."}
                 }, "required": ["path", "content"]}),
+            ),
+            LocalTool::EditFile => (
+                "Replace old_text, which must occur exactly once in the file, with new_text; the rest of the file stays. Prefer it to write_file for a file that exists.",
+                json!({"type": "object", "properties": {
+                    "path": {"type": "string"},
+                    "old_text": {"type": "string"},
+                    "new_text": {"type": "string"}
+                }, "required": ["path", "old_text", "new_text"]}),
             ),
             LocalTool::Shell => (
                 "Run a command line with sh in the working directory. Returns the exit code and output. The mission's envelope decides which commands run, ask the operator, or are refused.",
@@ -183,6 +194,11 @@ enum Args {
     Write {
         path: PathBuf,
         content: String,
+    },
+    Edit {
+        path: PathBuf,
+        old_text: String,
+        new_text: String,
     },
     Shell {
         command: String,
@@ -254,16 +270,36 @@ pub fn prepare(tool: LocalTool, arguments: &Value, cwd: &Path) -> Result<LocalCa
                 Some(root),
             )
         }
+        LocalTool::EditFile => {
+            let shown = required("path")?;
+            let path = inside(cwd, shown, tool)?;
+            let string = |key: &str| {
+                arguments
+                    .get(key)
+                    .and_then(Value::as_str)
+                    .map(str::to_string)
+                    .ok_or_else(|| format!("edit_file needs a \"{key}\" argument (a string)"))
+            };
+            let (old_text, new_text) = (string("old_text")?, string("new_text")?);
+            // Checked before the operator is asked, so nobody approves an edit that
+            // cannot apply; checked again when it runs.
+            let current = std::fs::read_to_string(&path)
+                .map_err(|e| format!("edit_file: cannot read {shown}: {e}"))?;
+            replace_once(&current, &old_text, &new_text, shown)?;
+            let title = format!("edit_file {shown}");
+            (
+                title,
+                Args::Edit {
+                    path: path.clone(),
+                    old_text,
+                    new_text,
+                },
+                Some(path),
+            )
+        }
         LocalTool::WriteFile => {
             let shown = required("path")?;
-            let path = resolve(cwd, shown);
-            if !path.starts_with(resolve(cwd, ".")) {
-                return Err(format!(
-                    "write_file refused: {} is outside the working directory {}; write inside it",
-                    path.display(),
-                    cwd.display()
-                ));
-            }
+            let path = inside(cwd, shown, tool)?;
             let content = arguments
                 .get("content")
                 .and_then(Value::as_str)
@@ -317,9 +353,48 @@ fn raw_input(args: &Args, cwd: &Path) -> Value {
         } => json!({"path": shown(root), "pattern": pattern, "glob": glob}),
         Args::Find { pattern, root } => json!({"path": shown(root), "pattern": pattern}),
         Args::Write { path, content } => json!({"path": shown(path), "content": content}),
+        Args::Edit {
+            path,
+            old_text,
+            new_text,
+        } => json!({"path": shown(path), "old_text": old_text, "new_text": new_text}),
         Args::Shell { command, timeout } => json!({
             "command": command, "args": [], "cwd": shown(cwd), "timeout_s": timeout.as_secs()
         }),
+    }
+}
+
+/// `raw` against `cwd`, refused unless inside it: the tools that write stay in the
+/// working directory.
+fn inside(cwd: &Path, raw: &str, tool: LocalTool) -> Result<PathBuf, String> {
+    let path = resolve(cwd, raw);
+    if !path.starts_with(resolve(cwd, ".")) {
+        return Err(format!(
+            "{} refused: {} is outside the working directory {}; write inside it",
+            tool.name(),
+            path.display(),
+            cwd.display()
+        ));
+    }
+    Ok(path)
+}
+
+/// `current` with its one occurrence of `old` replaced by `new`; an absent or repeated
+/// `old` is refused, naming how to fix the call.
+fn replace_once(current: &str, old: &str, new: &str, shown: &str) -> Result<String, String> {
+    if old.is_empty() {
+        return Err(
+            "edit_file needs a non-empty \"old_text\"; to create a file use write_file".into(),
+        );
+    }
+    match current.matches(old).count() {
+        0 => Err(format!(
+            "edit_file: old_text does not occur in {shown}; read the file and copy the text to replace exactly"
+        )),
+        1 => Ok(current.replacen(old, new, 1)),
+        n => Err(format!(
+            "edit_file: old_text occurs {n} times in {shown}; include more surrounding lines so it occurs once"
+        )),
     }
 }
 
@@ -371,6 +446,22 @@ fn run_blocking(args: Args, cwd: &Path) -> Result<String, String> {
                 "wrote {} ({} bytes)",
                 path.display(),
                 content.len()
+            ))
+        }
+        Args::Edit {
+            path,
+            old_text,
+            new_text,
+        } => {
+            let shown = path.display().to_string();
+            let current =
+                std::fs::read_to_string(&path).map_err(|e| format!("cannot read {shown}: {e}"))?;
+            let edited = replace_once(&current, &old_text, &new_text, &shown)?;
+            std::fs::write(&path, &edited).map_err(|e| format!("cannot write {shown}: {e}"))?;
+            Ok(format!(
+                "edited {shown}: replaced {} line(s) with {}",
+                old_text.lines().count().max(1),
+                new_text.lines().count()
             ))
         }
         Args::Shell { .. } => unreachable!("the shell runs async"),

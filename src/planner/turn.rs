@@ -16,6 +16,7 @@ use serde_json::{Map, Value, json};
 
 use super::context::{self, truncate_output};
 use super::local_tools::{self, LocalCall, LocalTool};
+use super::text_calls;
 use super::{AGENT_NAME, HostTools};
 use crate::acp_client::McpStdioServer;
 use crate::acp_client::agent_side::CancelSignal;
@@ -114,6 +115,81 @@ struct Spent {
     output: u64,
 }
 
+/// What a turn that did work and ended in prose is told, once: the four verdicts by
+/// name, and the result report the landing one needs.
+pub const FINISH_ASK: &str = "You did work this turn and gave no verdict, and the operator sees only your mission tools. If what the intent asked for is done, call mission_report with kind result and the files you produced in refs (unless you already have), then call mission_finish with status landed. If you cannot go on, call mission_finish with status stuck and say why; if the work went wrong, derailed; if it should not be done, abandoned. If work remains, carry on with your tools now.";
+
+/// Whether a call that returned `text` did work a verdict should follow: a change to
+/// the workspace, or a report to the operator.
+fn is_work(tool: &str, text: &str) -> bool {
+    let failed = text.starts_with("error:") || text.starts_with("refused:");
+    let changes = [
+        LocalTool::WriteFile.name(),
+        LocalTool::EditFile.name(),
+        LocalTool::Shell.name(),
+        crate::mission_mcp::MISSION_REPORT,
+    ];
+    !failed && changes.contains(&tool)
+}
+
+/// What a reply's text holds besides prose.
+enum WrittenCalls {
+    None,
+    /// Calls written as text that check out: run them as if they were structured.
+    Runnable(Vec<crate::model::ToolCall>),
+    /// Calls written as text that cannot run: the model is told why and what to do.
+    Broken(String),
+}
+
+/// The tool calls `text` writes out instead of making them (see [`text_calls`]), each
+/// recorded on the agent's stderr with the shape it came in.
+fn written_calls(text: &str, tools: &[ToolSpec], calls_so_far: u64) -> WrittenCalls {
+    let found = text_calls::recover(text, tools);
+    if found.is_empty() {
+        return WrittenCalls::None;
+    }
+    let mut runnable = Vec::new();
+    let mut broken = Vec::new();
+    for (n, call) in found.into_iter().enumerate() {
+        match call.arguments {
+            Ok(arguments) => {
+                eprintln!(
+                    "{AGENT_NAME}: a tool call written as text ({}) was recovered: {}",
+                    call.shape.name(),
+                    call.name
+                );
+                runnable.push(crate::model::ToolCall {
+                    id: format!("text-call-{}-{n}", calls_so_far + 1),
+                    name: call.name,
+                    arguments,
+                });
+            }
+            Err(why) => {
+                eprintln!(
+                    "{AGENT_NAME}: a tool call written as text ({}) cannot run: {why}",
+                    call.shape.name()
+                );
+                let name = if call.name.is_empty() {
+                    "a tool".to_string()
+                } else {
+                    format!("{:?}", call.name)
+                };
+                broken.push(format!("{name} ({}): {why}", call.shape.name()));
+            }
+        }
+    }
+    if broken.is_empty() {
+        WrittenCalls::Runnable(runnable)
+    } else {
+        let names: Vec<&str> = tools.iter().map(|t| t.name.as_str()).collect();
+        WrittenCalls::Broken(format!(
+            "Your reply wrote a tool call as text instead of making it, and nothing was run: {}. Make the call itself, through the tool-calling interface, with a JSON object of its arguments. The tools are: {}.",
+            broken.join("; "),
+            names.join(", ")
+        ))
+    }
+}
+
 /// What a tool call did to the turn.
 #[derive(PartialEq)]
 enum Effect {
@@ -189,6 +265,10 @@ impl Turn<'_> {
         // One shrink-and-retry per model call when the server refuses the request as
         // too long for its window.
         let mut shrunk = false;
+        // Whether this turn changed something or filed a report, and whether the model
+        // was already asked for its verdict.
+        let mut worked = false;
+        let mut finish_asked = false;
         for _ in 0..self.max_steps {
             let window = state.window.unwrap_or(self.context_tokens);
             let cap = u64::from(self.max_tokens).min(window / 4);
@@ -270,16 +350,39 @@ impl Turn<'_> {
                     ContentBlock::Text(TextContent::new(text.clone())),
                 )))?;
             }
-            let echoed = reply.tool_calls.iter().map(|c| c.echoed()).collect();
+            let mut tool_calls = reply.tool_calls;
+            if tool_calls.is_empty()
+                && let Some(text) = &content
+            {
+                match written_calls(text, &state.tools, state.calls) {
+                    WrittenCalls::None => {}
+                    WrittenCalls::Runnable(calls) => tool_calls = calls,
+                    WrittenCalls::Broken(correction) => {
+                        state.messages.push(ChatMessage::assistant(content, vec![]));
+                        state.messages.push(ChatMessage::user(correction));
+                        continue;
+                    }
+                }
+            }
+            let echoed = tool_calls.iter().map(|c| c.echoed()).collect();
             state.messages.push(ChatMessage::assistant(content, echoed));
-            if reply.tool_calls.is_empty() {
+            if tool_calls.is_empty() {
+                // Work done and a turn ending in prose: the verdict is still the
+                // model's to give, so it is asked for it, once, by name.
+                if worked && !finish_asked && state.mission.is_some() {
+                    finish_asked = true;
+                    state
+                        .messages
+                        .push(ChatMessage::user(FINISH_ASK.to_string()));
+                    continue;
+                }
                 return Ok(match reply.finish_reason.as_deref() {
                     Some("length") => StopReason::MaxTokens,
                     _ => StopReason::EndTurn,
                 });
             }
             let mut effect = Effect::Continue;
-            for call in &reply.tool_calls {
+            for call in &tool_calls {
                 let text = if effect == Effect::Finished {
                     "skipped: the mission is already finished".to_string()
                 } else {
@@ -287,6 +390,7 @@ impl Turn<'_> {
                     if effect == Effect::Continue {
                         effect = this;
                     }
+                    worked |= is_work(&call.name, &text);
                     text
                 };
                 state

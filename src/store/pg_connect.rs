@@ -9,6 +9,13 @@
 //! | `sslrootcert` | a PEM file of the CA(s) to trust; the system roots when absent |
 //! | `sslcert`, `sslkey` | a client certificate and its key (PEM), for servers that ask for one |
 //! | `connect_timeout` | seconds a connect (TCP, TLS and start-up) may take; 10 when absent |
+//! | `host` | a host name, or a directory holding the server's Unix-domain socket (`host=/var/run/postgresql`); also accepted percent-encoded in the URL's host part (`postgresql://%2Fvar%2Frun%2Fpostgresql/db`) |
+//!
+//! A URL that names no host takes it from `PGHOST` (a host name or a socket
+//! directory), as libpq does. The port (`:5433` or `port=5433`) picks the socket file
+//! `.s.PGSQL.<port>` in a socket directory. PostgreSQL never offers TLS on a
+//! Unix-domain socket, so there `prefer` (the default) and `allow` connect in
+//! plaintext, and a mode that demands TLS is refused, naming the fix.
 //!
 //! A password absent from the URL comes from `PGPASSWORD`, else the passfile
 //! (`PGPASSFILE`, else `~/.pgpass`, honoured only when no one else may read it), as
@@ -42,6 +49,17 @@ pub enum SslMode {
 }
 
 impl SslMode {
+    /// The mode as store-url spells it.
+    pub fn name(self) -> &'static str {
+        match self {
+            SslMode::Disable => "disable",
+            SslMode::Prefer => "prefer",
+            SslMode::Require => "require",
+            SslMode::VerifyCa => "verify-ca",
+            SslMode::VerifyFull => "verify-full",
+        }
+    }
+
     fn parse(v: &str) -> Result<SslMode, String> {
         Ok(match v {
             "disable" => SslMode::Disable,
@@ -63,6 +81,9 @@ impl SslMode {
 pub struct Target {
     /// The URL without the parameters handled here.
     driver_url: String,
+    /// Whether the URL names where the server is (a host part, or `host=` /
+    /// `hostaddr=`); when not, `PGHOST` does.
+    names_host: bool,
     pub sslmode: SslMode,
     /// Whether the URL named its sslmode (a named `prefer` that falls back says so).
     sslmode_named: bool,
@@ -80,6 +101,18 @@ impl Target {
             None => (url, ""),
         };
         let mut kept = Vec::new();
+        // `postgresql://:5433/db` names a port and no host; the driver would read an
+        // empty host name, so the port moves to the query and the host is left to
+        // PGHOST.
+        let at = host_part_at(base);
+        let host_part = &base[at.clone()];
+        let base = match host_part.strip_prefix(':') {
+            Some(port) => {
+                kept.push(format!("port={port}"));
+                format!("{}{}", &base[..at.start], &base[at.end..])
+            }
+            None => base.to_string(),
+        };
         let mut sslmode = None;
         let (mut rootcert, mut cert, mut key, mut timeout) = (None, None, None, None);
         for pair in query.split('&').filter(|p| !p.is_empty()) {
@@ -97,21 +130,27 @@ impl Target {
                     // libpq reads 0 as "wait forever"; a store never should.
                     timeout = Some(Duration::from_secs(secs.max(1)));
                 }
-                _ => kept.push(pair),
+                _ => kept.push(pair.to_string()),
             }
         }
+        let names_host = !host_part.is_empty() && !host_part.starts_with(':')
+            || kept.iter().any(|p| {
+                let key = p.split_once('=').map_or(p.as_str(), |(k, _)| k);
+                key == "host" || key == "hostaddr"
+            });
         let client_cert = match (cert, key) {
             (Some(c), Some(k)) => Some((c, k)),
             (None, None) => None,
             _ => return Err("sslcert and sslkey go together: name both, or neither".into()),
         };
-        let mut driver_url = base.to_string();
+        let mut driver_url = base;
         if !kept.is_empty() {
             driver_url.push('?');
             driver_url.push_str(&kept.join("&"));
         }
         Ok(Target {
             driver_url,
+            names_host,
             sslmode_named: sslmode.is_some(),
             sslmode: sslmode.unwrap_or(SslMode::Prefer),
             sslrootcert: rootcert,
@@ -123,10 +162,7 @@ impl Target {
     /// The driver's settings for this target, its password filled in from the
     /// environment or the passfile when the URL has none.
     pub fn driver_config(&self, tls: bool) -> Result<tokio_postgres::Config, String> {
-        let mut config: tokio_postgres::Config = self
-            .driver_url
-            .parse()
-            .map_err(|e| format!("store-url: {e}"))?;
+        let mut config = self.server_at(std::env::var("PGHOST").ok())?;
         config.ssl_mode(if tls {
             tokio_postgres::config::SslMode::Require
         } else {
@@ -139,6 +175,62 @@ impl Target {
             config.password(password);
         }
         Ok(config)
+    }
+
+    /// The driver's settings for where the server is: the URL's host, else
+    /// `pghost` (`PGHOST`'s value).
+    fn server_at(&self, pghost: Option<String>) -> Result<tokio_postgres::Config, String> {
+        let mut config: tokio_postgres::Config = self
+            .driver_url
+            .parse()
+            .map_err(|e| format!("store-url: {e}"))?;
+        if !self.names_host {
+            let pghost = pghost.filter(|h| !h.trim().is_empty()).ok_or(
+                "store-url names no host and PGHOST is not set — name the server in store-url (postgresql://user@host/db), or its socket directory (postgresql:///db?host=/var/run/postgresql), or set PGHOST",
+            )?;
+            // Like libpq, a comma-separated list is tried in order; an item starting
+            // with `/` is a socket directory (the driver reads it so).
+            for host in pghost.split(',') {
+                config.host(host.trim());
+            }
+        }
+        Ok(config)
+    }
+
+    /// The TLS mode this connection really asks for. A server reached on its
+    /// Unix-domain socket never offers TLS (the kernel already tells it who the peer
+    /// is), so, as libpq does, `prefer` there is plaintext from the start and a mode
+    /// that demands TLS is refused with the fix, instead of a TLS handshake that
+    /// cannot name a directory.
+    pub fn effective_sslmode(&self) -> Result<SslMode, String> {
+        use tokio_postgres::config::Host;
+        let config = self.server_at(std::env::var("PGHOST").ok())?;
+        let sockets: Vec<_> = config
+            .get_hosts()
+            .iter()
+            .filter_map(|h| match h {
+                Host::Unix(dir) => Some(dir.display().to_string()),
+                Host::Tcp(_) => None,
+            })
+            .collect();
+        if sockets.is_empty() || self.sslmode == SslMode::Disable {
+            return Ok(self.sslmode);
+        }
+        if sockets.len() < config.get_hosts().len() {
+            return Err(format!(
+                "store-url lists both socket directories ({}) and network hosts under sslmode={}: TLS is asked of every host and a socket never offers it — list one kind, or set sslmode=disable",
+                sockets.join(", "),
+                self.sslmode.name()
+            ));
+        }
+        match self.sslmode {
+            SslMode::Prefer => Ok(SslMode::Disable),
+            mode => Err(format!(
+                "sslmode={} asks for TLS, which PostgreSQL never offers on a Unix-domain socket ({}) — set sslmode=prefer or disable in store-url to use the socket, or reach the server over TCP (host=<name>) to have TLS",
+                mode.name(),
+                sockets.join(", ")
+            )),
+        }
     }
 
     /// Whether a `prefer` that found no TLS deserves a word: the operator named the
@@ -251,6 +343,21 @@ fn is_loopback(host: &str) -> bool {
             .trim_matches(|c| c == '[' || c == ']')
             .parse::<std::net::IpAddr>()
             .is_ok_and(|ip| ip.is_loopback())
+}
+
+/// Where the host part (`host`, `host:port`, a list of them, or nothing) sits in a
+/// URL without its query.
+fn host_part_at(base: &str) -> std::ops::Range<usize> {
+    let Some(scheme_end) = base.find("://").map(|i| i + 3) else {
+        return base.len()..base.len();
+    };
+    let authority_end = base[scheme_end..]
+        .find('/')
+        .map_or(base.len(), |i| scheme_end + i);
+    let start = base[scheme_end..authority_end]
+        .rfind('@')
+        .map_or(scheme_end, |i| scheme_end + i + 1);
+    start..authority_end
 }
 
 /// `%XX` escapes decoded (a URL's parameter values may carry them).
@@ -538,6 +645,71 @@ mod tests {
             Some("pa:ss")
         );
         assert_eq!(passfile_lookup(text, ["db", "5433", "mb", "u"]), None);
+    }
+
+    #[test]
+    fn a_socket_directory_is_read_from_the_query_the_host_part_or_pghost() {
+        use tokio_postgres::config::Host;
+        let socket = |url: &str, pghost: Option<&str>| {
+            let t = Target::parse(url).unwrap();
+            let c = t.server_at(pghost.map(String::from)).unwrap();
+            (c.get_hosts().to_vec(), c.get_ports().to_vec())
+        };
+        let dir = Host::Unix("/var/run/postgresql".into());
+        assert_eq!(
+            socket("postgresql:///db?host=/var/run/postgresql&port=5433", None),
+            (vec![dir.clone()], vec![5433])
+        );
+        assert_eq!(
+            socket("postgresql://%2Fvar%2Frun%2Fpostgresql:5433/db", None),
+            (vec![dir.clone()], vec![5433])
+        );
+        // No host in the URL: PGHOST's, with the URL's port, in either spelling.
+        for url in ["postgresql:///db?port=5433", "postgresql://u@:5433/db"] {
+            assert_eq!(
+                socket(url, Some("/var/run/postgresql")),
+                (vec![dir.clone()], vec![5433]),
+                "{url}"
+            );
+        }
+        // A URL's own host wins over PGHOST.
+        assert_eq!(
+            socket("postgresql://db.example/db", Some("/var/run/postgresql")).0,
+            vec![Host::Tcp("db.example".into())]
+        );
+        // Neither: the error names all three ways.
+        let none = Target::parse("postgresql:///db").unwrap();
+        let err = none.server_at(None).unwrap_err();
+        assert!(err.contains("host=/var/run/postgresql") && err.contains("PGHOST"));
+    }
+
+    #[test]
+    fn a_socket_is_plaintext_under_prefer_and_refused_under_require() {
+        let mode = |url: &str| Target::parse(url).unwrap().effective_sslmode();
+        assert_eq!(mode("postgresql:///db?host=/run/pg"), Ok(SslMode::Disable));
+        assert_eq!(
+            mode("postgresql:///db?host=/run/pg&sslmode=allow"),
+            Ok(SslMode::Disable)
+        );
+        assert_eq!(mode("postgresql://h/db"), Ok(SslMode::Prefer));
+        for strict in ["require", "verify-ca", "verify-full"] {
+            let err = mode(&format!("postgresql://%2Frun%2Fpg/db?sslmode={strict}")).unwrap_err();
+            assert!(
+                err.contains(&format!("sslmode={strict} asks for TLS"))
+                    && err.contains("/run/pg")
+                    && err.contains("sslmode=prefer or disable"),
+                "{err}"
+            );
+        }
+        assert!(
+            mode("postgresql:///db?host=/run/pg&host=db.example")
+                .unwrap_err()
+                .contains("list one kind")
+        );
+        assert_eq!(
+            mode("postgresql:///db?host=/run/pg&host=db.example&sslmode=disable"),
+            Ok(SslMode::Disable)
+        );
     }
 
     #[test]

@@ -615,7 +615,8 @@ fn wait<F: Future>(f: F) -> F::Output {
 
 fn connect_client(url: &str, heard: Option<Heard>) -> Result<Client> {
     let target = Target::parse(url).map_err(Error::CannotOpen)?;
-    let client = match target.sslmode {
+    let sslmode = target.effective_sslmode().map_err(Error::CannotOpen)?;
+    let client = match sslmode {
         SslMode::Disable => open(&target, false, heard).map_err(|(e, _)| e)?,
         SslMode::Prefer => match open(&target, true, heard) {
             Ok(client) => client,
@@ -628,11 +629,7 @@ fn connect_client(url: &str, heard: Option<Heard>) -> Result<Client> {
         _ => open(&target, true, heard).map_err(|(e, _)| match e {
             e if no_tls_offered(&e) => Error::CannotOpen(format!(
                 "the server does not offer TLS, which sslmode={} requires — turn TLS on in its postgresql.conf (ssl = on, with ssl_cert_file and ssl_key_file), or set sslmode=disable in store-url to connect in plaintext",
-                match target.sslmode {
-                    SslMode::VerifyCa => "verify-ca",
-                    SslMode::VerifyFull => "verify-full",
-                    _ => "require",
-                }
+                sslmode.name()
             )),
             e => e,
         })?,

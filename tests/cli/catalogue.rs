@@ -348,15 +348,59 @@ fn agent_add_copies_the_catalogue_entry_and_agent_list_says_what_is_installed() 
         "{text}"
     );
 
+    // Declared as the catalogue has it: said so, nothing written, success.
     let again = run_with_path(&sb, &["agent", "add", "claude"], &path, &[]);
-    assert_eq!(again.code, 1);
+    assert_eq!(again.code, 0, "{again:#?}");
     assert_eq!(
-        again.stderr,
+        again.stdout,
         format!(
-            "Error: agent add: {} already declares \"claude\" — edit it there, or remove it and add it again\n",
+            "claude is already declared in {} as the catalogue has it: claude-agent-acp (installed: 0.23.1 ({})).\n",
+            file.display(),
+            shim.display()
+        )
+    );
+    assert_eq!(std::fs::read_to_string(&file).unwrap(), text);
+    // Declared differently: the difference is shown, and only --force replaces it.
+    let edited = text.replace(
+        "description = \"Claude Code over ACP (claude-agent-acp)\"",
+        "description = \"my claude\"",
+    );
+    std::fs::write(&file, &edited).unwrap();
+    let changed = run_with_path(&sb, &["agent", "add", "claude"], &path, &[]);
+    assert_eq!(changed.code, 1, "{changed:#?}");
+    let diff: Vec<&str> = changed
+        .stdout
+        .lines()
+        .filter(|l| !l.starts_with(' '))
+        .collect();
+    assert_eq!(
+        diff,
+        [
+            format!("--- {}", file.display()).as_str(),
+            "+++ the catalogue",
+            "-description = \"my claude\"",
+            "+description = \"Claude Code over ACP (claude-agent-acp)\"",
+        ]
+    );
+    assert_eq!(
+        changed.stderr,
+        format!(
+            "Error: agent add: {} declares \"claude\" differently from the catalogue (above: - yours, + the catalogue's) — keep yours, or run 'missionboard agent add claude --force' to replace it with the catalogue's entry\n",
             file.display()
         )
     );
+    assert_eq!(std::fs::read_to_string(&file).unwrap(), edited);
+    let forced = run_with_path(&sb, &["agent", "add", "claude", "--force"], &path, &[]);
+    assert_eq!(forced.code, 0, "{forced:#?}");
+    assert!(
+        forced.stdout.ends_with(&format!(
+            "Replaced claude in {}: claude-agent-acp (installed: 0.23.1 ({})).\n",
+            file.display(),
+            shim.display()
+        )),
+        "{forced:#?}"
+    );
+    assert_eq!(std::fs::read_to_string(&file).unwrap(), text);
     let unknown = run_with_path(&sb, &["agent", "add", "nope"], &path, &[]);
     assert_eq!(unknown.code, 1);
     assert_eq!(
@@ -476,7 +520,9 @@ fn doctor_agent_handshakes_and_prints_every_grant_under_the_default_envelope() {
             "Handshake: ready — missionboard-stub 0.1.0 answered initialize and session/new".into(),
             format!("Grant:     write {{workspace}} = {}: the envelope", sb.cwd.canonicalize().unwrap().display()),
             format!("Grant:     write {{tmp}} = {}: the mission's temp dir", tmp.display()),
-            format!("Grant:     write ~/.cache = {}: the envelope", home.join(".cache").display()),
+            // Nothing made ~/.cache in this scratch home: the envelope names it, the
+            // kernel can grant nothing there.
+            format!("Grant:     write ~/.cache = {}: not granted: does not exist (the envelope)", home.join(".cache").display()),
             format!("Grant:     write ~/.probe = {}: probe's state dir", home.join(".probe").display()),
             "Grant:     write /dev/null, /dev/zero, /dev/full, /dev/tty, /dev/ptmx, /dev/pts, /dev/shm: the terminal devices".into(),
             "Grant:     read everything: the envelope does not limit reads".into(),

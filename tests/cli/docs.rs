@@ -180,3 +180,46 @@ fn the_checked_in_cli_reference_is_the_one_the_binary_generates() {
     );
     assert!(!sb.home.exists(), "man --markdown touches no home");
 }
+
+#[test]
+fn the_catalogue_table_in_the_agents_page_names_the_commands_the_binary_runs() {
+    let sb = Sandbox::new();
+    sb.run(&["init"]).ok();
+    let listed = sb.run(&["agent", "list", "--json"]).ok();
+    let agents: serde_json::Value = serde_json::from_str(&listed.stdout).unwrap();
+    let runs = |name: &str| -> Option<String> {
+        let a = agents
+            .as_array()?
+            .iter()
+            .find(|a| a["name"] == name && a["catalogue"] == true)?;
+        let mut words = vec![a["command"].as_str()?.to_string()];
+        words.extend(
+            a["args"]
+                .as_array()?
+                .iter()
+                .map(|w| w.as_str().unwrap().to_string()),
+        );
+        Some(words.join(" "))
+    };
+    let page = read(&root().join("docs/agents.md"));
+    let rows: Vec<(&str, &str)> = page
+        .lines()
+        .filter_map(|l| {
+            let mut cells = l.strip_prefix("| `")?.split(" | ");
+            let name = cells.next()?.strip_suffix('`')?;
+            let command = cells.next()?.strip_prefix('`')?.strip_suffix('`')?;
+            Some((name, command))
+        })
+        .collect();
+    assert!(
+        rows.len() >= 6,
+        "docs/agents.md's catalogue table was not found: {rows:?}"
+    );
+    for (name, command) in rows {
+        assert_eq!(
+            Some(command.to_string()),
+            runs(name),
+            "docs/agents.md says {name} runs as `{command}`; `agent list --json` says otherwise"
+        );
+    }
+}

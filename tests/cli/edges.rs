@@ -242,3 +242,31 @@ fn a_resumed_run_that_stops_without_a_verdict_gets_the_blocker_too() {
         show.stdout
     );
 }
+
+#[test]
+fn a_unit_filing_one_report_over_and_over_is_corrected_then_rests_stuck_repeating_itself() {
+    let sb = Sandbox::new();
+    let same = r#"{"report":{"kind":"progress","summary":"The report, in order."}}"#;
+    sb.declare_stubs(&[("stub", Some(&script(&[same; 7].join(","))))]);
+    let run = sb.fire("stub", "write the report", &["--timeout", "60s"]);
+    assert_eq!(run.code, 1, "{run:#?}");
+    let id = sb.newest_mission().unwrap();
+    let record: serde_json::Value =
+        serde_json::from_str(&sb.run(&["mission", "show", &id, "--json"]).ok().stdout).unwrap();
+    assert_eq!(record["status"], "stuck", "{record:#}");
+    assert_eq!(
+        record["statusReason"],
+        "repeating itself: the unit filed the same progress report 5 times in a row: The report, in order."
+    );
+    let filed: Vec<&serde_json::Value> = record["reports"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|r| r["summary"] == "The report, in order.")
+        .collect();
+    assert_eq!(
+        filed.len(),
+        2,
+        "the third and later copies are not filed: {record:#}"
+    );
+}

@@ -63,9 +63,57 @@ fn an_undeclared_agent_is_refused_before_a_mission_record_exists() {
     sb.declare_stubs(&[("stub", None)]);
     let run = sb.fire("notanagent", "do things", &[]);
     assert_eq!(run.code, 1);
+    assert_eq!(
+        run.stderr,
+        "Error: unknown mission agent \"notanagent\": not in agents.toml nor the catalogue — declared agents: stub (see 'missionboard agent list')\n",
+        "{run:#?}"
+    );
+    assert!(sb.newest_mission().is_none());
+}
+
+#[test]
+fn an_unknown_envelope_is_refused_naming_the_flag_or_key_it_was_typed_in() {
+    let sb = Sandbox::new();
+    sb.declare_stubs(&[("stub", None)]);
+    let available = "Available: hitl-policy-acp.json, hitl-policy-acpx.json, hitl-policy-default.json, hitl-policy-dev.json, hitl-policy-oracle.json, hitl-policy-strict.json";
+    for extra in [&[][..], &["--queue"]] {
+        let mut args = vec![
+            "mission", "fire", "stub", "go", "--wait", "--policy", "nosuch",
+        ];
+        args.extend_from_slice(extra);
+        let run = sb.run(&args);
+        assert_eq!(run.code, 1, "{run:#?}");
+        assert_eq!(
+            run.stderr,
+            format!(
+                "Error: unknown mission envelope \"nosuch\" (--policy): no such policy file on the search path. {available}\n"
+            ),
+            "{extra:?}"
+        );
+    }
+    sb.run(&["config", "set", "default-mission-policy", "gone"])
+        .ok();
+    let run = sb.run(&["mission", "fire", "stub", "go", "--wait"]);
+    assert_eq!(
+        run.stderr,
+        format!(
+            "Error: unknown mission envelope \"gone\" (default-mission-policy): no such policy file on the search path. {available}\n"
+        ),
+        "{run:#?}"
+    );
+    // One that is there but does not load says so, and how to find out why.
+    sb.write(&sb.home.join("hitl-policy-broken.json"), "{");
+    let run = sb.run(&[
+        "mission", "fire", "stub", "go", "--wait", "--policy", "broken",
+    ]);
+    assert_eq!(run.code, 1, "{run:#?}");
     assert!(
         run.stderr
-            .starts_with("Error: resolve agent \"notanagent\": not found — declared agents: stub"),
+            .starts_with("Error: mission envelope \"broken\" (--policy) does not load: ")
+            && run.stderr.ends_with(
+                " — fix the file, or name another (`missionboard vet --all` checks every envelope)\n"
+            )
+            && !run.stderr.contains("hitlPolicyName"),
         "{run:#?}"
     );
     assert!(sb.newest_mission().is_none());

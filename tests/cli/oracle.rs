@@ -20,20 +20,18 @@ fn script(steps: &str) -> String {
     format!(r#"{{"name":"t","turns":[{{"steps":[{steps}]}}]}}"#)
 }
 
-/// A scripted `oracle.submit_verdict` call; the ask id is echoed from the INPUT.
+/// A scripted `oracle.submit_verdict` call.
 fn verdict(args: Value) -> Value {
     json!({"tool_calls": [{"name": "oracle.submit_verdict", "arguments": args}]})
 }
 
 /// An answer citing the whole intent as its evidence: always a verbatim span.
 fn answer(text: &str) -> Value {
-    verdict(
-        json!({"verdict": "answer", "askId": "{{input.askId}}", "answer": text, "evidence": "{{input.intent}}"}),
-    )
+    verdict(json!({"verdict": "answer", "answer": text, "evidence": "{{input.intent}}"}))
 }
 
 fn wait_verdict() -> Value {
-    verdict(json!({"verdict": "wait", "askId": "{{input.askId}}"}))
+    verdict(json!({"verdict": "wait"}))
 }
 
 fn done() -> Value {
@@ -275,8 +273,13 @@ fn a_routine_question_is_answered_as_oracle_inside_the_park_window() {
         serde_json::from_str(requests[0]["messages"][1]["content"].as_str().unwrap()).unwrap();
     assert_eq!(
         input,
-        json!({"missionId": id, "askId": ask_id, "agentName": "stub", "intent": INTENT,
-               "summary": RENAME, "detail": "The config key MB_PORT is being renamed to MB_LISTEN."})
+        json!({"intent": INTENT, "summary": RENAME,
+               "detail": "The config key MB_PORT is being renamed to MB_LISTEN."})
+    );
+    assert_eq!(
+        requests[0]["messages"][1]["content"].as_str().unwrap(),
+        input.to_string(),
+        "the intent first: the one text evidence may be copied from"
     );
     assert_eq!(
         requests[0]["tools"][0]["function"]["name"],
@@ -293,7 +296,7 @@ fn a_routine_question_is_answered_as_oracle_inside_the_park_window() {
 }
 
 #[test]
-fn chat_text_a_wrong_ask_id_and_a_bad_verdict_are_corrected_and_one_answer_lands() {
+fn chat_text_an_ungrounded_answer_and_a_bad_verdict_are_corrected_and_one_answer_lands() {
     let w = World::new(
         ASK_THEN_LAND,
         json!([
@@ -332,15 +335,17 @@ fn chat_text_a_wrong_ask_id_and_a_bad_verdict_are_corrected_and_one_answer_lands
             "output rejected: submit the verdict via submit_verdict. Chat text is not a protocol action.\n\nINPUT:\n{input}"
         )
     );
+    // The ask's id is never the model's to echo: a wrong one is ignored, and the
+    // answer is refused for what it lacks, with the intent quoted back.
     assert_eq!(
         last_tool_message(&requests[2]),
         format!(
-            "invalid askId \"ask-from-nowhere\": askId must be the askId field of the INPUT event, which is \"{ask_id}\". Correct the call and submit the verdict via submit_verdict again."
+            "answer refused by the evidence check: the verdict cites no evidence: an answer needs a verbatim span of the mission's intent that settles the question; nothing was delivered. Evidence is copied word for word from the intent, the operator's own words, which are: {INTENT:?}. The summary and detail are the unit's words and are never evidence. Answer only with what that evidence states, or submit wait."
         )
     );
     assert_eq!(
         last_tool_message(&requests[3]),
-        "invalid verdict \"approve\": the schema is {\"verdict\":\"wait\"|\"answer\", \"answer\": string and \"evidence\": string (both required when verdict is \"answer\"), \"askId\": string}. Correct the call and submit the verdict via submit_verdict again."
+        "invalid verdict \"approve\": the schema is {\"verdict\":\"wait\"|\"answer\", \"answer\": string and \"evidence\": string (both required when verdict is \"answer\")}. Correct the call and submit the verdict via submit_verdict again."
     );
     let expected = vec![
         reviewing(&ask_id, &id),
@@ -351,9 +356,7 @@ fn chat_text_a_wrong_ask_id_and_a_bad_verdict_are_corrected_and_one_answer_lands
         scripted_call(&ask_id, 2),
         rejected(
             &ask_id,
-            &format!(
-                "invalid askId \"ask-from-nowhere\": askId must be the askId field of the INPUT event, which is \"{ask_id}\""
-            ),
+            "answer refused by the evidence check: the verdict cites no evidence: an answer needs a verbatim span of the mission's intent that settles the question",
         ),
         scripted_call(&ask_id, 3),
         rejected(&ask_id, "invalid verdict \"approve\""),
@@ -564,7 +567,7 @@ fn the_conservative_variant_is_selected_by_config() {
     let system = &w.requests()[0]["messages"][0]["content"];
     assert_eq!(system, &chain["tasks"][0]["system_instruction"]);
     assert!(system.as_str().unwrap().contains(
-        "DECISION: the question is ROUTINE only when the stated intent alone resolves it;"
+        "DECISION: answer only when the intent alone states the answer in so many words;"
     ));
 }
 
@@ -573,7 +576,7 @@ fn an_answer_past_the_park_window_resumes_the_run_through_the_durable_path() {
     // The answer is held until the test has seen the run park: answers are pushed, so
     // an oracle left to itself may answer inside even a 0 s window.
     let parked_signal = "parked.signal";
-    let mut held_answer = answer("yes, later");
+    let mut held_answer = answer("yes, rename the env var too");
     held_answer["wait_for_file"] = json!(parked_signal);
     let w = World::new(ASK_THEN_LAND, json!([held_answer]));
     w.sb.run(&["config", "set", "ask-park-window", "0s"]).ok();
@@ -594,13 +597,14 @@ fn an_answer_past_the_park_window_resumes_the_run_through_the_durable_path() {
     let run = bg.join();
     assert_eq!(run.code, 0, "{run:#?}");
     assert!(
-        run.stdout.contains("  [result] renamed: yes, later\n"),
+        run.stdout
+            .contains("  [result] renamed: yes, rename the env var too\n"),
         "{run:#?}"
     );
     assert_eq!(
         stderr_trace(&run).get(2),
         Some(&format!(
-            "oracle: answered ask {ask_id} in T as agent \"oracle\": \"yes, later\" (past the park window: the ask had checkpointed; the durable respond path resumed it)"
+            "oracle: answered ask {ask_id} in T as agent \"oracle\": \"yes, rename the env var too\" (past the park window: the ask had checkpointed; the durable respond path resumed it)"
         )),
         "{run:#?}"
     );
@@ -705,7 +709,7 @@ impl World {
 fn served_answer(text: &str) -> Reply {
     model_server::tool_call(
         "oracle_submit_verdict",
-        json!({"verdict": "answer", "askId": "{{input.askId}}", "answer": text, "evidence": "{{input.intent}}"}),
+        json!({"verdict": "answer", "answer": text, "evidence": "{{input.intent}}"}),
     )
 }
 
@@ -714,7 +718,7 @@ fn the_oracle_answers_through_a_model_server_that_validates_like_llama_cpp() {
     let server = ModelServer::start(vec![
         model_server::tool_call(
             "oracle_submit_verdict",
-            json!({"verdict": "answer", "askId": "not-this-ask", "answer": "yes", "evidence": "{{input.intent}}"}),
+            json!({"verdict": "answer", "answer": "yes", "evidence": "the operator agreed to it"}),
         ),
         served_answer("yes, rename it"),
     ]);
@@ -888,11 +892,57 @@ fn a_review_still_running_when_the_fire_ends_closes_its_trace_abandoned() {
         reviewing(&ask, &id),
         sent(&ask, 1, "review", "test-model"),
         format!(
-            "oracle: abandoned the review of ask {ask} (T): the oracle was unmounted before a verdict — the question stays with a human"
+            "oracle: abandoned the review of ask {ask} (T): the mission came to rest (abandoned) before a verdict — the question stays with a human"
         ),
     ];
     assert_eq!(stderr_trace(&run), expected);
     assert_eq!(recorded_trace(&w.sb, &id), expected);
+}
+
+#[test]
+fn a_fire_that_reaches_its_timeout_mid_review_waits_for_the_review_within_its_budget() {
+    // The model's answer is held until the fire has said it reached its --timeout: a
+    // slow first call on a loaded CPU must not be cut short by the fire waiting on it.
+    let released = "released.signal";
+    let mut held = answer("yes, rename the env var too");
+    held["wait_for_file"] = json!(released);
+    let w = World::new(ASK_THEN_LAND, json!([held]));
+    let stdout = w.sb.cwd.join("fire.stdout");
+    let mut fire = w.fire("default");
+    fire.args(["--timeout", "1s"])
+        .stdout(std::fs::File::create(&stdout).unwrap())
+        .stderr(Stdio::null());
+    let mut child = fire.spawn().unwrap();
+    let line = wait_for(60, "the fire to wait for the review", || {
+        std::fs::read_to_string(&stdout)
+            .unwrap_or_default()
+            .lines()
+            .find(|l| l.contains("reached its --timeout 1s while the oracle reviews ask"))
+            .map(str::to_string)
+    });
+    std::fs::write(w.dialog.with_file_name(released), "").unwrap();
+    let status = child.wait().unwrap();
+    let id = w.sb.newest_mission().unwrap();
+    let record = show(&w.sb, &id);
+    let ask = record["asks"][0]["id"].as_str().unwrap();
+    // The review ended answered, not abandoned; then the fire's own limit applied.
+    assert_eq!(
+        recorded_trace(&w.sb, &id).last(),
+        Some(&answered(ask, "yes, rename the env var too")),
+    );
+    assert_eq!(record["asks"][0]["resolution"]["answeredBy"], "oracle");
+    assert!(
+        line.starts_with(&format!(
+            "Mission {id} reached its --timeout 1s while the oracle reviews ask {ask}: waiting for that review, at most "
+        )) && line.ends_with(" more (its budget)."),
+        "{line}"
+    );
+    assert_eq!(
+        status.code(),
+        Some(1),
+        "{}",
+        std::fs::read_to_string(&stdout).unwrap()
+    );
 }
 
 #[test]

@@ -133,6 +133,7 @@ fn agent_planner_plans_reads_writes_with_approval_reports_a_result_and_lands() {
             "grep",
             "find_files",
             "write_file",
+            "edit_file",
             "shell"
         ]
     );
@@ -515,4 +516,108 @@ fn doctor_asks_the_endpoint_whether_it_serves_the_configured_model() {
         "{doctor:#?}"
     );
     assert_eq!(server.requests().len(), 0, "no completion was asked for");
+}
+
+#[test]
+fn tool_calls_written_as_text_are_run_and_a_broken_one_is_corrected_not_read_as_prose() {
+    let sb = Sandbox::new();
+    let dialog = planner_world(
+        &sb,
+        json!({"turns": [
+            // As llama-cpp-python's function-calling format leaks it, with nothing after.
+            {"text": "functions.mission_report:"},
+            {"text": "<tool_call>\n{\"name\": \"write_file\", \"arguments\": {\"path\": \"hello.txt\", \"content\": \"hello\\n\"}}\n</tool_call>"},
+            {"text": "functions.mission_report: {\"kind\": \"result\", \"summary\": \"hello.txt written\", \"refs\": [\"hello.txt\"]}"},
+            {"text": "{\"name\": \"mission_finish\", \"arguments\": {\"status\": \"landed\", \"reason\": \"hello.txt holds hello\"}}"},
+        ]}),
+    );
+    let fired = sb.run(&[
+        "mission",
+        "fire",
+        "agent-planner",
+        "create hello.txt containing hello",
+        "--wait",
+        "--policy",
+        "dev",
+    ]);
+    assert_eq!(fired.code, 0, "{fired:#?}");
+    assert!(
+        fired
+            .stdout
+            .contains("finished: landed — hello.txt holds hello\n"),
+        "{fired:#?}"
+    );
+    assert!(
+        fired.stdout.contains("  [result] hello.txt written\n"),
+        "{fired:#?}"
+    );
+    assert_eq!(
+        std::fs::read_to_string(sb.cwd.join("hello.txt")).unwrap(),
+        "hello\n"
+    );
+    let sent = requests(&dialog);
+    assert_eq!(sent.len(), 4, "one model call per scripted turn");
+    assert_eq!(
+        last_message(&sent[1]),
+        "Your reply wrote a tool call as text instead of making it, and nothing was run: \"mission_report\" (functions.NAME:): no JSON object of arguments follows the name. Make the call itself, through the tool-calling interface, with a JSON object of its arguments. The tools are: mission_report, mission_plan, mission_ask_attention, mission_finish, read_file, list_dir, grep, find_files, write_file, edit_file, shell."
+    );
+    let recovered = &sent[2]["messages"];
+    let echoed = recovered
+        .as_array()
+        .unwrap()
+        .iter()
+        .rev()
+        .find(|m| m["role"] == "assistant")
+        .unwrap();
+    assert_eq!(
+        echoed["tool_calls"][0]["function"]["name"], "write_file",
+        "the recovered call went back into the dialog as the call it was: {echoed}"
+    );
+}
+
+#[test]
+fn edit_file_changes_one_piece_under_the_envelope_and_keeps_the_rest_of_the_file() {
+    let sb = Sandbox::new();
+    let lib = "def sub(a, b):\n    return a - b\n";
+    sb.write(&sb.cwd.join("lib.py"), lib);
+    let dialog = planner_world(
+        &sb,
+        json!({"turns": [
+            call("edit_file", json!({"path": "lib.py", "old_text": "def mul", "new_text": "x"})),
+            call("edit_file", json!({"path": "lib.py", "old_text": "    return a - b\n",
+                "new_text": "    return a - b\n\n\ndef add(a, b):\n    return a + b\n"})),
+            {"text": "Added add(a, b) to lib.py."},
+            call("mission_report", json!({"kind": "result", "summary": "add(a, b) added",
+                "refs": ["lib.py"]})),
+            call("mission_finish", json!({"status": "landed", "reason": "add is in lib.py"})),
+        ]}),
+    );
+    let bg = sb.fire_in_background("agent-planner", "add a function add(a,b) to lib.py", &[]);
+    let mut seen = Vec::new();
+    approve_next_ask(&sb, &mut seen);
+    let fired = bg.join();
+    assert_eq!(fired.code, 0, "{fired:#?}");
+    assert_eq!(
+        std::fs::read_to_string(sb.cwd.join("lib.py")).unwrap(),
+        "def sub(a, b):\n    return a - b\n\n\ndef add(a, b):\n    return a + b\n",
+        "sub is still there"
+    );
+    let sent = requests(&dialog);
+    assert_eq!(
+        last_message(&sent[1]),
+        "error: edit_file: old_text does not occur in lib.py; read the file and copy the text to replace exactly",
+        "an edit that cannot apply is refused before anyone is asked"
+    );
+    assert_eq!(seen.len(), 1, "one ask, for the edit that applies");
+    let history = sb
+        .run(&["mission", "show", &sb.newest_mission().unwrap(), "--json"])
+        .ok();
+    let record: Value = serde_json::from_str(&history.stdout).unwrap();
+    assert_eq!(record["asks"][0]["toolName"], "edit_file", "{record:#}");
+    // A turn that did work and ended in prose was asked for its verdict, once.
+    assert!(
+        last_message(&sent[3]).starts_with("You did work this turn and gave no verdict"),
+        "{}",
+        last_message(&sent[3])
+    );
 }

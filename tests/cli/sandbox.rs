@@ -112,6 +112,70 @@ fn a_write_outside_the_workspace_is_refused_by_the_kernel_under_default_and_allo
     assert!(outside.exists());
 }
 
+/// The `Grant:` lines of `mission show <newest>` that name `entry`.
+fn grant_lines_of(sb: &Sandbox, entry: &str) -> Vec<String> {
+    let id = sb.newest_mission().expect("a mission");
+    let shown = sb.run(&["mission", "show", &id]).ok().stdout;
+    shown
+        .lines()
+        .filter(|l| l.starts_with(&format!("Grant:     write {entry} ")))
+        .map(String::from)
+        .collect()
+}
+
+#[test]
+fn a_write_entry_that_does_not_exist_is_shown_as_not_granted_and_the_kernel_agrees() {
+    let sb = Sandbox::new();
+    require_landlock(&sb);
+    let cache = sb.home.parent().unwrap().join(".cache");
+    assert!(!cache.exists());
+    // default names ~/.cache; with none there, nothing is granted: the unit cannot
+    // make it, and every surface says so.
+    sb.declare_stubs(&[(
+        "probe",
+        Some(&script(vec![
+            write_step(&cache),
+            json!({"finish": "landed"}),
+        ])),
+    )]);
+    fire(&sb, "default", &[]).ok();
+    assert_eq!(
+        summaries(&sb),
+        [format!("write {}: EACCES (os error 13)", cache.display())]
+    );
+    assert!(!cache.exists(), "the kernel refused it");
+    let absent = format!(
+        "Grant:     write ~/.cache = {}: not granted: does not exist (the envelope)",
+        cache.display()
+    );
+    assert_eq!(
+        grant_lines_of(&sb, "~/.cache"),
+        std::slice::from_ref(&absent)
+    );
+    let doctor = sb.run(&["doctor", "--agent", "probe"]).ok();
+    assert!(doctor.lines().contains(&absent.as_str()), "{doctor:#?}");
+
+    // Once it exists it is granted, and the line says so.
+    std::fs::create_dir_all(&cache).unwrap();
+    let inside = cache.join("probe.txt");
+    sb.declare_stubs(&[(
+        "probe",
+        Some(&script(vec![
+            write_step(&inside),
+            json!({"finish": "landed"}),
+        ])),
+    )]);
+    fire(&sb, "default", &[]).ok();
+    assert_eq!(summaries(&sb), [format!("write {}: ok", inside.display())]);
+    assert_eq!(
+        grant_lines_of(&sb, "~/.cache"),
+        [format!(
+            "Grant:     write ~/.cache = {}: the envelope",
+            cache.display()
+        )]
+    );
+}
+
 #[test]
 fn the_store_and_the_home_are_out_of_reach_under_every_preset() {
     let sb = Sandbox::new();

@@ -783,7 +783,7 @@ async fn an_oracle_mounted_elsewhere_leaves_a_parented_question_alone() {
         "mission",
         "fire",
         "stub",
-        "rename the setting",
+        "rename the setting and the env var too",
         "--wait",
         "--policy",
         "default",

@@ -118,7 +118,7 @@ impl Cluster {
     /// Start a throwaway cluster for this test binary; its admin URL.
     fn start() -> String {
         let dir = std::env::temp_dir().join(format!("mb-pg-{}", std::process::id()));
-        let (port, pg_ctl, data, as_root) = start_cluster(&dir, |_| {});
+        let (port, pg_ctl, data, as_root) = start_cluster(&dir, Listen::SocketAndLoopback, |_| {});
         STOP.set((pg_ctl, data, as_root)).ok();
         // SAFETY: registering a plain extern "C" fn to run at process exit.
         unsafe { libc::atexit(stop_cluster) };
@@ -136,6 +136,15 @@ pub struct OwnCluster {
     pg_ctl: PathBuf,
     data: PathBuf,
     as_root: bool,
+    listen: Listen,
+}
+
+/// Where a test cluster takes connections: its Unix-domain socket (in its `dir`)
+/// always, and TCP on 127.0.0.1 unless it is socket-only.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub enum Listen {
+    SocketAndLoopback,
+    SocketOnly,
 }
 
 #[allow(dead_code)]
@@ -167,7 +176,7 @@ impl OwnCluster {
         } else {
             Command::new(&self.pg_ctl)
         };
-        let options = server_options(self.port, &self.dir);
+        let options = server_options(self.port, &self.dir, self.listen);
         let log = self.dir.join("server.log");
         let out = c
             .args(["-D", self.data.to_str().unwrap(), "-o", &options, "-l"])
@@ -184,9 +193,13 @@ impl OwnCluster {
     }
 }
 
-fn server_options(port: u16, dir: &Path) -> String {
+fn server_options(port: u16, dir: &Path, listen: Listen) -> String {
+    let addresses = match listen {
+        Listen::SocketAndLoopback => "127.0.0.1",
+        Listen::SocketOnly => "''",
+    };
     format!(
-        "-p {port} -k {} -c listen_addresses=127.0.0.1 -c fsync=off -c synchronous_commit=off -c full_page_writes=off -c max_connections=400",
+        "-p {port} -k {} -c listen_addresses={addresses} -c fsync=off -c synchronous_commit=off -c full_page_writes=off -c max_connections=400",
         dir.display()
     )
 }
@@ -194,18 +207,29 @@ fn server_options(port: u16, dir: &Path) -> String {
 #[allow(dead_code)]
 impl OwnCluster {
     pub fn new_started(configure: impl FnOnce(&Path)) -> OwnCluster {
+        OwnCluster::listening(Listen::SocketAndLoopback, configure)
+    }
+
+    /// A cluster that takes connections on its Unix-domain socket only (no TCP at
+    /// all), trusting every local user: its socket is `dir/.s.PGSQL.<port>`.
+    pub fn socket_only() -> OwnCluster {
+        OwnCluster::listening(Listen::SocketOnly, |_| {})
+    }
+
+    fn listening(listen: Listen, configure: impl FnOnce(&Path)) -> OwnCluster {
         let dir = std::env::temp_dir().join(format!(
             "mb-pg-own-{}-{}",
             std::process::id(),
             uuid::Uuid::new_v4().simple()
         ));
-        let (port, pg_ctl, data, as_root) = start_cluster(&dir, configure);
+        let (port, pg_ctl, data, as_root) = start_cluster(&dir, listen, configure);
         OwnCluster {
             port,
             dir,
             pg_ctl,
             data,
             as_root,
+            listen,
         }
     }
 }
@@ -218,7 +242,11 @@ impl Drop for OwnCluster {
 
 /// initdb into `dir/data`, let `configure` adjust it, start the server on a free local
 /// port: (port, pg_ctl, data directory, whether it runs as the `postgres` user).
-fn start_cluster(dir: &Path, configure: impl FnOnce(&Path)) -> (u16, PathBuf, PathBuf, bool) {
+fn start_cluster(
+    dir: &Path,
+    listen: Listen,
+    configure: impl FnOnce(&Path),
+) -> (u16, PathBuf, PathBuf, bool) {
     let bin = server_bin().unwrap_or_else(|| {
         panic!(
             "the shared-store tests need PostgreSQL: install it (Debian: apt-get install postgresql) so initdb and pg_ctl are on PATH or under /usr/lib/postgresql/<version>/bin, or set {URL_ENV} to a server's admin URL"
@@ -268,7 +296,7 @@ fn start_cluster(dir: &Path, configure: impl FnOnce(&Path)) -> (u16, PathBuf, Pa
     if as_root {
         chown_postgres(dir);
     }
-    let options = server_options(port, dir);
+    let options = server_options(port, dir, listen);
     let log = dir.join("server.log");
     run(
         &bin.join("pg_ctl"),

@@ -139,12 +139,17 @@ fn status_events(missions: &Missions, id: &str) -> usize {
 
 #[test]
 fn a_verdict_racing_a_stop_and_a_sweep_ends_in_exactly_one_terminal_state() {
+    // At least TRIALS, and on until each racer has won some: a race one side never
+    // wins proves nothing about the guard. Bounded, so a side that cannot win fails.
     const TRIALS: usize = 200;
+    const MAX_TRIALS: usize = 2000;
     let sb = Sandbox::new();
     let store = sb.store();
     let missions = Missions::new(store.clone());
     let mut wins = [0usize; 3];
-    for trial in 0..TRIALS {
+    let mut trial = 0;
+    while trial < MAX_TRIALS && (trial < TRIALS || wins.contains(&0)) {
+        trial += 1;
         let m = missions
             .create(NewMission {
                 intent: format!("race {trial}"),
@@ -207,6 +212,9 @@ fn a_verdict_racing_a_stop_and_a_sweep_ends_in_exactly_one_terminal_state() {
             "trial {trial}: one transition announced"
         );
     }
-    assert_eq!(wins.iter().sum::<usize>(), TRIALS);
+    assert!(
+        !wins.contains(&0),
+        "each of the verdict, the stop and the sweep won some of {trial} trials: {wins:?}"
+    );
     assert_eq!(integrity(&sb), "ok");
 }

@@ -1,0 +1,287 @@
+//! Tool calls a model wrote as text. Small models served through chat templates often
+//! put the call in their message instead of the structured `tool_calls` field: Hermes
+//! `<tool_call>{…}</tool_call>` tags, `functions.NAME:` followed by a JSON object (as
+//! llama-cpp-python's function-calling format leaks it), `NAME({…})`, or a lone JSON
+//! object with `name` and `arguments`. Read as prose, such a reply ends the turn with
+//! the work undone; here it is read as the call it is — and validated against the
+//! offered tools exactly like a structured one: an unknown tool or arguments that are
+//! not the tool's object become a corrective message, never a guess.
+
+use serde_json::Value;
+
+use crate::model::ToolSpec;
+
+/// Which shape a call was written in, for the trace.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Shape {
+    HermesTags,
+    FunctionsPrefix,
+    CallSyntax,
+    BareJson,
+}
+
+impl Shape {
+    pub fn name(self) -> &'static str {
+        match self {
+            Shape::HermesTags => "<tool_call> tags",
+            Shape::FunctionsPrefix => "functions.NAME:",
+            Shape::CallSyntax => "NAME(…)",
+            Shape::BareJson => "a bare JSON object",
+        }
+    }
+}
+
+/// A call found in a reply's text: the tool and its arguments, or why it cannot run.
+#[derive(Debug, Clone, PartialEq)]
+pub struct TextCall {
+    pub shape: Shape,
+    pub name: String,
+    pub arguments: Result<Value, String>,
+}
+
+/// The calls `text` writes out, in the first shape that holds any (empty when the text
+/// is prose). Each is checked against `tools`.
+pub fn recover(text: &str, tools: &[ToolSpec]) -> Vec<TextCall> {
+    let found = hermes(text)
+        .or_else(|| functions_prefix(text))
+        .or_else(|| call_syntax(text, tools))
+        .or_else(|| bare_json(text))
+        .unwrap_or_default();
+    found
+        .into_iter()
+        .map(|(shape, name, arguments)| TextCall {
+            shape,
+            arguments: arguments.and_then(|a| validate(&name, a, tools)),
+            name,
+        })
+        .collect()
+}
+
+type Found = (Shape, String, Result<Value, String>);
+
+/// `<tool_call>{"name": …, "arguments": …}</tool_call>`, once or more.
+fn hermes(text: &str) -> Option<Vec<Found>> {
+    const OPEN: &str = "<tool_call>";
+    let calls: Vec<Found> = text
+        .match_indices(OPEN)
+        .map(|(at, _)| {
+            let body = &text[at + OPEN.len()..];
+            let body = body.split("</tool_call>").next().unwrap_or(body);
+            match first_json(body) {
+                Some(Value::Object(o)) => named_object(Shape::HermesTags, &o),
+                _ => (
+                    Shape::HermesTags,
+                    String::new(),
+                    Err("the text between the tags is not a JSON object".into()),
+                ),
+            }
+        })
+        .collect();
+    (!calls.is_empty()).then_some(calls)
+}
+
+/// `functions.NAME: {…}` or `functions.NAME({…})`.
+fn functions_prefix(text: &str) -> Option<Vec<Found>> {
+    const PREFIX: &str = "functions.";
+    let calls: Vec<Found> = text
+        .match_indices(PREFIX)
+        .filter(|(at, _)| !text[..*at].ends_with(is_name_char))
+        .filter_map(|(at, _)| {
+            let rest = &text[at + PREFIX.len()..];
+            let name: String = rest.chars().take_while(|c| is_name_char(*c)).collect();
+            if name.is_empty() {
+                return None;
+            }
+            let after = rest[name.len()..].trim_start();
+            let after = after
+                .strip_prefix(':')
+                .or_else(|| after.strip_prefix('('))
+                .unwrap_or(after)
+                .trim_start();
+            let arguments = match first_json(after) {
+                Some(v @ Value::Object(_)) => Ok(v),
+                _ => Err("no JSON object of arguments follows the name".into()),
+            };
+            Some((Shape::FunctionsPrefix, name, arguments))
+        })
+        .collect();
+    (!calls.is_empty()).then_some(calls)
+}
+
+/// `NAME({…})` for an offered tool's name: only when a JSON object follows, since prose
+/// may name a tool in passing.
+fn call_syntax(text: &str, tools: &[ToolSpec]) -> Option<Vec<Found>> {
+    let mut calls: Vec<(usize, Found)> = Vec::new();
+    for tool in tools {
+        let open = format!("{}(", tool.name);
+        for (at, _) in text.match_indices(&open) {
+            if text[..at].ends_with(is_name_char) {
+                continue;
+            }
+            if let Some(v @ Value::Object(_)) = first_json(&text[at + open.len()..]) {
+                calls.push((at, (Shape::CallSyntax, tool.name.clone(), Ok(v))));
+            }
+        }
+    }
+    calls.sort_by_key(|(at, _)| *at);
+    (!calls.is_empty()).then(|| calls.into_iter().map(|(_, c)| c).collect())
+}
+
+/// The whole reply one JSON object with `name` and `arguments` (a ```json fence allowed).
+fn bare_json(text: &str) -> Option<Vec<Found>> {
+    let trimmed = text.trim();
+    let body = trimmed
+        .strip_prefix("```json")
+        .or_else(|| trimmed.strip_prefix("```"))
+        .and_then(|b| b.trim_end().strip_suffix("```"))
+        .unwrap_or(trimmed)
+        .trim();
+    let Ok(Value::Object(o)) = serde_json::from_str::<Value>(body) else {
+        return None;
+    };
+    o.get("name")
+        .and_then(Value::as_str)
+        .is_some()
+        .then(|| vec![named_object(Shape::BareJson, &o)])
+}
+
+/// `{"name": …, "arguments": …}` (or `parameters`), the arguments an object or a JSON
+/// string holding one.
+fn named_object(shape: Shape, o: &serde_json::Map<String, Value>) -> Found {
+    let name = o
+        .get("name")
+        .and_then(Value::as_str)
+        .unwrap_or_default()
+        .to_string();
+    let arguments = match o.get("arguments").or_else(|| o.get("parameters")) {
+        Some(v @ Value::Object(_)) => Ok(v.clone()),
+        Some(Value::String(s)) => match serde_json::from_str::<Value>(s) {
+            Ok(v @ Value::Object(_)) => Ok(v),
+            _ => Err("its arguments are a string that is not a JSON object".into()),
+        },
+        None => Ok(Value::Object(Default::default())),
+        Some(_) => Err("its arguments are not a JSON object".into()),
+    };
+    (shape, name, arguments)
+}
+
+/// The call checked like a structured one: an offered tool, with every argument its
+/// schema requires.
+fn validate(name: &str, arguments: Value, tools: &[ToolSpec]) -> Result<Value, String> {
+    let Some(tool) = tools.iter().find(|t| t.name == name) else {
+        return Err(format!("there is no tool {name:?}"));
+    };
+    let missing: Vec<&str> = tool.parameters["required"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(Value::as_str)
+        .filter(|k| arguments.get(k).is_none())
+        .collect();
+    if missing.is_empty() {
+        Ok(arguments)
+    } else {
+        Err(format!(
+            "it lacks the required argument(s) {}",
+            missing.join(", ")
+        ))
+    }
+}
+
+/// The first JSON value `text` starts with (after whitespace), if it starts with one.
+fn first_json(text: &str) -> Option<Value> {
+    let text = text.trim_start();
+    if !text.starts_with(['{', '[']) {
+        return None;
+    }
+    serde_json::Deserializer::from_str(text)
+        .into_iter::<Value>()
+        .next()
+        .and_then(Result::ok)
+}
+
+fn is_name_char(c: char) -> bool {
+    c.is_ascii_alphanumeric() || c == '_' || c == '-'
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+
+    fn tools() -> Vec<ToolSpec> {
+        ["mission_report", "write_file"]
+            .iter()
+            .map(|n| ToolSpec {
+                name: n.to_string(),
+                description: String::new(),
+                parameters: json!({"type": "object", "required": if *n == "write_file" { json!(["path", "content"]) } else { json!(["kind", "summary"]) }}),
+            })
+            .collect()
+    }
+
+    fn one(text: &str) -> TextCall {
+        let calls = recover(text, &tools());
+        assert_eq!(calls.len(), 1, "{text}: {calls:?}");
+        calls.into_iter().next().unwrap()
+    }
+
+    #[test]
+    fn every_shape_real_servers_emit_is_read_as_its_call() {
+        let report = json!({"kind": "progress", "summary": "done"});
+        for (text, shape) in [
+            (
+                "<tool_call>\n{\"name\": \"mission_report\", \"arguments\": {\"kind\": \"progress\", \"summary\": \"done\"}}\n</tool_call>",
+                Shape::HermesTags,
+            ),
+            (
+                "functions.mission_report: {\"kind\": \"progress\", \"summary\": \"done\"}",
+                Shape::FunctionsPrefix,
+            ),
+            (
+                "I will report now.\nmission_report({\"kind\": \"progress\", \"summary\": \"done\"})",
+                Shape::CallSyntax,
+            ),
+            (
+                "```json\n{\"name\": \"mission_report\", \"arguments\": \"{\\\"kind\\\": \\\"progress\\\", \\\"summary\\\": \\\"done\\\"}\"}\n```",
+                Shape::BareJson,
+            ),
+        ] {
+            let call = one(text);
+            assert_eq!(
+                (call.shape, call.name.as_str(), call.arguments),
+                (shape, "mission_report", Ok(report.clone())),
+                "{text}"
+            );
+        }
+    }
+
+    #[test]
+    fn what_cannot_run_is_named_never_guessed() {
+        let leaked = one("functions.mission_report:");
+        assert_eq!(
+            leaked.arguments,
+            Err("no JSON object of arguments follows the name".into())
+        );
+        let unknown = one("<tool_call>{\"name\": \"rm_rf\", \"arguments\": {}}</tool_call>");
+        assert_eq!(unknown.arguments, Err("there is no tool \"rm_rf\"".into()));
+        let short = one("functions.write_file: {\"path\": \"a.txt\"}");
+        assert_eq!(
+            short.arguments,
+            Err("it lacks the required argument(s) content".into())
+        );
+    }
+
+    #[test]
+    fn prose_is_prose() {
+        for text in [
+            "I created hello.txt containing hello.",
+            "Next I will call mission_report to say so.",
+            "{\"summary\": \"a JSON object without a name\"}",
+            "The function mission_report(kind, summary) files a report.",
+        ] {
+            assert_eq!(recover(text, &tools()), vec![], "{text}");
+        }
+    }
+}
