@@ -99,9 +99,28 @@ fn an_ask_appears_and_an_answer_elsewhere_removes_it_from_the_open_page() {
 
     // A page that reconnects with an old id is caught up at once.
     let again = follow(&web, &credential, Some(&shown.id));
-    next_where(&again, "the current state", |d| {
+    let current = next_where(&again, "the current state", |d| {
         d.contains("Nothing is waiting on you.")
     });
+    // One that already has the current state is not sent it again: its first event
+    // is the next change.
+    let up_to_date = follow(&web, &credential, Some(&current.id));
+    asks.raise(NewAsk {
+        tools_name: QUESTION_TOOLS.into(),
+        tool_name: QUESTION_TOOL.into(),
+        args_summary: "After the reconnect?".into(),
+        mission_id: Some(ids[0].clone()),
+        ..Default::default()
+    })
+    .unwrap();
+    let first = up_to_date
+        .recv_timeout(Duration::from_secs(30))
+        .expect("an event after the change");
+    assert!(
+        first.data.contains("After the reconnect?"),
+        "{}",
+        first.data
+    );
 
     // A revoked device's stream ends.
     sb.run(&["web", "revoke", "phone"]).ok();
