@@ -53,6 +53,9 @@ pub const MIGRATIONS: &[Migration] = &[
     // v13: the durable queue (queued missions and their fire choices), and the
     // width, load and labels each host advertises.
     &[crate::mission::queue::SCHEMA_V13],
+    // v14: who answered each ask (surface and device); the web surface's paired
+    // devices and pairing codes.
+    &[crate::asks::SCHEMA_V14, crate::devices::SCHEMA_V14],
 ];
 
 /// The same versions on PostgreSQL, numbered alike so a version means one schema on
@@ -91,6 +94,7 @@ pub const PG_MIGRATIONS: &[Migration] = &[
         crate::asks::checkpoint::PG_SCHEMA_V12,
     ],
     &[crate::mission::queue::PG_SCHEMA_V13],
+    &[crate::asks::PG_SCHEMA_V14, crate::devices::PG_SCHEMA_V14],
 ];
 
 impl Store {

@@ -66,6 +66,7 @@ const MODULES: &[(&str, (&str, u8, Siblings))] = &[
     ("asks", DOMAIN),
     ("envelope", DOMAIN),
     ("worktree", DOMAIN),
+    ("devices", DOMAIN),
     // protocol adapters: ACP to units, the MCP mission tools, the model client
     ("acp_client", PROTOCOL),
     ("mission_mcp", PROTOCOL),
@@ -86,6 +87,7 @@ const MODULES: &[(&str, (&str, u8, Siblings))] = &[
     ("bench", SURFACES),
     ("cli", SURFACES),
     ("acp_server", SURFACES),
+    ("web", SURFACES),
 ];
 
 /// The only edges between siblings of a [`Siblings::Listed`] layer, and the only
@@ -111,6 +113,11 @@ const LISTED_EDGES: &[(&str, &str, &str)] = &[
         "cli",
         "acp_server",
         "`missionboard acp` serves an editor; the server never parses arguments",
+    ),
+    (
+        "cli",
+        "web",
+        "`missionboard web` serves the page; the page never parses arguments",
     ),
     (
         "cli",

@@ -100,9 +100,14 @@ pub async fn run(svc: &Services, session: &str, settle: Settle) -> Result<String
     let ask =
         crate::store::blocking(move || waiting_ask(&lookup, &session_id, named.as_deref())).await?;
     let host = Host::running(&svc.paths, &svc.fleet);
-    let answered = answer::answer(&host, &ask.id, Answerer::Operator(&verdict))
-        .await
-        .map_err(|e| format!("{e:#}"))?;
+    let answered = answer::answer(
+        &host,
+        &ask.id,
+        Answerer::Operator(&verdict),
+        answer::Surface::Editor,
+    )
+    .await
+    .map_err(|e| format!("{e:#}"))?;
     tracing::info!(session, ask = %ask.id, ?answered, "the session's operator settled an ask");
     let what = match &verdict {
         OperatorVerdict::Answer(_) => "answered",

@@ -183,6 +183,7 @@ impl SessionTools {
                 name: &actor,
                 text: &answer,
             },
+            answer::Surface::Editor,
         )
         .await;
         match answered {
@@ -195,7 +196,7 @@ impl SessionTools {
                     Ok(format!("answer denied per policy for ask {ask_id}.\n{why}"))
                 }
                 Some(AgentAnswerError::Ask(
-                    AskError::AlreadyResolved(_) | AskError::Expired { .. },
+                    AskError::AlreadyResolved { .. } | AskError::Expired { .. },
                 )) => Err(not_yours()),
                 _ => Err(format!("{e:#}")),
             },

@@ -54,6 +54,7 @@ pub fn answer_as_agent_within_bounds(
     ask_id: &str,
     agent: &str,
     text: &str,
+    via: &super::Surface,
 ) -> Result<Ask, AgentAnswerError> {
     let refuse = |m: String| {
         Err(AgentAnswerError::Refused(format!(
@@ -125,11 +126,20 @@ pub fn answer_as_agent_within_bounds(
     let changed = asks.store.write(|c| {
         c.execute(
             &format!(
-                "UPDATE asks SET state = 'approved', resolution = ?3, resolved_at = ?4
+                "UPDATE asks SET state = 'approved', resolution = ?3, resolved_at = ?4,
+                     answered_surface = ?6, answered_device = ?7
                  WHERE id = ?2 AND state = 'pending' AND (expires_at = 0 OR expires_at > ?4)
                    AND ({COUNT}) < ?5"
             ),
-            params![mission_id, ask_id, resolution, now, max],
+            params![
+                mission_id,
+                ask_id,
+                resolution,
+                now,
+                max,
+                via.as_str(),
+                via.device()
+            ],
         )
     });
     let changed = changed.map_err(AskError::Store)?;
@@ -147,7 +157,11 @@ pub fn answer_as_agent_within_bounds(
             on_timeout: row.on_timeout,
         }
         .into()),
-        _ => Err(AskError::AlreadyResolved(ask_id.to_string()).into()),
+        _ => Err(AskError::AlreadyResolved {
+            by: row.answered_via(),
+            id: ask_id.to_string(),
+        }
+        .into()),
     }
 }
 

@@ -368,7 +368,8 @@ mod tests {
         assert!(!asks.claim_checkpoint(&id).unwrap());
         assert!(!asks.claim_for_delivery(&id).unwrap());
         assert!(asks.checkpoint(&id).unwrap().is_some(), "still held");
-        asks.respond(&id, false).unwrap();
+        asks.respond(&id, false, &crate::asks::Surface::Cli)
+            .unwrap();
         assert!(
             asks.stranded_checkpoints().unwrap().is_empty(),
             "not stranded"
@@ -382,7 +383,8 @@ mod tests {
             ..HostId::current()
         };
         let (_dir, asks, id) = claimed_by(&gone.label(), clock::now_ms());
-        asks.respond(&id, false).unwrap();
+        asks.respond(&id, false, &crate::asks::Surface::Cli)
+            .unwrap();
         let stranded = asks.stranded_checkpoints().unwrap();
         assert_eq!(stranded.len(), 1, "its resumer is gone: stranded");
         let wins: usize = (0..8)
@@ -410,7 +412,8 @@ mod tests {
         let (_dir, asks, id) = claimed_by(&far.label(), clock::now_ms());
         let hosts = crate::mission::hosts::Hosts::new(asks.store.clone());
         hosts.announce(&far).unwrap();
-        asks.respond(&id, false).unwrap();
+        asks.respond(&id, false, &crate::asks::Surface::Cli)
+            .unwrap();
         assert!(!asks.claim_checkpoint(&id).unwrap(), "its host beats");
         assert!(asks.stranded_checkpoints().unwrap().is_empty());
         asks.store

@@ -116,6 +116,58 @@ CREATE TRIGGER asks_count_state AFTER UPDATE OF state ON asks
     FOR EACH ROW WHEN (OLD.state IS DISTINCT FROM NEW.state)
     EXECUTE FUNCTION asks_count();";
 
+/// v14: who answered each ask — the surface (board, cli, web, editor, oracle) and,
+/// for the web, the device — recorded by the guarded write that resolves it; and the
+/// answers newest first (`approvals history`). The same spelling on both backends.
+pub(crate) const SCHEMA_V14: &str = "
+ALTER TABLE asks ADD COLUMN answered_surface TEXT;
+ALTER TABLE asks ADD COLUMN answered_device TEXT;
+CREATE INDEX asks_by_resolved ON asks (resolved_at);";
+pub(crate) const PG_SCHEMA_V14: &str = SCHEMA_V14;
+
+/// Where an answer came from: recorded with the verdict in the same guarded write,
+/// shown by `mission show` and `approvals history`, and named to whoever loses a
+/// race for the same ask.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Surface {
+    Board,
+    Cli,
+    /// The web page, from this paired device (its name).
+    Web(String),
+    /// An editor session (`missionboard acp`).
+    Editor,
+    Oracle,
+}
+
+impl Surface {
+    /// The surface's name as stored and shown.
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            Surface::Board => "board",
+            Surface::Cli => "cli",
+            Surface::Web(_) => "web",
+            Surface::Editor => "editor",
+            Surface::Oracle => "oracle",
+        }
+    }
+
+    /// The device, for a web answer.
+    pub fn device(&self) -> Option<&str> {
+        match self {
+            Surface::Web(d) => Some(d),
+            _ => None,
+        }
+    }
+}
+
+/// "web (phone)", "cli": who answered, in words.
+pub fn answered_by_label(surface: &str, device: Option<&str>) -> String {
+    match device {
+        Some(d) => format!("{surface} ({d})"),
+        None => surface.to_string(),
+    }
+}
+
 /// The toolset/tool pair that marks a question (as opposed to a permission gate).
 pub const QUESTION_TOOLS: &str = "mission";
 pub const QUESTION_TOOL: &str = "mission_ask_attention";
@@ -239,9 +291,25 @@ pub struct Ask {
         serialize_with = "clock::ser_opt_rfc3339"
     )]
     pub resolved_at: Option<i64>,
+    /// The surface that answered (`None`: pending, expired, closed by a stop, or
+    /// answered before answers were attributed).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub answered_surface: Option<String>,
+    /// The paired device a web answer came from.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub answered_device: Option<String>,
+    /// How long the ask waited for its resolution, in milliseconds.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub waited_ms: Option<i64>,
 }
 
 impl Ask {
+    /// "web (phone)", "cli": who answered, when the row records it.
+    pub fn answered_via(&self) -> Option<String> {
+        let surface = self.answered_surface.as_deref()?;
+        Some(answered_by_label(surface, self.answered_device.as_deref()))
+    }
+
     pub fn kind(&self) -> AskKind {
         AskKind::of(&self.tools_name, &self.tool_name)
     }
@@ -324,8 +392,15 @@ pub struct NewAsk {
 #[derive(Debug)]
 pub enum AskError {
     NotFound(String),
-    AlreadyResolved(String),
-    Expired { id: String, on_timeout: String },
+    /// Resolved before this answer; `by` names who answered when the row says.
+    AlreadyResolved {
+        id: String,
+        by: Option<String>,
+    },
+    Expired {
+        id: String,
+        on_timeout: String,
+    },
     Invalid(String),
     Store(StoreError),
 }
@@ -337,9 +412,13 @@ impl fmt::Display for AskError {
                 f,
                 "no ask {id:?} exists — 'missionboard approvals list' shows what is pending"
             ),
-            AskError::AlreadyResolved(id) => write!(
+            AskError::AlreadyResolved { id, by: None } => write!(
                 f,
                 "ask {id} was already answered — a verdict is recorded exactly once"
+            ),
+            AskError::AlreadyResolved { id, by: Some(by) } => write!(
+                f,
+                "ask {id} was already answered by {by} — a verdict is recorded exactly once"
             ),
             AskError::Expired { id, on_timeout } => write!(
                 f,
@@ -374,7 +453,7 @@ pub struct Asks {
     waiters: Arc<Mutex<HashMap<String, Arc<Notify>>>>,
 }
 
-const COLUMNS: &str = "id, tools_name, tool_name, args_summary, diff, policy_name, matched_rule, on_timeout, state, resolution, instance_id, session_id, agent_name, mission_id, created_at, expires_at, resolved_at";
+const COLUMNS: &str = "id, tools_name, tool_name, args_summary, diff, policy_name, matched_rule, on_timeout, state, resolution, instance_id, session_id, agent_name, mission_id, created_at, expires_at, resolved_at, answered_surface, answered_device";
 
 fn from_row(r: &Row<'_>) -> crate::store::sql::Result<Ask> {
     let resolution: Option<String> = r.get(9)?;
@@ -396,6 +475,11 @@ fn from_row(r: &Row<'_>) -> crate::store::sql::Result<Ask> {
         created_at: r.get(14)?,
         expires_at: r.get(15)?,
         resolved_at: r.get(16)?,
+        answered_surface: r.get(17)?,
+        answered_device: r.get(18)?,
+        waited_ms: r
+            .get::<Option<i64>>(16)?
+            .map(|at| at - r.get::<i64>(14).unwrap_or(at)),
     })
 }
 
@@ -440,7 +524,7 @@ impl Asks {
         });
         self.store.write(|tx| {
             tx.execute(
-                &format!("INSERT INTO asks ({COLUMNS}) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, 'pending', NULL, ?9, ?10, ?11, ?12, ?13, ?14, NULL)"),
+                &format!("INSERT INTO asks ({COLUMNS}) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, 'pending', NULL, ?9, ?10, ?11, ?12, ?13, ?14, NULL, NULL, NULL)"),
                 params![
                     id, new.tools_name, new.tool_name, new.args_summary,
                     new.diff.clone().filter(|d| !d.trim().is_empty()),
@@ -495,6 +579,14 @@ impl Asks {
         )
     }
 
+    /// Pending asks, the longest-waiting first: what the web page lists.
+    pub fn pending_longest_waiting(&self, limit: usize) -> Result<Vec<Ask>, AskError> {
+        self.query(
+            "WHERE state = 'pending' ORDER BY created_at, id LIMIT ?1",
+            params![limit as i64],
+        )
+    }
+
     /// How many asks are pending.
     pub fn pending_count(&self) -> Result<i64, AskError> {
         Ok(self.store.with(|c| {
@@ -544,6 +636,26 @@ impl Asks {
         )
     }
 
+    /// Resolved asks (answered, denied, expired, closed), the most recently
+    /// resolved first: `approvals history`.
+    pub fn history(&self, limit: usize) -> Result<Vec<Ask>, AskError> {
+        self.query(
+            "WHERE resolved_at IS NOT NULL ORDER BY resolved_at DESC, id DESC LIMIT ?1",
+            params![limit as i64],
+        )
+    }
+
+    /// How many asks are resolved in all.
+    pub fn history_count(&self) -> Result<i64, AskError> {
+        Ok(self.store.with(|c| {
+            c.query_row(
+                "SELECT COUNT(*) FROM asks WHERE resolved_at IS NOT NULL",
+                [],
+                |r| r.get(0),
+            )
+        })?)
+    }
+
     /// How many asks of each of `mission_ids` are pending (the board's column). Only
     /// the missions asked about are read, so the cost follows the visible rows, not
     /// the number of pending asks.
@@ -574,7 +686,12 @@ impl Asks {
     /// Record an operator's verdict: words for a question, approve/deny for a
     /// permission gate. The one path every surface uses, so the checks and the
     /// exactly-once write are the same everywhere.
-    pub fn operator_verdict(&self, id: &str, verdict: &OperatorVerdict) -> Result<Ask, AskError> {
+    pub fn operator_verdict(
+        &self,
+        id: &str,
+        verdict: &OperatorVerdict,
+        via: &Surface,
+    ) -> Result<Ask, AskError> {
         let ask = self.require(id)?;
         if ask.is_budget() {
             return match verdict {
@@ -582,7 +699,7 @@ impl Asks {
                     // Refused here, before the one-shot write: an answer the
                     // runtime cannot act on must not close the question.
                     BudgetAnswer::parse(text).map_err(AskError::Invalid)?;
-                    self.answer(id, text)
+                    self.answer(id, text, via)
                 }
                 _ => Err(AskError::Invalid(format!(
                     "ask {id} is a compute-bound question ({}) — {BUDGET_ANSWER_GRAMMAR}, with --answer",
@@ -591,7 +708,7 @@ impl Asks {
             };
         }
         match (ask.is_question(), verdict) {
-            (true, OperatorVerdict::Answer(text)) => self.answer(id, text),
+            (true, OperatorVerdict::Answer(text)) => self.answer(id, text, via),
             (true, _) => Err(AskError::Invalid(format!(
                 "ask {id} is a QUESTION ({}) — answer it with --answer \"your words\", not a yes/no verdict",
                 ask.args_summary
@@ -600,42 +717,56 @@ impl Asks {
                 "ask {id} is a permission ask ({}.{}) — it takes --approve or --deny, not text",
                 ask.tools_name, ask.tool_name
             ))),
-            (false, v) => self.respond(id, *v == OperatorVerdict::Approve),
+            (false, v) => self.respond(id, *v == OperatorVerdict::Approve, via),
         }
     }
 
     /// A human's words for a question.
-    pub fn answer(&self, id: &str, text: &str) -> Result<Ask, AskError> {
+    pub fn answer(&self, id: &str, text: &str, via: &Surface) -> Result<Ask, AskError> {
         let text = text.trim();
         if text.is_empty() {
             return Err(AskError::Invalid("an answer needs words".into()));
         }
-        self.resolve(id, AskState::Approved, json!({ "answer": text }))
+        self.resolve(id, AskState::Approved, json!({ "answer": text }), via)
     }
 
     /// A verdict on a permission gate.
-    pub fn respond(&self, id: &str, approved: bool) -> Result<Ask, AskError> {
+    pub fn respond(&self, id: &str, approved: bool, via: &Surface) -> Result<Ask, AskError> {
         let state = if approved {
             AskState::Approved
         } else {
             AskState::Denied
         };
-        self.resolve(id, state, json!({ "approved": approved }))
+        self.resolve(id, state, json!({ "approved": approved }), via)
     }
 
     /// The guarded resolution: lands only on a pending, unexpired row. A miss is told
-    /// apart by re-reading the row.
-    pub fn resolve(&self, id: &str, state: AskState, resolution: Value) -> Result<Ask, AskError> {
+    /// apart by re-reading the row; a loser learns who answered first.
+    pub fn resolve(
+        &self,
+        id: &str,
+        state: AskState,
+        resolution: Value,
+        via: &Surface,
+    ) -> Result<Ask, AskError> {
         let now = clock::now_ms();
         // The row as resolved comes back from the guarded write itself.
         let resolved = self.store.with(|c| {
             c.query_row(
                 &format!(
-                    "UPDATE asks SET state = ?2, resolution = ?3, resolved_at = ?4
+                    "UPDATE asks SET state = ?2, resolution = ?3, resolved_at = ?4,
+                         answered_surface = ?5, answered_device = ?6
                      WHERE id = ?1 AND state = 'pending' AND (expires_at = 0 OR expires_at > ?4)
                      RETURNING {COLUMNS}"
                 ),
-                params![id, state.as_str(), resolution.to_string(), now],
+                params![
+                    id,
+                    state.as_str(),
+                    resolution.to_string(),
+                    now,
+                    via.as_str(),
+                    via.device()
+                ],
                 from_row,
             )
             .optional()
@@ -658,7 +789,10 @@ impl Asks {
                 id: id.to_string(),
                 on_timeout: row.on_timeout,
             }),
-            _ => Err(AskError::AlreadyResolved(id.to_string())),
+            _ => Err(AskError::AlreadyResolved {
+                by: row.answered_via(),
+                id: id.to_string(),
+            }),
         }
     }
 
@@ -845,15 +979,22 @@ mod tests {
         let (_d, a) = asks();
         let q = question(&a, None);
         assert!(q.is_question() && q.is_pending() && q.expires_at == 0);
-        let done = a.answer(&q.id, "yes").unwrap();
+        let done = a.answer(&q.id, "yes", &Surface::Cli).unwrap();
         assert_eq!(done.answer(), Some("yes"));
         assert_eq!(done.answered_by(), None);
+        assert_eq!(done.answered_via().as_deref(), Some("cli"));
+        let lost = a
+            .answer(&q.id, "no", &Surface::Web("phone".into()))
+            .unwrap_err();
+        assert_eq!(
+            lost.to_string(),
+            format!(
+                "ask {} was already answered by cli — a verdict is recorded exactly once",
+                q.id
+            )
+        );
         assert!(matches!(
-            a.answer(&q.id, "no").unwrap_err(),
-            AskError::AlreadyResolved(_)
-        ));
-        assert!(matches!(
-            a.respond("missing", true).unwrap_err(),
+            a.respond("missing", true, &Surface::Cli).unwrap_err(),
             AskError::NotFound(_)
         ));
         assert_eq!(a.require(&q.id).unwrap().answer(), Some("yes"));
@@ -867,7 +1008,10 @@ mod tests {
             .map(|i| {
                 let a = a.clone();
                 let id = q.id.clone();
-                std::thread::spawn(move || a.answer(&id, &format!("answer {i}")).is_ok())
+                std::thread::spawn(move || {
+                    a.answer(&id, &format!("answer {i}"), &Surface::Board)
+                        .is_ok()
+                })
             })
             .map(|h| h.join().unwrap())
             .collect();
@@ -879,7 +1023,7 @@ mod tests {
         let (_d, a) = asks();
         let q = question(&a, Some(Duration::from_millis(1)));
         std::thread::sleep(Duration::from_millis(5));
-        let err = a.answer(&q.id, "late").unwrap_err();
+        let err = a.answer(&q.id, "late", &Surface::Cli).unwrap_err();
         assert_eq!(
             err.to_string(),
             format!(
@@ -901,7 +1045,7 @@ mod tests {
         let id = q.id.clone();
         let t = tokio::spawn(async move {
             tokio::time::sleep(Duration::from_millis(50)).await;
-            other.answer(&id, "go ahead").unwrap();
+            other.answer(&id, "go ahead", &Surface::Cli).unwrap();
         });
         let got = a
             .wait(&q.id, Some(Instant::now() + Duration::from_secs(10)))
@@ -928,7 +1072,7 @@ mod tests {
         let (_d, a) = asks();
         let q1 = question(&a, None);
         let q2 = question(&a, None);
-        a.answer(&q2.id, "done").unwrap();
+        a.answer(&q2.id, "done", &Surface::Cli).unwrap();
         let closed = a.abandon_mission("m1").unwrap();
         assert_eq!(closed, vec![q1.id.clone()]);
         assert_eq!(a.require(&q1.id).unwrap().state, AskState::Denied);
@@ -962,7 +1106,11 @@ mod tests {
         assert!(q.is_budget() && q.takes_words() && !q.is_question());
         assert_eq!(q.kind(), AskKind::Compute);
         let err = a
-            .operator_verdict(&q.id, &OperatorVerdict::Answer("sure".into()))
+            .operator_verdict(
+                &q.id,
+                &OperatorVerdict::Answer("sure".into()),
+                &Surface::Cli,
+            )
             .unwrap_err();
         assert!(
             err.to_string().starts_with(
@@ -975,11 +1123,15 @@ mod tests {
             "nothing was written"
         );
         assert!(
-            a.operator_verdict(&q.id, &OperatorVerdict::Approve)
+            a.operator_verdict(&q.id, &OperatorVerdict::Approve, &Surface::Cli)
                 .is_err()
         );
         let done = a
-            .operator_verdict(&q.id, &OperatorVerdict::Answer("extend 50%".into()))
+            .operator_verdict(
+                &q.id,
+                &OperatorVerdict::Answer("extend 50%".into()),
+                &Surface::Cli,
+            )
             .unwrap();
         assert_eq!(done.answer(), Some("extend 50%"));
     }

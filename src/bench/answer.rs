@@ -162,7 +162,7 @@ pub async fn run(scale: Scale) -> anyhow::Result<Vec<Row>> {
             let by = if i % 2 == 0 { &asks } else { &elsewhere }.clone();
             let t = Instant::now();
             let text = answer.clone();
-            blocking(move || by.answer(&ask_id, &text)).await?;
+            blocking(move || by.answer(&ask_id, &text, &crate::asks::Surface::Cli)).await?;
             heard(&mut events, &format!("got {answer}")).await?;
             if i % 2 == 0 { &mut local } else { &mut remote }.push(t.elapsed());
         }

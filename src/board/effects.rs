@@ -354,7 +354,13 @@ fn record(
     ask_id: &str,
     verdict: &OperatorVerdict,
 ) -> Result<answer::Recorded, String> {
-    answer::record(&svc.host, ask_id, Answerer::Operator(verdict)).map_err(|e| format!("{e:#}"))
+    answer::record(
+        &svc.host,
+        ask_id,
+        Answerer::Operator(verdict),
+        &answer::Surface::Board,
+    )
+    .map_err(|e| format!("{e:#}"))
 }
 
 fn recorded_text(ask_id: &str, verdict: &OperatorVerdict) -> String {

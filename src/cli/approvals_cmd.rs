@@ -17,7 +17,79 @@ pub(super) fn run(ctx: &Ctx, cmd: ApprovalsCmd, flags: &BetaFlags) -> anyhow::Re
             deny,
             answer,
         } => respond(ctx, &id, approve, deny, answer, flags.as_agent.as_deref()),
+        ApprovalsCmd::History(list_args) => history(ctx, &list_args),
     }
+}
+
+/// `approvals history`: resolved asks, the most recently resolved first, each with
+/// its verdict, who gave it (surface and device) and how long it waited.
+fn history(ctx: &Ctx, list: &ListArgs) -> anyhow::Result<i32> {
+    let (rows, total) = match ctx.existing_store()? {
+        Some(store) => {
+            let asks = Asks::new(store);
+            (asks.history(list.rows())?, asks.history_count()?)
+        }
+        None => (Vec::new(), 0),
+    };
+    if list.json {
+        out::json(&serde_json::json!({"asks": rows, "total": total}))?;
+        return Ok(0);
+    }
+    if rows.is_empty() {
+        outln!(
+            "No answered asks yet. Once an ask is answered, denied or expires, it is listed here with who answered it."
+        )?;
+        return Ok(0);
+    }
+    let mut table = vec![row![
+        "ID", "KIND", "VERDICT", "BY", "WAITED", "RESOLVED", "MISSION", "SUMMARY"
+    ]];
+    for a in &rows {
+        table.push(row![
+            a.id,
+            a.kind(),
+            verdict_word(a),
+            a.answered_via().unwrap_or_else(|| "-".into()),
+            a.waited_ms
+                .map_or("-".into(), |ms| age(ms.div_euclid(1000))),
+            a.resolved_at.map_or(String::new(), |at| format!(
+                "{} ago",
+                age(clock::age_secs(at))
+            )),
+            a.mission_id.as_deref().unwrap_or(""),
+            a.args_summary
+        ]);
+    }
+    out!("{}", crate::table::render(&table))?;
+    if let Some(line) = super::more_line(rows.len(), total) {
+        outln!("{line}")?;
+    }
+    Ok(0)
+}
+
+/// What became of a resolved ask, in one word.
+fn verdict_word(a: &Ask) -> &'static str {
+    use crate::asks::AskState;
+    match a.state {
+        AskState::Pending => "pending",
+        AskState::Approved if a.takes_words() => "answered",
+        AskState::Approved => "approved",
+        AskState::Denied => "denied",
+        AskState::Expired => "expired",
+    }
+}
+
+/// "answered by web (phone) after 2m": a resolved ask's verdict, who gave it and how
+/// long it waited (`mission show`).
+pub(super) fn resolution_words(a: &Ask) -> String {
+    let mut words = verdict_word(a).to_string();
+    if let Some(by) = a.answered_via() {
+        words.push_str(&format!(" by {by}"));
+    }
+    if let Some(ms) = a.waited_ms {
+        words.push_str(&format!(" after {}", age(ms.div_euclid(1000))));
+    }
+    words
 }
 
 fn list(ctx: &Ctx, list: &ListArgs) -> anyhow::Result<i32> {
@@ -174,7 +246,12 @@ fn respond(
         _ => Answerer::Operator(&verdict),
     };
     let host = Host::one_shot(&ctx.paths, &store);
-    let after = crate::runtime::multi_thread()?.block_on(answer::answer(&host, id, who))?;
+    let after = crate::runtime::multi_thread()?.block_on(answer::answer(
+        &host,
+        id,
+        who,
+        answer::Surface::Cli,
+    ))?;
     if let Some(agent) = as_agent {
         outln!(
             "Answered as agent {:?} — the durable record attributes this answer to it, and it counts against the mission's agent-answer bound.",

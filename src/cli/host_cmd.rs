@@ -12,6 +12,8 @@ pub(super) struct HostArgs {
     pub width: Option<u64>,
     pub labels: Vec<String>,
     pub stop_on_exit: bool,
+    /// Serve the web page from this process too, on this address.
+    pub web: Option<String>,
 }
 
 pub(super) fn run(ctx: &Ctx, args: HostArgs) -> anyhow::Result<i32> {
@@ -29,9 +31,40 @@ pub(super) fn run(ctx: &Ctx, args: HostArgs) -> anyhow::Result<i32> {
     if let Err(e) = presets::seed_policies_quietly(&ctx.paths.home) {
         tracing::warn!("could not refresh the preset envelopes: {e}");
     }
+    // The page binds before the host starts, so a refused address leaves nothing
+    // running; TLS and a proxy are `missionboard web`'s to configure.
+    let web = match args.web {
+        Some(listen) => {
+            let server = crate::web::Server::bind(
+                ctx.paths.clone(),
+                store.clone(),
+                crate::web::WebOptions {
+                    listen,
+                    ..Default::default()
+                },
+            )
+            .map_err(|e| {
+                anyhow::anyhow!(
+                    "{e:#}\n(`host --web` serves loopback only: for TLS or a proxy, run `missionboard web` beside the host)"
+                )
+            })?;
+            for line in server.banner() {
+                outln!("{line}")?;
+            }
+            Some(server)
+        }
+        None => None,
+    };
     let runtime = crate::runtime::multi_thread()?;
     let paths = ctx.paths.clone();
     runtime.block_on(async move {
+        if let Some(server) = web {
+            tokio::spawn(async move {
+                if let Err(e) = server.run().await {
+                    tracing::warn!("host: the web page stopped: {e:#}");
+                }
+            });
+        }
         let mut signals = Signals::termination_or_interrupt()?;
         let options = Options {
             width: args.width,

@@ -247,6 +247,27 @@ pub(super) fn show(ctx: &Ctx, id: &str, json: bool) -> anyhow::Result<i32> {
             writeln!(out, "             [{}] {}", a.id, a.args_summary)?;
         }
     }
+    let answered: Vec<_> = asks
+        .for_mission(&m.id, 200)?
+        .into_iter()
+        .filter(|a| !a.is_pending())
+        .collect();
+    if !answered.is_empty() {
+        writeln!(
+            out,
+            "Answers:   {} resolved, newest asked first:",
+            answered.len()
+        )?;
+        for a in &answered {
+            writeln!(
+                out,
+                "             [{}] {} — {}",
+                a.id,
+                super::approvals_cmd::resolution_words(a),
+                a.args_summary
+            )?;
+        }
+    }
     let trace = oracle_trace(&svc, &m.id)?;
     if !trace.is_empty() {
         writeln!(

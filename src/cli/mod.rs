@@ -15,6 +15,7 @@ mod out;
 mod queued_fire;
 mod reference;
 mod vet;
+mod web_cmd;
 mod worktree_cmd;
 
 use std::io::IsTerminal;
@@ -83,7 +84,12 @@ enum Command {
         /// On TERM or Ctrl-C, stop the missions it runs instead of parking them.
         #[arg(long)]
         stop_on_exit: bool,
+        /// Also serve the web page (as `missionboard web` does) on this loopback address.
+        #[arg(long, value_name = "ADDR")]
+        web: Option<String>,
     },
+    /// Serve the web page: answer asks and follow missions from a paired phone or browser.
+    Web(WebArgs),
     /// Check that this machine is ready to run missions.
     Doctor {
         /// The verdict, the fixes and each check as JSON (no sweep runs).
@@ -210,6 +216,9 @@ enum ApprovalsCmd {
         #[arg(long)]
         answer: Option<String>,
     },
+    /// Answered asks, most recently resolved first: the verdict, who gave it (surface
+    /// and device) and how long the ask waited.
+    History(ListArgs),
 }
 
 #[derive(Subcommand, Debug)]
@@ -290,6 +299,50 @@ struct AgentArgs {
     /// The longest reply asked of the model per call (`max_tokens`), in tokens.
     #[arg(long, value_name = "N", default_value_t = crate::planner::DEFAULT_MAX_TOKENS)]
     max_tokens: u32,
+}
+
+#[derive(Args, Debug)]
+#[command(args_conflicts_with_subcommands = true)]
+struct WebArgs {
+    #[command(subcommand)]
+    command: Option<WebCmd>,
+    /// The address to listen on. Loopback by default; any other address needs
+    /// --tls-cert/--tls-key, or --behind-proxy with --allowed-host.
+    #[arg(long, value_name = "ADDR", default_value = crate::web::DEFAULT_LISTEN)]
+    listen: String,
+    /// Serve over TLS with this certificate chain (PEM).
+    #[arg(long, value_name = "PEM", requires = "tls_key")]
+    tls_cert: Option<std::path::PathBuf>,
+    /// The TLS certificate's private key (PEM).
+    #[arg(long, value_name = "PEM", requires = "tls_cert")]
+    tls_key: Option<std::path::PathBuf>,
+    /// A TLS-terminating proxy (Tailscale Serve, a reverse proxy) fronts this server.
+    #[arg(long, requires = "allowed_hosts")]
+    behind_proxy: bool,
+    /// A host name the page is reached by (repeatable); every other Host is refused.
+    #[arg(long = "allowed-host", value_name = "NAME")]
+    allowed_hosts: Vec<String>,
+}
+
+#[derive(Subcommand, Debug)]
+enum WebCmd {
+    /// Print a one-time link (and its QR code) that pairs a device, valid 10 minutes.
+    Pair {
+        /// The device's name, as `web devices` lists it and answers record it.
+        #[arg(long, value_name = "NAME")]
+        name: Option<String>,
+        /// The page's base address as the device reaches it (else the address a
+        /// running `missionboard web` recorded, else http://127.0.0.1:7878).
+        #[arg(long, value_name = "URL")]
+        url: Option<String>,
+    },
+    /// The paired devices: name, paired, last seen, expiry.
+    Devices {
+        #[arg(long)]
+        json: bool,
+    },
+    /// End a device's pairing at once: its next request is refused.
+    Revoke { name: String },
 }
 
 #[derive(Subcommand, Debug)]
@@ -413,6 +466,10 @@ impl Command {
             Command::Board { .. }
                 | Command::Mission(MissionCmd::Fire { .. })
                 | Command::Host { .. }
+                | Command::Web(WebArgs {
+                    command: None | Some(WebCmd::Pair { .. }),
+                    ..
+                })
                 | Command::Init(_)
                 | Command::Agent(AgentArgs {
                     command: Some(AgentCmd::Add { .. }),
@@ -435,6 +492,7 @@ impl Command {
             Command::Board { .. }
                 | Command::Mission(MissionCmd::Fire { .. })
                 | Command::Host { .. }
+                | Command::Web(WebArgs { command: None, .. })
                 | Command::Agent(AgentArgs { command: None, .. })
                 | Command::Acp
                 | Command::Bench(_)
@@ -744,14 +802,17 @@ fn run(ctx: &Ctx, command: Option<Command>, flags: BetaFlags) -> anyhow::Result<
             width,
             labels,
             stop_on_exit,
+            web,
         }) => host_cmd::run(
             ctx,
             host_cmd::HostArgs {
                 width,
                 labels,
                 stop_on_exit,
+                web,
             },
         ),
+        Some(Command::Web(a)) => web_cmd::run(ctx, a),
         Some(Command::Doctor { json, agent: None }) => doctor::run(ctx, json),
         Some(Command::Doctor {
             json,

@@ -630,7 +630,8 @@ mod tests {
             )
             .await
             .expect("the question is asked");
-            asks.answer(&pending.id, "yes, rename it").unwrap();
+            asks.answer(&pending.id, "yes, rename it", &crate::asks::Surface::Cli)
+                .unwrap();
         });
         let out = c
             .call(

@@ -5,7 +5,7 @@
 
 use crate::asks::bounds::answer_as_agent_within_bounds;
 use crate::asks::checkpoint::Checkpoint;
-use crate::asks::{Asks, OperatorVerdict};
+use crate::asks::{Asks, OperatorVerdict, Surface};
 use crate::fleet::{Fleet, Startable};
 use crate::mission::Missions;
 use crate::paths::Paths;
@@ -29,7 +29,8 @@ pub struct Recorded {
 }
 
 /// Record `who`'s answer to `ask_id`. `asks` is the caller's ask service, so a
-/// waiter in this process is woken at once; `host` is this process's one fleet,
+/// waiter in this process is woken at once; `via` is the surface the answer came
+/// from, recorded with it; `host` is this process's one fleet,
 /// asked for only when the run is parked and its host gone (the fleet that would
 /// resume it here must be able to start it). Refusals keep their type
 /// ([`crate::asks::bounds::AgentAnswerError`], [`crate::asks::AskError`]) inside the error.
@@ -38,6 +39,7 @@ pub fn record(
     asks: &Asks,
     ask_id: &str,
     who: Answerer<'_>,
+    via: &Surface,
     host: impl FnOnce() -> anyhow::Result<Fleet>,
 ) -> anyhow::Result<Recorded> {
     let store = &asks.store;
@@ -61,10 +63,10 @@ pub fn record(
     };
     match who {
         Answerer::Operator(v) => {
-            asks.operator_verdict(ask_id, v)?;
+            asks.operator_verdict(ask_id, v, via)?;
         }
         Answerer::Agent { name, text } => {
-            answer_as_agent_within_bounds(paths, asks, &missions, ask_id, name, text)?;
+            answer_as_agent_within_bounds(paths, asks, &missions, ask_id, name, text, via)?;
         }
     }
     Ok(Recorded { parked, resumer })

@@ -9,6 +9,7 @@
 use std::sync::{Arc, OnceLock};
 
 use crate::asks::Asks;
+pub use crate::asks::Surface;
 pub use crate::fleet::resume::{Answerer, Recorded};
 use crate::fleet::{Fleet, Startable};
 use crate::paths::Paths;
@@ -82,12 +83,17 @@ pub enum Afterwards {
 }
 
 /// Record an answer and see the run it unblocks resumed: the one path every
-/// surface answers through.
-pub async fn answer(host: &Host, ask_id: &str, who: Answerer<'_>) -> anyhow::Result<Afterwards> {
+/// surface answers through, naming itself (`via`) so the record says who answered.
+pub async fn answer(
+    host: &Host,
+    ask_id: &str,
+    who: Answerer<'_>,
+    via: Surface,
+) -> anyhow::Result<Afterwards> {
     let recorded = {
         let (h, id) = (host.clone(), ask_id.to_string());
         let who = OwnedAnswerer::from(who);
-        blocking(move || record(&h, &id, who.borrowed())).await?
+        blocking(move || record(&h, &id, who.borrowed(), &via)).await?
     };
     resume(host, ask_id, recorded).await
 }
@@ -95,8 +101,13 @@ pub async fn answer(host: &Host, ask_id: &str, who: Answerer<'_>) -> anyhow::Res
 /// The recording half of [`answer`] (store work: off the async workers), for a
 /// surface that shows the answer recorded before the run it unblocks has finished
 /// its turn (the board).
-pub fn record(host: &Host, ask_id: &str, who: Answerer<'_>) -> anyhow::Result<Recorded> {
-    crate::fleet::resume::record(&host.paths, &host.asks(), ask_id, who, || host.fleet())
+pub fn record(
+    host: &Host,
+    ask_id: &str,
+    who: Answerer<'_>,
+    via: &Surface,
+) -> anyhow::Result<Recorded> {
+    crate::fleet::resume::record(&host.paths, &host.asks(), ask_id, who, via, || host.fleet())
 }
 
 /// The resuming half of [`answer`].

@@ -5,6 +5,7 @@
 //! which host resumes a run — is decided here once for every surface.
 
 pub mod answer;
+pub mod devices;
 pub mod fire;
 pub mod grants;
 pub mod handshake;

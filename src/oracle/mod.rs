@@ -466,7 +466,8 @@ impl Deliver<'_> {
         // the durable row.
         let who = crate::fleet::resume::Answerer::Agent { name: AGENT, text };
         let host = || Ok(self.fleet.clone());
-        match crate::fleet::resume::record(&self.oracle.paths, asks, ask_id, who, host) {
+        let via = crate::asks::Surface::Oracle;
+        match crate::fleet::resume::record(&self.oracle.paths, asks, ask_id, who, &via, host) {
             Ok(_) => {
                 let was_parked = parked_before || parked();
                 self.parked.store(was_parked, Ordering::Relaxed);

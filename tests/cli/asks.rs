@@ -172,7 +172,9 @@ fn two_racing_answers_to_one_ask_end_in_exactly_one_verdict() {
     let loser = outs.iter().find(|o| !o.status.success()).unwrap();
     assert_eq!(
         String::from_utf8_lossy(&loser.stderr),
-        format!("Error: ask {ask} was already answered — a verdict is recorded exactly once\n")
+        format!(
+            "Error: ask {ask} was already answered by cli — a verdict is recorded exactly once\n"
+        )
     );
     assert_eq!(bg.join().code, 0);
 }

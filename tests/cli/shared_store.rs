@@ -232,6 +232,7 @@ fn agent_answer_racer() {
                 for id in ids.iter().skip(t).step_by(RACER_THREADS) {
                     match bounds::answer_as_agent_within_bounds(
                         &paths, &asks, &missions, id, "bot", "routine",
+                        &missionboard::asks::Surface::Cli,
                     ) {
                         Ok(_) => landed += 1,
                         Err(bounds::AgentAnswerError::Refused(why)) => {

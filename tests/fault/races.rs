@@ -86,7 +86,7 @@ fn a_thousand_racing_agent_answers_land_exactly_the_cap() {
                 let mut landed = 0;
                 let mut refused = 0;
                 for id in rest.iter().skip(t).step_by(THREADS) {
-                    match bounds::answer_as_agent_within_bounds(&paths, &asks, &missions, id, "bot", "routine") {
+                    match bounds::answer_as_agent_within_bounds(&paths, &asks, &missions, id, "bot", "routine", &missionboard::asks::Surface::Cli) {
                         Ok(_) => landed += 1,
                         Err(bounds::AgentAnswerError::Refused(why)) => {
                             assert!(why.contains(&format!("spent its agent-answer bound ({CAP} of {CAP}); this question waits for a human")), "{why}");

@@ -549,6 +549,9 @@ fn hostile_ask_text_renders_inert() {
         created_at: NOW - S,
         expires_at: 0,
         resolved_at: None,
+        answered_surface: None,
+        answered_device: None,
+        waited_ms: None,
     };
     let row = crate::board::snapshot::ask_row(&hostile);
     assert_eq!(row.summary, "click metxet");

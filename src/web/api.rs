@@ -1,0 +1,294 @@
+//! The handlers: the pages, pairing, and the two verbs the page calls (answer an
+//! ask, stop a mission). Each reads through the services and writes through `ops`,
+//! on the blocking pool.
+
+use axum::Form;
+use axum::extract::{Path, State};
+use axum::http::{HeaderMap, StatusCode, header};
+use axum::response::{Html, IntoResponse, Response};
+use serde::Deserialize;
+
+use super::Web;
+use super::guard::{self, Authed, Peer, refuse};
+use super::render;
+use crate::asks::{AskError, Asks, OperatorVerdict};
+use crate::mission::Missions;
+use crate::ops::answer::{self, Afterwards, Answerer, Host, Surface};
+use crate::ops::devices::{self, DeviceError};
+use crate::store::blocking;
+use crate::sync::LockUnpoisoned as _;
+
+/// How many pending asks and missions the page lists at most.
+const ASKS_SHOWN: usize = 500;
+const MISSIONS_SHOWN: usize = 200;
+const REPORTS_SHOWN: usize = 100;
+const TRACE_SHOWN: usize = 50;
+
+const SCRIPT: &str = include_str!("assets/app.js");
+const STYLE: &str = include_str!("assets/app.css");
+
+pub async fn script() -> Response {
+    (
+        [(header::CONTENT_TYPE, "text/javascript; charset=utf-8")],
+        SCRIPT,
+    )
+        .into_response()
+}
+
+pub async fn style() -> Response {
+    ([(header::CONTENT_TYPE, "text/css; charset=utf-8")], STYLE).into_response()
+}
+
+pub async fn not_found() -> Response {
+    refuse(StatusCode::NOT_FOUND, "no such page")
+}
+
+fn failed(e: impl std::fmt::Display) -> Response {
+    tracing::warn!("web: {e}");
+    refuse(
+        StatusCode::INTERNAL_SERVER_ERROR,
+        "the store could not be read; the log has the cause",
+    )
+}
+
+/// The live view: every pending ask, longest-waiting first, and missions.
+pub fn read_view(store: &crate::store::Store) -> anyhow::Result<render::View> {
+    let asks = Asks::new(store.clone()).pending_longest_waiting(ASKS_SHOWN)?;
+    // What the oracle made of each ask it reviewed, read once per mission.
+    let mut traces: std::collections::HashMap<String, Vec<String>> = Default::default();
+    let mut read: std::collections::HashSet<&str> = Default::default();
+    for mission in asks.iter().filter_map(|a| a.mission_id.as_deref()) {
+        if !read.insert(mission) {
+            continue;
+        }
+        for t in crate::ops::show::oracle_trace(store, mission, TRACE_SHOWN)? {
+            traces.entry(t.ask_id).or_default().push(t.line);
+        }
+    }
+    Ok(render::View {
+        asks,
+        traces,
+        missions: Missions::new(store.clone()).list(MISSIONS_SHOWN)?,
+    })
+}
+
+/// `/`: the page for a paired device; the pairing instructions (401) for anyone else.
+pub async fn index(State(web): State<Web>, headers: HeaderMap) -> Response {
+    let Some(authed) = guard::authenticate(&web, &headers).await else {
+        return (StatusCode::UNAUTHORIZED, Html(render::unpaired_page())).into_response();
+    };
+    let store = web.store.clone();
+    match blocking(move || read_view(&store)).await {
+        Ok(view) => {
+            let page = render::main_page(&view, &authed.device.name, &authed.csrf);
+            // Each visit slides the cookie's own expiry with the server's.
+            (
+                [(
+                    header::SET_COOKIE,
+                    guard::set_cookie(&authed.credential, web.secure),
+                )],
+                Html(page),
+            )
+                .into_response()
+        }
+        Err(e) => failed(e),
+    }
+}
+
+/// `/api/state`: the live part, as the event stream sends it.
+pub async fn state(State(web): State<Web>, authed: Authed) -> Response {
+    let store = web.store.clone();
+    match blocking(move || read_view(&store)).await {
+        Ok(view) => Html(render::live(&view, &authed.csrf)).into_response(),
+        Err(e) => failed(e),
+    }
+}
+
+pub async fn pair_page() -> Response {
+    Html(render::pair_page()).into_response()
+}
+
+#[derive(Deserialize)]
+pub struct PairForm {
+    code: String,
+}
+
+/// `POST /api/pair`: a pairing code for a device credential (in a cookie only).
+pub async fn pair(
+    State(web): State<Web>,
+    peer: Option<axum::Extension<Peer>>,
+    Form(form): Form<PairForm>,
+) -> Response {
+    let Some(axum::Extension(Peer(peer))) = peer else {
+        return refuse(StatusCode::INTERNAL_SERVER_ERROR, "no peer address");
+    };
+    if web.lockout.lock_unpoisoned().locked(peer) {
+        return refuse(
+            StatusCode::TOO_MANY_REQUESTS,
+            "too many bad pairing codes from this address: pairing is locked for 15 minutes",
+        );
+    }
+    let store = web.store.clone();
+    let code = form.code;
+    match blocking(move || devices::redeem(&store, &code)).await {
+        Ok((name, credential)) => {
+            web.lockout.lock_unpoisoned().clear(peer);
+            tracing::info!(device = %name, %peer, "web: a device was paired");
+            (
+                [(
+                    header::SET_COOKIE,
+                    guard::set_cookie(&credential, web.secure),
+                )],
+                axum::Json(serde_json::json!({ "device": name })),
+            )
+                .into_response()
+        }
+        Err(DeviceError::BadCode) => {
+            let locked = web.lockout.lock_unpoisoned().strike(peer);
+            tracing::warn!(%peer, locked, "web: a bad pairing code");
+            refuse(StatusCode::FORBIDDEN, &DeviceError::BadCode.to_string())
+        }
+        Err(e) => failed(e),
+    }
+}
+
+#[derive(Deserialize)]
+pub struct AnswerForm {
+    #[serde(default)]
+    csrf: String,
+    ask: String,
+    verdict: String,
+    #[serde(default)]
+    text: String,
+}
+
+/// `POST /api/answer`: the operator's verdict, through the one answer path. The
+/// reply comes once it is recorded; a run it unblocks whose host is gone is
+/// resumed here afterwards, as `approvals respond` would.
+pub async fn answer(
+    State(web): State<Web>,
+    authed: Authed,
+    Form(form): Form<AnswerForm>,
+) -> Response {
+    if !authed.csrf_ok(&form.csrf) {
+        return refuse(
+            StatusCode::FORBIDDEN,
+            "the form's CSRF token is missing or stale: reload the page",
+        );
+    }
+    let verdict = match form.verdict.as_str() {
+        "approve" => OperatorVerdict::Approve,
+        "deny" => OperatorVerdict::Deny,
+        "answer" if !form.text.trim().is_empty() => OperatorVerdict::Answer(form.text.clone()),
+        "answer" => return refuse(StatusCode::BAD_REQUEST, "an answer needs words"),
+        _ => {
+            return refuse(
+                StatusCode::BAD_REQUEST,
+                "verdict is one of approve, deny, answer",
+            );
+        }
+    };
+    let host = Host::one_shot(&web.paths, &web.store);
+    let via = Surface::Web(authed.device.name.clone());
+    let (h, id, v) = (host.clone(), form.ask.clone(), verdict.clone());
+    let recorded = blocking(move || answer::record(&h, &id, Answerer::Operator(&v), &via)).await;
+    let recorded = match recorded {
+        Ok(r) => r,
+        Err(e) => {
+            let status = match e.downcast_ref::<AskError>() {
+                Some(AskError::NotFound(_)) => StatusCode::NOT_FOUND,
+                Some(AskError::AlreadyResolved { .. } | AskError::Expired { .. }) => {
+                    StatusCode::CONFLICT
+                }
+                Some(AskError::Invalid(_)) => StatusCode::BAD_REQUEST,
+                _ => StatusCode::UNPROCESSABLE_ENTITY,
+            };
+            return refuse(status, &crate::text::sanitize(&format!("{e:#}")));
+        }
+    };
+    tracing::info!(ask = %form.ask, device = %authed.device.name, "web: an ask was answered");
+    let said = match verdict {
+        OperatorVerdict::Approve => "Approved.",
+        OperatorVerdict::Deny => "Denied.",
+        OperatorVerdict::Answer(_) => "Answered.",
+    };
+    let id = form.ask;
+    tokio::spawn(async move {
+        match answer::resume(&host, &id, recorded).await {
+            Ok(Afterwards::ResumedHere) => {
+                tracing::info!(ask = %id, "web: its run's host was gone; resumed here")
+            }
+            Ok(_) => {}
+            Err(e) => tracing::warn!(ask = %id, "web: resuming the run failed: {e:#}"),
+        }
+    });
+    axum::Json(serde_json::json!({ "ok": true, "message": said })).into_response()
+}
+
+#[derive(Deserialize)]
+pub struct StopForm {
+    #[serde(default)]
+    csrf: String,
+    mission: String,
+}
+
+/// `POST /api/stop`: stop a mission, as `mission stop` does.
+pub async fn stop(State(web): State<Web>, authed: Authed, Form(form): Form<StopForm>) -> Response {
+    if !authed.csrf_ok(&form.csrf) {
+        return refuse(
+            StatusCode::FORBIDDEN,
+            "the form's CSRF token is missing or stale: reload the page",
+        );
+    }
+    let store = web.store.clone();
+    let reason = format!("stopped from the web ({})", authed.device.name);
+    let stopped = blocking(move || {
+        let missions = Missions::new(store.clone());
+        let m = missions.resolve(&form.mission)?;
+        crate::ops::stop::stop_mission(&missions, &Asks::new(store), &m.id, Some(&reason))
+    })
+    .await;
+    match stopped {
+        Ok(m) => axum::Json(serde_json::json!({
+            "ok": true,
+            "message": format!("Mission {} is {}.", &m.id[..8.min(m.id.len())], m.status),
+        }))
+        .into_response(),
+        Err(e) => refuse(StatusCode::CONFLICT, &crate::text::sanitize(&e.to_string())),
+    }
+}
+
+/// `/missions/{id}`: one mission in detail.
+pub async fn mission_page(
+    State(web): State<Web>,
+    authed: Authed,
+    Path(id): Path<String>,
+) -> Response {
+    let store = web.store.clone();
+    let view = blocking(move || -> anyhow::Result<Option<render::MissionView>> {
+        let missions = Missions::new(store.clone());
+        let Some(mission) = missions.get(&id)? else {
+            return Ok(None);
+        };
+        Ok(Some(render::MissionView {
+            trace: crate::ops::show::oracle_trace(&store, &mission.id, TRACE_SHOWN)?
+                .into_iter()
+                .map(|t| t.line)
+                .collect(),
+            spend: crate::ops::show::compute_record(&store, &mission.id)?
+                .map(|c| (c.spent.tool_calls, c.spent.tokens, c.model)),
+            plan: missions.plan(&mission.id)?,
+            reports: missions.reports(&mission.id, REPORTS_SHOWN)?,
+            asks: Asks::new(store).for_mission(&mission.id, 200)?,
+            mission,
+        }))
+    })
+    .await;
+    match view {
+        Ok(Some(v)) => {
+            Html(render::mission_page(&v, &authed.device.name, &authed.csrf)).into_response()
+        }
+        Ok(None) => refuse(StatusCode::NOT_FOUND, "no such mission"),
+        Err(e) => failed(e),
+    }
+}

@@ -1,0 +1,400 @@
+//! The page's HTML, rendered on the server. Everything shown from the store is
+//! agent-written or may be (intents, questions, commands, diffs, plan entries,
+//! reports, ask ids): it passes [`text`], the terminal surfaces' sanitizer and then
+//! HTML escaping, and is never made into a link or an attribute that acts. The
+//! only links are to our own paths, built from mission ids the store minted.
+
+use std::fmt::Write as _;
+
+use crate::asks::{Ask, AskKind};
+use crate::mission::{Mission, Status};
+
+/// Agent text made inert for HTML: controls and bidi overrides stripped, then
+/// every character that means something to HTML escaped (safe in text and in a
+/// quoted attribute alike).
+pub fn text(s: &str) -> String {
+    let clean = crate::text::sanitize(s);
+    let mut out = String::with_capacity(clean.len());
+    for c in clean.chars() {
+        match c {
+            '&' => out.push_str("&amp;"),
+            '<' => out.push_str("&lt;"),
+            '>' => out.push_str("&gt;"),
+            '"' => out.push_str("&quot;"),
+            '\'' => out.push_str("&#39;"),
+            c => out.push(c),
+        }
+    }
+    out
+}
+
+/// A mission id for a path of ours: only the characters ids are made of survive.
+fn path_id(id: &str) -> String {
+    id.chars()
+        .filter(|c| c.is_ascii_alphanumeric() || *c == '-')
+        .collect()
+}
+
+/// The whole page around `body`: our one stylesheet and our one script, nothing
+/// inline, nothing from another origin.
+pub fn page(title: &str, kind: &str, csrf: Option<&str>, body: &str) -> String {
+    let csrf = csrf
+        .map(|t| format!("<meta name=\"csrf\" content=\"{}\">", text(t)))
+        .unwrap_or_default();
+    format!(
+        "<!doctype html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">\
+<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\
+<meta name=\"referrer\" content=\"no-referrer\">{csrf}\
+<title>{title}</title><link rel=\"stylesheet\" href=\"/app.css\">\
+<script src=\"/app.js\" defer></script></head>\
+<body data-page=\"{kind}\">{body}</body></html>\n",
+        title = text(title),
+    )
+}
+
+/// The pairing page: its script reads the code from the URL fragment (which no
+/// request carries) and posts it.
+pub fn pair_page() -> String {
+    page(
+        "missionboard — pair this device",
+        "pair",
+        None,
+        "<main><h1>missionboard</h1><p id=\"pair-status\" role=\"status\">Pairing this device…</p>\
+<noscript><p>Pairing needs JavaScript (the code stays in the link's fragment, never sent to the server on its own).</p></noscript></main>",
+    )
+}
+
+/// What an unpaired visitor sees.
+pub fn unpaired_page() -> String {
+    page(
+        "missionboard — not paired",
+        "unpaired",
+        None,
+        "<main><h1>missionboard</h1><p>This device is not paired. On the machine that runs missionboard, run \
+<code>missionboard web pair --name phone</code> and open the link it prints (or scan its QR code) here.</p></main>",
+    )
+}
+
+/// What the live part of the main page shows: every pending ask, longest-waiting
+/// first, then missions by state.
+pub struct View {
+    pub asks: Vec<Ask>,
+    /// The oracle's trace lines about each ask it reviewed, by ask id.
+    pub traces: std::collections::HashMap<String, Vec<String>>,
+    pub missions: Vec<Mission>,
+}
+
+/// The main page's live part (`<main id="live">`'s content): what the event stream
+/// sends again whenever it changes. Deterministic for a given view (ages are
+/// filled in by the script from `data-since`), so its digest names it.
+pub fn live(view: &View, csrf: &str) -> String {
+    let mut out = String::new();
+    let _ = write!(
+        out,
+        "<section id=\"asks\"><h2>Waiting on you <span class=\"count\">{}</span></h2>",
+        view.asks.len()
+    );
+    if view.asks.is_empty() {
+        out.push_str("<p class=\"empty\">Nothing is waiting on you.</p>");
+    }
+    out.push_str("<ol id=\"ask-list\">");
+    for ask in &view.asks {
+        let trace = view
+            .traces
+            .get(&ask.id)
+            .map(Vec::as_slice)
+            .unwrap_or_default();
+        ask_card(&mut out, ask, trace, csrf);
+    }
+    out.push_str("</ol></section><section id=\"missions\"><h2>Missions</h2>");
+    for status in [
+        Status::Open,
+        Status::Queued,
+        Status::Landed,
+        Status::Derailed,
+        Status::Stuck,
+        Status::Abandoned,
+    ] {
+        let these: Vec<_> = view
+            .missions
+            .iter()
+            .filter(|m| m.status == status)
+            .collect();
+        if these.is_empty() {
+            continue;
+        }
+        let _ = write!(
+            out,
+            "<h3>{} <span class=\"count\">{}</span></h3><ul class=\"missions\">",
+            status.as_str(),
+            these.len()
+        );
+        for m in these {
+            let _ = write!(
+                out,
+                "<li><a href=\"/missions/{id}\"><span class=\"id\">{short}</span> {intent}</a> <span class=\"meta\">{agent}</span></li>",
+                id = path_id(&m.id),
+                short = text(short(&m.id)),
+                intent = text(&crate::text::excerpt(&m.intent, 120)),
+                agent = text(&m.agent_name),
+            );
+        }
+        out.push_str("</ul>");
+    }
+    if view.missions.is_empty() {
+        out.push_str("<p class=\"empty\">No missions yet.</p>");
+    }
+    out.push_str("</section>");
+    out
+}
+
+fn short(id: &str) -> &str {
+    id.get(..8).unwrap_or(id)
+}
+
+fn ask_card(out: &mut String, ask: &Ask, trace: &[String], csrf: &str) {
+    let kind = ask.kind();
+    let id = text(&ask.id);
+    let _ = write!(
+        out,
+        "<li class=\"ask {kind}\" id=\"ask-{id}\" data-ask=\"{id}\"><div class=\"meta\">{kind}",
+    );
+    if let Some(m) = &ask.mission_id {
+        let _ = write!(
+            out,
+            " · mission <a href=\"/missions/{}\">{}</a>",
+            path_id(m),
+            text(short(m))
+        );
+    }
+    if !ask.agent_name.is_empty() {
+        let _ = write!(out, " · {}", text(&ask.agent_name));
+    }
+    let _ = write!(
+        out,
+        " · <time data-since=\"{}\">waiting</time></div>",
+        ask.created_at
+    );
+    if kind == AskKind::Permission {
+        let _ = write!(
+            out,
+            "<p class=\"tool\">{}.{}</p>",
+            text(&ask.tools_name),
+            text(&ask.tool_name)
+        );
+        let _ = write!(
+            out,
+            "<pre class=\"command\">{}</pre>",
+            text(&ask.args_summary)
+        );
+        if let Some(diff) = &ask.diff {
+            let _ = write!(out, "<pre class=\"diff\">{}</pre>", text(diff));
+        }
+        let rule = match ask.matched_rule {
+            Some(n) => format!("rule {n} of envelope {}", ask.envelope_name),
+            None => format!("the default of envelope {}", ask.envelope_name),
+        };
+        let _ = write!(out, "<p class=\"rule\">Asked by {}</p>", text(&rule));
+    } else {
+        let _ = write!(out, "<p class=\"question\">{}</p>", text(&ask.args_summary));
+        if let Some(detail) = &ask.diff {
+            let _ = write!(out, "<pre class=\"detail\">{}</pre>", text(detail));
+        }
+    }
+    trace_list(out, trace);
+    let _ = write!(
+        out,
+        "<form method=\"post\" action=\"/api/answer\" data-api><input type=\"hidden\" name=\"csrf\" value=\"{csrf}\">\
+<input type=\"hidden\" name=\"ask\" value=\"{id}\">",
+        csrf = text(csrf)
+    );
+    if kind.takes_words() {
+        let hint = if kind == AskKind::Compute {
+            "extend N% or stop"
+        } else {
+            "Your answer"
+        };
+        let _ = write!(
+            out,
+            "<textarea name=\"text\" rows=\"3\" required placeholder=\"{hint}\"></textarea>\
+<div class=\"buttons\"><button name=\"verdict\" value=\"answer\">Answer</button></div>"
+        );
+    } else {
+        out.push_str(
+            "<div class=\"buttons\"><button name=\"verdict\" value=\"approve\" class=\"approve\">Approve</button>\
+<button name=\"verdict\" value=\"deny\" class=\"deny\">Deny</button></div>",
+        );
+    }
+    out.push_str("<p class=\"result\" role=\"status\"></p></form></li>");
+}
+
+/// The oracle's lines about an ask or a mission, oldest first.
+fn trace_list(out: &mut String, trace: &[String]) {
+    if trace.is_empty() {
+        return;
+    }
+    out.push_str("<details class=\"trace\"><summary>Oracle trace</summary><ol>");
+    for line in trace {
+        let _ = write!(out, "<li>{}</li>", text(line));
+    }
+    out.push_str("</ol></details>");
+}
+
+/// What the mission page shows.
+pub struct MissionView {
+    pub mission: Mission,
+    /// The oracle's trace about its questions.
+    pub trace: Vec<String>,
+    /// What it spent: tool calls, tokens, and the model it runs on.
+    pub spend: Option<(u64, u64, Option<String>)>,
+    pub plan: crate::mission::plan::Plan,
+    pub reports: Vec<crate::mission::report::Report>,
+    pub asks: Vec<Ask>,
+}
+
+/// One mission: intent, agent, envelope, host, plan, reports, its asks, and stop.
+pub fn mission_page(v: &MissionView, device: &str, csrf: &str) -> String {
+    let m = &v.mission;
+    let mut body = String::new();
+    let _ = write!(
+        body,
+        "<header><a href=\"/\">← all</a> <span class=\"device\">{}</span></header><main><h1>Mission <span class=\"id\">{}</span></h1><dl>",
+        text(device),
+        text(short(&m.id))
+    );
+    let mut row = |k: &str, v: &str| {
+        let _ = write!(body, "<dt>{}</dt><dd>{}</dd>", text(k), text(v));
+    };
+    row("Intent", &m.intent);
+    row("Agent", &m.agent_name);
+    row("Envelope", &m.envelope_name);
+    let status = match &m.status_reason {
+        Some(r) => format!("{} — {r}", m.status),
+        None => m.status.to_string(),
+    };
+    row("Status", &status);
+    if let Some(h) = &m.host {
+        row("Host", &format!("{} (pid {})", h.machine_label(), h.pid));
+    }
+    if let Some(e) = &m.last_error {
+        row("Last error", e);
+    }
+    if let Some((calls, tokens, model)) = &v.spend {
+        let model = model
+            .as_deref()
+            .map(|m| format!(" on {m}"))
+            .unwrap_or_default();
+        row(
+            "Spent",
+            &format!("{calls} tool calls, {tokens} tokens{model}"),
+        );
+    }
+    row("Created", &crate::clock::rfc3339(m.created_at));
+    body.push_str("</dl>");
+    if !m.status.is_terminal() {
+        let _ = write!(
+            body,
+            "<form method=\"post\" action=\"/api/stop\" data-api><input type=\"hidden\" name=\"csrf\" value=\"{}\">\
+<input type=\"hidden\" name=\"mission\" value=\"{}\"><div class=\"buttons\">\
+<button name=\"verdict\" value=\"stop\" class=\"deny\" data-confirm=\"Stop this mission? Its pending asks are closed and its unit is reaped.\">Stop mission</button></div>\
+<p class=\"result\" role=\"status\"></p></form>",
+            text(csrf),
+            path_id(&m.id)
+        );
+    }
+    if !v.plan.entries.is_empty() {
+        body.push_str("<h2>Plan</h2><ol class=\"plan\">");
+        for e in &v.plan.entries {
+            let _ = write!(
+                body,
+                "<li class=\"{}\"><span class=\"status\">{}</span> {}</li>",
+                match e.status.as_str() {
+                    "completed" => "done",
+                    "in_progress" => "doing",
+                    _ => "todo",
+                },
+                text(&e.status),
+                text(&e.content)
+            );
+        }
+        body.push_str("</ol>");
+    }
+    if !v.asks.is_empty() {
+        body.push_str("<h2>Asks</h2><ul class=\"asks\">");
+        for a in &v.asks {
+            let state = if a.is_pending() {
+                "pending".to_string()
+            } else {
+                let by = a
+                    .answered_via()
+                    .map(|b| format!(" by {b}"))
+                    .unwrap_or_default();
+                format!("{}{by}", a.state.as_str())
+            };
+            let _ = write!(
+                body,
+                "<li><span class=\"status\">{}</span> {}</li>",
+                text(&state),
+                text(&a.args_summary)
+            );
+        }
+        body.push_str("</ul>");
+    }
+    if !v.trace.is_empty() {
+        body.push_str("<h2>Oracle</h2>");
+        trace_list(&mut body, &v.trace);
+    }
+    body.push_str("<h2>Reports</h2>");
+    if v.reports.is_empty() {
+        body.push_str("<p class=\"empty\">No reports filed yet.</p>");
+    }
+    body.push_str("<ol class=\"reports\">");
+    for r in &v.reports {
+        let _ = write!(
+            body,
+            "<li><span class=\"kind\">{}</span> {}",
+            text(&r.kind),
+            text(&r.summary)
+        );
+        if !r.detail.is_empty() {
+            let _ = write!(body, "<pre>{}</pre>", text(&r.detail));
+        }
+        body.push_str("</li>");
+    }
+    body.push_str("</ol></main>");
+    page(
+        &format!("missionboard — mission {}", short(&m.id)),
+        "mission",
+        Some(csrf),
+        &body,
+    )
+}
+
+/// The main page: the live part inside its frame.
+pub fn main_page(view: &View, device: &str, csrf: &str) -> String {
+    page(
+        "missionboard",
+        "main",
+        Some(csrf),
+        &format!(
+            "<header><h1>missionboard</h1><span class=\"device\">{}</span> <span id=\"conn\" role=\"status\"></span></header><main id=\"live\">{}</main>",
+            text(device),
+            live(view, csrf)
+        ),
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn hostile_text_is_inert() {
+        let s = text("<script>alert(1)</script> \"x\" onerror='y' \u{202e}rtl");
+        assert_eq!(
+            s,
+            "&lt;script&gt;alert(1)&lt;/script&gt; &quot;x&quot; onerror=&#39;y&#39; rtl"
+        );
+        assert_eq!(path_id("abc-1\"><x"), "abc-1x");
+    }
+}
