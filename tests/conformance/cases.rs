@@ -175,17 +175,30 @@ pub fn question_answered(agent: &'static Conformer, policy: &str) {
     );
 }
 
-/// A call the envelope denies (`shred` under `strict`): no ask, the file survives,
-/// the refusal reaches the model or the record, and the fire ends (no hang) with the
-/// mission no longer open.
+/// The conversation a model request carries, whatever its API (`input` of the
+/// Responses API, `contents` of Gemini's, `messages` of Chat Completions and
+/// Anthropic's), without the tool declarations and instructions around it.
+fn conversation(body: &Value) -> String {
+    ["input", "contents", "messages"]
+        .iter()
+        .find_map(|key| body.get(*key))
+        .unwrap_or(body)
+        .to_string()
+}
+
+/// A call the envelope denies (`shred`): no ask is filed, the file survives, the
+/// refusal is a report naming the command and the rule, a later model request carries
+/// the envelope's own words about it (the agents' permission replies say only that
+/// the user cancelled), and the mission rests exactly `stuck`.
 pub fn denied_call(agent: &'static Conformer, policy: &str) {
     let world = World::new(
         agent,
         vec![
             (agent.shell_call)("shred -u victim.txt"),
+            say("The command did not run; I end my turn."),
             call(
                 &(agent.mission_tool)("mission_finish"),
-                json!({"status": "stuck", "reason": "the shred was refused"}),
+                json!({"status": "stuck", "reason": "it did not run"}),
             ),
             say("Stopped."),
         ],
@@ -199,15 +212,33 @@ pub fn denied_call(agent: &'static Conformer, policy: &str) {
         "the denied shred ran: {run:#?}"
     );
     let show = world.show();
-    assert_ne!(show["status"], "open", "{show:#}\n{run:#?}");
-    let heard = world.model.heard_after(1, "shred");
-    let recorded = reports(&world)
+    assert_eq!(show["status"], "stuck", "{show:#}\n{run:#?}");
+    assert_eq!(
+        show["asks"].as_array().map(Vec::len),
+        Some(0),
+        "a denied call files no ask: {show:#}"
+    );
+    let refusal = reports(&world).into_iter().find(|(kind, summary)| {
+        kind == "blocker"
+            && summary.starts_with("refused ")
+            && summary.contains("shred -u victim.txt")
+            && summary.contains(" denied by ")
+    });
+    assert!(refusal.is_some(), "no refusal report: {show:#}");
+    let told = world
+        .model
+        .turn_requests()
         .iter()
-        .any(|(_, summary)| summary.contains("shred"))
-        || show["statusReason"].to_string().contains("shred");
+        .skip(1)
+        .map(|r| conversation(&r["body"]))
+        .any(|c| {
+            c.contains("The envelope refused a tool call of yours")
+                && c.contains("shred -u victim.txt")
+                && c.contains("denied by")
+        });
     assert!(
-        heard || recorded,
-        "the refusal reached neither the model nor the record: {show:#}\nmodel: {:#}",
+        told,
+        "the envelope's refusal never reached the model in its words: {:#}",
         json!(world.model.turn_requests())
     );
     world.assert_within_script();
@@ -248,11 +279,38 @@ pub fn stopped(agent: &'static Conformer, policy: &str) {
     let (world, mut fire) = fire_long_sleep(agent, policy);
     let tree = approve_the_sleep(&world, &mut fire);
     let id = world.sb.newest_mission().unwrap();
-    world.run(&["mission", "stop", &id]).ok();
+    let reason = "the operator has seen enough";
+    world
+        .run(&["mission", "stop", &id, "--reason", reason])
+        .ok();
     let run = fire.join_within(FIRE_SECS);
+    assert_eq!(run.code, 1, "{run:#?}");
+    assert!(
+        run.stdout
+            .contains(&format!("Mission {id} finished: abandoned — {reason}\n")),
+        "{run:#?}"
+    );
     wait_all_gone(&tree, 30);
     let show = world.show();
-    assert_ne!(show["status"], "open", "{show:#}\n{run:#?}");
+    assert_eq!(
+        (show["status"].as_str(), show["statusReason"].as_str()),
+        (Some("abandoned"), Some(reason)),
+        "{show:#}"
+    );
+    let workspace = std::fs::canonicalize(&world.sb.cwd).unwrap();
+    let left: Vec<String> = crate::common::all_pids()
+        .into_iter()
+        .filter(|pid| {
+            std::fs::read_link(format!("/proc/{pid}/cwd"))
+                .is_ok_and(|cwd| cwd.starts_with(&workspace))
+        })
+        .map(|pid| {
+            std::fs::read(format!("/proc/{pid}/cmdline"))
+                .map(|b| String::from_utf8_lossy(&b).replace('\0', " "))
+                .unwrap_or_default()
+        })
+        .collect();
+    assert!(left.is_empty(), "processes left in the workspace: {left:?}");
 }
 
 /// The host SIGKILLed while the question is parked; the answer given later from
@@ -345,7 +403,8 @@ pub fn killed_host_leaves_nothing(agent: &'static Conformer, policy: &str, when:
 /// The operator's cases as `#[test]`s of the calling agent's module, named the same
 /// for every agent, so a new agent is one line: `agent_cases!(CODEX)`. Add
 /// `killed_host` for the host killed mid-handshake and mid-turn, and `hitl` for the
-/// refusal named to the model and the resume that happens once.
+/// resume that happens once (the refusal named to the model is `denied_call`'s, for
+/// every agent).
 macro_rules! agent_cases {
     (@killed_host $agent:ident) => {
         #[test]
@@ -370,11 +429,6 @@ macro_rules! agent_cases {
         #[test]
         fn killed_host_resumed_once_after_its_survivors_are_reaped() {
             $crate::hitl::killed_host_resumed_once_after_its_survivors_are_reaped(&$agent);
-        }
-
-        #[test]
-        fn refusal_named_to_the_model() {
-            $crate::hitl::refusal_named_to_the_model(&$agent);
         }
     };
     ($agent:ident $(, $extra:ident)* $(,)?) => {

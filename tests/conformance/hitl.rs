@@ -1,67 +1,14 @@
-//! Two operator cases beside `cases`: a refusal named to the model in words, and a
-//! resume after a SIGKILLed host judged apart from supervision (whatever of the dead
-//! host's tree outlived it is reaped first, so an agent whose tree the host cannot
-//! yet tear down still shows whether its run resumes exactly once).
+//! An operator case beside `cases`: a resume after a SIGKILLed host judged apart from
+//! supervision (whatever of the dead host's tree outlived it is reaped first, so an
+//! agent whose tree the host cannot yet tear down still shows whether its run resumes
+//! exactly once).
 
-use serde_json::{Value, json};
+use serde_json::json;
 
 use crate::harness::*;
 
-/// How long a whole fire may take before the case fails as hung.
-const FIRE_SECS: u64 = 180;
-
 /// The answer the operator types; a case looks for it in the model's requests.
 const ANSWER: &str = "paint it teal";
-
-/// The conversation a model request carries, whatever its API (`input` of the
-/// Responses API, `contents` of Gemini's, `messages` of Chat Completions and
-/// Anthropic's), without the tool declarations and instructions around it.
-fn conversation(body: &Value) -> String {
-    ["input", "contents", "messages"]
-        .iter()
-        .find_map(|key| body.get(*key))
-        .unwrap_or(body)
-        .to_string()
-}
-
-/// Under `strict` the envelope denies `shred`; a later request of the model names the
-/// refused command and says it was refused (none of the model's own words do), and
-/// the mission ends stuck — by the unit's verdict, or on the refusal if it ends its
-/// turn with none.
-pub fn refusal_named_to_the_model(agent: &'static Conformer) {
-    let world = World::new(
-        agent,
-        vec![
-            (agent.shell_call)("shred -u victim.txt"),
-            say("The command did not run; I end my turn."),
-            call(
-                &(agent.mission_tool)("mission_finish"),
-                json!({"status": "stuck", "reason": "the command did not run"}),
-            ),
-            say("Done."),
-        ],
-    );
-    world
-        .sb
-        .write(&world.sb.cwd.join("victim.txt"), "keep me\n");
-    let run = world
-        .fire("shred victim.txt", "strict")
-        .join_within(FIRE_SECS);
-    assert_eq!(world.show()["status"], "stuck", "{run:#?}");
-    let heard = world
-        .model
-        .turn_requests()
-        .iter()
-        .skip(1)
-        .map(|r| conversation(&r["body"]))
-        .any(|c| c.contains("shred -u victim.txt") && c.contains("refused"));
-    assert!(
-        heard,
-        "the refusal is never named to the model: {:#}",
-        json!(world.model.turn_requests().last().map(|r| &r["body"]))
-    );
-    world.assert_within_script();
-}
 
 /// The host is SIGKILLed while its run is parked on a question; its survivors are
 /// reaped; the answer, given later from another process, resumes the run there

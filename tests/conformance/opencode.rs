@@ -76,4 +76,4 @@ fn shell_call(command: &str) -> Value {
     call("bash", json!({"command": command, "description": "run it"}))
 }
 
-cases::agent_cases!(OPENCODE);
+cases::agent_cases!(OPENCODE, killed_host, hitl);
