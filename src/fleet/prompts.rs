@@ -15,7 +15,7 @@ pub const PREAMBLE: &str = "You are running as an UNATTENDED mission unit. No hu
 Do the work with your other tools. Decide what the intent below already settles; ask only for what it does not. Chat text alone will not be seen.";
 
 /// The one runtime nudge after a turn that reached nobody.
-pub const NUDGE: &str = "Your last turn ended without reaching outside this session, and no human is reading this chat. Use the mission_report tool of the mission MCP server to record progress, a finding, a blocker, or a result; the mission_ask_attention tool of the mission MCP server if you are blocked on a decision (then wait for the reply); or the mission_finish tool of the mission MCP server to end the mission. If you are not done, keep working. Do not answer in prose alone — it will not be seen.";
+pub const NUDGE: &str = "Your last turn ended without reaching outside this session, and no human is reading this chat. Use the mission_report tool of the mission MCP server to record progress, a finding, a blocker, or a result; the mission_ask_attention tool of the mission MCP server if you are blocked on a decision (then wait for the reply); or the mission_finish tool of the mission MCP server to end the mission with its verdict: landed (once a result report names what you produced in its refs), stuck, derailed or abandoned. If you are not done, keep working. Do not answer in prose alone — it will not be seen.";
 
 const NO_ANSWER: &str = "(none — the question closed without an answer)";
 

@@ -11,6 +11,7 @@
 
 mod openai;
 mod scripted;
+pub mod text_calls;
 
 use std::path::PathBuf;
 use std::time::Duration;

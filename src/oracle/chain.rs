@@ -321,11 +321,52 @@ impl Chain<'_> {
                 crate::duration::format(backoff)
             ))
         };
-        model
+        let reply = model
             .complete_observed(&request, &on_retry)
             .await
             .inspect(meter)
-            .map_err(|e| e.to_string())
+            .map_err(|e| e.to_string())?;
+        Ok(self.verdict_written_as_text(reply, call, &request.tools))
+    }
+
+    /// A reply whose verdict was written as text (a ```json fence holding the
+    /// arguments, `<tool_call>` tags, …), read as the call it is: small models served
+    /// through chat templates often reply so, and a correction would only get the same
+    /// text again. What cannot be read as a verdict call stays chat text.
+    fn verdict_written_as_text(
+        &self,
+        mut reply: ChatReply,
+        call: u32,
+        tools: &[crate::model::ToolSpec],
+    ) -> ChatReply {
+        let Some(text) = reply
+            .content
+            .as_deref()
+            .filter(|_| reply.tool_calls.is_empty())
+        else {
+            return reply;
+        };
+        let found = crate::model::text_calls::recover(text, tools);
+        let runnable: Vec<crate::model::ToolCall> = found
+            .into_iter()
+            .enumerate()
+            .filter_map(|(n, c)| {
+                let arguments = c.arguments.ok()?;
+                self.line(format!(
+                    "model call {call} wrote its verdict as text ({}); read as the call",
+                    c.shape.name()
+                ));
+                Some(crate::model::ToolCall {
+                    id: format!("text-verdict-{call}-{n}"),
+                    name: c.name,
+                    arguments,
+                })
+            })
+            .collect();
+        if !runnable.is_empty() {
+            reply.tool_calls = runnable;
+        }
+        reply
     }
 
     /// Append the reply and the result of each of its calls. A call the oracle's
@@ -498,6 +539,28 @@ mod tests {
             "oracle_submit_verdict"
         );
         assert_eq!(requests[0]["max_tokens"], 256);
+    }
+
+    #[tokio::test]
+    async fn a_verdict_written_as_text_is_read_as_the_call_and_checked_like_one() {
+        let written = "```json\n{\"verdict\": \"answer\", \"answer\": \"yes\", \"evidence\": \"rename the setting\"}\n```";
+        let (outcome, _, delivered, requests, lines) = review(json!([{"text": written}])).await;
+        assert_eq!(outcome, Outcome::Answered("yes".into()));
+        assert_eq!(delivered, ["yes"]);
+        assert_eq!(requests.len(), 1);
+        assert_eq!(
+            lines[1],
+            "oracle: ask a1: model call 1 wrote its verdict as text (the tool's arguments alone); read as the call"
+        );
+        // Checked like any call: evidence outside the intent is refused all the same.
+        let ungrounded = "{\"verdict\": \"answer\", \"answer\": \"yes\", \"evidence\": \"the unit said so itself\"}";
+        let (outcome, _, delivered, _, _) = review(json!([
+            {"text": ungrounded}, {"text": ungrounded}, {"text": ungrounded},
+            {"text": "a"}, {"text": "b"}, {"text": "c"}
+        ]))
+        .await;
+        assert_eq!(outcome, Outcome::Open);
+        assert!(delivered.is_empty());
     }
 
     #[tokio::test]

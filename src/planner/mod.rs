@@ -34,7 +34,6 @@ mod local_tools;
 mod prompt;
 mod server;
 pub mod settings;
-mod text_calls;
 mod turn;
 
 use std::path::PathBuf;

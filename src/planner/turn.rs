@@ -16,12 +16,12 @@ use serde_json::{Map, Value, json};
 
 use super::context::{self, truncate_output};
 use super::local_tools::{self, LocalCall, LocalTool};
-use super::text_calls;
 use super::{AGENT_NAME, HostTools};
 use crate::acp_client::McpStdioServer;
 use crate::acp_client::agent_side::CancelSignal;
 use crate::mission_mcp::PARKED_PREFIX;
 use crate::mission_mcp::client::MissionClient;
+use crate::model::text_calls;
 use crate::model::{ChatMessage, ChatRequest, ModelClient, Role, ToolChoice, ToolSpec};
 
 /// How much of a tool's output its `tool_call_update` card carries.

@@ -1,8 +1,9 @@
 //! Tool calls a model wrote as text. Small models served through chat templates often
 //! put the call in their message instead of the structured `tool_calls` field: Hermes
 //! `<tool_call>{…}</tool_call>` tags, `functions.NAME:` followed by a JSON object (as
-//! llama-cpp-python's function-calling format leaks it), `NAME({…})`, or a lone JSON
-//! object with `name` and `arguments`. Read as prose, such a reply ends the turn with
+//! llama-cpp-python's function-calling format leaks it), `NAME({…})`, a lone JSON
+//! object with `name` and `arguments`, or — where one tool is offered — that tool's
+//! arguments alone, often in a ```json fence. Read as prose, such a reply ends the turn with
 //! the work undone; here it is read as the call it is — and validated against the
 //! offered tools exactly like a structured one: an unknown tool or arguments that are
 //! not the tool's object become a corrective message, never a guess.
@@ -18,6 +19,8 @@ pub enum Shape {
     FunctionsPrefix,
     CallSyntax,
     BareJson,
+    /// The arguments of the one tool offered, alone.
+    BareArguments,
 }
 
 impl Shape {
@@ -27,6 +30,7 @@ impl Shape {
             Shape::FunctionsPrefix => "functions.NAME:",
             Shape::CallSyntax => "NAME(…)",
             Shape::BareJson => "a bare JSON object",
+            Shape::BareArguments => "the tool's arguments alone",
         }
     }
 }
@@ -45,7 +49,7 @@ pub fn recover(text: &str, tools: &[ToolSpec]) -> Vec<TextCall> {
     let found = hermes(text)
         .or_else(|| functions_prefix(text))
         .or_else(|| call_syntax(text, tools))
-        .or_else(|| bare_json(text))
+        .or_else(|| bare_json(text, tools))
         .unwrap_or_default();
     found
         .into_iter()
@@ -127,8 +131,10 @@ fn call_syntax(text: &str, tools: &[ToolSpec]) -> Option<Vec<Found>> {
     (!calls.is_empty()).then(|| calls.into_iter().map(|(_, c)| c).collect())
 }
 
-/// The whole reply one JSON object with `name` and `arguments` (a ```json fence allowed).
-fn bare_json(text: &str) -> Option<Vec<Found>> {
+/// The whole reply one JSON object (a ```json fence allowed): with `name` and
+/// `arguments`, or — when only one tool is offered — that tool's own arguments, every
+/// key one its schema names and every required one there.
+fn bare_json(text: &str, tools: &[ToolSpec]) -> Option<Vec<Found>> {
     let trimmed = text.trim();
     let body = trimmed
         .strip_prefix("```json")
@@ -139,10 +145,28 @@ fn bare_json(text: &str) -> Option<Vec<Found>> {
     let Ok(Value::Object(o)) = serde_json::from_str::<Value>(body) else {
         return None;
     };
-    o.get("name")
-        .and_then(Value::as_str)
-        .is_some()
-        .then(|| vec![named_object(Shape::BareJson, &o)])
+    if o.get("name").and_then(Value::as_str).is_some() {
+        return Some(vec![named_object(Shape::BareJson, &o)]);
+    }
+    let [only] = tools else {
+        return None;
+    };
+    let properties = only.parameters["properties"].as_object()?;
+    let required = only.parameters["required"].as_array();
+    let fits = !o.is_empty()
+        && o.keys().all(|k| properties.contains_key(k))
+        && required
+            .into_iter()
+            .flatten()
+            .filter_map(Value::as_str)
+            .all(|k| o.contains_key(k));
+    fits.then(|| {
+        vec![(
+            Shape::BareArguments,
+            only.name.clone(),
+            Ok(Value::Object(o)),
+        )]
+    })
 }
 
 /// `{"name": …, "arguments": …}` (or `parameters`), the arguments an object or a JSON
@@ -270,6 +294,44 @@ mod tests {
         assert_eq!(
             short.arguments,
             Err("it lacks the required argument(s) content".into())
+        );
+    }
+
+    #[test]
+    fn the_arguments_alone_are_the_call_only_where_one_tool_is_offered() {
+        let verdict = ToolSpec {
+            name: "oracle_submit_verdict".into(),
+            description: String::new(),
+            parameters: json!({"type": "object", "properties": {
+                "verdict": {"type": "string"}, "answer": {"type": "string"}, "evidence": {"type": "string"}},
+                "required": ["verdict"]}),
+        };
+        let text = "```json\n{\"verdict\":\"answer\",\"answer\":\"CHANGELOG.md\",\"evidence\":\"into\"}\n```";
+        let calls = recover(text, std::slice::from_ref(&verdict));
+        assert_eq!(
+            calls,
+            vec![TextCall {
+                shape: Shape::BareArguments,
+                name: "oracle_submit_verdict".into(),
+                arguments: Ok(
+                    json!({"verdict": "answer", "answer": "CHANGELOG.md", "evidence": "into"})
+                ),
+            }]
+        );
+        assert_eq!(
+            recover(text, &tools()),
+            vec![],
+            "two tools: whose arguments?"
+        );
+        assert_eq!(
+            recover("{\"answer\": \"yes\"}", &[verdict.clone()]),
+            vec![],
+            "a required key missing"
+        );
+        assert_eq!(
+            recover("{\"verdict\": \"wait\", \"shell\": \"rm\"}", &[verdict]),
+            vec![],
+            "a key the tool does not name"
         );
     }
 
