@@ -324,7 +324,7 @@ mod tests {
             "two tools: whose arguments?"
         );
         assert_eq!(
-            recover("{\"answer\": \"yes\"}", &[verdict.clone()]),
+            recover("{\"answer\": \"yes\"}", std::slice::from_ref(&verdict)),
             vec![],
             "a required key missing"
         );
