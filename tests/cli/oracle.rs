@@ -567,7 +567,7 @@ fn the_conservative_variant_is_selected_by_config() {
     let system = &w.requests()[0]["messages"][0]["content"];
     assert_eq!(system, &chain["tasks"][0]["system_instruction"]);
     assert!(system.as_str().unwrap().contains(
-        "DECISION: answer only when the intent alone states the answer in so many words;"
+        "DECISION: answer only when the intent alone names the answer in so many words;"
     ));
 }
 
