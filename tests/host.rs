@@ -59,6 +59,7 @@ fn queue_many(sb: &Sandbox, agent: &str, n: usize) -> Vec<String> {
                     cwd: sb.cwd.display().to_string(),
                     worktree: false,
                     run_on: None,
+                    check: None,
                 })
                 .unwrap()
                 .id

@@ -36,6 +36,8 @@ pub(super) struct FireArgs {
     pub queue: bool,
     /// The host label it must run under (queued fires only).
     pub on: Option<String>,
+    /// `--check` / `--no-check`.
+    pub check: crate::mission::check::CheckChoice,
 }
 
 impl FireArgs {
@@ -57,6 +59,7 @@ impl FireArgs {
             agent: None,
             envelope: Some(origin),
         };
+        request.check = self.check.clone();
         Ok((timeout, store, request))
     }
 }

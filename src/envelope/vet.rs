@@ -436,7 +436,7 @@ mod tests {
     }
 
     const POLICY_KNOWN: &str =
-        "default_action, rules, compute, attention, trusted_binaries, version, sandbox, workspace";
+        "default_action, rules, compute, attention, trusted_binaries, version, sandbox, workspace, check";
     const RULE_KNOWN: &str = "tools, tool, when, action, timeout_s, on_timeout";
 
     #[test]
@@ -504,7 +504,7 @@ mod tests {
                     "compute",
                     "compute.maxTurn",
                     "maxTurn",
-                    "maxTurns, maxToolCalls, maxTokens, modelAllowlist, backendAllowlist, onExhausted"
+                    "maxTurns, maxToolCalls, maxTokens, modelAllowlist, backendAllowlist, onExhausted, maxChecks"
                 ),
                 unknown(
                     "attention",

@@ -6,6 +6,7 @@
 //! exactly one outcome, and nothing — a heartbeat, a plan write, a bind — can move a
 //! mission that is at rest. Writes are durable before their bus event is published.
 
+pub mod check;
 pub mod hosts;
 pub mod id_prefix;
 pub mod inbox;

@@ -14,6 +14,7 @@ use crate::envelope::policy::Envelope;
 use crate::envelope::search;
 use crate::fleet::budget::ComputeLedger;
 use crate::fleet::{DispatchRequest, Dispatched, Fleet, NameRefused};
+use crate::mission::check::{CheckChoice, NewCheck};
 use crate::mission::{EnvelopeName, Intent, Mission};
 use crate::paths::Paths;
 use crate::store::Store;
@@ -299,6 +300,8 @@ pub struct Fire {
     pub parent_session: Option<String>,
     /// Where the agent and the envelope were typed, for a refusal's words.
     pub typed_at: TypedAt,
+    /// `--check` / `--no-check` (else the envelope's check).
+    pub check: CheckChoice,
 }
 
 impl Fire {
@@ -311,6 +314,7 @@ impl Fire {
             worktree: false,
             parent_session: None,
             typed_at: TypedAt::default(),
+            check: CheckChoice::FromEnvelope,
         }
     }
 
@@ -335,6 +339,7 @@ pub async fn dispatch(fleet: &Fleet, fire: Fire) -> anyhow::Result<Dispatched> {
         envelope: fire.envelope,
         cwd: fire.cwd,
         worktree: fire.worktree,
+        check: fire.check,
     };
     match fire.parent_session {
         Some(parent) => fleet.dispatch_for_session(req, &parent).await,
@@ -502,7 +507,7 @@ pub fn enqueue(
     fire: Fire,
     on: Option<&str>,
 ) -> anyhow::Result<Mission> {
-    search::load(paths, fire.envelope.as_str()).map_err(|why| {
+    let loaded = search::load(paths, fire.envelope.as_str()).map_err(|why| {
         let on_path: Vec<String> = search::list(paths)
             .into_iter()
             .map(|l| l.file_name)
@@ -514,6 +519,13 @@ pub fn enqueue(
             &on_path
         ))
     })?;
+    let check = NewCheck::resolve(
+        &fire.check,
+        loaded.policy.check.as_ref(),
+        loaded.policy.compute.effective_max_checks(),
+        fire.envelope.as_str(),
+    )
+    .map_err(anyhow::Error::msg)?;
     let registry = Registry::load(paths)?;
     if registry.get(&fire.agent).is_none() && crate::agents::catalogue::get(&fire.agent).is_none() {
         let declared: Vec<String> = registry.names().into_iter().map(String::from).collect();
@@ -532,6 +544,7 @@ pub fn enqueue(
             cwd: cwd.display().to_string(),
             worktree: fire.worktree,
             run_on: on.map(str::to_string),
+            check,
         })?,
     )
 }

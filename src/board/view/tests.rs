@@ -33,6 +33,7 @@ fn mission(id: &str, status: Status, intent: &str, age_s: i64, asks: i64) -> Mis
         host: "box-a".into(),
         queue_position: None,
         needs: (asks > 0).then_some(Needs::Ask),
+        check: None,
     }
 }
 
@@ -91,6 +92,7 @@ pub(crate) fn snapshot() -> Snapshot {
         spend: Some("14 tool calls · 5,200 tokens · 20s so far".into()),
         fired_by: None,
         host_role: None,
+        check: Vec::new(),
         plan: vec![
             PlanRow {
                 content: "survey the task".into(),
