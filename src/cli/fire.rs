@@ -151,6 +151,14 @@ async fn fire_and_wait(
     for line in sandbox_narration(&d.sandbox) {
         outln!("{line}")?;
     }
+    if let Some(c) = fleet.missions().check(&id)? {
+        outln!(
+            "Check: `{}` must pass in its workspace before it lands (run under the unit's own sandbox; up to {}, {} each).",
+            crate::text::one_line(&c.command),
+            crate::text::counted(c.max_checks, "try", "tries"),
+            crate::duration::format(c.timeout)
+        )?;
+    }
     if let Some(wt) = &d.worktree {
         outln!(
             "Worktree: {} on branch {} from {} — see it with `missionboard mission diff {id}`, land it with `mission merge {id}` or drop it with `mission discard {id}`.",

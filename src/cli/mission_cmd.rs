@@ -620,7 +620,12 @@ fn check_lines(c: &crate::mission::check::CheckRecord) -> Vec<String> {
     if let Some(outcome) = &c.last_outcome {
         let took = c
             .last_duration_ms
-            .map(|ms| format!(" after {}", crate::duration::format(Duration::from_millis(ms.max(0) as u64))))
+            .map(|ms| {
+                format!(
+                    " after {}",
+                    crate::duration::format(Duration::from_millis(ms.max(0) as u64))
+                )
+            })
             .unwrap_or_default();
         lines.push(format!("           last try: {outcome}{took}"));
     }

@@ -8,8 +8,8 @@ use std::collections::BTreeMap;
 use super::glob::{Glob, GlobError};
 use super::json::{Json, Num};
 use super::policy::{
-    Action, AttentionBounds, CheckDecl, ComputeBounds, DEFAULT_CHECK_TIMEOUT, Condition, Envelope, OnExhausted, Op, Rule,
-    TrustedBinaries,
+    Action, AttentionBounds, CheckDecl, ComputeBounds, Condition, DEFAULT_CHECK_TIMEOUT, Envelope,
+    OnExhausted, Op, Rule, TrustedBinaries,
 };
 use super::quote::quote;
 

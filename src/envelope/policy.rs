@@ -600,8 +600,7 @@ mod tests {
                 r#"invalid hitl policy "x.json": {section}: unknown field "{key}" at {section}.{key} — known fields: {known} (keys starting with // are comments; $schema is allowed)"#
             )
         };
-        let compute =
-            "maxTurns, maxToolCalls, maxTokens, modelAllowlist, backendAllowlist, onExhausted, maxChecks";
+        let compute = "maxTurns, maxToolCalls, maxTokens, modelAllowlist, backendAllowlist, onExhausted, maxChecks";
         assert_eq!(
             err(json!({"compute": {"maxTurn": 1}})),
             unknown("compute", "maxTurn", compute)

@@ -14,8 +14,7 @@ use super::json::{Json, is_annotation_key, parse_object};
 use super::policy::{
     Action, Envelope, EnvelopeError, MAX_AGENT_ANSWERS_CEILING, MAX_ALLOWLIST_ENTRIES,
     MAX_ALLOWLIST_ENTRY_BYTES, MAX_CHECK_COMMAND_BYTES, MAX_CHECK_TIMEOUT, MAX_CHECKS_CAP,
-    MAX_TOKENS_CAP, MAX_TOOL_CALLS_CAP, MAX_TURNS_CAP, Op,
-    POLICY_VERSION, TrustedBinaries,
+    MAX_TOKENS_CAP, MAX_TOOL_CALLS_CAP, MAX_TURNS_CAP, Op, POLICY_VERSION, TrustedBinaries,
 };
 use super::quote::quote;
 
@@ -314,9 +313,9 @@ fn validate_check(c: &RawCheck, errs: &mut Vec<String>) {
     if !c.timeout.trim().is_empty() {
         match crate::duration::parse(&c.timeout) {
             Err(e) => errs.push(format!("check: timeout: {e}")),
-            Ok(d) if d.is_zero() => errs.push(
-                "check: timeout must be longer than zero (absent: 10m0s)".to_string(),
-            ),
+            Ok(d) if d.is_zero() => {
+                errs.push("check: timeout must be longer than zero (absent: 10m0s)".to_string())
+            }
             Ok(d) if d > MAX_CHECK_TIMEOUT => errs.push(format!(
                 "check: timeout {} is out of range (max {})",
                 crate::duration::format(d),

@@ -435,8 +435,7 @@ mod tests {
         )
     }
 
-    const POLICY_KNOWN: &str =
-        "default_action, rules, compute, attention, trusted_binaries, version, sandbox, workspace, check";
+    const POLICY_KNOWN: &str = "default_action, rules, compute, attention, trusted_binaries, version, sandbox, workspace, check";
     const RULE_KNOWN: &str = "tools, tool, when, action, timeout_s, on_timeout";
 
     #[test]

@@ -444,14 +444,13 @@ impl MissionToolCalls {
             _ => String::new(),
         };
         self.missions
-            .add_blocker(
-                &self.mission_id,
-                crate::text::excerpt(reason, 160),
-                detail,
-            )
+            .add_blocker(&self.mission_id, crate::text::excerpt(reason, 160), detail)
             .map_err(|e| format!("missiontools: finish mission: {e}"))?;
         let mut args = Map::new();
-        args.insert("status".into(), Value::String(Status::Stuck.as_str().into()));
+        args.insert(
+            "status".into(),
+            Value::String(Status::Stuck.as_str().into()),
+        );
         args.insert("reason".into(), Value::String(reason.to_string()));
         self.finish(&args)
     }

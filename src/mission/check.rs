@@ -77,10 +77,9 @@ impl NewCheck {
         max_tries: u64,
         envelope: &str,
     ) -> std::result::Result<Option<NewCheck>, String> {
-        let timeout = declared.map_or(
-            crate::envelope::policy::DEFAULT_CHECK_TIMEOUT,
-            |d| d.timeout,
-        );
+        let timeout = declared.map_or(crate::envelope::policy::DEFAULT_CHECK_TIMEOUT, |d| {
+            d.timeout
+        });
         match choice {
             CheckChoice::FromEnvelope => Ok(declared.map(|d| NewCheck {
                 command: d.command.clone(),
@@ -394,7 +393,9 @@ mod tests {
         let refused =
             NewCheck::resolve(&CheckChoice::Skip, Some(&required), 3, "strict").unwrap_err();
         assert!(
-            refused.starts_with("--no-check refused: envelope \"strict\" names a check (\"cargo test -q\")"),
+            refused.starts_with(
+                "--no-check refused: envelope \"strict\" names a check (\"cargo test -q\")"
+            ),
             "{refused}"
         );
         assert_eq!(
@@ -427,7 +428,10 @@ mod tests {
         let fresh = svc.check(&m.id).unwrap().unwrap();
         assert_eq!(fresh.state_words(), "not run yet (3 tries)");
         svc.check_running(&m.id).unwrap();
-        assert_eq!(svc.check(&m.id).unwrap().unwrap().state, CheckState::Running);
+        assert_eq!(
+            svc.check(&m.id).unwrap().unwrap().state,
+            CheckState::Running
+        );
         let failed = svc
             .record_check_try(
                 &m.id,

@@ -252,7 +252,24 @@ pub fn bound_labels(e: &EnvelopeEntry, caps: Option<&AgentCaps>) -> Vec<String> 
         }
     }
     out.extend(e.sandbox.iter().map(|(limit, l)| format!("{limit} · {l}")));
+    out.extend(e.check.clone());
     out
+}
+
+/// `check `cargo test -q` · timeout 10m0s · maxChecks 3 · enforced`: an envelope's
+/// check as the picker and the fire notice label it (the host runs it on every
+/// `landed` verdict, so it is always enforced; `optional` says a fire may skip it).
+pub fn check_label(check: &crate::envelope::policy::CheckDecl, max_checks: u64) -> String {
+    format!(
+        "check `{}` · timeout {} · maxChecks {max_checks} · enforced{}",
+        crate::text::one_line(&check.command),
+        crate::duration::format(check.timeout),
+        if check.optional {
+            " · optional (--no-check skips it)"
+        } else {
+            ""
+        }
+    )
 }
 
 /// One envelope as the picker lists it.
@@ -266,6 +283,8 @@ pub struct EnvelopeEntry {
     pub compute: Option<crate::envelope::policy::ComputeBounds>,
     /// `(limit, label)` for each sandbox limit it sets, on this kernel.
     pub sandbox: Vec<(&'static str, &'static str)>,
+    /// Its check, labelled (`None`: it names none).
+    pub check: Option<String>,
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -681,6 +700,11 @@ pub fn envelope_entry(file_name: &str, bytes: &[u8]) -> EnvelopeEntry {
         file_name: file_name.to_string(),
         short_name: search::short_name(file_name).to_string(),
         summary: envelope_summary(bytes),
+        check: policy.as_ref().and_then(|p| {
+            p.check
+                .as_ref()
+                .map(|c| check_label(c, p.compute.effective_max_checks()))
+        }),
         compute: policy.map(|p| p.compute),
         sandbox,
     }
@@ -759,5 +783,33 @@ mod tests {
         );
         let r = resolve(Some("x".into()), None, "go".into(), &data).unwrap_err();
         assert!(r.contains("(--policy)"), "{r}");
+    }
+
+    #[test]
+    fn the_picker_labels_an_envelopes_check() {
+        let required = envelope_entry(
+            "hitl-policy-gated.json",
+            br#"{"default_action":"allow","check":{"command":"cargo test -q","timeout":"5m"},"compute":{"maxChecks":2}}"#,
+        );
+        assert_eq!(
+            required.check.as_deref(),
+            Some("check `cargo test -q` · timeout 5m0s · maxChecks 2 · enforced")
+        );
+        assert!(
+            bound_labels(&required, None)
+                .contains(&"check `cargo test -q` · timeout 5m0s · maxChecks 2 · enforced".into())
+        );
+        let optional = envelope_entry(
+            "hitl-policy-loose.json",
+            br#"{"default_action":"allow","check":{"command":"make","optional":true}}"#,
+        );
+        assert_eq!(
+            optional.check.as_deref(),
+            Some(
+                "check `make` · timeout 10m0s · maxChecks 3 · enforced · optional (--no-check skips it)"
+            )
+        );
+        let none = envelope_entry("hitl-policy-open.json", br#"{"default_action":"allow"}"#);
+        assert_eq!(none.check, None);
     }
 }

@@ -107,6 +107,12 @@ fn a_passing_check_lands_the_mission_with_the_check_on_its_record() {
     let id = sb.newest_mission().unwrap();
     assert!(
         fired.stdout.contains(&format!(
+            "Check: `{CHECK}` must pass in its workspace before it lands (run under the unit's own sandbox; up to 3 tries, 10m0s each).\n"
+        )),
+        "{fired:#?}"
+    );
+    assert!(
+        fired.stdout.contains(&format!(
             "  [check] check passed (try 1 of 3): {CHECK} — exit 0\n"
         )),
         "{fired:#?}"
@@ -129,12 +135,19 @@ fn a_passing_check_lands_the_mission_with_the_check_on_its_record() {
             &shown["check"]["maxChecks"],
             &shown["check"]["lastExit"],
         ),
-        (&json!(CHECK), &json!("passed"), &json!(1), &json!(3), &json!(0))
+        (
+            &json!(CHECK),
+            &json!("passed"),
+            &json!(1),
+            &json!(3),
+            &json!(0)
+        )
     );
     let show = sb.run(&["mission", "show", &id]).ok();
     assert!(
-        show.stdout
-            .contains(&format!("Check:     passed (try 1 of 3) — `{CHECK}` (timeout 10m0s)\n")),
+        show.stdout.contains(&format!(
+            "Check:     passed (try 1 of 3) — `{CHECK}` (timeout 10m0s)\n"
+        )),
         "{show:#?}"
     );
     let list = sb.run(&["mission", "list"]).ok();
@@ -177,7 +190,9 @@ fn a_failing_check_goes_back_to_the_agent_which_fixes_the_work_and_lands() {
     assert_eq!(reports[1].2, retry_text(1, 3, "fixed is missing"));
     // The failed try is on the record with its output.
     assert!(
-        reports[0].2.ends_with("\n\noutput (tail):\nfixed is missing"),
+        reports[0]
+            .2
+            .ends_with("\n\noutput (tail):\nfixed is missing"),
         "{:?}",
         reports[0]
     );
@@ -213,17 +228,27 @@ fn a_check_never_fixed_rests_the_mission_stuck_after_max_checks_on_the_failure()
         .iter()
         .find(|(k, _, _)| k == "blocker")
         .expect("a blocker report");
-    assert_eq!((blocker.1.as_str(), blocker.2.as_str()), (reason.as_str(), "fixed is missing"));
+    assert_eq!(
+        (blocker.1.as_str(), blocker.2.as_str()),
+        (reason.as_str(), "fixed is missing")
+    );
     let checks = reports.iter().filter(|(k, _, _)| k == "check").count();
     assert_eq!(checks, 2, "a report per try: {reports:#?}");
     let shown = show_json(&sb, &id);
     assert_eq!(
-        (&shown["status"], &shown["check"]["state"], &shown["check"]["tries"]),
+        (
+            &shown["status"],
+            &shown["check"]["state"],
+            &shown["check"]["tries"]
+        ),
         (&json!("stuck"), &json!("failed"), &json!(2))
     );
     assert_eq!(shown["check"]["lastOutput"], "fixed is missing\n");
     let list = sb.run(&["mission", "list"]).ok();
-    assert!(list.lines()[1].contains(" stuck · check ✗2/2 "), "{list:#?}");
+    assert!(
+        list.lines()[1].contains(" stuck · check ✗2/2 "),
+        "{list:#?}"
+    );
 }
 
 #[test]
@@ -274,7 +299,10 @@ fn a_check_cannot_write_outside_the_workspace() {
     assert_eq!(shown["check"]["lastOutcome"], "exit 1");
     let output = shown["check"]["lastOutput"].as_str().unwrap();
     assert!(
-        output.contains(&format!("touch: cannot touch '{}': Permission denied", outside.display())),
+        output.contains(&format!(
+            "touch: cannot touch '{}': Permission denied",
+            outside.display()
+        )),
         "{output}"
     );
     // Under an envelope that lets the unit write there, its check may too.
@@ -307,7 +335,11 @@ fn no_check_is_refused_when_the_envelope_requires_its_check_and_allowed_when_opt
     let id = sb.newest_mission().unwrap();
     assert_eq!(show_json(&sb, &id)["check"]["state"], "none");
     // An envelope's check that names an unknown field refuses, like every field.
-    envelope(&sb, "typo", json!({"check": {"command": "true", "timeut": "1m"}}));
+    envelope(
+        &sb,
+        "typo",
+        json!({"check": {"command": "true", "timeut": "1m"}}),
+    );
     let typo = fire(&sb, "typo", &[]);
     assert_eq!(typo.code, 1, "{typo:#?}");
     assert!(
@@ -366,8 +398,18 @@ fn merge_refuses_a_worktree_whose_check_did_not_pass_and_force_merges_it_on_the_
     let fired = git_cmd(
         &sb,
         &[
-            "mission", "fire", "fixer", "edit the notes", "--wait", "--policy", "once",
-            "--timeout", "60s", "--worktree", "--check", CHECK,
+            "mission",
+            "fire",
+            "fixer",
+            "edit the notes",
+            "--wait",
+            "--policy",
+            "once",
+            "--timeout",
+            "60s",
+            "--worktree",
+            "--check",
+            CHECK,
         ],
     );
     assert_eq!(fired.code, 1, "{fired:#?}");
@@ -399,9 +441,8 @@ fn merge_refuses_a_worktree_whose_check_did_not_pass_and_force_merges_it_on_the_
     let (kind, summary, _) = reports(&sb, &id).pop().unwrap();
     assert_eq!(kind, "check");
     assert!(
-        summary.starts_with(
-            "merged without a passing check: forced by operator-ann on "
-        ) && summary.ends_with(" (check failed 1 of 1)"),
+        summary.starts_with("merged without a passing check: forced by operator-ann on ")
+            && summary.ends_with(" (check failed 1 of 1)"),
         "{summary}"
     );
 }
