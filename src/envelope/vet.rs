@@ -584,6 +584,45 @@ mod tests {
     }
 
     #[test]
+    fn a_check_block_is_vetted_like_every_field() {
+        assert!(
+            vet(json!({"check": {"command": "cargo test -q", "timeout": "10m", "optional": true}, "compute": {"maxChecks": 5}}))
+                .is_ok()
+        );
+        assert_eq!(
+            errors(
+                json!({"check": {"command": " ", "timeout": "soon"}, "compute": {"maxChecks": 101}})
+            ),
+            [
+                "compute: maxChecks is out of range (got 101, max 100)",
+                "check: command is empty — name the command that must pass before a mission lands (e.g. \"cargo test -q\"), or remove the check block",
+                "check: timeout: invalid duration \"soon\": write a number with a unit, e.g. 30s, 5m, 1h30m",
+            ]
+        );
+        assert_eq!(
+            errors(json!({"check": {"command": "make", "timeout": "0"}})),
+            ["check: timeout must be longer than zero (absent: 10m0s)"]
+        );
+        assert_eq!(
+            errors(json!({"check": {"command": "make", "timeout": "25h"}})),
+            ["check: timeout 25h0m0s is out of range (max 24h0m0s)"]
+        );
+        assert_eq!(
+            errors(json!({"check": "make"})),
+            ["check: must be an object: got string"]
+        );
+        assert_eq!(
+            errors(json!({"check": {"command": "make", "Optional": true}})),
+            [unknown(
+                "check",
+                "check.Optional",
+                "Optional",
+                "command, timeout, optional"
+            )]
+        );
+    }
+
+    #[test]
     fn vet_and_the_loader_refuse_exactly_the_same_files_with_the_same_words() {
         let docs = [
             json!({"rules": [{"action": "allow", "wehn": [{"key": "path", "op": "glob", "value": "/tmp/**"}]}]}),
