@@ -185,6 +185,66 @@ fn judge_failure(after: &CheckRecord, ran: &CheckTry) -> Gate {
 mod tests {
     use super::*;
 
+    fn record(command: &str, tries: u64, max_checks: u64) -> CheckRecord {
+        CheckRecord {
+            command: command.into(),
+            timeout: Duration::from_secs(5),
+            state: crate::mission::check::CheckState::Failed,
+            tries,
+            max_checks,
+            last_exit: None,
+            last_outcome: None,
+            last_output: None,
+            last_duration_ms: None,
+        }
+    }
+
+    #[tokio::test]
+    async fn a_check_that_cannot_start_is_a_failure_that_says_so() {
+        let site = CheckSite {
+            supervisor: PathBuf::from("/nonexistent/missionboard"),
+            env: BTreeMap::new(),
+            cwd: std::env::temp_dir(),
+            confinement: Default::default(),
+            confined: false,
+        };
+        let t = site.run(&record("true", 0, 3)).await;
+        assert!(!t.passed);
+        assert_eq!(t.exit, None);
+        assert!(
+            t.outcome
+                .starts_with("could not start: the unit supervisor /nonexistent/missionboard: "),
+            "{}",
+            t.outcome
+        );
+    }
+
+    #[test]
+    fn the_last_failed_try_rests_the_mission_and_tells_the_unit_so() {
+        let failed = CheckTry {
+            passed: false,
+            exit: Some(2),
+            outcome: "exit 2".into(),
+            output: String::new(),
+            duration: Duration::from_millis(5),
+        };
+        let Gate::Exhausted { reason, told } = judge_failure(&record("make", 3, 3), &failed) else {
+            panic!("the third of three tries rests the mission");
+        };
+        assert_eq!(reason, "check failed 3 of 3 tries: `make` — exit 2");
+        assert_eq!(
+            told,
+            "missiontools: finish mission: not landed — the check failed (try 3 of 3): `make` — exit 2. No tries remain: the mission is finished stuck. Output (tail):\n(no output)\n\nEnd your turn."
+        );
+        let Gate::Retry(refused) = judge_failure(&record("make", 2, 3), &failed) else {
+            panic!("a try remains");
+        };
+        assert!(
+            refused.ends_with("(no output)\n\n1 try remains: fix the work, then call mission_finish with status landed again (the check runs again)."),
+            "{refused}"
+        );
+    }
+
     #[test]
     fn a_tail_is_cut_on_a_character_boundary() {
         assert_eq!(tail("abc", 5), "abc");
