@@ -62,7 +62,14 @@ impl CheckSite {
         crate::store::blocking(move || svc.check_running(&id))
             .await
             .map_err(fail)?;
+        // A call dropped mid-try (the unit went away, the mission was stopped) ends
+        // the try's tree with it; the record must not say it still runs.
+        let mut running = Running {
+            missions: Some(missions.clone()),
+            mission_id: mission_id.to_string(),
+        };
         let ran = self.run(&record).await;
+        running.missions = None;
         let (svc, id, t) = (missions.clone(), mission_id.to_string(), ran.clone());
         let after = crate::store::blocking(move || svc.record_check_try(&id, &t))
             .await
@@ -126,6 +133,32 @@ impl CheckSite {
                 duration,
             },
             SupervisedEnd::NotStarted(e) => not_started(e, duration),
+        }
+    }
+}
+
+/// A try in flight: dropped before its outcome is recorded, it puts the record back
+/// to where it stood before the try (a try cut short is not counted).
+struct Running {
+    missions: Option<Missions>,
+    mission_id: String,
+}
+
+impl Drop for Running {
+    fn drop(&mut self) {
+        let Some(missions) = self.missions.take() else {
+            return;
+        };
+        let id = std::mem::take(&mut self.mission_id);
+        let settle = move || {
+            if let Err(e) = missions.check_interrupted(&id) {
+                tracing::warn!(mission = %id, "could not settle an interrupted check: {e}");
+            }
+        };
+        // Never on a worker thread: the store may wait out another writer.
+        match tokio::runtime::Handle::try_current() {
+            Ok(rt) => drop(rt.spawn_blocking(settle)),
+            Err(_) => settle(),
         }
     }
 }

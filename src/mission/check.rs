@@ -45,6 +45,15 @@ CREATE TABLE mission_checks (
     updated_at       BIGINT NOT NULL
 );";
 
+/// A check still `running` when its mission comes to rest was cut short (the
+/// mission stopped, the unit or its host went): it goes back to what its tries so
+/// far say. Written ahead of a terminal transition, in its transaction, and only
+/// while the mission is still open (`?1` the mission, `?2` the time).
+pub(crate) const SETTLE_INTERRUPTED: &str = "UPDATE mission_checks
+     SET state = CASE WHEN tries = 0 THEN 'none' ELSE 'failed' END, updated_at = ?2
+     WHERE mission_id = ?1 AND state = 'running'
+       AND EXISTS (SELECT 1 FROM missions WHERE id = ?1 AND status = 'open')";
+
 /// What a fire asks of the check.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub enum CheckChoice {
@@ -290,6 +299,20 @@ impl Missions {
         self.store.write(|tx| {
             tx.execute(
                 "UPDATE mission_checks SET state = 'running', updated_at = ?2 WHERE mission_id = ?1",
+                params![mission_id, clock::now_ms()],
+            )
+        })?;
+        self.publish_check(mission_id);
+        Ok(())
+    }
+
+    /// A try was cut short before its outcome (its call was dropped): the state goes
+    /// back to what the tries so far say, and the try is not counted.
+    pub fn check_interrupted(&self, mission_id: &str) -> Result<()> {
+        self.store.write(|tx| {
+            tx.execute(
+                "UPDATE mission_checks SET state = CASE WHEN tries = 0 THEN 'none' ELSE 'failed' END,
+                 updated_at = ?2 WHERE mission_id = ?1 AND state = 'running'",
                 params![mission_id, clock::now_ms()],
             )
         })?;

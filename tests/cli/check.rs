@@ -9,7 +9,7 @@ use std::process::Command;
 
 use serde_json::{Value, json};
 
-use crate::harness::{Run, Sandbox};
+use crate::harness::{Run, Sandbox, processes_mentioning, wait_for};
 
 /// The check every test but the timeout's runs: passes once the unit wrote `fixed`.
 const CHECK: &str = "test -f fixed || { echo 'fixed is missing'; exit 1; }";
@@ -277,6 +277,47 @@ fn a_check_that_runs_past_its_timeout_is_a_failure_that_says_so() {
     assert_eq!(shown["check"]["lastOutcome"], outcome);
     assert_eq!(shown["check"]["lastExit"], Value::Null);
     assert_eq!(shown["check"]["lastOutput"], "started\n");
+}
+
+#[test]
+fn a_mission_stopped_while_its_check_runs_ends_the_check_and_records_no_try() {
+    let sb = Sandbox::new();
+    fixer(&sb, vec![json!({"finish": "landed"})]);
+    // An argument only this test's check carries — the sleep's own, so the sleep
+    // is found whether or not the shell execs it — to find its processes by.
+    let marker = format!("120.{}", std::process::id());
+    let check = format!("sleep {marker}");
+    let fire = sb.fire_in_background("fixer", "wait on me", &["--check", &check]);
+    let id = wait_for(30, "the mission's check to run", || {
+        let id = sb.newest_mission()?;
+        (show_json(&sb, &id)["check"]["state"] == "running").then_some(id)
+    });
+    // The sleep itself (the fire's and the supervisor's arguments name it too).
+    let sleeps = || {
+        processes_mentioning(&marker)
+            .into_iter()
+            .filter(|pid| {
+                std::fs::read(format!("/proc/{pid}/cmdline"))
+                    .is_ok_and(|c| c.starts_with(b"sleep\0"))
+            })
+            .count()
+    };
+    wait_for(30, "the check's sleep", || (sleeps() == 1).then_some(()));
+    sb.run(&["mission", "stop", &id]).ok();
+    let shown = show_json(&sb, &id);
+    assert_eq!(
+        (
+            &shown["status"],
+            &shown["check"]["state"],
+            &shown["check"]["tries"]
+        ),
+        (&json!("abandoned"), &json!("none"), &json!(0)),
+        "a try cut short is not counted, and the check does not run on"
+    );
+    wait_for(30, "the check's sleep to end", || {
+        (sleeps() == 0).then_some(())
+    });
+    assert_eq!(fire.join().code, 1);
 }
 
 #[test]
