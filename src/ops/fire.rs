@@ -398,7 +398,7 @@ pub enum Line {
         resolved: Resolved,
         /// The envelope's bounds labelled for the agent that runs it.
         labels: Vec<String>,
-        fire: Fire,
+        fire: Box<Fire>,
     },
 }
 
@@ -438,7 +438,7 @@ pub async fn read_line(
     Ok(Line::Fire {
         resolved,
         labels,
-        fire,
+        fire: Box::new(fire),
     })
 }
 
@@ -459,7 +459,7 @@ pub async fn mission_line(
                 fire,
             } => (resolved, labels, fire),
         };
-    let dispatched = dispatch(fleet, fire).await.map_err(|e| format!("{e:#}"))?;
+    let dispatched = dispatch(fleet, *fire).await.map_err(|e| format!("{e:#}"))?;
     Ok(LineOutcome::Fired {
         resolved,
         labels,
