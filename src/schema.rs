@@ -56,6 +56,9 @@ pub const MIGRATIONS: &[Migration] = &[
     // v14: who answered each ask (surface and device); the web surface's paired
     // devices and pairing codes.
     &[crate::asks::SCHEMA_V14, crate::devices::SCHEMA_V14],
+    // v15: each mission's check — its command, timeout and tries, and how the last
+    // try went.
+    &[crate::mission::check::SCHEMA_V15],
 ];
 
 /// The same versions on PostgreSQL, numbered alike so a version means one schema on
@@ -95,6 +98,7 @@ pub const PG_MIGRATIONS: &[Migration] = &[
     ],
     &[crate::mission::queue::PG_SCHEMA_V13],
     &[crate::asks::PG_SCHEMA_V14, crate::devices::PG_SCHEMA_V14],
+    &[crate::mission::check::PG_SCHEMA_V15],
 ];
 
 impl Store {

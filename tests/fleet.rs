@@ -37,6 +37,7 @@ fn request(agent: &str) -> DispatchRequest {
         envelope: EnvelopeName::new("default").unwrap(),
         cwd: None,
         worktree: false,
+        check: Default::default(),
     }
 }
 

@@ -78,6 +78,7 @@ async fn a_flooding_or_deaf_unit_is_derailed_with_bounded_host_memory_and_the_ho
                     envelope: EnvelopeName::new("open").unwrap(),
                     cwd: None,
                     worktree: false,
+                    check: Default::default(),
                 })
                 .await
                 .unwrap()

@@ -59,6 +59,7 @@ fn queue_many(sb: &Sandbox, agent: &str, n: usize) -> Vec<String> {
                     cwd: sb.cwd.display().to_string(),
                     worktree: false,
                     run_on: None,
+                    check: None,
                 })
                 .unwrap()
                 .id
@@ -212,6 +213,55 @@ fn twenty_queued_at_width_four_run_four_at_a_time_and_all_land() {
     // Claimed in queue order: the first queued was the first claimed.
     let first_claimed = claims(&sb).into_iter().min_by_key(|c| c.2).unwrap().0;
     assert_eq!(first_claimed, first);
+}
+
+#[test]
+fn a_queued_fire_s_check_is_run_by_the_host_that_claims_it() {
+    let sb = Sandbox::new();
+    sb.declare_stubs(&[("stub", Some(&script(LAND)))]);
+    let out = sb
+        .run(&[
+            "mission",
+            "fire",
+            "stub",
+            "check me",
+            "--queue",
+            "--policy",
+            "default",
+            "--check",
+            "echo checked by the host; exit 4",
+        ])
+        .ok();
+    let id = out.lines()[0]
+        .split_whitespace()
+        .nth(1)
+        .unwrap()
+        .to_string();
+    assert_eq!(show(&sb, &id)["check"]["state"], "none");
+    let h = host(&sb, &["--width", "1"]);
+    // The stub finishes once: its check fails, and it has nothing left to do, so
+    // its turn ends open; the record of the try is what this test reads.
+    wait_for(60, "the check's first try", || {
+        (show(&sb, &id)["check"]["tries"] == 1).then_some(())
+    });
+    term(h);
+    let check = show(&sb, &id)["check"].clone();
+    assert_eq!(
+        (&check["state"], &check["lastExit"], &check["lastOutput"]),
+        (
+            &Value::from("failed"),
+            &Value::from(4),
+            &Value::from("checked by the host\n")
+        )
+    );
+    assert!(
+        report_summaries(&sb, &id).contains(
+            &"[check] check failed (try 1 of 3): echo checked by the host; exit 4 — exit 4"
+                .to_string()
+        ),
+        "{:?}",
+        report_summaries(&sb, &id)
+    );
 }
 
 #[test]

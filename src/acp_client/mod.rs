@@ -40,7 +40,10 @@ use tokio::sync::{mpsc, oneshot, watch};
 
 use crate::agents::{AgentCaps, SessionModels};
 
-pub use process::{ExitInfo, STDERR_TAIL_BYTES, is_secret_name, unit_environment};
+pub use process::{
+    ExitInfo, STDERR_TAIL_BYTES, SupervisedEnd, SupervisedRun, is_secret_name, run_supervised,
+    unit_environment,
+};
 
 /// How long `initialize` may take: npx cold starts take tens of seconds.
 pub const INITIALIZE_TIMEOUT: Duration = Duration::from_secs(120);

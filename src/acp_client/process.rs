@@ -384,3 +384,108 @@ impl UnitProcess {
 
 /// Beyond its grace, how long a supervisor may take to kill and reap a tree.
 const SUPERVISOR_SLACK: Duration = Duration::from_secs(8);
+
+/// How a command run under a unit's supervisor ended ([`run_supervised`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum SupervisedEnd {
+    /// It exited (or was killed by a signal) within its time.
+    Exited(ExitInfo),
+    /// It ran past its time and its tree was ended.
+    TimedOut,
+    /// It could not be started at all.
+    NotStarted(String),
+}
+
+/// What a command run under a unit's supervisor did: how it ended and the tail of
+/// its output (stdout and stderr as one stream, at most `tail_bytes`, lossy UTF-8,
+/// not yet sanitized).
+#[derive(Debug, Clone)]
+pub struct SupervisedRun {
+    pub end: SupervisedEnd,
+    pub output: String,
+}
+
+/// Run `sh -c <command>` in `cwd` with exactly `env`, the way a unit is run: under
+/// its own supervisor (whose tree ends with it, or with this process), inside
+/// `confinement` when one is given, stdin closed. Waited on asynchronously (no
+/// thread waits on it); past `timeout` its whole tree is ended.
+pub async fn run_supervised(
+    supervisor: &Path,
+    command: &str,
+    env: &BTreeMap<OsString, OsString>,
+    cwd: &Path,
+    confinement: Option<crate::confine::Prepared>,
+    timeout: Duration,
+    tail_bytes: usize,
+) -> SupervisedRun {
+    // One stream, in the order the command wrote it: the shell sends its stderr to
+    // its stdout before it runs the command.
+    let script = format!("exec 2>&1\n{command}");
+    let args = ["-c".to_string(), script];
+    let spawned = spawn(
+        supervisor,
+        Path::new("/bin/sh"),
+        &args,
+        env,
+        cwd,
+        confinement,
+    );
+    let (unit, pipes) = match spawned {
+        Ok(spawned) => spawned,
+        Err(e) => {
+            return SupervisedRun {
+                end: SupervisedEnd::NotStarted(e.to_string()),
+                output: String::new(),
+            };
+        }
+    };
+    // The command reads nothing: its stdin is closed at once.
+    drop(pipes.stdin);
+    let ring = Arc::new(Mutex::new(VecDeque::<u8>::new()));
+    let reader = {
+        let ring = ring.clone();
+        let mut stdout = pipes.stdout;
+        tokio::spawn(async move {
+            let mut buf = [0u8; 4096];
+            loop {
+                match stdout.read(&mut buf).await {
+                    Ok(0) | Err(_) => break,
+                    Ok(n) => {
+                        let mut r = ring.lock().unwrap_or_else(|e| e.into_inner());
+                        r.extend(&buf[..n]);
+                        let excess = r.len().saturating_sub(tail_bytes);
+                        r.drain(..excess);
+                    }
+                }
+            }
+        })
+    };
+    let end = match unit.wait_exit(timeout).await {
+        Some(info) => SupervisedEnd::Exited(info),
+        None => {
+            unit.terminate(Duration::ZERO).await;
+            SupervisedEnd::TimedOut
+        }
+    };
+    // The tree is gone (the supervisor ends it before it exits): what it wrote is
+    // read to its end, bounded in case a descendant escaped with the pipe.
+    let _ = tokio::time::timeout(STDERR_SETTLE, reader).await;
+    unit.stderr.settle(STDERR_SETTLE).await;
+    let mut bytes: Vec<u8> = ring
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .iter()
+        .copied()
+        .collect();
+    // What the supervisor itself said (a command it could not start).
+    let said = unit.stderr.text();
+    if !said.trim().is_empty() {
+        bytes.extend(said.as_bytes());
+        let excess = bytes.len().saturating_sub(tail_bytes);
+        bytes.drain(..excess);
+    }
+    SupervisedRun {
+        end,
+        output: String::from_utf8_lossy(&bytes).into_owned(),
+    }
+}

@@ -64,11 +64,11 @@ pub async fn run(
             fire,
         } => (resolved, labels, fire),
     };
-    if let Some(q) = fire::queue_if_a_host_takes(&svc.paths, &svc.store, fire.clone()).await? {
+    if let Some(q) = fire::queue_if_a_host_takes(&svc.paths, &svc.store, (*fire).clone()).await? {
         tracing::info!(mission = %q.mission.id, session, host = %q.host.id, agent = %resolved.agent, "session queued a mission");
         return Ok(queued_confirmation(&resolved, &labels, &q));
     }
-    let d = fire::dispatch(&svc.fleet, fire)
+    let d = fire::dispatch(&svc.fleet, *fire)
         .await
         .map_err(|e| format!("{e:#}"))?;
     tracing::info!(mission = %d.mission_id, session, agent = %resolved.agent, "session fired a mission");

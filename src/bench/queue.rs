@@ -34,6 +34,7 @@ fn queued(scratch: &Scratch, intent: &str, run_on: Option<&str>) -> anyhow::Resu
         cwd: scratch.paths.cwd.display().to_string(),
         worktree: false,
         run_on: run_on.map(str::to_string),
+        check: None,
     })
 }
 

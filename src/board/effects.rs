@@ -122,7 +122,9 @@ fn worktree_effect(
     let m = missions.require(mission_id).map_err(|e| e.to_string())?;
     let store = missions.store();
     if merge {
-        let (wt, merged) = ops::worktree::merge(store, &m).map_err(|e| e.to_string())?;
+        // The board never forces a merge past a check: that is the command line's
+        // `--force`, recorded.
+        let (wt, merged, _) = ops::worktree::merge(store, &m, false).map_err(|e| e.to_string())?;
         Ok(format!("merged {} into {}", wt.branch, merged.into))
     } else {
         let wt = ops::worktree::discard(store, &m).map_err(|e| e.to_string())?;

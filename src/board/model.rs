@@ -57,6 +57,9 @@ pub struct MissionRow {
     pub queue_position: Option<usize>,
     /// Set when it is in the needs-me group, with the most pressing reason.
     pub needs: Option<Needs>,
+    /// Its check's mark beside the state (`✓` passed, `✗` failed, `…` running);
+    /// `None`: no check, or one not run yet.
+    pub check: Option<&'static str>,
 }
 
 /// A pending ask, across all missions.
@@ -133,6 +136,9 @@ pub struct Detail {
     /// What kind of process hosts it (a `missionboard host`, this board, the process
     /// that fired it), or where it waits in the queue.
     pub host_role: Option<String>,
+    /// Its check: the state and command, then the last try's outcome and the tail
+    /// of its output (empty: fired without a check).
+    pub check: Vec<String>,
 }
 
 /// What the store thread publishes. Everything text in it is sanitized.

@@ -188,6 +188,7 @@ mod tests {
                     summary: "unruled calls stop for approval".into(),
                     compute: None,
                     sandbox: vec![],
+                    check: None,
                 },
                 EnvelopeEntry {
                     file_name: "hitl-policy-strict.json".into(),
@@ -195,6 +196,7 @@ mod tests {
                     summary: String::new(),
                     compute: None,
                     sandbox: vec![],
+                    check: None,
                 },
             ],
             agents: vec![],

@@ -276,8 +276,11 @@ fn try_build(src: &Source, q: &Query) -> Result<Snapshot, String> {
     } else {
         HashMap::new()
     };
+    let owned_ids: Vec<String> = ids.iter().map(|id| id.to_string()).collect();
+    let checks = src.missions.checks_of(&owned_ids).map_err(|e| s(&e))?;
     let mut row_of = |m: &Mission| {
         let mut row = mission_row(m, pending_counts.get(&m.id).copied().unwrap_or(0));
+        row.check = checks.get(&m.id).and_then(check_mark);
         row.queue_position = queue.get(&m.id).copied();
         row.workspace = workspace(worktrees.get(&m.id));
         row.needs = needs_of.get(m.id.as_str()).copied().or_else(|| {
@@ -497,6 +500,7 @@ pub fn mission_row(m: &Mission, pending_asks: i64) -> MissionRow {
             .map_or_else(|| "-".to_string(), |h| one_line(h.machine_label())),
         queue_position: None,
         needs: None,
+        check: None,
     }
 }
 
@@ -543,6 +547,37 @@ pub fn report_row(r: &Report) -> ReportRow {
         warning: r.downgrade_warning().map(one_line),
         created_at: r.created_at,
     }
+}
+
+/// The mark a row shows beside its state for its check.
+fn check_mark(c: &crate::mission::check::CheckRecord) -> Option<&'static str> {
+    use crate::mission::check::CheckState;
+    match c.state {
+        CheckState::None => None,
+        CheckState::Running => Some("…"),
+        CheckState::Passed => Some("✓"),
+        CheckState::Failed => Some("✗"),
+    }
+}
+
+/// How many lines of the last check output the detail shows.
+const DETAIL_CHECK_LINES: usize = 6;
+
+/// The detail's check lines: state and command, the last try, the output's tail.
+fn check_detail(c: &crate::mission::check::CheckRecord) -> Vec<String> {
+    let mut lines = vec![one_line(&format!("{} · `{}`", c.state_words(), c.command))];
+    if let Some(outcome) = &c.last_outcome {
+        lines.push(one_line(&format!("last try: {outcome}")));
+    }
+    if let Some(output) = &c.last_output {
+        let all: Vec<&str> = output.trim_end().lines().collect();
+        lines.extend(
+            all[all.len().saturating_sub(DETAIL_CHECK_LINES)..]
+                .iter()
+                .map(|l| format!("| {}", one_line(l))),
+        );
+    }
+    lines
 }
 
 /// The detail of `m`, given its row and its worktree (`None`: it has none).
@@ -646,7 +681,13 @@ fn detail(
             "so far"
         }
     );
+    let check = missions
+        .check(&m.id)
+        .map_err(|e| e.to_string())?
+        .map(|c| check_detail(&c))
+        .unwrap_or_default();
     Ok(Detail {
+        check,
         host_role: host_role(missions, m, &row).map_err(|e| e.to_string())?,
         worktree,
         spend: Some(spend),

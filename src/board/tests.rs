@@ -534,6 +534,7 @@ fn picker_walks_envelope_agent_intent_and_fires() {
             ..Default::default()
         }),
         sandbox: vec![],
+        check: None,
     };
     update(
         &mut m,

@@ -36,6 +36,8 @@ pub(super) struct FireArgs {
     pub queue: bool,
     /// The host label it must run under (queued fires only).
     pub on: Option<String>,
+    /// `--check` / `--no-check`.
+    pub check: crate::mission::check::CheckChoice,
 }
 
 impl FireArgs {
@@ -57,6 +59,7 @@ impl FireArgs {
             agent: None,
             envelope: Some(origin),
         };
+        request.check = self.check.clone();
         Ok((timeout, store, request))
     }
 }
@@ -147,6 +150,14 @@ async fn fire_and_wait(
     }
     for line in sandbox_narration(&d.sandbox) {
         outln!("{line}")?;
+    }
+    if let Some(c) = fleet.missions().check(&id)? {
+        outln!(
+            "Check: `{}` must pass in its workspace before it lands (run under the unit's own sandbox; up to {}, {} each).",
+            crate::text::one_line(&c.command),
+            crate::text::counted(c.max_checks, "try", "tries"),
+            crate::duration::format(c.timeout)
+        )?;
     }
     if let Some(wt) = &d.worktree {
         outln!(

@@ -1,6 +1,7 @@
 //! `missionboard mission list|show|reports|plan`: read views over the mission record.
 
 use std::fmt::Write as _;
+use std::time::Duration;
 
 use super::out::{self, out, outln};
 use super::{Ctx, ListArgs};
@@ -32,7 +33,7 @@ const LIST_INTENT_CHARS: usize = 60;
 
 pub(super) fn list(ctx: &Ctx, list: &ListArgs) -> anyhow::Result<i32> {
     let json = list.json;
-    let (all, total, worktrees, gone, queue) = match ctx.existing_store()? {
+    let (all, total, worktrees, gone, queue, checks) = match ctx.existing_store()? {
         Some(store) => {
             let svc = Missions::new(store);
             sweep(&svc, json)?;
@@ -43,13 +44,16 @@ pub(super) fn list(ctx: &Ctx, list: &ListArgs) -> anyhow::Result<i32> {
             let mut probe = crate::mission::hosts::Probe::new(svc.store().clone());
             let gone: Vec<bool> = all.iter().map(|m| host_gone(m, &mut probe)).collect();
             let queue = svc.queue_positions()?;
-            (all, svc.counts()?.0, worktrees, gone, queue)
+            let ids: Vec<String> = all.iter().map(|m| m.id.clone()).collect();
+            let checks = svc.checks_of(&ids)?;
+            (all, svc.counts()?.0, worktrees, gone, queue, checks)
         }
         None => (
             Vec::new(),
             0,
             Default::default(),
             Vec::new(),
+            Default::default(),
             Default::default(),
         ),
     };
@@ -62,6 +66,9 @@ pub(super) fn list(ctx: &Ctx, list: &ListArgs) -> anyhow::Result<i32> {
             }
             if let Some(at) = queue.get(&m.id) {
                 v["queuePosition"] = (*at).into();
+            }
+            if let Some(c) = checks.get(&m.id) {
+                v["check"] = serde_json::to_value(c)?;
             }
             rows.push(v);
         }
@@ -89,9 +96,16 @@ pub(super) fn list(ctx: &Ctx, list: &ListArgs) -> anyhow::Result<i32> {
             m.id,
             m.agent_name,
             m.envelope_name,
-            match queue.get(&m.id) {
-                Some(at) => format!("{} #{at}", m.status),
-                None => m.status.to_string(),
+            {
+                let status = match queue.get(&m.id) {
+                    Some(at) => format!("{} #{at}", m.status),
+                    None => m.status.to_string(),
+                };
+                // A mission fired with a check carries its mark: ✓ passed, ✗k/n failed.
+                match checks.get(&m.id) {
+                    Some(c) => format!("{status} · check {}", c.marker()),
+                    None => status,
+                }
             },
             crate::worktree::workspace_label(worktrees.get(&m.id).copied()),
             host_cell(m, *gone),
@@ -136,6 +150,12 @@ pub(super) fn show(ctx: &Ctx, id: &str, json: bool) -> anyhow::Result<i32> {
         // Every ask with its resolution, newest first: who answered shows there.
         v["asks"] = serde_json::to_value(&all)?;
         v["oracleTrace"] = serde_json::to_value(oracle_trace(&svc, &m.id)?)?;
+        v["check"] = match svc.check(&m.id)? {
+            Some(c) => serde_json::to_value(&c)?,
+            None => serde_json::json!({
+                "command": null, "state": "none", "tries": 0, "maxChecks": 0, "lastExit": null
+            }),
+        };
         out::json(&v)?;
         return Ok(0);
     }
@@ -199,6 +219,11 @@ pub(super) fn show(ctx: &Ctx, id: &str, json: bool) -> anyhow::Result<i32> {
     }
     for line in compute_lines(ctx, svc.store(), &m) {
         writeln!(out, "{line}")?;
+    }
+    if let Some(c) = svc.check(&m.id)? {
+        for line in check_lines(&c) {
+            writeln!(out, "{line}")?;
+        }
     }
     if let Some(wt) = crate::worktree::Worktrees::new(svc.store().clone()).get(&m.id)? {
         writeln!(
@@ -578,4 +603,42 @@ fn pending_questions(
         }
     }
     Ok((questions, asks.pending_questions_count(scope)?))
+}
+
+/// How many lines of the last check output `mission show` prints (the record keeps
+/// the whole tail: `--json`, `mission reports`).
+const SHOWN_CHECK_LINES: usize = 12;
+
+/// `Check:` and, after a try, its outcome and the tail of its output.
+fn check_lines(c: &crate::mission::check::CheckRecord) -> Vec<String> {
+    let mut lines = vec![format!(
+        "Check:     {} — `{}` (timeout {})",
+        c.state_words(),
+        crate::text::one_line(&c.command),
+        crate::duration::format(c.timeout)
+    )];
+    if let Some(outcome) = &c.last_outcome {
+        let took = c
+            .last_duration_ms
+            .map(|ms| {
+                format!(
+                    " after {}",
+                    crate::duration::format(Duration::from_millis(ms.max(0) as u64))
+                )
+            })
+            .unwrap_or_default();
+        lines.push(format!("           last try: {outcome}{took}"));
+    }
+    if let Some(output) = c.last_output.as_deref().filter(|o| !o.trim().is_empty()) {
+        let all: Vec<&str> = output.trim_end().lines().collect();
+        let shown = &all[all.len().saturating_sub(SHOWN_CHECK_LINES)..];
+        if shown.len() < all.len() {
+            lines.push(format!(
+                "           … {} earlier lines (mission reports shows the whole tail)",
+                all.len() - shown.len()
+            ));
+        }
+        lines.extend(shown.iter().map(|l| format!("           | {l}")));
+    }
+    lines
 }

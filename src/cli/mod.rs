@@ -156,6 +156,13 @@ enum MissionCmd {
         /// Run it only on a host started with this --label (queued fires only).
         #[arg(long, value_name = "LABEL", requires = "queue")]
         on: Option<String>,
+        /// The command that must pass, in the mission's workspace, before it lands
+        /// (replaces the envelope's check).
+        #[arg(long, value_name = "COMMAND", conflicts_with = "no_check")]
+        check: Option<String>,
+        /// Fire without the envelope's check (only where the envelope marks it optional).
+        #[arg(long)]
+        no_check: bool,
     },
     /// List missions, newest first.
     List(ListArgs),
@@ -197,7 +204,12 @@ enum MissionCmd {
         stat: bool,
     },
     /// Merge a worktree mission into your current branch (leftovers committed first).
-    Merge { id: String },
+    Merge {
+        id: String,
+        /// Merge although the mission's check did not pass (recorded on the mission).
+        #[arg(long)]
+        force: bool,
+    },
     /// Remove a worktree mission's worktree and branch, work and all.
     Discard { id: String },
 }
@@ -732,7 +744,14 @@ fn run(ctx: &Ctx, command: Option<Command>, flags: BetaFlags) -> anyhow::Result<
                 worktree,
                 queue,
                 on,
+                check,
+                no_check,
             } => {
+                let check = match (check, no_check) {
+                    (Some(command), _) => crate::mission::check::CheckChoice::Command(command),
+                    (None, true) => crate::mission::check::CheckChoice::Skip,
+                    (None, false) => crate::mission::check::CheckChoice::FromEnvelope,
+                };
                 let args = fire::FireArgs {
                     agent,
                     intent,
@@ -743,6 +762,7 @@ fn run(ctx: &Ctx, command: Option<Command>, flags: BetaFlags) -> anyhow::Result<
                     worktree,
                     queue,
                     on,
+                    check,
                 };
                 // A queued fire is recorded for a host, never hosted here.
                 if args.queue {
@@ -754,7 +774,7 @@ fn run(ctx: &Ctx, command: Option<Command>, flags: BetaFlags) -> anyhow::Result<
             MissionCmd::Stop { id, reason } => mission_cmd::stop(ctx, &id, reason.as_deref()),
             MissionCmd::Asks { id, list } => mission_cmd::asks(ctx, id.as_deref(), &list),
             MissionCmd::Diff { id, stat } => worktree_cmd::diff(ctx, &id, stat),
-            MissionCmd::Merge { id } => worktree_cmd::merge(ctx, &id),
+            MissionCmd::Merge { id, force } => worktree_cmd::merge(ctx, &id, force),
             MissionCmd::Discard { id } => worktree_cmd::discard(ctx, &id),
         },
         Some(Command::Approvals(c)) => approvals_cmd::run(ctx, c, &flags),

@@ -30,9 +30,17 @@ pub(super) fn diff(ctx: &Ctx, id: &str, stat: bool) -> anyhow::Result<i32> {
     Ok(0)
 }
 
-pub(super) fn merge(ctx: &Ctx, id: &str) -> anyhow::Result<i32> {
+pub(super) fn merge(ctx: &Ctx, id: &str, force: bool) -> anyhow::Result<i32> {
     let (m, store) = mission(ctx, id)?;
-    let (wt, merged) = ops::worktree::merge(&store, &m)?;
+    let (wt, merged, forced) = ops::worktree::merge(&store, &m, force)?;
+    if let Some(c) = forced {
+        outln!(
+            "Merged past the check ({}: `{}`), as --force asked; recorded on mission {}.",
+            c.state_words(),
+            crate::text::one_line(&c.command),
+            m.id
+        )?;
+    }
     if merged.committed_leftovers {
         outln!(
             "Committed the worktree's uncommitted work on {} as \"mission {}: …\".",

@@ -8,8 +8,8 @@ use std::collections::BTreeMap;
 use super::glob::{Glob, GlobError};
 use super::json::{Json, Num};
 use super::policy::{
-    Action, AttentionBounds, ComputeBounds, Condition, Envelope, OnExhausted, Op, Rule,
-    TrustedBinaries,
+    Action, AttentionBounds, CheckDecl, ComputeBounds, Condition, DEFAULT_CHECK_TIMEOUT, Envelope,
+    OnExhausted, Op, Rule, TrustedBinaries,
 };
 use super::quote::quote;
 
@@ -123,6 +123,14 @@ pub(crate) struct RawEnvelope {
     pub(crate) trusted_binaries: Option<TrustedBinaries>,
     pub(crate) sandbox: Option<super::sandbox::SandboxDecl>,
     pub(crate) workspace: super::sandbox::WorkspaceMode,
+    pub(crate) check: Option<RawCheck>,
+}
+
+#[derive(Debug, Clone, Default)]
+pub(crate) struct RawCheck {
+    pub(crate) command: String,
+    pub(crate) timeout: String,
+    pub(crate) optional: bool,
 }
 
 #[derive(Debug, Clone, Default)]
@@ -150,6 +158,7 @@ pub(crate) struct RawCompute {
     pub(crate) model_allowlist: Vec<String>,
     pub(crate) backend_allowlist: Vec<String>,
     pub(crate) on_exhausted: String,
+    pub(crate) max_checks: i64,
 }
 
 /// The typed decode of a document whose keys and shapes validation has passed: a
@@ -175,6 +184,7 @@ pub(crate) fn decode_envelope(top: &[(String, Json)]) -> Result<RawEnvelope, Str
                 "compute.backendAllowlist",
             )?,
             on_exhausted: decode_string(c, "onExhausted", "compute.onExhausted")?,
+            max_checks: decode_int(c, "maxChecks", "compute.maxChecks")?,
         });
     }
     if let Some(a) = decode_object(top, "attention", "attention")? {
@@ -212,6 +222,13 @@ pub(crate) fn decode_envelope(top: &[(String, Json)]) -> Result<RawEnvelope, Str
             }
         }
         raw.trusted_binaries = Some(trusted);
+    }
+    if let Some(c) = decode_object(top, "check", "check")? {
+        raw.check = Some(RawCheck {
+            command: decode_string(c, "command", "check.command")?,
+            timeout: decode_string(c, "timeout", "check.timeout")?,
+            optional: decode_bool(c, "optional", "check.optional")?,
+        });
     }
     if let Some(s) = field(top, "sandbox", false) {
         raw.sandbox = Some(super::sandbox::decode(s)?);
@@ -300,6 +317,7 @@ impl RawEnvelope {
                 } else {
                     OnExhausted::FinishStuck
                 },
+                max_checks: c.max_checks.max(0) as u64,
             })
             .unwrap_or_default();
         Ok(Envelope {
@@ -310,6 +328,15 @@ impl RawEnvelope {
             trusted_binaries: self.trusted_binaries,
             sandbox: self.sandbox,
             workspace: self.workspace,
+            check: self.check.map(|c| CheckDecl {
+                command: c.command.trim().to_string(),
+                // Validation refused a timeout that does not parse.
+                timeout: match c.timeout.trim() {
+                    "" => DEFAULT_CHECK_TIMEOUT,
+                    t => crate::duration::parse(t).unwrap_or(DEFAULT_CHECK_TIMEOUT),
+                },
+                optional: c.optional,
+            }),
         })
     }
 }

@@ -172,9 +172,31 @@ pub struct ComputeBounds {
     pub model_allowlist: Vec<String>,
     pub backend_allowlist: Vec<String>,
     pub on_exhausted: OnExhausted,
+    /// `maxChecks`: how many times a mission's check may run before it rests stuck
+    /// (0: the default, [`DEFAULT_MAX_CHECKS`]).
+    pub max_checks: u64,
 }
 
+/// `maxChecks` of 0 (or omitted) means this many tries of the check.
+pub const DEFAULT_MAX_CHECKS: u64 = 3;
+pub const MAX_CHECKS_CAP: i64 = 100;
+/// A check runs this long at most unless its `timeout` says otherwise.
+pub const DEFAULT_CHECK_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(600);
+/// The longest `check.timeout` accepted: a longer one is a typo, not an intent.
+pub const MAX_CHECK_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(24 * 3600);
+/// The longest check command accepted.
+pub const MAX_CHECK_COMMAND_BYTES: usize = 4096;
+
 impl ComputeBounds {
+    /// How many tries of its check a mission gets.
+    pub fn effective_max_checks(&self) -> u64 {
+        if self.max_checks == 0 {
+            DEFAULT_MAX_CHECKS
+        } else {
+            self.max_checks
+        }
+    }
+
     pub fn is_unbounded(&self) -> bool {
         self.max_turns == 0
             && self.max_tool_calls == 0
@@ -213,6 +235,19 @@ pub struct Envelope {
     pub sandbox: Option<super::sandbox::SandboxDecl>,
     /// `workspace`: where the unit works unless the fire says otherwise.
     pub workspace: super::sandbox::WorkspaceMode,
+    /// `check`: what must pass before a mission under this envelope lands.
+    pub check: Option<CheckDecl>,
+}
+
+/// An envelope's `check` block: the command run in the mission's workspace, under
+/// its unit's confinement, when the unit finishes `landed`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CheckDecl {
+    pub command: String,
+    /// `timeout` (absent: [`DEFAULT_CHECK_TIMEOUT`]).
+    pub timeout: std::time::Duration,
+    /// `optional`: a fire may skip it with `--no-check`.
+    pub optional: bool,
 }
 
 impl Envelope {
@@ -234,6 +269,7 @@ impl Envelope {
             trusted_binaries: None,
             sandbox: None,
             workspace: Default::default(),
+            check: None,
         }
     }
 }
@@ -395,6 +431,7 @@ mod tests {
                 model_allowlist: vec!["m1".into()],
                 backend_allowlist: vec!["b1".into(), "b2".into()],
                 on_exhausted: OnExhausted::PauseAsk,
+                max_checks: 0,
             }
         );
         assert_eq!(
@@ -443,7 +480,7 @@ mod tests {
             (
                 r#"{"Default_Action":"deny"}"#,
                 format!(
-                    r#"policy: unknown field "Default_Action" at Default_Action — known fields: default_action, rules, compute, attention, trusted_binaries, version, sandbox, workspace {comments}"#
+                    r#"policy: unknown field "Default_Action" at Default_Action — known fields: default_action, rules, compute, attention, trusted_binaries, version, sandbox, workspace, check {comments}"#
                 ),
             ),
             (
@@ -563,8 +600,7 @@ mod tests {
                 r#"invalid hitl policy "x.json": {section}: unknown field "{key}" at {section}.{key} — known fields: {known} (keys starting with // are comments; $schema is allowed)"#
             )
         };
-        let compute =
-            "maxTurns, maxToolCalls, maxTokens, modelAllowlist, backendAllowlist, onExhausted";
+        let compute = "maxTurns, maxToolCalls, maxTokens, modelAllowlist, backendAllowlist, onExhausted, maxChecks";
         assert_eq!(
             err(json!({"compute": {"maxTurn": 1}})),
             unknown("compute", "maxTurn", compute)

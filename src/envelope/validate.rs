@@ -8,13 +8,13 @@
 //! Rule and condition indices in messages are 0-based, as in the Go loop index the
 //! message formats come from.
 
-use super::decode::{RawCompute, RawEnvelope, RawRule, decode_envelope};
+use super::decode::{RawCheck, RawCompute, RawEnvelope, RawRule, decode_envelope};
 use super::glob;
 use super::json::{Json, is_annotation_key, parse_object};
 use super::policy::{
     Action, Envelope, EnvelopeError, MAX_AGENT_ANSWERS_CEILING, MAX_ALLOWLIST_ENTRIES,
-    MAX_ALLOWLIST_ENTRY_BYTES, MAX_TOKENS_CAP, MAX_TOOL_CALLS_CAP, MAX_TURNS_CAP, Op,
-    POLICY_VERSION, TrustedBinaries,
+    MAX_ALLOWLIST_ENTRY_BYTES, MAX_CHECK_COMMAND_BYTES, MAX_CHECK_TIMEOUT, MAX_CHECKS_CAP,
+    MAX_TOKENS_CAP, MAX_TOOL_CALLS_CAP, MAX_TURNS_CAP, Op, POLICY_VERSION, TrustedBinaries,
 };
 use super::quote::quote;
 
@@ -33,6 +33,7 @@ const TOP_LEVEL: &[(&str, Option<&[&str]>)] = &[
             "modelAllowlist",
             "backendAllowlist",
             "onExhausted",
+            "maxChecks",
         ]),
     ),
     ("attention", Some(&["allowAgentAnswers", "maxAgentAnswers"])),
@@ -40,6 +41,7 @@ const TOP_LEVEL: &[(&str, Option<&[&str]>)] = &[
     ("version", None),
     ("sandbox", Some(&["filesystem", "network"])),
     ("workspace", None),
+    ("check", Some(&["command", "timeout", "optional"])),
 ];
 const RULE_FIELDS: &[&str] = &["tools", "tool", "when", "action", "timeout_s", "on_timeout"];
 const CONDITION_FIELDS: &[&str] = &["key", "op", "value"];
@@ -287,6 +289,41 @@ fn validate(raw: &RawEnvelope, errs: &mut Vec<String>) {
     if let Some(t) = &raw.trusted_binaries {
         validate_trusted_binaries(t, errs);
     }
+    if let Some(c) = &raw.check {
+        validate_check(c, errs);
+    }
+}
+
+/// A check that could never run, or never end, is refused: the envelope would
+/// promise a gate it does not hold.
+fn validate_check(c: &RawCheck, errs: &mut Vec<String>) {
+    let command = c.command.trim();
+    if command.is_empty() {
+        errs.push(
+            "check: command is empty — name the command that must pass before a mission lands (e.g. \"cargo test -q\"), or remove the check block".to_string(),
+        );
+    } else if command.len() > MAX_CHECK_COMMAND_BYTES {
+        errs.push(format!(
+            "check: command is too long ({} bytes, max {MAX_CHECK_COMMAND_BYTES}) — put it in a script in the workspace and name that",
+            command.len()
+        ));
+    } else if command.chars().any(|ch| ch.is_control() && ch != '\t') {
+        errs.push("check: command must be one line without control characters".to_string());
+    }
+    if !c.timeout.trim().is_empty() {
+        match crate::duration::parse(&c.timeout) {
+            Err(e) => errs.push(format!("check: timeout: {e}")),
+            Ok(d) if d.is_zero() => {
+                errs.push("check: timeout must be longer than zero (absent: 10m0s)".to_string())
+            }
+            Ok(d) if d > MAX_CHECK_TIMEOUT => errs.push(format!(
+                "check: timeout {} is out of range (max {})",
+                crate::duration::format(d),
+                crate::duration::format(MAX_CHECK_TIMEOUT)
+            )),
+            Ok(_) => {}
+        }
+    }
 }
 
 fn validate_rule(i: usize, rule: &RawRule, errs: &mut Vec<String>) {
@@ -329,6 +366,7 @@ fn validate_compute(c: &RawCompute, errs: &mut Vec<String>) {
         ("maxTurns", c.max_turns, MAX_TURNS_CAP),
         ("maxToolCalls", c.max_tool_calls, MAX_TOOL_CALLS_CAP),
         ("maxTokens", c.max_tokens, MAX_TOKENS_CAP),
+        ("maxChecks", c.max_checks, MAX_CHECKS_CAP),
     ];
     for (name, value, cap) in counters {
         if value < 0 {

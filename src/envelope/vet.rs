@@ -435,8 +435,7 @@ mod tests {
         )
     }
 
-    const POLICY_KNOWN: &str =
-        "default_action, rules, compute, attention, trusted_binaries, version, sandbox, workspace";
+    const POLICY_KNOWN: &str = "default_action, rules, compute, attention, trusted_binaries, version, sandbox, workspace, check";
     const RULE_KNOWN: &str = "tools, tool, when, action, timeout_s, on_timeout";
 
     #[test]
@@ -504,7 +503,7 @@ mod tests {
                     "compute",
                     "compute.maxTurn",
                     "maxTurn",
-                    "maxTurns, maxToolCalls, maxTokens, modelAllowlist, backendAllowlist, onExhausted"
+                    "maxTurns, maxToolCalls, maxTokens, modelAllowlist, backendAllowlist, onExhausted, maxChecks"
                 ),
                 unknown(
                     "attention",
@@ -581,6 +580,45 @@ mod tests {
             [
                 "policy declares version 3 but this binary knows only 1 — update missionboard to load it"
             ]
+        );
+    }
+
+    #[test]
+    fn a_check_block_is_vetted_like_every_field() {
+        assert!(
+            vet(json!({"check": {"command": "cargo test -q", "timeout": "10m", "optional": true}, "compute": {"maxChecks": 5}}))
+                .is_ok()
+        );
+        assert_eq!(
+            errors(
+                json!({"check": {"command": " ", "timeout": "soon"}, "compute": {"maxChecks": 101}})
+            ),
+            [
+                "compute: maxChecks is out of range (got 101, max 100)",
+                "check: command is empty — name the command that must pass before a mission lands (e.g. \"cargo test -q\"), or remove the check block",
+                "check: timeout: invalid duration \"soon\": write a number with a unit, e.g. 30s, 5m, 1h30m",
+            ]
+        );
+        assert_eq!(
+            errors(json!({"check": {"command": "make", "timeout": "0"}})),
+            ["check: timeout must be longer than zero (absent: 10m0s)"]
+        );
+        assert_eq!(
+            errors(json!({"check": {"command": "make", "timeout": "25h"}})),
+            ["check: timeout 25h0m0s is out of range (max 24h0m0s)"]
+        );
+        assert_eq!(
+            errors(json!({"check": "make"})),
+            ["check: must be an object: got string"]
+        );
+        assert_eq!(
+            errors(json!({"check": {"command": "make", "Optional": true}})),
+            [unknown(
+                "check",
+                "check.Optional",
+                "Optional",
+                "command, timeout, optional"
+            )]
         );
     }
 

@@ -73,12 +73,20 @@ impl Fleet {
             Some(c) => c,
             None => inner.paths.cwd.clone(),
         };
+        let check = crate::mission::check::NewCheck::resolve(
+            &req.check,
+            envelope.policy.check.as_ref(),
+            envelope.policy.compute.effective_max_checks(),
+            envelope_name,
+        )
+        .map_err(anyhow::Error::msg)?;
         let agent = self.resolve_agent(&agent_name)?;
         let record = Record {
             intent: req.intent,
             parent_session_id,
             claimed: false,
             load_session: None,
+            check,
         };
         let mission_id = uuid::Uuid::new_v4().to_string();
         self.admit(record, mission_id, (agent, envelope), cwd, req.worktree)

@@ -50,6 +50,9 @@ pub struct HostLink {
     pub at_rest: std::sync::atomic::AtomicBool,
     /// The unit's last report, and how many times in a row it has filed it.
     last_report: std::sync::Mutex<(String, u32)>,
+    /// How the mission's check runs, as the unit runs: set when the unit starts.
+    /// A `landed` verdict waits on the check (when the mission has one).
+    pub check: std::sync::OnceLock<super::check::CheckSite>,
 }
 
 /// The same report this many times in a row is refused (not filed), with a correction.
@@ -126,6 +129,17 @@ impl MissionToolCalls {
             MISSION_FINISH => {
                 if let Some(gate) = self.link.verdicts.get() {
                     gate.judge(&self.mission_id).await?;
+                }
+                let landed = Status::parse(text(&args, "status").trim()) == Some(Status::Landed);
+                if landed && let Some(site) = self.link.check.get() {
+                    match site.gate(&self.missions, &self.mission_id).await? {
+                        super::check::Gate::Pass => {}
+                        super::check::Gate::Retry(refused) => return Err(refused),
+                        super::check::Gate::Exhausted { reason, told } => {
+                            self.store(move |c| c.rest_on_check(&reason)).await?;
+                            return Err(told);
+                        }
+                    }
                 }
                 self.store(move |c| c.finish(&args)).await
             }
@@ -420,6 +434,25 @@ impl MissionToolCalls {
             .map_err(|e| format!("missiontools: file report: {e}"))?;
         self.heartbeat();
         Ok("attention requested (recorded as blocker — nobody answered)".into())
+    }
+
+    /// The check failed its last try: the failure is the mission's blocker, and it
+    /// rests stuck on it.
+    fn rest_on_check(&self, reason: &str) -> Result<String, String> {
+        let detail = match self.missions.check(&self.mission_id) {
+            Ok(Some(c)) => c.last_output.unwrap_or_default(),
+            _ => String::new(),
+        };
+        self.missions
+            .add_blocker(&self.mission_id, crate::text::excerpt(reason, 160), detail)
+            .map_err(|e| format!("missiontools: finish mission: {e}"))?;
+        let mut args = Map::new();
+        args.insert(
+            "status".into(),
+            Value::String(Status::Stuck.as_str().into()),
+        );
+        args.insert("reason".into(), Value::String(reason.to_string()));
+        self.finish(&args)
     }
 
     fn finish(&self, args: &Map<String, Value>) -> ToolResult {

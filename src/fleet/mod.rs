@@ -19,6 +19,7 @@
 
 mod admission;
 pub mod budget;
+pub mod check;
 pub mod confinement;
 mod drive;
 pub mod handshake;
@@ -69,6 +70,8 @@ pub struct DispatchRequest {
     pub cwd: Option<PathBuf>,
     /// Work in a git worktree of its own (else the envelope's `workspace` decides).
     pub worktree: bool,
+    /// The check it must pass to land: the envelope's, the fire's own, or none.
+    pub check: crate::mission::check::CheckChoice,
 }
 
 /// A dispatch refused for a name it carries: the facts, which the operations layer
@@ -154,6 +157,9 @@ struct Record {
     /// The session a requeued mission ran in before, loaded when the agent can
     /// load sessions (else a fresh one opens).
     load_session: Option<String>,
+    /// The check a fresh mission is recorded with (a claimed one's was recorded
+    /// when it was queued).
+    check: Option<crate::mission::check::NewCheck>,
 }
 
 /// A unit whose session is open, not yet driven.

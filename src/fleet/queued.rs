@@ -46,6 +46,8 @@ impl Fleet {
                 parent_session_id: None,
                 claimed: true,
                 load_session: mission.session_id.clone(),
+                // Recorded when it was queued.
+                check: None,
             };
             self.admit(record, id.clone(), (agent, envelope), cwd, claimed.worktree)
                 .await

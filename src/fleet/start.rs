@@ -71,13 +71,23 @@ impl Fleet {
         );
         let fresh_record = (!claimed)
             .then(|| budget::ComputeRecord::of_fresh_unit(models.as_deref(), model.as_deref()));
-        let unit_statement =
-            budget::unit_statement(&mission_id, models.as_deref(), model.as_deref());
+        let mut born_with = vec![budget::unit_statement(
+            &mission_id,
+            models.as_deref(),
+            model.as_deref(),
+        )];
+        // Its check is born with it: a `landed` verdict can never come before it.
+        born_with.extend(
+            record
+                .check
+                .as_ref()
+                .map(|c| crate::mission::check::insert_statement(&mission_id, c)),
+        );
         let mission = match blocking(move || {
             if claimed {
                 missions.bind_claimed(&new)
             } else {
-                missions.create_with(new, vec![unit_statement])
+                missions.create_with(new, born_with)
             }
         })
         .await
@@ -390,6 +400,15 @@ impl Fleet {
             link: Arc::default(),
         };
         let link = calls.link.clone();
+        // The check runs as the unit does: its environment, workspace and grants.
+        let _ = link.check.set(super::check::CheckSite {
+            supervisor: inner.self_exe.clone(),
+            // Scrubbed the way the unit's own is (`Unit::start_confined`).
+            env: crate::acp_client::unit_environment(std::env::vars_os(), &env),
+            cwd: cwd.to_path_buf(),
+            confinement: confined.resolved.confinement.clone(),
+            confined: confined.prepared.is_some(),
+        });
         let handler = Arc::new(ToolHandler(Arc::new(Mutex::new(calls))));
         let socket = serve_mission_socket(&socket_path, handler.clone())
             .await

@@ -6,6 +6,7 @@
 //! exactly one outcome, and nothing — a heartbeat, a plan write, a bind — can move a
 //! mission that is at rest. Writes are durable before their bus event is published.
 
+pub mod check;
 pub mod hosts;
 pub mod id_prefix;
 pub mod inbox;
@@ -752,6 +753,10 @@ impl Missions {
             )
         })?;
         if changed == 1 {
+            // Its host is gone: a check it was running was cut short with it.
+            self.check_interrupted(id)?;
+        }
+        if changed == 1 {
             self.publish_status(&self.require(id)?, Status::Open);
         }
         Ok(changed == 1)
@@ -886,9 +891,16 @@ impl Missions {
             "EXISTS (SELECT 1 FROM missions WHERE id = ?4 AND status = 'open')",
             vec![crate::store::sql::Value::Text(id.to_string())],
         );
+        let settle_check = (
+            check::SETTLE_INTERRUPTED,
+            crate::store::sql::Params::values(params![id, now]),
+        );
         let won = self.store.write(|tx| {
-            let ahead = std::iter::once((announce.as_str(), announce_values.clone()));
-            tx.execute_at_commit(ahead.chain(also.iter().cloned()).collect())?;
+            let ahead = [
+                (announce.as_str(), announce_values.clone()),
+                (settle_check.0, settle_check.1.clone()),
+            ];
+            tx.execute_at_commit(ahead.into_iter().chain(also.iter().cloned()).collect())?;
             let rows = tx.query_map_and_commit(
                 &format!(
                     "UPDATE missions SET status = ?2, status_reason = NULLIF(?3, ''), updated_at = ?4

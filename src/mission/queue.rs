@@ -70,6 +70,8 @@ pub struct NewQueued {
     pub worktree: bool,
     /// Run only on a host carrying this label.
     pub run_on: Option<String>,
+    /// The check it must pass to land (recorded with it, for the host that runs it).
+    pub check: Option<super::check::NewCheck>,
 }
 
 /// A mission a host claimed: now `open` and recorded as hosted by it.
@@ -100,7 +102,12 @@ impl Missions {
             c.execute(
                 "INSERT INTO mission_queue (mission_id, worktree, run_on, queued_at) VALUES (?1, ?2, ?3, ?4)",
                 params![id, q.worktree as i64, q.run_on.as_deref().map(str::trim), now],
-            )
+            )?;
+            if let Some(check) = &q.check {
+                let (sql, values) = super::check::insert_statement(&id, check);
+                c.execute(sql, values.as_slice())?;
+            }
+            Ok(())
         })?;
         self.require(&id)
     }
@@ -384,6 +391,7 @@ mod tests {
             cwd: "/".into(),
             worktree: false,
             run_on: run_on.map(Into::into),
+            check: None,
         })
         .unwrap()
     }

@@ -46,6 +46,10 @@ pub const PARENT_GONE: &str = "parent_gone";
 
 pub const KINDS: [&str; 4] = ["progress", "finding", "blocker", "result"];
 
+/// The kind of the report the host files for each try of a mission's check; only
+/// the runtime files it (a unit's own report of this kind is refused).
+pub const CHECK_KIND: &str = "check";
+
 const HANDOVER_FIELD_MAX: usize = 8000;
 const HANDOVER_ARTIFACTS_MAX: usize = 50;
 const HANDOVER_ARTIFACT_MAX: usize = 2000;
@@ -191,6 +195,7 @@ impl Missions {
         let kind = match input.kind.trim() {
             "" => "progress".to_string(),
             k if KINDS.contains(&k) => k.to_string(),
+            CHECK_KIND if !live => CHECK_KIND.to_string(),
             k => {
                 return Err(MissionError::Invalid(format!(
                     "invalid report kind {k:?}: must be one of progress|finding|blocker|result"

@@ -14,6 +14,7 @@ use crate::envelope::policy::Envelope;
 use crate::envelope::search;
 use crate::fleet::budget::ComputeLedger;
 use crate::fleet::{DispatchRequest, Dispatched, Fleet, NameRefused};
+use crate::mission::check::{CheckChoice, NewCheck};
 use crate::mission::{EnvelopeName, Intent, Mission};
 use crate::paths::Paths;
 use crate::store::Store;
@@ -251,7 +252,24 @@ pub fn bound_labels(e: &EnvelopeEntry, caps: Option<&AgentCaps>) -> Vec<String> 
         }
     }
     out.extend(e.sandbox.iter().map(|(limit, l)| format!("{limit} · {l}")));
+    out.extend(e.check.clone());
     out
+}
+
+/// `check `cargo test -q` · timeout 10m0s · maxChecks 3 · enforced`: an envelope's
+/// check as the picker and the fire notice label it (the host runs it on every
+/// `landed` verdict, so it is always enforced; `optional` says a fire may skip it).
+pub fn check_label(check: &crate::envelope::policy::CheckDecl, max_checks: u64) -> String {
+    format!(
+        "check `{}` · timeout {} · maxChecks {max_checks} · enforced{}",
+        crate::text::one_line(&check.command),
+        crate::duration::format(check.timeout),
+        if check.optional {
+            " · optional (--no-check skips it)"
+        } else {
+            ""
+        }
+    )
 }
 
 /// One envelope as the picker lists it.
@@ -265,6 +283,8 @@ pub struct EnvelopeEntry {
     pub compute: Option<crate::envelope::policy::ComputeBounds>,
     /// `(limit, label)` for each sandbox limit it sets, on this kernel.
     pub sandbox: Vec<(&'static str, &'static str)>,
+    /// Its check, labelled (`None`: it names none).
+    pub check: Option<String>,
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -299,6 +319,8 @@ pub struct Fire {
     pub parent_session: Option<String>,
     /// Where the agent and the envelope were typed, for a refusal's words.
     pub typed_at: TypedAt,
+    /// `--check` / `--no-check` (else the envelope's check).
+    pub check: CheckChoice,
 }
 
 impl Fire {
@@ -311,6 +333,7 @@ impl Fire {
             worktree: false,
             parent_session: None,
             typed_at: TypedAt::default(),
+            check: CheckChoice::FromEnvelope,
         }
     }
 
@@ -335,6 +358,7 @@ pub async fn dispatch(fleet: &Fleet, fire: Fire) -> anyhow::Result<Dispatched> {
         envelope: fire.envelope,
         cwd: fire.cwd,
         worktree: fire.worktree,
+        check: fire.check,
     };
     match fire.parent_session {
         Some(parent) => fleet.dispatch_for_session(req, &parent).await,
@@ -374,7 +398,7 @@ pub enum Line {
         resolved: Resolved,
         /// The envelope's bounds labelled for the agent that runs it.
         labels: Vec<String>,
-        fire: Fire,
+        fire: Box<Fire>,
     },
 }
 
@@ -414,7 +438,7 @@ pub async fn read_line(
     Ok(Line::Fire {
         resolved,
         labels,
-        fire,
+        fire: Box::new(fire),
     })
 }
 
@@ -435,7 +459,7 @@ pub async fn mission_line(
                 fire,
             } => (resolved, labels, fire),
         };
-    let dispatched = dispatch(fleet, fire).await.map_err(|e| format!("{e:#}"))?;
+    let dispatched = dispatch(fleet, *fire).await.map_err(|e| format!("{e:#}"))?;
     Ok(LineOutcome::Fired {
         resolved,
         labels,
@@ -502,7 +526,7 @@ pub fn enqueue(
     fire: Fire,
     on: Option<&str>,
 ) -> anyhow::Result<Mission> {
-    search::load(paths, fire.envelope.as_str()).map_err(|why| {
+    let loaded = search::load(paths, fire.envelope.as_str()).map_err(|why| {
         let on_path: Vec<String> = search::list(paths)
             .into_iter()
             .map(|l| l.file_name)
@@ -514,6 +538,13 @@ pub fn enqueue(
             &on_path
         ))
     })?;
+    let check = NewCheck::resolve(
+        &fire.check,
+        loaded.policy.check.as_ref(),
+        loaded.policy.compute.effective_max_checks(),
+        fire.envelope.as_str(),
+    )
+    .map_err(anyhow::Error::msg)?;
     let registry = Registry::load(paths)?;
     if registry.get(&fire.agent).is_none() && crate::agents::catalogue::get(&fire.agent).is_none() {
         let declared: Vec<String> = registry.names().into_iter().map(String::from).collect();
@@ -532,6 +563,7 @@ pub fn enqueue(
             cwd: cwd.display().to_string(),
             worktree: fire.worktree,
             run_on: on.map(str::to_string),
+            check,
         })?,
     )
 }
@@ -668,6 +700,11 @@ pub fn envelope_entry(file_name: &str, bytes: &[u8]) -> EnvelopeEntry {
         file_name: file_name.to_string(),
         short_name: search::short_name(file_name).to_string(),
         summary: envelope_summary(bytes),
+        check: policy.as_ref().and_then(|p| {
+            p.check
+                .as_ref()
+                .map(|c| check_label(c, p.compute.effective_max_checks()))
+        }),
         compute: policy.map(|p| p.compute),
         sandbox,
     }
@@ -746,5 +783,33 @@ mod tests {
         );
         let r = resolve(Some("x".into()), None, "go".into(), &data).unwrap_err();
         assert!(r.contains("(--policy)"), "{r}");
+    }
+
+    #[test]
+    fn the_picker_labels_an_envelopes_check() {
+        let required = envelope_entry(
+            "hitl-policy-gated.json",
+            br#"{"default_action":"allow","check":{"command":"cargo test -q","timeout":"5m"},"compute":{"maxChecks":2}}"#,
+        );
+        assert_eq!(
+            required.check.as_deref(),
+            Some("check `cargo test -q` · timeout 5m0s · maxChecks 2 · enforced")
+        );
+        assert!(
+            bound_labels(&required, None)
+                .contains(&"check `cargo test -q` · timeout 5m0s · maxChecks 2 · enforced".into())
+        );
+        let optional = envelope_entry(
+            "hitl-policy-loose.json",
+            br#"{"default_action":"allow","check":{"command":"make","optional":true}}"#,
+        );
+        assert_eq!(
+            optional.check.as_deref(),
+            Some(
+                "check `make` · timeout 10m0s · maxChecks 3 · enforced · optional (--no-check skips it)"
+            )
+        );
+        let none = envelope_entry("hitl-policy-open.json", br#"{"default_action":"allow"}"#);
+        assert_eq!(none.check, None);
     }
 }

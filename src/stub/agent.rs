@@ -893,8 +893,13 @@ impl TurnRunner<'_> {
                     .await?;
             }
             Step::Finish { args } => {
-                self.tool_logged(label, kind, crate::mission_mcp::MISSION_FINISH, args)
+                let result = self
+                    .tool(label, kind, crate::mission_mcp::MISSION_FINISH, args)
                     .await?;
+                // A refused verdict (a failed check) is what the unit works on next.
+                self.state.vars.finish = match result {
+                    Ok(text) | Err(text) => text,
+                };
             }
             Step::Ask {
                 summary,

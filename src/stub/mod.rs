@@ -80,7 +80,7 @@
 //! | `plan` | `[entries]` or `{entries, via?, explanation?}`; `via` may also sit beside `plan` | `mcp` (default): the `mission_plan` tool; `acp`: a native `plan` update; `both` |
 //! | `report` | `{kind?, summary, detail?, refs?, handover?}` | the `mission_report` tool, with these arguments |
 //! | `ask` | `"summary"` or `{summary, detail?, retries?, expect?, then?}` | the `mission_ask_attention` tool; the result binds `{{answer}}`. A result saying "no answer yet (ask_id=X)" is re-asked with `ask_id` up to `retries` (default 3) times. `then` (a step or a list) runs after the answer |
-//! | `finish` | `"status"` or `{status, reason?}` | the `mission_finish` tool |
+//! | `finish` | `"status"` or `{status, reason?}` | the `mission_finish` tool; its result (or refusal) binds `{{finish}}` |
 //! | `permission` | `{title, kind?, path?, times?, on_deny?, options?, report?}` | `times` (default 1) `session/request_permission` calls, each with a fresh tool-call id (and `path`, when given, as its `rawInput.path`, which envelope `glob` conditions test). Options default to allow_once, allow_always, reject_once, reject_always; `options` overrides them (kinds, or `{id?, name?, kind}`). Each outcome (`allowed`, `denied`, `cancelled`) binds `{{perm}}` and is appended to `{{perms}}`; `report: true` files a progress report per outcome. On a denial `on_deny` decides: `continue` (default), `report_blocker` (blocker report, turn ends), `finish_stuck` (finish stuck, turn ends), `error` (the turn fails) |
 //! | `tool_call` | `"title"` or `{title, kind?, status?, id?}` | a `tool_call` card (in progress) and a `tool_call_update` to `status` (default `completed`); nothing real runs |
 //! | `agent_permission` | `{update?, request, on_reject?, report?}` | an agent's own frames replayed: `update` (a `tool_call` session update, sent first) and `request` (the params of its `session/request_permission`, session id filled in). The outcome (`allowed`, `denied`, `cancelled`) binds `{{perm}}` like `permission`; on a denial `on_reject` is `continue` (default), `end_turn` (as qwen and opencode do) or `cancel` (the turn ends `cancelled`, as codex's reject does) |
@@ -98,7 +98,8 @@
 //!
 //! Every string in a step may use `{{answer}}` (the latest ask's answer),
 //! `{{turn}}`, `{{perm}}`, `{{perms}}`, `{{prompt}}` (the turn's prompt on one
-//! line), `{{model}}` (the session model, empty
+//! line), `{{finish}}` (what the latest `mission_finish` call returned, its
+//! refusal included: a failed check's exit code and output), `{{model}}` (the session model, empty
 //! when none is advertised) and `{{env:NAME}}` (an environment
 //! variable of the stub, empty when unset). Unknown placeholders stay as
 //! written.

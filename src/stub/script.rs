@@ -801,9 +801,13 @@ pub struct Vars {
     pub model: String,
     /// The text of the prompt that opened this turn, on one line.
     pub prompt: String,
+    /// What the latest `mission_finish` call returned (its error text, when it
+    /// was refused — a failed check says so there).
+    pub finish: String,
 }
 
-/// Fill `{{answer}}`, `{{turn}}`, `{{perm}}`, `{{perms}}`, `{{model}}`, `{{prompt}}` and `{{env:NAME}}`
+/// Fill `{{answer}}`, `{{turn}}`, `{{perm}}`, `{{perms}}`, `{{model}}`, `{{prompt}}`,
+/// `{{finish}}` and `{{env:NAME}}`
 /// in every string of `value`. Unknown placeholders stay as written.
 pub fn substitute(value: &Value, vars: &Vars) -> Value {
     match value {
@@ -836,6 +840,7 @@ fn fill(template: &str, vars: &Vars) -> String {
             "perms" => Some(vars.perms.join(",")),
             "model" => Some(vars.model.clone()),
             "prompt" => Some(vars.prompt.clone()),
+            "finish" => Some(vars.finish.clone()),
             _ => key
                 .strip_prefix("env:")
                 .map(|name| std::env::var(name.trim()).unwrap_or_default()),

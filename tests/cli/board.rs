@@ -60,6 +60,7 @@ async fn answering_in_the_board_lets_the_real_stub_land() {
             envelope: EnvelopeName::new("default").unwrap(),
             cwd: None,
             worktree: false,
+            check: Default::default(),
         })
         .await
         .expect("dispatch");
@@ -175,6 +176,7 @@ async fn the_board_mounts_its_oracle_and_it_answers_a_routine_question() {
             envelope: EnvelopeName::new("default").unwrap(),
             cwd: None,
             worktree: false,
+            check: Default::default(),
         })
         .await
         .expect("dispatch");

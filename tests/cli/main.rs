@@ -8,6 +8,7 @@ mod asks;
 mod board;
 mod bounds;
 mod catalogue;
+mod check;
 mod damage;
 mod docs;
 mod edges;

@@ -100,6 +100,7 @@ async fn units_waiting_on_a_foreign_lock_stall_no_other_units_acp_traffic() {
                 envelope: EnvelopeName::new("default").unwrap(),
                 cwd: None,
                 worktree: false,
+                check: Default::default(),
             })
             .await
             .unwrap();

@@ -99,6 +99,12 @@ pub fn lines(m: &Model, width: usize, now_ms: i64) -> Vec<Line<'static>> {
     if let Some(spend) = &d.spend {
         push(kv("Spend: ", spend.clone(), t.title), 2);
     }
+    if let Some((first, rest)) = d.check.split_first() {
+        push(kv("Check: ", first.clone(), t.title), 2);
+        for line in rest {
+            push(Line::from(Span::raw(format!("       {line}"))), 2);
+        }
+    }
     if let Some(reason) = &r.status_reason {
         push(kv("Reason: ", reason.clone(), t.title), 2);
     }

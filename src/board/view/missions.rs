@@ -134,8 +134,12 @@ pub fn render(frame: &mut Frame, area: Rect, m: &Model, now_ms: i64) {
             // Its place in the queue says more than the glyph, and fits the column.
             _ => match r.queue_position {
                 Some(n) => (format!("queued #{n}"), m.theme.status(r.status)),
+                // A check's mark rides beside the state: ✓ passed, ✗ failed.
                 None => (
-                    m.symbols.status_badge(r.status).to_string(),
+                    match r.check {
+                        Some(mark) => format!("{} {mark}", m.symbols.status_badge(r.status)),
+                        None => m.symbols.status_badge(r.status).to_string(),
+                    },
                     m.theme.status(r.status),
                 ),
             },

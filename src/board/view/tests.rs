@@ -33,6 +33,7 @@ fn mission(id: &str, status: Status, intent: &str, age_s: i64, asks: i64) -> Mis
         host: "box-a".into(),
         queue_position: None,
         needs: (asks > 0).then_some(Needs::Ask),
+        check: None,
     }
 }
 
@@ -91,6 +92,7 @@ pub(crate) fn snapshot() -> Snapshot {
         spend: Some("14 tool calls · 5,200 tokens · 20s so far".into()),
         fired_by: None,
         host_role: None,
+        check: Vec::new(),
         plan: vec![
             PlanRow {
                 content: "survey the task".into(),
@@ -229,6 +231,7 @@ fn picker_data() -> PickerData {
                     ..Default::default()
                 }),
                 sandbox: vec![("filesystem.write", "enforced (kernel)")],
+                check: None,
             },
             EnvelopeEntry {
                 file_name: "hitl-policy-strict.json".into(),
@@ -243,6 +246,7 @@ fn picker_data() -> PickerData {
                     ("filesystem.write", "enforced (kernel)"),
                     ("network.connect", "declared, not enforced"),
                 ],
+                check: None,
             },
             EnvelopeEntry {
                 file_name: "hitl-policy-broken.json".into(),
@@ -250,6 +254,7 @@ fn picker_data() -> PickerData {
                 summary: String::new(),
                 compute: None,
                 sandbox: vec![],
+                check: None,
             },
         ],
         agents: vec![
@@ -650,6 +655,37 @@ fn the_host_column_names_the_machine_and_gives_way_on_a_narrow_table() {
         side_by_side.contains("Host: box-a"),
         "the detail pane names it: {side_by_side}"
     );
+}
+
+#[test]
+fn a_mission_s_check_shows_beside_its_state_and_in_its_detail() {
+    let mut m = model(120, 40, false);
+    let mut s = snapshot();
+    assert!(!frame(&m).contains("Check:"), "no check, no line");
+    s.rows[0].check = Some("✗");
+    if let Some(d) = &mut s.detail {
+        d.mission.check = Some("✗");
+        d.check = vec![
+            "failed 1 of 3 · `cargo test -q`".into(),
+            "last try: exit 101".into(),
+            "| test tally ... FAILED".into(),
+        ];
+    }
+    m.snap = Arc::new(s);
+    let text = frame(&m);
+    let row = text
+        .lines()
+        .find(|l| {
+            l.contains(crate::board::model::short(&m.snap.rows[0].id)) && !l.contains("STATE")
+        })
+        .unwrap_or_else(|| panic!("{text}"));
+    assert!(row.contains(" ✗ "), "{text}");
+    assert!(
+        text.contains("Check: failed 1 of 3 · `cargo test -q`"),
+        "{text}"
+    );
+    assert!(text.contains("last try: exit 101"), "{text}");
+    assert!(text.contains("| test tally ... FAILED"), "{text}");
 }
 
 #[test]
