@@ -56,6 +56,9 @@ pub const MIGRATIONS: &[Migration] = &[
     // v14: who answered each ask (surface and device); the web surface's paired
     // devices and pairing codes.
     &[crate::asks::SCHEMA_V14, crate::devices::SCHEMA_V14],
+    // v15: what each mission's spend cost: tokens split as prices are, and the
+    // agent's own reported cost.
+    &[crate::fleet::budget::SCHEMA_V15],
 ];
 
 /// The same versions on PostgreSQL, numbered alike so a version means one schema on
@@ -95,6 +98,7 @@ pub const PG_MIGRATIONS: &[Migration] = &[
     ],
     &[crate::mission::queue::PG_SCHEMA_V13],
     &[crate::asks::PG_SCHEMA_V14, crate::devices::PG_SCHEMA_V14],
+    &[crate::fleet::budget::PG_SCHEMA_V15],
 ];
 
 impl Store {

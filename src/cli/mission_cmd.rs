@@ -115,6 +115,8 @@ pub(super) fn show(ctx: &Ctx, id: &str, json: bool) -> anyhow::Result<i32> {
         .map_err(|e| anyhow::anyhow!("failed to read reports for mission {:?}: {e}", m.id))?;
     let report_count = svc.report_count(&m.id)?;
     let queued_at = svc.queue_positions()?.get(&m.id).copied();
+    let record = crate::ops::show::compute_record(svc.store(), &m.id)?;
+    let cost = crate::ops::show::mission_cost(&ctx.paths.home, record.as_ref());
     if json {
         let mut v = serde_json::to_value(&m)?;
         if let Some(at) = queued_at {
@@ -136,6 +138,7 @@ pub(super) fn show(ctx: &Ctx, id: &str, json: bool) -> anyhow::Result<i32> {
         // Every ask with its resolution, newest first: who answered shows there.
         v["asks"] = serde_json::to_value(&all)?;
         v["oracleTrace"] = serde_json::to_value(oracle_trace(&svc, &m.id)?)?;
+        v["cost"] = serde_json::to_value(&cost)?;
         out::json(&v)?;
         return Ok(0);
     }
@@ -199,6 +202,9 @@ pub(super) fn show(ctx: &Ctx, id: &str, json: bool) -> anyhow::Result<i32> {
     }
     for line in compute_lines(ctx, svc.store(), &m) {
         writeln!(out, "{line}")?;
+    }
+    if record.is_some() {
+        writeln!(out, "Cost:      {}", cost.line())?;
     }
     if let Some(wt) = crate::worktree::Worktrees::new(svc.store().clone()).get(&m.id)? {
         writeln!(
