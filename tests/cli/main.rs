@@ -28,5 +28,6 @@ mod refusals;
 mod sandbox;
 mod session;
 mod shared_store;
+mod spend;
 mod terminal_loss;
 mod worktree;
