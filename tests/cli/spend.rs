@@ -213,3 +213,38 @@ fn since_leaves_out_a_mission_fired_before_it() {
         "{bad:#?}"
     );
 }
+
+#[test]
+fn agent_planner_is_priced_at_the_model_it_was_declared_with() {
+    let sb = Sandbox::new();
+    sb.run(&["init"]).ok();
+    write_prices(&sb);
+    let dialog = sb.cwd.join("dialog.json");
+    sb.write(
+        &dialog,
+        &serde_json::json!({"turns": [{
+            "tool_calls": [{"name": "mission_finish",
+                "arguments": {"status": "landed", "reason": "nothing to do"}}],
+            "usage": {"prompt_tokens": 900, "completion_tokens": 40}
+        }]})
+        .to_string(),
+    );
+    let url = format!("scripted:{}", dialog.display());
+    sb.run(&["config", "set", "model-base-url", &url]).ok();
+    sb.run(&["config", "set", "model-name", PRICED]).ok();
+    sb.fire("agent-planner", "finish at once", &[]).ok();
+    let id = sb.newest_mission().unwrap();
+    let cost = cost_of(&sb, &id);
+    assert_eq!(cost["source"], "estimated", "{cost}");
+    // The usage of the turn that landed it counts: it arrives after the verdict.
+    assert_eq!(
+        cost["note"],
+        format!(
+            "estimated: 900 input (0 cached) + 40 output tokens at {PRICED}'s list prices of 2030-01-02"
+        )
+    );
+    assert!(
+        (cost["usd"].as_f64().unwrap() - expected_usd(900, 40)).abs() < 1e-12,
+        "{cost}"
+    );
+}
