@@ -102,6 +102,34 @@ fn a_model_with_no_price_says_so_and_is_never_a_zero() {
     assert_eq!(spend["total"]["unpriced"], 1, "{spend}");
     assert_eq!(spend["total"]["unpricedModels"][0], "nobody-prices-this");
     assert_eq!(spend["total"]["costUsd"], 0.0);
+    sb.run(&["spend"]).ok().assert_stdout_has(
+        "1 mission(s) are not in COST: no price for nobody-prices-this — add the model to the home's prices.toml.\n",
+    );
+}
+
+#[test]
+fn a_price_table_that_cannot_be_read_is_said_not_zeroed() {
+    let sb = Sandbox::new();
+    setup(&sb, &[("stub", &usage_script(PRICED, 1200, 300, None))]);
+    let id = fire(&sb, "stub");
+    // An entry with no date, in the home's table.
+    sb.write(
+        &sb.home.join("prices.toml"),
+        &format!("[models.\"{PRICED}\"]\ninput = 1.0\noutput = 1.0\n"),
+    );
+    let cost = cost_of(&sb, &id);
+    assert_eq!(cost["source"], "none", "{cost}");
+    assert!(cost["usd"].is_null(), "{cost}");
+    let fix = format!(
+        "model \"{PRICED}\" has no as_of date — give the file an as_of = \"YYYY-MM-DD\" line or the entry its own"
+    );
+    assert!(cost["note"].as_str().unwrap().contains(&fix), "{cost}");
+    let spend = sb.run(&["spend"]);
+    assert_eq!(spend.code, 1, "{spend:#?}");
+    assert!(
+        spend.stderr.contains("prices.toml: ") && spend.stderr.contains(&fix),
+        "{spend:#?}"
+    );
 }
 
 #[test]
@@ -174,6 +202,16 @@ fn spend_by_agent_sums_its_missions() {
         (total - (0.5 + 2.0 * expected_usd(1200, 300))).abs() < 1e-12,
         "{spend}"
     );
+    let by_day: Value =
+        serde_json::from_str(&sb.run(&["spend", "--by", "day", "--json"]).ok().stdout).unwrap();
+    let days = by_day["groups"].as_array().unwrap();
+    assert_eq!(days.len(), 1, "{by_day}");
+    let day = days[0]["key"].as_str().unwrap();
+    assert!(
+        day.len() == 10 && day.as_bytes()[4] == b'-' && day.as_bytes()[7] == b'-',
+        "a UTC day: {by_day}"
+    );
+    assert_eq!(days[0]["missions"], 3);
     let text = sb.run(&["spend", "--by", "agent"]).ok();
     let stub_row = text
         .lines()
