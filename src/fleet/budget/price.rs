@@ -11,7 +11,7 @@ use serde::Deserialize;
 use super::Spend;
 
 /// The shipped table: dated list prices of a few common models.
-pub const SHIPPED: &str = include_str!(concat!(env!("CARGO_MANIFEST_DIR"), "/presets/prices.toml"));
+pub const SHIPPED: &str = crate::presets::PRICES;
 
 /// The home's own table, beside `board.db`.
 pub const HOME_FILE: &str = "prices.toml";
