@@ -71,6 +71,11 @@ pub const ORACLE_CORPUS: &str = include_str!(concat!(
     "/presets/oracle-corpus.toml"
 ));
 
+/// The shipped price table: dated list prices of a few common models, which a
+/// home's own `prices.toml` overrides. Not seeded by `init`: the home's file holds
+/// only what it changes.
+pub const PRICES: &str = include_str!(concat!(env!("CARGO_MANIFEST_DIR"), "/presets/prices.toml"));
+
 /// The embedded copy of a preset, by file name.
 pub fn get(file_name: &str) -> Option<&'static Preset> {
     PRESETS.iter().find(|p| p.file_name == file_name)

@@ -59,6 +59,9 @@ pub const MIGRATIONS: &[Migration] = &[
     // v15: each mission's check — its command, timeout and tries, and how the last
     // try went.
     &[crate::mission::check::SCHEMA_V15],
+    // v16: what each mission's spend cost: tokens split as prices are, and the
+    // agent's own reported cost.
+    &[crate::fleet::budget::SCHEMA_V16],
 ];
 
 /// The same versions on PostgreSQL, numbered alike so a version means one schema on
@@ -99,6 +102,7 @@ pub const PG_MIGRATIONS: &[Migration] = &[
     &[crate::mission::queue::PG_SCHEMA_V13],
     &[crate::asks::PG_SCHEMA_V14, crate::devices::PG_SCHEMA_V14],
     &[crate::mission::check::PG_SCHEMA_V15],
+    &[crate::fleet::budget::PG_SCHEMA_V16],
 ];
 
 impl Store {

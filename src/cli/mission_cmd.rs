@@ -129,6 +129,8 @@ pub(super) fn show(ctx: &Ctx, id: &str, json: bool) -> anyhow::Result<i32> {
         .map_err(|e| anyhow::anyhow!("failed to read reports for mission {:?}: {e}", m.id))?;
     let report_count = svc.report_count(&m.id)?;
     let queued_at = svc.queue_positions()?.get(&m.id).copied();
+    let record = crate::ops::show::compute_record(svc.store(), &m.id)?;
+    let cost = crate::ops::show::mission_cost(&ctx.paths.home, record.as_ref());
     if json {
         let mut v = serde_json::to_value(&m)?;
         if let Some(at) = queued_at {
@@ -156,6 +158,7 @@ pub(super) fn show(ctx: &Ctx, id: &str, json: bool) -> anyhow::Result<i32> {
                 "command": null, "state": "none", "tries": 0, "maxChecks": 0, "lastExit": null
             }),
         };
+        v["cost"] = serde_json::to_value(&cost)?;
         out::json(&v)?;
         return Ok(0);
     }
@@ -219,6 +222,9 @@ pub(super) fn show(ctx: &Ctx, id: &str, json: bool) -> anyhow::Result<i32> {
     }
     for line in compute_lines(ctx, svc.store(), &m) {
         writeln!(out, "{line}")?;
+    }
+    if record.is_some() {
+        writeln!(out, "Cost:      {}", cost.line())?;
     }
     if let Some(c) = svc.check(&m.id)? {
         for line in check_lines(&c) {

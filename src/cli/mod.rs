@@ -14,6 +14,7 @@ mod oracle_cmd;
 mod out;
 mod queued_fire;
 mod reference;
+mod spend_cmd;
 mod vet;
 mod web_cmd;
 mod worktree_cmd;
@@ -90,6 +91,19 @@ enum Command {
     },
     /// Serve the web page: answer asks and follow missions from a paired phone or browser.
     Web(WebArgs),
+    /// What missions cost (reported by their agents, else estimated from the price
+    /// table), their tokens and tool calls, grouped.
+    Spend {
+        /// Group by agent, envelope, label, host or day.
+        #[arg(long, value_name = "GROUP", default_value = "agent")]
+        by: String,
+        /// Only missions fired within this long: 7d, 12h, 30m.
+        #[arg(long, value_name = "AGE", default_value = "7d")]
+        since: String,
+        /// The rollup as JSON.
+        #[arg(long)]
+        json: bool,
+    },
     /// Check that this machine is ready to run missions.
     Doctor {
         /// The verdict, the fixes and each check as JSON (no sweep runs).
@@ -833,6 +847,7 @@ fn run(ctx: &Ctx, command: Option<Command>, flags: BetaFlags) -> anyhow::Result<
             },
         ),
         Some(Command::Web(a)) => web_cmd::run(ctx, a),
+        Some(Command::Spend { by, since, json }) => spend_cmd::run(ctx, &by, &since, json),
         Some(Command::Doctor { json, agent: None }) => doctor::run(ctx, json),
         Some(Command::Doctor {
             json,

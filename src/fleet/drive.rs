@@ -485,6 +485,15 @@ impl Drive {
                     if changed.is_err() || *self.stop.borrow() {
                         self.unit.cancel();
                         let _ = tokio::time::timeout(CANCEL_GRACE, &mut prompt).await;
+                        // The mission rested (its own verdict, usually): what the turn
+                        // sent as it wound down — its end-of-turn usage above all, which
+                        // comes with the prompt's answer, after the verdict — still
+                        // counts towards the spend and cost; no crossing matters now.
+                        while let Ok(ev) = self.events.try_recv() {
+                            let _ = self.account(&ev).await;
+                            journal.record(ev);
+                        }
+                        self.budget.record_spend().await;
                         return Prompted::Ended(Turn::Stopped);
                     }
                 }

@@ -64,18 +64,14 @@ impl Fleet {
         let recorded = match recorded {
             Some(record) => record,
             None => {
-                let offered = started.unit.capabilities().offered_models().cloned();
+                let (models, model) = started.models();
                 let (recorder, id) = (ledger.clone(), mission_id.clone());
                 blocking(move || {
                     // The record the write returns holds the envelope's bounds as an
                     // operator raised them on an earlier pause, and what earlier
                     // sessions of the mission spent against them.
                     recorder
-                        .record_unit(
-                            &id,
-                            offered.as_ref().map(|m| m.available.as_slice()),
-                            offered.as_ref().map(|m| m.current.as_str()),
-                        )
+                        .record_unit(&id, models.as_deref(), model.as_deref())
                         .or_else(|e| {
                             tracing::warn!(mission = %id, "could not record the unit's session model: {e}");
                             recorder.get(&id).map(Option::unwrap_or_default)

@@ -174,6 +174,20 @@ struct Started {
     sandbox: crate::envelope::sandbox::Resolved,
     /// Where the host hands the unit's mission tools its budget and mission row.
     link: Arc<mission_tools::HostLink>,
+    /// The model the native agent was declared with (it advertises no session
+    /// models): what its spend is priced at.
+    declared_model: Option<String>,
+}
+
+impl Started {
+    /// The models the unit offers and the one it runs on, for its compute record:
+    /// what the agent advertised, else the native agent's declared model.
+    fn models(&self) -> (Option<Vec<String>>, Option<String>) {
+        match self.unit.capabilities().offered_models() {
+            Some(m) => (Some(m.available.clone()), Some(m.current.clone())),
+            None => (None, self.declared_model.clone()),
+        }
+    }
 }
 
 /// What a parked run's unit would be started with here: its agent as declared on

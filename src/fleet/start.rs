@@ -64,11 +64,7 @@ impl Fleet {
         // A fresh mission's compute record is born with it, in its create
         // transaction: what its unit offers, nothing raised or spent yet. A claimed
         // one may carry an earlier host's, which its hosting reads and continues.
-        let offered = started.unit.capabilities().offered_models();
-        let (models, model) = (
-            offered.map(|m| m.available.clone()),
-            offered.map(|m| m.current.clone()),
-        );
+        let (models, model) = started.models();
         let fresh_record = (!claimed)
             .then(|| budget::ComputeRecord::of_fresh_unit(models.as_deref(), model.as_deref()));
         let mut born_with = vec![budget::unit_statement(
@@ -418,6 +414,10 @@ impl Fleet {
                     socket_path.display()
                 )
             })?;
+        let declared_model = agent
+            .is_native_agent()
+            .then(|| env.get(crate::agents::ENV_MODEL).cloned())
+            .flatten();
         let spec = UnitSpec {
             program: agent.program(),
             args: agent.args.clone(),
@@ -467,6 +467,7 @@ impl Fleet {
             tmp,
             sandbox: confined.resolved,
             link,
+            declared_model,
         })
     }
 }

@@ -12,6 +12,7 @@ pub mod handshake;
 pub mod host;
 pub mod inbox;
 pub mod show;
+pub mod spend;
 pub mod stop;
 pub mod sweep;
 pub mod worktree;

@@ -2,6 +2,7 @@
 //! gather from the roles' own records: the compute a mission spent under its
 //! bounds, and what the oracle did about its questions.
 
+use crate::fleet::budget::price::{self, Cost, CostSource, PriceTable};
 use crate::fleet::budget::{ComputeLedger, ComputeRecord};
 use crate::oracle::trace::Trace;
 use crate::store::{Store, StoreError};
@@ -16,6 +17,33 @@ pub fn compute_record(
     mission_id: &str,
 ) -> Result<Option<ComputeRecord>, StoreError> {
     ComputeLedger::new(store.clone()).get(mission_id)
+}
+
+/// What a mission cost, from its compute record: the agent's own figure, else its
+/// tokens at the price of its model in the home's price table (shipped prices with
+/// the home's `prices.toml` over them). A price table that cannot be read is said
+/// in the note, not turned into a zero.
+pub fn mission_cost(home: &std::path::Path, record: Option<&ComputeRecord>) -> Cost {
+    let Some(record) = record else {
+        return Cost {
+            usd: None,
+            source: CostSource::None,
+            note: "nothing spent: the mission never started a unit".into(),
+        };
+    };
+    let prices = match PriceTable::load(home) {
+        Ok(prices) => prices,
+        // A reported cost needs no price.
+        Err(_) if record.spent.reported_cost_micro_usd.is_some() => PriceTable::default(),
+        Err(e) => {
+            return Cost {
+                usd: None,
+                source: CostSource::None,
+                note: format!("no price: {e}"),
+            };
+        }
+    };
+    price::cost_of(&prices, record.model.as_deref(), &record.spent)
 }
 
 /// What the oracle did about one mission's questions, its newest `limit` lines.

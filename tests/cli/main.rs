@@ -29,5 +29,6 @@ mod refusals;
 mod sandbox;
 mod session;
 mod shared_store;
+mod spend;
 mod terminal_loss;
 mod worktree;

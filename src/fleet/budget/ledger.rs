@@ -29,6 +29,22 @@ pub(crate) const SCHEMA_V7: &str = "
 ALTER TABLE mission_compute ADD COLUMN spent_tool_calls INTEGER NOT NULL DEFAULT 0;
 ALTER TABLE mission_compute ADD COLUMN spent_tokens INTEGER NOT NULL DEFAULT 0;";
 
+/// v15: what the spend cost: the tokens split the way prices are (input, of which
+/// cached, and output), and the agent's own cumulative cost when it reports one
+/// (micro-dollars, so the spend stays a whole-number record that only grows).
+pub(crate) const SCHEMA_V16: &str = "
+ALTER TABLE mission_compute ADD COLUMN spent_input_tokens INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE mission_compute ADD COLUMN spent_output_tokens INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE mission_compute ADD COLUMN spent_cached_tokens INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE mission_compute ADD COLUMN reported_cost_micro_usd INTEGER;";
+
+/// The PostgreSQL spelling of [`SCHEMA_V16`].
+pub(crate) const PG_SCHEMA_V16: &str = "
+ALTER TABLE mission_compute ADD COLUMN spent_input_tokens BIGINT NOT NULL DEFAULT 0;
+ALTER TABLE mission_compute ADD COLUMN spent_output_tokens BIGINT NOT NULL DEFAULT 0;
+ALTER TABLE mission_compute ADD COLUMN spent_cached_tokens BIGINT NOT NULL DEFAULT 0;
+ALTER TABLE mission_compute ADD COLUMN reported_cost_micro_usd BIGINT;";
+
 /// The PostgreSQL spelling of this module's tables as of schema v11 (see `crate::schema`).
 pub(crate) const PG_SCHEMA_V11: &str = "
 CREATE TABLE mission_compute (
@@ -63,11 +79,19 @@ pub struct ComputeRecord {
     pub spent: Spend,
 }
 
-/// A mission's durable spend: counted tool calls and tokens.
+/// A mission's durable spend: counted tool calls and tokens, and what it cost.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct Spend {
     pub tool_calls: u64,
     pub tokens: u64,
+    /// Prompt tokens (the cached ones among them), as the agent's end-of-turn
+    /// usage counts them, else as metered.
+    pub input_tokens: u64,
+    pub cached_tokens: u64,
+    /// Tokens the model wrote, likewise.
+    pub output_tokens: u64,
+    /// The agent's own cumulative cost in micro-dollars, when it reports one.
+    pub reported_cost_micro_usd: Option<u64>,
 }
 
 /// A mission waiting for its operator to extend a crossed bound or stop it.
@@ -128,7 +152,7 @@ fn column(field: ComputeField) -> Option<&'static str> {
 
 /// The `mission_compute` table.
 /// The columns [`record_from_row`] reads.
-const RECORD_COLUMNS: &str = "models, model, max_turns, max_tool_calls, max_tokens, paused_ask, paused_field, paused_reason, spent_tool_calls, spent_tokens";
+const RECORD_COLUMNS: &str = "models, model, max_turns, max_tool_calls, max_tokens, paused_ask, paused_field, paused_reason, spent_tool_calls, spent_tokens, spent_input_tokens, spent_output_tokens, spent_cached_tokens, reported_cost_micro_usd";
 
 fn record_from_row(r: &crate::store::sql::Row<'_>) -> crate::store::sql::Result<ComputeRecord> {
     let models: Option<String> = r.get(0)?;
@@ -152,6 +176,10 @@ fn record_from_row(r: &crate::store::sql::Row<'_>) -> crate::store::sql::Result<
         spent: Spend {
             tool_calls: r.get::<i64>(8)?.max(0) as u64,
             tokens: r.get::<i64>(9)?.max(0) as u64,
+            input_tokens: r.get::<i64>(10)?.max(0) as u64,
+            output_tokens: r.get::<i64>(11)?.max(0) as u64,
+            cached_tokens: r.get::<i64>(12)?.max(0) as u64,
+            reported_cost_micro_usd: r.get::<Option<i64>>(13)?.map(|v| v.max(0) as u64),
         },
     })
 }
@@ -222,6 +250,54 @@ impl ComputeLedger {
         Ok(())
     }
 
+    /// What the missions fired since `since_ms` spent, grouped by `by` and by the
+    /// model each ran on: one query over the missions and this ledger (the
+    /// missions' creation-time index bounds it).
+    pub fn spend_by(&self, by: SpendGroup, since_ms: i64) -> Result<Vec<SpendRow>, StoreError> {
+        let key = by.key_sql();
+        // Sums are cast back to whole numbers: PostgreSQL sums BIGINTs as NUMERIC.
+        let sql = format!(
+            "SELECT {key} AS k, c.model, COUNT(*),
+                 CAST(COALESCE(SUM(CASE WHEN c.reported_cost_micro_usd IS NULL THEN 0 ELSE 1 END), 0) AS BIGINT),
+                 CAST(COALESCE(SUM(c.reported_cost_micro_usd), 0) AS BIGINT),
+                 CAST(COALESCE(SUM(CASE WHEN c.reported_cost_micro_usd IS NULL
+                     AND c.spent_input_tokens + c.spent_output_tokens > 0 THEN 1 ELSE 0 END), 0) AS BIGINT),
+                 CAST(COALESCE(SUM(CASE WHEN c.reported_cost_micro_usd IS NULL THEN c.spent_input_tokens ELSE 0 END), 0) AS BIGINT),
+                 CAST(COALESCE(SUM(CASE WHEN c.reported_cost_micro_usd IS NULL THEN c.spent_output_tokens ELSE 0 END), 0) AS BIGINT),
+                 CAST(COALESCE(SUM(CASE WHEN c.reported_cost_micro_usd IS NULL THEN c.spent_cached_tokens ELSE 0 END), 0) AS BIGINT),
+                 CAST(COALESCE(SUM(c.spent_tokens), 0) AS BIGINT), CAST(COALESCE(SUM(c.spent_tool_calls), 0) AS BIGINT)
+             FROM missions m
+             LEFT JOIN mission_compute c ON c.mission_id = m.id
+             LEFT JOIN mission_queue q ON q.mission_id = m.id
+             WHERE m.created_at >= ?1
+             GROUP BY {key}, c.model
+             ORDER BY 1, 2"
+        );
+        let n = |v: i64| v.max(0) as u64;
+        self.store.with(|c| {
+            let mut st = c.prepare(&sql)?;
+            let rows = st.query_map(params![since_ms], |r| {
+                Ok(SpendRow {
+                    key: r.get(0)?,
+                    model: r.get(1)?,
+                    missions: n(r.get(2)?),
+                    reported: n(r.get(3)?),
+                    reported_micro_usd: n(r.get(4)?),
+                    unreported_with_tokens: n(r.get(5)?),
+                    unreported: Spend {
+                        input_tokens: n(r.get(6)?),
+                        output_tokens: n(r.get(7)?),
+                        cached_tokens: n(r.get(8)?),
+                        ..Spend::default()
+                    },
+                    tokens: n(r.get(9)?),
+                    tool_calls: n(r.get(10)?),
+                })
+            })?;
+            rows.collect()
+        })
+    }
+
     /// The mission waits on `ask_id` for a crossed bound.
     pub fn pause(
         &self,
@@ -266,6 +342,53 @@ impl ComputeLedger {
     }
 }
 
+/// What `spend` groups missions by.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SpendGroup {
+    Agent,
+    Envelope,
+    /// The label a queued mission was fired to run on (`--on`); `-` for none.
+    Label,
+    /// The machine of the host that ran it.
+    Host,
+    /// The UTC day it was fired on.
+    Day,
+}
+
+impl SpendGroup {
+    /// The group key, as text, for the one rollup query.
+    fn key_sql(self) -> &'static str {
+        match self {
+            SpendGroup::Agent => "m.agent_name",
+            SpendGroup::Envelope => "m.policy_name",
+            SpendGroup::Label => "COALESCE(q.run_on, '')",
+            SpendGroup::Host => "COALESCE(m.host_machine, '')",
+            SpendGroup::Day => "CAST(m.created_at / 86400000 AS TEXT)",
+        }
+    }
+}
+
+/// One group's missions that ran on one model: what they spent. Costs are worked
+/// out by the caller from the price table (the store holds no prices); the tokens
+/// here are those of the missions whose agent reported no cost of its own.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct SpendRow {
+    /// The group's key (for `Day`, days since the Unix epoch, as text).
+    pub key: String,
+    pub model: Option<String>,
+    pub missions: u64,
+    /// Missions whose agent reported its cost, and its sum.
+    pub reported: u64,
+    pub reported_micro_usd: u64,
+    /// Missions with no reported cost that spent tokens: priced, or unpriced.
+    pub unreported_with_tokens: u64,
+    /// The tokens of the missions with no reported cost.
+    pub unreported: Spend,
+    /// Every mission's tokens and tool calls.
+    pub tokens: u64,
+    pub tool_calls: u64,
+}
+
 /// The write of what a started unit offered and runs on ([`ComputeLedger::record_unit`]),
 /// for a writer that records a fresh mission's unit in the mission's own create
 /// transaction; the record it leaves is [`ComputeRecord::of_fresh_unit`].
@@ -291,10 +414,26 @@ pub(crate) fn spend_statement(
 ) -> (&'static str, Vec<crate::store::sql::Value>) {
     use crate::store::sql::Params;
     (
-        "INSERT INTO mission_compute (mission_id, spent_tool_calls, spent_tokens, updated_at) VALUES (?1, ?2, ?3, ?4)
+        "INSERT INTO mission_compute (mission_id, spent_tool_calls, spent_tokens, updated_at,
+             spent_input_tokens, spent_output_tokens, spent_cached_tokens, reported_cost_micro_usd)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)
          ON CONFLICT (mission_id) DO UPDATE SET spent_tool_calls = MAX(mission_compute.spent_tool_calls, ?2),
-             spent_tokens = MAX(mission_compute.spent_tokens, ?3), updated_at = ?4",
-        params![mission_id, spent.tool_calls as i64, spent.tokens as i64, clock::now_ms()].values(),
+             spent_tokens = MAX(mission_compute.spent_tokens, ?3), updated_at = ?4,
+             spent_input_tokens = MAX(mission_compute.spent_input_tokens, ?5),
+             spent_output_tokens = MAX(mission_compute.spent_output_tokens, ?6),
+             spent_cached_tokens = MAX(mission_compute.spent_cached_tokens, ?7),
+             reported_cost_micro_usd = MAX(COALESCE(mission_compute.reported_cost_micro_usd, ?8), COALESCE(?8, mission_compute.reported_cost_micro_usd))",
+        params![
+            mission_id,
+            spent.tool_calls as i64,
+            spent.tokens as i64,
+            clock::now_ms(),
+            spent.input_tokens as i64,
+            spent.output_tokens as i64,
+            spent.cached_tokens as i64,
+            spent.reported_cost_micro_usd.map(|v| v as i64)
+        ]
+        .values(),
     )
 }
 

@@ -22,10 +22,11 @@ use crate::sync::LockUnpoisoned;
 mod ledger;
 mod model;
 mod pause;
+pub mod price;
 
 pub(super) use ledger::unit_statement;
-pub use ledger::{ComputeLedger, ComputeRecord, Pause, Spend};
-pub(crate) use ledger::{PG_SCHEMA_V11, SCHEMA_V5, SCHEMA_V7};
+pub use ledger::{ComputeLedger, ComputeRecord, Pause, Spend, SpendGroup, SpendRow};
+pub(crate) use ledger::{PG_SCHEMA_V11, PG_SCHEMA_V16, SCHEMA_V5, SCHEMA_V7, SCHEMA_V16};
 pub(super) use model::select_allowed_model;
 pub(super) use pause::settle_pause;
 
@@ -66,6 +67,14 @@ struct Spent {
     /// The sum of end-of-turn totals, when the agent reports them.
     turn_totals: Option<u64>,
     metered_bytes: u64,
+    /// The part of `metered_bytes` the agent wrote (the rest the host sent).
+    metered_out_bytes: u64,
+    /// Input, output and cached-input tokens summed over the end-of-turn usage
+    /// reports, when the agent sends them.
+    turn_io: Option<(u64, u64, u64)>,
+    /// The agent's cumulative cost of this session in micro-dollars, as it last
+    /// reported it.
+    reported_cost: Option<u64>,
     /// What earlier sessions of the mission spent (from the ledger): this session
     /// continues it, never refills it.
     prior: Spend,
@@ -92,6 +101,16 @@ impl Spent {
             (None, None) => (self.metered_bytes / BYTES_PER_TOKEN, Measure::Metered),
             (a, b) => (a.unwrap_or(0).max(b.unwrap_or(0)), Measure::Reported),
         }
+    }
+
+    /// This session's (input, output, cached) tokens: the agent's end-of-turn
+    /// reports, else the meter's split of what crossed the boundary each way.
+    fn session_io(&self) -> (u64, u64, u64) {
+        self.turn_io.unwrap_or_else(|| {
+            let out = self.metered_out_bytes / BYTES_PER_TOKEN;
+            let all = self.metered_bytes / BYTES_PER_TOKEN;
+            (all.saturating_sub(out), out, 0)
+        })
     }
 }
 
@@ -141,9 +160,20 @@ impl Budget {
     /// What the mission has spent, this session included.
     pub fn spend(&self) -> Spend {
         let s = self.spent.lock_unpoisoned();
+        let (input, output, cached) = s.session_io();
+        // The agent's figure is cumulative over its session: the mission's is what
+        // earlier sessions cost plus this one's last report.
+        let reported_cost_micro_usd = match (s.prior.reported_cost_micro_usd, s.reported_cost) {
+            (None, None) => None,
+            (prior, session) => Some(prior.unwrap_or(0) + session.unwrap_or(0)),
+        };
         Spend {
             tool_calls: s.prior.tool_calls + s.tool_calls.len() as u64,
             tokens: s.prior.tokens + s.session_tokens().0,
+            input_tokens: s.prior.input_tokens + input,
+            output_tokens: s.prior.output_tokens + output,
+            cached_tokens: s.prior.cached_tokens + cached,
+            reported_cost_micro_usd,
         }
     }
 
@@ -319,7 +349,7 @@ impl Budget {
     fn count(&self, ev: &UnitEvent) -> Option<Crossing> {
         match ev {
             UnitEvent::ToolCall { id, title, .. } => {
-                self.meter(title.len());
+                self.meter_out(title.len());
                 let ours = crate::fleet::normalise::Shape::of_event(ev)
                     .is_some_and(|shape| crate::fleet::normalise::mission_tool(&shape).is_some());
                 if ours {
@@ -329,22 +359,43 @@ impl Budget {
                 self.count_tool_call(id).1
             }
             UnitEvent::AgentText(t) | UnitEvent::Thought(t) => {
-                self.meter(t.len());
+                self.meter_out(t.len());
                 self.tokens_exhausted()
             }
             UnitEvent::ToolCallUpdate { title, .. } => {
-                self.meter(title.as_deref().map_or(0, str::len));
+                self.meter_out(title.as_deref().map_or(0, str::len));
                 None
             }
-            UnitEvent::Usage { used, .. } => {
+            UnitEvent::Usage { used, cost, .. } => {
                 let mut s = self.spent.lock_unpoisoned();
                 s.max_used = Some(s.max_used.unwrap_or(0).max(*used));
+                match cost {
+                    // Cumulative: the newest report is the session's cost so far.
+                    Some((amount, currency))
+                        if currency.eq_ignore_ascii_case("USD")
+                            && amount.is_finite()
+                            && *amount >= 0.0 =>
+                    {
+                        s.reported_cost = Some((amount * 1_000_000.0).round() as u64);
+                    }
+                    Some((_, currency)) => tracing::debug!(
+                        currency = %crate::text::sanitize(currency),
+                        "a reported cost not in US dollars is not recorded; the tokens are priced instead"
+                    ),
+                    None => {}
+                }
                 drop(s);
                 self.tokens_exhausted()
             }
             UnitEvent::TurnUsage(u) => {
                 let mut s = self.spent.lock_unpoisoned();
                 s.turn_totals = Some(s.turn_totals.unwrap_or(0) + u.total_tokens);
+                let (i, o, c) = s.turn_io.unwrap_or_default();
+                s.turn_io = Some((
+                    i + u.input_tokens,
+                    o + u.output_tokens,
+                    c + u.cached_read_tokens.unwrap_or(0),
+                ));
                 drop(s);
                 self.tokens_exhausted()
             }
@@ -352,8 +403,11 @@ impl Budget {
         }
     }
 
-    fn meter(&self, bytes: usize) {
-        self.spent.lock_unpoisoned().metered_bytes += bytes as u64;
+    /// Text the agent wrote counts towards the meter, as output.
+    fn meter_out(&self, bytes: usize) {
+        let mut s = self.spent.lock_unpoisoned();
+        s.metered_bytes += bytes as u64;
+        s.metered_out_bytes += bytes as u64;
     }
 
     /// The crossing when the token bound is crossed (reported once).
@@ -514,7 +568,7 @@ mod tests {
         let ledger = ComputeLedger::new(store);
         let prior = Spend {
             tool_calls: 3,
-            tokens: 0,
+            ..Spend::default()
         };
         let b = budget(5, 0).continuing(ledger.clone(), "m", prior);
         assert_eq!(b.tool_call("a").await, None);
@@ -525,5 +579,41 @@ mod tests {
             (ComputeField::MaxToolCalls, 5)
         );
         assert_eq!(ledger.get("m").unwrap().unwrap().spent.tool_calls, 6);
+    }
+
+    #[tokio::test]
+    async fn a_resumed_session_adds_its_reported_cost_and_tokens_to_the_earlier_ones() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = crate::store::Store::open(&dir.path().join("b.db")).unwrap();
+        let ledger = ComputeLedger::new(store);
+        let prior = Spend {
+            input_tokens: 10,
+            reported_cost_micro_usd: Some(1_000_000),
+            ..Spend::default()
+        };
+        let b = budget(0, 0).continuing(ledger.clone(), "m", prior);
+        let usage = |amount: f64, currency: &str| UnitEvent::Usage {
+            used: 7,
+            size: 100,
+            cost: Some((amount, currency.to_string())),
+        };
+        b.record(&usage(0.1, "USD")).await;
+        // Cumulative: the session's newest figure replaces its older one.
+        b.record(&usage(0.25, "USD")).await;
+        b.record(&usage(9.0, "EUR")).await;
+        b.record(&UnitEvent::TurnUsage(crate::acp_client::TurnUsage {
+            total_tokens: 7,
+            input_tokens: 5,
+            output_tokens: 2,
+            cached_read_tokens: Some(1),
+            ..Default::default()
+        }))
+        .await;
+        let spent = ledger.get("m").unwrap().unwrap().spent;
+        assert_eq!(spent.reported_cost_micro_usd, Some(1_250_000));
+        assert_eq!(
+            (spent.input_tokens, spent.output_tokens, spent.cached_tokens),
+            (15, 2, 1)
+        );
     }
 }

@@ -1,0 +1,65 @@
+//! `missionboard spend`: the cost rollup, formatted. The figures are `ops::spend`'s.
+
+use super::Ctx;
+use super::out::{self, out, outln};
+use crate::ops::spend::{SpendLine, SpendReport, parse_since, spend};
+use crate::row;
+
+pub(super) fn run(ctx: &Ctx, by: &str, since: &str, json: bool) -> anyhow::Result<i32> {
+    let since_text = since.trim().to_string();
+    let since = parse_since(since).map_err(anyhow::Error::msg)?;
+    let store = ctx.existing_store()?;
+    let report = spend(&ctx.paths.home, store.as_ref(), by, since)?;
+    if json {
+        out::json(&report)?;
+        return Ok(0);
+    }
+    text(&report, &since_text)?;
+    Ok(0)
+}
+
+fn text(report: &SpendReport, since: &str) -> anyhow::Result<()> {
+    if report.groups.is_empty() {
+        outln!("No missions fired in the last {since}.")?;
+        return Ok(());
+    }
+    let mut rows = vec![row![
+        report.by.to_uppercase(),
+        "MISSIONS",
+        "COST",
+        "REPORTED",
+        "ESTIMATED",
+        "NO PRICE",
+        "TOKENS",
+        "TOOL CALLS"
+    ]];
+    for line in report.groups.iter().chain([&report.total]) {
+        rows.push(cells(line));
+    }
+    out!("{}", crate::table::render(&rows))?;
+    outln!(
+        "\nMissions fired in the last {since}. REPORTED is what agents said they cost; ESTIMATED is their tokens at the list prices of the price table (presets/prices.toml, overridden by the home's prices.toml)."
+    )?;
+    if report.total.unpriced > 0 {
+        outln!(
+            "{} mission(s) are not in COST: no price for {} — add the model to the home's prices.toml.",
+            report.total.unpriced,
+            report.total.unpriced_models.join(", ")
+        )?;
+    }
+    Ok(())
+}
+
+fn cells(line: &SpendLine) -> Vec<String> {
+    use crate::ops::spend::usd_text as usd;
+    row![
+        line.key,
+        line.missions,
+        usd(line.cost_usd),
+        format!("{} ({})", usd(line.reported_usd), line.reported),
+        format!("{} ({})", usd(line.estimated_usd), line.estimated),
+        line.unpriced,
+        crate::text::count(line.tokens),
+        crate::text::count(line.tool_calls)
+    ]
+}

@@ -1,0 +1,161 @@
+//! `spend`: what missions cost, rolled up by agent, envelope, label, host or day —
+//! the one ledger query, priced here with the home's price table, so every surface
+//! shows the same figures.
+
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use serde::Serialize;
+
+use crate::fleet::budget::price::{self, PriceTable};
+use crate::fleet::budget::{ComputeLedger, SpendGroup};
+use crate::store::Store;
+
+/// `--by`'s words.
+pub const GROUPS: &[(&str, SpendGroup)] = &[
+    ("agent", SpendGroup::Agent),
+    ("envelope", SpendGroup::Envelope),
+    ("label", SpendGroup::Label),
+    ("host", SpendGroup::Host),
+    ("day", SpendGroup::Day),
+];
+
+/// `--since`: `7d`, `12h`, `30m` (a day is 24 hours).
+pub fn parse_since(text: &str) -> Result<Duration, String> {
+    let t = text.trim();
+    if let Some(days) = t.strip_suffix('d')
+        && let Ok(n) = days.parse::<u64>()
+    {
+        return Ok(Duration::from_secs(n.saturating_mul(86_400)));
+    }
+    crate::duration::parse(t).map_err(|_| {
+        format!("invalid --since {t:?}: write a number of days or a duration, e.g. 7d, 12h, 30m")
+    })
+}
+
+/// Dollars as every surface prints them.
+pub fn usd_text(usd: f64) -> String {
+    price::usd_text(usd)
+}
+
+/// One group's rollup.
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct SpendLine {
+    /// The group (`-` for missions with none; a day as `YYYY-MM-DD`).
+    pub key: String,
+    pub missions: u64,
+    /// Reported plus estimated, in US dollars.
+    pub cost_usd: f64,
+    pub reported_usd: f64,
+    pub estimated_usd: f64,
+    /// Missions whose cost the agent reported / that were priced from the table.
+    pub reported: u64,
+    pub estimated: u64,
+    /// Missions that spent tokens on a model with no price (not in the cost).
+    pub unpriced: u64,
+    pub unpriced_models: Vec<String>,
+    pub tokens: u64,
+    pub tool_calls: u64,
+}
+
+/// The rollup: a line per group, and their total.
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct SpendReport {
+    pub by: String,
+    pub since_ms: i64,
+    pub groups: Vec<SpendLine>,
+    pub total: SpendLine,
+}
+
+/// What the missions fired in the last `since` spent, grouped by `by` (one of
+/// [`GROUPS`]' words).
+pub fn spend(
+    home: &std::path::Path,
+    store: Option<&Store>,
+    by: &str,
+    since: Duration,
+) -> anyhow::Result<SpendReport> {
+    let Some(&(word, by)) = GROUPS.iter().find(|(w, _)| *w == by) else {
+        let words: Vec<&str> = GROUPS.iter().map(|(w, _)| *w).collect();
+        anyhow::bail!(
+            "cannot group spend by {:?}: --by takes one of {}",
+            crate::text::sanitize(by),
+            words.join(", ")
+        );
+    };
+    let prices = PriceTable::load(home)?;
+    let since_ms = crate::clock::now_ms().saturating_sub(since.as_millis() as i64);
+    // No store yet: nothing was spent (the grouping and the prices are still checked).
+    let rows = match store {
+        Some(store) => ComputeLedger::new(store.clone()).spend_by(by, since_ms)?,
+        None => Vec::new(),
+    };
+    let mut groups: BTreeMap<String, SpendLine> = BTreeMap::new();
+    for row in rows {
+        let key = match by {
+            SpendGroup::Day => row
+                .key
+                .parse::<i64>()
+                .map(|day| crate::clock::rfc3339(day * 86_400_000)[..10].to_string())
+                .unwrap_or(row.key.clone()),
+            _ if row.key.is_empty() => "-".to_string(),
+            _ => crate::text::sanitize(&row.key),
+        };
+        let line = groups.entry(key.clone()).or_insert_with(|| SpendLine {
+            key,
+            ..SpendLine::default()
+        });
+        line.missions += row.missions;
+        line.tokens += row.tokens;
+        line.tool_calls += row.tool_calls;
+        line.reported += row.reported;
+        line.reported_usd += row.reported_micro_usd as f64 / 1_000_000.0;
+        match row.model.as_deref().and_then(|m| prices.get(m)) {
+            Some(p) => {
+                line.estimated += row.unreported_with_tokens;
+                line.estimated_usd += price::tokens_usd(p, &row.unreported);
+            }
+            None if row.unreported_with_tokens > 0 => {
+                line.unpriced += row.unreported_with_tokens;
+                let model = row
+                    .model
+                    .as_deref()
+                    .map_or_else(|| "(no model named)".to_string(), crate::text::sanitize);
+                if !line.unpriced_models.contains(&model) {
+                    line.unpriced_models.push(model);
+                }
+            }
+            None => {}
+        }
+    }
+    let mut total = SpendLine {
+        key: "total".into(),
+        ..SpendLine::default()
+    };
+    let mut groups: Vec<SpendLine> = groups.into_values().collect();
+    for g in &mut groups {
+        g.cost_usd = g.reported_usd + g.estimated_usd;
+        total.missions += g.missions;
+        total.cost_usd += g.cost_usd;
+        total.reported_usd += g.reported_usd;
+        total.estimated_usd += g.estimated_usd;
+        total.reported += g.reported;
+        total.estimated += g.estimated;
+        total.unpriced += g.unpriced;
+        for m in &g.unpriced_models {
+            if !total.unpriced_models.contains(m) {
+                total.unpriced_models.push(m.clone());
+            }
+        }
+        total.tokens += g.tokens;
+        total.tool_calls += g.tool_calls;
+    }
+    Ok(SpendReport {
+        by: word.to_string(),
+        since_ms,
+        groups,
+        total,
+    })
+}

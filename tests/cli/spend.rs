@@ -1,0 +1,288 @@
+//! A mission's cost (reported by its agent, else its tokens at the home's prices,
+//! else "no price") on `mission show`, and the `spend` rollup over missions.
+
+use serde_json::Value;
+
+use crate::harness::Sandbox;
+
+/// The test's own price table, in the sandbox home: the figures below are computed
+/// from these, never from the shipped table.
+const INPUT_PER_M: f64 = 3.0;
+const OUTPUT_PER_M: f64 = 15.0;
+const PRICED: &str = "priced-model";
+
+fn write_prices(sb: &Sandbox) {
+    sb.write(
+        &sb.home.join("prices.toml"),
+        &format!(
+            "as_of = \"2030-01-02\"\n[models.\"{PRICED}\"]\ninput = {INPUT_PER_M}\noutput = {OUTPUT_PER_M}\n"
+        ),
+    );
+}
+
+/// A stub on `model` whose first turn reports `input`/`output` tokens (and `cost`,
+/// a JSON object, when given) at its end, and whose nudged second turn lands.
+fn usage_script(model: &str, input: u64, output: u64, cost: Option<&str>) -> String {
+    let cost = cost.map_or(String::new(), |c| format!(r#","cost":{c}"#));
+    format!(
+        r#"{{"name":"spend","models":["{model}"],"turns":[{{"steps":[{{"usage":{{"used":{},"size":32768,"input":{input},"output":{output}{cost}}}}}]}},{{"steps":[{{"finish":"landed"}}]}}]}}"#,
+        input + output
+    )
+}
+
+fn fire(sb: &Sandbox, agent: &str) -> String {
+    sb.run(&[
+        "mission",
+        "fire",
+        agent,
+        "go",
+        "--wait",
+        "--policy",
+        "open",
+        "--timeout",
+        "60s",
+    ])
+    .ok();
+    sb.newest_mission().expect("a mission was recorded")
+}
+
+fn cost_of(sb: &Sandbox, id: &str) -> Value {
+    let show = sb.run(&["mission", "show", id, "--json"]).ok();
+    let v: Value = serde_json::from_str(&show.stdout).unwrap();
+    v["cost"].clone()
+}
+
+fn expected_usd(input: u64, output: u64) -> f64 {
+    (input as f64 * INPUT_PER_M + output as f64 * OUTPUT_PER_M) / 1_000_000.0
+}
+
+fn setup(sb: &Sandbox, agents: &[(&str, &str)]) {
+    let agents: Vec<(&str, Option<&str>)> = agents.iter().map(|(n, s)| (*n, Some(*s))).collect();
+    sb.declare_stubs(&agents);
+    sb.write_compute_envelope("open", "{}");
+    write_prices(sb);
+}
+
+#[test]
+fn reported_tokens_on_a_priced_model_are_an_estimated_cost() {
+    let sb = Sandbox::new();
+    setup(&sb, &[("stub", &usage_script(PRICED, 1200, 300, None))]);
+    let id = fire(&sb, "stub");
+    let cost = cost_of(&sb, &id);
+    assert_eq!(cost["source"], "estimated", "{cost}");
+    let usd = cost["usd"].as_f64().unwrap();
+    assert!((usd - expected_usd(1200, 300)).abs() < 1e-12, "{cost}");
+    assert_eq!(
+        cost["note"],
+        format!(
+            "estimated: 1,200 input (0 cached) + 300 output tokens at {PRICED}'s list prices of 2030-01-02"
+        )
+    );
+    let show = sb.run(&["mission", "show", &id]).ok();
+    show.assert_stdout_has(&format!(
+        "Cost:      $0.0081 (estimated: 1,200 input (0 cached) + 300 output tokens at {PRICED}'s list prices of 2030-01-02)"
+    ));
+}
+
+#[test]
+fn a_model_with_no_price_says_so_and_is_never_a_zero() {
+    let sb = Sandbox::new();
+    setup(
+        &sb,
+        &[("stub", &usage_script("nobody-prices-this", 1200, 300, None))],
+    );
+    let id = fire(&sb, "stub");
+    let cost = cost_of(&sb, &id);
+    assert_eq!(cost["source"], "none", "{cost}");
+    assert!(cost["usd"].is_null(), "{cost}");
+    assert_eq!(cost["note"], "no price for nobody-prices-this");
+    let show = sb.run(&["mission", "show", &id]).ok();
+    show.assert_stdout_has("Cost:      no price for nobody-prices-this\n");
+    let spend: Value = serde_json::from_str(&sb.run(&["spend", "--json"]).ok().stdout).unwrap();
+    assert_eq!(spend["total"]["unpriced"], 1, "{spend}");
+    assert_eq!(spend["total"]["unpricedModels"][0], "nobody-prices-this");
+    assert_eq!(spend["total"]["costUsd"], 0.0);
+    sb.run(&["spend"]).ok().assert_stdout_has(
+        "1 mission(s) are not in COST: no price for nobody-prices-this — add the model to the home's prices.toml.\n",
+    );
+}
+
+#[test]
+fn a_price_table_that_cannot_be_read_is_said_not_zeroed() {
+    let sb = Sandbox::new();
+    setup(&sb, &[("stub", &usage_script(PRICED, 1200, 300, None))]);
+    let id = fire(&sb, "stub");
+    // An entry with no date, in the home's table.
+    sb.write(
+        &sb.home.join("prices.toml"),
+        &format!("[models.\"{PRICED}\"]\ninput = 1.0\noutput = 1.0\n"),
+    );
+    let cost = cost_of(&sb, &id);
+    assert_eq!(cost["source"], "none", "{cost}");
+    assert!(cost["usd"].is_null(), "{cost}");
+    let fix = format!(
+        "model \"{PRICED}\" has no as_of date — give the file an as_of = \"YYYY-MM-DD\" line or the entry its own"
+    );
+    assert!(cost["note"].as_str().unwrap().contains(&fix), "{cost}");
+    let spend = sb.run(&["spend"]);
+    assert_eq!(spend.code, 1, "{spend:#?}");
+    assert!(
+        spend.stderr.contains("prices.toml: ") && spend.stderr.contains(&fix),
+        "{spend:#?}"
+    );
+}
+
+#[test]
+fn a_cost_the_agent_reports_is_shown_as_reported() {
+    let sb = Sandbox::new();
+    let script = usage_script(
+        PRICED,
+        1200,
+        300,
+        Some(r#"{"amount":0.42,"currency":"USD"}"#),
+    );
+    setup(&sb, &[("stub", &script)]);
+    let id = fire(&sb, "stub");
+    let cost = cost_of(&sb, &id);
+    assert_eq!(cost["source"], "reported", "{cost}");
+    assert_eq!(cost["usd"], 0.42);
+    assert_eq!(cost["note"], "reported by the agent");
+    sb.run(&["mission", "show", &id])
+        .ok()
+        .assert_stdout_has("Cost:      $0.42 (reported by the agent)\n");
+}
+
+#[test]
+fn spend_by_agent_sums_its_missions() {
+    let sb = Sandbox::new();
+    setup(
+        &sb,
+        &[
+            ("stub", &usage_script(PRICED, 1200, 300, None)),
+            (
+                "other",
+                &usage_script(PRICED, 100, 10, Some(r#"{"amount":0.5}"#)),
+            ),
+        ],
+    );
+    fire(&sb, "stub");
+    fire(&sb, "stub");
+    fire(&sb, "other");
+    let spend: Value =
+        serde_json::from_str(&sb.run(&["spend", "--by", "agent", "--json"]).ok().stdout).unwrap();
+    let group = |key: &str| {
+        spend["groups"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|g| g["key"] == key)
+            .unwrap_or_else(|| panic!("no {key} group: {spend}"))
+            .clone()
+    };
+    let stub = group("stub");
+    assert_eq!(stub["missions"], 2, "{stub}");
+    assert_eq!(
+        (stub["estimated"].clone(), stub["reported"].clone()),
+        (2.into(), 0.into())
+    );
+    let usd = stub["costUsd"].as_f64().unwrap();
+    assert!(
+        (usd - 2.0 * expected_usd(1200, 300)).abs() < 1e-12,
+        "{stub}"
+    );
+    assert_eq!(stub["tokens"], 3000);
+    let other = group("other");
+    assert_eq!(
+        (other["missions"].clone(), other["reported"].clone()),
+        (1.into(), 1.into())
+    );
+    assert_eq!(other["costUsd"], 0.5);
+    let total = spend["total"]["costUsd"].as_f64().unwrap();
+    assert!(
+        (total - (0.5 + 2.0 * expected_usd(1200, 300))).abs() < 1e-12,
+        "{spend}"
+    );
+    let by_day: Value =
+        serde_json::from_str(&sb.run(&["spend", "--by", "day", "--json"]).ok().stdout).unwrap();
+    let days = by_day["groups"].as_array().unwrap();
+    assert_eq!(days.len(), 1, "{by_day}");
+    let day = days[0]["key"].as_str().unwrap();
+    assert!(
+        day.len() == 10 && day.as_bytes()[4] == b'-' && day.as_bytes()[7] == b'-',
+        "a UTC day: {by_day}"
+    );
+    assert_eq!(days[0]["missions"], 3);
+    let text = sb.run(&["spend", "--by", "agent"]).ok();
+    let stub_row = text
+        .lines()
+        .into_iter()
+        .find(|l| l.starts_with("stub "))
+        .unwrap()
+        .to_string();
+    assert!(stub_row.contains("$0.0162"), "{}", text.stdout);
+}
+
+#[test]
+fn since_leaves_out_a_mission_fired_before_it() {
+    let sb = Sandbox::new();
+    setup(&sb, &[("stub", &usage_script(PRICED, 1200, 300, None))]);
+    let old = fire(&sb, "stub");
+    fire(&sb, "stub");
+    // Fired eight days ago, as far as the record says.
+    sb.store()
+        .with(|c| {
+            c.execute(
+                "UPDATE missions SET created_at = created_at - 691200000 WHERE id = ?1",
+                missionboard::store::sql::params![old],
+            )
+        })
+        .unwrap();
+    let within = |since: &str| -> Value {
+        let run = sb.run(&["spend", "--since", since, "--json"]).ok();
+        serde_json::from_str::<Value>(&run.stdout).unwrap()["total"].clone()
+    };
+    assert_eq!(within("7d")["missions"], 1);
+    assert_eq!(within("9d")["missions"], 2);
+    let bad = sb.run(&["spend", "--by", "colour"]);
+    assert_eq!(bad.code, 1, "{bad:#?}");
+    assert!(
+        bad.stderr
+            .contains("--by takes one of agent, envelope, label, host, day"),
+        "{bad:#?}"
+    );
+}
+
+#[test]
+fn agent_planner_is_priced_at_the_model_it_was_declared_with() {
+    let sb = Sandbox::new();
+    sb.run(&["init"]).ok();
+    write_prices(&sb);
+    let dialog = sb.cwd.join("dialog.json");
+    sb.write(
+        &dialog,
+        &serde_json::json!({"turns": [{
+            "tool_calls": [{"name": "mission_finish",
+                "arguments": {"status": "landed", "reason": "nothing to do"}}],
+            "usage": {"prompt_tokens": 900, "completion_tokens": 40}
+        }]})
+        .to_string(),
+    );
+    let url = format!("scripted:{}", dialog.display());
+    sb.run(&["config", "set", "model-base-url", &url]).ok();
+    sb.run(&["config", "set", "model-name", PRICED]).ok();
+    sb.fire("agent-planner", "finish at once", &[]).ok();
+    let id = sb.newest_mission().unwrap();
+    let cost = cost_of(&sb, &id);
+    assert_eq!(cost["source"], "estimated", "{cost}");
+    // The usage of the turn that landed it counts: it arrives after the verdict.
+    assert_eq!(
+        cost["note"],
+        format!(
+            "estimated: 900 input (0 cached) + 40 output tokens at {PRICED}'s list prices of 2030-01-02"
+        )
+    );
+    assert!(
+        (cost["usd"].as_f64().unwrap() - expected_usd(900, 40)).abs() < 1e-12,
+        "{cost}"
+    );
+}
