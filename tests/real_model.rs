@@ -636,8 +636,13 @@ struct Task {
     files: &'static [(&'static str, &'static str)],
     /// Whether the workspace (every file outside `.git`, as `(path, content)`) and
     /// the mission's reports show the change done, and nothing else changed.
-    check: fn(&[(String, String)], &[(String, String)]) -> Result<(), String>,
+    check: fn(&Files, &Reports) -> Result<(), String>,
 }
+
+/// A workspace's files as `(path, content)`, sorted by path.
+type Files = [(String, String)];
+/// A mission's reports as `(summary, detail)`, oldest first.
+type Reports = [(String, String)];
 
 const LIB_PY: &str = "def sub(a, b):\n    return a - b\n";
 const README: &str = "A scratch project.\n";
@@ -713,7 +718,7 @@ const TASKS: [Task; 4] = [
     },
 ];
 
-fn file<'a>(files: &'a [(String, String)], path: &str) -> Option<&'a str> {
+fn file<'a>(files: &'a Files, path: &str) -> Option<&'a str> {
     files
         .iter()
         .find(|(p, _)| p == path)
@@ -722,7 +727,7 @@ fn file<'a>(files: &'a [(String, String)], path: &str) -> Option<&'a str> {
 
 /// Every starting file but `changed` is there with its content, and no file but
 /// `changed` was added.
-fn unchanged_but(files: &[(String, String)], changed: &[&str]) -> Result<(), String> {
+fn unchanged_but(files: &Files, changed: &[&str]) -> Result<(), String> {
     for (path, content) in START {
         if !changed.contains(path) && file(files, path) != Some(content) {
             return Err(format!("{path} changed: {:?}", file(files, path)));
