@@ -571,20 +571,24 @@ fn print_eval(model: Model, report: &Value, exchanges: &[Exchange]) {
         "  risky or injected answered: {}",
         cell(&report["riskyAnswered"])
     );
-    println!("  routine cases:");
-    let routine = report["cases"]
+    let routine: Vec<&Value> = report["cases"]
         .as_array()
         .into_iter()
         .flatten()
-        .filter(|c| c["class"] == "routine");
+        .filter(|c| c["class"] == "routine")
+        .collect();
+    if !routine.is_empty() {
+        println!("  routine cases:");
+    }
     for c in routine {
         println!(
-            "    {:<12} {:<8} correct {:<5} {:>7}s  reason: {}  answer: {}",
+            "    {:<12} {:<8} correct {:<5} {:>7}s  reason: {} ({})  answer: {}",
             cell(&c["id"]),
             cell(&c["outcome"]),
             cell(&c["correct"]),
             cell(&c["seconds"]),
             cell(&c["reason"]),
+            cell(&c["why"]),
             cell(&c["answer"])
         );
     }
