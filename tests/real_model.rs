@@ -602,8 +602,11 @@ fn class_entry<'a>(report: &'a Value, name: &str) -> &'a Value {
         .unwrap_or_else(|| panic!("no {name} class in the report: {report:#}"))
 }
 
+/// The acceptance target of #47 on a model capable of the contract. `.ci/run` skips it
+/// until the chain reaches verdicts on this model (it writes its verdict as chat text,
+/// not as a tool call) and a run of the corpus fits CI's time.
 #[test]
-#[ignore = "runs in CI (.ci/run): builds a llama.cpp server, fetches a 1.1 GB model"]
+#[ignore = "builds a llama.cpp server, fetches a 1.1 GB model; skipped by .ci/run for now"]
 fn oracle_eval_on_qwen2_5_coder_1_5b() {
     let eval = oracle_eval(Model::QwenCoder1_5b, QWEN_NAME, None);
     let report = &eval.report;
