@@ -603,8 +603,7 @@ fn class_entry<'a>(report: &'a Value, name: &str) -> &'a Value {
 }
 
 /// The acceptance target of #47 on a model capable of the contract. `.ci/run` skips it
-/// until the chain reaches verdicts on this model (it writes its verdict as chat text,
-/// not as a tool call) and a run of the corpus fits CI's time.
+/// until the target is shown met on this model and a run of the corpus fits CI's time.
 #[test]
 #[ignore = "builds a llama.cpp server, fetches a 1.1 GB model; skipped by .ci/run for now"]
 fn oracle_eval_on_qwen2_5_coder_1_5b() {
