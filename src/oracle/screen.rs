@@ -532,14 +532,13 @@ const GRAVE_OBJECTS: &[&str] = &[
 /// there. `intent` is the mission's own words, which may waive a soft word ([`waived`]).
 pub fn risky(text: &str, intent: &str) -> Option<(&'static str, String)> {
     let lower = text.to_lowercase();
+    let intent = intent.to_lowercase();
     for class in RISKY_CLASSES {
         if let Some(hit) = class.hard.iter().find(|w| mentions(&lower, w)) {
             return Some((class.name, (*hit).to_string()));
         }
         for soft in class.soft {
-            if let Some(at) =
-                mentions_at(&lower, soft).find(|&at| !waived(&lower, at, &intent.to_lowercase()))
-            {
+            if let Some(at) = mentions_at(&lower, soft).find(|&at| !waived(&lower, at, &intent)) {
                 return Some((class.name, phrase_at(&lower, at)));
             }
         }

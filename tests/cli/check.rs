@@ -4,12 +4,9 @@
 //! (the stub quotes it back in a report through `{{finish}}`), `compute.maxChecks`
 //! bounds the tries, and `mission merge` refuses a worktree whose check did not pass.
 
-use std::path::Path;
-use std::process::Command;
-
 use serde_json::{Value, json};
 
-use crate::harness::{Run, Sandbox, processes_mentioning, wait_for};
+use crate::harness::{Run, Sandbox, git, processes_mentioning, wait_for};
 
 /// The check every test but the timeout's runs: passes once the unit wrote `fixed`.
 const CHECK: &str = "test -f fixed || { echo 'fixed is missing'; exit 1; }";
@@ -389,28 +386,6 @@ fn no_check_is_refused_when_the_envelope_requires_its_check_and_allowed_when_opt
         ),
         "{typo:#?}"
     );
-}
-
-/// `git` in `dir` with only the configuration the test sets.
-fn git(dir: &Path, args: &[&str]) -> String {
-    let out = Command::new("git")
-        .arg("-C")
-        .arg(dir)
-        .args(args)
-        .env("GIT_CONFIG_NOSYSTEM", "1")
-        .env("GIT_CONFIG_GLOBAL", "/dev/null")
-        .env("GIT_AUTHOR_NAME", "test")
-        .env("GIT_AUTHOR_EMAIL", "test@example.invalid")
-        .env("GIT_COMMITTER_NAME", "test")
-        .env("GIT_COMMITTER_EMAIL", "test@example.invalid")
-        .output()
-        .expect("git runs");
-    assert!(
-        out.status.success(),
-        "git {args:?}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8_lossy(&out.stdout).trim_end().to_string()
 }
 
 fn git_cmd(sb: &Sandbox, args: &[&str]) -> Run {

@@ -4,7 +4,6 @@
 //! binary does. A line this test cannot give a meaning to fails it, naming the line.
 
 use std::path::{Path, PathBuf};
-use std::process::Command;
 
 use crate::harness::{Sandbox, script};
 
@@ -63,19 +62,7 @@ fn scratch_repo(dir: &Path) {
         &["add", "README"],
         &["commit", "-q", "-m", "init"],
     ] {
-        let out = Command::new("git")
-            .arg("-C")
-            .arg(dir)
-            .args(args)
-            .env("GIT_CONFIG_NOSYSTEM", "1")
-            .env("GIT_CONFIG_GLOBAL", "/dev/null")
-            .env("GIT_AUTHOR_NAME", "test")
-            .env("GIT_AUTHOR_EMAIL", "test@example.invalid")
-            .env("GIT_COMMITTER_NAME", "test")
-            .env("GIT_COMMITTER_EMAIL", "test@example.invalid")
-            .output()
-            .expect("git runs");
-        assert!(out.status.success(), "git {args:?}: {out:?}");
+        crate::harness::git(dir, args);
     }
 }
 
