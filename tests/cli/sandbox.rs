@@ -51,26 +51,10 @@ fn summaries(sb: &Sandbox) -> Vec<String> {
     reports(sb).into_iter().map(|(s, _)| s).collect()
 }
 
-/// The Landlock ABI `doctor` reports; these tests need a kernel that holds writes.
-fn require_landlock(sb: &Sandbox) {
-    let doctor = sb.run(&["doctor"]);
-    let abi: u32 = doctor
-        .stdout
-        .lines()
-        .find_map(|l| l.strip_prefix("Sandbox:   Landlock ABI "))
-        .and_then(|rest| rest.split_whitespace().next())
-        .and_then(|n| n.parse().ok())
-        .unwrap_or_else(|| panic!("doctor names the Landlock ABI: {doctor:#?}"));
-    assert!(
-        abi >= 3,
-        "these tests need a kernel with Landlock ABI 3 or newer (this one offers {abi})"
-    );
-}
-
 #[test]
 fn a_write_outside_the_workspace_is_refused_by_the_kernel_under_default_and_allowed_under_dev() {
     let sb = Sandbox::new();
-    require_landlock(&sb);
+    sb.require_landlock();
     let elsewhere = sb.home.parent().unwrap().join("elsewhere");
     std::fs::create_dir_all(&elsewhere).unwrap();
     let outside = elsewhere.join("outside.txt");
@@ -126,7 +110,7 @@ fn grant_lines_of(sb: &Sandbox, entry: &str) -> Vec<String> {
 #[test]
 fn a_write_entry_that_does_not_exist_is_shown_as_not_granted_and_the_kernel_agrees() {
     let sb = Sandbox::new();
-    require_landlock(&sb);
+    sb.require_landlock();
     let cache = sb.home.parent().unwrap().join(".cache");
     assert!(!cache.exists());
     // default names ~/.cache; with none there, nothing is granted: the unit cannot
@@ -179,7 +163,7 @@ fn a_write_entry_that_does_not_exist_is_shown_as_not_granted_and_the_kernel_agre
 #[test]
 fn the_store_and_the_home_are_out_of_reach_under_every_preset() {
     let sb = Sandbox::new();
-    require_landlock(&sb);
+    sb.require_landlock();
     let db = sb.db();
     // In a directory that exists, so the only way the write can fail is the refusal.
     let marker = sb.home.join("run").join("planted");
@@ -232,7 +216,7 @@ fn the_store_and_the_home_are_out_of_reach_under_every_preset() {
 #[test]
 fn a_unit_that_answers_its_own_question_is_refused_and_the_question_waits_for_a_human() {
     let sb = Sandbox::new();
-    require_landlock(&sb);
+    sb.require_landlock();
     sb.run(&["config", "set", "ask-park-window", "60s"]).ok();
     let out = sb.cwd.join("self-answer.out");
     let id_file = sb.cwd.join("ask-id");
@@ -429,7 +413,7 @@ fn without_landlock_every_surface_says_declared_not_enforced() {
 #[test]
 fn under_strict_a_unit_reaches_only_the_model_endpoint_port() {
     let sb = Sandbox::new();
-    require_landlock(&sb);
+    sb.require_landlock();
     let model = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
     let other = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
     let (model_port, other_port) = (
@@ -584,7 +568,7 @@ fn parent_pid(pid: u32) -> u32 {
 #[test]
 fn a_unit_cannot_take_another_missions_token_or_drive_its_bridge_through_proc_under_any_preset() {
     let sb = Sandbox::new();
-    require_landlock(&sb);
+    sb.require_landlock();
     sb.run(&["config", "set", "ask-park-window", "60s"]).ok();
     sb.declare_stubs(&[
         (
@@ -718,7 +702,7 @@ fn a_unit_cannot_take_another_missions_token_or_drive_its_bridge_through_proc_un
 #[test]
 fn a_shell_script_agent_is_confined_from_its_first_line() {
     let sb = Sandbox::new();
-    require_landlock(&sb);
+    sb.require_landlock();
     let elsewhere = sb.home.parent().unwrap().join("elsewhere");
     std::fs::create_dir_all(&elsewhere).unwrap();
     let outside = elsewhere.join("from-the-script.txt");

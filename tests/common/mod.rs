@@ -312,6 +312,23 @@ impl Sandbox {
         self.write(&self.home.join("agents.toml"), &toml);
     }
 
+    /// Fail unless `doctor` reports a Landlock ABI that holds writes (3 or newer): a
+    /// confinement test on a kernel without it would prove nothing.
+    pub fn require_landlock(&self) {
+        let doctor = self.run(&["doctor"]);
+        let abi: u32 = doctor
+            .stdout
+            .lines()
+            .find_map(|l| l.strip_prefix("Sandbox:   Landlock ABI "))
+            .and_then(|rest| rest.split_whitespace().next())
+            .and_then(|n| n.parse().ok())
+            .unwrap_or_else(|| panic!("doctor names the Landlock ABI: {doctor:#?}"));
+        assert!(
+            abi >= 3,
+            "this test needs a kernel with Landlock ABI 3 or newer (this one offers {abi})"
+        );
+    }
+
     /// `mission fire <agent> <intent> --wait --policy default` plus `extra`.
     pub fn fire(&self, agent: &str, intent: &str, extra: &[&str]) -> Run {
         let mut args = vec![
