@@ -60,7 +60,7 @@ fn pair(ctx: &Ctx, name: Option<&str>, url: Option<&str>) -> anyhow::Result<i32>
     outln!(
         "Open this link on the device to pair it as {:?} — once, within {} minutes:",
         pairing.name,
-        devices::PAIRING_TTL.as_secs() / 60
+        crate::devices::PAIRING_TTL.as_secs() / 60
     )?;
     outln!("  {link}")?;
     outln!()?;
@@ -73,7 +73,7 @@ fn pair(ctx: &Ctx, name: Option<&str>, url: Option<&str>) -> anyhow::Result<i32>
 
 fn list(ctx: &Ctx, json: bool) -> anyhow::Result<i32> {
     let devices = match ctx.existing_store()? {
-        Some(store) => devices::Devices::new(store).list()?,
+        Some(store) => crate::devices::Devices::new(store).list()?,
         None => Vec::new(),
     };
     if json {

@@ -3,7 +3,7 @@
 //! credential, `web revoke` (or, later, the board) ends a device at once. Every
 //! surface pairs and revokes through here.
 
-pub use crate::devices::{Device, DeviceError, Devices, PAIRING_TTL};
+use crate::devices::{Device, DeviceError, Devices};
 use crate::store::Store;
 
 /// A pairing waiting to be redeemed: the device's name and the one-time code.

@@ -11,6 +11,7 @@ pub mod grants;
 pub mod handshake;
 pub mod host;
 pub mod inbox;
+pub mod leave;
 pub mod show;
 pub mod spend;
 pub mod stop;
