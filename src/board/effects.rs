@@ -79,13 +79,13 @@ pub fn spawn(effect: Effect, svc: &Services, tx: UnboundedSender<Msg>) {
 
 /// `mission diff` for the board: the file summary and the patch, sanitized (the unit
 /// wrote every byte of it).
-fn load_diff(
-    missions: &crate::mission::Missions,
-    mission_id: &str,
-) -> Result<crate::board::model::DiffView, String> {
-    let m = missions.require(mission_id).map_err(|e| e.to_string())?;
+fn load_diff(host: &Host, mission_id: &str) -> Result<crate::board::model::DiffView, String> {
+    let m = host
+        .missions()
+        .require(mission_id)
+        .map_err(|e| e.to_string())?;
     let text = |stat| {
-        ops::worktree::diff(missions.store(), &m, stat)
+        ops::worktree::diff(host, &m, stat)
             .map(|(_, t)| {
                 crate::text::sanitize(&t)
                     .lines()
@@ -104,20 +104,18 @@ fn load_diff(
 
 /// `mission merge` / `mission discard` from the board: the same verbs and refusals
 /// (no worktree, still open, dirty tree, conflict), said in a toast.
-fn worktree_effect(
-    missions: &crate::mission::Missions,
-    mission_id: &str,
-    merge: bool,
-) -> Result<String, String> {
-    let m = missions.require(mission_id).map_err(|e| e.to_string())?;
-    let store = missions.store();
+fn worktree_effect(host: &Host, mission_id: &str, merge: bool) -> Result<String, String> {
+    let m = host
+        .missions()
+        .require(mission_id)
+        .map_err(|e| e.to_string())?;
     if merge {
         // The board never forces a merge past a check: that is the command line's
         // `--force`, recorded.
-        let (wt, merged, _) = ops::worktree::merge(store, &m, false).map_err(|e| e.to_string())?;
+        let (wt, merged, _) = ops::worktree::merge(host, &m, false).map_err(|e| e.to_string())?;
         Ok(format!("merged {} into {}", wt.branch, merged.into))
     } else {
-        let wt = ops::worktree::discard(store, &m).map_err(|e| e.to_string())?;
+        let wt = ops::worktree::discard(host, &m).map_err(|e| e.to_string())?;
         Ok(format!("discarded {} and its worktree", wt.branch))
     }
 }
@@ -140,7 +138,6 @@ fn toggle_oracle(svc: &Services, mount: bool) -> Result<Option<String>, String> 
 /// The store-bound effects, synchronously: [`spawn`] runs them off the async
 /// workers.
 fn execute(effect: Effect, svc: &Services) -> Msg {
-    let missions = svc.host.missions();
     match effect {
         Effect::ToggleOracle { mount } => Msg::OracleToggled(toggle_oracle(svc, mount)),
         Effect::Stop { mission_id, reason } => Msg::StopDone(
@@ -152,16 +149,16 @@ fn execute(effect: Effect, svc: &Services) -> Msg {
             mission_ids,
             reason,
         } => Msg::HostedStopped(stop_hosted(svc, &mission_ids, &reason)),
-        Effect::LoadDiff { mission_id } => Msg::DiffLoaded(load_diff(missions, &mission_id)),
+        Effect::LoadDiff { mission_id } => Msg::DiffLoaded(load_diff(&svc.host, &mission_id)),
         Effect::Worktree { mission_id, merge } => {
-            Msg::WorktreeDone(worktree_effect(missions, &mission_id, merge))
+            Msg::WorktreeDone(worktree_effect(&svc.host, &mission_id, merge))
         }
         Effect::Ack { inbox_id } => Msg::AckDone(
-            ops::inbox::ack(missions, &inbox_id)
+            ops::inbox::ack(&svc.host, &inbox_id)
                 .map(|i| format!("acknowledged {}", short(&i.id)))
                 .map_err(|e| e.to_string()),
         ),
-        Effect::AckMany { inbox_ids } => Msg::AckDone(ack_many(missions, &inbox_ids)),
+        Effect::AckMany { inbox_ids } => Msg::AckDone(ack_many(&svc.host, &inbox_ids)),
         Effect::LoadPicker => Msg::PickerLoaded(fire::load_picker(&svc.host)),
         Effect::RunMission { .. }
         | Effect::Fire { .. }
@@ -239,8 +236,8 @@ fn stop_hosted(svc: &Services, ids: &[String], reason: &str) -> Result<String, S
 
 /// Acknowledge each item through the verb `inbox ack` uses; one that fails (acked
 /// elsewhere meanwhile, say) does not stop the rest, and the toast says so.
-fn ack_many(missions: &crate::mission::Missions, ids: &[String]) -> Result<String, String> {
-    let (done, failed) = ops::inbox::ack_many(missions, ids);
+fn ack_many(host: &Host, ids: &[String]) -> Result<String, String> {
+    let (done, failed) = ops::inbox::ack_many(host, ids);
     if failed.is_empty() {
         Ok(format!("acknowledged {done} inbox item(s)"))
     } else {

@@ -130,9 +130,9 @@ pub async fn pair(
             "too many bad pairing codes from this address: pairing is locked for 15 minutes",
         );
     }
-    let store = web.host.store().clone();
+    let host = web.host.clone();
     let code = form.code;
-    match blocking(move || devices::redeem(&store, &code)).await {
+    match blocking(move || devices::redeem(&host, &code)).await {
         Ok((name, credential)) => {
             web.lockout.lock_unpoisoned().clear(peer);
             tracing::info!(device = %name, %peer, "web: a device was paired");

@@ -236,8 +236,8 @@ impl Authed {
 /// Who the request's credential belongs to, if anyone.
 pub async fn authenticate(web: &Web, headers: &HeaderMap) -> Option<Authed> {
     let credential = credential(headers)?;
-    let (store, presented) = (web.host.store().clone(), credential.clone());
-    let device = blocking(move || devices::authenticate(&store, &presented))
+    let (host, presented) = (web.host.clone(), credential.clone());
+    let device = blocking(move || devices::authenticate(&host, &presented))
         .await
         .map_err(|e| tracing::warn!("web: a device check failed: {e}"))
         .ok()??;
