@@ -1,10 +1,12 @@
-//! Answer: the operator's (or an agent's) verdict on an ask, recorded once, and the
-//! run it unblocks resumed exactly once — by its own host while that host lives (it
-//! watches the row), else on this process's one host ([`Host`]): a long-lived
-//! surface's own fleet, so a run resumed here counts in its width and is offered
-//! by its quit dialog; for a one-shot command, one fleet started the first time a
-//! run must resume here. Also the reconciling sweep that expires overdue asks and
-//! resumes runs whose host is gone.
+//! Answer: the operator's (or an agent's, the oracle's included) verdict on an ask,
+//! recorded once, and the run it unblocks resumed exactly once — by whoever
+//! [`leave::who_resumes`] names: its own host while that host lives (it watches the
+//! row), else a live `missionboard host` that may run it, else this process's one
+//! host ([`Host`]): a long-lived surface's own fleet, so a run resumed here counts
+//! in its width and is offered by its quit dialog; for a one-shot command, one fleet
+//! started the first time a run must resume here. Also the reconciling sweep that
+//! expires overdue asks, and the stranded-run resumption it shares with
+//! `missionboard host`.
 
 use crate::asks::bounds::answer_as_agent_within_bounds;
 use crate::asks::checkpoint::Checkpoint;
