@@ -71,6 +71,7 @@ const MODULES: &[(&str, (&str, u8, Siblings))] = &[
     ("acp_client", PROTOCOL),
     ("mission_mcp", PROTOCOL),
     ("model", PROTOCOL),
+    ("notify", PROTOCOL),
     // roles: the fleet that hosts units, and the agents and reviewers built on them
     ("fleet", ROLES),
     ("oracle", ROLES),
