@@ -79,14 +79,20 @@ fn new_card(browser: &Browser, seen: &[String]) -> (String, String) {
 }
 
 fn wait_gone(browser: &Browser, ask: &str, what: &str) {
-    wait_for(30, what, || browser.find(&card(ask)).is_none().then_some(()));
+    wait_for(30, what, || {
+        browser.find(&card(ask)).is_none().then_some(())
+    });
 }
 
 fn wait_section(browser: &Browser, mission: &str, section: &str) {
-    wait_for(30, &format!("mission {mission} listed as {section}"), || {
-        let v = browser.eval(SECTION_OF, vec![json!(mission)]);
-        (v.as_str() == Some(section)).then_some(())
-    });
+    wait_for(
+        30,
+        &format!("mission {mission} listed as {section}"),
+        || {
+            let v = browser.eval(SECTION_OF, vec![json!(mission)]);
+            (v.as_str() == Some(section)).then_some(())
+        },
+    );
 }
 
 /// Nothing a payload could do happened: no dialog, no script but ours, no element
@@ -192,8 +198,14 @@ fn a_phone_pairs_sees_asks_live_answers_them_and_hostile_text_stays_inert() {
     // Answered first in the CLI: the card goes from the open page.
     let fired = sb.fire_in_background("stub", "answered elsewhere", &[]);
     let (elsewhere, mission) = new_card(&browser, &[question.clone(), gated.clone()]);
-    sb.run(&["approvals", "respond", &elsewhere, "--answer", "from the cli"])
-        .ok();
+    sb.run(&[
+        "approvals",
+        "respond",
+        &elsewhere,
+        "--answer",
+        "from the cli",
+    ])
+    .ok();
     wait_gone(&browser, &elsewhere, "the card answered in the CLI to go");
     wait_section(&browser, &mission, "landed");
     assert_eq!(fired.join().code, 0);
@@ -207,9 +219,15 @@ fn a_phone_pairs_sees_asks_live_answers_them_and_hostile_text_stays_inert() {
         "{shown}"
     );
     assert!(shown.contains("[tap](javascript:alert(4))"), "{shown}");
-    assert!(!shown.contains('\u{202e}'), "a bidi override reached the page");
+    assert!(
+        !shown.contains('\u{202e}'),
+        "a bidi override reached the page"
+    );
     let listed = browser.text(&browser.find("#missions").unwrap());
-    assert!(listed.contains("<a href=\"javascript:alert(3)\">tap here</a>"), "{listed}");
+    assert!(
+        listed.contains("<a href=\"javascript:alert(3)\">tap here</a>"),
+        "{listed}"
+    );
     assert_inert(&browser, "/");
     // Tapping the text a link was written in goes nowhere.
     browser.click(

@@ -178,6 +178,16 @@ fn execute(effect: Effect, svc: &Services) -> Msg {
                 .map_err(|e| e.to_string()),
         ),
         Effect::AckMany { inbox_ids } => Msg::AckDone(ack_many(missions, &inbox_ids)),
+        Effect::Revoke { device } => Msg::RevokeDone(
+            ops::devices::revoke(missions.store(), &device)
+                .map(|()| {
+                    format!(
+                        "device {} revoked: its next request is refused",
+                        crate::text::one_line(&device)
+                    )
+                })
+                .map_err(|e| crate::text::one_line(&e.to_string())),
+        ),
         Effect::LoadPicker => Msg::PickerLoaded(fire::load_picker(&svc.paths, missions.store())),
         Effect::RunMission { .. }
         | Effect::Fire { .. }

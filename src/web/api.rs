@@ -23,6 +23,8 @@ const ASKS_SHOWN: usize = 500;
 const MISSIONS_SHOWN: usize = 200;
 const REPORTS_SHOWN: usize = 100;
 const TRACE_SHOWN: usize = 50;
+/// How much of a worktree mission's diff the mission page carries at most.
+const DIFF_SHOWN: usize = 64 * 1024;
 
 const SCRIPT: &str = include_str!("assets/app.js");
 const STYLE: &str = include_str!("assets/app.css");
@@ -270,7 +272,16 @@ pub async fn mission_page(
         let Some(mission) = missions.get(&id)? else {
             return Ok(None);
         };
+        // A worktree mission's changes, as `mission diff` shows them.
+        let diff = match crate::worktree::Worktrees::new(store.clone()).get(&mission.id)? {
+            None => None,
+            Some(_) => Some(match crate::ops::worktree::diff(&store, &mission, false) {
+                Ok((_, text)) => Ok(cut(text, DIFF_SHOWN)),
+                Err(e) => Err(format!("{e:#}")),
+            }),
+        };
         Ok(Some(render::MissionView {
+            diff,
             trace: crate::ops::show::oracle_trace(&store, &mission.id, TRACE_SHOWN)?
                 .into_iter()
                 .map(|t| t.line)
@@ -291,4 +302,18 @@ pub async fn mission_page(
         Ok(None) => refuse(StatusCode::NOT_FOUND, "no such mission"),
         Err(e) => failed(e),
     }
+}
+
+/// `text` cut at `max` bytes (on a character boundary), saying so.
+fn cut(mut text: String, max: usize) -> String {
+    if text.len() <= max {
+        return text;
+    }
+    let mut at = max;
+    while !text.is_char_boundary(at) {
+        at -= 1;
+    }
+    text.truncate(at);
+    text.push_str("\n… (cut here: `missionboard mission diff` shows all of it)\n");
+    text
 }

@@ -79,7 +79,12 @@ impl Browser {
             .unwrap();
         let base = format!("http://127.0.0.1:{port}");
         wait_for(30, "chromedriver to be ready", || {
-            let status: Value = client.get(format!("{base}/status")).send().ok()?.json().ok()?;
+            let status: Value = client
+                .get(format!("{base}/status"))
+                .send()
+                .ok()?
+                .json()
+                .ok()?;
             status["value"]["ready"].as_bool().filter(|r| *r)
         });
         let mut args = vec!["--headless=new", "--disable-gpu", "--disable-dev-shm-usage"];
@@ -125,7 +130,10 @@ impl Browser {
         let req = match method {
             "GET" => self.client.get(url),
             "DELETE" => self.client.delete(url),
-            _ => self.client.post(url).json(&body.unwrap_or_else(|| json!({}))),
+            _ => self
+                .client
+                .post(url)
+                .json(&body.unwrap_or_else(|| json!({}))),
         };
         let response = req.send().map_err(|e| e.to_string())?;
         let ok = response.status().is_success();
@@ -191,7 +199,10 @@ impl Browser {
             None => panic!(
                 "timed out waiting for {what}: the browser is at {} showing {:?}",
                 self.url(),
-                self.eval("return document.body ? document.body.innerText : '';", vec![])
+                self.eval(
+                    "return document.body ? document.body.innerText : '';",
+                    vec![]
+                )
             ),
         }
     }
@@ -213,10 +224,14 @@ impl Browser {
     }
 
     pub fn text(&self, element: &Element) -> String {
-        self.call("GET", &self.at(&format!("/element/{}/text", element.0)), None)
-            .as_str()
-            .unwrap_or_default()
-            .to_string()
+        self.call(
+            "GET",
+            &self.at(&format!("/element/{}/text", element.0)),
+            None,
+        )
+        .as_str()
+        .unwrap_or_default()
+        .to_string()
     }
 
     /// The text of an alert, confirm or prompt the page opened, if one is open.
