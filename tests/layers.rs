@@ -156,6 +156,12 @@ const LISTED_EDGES: &[(&str, &str, &str)] = &[
         "the bench times the board's snapshot and drawing; the board never measures itself",
     ),
     (
+        "bench",
+        "web",
+        "the bench times the page's event stream and its answer path; the page never \
+         measures itself",
+    ),
+    (
         "acp_server",
         "board",
         "an editor's `/mission` answers in the board picker's words (its envelope list, \
