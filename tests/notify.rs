@@ -189,7 +189,7 @@ fn deliveries(sb: &Sandbox) -> Vec<(String, String, String)> {
         .deliveries()
         .unwrap()
         .into_iter()
-        .map(|(_, kind, target, state, _)| (kind, target, state))
+        .map(|d| (d.kind, d.target, d.state))
         .collect()
 }
 
@@ -356,7 +356,7 @@ fn a_receiver_that_was_down_is_caught_up_once_and_a_restart_repeats_nothing() {
             .deliveries()
             .unwrap()
             .first()
-            .filter(|d| d.3 == "pending" && d.4 >= 1)
+            .filter(|d| d.state == "pending" && d.attempts >= 1)
             .cloned()
     });
     // The deliverer restarts while the delivery waits for its retry.

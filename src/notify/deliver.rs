@@ -173,7 +173,8 @@ impl Deliverer {
             Ok(r) => Err(format!("the receiver answered {}", r.status())),
             Err(e) if e.is_timeout() => Err("the receiver did not answer in time".to_string()),
             Err(e) if e.is_connect() => Err("the receiver could not be reached".to_string()),
-            Err(e) => Err(format!("sending failed: {e}")),
+            // The URL may hold the receiver's secret (a Slack or Discord webhook).
+            Err(e) => Err(format!("sending failed: {}", e.without_url())),
         };
         self.record(claimed, outcome, false).await;
     }
@@ -191,7 +192,7 @@ impl Deliverer {
             (Err(why), false) => {
                 tracing::info!(
                     event = claimed.event.id,
-                    target = %claimed.target,
+                    receiver = %receiver_of(&claimed.target),
                     attempt = claimed.attempts + 1,
                     "notify: a delivery failed, to be tried again: {why}"
                 );
@@ -202,5 +203,29 @@ impl Deliverer {
         if let Err(e) = recorded {
             tracing::warn!("notify: a delivery's outcome could not be recorded: {e}");
         }
+    }
+}
+
+/// A receiver as the log names it: its scheme and host, never the path (a webhook's
+/// path is its secret).
+fn receiver_of(url: &str) -> String {
+    match url.split_once("://") {
+        Some((scheme, rest)) => {
+            let host = rest.split(['/', '?', '#']).next().unwrap_or_default();
+            let host = host.rsplit('@').next().unwrap_or_default();
+            format!("{scheme}://{host}")
+        }
+        None => "?".into(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn the_log_names_a_receiver_without_its_secret_path() {
+        assert_eq!(
+            super::receiver_of("https://user:pw@hooks.slack.com/services/T0/B0/XXXX?x=1"),
+            "https://hooks.slack.com"
+        );
     }
 }

@@ -134,6 +134,8 @@ CREATE TRIGGER notify_mission_rests AFTER UPDATE OF status ON missions
 /// (its time taken before a slower transaction's) is still found; the delivery key
 /// keeps it from being added twice.
 const FAN_OUT_SLACK_MS: i64 = 10 * 60 * 1000;
+/// How often a target's cursor is moved forward (well inside the slack).
+const CURSOR_EVERY_MS: i64 = 60 * 1000;
 /// Events and deliveries older than this are pruned.
 const KEEP_MS: i64 = 7 * 24 * 3600 * 1000;
 /// How many times a delivery is tried before it is given up.
@@ -215,10 +217,15 @@ impl Outbox {
                     params![id, key, now],
                 )?;
             }
-            c.execute(
-                "UPDATE notify_cursors SET seen_until = ?2 WHERE target = ?1 AND seen_until < ?2",
-                params![key, now],
-            )?;
+            // The cursor moves only now and then: every commit wakes every process
+            // watching the store (this task too), so a round that found nothing new
+            // writes nothing. The window it leaves is re-read, and keyed, each round.
+            if cursor.is_some_and(|at| now - at >= CURSOR_EVERY_MS) {
+                c.execute(
+                    "UPDATE notify_cursors SET seen_until = ?2 WHERE target = ?1 AND seen_until < ?2",
+                    params![key, now],
+                )?;
+            }
             Ok(added)
         })
     }
@@ -386,19 +393,38 @@ impl Outbox {
         })
     }
 
-    /// Every delivery's (event id, event kind, target, state, attempts), oldest
-    /// first: what `notify` tests and diagnostics read.
-    pub fn deliveries(&self) -> Result<Vec<(i64, String, String, String, i64)>, StoreError> {
+    /// Every delivery, oldest first: what tests and diagnostics read.
+    pub fn deliveries(&self) -> Result<Vec<Delivery>, StoreError> {
         self.store.with(|c| {
             c.query_map(
                 "SELECT d.event_id, e.kind, d.target, d.state, d.attempts
                  FROM notify_deliveries d JOIN notify_events e ON e.id = d.event_id
                  ORDER BY d.event_id, d.target",
                 params![],
-                |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?, r.get(4)?)),
+                |r| {
+                    Ok(Delivery {
+                        event_id: r.get(0)?,
+                        kind: r.get(1)?,
+                        target: r.get(2)?,
+                        state: r.get(3)?,
+                        attempts: r.get(4)?,
+                    })
+                },
             )
         })
     }
+}
+
+/// One delivery as recorded.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Delivery {
+    pub event_id: i64,
+    pub kind: String,
+    /// The receiver's URL.
+    pub target: String,
+    /// `pending`, `sent`, `skipped` or `failed`.
+    pub state: String,
+    pub attempts: i64,
 }
 
 /// The wait before try `attempts + 1`: 2 s doubling, at most 5 minutes.
@@ -421,6 +447,152 @@ mod tests {
             )));
             assert!(sql.contains(&format!("NEW.tool_name = '{}'", crate::asks::BUDGET_TOOL)));
         }
+    }
+
+    fn outbox() -> (tempfile::TempDir, Store, Outbox) {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open(&dir.path().join("board.db")).unwrap();
+        (dir, store.clone(), Outbox::new(store))
+    }
+
+    fn raise(store: &Store, summary: &str) -> String {
+        crate::asks::Asks::new(store.clone())
+            .raise(crate::asks::NewAsk {
+                tools_name: crate::asks::QUESTION_TOOLS.into(),
+                tool_name: crate::asks::QUESTION_TOOL.into(),
+                args_summary: summary.into(),
+                ..Default::default()
+            })
+            .unwrap()
+            .id
+    }
+
+    #[test]
+    fn an_event_is_fanned_out_once_and_claimed_by_one_process() {
+        let (_d, store, outbox) = outbox();
+        let target = Target::parse("http://127.0.0.1:9/hook").unwrap();
+        let configured = clock::now_ms() - 1;
+        let ask = raise(&store, "Which name?");
+        assert_eq!(outbox.fan_out(&target, configured).unwrap(), 1);
+        // Again (a restart, another host): keyed, nothing added.
+        assert_eq!(outbox.fan_out(&target, configured).unwrap(), 0);
+        let mine = outbox.claim_due("host-a", 60_000, 10).unwrap();
+        assert_eq!(mine.len(), 1);
+        assert_eq!(mine[0].event.kind, EventKind::Question);
+        assert_eq!(mine[0].event.ask_id.as_deref(), Some(ask.as_str()));
+        assert_eq!(mine[0].event.summary, "Which name?");
+        assert!(outbox.claim_due("host-b", 60_000, 10).unwrap().is_empty());
+        // Only the holder records it.
+        assert!(
+            !outbox
+                .finish(mine[0].event.id, &mine[0].target, "host-b", "sent", None)
+                .unwrap()
+        );
+        assert!(
+            outbox
+                .finish(mine[0].event.id, &mine[0].target, "host-a", "sent", None)
+                .unwrap()
+        );
+        let d = outbox.deliveries().unwrap();
+        assert_eq!(d.len(), 1);
+        assert_eq!((d[0].state.as_str(), d[0].attempts), ("sent", 1));
+    }
+
+    #[test]
+    fn a_target_is_sent_nothing_from_before_it_was_configured() {
+        let (_d, store, outbox) = outbox();
+        raise(&store, "before");
+        let target = Target::parse("http://127.0.0.1:9/hook events=landed").unwrap();
+        let configured = clock::now_ms() + 1;
+        assert_eq!(outbox.fan_out(&target, configured).unwrap(), 0);
+        raise(&store, "a question, which this target does not take");
+        assert_eq!(outbox.fan_out(&target, configured).unwrap(), 0);
+        assert!(outbox.deliveries().unwrap().is_empty());
+    }
+
+    #[test]
+    fn a_failed_try_is_retried_after_its_backoff_and_given_up_at_the_last() {
+        let (_d, store, outbox) = outbox();
+        raise(&store, "retry me");
+        let target = Target::parse("http://127.0.0.1:9/hook").unwrap();
+        outbox.fan_out(&target, clock::now_ms() - 1).unwrap();
+        let mut claimed = outbox.claim_due("me", 60_000, 1).unwrap().remove(0);
+        outbox.failed(&claimed, "me", "down").unwrap();
+        // Not due again until the backoff passes.
+        assert!(outbox.claim_due("me", 60_000, 1).unwrap().is_empty());
+        claimed.attempts = MAX_ATTEMPTS - 1;
+        store
+            .with(|c| {
+                c.execute(
+                    "UPDATE notify_deliveries SET claimed_by = 'me', attempts = ?1",
+                    params![MAX_ATTEMPTS - 1],
+                )
+            })
+            .unwrap();
+        outbox.failed(&claimed, "me", "still down").unwrap();
+        let d = outbox.deliveries().unwrap();
+        assert_eq!(
+            (d[0].state.as_str(), d[0].attempts),
+            ("failed", MAX_ATTEMPTS)
+        );
+    }
+
+    #[test]
+    fn a_rest_and_a_lost_host_are_events_and_a_stop_is_not() {
+        use crate::mission::{Missions, NewMission, Status};
+        let (_d, store, outbox) = outbox();
+        let missions = Missions::new(store.clone());
+        let new = |intent: &str| {
+            missions
+                .create(NewMission {
+                    intent: intent.into(),
+                    agent_name: "stub".into(),
+                    envelope_name: "default".into(),
+                    ..Default::default()
+                })
+                .unwrap()
+        };
+        let (landed, lost, stopped) = (new("land it"), new("lose it"), new("stop it"));
+        missions
+            .finish(&landed.id, Status::Landed, "all done")
+            .unwrap();
+        assert!(
+            missions
+                .reclaim(&lost.id, lost.created_at, "reclaimed: host process gone")
+                .unwrap()
+        );
+        missions
+            .finish(&stopped.id, Status::Abandoned, "stopped by the operator")
+            .unwrap();
+        let target = Target::parse("http://127.0.0.1:9/hook").unwrap();
+        assert_eq!(outbox.fan_out(&target, 0).unwrap(), 2);
+        let mut claimed = outbox.claim_due("me", 60_000, 10).unwrap();
+        claimed.sort_by_key(|c| c.event.id);
+        let seen: Vec<(EventKind, Option<&str>, &str)> = claimed
+            .iter()
+            .map(|c| {
+                (
+                    c.event.kind,
+                    c.event.mission_id.as_deref(),
+                    c.event.summary.as_str(),
+                )
+            })
+            .collect();
+        assert_eq!(
+            seen,
+            [
+                (
+                    EventKind::Landed,
+                    Some(landed.id.as_str()),
+                    "land it — all done"
+                ),
+                (
+                    EventKind::HostLost,
+                    Some(lost.id.as_str()),
+                    "lose it — reclaimed: host process gone"
+                ),
+            ]
+        );
     }
 
     #[test]

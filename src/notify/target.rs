@@ -210,15 +210,13 @@ impl Message {
                 .filter(|c| c.is_ascii_alphanumeric() || *c == '-')
                 .collect()
         };
-        let link = web_url
-            .map(|base| base.trim_end_matches('/'))
-            .and_then(|base| match (&event.ask_id, &event.mission_id) {
-                (Some(ask), _) if event.kind.is_ask() => {
-                    Some(format!("{base}/#ask-{}", id_safe(ask)))
-                }
-                (_, Some(m)) => Some(format!("{base}/missions/{}", id_safe(m))),
-                _ => Some(format!("{base}/")),
-            });
+        let link = web_url.map(|base| base.trim_end_matches('/')).map(|base| {
+            match (&event.ask_id, &event.mission_id) {
+                (Some(ask), _) if event.kind.is_ask() => format!("{base}/#ask-{}", id_safe(ask)),
+                (_, Some(m)) => format!("{base}/missions/{}", id_safe(m)),
+                _ => format!("{base}/"),
+            }
+        });
         Message {
             kind: event.kind,
             mission,

@@ -273,13 +273,14 @@ pub async fn mission_page(
             return Ok(None);
         };
         // A worktree mission's changes, as `mission diff` shows them.
-        let diff = match crate::worktree::Worktrees::new(store.clone()).get(&mission.id)? {
-            None => None,
-            Some(_) => Some(match crate::ops::worktree::diff(&store, &mission, false) {
-                Ok((_, text)) => Ok(cut(text, DIFF_SHOWN)),
-                Err(e) => Err(format!("{e:#}")),
-            }),
-        };
+        let diff = crate::worktree::Worktrees::new(store.clone())
+            .get(&mission.id)?
+            .map(
+                |_| match crate::ops::worktree::diff(&store, &mission, false) {
+                    Ok((_, text)) => Ok(cut(text, DIFF_SHOWN)),
+                    Err(e) => Err(format!("{e:#}")),
+                },
+            );
         Ok(Some(render::MissionView {
             diff,
             trace: crate::ops::show::oracle_trace(&store, &mission.id, TRACE_SHOWN)?
