@@ -146,7 +146,7 @@ impl Receiver {
     /// Wait until `n` requests have come.
     #[track_caller]
     fn wait_for(&self, n: usize, what: &str) -> Vec<Received> {
-        wait_for(60, what, || {
+        wait_for(120, what, || {
             let got = self.got();
             (got.len() >= n).then_some(got)
         })
@@ -196,7 +196,7 @@ fn deliveries(sb: &Sandbox) -> Vec<(String, String, String)> {
 /// Wait until every delivery is recorded sent, and there are `n`.
 #[track_caller]
 fn wait_all_sent(sb: &Sandbox, n: usize) -> Vec<(String, String, String)> {
-    wait_for(60, &format!("{n} deliveries recorded sent"), || {
+    wait_for(120, &format!("{n} deliveries recorded sent"), || {
         let d = deliveries(sb);
         (d.len() == n && d.iter().all(|(_, _, s)| s == "sent")).then_some(d)
     })
@@ -351,7 +351,7 @@ fn a_receiver_that_was_down_is_caught_up_once_and_a_restart_repeats_nothing() {
         .ok();
     let web = Web::start(&sb, &[]);
     let first = raise_question(&sb, &mission, "Asked while the receiver was down?");
-    wait_for(60, "a failed try recorded", || {
+    wait_for(120, "a failed try recorded", || {
         Outbox::new(sb.store())
             .deliveries()
             .unwrap()
