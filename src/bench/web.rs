@@ -22,6 +22,7 @@ use crate::asks::{Asks, NewAsk, QUESTION_TOOL, QUESTION_TOOLS};
 use crate::fleet::mission_tools::MissionToolCalls;
 use crate::mission::{Missions, NewMission};
 use crate::mission_mcp::{bridge_server_entry, serve_mission_socket};
+use crate::ops::host::{Host, Hosting};
 use crate::store::{Store, blocking};
 
 const LIMIT: Duration = Duration::from_secs(30);
@@ -36,11 +37,11 @@ struct Client {
 
 impl Client {
     /// Pair a device through the same verbs `web pair` and the pairing page use.
-    async fn paired(store: &Store, base: String) -> anyhow::Result<Client> {
-        let s = store.clone();
+    async fn paired(host: &Host, base: String) -> anyhow::Result<Client> {
+        let h = host.clone();
         let (_, credential) = blocking(move || -> anyhow::Result<(String, String)> {
-            let pairing = crate::ops::devices::pair(&s, Some("bench"))?;
-            Ok(crate::ops::devices::redeem(&s, &pairing.code)?)
+            let pairing = crate::ops::devices::pair(&h, Some("bench"))?;
+            Ok(crate::ops::devices::redeem(&h, &pairing.code)?)
         })
         .await?;
         // reqwest is built without a default TLS provider (see Cargo.toml); install ring's.
@@ -181,7 +182,11 @@ pub async fn run(scale: Scale) -> anyhow::Result<Vec<Row>> {
     server.deliver_notifications = false;
     let base = server.base_url.clone();
     let serving = tokio::spawn(server.run());
-    let client = Client::paired(&scratch.store, base).await?;
+    let client = Client::paired(
+        &Host::open(&scratch.paths, &scratch.store, Hosting::OnNeed)?,
+        base,
+    )
+    .await?;
 
     let missions = Missions::new(scratch.store.clone());
     let asks = Asks::new(scratch.store.clone());
@@ -242,10 +247,11 @@ pub async fn run(scale: Scale) -> anyhow::Result<Vec<Row>> {
     })
     .await?;
     let mut events = unit.take_events().expect("fresh unit");
-    let cli = crate::ops::answer::Host::one_shot(
+    let cli = Host::open(
         &scratch.paths,
         &Store::open_at(scratch.store.location())?,
-    );
+        Hosting::OnNeed,
+    )?;
     let mut on_page = Vec::with_capacity(samples);
     let mut by_cli = Vec::with_capacity(samples);
     let driver = async {
@@ -278,7 +284,7 @@ pub async fn run(scale: Scale) -> anyhow::Result<Vec<Row>> {
                         &host,
                         &ask_id,
                         crate::ops::answer::Answerer::Operator(&verdict),
-                        &crate::ops::answer::Surface::Cli,
+                        &crate::asks::Surface::Cli,
                     )
                 })
                 .await?;

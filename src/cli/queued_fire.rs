@@ -23,7 +23,7 @@ pub(super) fn run(ctx: &Ctx, args: FireArgs) -> anyhow::Result<i32> {
         );
     }
     let (timeout, store, request) = args.request(ctx)?;
-    let m = fire::enqueue(&ctx.paths, &store, request, args.on.as_deref())?;
+    let m = fire::enqueue(&ctx.host(&store)?, request, args.on.as_deref())?;
     let (agent, policy, on) = (
         &m.agent_name,
         &m.envelope_name,
