@@ -379,6 +379,9 @@ enum AgentCmd {
         #[arg(long)]
         json: bool,
     },
+    /// The catalogue's external agents, as the Markdown table docs/agents.md carries:
+    /// command, install line, what missionboard sets for their units, known limits.
+    Catalogue,
     /// Declare a catalogue agent (claude, codex, gemini, qwen, opencode, goose, …) in agents.toml.
     Add {
         /// The catalogue entry to copy.
@@ -804,6 +807,10 @@ fn run(ctx: &Ctx, command: Option<Command>, flags: BetaFlags) -> anyhow::Result<
         Some(Command::Oracle(c)) => oracle_cmd::run(ctx, c),
         Some(Command::Agent(a)) => match a.command {
             Some(AgentCmd::List { json }) => agent_cmd::list(ctx, json),
+            Some(AgentCmd::Catalogue) => {
+                out::out!("{}", crate::agents::catalogue::markdown_table())?;
+                Ok(0)
+            }
             Some(AgentCmd::Add { name, local, force }) => agent_cmd::add(ctx, &name, local, force),
             None => {
                 let options = crate::planner::AgentOptions {
