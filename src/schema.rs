@@ -62,6 +62,12 @@ pub const MIGRATIONS: &[Migration] = &[
     // v16: what each mission's spend cost: tokens split as prices are, and the
     // agent's own reported cost.
     &[crate::fleet::budget::SCHEMA_V16],
+    // v17 is the notifications outbox's (on its own branch); empty here until it lands.
+    &[],
+    &[
+        crate::sched::schedules::SCHEMA_V18,
+        crate::sched::triggers::SCHEMA_V18,
+    ],
 ];
 
 /// The same versions on PostgreSQL, numbered alike so a version means one schema on
@@ -103,6 +109,11 @@ pub const PG_MIGRATIONS: &[Migration] = &[
     &[crate::asks::PG_SCHEMA_V14, crate::devices::PG_SCHEMA_V14],
     &[crate::mission::check::PG_SCHEMA_V15],
     &[crate::fleet::budget::PG_SCHEMA_V16],
+    &[],
+    &[
+        crate::sched::schedules::PG_SCHEMA_V18,
+        crate::sched::triggers::PG_SCHEMA_V18,
+    ],
 ];
 
 impl Store {
