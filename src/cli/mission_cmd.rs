@@ -131,8 +131,10 @@ pub(super) fn show(ctx: &Ctx, id: &str, json: bool) -> anyhow::Result<i32> {
     let queued_at = svc.queue_positions()?.get(&m.id).copied();
     let record = crate::ops::show::compute_record(svc.store(), &m.id)?;
     let cost = crate::ops::show::mission_cost(&ctx.paths.home, record.as_ref());
+    let fired_by = crate::sched::schedules::Schedules::new(svc.store().clone()).fired_by(&m.id)?;
     if json {
         let mut v = serde_json::to_value(&m)?;
+        v["firedBy"] = serde_json::to_value(&fired_by)?;
         if let Some(at) = queued_at {
             v["queuePosition"] = at.into();
         }
@@ -169,6 +171,9 @@ pub(super) fn show(ctx: &Ctx, id: &str, json: bool) -> anyhow::Result<i32> {
     writeln!(out, "Agent:     {}", m.agent_name)?;
     writeln!(out, "Envelope:  {}", m.envelope_name)?;
     writeln!(out, "Status:    {}", status_line(&m))?;
+    if let Some(f) = &fired_by {
+        writeln!(out, "Fired by:  {}", fired_by_line(f))?;
+    }
     if let Some(at) = queued_at {
         let on = match svc.run_on(&m.id)? {
             Some(label) => format!(" labelled {label:?}"),
@@ -647,4 +652,24 @@ fn check_lines(c: &crate::mission::check::CheckRecord) -> Vec<String> {
         lines.extend(shown.iter().map(|l| format!("           | {l}")));
     }
     lines
+}
+
+/// `schedule nightly (tick 2026-12-07T09:00:00Z)` or `trigger release (delivery …)`.
+fn fired_by_line(f: &crate::sched::schedules::FiredBy) -> String {
+    match f.kind.as_str() {
+        "schedule" => {
+            let tick = f
+                .key
+                .parse::<i64>()
+                .map(clock::rfc3339)
+                .unwrap_or_else(|_| f.key.clone());
+            format!("schedule {} (tick {tick})", f.name)
+        }
+        _ => format!(
+            "{} {} (delivery {})",
+            f.kind,
+            f.name,
+            crate::text::one_line(&f.key)
+        ),
+    }
 }

@@ -71,6 +71,12 @@ pub enum Event {
         mission: String,
         machine: String,
     },
+    /// A schedule's tick was claimed here: what it fired, or why nothing.
+    Scheduled {
+        schedule: String,
+        mission: Option<String>,
+        outcome: String,
+    },
     Leaving {
         requeued: usize,
         parked: usize,
@@ -137,6 +143,22 @@ pub async fn run(
         labels: options.labels.clone(),
     });
     let underway = Arc::new(Underway::default());
+    // Schedules tick on a task of their own, which sleeps until the soonest tick.
+    let ticking = {
+        let report = report.clone();
+        tokio::spawn(crate::ops::schedule::run(
+            paths.clone(),
+            store.clone(),
+            std::future::pending(),
+            move |t| {
+                report(Event::Scheduled {
+                    schedule: t.schedule,
+                    mission: t.mission,
+                    outcome: t.outcome,
+                })
+            },
+        ))
+    };
     let mut changes = store.changes().subscribe();
     let mut maintained: Option<Instant> = None;
     // The load last written: an unchanged one is written again only with the
@@ -176,6 +198,7 @@ pub async fn run(
             _ = &mut shutdown => break,
         }
     }
+    ticking.abort();
     let left = leave(&fleet, &me, &underway, options.stop_on_exit).await;
     teardown.abort();
     report(left);

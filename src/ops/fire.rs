@@ -526,6 +526,16 @@ pub fn enqueue(
     fire: Fire,
     on: Option<&str>,
 ) -> anyhow::Result<Mission> {
+    Ok(crate::mission::Missions::new(store.clone()).enqueue(queued_record(paths, fire, on)?)?)
+}
+
+/// What [`enqueue`] records for `fire`, checked as it checks it, not yet written
+/// (a schedule's tick or a webhook delivery writes it beside its own record).
+pub fn queued_record(
+    paths: &Paths,
+    fire: Fire,
+    on: Option<&str>,
+) -> anyhow::Result<crate::mission::queue::NewQueued> {
     let loaded = search::load(paths, fire.envelope.as_str()).map_err(|why| {
         let on_path: Vec<String> = search::list(paths)
             .into_iter()
@@ -555,17 +565,15 @@ pub fn enqueue(
         anyhow::bail!("--on: a host label is one word (e.g. gpu, laptop)");
     }
     let cwd = fire.cwd.unwrap_or_else(|| paths.cwd.clone());
-    Ok(
-        crate::mission::Missions::new(store.clone()).enqueue(crate::mission::queue::NewQueued {
-            intent: fire.intent,
-            agent_name: fire.agent,
-            envelope: fire.envelope,
-            cwd: cwd.display().to_string(),
-            worktree: fire.worktree,
-            run_on: on.map(str::to_string),
-            check,
-        })?,
-    )
+    Ok(crate::mission::queue::NewQueued {
+        intent: fire.intent,
+        agent_name: fire.agent,
+        envelope: fire.envelope,
+        cwd: cwd.display().to_string(),
+        worktree: fire.worktree,
+        run_on: on.map(str::to_string),
+        check,
+    })
 }
 
 /// A fire handed to a `missionboard host` instead of hosted by the process that
