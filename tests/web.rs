@@ -14,5 +14,7 @@ mod answers;
 mod auth;
 #[path = "web/hardening.rs"]
 mod hardening;
+#[path = "web/hooks.rs"]
+mod hooks;
 #[path = "web/live.rs"]
 mod live;
