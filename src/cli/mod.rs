@@ -155,6 +155,9 @@ enum Command {
 #[derive(Subcommand, Debug)]
 enum MissionCmd {
     /// Fire a mission at a declared agent and wait for its verdict.
+    #[command(
+        override_usage = "missionboard mission fire [OPTIONS] <AGENT> <INTENT>...\n       missionboard mission fire [OPTIONS] --template <NAME> [KEY=VALUE]..."
+    )]
     Fire {
         /// The declared agent (see `missionboard agent list`); with --template, the
         /// first key=value parameter.

@@ -302,6 +302,9 @@ pub struct PickerData {
     pub agents: Vec<AgentEntry>,
     pub default_agent: Option<String>,
     pub default_envelope: Option<String>,
+    /// The templates on the search path: each name and its parameters (a template
+    /// that does not load is listed with its error).
+    pub templates: Vec<(String, String)>,
 }
 
 /// A mission ready to dispatch: every value already checked.
@@ -681,6 +684,21 @@ pub fn load_picker(paths: &Paths, store: &crate::store::Store) -> Result<PickerD
         agents,
         default_agent: get(config::DEFAULT_MISSION_AGENT),
         default_envelope: get(config::DEFAULT_MISSION_POLICY),
+        templates: crate::sched::template::list(paths)
+            .into_iter()
+            .map(|l| {
+                let params = match &l.template {
+                    Ok(t) => t
+                        .params
+                        .keys()
+                        .map(|k| format!("{k}=…"))
+                        .collect::<Vec<_>>()
+                        .join(" "),
+                    Err(e) => format!("(does not load: {})", crate::text::one_line(e)),
+                };
+                (l.name, params)
+            })
+            .collect(),
     })
 }
 

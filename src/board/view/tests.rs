@@ -263,6 +263,7 @@ fn picker_data() -> PickerData {
         ],
         default_agent: Some("demo".into()),
         default_envelope: Some("default".into()),
+        templates: vec![],
     }
 }
 
