@@ -81,13 +81,7 @@ pub struct NewSchedule {
 /// Check and record a schedule: its name, its cron expression and zone, and the
 /// fire it makes (built now as a tick would build it, so a typo is refused here).
 pub fn add(paths: &Paths, store: &Store, new: NewSchedule) -> anyhow::Result<Schedule> {
-    crate::sched::triggers::check_name(&new.name).map_err(|e| {
-        anyhow::anyhow!(
-            "{}",
-            e.replace("trigger name", "schedule name")
-                .replace(" (it is the hook's path: /hooks/<name>)", "")
-        )
-    })?;
+    crate::sched::check_name("schedule", &new.name).map_err(anyhow::Error::msg)?;
     let tz = new.tz.clone().unwrap_or_else(|| DEFAULT_ZONE.to_string());
     let when = When::parse(&new.cron, &tz).map_err(anyhow::Error::msg)?;
     if !MISSED.contains(&new.missed.as_str()) {

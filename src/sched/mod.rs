@@ -7,3 +7,20 @@ pub mod cron;
 pub mod schedules;
 pub mod template;
 pub mod triggers;
+
+/// A schedule's or a trigger's name: 1 to 64 letters, digits, `-` or `_`, so it
+/// reads the same in a table, a log and a URL path. `what` names the kind.
+pub fn check_name(what: &str, name: &str) -> Result<(), String> {
+    let fine = !name.is_empty()
+        && name.len() <= 64
+        && name
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_');
+    if fine {
+        Ok(())
+    } else {
+        Err(format!(
+            "{what} name {name:?} must be 1 to 64 letters, digits, '-' or '_'"
+        ))
+    }
+}

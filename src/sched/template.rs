@@ -251,8 +251,18 @@ impl Template {
     }
 }
 
-/// A parameter value is one line of text without control characters.
+/// The longest parameter value, in characters: a value lands in the intent, which
+/// every surface shows on one line.
+pub const MAX_VALUE_CHARS: usize = 2000;
+
+/// A parameter value is one line of text without control characters, of at most
+/// [`MAX_VALUE_CHARS`].
 fn check_value(name: &str, value: &str) -> Result<(), String> {
+    if value.chars().count() > MAX_VALUE_CHARS {
+        return Err(format!(
+            "template parameter {name:?} is longer than {MAX_VALUE_CHARS} characters"
+        ));
+    }
     if value.chars().any(char::is_control) {
         return Err(format!(
             "template parameter {name:?} must be a single line of text (no line breaks or control characters)"

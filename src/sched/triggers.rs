@@ -86,18 +86,8 @@ fn from_row(r: &Row<'_>) -> crate::store::sql::Result<Trigger> {
 
 /// A trigger name: a bare word, as it appears in the hook's URL path.
 pub fn check_name(name: &str) -> Result<(), String> {
-    let fine = !name.is_empty()
-        && name.len() <= 64
-        && name
-            .chars()
-            .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_');
-    if fine {
-        Ok(())
-    } else {
-        Err(format!(
-            "trigger name {name:?} must be 1 to 64 letters, digits, '-' or '_' (it is the hook's path: /hooks/<name>)"
-        ))
-    }
+    super::check_name("trigger", name)
+        .map_err(|e| format!("{e} (it is the hook's path: /hooks/<name>)"))
 }
 
 /// A parameter's JSON path: `$` then `.key` steps (a key of letters, digits, `-`
