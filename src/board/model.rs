@@ -131,7 +131,8 @@ pub struct Detail {
     pub worktree: Option<String>,
     /// What it has spent: tool calls, tokens (durable, across sessions), time.
     pub spend: Option<String>,
-    /// The editor session that fired it, when one did.
+    /// What fired it, when not the operator: an editor session, a schedule's tick
+    /// or a webhook trigger's delivery (`session mb-…`, `schedule nightly (tick …)`).
     pub fired_by: Option<String>,
     /// What kind of process hosts it (a `missionboard host`, this board, the process
     /// that fired it), or where it waits in the queue.

@@ -691,7 +691,13 @@ fn detail(
         host_role: host_role(missions, m, &row).map_err(|e| e.to_string())?,
         worktree,
         spend: Some(spend),
-        fired_by: m.parent_session_id.as_deref().map(one_line),
+        fired_by: match m.parent_session_id.as_deref() {
+            Some(session) => Some(format!("session {}", one_line(session))),
+            None => crate::sched::schedules::Schedules::new(missions.store().clone())
+                .fired_by(&m.id)
+                .map_err(|e| e.to_string())?
+                .map(|f| one_line(&f.describe())),
+        },
         mission: row,
         last_error: m
             .last_error

@@ -172,7 +172,7 @@ pub(super) fn show(ctx: &Ctx, id: &str, json: bool) -> anyhow::Result<i32> {
     writeln!(out, "Envelope:  {}", m.envelope_name)?;
     writeln!(out, "Status:    {}", status_line(&m))?;
     if let Some(f) = &fired_by {
-        writeln!(out, "Fired by:  {}", fired_by_line(f))?;
+        writeln!(out, "Fired by:  {}", f.describe())?;
     }
     if let Some(at) = queued_at {
         let on = match svc.run_on(&m.id)? {
@@ -652,24 +652,4 @@ fn check_lines(c: &crate::mission::check::CheckRecord) -> Vec<String> {
         lines.extend(shown.iter().map(|l| format!("           | {l}")));
     }
     lines
-}
-
-/// `schedule nightly (tick 2026-12-07T09:00:00Z)` or `trigger release (delivery …)`.
-fn fired_by_line(f: &crate::sched::schedules::FiredBy) -> String {
-    match f.kind.as_str() {
-        "schedule" => {
-            let tick = f
-                .key
-                .parse::<i64>()
-                .map(clock::rfc3339)
-                .unwrap_or_else(|_| f.key.clone());
-            format!("schedule {} (tick {tick})", f.name)
-        }
-        _ => format!(
-            "{} {} (delivery {})",
-            f.kind,
-            f.name,
-            crate::text::one_line(&f.key)
-        ),
-    }
 }

@@ -181,6 +181,28 @@ pub struct FiredBy {
     pub at: i64,
 }
 
+impl FiredBy {
+    /// `schedule nightly (tick 2026-12-07T09:00:00Z)`, `trigger release (delivery …)`.
+    pub fn describe(&self) -> String {
+        match self.kind.as_str() {
+            "schedule" => {
+                let tick = self
+                    .key
+                    .parse::<i64>()
+                    .map(clock::rfc3339)
+                    .unwrap_or_else(|_| self.key.clone());
+                format!("schedule {} (tick {tick})", self.name)
+            }
+            _ => format!(
+                "{} {} (delivery {})",
+                self.kind,
+                self.name,
+                crate::text::one_line(&self.key)
+            ),
+        }
+    }
+}
+
 /// The schedules service.
 #[derive(Clone)]
 pub struct Schedules {

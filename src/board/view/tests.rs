@@ -695,7 +695,7 @@ fn the_detail_pane_names_the_session_that_fired_a_mission() {
     let mut s = snapshot();
     assert!(!frame(&m).contains("Fired by:"), "operator-fired, no line");
     if let Some(d) = &mut s.detail {
-        d.fired_by = Some("mb-session-1234".into());
+        d.fired_by = Some("session mb-session-1234".into());
     }
     m.snap = Arc::new(s);
     let text = frame(&m);
