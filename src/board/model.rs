@@ -175,6 +175,8 @@ pub struct Snapshot {
     pub fleet_cap: u64,
     /// The live `missionboard host`s sharing the store, with their width and load.
     pub hosts: Vec<crate::mission::hosts::HostRow>,
+    /// The live schedule that ticks soonest: its name, when, and its last outcome.
+    pub next_schedule: Option<(String, i64, Option<String>)>,
     pub store_error: Option<String>,
     /// The query it was read for: the first snapshot for a new query answers the
     /// operator's input and is drawn at once ([`super::answers_input`]).

@@ -341,6 +341,19 @@ fn try_build(src: &Source, q: &Query) -> Result<Snapshot, String> {
             .into_iter()
             .filter(|h| h.width.is_some())
             .collect(),
+        next_schedule: crate::sched::schedules::Schedules::new(src.missions.store().clone())
+            .list()
+            .map_err(|e| s(&e))?
+            .into_iter()
+            .filter(|sc| !sc.paused)
+            .min_by_key(|sc| sc.next_tick)
+            .map(|sc| {
+                (
+                    one_line(&sc.name),
+                    sc.next_tick,
+                    sc.last_outcome.as_deref().map(one_line),
+                )
+            }),
         store_error: None,
         query: Query::default(),
     })

@@ -190,6 +190,7 @@ pub(crate) fn snapshot() -> Snapshot {
         fleet_used: 2,
         fleet_cap: 8,
         hosts: Vec::new(),
+        next_schedule: None,
         store_error: None,
         query: Query::default(),
     }
