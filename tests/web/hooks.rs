@@ -199,3 +199,48 @@ fn a_hook_is_still_host_checked_and_a_body_without_the_parameter_fires_nothing()
     assert_eq!(r.status(), 422);
     assert!(mission_ids(&sb).is_empty());
 }
+
+#[test]
+fn a_ping_fires_nothing_and_a_burst_past_the_trigger_s_rate_is_refused() {
+    let sb = Sandbox::new();
+    let secret = with_trigger(&sb);
+    let web = Web::start(&sb, &[]);
+    let body = br#"{"ref":"v1","zen":"Keep it logically awesome."}"#;
+    let ping = web
+        .client
+        .post(web.url("/hooks/tags"))
+        .header("X-GitHub-Event", "ping")
+        .header("X-GitHub-Delivery", "p-1")
+        .header("X-Hub-Signature-256", signature(&secret, body))
+        .body(body.to_vec())
+        .send()
+        .unwrap();
+    assert_eq!(ping.status(), 200);
+    assert!(mission_ids(&sb).is_empty(), "a ping fires nothing");
+
+    // 25 distinct deliveries at once: the burst is 20, refilled at one every 2 s.
+    let statuses: Vec<u16> = (0..25)
+        .map(|i| {
+            deliver(
+                &web,
+                "tags",
+                body,
+                Some(&signature(&secret, body)),
+                &format!("b-{i}"),
+            )
+            .status()
+            .as_u16()
+        })
+        .collect();
+    let fired = statuses.iter().filter(|s| **s == 202).count();
+    assert!(statuses.contains(&429), "{statuses:?}");
+    assert!(
+        statuses.iter().all(|s| *s == 202 || *s == 429),
+        "{statuses:?}"
+    );
+    assert_eq!(
+        mission_ids(&sb).len(),
+        fired,
+        "each accepted delivery is one mission"
+    );
+}
