@@ -6,10 +6,11 @@ mod common;
 use std::path::Path;
 
 use common::{BIN, FleetHost, wait_for_async};
-use missionboard::asks::Asks;
 use missionboard::fleet::DispatchRequest;
 use missionboard::mission::{EnvelopeName, Intent, Status};
+use missionboard::ops::host::{Host, Hosting};
 use missionboard::ops::stop::stop_mission;
+use missionboard::paths::Paths;
 
 /// Declare one more agent in the host's `agents.toml` (read afresh on each fire).
 fn declare(h: &FleetHost, declaration: &str) {
@@ -74,8 +75,9 @@ async fn a_dispatch_past_the_fleet_width_cap_is_refused_and_leaves_no_record() {
     );
 
     // Stopping the mute mission gives its width back once the host reaps the unit.
-    let asks = Asks::new(missions.store().clone());
-    stop_mission(&missions, &asks, &first.mission_id, None).unwrap();
+    let paths = Paths::resolve(h.home.clone(), h.home.clone());
+    let operator = Host::open(&paths, missions.store(), Hosting::OnNeed).unwrap();
+    stop_mission(&operator, &first.mission_id, None).unwrap();
     wait_for_async(20, "the unit to be reaped", || {
         (h.fleet.open_units() == 0).then_some(())
     })

@@ -222,6 +222,20 @@ fn module_dependencies_point_one_way() {
     );
 }
 
+/// `ops` stands between the surfaces and the roles: re-exporting a role's (or a
+/// domain service's) item from it would let a surface name that item through `ops`,
+/// a tunnel the layering rule, which reads paths, cannot see.
+#[test]
+fn ops_re_exports_no_item_of_another_module() {
+    let problems = re_export_problems(&crate_src());
+    assert!(
+        problems.is_empty(),
+        "re-exports from ops (a surface calls a verb, or imports the item from its own \
+         module where the layering allows):\n{}",
+        problems.join("\n")
+    );
+}
+
 /// A listed edge is an exception someone needs: one no file takes any more goes.
 #[test]
 fn every_listed_edge_is_taken() {
@@ -460,6 +474,66 @@ fn a_boundary_crate_outside_its_modules_fails_with_file_line_and_crate() {
           name: `fn open() -> rusqlite::Connection {`"
         ]
     );
+}
+
+#[test]
+fn a_re_export_of_a_role_item_from_ops_fails_with_file_line_and_item() {
+    let src = synthetic_src(&[
+        (
+            "ops/host.rs",
+            "use crate::fleet::Fleet;\n\n/// The fleet.\npub use crate::fleet::Fleet;\n\
+             pub use super::answer::Afterwards;\n",
+        ),
+        (
+            "ops/show.rs",
+            "pub use crate::{\n    oracle::trace::TraceLine,\n};\n",
+        ),
+        ("board/mod.rs", "pub use crate::fleet::Fleet;\n"),
+    ]);
+    assert_eq!(
+        re_export_problems(src.path()),
+        [
+            "src/ops/host.rs:4: ops re-exports `crate::fleet::Fleet` of fleet (roles): \
+             `pub use crate::fleet::Fleet;`",
+            "src/ops/show.rs:1: ops re-exports `crate::oracle::trace::TraceLine` of oracle \
+             (roles): `pub use crate::{ oracle::trace::TraceLine, };`",
+        ]
+    );
+}
+
+/// Every `pub use` in `src/ops` that names an item of another module, one line each
+/// (re-exports between the files of `ops` itself are its own business).
+fn re_export_problems(src: &Path) -> Vec<String> {
+    let mut problems = Vec::new();
+    for (rel, text) in live_files(src) {
+        if owning_module(&rel).as_deref() != Some("ops") {
+            continue;
+        }
+        let here = module_path(&rel);
+        let exported: BTreeSet<usize> = live_lines(&text)
+            .into_iter()
+            .filter(|(_, code)| code.starts_with("pub use ") || code.starts_with("pub(crate) use "))
+            .map(|(line, _)| line)
+            .collect();
+        for named in named_paths(&text) {
+            if !exported.contains(&named.line) {
+                continue;
+            }
+            let path = named.resolve(&here);
+            let Some(to) = path.first().filter(|m| *m != "ops") else {
+                continue;
+            };
+            let layer = layer_of(to).map_or("unlisted", |l| l.0);
+            problems.push(format!(
+                "src/{}:{}: ops re-exports `crate::{}` of {to} ({layer}): `{}`",
+                rel.display(),
+                named.line,
+                path.join("::"),
+                named.text
+            ));
+        }
+    }
+    problems
 }
 
 /// Every edge between top-level modules that breaks the layering, one line each.

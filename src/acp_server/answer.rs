@@ -10,7 +10,7 @@ use agent_client_protocol::v1::schema::{
 
 use super::Services;
 use crate::asks::{Ask, Asks, OperatorVerdict};
-use crate::ops::answer::{self, Answerer, Host};
+use crate::ops::answer::{self, Answerer};
 
 /// A slash command that settles an ask.
 #[derive(Debug, PartialEq, Eq)]
@@ -99,12 +99,12 @@ pub async fn run(svc: &Services, session: &str, settle: Settle) -> Result<String
     let (lookup, session_id) = (svc.clone(), session.to_string());
     let ask =
         crate::store::blocking(move || waiting_ask(&lookup, &session_id, named.as_deref())).await?;
-    let host = Host::running(&svc.paths, &svc.fleet);
+    let host = svc.host.clone();
     let answered = answer::answer(
         &host,
         &ask.id,
         Answerer::Operator(&verdict),
-        answer::Surface::Editor,
+        crate::asks::Surface::Editor,
     )
     .await
     .map_err(|e| format!("{e:#}"))?;
@@ -124,8 +124,8 @@ pub async fn run(svc: &Services, session: &str, settle: Settle) -> Result<String
 /// The pending ask `named` (an id or a prefix) of a mission this session fired; with
 /// none named, the only one waiting.
 fn waiting_ask(svc: &Services, session: &str, named: Option<&str>) -> Result<Ask, String> {
-    let asks = Asks::new(svc.store.clone());
-    let missions = svc.fleet.missions();
+    let asks = Asks::new(svc.host.store().clone());
+    let missions = svc.host.missions();
     let fired_here = |ask: &Ask| {
         ask.mission_id
             .as_deref()

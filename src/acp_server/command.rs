@@ -38,7 +38,7 @@ pub fn mission_args(prompt: &str) -> Option<&str> {
 
 /// Everything the picker lists, read afresh.
 pub fn picker_data(svc: &Services) -> Result<PickerData, String> {
-    fire::load_picker(&svc.paths, &svc.store)
+    fire::load_picker(&svc.host)
 }
 
 /// Run `/mission <args>` for session `session` (`pick`: its envelope option): the
@@ -55,8 +55,7 @@ pub async fn run(
         envelope_pick: pick.clone().map(|p| (p, OPTION_ORIGIN)),
         parent_session: Some(session),
     };
-    let (resolved, labels, fire) = match fire::read_line(&svc.paths, &svc.store, args, from).await?
-    {
+    let (resolved, labels, fire) = match fire::read_line(&svc.host, args, from).await? {
         fire::Line::List(data) => return Ok(listing(&data, pick.as_deref())),
         fire::Line::Fire {
             resolved,
@@ -64,11 +63,11 @@ pub async fn run(
             fire,
         } => (resolved, labels, fire),
     };
-    if let Some(q) = fire::queue_if_a_host_takes(&svc.paths, &svc.store, (*fire).clone()).await? {
+    if let Some(q) = fire::queue_if_a_host_takes(&svc.host, (*fire).clone()).await? {
         tracing::info!(mission = %q.mission.id, session, host = %q.host.id, agent = %resolved.agent, "session queued a mission");
         return Ok(queued_confirmation(&resolved, &labels, &q));
     }
-    let d = fire::dispatch(&svc.fleet, *fire)
+    let d = fire::dispatch(&svc.host, *fire)
         .await
         .map_err(|e| format!("{e:#}"))?;
     tracing::info!(mission = %d.mission_id, session, agent = %resolved.agent, "session fired a mission");

@@ -6,10 +6,10 @@
 //! any other run is ended `abandoned` with a reason naming the session's end. Each
 //! says so in a blocker report, which reaches the inbox too.
 
-use crate::asks::Asks;
 use crate::host::HostId;
 use crate::mission::{Mission, Missions, Status};
-use crate::ops::host::Fleet;
+use crate::ops::host::Host;
+use crate::ops::leave::{self, Departure, Fate};
 use crate::store::blocking;
 
 /// Why the sessions ended.
@@ -41,17 +41,13 @@ pub struct Settled {
 /// before it reaped them, and any other open mission recorded as hosted here (one
 /// whose unit was still starting). Call once its sessions are recorded as ended and
 /// its units are reaped, so nothing writes behind it.
-pub async fn settle(fleet: &Fleet, held: Vec<String>, ending: Ending) -> Settled {
-    let (missions, asks) = (fleet.missions().clone(), fleet.asks().clone());
-    blocking(move || settle_blocking(&missions, &asks, held, ending)).await
+pub async fn settle(host: &Host, held: Vec<String>, ending: Ending) -> Settled {
+    let host = host.clone();
+    blocking(move || settle_blocking(&host, held, ending)).await
 }
 
-fn settle_blocking(
-    missions: &Missions,
-    asks: &Asks,
-    mut ids: Vec<String>,
-    ending: Ending,
-) -> Settled {
+fn settle_blocking(host: &Host, mut ids: Vec<String>, ending: Ending) -> Settled {
+    let missions = host.missions();
     let me = HostId::current();
     match missions.open_hosts(500) {
         Ok(open) => ids.extend(
@@ -66,34 +62,39 @@ fn settle_blocking(
     }
     ids.sort();
     ids.dedup();
-    let mut out = Settled::default();
-    for id in ids {
-        // Only what still waits on this host: one that came to rest needs nothing.
-        let open_here = missions.get(&id).ok().flatten().is_some_and(|m| {
+    // Only what still waits on this host: one that came to rest needs nothing.
+    ids.retain(|id| {
+        missions.get(id).ok().flatten().is_some_and(|m| {
             m.status == Status::Open && m.host.as_ref().is_some_and(|h| h.id == me.id)
-        });
-        if !open_here {
-            continue;
-        }
-        match settle_one(missions, asks, &id, ending) {
-            Ok(true) => out.parked += 1,
-            Ok(false) => out.ended += 1,
-            Err(e) => tracing::warn!(mission = %id, "session exit: could not settle it: {e}"),
-        }
+        })
+    });
+    let why = ending.words();
+    let how = Departure::Abandon {
+        why: format!(
+            "its editor session ended ({why}) before it finished, and nothing could resume it"
+        ),
+    };
+    let left = leave::leave(host, &ids, &how, |id, fate| tell(host, id, fate, ending));
+    for (id, e) in &left.failed {
+        tracing::warn!(mission = %id, "session exit: could not settle it: {e}");
     }
-    out
+    Settled {
+        parked: left.parked,
+        ended: left.abandoned,
+    }
 }
 
-/// Settle mission `id`: `Ok(true)` parked, `Ok(false)` ended.
-fn settle_one(missions: &Missions, asks: &Asks, id: &str, ending: Ending) -> anyhow::Result<bool> {
+/// What the session's end says of mission `id` before its fate is written: its
+/// reports so far into the inbox, then a blocker report naming what became of it.
+fn tell(host: &Host, id: &str, fate: Fate, ending: Ending) -> anyhow::Result<()> {
+    let (missions, asks) = (host.missions(), host.asks());
     let m = missions.require(id)?;
     file_reports(missions, &m)?;
     let why = ending.words();
-    let checkpoints = asks.checkpoints_for(id)?;
-    if !checkpoints.is_empty() {
+    if fate == Fate::Parked {
         // Its unit is gone: from now on each answer comes to the run as a resume.
         let mut waiting = Vec::new();
-        for cp in &checkpoints {
+        for cp in &asks.checkpoints_for(id)? {
             asks.mark_parked(&cp.ask_id)?;
             let summary = asks
                 .get(&cp.ask_id)?
@@ -109,7 +110,7 @@ fn settle_one(missions: &Missions, asks: &Asks, id: &str, ending: Ending) -> any
                 waiting.join("\n")
             ),
         )?;
-        return Ok(true);
+        return Ok(());
     }
     // The blocker first, so a reader that sees the mission at rest finds it there.
     missions.add_blocker(
@@ -119,10 +120,7 @@ fn settle_one(missions: &Missions, asks: &Asks, id: &str, ending: Ending) -> any
             "Its editor session ended ({why}) while its unit was working, and the unit went with missionboard acp. No run was checkpointed under a question, so nothing could resume it: it was ended abandoned. Its reports so far are kept; fire it again to redo it (with a `missionboard host` running, /mission queues it there, where it outlives the session)."
         ),
     )?;
-    let reason =
-        format!("its editor session ended ({why}) before it finished, and nothing could resume it");
-    crate::ops::stop::stop_mission(missions, asks, id, Some(&reason))?;
-    Ok(false)
+    Ok(())
 }
 
 /// Every report of a session's mission so far, into the inbox as `parent_gone`:

@@ -43,10 +43,10 @@ use crate::acp_client::agent_side::{
 };
 use crate::agents::Registry;
 use crate::model::ModelClient;
-use crate::ops::host::Fleet;
+use crate::ops::host::{Host, Hosting};
 use crate::paths::Paths;
 use crate::planner::{HostTools, ModelFlags, SessionState, Turn};
-use crate::store::{Store, blocking};
+use crate::store::blocking;
 use crate::sync::LockUnpoisoned;
 
 /// The name the agent gives in `initialize` and in its diagnostics.
@@ -69,14 +69,14 @@ pub struct AcpOptions {
 /// What every part of a session host shares. Cheap to clone.
 #[derive(Clone)]
 pub struct Services {
-    pub paths: Paths,
-    pub store: Store,
-    pub fleet: Fleet,
+    /// This process's host: its paths, its store, the fleet holding the units of
+    /// the missions its sessions fire.
+    pub host: Host,
 }
 
 /// The ACP agent: its sessions, the model their chat runs on, and the fleet that
 /// hosts their missions.
-pub struct Host {
+pub struct Server {
     svc: Services,
     options: AcpOptions,
     sessions: Sessions<ChatSession>,
@@ -113,46 +113,39 @@ pub async fn run(paths: Paths, options: AcpOptions) -> Result<(), String> {
     if let Err(e) = crate::presets::seed_policies_quietly(&paths.home) {
         tracing::warn!("could not refresh the preset envelopes: {e}");
     }
-    let (fleet_paths, fleet_store) = (paths.clone(), store.clone());
-    let fleet = blocking(move || Fleet::new(fleet_paths, fleet_store))
+    let host = blocking(move || Host::open(&paths, &store, Hosting::Units))
         .await
         .map_err(|e| format!("{e:#}"))?;
-    let teardown = fleet.spawn_teardown();
-    let svc = Services {
-        paths,
-        store,
-        fleet: fleet.clone(),
-    };
-    let missions = fleet.missions().clone();
+    let svc = Services { host: host.clone() };
+    let missions = host.missions().clone();
     let head = blocking(move || missions.bus().head())
         .await
         .map_err(|e| e.to_string())?;
-    let host = Arc::new(Host {
+    let server = Arc::new(Server {
         svc: svc.clone(),
         options,
         sessions: Sessions::new("session"),
         model: OnceCell::new(),
         client: OnceLock::new(),
     });
-    let router = router::spawn(Arc::downgrade(&host), svc.clone(), head);
+    let router = router::spawn(Arc::downgrade(&server), svc.clone(), head);
     let mut signals = crate::signals::Signals::termination_or_interrupt()
         .map_err(|e| format!("cannot watch for termination signals: {e}"))?;
     let (transport, outlet, writer) = agent_side::stdio_transport(None);
     drop(outlet);
     let (served, ending) = tokio::select! {
-        served = agent_side::serve(host, transport, writer) => (served, exit::Ending::HungUp),
+        served = agent_side::serve(server, transport, writer) => (served, exit::Ending::HungUp),
         _ = signals.next() => (Ok(()), exit::Ending::Signalled),
     };
     router.abort();
     // Ended first, so whatever the teardown reports waits in the inbox.
-    let missions = fleet.missions().clone();
+    let missions = host.missions().clone();
     if let Err(e) = blocking(move || missions.close_parent_sessions_of_this_host()).await {
         tracing::warn!("could not record this host's sessions as ended: {e}");
     }
-    let held = fleet.hosted_missions();
-    fleet.shutdown().await;
-    teardown.abort();
-    let settled = exit::settle(&fleet, held, ending).await;
+    let held = host.hosted_missions();
+    host.close("missionboard acp exited").await;
+    let settled = exit::settle(&host, held, ending).await;
     tracing::info!(
         parked = settled.parked,
         ended = settled.ended,
@@ -161,7 +154,7 @@ pub async fn run(paths: Paths, options: AcpOptions) -> Result<(), String> {
     served
 }
 
-impl Host {
+impl Server {
     /// Send `update` into session `id`.
     fn notify(&self, id: &str, update: SessionUpdate) -> Result<(), Error> {
         let cx = self
@@ -184,7 +177,7 @@ impl Host {
     async fn model(&self) -> Result<Arc<ModelClient>, Error> {
         self.model
             .get_or_try_init(|| async {
-                let paths = self.svc.paths.clone();
+                let paths = self.svc.host.paths().clone();
                 let settings = blocking(move || {
                     let keys = Registry::load(&paths)
                         .ok()
@@ -281,7 +274,7 @@ Your own tools: read_file, list_dir, grep, find_files, write_file and shell, eac
     )
 }
 
-impl BuiltinAgent for Host {
+impl BuiltinAgent for Server {
     type Session = ChatSession;
 
     fn name(&self) -> &'static str {
@@ -300,7 +293,7 @@ impl BuiltinAgent for Host {
     fn open_session(&self, request: NewSessionRequest) -> (Arc<ChatSession>, NewSessionResponse) {
         // Unique across processes: missions record it as their parent.
         let id = format!("mb-session-{}", uuid::Uuid::new_v4());
-        let missions = self.svc.fleet.missions();
+        let missions = self.svc.host.missions();
         if let Err(e) = missions.open_parent_session(&id) {
             tracing::warn!(session = %id, "could not record the session as live: {e}");
         }
@@ -343,7 +336,7 @@ impl BuiltinAgent for Host {
         if let Some(session) = self.sessions.get(id) {
             session.cancel.send_modify(|g| *g += 1);
         }
-        let missions = self.svc.fleet.missions();
+        let missions = self.svc.host.missions();
         missions
             .close_parent_session(id)
             .map_err(|e| Error::new(-32603, e.to_string()))?;

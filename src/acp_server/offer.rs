@@ -9,14 +9,19 @@ use std::sync::Arc;
 
 use serde_json::{Value, json};
 
-use super::{ChatSession, Host};
+use super::{ChatSession, Server};
 use crate::acp_client::agent_side::CancelSignal;
 use crate::asks::Asks;
 use crate::asks::bounds::agent_may_answer;
 use crate::mission::Mission;
 use crate::store::blocking;
 
-pub async fn offer(host: &Arc<Host>, session: &Arc<ChatSession>, mission: &Mission, event: &Value) {
+pub async fn offer(
+    host: &Arc<Server>,
+    session: &Arc<ChatSession>,
+    mission: &Mission,
+    event: &Value,
+) {
     let field = |k: &str| event.get(k).and_then(Value::as_str).unwrap_or_default();
     let ask_id = field("askId").to_string();
     if !still_answerable(host, mission, &ask_id).await {
@@ -53,12 +58,12 @@ pub async fn offer(host: &Arc<Host>, session: &Arc<ChatSession>, mission: &Missi
 }
 
 /// Is `ask_id` still pending, and could an agent answer to it land?
-async fn still_answerable(host: &Host, mission: &Mission, ask_id: &str) -> bool {
+async fn still_answerable(host: &Server, mission: &Mission, ask_id: &str) -> bool {
     let (svc, m, id) = (host.svc.clone(), mission.clone(), ask_id.to_string());
     let may = blocking(move || {
-        let asks = Asks::new(svc.store.clone());
+        let asks = Asks::new(svc.host.store().clone());
         let pending = asks.get(&id).ok().flatten().is_some_and(|a| a.is_pending());
-        pending && agent_may_answer(&svc.paths, &asks, &m)
+        pending && agent_may_answer(svc.host.paths(), &asks, &m)
     })
     .await;
     if !may {

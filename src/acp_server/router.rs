@@ -12,7 +12,7 @@ use agent_client_protocol::v1::schema::{
 };
 use serde_json::{Map, Value, json};
 
-use super::{Host, Services};
+use super::{Server, Services};
 use crate::mission::{Mission, subjects};
 use crate::store::blocking;
 use crate::sync::LockUnpoisoned;
@@ -22,11 +22,11 @@ use crate::text::sanitize;
 const POLL: Duration = Duration::from_millis(100);
 
 /// Follow the bus from event `after` until the host is gone.
-pub fn spawn(host: Weak<Host>, svc: Services, mut after: i64) -> tokio::task::JoinHandle<()> {
+pub fn spawn(host: Weak<Server>, svc: Services, mut after: i64) -> tokio::task::JoinHandle<()> {
     tokio::spawn(async move {
         loop {
             tokio::time::sleep(POLL).await;
-            let missions = svc.fleet.missions().clone();
+            let missions = svc.host.missions().clone();
             let events = match blocking(move || missions.bus().since(after, 200)).await {
                 Ok(e) => e,
                 Err(e) => {
@@ -45,7 +45,7 @@ pub fn spawn(host: Weak<Host>, svc: Services, mut after: i64) -> tokio::task::Jo
 
 /// One event: delivered, filed in the inbox, or (not a parented mission's, or
 /// another process's session) left alone. Malformed events are skipped.
-async fn route(host: &Arc<Host>, svc: &Services, subject: &str, data: &Value) {
+async fn route(host: &Arc<Server>, svc: &Services, subject: &str, data: &Value) {
     if ![
         subjects::REPORT_ADDED,
         subjects::ATTENTION_ASKED,
@@ -59,7 +59,7 @@ async fn route(host: &Arc<Host>, svc: &Services, subject: &str, data: &Value) {
     let Some(mission_id) = data.get("missionId").and_then(Value::as_str) else {
         return;
     };
-    let (missions, id) = (svc.fleet.missions().clone(), mission_id.to_string());
+    let (missions, id) = (svc.host.missions().clone(), mission_id.to_string());
     let Some(mission) = blocking(move || missions.get(&id).ok().flatten()).await else {
         return;
     };
@@ -107,7 +107,7 @@ async fn file_undelivered(svc: &Services, mission: Mission, data: &Value, failed
     else {
         return;
     };
-    let missions = svc.fleet.missions().clone();
+    let missions = svc.host.missions().clone();
     let filed = blocking(move || {
         let parent = mission.parent_session_id.as_deref().unwrap_or_default();
         if !failed && missions.parent_session_live(parent)? {

@@ -14,7 +14,7 @@ use crate::asks::{AskError, Asks};
 use crate::config::{self, Config};
 use crate::mission::{EnvelopeName, Intent};
 use crate::model::ToolSpec;
-use crate::ops::answer::{self, Answerer, Host};
+use crate::ops::answer::{self, Answerer};
 use crate::ops::fire;
 use crate::planner::HostTools;
 use crate::sync::LockUnpoisoned;
@@ -98,7 +98,7 @@ impl SessionTools {
             return Err("missiontools: mission_start needs an intent".into());
         }
         let pick = self.pick.lock_unpoisoned().clone();
-        let store = self.svc.store.clone();
+        let store = self.svc.host.store().clone();
         let defaults = crate::store::blocking(move || {
             let c = Config::new(store);
             let get = |k| {
@@ -135,7 +135,7 @@ impl SessionTools {
             agent: Some(agent_at),
             envelope: Some(policy_at),
         };
-        let d = fire::dispatch(&self.svc.fleet, fire)
+        let d = fire::dispatch(&self.svc.host, fire)
             .await
             .map_err(|e| format!("{e:#}"))?;
         Ok(json!({
@@ -160,22 +160,21 @@ impl SessionTools {
         };
         let (svc, id, session) = (self.svc.clone(), ask_id.clone(), self.session.clone());
         let agent_name = crate::store::blocking(move || {
-            let ask = Asks::new(svc.store.clone()).get(&id).ok().flatten()?;
+            let ask = Asks::new(svc.host.store().clone())
+                .get(&id)
+                .ok()
+                .flatten()?;
             if !(ask.is_pending() && ask.is_question()) {
                 return None;
             }
-            let mission = svc
-                .fleet
-                .missions()
-                .get(ask.mission_id.as_deref()?)
-                .ok()??;
+            let mission = svc.host.missions().get(ask.mission_id.as_deref()?).ok()??;
             (mission.parent_session_id.as_deref() == Some(session.as_str()))
                 .then_some(mission.agent_name)
         })
         .await
         .ok_or_else(not_yours)?;
         let actor = answering_agent(&self.session);
-        let host = Host::running(&self.svc.paths, &self.svc.fleet);
+        let host = self.svc.host.clone();
         let answered = answer::answer(
             &host,
             &ask_id,
@@ -183,7 +182,7 @@ impl SessionTools {
                 name: &actor,
                 text: &answer,
             },
-            answer::Surface::Editor,
+            crate::asks::Surface::Editor,
         )
         .await;
         match answered {

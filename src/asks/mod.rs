@@ -1042,9 +1042,15 @@ mod tests {
         let q = question(&a, None);
         // A second store on the same file stands in for another process.
         let other = Asks::new(Store::open(&dir.path().join("board.db")).unwrap());
-        let id = q.id.clone();
+        let (id, waiting) = (q.id.clone(), a.clone());
+        // The answer comes only once the waiter is parked, so the wake is what ends
+        // the wait, not a row already answered when it began.
         let t = tokio::spawn(async move {
-            tokio::time::sleep(Duration::from_millis(50)).await;
+            crate::clock::poll_until(Duration::from_secs(10), Duration::from_millis(1), || {
+                waiting.has_waiter(&id).then_some(())
+            })
+            .await
+            .expect("the waiter parks");
             other.answer(&id, "go ahead", &Surface::Cli).unwrap();
         });
         let got = a

@@ -47,7 +47,7 @@ pub async fn run(scale: Scale) -> anyhow::Result<Vec<Row>> {
     };
     let limit = Duration::from_secs(30);
 
-    let (fleet, _teardown) = scratch.fleet()?;
+    let host = scratch.host()?;
     let mut fired = Vec::new();
     let mut bare = Vec::new();
     // One untimed round of each first: page cache, the binary, the store file.
@@ -60,13 +60,13 @@ pub async fn run(scale: Scale) -> anyhow::Result<Vec<Row>> {
             EnvelopeName::new(POLICY)?,
             Intent::new("fire bench")?,
         );
-        ops::fire::dispatch(&fleet, fire).await?;
+        ops::fire::dispatch(&host, fire).await?;
         until("the first prompt at the stub", limit, DETECT, || {
             arrived(&transcript)
         })
         .await?;
         let took = t.elapsed();
-        until_reaped(&fleet, "the unit to be reaped", limit).await?;
+        until_reaped(&host, "the unit to be reaped", limit).await?;
 
         let _ = std::fs::remove_file(&transcript);
         let t = Instant::now();

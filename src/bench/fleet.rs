@@ -18,6 +18,7 @@ use crate::mission::Status;
 use crate::mission::{EnvelopeName, Intent};
 use crate::mission_mcp::{MissionSocket, bridge_server_entry, serve_mission_socket};
 use crate::ops::fire::{self, Fire};
+use crate::ops::host::Host;
 
 const LIMIT: Duration = Duration::from_secs(120);
 const MB: f64 = 1024.0 * 1024.0;
@@ -25,17 +26,13 @@ const RSS_TARGET_MB: f64 = 0.25;
 const THROUGHPUT_TARGET: f64 = 1.25;
 
 /// Fire mission `i` at `agent` through the fire verb every surface uses.
-async fn fire_one(
-    fleet: &crate::fleet::Fleet,
-    agent: &str,
-    i: usize,
-) -> anyhow::Result<crate::fleet::Dispatched> {
+async fn fire_one(host: &Host, agent: &str, i: usize) -> anyhow::Result<crate::fleet::Dispatched> {
     let f = Fire::new(
         agent,
         EnvelopeName::new(POLICY)?,
         Intent::new(&format!("fleet bench mission {i}"))?,
     );
-    fire::dispatch(fleet, f).await
+    fire::dispatch(host, f).await
 }
 
 fn resident() -> serde_json::Value {
@@ -88,19 +85,19 @@ fn rounds(units: usize) -> usize {
 pub async fn run(scale: Scale) -> anyhow::Result<Vec<Row>> {
     let scratch = Scratch::new(&scale)?;
     scratch.declare_stub("land", &report_and_land(), &[])?;
-    let (fleet, _teardown) = scratch.fleet()?;
+    let host = scratch.host()?;
     let n = scale.units;
     let rounds = if scale.quick { 1 } else { rounds(n) };
 
     // Each side warmed by one run of its own first, so neither clock holds what a
     // process pays once (its store connections and their prepared statements, its
     // change feed, its first threads and page faults).
-    fire_one(&fleet, "land", n).await?;
-    until_reaped(&fleet, "the warm-up unit to be reaped", LIMIT).await?;
+    fire_one(&host, "land", n).await?;
+    until_reaped(&host, "the warm-up unit to be reaped", LIMIT).await?;
     shutdown(bare_units(&scratch, "warm", 1, &report_and_land()).await?).await;
     let (mut fleet_rates, mut bare_rates) = (Vec::new(), Vec::new());
     for round in 0..rounds {
-        fleet_rates.push(fleet_round(&fleet, n).await?);
+        fleet_rates.push(fleet_round(&host, n).await?);
         let t = Instant::now();
         let tag = format!("land{round}");
         shutdown(bare_units(&scratch, &tag, n, &report_and_land()).await?).await;
@@ -132,15 +129,15 @@ pub async fn run(scale: Scale) -> anyhow::Result<Vec<Row>> {
 
 /// One round through the fleet: `n` missions fired at once, to every unit reaped
 /// (missions/s), then every mission checked to have landed.
-async fn fleet_round(fleet: &crate::fleet::Fleet, n: usize) -> anyhow::Result<f64> {
+async fn fleet_round(host: &Host, n: usize) -> anyhow::Result<f64> {
     let t = Instant::now();
     let dispatched =
-        futures::future::try_join_all((0..n).map(|i| fire_one(fleet, "land", i))).await?;
+        futures::future::try_join_all((0..n).map(|i| fire_one(host, "land", i))).await?;
     // Every unit reaped (the clock stops as the last one leaves the fleet, and reads
     // nothing from the store meanwhile), then every mission checked once.
-    until_reaped(fleet, "every unit to be reaped", LIMIT).await?;
+    until_reaped(host, "every unit to be reaped", LIMIT).await?;
     let rate = n as f64 / t.elapsed().as_secs_f64();
-    let missions = fleet.missions();
+    let missions = host.missions();
     for d in &dispatched {
         anyhow::ensure!(
             matches!(missions.get(&d.mission_id)?, Some(m) if m.status == Status::Landed),
@@ -161,12 +158,12 @@ fn median(mut values: Vec<f64>) -> f64 {
 pub async fn rss(scale: Scale) -> anyhow::Result<Vec<Row>> {
     let scratch = Scratch::new(&scale)?;
     scratch.declare_stub("resident", &resident(), &[])?;
-    let (fleet, _teardown) = scratch.fleet()?;
+    let host = scratch.host()?;
     let n = scale.units;
     // Warm up: one mission through every path, so the baseline holds the runtime,
     // the store's caches and the code pages.
-    let warm = fire_one(&fleet, "resident", 0).await?;
-    let missions = fleet.missions().clone();
+    let warm = fire_one(&host, "resident", 0).await?;
+    let missions = host.missions().clone();
     until(
         "the warm-up report",
         LIMIT,
@@ -175,17 +172,17 @@ pub async fn rss(scale: Scale) -> anyhow::Result<Vec<Row>> {
     )
     .await?;
     missions.finish(&warm.mission_id, Status::Abandoned, "bench warm-up")?;
-    until_reaped(&fleet, "the warm-up unit to be reaped", LIMIT).await?;
+    until_reaped(&host, "the warm-up unit to be reaped", LIMIT).await?;
     let baseline = rss_bytes();
 
     let dispatched =
-        futures::future::try_join_all((0..n).map(|i| fire_one(&fleet, "resident", i))).await?;
+        futures::future::try_join_all((0..n).map(|i| fire_one(&host, "resident", i))).await?;
     until(
         "every unit to report and stay resident",
         LIMIT,
         Duration::from_millis(5),
         || {
-            fleet.open_units() == n
+            host.open_units() == n
                 && dispatched
                     .iter()
                     .all(|d| missions.report_count(&d.mission_id).unwrap_or(0) > 0)
@@ -196,7 +193,7 @@ pub async fn rss(scale: Scale) -> anyhow::Result<Vec<Row>> {
     for d in &dispatched {
         missions.finish(&d.mission_id, Status::Abandoned, "bench done")?;
     }
-    until_reaped(&fleet, "every unit to be reaped", LIMIT).await?;
+    until_reaped(&host, "every unit to be reaped", LIMIT).await?;
     let per_unit = held.saturating_sub(baseline) as f64 / n as f64 / MB;
 
     let floor = super::child_rows("bare-rss", scale, None)?

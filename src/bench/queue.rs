@@ -39,16 +39,16 @@ fn queued(scratch: &Scratch, intent: &str, run_on: Option<&str>) -> anyhow::Resu
 }
 
 /// A `missionboard host` in this process, up and claiming.
-struct Host {
+struct Daemon {
     stop: tokio::sync::oneshot::Sender<()>,
     task: tokio::task::JoinHandle<anyhow::Result<()>>,
 }
 
-impl Host {
+impl Daemon {
     /// Start one `width` wide and return once it is up: a figure's clock starts
     /// there, as the direct run's starts once its fleet is built, so both measure
     /// the missions, not the boot.
-    async fn start(scratch: &Scratch, width: u64) -> Host {
+    async fn start(scratch: &Scratch, width: u64) -> Daemon {
         let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
         let ready = Arc::new(tokio::sync::Notify::new());
         let up = ready.clone();
@@ -69,7 +69,7 @@ impl Host {
             },
         ));
         ready.notified().await;
-        Host { stop, task }
+        Daemon { stop, task }
     }
 
     async fn stop(self) -> anyhow::Result<()> {
@@ -82,7 +82,7 @@ pub async fn run(scale: Scale) -> anyhow::Result<Vec<Row>> {
     let scratch = Scratch::new(&scale)?;
     let transcript = scratch.declare_landing_stub()?;
     let missions = Missions::new(scratch.store.clone());
-    let host = Host::start(&scratch, 1).await;
+    let host = Daemon::start(&scratch, 1).await;
     let limit = Duration::from_secs(30);
     let (mut claimed, mut floor) = (Vec::new(), Vec::new());
     for round in 0..=(scale.samples / 5).max(3) {
@@ -166,17 +166,17 @@ pub async fn throughput(scale: Scale) -> anyhow::Result<Vec<Row>> {
     let missions = Missions::new(scratch.store.clone());
     let n = scale.units;
 
-    let (fleet, teardown) = scratch.fleet()?;
+    let direct = scratch.host()?;
     let t = Instant::now();
     let dispatched = futures::future::try_join_all((0..n).map(|i| {
-        let fleet = fleet.clone();
+        let direct = direct.clone();
         async move {
             let f = crate::ops::fire::Fire::new(
                 "stub",
                 EnvelopeName::new(POLICY)?,
                 Intent::new(&format!("direct {i}"))?,
             );
-            crate::ops::fire::dispatch(&fleet, f).await
+            crate::ops::fire::dispatch(&direct, f).await
         }
     }))
     .await?;
@@ -184,10 +184,9 @@ pub async fn throughput(scale: Scale) -> anyhow::Result<Vec<Row>> {
     let direct_rate = n as f64 / t.elapsed().as_secs_f64();
     let ids: Vec<String> = dispatched.into_iter().map(|d| d.mission_id).collect();
     all_landed(&missions, &ids)?;
-    fleet.shutdown().await;
-    teardown.abort();
+    direct.close("the direct round ended").await;
 
-    let host = Host::start(&scratch, n as u64).await;
+    let host = Daemon::start(&scratch, n as u64).await;
     let batch: Vec<NewQueued> = (0..n)
         .map(|i| queued(&scratch, &format!("queued {i}"), None))
         .collect::<anyhow::Result<_>>()?;

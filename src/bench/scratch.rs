@@ -9,7 +9,7 @@ use serde_json::Value;
 
 use crate::acp_client::{UnitSpec, mission_meta};
 use crate::config::Config;
-use crate::fleet::Fleet;
+use crate::ops::host::{Host, Hosting};
 use crate::paths::Paths;
 use crate::store::{Location, Store};
 
@@ -76,11 +76,10 @@ impl Scratch {
         &self.paths.home
     }
 
-    /// A fleet over the scratch home, and its teardown task (hold it while the fleet runs).
-    pub fn fleet(&self) -> anyhow::Result<(Fleet, tokio::task::JoinHandle<()>)> {
-        let fleet = Fleet::new(self.paths.clone(), self.store.clone())?;
-        let teardown = fleet.spawn_teardown();
-        Ok((fleet, teardown))
+    /// A host over the scratch home, as a surface that hosts units opens it (its
+    /// fleet reaps units whose mission rests; close it when done).
+    pub fn host(&self) -> anyhow::Result<Host> {
+        Host::open(&self.paths, &self.store, Hosting::Units)
     }
 
     /// Write `script` as `<name>.json` in the scratch home.
@@ -242,8 +241,8 @@ pub async fn until(
 }
 
 /// Wait until `fleet` holds no unit: every one it hosted has been reaped.
-pub async fn until_reaped(fleet: &Fleet, what: &str, limit: Duration) -> anyhow::Result<()> {
-    tokio::time::timeout(limit, fleet.wait_all_units())
+pub async fn until_reaped(host: &Host, what: &str, limit: Duration) -> anyhow::Result<()> {
+    tokio::time::timeout(limit, host.wait_all_units())
         .await
         .map_err(|_| anyhow::anyhow!("bench: timed out after {limit:?} waiting for {what}"))
 }

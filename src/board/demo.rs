@@ -12,7 +12,7 @@ use crate::agents::Registry;
 use crate::config::{self, Config};
 use crate::mission::{EnvelopeName, Intent};
 use crate::ops::fire;
-use crate::ops::host::Fleet;
+use crate::ops::host::Host;
 use crate::paths::{HOME_ENV, Paths};
 use crate::presets;
 use crate::store::Store;
@@ -173,7 +173,7 @@ pub fn prepare() -> anyhow::Result<Paths> {
 }
 
 /// Fire the demo missions one by one through the board's fleet.
-pub async fn fire_all(fleet: Fleet, tx: UnboundedSender<Msg>) {
+pub async fn fire_all(host: Host, tx: UnboundedSender<Msg>) {
     for intent in INTENTS {
         let envelope = if intent.starts_with("tokens") {
             BUDGET_ENVELOPE
@@ -183,7 +183,7 @@ pub async fn fire_all(fleet: Fleet, tx: UnboundedSender<Msg>) {
         let checked = Intent::new(intent)
             .and_then(|i| Ok(fire::Fire::new(AGENT, EnvelopeName::new(envelope)?, i)));
         let fired = match checked {
-            Ok(f) => fire::dispatch(&fleet, f).await.map(drop),
+            Ok(f) => fire::dispatch(&host, f).await.map(drop),
             Err(e) => Err(e.into()),
         };
         if let Err(e) = fired {

@@ -2,39 +2,29 @@
 //! sends the outcome back as a `Msg`. The UI task never waits on any of it, and
 //! store-bound work crosses the blocking boundary ([`crate::store::boundary`]).
 
-use std::sync::{Arc, Mutex};
-
 use tokio::sync::mpsc::UnboundedSender;
 
 use super::model::{HostedMission, Runs, short};
 use super::picker::{self, Resolved};
 use super::update::{Effect, Msg};
 use crate::asks::OperatorVerdict;
-use crate::ops::answer::{self, Afterwards, Answerer, Host};
-use crate::ops::host::Fleet;
+use crate::asks::Surface;
+use crate::ops::answer::{self, Afterwards, Answerer};
+use crate::ops::host::Host;
 use crate::ops::{self, fire};
-use crate::paths::Paths;
 
-/// What effects act on: the host's paths and its fleet (whose `Asks` is the one
-/// its units wait on, so an answer wakes them at once).
+/// What effects act on: this board's host (its paths, its store, the fleet holding
+/// its units, whose `Asks` is the one they wait on so an answer wakes them at once,
+/// and the oracle when mounted); the answers and sweeps of this board resume runs
+/// on it.
 #[derive(Clone)]
 pub struct Services {
-    pub paths: Paths,
-    pub fleet: Fleet,
-    /// The fleet as the host the answers and sweeps of this board resume runs on.
     pub host: Host,
-    /// The oracle driver this board mounted, if any; aborted to unmount.
-    pub oracle: Arc<Mutex<Option<ops::host::OracleDriver>>>,
 }
 
 impl Services {
-    pub fn new(paths: Paths, fleet: Fleet) -> Services {
-        Services {
-            host: Host::running(&paths, &fleet),
-            paths,
-            fleet,
-            oracle: Arc::default(),
-        }
+    pub fn new(host: Host) -> Services {
+        Services { host }
     }
 }
 
@@ -69,7 +59,7 @@ pub fn spawn(effect: Effect, svc: &Services, tx: UnboundedSender<Msg>) {
                     intent,
                 };
                 let fired = match runs {
-                    Runs::Here => fire_picked(&svc.fleet, &r, &labels).await,
+                    Runs::Here => fire_picked(&svc.host, &r, &labels).await,
                     Runs::Queued(on) => queue_picked(&svc, r, on).await,
                 };
                 let _ = tx.send(Msg::Fired(fired));
@@ -89,13 +79,13 @@ pub fn spawn(effect: Effect, svc: &Services, tx: UnboundedSender<Msg>) {
 
 /// `mission diff` for the board: the file summary and the patch, sanitized (the unit
 /// wrote every byte of it).
-fn load_diff(
-    missions: &crate::mission::Missions,
-    mission_id: &str,
-) -> Result<crate::board::model::DiffView, String> {
-    let m = missions.require(mission_id).map_err(|e| e.to_string())?;
+fn load_diff(host: &Host, mission_id: &str) -> Result<crate::board::model::DiffView, String> {
+    let m = host
+        .missions()
+        .require(mission_id)
+        .map_err(|e| e.to_string())?;
     let text = |stat| {
-        ops::worktree::diff(missions.store(), &m, stat)
+        ops::worktree::diff(host, &m, stat)
             .map(|(_, t)| {
                 crate::text::sanitize(&t)
                     .lines()
@@ -114,20 +104,18 @@ fn load_diff(
 
 /// `mission merge` / `mission discard` from the board: the same verbs and refusals
 /// (no worktree, still open, dirty tree, conflict), said in a toast.
-fn worktree_effect(
-    missions: &crate::mission::Missions,
-    mission_id: &str,
-    merge: bool,
-) -> Result<String, String> {
-    let m = missions.require(mission_id).map_err(|e| e.to_string())?;
-    let store = missions.store();
+fn worktree_effect(host: &Host, mission_id: &str, merge: bool) -> Result<String, String> {
+    let m = host
+        .missions()
+        .require(mission_id)
+        .map_err(|e| e.to_string())?;
     if merge {
         // The board never forces a merge past a check: that is the command line's
         // `--force`, recorded.
-        let (wt, merged, _) = ops::worktree::merge(store, &m, false).map_err(|e| e.to_string())?;
+        let (wt, merged, _) = ops::worktree::merge(host, &m, false).map_err(|e| e.to_string())?;
         Ok(format!("merged {} into {}", wt.branch, merged.into))
     } else {
-        let wt = ops::worktree::discard(store, &m).map_err(|e| e.to_string())?;
+        let wt = ops::worktree::discard(host, &m).map_err(|e| e.to_string())?;
         Ok(format!("discarded {} and its worktree", wt.branch))
     }
 }
@@ -136,27 +124,20 @@ fn worktree_effect(
 /// runs), or abort it. Mounting reads files and the store, so it runs with the other
 /// blocking effects; the driver is spawned from there onto the board's runtime.
 fn toggle_oracle(svc: &Services, mount: bool) -> Result<Option<String>, String> {
-    let mut slot = svc.oracle.lock().unwrap_or_else(|p| p.into_inner());
-    if let Some(driver) = slot.take() {
-        driver.unmount("the board unmounted the oracle");
-    }
+    svc.host.unmount_oracle("the board unmounted the oracle");
     if !mount {
         return Ok(None);
     }
-    let oracle = crate::ops::host::mount_oracle(&svc.paths, svc.fleet.missions().store())
+    let oracle = ops::host::mount_oracle(svc.host.paths(), svc.host.store())
         .map_err(|e| format!("oracle not mounted: {e}"))?;
     let line = oracle.mount_line();
-    *slot = Some(
-        ops::host::OracleDriver::start(oracle, svc.fleet.clone())
-            .map_err(|e| format!("oracle not mounted: {e}"))?,
-    );
+    answer::start_oracle(&svc.host, oracle).map_err(|e| format!("oracle not mounted: {e}"))?;
     Ok(Some(line))
 }
 
 /// The store-bound effects, synchronously: [`spawn`] runs them off the async
 /// workers.
 fn execute(effect: Effect, svc: &Services) -> Msg {
-    let missions = svc.fleet.missions();
     match effect {
         Effect::ToggleOracle { mount } => Msg::OracleToggled(toggle_oracle(svc, mount)),
         Effect::Stop { mission_id, reason } => Msg::StopDone(
@@ -168,17 +149,17 @@ fn execute(effect: Effect, svc: &Services) -> Msg {
             mission_ids,
             reason,
         } => Msg::HostedStopped(stop_hosted(svc, &mission_ids, &reason)),
-        Effect::LoadDiff { mission_id } => Msg::DiffLoaded(load_diff(missions, &mission_id)),
+        Effect::LoadDiff { mission_id } => Msg::DiffLoaded(load_diff(&svc.host, &mission_id)),
         Effect::Worktree { mission_id, merge } => {
-            Msg::WorktreeDone(worktree_effect(missions, &mission_id, merge))
+            Msg::WorktreeDone(worktree_effect(&svc.host, &mission_id, merge))
         }
         Effect::Ack { inbox_id } => Msg::AckDone(
-            ops::inbox::ack(missions, &inbox_id)
+            ops::inbox::ack(&svc.host, &inbox_id)
                 .map(|i| format!("acknowledged {}", short(&i.id)))
                 .map_err(|e| e.to_string()),
         ),
-        Effect::AckMany { inbox_ids } => Msg::AckDone(ack_many(missions, &inbox_ids)),
-        Effect::LoadPicker => Msg::PickerLoaded(fire::load_picker(&svc.paths, missions.store())),
+        Effect::AckMany { inbox_ids } => Msg::AckDone(ack_many(&svc.host, &inbox_ids)),
+        Effect::LoadPicker => Msg::PickerLoaded(fire::load_picker(&svc.host)),
         Effect::RunMission { .. }
         | Effect::Fire { .. }
         | Effect::Refire { .. }
@@ -192,7 +173,7 @@ fn execute(effect: Effect, svc: &Services) -> Msg {
 /// `mission stop` for the board: the same verb, with this host's unit of the
 /// mission released at once. The stopped mission's id, or why not.
 fn stop(svc: &Services, mission_id: &str, reason: &str) -> Result<String, String> {
-    ops::stop::stop_here(&svc.fleet, mission_id, reason)
+    ops::stop::stop_here(&svc.host, mission_id, reason)
         .map(|m| m.id)
         .map_err(|e| e.to_string())
 }
@@ -200,9 +181,9 @@ fn stop(svc: &Services, mission_id: &str, reason: &str) -> Result<String, String
 /// The open missions whose units this board holds, oldest first. A mission the
 /// store cannot be asked about is still listed: its unit is here all the same.
 fn hosted(svc: &Services) -> Vec<HostedMission> {
-    let missions = svc.fleet.missions();
+    let missions = svc.host.missions();
     let mut found: Vec<(i64, HostedMission)> = svc
-        .fleet
+        .host
         .hosted_missions()
         .into_iter()
         .filter_map(|id| match missions.get(&id) {
@@ -230,7 +211,10 @@ fn hosted(svc: &Services) -> Vec<HostedMission> {
 /// Stop every mission in `ids` as `mission stop` would, before the board quits.
 /// One that came to rest meanwhile needs no stop; any other refusal is said.
 fn stop_hosted(svc: &Services, ids: &[String], reason: &str) -> Result<String, String> {
-    let done = ops::stop::stop_all_hosted(&svc.fleet, ids, reason);
+    let how = ops::leave::Departure::Stop {
+        reason: reason.to_string(),
+    };
+    let done = ops::leave::leave(&svc.host, ids, &how, |_, _| Ok(()));
     if done.failed.is_empty() {
         Ok(format!(
             "stopped {} mission(s) hosted here: {}",
@@ -252,8 +236,8 @@ fn stop_hosted(svc: &Services, ids: &[String], reason: &str) -> Result<String, S
 
 /// Acknowledge each item through the verb `inbox ack` uses; one that fails (acked
 /// elsewhere meanwhile, say) does not stop the rest, and the toast says so.
-fn ack_many(missions: &crate::mission::Missions, ids: &[String]) -> Result<String, String> {
-    let (done, failed) = ops::inbox::ack_many(missions, ids);
+fn ack_many(host: &Host, ids: &[String]) -> Result<String, String> {
+    let (done, failed) = ops::inbox::ack_many(host, ids);
     if failed.is_empty() {
         Ok(format!("acknowledged {done} inbox item(s)"))
     } else {
@@ -271,7 +255,7 @@ fn ack_many(missions: &crate::mission::Missions, ids: &[String]) -> Result<Strin
 
 /// Fire a mission like `mission_id` again.
 async fn refire(svc: &Services, mission_id: String) -> Result<String, String> {
-    let (m, d) = fire::refire(&svc.fleet, &mission_id).await?;
+    let (m, d) = fire::refire(&svc.host, &mission_id).await?;
     tracing::info!(mission = %d.mission_id, from = %m.id, "board re-fired a mission");
     Ok(format!(
         "re-fired mission {} as {}: {}",
@@ -360,7 +344,7 @@ fn record(
         &svc.host,
         ask_id,
         Answerer::Operator(verdict),
-        &answer::Surface::Board,
+        &Surface::Board,
     )
     .map_err(|e| format!("{e:#}"))
 }
@@ -400,7 +384,7 @@ async fn run_mission(svc: &Services, args: &str) -> Msg {
         envelope_pick: None,
         parent_session: None,
     };
-    match fire::mission_line(&svc.paths, &svc.fleet, args, from).await {
+    match fire::mission_line(&svc.host, args, from).await {
         Ok(fire::LineOutcome::List(data)) => Msg::OpenPicker(data),
         Ok(fire::LineOutcome::Fired {
             resolved,
@@ -419,8 +403,8 @@ async fn run_mission(svc: &Services, args: &str) -> Msg {
 }
 
 /// Dispatch what the picker chose; a refusal's text is shown verbatim.
-async fn fire_picked(fleet: &Fleet, r: &Resolved, labels: &[String]) -> Result<String, String> {
-    let d = fire::dispatch(fleet, fire::Fire::resolved(r))
+async fn fire_picked(host: &Host, r: &Resolved, labels: &[String]) -> Result<String, String> {
+    let d = fire::dispatch(host, fire::Fire::resolved(r))
         .await
         .map_err(|e| format!("{e:#}"))?;
     tracing::info!(mission = %d.mission_id, agent = %r.agent, envelope = %r.envelope, "board fired a mission");
@@ -430,9 +414,10 @@ async fn fire_picked(fleet: &Fleet, r: &Resolved, labels: &[String]) -> Result<S
 /// Queue what the picker chose for a `missionboard host` (`mission fire --queue`,
 /// with `on` as `--on`); a refusal's text is shown verbatim.
 async fn queue_picked(svc: &Services, r: Resolved, on: Option<String>) -> Result<String, String> {
-    let (paths, store) = (svc.paths.clone(), svc.fleet.missions().store().clone());
+    let host = svc.host.clone();
     crate::store::blocking(move || {
-        let m = fire::enqueue(&paths, &store, fire::Fire::resolved(&r), on.as_deref())
+        let store = host.store().clone();
+        let m = fire::enqueue(&host, fire::Fire::resolved(&r), on.as_deref())
             .map_err(|e| format!("{e:#}"))?;
         tracing::info!(mission = %m.id, agent = %r.agent, envelope = %r.envelope, "board queued a mission");
         let missions = crate::mission::Missions::new(store.clone());

@@ -43,7 +43,7 @@ use ratatui::layout::Rect;
 use tokio::sync::{mpsc, watch};
 use tokio::time::MissedTickBehavior;
 
-use crate::ops::host::Fleet;
+use crate::ops::host::{Host, Hosting};
 use crate::paths::Paths;
 use crate::signals::{Arrived, Signals};
 use crate::store::Store;
@@ -94,7 +94,11 @@ pub fn run(paths: Paths, demo: bool) -> anyhow::Result<i32> {
     let home = paths.home.clone();
     // The store and the fleet's boot sweeps are blocking work: done here, before
     // the runtime's workers run anything.
-    let opened = Opened::open(&paths, demo)?;
+    let opened = {
+        // Entered, so the host's fleet starts reaping resting units at once.
+        let _entered = runtime.enter();
+        Opened::open(&paths, demo)?
+    };
     let code = runtime.block_on(host(paths, demo, opened));
     // From here on a task still running is being torn down with the runtime: one
     // that was inside a store call when the board quit may wake to a timer that is
@@ -115,7 +119,7 @@ pub fn run(paths: Paths, demo: bool) -> anyhow::Result<i32> {
 struct Opened {
     location: crate::store::Location,
     notify: notify::Notify,
-    fleet: Fleet,
+    host: Host,
     beta: bool,
 }
 
@@ -136,11 +140,11 @@ impl Opened {
                 .flatten()
                 .unwrap_or_default(),
         );
-        let fleet = Fleet::new(paths.clone(), store)?;
+        let host = Host::open(paths, &store, Hosting::Units)?;
         Ok(Opened {
             location,
             notify,
-            fleet,
+            host,
             beta: crate::config::beta_enabled(&db),
         })
     }
@@ -150,27 +154,26 @@ async fn host(paths: Paths, demo: bool, opened: Opened) -> anyhow::Result<i32> {
     let Opened {
         location,
         notify,
-        fleet,
+        host,
         beta,
     } = opened;
     // SIGTERM and SIGHUP are the board's before it starts anything (the settler may
     // resume a run, the demo fires): one arriving at any moment ends it through the
     // loop's clean exit, never by the default disposition. Ctrl-C arrives as a key.
     let signals = Signals::termination()?;
-    let _teardown = fleet.spawn_teardown();
     let (query_tx, query_rx) = watch::channel(Query::default());
     let (snap_tx, snap_rx) = watch::channel(Arc::new(Snapshot::default()));
-    let probe_fleet = fleet.clone();
+    let probe_host = host.clone();
     let store_thread = snapshot::spawn(
         location,
-        Box::new(move || probe_fleet.open_units()),
+        Box::new(move || probe_host.open_units()),
         beta,
         query_rx,
         snap_tx,
     )?;
     let (theme, symbols) = theme::from_env();
     let (tx, rx) = mpsc::unbounded_channel::<Msg>();
-    let svc = Services::new(paths.clone(), fleet.clone());
+    let svc = Services::new(host.clone());
     let settler = effects::spawn_settler(&svc, tx.clone());
 
     let mut term = TerminalGuard::enter()?;
@@ -180,7 +183,7 @@ async fn host(paths: Paths, demo: bool, opened: Opened) -> anyhow::Result<i32> {
     model.host.notify = notify;
     if demo {
         model.host.demo_home = Some(paths.home.clone());
-        tokio::spawn(demo::fire_all(fleet.clone(), tx.clone()));
+        tokio::spawn(demo::fire_all(host.clone(), tx.clone()));
     }
     let snapshots = SnapshotLink { query_tx, snap_rx };
     let ending = event_loop(&mut term, &mut model, &svc, (tx, rx), snapshots, signals).await;
@@ -197,7 +200,7 @@ async fn host(paths: Paths, demo: bool, opened: Opened) -> anyhow::Result<i32> {
     }
     // The store thread ends once the query sender is gone (dropped by the loop).
     let _ = tokio::task::spawn_blocking(move || store_thread.join()).await;
-    fleet.shutdown().await;
+    host.close("the board quit").await;
     ending.map(|e| match e {
         Ending::Quit => 0,
         Ending::TerminalLost(_) => 1,
@@ -358,7 +361,7 @@ async fn event_loop(
                     unsafe { libc::kill(0, libc::SIGTSTP) };
                 })?,
                 TerminalRequest::Edit { ask_id, text } => {
-                    let dir = svc.paths.run_dir();
+                    let dir = svc.host.paths().run_dir();
                     let result = term.hand_over(|| edit_in_editor(&dir, &ask_id, &text))?;
                     let _ = tx.send(Msg::Edited { ask_id, result });
                 }

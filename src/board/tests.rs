@@ -12,8 +12,8 @@ use super::snapshot::{self, Source};
 use super::update::{Effect, Msg, update};
 use super::view::tests::model;
 use crate::asks::{NewAsk, OperatorVerdict, QUESTION_TOOL, QUESTION_TOOLS};
-use crate::fleet::Fleet;
 use crate::mission::NewMission;
+use crate::ops::host::{Host, Hosting};
 use crate::paths::Paths;
 use crate::store::Store;
 
@@ -350,9 +350,8 @@ fn world() -> (tempfile::TempDir, Services, String) {
     let home = dir.path().join("home");
     let paths = Paths::resolve(home.clone(), dir.path().to_path_buf());
     let store = Store::open(&paths.db_path()).unwrap();
-    let fleet = Fleet::new(paths.clone(), store).unwrap();
-    fleet
-        .missions()
+    let host = Host::open(&paths, &store, Hosting::Units).unwrap();
+    host.missions()
         .create(NewMission {
             id: "m-1".into(),
             intent: "ask-then-land: rename it".into(),
@@ -361,7 +360,7 @@ fn world() -> (tempfile::TempDir, Services, String) {
             ..Default::default()
         })
         .unwrap();
-    let ask = fleet
+    let ask = host
         .asks()
         .raise(NewAsk {
             tools_name: QUESTION_TOOLS.into(),
@@ -372,7 +371,7 @@ fn world() -> (tempfile::TempDir, Services, String) {
             ..Default::default()
         })
         .unwrap();
-    (dir, Services::new(paths, fleet), ask.id)
+    (dir, Services::new(host), ask.id)
 }
 
 /// Run `effect` through the board's effect runner ([`effects::spawn`]) on a test
@@ -391,7 +390,7 @@ fn run_effect(effect: Effect, svc: &Services) -> Msg {
 
 fn snapshot_of(svc: &Services, m: &Model) -> Msg {
     let src = Source::open(
-        &crate::store::Location::File(svc.paths.db_path()),
+        &crate::store::Location::File(svc.host.paths().db_path()),
         Box::new(|| 0),
         false,
     )
@@ -433,7 +432,7 @@ fn answering_in_place_writes_the_ask_through_the_operator_path() {
     let done = run_effect(fx[0].clone(), &svc);
     update(&mut m, done);
     assert_eq!(m.mode, Mode::Board);
-    let row = svc.fleet.asks().require(&ask_id).unwrap();
+    let row = svc.host.asks().require(&ask_id).unwrap();
     assert!(!row.is_pending());
     assert_eq!(row.answer(), Some("yes, go"));
 
@@ -479,7 +478,7 @@ fn a_yes_no_verdict_on_a_question_is_refused_inline() {
         Msg::VerdictDone { result: Err(e), .. } => assert!(e.contains("is a QUESTION"), "{e}"),
         other => panic!("{other:?}"),
     }
-    assert!(svc.fleet.asks().require(&ask_id).unwrap().is_pending());
+    assert!(svc.host.asks().require(&ask_id).unwrap().is_pending());
 }
 
 #[test]
@@ -493,12 +492,12 @@ fn stop_and_filter_against_the_store() {
         &svc,
     );
     assert!(matches!(msg, Msg::StopDone(Ok(_))), "{msg:?}");
-    let mission = svc.fleet.missions().require("m-1").unwrap();
+    let mission = svc.host.missions().require("m-1").unwrap();
     assert_eq!(mission.status_reason.as_deref(), Some("wrong repo"));
-    assert!(!svc.fleet.asks().require(&ask_id).unwrap().is_pending());
+    assert!(!svc.host.asks().require(&ask_id).unwrap().is_pending());
 
     let src = Source::open(
-        &crate::store::Location::File(svc.paths.db_path()),
+        &crate::store::Location::File(svc.host.paths().db_path()),
         Box::new(|| 0),
         false,
     )
@@ -741,7 +740,7 @@ fn a_pasted_answer_is_shown_and_sent_exactly() {
     assert_eq!(fx.len(), 1, "{fx:?}");
     let done = run_effect(fx[0].clone(), &svc);
     update(&mut m, done);
-    let row = svc.fleet.asks().require(&ask_id).unwrap();
+    let row = svc.host.asks().require(&ask_id).unwrap();
     assert_eq!(row.answer(), Some(shown.as_str()));
 }
 
@@ -812,7 +811,7 @@ fn v_opens_the_selected_worktree_mission_s_diff_coloured_and_scrollable() {
     std::fs::write(repo.join("notes.txt"), "old line\n").unwrap();
     git(&["add", "notes.txt"]);
     git(&["commit", "-q", "-m", "init"]);
-    let wt = crate::worktree::Worktrees::new(svc.fleet.missions().store().clone())
+    let wt = crate::worktree::Worktrees::new(svc.host.missions().store().clone())
         .create(&repo, "m-1")
         .unwrap();
     std::fs::write(wt.path.join("notes.txt"), "new line\n").unwrap();
@@ -911,7 +910,7 @@ fn the_outcome_of_an_action_outranks_news_that_lands_after_it() {
 
 /// Set a mission's columns directly (ages, heartbeats, a host) so orders are exact.
 fn set(svc: &Services, id: &str, sql: &str) {
-    svc.fleet
+    svc.host
         .missions()
         .store()
         .with(|c| {
@@ -935,7 +934,7 @@ fn ids(msg: &Msg) -> Vec<String> {
 fn crowded() -> (tempfile::TempDir, Services) {
     use crate::mission::Status;
     let (dir, svc, _ask) = world();
-    let missions = svc.fleet.missions();
+    let missions = svc.host.missions();
     for id in ["m-2", "m-3", "m-4", "m-5", "m-6"] {
         missions
             .create(NewMission {
@@ -1056,7 +1055,7 @@ fn the_table_puts_what_needs_you_first_then_sorts_and_hides_as_asked() {
         ..Default::default()
     };
     let src = Source::open(
-        &crate::store::Location::File(svc.paths.db_path()),
+        &crate::store::Location::File(svc.host.paths().db_path()),
         Box::new(|| 0),
         false,
     )
@@ -1228,7 +1227,7 @@ fn a_and_d_on_the_asks_pane_decide_a_gated_call_in_place() {
 #[test]
 fn space_marks_inbox_items_and_shift_a_acks_them_through_the_cli_s_call() {
     let (_dir, svc, _ask) = world();
-    let missions = svc.fleet.missions();
+    let missions = svc.host.missions();
     for s in ["first", "second", "third"] {
         missions
             .add_report(
@@ -1324,7 +1323,7 @@ fn titles_count_what_they_do_not_show() {
 fn a_mission_hosted_on_another_machine_is_gone_once_its_heartbeat_is_stale() {
     use super::model::Needs;
     let (_dir, svc, _ask) = world();
-    let missions = svc.fleet.missions();
+    let missions = svc.host.missions();
     missions
         .create(NewMission {
             id: "m-far".into(),

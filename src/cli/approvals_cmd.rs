@@ -5,7 +5,7 @@ use super::{ApprovalsCmd, BetaFlags, Ctx, ListArgs};
 use crate::asks::{Ask, Asks, OperatorVerdict};
 use crate::clock;
 use crate::duration::age;
-use crate::ops::answer::{self, Afterwards, Answerer, Host};
+use crate::ops::answer::{self, Afterwards, Answerer};
 use crate::row;
 
 pub(super) fn run(ctx: &Ctx, cmd: ApprovalsCmd, flags: &BetaFlags) -> anyhow::Result<i32> {
@@ -164,7 +164,7 @@ fn settle_then_list(
         resumed,
         failed,
     } = crate::runtime::multi_thread()?.block_on(answer::settle_overdue(
-        &Host::one_shot(&ctx.paths, &store),
+        &ctx.host(&store)?,
         answer::Stranded::All,
     ))?;
     if expired > 0 {
@@ -245,12 +245,12 @@ fn respond(
         (Some(name), OperatorVerdict::Answer(text)) => Answerer::Agent { name, text },
         _ => Answerer::Operator(&verdict),
     };
-    let host = Host::one_shot(&ctx.paths, &store);
+    let host = ctx.host(&store)?;
     let after = crate::runtime::multi_thread()?.block_on(answer::answer(
         &host,
         id,
         who,
-        answer::Surface::Cli,
+        crate::asks::Surface::Cli,
     ))?;
     if let Some(agent) = as_agent {
         outln!(

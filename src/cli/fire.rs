@@ -14,7 +14,7 @@ use crate::envelope::policy::{ComputeBounds, OnExhausted};
 use crate::mission::Intent;
 use crate::mission::Status;
 use crate::ops::fire::{self, Fire};
-use crate::ops::host::{self, Fleet, OracleDriver};
+use crate::ops::host::{self, Host, Hosting};
 use crate::presets;
 use crate::signals::Signals;
 use crate::store::Store;
@@ -127,46 +127,30 @@ pub(super) fn run(ctx: &Ctx, args: FireArgs) -> anyhow::Result<i32> {
         // arriving mid-handshake ends the command through the teardown below, never
         // by the default disposition.
         let mut signals = Signals::termination_or_interrupt()?;
-        let fleet = Fleet::new(ctx.paths.clone(), store)?;
-        let _teardown = fleet.spawn_teardown();
-        let driver = match oracle {
-            Some(o) => {
-                outln!("{}", o.mount_line())?;
-                Some(OracleDriver::start(o, fleet.clone())?)
-            }
-            None => None,
-        };
-        let mut ended = String::from("the fire ended");
-        let code = fire_and_wait(
-            &fleet,
-            &mut signals,
-            request,
-            timeout,
-            driver.as_ref(),
-            &mut ended,
-        )
-        .await;
-        if let Some(d) = driver {
-            d.unmount(&ended);
+        let host = Host::open(&ctx.paths, &store, Hosting::Units)?;
+        if let Some(o) = oracle {
+            outln!("{}", o.mount_line())?;
+            crate::ops::answer::start_oracle(&host, o)?;
         }
-        fleet.shutdown().await;
+        let mut ended = String::from("the fire ended");
+        let code = fire_and_wait(&host, &mut signals, request, timeout, &mut ended).await;
+        host.close(&ended).await;
         code
     })
 }
 
-/// `oracle` is the driver this fire mounted, if any; `ended` is set to how the wait
-/// ended, which a review the ending cuts short names in its trace.
+/// `ended` is set to how the wait ended, which a review of the oracle this fire
+/// mounted, cut short by the ending, names in its trace.
 async fn fire_and_wait(
-    fleet: &Fleet,
+    host: &Host,
     signals: &mut Signals,
     request: Fire,
     timeout: Duration,
-    oracle: Option<&OracleDriver>,
     ended: &mut String,
 ) -> anyhow::Result<i32> {
     let (agent, policy) = (request.agent.clone(), request.envelope.clone());
     let intent = request.intent.clone();
-    let dispatch = fire::dispatch(fleet, request);
+    let dispatch = fire::dispatch(host, request);
     let d = tokio::select! {
         d = dispatch => d?,
         _ = signals.next() => {
@@ -194,7 +178,7 @@ async fn fire_and_wait(
     for line in sandbox_narration(&d.sandbox) {
         outln!("{line}")?;
     }
-    if let Some(c) = fleet.missions().check(&id)? {
+    if let Some(c) = host.missions().check(&id)? {
         outln!(
             "Check: `{}` must pass in its workspace before it lands (run under the unit's own sandbox; up to {}, {} each).",
             crate::text::one_line(&c.command),
@@ -218,9 +202,9 @@ async fn fire_and_wait(
     // Set once the wait outlasts --timeout for a review in flight: the review's own
     // budget, not the fire's, then decides when it ends.
     let mut waited_for_review = false;
-    let mut changes = fleet.missions().store().changes().subscribe();
+    let mut changes = host.missions().store().changes().subscribe();
     let mission = loop {
-        let m = fleet
+        let m = host
             .missions()
             .require(&id)
             .map_err(|e| anyhow::anyhow!("waiting on mission {id}: {e}"))?;
@@ -230,7 +214,7 @@ async fn fire_and_wait(
             break m;
         }
         // Nothing will move it: the unit's turns are over and nothing is pending.
-        if let Some(why) = fleet.idle_reason(&id) {
+        if let Some(why) = host.idle_reason(&id) {
             // The reason may quote the unit's own closing sentence.
             let stop = if why.ends_with(['.', '!', '?', '…']) {
                 ""
@@ -244,7 +228,7 @@ async fn fire_and_wait(
             *ended = "the unit stopped with nothing pending".into();
             break m;
         }
-        let review = oracle.and_then(OracleDriver::review_in_flight);
+        let review = host.review_in_flight();
         if Instant::now() >= deadline
             && !waited_for_review
             && let Some((ask, review_ends)) = &review
@@ -269,7 +253,7 @@ async fn fire_and_wait(
                 "mission {id} did not finish within {}: it is torn down with this process (the unit is a child subprocess). Its record and any reports so far survive — see 'missionboard mission show {id}'. Re-run with a larger --timeout, or fire from a long-lived host (the board's :mission, or an editor session's /mission).",
                 crate::duration::format(timeout)
             )?;
-            out!("{}", pending_lines(fleet, &id)?)?;
+            out!("{}", pending_lines(host, &id)?)?;
             return Ok(1);
         }
         tokio::select! {
@@ -283,7 +267,7 @@ async fn fire_and_wait(
             }
         }
     };
-    let reports = fleet.missions().reports(&id, 200)?;
+    let reports = host.missions().reports(&id, 200)?;
     if !reports.is_empty() {
         outln!("Reports:")?;
         out!("{}", report_lines(&reports))?;
@@ -302,9 +286,9 @@ fn round_up_to_s(d: Duration) -> Duration {
 
 /// What a timed-out mission is waiting on: each pending ask and how to answer it
 /// (the answer resumes the run even after this process is gone).
-fn pending_lines(fleet: &Fleet, mission_id: &str) -> anyhow::Result<String> {
+fn pending_lines(host: &Host, mission_id: &str) -> anyhow::Result<String> {
     let mut out = String::new();
-    for a in fleet.asks().for_mission(mission_id, 200)? {
+    for a in host.asks().for_mission(mission_id, 200)? {
         if !a.is_pending() {
             continue;
         }

@@ -94,7 +94,8 @@ pub(super) fn run(ctx: &Ctx, cmd: InboxCmd) -> anyhow::Result<i32> {
             out!("{out}")?;
         }
         InboxCmd::Ack { id } => {
-            let i = crate::ops::inbox::ack(&missions(ctx)?, &id)?;
+            let host = ctx.host(missions(ctx)?.store())?;
+            let i = crate::ops::inbox::ack(&host, &id)?;
             outln!("Inbox item {} acknowledged.", i.id)?;
         }
     }

@@ -30,6 +30,8 @@ fn sweep(svc: &Missions, json: bool) -> anyhow::Result<()> {
 /// How much of each intent `mission list` shows: enough to tell missions apart on a
 /// line; `mission show` has it whole.
 const LIST_INTENT_CHARS: usize = 60;
+/// How many of the oracle's newest lines about a mission `mission show` gives.
+const ORACLE_TRACE_SHOWN: usize = 200;
 
 pub(super) fn list(ctx: &Ctx, list: &ListArgs) -> anyhow::Result<i32> {
     let json = list.json;
@@ -153,7 +155,11 @@ pub(super) fn show(ctx: &Ctx, id: &str, json: bool) -> anyhow::Result<i32> {
         v["pendingAsks"] = serde_json::Value::Array(pending);
         // Every ask with its resolution, newest first: who answered shows there.
         v["asks"] = serde_json::to_value(&all)?;
-        v["oracleTrace"] = serde_json::to_value(oracle_trace(&svc, &m.id)?)?;
+        v["oracleTrace"] = serde_json::to_value(crate::ops::show::oracle_trace(
+            svc.store(),
+            &m.id,
+            ORACLE_TRACE_SHOWN,
+        )?)?;
         v["check"] = match svc.check(&m.id)? {
             Some(c) => serde_json::to_value(&c)?,
             None => serde_json::json!({
@@ -304,7 +310,8 @@ pub(super) fn show(ctx: &Ctx, id: &str, json: bool) -> anyhow::Result<i32> {
             )?;
         }
     }
-    let trace = oracle_trace(&svc, &m.id)?;
+    // What the oracle did about this mission's questions (its newest lines).
+    let trace = crate::ops::show::oracle_trace(svc.store(), &m.id, ORACLE_TRACE_SHOWN)?;
     if !trace.is_empty() {
         writeln!(
             out,
@@ -393,11 +400,6 @@ fn compute_lines(ctx: &Ctx, store: &crate::store::Store, m: &Mission) -> Vec<Str
         &envelope.policy.sandbox_or_baseline(),
     ));
     lines
-}
-
-/// What the oracle did about this mission's questions (its newest 200 lines).
-fn oracle_trace(svc: &Missions, id: &str) -> anyhow::Result<Vec<crate::ops::show::TraceLine>> {
-    Ok(crate::ops::show::oracle_trace(svc.store(), id, 200)?)
 }
 
 /// `<status>[ — <reason>]`
@@ -531,8 +533,8 @@ pub(super) fn plan(ctx: &Ctx, id: &str, json: bool) -> anyhow::Result<i32> {
 pub(super) fn stop(ctx: &Ctx, id: &str, reason: Option<&str>) -> anyhow::Result<i32> {
     let svc = missions(ctx)?;
     let m = svc.resolve(id)?;
-    let asks = crate::asks::Asks::new(svc.store().clone());
-    let stopped = crate::ops::stop::stop_mission(&svc, &asks, &m.id, reason)?;
+    let host = ctx.host(svc.store())?;
+    let stopped = crate::ops::stop::stop_mission(&host, &m.id, reason)?;
     if m.status == crate::mission::Status::Queued && stopped.session_id.is_none() {
         outln!(
             "Mission {} abandoned before it started: it leaves the queue and no unit ever runs it.",

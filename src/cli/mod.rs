@@ -663,6 +663,11 @@ impl Ctx {
         crate::config::open_store(&self.paths.db_path())
     }
 
+    /// This command's host over `store`: no fleet until a run must resume here.
+    pub fn host(&self, store: &Store) -> anyhow::Result<crate::ops::host::Host> {
+        crate::ops::host::Host::open(&self.paths, store, crate::ops::host::Hosting::OnNeed)
+    }
+
     /// This home's own file, whatever `store-url` names (where `store-url` is kept).
     pub fn home_file_store(&self) -> anyhow::Result<Store> {
         Ok(Store::open(&self.paths.db_path())?)

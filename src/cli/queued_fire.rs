@@ -24,7 +24,7 @@ pub(super) fn run(ctx: &Ctx, args: FireArgs) -> anyhow::Result<i32> {
     }
     let (timeout, store, request) = args.request(ctx)?;
     let run_on = args.run_on(ctx)?;
-    let m = fire::enqueue(&ctx.paths, &store, request, run_on.as_deref())?;
+    let m = fire::enqueue(&ctx.host(&store)?, request, run_on.as_deref())?;
     let (agent, policy, on) = (
         &m.agent_name,
         &m.envelope_name,

@@ -55,12 +55,12 @@ fn pair(ctx: &Ctx, name: Option<&str>, url: Option<&str>) -> anyhow::Result<i32>
         None => crate::web::recorded_url(&ctx.paths)
             .unwrap_or_else(|| format!("http://{}", crate::web::DEFAULT_LISTEN)),
     };
-    let pairing = devices::pair(&store, name)?;
+    let pairing = devices::pair(&ctx.host(&store)?, name)?;
     let link = format!("{base}/pair#{}", pairing.code);
     outln!(
         "Open this link on the device to pair it as {:?} — once, within {} minutes:",
         pairing.name,
-        devices::PAIRING_TTL.as_secs() / 60
+        crate::devices::PAIRING_TTL.as_secs() / 60
     )?;
     outln!("  {link}")?;
     outln!()?;
@@ -73,7 +73,7 @@ fn pair(ctx: &Ctx, name: Option<&str>, url: Option<&str>) -> anyhow::Result<i32>
 
 fn list(ctx: &Ctx, json: bool) -> anyhow::Result<i32> {
     let devices = match ctx.existing_store()? {
-        Some(store) => devices::Devices::new(store).list()?,
+        Some(store) => crate::devices::Devices::new(store).list()?,
         None => Vec::new(),
     };
     if json {
@@ -107,7 +107,7 @@ fn list(ctx: &Ctx, json: bool) -> anyhow::Result<i32> {
 
 fn revoke(ctx: &Ctx, name: &str) -> anyhow::Result<i32> {
     let store = ctx.required_store()?;
-    devices::revoke(&store, name)?;
+    devices::revoke(&ctx.host(&store)?, name)?;
     outln!(
         "Device {:?} is revoked: its next request is refused. Pair it again with 'missionboard web pair --name {}'.",
         name.trim(),

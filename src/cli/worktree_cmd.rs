@@ -4,19 +4,19 @@ use super::Ctx;
 use super::out::outln;
 use crate::mission::{Mission, Missions};
 use crate::ops;
-use crate::store::Store;
+use crate::ops::host::Host;
 use crate::worktree;
 
-/// The mission an operator's id (or prefix) names, and its store.
-fn mission(ctx: &Ctx, id: &str) -> anyhow::Result<(Mission, Store)> {
+/// The mission an operator's id (or prefix) names, and this command's host.
+fn mission(ctx: &Ctx, id: &str) -> anyhow::Result<(Mission, Host)> {
     let store = ctx.store()?;
     let mission = Missions::new(store.clone()).resolve(id)?;
-    Ok((mission, store))
+    Ok((mission, ctx.host(&store)?))
 }
 
 pub(super) fn diff(ctx: &Ctx, id: &str, stat: bool) -> anyhow::Result<i32> {
-    let (m, store) = mission(ctx, id)?;
-    let (wt, text) = ops::worktree::diff(&store, &m, stat)?;
+    let (m, host) = mission(ctx, id)?;
+    let (wt, text) = ops::worktree::diff(&host, &m, stat)?;
     if text.is_empty() {
         outln!(
             "No changes on {} against {}.",
@@ -31,8 +31,8 @@ pub(super) fn diff(ctx: &Ctx, id: &str, stat: bool) -> anyhow::Result<i32> {
 }
 
 pub(super) fn merge(ctx: &Ctx, id: &str, force: bool) -> anyhow::Result<i32> {
-    let (m, store) = mission(ctx, id)?;
-    let (wt, merged, forced) = ops::worktree::merge(&store, &m, force)?;
+    let (m, host) = mission(ctx, id)?;
+    let (wt, merged, forced) = ops::worktree::merge(&host, &m, force)?;
     if let Some(c) = forced {
         outln!(
             "Merged past the check ({}: `{}`), as --force asked; recorded on mission {}.",
@@ -58,8 +58,8 @@ pub(super) fn merge(ctx: &Ctx, id: &str, force: bool) -> anyhow::Result<i32> {
 }
 
 pub(super) fn discard(ctx: &Ctx, id: &str) -> anyhow::Result<i32> {
-    let (m, store) = mission(ctx, id)?;
-    let wt = ops::worktree::discard(&store, &m)?;
+    let (m, host) = mission(ctx, id)?;
+    let wt = ops::worktree::discard(&host, &m)?;
     outln!(
         "Discarded mission {}'s worktree {} and its branch {}.",
         m.id,

@@ -22,6 +22,9 @@ use crate::fleet::Fleet;
 use crate::host::HostId;
 use crate::mission::Missions;
 use crate::mission::hosts::{Hosts, Probe};
+use crate::ops::answer::{self, Stranded};
+use crate::ops::host::{Host, Hosting};
+use crate::ops::leave;
 use crate::paths::Paths;
 use crate::store::{Store, blocking};
 use crate::sync::LockUnpoisoned;
@@ -128,7 +131,8 @@ pub async fn run(
     let report = Arc::new(report);
     let me = HostId::current();
     let (p, s) = (paths.clone(), store.clone());
-    let fleet = blocking(move || Fleet::for_host(p, s)).await?;
+    let host = blocking(move || Host::open(&p, &s, Hosting::Queue)).await?;
+    let fleet = host.fleet()?;
     let width = match options.width {
         Some(w) => w,
         None => {
@@ -136,7 +140,6 @@ pub async fn run(
             blocking(move || config.fleet_max_parallel()).await?
         }
     };
-    let teardown = fleet.spawn_teardown();
     report(Event::Started {
         host: me.clone(),
         width,
@@ -190,7 +193,7 @@ pub async fn run(
         }
         if maintained.is_none_or(|at| at.elapsed() >= MAINTENANCE_EVERY) {
             maintained = Some(Instant::now());
-            maintain(&fleet, &me, &underway, &report).await;
+            maintain(&host, &me, &underway, &report).await;
             advertised = None;
         }
         tokio::select! {
@@ -199,8 +202,7 @@ pub async fn run(
         }
     }
     ticking.abort();
-    let left = leave(&fleet, &me, &underway, options.stop_on_exit).await;
-    teardown.abort();
+    let left = leave(&host, &underway, options.stop_on_exit).await;
     report(left);
     Ok(())
 }
@@ -295,28 +297,21 @@ fn start(
 }
 
 /// Expired asks take their verdict; answered runs whose host is gone are resumed
-/// here (the checkpoint claim keeps each exactly once across hosts); missions of
+/// here (the one stranded-run operation of the answer path, each on a task of its
+/// own; the checkpoint claim keeps each exactly once across hosts); missions of
 /// dead hosts that nothing can resume are collected.
 async fn maintain(
-    fleet: &Fleet,
+    host: &Host,
     me: &HostId,
     underway: &Arc<Underway>,
     report: &Arc<impl Fn(Event) + Send + Sync + 'static>,
 ) {
-    let (probe, mine) = (fleet.clone(), me.clone());
+    let (probe, mine) = (host.clone(), me.clone());
     let found = blocking(move || -> anyhow::Result<_> {
         let asks = probe.asks();
         asks.sweep_expired()?;
-        let mut resumable = Vec::new();
-        for cp in asks.stranded_checkpoints()? {
-            if asks.host_lives(&cp) {
-                continue;
-            }
-            if let Ok(startable) = probe.can_resume(&cp.mission_id) {
-                resumable.push((cp.ask_id, cp.mission_id, startable));
-            }
-        }
-        let reclaimed = reclaim_dead(probe.missions(), asks, &mine)?;
+        let resumable = answer::stranded_runs(&probe, Stranded::AsQueueHost)?;
+        let reclaimed = reclaim_dead(probe.missions(), &asks, &mine)?;
         Ok((resumable, reclaimed))
     })
     .await;
@@ -330,14 +325,16 @@ async fn maintain(
     for (mission, machine) in reclaimed {
         report(Event::Reclaimed { mission, machine });
     }
-    for (ask_id, mission, startable) in resumable {
+    for run in resumable {
+        let ask_id = run.ask_id.clone();
         if !underway.resuming.lock_unpoisoned().insert(ask_id.clone()) {
             continue;
         }
-        let (fleet, tracker, report) = (fleet.clone(), underway.clone(), report.clone());
+        let mission = run.mission_id.clone();
+        let (host, tracker, report) = (host.clone(), underway.clone(), report.clone());
         let underway = tracker.clone();
         tracker.track(tokio::spawn(async move {
-            match fleet.resume_parked(&ask_id, Some(startable)).await {
+            match answer::resume_stranded_run(&host, run).await {
                 Ok(true) => report(Event::Resumed { mission }),
                 Ok(false) => {}
                 Err(e) => tracing::warn!(ask = %ask_id, "host: resume failed: {e:#}"),
@@ -385,12 +382,11 @@ fn reclaim_dead(
     Ok(out)
 }
 
-/// Leave cleanly: every unit is reaped; then units parked on a question stay parked,
-/// and the running missions this host claimed go back to the queue — or, asked to
-/// stop, every mission it ran is stopped.
-async fn leave(fleet: &Fleet, me: &HostId, underway: &Underway, stop: bool) -> Event {
-    let probe = fleet.clone();
-    let parked: HashSet<String> = blocking(move || probe.parked_here().into_iter().collect()).await;
+/// Leave cleanly: every unit is reaped; then, by the one leaving policy
+/// ([`leave::leave`]), units parked on a question stay parked and the running
+/// missions this host claimed go back to the queue — or, asked to stop, every
+/// mission it ran is stopped.
+async fn leave(host: &Host, underway: &Underway, stop: bool) -> Event {
     // Starts and resumes under way end here (a dropped start drops its unit).
     let tasks: Vec<_> = underway.tasks.lock_unpoisoned().drain(..).collect();
     for task in &tasks {
@@ -399,35 +395,22 @@ async fn leave(fleet: &Fleet, me: &HostId, underway: &Underway, stop: bool) -> E
     for task in tasks {
         let _ = task.await;
     }
-    let mut ours: Vec<String> = fleet.hosted_missions();
+    let mut ours: Vec<String> = host.hosted_missions();
     ours.extend(underway.starting_ids.lock_unpoisoned().iter().cloned());
     // Units first, so none writes after its mission was given back.
-    fleet.shutdown().await;
-    let (missions, me, parked_ids) = (fleet.missions().clone(), me.clone(), parked.clone());
-    let (requeued, stopped) = blocking(move || {
-        let asks = Asks::new(missions.store().clone());
-        let (mut requeued, mut stopped) = (0, 0);
-        for id in &ours {
-            if stop {
-                let reason = "stopped by its host leaving (missionboard host --stop-on-exit)";
-                if crate::ops::stop::stop_mission(&missions, &asks, id, Some(reason)).is_ok() {
-                    stopped += 1;
-                }
-            } else if parked_ids.contains(id)
-                // A run checkpointed under a question resumes on its answer.
-                || asks.checkpoints_for(id).is_ok_and(|c| !c.is_empty())
-            {
-                continue;
-            } else if missions.requeue(id, &me).unwrap_or(false) {
-                requeued += 1;
-            }
+    host.close("its host left").await;
+    let how = if stop {
+        leave::Departure::Stop {
+            reason: "stopped by its host leaving (missionboard host --stop-on-exit)".into(),
         }
-        (requeued, stopped)
-    })
-    .await;
+    } else {
+        leave::Departure::Requeue
+    };
+    let h = host.clone();
+    let left = blocking(move || leave::leave(&h, &ours, &how, |_, _| Ok(()))).await;
     Event::Leaving {
-        requeued,
-        parked: if stop { 0 } else { parked.len() },
-        stopped,
+        requeued: left.requeued,
+        parked: left.parked,
+        stopped: left.stopped,
     }
 }

@@ -25,8 +25,11 @@ const CHAIN_FIELDS: &[&str] = &[
     "variant",
     "token_limit",
     "budgets",
+    "examples",
     "tasks",
 ];
+const EXAMPLE_FIELDS: &[&str] = &["input", "call"];
+const EXAMPLE_INPUT_FIELDS: &[&str] = &["intent", "summary", "detail"];
 const BUDGET_FIELDS: &[&str] = &["tool_rounds", "text_corrections", "recovery_rounds"];
 const TASK_FIELDS: &[&str] = &[
     "id",
@@ -285,6 +288,14 @@ pub fn vet_chain(bytes: &[u8]) -> VetReport {
             other.type_name()
         )),
     }
+    match last(top, "examples") {
+        None => {}
+        Some(Json::Arr(examples)) => check_examples(examples, errs),
+        Some(other) => errs.push(format!(
+            "examples: must be an array of example objects: got {}",
+            other.type_name()
+        )),
+    }
     match last(top, "tasks") {
         None => errs.push("chain: tasks is required".to_string()),
         Some(Json::Arr(tasks)) if tasks.is_empty() => errs.push(
@@ -297,6 +308,48 @@ pub fn vet_chain(bytes: &[u8]) -> VetReport {
         )),
     }
     report
+}
+
+/// Worked reviews shown to the model before the real one: an INPUT and the verdict
+/// call it earns. Their shape is checked here; that each call is one the contract
+/// accepts is checked where the chain is loaded.
+fn check_examples(examples: &[Json], errs: &mut Vec<String>) {
+    for (i, example) in examples.iter().enumerate() {
+        let at = format!("examples[{i}]");
+        let Some(entries) = example.as_obj() else {
+            errs.push(format!(
+                "{at}: must be an object: got {}",
+                example.type_name()
+            ));
+            continue;
+        };
+        check_keys(&at, &at, entries, EXAMPLE_FIELDS, errs);
+        match last(entries, "input") {
+            Some(Json::Obj(input)) => {
+                let field = format!("{at}.input");
+                check_keys(&field, &field, input, EXAMPLE_INPUT_FIELDS, errs);
+                for key in ["intent", "summary"] {
+                    if !matches!(last(input, key), Some(Json::Str(s)) if !s.trim().is_empty()) {
+                        errs.push(format!("{field}: {key} must be a non-empty string"));
+                    }
+                }
+                if let Some(detail) = last(input, "detail")
+                    && !matches!(detail, Json::Str(_))
+                {
+                    errs.push(format!("{field}: detail must be a string"));
+                }
+            }
+            other => errs.push(format!(
+                "{at}: input must be an object with intent and summary (got {})",
+                other.map_or("nothing", Json::type_name)
+            )),
+        }
+        if !matches!(last(entries, "call"), Some(Json::Obj(_))) {
+            errs.push(format!(
+                "{at}: call must be the verdict call's arguments, an object"
+            ));
+        }
+    }
 }
 
 fn check_tasks(tasks: &[Json], errs: &mut Vec<String>) {

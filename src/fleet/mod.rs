@@ -29,7 +29,6 @@ mod normalise;
 mod permissions;
 pub mod prompts;
 mod queued;
-pub mod resume;
 mod start;
 pub mod sweep;
 mod teardown;

@@ -1,71 +1,37 @@
-//! Answer: the operator's (or an agent's) verdict on an ask, recorded once, and the
-//! run it unblocks resumed exactly once — by its own host while that host lives (it
-//! watches the row), else on this process's one host ([`Host`]): a long-lived
-//! surface's own fleet, so a run resumed here counts in its width and is offered
-//! by its quit dialog; for a one-shot command, one fleet started the first time a
-//! run must resume here. Also the reconciling sweep that expires overdue asks and
-//! resumes runs whose host is gone.
+//! Answer: the operator's (or an agent's, the oracle's included) verdict on an ask,
+//! recorded once, and the run it unblocks resumed exactly once — by whoever
+//! [`leave::who_resumes`] names: its own host while that host lives (it watches the
+//! row), else a live `missionboard host` that may run it, else this process's one
+//! host ([`Host`]): a long-lived surface's own fleet, so a run resumed here counts
+//! in its width and is offered by its quit dialog; for a one-shot command, one fleet
+//! started the first time a run must resume here. Also the reconciling sweep that
+//! expires overdue asks, and the stranded-run resumption it shares with
+//! `missionboard host`.
 
-use std::sync::{Arc, OnceLock};
-
-use crate::asks::Asks;
-pub use crate::asks::Surface;
-pub use crate::fleet::resume::{Answerer, Recorded};
+use crate::asks::bounds::answer_as_agent_within_bounds;
+use crate::asks::checkpoint::Checkpoint;
+use crate::asks::{OperatorVerdict, Surface};
 use crate::fleet::{Fleet, Startable};
-use crate::paths::Paths;
-use crate::store::{Store, blocking};
+use crate::ops::host::Host;
+use crate::ops::leave::{self, Resumer};
+use crate::store::blocking;
 
-/// This process's one fleet, for the runs an answer or a sweep resumes here.
-#[derive(Clone)]
-pub struct Host {
-    paths: Paths,
-    store: Store,
-    fleet: Arc<OnceLock<Fleet>>,
-    /// A one-shot command's fleet lives only for the runs it resumes: each is
-    /// driven to the end of its turn and its unit reaped before the verb returns.
-    one_shot: bool,
+/// Who answers.
+pub enum Answerer<'a> {
+    Operator(&'a OperatorVerdict),
+    /// An agent's words, within the mission envelope's attention bounds.
+    Agent {
+        name: &'a str,
+        text: &'a str,
+    },
 }
 
-impl Host {
-    /// A long-lived surface's own fleet (the board, the editor session).
-    pub fn running(paths: &Paths, fleet: &Fleet) -> Host {
-        Host {
-            paths: paths.clone(),
-            store: fleet.missions().store().clone(),
-            fleet: Arc::new(OnceLock::from(fleet.clone())),
-            one_shot: false,
-        }
-    }
-
-    /// A one-shot command's: no fleet (no boot sweeps, no heartbeat) until a run
-    /// must resume here.
-    pub fn one_shot(paths: &Paths, store: &Store) -> Host {
-        Host {
-            paths: paths.clone(),
-            store: store.clone(),
-            fleet: Arc::default(),
-            one_shot: true,
-        }
-    }
-
-    /// The ask service answers go through: the fleet's, once there is one, so a
-    /// unit waiting on the ask in this process is woken at once.
-    fn asks(&self) -> Asks {
-        match self.fleet.get() {
-            Some(f) => f.asks().clone(),
-            None => Asks::new(self.store.clone()),
-        }
-    }
-
-    /// The fleet, started on first use (its boot sweeps are store work: call this
-    /// off the async workers).
-    fn fleet(&self) -> anyhow::Result<Fleet> {
-        if let Some(f) = self.fleet.get() {
-            return Ok(f.clone());
-        }
-        let started = Fleet::new(self.paths.clone(), self.store.clone())?;
-        Ok(self.fleet.get_or_init(|| started).clone())
-    }
+/// An answer on the record, and the run it unblocks if this process must resume it.
+pub struct Recorded {
+    /// The run's checkpoint as it stood before the answer (`None`: nothing waits).
+    parked: Option<Checkpoint>,
+    /// The fleet that resumes it here (its host is gone), and what it starts.
+    resumer: Option<(Fleet, Startable)>,
 }
 
 /// What became of the run after the answer was recorded.
@@ -100,14 +66,72 @@ pub async fn answer(
 
 /// The recording half of [`answer`] (store work: off the async workers), for a
 /// surface that shows the answer recorded before the run it unblocks has finished
-/// its turn (the board).
+/// its turn (the board). The answer is recorded exactly once, and never spent on a
+/// process that cannot resume the run it unblocks: when the run is parked and
+/// [`leave::who_resumes`] says here, the host's fleet must be able to start it
+/// first. Refusals keep their type ([`crate::asks::bounds::AgentAnswerError`],
+/// [`crate::asks::AskError`]) inside the error.
 pub fn record(
     host: &Host,
     ask_id: &str,
     who: Answerer<'_>,
     via: &Surface,
 ) -> anyhow::Result<Recorded> {
-    crate::fleet::resume::record(&host.paths, &host.asks(), ask_id, who, via, || host.fleet())
+    let asks = host.asks();
+    let parked = asks.checkpoint(ask_id)?;
+    // A one-shot verdict is never spent on a process that cannot resume the run it
+    // unblocks: check the capability first, record second.
+    let resumer = match &parked {
+        Some(cp) if leave::who_resumes(host, cp) == Resumer::Here => {
+            let fleet = host.fleet()?;
+            let startable = fleet.can_resume(&cp.mission_id).map_err(|e| {
+                anyhow::anyhow!(
+                    "ask {ask_id} has a suspended run checkpointed under it, and this process (on {here}) cannot resume it: {e}\nThe verdict was NOT recorded — the ask is still pending. Fix the configuration here (declare the mission's agent in agents.toml, install its command, restore its envelope), or answer from a terminal that can start it (it was parked on machine {there})",
+                    here = crate::host::machine_name(),
+                    there = cp.host.machine_label(),
+                )
+            })?;
+            Some((fleet, startable))
+        }
+        _ => None,
+    };
+    match who {
+        Answerer::Operator(v) => {
+            asks.operator_verdict(ask_id, v, via)?;
+        }
+        Answerer::Agent { name, text } => {
+            answer_as_agent_within_bounds(
+                host.paths(),
+                &asks,
+                host.missions(),
+                ask_id,
+                name,
+                text,
+                via,
+            )?;
+        }
+    }
+    Ok(Recorded { parked, resumer })
+}
+
+/// Start `oracle` (loaded by [`crate::ops::host::mount_oracle`]) on `host`'s
+/// fleet: from now on it reviews the questions of the units held there, and
+/// answers through the bounded agent answer of [`record`], naming itself. The run
+/// it answers resumes on this host's own drive loop, which holds the unit.
+pub fn start_oracle(host: &Host, oracle: crate::oracle::Oracle) -> anyhow::Result<()> {
+    let answers = host.clone();
+    let path: crate::oracle::AnswerPath =
+        std::sync::Arc::new(move |ask_id: &str, name: &str, text: &str| {
+            record(
+                &answers,
+                ask_id,
+                Answerer::Agent { name, text },
+                &Surface::Oracle,
+            )
+            .map(|_| ())
+        });
+    host.hold_oracle(oracle.spawn(host.fleet()?, path)?);
+    Ok(())
 }
 
 /// The resuming half of [`answer`].
@@ -121,8 +145,7 @@ pub async fn resume(host: &Host, ask_id: &str, recorded: Recorded) -> anyhow::Re
         (Some(cp), None) => {
             let (h, parked) = (host.clone(), cp.clone());
             let capable = blocking(move || -> Option<(Fleet, Startable)> {
-                let missions = crate::mission::Missions::new(h.store.clone());
-                if h.asks().host_lives(&parked) || missions.queue_host_takes(&parked.mission_id) {
+                if leave::who_resumes(&h, &parked) != Resumer::Here {
                     return None;
                 }
                 let fleet = h.fleet().ok()?;
@@ -167,10 +190,13 @@ pub enum Stranded {
     All,
     /// Every resolved run whose host is gone and that this process can start,
     /// once its ask has been resolved for a moment: an answer this very process is
-    /// resuming through its answer path is left to it (a board, or a host, sweeping
-    /// on its own). So a run whose answer came while its host still looked alive,
-    /// and whose host then died, is resumed as soon as the host is known gone.
+    /// resuming through its answer path is left to it (a board sweeping on its
+    /// own). So a run whose answer came while its host still looked alive, and
+    /// whose host then died, is resumed as soon as the host is known gone.
     Resumable,
+    /// Every resolved run whose host is gone and that this process can start, at
+    /// once: `missionboard host`, to which the answer path leaves them.
+    AsQueueHost,
 }
 
 /// How long a resolved ask is left to the process that answered it before a
@@ -193,53 +219,20 @@ pub async fn settle_overdue(host: &Host, which: Stranded) -> anyhow::Result<Sett
     })
 }
 
-/// Resume every answered run whose host is gone. Returns (resumed, failed).
-async fn resume_stranded(host: &Host, which: Stranded) -> anyhow::Result<(usize, usize)> {
+/// Resume every answered run whose host is gone that `which` names, one after
+/// the other, each driven to the end of its turn. Returns (resumed, failed).
+pub async fn resume_stranded(host: &Host, which: Stranded) -> anyhow::Result<(usize, usize)> {
     let h = host.clone();
-    let stranded: Vec<_> = blocking(move || -> anyhow::Result<Vec<_>> {
-        let asks = h.asks();
-        let mut out = Vec::new();
-        for cp in asks.stranded_checkpoints()? {
-            let wanted = match which {
-                Stranded::All => true,
-                Stranded::Resumable => asks.get(&cp.ask_id)?.is_some_and(|a| {
-                    a.resolved_at
-                        .is_some_and(|at| crate::clock::now_ms() - at >= LEFT_TO_THE_ANSWERER_MS)
-                }),
-            };
-            if wanted && !asks.host_lives(&cp) {
-                out.push(cp);
-            }
-        }
-        Ok(out)
-    })
-    .await?;
-    if stranded.is_empty() {
-        return Ok((0, 0));
-    }
-    let h = host.clone();
-    let fleet = blocking(move || h.fleet()).await?;
+    let stranded = blocking(move || stranded_runs(&h, which)).await?;
     let (mut resumed, mut failed) = (0, 0);
-    for cp in stranded {
-        let startable = match which {
-            Stranded::All => None,
-            Stranded::Resumable => {
-                let (probe, mission) = (fleet.clone(), cp.mission_id.clone());
-                match blocking(move || probe.can_resume(&mission)).await {
-                    Ok(s) => Some(s),
-                    Err(e) => {
-                        tracing::debug!(ask = %cp.ask_id, "stranded run left to a process that can start it: {e}");
-                        continue;
-                    }
-                }
-            }
-        };
-        match drive_resume(host, &fleet, &cp.ask_id, &cp.mission_id, startable).await {
+    for run in stranded {
+        let ask = run.ask_id.clone();
+        match resume_stranded_run(host, run).await {
             Ok(true) => resumed += 1,
             // Another process claimed it first, or nothing was left to run: not ours.
             Ok(false) => {}
             Err(e) => {
-                tracing::warn!(ask = %cp.ask_id, "resume failed: {e}");
+                tracing::warn!(ask = %ask, "resume failed: {e}");
                 failed += 1;
             }
         }
@@ -247,9 +240,78 @@ async fn resume_stranded(host: &Host, which: Stranded) -> anyhow::Result<(usize,
     Ok((resumed, failed))
 }
 
+/// A run parked under an answered ask whose host is gone, that this process is
+/// to resume ([`stranded_runs`], [`resume_stranded_run`]).
+pub struct StrandedRun {
+    pub ask_id: String,
+    pub mission_id: String,
+    fleet: Fleet,
+    /// What the check that it can start here loaded (`None`: not checked, the
+    /// resume reports why it cannot start).
+    startable: Option<Startable>,
+}
+
+/// The stranded runs `which` names that [`leave::who_resumes`] gives to this
+/// process (store work: off the async workers; the fleet starts if there are any).
+pub fn stranded_runs(host: &Host, which: Stranded) -> anyhow::Result<Vec<StrandedRun>> {
+    let asks = host.asks();
+    let mut found = Vec::new();
+    for cp in asks.stranded_checkpoints()? {
+        let wanted = match which {
+            Stranded::All | Stranded::AsQueueHost => true,
+            Stranded::Resumable => asks.get(&cp.ask_id)?.is_some_and(|a| {
+                a.resolved_at
+                    .is_some_and(|at| crate::clock::now_ms() - at >= LEFT_TO_THE_ANSWERER_MS)
+            }),
+        };
+        if wanted && leave::who_resumes(host, &cp) == Resumer::Here {
+            found.push(cp);
+        }
+    }
+    if found.is_empty() {
+        return Ok(Vec::new());
+    }
+    let fleet = host.fleet()?;
+    let mut out = Vec::new();
+    for cp in found {
+        let startable = match which {
+            Stranded::All => None,
+            Stranded::Resumable | Stranded::AsQueueHost => match fleet.can_resume(&cp.mission_id) {
+                Ok(s) => Some(s),
+                Err(e) => {
+                    tracing::debug!(ask = %cp.ask_id, "stranded run left to a process that can start it: {e}");
+                    continue;
+                }
+            },
+        };
+        out.push(StrandedRun {
+            ask_id: cp.ask_id,
+            mission_id: cp.mission_id,
+            fleet: fleet.clone(),
+            startable,
+        });
+    }
+    Ok(out)
+}
+
+/// Resume one stranded run on `host` and wait for the end of its turn: whether a
+/// unit was resumed (`false`: another process claimed it first, or nothing was
+/// left to run).
+pub async fn resume_stranded_run(host: &Host, run: StrandedRun) -> anyhow::Result<bool> {
+    drive_resume(
+        host,
+        &run.fleet,
+        &run.ask_id,
+        &run.mission_id,
+        run.startable,
+    )
+    .await
+}
+
 /// Resume the run parked on `ask_id` on `fleet` (the host's; `startable`: what the
-/// check that it can start loaded) and wait for the end of its turn. Whether a unit was resumed (`false`: there was nothing to run). A
-/// one-shot command's fleet follows the bus and reaps the unit for the while.
+/// check that it can start loaded) and wait for the end of its turn. Whether a unit
+/// was resumed (`false`: there was nothing to run). A one-shot command's fleet
+/// follows the bus and reaps the unit for the while.
 async fn drive_resume(
     host: &Host,
     fleet: &Fleet,
@@ -257,13 +319,16 @@ async fn drive_resume(
     mission_id: &str,
     startable: Option<Startable>,
 ) -> anyhow::Result<bool> {
-    let teardown = host.one_shot.then(|| fleet.spawn_teardown());
+    let one_shot = host.hosting() == crate::ops::host::Hosting::OnNeed;
+    let teardown = one_shot.then(|| fleet.spawn_teardown());
     let result = fleet.resume_parked(ask_id, startable).await;
     if matches!(result, Ok(true)) {
         fleet.wait_unit(mission_id).await;
     }
     if let Some(teardown) = teardown {
-        fleet.shutdown().await;
+        // Only this run's unit: the host may be resuming others at the same time.
+        fleet.release(mission_id);
+        fleet.wait_unit(mission_id).await;
         teardown.abort();
     }
     result

@@ -3,8 +3,8 @@
 //! credential, `web revoke` (or, later, the board) ends a device at once. Every
 //! surface pairs and revokes through here.
 
-pub use crate::devices::{Device, DeviceError, Devices, PAIRING_TTL};
-use crate::store::Store;
+use crate::devices::{Device, DeviceError, Devices};
+use crate::ops::host::Host;
 
 /// A pairing waiting to be redeemed: the device's name and the one-time code.
 pub struct Pairing {
@@ -13,26 +13,26 @@ pub struct Pairing {
 }
 
 /// Mint a pairing for a device called `name` (none: a fresh `device-xxxx`).
-pub fn pair(store: &Store, name: Option<&str>) -> Result<Pairing, DeviceError> {
+pub fn pair(host: &Host, name: Option<&str>) -> Result<Pairing, DeviceError> {
     let name = match name {
         Some(n) => crate::devices::check_name(n)?,
         None => format!("device-{}", &crate::devices::mint_secret()[..6]),
     };
-    let code = Devices::new(store.clone()).start_pairing(&name)?;
+    let code = Devices::new(host.store().clone()).start_pairing(&name)?;
     Ok(Pairing { name, code })
 }
 
 /// Redeem pairing `code`: the paired device's name and its credential.
-pub fn redeem(store: &Store, code: &str) -> Result<(String, String), DeviceError> {
-    Devices::new(store.clone()).redeem(code)
+pub fn redeem(host: &Host, code: &str) -> Result<(String, String), DeviceError> {
+    Devices::new(host.store().clone()).redeem(code)
 }
 
 /// End device `name`: its next request is refused.
-pub fn revoke(store: &Store, name: &str) -> Result<(), DeviceError> {
-    Devices::new(store.clone()).revoke(name)
+pub fn revoke(host: &Host, name: &str) -> Result<(), DeviceError> {
+    Devices::new(host.store().clone()).revoke(name)
 }
 
 /// The live device a credential belongs to (its last-seen time slid forward).
-pub fn authenticate(store: &Store, credential: &str) -> Result<Option<Device>, DeviceError> {
-    Devices::new(store.clone()).authenticate(credential)
+pub fn authenticate(host: &Host, credential: &str) -> Result<Option<Device>, DeviceError> {
+    Devices::new(host.store().clone()).authenticate(credential)
 }

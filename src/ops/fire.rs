@@ -13,9 +13,10 @@ use crate::envelope::bounds::{self, ComputeField, envelope_summary};
 use crate::envelope::policy::Envelope;
 use crate::envelope::search;
 use crate::fleet::budget::ComputeLedger;
-use crate::fleet::{DispatchRequest, Dispatched, Fleet, NameRefused};
+use crate::fleet::{DispatchRequest, Dispatched, NameRefused};
 use crate::mission::check::{CheckChoice, NewCheck};
 use crate::mission::{EnvelopeName, Intent, Mission};
+use crate::ops::host::Host;
 use crate::paths::Paths;
 use crate::store::Store;
 
@@ -353,7 +354,14 @@ impl Fire {
 
 /// Dispatch on `fleet`, the process's one host: validate, admit, start the unit,
 /// record the mission. A refusal leaves no record and no process.
-pub async fn dispatch(fleet: &Fleet, fire: Fire) -> anyhow::Result<Dispatched> {
+pub async fn dispatch(host: &Host, fire: Fire) -> anyhow::Result<Dispatched> {
+    let fleet = match host.started_fleet() {
+        Some(f) => f.clone(),
+        None => {
+            let h = host.clone();
+            crate::store::blocking(move || h.fleet()).await?
+        }
+    };
     let typed = fire.typed_at;
     let req = DispatchRequest {
         agent_name: fire.agent,
@@ -407,15 +415,10 @@ pub enum Line {
 
 /// Read what the picker lists, parse a `/mission` line, resolve the defaults and
 /// label the envelope for the agent. A refusal is its text.
-pub async fn read_line(
-    paths: &Paths,
-    store: &Store,
-    args: &str,
-    from: LineFrom<'_>,
-) -> Result<Line, String> {
+pub async fn read_line(host: &Host, args: &str, from: LineFrom<'_>) -> Result<Line, String> {
     let data = {
-        let (paths, store) = (paths.clone(), store.clone());
-        crate::store::blocking(move || load_picker(&paths, &store)).await?
+        let host = host.clone();
+        crate::store::blocking(move || load_picker(&host)).await?
     };
     let MissionLine::Fire {
         policy,
@@ -448,21 +451,19 @@ pub async fn read_line(
 /// Run a `/mission` line on `fleet`: [`read_line`], then dispatch. A refusal is its
 /// text.
 pub async fn mission_line(
-    paths: &Paths,
-    fleet: &Fleet,
+    host: &Host,
     args: &str,
     from: LineFrom<'_>,
 ) -> Result<LineOutcome, String> {
-    let (resolved, labels, fire) =
-        match read_line(paths, fleet.missions().store(), args, from).await? {
-            Line::List(data) => return Ok(LineOutcome::List(data)),
-            Line::Fire {
-                resolved,
-                labels,
-                fire,
-            } => (resolved, labels, fire),
-        };
-    let dispatched = dispatch(fleet, *fire).await.map_err(|e| format!("{e:#}"))?;
+    let (resolved, labels, fire) = match read_line(host, args, from).await? {
+        Line::List(data) => return Ok(LineOutcome::List(data)),
+        Line::Fire {
+            resolved,
+            labels,
+            fire,
+        } => (resolved, labels, fire),
+    };
+    let dispatched = dispatch(host, *fire).await.map_err(|e| format!("{e:#}"))?;
     Ok(LineOutcome::Fired {
         resolved,
         labels,
@@ -490,8 +491,8 @@ impl PickerData {
 /// A new mission like `mission_id`: its agent, envelope and intent, in the
 /// checkout it worked in (a fresh worktree of it, when it had one). The old
 /// mission and the new one's dispatch.
-pub async fn refire(fleet: &Fleet, mission_id: &str) -> Result<(Mission, Dispatched), String> {
-    let store = fleet.missions().store().clone();
+pub async fn refire(host: &Host, mission_id: &str) -> Result<(Mission, Dispatched), String> {
+    let store = host.store().clone();
     let old = mission_id.to_string();
     let (m, worktree) = crate::store::blocking(move || {
         let m = crate::mission::Missions::new(store.clone())
@@ -514,7 +515,7 @@ pub async fn refire(fleet: &Fleet, mission_id: &str) -> Result<(Mission, Dispatc
         None => Some(PathBuf::from(&m.cwd)).filter(|p| p.is_absolute()),
     };
     fire.worktree = worktree.is_some();
-    let d = dispatch(fleet, fire)
+    let d = dispatch(host, fire)
         .await
         .map_err(|e| refused(format!("{e:#}")))?;
     Ok((m, d))
@@ -523,13 +524,10 @@ pub async fn refire(fleet: &Fleet, mission_id: &str) -> Result<(Mission, Dispatc
 /// Queue `fire` for a `missionboard host` (to run only on one labelled `on`, when
 /// given): its envelope must load and its agent resolve here and now, so a typo is
 /// refused at the fire, not found by a host later. Nothing starts.
-pub fn enqueue(
-    paths: &Paths,
-    store: &Store,
-    fire: Fire,
-    on: Option<&str>,
-) -> anyhow::Result<Mission> {
-    Ok(crate::mission::Missions::new(store.clone()).enqueue(queued_record(paths, fire, on)?)?)
+pub fn enqueue(host: &Host, fire: Fire, on: Option<&str>) -> anyhow::Result<Mission> {
+    Ok(host
+        .missions()
+        .enqueue(queued_record(host.paths(), fire, on)?)?)
 }
 
 /// What [`enqueue`] records for `fire`, checked as it checks it, not yet written
@@ -595,15 +593,11 @@ pub struct Queued {
 /// the mission outlives the process that fired it; `None`: no such host, nothing
 /// recorded. A queued mission has no parent session: like every queued mission, its
 /// reports wait in the operator inbox.
-pub async fn queue_if_a_host_takes(
-    paths: &Paths,
-    store: &Store,
-    mut fire: Fire,
-) -> Result<Option<Queued>, String> {
-    let (paths, store) = (paths.clone(), store.clone());
+pub async fn queue_if_a_host_takes(host: &Host, mut fire: Fire) -> Result<Option<Queued>, String> {
+    let here = host.clone();
     crate::store::blocking(move || {
-        let cwd = fire.cwd.clone().unwrap_or_else(|| paths.cwd.clone());
-        let hosts = crate::mission::hosts::Hosts::new(store.clone());
+        let cwd = fire.cwd.clone().unwrap_or_else(|| here.paths().cwd.clone());
+        let hosts = crate::mission::hosts::Hosts::new(here.store().clone());
         let Some(host) = hosts
             .claimer_for(None, &cwd.display().to_string())
             .map_err(|e| e.to_string())?
@@ -612,8 +606,9 @@ pub async fn queue_if_a_host_takes(
         };
         fire.cwd = Some(cwd);
         fire.parent_session = None;
-        let mission = enqueue(&paths, &store, fire, None).map_err(|e| format!("{e:#}"))?;
-        let position = crate::mission::Missions::new(store)
+        let mission = enqueue(&here, fire, None).map_err(|e| format!("{e:#}"))?;
+        let position = here
+            .missions()
             .queue_positions()
             .map_err(|e| e.to_string())?
             .get(&mission.id)
@@ -652,7 +647,8 @@ pub fn envelope_or_default(
 }
 
 /// Everything the picker lists, read afresh (the search path is never cached).
-pub fn load_picker(paths: &Paths, store: &crate::store::Store) -> Result<PickerData, String> {
+pub fn load_picker(host: &Host) -> Result<PickerData, String> {
+    let (paths, store) = (host.paths(), host.store());
     let config = Config::new(store.clone());
     let envelopes = search::list(paths)
         .into_iter()

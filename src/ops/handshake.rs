@@ -8,7 +8,31 @@ use crate::paths::Paths;
 use crate::text;
 
 /// Why the handshake failed, and what fixes it.
-pub use crate::fleet::handshake::Failure;
+#[derive(Debug, Clone)]
+pub struct Failure {
+    pub what: String,
+    pub fix: String,
+}
+
+impl Failure {
+    /// What failed and its fix, the fix said once.
+    pub fn said(&self) -> String {
+        handshake::Failure {
+            what: self.what.clone(),
+            fix: self.fix.clone(),
+        }
+        .said()
+    }
+}
+
+impl From<handshake::Failure> for Failure {
+    fn from(f: handshake::Failure) -> Failure {
+        Failure {
+            what: f.what,
+            fix: f.fix,
+        }
+    }
+}
 
 /// `ready — <who> answered initialize and session/new`, or the failure.
 pub async fn greet(paths: &Paths, agent: &Agent, decl: &SandboxDecl) -> Result<String, Failure> {

@@ -2,7 +2,9 @@
 //! units, the oracle) and the surfaces (cli, board, the editor session, bench).
 //! A surface parses its input, calls a verb, and formats the outcome; what a verb
 //! does — which defaults apply, which checks refuse, which service call records it,
-//! which host resumes a run — is decided here once for every surface.
+//! which host resumes a run, what becomes of a host's missions when it leaves — is
+//! decided here once for every surface. Each surface holds one [`host::Host`] and
+//! hands it to the verbs.
 
 pub mod answer;
 pub mod devices;
@@ -11,6 +13,7 @@ pub mod grants;
 pub mod handshake;
 pub mod host;
 pub mod inbox;
+pub mod leave;
 pub mod schedule;
 pub mod show;
 pub mod spend;

@@ -8,7 +8,7 @@ use crate::oracle::trace::Trace;
 use crate::store::{Store, StoreError};
 
 /// One line of what the oracle did about a question, with its ask and time.
-pub use crate::oracle::trace::TraceLine;
+use crate::oracle::trace::TraceLine;
 
 /// The compute record of a mission: its bounds as raised, what it spent, the model
 /// it runs on. `None` for a mission that never started a unit.

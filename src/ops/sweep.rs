@@ -7,7 +7,9 @@ use crate::mission::{MissionError, Missions};
 
 /// How long an open mission may go without its host's heartbeat before it counts
 /// as abandoned; the board's quit dialog names it.
-pub use crate::fleet::sweep::STALE_AFTER;
+pub fn stale_after() -> std::time::Duration {
+    crate::fleet::sweep::STALE_AFTER
+}
 
 /// Reclaim every open mission whose host is gone: the line that says how many,
 /// when it collected any.

@@ -3,13 +3,13 @@
 
 use crate::mission::check::{CheckRecord, CheckState};
 use crate::mission::{Mission, Missions};
-use crate::store::Store;
+use crate::ops::host::Host;
 use crate::worktree::{self, Merged, Worktree, Worktrees};
 
 /// `m`'s worktree and its diff against the base (`stat`: the file summary only).
 /// The text is the unit's: a surface sanitizes it before showing it.
-pub fn diff(store: &Store, m: &Mission, stat: bool) -> anyhow::Result<(Worktree, String)> {
-    let wt = Worktrees::new(store.clone()).of(m)?;
+pub fn diff(host: &Host, m: &Mission, stat: bool) -> anyhow::Result<(Worktree, String)> {
+    let wt = Worktrees::new(host.store().clone()).of(m)?;
     let text = worktree::diff(&wt, stat)?;
     Ok((wt, text))
 }
@@ -19,10 +19,11 @@ pub fn diff(store: &Store, m: &Mission, stat: bool) -> anyhow::Result<(Worktree,
 /// then the merge is recorded on the mission, naming who forced it. The third value
 /// is the check that did not pass, when it was forced past.
 pub fn merge(
-    store: &Store,
+    host: &Host,
     m: &Mission,
     force: bool,
 ) -> anyhow::Result<(Worktree, Merged, Option<CheckRecord>)> {
+    let store = host.store();
     let worktrees = Worktrees::new(store.clone());
     let wt = worktrees.of_resting(m, "merge")?;
     let missions = Missions::new(store.clone());
@@ -83,8 +84,8 @@ fn operator() -> String {
 }
 
 /// Remove `m`'s worktree and its branch, unmerged.
-pub fn discard(store: &Store, m: &Mission) -> anyhow::Result<Worktree> {
-    let worktrees = Worktrees::new(store.clone());
+pub fn discard(host: &Host, m: &Mission) -> anyhow::Result<Worktree> {
+    let worktrees = Worktrees::new(host.store().clone());
     let wt = worktrees.of_resting(m, "discard")?;
     worktrees.discard(&wt)?;
     Ok(wt)

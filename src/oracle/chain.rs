@@ -23,7 +23,10 @@ use std::path::PathBuf;
 
 use serde_json::Value;
 
-use super::contract::{Binding, Outcome, resolve_tool_name, submit_verdict_spec};
+use super::contract::{
+    AnswerError, Answerer, Binding, Outcome, SUBMIT_VERDICT, TOOLSET, WIRE_SUBMIT_VERDICT,
+    resolve_tool_name, submit_verdict_spec,
+};
 use crate::envelope::{Action, ToolCall, evaluate, search, vet_chain};
 use crate::model::{ChatMessage, ChatReply, ChatRequest, ModelClient, ModelError, ToolChoice};
 use crate::paths::Paths;
@@ -67,6 +70,9 @@ pub struct ChainFile {
     /// Holds `{{tool_rounds_used}}` and `{{recovery_rounds_used}}`, filled per call.
     pub recovery_instruction: String,
     pub budgets: Budgets,
+    /// Worked reviews, as the conversation each would have been: put before the real
+    /// one in every call, so a small model sees the contract met, not only described.
+    pub examples: Vec<ChatMessage>,
 }
 
 impl ChainFile {
@@ -113,7 +119,13 @@ impl ChainFile {
                 .as_u64()
                 .map_or(default, |n| n.min(100) as u32)
         };
+        let examples = doc["examples"]
+            .as_array()
+            .map(|all| worked_examples(all))
+            .transpose()?
+            .unwrap_or_default();
         Ok(ChainFile {
+            examples,
             file_name: file_name.to_string(),
             path,
             loop_instruction: instruction("oracle_loop")?,
@@ -125,6 +137,44 @@ impl ChainFile {
             },
         })
     }
+}
+
+/// The chain file's examples as messages: each INPUT as the chain would send it, the
+/// call, and the result the real contract gives that call. An example the contract
+/// does not accept would teach the model a verdict the chain refuses, so it refuses the
+/// file instead.
+fn worked_examples(examples: &[Value]) -> Result<Vec<ChatMessage>, String> {
+    struct Nowhere;
+    impl Answerer for Nowhere {
+        fn answer(&self, _: &str, _: &str) -> Result<(), AnswerError> {
+            Ok(())
+        }
+    }
+    let mut messages = Vec::new();
+    for (i, example) in examples.iter().enumerate() {
+        let input = super::review_input(&example["input"]);
+        let id = format!("example-{}", i + 1);
+        let mut binding = Binding::new(&id, &input, &Nowhere);
+        let call = &example["call"];
+        let result = binding.exec(TOOLSET, SUBMIT_VERDICT, call)?;
+        if result["accepted"] != true {
+            return Err(format!(
+                "examples[{i}]: the verdict contract refuses its call: {}",
+                result["message"].as_str().unwrap_or_default()
+            ));
+        }
+        messages.push(ChatMessage::user(input));
+        messages.push(ChatMessage::assistant(
+            None,
+            vec![crate::model::ToolCall {
+                id: id.clone(),
+                name: WIRE_SUBMIT_VERDICT.to_string(),
+                arguments: call.clone(),
+            }],
+        ));
+        messages.push(ChatMessage::tool_result(id, result.to_string()));
+    }
+    Ok(messages)
 }
 
 // ---- Token metering, for `oracle eval` ----
@@ -308,6 +358,7 @@ impl Chain<'_> {
             model.model_name()
         ));
         let mut messages = vec![ChatMessage::system(system)];
+        messages.extend_from_slice(&self.file.examples);
         messages.extend_from_slice(conversation);
         let request = ChatRequest {
             messages,
@@ -406,6 +457,9 @@ impl Chain<'_> {
             };
             if let Some(why) = binding.take_rejection() {
                 self.line(format!("verdict rejected: {why}"));
+            }
+            if let Some(notice) = binding.take_notice() {
+                self.line(notice);
             }
             conversation.push(ChatMessage::tool_result(call.id, text));
         }
@@ -553,7 +607,7 @@ mod tests {
             "oracle: ask a1: model call 1 wrote its verdict as text (the tool's arguments alone); read as the call"
         );
         // Checked like any call: evidence outside the intent is refused all the same.
-        let ungrounded = "{\"verdict\": \"answer\", \"answer\": \"yes\", \"evidence\": \"the unit said so itself\"}";
+        let ungrounded = "{\"verdict\": \"answer\", \"answer\": \"yes, as MB_HOST\", \"evidence\": \"the unit said so itself\"}";
         let (outcome, _, delivered, _, _) = review(json!([
             {"text": ungrounded}, {"text": ungrounded}, {"text": ungrounded},
             {"text": "a"}, {"text": "b"}, {"text": "c"}

@@ -5,7 +5,7 @@
 //!
 //! The contract is a fixed state machine. Checks run in order — settled, arguments
 //! shape, verdict, answer text ([`check_answer`]), then the deterministic
-//! grounds ([`super::grounds::check_answer_grounds`]: evidence in the intent, a bare
+//! grounds ([`super::grounds::settling_evidence`]: evidence in the intent, a bare
 //! yes/no only for a yes/no question) — and an invalid call is a *result* (accepted
 //! false) that never reaches the answerer; the binding keeps the operator's reason
 //! for the trace ([`Binding::take_rejection`]). A refused answer keeps the contract open and repeats
@@ -82,6 +82,9 @@ pub struct Binding<'a> {
     answerer: &'a dyn Answerer,
     /// Why the last call was not accepted, for the operator's trace.
     rejection: Option<String>,
+    /// What else the operator should read about the last call: the span that settled
+    /// an answer, when it is not the one the model cited.
+    notice: Option<String>,
 }
 
 impl<'a> Binding<'a> {
@@ -93,6 +96,7 @@ impl<'a> Binding<'a> {
             outcome: Outcome::Open,
             answerer,
             rejection: None,
+            notice: None,
         }
     }
 
@@ -100,6 +104,11 @@ impl<'a> Binding<'a> {
     /// once: the chain writes it to the trace.
     pub fn take_rejection(&mut self) -> Option<String> {
         self.rejection.take()
+    }
+
+    /// What the operator should read about the last call beyond its outcome, once.
+    pub fn take_notice(&mut self) -> Option<String> {
+        self.notice.take()
     }
 
     pub fn outcome(&self) -> &Outcome {
@@ -162,11 +171,21 @@ impl<'a> Binding<'a> {
                 "invalid answer: it {why}. An answer is one short plain sentence on one line, at most {MAX_ANSWER_CHARS} characters, with no code fences, markup, HTML entities or shell commands; nothing was delivered. Correct the call and submit the verdict via submit_verdict again, or submit wait."
             )));
         }
-        if let Err(refusal) = grounds::check_answer_grounds(&self.question, &answer, &evidence) {
-            return Ok(self.reject(format!(
-                "answer refused by the {refusal}; nothing was delivered. {}",
-                where_evidence_comes_from(&self.question.intent)
-            )));
+        match grounds::settling_evidence(&self.question, &answer, &evidence) {
+            Ok(None) => {}
+            Ok(Some(phrase)) => {
+                self.notice = Some(format!(
+                    "the evidence {:?} does not settle the answer; the intent's phrase {:?} does",
+                    crate::text::one_line(&evidence),
+                    crate::text::one_line(&phrase)
+                ))
+            }
+            Err(refusal) => {
+                return Ok(self.reject(format!(
+                    "answer refused by the {refusal}; nothing was delivered. {}",
+                    where_evidence_comes_from(&self.question.intent)
+                )));
+            }
         }
         match self.answerer.answer(&ask, &answer) {
             Ok(()) => {
@@ -333,8 +352,21 @@ fn shell_like(text: &str) -> Option<&'static str> {
 /// intent quoted back, since a model that cited the question's own words will cite them
 /// again unless it is shown the text it may copy.
 pub fn where_evidence_comes_from(intent: &str) -> String {
+    let phrases: Vec<String> = grounds::phrases(intent)
+        .into_iter()
+        .filter(|(_, join)| !join)
+        .map(|(text, _)| format!("{:?}", crate::text::one_line(&text)))
+        .collect();
+    // A small model copies a phrase it is shown far more reliably than it finds one.
+    let copy = match phrases.len() {
+        0 | 1 => "Copy it whole as evidence when it answers the question".to_string(),
+        _ => format!(
+            "Copy as evidence the whole phrase of it that answers the question: {}",
+            phrases.join(" or ")
+        ),
+    };
     format!(
-        "Evidence is copied word for word from the intent, the operator's own words, which are: {:?}. The summary and detail are the unit's words and are never evidence. Answer only with what that evidence states, or submit wait.",
+        "Evidence is copied word for word from the intent, the operator's own words, which are: {:?}. {copy}. The summary and detail are the unit's words and are never evidence. Answer only with what that evidence states, or submit wait.",
         crate::text::one_line(intent)
     )
 }
@@ -486,11 +518,11 @@ mod tests {
         let mut b = Binding::new("a1", INPUT, &rec);
         let bare = submit(
             &mut b,
-            json!({"verdict": "answer", "askId": "a1", "answer": "yes", "evidence": "the operator wants it"}),
+            json!({"verdict": "answer", "askId": "a1", "answer": "Yes, call it MB_HOST.", "evidence": "the operator wants it"}),
         );
         assert_eq!(
             message(&bare),
-            "answer refused by the evidence check: the evidence \"the operator wants it\" is not a verbatim span of the mission's intent; nothing was delivered. Evidence is copied word for word from the intent, the operator's own words, which are: \"rename the setting and rename the env var too\". The summary and detail are the unit's words and are never evidence. Answer only with what that evidence states, or submit wait."
+            "answer refused by the evidence check: the evidence \"the operator wants it\" is not a verbatim span of the mission's intent; nothing was delivered. Evidence is copied word for word from the intent, the operator's own words, which are: \"rename the setting and rename the env var too\". Copy as evidence the whole phrase of it that answers the question: \"rename the setting\" or \"rename the env var too\". The summary and detail are the unit's words and are never evidence. Answer only with what that evidence states, or submit wait."
         );
         assert_eq!(
             b.take_rejection().as_deref(),
@@ -500,6 +532,27 @@ mod tests {
         );
         assert!(rec.delivered.lock().unwrap().is_empty());
         assert_eq!(b.outcome(), &Outcome::Open);
+    }
+
+    /// A citation that is not the intent's words points at nothing; the operator's
+    /// phrase that settles the answer stands in for it, and the trace says so.
+    #[test]
+    fn an_answer_a_phrase_of_the_intent_settles_stands_on_that_phrase() {
+        let rec = Recorder::default();
+        let mut b = Binding::new("a1", INPUT, &rec);
+        let ok = submit(
+            &mut b,
+            json!({"verdict": "answer", "answer": "yes", "evidence": "the env var is renamed too"}),
+        );
+        assert_eq!(ok["accepted"], true, "{ok}");
+        assert_eq!(*rec.delivered.lock().unwrap(), ["yes"]);
+        assert_eq!(
+            b.take_notice().as_deref(),
+            Some(
+                "the evidence \"the env var is renamed too\" does not settle the answer; the intent's phrase \"rename the env var too\" does"
+            )
+        );
+        assert_eq!(b.take_notice(), None);
     }
 
     #[test]

@@ -111,7 +111,23 @@ pub fn check_answer_grounds(
         ));
     };
     let shown = normalized(evidence);
-    if shown.chars().count() < MIN_EVIDENCE_CHARS || span.len() < MIN_EVIDENCE_WORDS {
+    let yes_no = is_yes_no_question(&question.summary);
+    // A yes/no question's span must hold everything that settles it. A question asking
+    // for a value may cite just the value the operator named ("RetryPolicy"): whether
+    // that means something, and is about what was asked, is read in the operator's
+    // whole phrase around it ("name the new struct RetryPolicy") — what the answer may
+    // say is still bounded by the span alone.
+    let reach = if yes_no {
+        span.clone()
+    } else {
+        phrase_around(&question.intent, at, span.len())
+    };
+    let reach_chars = if yes_no {
+        shown.chars().count()
+    } else {
+        reach.join(" ").chars().count()
+    };
+    if reach_chars < MIN_EVIDENCE_CHARS || reach.len() < MIN_EVIDENCE_WORDS {
         return Err(Refusal::new(
             EVIDENCE_CHECK,
             format!(
@@ -138,7 +154,6 @@ pub fn check_answer_grounds(
             ),
         ));
     }
-    let yes_no = is_yes_no_question(&question.summary);
     let (act, objects) = act_and_objects(&question.summary);
     if yes_no && says_no(answer) {
         // A no is the act left undone, which is safe only where the act keeps something.
@@ -162,7 +177,7 @@ pub fn check_answer_grounds(
         return Ok(());
     }
     let asked = content_words(&question.asked());
-    if !content_words(&shown).iter().any(|w| stem_in(w, &asked)) {
+    if !reach.iter().any(|w| !is_filler(w) && stem_in(w, &asked)) {
         return Err(Refusal::new(
             EVIDENCE_CHECK,
             format!(
@@ -229,6 +244,94 @@ pub fn check_answer_grounds(
         ));
     }
     Ok(())
+}
+
+/// The span an answer stands on: the model's own evidence when it settles the answer,
+/// else the first of the intent's phrases, then the whole intent, that does — `Some`
+/// of it then. A citation is a pointer, not a licence: every check reads the span
+/// itself, so an answer one of the operator's phrases settles is as safe found here as
+/// quoted by the model, and a small model that cites the question's words, or the
+/// intent's in its own order, is not made to fail at copying. A verdict citing nothing
+/// is refused as it stands; when nothing settles the answer, the refusal is the one
+/// the model's own evidence earned.
+pub fn settling_evidence(
+    question: &Question,
+    answer: &str,
+    evidence: &str,
+) -> Result<Option<String>, Refusal> {
+    let refusal = match check_answer_grounds(question, answer, evidence) {
+        Ok(()) => return Ok(None),
+        Err(refusal) if words(evidence).is_empty() => return Err(refusal),
+        Err(refusal) => refusal,
+    };
+    let phrases = phrases(&question.intent)
+        .into_iter()
+        .filter(|(_, join)| !join)
+        .map(|(text, _)| text)
+        .chain([question.intent.clone()]);
+    for phrase in phrases {
+        if check_answer_grounds(question, answer, &phrase).is_ok() {
+            return Ok(Some(phrase));
+        }
+    }
+    Err(refusal)
+}
+
+/// Words that join two phrases of an intent ("rename X *and* the env var too"); they
+/// belong to neither.
+const JOINS: &[&str] = &["and", "but", "then", "while"];
+
+/// The intent cut into the operator's phrases, in order, as written: a phrase ends at
+/// `,` `;` `:` `!` `?`, at a sentence's end, and at a joining word ([`JOINS`]), which
+/// is a piece of its own (`true`). Cut only where [`words`] splits too, so the pieces'
+/// words, in order, are the intent's words.
+pub fn phrases(intent: &str) -> Vec<(String, bool)> {
+    let mut pieces = Vec::new();
+    let mut piece = String::new();
+    let mut chars = intent.chars().peekable();
+    while let Some(c) = chars.next() {
+        let ends = matches!(c, ',' | ';' | ':' | '!' | '?')
+            || (c == '.' && chars.peek().is_none_or(|n| n.is_whitespace()));
+        if ends {
+            pieces.push(std::mem::take(&mut piece));
+        } else {
+            piece.push(c);
+        }
+    }
+    pieces.push(piece);
+    let mut out = Vec::new();
+    for piece in pieces {
+        let mut phrase: Vec<&str> = Vec::new();
+        for token in piece.split_whitespace() {
+            let bare = token.trim_matches(|c: char| !c.is_alphanumeric() && c != '_');
+            if JOINS.contains(&bare.to_lowercase().as_str()) && words(token).len() == 1 {
+                out.push((phrase.join(" "), false));
+                out.push((token.to_string(), true));
+                phrase.clear();
+            } else {
+                phrase.push(token);
+            }
+        }
+        out.push((phrase.join(" "), false));
+    }
+    out.retain(|(text, _)| !words(text).is_empty());
+    out
+}
+
+/// The words of the operator's phrases that the run of `len` words at `at` in the
+/// intent's words touches (see [`phrases`]).
+fn phrase_around(intent: &str, at: usize, len: usize) -> Vec<String> {
+    let mut position = 0;
+    let mut reach = Vec::new();
+    for (text, join) in phrases(intent) {
+        let phrase = words(&text);
+        let start = position;
+        position += phrase.len();
+        if !join && start < at + len && at < position {
+            reach.extend(phrase);
+        }
+    }
+    reach
 }
 
 /// Where the run `needle` starts in `haystack`, word for word.
@@ -351,6 +454,37 @@ mod tests {
             why(&q, "MB_PORT", "rename the setting MB_PORT"),
             "the evidence \"rename the setting mb_port\" shares no word with the question, so it cannot settle it"
         );
+    }
+
+    /// A question asking for a value may cite just the value the operator named; its
+    /// length and its bearing on the question are read in the phrase around it, and
+    /// the answer is still bounded by the span.
+    #[test]
+    fn a_named_value_is_read_in_the_operators_phrase_around_it() {
+        let intent = "name the new struct RetryPolicy and keep it in src/net/retry.rs";
+        let q = ask(intent, "What should the retry policy struct be called?");
+        assert_eq!(check(&q, "RetryPolicy", "RetryPolicy"), Ok(()));
+        assert_eq!(
+            why(&q, "RetryPolicy in src/net/retry.rs", "RetryPolicy"),
+            "the answer says \"src\", \"net\", \"retry\", \"rs\", which the evidence \"retrypolicy\" does not: an answer may only say what its evidence states"
+        );
+        // The phrase ends at "and": the file's phrase says nothing of a struct's name.
+        let q = ask(intent, "What should the error type be called?");
+        assert_eq!(
+            why(&q, "RetryPolicy", "RetryPolicy"),
+            "the evidence \"retrypolicy\" shares no word with the question, so it cannot settle it"
+        );
+        let q = ask(
+            "add a function named parse_range to src/range.rs",
+            "What do I name the new function?",
+        );
+        assert_eq!(
+            check(&q, "parse_range.", "parse_range to src/range.rs"),
+            Ok(())
+        );
+        // A yes/no question's span holds all of it itself.
+        let q = ask(RENAME, "Rename the env var too?");
+        assert_eq!(check(&q, "yes", "env var"), Err(EVIDENCE_CHECK));
     }
 
     /// The probe that found the hole: a span that shares "database" with the question

@@ -75,6 +75,11 @@ pub struct Oracle {
     call_timeout: Duration,
 }
 
+/// How the oracle's answer is recorded: `(ask id, agent name, text)` through the
+/// bounded agent answer, which keeps the refusal's type inside the error
+/// ([`AgentAnswerError`], [`AskError`], [`crate::store::StoreError`]).
+pub type AnswerPath = Arc<dyn Fn(&str, &str, &str) -> anyhow::Result<()> + Send + Sync>;
+
 /// A running driver, as its host holds it: which review is in flight and when its
 /// budget ends, so a fire that waits on a question does not cut the review short;
 /// and the unmounting, which says why in the trace of a review it ends.
@@ -163,8 +168,10 @@ impl Oracle {
     }
 
     /// Follow the bus from now on, reviewing the questions `fleet` is host to, one at a
-    /// time, until it is unmounted (the fire ends).
-    pub fn spawn(self, fleet: Fleet) -> anyhow::Result<Mounted> {
+    /// time, until it is unmounted (the fire ends). Its answers go through `answer`,
+    /// the operations layer's bounded answer path, handed down by the host that
+    /// mounts it (the oracle sits below that layer and never names it).
+    pub fn spawn(self, fleet: Fleet, answer: AnswerPath) -> anyhow::Result<Mounted> {
         let mut after = fleet.missions().bus().head()?;
         let mut changes = fleet.missions().store().changes().subscribe();
         let state = Arc::new(DriverState::default());
@@ -184,7 +191,7 @@ impl Oracle {
                 for ev in events {
                     after = ev.id;
                     if ev.subject == subjects::ATTENTION_ASKED {
-                        self.offer(&fleet, &ev.data, &state).await;
+                        self.offer(&fleet, &answer, &ev.data, &state).await;
                     }
                 }
             }
@@ -193,7 +200,7 @@ impl Oracle {
     }
 
     /// One `attention_asked` event: review it, or decline without a model call.
-    async fn offer(&self, fleet: &Fleet, event: &Value, state: &DriverState) {
+    async fn offer(&self, fleet: &Fleet, answer: &AnswerPath, event: &Value, state: &DriverState) {
         let field = |k: &str| event.get(k).and_then(Value::as_str).unwrap_or_default();
         let (ask_id, mission_id) = (field("askId"), field("missionId"));
         let (missions, asks) = (fleet.missions().clone(), fleet.asks().clone());
@@ -222,7 +229,8 @@ impl Oracle {
         if let Ok(mut r) = state.review.lock() {
             *r = Some((ask_id.to_string(), Instant::now() + budget));
         }
-        self.review(fleet, &mission, ask_id, event, state).await;
+        self.review(fleet, answer, &mission, ask_id, event, state)
+            .await;
         if let Ok(mut r) = state.review.lock() {
             *r = None;
         }
@@ -231,6 +239,7 @@ impl Oracle {
     async fn review(
         &self,
         fleet: &Fleet,
+        answer: &AnswerPath,
         mission: &Mission,
         ask_id: &str,
         event: &Value,
@@ -267,6 +276,7 @@ impl Oracle {
         let deliver = Deliver {
             oracle: self,
             fleet,
+            answer,
             mission_id: &mission.id,
             parked: AtomicBool::new(false),
             delivered: Mutex::new(None),
@@ -425,6 +435,8 @@ fn round_to_ms(d: Duration) -> Duration {
 struct Deliver<'a> {
     oracle: &'a Oracle,
     fleet: &'a Fleet,
+    /// The answer path the host handed down: records the answer, bounded.
+    answer: &'a AnswerPath,
     mission_id: &'a str,
     /// Whether the run had parked on a checkpoint by the time the answer landed.
     parked: AtomicBool,
@@ -464,10 +476,7 @@ impl Deliver<'_> {
         // inside its park window in this process is woken at once. Past the window,
         // the run's checkpoint is ours, and this host's drive loop resumes it from
         // the durable row.
-        let who = crate::fleet::resume::Answerer::Agent { name: AGENT, text };
-        let host = || Ok(self.fleet.clone());
-        let via = crate::asks::Surface::Oracle;
-        match crate::fleet::resume::record(&self.oracle.paths, asks, ask_id, who, &via, host) {
+        match (self.answer)(ask_id, AGENT, text) {
             Ok(_) => {
                 let was_parked = parked_before || parked();
                 self.parked.store(was_parked, Ordering::Relaxed);

@@ -11,10 +11,12 @@ use serde::Deserialize;
 use super::Web;
 use super::guard::{self, Authed, Peer, refuse};
 use super::render;
+use crate::asks::Surface;
 use crate::asks::{AskError, Asks, OperatorVerdict};
+use crate::devices::DeviceError;
 use crate::mission::Missions;
-use crate::ops::answer::{self, Afterwards, Answerer, Host, Surface};
-use crate::ops::devices::{self, DeviceError};
+use crate::ops::answer::{self, Afterwards, Answerer};
+use crate::ops::devices;
 use crate::store::blocking;
 use crate::sync::LockUnpoisoned as _;
 
@@ -77,7 +79,7 @@ pub async fn index(State(web): State<Web>, headers: HeaderMap) -> Response {
     let Some(authed) = guard::authenticate(&web, &headers).await else {
         return (StatusCode::UNAUTHORIZED, Html(render::unpaired_page())).into_response();
     };
-    let store = web.store.clone();
+    let store = web.host.store().clone();
     match blocking(move || read_view(&store)).await {
         Ok(view) => {
             let page = render::main_page(&view, &authed.device.name, &authed.csrf);
@@ -97,7 +99,7 @@ pub async fn index(State(web): State<Web>, headers: HeaderMap) -> Response {
 
 /// `/api/state`: the live part, as the event stream sends it.
 pub async fn state(State(web): State<Web>, authed: Authed) -> Response {
-    let store = web.store.clone();
+    let store = web.host.store().clone();
     match blocking(move || read_view(&store)).await {
         Ok(view) => Html(render::live(&view, &authed.csrf)).into_response(),
         Err(e) => failed(e),
@@ -128,9 +130,9 @@ pub async fn pair(
             "too many bad pairing codes from this address: pairing is locked for 15 minutes",
         );
     }
-    let store = web.store.clone();
+    let host = web.host.clone();
     let code = form.code;
-    match blocking(move || devices::redeem(&store, &code)).await {
+    match blocking(move || devices::redeem(&host, &code)).await {
         Ok((name, credential)) => {
             web.lockout.lock_unpoisoned().clear(peer);
             tracing::info!(device = %name, %peer, "web: a device was paired");
@@ -188,7 +190,7 @@ pub async fn answer(
             );
         }
     };
-    let host = Host::one_shot(&web.paths, &web.store);
+    let host = web.host.clone();
     let via = Surface::Web(authed.device.name.clone());
     let (h, id, v) = (host.clone(), form.ask.clone(), verdict.clone());
     let recorded = blocking(move || answer::record(&h, &id, Answerer::Operator(&v), &via)).await;
@@ -240,12 +242,11 @@ pub async fn stop(State(web): State<Web>, authed: Authed, Form(form): Form<StopF
             "the form's CSRF token is missing or stale: reload the page",
         );
     }
-    let store = web.store.clone();
+    let host = web.host.clone();
     let reason = format!("stopped from the web ({})", authed.device.name);
     let stopped = blocking(move || {
-        let missions = Missions::new(store.clone());
-        let m = missions.resolve(&form.mission)?;
-        crate::ops::stop::stop_mission(&missions, &Asks::new(store), &m.id, Some(&reason))
+        let m = host.missions().resolve(&form.mission)?;
+        crate::ops::stop::stop_mission(&host, &m.id, Some(&reason))
     })
     .await;
     match stopped {
@@ -264,7 +265,7 @@ pub async fn mission_page(
     authed: Authed,
     Path(id): Path<String>,
 ) -> Response {
-    let store = web.store.clone();
+    let store = web.host.store().clone();
     let view = blocking(move || -> anyhow::Result<Option<render::MissionView>> {
         let missions = Missions::new(store.clone());
         let Some(mission) = missions.get(&id)? else {

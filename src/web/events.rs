@@ -39,7 +39,7 @@ pub async fn stream(State(web): State<Web>, authed: Authed, headers: HeaderMap) 
         .and_then(|v| v.to_str().ok())
         .map(str::to_string);
     // Subscribed before the first read: no commit between them is missed.
-    let waiter = web.store.changes().subscribe();
+    let waiter = web.host.store().changes().subscribe();
     let feed = Feed {
         web,
         credential: authed.credential,
@@ -60,7 +60,7 @@ pub async fn stream(State(web): State<Web>, authed: Authed, headers: HeaderMap) 
                 headers.insert(axum::http::header::COOKIE, v);
             }
             guard::authenticate(&feed.web, &headers).await?;
-            let store = feed.web.store.clone();
+            let store = feed.web.host.store().clone();
             let view = match blocking(move || super::api::read_view(&store)).await {
                 Ok(v) => v,
                 Err(e) => {

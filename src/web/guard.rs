@@ -14,7 +14,8 @@ use axum::response::{IntoResponse, Response};
 use sha2::{Digest, Sha256};
 
 use super::Web;
-use crate::ops::devices::{self, Device};
+use crate::devices::Device;
+use crate::ops::devices;
 use crate::store::blocking;
 
 /// The name of the cookie that carries a device credential.
@@ -241,8 +242,8 @@ impl Authed {
 /// Who the request's credential belongs to, if anyone.
 pub async fn authenticate(web: &Web, headers: &HeaderMap) -> Option<Authed> {
     let credential = credential(headers)?;
-    let (store, presented) = (web.store.clone(), credential.clone());
-    let device = blocking(move || devices::authenticate(&store, &presented))
+    let (host, presented) = (web.host.clone(), credential.clone());
+    let device = blocking(move || devices::authenticate(&host, &presented))
         .await
         .map_err(|e| tracing::warn!("web: a device check failed: {e}"))
         .ok()??;

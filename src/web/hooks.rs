@@ -87,7 +87,10 @@ async fn deliver(
         header("x-github-delivery"),
         header("x-github-event"),
     );
-    let (paths, store) = (hooks.web.paths.clone(), hooks.web.store.clone());
+    let (paths, store) = (
+        hooks.web.host.paths().clone(),
+        hooks.web.host.store().clone(),
+    );
     let (n, b) = (name.clone(), body.clone());
     let verified =
         blocking(move || trigger::verify(&paths, &store, &n, signature.as_deref(), &b)).await;
@@ -109,7 +112,10 @@ async fn deliver(
             "this trigger fires at most 30 deliveries a minute; nothing fired",
         );
     }
-    let (paths, store) = (hooks.web.paths.clone(), hooks.web.store.clone());
+    let (paths, store) = (
+        hooks.web.host.paths().clone(),
+        hooks.web.host.store().clone(),
+    );
     match blocking(move || trigger::deliver(&paths, &store, &t, delivery.as_deref(), &body)).await {
         Ok(mission) => (
             StatusCode::ACCEPTED,

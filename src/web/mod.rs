@@ -24,6 +24,7 @@ use axum::routing::{get, post};
 use hyper_util::rt::TokioIo;
 use tokio_rustls::TlsAcceptor;
 
+use crate::ops::host::{Host, Hosting};
 use crate::paths::Paths;
 use crate::store::Store;
 
@@ -45,8 +46,10 @@ pub struct WebOptions {
 /// The shared state of every request.
 #[derive(Clone)]
 pub(crate) struct Web {
-    pub paths: Paths,
-    pub store: Store,
+    /// This server's host: its paths and store, and the fleet a run whose host is
+    /// gone is resumed on (started on first need, each run's unit reaped at the end
+    /// of its turn, as `approvals respond` does).
+    pub host: Host,
     /// Host names (lowercase, no port) a request may name in its `Host` header.
     pub allowed_hosts: Arc<Vec<String>>,
     /// Cookies are marked `Secure` (served over TLS here or by the proxy).
@@ -137,8 +140,7 @@ impl Server {
         let _ = std::fs::write(url_file(&paths), &base_url);
         Ok(Server {
             web: Web {
-                paths,
-                store,
+                host: Host::open(&paths, &store, Hosting::OnNeed)?,
                 allowed_hosts: Arc::new(hosts),
                 secure: scheme == "https",
                 lockout: Arc::default(),
@@ -222,7 +224,7 @@ impl Server {
             });
         }
         settler.abort();
-        let _ = std::fs::remove_file(url_file(&self.web.paths));
+        let _ = std::fs::remove_file(url_file(self.web.host.paths()));
         Ok(())
     }
 }
@@ -233,18 +235,17 @@ const SETTLE_EVERY: std::time::Duration = std::time::Duration::from_secs(2);
 /// While the page is served, missions whose host died are reclaimed (as `mission
 /// list` does), asks past their deadline take their on-timeout verdict (so the page
 /// never offers an ask that can no longer be answered) and answered
-/// runs whose host is gone are resumed here, as a running board does. Each round has
-/// a host of its own: a run it resumes is driven to the end of its turn and its unit
+/// runs whose host is gone are resumed here, as a running board does: on this
+/// server's host, a run it resumes driven to the end of its turn and its unit
 /// reaped, as `approvals respond` does.
 fn spawn_settler(web: &Web) -> tokio::task::JoinHandle<()> {
-    use crate::ops::answer::{self, Host, Stranded};
-    let (paths, store) = (web.paths.clone(), web.store.clone());
+    use crate::ops::answer::{self, Stranded};
+    let host = web.host.clone();
     tokio::spawn(async move {
         loop {
-            let host = Host::one_shot(&paths, &store);
             // The read views' reclaim: an open mission whose host died is shown
             // abandoned, not open, unless a pending ask explains the silence.
-            let missions = crate::mission::Missions::new(store.clone());
+            let missions = host.missions().clone();
             match crate::store::blocking(move || crate::ops::sweep::reclaim(&missions)).await {
                 Ok(Some(line)) => tracing::info!("web: {line}"),
                 Ok(None) => {}

@@ -64,7 +64,7 @@ async fn answering_in_the_board_lets_the_real_stub_land() {
         })
         .await
         .expect("dispatch");
-    let svc = Services::new(paths.clone(), fleet.clone());
+    let svc = Services::new(missionboard::ops::host::Host::over(&paths, fleet.clone()));
     let src = Source::open(
         &missionboard::store::Location::File(paths.db_path()),
         Box::new(|| 1),
@@ -142,7 +142,7 @@ async fn the_board_mounts_its_oracle_and_it_answers_a_routine_question() {
         .unwrap();
     let fleet = Fleet::with_executable(paths.clone(), store, BIN.into()).unwrap();
     let _teardown = fleet.spawn_teardown();
-    let svc = Services::new(paths.clone(), fleet.clone());
+    let svc = Services::new(missionboard::ops::host::Host::over(&paths, fleet.clone()));
     let src = Source::open(
         &missionboard::store::Location::File(paths.db_path()),
         Box::new(|| 1),

@@ -222,7 +222,13 @@ fn picker_labels(sb: &Sandbox, agent: &str, envelope: &str) -> Vec<String> {
     use missionboard::board::picker;
     use missionboard::ops::fire;
     let paths = missionboard::paths::Paths::resolve(sb.home.clone(), sb.cwd.clone());
-    let data = fire::load_picker(&paths, &sb.store()).unwrap();
+    let host = missionboard::ops::host::Host::open(
+        &paths,
+        &sb.store(),
+        missionboard::ops::host::Hosting::OnNeed,
+    )
+    .unwrap();
+    let data = fire::load_picker(&host).unwrap();
     let caps = data
         .agents
         .iter()

@@ -340,7 +340,7 @@ fn chat_text_an_ungrounded_answer_and_a_bad_verdict_are_corrected_and_one_answer
     assert_eq!(
         last_tool_message(&requests[2]),
         format!(
-            "answer refused by the evidence check: the verdict cites no evidence: an answer needs a verbatim span of the mission's intent that settles the question; nothing was delivered. Evidence is copied word for word from the intent, the operator's own words, which are: {INTENT:?}. The summary and detail are the unit's words and are never evidence. Answer only with what that evidence states, or submit wait."
+            "answer refused by the evidence check: the verdict cites no evidence: an answer needs a verbatim span of the mission's intent that settles the question; nothing was delivered. Evidence is copied word for word from the intent, the operator's own words, which are: {INTENT:?}. Copy as evidence the whole phrase of it that answers the question: \"rename the setting\" or \"the env var too\" or \"bump the version\". The summary and detail are the unit's words and are never evidence. Answer only with what that evidence states, or submit wait."
         )
     );
     assert_eq!(
@@ -718,7 +718,7 @@ fn the_oracle_answers_through_a_model_server_that_validates_like_llama_cpp() {
     let server = ModelServer::start(vec![
         model_server::tool_call(
             "oracle_submit_verdict",
-            json!({"verdict": "answer", "answer": "yes", "evidence": "the operator agreed to it"}),
+            json!({"verdict": "answer", "answer": "yes, as MB_HOST", "evidence": "the operator agreed to it"}),
         ),
         served_answer("yes, rename it"),
     ]);

@@ -8,6 +8,7 @@ use std::sync::{Arc, Barrier};
 use missionboard::asks::{Asks, NewAsk, QUESTION_TOOL, QUESTION_TOOLS, bounds};
 use missionboard::fleet::sweep;
 use missionboard::mission::{Missions, NewMission, Status, subjects};
+use missionboard::ops::host::{Host, Hosting};
 use missionboard::ops::stop::stop_mission;
 use missionboard::paths::Paths;
 use missionboard::store::Store;
@@ -170,15 +171,17 @@ fn a_verdict_racing_a_stop_and_a_sweep_ends_in_exactly_one_terminal_state() {
         let start = Arc::new(Barrier::new(3));
         let racer = |which: usize| {
             let (start, db, id) = (start.clone(), sb.location(), m.id.clone());
+            let paths = Paths::resolve(sb.home.clone(), sb.cwd.clone());
             std::thread::spawn(move || {
                 let store = Store::open_at(&db).unwrap();
-                let (missions, asks) = (Missions::new(store.clone()), Asks::new(store));
+                let (missions, asks) = (Missions::new(store.clone()), Asks::new(store.clone()));
+                let host = Host::open(&paths, &store, Hosting::OnNeed).unwrap();
                 start.wait();
                 match which {
                     0 => missions
                         .finish(&id, Status::Landed, "the unit's verdict")
                         .is_ok(),
-                    1 => stop_mission(&missions, &asks, &id, Some("the operator's stop")).is_ok(),
+                    1 => stop_mission(&host, &id, Some("the operator's stop")).is_ok(),
                     _ => sweep::reclaim(&missions, &asks).unwrap() == 1,
                 }
             })

@@ -266,7 +266,7 @@ const QUIT_LISTED: usize = 5;
 fn quit_consequence() -> String {
     format!(
         "Quitting stops their units; the missions stay open. One waiting on a question or a gated call resumes once it is answered (on a board, or `missionboard approvals respond`); the others are reclaimed as abandoned after {}h without a heartbeat. Press s to stop them now instead, with this reason:",
-        crate::ops::sweep::STALE_AFTER.as_secs() / 3600
+        crate::ops::sweep::stale_after().as_secs() / 3600
     )
 }
 
