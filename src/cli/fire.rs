@@ -79,7 +79,7 @@ impl FireArgs {
         words: &[String],
     ) -> anyhow::Result<(Duration, Store, Fire)> {
         let pairs = crate::sched::template::parse_pairs(words).map_err(anyhow::Error::msg)?;
-        let t = crate::ops::schedule::template_fire(&ctx.paths, &store, name, &pairs)?;
+        let t = crate::ops::schedule::template_fire(&ctx.host(&store)?, name, &pairs)?;
         let mut request = t.fire;
         if let Some(p) = &self.policy {
             request.envelope = crate::mission::EnvelopeName::new(p)?;

@@ -207,8 +207,7 @@ pub(super) fn schedule(ctx: &Ctx, cmd: ScheduleCmd) -> anyhow::Result<i32> {
                 }
             };
             let s = schedule::add(
-                &ctx.paths,
-                &store,
+                &ctx.host(&store)?,
                 schedule::NewSchedule {
                     name,
                     cron,
@@ -260,7 +259,7 @@ pub(super) fn schedule(ctx: &Ctx, cmd: ScheduleCmd) -> anyhow::Result<i32> {
         }
         ScheduleCmd::Show { name, json } => {
             let store = ctx.required_store()?;
-            let s = schedule::get(&store, &name)?;
+            let s = schedule::get(&ctx.host(&store)?, &name)?;
             let fired = Schedules::new(store).fired("schedule", &name, 20)?;
             if json {
                 let fired: Vec<_> = fired
@@ -289,14 +288,14 @@ pub(super) fn schedule(ctx: &Ctx, cmd: ScheduleCmd) -> anyhow::Result<i32> {
             Ok(0)
         }
         ScheduleCmd::Pause { name } => {
-            schedule::pause(&ctx.required_store()?, &name)?;
+            schedule::pause(&ctx.host(&ctx.required_store()?)?, &name)?;
             outln!(
                 "Schedule {name} paused: its ticks pass unfired until 'missionboard schedule resume {name}'."
             )?;
             Ok(0)
         }
         ScheduleCmd::Resume { name } => {
-            let next = schedule::resume(&ctx.required_store()?, &name)?;
+            let next = schedule::resume(&ctx.host(&ctx.required_store()?)?, &name)?;
             outln!(
                 "Schedule {name} resumed: next run {}.",
                 crate::clock::rfc3339(next)
@@ -304,7 +303,7 @@ pub(super) fn schedule(ctx: &Ctx, cmd: ScheduleCmd) -> anyhow::Result<i32> {
             Ok(0)
         }
         ScheduleCmd::Remove { name } => {
-            schedule::remove(&ctx.required_store()?, &name)?;
+            schedule::remove(&ctx.host(&ctx.required_store()?)?, &name)?;
             outln!("Schedule {name} removed; the missions it fired keep their record.")?;
             Ok(0)
         }
@@ -347,7 +346,7 @@ pub(super) fn trigger(ctx: &Ctx, cmd: TriggerCmd) -> anyhow::Result<i32> {
             let store = ctx.store()?;
             seed_envelopes(ctx);
             let pairs = template::parse_pairs(&params).map_err(anyhow::Error::msg)?;
-            let (t, secret) = trigger::add(&ctx.paths, &store, &name, &template, &pairs)?;
+            let (t, secret) = trigger::add(&ctx.host(&store)?, &name, &template, &pairs)?;
             outln!(
                 "Trigger {} added: POST /hooks/{} on the web server fires template {}.",
                 t.name,
@@ -392,12 +391,12 @@ pub(super) fn trigger(ctx: &Ctx, cmd: TriggerCmd) -> anyhow::Result<i32> {
             Ok(0)
         }
         TriggerCmd::Remove { name } => {
-            trigger::remove(&ctx.paths, &ctx.required_store()?, &name)?;
+            trigger::remove(&ctx.host(&ctx.required_store()?)?, &name)?;
             outln!("Trigger {name} removed with its secret: /hooks/{name} now answers 404.")?;
             Ok(0)
         }
         TriggerCmd::Rotate { name } => {
-            let secret = trigger::rotate(&ctx.paths, &ctx.required_store()?, &name)?;
+            let secret = trigger::rotate(&ctx.host(&ctx.required_store()?)?, &name)?;
             outln!(
                 "Trigger {name} has a new secret (shown this once; the old one no longer verifies):"
             )?;

@@ -150,8 +150,7 @@ pub async fn run(
     let ticking = {
         let report = report.clone();
         tokio::spawn(crate::ops::schedule::run(
-            paths.clone(),
-            store.clone(),
+            host.clone(),
             std::future::pending(),
             move |t| {
                 report(Event::Scheduled {

@@ -14,6 +14,7 @@ use std::time::Duration;
 use crate::mission::check::CheckChoice;
 use crate::mission::{EnvelopeName, Intent, Missions};
 use crate::ops::fire::{self, Fire, TypedAt};
+use crate::ops::host::Host;
 use crate::paths::Paths;
 use crate::sched::cron::{DEFAULT_ZONE, When};
 use crate::sched::schedules::{Fires, Schedule, Schedules, TickAction};
@@ -27,10 +28,20 @@ pub struct TemplateFire {
     pub on: Option<String>,
 }
 
-/// Fill template `name` (found from `paths`' search path) with `pairs` and make it
+/// Fill template `name` (found on the host's search path) with `pairs` and make it
 /// a fire. A missing or unknown parameter, a value that is not one line, a bad
 /// envelope or agent is refused naming it.
 pub fn template_fire(
+    host: &Host,
+    name: &str,
+    pairs: &[(String, String)],
+) -> anyhow::Result<TemplateFire> {
+    fill_at(host.paths(), host.store(), name, pairs)
+}
+
+/// [`template_fire`] from the search path of `paths` (a schedule's or a trigger's
+/// own workspace, not the process's).
+pub(crate) fn fill_at(
     paths: &Paths,
     store: &Store,
     name: &str,
@@ -80,7 +91,8 @@ pub struct NewSchedule {
 
 /// Check and record a schedule: its name, its cron expression and zone, and the
 /// fire it makes (built now as a tick would build it, so a typo is refused here).
-pub fn add(paths: &Paths, store: &Store, new: NewSchedule) -> anyhow::Result<Schedule> {
+pub fn add(host: &Host, new: NewSchedule) -> anyhow::Result<Schedule> {
+    let (paths, store) = (host.paths(), host.store());
     crate::sched::check_name("schedule", &new.name).map_err(anyhow::Error::msg)?;
     let tz = new.tz.clone().unwrap_or_else(|| DEFAULT_ZONE.to_string());
     let when = When::parse(&new.cron, &tz).map_err(anyhow::Error::msg)?;
@@ -127,8 +139,8 @@ pub fn add(paths: &Paths, store: &Store, new: NewSchedule) -> anyhow::Result<Sch
 }
 
 /// Schedule `name`, or a refusal naming how to list them.
-pub fn get(store: &Store, name: &str) -> anyhow::Result<Schedule> {
-    Schedules::new(store.clone())
+pub fn get(host: &Host, name: &str) -> anyhow::Result<Schedule> {
+    Schedules::new(host.store().clone())
         .get(name)?
         .ok_or_else(|| no_such(name))
 }
@@ -138,8 +150,8 @@ fn no_such(name: &str) -> anyhow::Error {
 }
 
 /// Pause a schedule: its ticks pass unfired until it is resumed.
-pub fn pause(store: &Store, name: &str) -> anyhow::Result<()> {
-    if !Schedules::new(store.clone()).set_paused(name, true, 0)? {
+pub fn pause(host: &Host, name: &str) -> anyhow::Result<()> {
+    if !Schedules::new(host.store().clone()).set_paused(name, true, 0)? {
         return Err(no_such(name));
     }
     Ok(())
@@ -147,20 +159,20 @@ pub fn pause(store: &Store, name: &str) -> anyhow::Result<()> {
 
 /// Resume a schedule from its next tick after now (ticks while paused are not
 /// owed); returns that tick.
-pub fn resume(store: &Store, name: &str) -> anyhow::Result<i64> {
-    let s = get(store, name)?;
+pub fn resume(host: &Host, name: &str) -> anyhow::Result<i64> {
+    let s = get(host, name)?;
     let when = When::parse(&s.cron, &s.tz).map_err(anyhow::Error::msg)?;
     let next = when
         .next_after(crate::clock::now_ms())
         .ok_or_else(|| anyhow::anyhow!("--cron {:?} never comes", s.cron))?;
-    if !Schedules::new(store.clone()).set_paused(name, false, next)? {
+    if !Schedules::new(host.store().clone()).set_paused(name, false, next)? {
         return Err(no_such(name));
     }
     Ok(next)
 }
 
-pub fn remove(store: &Store, name: &str) -> anyhow::Result<()> {
-    if !Schedules::new(store.clone()).remove(name)? {
+pub fn remove(host: &Host, name: &str) -> anyhow::Result<()> {
+    if !Schedules::new(host.store().clone()).remove(name)? {
         return Err(no_such(name));
     }
     Ok(())
@@ -177,7 +189,7 @@ fn tick_fire(
     let there = Paths::resolve(paths.home.clone(), cwd.clone());
     let (mut fire, on) = match &s.fires {
         Fires::Template { template, params } => {
-            let t = template_fire(&there, store, template, params)?;
+            let t = fill_at(&there, store, template, params)?;
             (t.fire, t.on)
         }
         Fires::Plain {
@@ -331,16 +343,15 @@ fn tick(
 /// until the soonest next tick, woken early by any commit to the store (a schedule
 /// added, resumed or removed anywhere). Each thing done is handed to `report`.
 pub async fn run(
-    paths: Paths,
-    store: Store,
+    host: Host,
     shutdown: impl Future<Output = ()>,
     report: impl Fn(Ticked) + Send + Sync + 'static,
 ) {
-    let mut changes = store.changes().subscribe();
+    let mut changes = host.store().changes().subscribe();
     tokio::pin!(shutdown);
     loop {
-        let (p, s) = (paths.clone(), store.clone());
-        let (ticked, soonest) = blocking(move || tick_due(&p, &s)).await;
+        let h = host.clone();
+        let (ticked, soonest) = blocking(move || tick_due(h.paths(), h.store())).await;
         let moved = !ticked.is_empty();
         for t in ticked {
             report(t);

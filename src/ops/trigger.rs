@@ -5,21 +5,21 @@
 
 use std::path::PathBuf;
 
-use crate::ops::schedule::template_fire;
+use crate::ops::host::Host;
+use crate::ops::schedule::fill_at;
 use crate::paths::Paths;
 use crate::sched::template;
 use crate::sched::triggers::{self, Delivered, Trigger, Triggers};
-use crate::store::Store;
 
 /// Check and record a trigger firing `template` with `params` (`key=$.path`);
 /// returns it and its secret, which is shown this once.
 pub fn add(
-    paths: &Paths,
-    store: &Store,
+    host: &Host,
     name: &str,
     template_name: &str,
     params: &[(String, String)],
 ) -> anyhow::Result<(Trigger, String)> {
+    let (paths, store) = (host.paths(), host.store());
     triggers::check_name(name).map_err(anyhow::Error::msg)?;
     let loaded = template::load(paths, template_name).map_err(anyhow::Error::msg)?;
     let declared = &loaded.template.params;
@@ -65,16 +65,16 @@ pub fn add(
 }
 
 /// A new secret for trigger `name` (shown this once); the old one stops working.
-pub fn rotate(paths: &Paths, store: &Store, name: &str) -> anyhow::Result<String> {
+pub fn rotate(host: &Host, name: &str) -> anyhow::Result<String> {
     let secret = crate::devices::mint_secret();
-    if !Triggers::new(store.clone()).rotate(&paths.home, name, &secret)? {
+    if !Triggers::new(host.store().clone()).rotate(&host.paths().home, name, &secret)? {
         return Err(no_such(name));
     }
     Ok(secret)
 }
 
-pub fn remove(paths: &Paths, store: &Store, name: &str) -> anyhow::Result<()> {
-    if !Triggers::new(store.clone()).remove(&paths.home, name)? {
+pub fn remove(host: &Host, name: &str) -> anyhow::Result<()> {
+    if !Triggers::new(host.store().clone()).remove(&host.paths().home, name)? {
         return Err(no_such(name));
     }
     Ok(())
@@ -132,12 +132,12 @@ impl Refused {
 /// The trigger `name`, if `signature` signs `body` with its secret. Checked before
 /// anything else is read from the body.
 pub fn verify(
-    paths: &Paths,
-    store: &Store,
+    host: &Host,
     name: &str,
     signature: Option<&str>,
     body: &[u8],
 ) -> Result<Trigger, Refused> {
+    let (paths, store) = (host.paths(), host.store());
     if triggers::check_name(name).is_err() {
         return Err(Refused::Unknown);
     }
@@ -158,12 +158,12 @@ pub fn verify(
 /// once per `delivery` id (a delivery without one is keyed by its body's digest, so
 /// the same signed body cannot be replayed either). Returns the mission's id.
 pub fn deliver(
-    paths: &Paths,
-    store: &Store,
+    host: &Host,
     t: &Trigger,
     delivery: Option<&str>,
     body: &[u8],
 ) -> Result<String, Refused> {
+    let (paths, store) = (host.paths(), host.store());
     let json: serde_json::Value = serde_json::from_slice(body)
         .ok()
         .filter(serde_json::Value::is_object)
@@ -192,7 +192,7 @@ pub fn deliver(
         ),
     };
     let there = Paths::resolve(paths.home.clone(), PathBuf::from(&t.cwd));
-    let queued = template_fire(&there, store, &t.template, &pairs)
+    let queued = fill_at(&there, store, &t.template, &pairs)
         .and_then(|tf| {
             let mut fire = tf.fire;
             fire.cwd = Some(PathBuf::from(&t.cwd));

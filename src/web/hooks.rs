@@ -87,13 +87,8 @@ async fn deliver(
         header("x-github-delivery"),
         header("x-github-event"),
     );
-    let (paths, store) = (
-        hooks.web.host.paths().clone(),
-        hooks.web.host.store().clone(),
-    );
-    let (n, b) = (name.clone(), body.clone());
-    let verified =
-        blocking(move || trigger::verify(&paths, &store, &n, signature.as_deref(), &b)).await;
+    let (host, n, b) = (hooks.web.host.clone(), name.clone(), body.clone());
+    let verified = blocking(move || trigger::verify(&host, &n, signature.as_deref(), &b)).await;
     let t = match verified {
         Ok(t) => t,
         Err(r) => return refused(&r),
@@ -112,11 +107,8 @@ async fn deliver(
             "this trigger fires at most 30 deliveries a minute; nothing fired",
         );
     }
-    let (paths, store) = (
-        hooks.web.host.paths().clone(),
-        hooks.web.host.store().clone(),
-    );
-    match blocking(move || trigger::deliver(&paths, &store, &t, delivery.as_deref(), &body)).await {
+    let host = hooks.web.host.clone();
+    match blocking(move || trigger::deliver(&host, &t, delivery.as_deref(), &body)).await {
         Ok(mission) => (
             StatusCode::ACCEPTED,
             axum::Json(serde_json::json!({ "mission": mission, "queued": true })),
