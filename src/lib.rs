@@ -30,6 +30,7 @@ pub mod logging;
 pub mod mission;
 pub mod mission_mcp;
 pub mod model;
+pub mod notify;
 pub mod ops;
 pub mod oracle;
 pub mod paths;

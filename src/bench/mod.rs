@@ -14,6 +14,7 @@ mod fire;
 mod fleet;
 mod queue;
 mod scratch;
+mod web;
 
 use std::time::Duration;
 
@@ -28,12 +29,21 @@ pub const GROUPS: &[&str] = &[
     "board",
     "fleet",
     "fleet-rss",
+    "web",
 ];
 /// How a figure measured on PostgreSQL ends (its floor is the same work, there).
 const ON_POSTGRES: &str = " on PostgreSQL";
 /// The groups whose cost runs through the store, run again on PostgreSQL under
 /// `bench --postgres` (resident memory is the host's, whatever the store).
-const STORE_GROUPS: &[&str] = &["answer", "fire", "queue", "queue-fleet", "board", "fleet"];
+const STORE_GROUPS: &[&str] = &[
+    "answer",
+    "fire",
+    "queue",
+    "queue-fleet",
+    "board",
+    "fleet",
+    "web",
+];
 
 /// The store sizes and fleet widths `bench --scale` walks.
 const SCALE_MISSIONS: [usize; 3] = [10_000, 100_000, 1_000_000];
@@ -221,6 +231,7 @@ pub fn run_group(group: &str, scale: Scale) -> anyhow::Result<i32> {
             "board" => board::run(scale).await,
             "fleet" => fleet::run(scale).await,
             "fleet-rss" => fleet::rss(scale).await,
+            "web" => web::run(scale).await,
             // The floor of fleet-rss, run by it in a process of its own.
             "bare-rss" => fleet::bare_rss(scale).await,
             other => anyhow::bail!(

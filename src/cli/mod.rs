@@ -471,13 +471,13 @@ struct BenchArgs {
     /// A small, fast run (a CI smoke test; the figures are not the real scale).
     #[arg(long)]
     quick: bool,
-    /// Run only these figure groups (answer, fire, queue, queue-fleet, board, fleet, fleet-rss).
+    /// Run only these figure groups (answer, fire, queue, queue-fleet, board, fleet, fleet-rss, web).
     #[arg(long, value_delimiter = ',')]
     group: Vec<String>,
     /// Each figure at 10k/100k/1M missions and 16/64/256 concurrent units (slow; not for CI).
     #[arg(long, conflicts_with = "quick")]
     scale: bool,
-    /// Also run the store-bound groups (answer, fire, queue, queue-fleet, board, fleet) on this PostgreSQL
+    /// Also run the store-bound groups (answer, fire, queue, queue-fleet, board, fleet, web) on this PostgreSQL
     /// server, beside SQLite's: an admin URL allowed to CREATE DATABASE; each group makes
     /// a throwaway database there and drops it afterwards.
     #[arg(long, value_name = "URL")]
