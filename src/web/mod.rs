@@ -306,6 +306,7 @@ fn router(web: Web) -> Router {
         .route("/api/state", get(api::state))
         .route("/api/answer", post(api::answer))
         .route("/api/stop", post(api::stop))
+        .route("/api/fire-template", post(api::fire_template))
         .route("/events", get(events::stream))
         .merge(hooks::routes(web.clone()))
         .fallback(api::not_found)
