@@ -118,8 +118,9 @@ fn a_paired_device_fires_a_template_with_its_parameters_and_is_refused_as_the_cl
     // A good fire is queued for a `missionboard host`, its intent made of the
     // parameters (the default where the field was left empty).
     let good = fire(&[("p.repo", "acme/api"), ("p.label", "")]);
-    assert_eq!(good.status(), 200);
+    let status = good.status();
     let v: serde_json::Value = good.json().unwrap();
+    assert_eq!(status, 200, "{v}");
     let id = v["mission"].as_str().unwrap().to_string();
     assert_eq!(
         v["message"],
