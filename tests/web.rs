@@ -20,3 +20,5 @@ mod hardening;
 mod hooks;
 #[path = "web/live.rs"]
 mod live;
+#[path = "web/templates.rs"]
+mod templates;

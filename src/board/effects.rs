@@ -65,6 +65,22 @@ pub fn spawn(effect: Effect, svc: &Services, tx: UnboundedSender<Msg>) {
                 let _ = tx.send(Msg::Fired(fired));
             });
         }
+        Effect::FireTemplate { name, pairs, runs } => {
+            tokio::spawn(async move {
+                let queue = match runs {
+                    Runs::Here => None,
+                    Runs::Queued(on) => Some(on),
+                };
+                let fired = ops::schedule::fire_template(&svc.host, &name, pairs, queue)
+                    .await
+                    .map(|f| {
+                        tracing::info!(mission = %f.mission_id, template = %name, "board fired a template");
+                        picker::template_confirmation(&name, &f)
+                    })
+                    .map_err(|e| picker::on_board(format!("{e:#}")));
+                let _ = tx.send(Msg::Fired(fired));
+            });
+        }
         Effect::Verdict { ask_id, verdict } => {
             tokio::spawn(async move { answer_then_resume(svc, ask_id, verdict, tx).await });
         }
@@ -172,6 +188,7 @@ fn execute(effect: Effect, svc: &Services) -> Msg {
         Effect::LoadPicker => Msg::PickerLoaded(fire::load_picker(&svc.host)),
         Effect::RunMission { .. }
         | Effect::Fire { .. }
+        | Effect::FireTemplate { .. }
         | Effect::Refire { .. }
         | Effect::Verdict { .. } => Msg::Toast {
             text: "internal: async effect run synchronously".into(),

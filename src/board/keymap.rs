@@ -107,6 +107,8 @@ pub enum Action {
     Back,
     /// Where a picked mission runs: this board, the queue, or the queue for a label.
     RunsWhere,
+    /// The picker's templates: choose one, then fill its parameters.
+    Templates,
     Run,
     Keep,
     /// A text area's own editing key (documentation only).
@@ -586,6 +588,13 @@ pub const BINDINGS: &[Binding] = &[
         Action::Cancel,
         "close the picker",
         Some("close"),
+    ),
+    b(
+        C::Picker,
+        &[k('t')],
+        Action::Templates,
+        "fire a template: choose one, then fill in its parameters (as `mission fire --template`)",
+        Some("template"),
     ),
     b(C::Confirm, &[k('y')], Action::Confirm, "yes", Some("yes")),
     b(

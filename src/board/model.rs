@@ -223,6 +223,10 @@ pub enum PickStep {
     Envelope,
     Agent,
     Intent,
+    /// The templates on the search path (`t` from the envelope or agent step).
+    Template,
+    /// The chosen template's parameters, one field each.
+    Params,
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -232,6 +236,13 @@ pub struct Picker {
     pub envelope: usize,
     pub agent: usize,
     pub intent: LineField,
+    /// The template chosen (an index into the data's templates).
+    pub template: usize,
+    /// One field per parameter of the chosen template, in its order; an empty field
+    /// gives nothing (the default, else the fire's refusal naming it).
+    pub params: Vec<LineField>,
+    /// The parameter field being typed in.
+    pub param: usize,
     pub error: Option<String>,
     pub busy: bool,
     /// Where the picked mission runs.
@@ -276,6 +287,9 @@ impl Picker {
             envelope: 0,
             agent: 0,
             intent: LineField::new(),
+            template: 0,
+            params: Vec::new(),
+            param: 0,
             error: None,
             busy: false,
             runs: Runs::Here,

@@ -4,8 +4,8 @@
 
 use crate::envelope::search;
 pub use crate::ops::fire::{
-    EnvelopeEntry, LABEL_SEP, MissionLine, PickerData, Resolved, USAGE, bound_labels,
-    lookup_envelope, parse, resolve,
+    EnvelopeEntry, LABEL_SEP, MissionLine, ParamEntry, PickerData, Resolved, TemplateEntry, USAGE,
+    bound_labels, lookup_envelope, parse, resolve,
 };
 
 /// A refusal of the grammar as the board says it: its fire line is `:mission` (`/` is
@@ -94,6 +94,27 @@ pub fn session_confirmation(
     out
 }
 
+/// The notice once a template's mission was accepted: fired here, or queued (with
+/// its place) for a `missionboard host`, and the intent the parameters made.
+pub fn template_confirmation(name: &str, fired: &crate::ops::schedule::TemplateFired) -> String {
+    let id = super::model::short(&fired.mission_id);
+    let intent = crate::text::excerpt(&crate::text::sanitize(&fired.intent), 120);
+    match fired.queued {
+        None => format!(
+            "Mission {id} fired from template {name:?} at agent {:?} under envelope {:?}: {intent}",
+            fired.agent, fired.envelope
+        ),
+        Some(position) => format!(
+            "Mission {id} queued from template {name:?} at position {position}{}: {intent}",
+            fired
+                .on
+                .as_deref()
+                .map(|l| format!(" for a host labelled {l:?}"))
+                .unwrap_or_default()
+        ),
+    }
+}
+
 /// The header the picker shows above its lists.
 pub fn header_lines(data: &PickerData, from: FiredFrom) -> Vec<String> {
     let default = |v: &Option<String>, key: &str, what: &str| match v {
@@ -128,12 +149,21 @@ pub fn header_lines(data: &PickerData, from: FiredFrom) -> Vec<String> {
     ];
     if !data.templates.is_empty() {
         lines.push(String::new());
-        lines.push(
-            "Templates (fire one with `missionboard mission fire --template <name> key=value…`):"
-                .into(),
-        );
-        for (name, params) in &data.templates {
-            lines.push(format!("  {name} {params}").trim_end().to_string());
+        lines.push(match from {
+            FiredFrom::Board => {
+                "Templates (t picks one and asks for its parameters, or `:mission --template <name> key=value…`):"
+            }
+            FiredFrom::Session => {
+                "Templates (fire one with `missionboard mission fire --template <name> key=value…`):"
+            }
+        }
+        .into());
+        for t in &data.templates {
+            lines.push(
+                format!("  {} {}", t.name, t.params_line())
+                    .trim_end()
+                    .to_string(),
+            );
         }
     }
     lines
@@ -163,6 +193,9 @@ pub fn envelope_line(e: &EnvelopeEntry, default: Option<&str>) -> String {
 /// Shown under the envelope lines when none exist.
 pub const NO_ENVELOPES: &str =
     "No envelopes found on the policy search path — run `missionboard init` to seed the presets.";
+
+/// Said when the picker's `t` finds no template to offer.
+pub const NO_TEMPLATES: &str = "no templates on the search path — write one as .missionboard/templates/<name>.toml (see docs/schedules.md)";
 
 #[cfg(test)]
 mod tests {
@@ -198,14 +231,35 @@ mod tests {
                 .iter()
                 .any(|l| l.starts_with("Templates"))
         );
-        d.templates = vec![("triage".into(), "label=… repo=…".into())];
+        let param = |name: &str| ParamEntry {
+            name: name.into(),
+            ..ParamEntry::default()
+        };
+        d.templates = vec![
+            TemplateEntry {
+                name: "triage".into(),
+                params: vec![param("label"), param("repo")],
+                error: None,
+            },
+            TemplateEntry {
+                name: "broken".into(),
+                params: vec![],
+                error: Some("unknown field `x`".into()),
+            },
+        ];
         let lines = header_lines(&d, FiredFrom::Board);
         assert_eq!(
-            &lines[lines.len() - 2..],
+            &lines[lines.len() - 3..],
             [
-                "Templates (fire one with `missionboard mission fire --template <name> key=value…`):".to_string(),
-                "  triage label=… repo=…".to_string()
+                "Templates (t picks one and asks for its parameters, or `:mission --template <name> key=value…`):".to_string(),
+                "  triage label=… repo=…".to_string(),
+                "  broken (does not load: unknown field `x`)".to_string()
             ]
+        );
+        let lines = header_lines(&d, FiredFrom::Session);
+        assert_eq!(
+            lines[lines.len() - 3],
+            "Templates (fire one with `missionboard mission fire --template <name> key=value…`):"
         );
     }
 

@@ -1442,3 +1442,213 @@ fn revoke_ends_a_web_device_from_the_command_line() {
             .starts_with("`:revoke <device>`")
     );
 }
+
+/// Picker data with two templates: `triage` (a required `repo`, a `label` with a
+/// default) and `broken` (a file that does not load).
+fn with_templates() -> super::model::PickerData {
+    use crate::ops::fire::{ParamEntry, TemplateEntry};
+    super::model::PickerData {
+        templates: vec![
+            TemplateEntry {
+                name: "broken".into(),
+                params: vec![],
+                error: Some("unknown field `agnet`".into()),
+            },
+            TemplateEntry {
+                name: "triage".into(),
+                params: vec![
+                    ParamEntry {
+                        name: "label".into(),
+                        description: "the issue label".into(),
+                        default: Some("bug".into()),
+                    },
+                    ParamEntry {
+                        name: "repo".into(),
+                        description: "owner/name of the repository".into(),
+                        default: None,
+                    },
+                ],
+                error: None,
+            },
+        ],
+        ..Default::default()
+    }
+}
+
+#[test]
+fn the_picker_fires_a_template_with_the_parameters_typed() {
+    use crate::board::model::{PickStep, Runs};
+    let mut m = model(120, 40, false);
+    key(&mut m, KeyCode::Char('f'));
+    update(&mut m, Msg::PickerLoaded(Ok(with_templates())));
+    let step = |m: &Model| match &m.mode {
+        Mode::Picking(p) => (p.step, p.error.clone()),
+        _ => panic!("the picker closed"),
+    };
+    key(&mut m, KeyCode::Char('t'));
+    assert_eq!(step(&m), (PickStep::Template, None));
+    // A template that does not load is refused, saying why.
+    assert_eq!(key(&mut m, KeyCode::Enter), vec![]);
+    assert_eq!(
+        step(&m),
+        (
+            PickStep::Template,
+            Some("template \"broken\" does not load: unknown field `agnet`".into())
+        )
+    );
+    key(&mut m, KeyCode::Char('j'));
+    key(&mut m, KeyCode::Enter);
+    assert_eq!(step(&m), (PickStep::Params, None));
+    // Each parameter is named with what it is and its default.
+    let screen = super::view::tests::frame(&m);
+    assert!(
+        screen.contains("label (the issue label; default \"bug\")"),
+        "{screen}"
+    );
+    assert!(
+        screen.contains("repo (owner/name of the repository; required)"),
+        "{screen}"
+    );
+    // Letters are text here (`j`, `t` included); the arrows move between fields;
+    // an empty field gives nothing, so the default or the verb's refusal applies.
+    key(&mut m, KeyCode::Down);
+    typed(&mut m, "acme/jt");
+    key(&mut m, KeyCode::Tab);
+    assert_eq!(
+        key(&mut m, KeyCode::Enter),
+        vec![Effect::FireTemplate {
+            name: "triage".into(),
+            pairs: vec![("repo".into(), "acme/jt".into())],
+            runs: Runs::Queued(None),
+        }]
+    );
+    // The verb's refusal keeps the picker open with its exact text.
+    update(
+        &mut m,
+        Msg::Fired(Err("template \"triage\": missing template parameter: give repo=… (owner/name of the repository)".into())),
+    );
+    assert!(
+        matches!(&m.mode, Mode::Picking(p) if p.step == PickStep::Params
+        && p.error.as_deref() == Some("template \"triage\": missing template parameter: give repo=… (owner/name of the repository)"))
+    );
+    // Back to the templates, then to the envelopes.
+    update(
+        &mut m,
+        Msg::Term(Event::Key(KeyEvent::new(
+            KeyCode::BackTab,
+            KeyModifiers::SHIFT,
+        ))),
+    );
+    assert_eq!(step(&m).0, PickStep::Template);
+    update(&mut m, Msg::Fired(Ok("Mission fired".into())));
+    assert_eq!(m.mode, Mode::Board);
+
+    // With no template on the search path, `t` says how to write one.
+    key(&mut m, KeyCode::Char('f'));
+    update(&mut m, Msg::PickerLoaded(Ok(Default::default())));
+    key(&mut m, KeyCode::Char('t'));
+    assert_eq!(
+        step(&m),
+        (
+            PickStep::Envelope,
+            Some(super::picker::NO_TEMPLATES.to_string())
+        )
+    );
+}
+
+#[test]
+fn the_command_line_fires_a_template_with_its_parameters() {
+    use crate::board::model::Runs;
+    let mut m = model(120, 40, false);
+    key(&mut m, KeyCode::Char(':'));
+    typed(&mut m, "mission --template triage repo=acme/api label=p1");
+    assert_eq!(
+        key(&mut m, KeyCode::Enter),
+        vec![Effect::FireTemplate {
+            name: "triage".into(),
+            pairs: vec![
+                ("repo".into(), "acme/api".into()),
+                ("label".into(), "p1".into())
+            ],
+            runs: Runs::Here,
+        }]
+    );
+    key(&mut m, KeyCode::Char(':'));
+    typed(&mut m, "mission --template triage acme/api");
+    assert_eq!(key(&mut m, KeyCode::Enter), vec![]);
+    assert_eq!(
+        m.toasts.last().map(|t| (&t.text[..], t.error)),
+        Some((
+            "template parameter \"acme/api\" must be written key=value",
+            true
+        ))
+    );
+}
+
+/// The template fire against a real store, through the same verb as `mission fire
+/// --template`: its refusals (missing, unknown, not one line) record nothing; a
+/// good fire is queued with the intent its parameters made.
+#[test]
+fn a_template_fired_from_the_board_is_refused_or_queued_as_the_command_line_does() {
+    use crate::board::model::Runs;
+    let (dir, svc, _) = world();
+    let home = dir.path().join("home");
+    crate::presets::seed_policies_quietly(&home).unwrap();
+    std::fs::create_dir_all(home.join("templates")).unwrap();
+    std::fs::write(
+        home.join("templates/triage.toml"),
+        "agent = \"claude\"\nenvelope = \"default\"\nintent = \"Triage the {{label}} issues of {{repo}}\"\n\
+[params.repo]\ndescription = \"owner/name of the repository\"\n[params.label]\ndefault = \"bug\"\n",
+    )
+    .unwrap();
+    let fire = |pairs: &[(&str, &str)]| {
+        run_effect(
+            Effect::FireTemplate {
+                name: "triage".into(),
+                pairs: pairs
+                    .iter()
+                    .map(|(k, v)| (k.to_string(), v.to_string()))
+                    .collect(),
+                runs: Runs::Queued(None),
+            },
+            &svc,
+        )
+    };
+    let refused = |msg: Msg| match msg {
+        Msg::Fired(Err(e)) => e,
+        other => panic!("{other:?}"),
+    };
+    assert_eq!(
+        refused(fire(&[])),
+        "template \"triage\": missing template parameter: give repo=… (owner/name of the repository)"
+    );
+    assert_eq!(
+        refused(fire(&[("repo", "a"), ("team", "x")])),
+        "template \"triage\": unknown template parameter \"team\": it takes label, repo"
+    );
+    assert_eq!(
+        refused(fire(&[("repo", "a\nb")])),
+        "template \"triage\": template parameter \"repo\" must be a single line of text (no line breaks or control characters)"
+    );
+    assert_eq!(svc.host.missions().list(10).unwrap().len(), 1, "only m-1");
+    let Msg::Fired(Ok(text)) = fire(&[("repo", "acme/api")]) else {
+        panic!("not fired")
+    };
+    let queued = svc
+        .host
+        .missions()
+        .list(10)
+        .unwrap()
+        .into_iter()
+        .find(|m| m.id != "m-1")
+        .unwrap();
+    assert_eq!(queued.intent, "Triage the bug issues of acme/api");
+    assert_eq!(queued.status, crate::mission::Status::Queued);
+    assert_eq!(
+        text,
+        format!(
+            "Mission {} queued from template \"triage\" at position 1: Triage the bug issues of acme/api",
+            super::model::short(&queued.id)
+        )
+    );
+}

@@ -303,9 +303,74 @@ pub struct PickerData {
     pub agents: Vec<AgentEntry>,
     pub default_agent: Option<String>,
     pub default_envelope: Option<String>,
-    /// The templates on the search path: each name and its parameters (a template
-    /// that does not load is listed with its error).
-    pub templates: Vec<(String, String)>,
+    /// The templates on the search path, each with its parameters (a template that
+    /// does not load is listed with its error).
+    pub templates: Vec<TemplateEntry>,
+}
+
+/// One template as the picker and the web page list it.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct TemplateEntry {
+    pub name: String,
+    /// Its parameters by name, sorted (empty when it does not load).
+    pub params: Vec<ParamEntry>,
+    /// Why it does not load, on one line (`None`: it loads).
+    pub error: Option<String>,
+}
+
+/// One parameter of a template: its name, what it is, and its default (`None`: a
+/// fire must give it).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ParamEntry {
+    pub name: String,
+    pub description: String,
+    pub default: Option<String>,
+}
+
+impl TemplateEntry {
+    /// `label=… repo=…`: its parameters as a fire line takes them, or why it does
+    /// not load.
+    pub fn params_line(&self) -> String {
+        match &self.error {
+            Some(e) => format!("(does not load: {e})"),
+            None => self
+                .params
+                .iter()
+                .map(|p| format!("{}=…", p.name))
+                .collect::<Vec<_>>()
+                .join(" "),
+        }
+    }
+}
+
+/// The templates on `paths`' search path, read afresh, as the picker and the web
+/// page list them (every text sanitized: a template file is the operator's, but
+/// a workspace's may come from anyone's repository).
+pub fn template_entries(paths: &Paths) -> Vec<TemplateEntry> {
+    let clean = |s: &str| crate::text::one_line(&crate::text::sanitize(s));
+    crate::sched::template::list(paths)
+        .into_iter()
+        .map(|l| match &l.template {
+            Ok(t) => TemplateEntry {
+                name: l.name,
+                params: t
+                    .params
+                    .iter()
+                    .map(|(name, p)| ParamEntry {
+                        name: clean(name),
+                        description: clean(&p.description),
+                        default: p.default.as_deref().map(clean),
+                    })
+                    .collect(),
+                error: None,
+            },
+            Err(e) => TemplateEntry {
+                name: l.name,
+                params: Vec::new(),
+                error: Some(clean(e)),
+            },
+        })
+        .collect()
 }
 
 /// A mission ready to dispatch: every value already checked.
@@ -680,21 +745,7 @@ pub fn load_picker(host: &Host) -> Result<PickerData, String> {
         agents,
         default_agent: get(config::DEFAULT_MISSION_AGENT),
         default_envelope: get(config::DEFAULT_MISSION_POLICY),
-        templates: crate::sched::template::list(paths)
-            .into_iter()
-            .map(|l| {
-                let params = match &l.template {
-                    Ok(t) => t
-                        .params
-                        .keys()
-                        .map(|k| format!("{k}=…"))
-                        .collect::<Vec<_>>()
-                        .join(" "),
-                    Err(e) => format!("(does not load: {})", crate::text::one_line(e)),
-                };
-                (l.name, params)
-            })
-            .collect(),
+        templates: template_entries(paths),
     })
 }
 

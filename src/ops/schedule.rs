@@ -39,6 +39,70 @@ pub fn template_fire(
     fill_at(host.paths(), host.store(), name, pairs)
 }
 
+/// What a template fired from the board or the web page came to.
+#[derive(Debug, Clone)]
+pub struct TemplateFired {
+    pub mission_id: String,
+    pub agent: String,
+    pub envelope: String,
+    /// The intent its parameters made.
+    pub intent: String,
+    /// Its place in the queue when queued (`None`: hosted by the firing process).
+    pub queued: Option<usize>,
+    /// The host label a queued mission waits for.
+    pub on: Option<String>,
+}
+
+/// Fire template `name` with `pairs` as `mission fire --template` does, through
+/// [`template_fire`] and so with its refusals: hosted by this process (`queue:
+/// None`), or queued for a `missionboard host` (`Some(on)`, `on` as `--on`, else
+/// the template's label). A refusal records nothing.
+pub async fn fire_template(
+    host: &Host,
+    name: &str,
+    pairs: Vec<(String, String)>,
+    queue: Option<Option<String>>,
+) -> anyhow::Result<TemplateFired> {
+    let (h, n) = (host.clone(), name.to_string());
+    let t = blocking(move || template_fire(&h, &n, &pairs)).await?;
+    let (agent, envelope, intent) = (
+        t.fire.agent.clone(),
+        t.fire.envelope.as_str().to_string(),
+        t.fire.intent.as_str().to_string(),
+    );
+    let Some(on) = queue else {
+        let d = fire::dispatch(host, t.fire).await?;
+        return Ok(TemplateFired {
+            mission_id: d.mission_id,
+            agent,
+            envelope,
+            intent,
+            queued: None,
+            on: None,
+        });
+    };
+    let h = host.clone();
+    blocking(move || {
+        let on = on.or(t.on);
+        let m = fire::enqueue(&h, t.fire, on.as_deref())?;
+        let position = h
+            .missions()
+            .queue_positions()?
+            .get(&m.id)
+            .copied()
+            .unwrap_or(1);
+        Ok(TemplateFired {
+            mission_id: m.id,
+            agent,
+            envelope,
+            intent,
+            queued: Some(position),
+            on,
+        })
+    })
+    .await
+}
+
 /// [`template_fire`] from the search path of `paths` (a schedule's or a trigger's
 /// own workspace, not the process's).
 pub(crate) fn fill_at(

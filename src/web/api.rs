@@ -1,5 +1,5 @@
-//! The handlers: the pages, pairing, and the two verbs the page calls (answer an
-//! ask, stop a mission). Each reads through the services and writes through `ops`,
+//! The handlers: the pages, pairing, and the three verbs the page calls (answer an
+//! ask, stop a mission, fire a template). Each reads through the services and writes through `ops`,
 //! on the blocking pool.
 
 use axum::Form;
@@ -81,10 +81,15 @@ pub async fn index(State(web): State<Web>, headers: HeaderMap) -> Response {
     let Some(authed) = guard::authenticate(&web, &headers).await else {
         return (StatusCode::UNAUTHORIZED, Html(render::unpaired_page())).into_response();
     };
-    let store = web.host.store().clone();
-    match blocking(move || read_view(&store)).await {
-        Ok(view) => {
-            let page = render::main_page(&view, &authed.device.name, &authed.csrf);
+    let host = web.host.clone();
+    let read = blocking(move || {
+        let view = read_view(host.store())?;
+        Ok::<_, anyhow::Error>((view, crate::ops::fire::template_entries(host.paths())))
+    })
+    .await;
+    match read {
+        Ok((view, templates)) => {
+            let page = render::main_page(&view, &templates, &authed.device.name, &authed.csrf);
             // Each visit slides the cookie's own expiry with the server's.
             (
                 [(
@@ -258,6 +263,61 @@ pub async fn stop(State(web): State<Web>, authed: Authed, Form(form): Form<StopF
         }))
         .into_response(),
         Err(e) => refuse(StatusCode::CONFLICT, &crate::text::sanitize(&e.to_string())),
+    }
+}
+
+/// The prefix of a template parameter's field in the fire form: `p.repo=acme/api`.
+pub const PARAM_FIELD: &str = "p.";
+
+/// `POST /api/fire-template`: fire a template with the parameters typed on the
+/// page, queued for a `missionboard host` (as `mission fire --template … --queue`;
+/// the page's server hosts no mission of its own). The form is `csrf`, `template`
+/// and one `p.<name>` per parameter; an empty field gives nothing, so the default
+/// applies or the fire is refused naming the parameter. Every refusal is the fire
+/// verb's own, and records nothing.
+pub async fn fire_template(
+    State(web): State<Web>,
+    authed: Authed,
+    Form(form): Form<Vec<(String, String)>>,
+) -> Response {
+    let field = |name: &str| form.iter().find(|(k, _)| k == name).map(|(_, v)| v.clone());
+    if !authed.csrf_ok(&field("csrf").unwrap_or_default()) {
+        return refuse(
+            StatusCode::FORBIDDEN,
+            "the form's CSRF token is missing or stale: reload the page",
+        );
+    }
+    let Some(name) = field("template").filter(|n| !n.trim().is_empty()) else {
+        return refuse(StatusCode::BAD_REQUEST, "name the template to fire");
+    };
+    let pairs: Vec<(String, String)> = form
+        .iter()
+        .filter_map(|(k, v)| Some((k.strip_prefix(PARAM_FIELD)?.to_string(), v.clone())))
+        .filter(|(_, v)| !v.is_empty())
+        .collect();
+    match crate::ops::schedule::fire_template(&web.host, &name, pairs, Some(None)).await {
+        Ok(f) => {
+            tracing::info!(mission = %f.mission_id, template = %name, device = %authed.device.name, "web: a template was fired");
+            let id = &f.mission_id[..8.min(f.mission_id.len())];
+            let place =
+                f.on.as_deref()
+                    .map(|l| format!(" for a host labelled {l}"))
+                    .unwrap_or_default();
+            axum::Json(serde_json::json!({
+                "ok": true,
+                "mission": f.mission_id,
+                "message": crate::text::sanitize(&format!(
+                    "Mission {id} queued at position {}{place}: {}",
+                    f.queued.unwrap_or(1),
+                    crate::text::excerpt(&f.intent, 120)
+                )),
+            }))
+            .into_response()
+        }
+        Err(e) => refuse(
+            StatusCode::UNPROCESSABLE_ENTITY,
+            &crate::text::sanitize(&format!("{e:#}")),
+        ),
     }
 }
 

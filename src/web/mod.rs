@@ -77,6 +77,11 @@ impl Server {
     /// Check the exposure, load TLS, bind. Refuses a non-loopback address that is
     /// neither served over TLS nor behind a proxy with a named host.
     pub fn bind(paths: Paths, store: Store, options: WebOptions) -> anyhow::Result<Server> {
+        // The shipped envelopes are always there for a template the page fires to
+        // name, whatever was deleted (as for the board and `mission fire`).
+        if let Err(e) = crate::presets::seed_policies_quietly(&paths.home) {
+            tracing::warn!("web: could not refresh the preset envelopes: {e}");
+        }
         let addr: SocketAddr = options.listen.trim().parse().map_err(|_| {
             anyhow::anyhow!(
                 "--listen {:?} is not an address: give IP:PORT, e.g. 127.0.0.1:7878 (loopback) or 0.0.0.0:7878 with TLS",
@@ -306,6 +311,7 @@ fn router(web: Web) -> Router {
         .route("/api/state", get(api::state))
         .route("/api/answer", post(api::answer))
         .route("/api/stop", post(api::stop))
+        .route("/api/fire-template", post(api::fire_template))
         .route("/events", get(events::stream))
         .merge(hooks::routes(web.clone()))
         .fallback(api::not_found)

@@ -394,17 +394,75 @@ pub fn mission_page(v: &MissionView, device: &str, csrf: &str) -> String {
 }
 
 /// The main page: the live part inside its frame.
-pub fn main_page(view: &View, device: &str, csrf: &str) -> String {
+pub fn main_page(
+    view: &View,
+    templates: &[crate::ops::fire::TemplateEntry],
+    device: &str,
+    csrf: &str,
+) -> String {
     page(
         "missionboard",
         "main",
         Some(csrf),
         &format!(
-            "<header><h1>missionboard</h1><span class=\"device\">{}</span> <span id=\"conn\" role=\"status\"></span></header><main id=\"live\">{}</main>",
+            "<header><h1>missionboard</h1><span class=\"device\">{}</span> <span id=\"conn\" role=\"status\"></span></header><main id=\"live\">{}</main>{}",
             text(device),
-            live(view, csrf)
+            live(view, csrf),
+            templates_section(templates, csrf)
         ),
     )
+}
+
+/// The templates on the search path, each a form of its parameters (named, with
+/// what each is and its default) that queues its mission; outside the live part,
+/// so a refresh never clears what is being typed.
+fn templates_section(templates: &[crate::ops::fire::TemplateEntry], csrf: &str) -> String {
+    if templates.is_empty() {
+        return String::new();
+    }
+    let mut out = String::from(
+        "<section id=\"templates\"><h2>Fire a template</h2><p class=\"meta\">Queued for a <code>missionboard host</code>, as <code>mission fire --template … --queue</code>.</p>",
+    );
+    for t in templates {
+        let name = text(&t.name);
+        let _ = write!(
+            out,
+            "<form class=\"template\" id=\"template-{name}\" method=\"post\" action=\"/api/fire-template\" data-api>\
+<h3>{name}</h3><input type=\"hidden\" name=\"csrf\" value=\"{csrf}\"><input type=\"hidden\" name=\"template\" value=\"{name}\">",
+            csrf = text(csrf)
+        );
+        if let Some(e) = &t.error {
+            let _ = write!(
+                out,
+                "<p class=\"bad\">Does not load: {}</p></form>",
+                text(e)
+            );
+            continue;
+        }
+        for p in &t.params {
+            let pname = text(&p.name);
+            let what = match &p.default {
+                Some(d) => format!("{} (default: {})", p.description, d),
+                None => format!("{} (required)", p.description),
+            };
+            let _ = write!(
+                out,
+                "<label>{pname} <input name=\"{field}{pname}\"{placeholder}></label><p class=\"meta\">{what}</p>",
+                field = super::api::PARAM_FIELD,
+                placeholder = p
+                    .default
+                    .as_deref()
+                    .map(|d| format!(" placeholder=\"{}\"", text(d)))
+                    .unwrap_or_default(),
+                what = text(what.trim()),
+            );
+        }
+        out.push_str(
+            "<div class=\"buttons\"><button>Fire</button></div><p class=\"result\" role=\"status\"></p></form>",
+        );
+    }
+    out.push_str("</section>");
+    out
 }
 
 #[cfg(test)]

@@ -1030,3 +1030,71 @@ fn terminal_revoke_ends_a_paired_web_device_from_the_board() {
     let shell = term.quit();
     assert!(shell.contains("EXITED:0"), "{shell}");
 }
+
+/// The picker's `t` lists the templates; choosing one asks for each parameter,
+/// named with what it is and its default; a required one left empty is refused in
+/// the verb's words, and once given the template's mission runs on this board and
+/// lands with the intent its parameters made.
+#[test]
+fn terminal_a_template_fired_from_the_picker_asks_for_its_parameters() {
+    let sb = Sandbox::new();
+    sb.declare_stubs(&[(
+        "stub",
+        Some(&crate::harness::script(
+            r#"{"report":{"kind":"result","summary":"done"}},{"finish":"landed"}"#,
+        )),
+    )]);
+    sb.write(
+        &sb.workspace().join("templates/triage.toml"),
+        r#"agent = "stub"
+envelope = "default"
+intent = "Triage the {{label}} issues of {{repo}}"
+[params.repo]
+description = "owner/name of the repository"
+[params.label]
+description = "the issue label"
+default = "bug"
+"#,
+    );
+    let term = board_in_terminal(&sb, "", "board");
+    term.wait_screen(30, "the board", |s| s.contains("Pending asks"));
+    term.keys(&["f"]);
+    term.wait_screen(10, "the picker lists the template", |s| {
+        s.contains("  triage label=… repo=…")
+    });
+    term.keys(&["t"]);
+    term.wait_screen(10, "the template step", |s| {
+        s.contains("Templates (Enter asks for the parameters")
+    });
+    term.keys(&["Enter"]);
+    let screen = term.wait_screen(10, "the parameters step", |s| {
+        s.contains("repo (owner/name of the repository; required)")
+    });
+    assert!(
+        screen.contains("label (the issue label; default \"bug\")"),
+        "{screen}"
+    );
+    term.keys(&["Enter"]);
+    term.wait_screen(10, "the refusal naming the parameter", |s| {
+        s.contains("missing template parameter: give repo=… (owner/name of the repository)")
+    });
+    assert_eq!(sb.newest_mission(), None, "a refusal records nothing");
+    term.keys(&["Down"]);
+    term.literal("acme/api");
+    term.keys(&["Enter"]);
+    term.wait_screen(30, "the fire's notice", |s| {
+        s.contains("fired from template \"triage\" at agent \"stub\"")
+    });
+    let id = wait_for(10, "the mission", || sb.newest_mission());
+    wait_for(60, "the mission to land", || {
+        let show = sb.run(&["mission", "show", &id, "--json"]).ok();
+        let v: serde_json::Value = serde_json::from_str(&show.stdout).unwrap();
+        (v["status"] == "landed").then_some(v)
+    });
+    let show = sb.run(&["mission", "show", &id, "--json"]).ok();
+    let v: serde_json::Value = serde_json::from_str(&show.stdout).unwrap();
+    assert_eq!(v["intent"], "Triage the bug issues of acme/api", "{v:#}");
+    assert_eq!(v["agentName"], "stub", "{v:#}");
+    let exited = term.quit();
+    assert!(exited.contains("EXITED:0"), "{exited}");
+}

@@ -33,6 +33,9 @@ fn run(m: &mut Model, line: &str) -> Vec<Effect> {
     match cmd {
         "" => vec![],
         "mission" | "m" => {
+            if let Some(rest) = template_args(args) {
+                return fire_template_line(m, rest);
+            }
             m.busy += 1;
             if args.trim().is_empty() {
                 m.mode = Mode::Picking(Picker::new());
@@ -74,6 +77,46 @@ fn run(m: &mut Model, line: &str) -> Vec<Effect> {
                 ),
                 true,
             );
+            vec![]
+        }
+    }
+}
+
+/// The words after `--template` (or `--template=`) when the `:mission` line starts
+/// with it.
+fn template_args(args: &str) -> Option<String> {
+    let args = args.trim_start();
+    let rest = args.strip_prefix("--template=").or_else(|| {
+        args.strip_prefix("--template")
+            .filter(|r| r.is_empty() || r.starts_with(char::is_whitespace))
+    })?;
+    Some(rest.to_string())
+}
+
+/// `:mission --template <name> [key=value…]`: the template fired here with the
+/// parameters typed, as `mission fire --template` fires it (its refusals are the
+/// verb's, in a toast).
+fn fire_template_line(m: &mut Model, rest: String) -> Vec<Effect> {
+    let words: Vec<String> = rest.split_whitespace().map(str::to_string).collect();
+    let Some((name, params)) = words.split_first() else {
+        toast(
+            m,
+            "`:mission --template <name> key=value…` fires a template; `:mission` then t lists them".into(),
+            true,
+        );
+        return vec![];
+    };
+    match crate::sched::template::parse_pairs(params) {
+        Ok(pairs) => {
+            m.busy += 1;
+            vec![Effect::FireTemplate {
+                name: name.clone(),
+                pairs,
+                runs: crate::board::model::Runs::Here,
+            }]
+        }
+        Err(e) => {
+            toast(m, e, true);
             vec![]
         }
     }

@@ -114,6 +114,13 @@ pub enum Effect {
     ToggleOracle {
         mount: bool,
     },
+    /// A template chosen in the picker (or typed as `:mission --template`), with its
+    /// parameters as given, fired as `mission fire --template` fires it.
+    FireTemplate {
+        name: String,
+        pairs: Vec<(String, String)>,
+        runs: crate::board::model::Runs,
+    },
     /// A mission chosen in the picker.
     Fire {
         agent: String,
@@ -289,6 +296,11 @@ fn on_paste(m: &mut Model, text: &str) {
         Mode::Filter => filter::paste(m, text),
         Mode::Picking(p) if p.step == PickStep::Intent => {
             p.intent.paste(text);
+        }
+        Mode::Picking(p) if p.step == PickStep::Params => {
+            if let Some(f) = p.params.get_mut(p.param) {
+                f.paste(text);
+            }
         }
         Mode::Confirm(c) if c.editing => {
             c.reason.paste(text);

@@ -1,10 +1,12 @@
-//! The `/mission` picker: envelope → agent → intent, then fire.
+//! The `/mission` picker: envelope → agent → intent, then fire; or (`t`) a
+//! template → its parameters, then fire.
 
 use crossterm::event::KeyEvent;
 
 use super::board::{Move, step};
 use super::{Effect, toast};
 use crate::board::keymap::Action;
+use crate::board::line::LineField;
 use crate::board::model::{Mode, Model, PickStep, Picker, PickerData, TOAST_MS, Toast};
 
 pub(super) fn key(m: &mut Model, key: KeyEvent, action: Option<Action>) -> Vec<Effect> {
@@ -22,6 +24,29 @@ pub(super) fn key(m: &mut Model, key: KeyEvent, action: Option<Action>) -> Vec<E
         labels.dedup();
         p.runs = p.runs.next(&labels);
         p.error = None;
+        return vec![];
+    }
+    // In the parameters step letters are text; the arrows move between the fields.
+    if p.step == PickStep::Params {
+        match (action, key.code) {
+            (Some(Action::Cancel), _) => m.mode = Mode::Board,
+            (Some(Action::Back), _) => {
+                p.step = PickStep::Template;
+                p.error = None;
+            }
+            (Some(Action::Confirm), _) => return fire_template(m),
+            (_, crossterm::event::KeyCode::Down) => {
+                p.param = step(p.param, p.params.len(), Move::By(1))
+            }
+            (_, crossterm::event::KeyCode::Up) => {
+                p.param = step(p.param, p.params.len(), Move::By(-1))
+            }
+            _ => {
+                if p.params.get_mut(p.param).is_some_and(|f| f.input(key)) {
+                    p.error = None;
+                }
+            }
+        }
         return vec![];
     }
     // In the intent step letters are text: only the structural keys act.
@@ -44,11 +69,37 @@ pub(super) fn key(m: &mut Model, key: KeyEvent, action: Option<Action>) -> Vec<E
         }
         return vec![];
     };
+    if action == Some(Action::Templates) && p.step != PickStep::Template {
+        if data.templates.is_empty() {
+            p.error = Some(crate::board::picker::NO_TEMPLATES.into());
+        } else {
+            p.step = PickStep::Template;
+            p.error = None;
+        }
+        return vec![];
+    }
     let (len, cur) = match p.step {
         PickStep::Envelope => (data.envelopes.len(), &mut p.envelope),
+        PickStep::Template => (data.templates.len(), &mut p.template),
         _ => (data.agents.len(), &mut p.agent),
     };
     match action {
+        Some(Action::Back) if p.step == PickStep::Template => {
+            p.step = PickStep::Envelope;
+            p.error = None;
+        }
+        Some(Action::Confirm) if p.step == PickStep::Template => {
+            let t = &data.templates[p.template];
+            match &t.error {
+                Some(e) => p.error = Some(format!("template {:?} does not load: {e}", t.name)),
+                None => {
+                    p.params = t.params.iter().map(|_| LineField::new()).collect();
+                    p.param = 0;
+                    p.error = None;
+                    p.step = PickStep::Params;
+                }
+            }
+        }
         Some(Action::Down) => *cur = step(*cur, len, Move::By(1)),
         Some(Action::Up) => *cur = step(*cur, len, Move::By(-1)),
         Some(Action::Cancel) => m.mode = Mode::Board,
@@ -104,6 +155,35 @@ fn fire_picked(m: &mut Model) -> Vec<Effect> {
         envelope,
         intent,
         labels: crate::board::picker::bound_labels(env, agent.caps.as_ref()),
+        runs: p.runs.clone(),
+    };
+    p.busy = true;
+    m.busy += 1;
+    vec![effect]
+}
+
+/// Fire the chosen template with the parameters typed (an empty field gives none);
+/// every refusal is the fire verb's own.
+fn fire_template(m: &mut Model) -> Vec<Effect> {
+    let Mode::Picking(p) = &mut m.mode else {
+        return vec![];
+    };
+    if p.busy {
+        return vec![];
+    }
+    let Some(t) = p.data.as_ref().and_then(|d| d.templates.get(p.template)) else {
+        return vec![];
+    };
+    let pairs = t
+        .params
+        .iter()
+        .zip(&p.params)
+        .filter(|(_, f)| !f.is_empty())
+        .map(|(param, f)| (param.name.clone(), f.as_str().to_string()))
+        .collect();
+    let effect = Effect::FireTemplate {
+        name: t.name.clone(),
+        pairs,
         runs: p.runs.clone(),
     };
     p.busy = true;

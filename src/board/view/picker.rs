@@ -25,15 +25,25 @@ pub fn render(frame: &mut Frame, area: Rect, m: &Model, p: &Picker) {
     let step = |s: PickStep, label: &'static str| {
         Span::styled(label, if p.step == s { t.selection } else { t.muted })
     };
-    let title = Line::from(vec![
-        Span::styled(" :mission ", t.title),
-        step(PickStep::Envelope, "1 envelope"),
-        Span::raw(" > "),
-        step(PickStep::Agent, "2 agent"),
-        Span::raw(" > "),
-        step(PickStep::Intent, "3 intent"),
-        Span::raw(" "),
-    ]);
+    let title = if matches!(p.step, PickStep::Template | PickStep::Params) {
+        Line::from(vec![
+            Span::styled(" :mission ", t.title),
+            step(PickStep::Template, "1 template"),
+            Span::raw(" > "),
+            step(PickStep::Params, "2 parameters"),
+            Span::raw(" "),
+        ])
+    } else {
+        Line::from(vec![
+            Span::styled(" :mission ", t.title),
+            step(PickStep::Envelope, "1 envelope"),
+            Span::raw(" > "),
+            step(PickStep::Agent, "2 agent"),
+            Span::raw(" > "),
+            step(PickStep::Intent, "3 intent"),
+            Span::raw(" "),
+        ])
+    };
     let block = Block::default()
         .borders(Borders::ALL)
         .border_set(m.symbols.border)
@@ -198,6 +208,78 @@ pub fn render(frame: &mut Frame, area: Rect, m: &Model, p: &Picker) {
                     "firing…"
                 } else {
                     "Enter fires · Tab here/queue · S-Tab back · Esc closes"
+                },
+                t.muted,
+            ));
+        }
+        PickStep::Template => {
+            lines.push(Line::styled(
+                "Templates (Enter asks for the parameters · S-Tab back to the envelopes):",
+                t.header,
+            ));
+            for (i, tpl) in data.templates.iter().enumerate() {
+                let style = if i == p.template {
+                    t.selection
+                } else {
+                    Style::new()
+                };
+                lines.extend(
+                    wrap_indented(&format!("  {} {}", tpl.name, tpl.params_line()), width, 4)
+                        .into_iter()
+                        .map(|l| Line::styled(l, style)),
+                );
+            }
+        }
+        PickStep::Params => {
+            if let Some(tpl) = data.templates.get(p.template) {
+                lines.push(Line::raw(format!("Template: {}", tpl.name)));
+                lines.push(Line::raw(format!("Runs:     {}", p.runs.label())));
+                lines.push(Line::raw(""));
+                if tpl.params.is_empty() {
+                    lines.push(Line::raw("It takes no parameters."));
+                }
+                for (i, (param, f)) in tpl.params.iter().zip(&p.params).enumerate() {
+                    let what = match (&param.default, param.description.is_empty()) {
+                        (Some(d), true) => format!("default {d:?}"),
+                        (Some(d), false) => format!("{}; default {d:?}", param.description),
+                        (None, true) => "required".to_string(),
+                        (None, false) => format!("{}; required", param.description),
+                    };
+                    lines.extend(
+                        wrap_indented(&format!("{} ({what})", param.name), width, 2)
+                            .into_iter()
+                            .map(|l| Line::styled(l, t.muted)),
+                    );
+                    let label = format!("{}= ", param.name);
+                    let style = if i == p.param {
+                        t.selection
+                    } else {
+                        Style::new()
+                    };
+                    if i == p.param {
+                        let mut spans = vec![Span::styled(label.clone(), t.title)];
+                        spans.extend(field(
+                            m,
+                            ("", Style::new()),
+                            f,
+                            width.saturating_sub(label.chars().count()),
+                            style,
+                        ));
+                        lines.push(Line::from(spans));
+                    } else {
+                        lines.push(Line::raw(truncate(
+                            &format!("{label}{}", f.as_str()),
+                            width,
+                            e,
+                        )));
+                    }
+                }
+            }
+            lines.push(Line::styled(
+                if p.busy {
+                    "firing…"
+                } else {
+                    "Enter fires · ↑/↓ between the parameters · Tab here/queue · S-Tab back · Esc closes"
                 },
                 t.muted,
             ));

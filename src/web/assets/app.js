@@ -76,7 +76,10 @@
     form.querySelectorAll("button").forEach(function (b) { b.disabled = true; });
     post(form.getAttribute("action"), fields).then(function (r) {
       say(result, r.body.message || r.body.error || ("HTTP " + r.status), !r.ok);
-      if (!r.ok) form.querySelectorAll("button").forEach(function (b) { b.disabled = false; });
+      // A template's form stays usable: it may be fired again with other values.
+      if (!r.ok || form.classList.contains("template")) {
+        form.querySelectorAll("button").forEach(function (b) { b.disabled = false; });
+      }
     }, function () {
       say(result, "The server could not be reached; nothing was sent.", true);
       form.querySelectorAll("button").forEach(function (b) { b.disabled = false; });
