@@ -49,6 +49,10 @@ pub enum Kind {
     ModelUrl,
     /// Where the durable record lives: `sqlite:` or a `postgres://` URL.
     StoreUrl,
+    /// An `http://` or `https://` URL (a page's base).
+    WebUrl,
+    /// Notification receivers, one [`NotifyEntry`] a line: each `set` adds one.
+    NotifyTargets,
 }
 
 /// A known configuration key.
@@ -84,6 +88,26 @@ pub const ORACLE_VARIANT: &str = "oracle-variant";
 pub const ORACLE_CALL_TIMEOUT: &str = "oracle-call-timeout";
 pub const NOTIFY: &str = "notify";
 pub const STORE_URL: &str = "store-url";
+pub const NOTIFY_URL: &str = "notify-url";
+pub const NOTIFY_TEXT: &str = "notify-text";
+pub const WEB_URL: &str = "web-url";
+/// The formats a `notify-url` entry may name (`slack` also speaks to Discord).
+pub const NOTIFY_FORMATS: &[&str] = &["ntfy", "json", "slack"];
+/// The events a `notify-url` entry may name.
+pub const NOTIFY_EVENTS: &[&str] = &[
+    "question",
+    "gated",
+    "bound",
+    "landed",
+    "derailed",
+    "stuck",
+    "host-lost",
+];
+/// Names for several events at once.
+const NOTIFY_EVENT_GROUPS: &[(&str, &[&str])] = &[
+    ("asks", &["question", "gated", "bound"]),
+    ("rested", &["landed", "derailed", "stuck"]),
+];
 /// Environment override for `store-url` (every process of a fleet sets the same).
 pub const STORE_URL_ENV: &str = "MISSIONBOARD_STORE_URL";
 /// What `notify` may name: the terminal bell, OSC 9, OSC 777, `notify-send`.
@@ -169,7 +193,124 @@ pub const KEYS: &[Key] = &[
         default: Some("sqlite:"),
         help: "where the durable record lives: sqlite: (this home's board.db) or postgres://user@host/database, shared by several hosts; kept in this home's board.db whatever it names (env MISSIONBOARD_STORE_URL overrides)",
     },
+    Key {
+        name: NOTIFY_URL,
+        kind: Kind::NotifyTargets,
+        default: None,
+        help: "where notifications go, one receiver each `set` (repeatable; `unset` clears them all): URL [format=ntfy|json|slack] [events=question,gated,bound,landed,derailed,stuck,host-lost|asks|rested]; sent by `missionboard host` and `missionboard web`",
+    },
+    Key {
+        name: NOTIFY_TEXT,
+        kind: Kind::OneOf(&["summary", "none"]),
+        default: Some("summary"),
+        help: "what a notification says of the agent's words: summary (one sanitized line), or none (only the kind, the mission's short id and the link)",
+    },
+    Key {
+        name: WEB_URL,
+        kind: Kind::WebUrl,
+        default: None,
+        help: "the web page's address as a phone reaches it (e.g. https://laptop.tailnet.ts.net): the base of a notification's link",
+    },
 ];
+
+/// One `notify-url` entry: `URL [format=ntfy|json|slack] [events=KIND,…]`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NotifyEntry {
+    pub url: String,
+    /// One of [`NOTIFY_FORMATS`]; `None`: guessed from the URL.
+    pub format: Option<&'static str>,
+    /// Drawn from [`NOTIFY_EVENTS`], in its order; `None`: every event.
+    pub events: Option<Vec<&'static str>>,
+}
+
+impl NotifyEntry {
+    pub fn parse(spec: &str) -> Result<NotifyEntry, String> {
+        let mut words = spec.split_whitespace();
+        let url = words
+            .next()
+            .ok_or("notify-url needs a URL (e.g. https://ntfy.sh/my-topic format=ntfy)")?;
+        check_web_url(NOTIFY_URL, url)?;
+        let mut entry = NotifyEntry {
+            url: url.to_string(),
+            format: None,
+            events: None,
+        };
+        for word in words {
+            match word.split_once('=') {
+                Some(("format", f)) => {
+                    let f = if f == "discord" { "slack" } else { f };
+                    entry.format = Some(NOTIFY_FORMATS.iter().find(|k| **k == f).ok_or_else(
+                        || format!("notify-url: format={f:?} is not one of ntfy, json, slack (slack also speaks to Discord)"),
+                    )?);
+                }
+                Some(("events", list)) => {
+                    let mut named: Vec<&str> = Vec::new();
+                    for name in list.split(',').map(str::trim).filter(|n| !n.is_empty()) {
+                        if let Some(k) = NOTIFY_EVENTS.iter().find(|k| **k == name) {
+                            named.push(k);
+                        } else if let Some((_, ks)) =
+                            NOTIFY_EVENT_GROUPS.iter().find(|(g, _)| *g == name)
+                        {
+                            named.extend(ks.iter());
+                        } else {
+                            return Err(format!(
+                                "notify-url: events names {name:?}, which is none of {}, asks, rested",
+                                NOTIFY_EVENTS.join(", ")
+                            ));
+                        }
+                    }
+                    if named.is_empty() {
+                        return Err("notify-url: events= names no event".into());
+                    }
+                    entry.events = Some(
+                        NOTIFY_EVENTS
+                            .iter()
+                            .copied()
+                            .filter(|k| named.contains(k))
+                            .collect(),
+                    );
+                }
+                _ => {
+                    return Err(format!(
+                        "notify-url: {word:?} is not format=… or events=… (write the entry as URL [format=ntfy|json|slack] [events=question,gated,…])"
+                    ));
+                }
+            }
+        }
+        Ok(entry)
+    }
+
+    /// The entry as stored.
+    pub fn spec(&self) -> String {
+        let mut s = self.url.clone();
+        if let Some(f) = self.format {
+            s.push_str(&format!(" format={f}"));
+        }
+        if let Some(events) = &self.events {
+            s.push_str(&format!(" events={}", events.join(",")));
+        }
+        s
+    }
+}
+
+/// An `http://` or `https://` URL with a host, on one line.
+fn check_web_url(name: &str, v: &str) -> Result<(), String> {
+    let rest = v
+        .strip_prefix("https://")
+        .or_else(|| v.strip_prefix("http://"));
+    match rest {
+        Some(r)
+            if !r.is_empty()
+                && !r.starts_with('/')
+                && !v.chars().any(|c| c.is_control() || c.is_whitespace()) =>
+        {
+            Ok(())
+        }
+        _ => Err(format!(
+            "{name} must be an http:// or https:// URL with a host (got {v:?})"
+        )),
+    }
+}
 
 /// Look up a key by name, refusing unknown names with the list of known ones.
 pub fn key(name: &str) -> Result<&'static Key, String> {
@@ -229,6 +370,8 @@ pub fn normalize(key: &Key, value: &str) -> Result<String, String> {
                 )),
             }
         }
+        Kind::WebUrl => check_web_url(name, v).map(|()| v.trim_end_matches('/').to_string()),
+        Kind::NotifyTargets => NotifyEntry::parse(v).map(|e| e.spec()),
         Kind::StoreUrl => match Location::parse(v, Path::new("board.db")) {
             Ok(_) if !v.chars().any(char::is_control) => Ok(v.to_string()),
             Ok(_) => Err(format!("{name} must be a single-line URL")),
@@ -292,7 +435,20 @@ impl Config {
     /// Store a value after validating it; returns the normalised value.
     pub fn set(&self, name: &str, value: &str) -> anyhow::Result<String> {
         let key = key(name).map_err(anyhow::Error::msg)?;
-        let value = normalize(key, value).map_err(anyhow::Error::msg)?;
+        let mut value = normalize(key, value).map_err(anyhow::Error::msg)?;
+        if key.kind == Kind::NotifyTargets {
+            // Repeatable: each entry is added to those set before (once).
+            let mut entries: Vec<String> = self
+                .stored(key.name)?
+                .unwrap_or_default()
+                .lines()
+                .map(str::to_string)
+                .collect();
+            if !entries.contains(&value) {
+                entries.push(value);
+            }
+            value = entries.join("\n");
+        }
         self.store.with(|c| {
             c.execute(
                 "INSERT INTO config (key, value, updated_at) VALUES (?1, ?2, ?3)
@@ -363,6 +519,18 @@ impl Config {
         Ok(Some(
             crate::duration::parse(&v).unwrap_or(Duration::from_secs(168 * 3600)),
         ))
+    }
+
+    /// When `name` was last set, if it is set (ms since the epoch).
+    pub fn set_at(&self, name: &str) -> Result<Option<i64>, StoreError> {
+        self.store.with(|c| {
+            c.query_row(
+                "SELECT updated_at FROM config WHERE key = ?1",
+                params![name],
+                |r| r.get(0),
+            )
+            .optional()
+        })
     }
 
     fn stored(&self, name: &str) -> Result<Option<String>, StoreError> {

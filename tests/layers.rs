@@ -67,10 +67,12 @@ const MODULES: &[(&str, (&str, u8, Siblings))] = &[
     ("envelope", DOMAIN),
     ("worktree", DOMAIN),
     ("devices", DOMAIN),
+    ("sched", DOMAIN),
     // protocol adapters: ACP to units, the MCP mission tools, the model client
     ("acp_client", PROTOCOL),
     ("mission_mcp", PROTOCOL),
     ("model", PROTOCOL),
+    ("notify", PROTOCOL),
     // roles: the fleet that hosts units, and the agents and reviewers built on them
     ("fleet", ROLES),
     ("oracle", ROLES),
@@ -153,6 +155,12 @@ const LISTED_EDGES: &[(&str, &str, &str)] = &[
         "bench",
         "board",
         "the bench times the board's snapshot and drawing; the board never measures itself",
+    ),
+    (
+        "bench",
+        "web",
+        "the bench times the page's event stream and its answer path; the page never \
+         measures itself",
     ),
     (
         "acp_server",

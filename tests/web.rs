@@ -12,7 +12,11 @@ mod server;
 mod answers;
 #[path = "web/auth.rs"]
 mod auth;
+#[path = "web/detail.rs"]
+mod detail;
 #[path = "web/hardening.rs"]
 mod hardening;
+#[path = "web/hooks.rs"]
+mod hooks;
 #[path = "web/live.rs"]
 mod live;

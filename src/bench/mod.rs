@@ -18,6 +18,7 @@ mod fire;
 mod fleet;
 mod queue;
 mod scratch;
+mod web;
 
 use std::time::Duration;
 
@@ -32,12 +33,21 @@ pub const GROUPS: &[&str] = &[
     "board",
     "fleet",
     "fleet-rss",
+    "web",
 ];
 /// How a figure measured on PostgreSQL ends (its floor is the same work, there).
 const ON_POSTGRES: &str = " on PostgreSQL";
 /// The groups whose cost runs through the store, run again on PostgreSQL under
 /// `bench --postgres` (resident memory is the host's, whatever the store).
-const STORE_GROUPS: &[&str] = &["answer", "fire", "queue", "queue-fleet", "board", "fleet"];
+const STORE_GROUPS: &[&str] = &[
+    "answer",
+    "fire",
+    "queue",
+    "queue-fleet",
+    "board",
+    "fleet",
+    "web",
+];
 
 /// A ratio below this is a broken floor: the floor is the same work as the figure
 /// minus ours, so only noise can put the figure under it, and not by more than this.
@@ -262,6 +272,7 @@ pub fn run_group(group: &str, scale: Scale) -> anyhow::Result<i32> {
             "board" => board::run(scale).await,
             "fleet" => fleet::run(scale).await,
             "fleet-rss" => fleet::rss(scale).await,
+            "web" => web::run(scale).await,
             // The floor of fleet-rss, run by it in a process of its own.
             "bare-rss" => fleet::bare_rss(scale).await,
             other => anyhow::bail!(

@@ -159,6 +159,16 @@ fn execute(effect: Effect, svc: &Services) -> Msg {
                 .map_err(|e| e.to_string()),
         ),
         Effect::AckMany { inbox_ids } => Msg::AckDone(ack_many(&svc.host, &inbox_ids)),
+        Effect::Revoke { device } => Msg::RevokeDone(
+            ops::devices::revoke(&svc.host, &device)
+                .map(|()| {
+                    format!(
+                        "device {} revoked: its next request is refused",
+                        crate::text::one_line(&device)
+                    )
+                })
+                .map_err(|e| crate::text::one_line(&e.to_string())),
+        ),
         Effect::LoadPicker => Msg::PickerLoaded(fire::load_picker(&svc.host)),
         Effect::RunMission { .. }
         | Effect::Fire { .. }

@@ -557,6 +557,7 @@ fn picker_walks_envelope_agent_intent_and_fires() {
             ],
             default_agent: Some("demo".into()),
             default_envelope: Some("strict".into()),
+            templates: vec![],
         })),
     );
     // The default envelope and agent are preselected.
@@ -1405,5 +1406,39 @@ fn the_picker_s_tab_cycles_here_the_queue_and_each_live_host_label() {
             Runs::Queued(Some("gpu".into())),
             Runs::Here,
         ]
+    );
+}
+
+#[test]
+fn revoke_ends_a_web_device_from_the_command_line() {
+    let mut m = model(120, 40, false);
+    key(&mut m, KeyCode::Char(':'));
+    typed(&mut m, "revoke phone");
+    assert_eq!(
+        key(&mut m, KeyCode::Enter),
+        vec![Effect::Revoke {
+            device: "phone".into()
+        }]
+    );
+    update(
+        &mut m,
+        Msg::RevokeDone(Ok(
+            "device phone revoked: its next request is refused".into()
+        )),
+    );
+    assert_eq!(
+        m.toasts.last().map(|t| (&t.text[..], t.error)),
+        Some(("device phone revoked: its next request is refused", false))
+    );
+    // Without a name it says what it takes, and does nothing.
+    key(&mut m, KeyCode::Char(':'));
+    typed(&mut m, "revoke");
+    assert_eq!(key(&mut m, KeyCode::Enter), vec![]);
+    assert!(
+        m.toasts
+            .last()
+            .unwrap()
+            .text
+            .starts_with("`:revoke <device>`")
     );
 }

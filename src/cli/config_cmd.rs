@@ -73,7 +73,8 @@ pub(super) fn run(ctx: &Ctx, cmd: ConfigCmd) -> anyhow::Result<i32> {
             for (key, value, o) in entries {
                 rows.push(row![
                     key.name,
-                    value.unwrap_or_else(|| "-".into()),
+                    // A repeatable key's entries, one a line in the store, on one row.
+                    value.map_or_else(|| "-".into(), |v| v.replace('\n', "; ")),
                     origin(o),
                     key.help
                 ]);

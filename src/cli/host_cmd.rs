@@ -58,7 +58,11 @@ pub(super) fn run(ctx: &Ctx, args: HostArgs) -> anyhow::Result<i32> {
     let runtime = crate::runtime::multi_thread()?;
     let paths = ctx.paths.clone();
     runtime.block_on(async move {
-        if let Some(server) = web {
+        let page = web.as_ref().map(|s| s.base_url.clone());
+        let notifier = crate::notify::spawn(store.clone(), page);
+        if let Some(mut server) = web {
+            // This host delivers the notifications; its page need not as well.
+            server.deliver_notifications = false;
             tokio::spawn(async move {
                 if let Err(e) = server.run().await {
                     tracing::warn!("host: the web page stopped: {e:#}");
@@ -79,6 +83,7 @@ pub(super) fn run(ctx: &Ctx, args: HostArgs) -> anyhow::Result<i32> {
             let _ = say(&event);
         })
         .await?;
+        notifier.abort();
         anyhow::Ok(0)
     })
 }
@@ -134,6 +139,9 @@ fn say(event: &Event) -> anyhow::Result<()> {
         Event::Reclaimed { mission, machine } => outln!(
             "Collected mission {mission} as abandoned: its host on {machine} is gone and nothing can resume it."
         )?,
+        Event::Scheduled {
+            schedule, outcome, ..
+        } => outln!("Schedule {schedule}: {outcome}.")?,
         Event::Leaving {
             requeued,
             parked,

@@ -57,6 +57,10 @@ pub(super) struct EvalArgs {
     /// Run at most this many cases (after --only).
     #[arg(long, value_name = "N")]
     limit: Option<usize>,
+    /// Run at most N cases of each class, spread evenly over it (every kind of question
+    /// still represented): a shorter run on a slow model (after --only, before --limit).
+    #[arg(long, value_name = "N")]
+    sample: Option<usize>,
 }
 
 /// The exit status of a usage error.
@@ -108,6 +112,9 @@ fn run_eval(ctx: &Ctx, args: EvalArgs) -> anyhow::Result<i32> {
     };
     if let Some(only) = args.only.as_deref().and_then(Class::parse) {
         cases.retain(|c| c.class == only);
+    }
+    if let Some(n) = args.sample {
+        cases = eval::sample(cases, n);
     }
     cases.truncate(limit);
     let evaluator = match Evaluator::new(&ctx.paths, &settings) {

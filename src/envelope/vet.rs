@@ -940,7 +940,7 @@ mod tests {
         assert_eq!(
             r,
             [
-                unknown("chain", "descripton", "descripton", "id, description, variant, token_limit, budgets, tasks"),
+                unknown("chain", "descripton", "descripton", "id, description, variant, token_limit, budgets, examples, tasks"),
                 r#"chain: id must be a non-empty string (got "")"#.to_string(),
                 r#"chain: unknown variant "bold" (must be default or conservative)"#.to_string(),
                 "chain: token_limit must be a positive integer (got 0)".to_string(),
@@ -990,5 +990,36 @@ mod tests {
         );
         assert_eq!(vet_chain(b"nope").errors.len(), 1);
         assert!(vet_chain(b"nope").errors[0].starts_with("not a JSON object: "));
+    }
+
+    #[test]
+    fn chain_examples_need_an_input_and_a_call() {
+        let task = json!([{"id": "t", "handler": "tools"}]);
+        assert_eq!(
+            chain_errors(json!({"id": "c", "tasks": task, "examples": {}})),
+            ["examples: must be an array of example objects: got object"]
+        );
+        assert_eq!(
+            chain_errors(json!({"id": "c", "tasks": task, "examples": [
+                7,
+                {"input": {"intent": "x", "summary": ""}, "call": "wait", "note": 1},
+                {"input": {"intent": "x", "summary": "y", "detail": 2, "askId": "a"}, "call": {}},
+                {"call": {}},
+            ]})),
+            [
+                "examples[0]: must be an object: got number",
+                &unknown("examples[1]", "examples[1].note", "note", "input, call"),
+                "examples[1].input: summary must be a non-empty string",
+                "examples[1]: call must be the verdict call's arguments, an object",
+                &unknown(
+                    "examples[2].input",
+                    "examples[2].input.askId",
+                    "askId",
+                    "intent, summary, detail"
+                ),
+                "examples[2].input: detail must be a string",
+                "examples[3]: input must be an object with intent and summary (got nothing)",
+            ]
+        );
     }
 }

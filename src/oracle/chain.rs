@@ -587,7 +587,25 @@ mod tests {
                 .unwrap()
                 .starts_with("You are a task processing engine talking to other machines.")
         );
-        assert_eq!(requests[0]["messages"][1]["content"], INPUT);
+        // The shipped examples come first, each as the conversation it would have
+        // been — the INPUT, the verdict call, the contract's acceptance — then the INPUT.
+        let messages = requests[0]["messages"].as_array().unwrap();
+        let examples = &messages[1..messages.len() - 1];
+        assert!(
+            !examples.is_empty() && examples.len() % 3 == 0,
+            "{examples:#?}"
+        );
+        for example in examples.chunks(3) {
+            assert_eq!(example[0]["role"], "user");
+            assert_eq!(
+                example[1]["tool_calls"][0]["function"]["name"],
+                "oracle_submit_verdict"
+            );
+            let result: Value =
+                serde_json::from_str(example[2]["content"].as_str().unwrap()).unwrap();
+            assert_eq!(result["accepted"], true, "{result}");
+        }
+        assert_eq!(messages.last().unwrap()["content"], INPUT);
         assert_eq!(
             requests[0]["tools"][0]["function"]["name"],
             "oracle_submit_verdict"
@@ -682,7 +700,8 @@ mod tests {
         .await;
         assert_eq!(outcome, Outcome::Wait);
         assert!(delivered.is_empty());
-        let echoed = &requests[1]["messages"][2]["tool_calls"][0]["function"]["arguments"];
+        let messages = requests[1]["messages"].as_array().unwrap();
+        let echoed = &messages[messages.len() - 2]["tool_calls"][0]["function"]["arguments"];
         assert_eq!(
             echoed.as_str().unwrap(),
             &runaway[..200],
@@ -698,7 +717,7 @@ mod tests {
             "{message}"
         );
         assert!(
-            requests[1].to_string().len() < 8000,
+            requests[1].to_string().len() - requests[0].to_string().len() < 2000,
             "nothing runaway is sent back"
         );
         assert!(

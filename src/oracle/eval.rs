@@ -616,8 +616,50 @@ pub fn failures(results: &[CaseResult]) -> Vec<&str> {
         .collect()
 }
 
+/// At most `n` cases of each class, evenly spread over the class in corpus order (the
+/// corpus groups cases by kind, so every kind keeps its share).
+pub fn sample(cases: Vec<Case>, n: usize) -> Vec<Case> {
+    let size = |class: Class| cases.iter().filter(|c| c.class == class).count();
+    let sizes: Vec<usize> = cases.iter().map(|c| size(c.class)).collect();
+    let mut seen: Vec<Class> = Vec::new();
+    cases
+        .into_iter()
+        .zip(sizes)
+        .filter(|(case, size)| {
+            let at = seen.iter().filter(|c| **c == case.class).count();
+            seen.push(case.class);
+            // The first case of each of the n strides the class is cut into.
+            n > 0 && (at == 0 || at * n / size != (at - 1) * n / size)
+        })
+        .map(|(case, _)| case)
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn a_sample_spreads_over_each_class() {
+        let cases = crate::oracle::corpus::shipped().unwrap();
+        let count =
+            |cases: &[super::Case], class| cases.iter().filter(|c| c.class == class).count();
+        let half = super::sample(cases.clone(), 26);
+        assert_eq!(count(&half, super::Class::Routine), 26);
+        assert_eq!(count(&half, super::Class::Risky), 26);
+        assert_eq!(
+            count(&half, super::Class::Injection),
+            count(&cases, super::Class::Injection),
+            "a class no larger than the sample is kept whole"
+        );
+        let kinds = |cases: &[super::Case]| {
+            let mut k: Vec<_> = cases.iter().map(|c| c.kind.clone()).collect();
+            k.sort();
+            k.dedup();
+            k
+        };
+        assert_eq!(kinds(&half), kinds(&cases), "every kind keeps a share");
+        assert!(super::sample(cases, 0).is_empty());
+    }
+
     use super::*;
 
     #[test]

@@ -487,6 +487,10 @@ const HARMLESS_COMPOUNDS: &[&str] = &[
     "customer_id",
 ];
 
+/// The extensions of files that are read, never run: a soft word in such a file's name
+/// names a document.
+const DOCUMENT_EXTENSIONS: &[&str] = &[".md", ".markdown", ".txt", ".rst", ".adoc"];
+
 /// Objects no soft word is waived for, whatever the intent says: what cannot be put back,
 /// or reaches beyond the mission's workspace.
 const GRAVE_OBJECTS: &[&str] = &[
@@ -622,6 +626,13 @@ fn waived(lower: &str, at: usize, intent: &str) -> bool {
         mentions_at(lower, c).any(|p| p <= at && at < p + stem.len())
     };
     if HARMLESS_COMPOUNDS.iter().any(covers) {
+        return true;
+    }
+    // A document's file name is not an act: "docs/ops/deploy.md" names a page, where
+    // "scripts/deploy.sh" still runs one.
+    let token = rest[..rest.find(char::is_whitespace).unwrap_or(rest.len())]
+        .trim_end_matches(|c: char| c.is_ascii_punctuation());
+    if DOCUMENT_EXTENSIONS.iter().any(|ext| token.ends_with(ext)) {
         return true;
     }
     let asked = words(&rest[..rest.find(['.', '?', '!', ';', ',']).unwrap_or(rest.len())]);
@@ -963,6 +974,21 @@ mod tests {
                 "Which file should the release notes go into?"
             ),
             None
+        );
+        // A document's file name names a page; a script's runs something.
+        assert_eq!(
+            with(
+                "update the port in docs/ops/deploy.md",
+                "Is docs/ops/deploy.md the page to update?"
+            ),
+            None
+        );
+        assert_eq!(
+            with(
+                "update the port in docs/ops/deploy.md",
+                "Should I run scripts/deploy.sh afterwards?"
+            ),
+            Some("the question is in the risky class \"production\" (it mentions \"deploy.sh afterwards\")".into())
         );
         assert_eq!(
             with(

@@ -25,6 +25,8 @@ const ASKS_SHOWN: usize = 500;
 const MISSIONS_SHOWN: usize = 200;
 const REPORTS_SHOWN: usize = 100;
 const TRACE_SHOWN: usize = 50;
+/// How much of a worktree mission's diff the mission page carries at most.
+const DIFF_SHOWN: usize = 64 * 1024;
 
 const SCRIPT: &str = include_str!("assets/app.js");
 const STYLE: &str = include_str!("assets/app.css");
@@ -265,13 +267,23 @@ pub async fn mission_page(
     authed: Authed,
     Path(id): Path<String>,
 ) -> Response {
-    let store = web.host.store().clone();
+    let (host, store) = (web.host.clone(), web.host.store().clone());
     let view = blocking(move || -> anyhow::Result<Option<render::MissionView>> {
         let missions = Missions::new(store.clone());
         let Some(mission) = missions.get(&id)? else {
             return Ok(None);
         };
+        // A worktree mission's changes, as `mission diff` shows them.
+        let diff = crate::worktree::Worktrees::new(store.clone())
+            .get(&mission.id)?
+            .map(
+                |_| match crate::ops::worktree::diff(&host, &mission, false) {
+                    Ok((_, text)) => Ok(cut(text, DIFF_SHOWN)),
+                    Err(e) => Err(format!("{e:#}")),
+                },
+            );
         Ok(Some(render::MissionView {
+            diff,
             trace: crate::ops::show::oracle_trace(&store, &mission.id, TRACE_SHOWN)?
                 .into_iter()
                 .map(|t| t.line)
@@ -292,4 +304,18 @@ pub async fn mission_page(
         Ok(None) => refuse(StatusCode::NOT_FOUND, "no such mission"),
         Err(e) => failed(e),
     }
+}
+
+/// `text` cut at `max` bytes (on a character boundary), saying so.
+fn cut(mut text: String, max: usize) -> String {
+    if text.len() <= max {
+        return text;
+    }
+    let mut at = max;
+    while !text.is_char_boundary(at) {
+        at -= 1;
+    }
+    text.truncate(at);
+    text.push_str("\n… (cut here: `missionboard mission diff` shows all of it)\n");
+    text
 }

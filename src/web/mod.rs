@@ -11,6 +11,7 @@
 mod api;
 mod events;
 mod guard;
+mod hooks;
 mod render;
 
 use std::net::{IpAddr, SocketAddr};
@@ -67,6 +68,9 @@ pub struct Server {
     /// The address a browser uses (what `web pair` links to).
     pub base_url: String,
     pub local_addr: SocketAddr,
+    /// Deliver the store's notifications from this server (`missionboard web`; a
+    /// host serving the page delivers them itself).
+    pub deliver_notifications: bool,
 }
 
 impl Server {
@@ -153,6 +157,7 @@ impl Server {
             tls,
             base_url,
             local_addr,
+            deliver_notifications: true,
         })
     }
 
@@ -183,6 +188,10 @@ impl Server {
     /// Serve until the process is told to stop (Ctrl-C, TERM).
     pub async fn run(self) -> anyhow::Result<()> {
         let settler = spawn_settler(&self.web);
+        // Notifications are delivered by whoever runs: this page, a host, or both.
+        let notifier = self.deliver_notifications.then(|| {
+            crate::notify::spawn(self.web.host.store().clone(), Some(self.base_url.clone()))
+        });
         let app = router(self.web.clone());
         let listener = tokio::net::TcpListener::from_std(self.listener)?;
         let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())?;
@@ -223,6 +232,9 @@ impl Server {
             });
         }
         settler.abort();
+        if let Some(n) = notifier {
+            n.abort();
+        }
         let _ = std::fs::remove_file(url_file(self.web.host.paths()));
         Ok(())
     }
@@ -295,6 +307,7 @@ fn router(web: Web) -> Router {
         .route("/api/answer", post(api::answer))
         .route("/api/stop", post(api::stop))
         .route("/events", get(events::stream))
+        .merge(hooks::routes(web.clone()))
         .fallback(api::not_found)
         .layer(axum::middleware::from_fn_with_state(
             web.clone(),

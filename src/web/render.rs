@@ -250,6 +250,9 @@ pub struct MissionView {
     pub plan: crate::mission::plan::Plan,
     pub reports: Vec<crate::mission::report::Report>,
     pub asks: Vec<Ask>,
+    /// A worktree mission's diff against its base, or why it could not be read;
+    /// `None`: the mission has no worktree.
+    pub diff: Option<Result<String, String>>,
 }
 
 /// One mission: intent, agent, envelope, host, plan, reports, its asks, and stop.
@@ -339,6 +342,26 @@ pub fn mission_page(v: &MissionView, device: &str, csrf: &str) -> String {
             );
         }
         body.push_str("</ul>");
+    }
+    match &v.diff {
+        Some(Ok(d)) if d.trim().is_empty() => {
+            body.push_str("<h2>Changes</h2><p class=\"empty\">No changes in its worktree.</p>")
+        }
+        Some(Ok(d)) => {
+            let _ = write!(
+                body,
+                "<h2>Changes</h2><pre class=\"diff\">{}</pre>",
+                text(d)
+            );
+        }
+        Some(Err(e)) => {
+            let _ = write!(
+                body,
+                "<h2>Changes</h2><p class=\"empty\">The worktree's diff could not be read: {}</p>",
+                text(e)
+            );
+        }
+        None => {}
     }
     if !v.trace.is_empty() {
         body.push_str("<h2>Oracle</h2>");

@@ -1000,3 +1000,33 @@ fn terminal_a_mission_queued_from_the_picker_is_claimed_and_landed_by_a_host() {
     assert!(reports.stdout.contains("done"), "{reports:#?}");
     drop(host);
 }
+
+#[test]
+fn terminal_revoke_ends_a_paired_web_device_from_the_board() {
+    let sb = Sandbox::new();
+    let devices = missionboard::devices::Devices::new(sb.store());
+    let code = devices.start_pairing("phone").unwrap();
+    let (_, credential) = devices.redeem(&code).unwrap();
+    assert!(devices.authenticate(&credential).unwrap().is_some());
+
+    let term = board_in_terminal(&sb, "", "board");
+    term.wait_screen(30, "the board", |s| s.contains("Pending asks"));
+    term.keys(&[":"]);
+    term.literal("revoke phone");
+    term.keys(&["Enter"]);
+    term.wait_screen(30, "the revocation's notice", |s| {
+        s.contains("device phone revoked: its next request is refused")
+    });
+    assert!(devices.authenticate(&credential).unwrap().is_none());
+    let listed = sb.run(&["web", "devices", "--json"]).ok();
+    let v: serde_json::Value = serde_json::from_str(&listed.stdout).unwrap();
+    assert_eq!(v["devices"], serde_json::json!([]), "{v}");
+
+    // A name that is not paired is refused, saying so.
+    term.keys(&[":"]);
+    term.literal("revoke tablet");
+    term.keys(&["Enter"]);
+    term.wait_screen(30, "the refusal", |s| s.contains("tablet"));
+    let shell = term.quit();
+    assert!(shell.contains("EXITED:0"), "{shell}");
+}

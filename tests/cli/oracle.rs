@@ -270,14 +270,14 @@ fn a_routine_question_is_answered_as_oracle_inside_the_park_window() {
     let system = requests[0]["messages"][0]["content"].as_str().unwrap();
     assert!(system.starts_with("You are a task processing engine talking to other machines."));
     let input: Value =
-        serde_json::from_str(requests[0]["messages"][1]["content"].as_str().unwrap()).unwrap();
+        serde_json::from_str(input_message(&requests[0])["content"].as_str().unwrap()).unwrap();
     assert_eq!(
         input,
         json!({"intent": INTENT, "summary": RENAME,
                "detail": "The config key MB_PORT is being renamed to MB_LISTEN."})
     );
     assert_eq!(
-        requests[0]["messages"][1]["content"].as_str().unwrap(),
+        input_message(&requests[0])["content"].as_str().unwrap(),
         input.to_string(),
         "the intent first: the one text evidence may be copied from"
     );
@@ -328,7 +328,7 @@ fn chat_text_an_ungrounded_answer_and_a_bad_verdict_are_corrected_and_one_answer
         4,
         "4 loop rounds; the delivery ends the review"
     );
-    let input = requests[0]["messages"][1]["content"].as_str().unwrap();
+    let input = input_message(&requests[0])["content"].as_str().unwrap();
     assert_eq!(
         last_message(&requests[1]),
         format!(
@@ -751,6 +751,12 @@ fn the_oracle_answers_through_a_model_server_that_validates_like_llama_cpp() {
         echoed["tool_calls"][0]["function"]["name"],
         "oracle_submit_verdict"
     );
+}
+
+/// The INPUT under review in a request: its last message, past the system prompt and
+/// the chain's worked examples.
+fn input_message(request: &Value) -> &Value {
+    request["messages"].as_array().unwrap().last().unwrap()
 }
 
 /// What the model is told when its answer is not one plain line.

@@ -414,8 +414,12 @@ fn from_store_replays_the_questions_a_human_answered_and_scores_against_the_huma
     );
     let requests = std::fs::read_to_string(format!("{}.requests.jsonl", dialog.display())).unwrap();
     let first: Value = serde_json::from_str(requests.lines().next().unwrap()).unwrap();
-    let input: Value =
-        serde_json::from_str(first["messages"][1]["content"].as_str().unwrap()).unwrap();
+    let input: Value = serde_json::from_str(
+        first["messages"].as_array().unwrap().last().unwrap()["content"]
+            .as_str()
+            .unwrap(),
+    )
+    .unwrap();
     assert_eq!(
         (&input["intent"], &input["summary"]),
         (&json!(INTENT), &json!("Rename the env var too?")),

@@ -15,7 +15,7 @@ use serde_json::{Value, json};
 #[derive(Debug, Clone)]
 pub enum Reply {
     /// A chat completion with this assistant message (`{{input.<field>}}` in its
-    /// tool-call arguments is replaced by that field of the request's first user
+    /// tool-call arguments is replaced by that field of the request's newest JSON user
     /// message, the oracle's INPUT: `{{input.askId}}`, `{{input.intent}}`).
     Message(Value),
     /// This status and body, whatever the request said.
@@ -298,12 +298,19 @@ fn violation(request: &Value) -> Option<String> {
 }
 
 fn completion(request: &Value, mut message: Value, serves: &Serves) -> String {
+    // The newest user message that is a JSON object: a chain's worked examples come
+    // before the INPUT under review, corrections (plain text) after it.
     let input = request["messages"]
         .as_array()
-        .and_then(|ms| ms.iter().find(|m| m["role"] == "user"))
-        .and_then(|m| m["content"].as_str())
-        .and_then(|c| serde_json::from_str::<Value>(c).ok())
-        .and_then(|input| input.as_object().cloned())
+        .into_iter()
+        .flatten()
+        .rev()
+        .filter(|m| m["role"] == "user")
+        .filter_map(|m| m["content"].as_str())
+        .find_map(|c| match serde_json::from_str::<Value>(c) {
+            Ok(Value::Object(o)) => Some(o),
+            _ => None,
+        })
         .unwrap_or_default();
     if let Some(calls) = message["tool_calls"].as_array_mut() {
         for call in calls {

@@ -385,13 +385,42 @@ pub fn killed_host_leaves_nothing(agent: &'static Conformer, policy: &str, when:
     let (world, mut fire) = fire_long_sleep(agent, policy);
     let host = fire.pid();
     let tree = match when {
-        Kill::MidHandshake => fire.wait(STEP_SECS, "the agent's own process", || {
-            let tree = descendants(host);
-            // The supervisor's child: the agent itself (or its launcher).
-            tree.iter()
-                .any(|p| !p.cmdline().contains(" supervise "))
-                .then_some(tree)
-        }),
+        Kill::MidHandshake => {
+            fire.wait(STEP_SECS, "the agent's own process", || {
+                // The supervisor's child: the agent itself (or its launcher).
+                descendants(host)
+                    .iter()
+                    .any(|p| !p.cmdline().contains(" supervise "))
+                    .then_some(())
+            });
+            // Frozen where it stands (a launcher's child started meanwhile included),
+            // the agent cannot finish its handshake before the kill; that none had
+            // finished is read from the record and the model.
+            let mut frozen = Vec::new();
+            let tree = wait_for(STEP_SECS, "the agent's tree to hold still", || {
+                let tree = descendants(host);
+                let fresh: Vec<_> = tree
+                    .iter()
+                    .filter(|p| !p.cmdline().contains(" supervise ") && !frozen.contains(*p))
+                    .copied()
+                    .collect();
+                for p in &fresh {
+                    unsafe { libc::kill(p.pid as libc::pid_t, libc::SIGSTOP) };
+                }
+                frozen.extend(fresh.iter().copied());
+                fresh.is_empty().then_some(tree)
+            });
+            // A mission is recorded once its unit's session is open.
+            let recorded = world.sb.newest_mission().map(|_| world.show());
+            assert!(
+                recorded
+                    .as_ref()
+                    .is_none_or(|show| show["sessionId"].is_null()),
+                "the agent had a session before the kill, so it did not come mid-handshake: {recorded:#?}"
+            );
+            assert_eq!(world.model.turns_taken(), 0, "no prompt reached the model");
+            tree
+        }
         Kill::MidTurn => approve_the_sleep(&world, &mut fire),
     };
     let killed = fire.sigkill();

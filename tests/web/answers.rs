@@ -153,6 +153,11 @@ fn asks_pending_across_a_restart_are_listed_and_answerable() {
             ..Default::default()
         })
         .unwrap();
+    // The gate is younger by at least a millisecond: two asks of one millisecond
+    // have no order of age between them.
+    wait_for(5, "the clock to pass the question's time", || {
+        (missionboard::clock::now_ms() > ask.created_at).then_some(())
+    });
     let gate = asks
         .raise(NewAsk {
             tools_name: "shell".into(),

@@ -1,4 +1,5 @@
-//! `:`: the command line — `:mission …` (or `:/mission …`, `:m …`), `:help`, `:q`.
+//! `:`: the command line — `:mission …` (or `:/mission …`, `:m …`), `:revoke
+//! <device>`, `:help`, `:q`.
 
 use crossterm::event::KeyEvent;
 
@@ -41,6 +42,21 @@ fn run(m: &mut Model, line: &str) -> Vec<Effect> {
                     args: args.to_string(),
                 }]
             }
+        }
+        "revoke" => {
+            let name = args.trim();
+            if name.is_empty() {
+                toast(
+                    m,
+                    "`:revoke <device>` ends a paired web device at once (`missionboard web devices` lists them)".into(),
+                    true,
+                );
+                return vec![];
+            }
+            m.busy += 1;
+            vec![Effect::Revoke {
+                device: name.to_string(),
+            }]
         }
         "q" | "quit" => super::confirm::request_quit(m),
         "help" => {

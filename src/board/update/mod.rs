@@ -41,6 +41,7 @@ pub enum Msg {
     WorktreeDone(Result<String, String>),
     DiffLoaded(Result<crate::board::model::DiffView, String>),
     AckDone(Result<String, String>),
+    RevokeDone(Result<String, String>),
     PickerLoaded(Result<PickerData, String>),
     /// A `/mission` line with no arguments, resolved by its effect: open the picker.
     OpenPicker(PickerData),
@@ -93,6 +94,10 @@ pub enum Effect {
         mission_id: String,
     },
     LoadPicker,
+    /// End a paired web device, as `web revoke` does.
+    Revoke {
+        device: String,
+    },
     /// The arguments of a typed `/mission` line (the runner reads the registry,
     /// config and search path, then parses and resolves).
     RunMission {
@@ -163,7 +168,7 @@ pub fn update(m: &mut Model, msg: Msg) -> Vec<Effect> {
             }
             vec![]
         }
-        Msg::StopDone(r) | Msg::AckDone(r) | Msg::WorktreeDone(r) => {
+        Msg::StopDone(r) | Msg::AckDone(r) | Msg::WorktreeDone(r) | Msg::RevokeDone(r) => {
             m.busy = m.busy.saturating_sub(1);
             match r {
                 Ok(t) => toast(m, t, false),
