@@ -112,9 +112,12 @@ pub async fn run(scale: Scale) -> anyhow::Result<Vec<Row>> {
         )
         .await?;
         // Its unit gone too, as the floor's is before its next sample.
-        until("the landed unit to exit", limit, Duration::from_millis(1), || {
-            child_processes() == 0
-        })
+        until(
+            "the landed unit to exit",
+            limit,
+            Duration::from_millis(1),
+            || child_processes() == 0,
+        )
         .await?;
         if round > 0 {
             claimed.push(took);
