@@ -17,34 +17,62 @@ use crate::mission_mcp::{bridge_server_entry, serve_mission_socket};
 use crate::ops::{self, fire::Fire};
 
 /// How often the transcript is looked at: fine enough for a figure in milliseconds.
-const DETECT: Duration = Duration::from_micros(100);
+pub(super) const DETECT: Duration = Duration::from_micros(100);
 
-fn arrived(transcript: &Path) -> bool {
+pub(super) fn arrived(transcript: &Path) -> bool {
     std::fs::metadata(transcript).is_ok_and(|m| m.len() > 0)
 }
 
-pub async fn run(scale: Scale) -> anyhow::Result<Vec<Row>> {
-    let scratch = Scratch::new(&scale)?;
-    let transcript = scratch.declare_landing_stub()?;
-    // The bare unit's MCP server: the same bridge, to a server that answers at once.
+/// The bare unit the fire floors start: the same stub, writing its first prompt to
+/// `transcript`, its MCP server connected through the same bridge to a bare server
+/// (held open by the returned socket).
+pub(super) async fn bare_unit(
+    scratch: &Scratch,
+    transcript: &Path,
+) -> anyhow::Result<(UnitSpec, crate::mission_mcp::MissionSocket)> {
     let socket = serve_mission_socket(&scratch.home().join("bare.sock"), Bare::at_once()).await?;
-    let bare_spec = scratch.stub_unit(
+    let spec = scratch.stub_unit(
         &scratch.write_script("bare", &one_turn(json!([{"say": "hi"}])))?,
         "bench-bare",
     )?;
-    let bare_spec = UnitSpec {
-        mcp_servers: vec![bridge_server_entry(
-            &bare_spec.program,
-            &socket,
-            scratch.home(),
-        )?],
+    let spec = UnitSpec {
+        mcp_servers: vec![bridge_server_entry(&spec.program, &socket, scratch.home())?],
         env: [(
             "STUB_TRANSCRIPT".to_string(),
             transcript.display().to_string(),
         )]
         .into(),
-        ..bare_spec
+        ..spec
     };
+    Ok((spec, socket))
+}
+
+/// Start the bare unit and prompt it, until its first prompt is in `transcript`;
+/// how long since `t`. The unit is shut down after.
+pub(super) async fn bare_first_prompt(
+    spec: &UnitSpec,
+    transcript: &Path,
+    t: Instant,
+    limit: Duration,
+) -> anyhow::Result<Duration> {
+    let unit = Unit::start(spec.clone()).await?;
+    let seen = async {
+        until("the bare prompt at the stub", limit, DETECT, || {
+            arrived(transcript)
+        })
+        .await?;
+        anyhow::Ok(t.elapsed())
+    };
+    let (turn, took) = tokio::join!(unit.prompt(vec!["bare".into()]), seen);
+    turn?;
+    unit.shutdown().await;
+    took
+}
+
+pub async fn run(scale: Scale) -> anyhow::Result<Vec<Row>> {
+    let scratch = Scratch::new(&scale)?;
+    let transcript = scratch.declare_landing_stub()?;
+    let (bare_spec, _socket) = bare_unit(&scratch, &transcript).await?;
     let limit = Duration::from_secs(30);
 
     let host = scratch.host()?;
@@ -69,19 +97,7 @@ pub async fn run(scale: Scale) -> anyhow::Result<Vec<Row>> {
         until_reaped(&host, "the unit to be reaped", limit).await?;
 
         let _ = std::fs::remove_file(&transcript);
-        let t = Instant::now();
-        let unit = Unit::start(bare_spec.clone()).await?;
-        let seen = async {
-            until("the bare prompt at the stub", limit, DETECT, || {
-                arrived(&transcript)
-            })
-            .await?;
-            anyhow::Ok(t.elapsed())
-        };
-        let (turn, bare_took) = tokio::join!(unit.prompt(vec!["bare".into()]), seen);
-        turn?;
-        let bare_took = bare_took?;
-        unit.shutdown().await;
+        let bare_took = bare_first_prompt(&bare_spec, &transcript, Instant::now(), limit).await?;
         if round > 0 {
             fired.push(took);
             bare.push(bare_took);

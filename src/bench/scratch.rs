@@ -247,6 +247,21 @@ pub async fn until_reaped(host: &Host, what: &str, limit: Duration) -> anyhow::R
         .map_err(|_| anyhow::anyhow!("bench: timed out after {limit:?} waiting for {what}"))
 }
 
+/// How many child processes this process has (every thread's, from
+/// `/proc/self/task/*/children`): zero once every unit it started has exited.
+pub fn child_processes() -> usize {
+    let Ok(tasks) = std::fs::read_dir("/proc/self/task") else {
+        return 0;
+    };
+    tasks
+        .flatten()
+        .map(|t| {
+            std::fs::read_to_string(t.path().join("children"))
+                .map_or(0, |c| c.split_whitespace().count())
+        })
+        .sum()
+}
+
 /// This process's resident set, in bytes (`VmRSS` of /proc/self/status).
 pub fn rss_bytes() -> u64 {
     std::fs::read_to_string("/proc/self/status")
