@@ -266,9 +266,6 @@ pub async fn stop(State(web): State<Web>, authed: Authed, Form(form): Form<StopF
     }
 }
 
-/// The prefix of a template parameter's field in the fire form: `p.repo=acme/api`.
-pub const PARAM_FIELD: &str = "p.";
-
 /// `POST /api/fire-template`: fire a template with the parameters typed on the
 /// page, queued for a `missionboard host` (as `mission fire --template … --queue`;
 /// the page's server hosts no mission of its own). The form is `csrf`, `template`
@@ -292,7 +289,7 @@ pub async fn fire_template(
     };
     let pairs: Vec<(String, String)> = form
         .iter()
-        .filter_map(|(k, v)| Some((k.strip_prefix(PARAM_FIELD)?.to_string(), v.clone())))
+        .filter_map(|(k, v)| Some((k.strip_prefix(render::PARAM_FIELD)?.to_string(), v.clone())))
         .filter(|(_, v)| !v.is_empty())
         .collect();
     match crate::ops::schedule::fire_template(&web.host, &name, pairs, Some(None)).await {

@@ -9,6 +9,9 @@ use std::fmt::Write as _;
 use crate::asks::{Ask, AskKind};
 use crate::mission::{Mission, Status};
 
+/// The prefix of a template parameter's field in the fire form: `p.repo=acme/api`.
+pub const PARAM_FIELD: &str = "p.";
+
 /// Agent text made inert for HTML: controls and bidi overrides stripped, then
 /// every character that means something to HTML escaped (safe in text and in a
 /// quoted attribute alike).
@@ -448,7 +451,7 @@ fn templates_section(templates: &[crate::ops::fire::TemplateEntry], csrf: &str) 
             let _ = write!(
                 out,
                 "<label>{pname} <input name=\"{field}{pname}\"{placeholder}></label><p class=\"meta\">{what}</p>",
-                field = super::api::PARAM_FIELD,
+                field = PARAM_FIELD,
                 placeholder = p
                     .default
                     .as_deref()
