@@ -37,6 +37,7 @@ pub mod paths;
 pub mod planner;
 pub mod presets;
 pub mod runtime;
+pub mod sched;
 pub mod schema;
 pub mod signals;
 pub mod store;

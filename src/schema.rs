@@ -65,6 +65,11 @@ pub const MIGRATIONS: &[Migration] = &[
     // v17: the notification outbox: events written by triggers with the ask or the
     // status they announce, each target's deliveries and fan-out cursor.
     &[crate::notify::SCHEMA_V17],
+    // v18: schedules, webhook triggers and what each fired.
+    &[
+        crate::sched::schedules::SCHEMA_V18,
+        crate::sched::triggers::SCHEMA_V18,
+    ],
 ];
 
 /// The same versions on PostgreSQL, numbered alike so a version means one schema on
@@ -107,6 +112,10 @@ pub const PG_MIGRATIONS: &[Migration] = &[
     &[crate::mission::check::PG_SCHEMA_V15],
     &[crate::fleet::budget::PG_SCHEMA_V16],
     &[crate::notify::PG_SCHEMA_V17],
+    &[
+        crate::sched::schedules::PG_SCHEMA_V18,
+        crate::sched::triggers::PG_SCHEMA_V18,
+    ],
 ];
 
 impl Store {

@@ -67,6 +67,7 @@ const MODULES: &[(&str, (&str, u8, Siblings))] = &[
     ("envelope", DOMAIN),
     ("worktree", DOMAIN),
     ("devices", DOMAIN),
+    ("sched", DOMAIN),
     // protocol adapters: ACP to units, the MCP mission tools, the model client
     ("acp_client", PROTOCOL),
     ("mission_mcp", PROTOCOL),

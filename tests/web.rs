@@ -16,5 +16,7 @@ mod auth;
 mod detail;
 #[path = "web/hardening.rs"]
 mod hardening;
+#[path = "web/hooks.rs"]
+mod hooks;
 #[path = "web/live.rs"]
 mod live;

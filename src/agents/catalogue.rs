@@ -36,6 +36,94 @@ pub fn names() -> Vec<&'static str> {
     all().iter().map(|a| a.name.as_str()).collect()
 }
 
+/// The catalogue as the Markdown table docs/agents.md carries (a test holds the two
+/// equal): each external agent's command line, install line, what missionboard sets for
+/// its unit — every fact read from its entry, none retold — and its known limits.
+pub fn markdown_table() -> String {
+    let code = |s: &str| format!("`{}`", s.replace('|', "\\|"));
+    let codes = |items: &mut dyn Iterator<Item = String>| {
+        items.map(|s| code(&s)).collect::<Vec<_>>().join(", ")
+    };
+    let mut out = String::from(
+        "| agent | command | install | what missionboard sets | known limits |\n|---|---|---|---|---|\n",
+    );
+    for a in all().iter().filter(|a| a.command != super::SELF_COMMAND) {
+        let mut sets = Vec::new();
+        if !a.env.is_empty() {
+            sets.push(format!(
+                "env {}",
+                codes(&mut a.env.iter().map(|(k, v)| format!("{k}={v}")))
+            ));
+        }
+        if !a.session_meta.is_empty() {
+            let mut paths = Vec::new();
+            meta_paths("", &a.session_meta, &mut paths);
+            sets.push(format!(
+                "`session/new` `_meta` {}",
+                codes(&mut paths.into_iter())
+            ));
+        }
+        if let Some(mode) = &a.mode {
+            sets.push(format!("session mode {}", code(mode)));
+        }
+        let state: Vec<String> = a
+            .state_dirs
+            .iter()
+            .chain(a.state_files.keys())
+            .cloned()
+            .collect();
+        if !state.is_empty() {
+            sets.push(format!("state {}", codes(&mut state.into_iter())));
+        }
+        if !a.passthrough.is_empty() {
+            sets.push(format!(
+                "passed through {}",
+                codes(&mut a.passthrough.iter().cloned())
+            ));
+        }
+        if !a.endpoints.is_empty() {
+            sets.push(format!(
+                "endpoints {}",
+                codes(&mut a.endpoints.iter().cloned())
+            ));
+        }
+        if !a.ports.is_empty() {
+            sets.push(format!(
+                "own ports {}",
+                codes(&mut a.ports.iter().map(u16::to_string))
+            ));
+        }
+        out.push_str(&format!(
+            "| `{}` | {} | {} | {} | {} |\n",
+            a.name,
+            code(&a.command_line()),
+            a.about.install.as_deref().map_or("—".to_string(), code),
+            sets.join("; "),
+            a.about.limits.as_deref().unwrap_or("—").replace('|', "\\|"),
+        ));
+    }
+    out
+}
+
+/// The dotted paths of `meta`'s leaves.
+fn meta_paths(
+    prefix: &str,
+    meta: &serde_json::Map<String, serde_json::Value>,
+    out: &mut Vec<String>,
+) {
+    for (k, v) in meta {
+        let path = if prefix.is_empty() {
+            k.clone()
+        } else {
+            format!("{prefix}.{k}")
+        };
+        match v {
+            serde_json::Value::Object(inner) => meta_paths(&path, inner, out),
+            _ => out.push(path),
+        }
+    }
+}
+
 /// The text of one entry as it stands in the catalogue: its `[agents.<name>]` table
 /// and every sub-table of it, comments included, ready to append to an agents.toml.
 pub fn section(name: &str) -> Option<String> {

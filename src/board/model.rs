@@ -131,7 +131,8 @@ pub struct Detail {
     pub worktree: Option<String>,
     /// What it has spent: tool calls, tokens (durable, across sessions), time.
     pub spend: Option<String>,
-    /// The editor session that fired it, when one did.
+    /// What fired it, when not the operator: an editor session, a schedule's tick
+    /// or a webhook trigger's delivery (`session mb-…`, `schedule nightly (tick …)`).
     pub fired_by: Option<String>,
     /// What kind of process hosts it (a `missionboard host`, this board, the process
     /// that fired it), or where it waits in the queue.
@@ -174,6 +175,8 @@ pub struct Snapshot {
     pub fleet_cap: u64,
     /// The live `missionboard host`s sharing the store, with their width and load.
     pub hosts: Vec<crate::mission::hosts::HostRow>,
+    /// The live schedule that ticks soonest: its name, when, and its last outcome.
+    pub next_schedule: Option<(String, i64, Option<String>)>,
     pub store_error: Option<String>,
     /// The query it was read for: the first snapshot for a new query answers the
     /// operator's input and is drawn at once ([`super::answers_input`]).

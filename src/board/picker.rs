@@ -107,7 +107,7 @@ pub fn header_lines(data: &PickerData, from: FiredFrom) -> Vec<String> {
         ),
         FiredFrom::Session => ("Fire a mission from this session:", '/'),
     };
-    vec![
+    let mut lines = vec![
         intro.into(),
         format!(
             "  {c}mission <intent>                              the default agent, the default envelope"
@@ -125,7 +125,18 @@ pub fn header_lines(data: &PickerData, from: FiredFrom) -> Vec<String> {
             "Default envelope: {}",
             default(&data.default_envelope, "default-mission-policy", "envelope")
         ),
-    ]
+    ];
+    if !data.templates.is_empty() {
+        lines.push(String::new());
+        lines.push(
+            "Templates (fire one with `missionboard mission fire --template <name> key=value…`):"
+                .into(),
+        );
+        for (name, params) in &data.templates {
+            lines.push(format!("  {name} {params}").trim_end().to_string());
+        }
+    }
+    lines
 }
 
 /// Where a mission is fired from, which names the command the header shows: the
@@ -179,6 +190,25 @@ mod tests {
         ["demo", "claude"].contains(&w)
     }
 
+    #[test]
+    fn the_header_lists_the_templates_with_their_parameters() {
+        let mut d = data();
+        assert!(
+            !header_lines(&d, FiredFrom::Board)
+                .iter()
+                .any(|l| l.starts_with("Templates"))
+        );
+        d.templates = vec![("triage".into(), "label=… repo=…".into())];
+        let lines = header_lines(&d, FiredFrom::Board);
+        assert_eq!(
+            &lines[lines.len() - 2..],
+            [
+                "Templates (fire one with `missionboard mission fire --template <name> key=value…`):".to_string(),
+                "  triage label=… repo=…".to_string()
+            ]
+        );
+    }
+
     fn data() -> PickerData {
         PickerData {
             envelopes: vec![
@@ -202,6 +232,7 @@ mod tests {
             agents: vec![],
             default_agent: Some("demo".into()),
             default_envelope: Some("default".into()),
+            templates: vec![],
         }
     }
 

@@ -341,6 +341,19 @@ fn try_build(src: &Source, q: &Query) -> Result<Snapshot, String> {
             .into_iter()
             .filter(|h| h.width.is_some())
             .collect(),
+        next_schedule: crate::sched::schedules::Schedules::new(src.missions.store().clone())
+            .list()
+            .map_err(|e| s(&e))?
+            .into_iter()
+            .filter(|sc| !sc.paused)
+            .min_by_key(|sc| sc.next_tick)
+            .map(|sc| {
+                (
+                    one_line(&sc.name),
+                    sc.next_tick,
+                    sc.last_outcome.as_deref().map(one_line),
+                )
+            }),
         store_error: None,
         query: Query::default(),
     })
@@ -691,7 +704,13 @@ fn detail(
         host_role: host_role(missions, m, &row).map_err(|e| e.to_string())?,
         worktree,
         spend: Some(spend),
-        fired_by: m.parent_session_id.as_deref().map(one_line),
+        fired_by: match m.parent_session_id.as_deref() {
+            Some(session) => Some(format!("session {}", one_line(session))),
+            None => crate::sched::schedules::Schedules::new(missions.store().clone())
+                .fired_by(&m.id)
+                .map_err(|e| e.to_string())?
+                .map(|f| one_line(&f.describe())),
+        },
         mission: row,
         last_error: m
             .last_error

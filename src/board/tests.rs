@@ -557,6 +557,7 @@ fn picker_walks_envelope_agent_intent_and_fires() {
             ],
             default_agent: Some("demo".into()),
             default_envelope: Some("strict".into()),
+            templates: vec![],
         })),
     );
     // The default envelope and agent are preselected.

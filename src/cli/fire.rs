@@ -23,6 +23,9 @@ use crate::store::Store;
 const POLL: Duration = Duration::from_millis(250);
 
 pub(super) struct FireArgs {
+    /// `--template <name>` and its `key=value` words: the template gives the agent,
+    /// envelope, intent, worktree, check and label (flags given beside it win).
+    pub template: Option<(String, Vec<String>)>,
     pub agent: String,
     pub intent: Vec<String>,
     pub policy: Option<String>,
@@ -51,6 +54,9 @@ impl FireArgs {
         if let Err(e) = presets::seed_policies_quietly(&ctx.paths.home) {
             tracing::warn!("could not refresh the preset envelopes: {e}");
         }
+        if let Some((name, words)) = &self.template {
+            return self.templated(ctx, timeout, store, name, words);
+        }
         let (envelope, origin) = fire::envelope_or_default(&store, self.policy.as_deref())?;
         let mut request = Fire::new(&self.agent, envelope, Intent::new(&self.intent.join(" "))?);
         request.worktree = self.worktree;
@@ -61,6 +67,43 @@ impl FireArgs {
         };
         request.check = self.check.clone();
         Ok((timeout, store, request))
+    }
+
+    /// The template's fire, with the flags given beside `--template` applied over it.
+    fn templated(
+        &self,
+        ctx: &Ctx,
+        timeout: Duration,
+        store: Store,
+        name: &str,
+        words: &[String],
+    ) -> anyhow::Result<(Duration, Store, Fire)> {
+        let pairs = crate::sched::template::parse_pairs(words).map_err(anyhow::Error::msg)?;
+        let t = crate::ops::schedule::template_fire(&ctx.host(&store)?, name, &pairs)?;
+        let mut request = t.fire;
+        if let Some(p) = &self.policy {
+            request.envelope = crate::mission::EnvelopeName::new(p)?;
+            request.typed_at.envelope = Some("--policy");
+        }
+        request.worktree |= self.worktree;
+        if self.check != crate::mission::check::CheckChoice::FromEnvelope {
+            request.check = self.check.clone();
+        }
+        Ok((timeout, store, request))
+    }
+
+    /// The host label a queued fire must run on: `--on`, else the template's.
+    pub(super) fn run_on(&self, ctx: &Ctx) -> anyhow::Result<Option<String>> {
+        if self.on.is_some() {
+            return Ok(self.on.clone());
+        }
+        match &self.template {
+            Some((name, _)) => Ok(crate::sched::template::load(&ctx.paths, name)
+                .map_err(anyhow::Error::msg)?
+                .template
+                .on),
+            None => Ok(None),
+        }
     }
 }
 

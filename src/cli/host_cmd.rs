@@ -139,6 +139,9 @@ fn say(event: &Event) -> anyhow::Result<()> {
         Event::Reclaimed { mission, machine } => outln!(
             "Collected mission {mission} as abandoned: its host on {machine} is gone and nothing can resume it."
         )?,
+        Event::Scheduled {
+            schedule, outcome, ..
+        } => outln!("Schedule {schedule}: {outcome}.")?,
         Event::Leaving {
             requeued,
             parked,

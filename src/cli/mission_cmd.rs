@@ -133,8 +133,10 @@ pub(super) fn show(ctx: &Ctx, id: &str, json: bool) -> anyhow::Result<i32> {
     let queued_at = svc.queue_positions()?.get(&m.id).copied();
     let record = crate::ops::show::compute_record(svc.store(), &m.id)?;
     let cost = crate::ops::show::mission_cost(&ctx.paths.home, record.as_ref());
+    let fired_by = crate::sched::schedules::Schedules::new(svc.store().clone()).fired_by(&m.id)?;
     if json {
         let mut v = serde_json::to_value(&m)?;
+        v["firedBy"] = serde_json::to_value(&fired_by)?;
         if let Some(at) = queued_at {
             v["queuePosition"] = at.into();
         }
@@ -175,6 +177,9 @@ pub(super) fn show(ctx: &Ctx, id: &str, json: bool) -> anyhow::Result<i32> {
     writeln!(out, "Agent:     {}", m.agent_name)?;
     writeln!(out, "Envelope:  {}", m.envelope_name)?;
     writeln!(out, "Status:    {}", status_line(&m))?;
+    if let Some(f) = &fired_by {
+        writeln!(out, "Fired by:  {}", f.describe())?;
+    }
     if let Some(at) = queued_at {
         let on = match svc.run_on(&m.id)? {
             Some(label) => format!(" labelled {label:?}"),

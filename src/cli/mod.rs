@@ -14,6 +14,7 @@ mod oracle_cmd;
 mod out;
 mod queued_fire;
 mod reference;
+mod schedule_cmd;
 mod spend_cmd;
 mod vet;
 mod web_cmd;
@@ -91,6 +92,15 @@ enum Command {
     },
     /// Serve the web page: answer asks and follow missions from a paired phone or browser.
     Web(WebArgs),
+    /// Mission templates: templates/<name>.toml on the envelope search path.
+    #[command(subcommand)]
+    Template(schedule_cmd::TemplateCmd),
+    /// Missions fired on a cron schedule by every live `missionboard host`, each tick once.
+    #[command(subcommand)]
+    Schedule(schedule_cmd::ScheduleCmd),
+    /// Signed webhooks (POST /hooks/<name> on the web server) that fire a template.
+    #[command(subcommand)]
+    Trigger(schedule_cmd::TriggerCmd),
     /// What missions cost (reported by their agents, else estimated from the price
     /// table), their tokens and tool calls, grouped.
     Spend {
@@ -145,12 +155,20 @@ enum Command {
 #[derive(Subcommand, Debug)]
 enum MissionCmd {
     /// Fire a mission at a declared agent and wait for its verdict.
+    #[command(
+        override_usage = "missionboard mission fire [OPTIONS] <AGENT> <INTENT>...\n       missionboard mission fire [OPTIONS] --template <NAME> [KEY=VALUE]..."
+    )]
     Fire {
-        /// The declared agent (see `missionboard agent list`).
-        agent: String,
-        /// The one-line intent.
-        #[arg(required = true, num_args = 1..)]
+        /// The declared agent (see `missionboard agent list`); with --template, the
+        /// first key=value parameter.
+        #[arg(required_unless_present = "template")]
+        agent: Option<String>,
+        /// The one-line intent; with --template, the key=value parameters.
+        #[arg(required_unless_present = "template", num_args = 0..)]
         intent: Vec<String>,
+        /// Fire this template (templates/<name>.toml), its parameters given as key=value.
+        #[arg(long, value_name = "NAME")]
+        template: Option<String>,
         /// The envelope that bounds this mission (else `default-mission-policy`).
         #[arg(long)]
         policy: Option<String>,
@@ -379,6 +397,9 @@ enum AgentCmd {
         #[arg(long)]
         json: bool,
     },
+    /// The catalogue's external agents, as the Markdown table docs/agents.md carries:
+    /// command, install line, what missionboard sets for their units, known limits.
+    Catalogue,
     /// Declare a catalogue agent (claude, codex, gemini, qwen, opencode, goose, …) in agents.toml.
     Add {
         /// The catalogue entry to copy.
@@ -497,6 +518,8 @@ impl Command {
                     ..
                 })
                 | Command::Init(_)
+                | Command::Schedule(schedule_cmd::ScheduleCmd::Add { .. })
+                | Command::Trigger(schedule_cmd::TriggerCmd::Add { .. })
                 | Command::Agent(AgentArgs {
                     command: Some(AgentCmd::Add { .. }),
                     ..
@@ -757,6 +780,7 @@ fn run(ctx: &Ctx, command: Option<Command>, flags: BetaFlags) -> anyhow::Result<
             MissionCmd::Fire {
                 agent,
                 intent,
+                template,
                 policy,
                 wait,
                 timeout,
@@ -771,7 +795,17 @@ fn run(ctx: &Ctx, command: Option<Command>, flags: BetaFlags) -> anyhow::Result<
                     (None, true) => crate::mission::check::CheckChoice::Skip,
                     (None, false) => crate::mission::check::CheckChoice::FromEnvelope,
                 };
+                // With --template, every word after the flags is a key=value parameter.
+                let (template, agent, intent) = match template {
+                    Some(t) => (
+                        Some((t, agent.into_iter().chain(intent).collect())),
+                        String::new(),
+                        Vec::new(),
+                    ),
+                    None => (None, agent.unwrap_or_default(), intent),
+                };
                 let args = fire::FireArgs {
+                    template,
                     agent,
                     intent,
                     policy,
@@ -804,6 +838,10 @@ fn run(ctx: &Ctx, command: Option<Command>, flags: BetaFlags) -> anyhow::Result<
         Some(Command::Oracle(c)) => oracle_cmd::run(ctx, c),
         Some(Command::Agent(a)) => match a.command {
             Some(AgentCmd::List { json }) => agent_cmd::list(ctx, json),
+            Some(AgentCmd::Catalogue) => {
+                out::out!("{}", crate::agents::catalogue::markdown_table())?;
+                Ok(0)
+            }
             Some(AgentCmd::Add { name, local, force }) => agent_cmd::add(ctx, &name, local, force),
             None => {
                 let options = crate::planner::AgentOptions {
@@ -852,6 +890,9 @@ fn run(ctx: &Ctx, command: Option<Command>, flags: BetaFlags) -> anyhow::Result<
             },
         ),
         Some(Command::Web(a)) => web_cmd::run(ctx, a),
+        Some(Command::Template(c)) => schedule_cmd::template(ctx, c),
+        Some(Command::Schedule(c)) => schedule_cmd::schedule(ctx, c),
+        Some(Command::Trigger(c)) => schedule_cmd::trigger(ctx, c),
         Some(Command::Spend { by, since, json }) => spend_cmd::run(ctx, &by, &since, json),
         Some(Command::Doctor { json, agent: None }) => doctor::run(ctx, json),
         Some(Command::Doctor {

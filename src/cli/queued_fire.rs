@@ -23,11 +23,12 @@ pub(super) fn run(ctx: &Ctx, args: FireArgs) -> anyhow::Result<i32> {
         );
     }
     let (timeout, store, request) = args.request(ctx)?;
-    let m = fire::enqueue(&ctx.host(&store)?, request, args.on.as_deref())?;
+    let run_on = args.run_on(ctx)?;
+    let m = fire::enqueue(&ctx.host(&store)?, request, run_on.as_deref())?;
     let (agent, policy, on) = (
         &m.agent_name,
         &m.envelope_name,
-        args.on.as_deref().map(str::trim),
+        run_on.as_deref().map(str::trim),
     );
     let missions = crate::mission::Missions::new(store.clone());
     let position = missions.queue_positions()?.get(&m.id).copied().unwrap_or(1);

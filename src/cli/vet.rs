@@ -76,6 +76,19 @@ fn vet_file(path: &Path) -> Option<VetReport> {
         }
     };
     let name = path.file_name()?.to_string_lossy().into_owned();
+    if crate::sched::template::is_template_file(path) {
+        let errors = match std::str::from_utf8(&bytes)
+            .map_err(|e| format!("not UTF-8: {e}"))
+            .and_then(crate::sched::template::Template::parse)
+        {
+            Ok(_) => vec![],
+            Err(e) => vec![format!("template failed validation: {e}")],
+        };
+        return Some(VetReport {
+            errors,
+            warnings: vec![],
+        });
+    }
     if name == crate::agents::FILE_NAME {
         let errors = match std::str::from_utf8(&bytes)
             .map_err(|e| anyhow::anyhow!("not UTF-8: {e}"))
@@ -143,5 +156,7 @@ fn wanted(p: &Path) -> bool {
         .file_name()
         .map(|n| n.to_string_lossy().to_lowercase())
         .unwrap_or_default();
-    name.ends_with(".json") || name == crate::agents::FILE_NAME
+    name.ends_with(".json")
+        || name == crate::agents::FILE_NAME
+        || crate::sched::template::is_template_file(p)
 }

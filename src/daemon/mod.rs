@@ -74,6 +74,12 @@ pub enum Event {
         mission: String,
         machine: String,
     },
+    /// A schedule's tick was claimed here: what it fired, or why nothing.
+    Scheduled {
+        schedule: String,
+        mission: Option<String>,
+        outcome: String,
+    },
     Leaving {
         requeued: usize,
         parked: usize,
@@ -140,6 +146,21 @@ pub async fn run(
         labels: options.labels.clone(),
     });
     let underway = Arc::new(Underway::default());
+    // Schedules tick on a task of their own, which sleeps until the soonest tick.
+    let ticking = {
+        let report = report.clone();
+        tokio::spawn(crate::ops::schedule::run(
+            host.clone(),
+            std::future::pending(),
+            move |t| {
+                report(Event::Scheduled {
+                    schedule: t.schedule,
+                    mission: t.mission,
+                    outcome: t.outcome,
+                })
+            },
+        ))
+    };
     let mut changes = store.changes().subscribe();
     let mut maintained: Option<Instant> = None;
     // The load last written: an unchanged one is written again only with the
@@ -179,6 +200,7 @@ pub async fn run(
             _ = &mut shutdown => break,
         }
     }
+    ticking.abort();
     let left = leave(&host, &underway, options.stop_on_exit).await;
     report(left);
     Ok(())

@@ -81,6 +81,31 @@ pub struct Claimed {
     pub worktree: bool,
 }
 
+/// Write mission `id` as `queued` with its fire choices, inside the caller's write
+/// transaction (a schedule's tick claim or a webhook delivery records its own row
+/// beside it, so both land or neither does).
+pub fn insert_queued(
+    c: &crate::store::Conn<'_>,
+    id: &str,
+    q: &NewQueued,
+    now: i64,
+) -> crate::store::sql::Result<()> {
+    c.execute(
+        "INSERT INTO missions (id, intent, agent_name, policy_name, cwd, status, created_at, updated_at)
+         VALUES (?1, ?2, ?3, ?4, ?5, 'queued', ?6, ?6)",
+        params![id, q.intent.as_str(), q.agent_name.trim(), q.envelope.as_str(), q.cwd, now],
+    )?;
+    c.execute(
+        "INSERT INTO mission_queue (mission_id, worktree, run_on, queued_at) VALUES (?1, ?2, ?3, ?4)",
+        params![id, q.worktree as i64, q.run_on.as_deref().map(str::trim), now],
+    )?;
+    if let Some(check) = &q.check {
+        let (sql, values) = super::check::insert_statement(id, check);
+        c.execute(sql, values.as_slice())?;
+    }
+    Ok(())
+}
+
 /// Candidates a claim reads per write: enough to pass over the queue's head when
 /// it holds missions this host cannot run.
 const CLAIM_WINDOW: i64 = 64;
@@ -93,22 +118,7 @@ impl Missions {
         }
         let id = uuid::Uuid::new_v4().to_string();
         let now = clock::now_ms();
-        self.store.write(|c| {
-            c.execute(
-                "INSERT INTO missions (id, intent, agent_name, policy_name, cwd, status, created_at, updated_at)
-                 VALUES (?1, ?2, ?3, ?4, ?5, 'queued', ?6, ?6)",
-                params![id, q.intent.as_str(), q.agent_name.trim(), q.envelope.as_str(), q.cwd, now],
-            )?;
-            c.execute(
-                "INSERT INTO mission_queue (mission_id, worktree, run_on, queued_at) VALUES (?1, ?2, ?3, ?4)",
-                params![id, q.worktree as i64, q.run_on.as_deref().map(str::trim), now],
-            )?;
-            if let Some(check) = &q.check {
-                let (sql, values) = super::check::insert_statement(&id, check);
-                c.execute(sql, values.as_slice())?;
-            }
-            Ok(())
-        })?;
+        self.store.write(|c| insert_queued(c, &id, &q, now))?;
         self.require(&id)
     }
 

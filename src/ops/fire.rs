@@ -17,6 +17,7 @@ use crate::fleet::{DispatchRequest, Dispatched, NameRefused};
 use crate::mission::check::{CheckChoice, NewCheck};
 use crate::mission::{EnvelopeName, Intent, Mission};
 use crate::ops::host::Host;
+use crate::paths::Paths;
 use crate::store::Store;
 
 pub const USAGE: &str = "usage: /mission [--policy <envelope>] [agent-name] <intent> — /mission with no arguments lists the envelopes";
@@ -302,6 +303,9 @@ pub struct PickerData {
     pub agents: Vec<AgentEntry>,
     pub default_agent: Option<String>,
     pub default_envelope: Option<String>,
+    /// The templates on the search path: each name and its parameters (a template
+    /// that does not load is listed with its error).
+    pub templates: Vec<(String, String)>,
 }
 
 /// A mission ready to dispatch: every value already checked.
@@ -521,7 +525,18 @@ pub async fn refire(host: &Host, mission_id: &str) -> Result<(Mission, Dispatche
 /// given): its envelope must load and its agent resolve here and now, so a typo is
 /// refused at the fire, not found by a host later. Nothing starts.
 pub fn enqueue(host: &Host, fire: Fire, on: Option<&str>) -> anyhow::Result<Mission> {
-    let paths = host.paths();
+    Ok(host
+        .missions()
+        .enqueue(queued_record(host.paths(), fire, on)?)?)
+}
+
+/// What [`enqueue`] records for `fire`, checked as it checks it, not yet written
+/// (a schedule's tick or a webhook delivery writes it beside its own record).
+pub fn queued_record(
+    paths: &Paths,
+    fire: Fire,
+    on: Option<&str>,
+) -> anyhow::Result<crate::mission::queue::NewQueued> {
     let loaded = search::load(paths, fire.envelope.as_str()).map_err(|why| {
         let on_path: Vec<String> = search::list(paths)
             .into_iter()
@@ -551,7 +566,7 @@ pub fn enqueue(host: &Host, fire: Fire, on: Option<&str>) -> anyhow::Result<Miss
         anyhow::bail!("--on: a host label is one word (e.g. gpu, laptop)");
     }
     let cwd = fire.cwd.unwrap_or_else(|| paths.cwd.clone());
-    Ok(host.missions().enqueue(crate::mission::queue::NewQueued {
+    Ok(crate::mission::queue::NewQueued {
         intent: fire.intent,
         agent_name: fire.agent,
         envelope: fire.envelope,
@@ -559,7 +574,7 @@ pub fn enqueue(host: &Host, fire: Fire, on: Option<&str>) -> anyhow::Result<Miss
         worktree: fire.worktree,
         run_on: on.map(str::to_string),
         check,
-    })?)
+    })
 }
 
 /// A fire handed to a `missionboard host` instead of hosted by the process that
@@ -665,6 +680,21 @@ pub fn load_picker(host: &Host) -> Result<PickerData, String> {
         agents,
         default_agent: get(config::DEFAULT_MISSION_AGENT),
         default_envelope: get(config::DEFAULT_MISSION_POLICY),
+        templates: crate::sched::template::list(paths)
+            .into_iter()
+            .map(|l| {
+                let params = match &l.template {
+                    Ok(t) => t
+                        .params
+                        .keys()
+                        .map(|k| format!("{k}=…"))
+                        .collect::<Vec<_>>()
+                        .join(" "),
+                    Err(e) => format!("(does not load: {})", crate::text::one_line(e)),
+                };
+                (l.name, params)
+            })
+            .collect(),
     })
 }
 

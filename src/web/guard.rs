@@ -117,6 +117,10 @@ fn host_part(authority: &str) -> String {
     }
 }
 
+/// Where the webhook triggers live (`hooks`): a webhook carries no origin and needs
+/// none, being signed instead; the Host allowlist still applies to it.
+pub(super) const HOOKS_PREFIX: &str = "/hooks/";
+
 /// The middleware: Host allowlist, same-origin state changes, security headers.
 pub async fn check(State(web): State<Web>, req: Request, next: Next) -> Response {
     let host = req
@@ -126,7 +130,9 @@ pub async fn check(State(web): State<Web>, req: Request, next: Next) -> Response
         .map(host_part);
     let mut response = match host {
         Some(h) if web.allowed_hosts.contains(&h) => {
-            let needs_origin = !matches!(*req.method(), Method::GET | Method::HEAD)
+            // A webhook has no origin; it is signed instead (`hooks`).
+            let needs_origin = (!matches!(*req.method(), Method::GET | Method::HEAD)
+                && !req.uri().path().starts_with(HOOKS_PREFIX))
                 || req.uri().path() == "/events";
             if needs_origin && !same_origin(req.headers(), &web.proxied_origins) {
                 refuse(

@@ -11,6 +11,7 @@
 mod api;
 mod events;
 mod guard;
+mod hooks;
 mod render;
 
 use std::net::{IpAddr, SocketAddr};
@@ -306,6 +307,7 @@ fn router(web: Web) -> Router {
         .route("/api/answer", post(api::answer))
         .route("/api/stop", post(api::stop))
         .route("/events", get(events::stream))
+        .merge(hooks::routes(web.clone()))
         .fallback(api::not_found)
         .layer(axum::middleware::from_fn_with_state(
             web.clone(),

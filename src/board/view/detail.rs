@@ -63,8 +63,8 @@ pub fn lines(m: &Model, width: usize, now_ms: i64) -> Vec<Line<'static>> {
         );
     }
     push(kv("Intent: ", r.intent.clone(), t.title), 2);
-    if let Some(session) = &d.fired_by {
-        push(kv("Fired by: ", format!("session {session}"), t.title), 2);
+    if let Some(by) = &d.fired_by {
+        push(kv("Fired by: ", by.clone(), t.title), 2);
     }
     if let Some(n) = r.needs {
         let why = match n {

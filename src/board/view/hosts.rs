@@ -35,6 +35,18 @@ pub fn fact(m: &Model, sep: &str) -> Option<String> {
     Some(format!("hosts {}", each.join(sep)))
 }
 
+/// `next triage in 3m (last: queued mission …)`: the schedule that ticks soonest
+/// (`schedule list` shows them all), or `None` with no live schedule.
+pub fn schedule_fact(m: &Model) -> Option<String> {
+    let (name, at, last) = m.snap.next_schedule.as_ref()?;
+    let within = crate::duration::age((at - crate::clock::now_ms()).div_euclid(1000));
+    let last = last
+        .as_deref()
+        .map(|l| format!(" (last: {})", crate::text::excerpt(l, 40)))
+        .unwrap_or_default();
+    Some(sanitize(&format!("next {name} in {within}{last}")))
+}
+
 #[cfg(test)]
 mod tests {
     use std::sync::Arc;
@@ -69,5 +81,24 @@ mod tests {
         m.snap = Arc::new(snap);
         let line = status(&m);
         assert!(line.contains("hosts vm 2/4 · gpubox 1/∞ [gpu]"), "{line}");
+    }
+
+    #[test]
+    fn the_status_line_names_the_schedule_that_ticks_next() {
+        let mut m = model(220, 40, false);
+        let status = |m: &crate::board::model::Model| frame(m).lines().last().unwrap().to_string();
+        assert!(!status(&m).contains("next "), "no schedule, no fact");
+        let mut snap = (*m.snap).clone();
+        snap.next_schedule = Some((
+            "triage".into(),
+            crate::clock::now_ms() + 3 * 60_000 + 30_000,
+            Some("queued mission 1234".into()),
+        ));
+        m.snap = Arc::new(snap);
+        let line = status(&m);
+        assert!(
+            line.contains("next triage in 3m (last: queued mission 1234)"),
+            "{line}"
+        );
     }
 }

@@ -103,8 +103,10 @@ pub fn render(frame: &mut Frame, area: Rect, m: &Model) {
             (true, o) => format!("beta on{sep}oracle {}", if o { "on" } else { "off" }),
         };
         let hosts = super::hosts::fact(m, sep)
+            .into_iter()
+            .chain(super::hosts::schedule_fact(m))
             .map(|h| format!("{sep}{h}"))
-            .unwrap_or_default();
+            .collect::<String>();
         format!(
             " {host}{spin}{sep}asks {}{sep}open {}{sep}inbox {}{sep}fleet {}/{cap}{hosts}{sep}{beta}",
             s.pending_total, s.open_missions, s.inbox_total, s.fleet_used,

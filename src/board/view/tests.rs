@@ -190,6 +190,7 @@ pub(crate) fn snapshot() -> Snapshot {
         fleet_used: 2,
         fleet_cap: 8,
         hosts: Vec::new(),
+        next_schedule: None,
         store_error: None,
         query: Query::default(),
     }
@@ -263,6 +264,7 @@ fn picker_data() -> PickerData {
         ],
         default_agent: Some("demo".into()),
         default_envelope: Some("default".into()),
+        templates: vec![],
     }
 }
 
@@ -694,7 +696,7 @@ fn the_detail_pane_names_the_session_that_fired_a_mission() {
     let mut s = snapshot();
     assert!(!frame(&m).contains("Fired by:"), "operator-fired, no line");
     if let Some(d) = &mut s.detail {
-        d.fired_by = Some("mb-session-1234".into());
+        d.fired_by = Some("session mb-session-1234".into());
     }
     m.snap = Arc::new(s);
     let text = frame(&m);
