@@ -128,6 +128,7 @@ impl Fleet {
                 ask_ceiling: inner.ask_ceiling,
                 budget: budget.clone(),
                 resumed_approval: Mutex::new(resumed_approval),
+                link: started.link.clone(),
             },
         );
         let drive = drive::Drive {

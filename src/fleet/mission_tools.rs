@@ -12,8 +12,8 @@ use crate::mission::report::{
 };
 use crate::mission::{Handover, Missions, PlanEntry, ReportInput, Status, subjects};
 use crate::mission_mcp::PARKED_PREFIX;
+use crate::mission_mcp::repeats::{self, Repeat};
 use crate::mission_mcp::{MISSION_ASK_ATTENTION, MISSION_FINISH, MISSION_PLAN, MISSION_REPORT};
-use crate::sync::LockUnpoisoned;
 
 /// The mission a tool call speaks for, and the services it writes through.
 #[derive(Clone)]
@@ -48,29 +48,29 @@ pub struct HostLink {
     /// look). Terminal statuses are final, so what only an open mission needs (a
     /// liveness stamp, the looks a turn's end takes) is skipped from then on.
     pub at_rest: std::sync::atomic::AtomicBool,
-    /// The unit's last report, and how many times in a row it has filed it.
-    last_report: std::sync::Mutex<(String, u32)>,
+    /// The unit's last report or gated call, and how many times in a row it made it
+    /// (the one counter both are held to: a unit repeating itself).
+    pub repeats: crate::mission_mcp::repeats::Repeats,
     /// How the mission's check runs, as the unit runs: set when the unit starts.
     /// A `landed` verdict waits on the check (when the mission has one).
     pub check: std::sync::OnceLock<super::check::CheckSite>,
 }
 
-/// The same report this many times in a row is refused (not filed), with a correction.
-pub const REPEATS_REFUSED_FROM: u32 = 3;
-/// The same report this many times in a row rests the mission stuck: it is repeating
-/// itself, whatever agent it is, and no further turn will change that.
-pub const REPEATS_BOUND: u32 = 5;
-
 impl HostLink {
-    /// Count `key` as the unit's newest report: how many times in a row it was filed.
-    fn repeats(&self, key: String) -> u32 {
-        let mut last = self.last_report.lock_unpoisoned();
-        if last.0 == key {
-            last.1 += 1;
-        } else {
-            *last = (key, 1);
-        }
-        last.1
+    /// Rest the mission stuck on `reason` (a unit repeating itself): the mission is
+    /// at rest from here on, and the drive ends the unit.
+    pub(super) fn rest_repeating(
+        &self,
+        missions: &Missions,
+        mission_id: &str,
+        reason: &str,
+    ) -> Result<(), String> {
+        missions
+            .finish(mission_id, Status::Stuck, reason)
+            .map_err(|e| e.to_string())?;
+        self.at_rest
+            .store(true, std::sync::atomic::Ordering::Relaxed);
+        Ok(())
     }
 }
 
@@ -170,16 +170,19 @@ impl MissionToolCalls {
             refs: string_list(args.get("refs")),
             handover: handover(args.get("handover"))?,
         };
-        let key = format!("{}\0{}\0{}", input.kind, input.summary, input.detail);
-        let repeats = self.link.repeats(key);
-        if repeats >= REPEATS_BOUND {
-            return Err(self.repeating_itself(&input, repeats));
-        }
-        if repeats >= REPEATS_REFUSED_FROM {
-            return Err(format!(
-                "missiontools: file report: not filed — it repeats your last {} reports word for word. Report something new, do the next step of your plan, or call mission_finish (stuck, saying why, if you cannot go on).",
-                repeats - 1
-            ));
+        let key = format!(
+            "{MISSION_REPORT}\0{}\0{}\0{}",
+            input.kind, input.summary, input.detail
+        );
+        match self.link.repeats.count(key) {
+            Repeat::Fresh => {}
+            Repeat::Refused(n) => {
+                return Err(format!(
+                    "missiontools: file report: {}",
+                    repeats::correction("filed", "reports", n)
+                ));
+            }
+            Repeat::Bound(n) => return Err(self.repeating_itself(&input, n)),
         }
         let mut downgraded = Vec::new();
         if input.kind.trim() == "result" {
@@ -220,23 +223,18 @@ impl MissionToolCalls {
     /// A unit filing one report over and over rests stuck: "repeating itself" names
     /// the report, so the operator sees the loop rather than a wall of copies.
     fn repeating_itself(&self, input: &ReportInput, repeats: u32) -> String {
-        let reason = format!(
-            "repeating itself: the unit filed the same {} report {repeats} times in a row: {}",
-            input.kind.trim(),
-            crate::text::excerpt(&input.summary, 120)
+        let reason = repeats::reason(
+            &format!("filed the same {} report", input.kind.trim()),
+            repeats,
+            &input.summary,
         );
         match self
-            .missions
-            .finish(&self.mission_id, Status::Stuck, &reason)
+            .link
+            .rest_repeating(&self.missions, &self.mission_id, &reason)
         {
-            Ok(_) => {
-                self.link
-                    .at_rest
-                    .store(true, std::sync::atomic::Ordering::Relaxed);
-                format!(
-                    "missiontools: file report: not filed — {reason}. The mission is finished stuck; end your turn."
-                )
-            }
+            Ok(()) => format!(
+                "missiontools: file report: not filed — {reason}. The mission is finished stuck; end your turn."
+            ),
             Err(e) => format!("missiontools: file report: not filed — {reason} ({e})"),
         }
     }

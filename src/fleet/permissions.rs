@@ -20,6 +20,7 @@ use crate::envelope::eval::{ToolCall, Verdict, evaluate};
 use crate::envelope::policy::Action;
 use crate::envelope::search::Loaded;
 use crate::mission::Missions;
+use crate::mission_mcp::repeats::{self, Repeat};
 use crate::sync::LockUnpoisoned;
 
 use super::budget::Budget;
@@ -61,6 +62,8 @@ pub(super) struct Gate {
     /// died: that verdict stands for the call once more, so the operator is not
     /// asked the same thing twice.
     pub resumed_approval: std::sync::Mutex<Option<crate::asks::Ask>>,
+    /// Shared with the unit's mission tools: one count of the unit repeating itself.
+    pub link: Arc<super::mission_tools::HostLink>,
 }
 
 /// The refusals of one unit's session, as the drive loop tells them.
@@ -148,6 +151,9 @@ impl Gate {
             return (PermissionReply::Reject, None);
         }
         let call = tool_call(&shape);
+        if let Some(refused) = self.repeated(&call, &ask.title).await {
+            return (PermissionReply::Reject, refused);
+        }
         let verdict = evaluate(&self.envelope.name, &self.envelope.policy, &call);
         tracing::info!(
             mission = %self.mission_id,
@@ -172,6 +178,51 @@ impl Gate {
                 Ok(()) => (PermissionReply::Allow, None),
                 Err(why) => (PermissionReply::Reject, refused(why)),
             },
+        }
+    }
+
+    /// A call the unit made word for word over and over is not run: from
+    /// [`repeats::REFUSED_FROM`] times in a row it is refused with a correction
+    /// (told on the next turn, like any refusal), and at [`repeats::BOUND`] the
+    /// mission rests stuck, repeating itself. `None`: the call goes on to the rules.
+    async fn repeated(&self, call: &ToolCall, title: &str) -> Option<Option<Refusal>> {
+        let key = format!(
+            "{}.{}\0{}\0{title}",
+            call.tools,
+            call.tool,
+            Value::Object(call.args.clone())
+        );
+        let shown = format!(
+            "{}.{}: {}",
+            call.tools,
+            call.tool,
+            summarize(call, title, &self.cwd)
+        );
+        match self.link.repeats.count(key) {
+            Repeat::Fresh => None,
+            Repeat::Refused(n) => Some(Some(Refusal {
+                call: format!("{}.{}", call.tools, call.tool),
+                input: summarize(call, title, &self.cwd),
+                why: repeats::correction("run", "calls", n),
+            })),
+            Repeat::Bound(n) => {
+                if !self.link.at_rest.load(std::sync::atomic::Ordering::Relaxed) {
+                    let reason = repeats::reason("made the same call", n, &shown);
+                    let (link, missions, id) = (
+                        self.link.clone(),
+                        self.missions.clone(),
+                        self.mission_id.clone(),
+                    );
+                    let rested = crate::store::blocking(move || {
+                        link.rest_repeating(&missions, &id, &reason)
+                    })
+                    .await;
+                    if let Err(e) = rested {
+                        tracing::error!(mission = %self.mission_id, "could not rest a unit repeating itself: {e}");
+                    }
+                }
+                Some(None)
+            }
         }
     }
 

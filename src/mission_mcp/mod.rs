@@ -11,6 +11,7 @@
 
 mod bridge;
 pub mod client;
+pub mod repeats;
 mod server;
 mod socket;
 

@@ -21,6 +21,7 @@ use crate::acp_client::McpStdioServer;
 use crate::acp_client::agent_side::CancelSignal;
 use crate::mission_mcp::PARKED_PREFIX;
 use crate::mission_mcp::client::MissionClient;
+use crate::mission_mcp::repeats::{self, Repeat, Repeats};
 use crate::model::text_calls;
 use crate::model::{ChatMessage, ChatRequest, ModelClient, Role, ToolChoice, ToolSpec};
 
@@ -60,6 +61,8 @@ pub struct SessionState {
     scale: f64,
     /// Whether the server was asked for its context window yet.
     probed: bool,
+    /// The calls the agent ran, counted for a loop (the rule every agent is held to).
+    repeats: Repeats,
 }
 
 impl SessionState {
@@ -77,6 +80,7 @@ impl SessionState {
             window: None,
             scale: UNCOUNTED_SCALE,
             probed: false,
+            repeats: Repeats::default(),
         }
     }
 
@@ -118,6 +122,10 @@ struct Spent {
 /// What a turn that did work and ended in prose is told, once: the four verdicts by
 /// name, and the result report the landing one needs.
 pub const FINISH_ASK: &str = "You did work this turn and gave no verdict, and the operator sees only your mission tools. If what the intent asked for is done, call mission_report with kind result and the files you produced in refs (unless you already have), then call mission_finish with status landed. If you cannot go on, call mission_finish with status stuck and say why; if the work went wrong, derailed; if it should not be done, abandoned. If work remains, carry on with your tools now.";
+
+/// What a turn that was asked for its verdict and answered in prose again is told,
+/// once more: the call itself, by name. The verdict stays the model's to give.
+pub const FINISH_NOW: &str = "You answered in prose again, and prose finishes nothing: no one reads it. If the work is done, call the mission_finish tool now, with status landed (after a mission_report of kind result naming what you produced in refs, if you have not filed one). If it is not done and you cannot go on, call mission_finish with status stuck and say why. Otherwise carry on with your tools.";
 
 /// Whether a call that returned `text` did work a verdict should follow: a change to
 /// the workspace, or a report to the operator.
@@ -198,6 +206,9 @@ enum Effect {
     Finished,
     /// The question was parked: the answer comes as a later prompt.
     Parked,
+    /// The same call was made past the bound: the turn ends (and the mission, if any,
+    /// rests stuck).
+    Repeating,
 }
 
 /// How the envelope answered a permission request.
@@ -268,7 +279,7 @@ impl Turn<'_> {
         // Whether this turn changed something or filed a report, and whether the model
         // was already asked for its verdict.
         let mut worked = false;
-        let mut finish_asked = false;
+        let mut finish_asks = 0;
         for _ in 0..self.max_steps {
             let window = state.window.unwrap_or(self.context_tokens);
             let cap = u64::from(self.max_tokens).min(window / 4);
@@ -368,12 +379,12 @@ impl Turn<'_> {
             state.messages.push(ChatMessage::assistant(content, echoed));
             if tool_calls.is_empty() {
                 // Work done and a turn ending in prose: the verdict is still the
-                // model's to give, so it is asked for it, once, by name.
-                if worked && !finish_asked && state.mission.is_some() {
-                    finish_asked = true;
-                    state
-                        .messages
-                        .push(ChatMessage::user(FINISH_ASK.to_string()));
+                // model's to give, so it is asked for it by name; a model that
+                // answers that in prose too is asked once more for the call itself.
+                if worked && finish_asks < 2 && state.mission.is_some() {
+                    let ask = [FINISH_ASK, FINISH_NOW][finish_asks];
+                    finish_asks += 1;
+                    state.messages.push(ChatMessage::user(ask.to_string()));
                     continue;
                 }
                 return Ok(match reply.finish_reason.as_deref() {
@@ -385,8 +396,10 @@ impl Turn<'_> {
             for call in &tool_calls {
                 let text = if effect == Effect::Finished {
                     "skipped: the mission is already finished".to_string()
+                } else if effect == Effect::Repeating {
+                    "skipped: the turn ended on a call made over and over".to_string()
                 } else {
-                    let (text, this) = self.call_tool(state, call).await?;
+                    let (text, this) = self.call_counted(state, call).await?;
                     if effect == Effect::Continue {
                         effect = this;
                     }
@@ -438,6 +451,62 @@ impl Turn<'_> {
     fn notify(&self, update: SessionUpdate) -> Result<(), Error> {
         self.cx
             .send_notification(SessionNotification::new(self.session_id.to_owned(), update))
+    }
+
+    /// Run one call the model made, held to the rule on repeats: the same call word
+    /// for word is refused from the third time in a row, and at the bound the turn
+    /// ends and the mission rests stuck (`mission_finish`, stuck, on the rule's
+    /// reason). Mission tools are counted (another call breaks a run) but held to
+    /// the rule by the host that serves them.
+    async fn call_counted(
+        &self,
+        state: &mut SessionState,
+        call: &crate::model::ToolCall,
+    ) -> Result<(String, Effect), Error> {
+        let key = format!("{}\0{}", call.name, call.arguments);
+        let repeat = state.repeats.count(key);
+        if state.mission_tools.contains(&call.name) {
+            return self.call_tool(state, call).await;
+        }
+        match repeat {
+            Repeat::Fresh => self.call_tool(state, call).await,
+            Repeat::Refused(n) => Ok((
+                format!("refused: {}", repeats::correction("run", "calls", n)),
+                Effect::Continue,
+            )),
+            Repeat::Bound(n) => {
+                let name = match LocalTool::from_name(&call.name) {
+                    Some(tool) => {
+                        let (tools, tool) = tool.envelope_name();
+                        format!("{tools}.{tool}")
+                    }
+                    None => call.name.clone(),
+                };
+                let shown = format!("{name}: {}", call.arguments);
+                let reason = repeats::reason("made the same call", n, &shown);
+                eprintln!("{AGENT_NAME}: {reason}");
+                let Some(mission) = &state.mission else {
+                    return Ok((
+                        format!("refused: not run — {reason}. The turn ends here."),
+                        Effect::Repeating,
+                    ));
+                };
+                let mut args = Map::new();
+                args.insert("status".into(), json!("stuck"));
+                args.insert("reason".into(), json!(reason));
+                let finished = mission
+                    .call(crate::mission_mcp::MISSION_FINISH, args)
+                    .await
+                    .map_err(fail)?;
+                if let Err(e) = &finished {
+                    eprintln!("{AGENT_NAME}: resting the mission stuck failed: {e}");
+                }
+                Ok((
+                    format!("refused: not run — {reason}. The mission is finished stuck."),
+                    Effect::Repeating,
+                ))
+            }
+        }
     }
 
     /// Run one call the model made; the text is its result for the model.

@@ -278,3 +278,43 @@ fn a_unit_filing_one_report_over_and_over_is_corrected_then_rests_stuck_repeatin
         "the third and later copies are not filed: {record:#}"
     );
 }
+
+#[test]
+fn a_unit_making_one_gated_call_over_and_over_is_refused_then_rests_stuck_repeating_itself() {
+    let sb = Sandbox::new();
+    let same = r#"{"permission":{"title":"read notes.txt","kind":"read","path":"notes.txt"}}"#;
+    let steps = format!(r#"{},{{"finish":"landed"}}"#, [same; 6].join(","));
+    sb.declare_stubs(&[("stub", Some(&script(&steps)))]);
+    let run = sb.fire("stub", "read the notes", &["--timeout", "60s"]);
+    assert_eq!(run.code, 1, "{run:#?}");
+    let id = sb.newest_mission().unwrap();
+    let record: serde_json::Value =
+        serde_json::from_str(&sb.run(&["mission", "show", &id, "--json"]).ok().stdout).unwrap();
+    assert_eq!(record["status"], "stuck", "{record:#}");
+    assert_eq!(
+        record["statusReason"],
+        "repeating itself: the unit made the same call 5 times in a row: local_fs.read_file: notes.txt"
+    );
+    // The first two ran; the third and fourth were refused with the correction, on
+    // the record as blockers; the fifth rested the mission, and the verdict after it
+    // did not land.
+    let refused: Vec<&str> = record["reports"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["summary"].as_str().unwrap())
+        .collect();
+    let correction = "word for word. Report something new, do the next step of your plan, or call mission_finish (stuck, saying why, if you cannot go on).";
+    assert_eq!(
+        refused,
+        [
+            format!(
+                "refused local_fs.read_file: notes.txt — not run — it repeats your last 2 calls {correction}"
+            ),
+            format!(
+                "refused local_fs.read_file: notes.txt — not run — it repeats your last 3 calls {correction}"
+            ),
+        ],
+        "{record:#}"
+    );
+}

@@ -621,3 +621,87 @@ fn edit_file_changes_one_piece_under_the_envelope_and_keeps_the_rest_of_the_file
         last_message(&sent[3])
     );
 }
+
+#[test]
+fn a_model_repeating_one_call_is_refused_then_the_mission_rests_stuck_repeating_itself() {
+    let sb = Sandbox::new();
+    sb.write(&sb.cwd.join("notes.txt"), "alpha\n");
+    let mut again = call("read_file", json!({"path": "notes.txt"}));
+    again["repeat"] = json!(true);
+    let dialog = planner_world(&sb, json!({"turns": [again]}));
+    let fired = sb.run(&[
+        "mission",
+        "fire",
+        "agent-planner",
+        "read notes.txt",
+        "--wait",
+        "--policy",
+        "dev",
+    ]);
+    assert_eq!(fired.code, 1, "{fired:#?}");
+    let record: Value = serde_json::from_str(
+        &sb.run(&["mission", "show", &sb.newest_mission().unwrap(), "--json"])
+            .ok()
+            .stdout,
+    )
+    .unwrap();
+    assert_eq!(record["status"], "stuck", "{record:#}");
+    assert_eq!(
+        record["statusReason"],
+        r#"repeating itself: the unit made the same call 5 times in a row: local_fs.read_file: {"path":"notes.txt"}"#
+    );
+    let sent = requests(&dialog);
+    assert_eq!(sent.len(), 5, "the fifth call ended the turn");
+    assert_eq!(last_message(&sent[2]), "alpha", "the second ran");
+    for (at, before) in [(3, 2), (4, 3)] {
+        assert_eq!(
+            last_message(&sent[at]),
+            format!(
+                "refused: not run — it repeats your last {before} calls word for word. Report something new, do the next step of your plan, or call mission_finish (stuck, saying why, if you cannot go on)."
+            )
+        );
+    }
+}
+
+#[test]
+fn a_model_that_answers_the_verdict_ask_in_prose_is_asked_once_more_for_mission_finish() {
+    let sb = Sandbox::new();
+    let dialog = planner_world(
+        &sb,
+        json!({"turns": [
+            call("write_file", json!({"path": "hello.txt", "content": "hello\n"})),
+            {"text": "I created hello.txt."},
+            {"text": "The task is done: hello.txt contains hello."},
+            call("mission_report", json!({"kind": "result", "summary": "hello.txt written",
+                "refs": ["hello.txt"]})),
+            call("mission_finish", json!({"status": "landed", "reason": "hello.txt holds hello"})),
+        ]}),
+    );
+    let fired = sb.run(&[
+        "mission",
+        "fire",
+        "agent-planner",
+        "create hello.txt containing hello",
+        "--wait",
+        "--policy",
+        "dev",
+    ]);
+    assert_eq!(fired.code, 0, "{fired:#?}");
+    assert!(
+        fired
+            .stdout
+            .contains("finished: landed — hello.txt holds hello\n"),
+        "{fired:#?}"
+    );
+    let sent = requests(&dialog);
+    assert_eq!(sent.len(), 5, "{sent:#?}");
+    assert!(
+        last_message(&sent[2]).starts_with("You did work this turn and gave no verdict"),
+        "{}",
+        last_message(&sent[2])
+    );
+    assert_eq!(
+        last_message(&sent[3]),
+        "You answered in prose again, and prose finishes nothing: no one reads it. If the work is done, call the mission_finish tool now, with status landed (after a mission_report of kind result naming what you produced in refs, if you have not filed one). If it is not done and you cannot go on, call mission_finish with status stuck and say why. Otherwise carry on with your tools."
+    );
+}
