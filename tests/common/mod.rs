@@ -416,6 +416,18 @@ impl Sandbox {
             .collect()
     }
 
+    /// The ids of every mission, rested ones included, newest first.
+    pub fn mission_ids(&self) -> Vec<String> {
+        let out = self.run(&["mission", "list", "--all", "--json"]).ok();
+        let v: serde_json::Value = serde_json::from_str(&out.stdout).unwrap();
+        v["missions"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|m| m["id"].as_str().unwrap().to_string())
+            .collect()
+    }
+
     /// The id of the newest mission.
     pub fn newest_mission(&self) -> Option<String> {
         let out = self.run(&["mission", "list", "--json"]).ok();

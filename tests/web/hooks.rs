@@ -74,17 +74,6 @@ fn deliver(
     req.send().unwrap()
 }
 
-fn mission_ids(sb: &Sandbox) -> Vec<String> {
-    let out = sb.run(&["mission", "list", "--all", "--json"]).ok();
-    let v: serde_json::Value = serde_json::from_str(&out.stdout).unwrap();
-    v["missions"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|m| m["id"].as_str().unwrap().to_string())
-        .collect()
-}
-
 #[test]
 fn a_signed_delivery_fires_once_and_forged_replayed_or_oversized_ones_fire_nothing() {
     let sb = Sandbox::new();
@@ -113,13 +102,13 @@ fn a_signed_delivery_fires_once_and_forged_replayed_or_oversized_ones_fire_nothi
         "d-2",
     );
     assert_eq!(over.status(), 413);
-    assert!(mission_ids(&sb).is_empty(), "nothing refused fired");
+    assert!(sb.mission_ids().is_empty(), "nothing refused fired");
 
     let good = deliver(&web, "tags", body, Some(&signature(&secret, body)), "d-1");
     assert_eq!(good.status(), 202);
     let v: serde_json::Value = good.json().unwrap();
     let id = v["mission"].as_str().unwrap().to_string();
-    assert_eq!(mission_ids(&sb), vec![id.clone()]);
+    assert_eq!(sb.mission_ids(), vec![id.clone()]);
     let show = sb.run(&["mission", "show", &id]).ok();
     assert!(
         show.stdout
@@ -135,7 +124,7 @@ fn a_signed_delivery_fires_once_and_forged_replayed_or_oversized_ones_fire_nothi
     // Replayed: the same delivery id, validly signed, fires nothing again.
     let replay = deliver(&web, "tags", body, Some(&signature(&secret, body)), "d-1");
     assert_eq!(replay.status(), 409);
-    assert_eq!(mission_ids(&sb), vec![id.clone()]);
+    assert_eq!(sb.mission_ids(), vec![id.clone()]);
 
     // Rotated: the old secret no longer verifies, the new one does.
     let rotated = sb.run(&["trigger", "rotate", "tags"]).ok();
@@ -148,7 +137,7 @@ fn a_signed_delivery_fires_once_and_forged_replayed_or_oversized_ones_fire_nothi
         deliver(&web, "tags", body, Some(&signature(&fresh, body)), "d-3").status(),
         202
     );
-    assert_eq!(mission_ids(&sb).len(), 2);
+    assert_eq!(sb.mission_ids().len(), 2);
     let listed = sb.run(&["trigger", "list"]).ok();
     assert!(
         listed.stdout.contains("tags") && listed.stdout.contains("(delivery d-3)"),
@@ -161,7 +150,7 @@ fn a_signed_delivery_fires_once_and_forged_replayed_or_oversized_ones_fire_nothi
         deliver(&web, "tags", body, Some(&signature(&fresh, body)), "d-4").status(),
         404
     );
-    assert_eq!(mission_ids(&sb).len(), 2);
+    assert_eq!(sb.mission_ids().len(), 2);
 }
 
 #[test]
@@ -197,7 +186,7 @@ fn a_hook_is_still_host_checked_and_a_body_without_the_parameter_fires_nothing()
         "d-10",
     );
     assert_eq!(r.status(), 422);
-    assert!(mission_ids(&sb).is_empty());
+    assert!(sb.mission_ids().is_empty());
 }
 
 #[test]
@@ -216,7 +205,7 @@ fn a_ping_fires_nothing_and_a_burst_past_the_trigger_s_rate_is_refused() {
         .send()
         .unwrap();
     assert_eq!(ping.status(), 200);
-    assert!(mission_ids(&sb).is_empty(), "a ping fires nothing");
+    assert!(sb.mission_ids().is_empty(), "a ping fires nothing");
 
     // 25 distinct deliveries at once: the burst is 20, refilled at one every 2 s.
     let statuses: Vec<u16> = (0..25)
@@ -239,7 +228,7 @@ fn a_ping_fires_nothing_and_a_burst_past_the_trigger_s_rate_is_refused() {
         "{statuses:?}"
     );
     assert_eq!(
-        mission_ids(&sb).len(),
+        sb.mission_ids().len(),
         fired,
         "each accepted delivery is one mission"
     );

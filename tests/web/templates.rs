@@ -23,17 +23,6 @@ default = "bug"
     );
 }
 
-fn mission_ids(sb: &Sandbox) -> Vec<String> {
-    let out = sb.run(&["mission", "list", "--all", "--json"]).ok();
-    let v: serde_json::Value = serde_json::from_str(&out.stdout).unwrap();
-    v["missions"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|m| m["id"].as_str().unwrap().to_string())
-        .collect()
-}
-
 #[test]
 fn a_paired_device_fires_a_template_with_its_parameters_and_is_refused_as_the_cli_is() {
     let sb = Sandbox::new();
@@ -113,7 +102,7 @@ fn a_paired_device_fires_a_template_with_its_parameters_and_is_refused_as_the_cl
             && unknown.ends_with(". Available: triage"),
         "{unknown}"
     );
-    assert!(mission_ids(&sb).is_empty(), "nothing refused fired");
+    assert!(sb.mission_ids().is_empty(), "nothing refused fired");
 
     // A good fire is queued for a `missionboard host`, its intent made of the
     // parameters (the default where the field was left empty).
@@ -129,7 +118,7 @@ fn a_paired_device_fires_a_template_with_its_parameters_and_is_refused_as_the_cl
             &id[..8]
         )
     );
-    assert_eq!(mission_ids(&sb), vec![id.clone()]);
+    assert_eq!(sb.mission_ids(), vec![id.clone()]);
     let show = sb.run(&["mission", "show", &id, "--json"]).ok();
     let m: serde_json::Value = serde_json::from_str(&show.stdout).unwrap();
     assert_eq!(m["status"], "queued", "{m:#}");
@@ -172,11 +161,11 @@ fn an_unpaired_device_a_missing_csrf_token_and_a_foreign_origin_fire_nothing() {
         .send()
         .unwrap();
     assert_eq!(foreign.status(), 403);
-    assert!(mission_ids(&sb).is_empty(), "nothing refused fired");
+    assert!(sb.mission_ids().is_empty(), "nothing refused fired");
 
     // A device revoked is refused at once.
     sb.run(&["web", "revoke", "phone"]).ok();
     let revoked = web.post("/api/fire-template", Some(&credential), &with_token);
     assert_eq!(revoked.status(), 401);
-    assert!(mission_ids(&sb).is_empty());
+    assert!(sb.mission_ids().is_empty());
 }
