@@ -318,7 +318,7 @@ impl Gate {
     async fn record_refusal(&self, refusal: &Refusal) {
         let summary = crate::text::excerpt(&format!("refused {}", refusal.line()), 240);
         let detail = format!(
-            "The envelope refused a tool call of the unit's.\n\nCall:   {}\nInput:  {}\nWhy:    {}\n\nThe unit is told on its next turn, so it can try another way or finish.",
+            "A tool call of the unit's was refused.\n\nCall:   {}\nInput:  {}\nWhy:    {}\n\nThe unit is told on its next turn, so it can try another way or finish.",
             refusal.call, refusal.input, refusal.why
         );
         let (missions, id) = (self.missions.clone(), self.mission_id.clone());
