@@ -53,6 +53,8 @@ pub enum Kind {
     WebUrl,
     /// Notification receivers, one [`NotifyEntry`] a line: each `set` adds one.
     NotifyTargets,
+    /// An amount of US dollars, 0 or more (`5`, `12.50`, `$5`).
+    Usd,
 }
 
 /// A known configuration key.
@@ -91,6 +93,9 @@ pub const STORE_URL: &str = "store-url";
 pub const NOTIFY_URL: &str = "notify-url";
 pub const NOTIFY_TEXT: &str = "notify-text";
 pub const WEB_URL: &str = "web-url";
+pub const BUDGET_DAILY: &str = "budget-daily";
+pub const BUDGET_MONTHLY: &str = "budget-monthly";
+pub const BUDGET_ON_EXCEEDED: &str = "budget-on-exceeded";
 /// The formats a `notify-url` entry may name (`slack` also speaks to Discord).
 pub const NOTIFY_FORMATS: &[&str] = &["ntfy", "json", "slack"];
 /// The events a `notify-url` entry may name.
@@ -211,7 +216,37 @@ pub const KEYS: &[Key] = &[
         default: None,
         help: "the web page's address as a phone reaches it (e.g. https://laptop.tailnet.ts.net): the base of a notification's link",
     },
+    Key {
+        name: BUDGET_DAILY,
+        kind: Kind::Usd,
+        default: None,
+        help: "what the whole fleet (every host on the store) may spend in a UTC day, in US dollars: a fire past it is refused (or waits with --queue), a host starts no queued mission past it (0 or unset = none)",
+    },
+    Key {
+        name: BUDGET_MONTHLY,
+        kind: Kind::Usd,
+        default: None,
+        help: "what the whole fleet may spend in a UTC calendar month, in US dollars, held like budget-daily (0 or unset = none)",
+    },
+    Key {
+        name: BUDGET_ON_EXCEEDED,
+        kind: Kind::OneOf(&["finish", "pause"]),
+        default: Some("finish"),
+        help: "what a running mission does when the fleet's spend crosses a budget: finish (it finishes its work; nothing new starts), or pause (its turn is cancelled and it asks to extend its own maxCostUsd or stop)",
+    },
 ];
+
+/// An amount of US dollars as an operator writes it: `5`, `12.50`, `$5`.
+pub fn parse_usd(text: &str) -> Result<f64, String> {
+    let t = text.trim();
+    let n = t.strip_prefix('$').unwrap_or(t).trim();
+    match n.parse::<f64>() {
+        Ok(v) if v.is_finite() && (0.0..=1_000_000_000.0).contains(&v) => Ok(v),
+        _ => Err(format!(
+            "{t:?} is not an amount of US dollars: write a number, 0 or more, e.g. 5 or 12.50"
+        )),
+    }
+}
 
 /// One `notify-url` entry: `URL [format=ntfy|json|slack] [events=KIND,…]`.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -372,6 +407,9 @@ pub fn normalize(key: &Key, value: &str) -> Result<String, String> {
         }
         Kind::WebUrl => check_web_url(name, v).map(|()| v.trim_end_matches('/').to_string()),
         Kind::NotifyTargets => NotifyEntry::parse(v).map(|e| e.spec()),
+        Kind::Usd => parse_usd(v)
+            .map(|usd| usd.to_string())
+            .map_err(|e| format!("{name}: {e}")),
         Kind::StoreUrl => match Location::parse(v, Path::new("board.db")) {
             Ok(_) if !v.chars().any(char::is_control) => Ok(v.to_string()),
             Ok(_) => Err(format!("{name} must be a single-line URL")),

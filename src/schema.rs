@@ -69,7 +69,9 @@ pub const MIGRATIONS: &[Migration] = &[
     &[
         crate::sched::schedules::SCHEMA_V18,
         crate::sched::triggers::SCHEMA_V18,
-    ],
+    ], // v19: money — a raised maxCostUsd, each mission's priced cost and the oracle's
+    // spend on it, and its admission against the fleet's budgets.
+    &[crate::fleet::budget::SCHEMA_V19],
 ];
 
 /// The same versions on PostgreSQL, numbered alike so a version means one schema on
@@ -116,6 +118,7 @@ pub const PG_MIGRATIONS: &[Migration] = &[
         crate::sched::schedules::PG_SCHEMA_V18,
         crate::sched::triggers::PG_SCHEMA_V18,
     ],
+    &[crate::fleet::budget::PG_SCHEMA_V19],
 ];
 
 impl Store {

@@ -631,3 +631,118 @@ fn a_mission_for_a_label_waits_for_a_host_carrying_it() {
     term(plain);
     term(labelled);
 }
+
+/// Reports a cost of `usd` dollars (cumulative, as ACP's `usage_update` does) and lands.
+fn costing(usd: &str) -> String {
+    script(&format!(
+        r#"{{"usage":{{"used":10,"size":1000,"cost":{{"amount":{usd},"currency":"USD"}}}}}},{{"report":{{"kind":"result","summary":"done"}}}},{{"finish":"landed"}}"#
+    ))
+}
+
+/// Queue `agent` under envelope `envelope`, for a host labelled `on` when named.
+fn queue_under(
+    sb: &Sandbox,
+    agent: &str,
+    intent: &str,
+    envelope: &str,
+    on: Option<&str>,
+) -> String {
+    let mut args = vec![
+        "mission", "fire", agent, intent, "--queue", "--policy", envelope,
+    ];
+    if let Some(label) = on {
+        args.extend(["--on", label]);
+    }
+    let out = sb.run(&args).ok();
+    let first = out.lines()[0].to_string();
+    assert!(first.contains(" queued at position "), "{out:#?}");
+    first.split_whitespace().nth(1).unwrap().to_string()
+}
+
+/// A fleet with a $1 daily budget: `held` missions set their $0.60 `maxCostUsd`
+/// aside and cost that much; `cheap` ones set nothing aside and cost $0.10.
+fn budgeted(sb: &Sandbox) {
+    sb.declare_stubs(&[
+        ("held", Some(&costing("0.6"))),
+        ("cheap", Some(&costing("0.1"))),
+    ]);
+    sb.write_compute_envelope("held", r#"{"maxCostUsd":0.6}"#);
+    sb.write_compute_envelope("free", "{}");
+    sb.run(&["config", "set", "budget-daily", "1"]).ok();
+}
+
+fn spent_today(sb: &Sandbox) -> f64 {
+    let v: Value =
+        serde_json::from_str(&sb.run(&["spend", "--since", "1d", "--json"]).ok().stdout).unwrap();
+    v["total"]["costUsd"].as_f64().unwrap()
+}
+
+#[test]
+fn a_host_never_starts_a_queued_mission_past_the_fleet_budget() {
+    let sb = Sandbox::new();
+    budgeted(&sb);
+    let first = queue_under(&sb, "held", "first", "held", None);
+    let second = queue_under(&sb, "held", "second", "held", None);
+    // Queued behind the second: claimed only by a round that passed over it.
+    let third = queue_under(&sb, "cheap", "third", "free", None);
+    let h = host(&sb, &["--width", "4"]);
+    wait_all(&sb, &[first.clone(), third.clone()], "landed", 120);
+    let h = term(h);
+    assert_eq!(
+        show(&sb, &second)["status"],
+        "queued",
+        "$0.60 spent and $0.60 more would pass the $1 budget: {h:#?}"
+    );
+    assert!((spent_today(&sb) - 0.7).abs() < 1e-9);
+    let claimed: Vec<&str> = h
+        .stdout
+        .lines()
+        .filter(|l| l.starts_with("Claimed mission "))
+        .collect();
+    assert_eq!(claimed.len(), 2, "{h:#?}");
+}
+
+/// Two hosts on one store race to start two missions whose money bounds together
+/// pass the fleet's budget: exactly one starts.
+fn two_hosts_hold_the_budget(sb: &Sandbox) {
+    budgeted(sb);
+    let racing = [
+        queue_under(sb, "held", "one", "held", None),
+        queue_under(sb, "held", "two", "held", None),
+    ];
+    // Each host's own cheap mission, queued behind the racing pair: when both have
+    // landed, both hosts have passed over whichever of the pair is left.
+    let cheap = [
+        queue_under(sb, "cheap", "a's", "free", Some("a")),
+        queue_under(sb, "cheap", "b's", "free", Some("b")),
+    ];
+    let (a, b) = (
+        host(sb, &["--width", "4", "--label", "a"]),
+        host(sb, &["--width", "4", "--label", "b"]),
+    );
+    wait_all(sb, &cheap, "landed", 120);
+    wait_for(120, "one of the racing pair landed", || {
+        let now = statuses(sb);
+        racing
+            .iter()
+            .any(|id| now.get(id).map(String::as_str) == Some("landed"))
+            .then_some(())
+    });
+    let (a, b) = (term(a), term(b));
+    let now = statuses(sb);
+    let mut pair: Vec<&str> = racing.iter().map(|id| now[id].as_str()).collect();
+    pair.sort_unstable();
+    assert_eq!(pair, ["landed", "queued"], "{a:#?}\n{b:#?}");
+    let spent = spent_today(sb);
+    assert!((spent - 0.8).abs() < 1e-9 && spent <= 1.0, "{spent}");
+}
+
+#[test]
+fn two_hosts_on_one_sqlite_file_never_start_past_the_fleet_budget_together() {
+    two_hosts_hold_the_budget(&Sandbox::on_file());
+}
+
+#[test]
+fn two_hosts_on_one_postgres_database_never_start_past_the_fleet_budget_together() {
+    two_hosts_hold_the_budget(&Sandbox::on_postgres());
+}

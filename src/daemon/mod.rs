@@ -241,13 +241,18 @@ async fn claim(
     free: usize,
 ) -> anyhow::Result<Vec<crate::mission::queue::Claimed>> {
     let (missions, me, labels) = (fleet.missions().clone(), me.clone(), labels.to_vec());
+    // The fleet's budgets admit each candidate inside the claim: a host never
+    // starts a queued mission past them.
+    let gate = fleet.clone();
     Ok(blocking(move || {
-        missions.claim_queued_up_to(
+        let gate = gate.queue_gate()?;
+        anyhow::Ok(missions.claim_queued_admitted(
             &me,
             &labels,
             &crate::mission::hosts::workspace_exists_here,
+            &|c, id, envelope| gate.admit(c, id, envelope),
             free,
-        )
+        )?)
     })
     .await?)
 }

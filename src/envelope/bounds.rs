@@ -5,7 +5,9 @@
 
 use serde_json::Value;
 
-use super::policy::{ComputeBounds, MAX_TOKENS_CAP, MAX_TOOL_CALLS_CAP, MAX_TURNS_CAP};
+use super::policy::{
+    ComputeBounds, MAX_COST_USD_CAP, MAX_TOKENS_CAP, MAX_TOOL_CALLS_CAP, MAX_TURNS_CAP,
+};
 use crate::agents::AgentCaps;
 
 /// A compute field of an envelope.
@@ -14,15 +16,18 @@ pub enum ComputeField {
     MaxTurns,
     MaxToolCalls,
     MaxTokens,
+    /// `maxCostUsd`; its limit is held in micro-dollars.
+    MaxCostUsd,
     ModelAllowlist,
     BackendAllowlist,
 }
 
 impl ComputeField {
-    pub const ALL: [ComputeField; 5] = [
+    pub const ALL: [ComputeField; 6] = [
         ComputeField::MaxTurns,
         ComputeField::MaxToolCalls,
         ComputeField::MaxTokens,
+        ComputeField::MaxCostUsd,
         ComputeField::ModelAllowlist,
         ComputeField::BackendAllowlist,
     ];
@@ -33,6 +38,7 @@ impl ComputeField {
             ComputeField::MaxTurns => "maxTurns",
             ComputeField::MaxToolCalls => "maxToolCalls",
             ComputeField::MaxTokens => "maxTokens",
+            ComputeField::MaxCostUsd => "maxCostUsd",
             ComputeField::ModelAllowlist => "modelAllowlist",
             ComputeField::BackendAllowlist => "backendAllowlist",
         }
@@ -49,6 +55,7 @@ impl ComputeField {
             ComputeField::MaxTurns => bounds.max_turns,
             ComputeField::MaxToolCalls => bounds.max_tool_calls,
             ComputeField::MaxTokens => bounds.max_tokens,
+            ComputeField::MaxCostUsd => bounds.max_cost_micro_usd,
             ComputeField::ModelAllowlist | ComputeField::BackendAllowlist => 0,
         }
     }
@@ -59,6 +66,7 @@ impl ComputeField {
             ComputeField::MaxTurns => bounds.max_turns = limit,
             ComputeField::MaxToolCalls => bounds.max_tool_calls = limit,
             ComputeField::MaxTokens => bounds.max_tokens = limit,
+            ComputeField::MaxCostUsd => bounds.max_cost_micro_usd = limit,
             ComputeField::ModelAllowlist | ComputeField::BackendAllowlist => {}
         }
     }
@@ -69,7 +77,25 @@ impl ComputeField {
             ComputeField::MaxTurns => MAX_TURNS_CAP as u64,
             ComputeField::MaxToolCalls => MAX_TOOL_CALLS_CAP as u64,
             ComputeField::MaxTokens => MAX_TOKENS_CAP as u64,
+            ComputeField::MaxCostUsd => crate::envelope::policy::micro_usd(MAX_COST_USD_CAP),
             ComputeField::ModelAllowlist | ComputeField::BackendAllowlist => 0,
+        }
+    }
+
+    /// A limit of this field as a reader reads it: a count, or dollars.
+    pub fn amount(self, limit: u64) -> String {
+        match self {
+            ComputeField::MaxCostUsd => usd(limit),
+            _ => crate::text::count(limit),
+        }
+    }
+
+    /// What one unit of an operator's `extend +N` adds to this field's limit: a
+    /// dollar for the money bound (held in micro-dollars), else one.
+    pub fn extend_unit(self) -> u64 {
+        match self {
+            ComputeField::MaxCostUsd => 1_000_000,
+            _ => 1,
         }
     }
 
@@ -79,6 +105,7 @@ impl ComputeField {
             ComputeField::MaxTurns => bounds.max_turns > 0,
             ComputeField::MaxToolCalls => bounds.max_tool_calls > 0,
             ComputeField::MaxTokens => bounds.max_tokens > 0,
+            ComputeField::MaxCostUsd => bounds.max_cost_micro_usd > 0,
             ComputeField::ModelAllowlist => !bounds.model_allowlist.is_empty(),
             ComputeField::BackendAllowlist => !bounds.backend_allowlist.is_empty(),
         }
@@ -127,6 +154,10 @@ pub fn bound_status(
         // declares up front that it reports usage, so this is never more than
         // best-effort: the meter is an estimate.
         ComputeField::MaxTokens => BoundStatus::BestEffort,
+        // The agent's reported cost when it sends one, else its tokens (reported,
+        // or metered when it reports none) at its model's list prices: an estimate
+        // unless the agent reports, which no agent declares up front.
+        ComputeField::MaxCostUsd => BoundStatus::BestEffort,
         // The host selects an allowed session model when the agent advertises
         // models, and refuses the fire when none is allowed.
         ComputeField::ModelAllowlist => match agent {
@@ -146,6 +177,7 @@ pub fn describe(field: ComputeField, bounds: &ComputeBounds, agent: Option<&Agen
         ComputeField::MaxTurns => crate::text::count(bounds.max_turns),
         ComputeField::MaxToolCalls => crate::text::count(bounds.max_tool_calls),
         ComputeField::MaxTokens => crate::text::count(bounds.max_tokens),
+        ComputeField::MaxCostUsd => field.amount(bounds.max_cost_micro_usd),
         ComputeField::ModelAllowlist => format!("{:?}", bounds.model_allowlist),
         ComputeField::BackendAllowlist => format!("{:?}", bounds.backend_allowlist),
     };
@@ -163,7 +195,7 @@ pub fn label(field: ComputeField, bounds: &ComputeBounds, agent: Option<&AgentCa
     let value = match field {
         ComputeField::ModelAllowlist => format!("[{}]", bounds.model_allowlist.join(", ")),
         ComputeField::BackendAllowlist => format!("[{}]", bounds.backend_allowlist.join(", ")),
-        numeric => crate::text::count(numeric.limit(bounds)),
+        numeric => numeric.amount(numeric.limit(bounds)),
     };
     format!(
         "{} {value} · {}",
@@ -182,8 +214,18 @@ pub fn describe_all(bounds: &ComputeBounds, agent: Option<&AgentCaps>) -> String
         .join(" · ")
 }
 
+/// Micro-dollars as dollars: `$1.50`, `$0.0500`.
+pub fn usd(micro: u64) -> String {
+    let usd = micro as f64 / 1_000_000.0;
+    if usd != 0.0 && usd < 0.1 {
+        format!("${usd:.4}")
+    } else {
+        format!("${usd:.2}")
+    }
+}
+
 /// The grammar of an answer to a compute-bound question, as the question states it.
-pub const BUDGET_ANSWER_GRAMMAR: &str = "answer \"extend N%\" to raise the bound by N percent (\"extend 50%\": by half, rounded up), \"extend +N\" to raise it by N, or \"stop\" to let the mission finish stuck";
+pub const BUDGET_ANSWER_GRAMMAR: &str = "answer \"extend N%\" to raise the bound by N percent (\"extend 50%\": by half, rounded up), \"extend +N\" to raise it by N (N dollars for maxCostUsd), or \"stop\" to let the mission finish stuck";
 
 /// An operator's answer to a compute-bound question.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -224,10 +266,20 @@ impl BudgetAnswer {
     /// `limit` (when the cap allows), so an extension never leaves the mission
     /// where it stopped. `None` for `stop`.
     pub fn raise(self, limit: u64, cap: u64) -> Option<u64> {
+        self.raise_by_units(limit, cap, 1)
+    }
+
+    /// [`BudgetAnswer::raise`] for `field`, whose `extend +N` counts in its own
+    /// unit (dollars for `maxCostUsd`).
+    pub fn raise_field(self, field: ComputeField, limit: u64) -> Option<u64> {
+        self.raise_by_units(limit, field.cap(), field.extend_unit())
+    }
+
+    fn raise_by_units(self, limit: u64, cap: u64, unit: u64) -> Option<u64> {
         let by = match self {
             BudgetAnswer::Stop => return None,
             BudgetAnswer::ExtendPercent(p) => limit.saturating_mul(p).div_ceil(100).max(1),
-            BudgetAnswer::ExtendBy(n) => n,
+            BudgetAnswer::ExtendBy(n) => n.saturating_mul(unit),
         };
         Some(limit.saturating_add(by).min(cap))
     }

@@ -60,6 +60,16 @@ fn decode_int(obj: &[(String, Json)], name: &str, path: &str) -> Result<i64, Str
     }
 }
 
+/// A number that may have a fraction (an amount of money).
+fn decode_number(obj: &[(String, Json)], name: &str, path: &str) -> Result<f64, String> {
+    match field(obj, name, true) {
+        None => Ok(0.0),
+        Some(Json::Num(Num::Int(i))) => Ok(*i as f64),
+        Some(Json::Num(Num::Float(x))) => Ok(*x),
+        Some(other) => Err(type_error(other, path, "float64")),
+    }
+}
+
 fn decode_bool(obj: &[(String, Json)], name: &str, path: &str) -> Result<bool, String> {
     match field(obj, name, true) {
         None => Ok(false),
@@ -155,6 +165,8 @@ pub(crate) struct RawCompute {
     pub(crate) max_turns: i64,
     pub(crate) max_tool_calls: i64,
     pub(crate) max_tokens: i64,
+    /// `maxCostUsd` in US dollars (0 when absent).
+    pub(crate) max_cost_usd: f64,
     pub(crate) model_allowlist: Vec<String>,
     pub(crate) backend_allowlist: Vec<String>,
     pub(crate) on_exhausted: String,
@@ -177,6 +189,7 @@ pub(crate) fn decode_envelope(top: &[(String, Json)]) -> Result<RawEnvelope, Str
             max_turns: decode_int(c, "maxTurns", "compute.maxTurns")?,
             max_tool_calls: decode_int(c, "maxToolCalls", "compute.maxToolCalls")?,
             max_tokens: decode_int(c, "maxTokens", "compute.maxTokens")?,
+            max_cost_usd: decode_number(c, "maxCostUsd", "compute.maxCostUsd")?,
             model_allowlist: decode_string_list(c, "modelAllowlist", "compute.modelAllowlist")?,
             backend_allowlist: decode_string_list(
                 c,
@@ -310,6 +323,7 @@ impl RawEnvelope {
                 max_turns: c.max_turns.max(0) as u64,
                 max_tool_calls: c.max_tool_calls.max(0) as u64,
                 max_tokens: c.max_tokens.max(0) as u64,
+                max_cost_micro_usd: crate::envelope::policy::micro_usd(c.max_cost_usd),
                 model_allowlist: c.model_allowlist,
                 backend_allowlist: c.backend_allowlist,
                 on_exhausted: if c.on_exhausted == "pause_ask" {

@@ -34,6 +34,8 @@ pub use super::trusted::{TrustedBinaries, sha256_file};
 pub const MAX_TURNS_CAP: i64 = 1000;
 pub const MAX_TOOL_CALLS_CAP: i64 = 10_000_000;
 pub const MAX_TOKENS_CAP: i64 = 100_000_000_000;
+/// The largest `maxCostUsd` accepted, in US dollars: a larger one is a typo, not a budget.
+pub const MAX_COST_USD_CAP: f64 = 1_000_000.0;
 pub const MAX_ALLOWLIST_ENTRIES: usize = 256;
 pub const MAX_ALLOWLIST_ENTRY_BYTES: usize = 512;
 /// `maxAgentAnswers` of 0 (or omitted) means this, never "unlimited".
@@ -169,12 +171,25 @@ pub struct ComputeBounds {
     pub max_turns: u64,
     pub max_tool_calls: u64,
     pub max_tokens: u64,
+    /// `maxCostUsd`, held in micro-dollars (0: unbounded) so the bound is a whole
+    /// number like the others and the ledger's cost figures.
+    pub max_cost_micro_usd: u64,
     pub model_allowlist: Vec<String>,
     pub backend_allowlist: Vec<String>,
     pub on_exhausted: OnExhausted,
     /// `maxChecks`: how many times a mission's check may run before it rests stuck
     /// (0: the default, [`DEFAULT_MAX_CHECKS`]).
     pub max_checks: u64,
+}
+
+/// US dollars as whole micro-dollars (a negative or non-finite amount is none:
+/// validation refused it before any decode reaches here).
+pub fn micro_usd(usd: f64) -> u64 {
+    if usd.is_finite() && usd > 0.0 {
+        (usd * 1_000_000.0).round() as u64
+    } else {
+        0
+    }
 }
 
 /// `maxChecks` of 0 (or omitted) means this many tries of the check.
@@ -201,6 +216,7 @@ impl ComputeBounds {
         self.max_turns == 0
             && self.max_tool_calls == 0
             && self.max_tokens == 0
+            && self.max_cost_micro_usd == 0
             && self.model_allowlist.is_empty()
             && self.backend_allowlist.is_empty()
     }
@@ -428,6 +444,7 @@ mod tests {
                 max_turns: 1,
                 max_tool_calls: 300,
                 max_tokens: 2_000_000,
+                max_cost_micro_usd: 0,
                 model_allowlist: vec!["m1".into()],
                 backend_allowlist: vec!["b1".into(), "b2".into()],
                 on_exhausted: OnExhausted::PauseAsk,
@@ -600,7 +617,7 @@ mod tests {
                 r#"invalid hitl policy "x.json": {section}: unknown field "{key}" at {section}.{key} — known fields: {known} (keys starting with // are comments; $schema is allowed)"#
             )
         };
-        let compute = "maxTurns, maxToolCalls, maxTokens, modelAllowlist, backendAllowlist, onExhausted, maxChecks";
+        let compute = "maxTurns, maxToolCalls, maxTokens, maxCostUsd, modelAllowlist, backendAllowlist, onExhausted, maxChecks";
         assert_eq!(
             err(json!({"compute": {"maxTurn": 1}})),
             unknown("compute", "maxTurn", compute)

@@ -14,7 +14,8 @@ use super::json::{Json, is_annotation_key, parse_object};
 use super::policy::{
     Action, Envelope, EnvelopeError, MAX_AGENT_ANSWERS_CEILING, MAX_ALLOWLIST_ENTRIES,
     MAX_ALLOWLIST_ENTRY_BYTES, MAX_CHECK_COMMAND_BYTES, MAX_CHECK_TIMEOUT, MAX_CHECKS_CAP,
-    MAX_TOKENS_CAP, MAX_TOOL_CALLS_CAP, MAX_TURNS_CAP, Op, POLICY_VERSION, TrustedBinaries,
+    MAX_COST_USD_CAP, MAX_TOKENS_CAP, MAX_TOOL_CALLS_CAP, MAX_TURNS_CAP, Op, POLICY_VERSION,
+    TrustedBinaries,
 };
 use super::quote::quote;
 
@@ -30,6 +31,7 @@ const TOP_LEVEL: &[(&str, Option<&[&str]>)] = &[
             "maxTurns",
             "maxToolCalls",
             "maxTokens",
+            "maxCostUsd",
             "modelAllowlist",
             "backendAllowlist",
             "onExhausted",
@@ -378,6 +380,20 @@ fn validate_compute(c: &RawCompute, errs: &mut Vec<String>) {
                 "compute: {name} is out of range (got {value}, max {cap})"
             ));
         }
+    }
+    let usd = c.max_cost_usd;
+    if !usd.is_finite() || usd < 0.0 {
+        errs.push(format!(
+            "compute: maxCostUsd must be an amount of US dollars, 0 or more (got {usd})"
+        ));
+    } else if usd > MAX_COST_USD_CAP {
+        errs.push(format!(
+            "compute: maxCostUsd is out of range (got {usd}, max {MAX_COST_USD_CAP})"
+        ));
+    } else if usd > 0.0 && usd < 0.000_001 {
+        errs.push(format!(
+            "compute: maxCostUsd is below a micro-dollar (got {usd}); write 0 for no money bound"
+        ));
     }
     match c.on_exhausted.as_str() {
         "" | "finish_stuck" | "pause_ask" => {}

@@ -105,6 +105,12 @@ impl Fleet {
     ) -> anyhow::Result<Dispatched> {
         let inner = &self.inner;
         let slot = self.reserve()?;
+        // A claimed mission was admitted against the budgets by its claim.
+        let held = if record.claimed {
+            false
+        } else {
+            self.admit_spend(&mission_id, &envelope).await?
+        };
         let worktree = if wants_worktree
             || envelope.policy.workspace == crate::envelope::sandbox::WorkspaceMode::Worktree
         {
@@ -118,13 +124,16 @@ impl Fleet {
         let dispatched = self
             .dispatch_admitted(
                 record,
-                mission_id,
+                mission_id.clone(),
                 (agent, envelope),
                 cwd,
                 worktree.clone(),
                 slot,
             )
             .await;
+        if dispatched.is_err() && held {
+            self.withdraw_spend(&mission_id).await;
+        }
         if dispatched.is_err()
             && let Some(wt) = worktree
         {

@@ -24,7 +24,6 @@ use crate::acp_client::{CANCEL_GRACE, PromptOutcome, Unit, UnitError, UnitEvent}
 use crate::asks::checkpoint::{Checkpoint, HostId};
 use crate::asks::{Asks, BUDGET_TOOL, NewAsk, QUESTION_TOOLS};
 use crate::envelope::bounds::BUDGET_ANSWER_GRAMMAR;
-use crate::envelope::policy::OnExhausted;
 use crate::mission::{Mission, Missions, Status};
 use crate::mission_mcp::MissionSocket;
 use crate::text::excerpt;
@@ -419,7 +418,12 @@ impl Drive {
                 Some(Err(e)) => return Turn::Failed(e),
                 None => {
                     let limit = crossing.field.limit(&self.budget.bounds());
-                    blocks = vec![extended_turn(crossing.field.key(), crossing.limit, limit)];
+                    let field = crossing.field;
+                    blocks = vec![extended_turn(
+                        field.key(),
+                        &field.amount(crossing.limit),
+                        &field.amount(limit),
+                    )];
                 }
             }
         }
@@ -454,7 +458,7 @@ impl Drive {
                         self.record_derail(&err).await;
                         return Prompted::Ended(Turn::Failed(err));
                     }
-                    return match crossed.or_else(|| self.budget.tokens_exhausted()) {
+                    return match crossed.or_else(|| self.budget.bound_exhausted()) {
                         Some(crossing) => Prompted::Crossed { crossing, ended: Some(result) },
                         None => Prompted::Ended(match result {
                             Ok(outcome) => Turn::Done(outcome),
@@ -502,7 +506,7 @@ impl Drive {
         // A bound crossed mid-turn: the turn stops here, whatever follows. Under
         // finish_stuck the verdict lands first, so nothing the unit does while
         // its turn winds down can outrun it.
-        if self.budget.bounds().on_exhausted == OnExhausted::FinishStuck {
+        if !crossing.pauses(&self.budget.bounds()) {
             self.finish_stuck(&crossing.reason).await;
         }
         self.unit.cancel();
@@ -540,7 +544,7 @@ impl Drive {
     /// the reason. `pause_ask`: the operator is asked to extend the bound or stop.
     /// Returns whether the mission may go on (the bound was extended).
     async fn exhausted(&mut self, crossing: &Crossing, journal: &mut Journal) -> bool {
-        if self.budget.bounds().on_exhausted == OnExhausted::PauseAsk && !self.resting().await {
+        if crossing.pauses(&self.budget.bounds()) && !self.resting().await {
             match self.pause(crossing, journal).await {
                 Ok(extended) => return extended,
                 Err(e) => {
@@ -584,7 +588,11 @@ impl Drive {
     /// `Ok(true)`: extended, and the budget holds the raised limit.
     async fn pause(&mut self, crossing: &Crossing, journal: &mut Journal) -> anyhow::Result<bool> {
         let m = &self.mission;
-        let bound = format!("{}={}", crossing.field.key(), crossing.limit);
+        let bound = format!(
+            "{}={}",
+            crossing.field.key(),
+            crossing.field.amount(crossing.limit)
+        );
         let session_id = self.unit.session_id().to_string();
         // The pause is on the record before its question exists, and the question
         // is checkpointed with its row: whenever this host dies, another process

@@ -83,7 +83,32 @@ impl Fleet {
         };
         let (compute, spent) = (recorded.apply(&declared), recorded.spent);
         let (budget, crossings) = budget::Budget::new(compute);
-        let budget = Arc::new(budget.continuing(ledger.clone(), &mission_id, spent));
+        let model = recorded.model.clone().unwrap_or_default();
+        let price = budget::price::unit_price(&inner.paths.home, &model);
+        let budgets = {
+            let store = inner.missions.store().clone();
+            blocking(move || budget::fleet::FleetBudgets::read(&crate::config::Config::new(store)))
+                .await
+                .unwrap_or_else(|e| {
+                    tracing::warn!(mission = %mission_id, "could not read the fleet's budgets: {e}");
+                    budget::fleet::FleetBudgets::default()
+                })
+        };
+        let budget = Arc::new(
+            budget
+                .continuing(ledger.clone(), &mission_id, spent)
+                .priced(&model, price)
+                // An operator who already extended this mission's money bound
+                // decided it past the fleet's budget.
+                .watching_fleet(
+                    inner.missions.store().clone(),
+                    if recorded.max_cost_micro_usd.is_some() {
+                        budget::fleet::FleetBudgets::default()
+                    } else {
+                        budgets
+                    },
+                ),
+        );
         // Updates are counted as the unit's stdout is read, so its verdicts (on the
         // mission socket) can be judged with everything it said before them.
         let stdout = started.unit.stdout_mark();

@@ -29,9 +29,12 @@ mod normalise;
 mod permissions;
 pub mod prompts;
 mod queued;
+mod spend_admission;
 mod start;
 pub mod sweep;
 mod teardown;
+
+pub use spend_admission::QueueGate;
 
 use std::collections::HashMap;
 use std::path::PathBuf;

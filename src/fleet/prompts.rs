@@ -79,7 +79,7 @@ pub fn refusal_turn(refused: &[String]) -> String {
 
 /// The turn that follows an operator's extension of a compute bound that
 /// cancelled the unit's previous turn.
-pub fn extended_turn(bound: &str, was: u64, now: u64) -> String {
+pub fn extended_turn(bound: &str, was: &str, now: &str) -> String {
     format!(
         "Your previous turn was cancelled when the mission reached its compute bound {bound}={was}. The operator extended it: {bound} is now {now}. Carry on with the mission from where you stopped, and keep reaching the operator only through your mission tools."
     )

@@ -148,6 +148,21 @@ impl Missions {
         runnable: &dyn Fn(&str) -> bool,
         max: usize,
     ) -> Result<Vec<Claimed>> {
+        self.claim_queued_admitted(host, labels, runnable, &|_, _, _| Ok(true), max)
+    }
+
+    /// [`Missions::claim_queued_up_to`], each candidate also passed through
+    /// `admit` (its id and envelope name) inside the claim's transaction, before
+    /// its claim: a candidate it refuses stays queued. The fleet's budgets admit
+    /// this way, so their read-and-admit and the claim are one guarded write.
+    pub fn claim_queued_admitted(
+        &self,
+        host: &HostId,
+        labels: &[String],
+        runnable: &dyn Fn(&str) -> bool,
+        admit: &dyn Fn(&crate::store::Conn<'_>, &str, &str) -> crate::store::sql::Result<bool>,
+        max: usize,
+    ) -> Result<Vec<Claimed>> {
         if max == 0 {
             return Ok(Vec::new());
         }
@@ -158,7 +173,7 @@ impl Missions {
         };
         let labels = json!(labels).to_string();
         let select = format!(
-            "SELECT q.mission_id, q.worktree, m.cwd FROM mission_queue q JOIN missions m ON m.id = q.mission_id
+            "SELECT q.mission_id, q.worktree, m.cwd, m.policy_name FROM mission_queue q JOIN missions m ON m.id = q.mission_id
              WHERE q.waiting = 1 AND m.status = 'queued'
                AND (q.run_on IS NULL OR q.run_on IN (SELECT value FROM json_each(?1)))
              ORDER BY q.seq LIMIT ?2{lock}"
@@ -171,19 +186,19 @@ impl Missions {
             COLUMNS
         );
         Ok(self.store.write(|c| {
-            let candidates: Vec<(String, i64, String)> = c
+            let candidates: Vec<(String, i64, String, String)> = c
                 .prepare_cached(&select)?
                 .query_map(params![labels, window], |r| {
-                    Ok((r.get(0)?, r.get(1)?, r.get(2)?))
+                    Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?))
                 })?
                 .collect::<crate::store::sql::Result<_>>()?;
             let now = clock::now_ms();
             let mut claimed = Vec::new();
-            for (id, worktree, cwd) in candidates {
+            for (id, worktree, cwd, envelope) in candidates {
                 if claimed.len() == max {
                     break;
                 }
-                if !runnable(&cwd) {
+                if !runnable(&cwd) || !admit(c, &id, &envelope)? {
                     continue;
                 }
                 let Some(mission) = c

@@ -322,7 +322,7 @@ fn pause_ask_extended_by_the_operator_carries_on_and_lands() {
     assert_eq!(wrong.code, 1, "{wrong:#?}");
     assert_eq!(
         wrong.stderr.trim_end(),
-        "Error: \"sure, go on\" is not an answer to a compute-bound question: answer \"extend N%\" to raise the bound by N percent (\"extend 50%\": by half, rounded up), \"extend +N\" to raise it by N, or \"stop\" to let the mission finish stuck"
+        "Error: \"sure, go on\" is not an answer to a compute-bound question: answer \"extend N%\" to raise the bound by N percent (\"extend 50%\": by half, rounded up), \"extend +N\" to raise it by N (N dollars for maxCostUsd), or \"stop\" to let the mission finish stuck"
     );
     let mut agent_answer = sb.command(&[
         "approvals",

@@ -286,3 +286,152 @@ fn agent_planner_is_priced_at_the_model_it_was_declared_with() {
         "{cost}"
     );
 }
+
+/// A stub on `model` whose first turn reports usage (`cost`, a JSON object, when
+/// given: at once, as `usage_update` does; its tokens at the turn's end, as the
+/// prompt's answer does), and whose next turn files a report and lands. Steps are
+/// `delay_ms` apart, so a crossing on the reported cost lands first.
+fn crossing_script(model: &str, input: u64, output: u64, cost: Option<&str>) -> String {
+    let cost = cost.map_or(String::new(), |c| format!(r#","cost":{c}"#));
+    format!(
+        r#"{{"name":"money","delay_ms":50,"models":["{model}"],"turns":[{{"steps":[{{"report":{{"summary":"go"}}}},{{"usage":{{"used":{},"size":32768,"input":{input},"output":{output}{cost}}}}},{{"report":{{"summary":"past the bound"}}}}]}},{{"steps":[{{"report":{{"summary":"after the turn"}}}},{{"finish":"landed"}}]}}]}}"#,
+        input + output
+    )
+}
+
+#[test]
+fn the_money_bound_holds_on_the_cost_the_agent_reports() {
+    let sb = Sandbox::new();
+    let script = crossing_script(PRICED, 10, 10, Some(r#"{"amount":0.75,"currency":"USD"}"#));
+    setup(&sb, &[("stub", &script)]);
+    sb.write_compute_envelope("money", r#"{"maxCostUsd":0.5}"#);
+    let run = sb.fire_stub("money", "60s", None);
+    assert_eq!(run.code, 1, "{run:#?}");
+    run.assert_stdout_has("Compute bounds: maxCostUsd=$0.50 (best-effort);");
+    let id = sb.newest_mission().unwrap();
+    assert_eq!(
+        sb.status_line(&id),
+        "stuck — compute bound exhausted: maxCostUsd=$0.50 (reported cost $0.75 by the agent) — the mission spent its money budget."
+    );
+    assert_eq!(
+        crate::harness::report_summaries(&sb, &id),
+        ["[progress] go"],
+        "nothing after the crossing was filed"
+    );
+}
+
+#[test]
+fn the_money_bound_holds_on_tokens_at_the_list_price_when_no_cost_is_reported() {
+    let sb = Sandbox::new();
+    // 1,200 input + 300 output at $3/$15 per million: $0.0081, past $0.005.
+    setup(&sb, &[("stub", &crossing_script(PRICED, 1200, 300, None))]);
+    sb.write_compute_envelope("money", r#"{"maxCostUsd":0.005}"#);
+    let run = sb.fire_stub("money", "60s", None);
+    assert_eq!(run.code, 1, "{run:#?}");
+    let id = sb.newest_mission().unwrap();
+    // Crossed at the end of the turn the tokens were reported for: no turn after.
+    assert_eq!(
+        crate::harness::report_summaries(&sb, &id),
+        ["[progress] go", "[progress] past the bound"]
+    );
+    assert_eq!(
+        sb.status_line(&id),
+        format!(
+            "stuck — compute bound exhausted: maxCostUsd=$0.0050 (estimated cost $0.0081: 1,200 input (0 cached) + 300 output tokens at {PRICED}'s list prices of 2030-01-02) — the mission spent its money budget."
+        )
+    );
+}
+
+#[test]
+fn a_money_bound_the_envelope_cannot_mean_is_refused_naming_the_field() {
+    let sb = Sandbox::new();
+    for (compute, why) in [
+        (
+            r#"{"maxCostUsd":-1}"#,
+            "compute: maxCostUsd must be an amount of US dollars, 0 or more (got -1)",
+        ),
+        (
+            r#"{"maxCostUsd":"5"}"#,
+            "json: cannot unmarshal string into field compute.maxCostUsd of type float64",
+        ),
+        (
+            r#"{"maxCostUsd":2000000}"#,
+            "compute: maxCostUsd is out of range (got 2000000, max 1000000)",
+        ),
+    ] {
+        sb.write_compute_envelope("bad", compute);
+        let vet = sb.run(&[
+            "vet",
+            &sb.home.join("hitl-policy-bad.json").display().to_string(),
+        ]);
+        assert_eq!(vet.code, 1, "{compute}: {vet:#?}");
+        assert!(
+            vet.stdout.contains(why) || vet.stderr.contains(why),
+            "{compute}: {vet:#?}"
+        );
+    }
+}
+
+/// The fleet's daily budget: a mission that spent $0.75 of a $0.50 budget leaves
+/// the next fire refused with the figures; `--queue` records it to wait.
+#[test]
+fn a_fire_past_the_daily_budget_is_refused_naming_the_spend_or_queued_with_queue() {
+    let sb = Sandbox::new();
+    let script = usage_script(PRICED, 10, 10, Some(r#"{"amount":0.75,"currency":"USD"}"#));
+    setup(&sb, &[("stub", &script)]);
+    sb.run(&["config", "set", "budget-daily", "$0.50"]).ok();
+    assert_eq!(
+        sb.run(&["config", "get", "budget-daily"])
+            .ok()
+            .stdout
+            .trim(),
+        "0.5"
+    );
+    let bad = sb.run(&["config", "set", "budget-monthly", "lots"]);
+    assert_eq!(bad.code, 1, "{bad:#?}");
+    assert!(
+        bad.stderr
+            .contains("budget-monthly: \"lots\" is not an amount of US dollars"),
+        "{bad:#?}"
+    );
+    let first = fire(&sb, "stub");
+    assert_eq!(sb.status_line(&first), "landed");
+    let refused = sb.run(&[
+        "mission", "fire", "stub", "again", "--wait", "--policy", "open",
+    ]);
+    assert_eq!(refused.code, 1, "{refused:#?}");
+    assert!(
+        refused.stderr.contains(
+            "fleet budget refused: the fleet has spent $0.75 today (UTC) against budget-daily $0.50. Fire it with --queue to start when the next period begins ("
+        ),
+        "{refused:#?}"
+    );
+    assert_eq!(sb.mission_ids().len(), 1, "a refused fire leaves no record");
+    let queued = sb
+        .run(&[
+            "mission", "fire", "stub", "later", "--queue", "--policy", "open",
+        ])
+        .ok();
+    assert!(
+        queued.stdout.contains(" queued at position 1"),
+        "{queued:#?}"
+    );
+}
+
+#[test]
+fn a_fire_whose_money_bound_would_pass_the_budget_is_refused() {
+    let sb = Sandbox::new();
+    setup(&sb, &[("stub", &usage_script(PRICED, 10, 10, None))]);
+    sb.write_compute_envelope("dear", r#"{"maxCostUsd":2}"#);
+    sb.run(&["config", "set", "budget-daily", "1"]).ok();
+    let refused = sb.run(&[
+        "mission", "fire", "stub", "go", "--wait", "--policy", "dear",
+    ]);
+    assert_eq!(refused.code, 1, "{refused:#?}");
+    assert!(
+        refused.stderr.contains(
+            "fleet budget refused: the fleet has spent $0.00 today (UTC) against budget-daily $1.00, and this mission's maxCostUsd $2.00 would take it past."
+        ),
+        "{refused:#?}"
+    );
+}

@@ -45,6 +45,41 @@ ALTER TABLE mission_compute ADD COLUMN spent_output_tokens BIGINT NOT NULL DEFAU
 ALTER TABLE mission_compute ADD COLUMN spent_cached_tokens BIGINT NOT NULL DEFAULT 0;
 ALTER TABLE mission_compute ADD COLUMN reported_cost_micro_usd BIGINT;";
 
+/// v19: money. The limit an operator raised `maxCostUsd` to; what the spend cost
+/// as its host priced it (the agent's reported cost, else its tokens at the list
+/// prices; NULL: no price), and what the oracle's model calls for the mission
+/// cost and counted (its model, tokens; NULL cost: no price); the fleet budget's
+/// admission — when the mission was admitted against it and what it set aside
+/// (its `maxCostUsd`, held while it runs).
+pub(crate) const SCHEMA_V19: &str = "
+ALTER TABLE mission_compute ADD COLUMN max_cost_micro_usd INTEGER;
+ALTER TABLE mission_compute ADD COLUMN cost_micro_usd INTEGER;
+ALTER TABLE mission_compute ADD COLUMN oracle_model TEXT;
+ALTER TABLE mission_compute ADD COLUMN oracle_calls INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE mission_compute ADD COLUMN oracle_input_tokens INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE mission_compute ADD COLUMN oracle_output_tokens INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE mission_compute ADD COLUMN oracle_cached_tokens INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE mission_compute ADD COLUMN oracle_cost_micro_usd INTEGER;
+ALTER TABLE mission_compute ADD COLUMN hold_micro_usd INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE mission_compute ADD COLUMN admitted_at INTEGER;
+UPDATE mission_compute SET admitted_at = (SELECT created_at FROM missions WHERE missions.id = mission_compute.mission_id);
+CREATE INDEX mission_compute_admitted ON mission_compute (admitted_at);";
+
+/// The PostgreSQL spelling of [`SCHEMA_V19`].
+pub(crate) const PG_SCHEMA_V19: &str = "
+ALTER TABLE mission_compute ADD COLUMN max_cost_micro_usd BIGINT;
+ALTER TABLE mission_compute ADD COLUMN cost_micro_usd BIGINT;
+ALTER TABLE mission_compute ADD COLUMN oracle_model TEXT;
+ALTER TABLE mission_compute ADD COLUMN oracle_calls BIGINT NOT NULL DEFAULT 0;
+ALTER TABLE mission_compute ADD COLUMN oracle_input_tokens BIGINT NOT NULL DEFAULT 0;
+ALTER TABLE mission_compute ADD COLUMN oracle_output_tokens BIGINT NOT NULL DEFAULT 0;
+ALTER TABLE mission_compute ADD COLUMN oracle_cached_tokens BIGINT NOT NULL DEFAULT 0;
+ALTER TABLE mission_compute ADD COLUMN oracle_cost_micro_usd BIGINT;
+ALTER TABLE mission_compute ADD COLUMN hold_micro_usd BIGINT NOT NULL DEFAULT 0;
+ALTER TABLE mission_compute ADD COLUMN admitted_at BIGINT;
+UPDATE mission_compute SET admitted_at = (SELECT created_at FROM missions WHERE missions.id = mission_compute.mission_id);
+CREATE INDEX mission_compute_admitted ON mission_compute (admitted_at);";
+
 /// The PostgreSQL spelling of this module's tables as of schema v11 (see `crate::schema`).
 pub(crate) const PG_SCHEMA_V11: &str = "
 CREATE TABLE mission_compute (
@@ -73,10 +108,26 @@ pub struct ComputeRecord {
     pub max_turns: Option<u64>,
     pub max_tool_calls: Option<u64>,
     pub max_tokens: Option<u64>,
+    pub max_cost_micro_usd: Option<u64>,
     /// The compute-bound question the mission is paused on, if any.
     pub pause: Option<Pause>,
     /// What every session of the mission has spent so far.
     pub spent: Spend,
+    /// What the oracle's model calls about the mission's questions spent.
+    pub oracle: OracleSpend,
+}
+
+/// The oracle's model calls for one mission: how many, on which model, their
+/// tokens, and what they cost as the oracle's process priced them (`None`: no
+/// price for its model).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct OracleSpend {
+    pub calls: u64,
+    pub model: Option<String>,
+    pub input_tokens: u64,
+    pub output_tokens: u64,
+    pub cached_tokens: u64,
+    pub cost_micro_usd: Option<u64>,
 }
 
 /// A mission's durable spend: counted tool calls and tokens, and what it cost.
@@ -92,6 +143,10 @@ pub struct Spend {
     pub output_tokens: u64,
     /// The agent's own cumulative cost in micro-dollars, when it reports one.
     pub reported_cost_micro_usd: Option<u64>,
+    /// What the spend cost as its host priced it: the reported cost, else the
+    /// tokens at the list prices of the unit's model (`None`: neither is known).
+    /// The fleet budget sums it.
+    pub cost_micro_usd: Option<u64>,
 }
 
 /// A mission waiting for its operator to extend a crossed bound or stop it.
@@ -120,6 +175,7 @@ impl ComputeRecord {
             (ComputeField::MaxTurns, self.max_turns),
             (ComputeField::MaxToolCalls, self.max_tool_calls),
             (ComputeField::MaxTokens, self.max_tokens),
+            (ComputeField::MaxCostUsd, self.max_cost_micro_usd),
         ] {
             if let Some(limit) = raised {
                 field.set_limit(&mut b, limit);
@@ -146,13 +202,14 @@ fn column(field: ComputeField) -> Option<&'static str> {
         ComputeField::MaxTurns => Some("max_turns"),
         ComputeField::MaxToolCalls => Some("max_tool_calls"),
         ComputeField::MaxTokens => Some("max_tokens"),
+        ComputeField::MaxCostUsd => Some("max_cost_micro_usd"),
         ComputeField::ModelAllowlist | ComputeField::BackendAllowlist => None,
     }
 }
 
 /// The `mission_compute` table.
 /// The columns [`record_from_row`] reads.
-const RECORD_COLUMNS: &str = "models, model, max_turns, max_tool_calls, max_tokens, paused_ask, paused_field, paused_reason, spent_tool_calls, spent_tokens, spent_input_tokens, spent_output_tokens, spent_cached_tokens, reported_cost_micro_usd";
+const RECORD_COLUMNS: &str = "models, model, max_turns, max_tool_calls, max_tokens, paused_ask, paused_field, paused_reason, spent_tool_calls, spent_tokens, spent_input_tokens, spent_output_tokens, spent_cached_tokens, reported_cost_micro_usd, max_cost_micro_usd, cost_micro_usd, oracle_calls, oracle_model, oracle_input_tokens, oracle_output_tokens, oracle_cached_tokens, oracle_cost_micro_usd";
 
 fn record_from_row(r: &crate::store::sql::Row<'_>) -> crate::store::sql::Result<ComputeRecord> {
     let models: Option<String> = r.get(0)?;
@@ -180,6 +237,16 @@ fn record_from_row(r: &crate::store::sql::Row<'_>) -> crate::store::sql::Result<
             output_tokens: r.get::<i64>(11)?.max(0) as u64,
             cached_tokens: r.get::<i64>(12)?.max(0) as u64,
             reported_cost_micro_usd: r.get::<Option<i64>>(13)?.map(|v| v.max(0) as u64),
+            cost_micro_usd: r.get::<Option<i64>>(15)?.map(|v| v.max(0) as u64),
+        },
+        max_cost_micro_usd: r.get::<Option<i64>>(14)?.map(|v| v.max(0) as u64),
+        oracle: OracleSpend {
+            calls: r.get::<i64>(16)?.max(0) as u64,
+            model: r.get(17)?,
+            input_tokens: r.get::<i64>(18)?.max(0) as u64,
+            output_tokens: r.get::<i64>(19)?.max(0) as u64,
+            cached_tokens: r.get::<i64>(20)?.max(0) as u64,
+            cost_micro_usd: r.get::<Option<i64>>(21)?.map(|v| v.max(0) as u64),
         },
     })
 }
@@ -400,8 +467,9 @@ pub(crate) fn unit_statement(
     use crate::store::sql::Params;
     let models = models.map(|m| serde_json::to_string(m).unwrap_or_default());
     (
-        "INSERT INTO mission_compute (mission_id, models, model, updated_at) VALUES (?1, ?2, ?3, ?4)
-         ON CONFLICT (mission_id) DO UPDATE SET models = ?2, model = ?3, updated_at = ?4",
+        "INSERT INTO mission_compute (mission_id, models, model, updated_at, admitted_at) VALUES (?1, ?2, ?3, ?4, ?4)
+         ON CONFLICT (mission_id) DO UPDATE SET models = ?2, model = ?3, updated_at = ?4,
+             admitted_at = COALESCE(mission_compute.admitted_at, ?4)",
         params![mission_id, models, model, clock::now_ms()].values(),
     )
 }
@@ -415,14 +483,17 @@ pub(crate) fn spend_statement(
     use crate::store::sql::Params;
     (
         "INSERT INTO mission_compute (mission_id, spent_tool_calls, spent_tokens, updated_at,
-             spent_input_tokens, spent_output_tokens, spent_cached_tokens, reported_cost_micro_usd)
-         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)
+             spent_input_tokens, spent_output_tokens, spent_cached_tokens, reported_cost_micro_usd,
+             cost_micro_usd, admitted_at)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?4)
          ON CONFLICT (mission_id) DO UPDATE SET spent_tool_calls = MAX(mission_compute.spent_tool_calls, ?2),
              spent_tokens = MAX(mission_compute.spent_tokens, ?3), updated_at = ?4,
              spent_input_tokens = MAX(mission_compute.spent_input_tokens, ?5),
              spent_output_tokens = MAX(mission_compute.spent_output_tokens, ?6),
              spent_cached_tokens = MAX(mission_compute.spent_cached_tokens, ?7),
-             reported_cost_micro_usd = MAX(COALESCE(mission_compute.reported_cost_micro_usd, ?8), COALESCE(?8, mission_compute.reported_cost_micro_usd))",
+             reported_cost_micro_usd = MAX(COALESCE(mission_compute.reported_cost_micro_usd, ?8), COALESCE(?8, mission_compute.reported_cost_micro_usd)),
+             cost_micro_usd = MAX(COALESCE(mission_compute.cost_micro_usd, ?9), COALESCE(?9, mission_compute.cost_micro_usd)),
+             admitted_at = COALESCE(mission_compute.admitted_at, ?4)",
         params![
             mission_id,
             spent.tool_calls as i64,
@@ -431,7 +502,8 @@ pub(crate) fn spend_statement(
             spent.input_tokens as i64,
             spent.output_tokens as i64,
             spent.cached_tokens as i64,
-            spent.reported_cost_micro_usd.map(|v| v as i64)
+            spent.reported_cost_micro_usd.map(|v| v as i64),
+            spent.cost_micro_usd.map(|v| v as i64)
         ]
         .values(),
     )

@@ -19,14 +19,17 @@ use crate::envelope::bounds::ComputeField;
 use crate::envelope::policy::ComputeBounds;
 use crate::sync::LockUnpoisoned;
 
+pub mod fleet;
 mod ledger;
 mod model;
 mod pause;
 pub mod price;
 
 pub(super) use ledger::unit_statement;
-pub use ledger::{ComputeLedger, ComputeRecord, Pause, Spend, SpendGroup, SpendRow};
-pub(crate) use ledger::{PG_SCHEMA_V11, PG_SCHEMA_V16, SCHEMA_V5, SCHEMA_V7, SCHEMA_V16};
+pub use ledger::{ComputeLedger, ComputeRecord, OracleSpend, Pause, Spend, SpendGroup, SpendRow};
+pub(crate) use ledger::{
+    PG_SCHEMA_V11, PG_SCHEMA_V16, PG_SCHEMA_V19, SCHEMA_V5, SCHEMA_V7, SCHEMA_V16, SCHEMA_V19,
+};
 pub(super) use model::select_allowed_model;
 pub(super) use pause::settle_pause;
 
@@ -40,6 +43,9 @@ pub struct Crossing {
     pub field: ComputeField,
     pub limit: u64,
     pub reason: String,
+    /// Pause on a question whatever the envelope's `onExhausted` says: the fleet's
+    /// budget was crossed under `budget-on-exceeded pause`.
+    pub always_pause: bool,
 }
 
 impl Crossing {
@@ -52,7 +58,13 @@ impl Crossing {
                 "compute bound exhausted: maxTurns={} — the mission spent its turn budget without reaching its operator.",
                 crate::text::count(limit)
             ),
+            always_pause: false,
         }
+    }
+
+    /// Does this crossing pause the mission on a question (else it finishes stuck)?
+    pub fn pauses(&self, bounds: &ComputeBounds) -> bool {
+        self.always_pause || bounds.on_exhausted == crate::envelope::policy::OnExhausted::PauseAsk
     }
 }
 
@@ -85,6 +97,9 @@ struct Spent {
     exhausted: bool,
     /// The reason of the last crossing.
     crossed: Option<String>,
+    /// The unit's model and its list price, when the price table has one: what
+    /// prices the tokens of an agent that reports no cost.
+    price: Option<(String, price::Price)>,
 }
 
 /// How this session's tokens are known.
@@ -94,6 +109,20 @@ enum Measure {
     Metered,
 }
 
+/// How a mission's cost is known.
+enum CostMeasure {
+    /// The agent reported it.
+    Reported,
+    /// Its tokens at its model's list price; `metered` when this session's
+    /// tokens are the meter's estimate because the agent reports none.
+    Estimated {
+        tokens: Spend,
+        model: String,
+        as_of: String,
+        metered: bool,
+    },
+}
+
 impl Spent {
     /// This session's tokens: the usage the agent reports, else the meter.
     fn session_tokens(&self) -> (u64, Measure) {
@@ -101,6 +130,38 @@ impl Spent {
             (None, None) => (self.metered_bytes / BYTES_PER_TOKEN, Measure::Metered),
             (a, b) => (a.unwrap_or(0).max(b.unwrap_or(0)), Measure::Reported),
         }
+    }
+
+    /// What the mission cost so far, with how that is known: the agent's
+    /// cumulative report (earlier sessions' reports added), else every session's
+    /// tokens at the unit's model's list price. `None`: neither is known.
+    fn cost(&self) -> Option<(u64, CostMeasure)> {
+        let reported = match (self.prior.reported_cost_micro_usd, self.reported_cost) {
+            (None, None) => None,
+            (prior, session) => Some(prior.unwrap_or(0) + session.unwrap_or(0)),
+        };
+        if let Some(micros) = reported {
+            return Some((micros, CostMeasure::Reported));
+        }
+        let (model, price) = self.price.as_ref()?;
+        let (input, output, cached) = self.session_io();
+        let tokens = Spend {
+            input_tokens: self.prior.input_tokens + input,
+            output_tokens: self.prior.output_tokens + output,
+            cached_tokens: self.prior.cached_tokens + cached,
+            ..Spend::default()
+        };
+        let micros = (price::tokens_usd(price, &tokens) * 1_000_000.0).round() as u64;
+        let metered = self.turn_io.is_none() && self.metered_bytes > 0;
+        Some((
+            micros,
+            CostMeasure::Estimated {
+                tokens,
+                model: model.clone(),
+                as_of: price.as_of.clone(),
+                metered,
+            },
+        ))
     }
 
     /// This session's (input, output, cached) tokens: the agent's end-of-turn
@@ -120,6 +181,12 @@ pub(super) struct Budget {
     gated: mpsc::UnboundedSender<Crossing>,
     /// Where the spend is made durable, as it is counted.
     ledger: Option<(ComputeLedger, String)>,
+    /// The fleet's budgets, when a running mission pauses on crossing them
+    /// (`budget-on-exceeded pause`), and the store their spend is read from.
+    fleet: Option<(crate::store::Store, fleet::FleetBudgets)>,
+    /// Set once this session reported the fleet's budget crossed: the operator's
+    /// answer (its own `maxCostUsd` extended, or stop) governs it from there.
+    fleet_crossed: std::sync::atomic::AtomicBool,
     /// Held while a write to the ledger is under way, so the drive loop's and the
     /// permission answerer's writes land one after the other, each with the spend
     /// as of its turn: the newest is the one that stays.
@@ -140,6 +207,8 @@ impl Budget {
                 spent: Mutex::new(spent),
                 gated,
                 ledger: None,
+                fleet: None,
+                fleet_crossed: std::sync::atomic::AtomicBool::new(false),
                 writing: tokio::sync::Mutex::new(()),
             },
             rx,
@@ -157,9 +226,71 @@ impl Budget {
         self
     }
 
+    /// Price this unit's tokens at `price` (its model's entry in the home's price
+    /// table), for an agent that reports no cost of its own.
+    pub fn priced(self, model: &str, price: Option<price::Price>) -> Budget {
+        self.spent.lock_unpoisoned().price = price.map(|p| (model.to_string(), p));
+        self
+    }
+
+    /// Pause the mission when the fleet's spend crosses one of `budgets`, read
+    /// from `store` after each spend this session records.
+    pub fn watching_fleet(
+        mut self,
+        store: crate::store::Store,
+        budgets: fleet::FleetBudgets,
+    ) -> Budget {
+        if budgets.is_set() && budgets.on_exceeded == fleet::OnExceeded::Pause {
+            self.fleet = Some((store, budgets));
+        }
+        self
+    }
+
+    /// After a recorded spend: has the fleet's spend crossed a budget? The
+    /// crossing (once a session) goes to the drive loop, which pauses the mission.
+    async fn watch_fleet(&self) {
+        use std::sync::atomic::Ordering;
+        let Some((store, budgets)) = &self.fleet else {
+            return;
+        };
+        if self.fleet_crossed.load(Ordering::Relaxed) || self.is_exhausted() {
+            return;
+        }
+        let (store, budgets) = (store.clone(), *budgets);
+        let over = crate::store::blocking(move || {
+            store.with(|c| fleet::first_over(c, &budgets, crate::clock::now_ms()))
+        })
+        .await;
+        let over = match over {
+            Ok(Some(over)) => over,
+            Ok(None) => return,
+            Err(e) => {
+                tracing::warn!("could not read the fleet's spend against its budgets: {e}");
+                return;
+            }
+        };
+        if self.fleet_crossed.swap(true, Ordering::Relaxed) {
+            return;
+        }
+        let reason = over.crossed();
+        let limit = {
+            let mut s = self.spent.lock_unpoisoned();
+            s.exhausted = true;
+            s.crossed = Some(reason.clone());
+            s.cost().map_or(0, |(micros, _)| micros)
+        };
+        let _ = self.gated.send(Crossing {
+            field: ComputeField::MaxCostUsd,
+            limit,
+            reason,
+            always_pause: true,
+        });
+    }
+
     /// What the mission has spent, this session included.
     pub fn spend(&self) -> Spend {
         let s = self.spent.lock_unpoisoned();
+        let cost_micro_usd = s.cost().map(|(micros, _)| micros);
         let (input, output, cached) = s.session_io();
         // The agent's figure is cumulative over its session: the mission's is what
         // earlier sessions cost plus this one's last report.
@@ -174,6 +305,7 @@ impl Budget {
             output_tokens: s.prior.output_tokens + output,
             cached_tokens: s.prior.cached_tokens + cached,
             reported_cost_micro_usd,
+            cost_micro_usd,
         }
     }
 
@@ -198,6 +330,7 @@ impl Budget {
         if let Err(e) = written {
             tracing::warn!(mission = %mission_id, "could not record the compute spend: {e}");
         }
+        self.watch_fleet().await;
     }
 
     /// The spend to record, with the statement that records it, when it changed
@@ -264,6 +397,7 @@ impl Budget {
             field: ComputeField::MaxToolCalls,
             limit: max,
             reason: tool_calls_reason(max),
+            always_pause: false,
         });
         (counted, crossing)
     }
@@ -360,7 +494,7 @@ impl Budget {
             }
             UnitEvent::AgentText(t) | UnitEvent::Thought(t) => {
                 self.meter_out(t.len());
-                self.tokens_exhausted()
+                self.bound_exhausted()
             }
             UnitEvent::ToolCallUpdate { title, .. } => {
                 self.meter_out(title.as_deref().map_or(0, str::len));
@@ -385,7 +519,7 @@ impl Budget {
                     None => {}
                 }
                 drop(s);
-                self.tokens_exhausted()
+                self.bound_exhausted()
             }
             UnitEvent::TurnUsage(u) => {
                 let mut s = self.spent.lock_unpoisoned();
@@ -397,7 +531,7 @@ impl Budget {
                     c + u.cached_read_tokens.unwrap_or(0),
                 ));
                 drop(s);
-                self.tokens_exhausted()
+                self.bound_exhausted()
             }
             _ => None,
         }
@@ -410,8 +544,63 @@ impl Budget {
         s.metered_out_bytes += bytes as u64;
     }
 
+    /// The crossing when the spend crosses its token or money bound (reported
+    /// once): the one check run after every usage report and every metered chunk.
+    pub fn bound_exhausted(&self) -> Option<Crossing> {
+        self.tokens_exhausted().or_else(|| self.cost_exhausted())
+    }
+
+    /// The crossing when the money bound is crossed (reported once). A mission
+    /// whose cost is unknown — no reported cost, no price for its model — cannot
+    /// cross it: the bound is best-effort, and `mission show` says why.
+    fn cost_exhausted(&self) -> Option<Crossing> {
+        let mut s = self.spent.lock_unpoisoned();
+        let max = s.bounds.max_cost_micro_usd;
+        if max == 0 || s.exhausted {
+            return None;
+        }
+        let (cost, measure) = s.cost()?;
+        if cost <= max {
+            return None;
+        }
+        let usd = crate::envelope::bounds::usd;
+        let how = match measure {
+            CostMeasure::Reported => format!("reported cost {} by the agent", usd(cost)),
+            CostMeasure::Estimated {
+                tokens,
+                model,
+                as_of,
+                metered,
+            } => format!(
+                "estimated cost {}: {} input ({} cached) + {} output tokens{} at {}'s list prices of {as_of}",
+                usd(cost),
+                crate::text::count(tokens.input_tokens),
+                crate::text::count(tokens.cached_tokens.min(tokens.input_tokens)),
+                crate::text::count(tokens.output_tokens),
+                if metered {
+                    ", metered as bytes/4 of the text crossing the ACP boundary because the agent reports none"
+                } else {
+                    ""
+                },
+                crate::text::sanitize(&model)
+            ),
+        };
+        let reason = format!(
+            "compute bound exhausted: maxCostUsd={} ({how}) — the mission spent its money budget.",
+            usd(max)
+        );
+        s.exhausted = true;
+        s.crossed = Some(reason.clone());
+        Some(Crossing {
+            field: ComputeField::MaxCostUsd,
+            limit: max,
+            reason,
+            always_pause: false,
+        })
+    }
+
     /// The crossing when the token bound is crossed (reported once).
-    pub fn tokens_exhausted(&self) -> Option<Crossing> {
+    fn tokens_exhausted(&self) -> Option<Crossing> {
         let mut s = self.spent.lock_unpoisoned();
         let max = s.bounds.max_tokens;
         if max == 0 || s.exhausted {
@@ -445,6 +634,7 @@ impl Budget {
             field: ComputeField::MaxTokens,
             limit: max,
             reason,
+            always_pause: false,
         })
     }
 }

@@ -19,7 +19,7 @@ pub(in crate::fleet) fn settle_pause(
     let raised = ask
         .answer()
         .and_then(|a| BudgetAnswer::parse(a).ok())
-        .and_then(|a| a.raise(limit, field.cap()))
+        .and_then(|a| a.raise_field(field, limit))
         .filter(|l| *l > limit);
     ledger.end_pause(mission_id, &ask.id, raised.map(|l| (field, l)))?;
     if raised.is_none()

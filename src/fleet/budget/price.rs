@@ -111,6 +111,22 @@ impl PriceTable {
     }
 }
 
+/// The list price of the model a unit runs on, from `home`'s price table (`None`:
+/// no model named, no price for it, or a table that does not load — said in the
+/// log; the mission's cost then says why on every surface).
+pub fn unit_price(home: &Path, model: &str) -> Option<Price> {
+    if model.trim().is_empty() {
+        return None;
+    }
+    match PriceTable::load(home) {
+        Ok(table) => table.get(model).cloned(),
+        Err(e) => {
+            tracing::warn!("the price table does not load, so no cost is estimated: {e}");
+            None
+        }
+    }
+}
+
 /// Where a cost came from.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
 #[serde(rename_all = "lowercase")]
