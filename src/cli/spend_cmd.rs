@@ -40,6 +40,18 @@ fn text(report: &SpendReport, since: &str) -> anyhow::Result<()> {
     outln!(
         "\nMissions fired in the last {since}. REPORTED is what agents said they cost; ESTIMATED is their tokens at the list prices of the price table (presets/prices.toml, overridden by the home's prices.toml)."
     )?;
+    if report.total.oracle_usd > 0.0 {
+        outln!(
+            "COST includes {} the oracle's model calls spent reviewing these missions' questions.",
+            crate::ops::spend::usd_text(report.total.oracle_usd)
+        )?;
+    }
+    if report.total.oracle_unpriced > 0 {
+        outln!(
+            "{} mission(s) had oracle reviews on a model with no price: not in COST — add it to the home's prices.toml.",
+            report.total.oracle_unpriced
+        )?;
+    }
     if report.total.unpriced > 0 {
         outln!(
             "{} mission(s) are not in COST: no price for {} — add the model to the home's prices.toml.",

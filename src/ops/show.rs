@@ -29,6 +29,7 @@ pub fn mission_cost(home: &std::path::Path, record: Option<&ComputeRecord>) -> C
             usd: None,
             source: CostSource::None,
             note: "nothing spent: the mission never started a unit".into(),
+            oracle: None,
         };
     };
     let prices = match PriceTable::load(home) {
@@ -40,10 +41,11 @@ pub fn mission_cost(home: &std::path::Path, record: Option<&ComputeRecord>) -> C
                 usd: None,
                 source: CostSource::None,
                 note: format!("no price: {e}"),
+                oracle: None,
             };
         }
     };
-    price::cost_of(&prices, record.model.as_deref(), &record.spent)
+    price::cost_of(&prices, record.model.as_deref(), &record.spent).with_oracle(&record.oracle)
 }
 
 /// What the oracle did about one mission's questions, its newest `limit` lines.

@@ -57,6 +57,10 @@ pub struct SpendLine {
     pub unpriced_models: Vec<String>,
     pub tokens: u64,
     pub tool_calls: u64,
+    /// What the oracle's reviews of these missions cost (in `cost_usd`), and how
+    /// many missions it reviewed on a model with no price (not in it).
+    pub oracle_usd: f64,
+    pub oracle_unpriced: u64,
 }
 
 /// The rollup: a line per group, and their total.
@@ -112,6 +116,8 @@ pub fn spend(
         line.tool_calls += row.tool_calls;
         line.reported += row.reported;
         line.reported_usd += row.reported_micro_usd as f64 / 1_000_000.0;
+        line.oracle_usd += row.oracle_micro_usd as f64 / 1_000_000.0;
+        line.oracle_unpriced += row.oracle_unpriced;
         match row.model.as_deref().and_then(|m| prices.get(m)) {
             Some(p) => {
                 line.estimated += row.unreported_with_tokens;
@@ -136,7 +142,9 @@ pub fn spend(
     };
     let mut groups: Vec<SpendLine> = groups.into_values().collect();
     for g in &mut groups {
-        g.cost_usd = g.reported_usd + g.estimated_usd;
+        g.cost_usd = g.reported_usd + g.estimated_usd + g.oracle_usd;
+        total.oracle_usd += g.oracle_usd;
+        total.oracle_unpriced += g.oracle_unpriced;
         total.missions += g.missions;
         total.cost_usd += g.cost_usd;
         total.reported_usd += g.reported_usd;

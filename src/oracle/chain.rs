@@ -197,6 +197,15 @@ pub async fn metered<F: std::future::Future>(run: F) -> (F::Output, crate::model
     (out, usage)
 }
 
+/// [`metered`] into a meter the caller holds, so what the calls spent is known
+/// even when the run is cut short (its review budget ran out).
+pub async fn metered_into<F: std::future::Future>(
+    meter: std::sync::Arc<std::sync::Mutex<crate::model::Usage>>,
+    run: F,
+) -> F::Output {
+    METER.scope(meter, run).await
+}
+
 /// Add one reply's usage to the enclosing [`metered`] run, if any.
 fn meter(reply: &ChatReply) {
     use crate::sync::LockUnpoisoned;

@@ -304,7 +304,16 @@ impl Oracle {
             trace: &step,
         };
         let budget = self.review_budget();
-        let Ok(ran) = tokio::time::timeout(budget, chain.run(&input, &mut binding)).await else {
+        // What the model calls spent is charged to the mission reviewed, however
+        // the review ends.
+        let meter = Arc::new(Mutex::new(crate::model::Usage::default()));
+        let _charge = Charge {
+            oracle: self,
+            mission_id: &mission.id,
+            meter: meter.clone(),
+        };
+        let run = chain::metered_into(meter, chain.run(&input, &mut binding));
+        let Ok(ran) = tokio::time::timeout(budget, run).await else {
             // The closing line, answered or abandoned, is the guard's to write.
             closing.ran_out = Some(format!(
                 "its budget of {} ({REVIEW_BUDGET_CALLS} × oracle-call-timeout {}) ran out",
@@ -338,6 +347,51 @@ impl Oracle {
         // spawned as such work could vanish from stderr and the table alike.
         let (trace, mission_id) = (&self.trace, &mission.id);
         blocking_in_place(|| trace.emit(mission_id, ask_id, &line));
+    }
+}
+
+/// Charges a review's model calls to its mission when the review ends (dropped:
+/// answered, waited, errored or cut short alike). Written in place, like the
+/// closing trace line, so a runtime shutting down right after cannot drop it.
+struct Charge<'a> {
+    oracle: &'a Oracle,
+    mission_id: &'a str,
+    meter: Arc<Mutex<crate::model::Usage>>,
+}
+
+impl Drop for Charge<'_> {
+    fn drop(&mut self) {
+        use crate::sync::LockUnpoisoned;
+        let usage = *self.meter.lock_unpoisoned();
+        let Ok(model) = &self.oracle.model else {
+            return;
+        };
+        if usage.prompt_tokens + usage.completion_tokens == 0 {
+            return;
+        }
+        let name = model.model_name().to_string();
+        let spent = crate::fleet::budget::Spend {
+            input_tokens: usage.prompt_tokens,
+            output_tokens: usage.completion_tokens,
+            ..Default::default()
+        };
+        let cost =
+            crate::fleet::budget::price::unit_price(&self.oracle.paths.home, &name).map(|p| {
+                (crate::fleet::budget::price::tokens_usd(&p, &spent) * 1_000_000.0).round() as u64
+            });
+        let ledger = crate::fleet::budget::ComputeLedger::new(self.oracle.trace.store().clone());
+        let recorded = blocking_in_place(|| {
+            ledger.record_oracle(
+                self.mission_id,
+                &name,
+                usage.prompt_tokens,
+                usage.completion_tokens,
+                cost,
+            )
+        });
+        if let Err(e) = recorded {
+            tracing::warn!(mission = %self.mission_id, "could not charge the oracle's spend to the mission: {e}");
+        }
     }
 }
 

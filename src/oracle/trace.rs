@@ -51,6 +51,11 @@ impl Trace {
         Trace { store, echo }
     }
 
+    /// The store the trace lines go to.
+    pub fn store(&self) -> &Store {
+        &self.store
+    }
+
     /// Emit one line about `ask_id` of `mission_id`. Stderr first: a store that
     /// cannot take the row must not hide the line from the operator watching.
     pub fn emit(&self, mission_id: &str, ask_id: &str, line: &str) {

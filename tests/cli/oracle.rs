@@ -1342,3 +1342,37 @@ fn no_model_can_talk_the_oracle_into_a_risky_or_injected_answer() {
     assert_eq!(answered, 5, "the routine questions the intent settles");
     assert!(injector_runs.iter().all(|(_, a, _)| !a));
 }
+
+#[test]
+fn the_oracles_model_spend_is_charged_to_the_mission_it_reviewed() {
+    let mut turn = answer("yes, rename it");
+    turn["usage"] = json!({"prompt_tokens": 1000, "completion_tokens": 200});
+    let w = World::new(ASK_THEN_LAND, json!([turn]));
+    // $3 / $15 per million tokens: 1,000 in + 200 out is $0.006.
+    w.sb.write(
+        &w.sb.home.join("prices.toml"),
+        "as_of = \"2030-01-02\"\n[models.\"scripted-test\"]\ninput = 3.0\noutput = 15.0\n",
+    );
+    let run = w.sb.run_with(w.fire("default"));
+    assert_eq!(run.code, 0, "{run:#?}");
+    let id = w.sb.newest_mission().unwrap();
+    let cost = show(&w.sb, &id)["cost"].clone();
+    assert_eq!(
+        cost["oracle"],
+        json!({
+            "usd": 0.006,
+            "note": "oracle $0.0060 estimated: 1 review(s), 1,000 input + 200 output tokens on scripted-test"
+        }),
+        "{cost}"
+    );
+    // The stub names no model: its own share has no price, so neither has the sum.
+    assert!(cost["usd"].is_null(), "{cost}");
+    w.sb.run(&["mission", "show", &id]).ok().assert_stdout_has(
+        "Cost:      no price: the agent named no model + oracle $0.0060 estimated: 1 review(s), 1,000 input + 200 output tokens on scripted-test\n",
+    );
+    let spend: Value = serde_json::from_str(&w.sb.run(&["spend", "--json"]).ok().stdout).unwrap();
+    assert!(
+        (spend["total"]["oracleUsd"].as_f64().unwrap() - 0.006).abs() < 1e-12,
+        "{spend}"
+    );
+}

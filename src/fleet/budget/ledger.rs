@@ -317,6 +317,45 @@ impl ComputeLedger {
         Ok(())
     }
 
+    /// Charge one oracle review of mission `mission_id`'s question to it: the
+    /// model it called, the tokens its calls reported, and what they cost at that
+    /// model's list price (`None`: no price — the record keeps no figure rather
+    /// than a zero).
+    pub fn record_oracle(
+        &self,
+        mission_id: &str,
+        model: &str,
+        input_tokens: u64,
+        output_tokens: u64,
+        cost_micro_usd: Option<u64>,
+    ) -> Result<(), StoreError> {
+        let now = clock::now_ms();
+        self.store.with(|c| {
+            c.execute(
+                "INSERT INTO mission_compute (mission_id, oracle_model, oracle_calls, oracle_input_tokens,
+                     oracle_output_tokens, oracle_cost_micro_usd, updated_at, admitted_at)
+                 VALUES (?1, ?2, 1, ?3, ?4, ?5, ?6, ?6)
+                 ON CONFLICT (mission_id) DO UPDATE SET oracle_model = ?2,
+                     oracle_calls = mission_compute.oracle_calls + 1,
+                     oracle_input_tokens = mission_compute.oracle_input_tokens + ?3,
+                     oracle_output_tokens = mission_compute.oracle_output_tokens + ?4,
+                     oracle_cost_micro_usd = CASE WHEN CAST(?5 AS BIGINT) IS NULL
+                         THEN mission_compute.oracle_cost_micro_usd
+                         ELSE COALESCE(mission_compute.oracle_cost_micro_usd, 0) + CAST(?5 AS BIGINT) END,
+                     updated_at = ?6",
+                params![
+                    mission_id,
+                    model,
+                    input_tokens as i64,
+                    output_tokens as i64,
+                    cost_micro_usd.map(|v| v as i64),
+                    now
+                ],
+            )
+        })?;
+        Ok(())
+    }
+
     /// What the missions fired since `since_ms` spent, grouped by `by` and by the
     /// model each ran on: one query over the missions and this ledger (the
     /// missions' creation-time index bounds it).
@@ -332,7 +371,9 @@ impl ComputeLedger {
                  CAST(COALESCE(SUM(CASE WHEN c.reported_cost_micro_usd IS NULL THEN c.spent_input_tokens ELSE 0 END), 0) AS BIGINT),
                  CAST(COALESCE(SUM(CASE WHEN c.reported_cost_micro_usd IS NULL THEN c.spent_output_tokens ELSE 0 END), 0) AS BIGINT),
                  CAST(COALESCE(SUM(CASE WHEN c.reported_cost_micro_usd IS NULL THEN c.spent_cached_tokens ELSE 0 END), 0) AS BIGINT),
-                 CAST(COALESCE(SUM(c.spent_tokens), 0) AS BIGINT), CAST(COALESCE(SUM(c.spent_tool_calls), 0) AS BIGINT)
+                 CAST(COALESCE(SUM(c.spent_tokens), 0) AS BIGINT), CAST(COALESCE(SUM(c.spent_tool_calls), 0) AS BIGINT),
+                 CAST(COALESCE(SUM(c.oracle_cost_micro_usd), 0) AS BIGINT),
+                 CAST(COALESCE(SUM(CASE WHEN c.oracle_calls > 0 AND c.oracle_cost_micro_usd IS NULL THEN 1 ELSE 0 END), 0) AS BIGINT)
              FROM missions m
              LEFT JOIN mission_compute c ON c.mission_id = m.id
              LEFT JOIN mission_queue q ON q.mission_id = m.id
@@ -359,6 +400,8 @@ impl ComputeLedger {
                     },
                     tokens: n(r.get(9)?),
                     tool_calls: n(r.get(10)?),
+                    oracle_micro_usd: n(r.get(11)?),
+                    oracle_unpriced: n(r.get(12)?),
                 })
             })?;
             rows.collect()
@@ -454,6 +497,10 @@ pub struct SpendRow {
     /// Every mission's tokens and tool calls.
     pub tokens: u64,
     pub tool_calls: u64,
+    /// What the oracle's reviews of these missions cost (priced when recorded),
+    /// and how many of them reviewed on a model with no price.
+    pub oracle_micro_usd: u64,
+    pub oracle_unpriced: u64,
 }
 
 /// The write of what a started unit offered and runs on ([`ComputeLedger::record_unit`]),

@@ -146,14 +146,71 @@ pub struct Cost {
     pub usd: Option<f64>,
     pub source: CostSource,
     pub note: String,
+    /// What the oracle's model calls about the mission's questions cost, when
+    /// it reviewed any (included in `usd`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub oracle: Option<OracleCost>,
+}
+
+/// The oracle's share of a mission's cost.
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub struct OracleCost {
+    /// US dollars; `None`: no price for its model.
+    pub usd: Option<f64>,
+    pub note: String,
 }
 
 impl Cost {
-    /// The text form: `$0.0123 (estimated: …)`, `no price for <model>`.
+    /// Add what the oracle's reviews of the mission spent: into the figure when
+    /// both are known; a figure that is not known stays unknown, never a zero.
+    pub fn with_oracle(mut self, oracle: &super::OracleSpend) -> Cost {
+        if oracle.calls == 0 {
+            return self;
+        }
+        let model = crate::text::sanitize(oracle.model.as_deref().unwrap_or("(no model named)"));
+        let usd = oracle.cost_micro_usd.map(|m| m as f64 / 1_000_000.0);
+        let tokens = format!(
+            "{} review(s), {} input + {} output tokens on {model}",
+            oracle.calls,
+            crate::text::count(oracle.input_tokens),
+            crate::text::count(oracle.output_tokens)
+        );
+        let note = match usd {
+            Some(usd) => format!("oracle {} estimated: {tokens}", usd_text(usd)),
+            None => format!("oracle: no price for {model} ({tokens})"),
+        };
+        self.usd = match (self.usd, usd) {
+            (Some(a), Some(b)) => Some(a + b),
+            _ => None,
+        };
+        self.oracle = Some(OracleCost { usd, note });
+        self
+    }
+}
+
+impl Cost {
+    /// The text form: `$0.0123 (estimated: …)`, `no price for <model>`, with the
+    /// oracle's share after a `+`.
     pub fn line(&self) -> String {
+        let oracle = self
+            .oracle
+            .as_ref()
+            .map_or(String::new(), |o| format!(" + {}", o.note));
         match self.usd {
-            Some(usd) => format!("{} ({})", usd_text(usd), self.note),
-            None => self.note.clone(),
+            Some(usd) => format!("{} ({}{oracle})", usd_text(usd), self.note),
+            None => format!("{}{oracle}", self.note),
+        }
+    }
+
+    /// The short form a row or a status line has room for: `$0.0123 reported`,
+    /// `$0.0123 est.`, `no price` — never a zero standing for "unknown".
+    pub fn short(&self) -> String {
+        match (self.usd, self.source) {
+            (Some(usd), CostSource::Reported) if self.oracle.is_none() => {
+                format!("{} reported", usd_text(usd))
+            }
+            (Some(usd), _) => format!("{} est.", usd_text(usd)),
+            (None, _) => "no price".to_string(),
         }
     }
 }
@@ -186,6 +243,7 @@ pub fn cost_of(prices: &PriceTable, model: Option<&str>, spent: &Spend) -> Cost 
             usd: Some(micros as f64 / 1_000_000.0),
             source: CostSource::Reported,
             note: "reported by the agent".into(),
+            oracle: None,
         };
     }
     let Some(model) = model.filter(|m| !m.trim().is_empty()) else {
@@ -193,6 +251,7 @@ pub fn cost_of(prices: &PriceTable, model: Option<&str>, spent: &Spend) -> Cost 
             usd: None,
             source: CostSource::None,
             note: "no price: the agent named no model".into(),
+            oracle: None,
         };
     };
     let model = crate::text::sanitize(model);
@@ -207,11 +266,13 @@ pub fn cost_of(prices: &PriceTable, model: Option<&str>, spent: &Spend) -> Cost 
                 crate::text::count(spent.output_tokens),
                 price.as_of
             ),
+            oracle: None,
         },
         None => Cost {
             usd: None,
             source: CostSource::None,
             note: format!("no price for {model}"),
+            oracle: None,
         },
     }
 }
