@@ -201,7 +201,7 @@ pub fn ensure_private_dir(dir: &Path, use_: PrivateDirUse) -> anyhow::Result<()>
     }
 }
 
-fn home_dir() -> anyhow::Result<PathBuf> {
+pub(crate) fn home_dir() -> anyhow::Result<PathBuf> {
     let home = home_dir_os()?;
     // Paths under the home travel as text: agent arguments, socket paths, TOML.
     if home.to_str().is_none() {

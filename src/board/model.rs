@@ -60,6 +60,9 @@ pub struct MissionRow {
     /// Its check's mark beside the state (`✓` passed, `✗` failed, `…` running);
     /// `None`: no check, or one not run yet.
     pub check: Option<&'static str>,
+    /// What it cost, short (`$0.0081 est.`, `$0.42 reported`, `no price`); `None`:
+    /// it started no unit, or the row was built without it.
+    pub cost: Option<String>,
 }
 
 /// A pending ask, across all missions.
@@ -140,6 +143,9 @@ pub struct Detail {
     /// Its check: the state and command, then the last try's outcome and the tail
     /// of its output (empty: fired without a check).
     pub check: Vec<String>,
+    /// Its cost as `mission show` words it (reported or estimated, the oracle's
+    /// share, or why there is no price).
+    pub cost: Option<String>,
 }
 
 /// What the store thread publishes. Everything text in it is sanitized.
@@ -177,6 +183,9 @@ pub struct Snapshot {
     pub hosts: Vec<crate::mission::hosts::HostRow>,
     /// The live schedule that ticks soonest: its name, when, and its last outcome.
     pub next_schedule: Option<(String, i64, Option<String>)>,
+    /// What the fleet spent today (UTC) as its budgets count it, with the daily
+    /// budget when one is set: `today $0.75/$1.00`. `None` until anything is spent.
+    pub fleet_today: Option<String>,
     pub store_error: Option<String>,
     /// The query it was read for: the first snapshot for a new query answers the
     /// operator's input and is drawn at once ([`super::answers_input`]).

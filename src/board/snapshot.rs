@@ -45,6 +45,8 @@ pub struct Source {
     pub config: Config,
     pub fleet_probe: FleetProbe,
     pub beta: bool,
+    /// The home whose price table prices the missions' costs.
+    pub home: Option<std::path::PathBuf>,
 }
 
 impl Source {
@@ -60,6 +62,7 @@ impl Source {
             config: Config::new(store),
             fleet_probe,
             beta,
+            home: crate::paths::home_dir().ok(),
         })
     }
 }
@@ -278,9 +281,15 @@ fn try_build(src: &Source, q: &Query) -> Result<Snapshot, String> {
     };
     let owned_ids: Vec<String> = ids.iter().map(|id| id.to_string()).collect();
     let checks = src.missions.checks_of(&owned_ids).map_err(|e| s(&e))?;
+    let costs = match &src.home {
+        Some(home) => crate::ops::show::mission_costs(home, src.missions.store(), &owned_ids)
+            .map_err(|e| s(&e))?,
+        None => HashMap::new(),
+    };
     let mut row_of = |m: &Mission| {
         let mut row = mission_row(m, pending_counts.get(&m.id).copied().unwrap_or(0));
         row.check = checks.get(&m.id).and_then(check_mark);
+        row.cost = costs.get(&m.id).map(|c| one_line(&c.short()));
         row.queue_position = queue.get(&m.id).copied();
         row.workspace = workspace(worktrees.get(&m.id));
         row.needs = needs_of.get(m.id.as_str()).copied().or_else(|| {
@@ -291,7 +300,12 @@ fn try_build(src: &Source, q: &Query) -> Result<Snapshot, String> {
     let rows: Vec<MissionRow> = page.iter().map(&mut row_of).collect();
     let detail = match shown {
         // Its worktree was read with the page's (the ids read include it).
-        Some(m) => Some(detail(&src.missions, &m, row_of(&m), worktrees.get(&m.id))?),
+        Some(m) => {
+            let cost = costs.get(&m.id).map(|c| one_line(&c.line()));
+            let mut d = detail(&src.missions, &m, row_of(&m), worktrees.get(&m.id))?;
+            d.cost = cost;
+            Some(d)
+        }
         None => None,
     };
     // The asks pane names each ask's mission by its intent, from the needs-me read
@@ -354,6 +368,7 @@ fn try_build(src: &Source, q: &Query) -> Result<Snapshot, String> {
                     sc.last_outcome.as_deref().map(one_line),
                 )
             }),
+        fleet_today: fleet_today(src),
         store_error: None,
         query: Query::default(),
     })
@@ -511,6 +526,7 @@ pub fn mission_row(m: &Mission, pending_asks: i64) -> MissionRow {
             .host
             .as_ref()
             .map_or_else(|| "-".to_string(), |h| one_line(h.machine_label())),
+        cost: None,
         queue_position: None,
         needs: None,
         check: None,
@@ -727,5 +743,18 @@ fn detail(
         plan_revision: m.plan_revision,
         reports: reports.iter().map(report_row).collect(),
         handover,
+        cost: None,
     })
+}
+
+/// `today $0.75/$1.00 budget`: the fleet's spend today as its budgets count it,
+/// once anything is spent or a daily budget is set.
+fn fleet_today(src: &Source) -> Option<String> {
+    let (spent, budget) = crate::ops::show::fleet_today(src.missions.store()).ok()?;
+    let usd = crate::ops::spend::usd_text;
+    match budget {
+        Some(b) => Some(format!("today {}/{} budget", usd(spent), usd(b))),
+        None if spent > 0.0 => Some(format!("today {}", usd(spent))),
+        None => None,
+    }
 }

@@ -48,7 +48,15 @@ pub(super) fn list(ctx: &Ctx, list: &ListArgs) -> anyhow::Result<i32> {
             let queue = svc.queue_positions()?;
             let ids: Vec<String> = all.iter().map(|m| m.id.clone()).collect();
             let checks = svc.checks_of(&ids)?;
-            (all, svc.counts()?.0, worktrees, gone, queue, checks)
+            let costs = crate::ops::show::mission_costs(&ctx.paths.home, svc.store(), &ids)?;
+            (
+                all,
+                svc.counts()?.0,
+                worktrees,
+                gone,
+                queue,
+                (checks, costs),
+            )
         }
         None => (
             Vec::new(),
@@ -59,6 +67,7 @@ pub(super) fn list(ctx: &Ctx, list: &ListArgs) -> anyhow::Result<i32> {
             Default::default(),
         ),
     };
+    let (checks, costs) = checks;
     if json {
         let mut rows = Vec::with_capacity(all.len());
         for (m, gone) in all.iter().zip(&gone) {
@@ -71,6 +80,9 @@ pub(super) fn list(ctx: &Ctx, list: &ListArgs) -> anyhow::Result<i32> {
             }
             if let Some(c) = checks.get(&m.id) {
                 v["check"] = serde_json::to_value(c)?;
+            }
+            if let Some(c) = costs.get(&m.id) {
+                v["cost"] = serde_json::to_value(c)?;
             }
             rows.push(v);
         }
@@ -91,6 +103,7 @@ pub(super) fn list(ctx: &Ctx, list: &ListArgs) -> anyhow::Result<i32> {
         "WORKSPACE",
         "HOST",
         "AGE",
+        "COST",
         "INTENT"
     ]];
     for (m, gone) in all.iter().zip(&gone) {
@@ -112,6 +125,9 @@ pub(super) fn list(ctx: &Ctx, list: &ListArgs) -> anyhow::Result<i32> {
             crate::worktree::workspace_label(worktrees.get(&m.id).copied()),
             host_cell(m, *gone),
             age(clock::age_secs(m.created_at)),
+            costs
+                .get(&m.id)
+                .map_or_else(|| "-".to_string(), |c| c.short()),
             crate::text::excerpt(&m.intent, LIST_INTENT_CHARS)
         ]);
     }

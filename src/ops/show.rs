@@ -48,6 +48,44 @@ pub fn mission_cost(home: &std::path::Path, record: Option<&ComputeRecord>) -> C
     price::cost_of(&prices, record.model.as_deref(), &record.spent).with_oracle(&record.oracle)
 }
 
+/// What each of `ids` cost (a listing's rows), the price table read once. A
+/// mission with no compute record started no unit and has no cost to show.
+pub fn mission_costs(
+    home: &std::path::Path,
+    store: &Store,
+    ids: &[String],
+) -> Result<std::collections::HashMap<String, Cost>, StoreError> {
+    let records = ComputeLedger::new(store.clone()).get_many(ids)?;
+    let prices = PriceTable::load(home);
+    Ok(records
+        .into_iter()
+        .map(|(id, record)| {
+            let cost = match &prices {
+                Ok(prices) => price::cost_of(prices, record.model.as_deref(), &record.spent)
+                    .with_oracle(&record.oracle),
+                Err(_) => mission_cost(home, Some(&record)),
+            };
+            (id, cost)
+        })
+        .collect())
+}
+
+/// What the fleet has spent today (UTC), in US dollars, as the budgets count it:
+/// every mission admitted since midnight at its priced cost and its oracle's,
+/// or its hold while it runs; and the daily budget when one is set.
+pub fn fleet_today(store: &Store) -> Result<(f64, Option<f64>), StoreError> {
+    let now = crate::clock::now_ms();
+    let since = now - now.rem_euclid(86_400_000);
+    let spent = store.with(|c| crate::fleet::budget::fleet::period_spend(c, since, now))?;
+    let budget = crate::config::Config::new(store.clone())
+        .get(crate::config::BUDGET_DAILY)
+        .ok()
+        .flatten()
+        .and_then(|v| crate::config::parse_usd(&v).ok())
+        .filter(|b| *b > 0.0);
+    Ok((spent as f64 / 1_000_000.0, budget))
+}
+
 /// What the oracle did about one mission's questions, its newest `limit` lines.
 pub fn oracle_trace(
     store: &Store,

@@ -153,7 +153,11 @@ pub fn render(frame: &mut Frame, area: Rect, m: &Model, now_ms: i64) {
             asks,
             r.workspace.clone(),
             r.host.clone(),
-            r.intent.clone(),
+            // Its cost leads the intent, where a narrow pane still shows it.
+            match &r.cost {
+                Some(cost) => format!("{cost}{}{}", m.symbols.sep, r.intent),
+                None => r.intent.clone(),
+            },
         ]);
         // `rest` starts with the empty state cell's padding; replace it with the badge.
         let rest = rest.get(STATE..).unwrap_or("").to_string();

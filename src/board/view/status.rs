@@ -107,8 +107,12 @@ pub fn render(frame: &mut Frame, area: Rect, m: &Model) {
             .chain(super::hosts::schedule_fact(m))
             .map(|h| format!("{sep}{h}"))
             .collect::<String>();
+        let today = s
+            .fleet_today
+            .as_ref()
+            .map_or(String::new(), |t| format!("{sep}{t}"));
         format!(
-            " {host}{spin}{sep}asks {}{sep}open {}{sep}inbox {}{sep}fleet {}/{cap}{hosts}{sep}{beta}",
+            " {host}{spin}{sep}asks {}{sep}open {}{sep}inbox {}{sep}fleet {}/{cap}{today}{hosts}{sep}{beta}",
             s.pending_total, s.open_missions, s.inbox_total, s.fleet_used,
         )
     };

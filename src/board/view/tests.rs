@@ -34,6 +34,7 @@ fn mission(id: &str, status: Status, intent: &str, age_s: i64, asks: i64) -> Mis
         queue_position: None,
         needs: (asks > 0).then_some(Needs::Ask),
         check: None,
+        cost: None,
     }
 }
 
@@ -130,6 +131,7 @@ pub(crate) fn snapshot() -> Snapshot {
             "outcome: env var renamed".into(),
             "next: update the deploy docs".into(),
         ],
+        cost: None,
     };
     Snapshot {
         generation: 1,
@@ -191,6 +193,7 @@ pub(crate) fn snapshot() -> Snapshot {
         fleet_cap: 8,
         hosts: Vec::new(),
         next_schedule: None,
+        fleet_today: None,
         store_error: None,
         query: Query::default(),
     }
@@ -688,6 +691,41 @@ fn a_mission_s_check_shows_beside_its_state_and_in_its_detail() {
     );
     assert!(text.contains("last try: exit 101"), "{text}");
     assert!(text.contains("| test tally ... FAILED"), "{text}");
+}
+
+#[test]
+fn a_mission_s_cost_leads_its_row_and_has_a_detail_line_and_today_s_total_is_in_the_status_line() {
+    let mut m = model(120, 40, false);
+    let mut s = snapshot();
+    assert!(!frame(&m).contains("Cost:"), "no cost read, no line");
+    s.rows[0].cost = Some("$0.0081 est.".into());
+    s.rows[1].cost = Some("no price".into());
+    if let Some(d) = &mut s.detail {
+        d.cost = Some("$0.42 (reported by the agent)".into());
+    }
+    s.fleet_today = Some("today $0.75/$1.00 budget".into());
+    m.snap = Arc::new(s);
+    let text = frame(&m);
+    let row_of = |i: usize| {
+        text.lines()
+            .find(|l| {
+                l.contains(crate::board::model::short(&m.snap.rows[i].id)) && !l.contains("STATE")
+            })
+            .unwrap_or_else(|| panic!("{text}"))
+            .to_string()
+    };
+    assert!(row_of(0).contains("$0.0081 est. · "), "{text}");
+    assert!(text.contains(" no price · "), "never a zero: {text}");
+    assert!(
+        text.contains("Cost: $0.42 (reported by the agent)"),
+        "{text}"
+    );
+    // The fleet facts ride on a status line wide enough to spell them out.
+    let mut wide = model(220, 40, false);
+    wide.snap = m.snap.clone();
+    let text = frame(&wide);
+    let status = text.lines().last().unwrap();
+    assert!(status.contains(" today $0.75/$1.00 budget "), "{status}");
 }
 
 #[test]

@@ -212,9 +212,17 @@ fn column(field: ComputeField) -> Option<&'static str> {
 const RECORD_COLUMNS: &str = "models, model, max_turns, max_tool_calls, max_tokens, paused_ask, paused_field, paused_reason, spent_tool_calls, spent_tokens, spent_input_tokens, spent_output_tokens, spent_cached_tokens, reported_cost_micro_usd, max_cost_micro_usd, cost_micro_usd, oracle_calls, oracle_model, oracle_input_tokens, oracle_output_tokens, oracle_cached_tokens, oracle_cost_micro_usd";
 
 fn record_from_row(r: &crate::store::sql::Row<'_>) -> crate::store::sql::Result<ComputeRecord> {
-    let models: Option<String> = r.get(0)?;
-    let ask: Option<String> = r.get(5)?;
-    let field: Option<String> = r.get(6)?;
+    record_from_row_at(r, 0)
+}
+
+/// [`record_from_row`] for a row whose record columns start at column `at`.
+fn record_from_row_at(
+    r: &crate::store::sql::Row<'_>,
+    at: usize,
+) -> crate::store::sql::Result<ComputeRecord> {
+    let models: Option<String> = r.get(at)?;
+    let ask: Option<String> = r.get(at + 5)?;
+    let field: Option<String> = r.get(at + 6)?;
     let pause = match (ask, field.as_deref().and_then(ComputeField::from_key)) {
         (Some(ask_id), Some(field)) => Some(Pause {
             ask_id,
@@ -225,27 +233,27 @@ fn record_from_row(r: &crate::store::sql::Row<'_>) -> crate::store::sql::Result<
     };
     Ok(ComputeRecord {
         models: models.and_then(|m| serde_json::from_str(&m).ok()),
-        model: r.get(1)?,
+        model: r.get(at + 1)?,
         max_turns: r.get::<Option<i64>>(2)?.map(|v| v.max(0) as u64),
         max_tool_calls: r.get::<Option<i64>>(3)?.map(|v| v.max(0) as u64),
         max_tokens: r.get::<Option<i64>>(4)?.map(|v| v.max(0) as u64),
         pause,
         spent: Spend {
-            tool_calls: r.get::<i64>(8)?.max(0) as u64,
-            tokens: r.get::<i64>(9)?.max(0) as u64,
-            input_tokens: r.get::<i64>(10)?.max(0) as u64,
-            output_tokens: r.get::<i64>(11)?.max(0) as u64,
-            cached_tokens: r.get::<i64>(12)?.max(0) as u64,
+            tool_calls: r.get::<i64>(at + 8)?.max(0) as u64,
+            tokens: r.get::<i64>(at + 9)?.max(0) as u64,
+            input_tokens: r.get::<i64>(at + 10)?.max(0) as u64,
+            output_tokens: r.get::<i64>(at + 11)?.max(0) as u64,
+            cached_tokens: r.get::<i64>(at + 12)?.max(0) as u64,
             reported_cost_micro_usd: r.get::<Option<i64>>(13)?.map(|v| v.max(0) as u64),
             cost_micro_usd: r.get::<Option<i64>>(15)?.map(|v| v.max(0) as u64),
         },
         max_cost_micro_usd: r.get::<Option<i64>>(14)?.map(|v| v.max(0) as u64),
         oracle: OracleSpend {
-            calls: r.get::<i64>(16)?.max(0) as u64,
-            model: r.get(17)?,
-            input_tokens: r.get::<i64>(18)?.max(0) as u64,
-            output_tokens: r.get::<i64>(19)?.max(0) as u64,
-            cached_tokens: r.get::<i64>(20)?.max(0) as u64,
+            calls: r.get::<i64>(at + 16)?.max(0) as u64,
+            model: r.get(at + 17)?,
+            input_tokens: r.get::<i64>(at + 18)?.max(0) as u64,
+            output_tokens: r.get::<i64>(at + 19)?.max(0) as u64,
+            cached_tokens: r.get::<i64>(at + 20)?.max(0) as u64,
             cost_micro_usd: r.get::<Option<i64>>(21)?.map(|v| v.max(0) as u64),
         },
     })
@@ -269,6 +277,28 @@ impl ComputeLedger {
                 record_from_row,
             )
             .optional()
+        })
+    }
+
+    /// The records of `ids` that have one, in one query (a listing's rows).
+    pub fn get_many(
+        &self,
+        ids: &[String],
+    ) -> Result<std::collections::HashMap<String, ComputeRecord>, StoreError> {
+        if ids.is_empty() {
+            return Ok(Default::default());
+        }
+        let list = serde_json::to_string(ids).unwrap_or_default();
+        self.store.with(|c| {
+            let mut st = c.prepare(&format!(
+                "SELECT mission_id, {RECORD_COLUMNS} FROM mission_compute
+                 WHERE mission_id IN (SELECT value FROM json_each(?1))"
+            ))?;
+            let rows = st.query_map(params![list], |r| {
+                let id: String = r.get(0)?;
+                Ok((id, record_from_row_at(r, 1)?))
+            })?;
+            rows.collect()
         })
     }
 
