@@ -69,10 +69,33 @@ pub fn read_view(store: &crate::store::Store) -> anyhow::Result<render::View> {
             traces.entry(t.ask_id).or_default().push(t.line);
         }
     }
+    let missions = Missions::new(store.clone()).list(MISSIONS_SHOWN)?;
+    let ids: Vec<String> = missions.iter().map(|m| m.id.clone()).collect();
+    let costs = match crate::paths::home_dir() {
+        Ok(home) => crate::ops::show::mission_costs(&home, store, &ids)?
+            .into_iter()
+            .map(|(id, c)| (id, c.short()))
+            .collect(),
+        Err(_) => Default::default(),
+    };
+    let today = match crate::ops::show::fleet_today(store)? {
+        (spent, Some(budget)) => Some(format!(
+            "Spent today (UTC): {} of the {} daily budget",
+            crate::ops::spend::usd_text(spent),
+            crate::ops::spend::usd_text(budget)
+        )),
+        (spent, None) if spent > 0.0 => Some(format!(
+            "Spent today (UTC): {}",
+            crate::ops::spend::usd_text(spent)
+        )),
+        _ => None,
+    };
     Ok(render::View {
         asks,
         traces,
-        missions: Missions::new(store.clone()).list(MISSIONS_SHOWN)?,
+        missions,
+        costs,
+        today,
     })
 }
 
@@ -339,14 +362,19 @@ pub async fn mission_page(
                     Err(e) => Err(format!("{e:#}")),
                 },
             );
+        let record = crate::ops::show::compute_record(&store, &mission.id)?;
         Ok(Some(render::MissionView {
             diff,
             trace: crate::ops::show::oracle_trace(&store, &mission.id, TRACE_SHOWN)?
                 .into_iter()
                 .map(|t| t.line)
                 .collect(),
-            spend: crate::ops::show::compute_record(&store, &mission.id)?
-                .map(|c| (c.spent.tool_calls, c.spent.tokens, c.model)),
+            spend: record
+                .as_ref()
+                .map(|c| (c.spent.tool_calls, c.spent.tokens, c.model.clone())),
+            cost: record.is_some().then(|| {
+                crate::ops::show::mission_cost(&host.paths().home, record.as_ref()).line()
+            }),
             plan: missions.plan(&mission.id)?,
             reports: missions.reports(&mission.id, REPORTS_SHOWN)?,
             asks: Asks::new(store).for_mission(&mission.id, 200)?,

@@ -85,6 +85,11 @@ pub struct View {
     /// The oracle's trace lines about each ask it reviewed, by ask id.
     pub traces: std::collections::HashMap<String, Vec<String>>,
     pub missions: Vec<Mission>,
+    /// Each listed mission's cost, short (`$0.0081 est.`, `no price`), by id.
+    pub costs: std::collections::HashMap<String, String>,
+    /// The fleet's spend today (UTC) against its daily budget, once anything is
+    /// spent or a budget is set.
+    pub today: Option<String>,
 }
 
 /// The main page's live part (`<main id="live">`'s content): what the event stream
@@ -110,6 +115,13 @@ pub fn live(view: &View, csrf: &str) -> String {
         ask_card(&mut out, ask, trace, csrf);
     }
     out.push_str("</ol></section><section id=\"missions\"><h2>Missions</h2>");
+    if let Some(today) = &view.today {
+        let _ = write!(
+            out,
+            "<p class=\"meta\" id=\"spend-today\">{}</p>",
+            text(today)
+        );
+    }
     for status in [
         Status::Open,
         Status::Queued,
@@ -135,11 +147,15 @@ pub fn live(view: &View, csrf: &str) -> String {
         for m in these {
             let _ = write!(
                 out,
-                "<li><a href=\"/missions/{id}\"><span class=\"id\">{short}</span> {intent}</a> <span class=\"meta\">{agent}</span></li>",
+                "<li><a href=\"/missions/{id}\"><span class=\"id\">{short}</span> {intent}</a> <span class=\"meta\">{agent}{cost}</span></li>",
                 id = path_id(&m.id),
                 short = text(short(&m.id)),
                 intent = text(&crate::text::excerpt(&m.intent, 120)),
                 agent = text(&m.agent_name),
+                cost = view
+                    .costs
+                    .get(&m.id)
+                    .map_or(String::new(), |c| format!(" · {}", text(c))),
             );
         }
         out.push_str("</ul>");
@@ -250,6 +266,9 @@ pub struct MissionView {
     pub trace: Vec<String>,
     /// What it spent: tool calls, tokens, and the model it runs on.
     pub spend: Option<(u64, u64, Option<String>)>,
+    /// What it cost, as `mission show` words it (reported or estimated, or why
+    /// there is no price).
+    pub cost: Option<String>,
     pub plan: crate::mission::plan::Plan,
     pub reports: Vec<crate::mission::report::Report>,
     pub asks: Vec<Ask>,
@@ -294,6 +313,9 @@ pub fn mission_page(v: &MissionView, device: &str, csrf: &str) -> String {
             "Spent",
             &format!("{calls} tool calls, {tokens} tokens{model}"),
         );
+    }
+    if let Some(cost) = &v.cost {
+        row("Cost", cost);
     }
     row("Created", &crate::clock::rfc3339(m.created_at));
     body.push_str("</dl>");

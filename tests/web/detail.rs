@@ -95,3 +95,34 @@ fn the_page_with_its_script_and_style_weighs_under_100_kb() {
     // Script and style alone stay small: the page's weight is its content.
     assert!(script + style <= 20 * 1024, "JS {script} + CSS {style}");
 }
+
+#[test]
+fn a_mission_s_cost_is_on_its_page_and_in_the_list_with_today_s_spend() {
+    let sb = Sandbox::new();
+    let script = json!({"name": "c", "turns": [{"steps": [
+        {"usage": {"used": 10, "size": 1000, "cost": {"amount": 0.42, "currency": "USD"}}},
+        {"finish": "landed"}
+    ]}]})
+    .to_string();
+    sb.declare_stubs(&[("costly", Some(&script))]);
+    sb.run(&["config", "set", "budget-daily", "5"]).ok();
+    let fired = sb.fire("costly", "spend a little", &[]);
+    assert_eq!(fired.code, 0, "{fired:#?}");
+    let id = sb.newest_mission().unwrap();
+    let web = Web::start(&sb, &[]);
+    let credential = web.pair(&sb, "phone");
+    let page = web
+        .get(&format!("/missions/{id}"), Some(&credential))
+        .text()
+        .unwrap();
+    assert!(
+        page.contains("<dt>Cost</dt><dd>$0.42 (reported by the agent)</dd>"),
+        "{page}"
+    );
+    let index = web.get("/", Some(&credential)).text().unwrap();
+    assert!(index.contains(" · $0.42 reported</span>"), "{index}");
+    assert!(
+        index.contains("Spent today (UTC): $0.42 of the $5.00 daily budget"),
+        "{index}"
+    );
+}

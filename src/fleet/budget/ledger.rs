@@ -227,16 +227,16 @@ fn record_from_row_at(
         (Some(ask_id), Some(field)) => Some(Pause {
             ask_id,
             field,
-            reason: r.get::<Option<String>>(7)?.unwrap_or_default(),
+            reason: r.get::<Option<String>>(at + 7)?.unwrap_or_default(),
         }),
         _ => None,
     };
     Ok(ComputeRecord {
         models: models.and_then(|m| serde_json::from_str(&m).ok()),
         model: r.get(at + 1)?,
-        max_turns: r.get::<Option<i64>>(2)?.map(|v| v.max(0) as u64),
-        max_tool_calls: r.get::<Option<i64>>(3)?.map(|v| v.max(0) as u64),
-        max_tokens: r.get::<Option<i64>>(4)?.map(|v| v.max(0) as u64),
+        max_turns: r.get::<Option<i64>>(at + 2)?.map(|v| v.max(0) as u64),
+        max_tool_calls: r.get::<Option<i64>>(at + 3)?.map(|v| v.max(0) as u64),
+        max_tokens: r.get::<Option<i64>>(at + 4)?.map(|v| v.max(0) as u64),
         pause,
         spent: Spend {
             tool_calls: r.get::<i64>(at + 8)?.max(0) as u64,
@@ -244,17 +244,17 @@ fn record_from_row_at(
             input_tokens: r.get::<i64>(at + 10)?.max(0) as u64,
             output_tokens: r.get::<i64>(at + 11)?.max(0) as u64,
             cached_tokens: r.get::<i64>(at + 12)?.max(0) as u64,
-            reported_cost_micro_usd: r.get::<Option<i64>>(13)?.map(|v| v.max(0) as u64),
-            cost_micro_usd: r.get::<Option<i64>>(15)?.map(|v| v.max(0) as u64),
+            reported_cost_micro_usd: r.get::<Option<i64>>(at + 13)?.map(|v| v.max(0) as u64),
+            cost_micro_usd: r.get::<Option<i64>>(at + 15)?.map(|v| v.max(0) as u64),
         },
-        max_cost_micro_usd: r.get::<Option<i64>>(14)?.map(|v| v.max(0) as u64),
+        max_cost_micro_usd: r.get::<Option<i64>>(at + 14)?.map(|v| v.max(0) as u64),
         oracle: OracleSpend {
             calls: r.get::<i64>(at + 16)?.max(0) as u64,
             model: r.get(at + 17)?,
             input_tokens: r.get::<i64>(at + 18)?.max(0) as u64,
             output_tokens: r.get::<i64>(at + 19)?.max(0) as u64,
             cached_tokens: r.get::<i64>(at + 20)?.max(0) as u64,
-            cost_micro_usd: r.get::<Option<i64>>(21)?.map(|v| v.max(0) as u64),
+            cost_micro_usd: r.get::<Option<i64>>(at + 21)?.map(|v| v.max(0) as u64),
         },
     })
 }
