@@ -33,7 +33,8 @@ use std::time::Duration;
 use agent_client_protocol::UntypedMessage;
 use agent_client_protocol::v1::ConnectionTo;
 use agent_client_protocol::v1::schema::{
-    CancelNotification, ContentBlock, PromptRequest, SetSessionConfigOptionRequest, TextContent,
+    CancelNotification, CloseSessionRequest, ContentBlock, PromptRequest,
+    SetSessionConfigOptionRequest, TextContent,
 };
 use serde_json::{Map, Value};
 use tokio::sync::{mpsc, oneshot, watch};
@@ -407,8 +408,31 @@ pub struct Unit {
     /// How far the unit's stdout has been read (orders its verdicts after its updates).
     stdout_mark: Arc<stdout_mark::StdoutMark>,
     reaped: bool,
-    /// The session was loaded (`session/load`), not opened afresh.
-    loaded: bool,
+    /// How the session was opened: afresh, or the agent's own reopened.
+    opened: SessionOpened,
+}
+
+/// How a unit's session came to be.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum SessionOpened {
+    /// `session/new`.
+    #[default]
+    New,
+    /// `session/resume`: the agent's own session carried on, nothing replayed.
+    Resumed,
+    /// `session/load`: the agent's own session, its history replayed to us.
+    Loaded,
+}
+
+impl SessionOpened {
+    /// The ACP method that opened it.
+    pub fn method(self) -> &'static str {
+        match self {
+            SessionOpened::New => "session/new",
+            SessionOpened::Resumed => "session/resume",
+            SessionOpened::Loaded => "session/load",
+        }
+    }
 }
 
 impl Unit {
@@ -482,9 +506,15 @@ impl Unit {
         &self.caps
     }
 
-    /// Was the session loaded (`session/load`) rather than opened afresh?
+    /// Is the session the agent's own earlier one (`session/resume` or
+    /// `session/load`) rather than one opened afresh?
     pub fn loaded(&self) -> bool {
-        self.loaded
+        self.opened != SessionOpened::New
+    }
+
+    /// How the session was opened.
+    pub fn opened(&self) -> SessionOpened {
+        self.opened
     }
 
     /// Switch the session to `model`, one of the models it advertised: through
@@ -628,13 +658,32 @@ impl Unit {
         self.shared.cancel_generation.send_modify(|g| *g += 1);
     }
 
-    /// Close stdin, give the agent [`KILL_GRACE`] to exit, then SIGTERM and
-    /// finally SIGKILL its process group, and reap it.
+    /// Close the session (`session/close`, when the agent advertises it), close
+    /// stdin, give the agent [`KILL_GRACE`] to exit, then SIGTERM and finally
+    /// SIGKILL its process group, and reap it.
     pub async fn shutdown(mut self) -> Option<ExitInfo> {
+        self.close_session().await;
         self.close_connection().await;
         let status = self.process.terminate(KILL_GRACE).await;
         self.reaped = status.is_some();
         status
+    }
+
+    /// Let an agent that advertises `sessionCapabilities.close` free its session
+    /// before its process is ended (bounded by [`KILL_GRACE`]; a refusal or no
+    /// answer only costs the wait: the teardown goes on).
+    async fn close_session(&self) {
+        if !self.caps.close_session || self.session_id.is_empty() || self.exit_status().is_some() {
+            return;
+        }
+        let request = CloseSessionRequest::new(self.session_id.clone());
+        match tokio::time::timeout(KILL_GRACE, self.cx.send_request(request).block_task()).await {
+            Ok(Ok(_)) => tracing::debug!(session = %self.session_id, "session closed"),
+            Ok(Err(err)) => {
+                tracing::debug!(session = %self.session_id, ?err, "session/close refused")
+            }
+            Err(_) => tracing::debug!(session = %self.session_id, "session/close unanswered"),
+        }
     }
 
     async fn close_connection(&mut self) {

@@ -9,7 +9,7 @@ use agent_client_protocol::v1::ConnectionTo;
 use agent_client_protocol::v1::schema::{
     ClientCapabilities, EnvVariable, Implementation, InitializeRequest, LoadSessionRequest,
     McpServer, McpServerStdio, NewSessionRequest, NewSessionResponse, RequestPermissionRequest,
-    SessionNotification,
+    ResumeSessionRequest, SessionNotification,
 };
 use agent_client_protocol::{Client, Lines, UntypedMessage};
 use futures::StreamExt;
@@ -19,8 +19,8 @@ use tokio::sync::{mpsc, oneshot, watch};
 use super::frame::{self, Frame};
 use super::stdout_mark::{CountedStdout, StdoutMark};
 use super::{
-    AgentCaps, INITIALIZE_TIMEOUT, KILL_GRACE, PermissionReply, Shared, Unit, UnitError, UnitEvent,
-    UnitSpec, convert, process, unit_environment,
+    AgentCaps, INITIALIZE_TIMEOUT, KILL_GRACE, PermissionReply, SessionOpened, Shared, Unit,
+    UnitError, UnitEvent, UnitSpec, convert, process, unit_environment,
 };
 
 impl Unit {
@@ -30,9 +30,11 @@ impl Unit {
     }
 
     /// [`Unit::start`] inside `confinement` (applied to the child before it runs);
-    /// with `load`, and an agent that advertises `loadSession`, its earlier session
-    /// is loaded (`session/load`) instead of a new one opened. [`Unit::loaded`] says
-    /// which.
+    /// with `load`, the agent's earlier session is reopened instead of a new one:
+    /// carried on without a replay (`session/resume`) when the agent advertises
+    /// `sessionCapabilities.resume`, else loaded (`session/load`) when it advertises
+    /// `loadSession`; a resume the agent refuses falls back to a load where it can.
+    /// [`Unit::opened`] says which.
     pub async fn start_confined(
         spec: UnitSpec,
         load: Option<&str>,
@@ -121,7 +123,7 @@ impl Unit {
             connection_task: Some(connection_task),
             stdout_mark,
             reaped: false,
-            loaded: false,
+            opened: SessionOpened::New,
         };
         // A failed handshake reaps the child before returning (Drop would
         // too, but without the grace period).
@@ -164,7 +166,10 @@ impl Unit {
                 ),
             });
         }
-        self.caps.load_session = response.agent_capabilities.load_session;
+        let agent_caps = &response.agent_capabilities;
+        self.caps.load_session = agent_caps.load_session;
+        self.caps.resume_session = agent_caps.session_capabilities.resume.is_some();
+        self.caps.close_session = agent_caps.session_capabilities.close.is_some();
         if let Some(info) = &response.agent_info {
             self.caps.agent_name = Some(info.name.clone());
             self.caps.agent_version = Some(info.version.clone());
@@ -175,7 +180,7 @@ impl Unit {
             .map(|m| m.id().to_string())
             .collect();
 
-        let servers = spec
+        let servers: Vec<McpServer> = spec
             .mcp_servers
             .iter()
             .map(|s| {
@@ -191,23 +196,38 @@ impl Unit {
                 )
             })
             .collect();
-        if let Some(id) = load.filter(|_| self.caps.load_session) {
-            let mut request =
-                LoadSessionRequest::new(id.to_string(), spec.cwd.clone()).mcp_servers(servers);
-            if !spec.meta.is_empty() {
-                request = request.meta(spec.meta.clone());
+        if let Some(id) = load {
+            if self.caps.resume_session {
+                let mut request = ResumeSessionRequest::new(id.to_string(), spec.cwd.clone())
+                    .mcp_servers(servers.clone());
+                if !spec.meta.is_empty() {
+                    request = request.meta(spec.meta.clone());
+                }
+                match self.reopen("session/resume", &request).await {
+                    Ok(raw) => {
+                        self.reopened(id, &raw, SessionOpened::Resumed);
+                        return Ok(());
+                    }
+                    // The agent answered, refusing: a load may still carry it on.
+                    Err(UnitError::Rpc { message, .. }) if self.caps.load_session => {
+                        tracing::warn!(
+                            session = id,
+                            "session/resume refused ({message}); loading the session instead"
+                        );
+                    }
+                    Err(e) => return Err(e),
+                }
             }
-            let during = "session/load";
-            let untyped =
-                UntypedMessage::new(during, &request).map_err(|e| UnitError::Protocol {
-                    during,
-                    detail: e.message,
-                })?;
-            let raw = self.request_untyped(untyped, during).await?;
-            self.session_id = id.to_string();
-            self.caps.models = convert::session_models(&raw);
-            self.loaded = true;
-            return Ok(());
+            if self.caps.load_session {
+                let mut request =
+                    LoadSessionRequest::new(id.to_string(), spec.cwd.clone()).mcp_servers(servers);
+                if !spec.meta.is_empty() {
+                    request = request.meta(spec.meta.clone());
+                }
+                let raw = self.reopen("session/load", &request).await?;
+                self.reopened(id, &raw, SessionOpened::Loaded);
+                return Ok(());
+            }
         }
         let mut request = NewSessionRequest::new(spec.cwd.clone()).mcp_servers(servers);
         if !spec.meta.is_empty() {
@@ -230,6 +250,29 @@ impl Unit {
         self.session_id = parsed.session_id.0.to_string();
         self.caps.models = convert::session_models(&raw);
         Ok(())
+    }
+}
+
+impl Unit {
+    /// Send a request that reopens an earlier session (`session/resume`,
+    /// `session/load`), untyped so fields this schema version drops stay readable.
+    async fn reopen<T: serde::Serialize>(
+        &self,
+        during: &'static str,
+        request: &T,
+    ) -> Result<serde_json::Value, UnitError> {
+        let untyped = UntypedMessage::new(during, request).map_err(|e| UnitError::Protocol {
+            during,
+            detail: e.message,
+        })?;
+        self.request_untyped(untyped, during).await
+    }
+
+    /// Adopt the reopened session `id`.
+    fn reopened(&mut self, id: &str, raw: &serde_json::Value, how: SessionOpened) {
+        self.session_id = id.to_string();
+        self.caps.models = convert::session_models(raw);
+        self.opened = how;
     }
 }
 

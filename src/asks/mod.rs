@@ -6,6 +6,7 @@
 
 pub mod bounds;
 pub mod checkpoint;
+pub mod form;
 
 use std::collections::HashMap;
 use std::fmt;

@@ -64,6 +64,11 @@
 //!   (default directory: `missionboard-stub` under the system temp directory), and
 //!   a restarted stub that loads the session carries on from there. Only a script
 //!   given at start can set it.
+//! - `resume_session` (optional, default false) advertises
+//!   `sessionCapabilities.resume` and honours `session/resume` from the same saved
+//!   place (nothing is replayed on either). Only a script given at start can set it.
+//! - `close_session` (optional, default false) advertises `sessionCapabilities.close`
+//!   and honours `session/close`.
 //! - `turns` are consumed one per `session/prompt`, in order (turn 2 is the
 //!   nudge). A bare `{"steps": [...], "stop": …}` is a one-turn script.
 //! - `stop` (per turn, default `end_turn`): `end_turn`, `refusal`,
@@ -132,6 +137,9 @@
 //! - Env `STUB_PROMPTS=<file>`: one JSON line appended per prompt received,
 //!   `{"turn": N, "blocks": [<each text block, whole>]}`: what crossed to the unit,
 //!   for a test to measure rather than restate.
+//! - Env `STUB_SESSIONS=<file>`: one line appended per session lifecycle request,
+//!   `<method> <session id>` (`session/new`, `session/load`, `session/resume`,
+//!   `session/close`), refused ones included.
 //! - Env `STUB_INITIALIZE_DELAY_MS=<n>`: wait `n` ms before answering
 //!   `initialize` (a unit slow to start).
 
@@ -196,6 +204,9 @@ pub async fn run_stub_agent(options: StubOptions) -> Result<(), String> {
             .filter(|v| !v.is_empty())
             .map(PathBuf::from),
         prompts: std::env::var_os("STUB_PROMPTS")
+            .filter(|v| !v.is_empty())
+            .map(PathBuf::from),
+        sessions_log: std::env::var_os("STUB_SESSIONS")
             .filter(|v| !v.is_empty())
             .map(PathBuf::from),
         initialize_delay: match std::env::var("STUB_INITIALIZE_DELAY_MS") {

@@ -17,7 +17,20 @@ pub struct Script {
     /// session's place in the script kept in a state file (only a script given at
     /// start can set it: capabilities are sent before the first prompt).
     pub load_session: bool,
+    /// `resume_session`: advertise `sessionCapabilities.resume` and honour
+    /// `session/resume` (the same saved place as `load_session`, nothing replayed).
+    pub resume_session: bool,
+    /// `close_session`: advertise `sessionCapabilities.close` and honour `session/close`.
+    pub close_session: bool,
     pub turns: Vec<Turn>,
+}
+
+impl Script {
+    /// Does a session's place in the script outlive this process (a later stub
+    /// loads or resumes it)?
+    pub fn persists(&self) -> bool {
+        self.load_session || self.resume_session
+    }
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -715,6 +728,8 @@ pub fn parse_script(value: &Value, fallback_name: &str) -> Result<Script, String
             "delay_ms",
             "models",
             "load_session",
+            "resume_session",
+            "close_session",
             "turns",
             "steps",
             "stop",
@@ -740,10 +755,15 @@ pub fn parse_script(value: &Value, fallback_name: &str) -> Result<Script, String
             .filter(|m| m.iter().all(|s| !s.trim().is_empty()))
             .ok_or("'models' must be an array of non-empty strings")?,
     };
-    let load_session = match map.get("load_session") {
-        None => false,
-        Some(v) => v.as_bool().ok_or("'load_session' must be true or false")?,
+    let flag = |key: &str| match map.get(key) {
+        None => Ok(false),
+        Some(v) => v
+            .as_bool()
+            .ok_or_else(|| format!("'{key}' must be true or false")),
     };
+    let load_session = flag("load_session")?;
+    let resume_session = flag("resume_session")?;
+    let close_session = flag("close_session")?;
     let turn_values: Vec<Value> = match (map.get("turns"), map.get("steps")) {
         (Some(Value::Array(turns)), None) => turns.clone(),
         (None, Some(steps)) => {
@@ -786,6 +806,8 @@ pub fn parse_script(value: &Value, fallback_name: &str) -> Result<Script, String
         delay_ms,
         models,
         load_session,
+        resume_session,
+        close_session,
         turns,
     })
 }
