@@ -161,6 +161,40 @@ pub enum UnitEvent {
     StdoutGarbage(String),
 }
 
+/// What a unit's `elicitation/create` asks of the operator.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Elicitation {
+    /// Fill in a flat form.
+    Form(crate::asks::form::Form),
+    /// Visit a page (never fetched by missionboard: the operator opens it).
+    Url { url: String, elicitation_id: String },
+    /// A request missionboard cannot put to the operator (why); it is declined.
+    Unsupported(String),
+}
+
+/// An `elicitation/create` waiting for the host's answer. Answer it through
+/// `reply`; dropping it unanswered answers `cancel`.
+#[derive(Debug)]
+pub struct ElicitationAsk {
+    /// What the agent says it needs (agent text: sanitize before showing it).
+    pub message: String,
+    /// The tool call it belongs to, when the agent scoped it to one.
+    pub tool_call_id: Option<String>,
+    pub wanted: Elicitation,
+    pub reply: oneshot::Sender<ElicitationReply>,
+}
+
+/// The host's answer to an elicitation.
+#[derive(Debug, Clone, PartialEq)]
+pub enum ElicitationReply {
+    /// Done: a form's values (empty for a page visited).
+    Accept(Map<String, Value>),
+    /// The operator said no.
+    Decline,
+    /// Nobody chose (the deadline passed, the turn or the mission ended).
+    Cancel,
+}
+
 /// The host's decision on a permission request.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum PermissionReply {
@@ -387,6 +421,7 @@ impl std::error::Error for UnitError {}
 struct Shared {
     events: mpsc::UnboundedSender<UnitEvent>,
     permissions: mpsc::UnboundedSender<PermissionAsk>,
+    elicitations: mpsc::UnboundedSender<ElicitationAsk>,
     /// Bumped by [`Unit::cancel`]; every pending permission task watches it.
     cancel_generation: watch::Sender<u64>,
     /// Why the transport gave up writing to the unit, when it did (it went deaf).
@@ -402,6 +437,7 @@ pub struct Unit {
     process: process::UnitProcess,
     events_rx: Option<mpsc::UnboundedReceiver<UnitEvent>>,
     permissions_rx: Option<mpsc::UnboundedReceiver<PermissionAsk>>,
+    elicitations_rx: Option<mpsc::UnboundedReceiver<ElicitationAsk>>,
     /// Dropping this ends the connection task, which drops (closes) stdin.
     stop_connection: Option<oneshot::Sender<()>>,
     connection_task: Option<tokio::task::JoinHandle<()>>,
@@ -597,6 +633,12 @@ impl Unit {
     /// taken, asks queue up unanswered (and block the agent's turn).
     pub fn take_permissions(&mut self) -> Option<mpsc::UnboundedReceiver<PermissionAsk>> {
         self.permissions_rx.take()
+    }
+
+    /// The stream of elicitation requests. Can be taken once. Until it is taken,
+    /// they queue up unanswered (and hold the agent's request open).
+    pub fn take_elicitations(&mut self) -> Option<mpsc::UnboundedReceiver<ElicitationAsk>> {
+        self.elicitations_rx.take()
     }
 
     /// Run one prompt turn; each string becomes its own text block.

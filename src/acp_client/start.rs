@@ -7,9 +7,10 @@ use std::sync::Arc;
 use agent_client_protocol::schema::ProtocolVersion;
 use agent_client_protocol::v1::ConnectionTo;
 use agent_client_protocol::v1::schema::{
-    ClientCapabilities, EnvVariable, Implementation, InitializeRequest, LoadSessionRequest,
-    McpServer, McpServerStdio, NewSessionRequest, NewSessionResponse, RequestPermissionRequest,
-    ResumeSessionRequest, SessionNotification,
+    ClientCapabilities, CreateElicitationRequest, ElicitationCapabilities,
+    ElicitationFormCapabilities, ElicitationUrlCapabilities, EnvVariable, Implementation,
+    InitializeRequest, LoadSessionRequest, McpServer, McpServerStdio, NewSessionRequest,
+    NewSessionResponse, RequestPermissionRequest, ResumeSessionRequest, SessionNotification,
 };
 use agent_client_protocol::{Client, Lines, UntypedMessage};
 use futures::StreamExt;
@@ -19,8 +20,8 @@ use tokio::sync::{mpsc, oneshot, watch};
 use super::frame::{self, Frame};
 use super::stdout_mark::{CountedStdout, StdoutMark};
 use super::{
-    AgentCaps, INITIALIZE_TIMEOUT, KILL_GRACE, PermissionReply, SessionOpened, Shared, Unit,
-    UnitError, UnitEvent, UnitSpec, convert, process, unit_environment,
+    AgentCaps, ElicitationReply, INITIALIZE_TIMEOUT, KILL_GRACE, PermissionReply, SessionOpened,
+    Shared, Unit, UnitError, UnitEvent, UnitSpec, convert, process, unit_environment,
 };
 
 impl Unit {
@@ -64,9 +65,11 @@ impl Unit {
 
         let (events_tx, events_rx) = mpsc::unbounded_channel();
         let (perm_tx, perm_rx) = mpsc::unbounded_channel();
+        let (elicit_tx, elicit_rx) = mpsc::unbounded_channel();
         let shared = Arc::new(Shared {
             events: events_tx,
             permissions: perm_tx,
+            elicitations: elicit_tx,
             cancel_generation: watch::channel(0).0,
             deafness: Arc::default(),
         });
@@ -119,6 +122,7 @@ impl Unit {
             process,
             events_rx: Some(events_rx),
             permissions_rx: Some(perm_rx),
+            elicitations_rx: Some(elicit_rx),
             stop_connection: Some(stop_tx),
             connection_task: Some(connection_task),
             stdout_mark,
@@ -138,7 +142,15 @@ impl Unit {
 
     async fn handshake(&mut self, spec: &UnitSpec, load: Option<&str>) -> Result<(), UnitError> {
         let init = InitializeRequest::new(ProtocolVersion::V1)
-            .client_capabilities(ClientCapabilities::new())
+            // Elicitation in both modes: a form becomes an ask the operator fills
+            // on any surface, a page one the operator visits (never fetched here).
+            .client_capabilities(
+                ClientCapabilities::new().elicitation(
+                    ElicitationCapabilities::new()
+                        .form(ElicitationFormCapabilities::new())
+                        .url(ElicitationUrlCapabilities::new()),
+                ),
+            )
             .client_info(Implementation::new(
                 "missionboard",
                 env!("CARGO_PKG_VERSION"),
@@ -375,6 +387,7 @@ async fn run_connection(
     stop_rx: oneshot::Receiver<()>,
 ) -> Result<(), agent_client_protocol::Error> {
     let notify_shared = shared.clone();
+    let elicit_shared = shared.clone();
     Client
         .v1()
         .name("missionboard")
@@ -408,6 +421,30 @@ async fn run_connection(
                     let response = convert::permission_response(reply, &offered);
                     if let Err(err) = responder.respond(response) {
                         tracing::debug!(?err, "permission answer could not be sent");
+                    }
+                });
+                Ok(())
+            },
+            agent_client_protocol::on_receive_request!(),
+        )
+        .on_receive_request(
+            async move |request: CreateElicitationRequest, responder, _cx| {
+                // As with permissions: never wait for the answer on the dispatch loop.
+                let (reply_tx, reply_rx) = oneshot::channel();
+                let ask = convert::elicitation_ask(request, reply_tx);
+                let mut cancelled = elicit_shared.cancel_generation.subscribe();
+                let queued = elicit_shared.elicitations.send(ask);
+                tokio::spawn(async move {
+                    let reply = if queued.is_err() {
+                        ElicitationReply::Cancel
+                    } else {
+                        tokio::select! {
+                            reply = reply_rx => reply.unwrap_or(ElicitationReply::Cancel),
+                            _ = cancelled.changed() => ElicitationReply::Cancel,
+                        }
+                    };
+                    if let Err(err) = responder.respond(convert::elicitation_response(reply)) {
+                        tracing::debug!(?err, "elicitation answer could not be sent");
                     }
                 });
                 Ok(())

@@ -22,6 +22,7 @@ pub mod budget;
 pub mod check;
 pub mod confinement;
 mod drive;
+pub mod elicitations;
 pub mod handshake;
 mod hosting;
 pub mod mission_tools;

@@ -7,15 +7,16 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use agent_client_protocol::v1::schema::{
-    AgentCapabilities, CloseSessionResponse, ContentBlock, ContentChunk, Cost, LoadSessionRequest,
-    LoadSessionResponse, NewSessionRequest, NewSessionResponse, PermissionOption,
-    PermissionOptionKind, Plan, PlanEntry, PlanEntryPriority, PlanEntryStatus, PromptResponse,
-    RequestPermissionOutcome, RequestPermissionRequest, ResumeSessionRequest,
-    ResumeSessionResponse, SessionCapabilities, SessionCloseCapabilities, SessionConfigOption,
-    SessionConfigOptionCategory, SessionConfigOptionValue, SessionConfigSelectOption,
-    SessionConfigValueId, SessionNotification, SessionResumeCapabilities, SessionUpdate,
-    SetSessionConfigOptionRequest, SetSessionConfigOptionResponse, StopReason, TextContent,
-    ToolCall, ToolCallStatus, ToolCallUpdate, ToolCallUpdateFields, ToolKind, Usage, UsageUpdate,
+    AgentCapabilities, CloseSessionResponse, ContentBlock, ContentChunk, Cost,
+    CreateElicitationRequest, LoadSessionRequest, LoadSessionResponse, NewSessionRequest,
+    NewSessionResponse, PermissionOption, PermissionOptionKind, Plan, PlanEntry, PlanEntryPriority,
+    PlanEntryStatus, PromptResponse, RequestPermissionOutcome, RequestPermissionRequest,
+    ResumeSessionRequest, ResumeSessionResponse, SessionCapabilities, SessionCloseCapabilities,
+    SessionConfigOption, SessionConfigOptionCategory, SessionConfigOptionValue,
+    SessionConfigSelectOption, SessionConfigValueId, SessionNotification,
+    SessionResumeCapabilities, SessionUpdate, SetSessionConfigOptionRequest,
+    SetSessionConfigOptionResponse, StopReason, TextContent, ToolCall, ToolCallStatus,
+    ToolCallUpdate, ToolCallUpdateFields, ToolKind, Usage, UsageUpdate,
 };
 use agent_client_protocol::v1::{ConnectionTo, Responder};
 use agent_client_protocol::{Client, Error};
@@ -1193,6 +1194,56 @@ impl TurnRunner<'_> {
                 self.output_tokens += output;
                 self.usage_seen |= input > 0 || output > 0;
                 self.log(label, "usage ok");
+            }
+            Step::Elicit {
+                message,
+                schema,
+                url,
+            } => {
+                let mode = match (schema, url) {
+                    (Some(schema), _) => {
+                        json!({"mode": "form", "sessionId": self.session_id, "requestedSchema": schema})
+                    }
+                    (None, url) => {
+                        let id = self.next_id("elicit");
+                        json!({"mode": "url", "sessionId": self.session_id, "elicitationId": id, "url": url})
+                    }
+                };
+                let mut wire = mode;
+                wire["message"] = json!(message);
+                let request: CreateElicitationRequest =
+                    serde_json::from_value(wire).map_err(|e| fail(format!("stub: elicit: {e}")))?;
+                let response = self
+                    .cx
+                    .send_request(request)
+                    .block_task()
+                    .await
+                    .map_err(|e| fail(format!("stub: elicitation failed: {}", e.message)))?;
+                let outcome = match serde_json::to_value(&response.action) {
+                    Ok(Value::Object(action)) => {
+                        let name = action
+                            .get("action")
+                            .and_then(Value::as_str)
+                            .unwrap_or("?")
+                            .to_string();
+                        match action.get("content").and_then(Value::as_object) {
+                            Some(content) => {
+                                let values: Vec<String> = content
+                                    .iter()
+                                    .map(|(k, v)| match v {
+                                        Value::String(s) => format!("{k}={s}"),
+                                        other => format!("{k}={other}"),
+                                    })
+                                    .collect();
+                                format!("{name} {}", values.join("; "))
+                            }
+                            None => name,
+                        }
+                    }
+                    _ => "?".to_string(),
+                };
+                self.log(label, &format!("elicit {outcome}"));
+                self.state.vars.answer = outcome;
             }
             Step::Sleep { ms } => {
                 tokio::time::sleep(Duration::from_millis(ms)).await;

@@ -104,6 +104,13 @@ pub enum Step {
     Report {
         args: Map<String, Value>,
     },
+    /// `elicitation/create`: a form (`schema`, the requested schema) or a page
+    /// (`url`) for the operator; the outcome binds `{{answer}}`.
+    Elicit {
+        message: String,
+        schema: Option<Value>,
+        url: Option<String>,
+    },
     Ask {
         summary: String,
         detail: Option<String>,
@@ -250,6 +257,7 @@ const STEP_KINDS: &[&str] = &[
     "mission_server",
     "mission_entry",
     "agent_permission",
+    "elicit",
 ];
 
 fn de<T: for<'de> Deserialize<'de>>(kind: &str, payload: &Value) -> Result<T, String> {
@@ -473,6 +481,28 @@ pub fn decode(raw: &RawStep) -> Result<Step, String> {
                 title: a.title,
                 kind: a.kind.unwrap_or_else(|| "other".into()),
                 status: a.status.unwrap_or_else(|| "completed".into()),
+            }
+        }
+        "elicit" => {
+            #[derive(Deserialize)]
+            #[serde(deny_unknown_fields)]
+            struct ElicitArgs {
+                message: String,
+                #[serde(default)]
+                schema: Option<Value>,
+                #[serde(default)]
+                url: Option<String>,
+            }
+            let args: ElicitArgs = de(kind, p)?;
+            if args.schema.is_some() == args.url.is_some() {
+                return Err(
+                    "elicit: give exactly one of 'schema' (a form) or 'url' (a page)".into(),
+                );
+            }
+            Step::Elicit {
+                message: args.message,
+                schema: args.schema,
+                url: args.url,
             }
         }
         "usage" => {
