@@ -206,87 +206,6 @@ pub(super) fn session_models(raw: &Value) -> Option<SessionModels> {
     })
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use agent_client_protocol::v1::schema::PermissionOption;
-    use serde_json::json;
-
-    fn option(id: &str, kind: PermissionOptionKind) -> PermissionOption {
-        PermissionOption::new(id.to_owned(), id.to_owned(), kind)
-    }
-
-    fn selected(response: &RequestPermissionResponse) -> Option<String> {
-        match &response.outcome {
-            RequestPermissionOutcome::Selected(s) => Some(s.option_id.0.to_string()),
-            _ => None,
-        }
-    }
-
-    #[test]
-    fn options_are_chosen_by_kind_once_only_never_invented() {
-        let all = vec![
-            option("aa", PermissionOptionKind::AllowAlways),
-            option("ao", PermissionOptionKind::AllowOnce),
-            option("ra", PermissionOptionKind::RejectAlways),
-            option("ro", PermissionOptionKind::RejectOnce),
-        ];
-        assert_eq!(
-            selected(&permission_response(PermissionReply::Allow, &all)).as_deref(),
-            Some("ao")
-        );
-        assert_eq!(
-            selected(&permission_response(PermissionReply::Reject, &all)).as_deref(),
-            Some("ro")
-        );
-        assert_eq!(
-            selected(&permission_response(PermissionReply::Cancelled, &all)),
-            None
-        );
-
-        let always_only = vec![
-            option("aa", PermissionOptionKind::AllowAlways),
-            option("ra", PermissionOptionKind::RejectAlways),
-        ];
-        assert_eq!(
-            selected(&permission_response(PermissionReply::Allow, &always_only)),
-            None,
-            "a persistent allow is never chosen"
-        );
-        assert_eq!(
-            selected(&permission_response(PermissionReply::Reject, &always_only)),
-            None
-        );
-    }
-
-    #[test]
-    fn models_from_config_option_or_legacy_field() {
-        let current = json!({"sessionId": "s", "configOptions": [
-            {"id": "model", "name": "Model", "category": "model", "type": "select",
-             "currentValue": "b", "options": [{"value": "a", "name": "A"}, {"value": "b", "name": "B"}]}
-        ]});
-        assert_eq!(
-            session_models(&current),
-            Some(SessionModels {
-                available: vec!["a".into(), "b".into()],
-                current: "b".into(),
-                config_id: Some("model".into()),
-            })
-        );
-        let legacy = json!({"sessionId": "s", "models": {"currentModelId": "x",
-            "availableModels": [{"modelId": "x", "name": "X"}]}});
-        assert_eq!(
-            session_models(&legacy),
-            Some(SessionModels {
-                available: vec!["x".into()],
-                current: "x".into(),
-                config_id: None,
-            })
-        );
-        assert_eq!(session_models(&json!({"sessionId": "s"})), None);
-    }
-}
-
 /// A unit's `elicitation/create`, as the host reads it.
 pub(super) fn elicitation_ask(
     request: acp::CreateElicitationRequest,
@@ -416,4 +335,85 @@ pub(super) fn elicitation_response(
         serde_json::from_value(serde_json::json!({"action": "cancel"}))
             .expect("the cancel action is in the schema")
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use agent_client_protocol::v1::schema::PermissionOption;
+    use serde_json::json;
+
+    fn option(id: &str, kind: PermissionOptionKind) -> PermissionOption {
+        PermissionOption::new(id.to_owned(), id.to_owned(), kind)
+    }
+
+    fn selected(response: &RequestPermissionResponse) -> Option<String> {
+        match &response.outcome {
+            RequestPermissionOutcome::Selected(s) => Some(s.option_id.0.to_string()),
+            _ => None,
+        }
+    }
+
+    #[test]
+    fn options_are_chosen_by_kind_once_only_never_invented() {
+        let all = vec![
+            option("aa", PermissionOptionKind::AllowAlways),
+            option("ao", PermissionOptionKind::AllowOnce),
+            option("ra", PermissionOptionKind::RejectAlways),
+            option("ro", PermissionOptionKind::RejectOnce),
+        ];
+        assert_eq!(
+            selected(&permission_response(PermissionReply::Allow, &all)).as_deref(),
+            Some("ao")
+        );
+        assert_eq!(
+            selected(&permission_response(PermissionReply::Reject, &all)).as_deref(),
+            Some("ro")
+        );
+        assert_eq!(
+            selected(&permission_response(PermissionReply::Cancelled, &all)),
+            None
+        );
+
+        let always_only = vec![
+            option("aa", PermissionOptionKind::AllowAlways),
+            option("ra", PermissionOptionKind::RejectAlways),
+        ];
+        assert_eq!(
+            selected(&permission_response(PermissionReply::Allow, &always_only)),
+            None,
+            "a persistent allow is never chosen"
+        );
+        assert_eq!(
+            selected(&permission_response(PermissionReply::Reject, &always_only)),
+            None
+        );
+    }
+
+    #[test]
+    fn models_from_config_option_or_legacy_field() {
+        let current = json!({"sessionId": "s", "configOptions": [
+            {"id": "model", "name": "Model", "category": "model", "type": "select",
+             "currentValue": "b", "options": [{"value": "a", "name": "A"}, {"value": "b", "name": "B"}]}
+        ]});
+        assert_eq!(
+            session_models(&current),
+            Some(SessionModels {
+                available: vec!["a".into(), "b".into()],
+                current: "b".into(),
+                config_id: Some("model".into()),
+            })
+        );
+        let legacy = json!({"sessionId": "s", "models": {"currentModelId": "x",
+            "availableModels": [{"modelId": "x", "name": "X"}]}});
+        assert_eq!(
+            session_models(&legacy),
+            Some(SessionModels {
+                available: vec!["x".into()],
+                current: "x".into(),
+                config_id: None,
+            })
+        );
+        assert_eq!(session_models(&json!({"sessionId": "s"})), None);
+    }
 }
