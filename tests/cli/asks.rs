@@ -322,7 +322,7 @@ fn respond_validates_its_arguments_in_order() {
         ),
         (
             &["approvals", "respond", "x"],
-            "Error: exactly one of --approve, --deny, or --answer is required\n",
+            "Error: exactly one of --approve, --deny, --answer, or --field (a form's, repeated) is required\n",
         ),
         (
             &["approvals", "respond", "nope", "--approve"],
