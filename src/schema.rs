@@ -69,9 +69,12 @@ pub const MIGRATIONS: &[Migration] = &[
     &[
         crate::sched::schedules::SCHEMA_V18,
         crate::sched::triggers::SCHEMA_V18,
-    ], // v19: money — a raised maxCostUsd, each mission's priced cost and the oracle's
+    ],
+    // v19: the form an elicitation ask carries.
+    &[crate::asks::SCHEMA_V19],
+    // v20: money — a raised maxCostUsd, each mission's priced cost and the oracle's
     // spend on it, and its admission against the fleet's budgets.
-    &[crate::fleet::budget::SCHEMA_V19],
+    &[crate::fleet::budget::SCHEMA_V20],
 ];
 
 /// The same versions on PostgreSQL, numbered alike so a version means one schema on
@@ -118,7 +121,8 @@ pub const PG_MIGRATIONS: &[Migration] = &[
         crate::sched::schedules::PG_SCHEMA_V18,
         crate::sched::triggers::PG_SCHEMA_V18,
     ],
-    &[crate::fleet::budget::PG_SCHEMA_V19],
+    &[crate::asks::PG_SCHEMA_V19],
+    &[crate::fleet::budget::PG_SCHEMA_V20],
 ];
 
 impl Store {

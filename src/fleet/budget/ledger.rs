@@ -45,13 +45,13 @@ ALTER TABLE mission_compute ADD COLUMN spent_output_tokens BIGINT NOT NULL DEFAU
 ALTER TABLE mission_compute ADD COLUMN spent_cached_tokens BIGINT NOT NULL DEFAULT 0;
 ALTER TABLE mission_compute ADD COLUMN reported_cost_micro_usd BIGINT;";
 
-/// v19: money. The limit an operator raised `maxCostUsd` to; what the spend cost
+/// v20: money. The limit an operator raised `maxCostUsd` to; what the spend cost
 /// as its host priced it (the agent's reported cost, else its tokens at the list
 /// prices; NULL: no price), and what the oracle's model calls for the mission
 /// cost and counted (its model, tokens; NULL cost: no price); the fleet budget's
 /// admission — when the mission was admitted against it and what it set aside
 /// (its `maxCostUsd`, held while it runs).
-pub(crate) const SCHEMA_V19: &str = "
+pub(crate) const SCHEMA_V20: &str = "
 ALTER TABLE mission_compute ADD COLUMN max_cost_micro_usd INTEGER;
 ALTER TABLE mission_compute ADD COLUMN cost_micro_usd INTEGER;
 ALTER TABLE mission_compute ADD COLUMN oracle_model TEXT;
@@ -65,8 +65,8 @@ ALTER TABLE mission_compute ADD COLUMN admitted_at INTEGER;
 UPDATE mission_compute SET admitted_at = (SELECT created_at FROM missions WHERE missions.id = mission_compute.mission_id);
 CREATE INDEX mission_compute_admitted ON mission_compute (admitted_at);";
 
-/// The PostgreSQL spelling of [`SCHEMA_V19`].
-pub(crate) const PG_SCHEMA_V19: &str = "
+/// The PostgreSQL spelling of [`SCHEMA_V20`].
+pub(crate) const PG_SCHEMA_V20: &str = "
 ALTER TABLE mission_compute ADD COLUMN max_cost_micro_usd BIGINT;
 ALTER TABLE mission_compute ADD COLUMN cost_micro_usd BIGINT;
 ALTER TABLE mission_compute ADD COLUMN oracle_model TEXT;

@@ -28,7 +28,7 @@ pub mod price;
 pub(super) use ledger::unit_statement;
 pub use ledger::{ComputeLedger, ComputeRecord, OracleSpend, Pause, Spend, SpendGroup, SpendRow};
 pub(crate) use ledger::{
-    PG_SCHEMA_V11, PG_SCHEMA_V16, PG_SCHEMA_V19, SCHEMA_V5, SCHEMA_V7, SCHEMA_V16, SCHEMA_V19,
+    PG_SCHEMA_V11, PG_SCHEMA_V16, PG_SCHEMA_V20, SCHEMA_V5, SCHEMA_V7, SCHEMA_V16, SCHEMA_V20,
 };
 pub(super) use model::select_allowed_model;
 pub(super) use pause::settle_pause;
