@@ -245,7 +245,7 @@ async fn claim(
     // The fleet's budgets admit each candidate inside the claim: a host never
     // starts a queued mission past them.
     let gate = fleet.clone();
-    Ok(blocking(move || {
+    blocking(move || {
         let gate = gate.queue_gate()?;
         anyhow::Ok(missions.claim_queued_admitted(
             &me,
@@ -255,7 +255,7 @@ async fn claim(
             free,
         )?)
     })
-    .await?)
+    .await
 }
 
 /// Start a claimed mission's unit on a task of its own.
