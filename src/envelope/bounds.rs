@@ -397,6 +397,7 @@ mod tests {
             max_turns: 1,
             max_tool_calls: 3,
             max_tokens: 100,
+            max_cost_micro_usd: 1_500_000,
             model_allowlist: vec!["b".into()],
             backend_allowlist: vec!["x".into()],
             ..Default::default()
@@ -408,11 +409,12 @@ mod tests {
         use BoundStatus::*;
         use ComputeField::*;
         // (field, bounds, expected per agent, in the order of `agents`)
-        let table: [(ComputeField, &ComputeBounds, [BoundStatus; 4]); 6] = [
+        let table: [(ComputeField, &ComputeBounds, [BoundStatus; 4]); 7] = [
             (MaxTurns, &one, [Enforced; 4]),
             (MaxTurns, &five, [NoEffect; 4]),
             (MaxToolCalls, &one, [Enforced; 4]),
             (MaxTokens, &one, [BestEffort; 4]),
+            (MaxCostUsd, &one, [BestEffort; 4]),
             (
                 ModelAllowlist,
                 &one,
@@ -442,7 +444,7 @@ mod tests {
         }
         assert_eq!(
             describe_all(&one, Some(&advertising)),
-            "maxTurns=1 (enforced) · maxToolCalls=3 (enforced) · maxTokens=100 (best-effort) · modelAllowlist=[\"b\"] (enforced) · backendAllowlist=[\"x\"] (declared, not enforced)"
+            "maxTurns=1 (enforced) · maxToolCalls=3 (enforced) · maxTokens=100 (best-effort) · maxCostUsd=$1.50 (best-effort) · modelAllowlist=[\"b\"] (enforced) · backendAllowlist=[\"x\"] (declared, not enforced)"
         );
         assert_eq!(describe_all(&ComputeBounds::default(), None), "");
         let preset = ComputeBounds {
