@@ -1441,6 +1441,15 @@ fn revoke_ends_a_web_device_from_the_command_line() {
             .text
             .starts_with("`:revoke <device>`")
     );
+    // `:revoke allowance <id>` ends an allow-always instead.
+    key(&mut m, KeyCode::Char(':'));
+    typed(&mut m, "revoke allowance 1a2b3c4d");
+    assert_eq!(
+        key(&mut m, KeyCode::Enter),
+        vec![Effect::RevokeAllowance {
+            id: "1a2b3c4d".into()
+        }]
+    );
 }
 
 /// Picker data with two templates: `triage` (a required `repo`, a `label` with a

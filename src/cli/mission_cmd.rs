@@ -155,6 +155,11 @@ pub(super) fn show(ctx: &Ctx, id: &str, json: bool) -> anyhow::Result<i32> {
         v["pendingAsks"] = serde_json::Value::Array(pending);
         // Every ask with its resolution, newest first: who answered shows there.
         v["asks"] = serde_json::to_value(&all)?;
+        v["allowances"] = serde_json::to_value(crate::ops::allowances::list(
+            &ctx.host(svc.store())?,
+            Some(&m.id),
+            50,
+        )?)?;
         v["oracleTrace"] = serde_json::to_value(crate::ops::show::oracle_trace(
             svc.store(),
             &m.id,
@@ -308,6 +313,18 @@ pub(super) fn show(ctx: &Ctx, id: &str, json: bool) -> anyhow::Result<i32> {
                 super::approvals_cmd::resolution_words(a),
                 a.args_summary
             )?;
+        }
+    }
+    // The operator's allow-always grants in this mission, kept by us.
+    let allowances = crate::ops::allowances::list(&ctx.host(svc.store())?, Some(&m.id), 50)?;
+    if !allowances.is_empty() {
+        writeln!(
+            out,
+            "Allowed:   {} allowance(s), newest first — revoke with 'missionboard approvals revoke <id>':",
+            allowances.len()
+        )?;
+        for a in &allowances {
+            writeln!(out, "             {}", a.line())?;
         }
     }
     // What the oracle did about this mission's questions (its newest lines).

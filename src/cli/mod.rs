@@ -263,6 +263,15 @@ enum ApprovalsCmd {
     /// Answered asks, most recently resolved first: the verdict, who gave it (surface
     /// and device) and how long the ask waited.
     History(ListArgs),
+    /// Allowances, newest first: each "allow always (this mission)" an operator gave
+    /// on the web page, what it covers, who granted it, its uses, and whether it
+    /// still holds (active, revoked, or ended with its mission).
+    Allowances(ListArgs),
+    /// End an allowance at once: the next call it covered is asked about again.
+    Revoke {
+        /// The allowance's id, or a unique prefix of it.
+        id: String,
+    },
 }
 
 #[derive(Subcommand, Debug)]

@@ -950,6 +950,7 @@ impl TurnRunner<'_> {
                 title,
                 kind: tool_kind,
                 path,
+                command,
                 times,
                 on_deny,
                 options,
@@ -972,6 +973,9 @@ impl TurnRunner<'_> {
                     let mut input = json!({"stub": true, "attempt": i});
                     if let Some(path) = &path {
                         input["path"] = json!(path);
+                    }
+                    if let Some(command) = &command {
+                        input["command"] = json!(command);
                     }
                     let fields = ToolCallUpdateFields::new()
                         .title(title.clone())

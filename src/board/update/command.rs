@@ -51,10 +51,16 @@ fn run(m: &mut Model, line: &str) -> Vec<Effect> {
             if name.is_empty() {
                 toast(
                     m,
-                    "`:revoke <device>` ends a paired web device at once (`missionboard web devices` lists them)".into(),
+                    "`:revoke <device>` ends a paired web device at once (`missionboard web devices` lists them); `:revoke allowance <id>` ends an allow-always (`missionboard approvals allowances` lists them)".into(),
                     true,
                 );
                 return vec![];
+            }
+            if let Some(("allowance", id)) = name.split_once(char::is_whitespace) {
+                m.busy += 1;
+                return vec![Effect::RevokeAllowance {
+                    id: id.trim().to_string(),
+                }];
             }
             m.busy += 1;
             vec![Effect::Revoke {

@@ -98,6 +98,10 @@ pub enum Effect {
     Revoke {
         device: String,
     },
+    /// End an operator's allowance, as `approvals revoke` does.
+    RevokeAllowance {
+        id: String,
+    },
     /// The arguments of a typed `/mission` line (the runner reads the registry,
     /// config and search path, then parses and resolves).
     RunMission {
