@@ -237,7 +237,7 @@ fn a_phone_pairs_sees_asks_live_answers_them_and_hostile_text_stays_inert() {
     let confirm = format!("{} button[value=always]", card(&always));
     let shown = |css: &str| {
         browser.eval(
-            "return document.querySelector(arguments[0]).getClientRects().length > 0;",
+            "return document.querySelector(arguments[0]).checkVisibility();",
             vec![json!(css)],
         )
     };
