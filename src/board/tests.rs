@@ -1452,6 +1452,19 @@ fn revoke_ends_a_web_device_from_the_command_line() {
     );
 }
 
+#[test]
+fn colon_schedules_opens_the_schedules_panel_and_esc_closes_it() {
+    let mut m = model(120, 40, false);
+    key(&mut m, KeyCode::Char(':'));
+    typed(&mut m, "schedules");
+    assert_eq!(key(&mut m, KeyCode::Enter), vec![]);
+    assert_eq!(m.mode, Mode::Schedules);
+    assert!(m.query().schedules > 0);
+    key(&mut m, KeyCode::Esc);
+    assert_eq!(m.mode, Mode::Board);
+    assert_eq!(m.query().schedules, 0);
+}
+
 /// Picker data with two templates: `triage` (a required `repo`, a `label` with a
 /// default) and `broken` (a file that does not load).
 fn with_templates() -> super::model::PickerData {

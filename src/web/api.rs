@@ -384,6 +384,7 @@ pub async fn mission_page(
                 },
             );
         Ok(Some(render::MissionView {
+            fired_by: crate::ops::show::fired_by(&store, &mission)?,
             diff,
             trace: crate::ops::show::oracle_trace(&store, &mission.id, TRACE_SHOWN)?
                 .into_iter()

@@ -265,6 +265,9 @@ fn trace_list(out: &mut String, trace: &[String]) {
 /// What the mission page shows.
 pub struct MissionView {
     pub mission: Mission,
+    /// What fired it, when not the operator: an editor session, a schedule's tick,
+    /// a webhook trigger's delivery.
+    pub fired_by: Option<String>,
     /// The oracle's trace about its questions.
     pub trace: Vec<String>,
     /// What it spent: tool calls, tokens, and the model it runs on.
@@ -300,6 +303,9 @@ pub fn mission_page(v: &MissionView, device: &str, csrf: &str) -> String {
         None => m.status.to_string(),
     };
     row("Status", &status);
+    if let Some(by) = &v.fired_by {
+        row("Fired by", by);
+    }
     if let Some(h) = &m.host {
         row("Host", &format!("{} (pid {})", h.machine_label(), h.pid));
     }

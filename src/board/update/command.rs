@@ -33,7 +33,7 @@ fn run(m: &mut Model, line: &str) -> Vec<Effect> {
     match cmd {
         "" => vec![],
         "mission" | "m" => {
-            if let Some(rest) = template_args(args) {
+            if let Some(rest) = crate::ops::fire::template_args(args) {
                 return fire_template_line(m, rest);
             }
             m.busy += 1;
@@ -67,6 +67,10 @@ fn run(m: &mut Model, line: &str) -> Vec<Effect> {
                 device: name.to_string(),
             }]
         }
+        "schedules" => {
+            m.mode = Mode::Schedules;
+            vec![]
+        }
         "q" | "quit" => super::confirm::request_quit(m),
         "help" => {
             m.mode = Mode::Help {
@@ -86,17 +90,6 @@ fn run(m: &mut Model, line: &str) -> Vec<Effect> {
             vec![]
         }
     }
-}
-
-/// The words after `--template` (or `--template=`) when the `:mission` line starts
-/// with it.
-fn template_args(args: &str) -> Option<String> {
-    let args = args.trim_start();
-    let rest = args.strip_prefix("--template=").or_else(|| {
-        args.strip_prefix("--template")
-            .filter(|r| r.is_empty() || r.starts_with(char::is_whitespace))
-    })?;
-    Some(rest.to_string())
 }
 
 /// `:mission --template <name> [key=value…]`: the template fired here with the

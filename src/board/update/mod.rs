@@ -282,6 +282,12 @@ fn on_key(m: &mut Model, key: KeyEvent) -> Vec<Effect> {
         Mode::Confirm(_) => confirm::key(m, key, action),
         Mode::Help { .. } => help::key(m, key, action),
         Mode::Diff(_) => diff::key(m, action),
+        Mode::Schedules => {
+            if action == Some(Action::Close) {
+                m.mode = Mode::Board;
+            }
+            vec![]
+        }
         Mode::Filter => filter::key(m, key, action),
         Mode::CommandLine { .. } => command::key(m, key, action),
     }
