@@ -18,8 +18,8 @@ pub(super) fn missions(ctx: &Ctx) -> anyhow::Result<Missions> {
 
 /// The lazy reclaim sweep of list and show: the count line when it collected
 /// anything; its errors never fail the read.
-fn sweep(svc: &Missions, json: bool) -> anyhow::Result<()> {
-    match crate::ops::sweep::reclaim(svc) {
+fn sweep(ctx: &Ctx, svc: &Missions, json: bool) -> anyhow::Result<()> {
+    match crate::ops::sweep::reclaim(&ctx.host(svc.store())?) {
         Ok(Some(line)) if !json => outln!("{line}\n")?,
         Ok(_) => {}
         Err(e) => tracing::warn!("reclaim sweep failed: {e}"),
@@ -38,7 +38,7 @@ pub(super) fn list(ctx: &Ctx, list: &ListArgs) -> anyhow::Result<i32> {
     let (all, total, worktrees, gone, queue, checks) = match ctx.existing_store()? {
         Some(store) => {
             let svc = Missions::new(store);
-            sweep(&svc, json)?;
+            sweep(ctx, &svc, json)?;
             let all = svc
                 .list(list.rows())
                 .map_err(|e| anyhow::anyhow!("failed to list missions: {e}"))?;
@@ -124,7 +124,7 @@ pub(super) fn list(ctx: &Ctx, list: &ListArgs) -> anyhow::Result<i32> {
 
 pub(super) fn show(ctx: &Ctx, id: &str, json: bool) -> anyhow::Result<i32> {
     let svc = missions(ctx)?;
-    sweep(&svc, json)?;
+    sweep(ctx, &svc, json)?;
     let m = svc.resolve(id)?;
     let reports = svc
         .reports(&m.id, SHOWN_REPORTS)
@@ -410,12 +410,13 @@ fn compute_lines(ctx: &Ctx, store: &crate::store::Store, m: &Mission) -> Vec<Str
             crate::confine::landlock_abi()
         )
     ));
-    lines.extend(crate::ops::grants::mission_grants(
-        &ctx.paths,
-        store,
-        m,
-        &envelope.policy.sandbox_or_baseline(),
-    ));
+    if let Ok(host) = ctx.host(store) {
+        lines.extend(crate::ops::grants::mission_grants(
+            &host,
+            m,
+            &envelope.policy.sandbox_or_baseline(),
+        ));
+    }
     lines
 }
 
