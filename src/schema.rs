@@ -70,8 +70,10 @@ pub const MIGRATIONS: &[Migration] = &[
         crate::sched::schedules::SCHEMA_V18,
         crate::sched::triggers::SCHEMA_V18,
     ],
-    // v19: allowances: an operator's "allow always (this mission)", kept by us.
-    &[crate::asks::allowances::SCHEMA_V19],
+    // v19: the form an elicitation ask carries.
+    &[crate::asks::SCHEMA_V19],
+    // v20: allowances: an operator's "allow always (this mission)", kept by us.
+    &[crate::asks::allowances::SCHEMA_V20],
 ];
 
 /// The same versions on PostgreSQL, numbered alike so a version means one schema on
@@ -118,7 +120,8 @@ pub const PG_MIGRATIONS: &[Migration] = &[
         crate::sched::schedules::PG_SCHEMA_V18,
         crate::sched::triggers::PG_SCHEMA_V18,
     ],
-    &[crate::asks::allowances::PG_SCHEMA_V19],
+    &[crate::asks::PG_SCHEMA_V19],
+    &[crate::asks::allowances::PG_SCHEMA_V20],
 ];
 
 impl Store {

@@ -17,9 +17,9 @@ use crate::store::sql::{OptionalExtension, Row, params};
 
 use super::{Ask, AskError, AskState, Asks, COLUMNS, Surface, from_row};
 
-/// v19: which gated calls could have been allowed always (the scope, on the ask),
+/// v20: which gated calls could have been allowed always (the scope, on the ask),
 /// and the allowances operators gave.
-pub(crate) const SCHEMA_V19: &str = "
+pub(crate) const SCHEMA_V20: &str = "
 ALTER TABLE asks ADD COLUMN always_scope TEXT;
 CREATE TABLE ask_allowances (
     id              TEXT PRIMARY KEY NOT NULL,
@@ -37,7 +37,7 @@ CREATE TABLE ask_allowances (
 );
 CREATE INDEX ask_allowances_by_mission ON ask_allowances (mission_id, scope);";
 
-pub(crate) const PG_SCHEMA_V19: &str = "
+pub(crate) const PG_SCHEMA_V20: &str = "
 ALTER TABLE asks ADD COLUMN always_scope TEXT;
 CREATE TABLE ask_allowances (
     id              TEXT PRIMARY KEY NOT NULL,

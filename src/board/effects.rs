@@ -395,7 +395,9 @@ fn recorded_text(ask_id: &str, verdict: &OperatorVerdict) -> String {
             format!("approved ask {id} and allowed it always in its mission")
         }
         OperatorVerdict::Deny => format!("denied ask {id}"),
-        OperatorVerdict::Answer(_) => format!("answer recorded for ask {id}"),
+        OperatorVerdict::Answer(_) | OperatorVerdict::Fields(_) => {
+            format!("answer recorded for ask {id}")
+        }
     }
 }
 

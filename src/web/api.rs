@@ -224,7 +224,7 @@ pub async fn answer(
             "Approved, and allowed always in this mission (its page lists it to revoke)."
         }
         OperatorVerdict::Deny => "Denied.",
-        OperatorVerdict::Answer(_) => "Answered.",
+        OperatorVerdict::Answer(_) | OperatorVerdict::Fields(_) => "Answered.",
     };
     let id = form.ask;
     tokio::spawn(async move {

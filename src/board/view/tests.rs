@@ -561,6 +561,7 @@ fn hostile_ask_text_renders_inert() {
         answered_surface: None,
         answered_device: None,
         waited_ms: None,
+        form: None,
         always_scope: None,
     };
     let row = crate::board::snapshot::ask_row(&hostile);
