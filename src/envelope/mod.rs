@@ -12,6 +12,7 @@
 //! search path. The shipped preset files live in `crate::presets`.
 
 pub mod bounds;
+pub mod connect_refusal;
 mod decode;
 pub mod eval;
 pub mod glob;

@@ -518,6 +518,7 @@ fn doctor_agent_handshakes_and_prints_every_grant_under_the_default_envelope() {
             format!("Declared:  {}", sb.home.join("agents.toml").display()),
             format!("Installed: {}", agent.display()),
             "Handshake: ready — missionboard-stub 0.1.0 answered initialize and session/new".into(),
+            "Endpoint:  http://127.0.0.1:8931/v1 (port 8931) — from PROBE_BASE_URL".into(),
             format!("Grant:     write {{workspace}} = {}: the envelope", sb.cwd.canonicalize().unwrap().display()),
             format!("Grant:     write {{tmp}} = {}: the mission's temp dir", tmp.display()),
             // Nothing made ~/.cache in this scratch home: the envelope names it, the
@@ -559,7 +560,7 @@ fn strict_grants_the_agent_s_endpoint_ports_and_its_own_server() {
     assert_eq!(
         grants,
         [
-            "Grant:     connect port 443: {model}, probe's endpoint https://api.example.test",
+            "Grant:     connect port 443: {model}, probe's endpoint https://api.example.test (from the declared default; PROBE_BASE_URL is not set)",
             "Grant:     connect port 4096: probe's own server on loopback",
         ]
     );
