@@ -286,6 +286,7 @@ mod tests {
                 "demo",
                 "gemini",
                 "goose",
+                "kilo",
                 "opencode",
                 "qwen",
                 "stub"

@@ -79,7 +79,7 @@ pub fn unit_var(agent: &Agent) -> impl Fn(&str) -> Option<String> + '_ {
 }
 
 /// The config readers the catalogue may name under `endpoint_config`.
-pub const READERS: &[&str] = &["codex", "opencode", "claude"];
+pub const READERS: &[&str] = &["codex", "opencode", "kilo", "claude"];
 
 /// Every model endpoint of `agent` as a unit of it at `view` would reach: the one its
 /// own config names when its reader finds one (with any endpoint its declaration adds
@@ -87,7 +87,8 @@ pub const READERS: &[&str] = &["codex", "opencode", "claude"];
 pub fn resolve(agent: &Agent, view: &UnitView<'_>) -> Vec<Endpoint> {
     let configured = match agent.endpoint_config.as_deref() {
         Some("codex") => codex(agent, view),
-        Some("opencode") => opencode(view),
+        Some("opencode") => opencode(view, &OPENCODE),
+        Some("kilo") => opencode(view, &KILO),
         Some("claude") => claude(view),
         _ => None,
     };
@@ -237,30 +238,28 @@ fn set_dotted(doc: &mut toml::Table, key: &str, value: toml::Value) {
 /// `OPENCODE_CONFIG_CONTENT`); the provider of its `model` (`provider/model`), and that
 /// provider's `options.baseURL` — for `openai` and `anthropic` without one, their
 /// APIs. No `model`, or a provider of unknown address: the declared endpoints.
-fn opencode(view: &UnitView<'_>) -> Option<Vec<Endpoint>> {
+fn opencode(view: &UnitView<'_>, app: &OpencodeFamily) -> Option<Vec<Endpoint>> {
     let mut files: Vec<PathBuf> = Vec::new();
-    if let Some(global) = view.path("${XDG_CONFIG_HOME:-~/.config}/opencode") {
+    if let Some(global) = view.path(&format!("${{XDG_CONFIG_HOME:-~/.config}}/{}", app.app)) {
         files.extend(
-            ["config.json", "opencode.json", "opencode.jsonc"]
-                .iter()
+            std::iter::once("config.json")
+                .chain(app.files.iter().copied())
                 .map(|f| global.join(f)),
         );
     }
-    if let Some(custom) = view.get("OPENCODE_CONFIG") {
+    if let Some(custom) = view.get(app.config_var) {
         files.push(PathBuf::from(custom));
     }
     let mut project: Vec<PathBuf> = view
         .workspace
         .ancestors()
-        .flat_map(|d| [d.join("opencode.jsonc"), d.join("opencode.json")])
+        .flat_map(|d| app.files.iter().rev().map(move |f| d.join(f)))
         .collect();
     project.reverse();
     files.extend(project);
-    files.extend(
-        ["opencode.jsonc", "opencode.json"]
-            .iter()
-            .map(|f| view.workspace.join(".opencode").join(f)),
-    );
+    for dir in app.dot_dirs {
+        files.extend(app.files.iter().map(|f| view.workspace.join(dir).join(f)));
+    }
     // (value, where) of each key path, later files winning.
     let mut model: Option<(String, String)> = None;
     let mut providers: Vec<(serde_json::Value, String)> = Vec::new();
@@ -279,10 +278,10 @@ fn opencode(view: &UnitView<'_>) -> Option<Vec<Endpoint>> {
             take(doc, file.display().to_string());
         }
     }
-    if let Some(inline) = view.get("OPENCODE_CONFIG_CONTENT")
+    if let Some(inline) = view.get(app.content_var)
         && let Some(doc) = parse_jsonc(&substitute_env(&inline, view))
     {
-        take(doc, "OPENCODE_CONFIG_CONTENT".to_string());
+        take(doc, app.content_var.to_string());
     }
     let (model, model_from) = model?;
     let provider = model.split_once('/')?.0.to_string();
@@ -306,18 +305,48 @@ fn opencode(view: &UnitView<'_>) -> Option<Vec<Endpoint>> {
                 ),
                 None => Endpoint::new(
                     "https://api.openai.com/v1",
-                    format!("opencode's openai provider (model {model:?} in {model_from})"),
+                    format!("{}'s openai provider (model {model:?} in {model_from})", app.app),
                 ),
             },
             "anthropic" => Endpoint::new(
                 "https://api.anthropic.com",
-                format!("opencode's anthropic provider (model {model:?} in {model_from})"),
+                format!("{}'s anthropic provider (model {model:?} in {model_from})", app.app),
             ),
             _ => return None,
         },
     };
     Some(vec![endpoint])
 }
+
+/// Where an opencode-family agent keeps its config: opencode, and Kilo (built on it).
+pub struct OpencodeFamily {
+    /// Its name under `~/.config`.
+    app: &'static str,
+    /// Its config file names, in the order it merges them (later wins).
+    files: &'static [&'static str],
+    /// Its project directories of config, in order.
+    dot_dirs: &'static [&'static str],
+    /// The variable naming one more config file.
+    config_var: &'static str,
+    /// The variable holding config merged over all the files.
+    content_var: &'static str,
+}
+
+const OPENCODE: OpencodeFamily = OpencodeFamily {
+    app: "opencode",
+    files: &["opencode.json", "opencode.jsonc"],
+    dot_dirs: &[".opencode"],
+    config_var: "OPENCODE_CONFIG",
+    content_var: "OPENCODE_CONFIG_CONTENT",
+};
+
+const KILO: OpencodeFamily = OpencodeFamily {
+    app: "kilo",
+    files: &["opencode.json", "opencode.jsonc", "kilo.json", "kilo.jsonc"],
+    dot_dirs: &[".opencode", ".kilo"],
+    config_var: "KILO_CONFIG",
+    content_var: "KILO_CONFIG_CONTENT",
+};
 
 /// opencode's `{env:VAR}` in a config's text.
 fn substitute_env(text: &str, view: &UnitView<'_>) -> String {

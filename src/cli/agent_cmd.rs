@@ -168,7 +168,7 @@ fn from_registry(ctx: &Ctx, id: &str) -> anyhow::Result<(String, String, Agent)>
     let index = acp_registry::load(&ctx.paths.home)?;
     let Some(found) = index.get(id) else {
         anyhow::bail!(
-            "agent add: {id:?} is neither in the catalogue ({}) nor in the ACP registry's index ({}: 'missionboard agent list --available' lists it) — declare any other ACP agent under [agents.<name>] in agents.toml",
+            "agent add: {id:?} is neither in the catalogue ({}) nor in the ACP registry's index ({}; 'missionboard agent list --available' lists its agents) — declare any other ACP agent under [agents.<name>] in agents.toml",
             catalogue::names().join(", "),
             index.source
         );

@@ -405,7 +405,7 @@ fn agent_add_copies_the_catalogue_entry_and_agent_list_says_what_is_installed() 
     assert_eq!(unknown.code, 1);
     assert_eq!(
         unknown.stderr,
-        "Error: agent add: \"nope\" is not in the catalogue — it has: agent-planner, claude, codex, demo, gemini, goose, opencode, qwen, stub (declare any other ACP agent under [agents.<name>] in agents.toml)\n"
+        "Error: agent add: \"nope\" is neither in the catalogue (agent-planner, claude, codex, demo, gemini, goose, kilo, opencode, qwen, stub) nor in the ACP registry's index (the shipped snapshot presets/acp-registry.json (commit 3de1678346d1b37b6c3f07de503043ebcbb9cbdb, 2026-02-07); 'missionboard agent list --available' lists its agents) — declare any other ACP agent under [agents.<name>] in agents.toml\n"
     );
 
     let list = run_with_path(&sb, &["agent", "list"], &path, &[]);
