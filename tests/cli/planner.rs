@@ -663,6 +663,51 @@ fn a_model_repeating_one_call_is_refused_then_the_mission_rests_stuck_repeating_
     }
 }
 
+/// As Qwen2.5-Coder-1.5B answered "add a function add(a,b) to lib.py", word for word
+/// at temperature 0 however it was corrected: a call to a tool named in the intent.
+#[test]
+fn a_model_writing_the_same_broken_call_is_told_the_intent_is_no_tool_then_rests_stuck() {
+    let sb = Sandbox::new();
+    let add = r#"```json
+{"name": "add", "arguments": {"a": 1, "b": 2}}
+```"#;
+    let dialog = planner_world(&sb, json!({"turns": [{"text": add, "repeat": true}]}));
+    let fired = sb.run(&[
+        "mission",
+        "fire",
+        "agent-planner",
+        "add a function add(a,b) to lib.py",
+        "--wait",
+        "--policy",
+        "dev",
+    ]);
+    assert_eq!(fired.code, 1, "{fired:#?}");
+    let record: Value = serde_json::from_str(
+        &sb.run(&["mission", "show", &sb.newest_mission().unwrap(), "--json"])
+            .ok()
+            .stdout,
+    )
+    .unwrap();
+    assert_eq!(record["status"], "stuck", "{record:#}");
+    assert_eq!(
+        record["statusReason"],
+        r#"repeating itself: the unit wrote the same broken tool call as text 5 times in a row: ```json {"name": "add", "arguments": {"a": 1, "b": 2}} ```"#
+    );
+    let sent = requests(&dialog);
+    assert_eq!(sent.len(), 5, "the fifth reply ended the turn");
+    let correction = "Your reply wrote a tool call as text instead of making it, and nothing was run: \"add\" (a bare JSON object): there is no tool \"add\". Make the call itself, through the tool-calling interface, with a JSON object of its arguments. The tools are: mission_report, mission_plan, mission_ask_attention, mission_finish, read_file, list_dir, grep, find_files, write_file, edit_file, shell. A name in the intent is not a tool: do the intent's work with the tools there are, starting with mission_plan if you have not filed your plan.";
+    assert_eq!(last_message(&sent[1]), correction);
+    assert_eq!(last_message(&sent[2]), correction);
+    for (at, before) in [(3, 2), (4, 3)] {
+        assert_eq!(
+            last_message(&sent[at]),
+            format!(
+                "{correction} This is the same reply as your last {before}: write something different."
+            )
+        );
+    }
+}
+
 #[test]
 fn a_model_that_answers_the_verdict_ask_in_prose_is_asked_once_more_for_mission_finish() {
     let sb = Sandbox::new();
