@@ -27,7 +27,8 @@ pub const SHIPPED: &str = include_str!(concat!(
 pub const FILE_NAME: &str = "acp-registry.json";
 
 /// Where the registry publishes its index (`agent registry refresh` without `--from`).
-pub const DEFAULT_URL: &str = "https://cdn.agentclientprotocol.com/registry/v1/latest/registry.json";
+pub const DEFAULT_URL: &str =
+    "https://cdn.agentclientprotocol.com/registry/v1/latest/registry.json";
 
 #[derive(Debug, Clone, Deserialize)]
 struct IndexFile {
@@ -115,7 +116,12 @@ pub fn parse(text: &str, source: &str) -> anyhow::Result<Index> {
                 e.id
             );
         }
-        if e.id.is_empty() || !e.id.chars().all(|c| c.is_ascii_alphanumeric() || "-_.".contains(c)) {
+        if e.id.is_empty()
+            || !e
+                .id
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || "-_.".contains(c))
+        {
             anyhow::bail!(
                 "ACP registry index {source}: agent id {:?} is not a plain name (letters, digits, - _ .)",
                 e.id
@@ -231,11 +237,16 @@ fn installed_npm_bin(package: &str, unscoped: &str) -> Option<String> {
 fn npx_bin(bin: &serde_json::Value, unscoped: &str) -> Option<String> {
     match bin {
         serde_json::Value::String(_) => Some(unscoped.to_string()),
-        serde_json::Value::Object(bins) if bins.contains_key(unscoped) => Some(unscoped.to_string()),
+        serde_json::Value::Object(bins) if bins.contains_key(unscoped) => {
+            Some(unscoped.to_string())
+        }
         serde_json::Value::Object(bins) => {
             let mut targets = bins.values();
             let first = targets.next()?;
-            targets.all(|t| t == first).then(|| bins.keys().next().cloned()).flatten()
+            targets
+                .all(|t| t == first)
+                .then(|| bins.keys().next().cloned())
+                .flatten()
         }
         _ => None,
     }
@@ -277,7 +288,12 @@ impl Entry {
             let (package, unscoped) = npm_name(&p.package);
             let known = catalogue::all()
                 .iter()
-                .find(|c| c.about.npm.as_deref().is_some_and(|n| npm_name(n).0 == package))
+                .find(|c| {
+                    c.about
+                        .npm
+                        .as_deref()
+                        .is_some_and(|n| npm_name(n).0 == package)
+                })
                 .map(|c| c.command.clone());
             let bin = known.unwrap_or(unscoped);
             return Some(Install::Npm {
@@ -358,8 +374,11 @@ impl Entry {
         table.insert("args".into(), args.into());
         table.insert(
             "description".into(),
-            crate::text::one_line(&format!("{} (ACP registry: {})", self.name, self.description))
-                .into(),
+            crate::text::one_line(&format!(
+                "{} (ACP registry: {})",
+                self.name, self.description
+            ))
+            .into(),
         );
         table.insert("install".into(), install.line(&self.id).into());
         if let Install::Npm { package, .. } = &install {
@@ -402,7 +421,13 @@ mod tests {
     #[test]
     fn the_shipped_snapshot_parses_and_holds_the_three_reachable_agents() {
         let index = parse(SHIPPED, "shipped").unwrap();
-        assert!(index.source.contains("commit 3de1678346d1b37b6c3f07de503043ebcbb9cbdb, 2026-02-07"), "{}", index.source);
+        assert!(
+            index
+                .source
+                .contains("commit 3de1678346d1b37b6c3f07de503043ebcbb9cbdb, 2026-02-07"),
+            "{}",
+            index.source
+        );
         for id in ["cline", "kilo", "fast-agent", "codex-acp", "opencode"] {
             assert!(index.get(id).is_some(), "{id}: {:?}", index.ids());
         }
@@ -414,7 +439,10 @@ mod tests {
                 program: "fast-agent-acp".into()
             }
         );
-        assert_eq!(fast.line("fast-agent"), "uv tool install fast-agent-acp==0.10.1");
+        assert_eq!(
+            fast.line("fast-agent"),
+            "uv tool install fast-agent-acp==0.10.1"
+        );
     }
 
     #[test]
@@ -431,9 +459,15 @@ mod tests {
     fn the_bin_npx_runs_is_the_only_one_the_named_one_or_an_alias() {
         let v = |t: &str| serde_json::from_str::<serde_json::Value>(t).unwrap();
         assert_eq!(npx_bin(&v(r#""./bin/x""#), "cline"), Some("cline".into()));
-        assert_eq!(npx_bin(&v(r#"{"cline": "./bin/cline"}"#), "cline"), Some("cline".into()));
         assert_eq!(
-            npx_bin(&v(r#"{"kilo": "./bin/kilo", "kilocode": "./bin/kilo"}"#), "cli"),
+            npx_bin(&v(r#"{"cline": "./bin/cline"}"#), "cline"),
+            Some("cline".into())
+        );
+        assert_eq!(
+            npx_bin(
+                &v(r#"{"kilo": "./bin/kilo", "kilocode": "./bin/kilo"}"#),
+                "cli"
+            ),
             Some("kilo".into())
         );
         assert_eq!(npx_bin(&v(r#"{"a": "./a", "b": "./b"}"#), "cli"), None);
@@ -442,14 +476,22 @@ mod tests {
     #[test]
     fn an_entry_declares_a_whole_agent_that_parses() {
         let index = parse(SHIPPED, "shipped").unwrap();
-        let text = index.get("fast-agent").unwrap().declaration("fast-agent").unwrap();
+        let text = index
+            .get("fast-agent")
+            .unwrap()
+            .declaration("fast-agent")
+            .unwrap();
         let agents = super::super::parse(Path::new("x"), &text).unwrap();
         assert_eq!(agents[0].command, "fast-agent-acp");
         assert_eq!(agents[0].args, ["-x"]);
         assert_eq!(agents[0].env["FAST_AGENT_MODEL"], "codexplan");
         assert_eq!(agents[0].about.registry.as_deref(), Some("fast-agent"));
         // The catalogue knows codex-acp: its own section, asking flags and all.
-        let codex = index.get("codex-acp").unwrap().declaration("codex-acp").unwrap();
+        let codex = index
+            .get("codex-acp")
+            .unwrap()
+            .declaration("codex-acp")
+            .unwrap();
         assert_eq!(codex, catalogue::section("codex").unwrap());
     }
 }

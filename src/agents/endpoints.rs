@@ -93,11 +93,7 @@ pub fn resolve(agent: &Agent, view: &UnitView<'_>) -> Vec<Endpoint> {
         _ => None,
     };
     let Some(mut found) = configured else {
-        return agent
-            .endpoints
-            .iter()
-            .map(|t| declared(t, view))
-            .collect();
+        return agent.endpoints.iter().map(|t| declared(t, view)).collect();
     };
     let shipped: &[String] = catalogue::get(&agent.name)
         .filter(|c| c.command == agent.command)
@@ -160,9 +156,8 @@ fn codex(agent: &Agent, view: &UnitView<'_>) -> Option<Vec<Endpoint>> {
             overrides.push(key.trim().to_string());
         }
     }
-    let touches_endpoint = |k: &String| {
-        k.starts_with("model_provider") || k == "openai_base_url" || k == "profile"
-    };
+    let touches_endpoint =
+        |k: &String| k.starts_with("model_provider") || k == "openai_base_url" || k == "profile";
     if overrides.iter().any(touches_endpoint) {
         shown = format!("{shown} and the agent's -c overrides");
     }
@@ -224,7 +219,9 @@ fn set_dotted(doc: &mut toml::Table, key: &str, value: toml::Value) {
         if !entry.is_table() {
             *entry = toml::Value::Table(toml::Table::new());
         }
-        let Some(t) = entry.as_table_mut() else { return };
+        let Some(t) = entry.as_table_mut() else {
+            return;
+        };
         table = t;
     }
     table.insert(last.to_string(), value);
@@ -295,7 +292,9 @@ fn opencode(view: &UnitView<'_>, app: &OpencodeFamily) -> Option<Vec<Endpoint>> 
     let endpoint = match base {
         Some((url, from)) => Endpoint::new(
             &url,
-            format!("{from}: provider.{provider}.options.baseURL (model {model:?} in {model_from})"),
+            format!(
+                "{from}: provider.{provider}.options.baseURL (model {model:?} in {model_from})"
+            ),
         ),
         None => match provider.as_str() {
             "openai" => match view.get("OPENAI_BASE_URL") {
@@ -305,12 +304,18 @@ fn opencode(view: &UnitView<'_>, app: &OpencodeFamily) -> Option<Vec<Endpoint>> 
                 ),
                 None => Endpoint::new(
                     "https://api.openai.com/v1",
-                    format!("{}'s openai provider (model {model:?} in {model_from})", app.app),
+                    format!(
+                        "{}'s openai provider (model {model:?} in {model_from})",
+                        app.app
+                    ),
                 ),
             },
             "anthropic" => Endpoint::new(
                 "https://api.anthropic.com",
-                format!("{}'s anthropic provider (model {model:?} in {model_from})", app.app),
+                format!(
+                    "{}'s anthropic provider (model {model:?} in {model_from})",
+                    app.app
+                ),
             ),
             _ => return None,
         },
@@ -460,7 +465,12 @@ fn claude(view: &UnitView<'_>) -> Option<Vec<Endpoint>> {
         let Some(url) = std::fs::read_to_string(&file)
             .ok()
             .and_then(|t| parse_jsonc(&t))
-            .and_then(|d| d.get("env")?.get("ANTHROPIC_BASE_URL")?.as_str().map(str::to_string))
+            .and_then(|d| {
+                d.get("env")?
+                    .get("ANTHROPIC_BASE_URL")?
+                    .as_str()
+                    .map(str::to_string)
+            })
             .filter(|u| !u.trim().is_empty())
         else {
             continue;
@@ -484,9 +494,7 @@ mod tests {
     use super::*;
     use std::collections::BTreeMap;
 
-    fn view_of<'a>(
-        vars: &'a BTreeMap<&'a str, String>,
-    ) -> impl Fn(&str) -> Option<String> + 'a {
+    fn view_of<'a>(vars: &'a BTreeMap<&'a str, String>) -> impl Fn(&str) -> Option<String> + 'a {
         move |n: &str| vars.get(n).cloned()
     }
 
@@ -521,7 +529,9 @@ mod tests {
         );
         // An override in the agent's args wins.
         let mut edited = codex.clone();
-        edited.args.extend(["-c".into(), "model_provider=\"other\"".into()]);
+        edited
+            .args
+            .extend(["-c".into(), "model_provider=\"other\"".into()]);
         assert_eq!(resolve(&edited, &view)[0].port, Some(9));
         // No file: the built-in openai provider.
         let empty = BTreeMap::from([("HOME", dir.path().join("nohome").display().to_string())]);
@@ -532,7 +542,11 @@ mod tests {
         };
         let found = resolve(codex, &view);
         assert_eq!(found[0].url, "https://api.openai.com/v1");
-        assert!(found[0].found.starts_with("codex's built-in openai provider"));
+        assert!(
+            found[0]
+                .found
+                .starts_with("codex's built-in openai provider")
+        );
     }
 
     #[test]

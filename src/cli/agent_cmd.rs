@@ -94,7 +94,9 @@ pub(super) fn add(ctx: &Ctx, name: &str, local: bool, force: bool) -> anyhow::Re
         Some(section) => (
             name.to_string(),
             section,
-            catalogue::get(name).expect("a section has an entry").clone(),
+            catalogue::get(name)
+                .expect("a section has an entry")
+                .clone(),
         ),
         None => from_registry(ctx, name)?,
     };
@@ -241,7 +243,14 @@ pub(super) fn available(ctx: &Ctx, json: bool) -> anyhow::Result<i32> {
         out::json(&serde_json::json!({"source": index.source, "agents": items}))?;
         return Ok(0);
     }
-    let mut rows = vec![row!["ID", "VERSION", "DISTRIBUTION", "CATALOGUE", "DECLARED", "NAME"]];
+    let mut rows = vec![row![
+        "ID",
+        "VERSION",
+        "DISTRIBUTION",
+        "CATALOGUE",
+        "DECLARED",
+        "NAME"
+    ]];
     for e in &index.entries {
         let (kind, known, is_declared) = rows_of(e);
         rows.push(row![
@@ -330,13 +339,19 @@ pub(super) fn install(ctx: &Ctx, name: &str) -> anyhow::Result<i32> {
         )
     })?;
     let index = acp_registry::load(&ctx.paths.home)?;
-    let entry = agent
-        .about
-        .registry
-        .as_deref()
-        .and_then(|id| index.get(id));
-    let Some(install) = entry.and_then(|e| if e.catalogue_entry().is_some() { None } else { e.install() }) else {
-        let line = agent.about.install.as_deref().unwrap_or("install it the way its documentation says");
+    let entry = agent.about.registry.as_deref().and_then(|id| index.get(id));
+    let Some(install) = entry.and_then(|e| {
+        if e.catalogue_entry().is_some() {
+            None
+        } else {
+            e.install()
+        }
+    }) else {
+        let line = agent
+            .about
+            .install
+            .as_deref()
+            .unwrap_or("install it the way its documentation says");
         anyhow::bail!("agent install: {name:?} is not installed by missionboard — run: {line}");
     };
     let id = entry.map(|e| e.id.clone()).unwrap_or_default();
@@ -367,7 +382,11 @@ pub(super) fn install(ctx: &Ctx, name: &str) -> anyhow::Result<i32> {
             }
         }
     }
-    outln!("Installed {name} ({}: {}).", install.kind(), install.line(&id))?;
+    outln!(
+        "Installed {name} ({}: {}).",
+        install.kind(),
+        install.line(&id)
+    )?;
     Ok(0)
 }
 
@@ -376,7 +395,12 @@ fn run_step(argv: &[&str]) -> anyhow::Result<()> {
     let status = std::process::Command::new(argv[0])
         .args(&argv[1..])
         .status()
-        .map_err(|e| anyhow::anyhow!("agent install: {} did not start ({e}) — install it first", argv[0]))?;
+        .map_err(|e| {
+            anyhow::anyhow!(
+                "agent install: {} did not start ({e}) — install it first",
+                argv[0]
+            )
+        })?;
     if !status.success() {
         anyhow::bail!("agent install: {} failed ({status})", argv.join(" "));
     }
@@ -391,9 +415,26 @@ fn unpack(url: &str, bytes: &[u8], dir: &Path) -> anyhow::Result<()> {
     std::fs::write(&file, bytes)
         .map_err(|e| anyhow::anyhow!("cannot write {}: {e}", file.display()))?;
     let (program, args): (&str, Vec<String>) = if url.ends_with(".zip") {
-        ("unzip", vec!["-o".into(), "-q".into(), file.display().to_string(), "-d".into(), dir.display().to_string()])
+        (
+            "unzip",
+            vec![
+                "-o".into(),
+                "-q".into(),
+                file.display().to_string(),
+                "-d".into(),
+                dir.display().to_string(),
+            ],
+        )
     } else {
-        ("tar", vec!["-xzf".into(), file.display().to_string(), "-C".into(), dir.display().to_string()])
+        (
+            "tar",
+            vec![
+                "-xzf".into(),
+                file.display().to_string(),
+                "-C".into(),
+                dir.display().to_string(),
+            ],
+        )
     };
     let status = std::process::Command::new(program)
         .args(&args)

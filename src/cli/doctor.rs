@@ -553,7 +553,9 @@ pub(super) fn run_agent(ctx: &Ctx, name: &str, json: bool) -> anyhow::Result<i32
         .and_then(|s| Config::new(s).get(config::MODEL_BASE_URL).ok().flatten());
     let endpoints = agent.model_endpoints(&ctx.paths.cwd);
     for e in &endpoints {
-        let port = e.port.map_or("not a URL".to_string(), |p| format!("port {p}"));
+        let port = e
+            .port
+            .map_or("not a URL".to_string(), |p| format!("port {p}"));
         lines.push(format!(
             "Endpoint:  {} ({port}) — from {}",
             crate::text::sanitize(&e.url),

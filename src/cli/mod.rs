@@ -864,8 +864,14 @@ fn run(ctx: &Ctx, command: Option<Command>, flags: BetaFlags) -> anyhow::Result<
         Some(Command::Init(a)) => init::run(ctx, a),
         Some(Command::Oracle(c)) => oracle_cmd::run(ctx, c),
         Some(Command::Agent(a)) => match a.command {
-            Some(AgentCmd::List { json, available: false }) => agent_cmd::list(ctx, json),
-            Some(AgentCmd::List { json, available: true }) => agent_cmd::available(ctx, json),
+            Some(AgentCmd::List {
+                json,
+                available: false,
+            }) => agent_cmd::list(ctx, json),
+            Some(AgentCmd::List {
+                json,
+                available: true,
+            }) => agent_cmd::available(ctx, json),
             Some(AgentCmd::Install { name }) => agent_cmd::install(ctx, &name),
             Some(AgentCmd::Registry(RegistryCmd::Refresh { from })) => {
                 agent_cmd::refresh(ctx, from.as_deref())

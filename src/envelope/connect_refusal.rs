@@ -187,9 +187,24 @@ mod tests {
             "the sandbox refused codex's connection to http://127.0.0.1:8080: port 8080 is not granted by envelope \"strict\"'s network.connect (granted: 443)"
         );
         assert!(r.detail.contains("- https://api.openai.com/v1 (from codex's built-in openai provider) (port 443 granted)"), "{}", r.detail);
-        assert!(r.detail.contains("add \"http://127.0.0.1:8080\" under endpoints of [agents.codex]"), "{}", r.detail);
-        let r = refused_connect(&site(&[443]), "strict", "Cannot connect to API: connect EACCES 127.0.0.1:9999").unwrap();
-        assert!(r.summary.contains("connection to 127.0.0.1:9999: port 9999"), "{}", r.summary);
+        assert!(
+            r.detail
+                .contains("add \"http://127.0.0.1:8080\" under endpoints of [agents.codex]"),
+            "{}",
+            r.detail
+        );
+        let r = refused_connect(
+            &site(&[443]),
+            "strict",
+            "Cannot connect to API: connect EACCES 127.0.0.1:9999",
+        )
+        .unwrap();
+        assert!(
+            r.summary
+                .contains("connection to 127.0.0.1:9999: port 9999"),
+            "{}",
+            r.summary
+        );
     }
 
     #[test]
@@ -203,15 +218,29 @@ mod tests {
         unenforced.enforced = false;
         assert_eq!(refused_connect(&unenforced, "strict", down), None);
         assert_eq!(
-            refused_connect(&site(&[443]), "strict", "rate limited, see http://127.0.0.1:9/doc"),
+            refused_connect(
+                &site(&[443]),
+                "strict",
+                "rate limited, see http://127.0.0.1:9/doc"
+            ),
             None
         );
     }
 
     #[test]
     fn the_kernels_refusal_without_an_address_is_named_as_such() {
-        let r = refused_connect(&site(&[443]), "strict", "connect: Permission denied (os error 13)").unwrap();
-        assert!(r.summary.starts_with("the sandbox refused a connection of codex's"), "{}", r.summary);
+        let r = refused_connect(
+            &site(&[443]),
+            "strict",
+            "connect: Permission denied (os error 13)",
+        )
+        .unwrap();
+        assert!(
+            r.summary
+                .starts_with("the sandbox refused a connection of codex's"),
+            "{}",
+            r.summary
+        );
         assert!(r.detail.contains("allow port <its port>"), "{}", r.detail);
     }
 }

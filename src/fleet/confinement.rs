@@ -206,7 +206,12 @@ fn unit_places(site: UnitSite<'_>, tmp: &Path) -> Places {
     let mut model_ports: Vec<(u16, String)> = agent
         .model_endpoints(workspace.dir)
         .into_iter()
-        .filter_map(|e| Some((e.port?, format!("{}'s endpoint {}", agent.name, e.describe()))))
+        .filter_map(|e| {
+            Some((
+                e.port?,
+                format!("{}'s endpoint {}", agent.name, e.describe()),
+            ))
+        })
         .collect();
     if agent.endpoints.is_empty()
         && let Some(url) = model_base_url

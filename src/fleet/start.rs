@@ -377,12 +377,8 @@ impl Fleet {
                 model_base_url: model_url.as_deref(),
             };
             let confined = confinement::confine_unit(site, &decl, &tmp)?;
-            let connect = confinement::connect_site(
-                &declared,
-                &dir,
-                model_url.as_deref(),
-                &confined,
-            );
+            let connect =
+                confinement::connect_site(&declared, &dir, model_url.as_deref(), &confined);
             anyhow::Ok((env, tmp, confined, connect))
         })
         .await?;

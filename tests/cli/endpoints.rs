@@ -79,7 +79,11 @@ fn codex_s_endpoint_comes_from_the_provider_its_config_toml_selects() {
         lines_starting(&run, "Endpoint:"),
         [format!(
             "Endpoint:  https://api.openai.com/v1 (port 443) — from codex's built-in openai provider ({} sets no openai_base_url)",
-            sb.home.parent().unwrap().join(".codex/config.toml").display()
+            sb.home
+                .parent()
+                .unwrap()
+                .join(".codex/config.toml")
+                .display()
         )],
         "{run:#?}"
     );
@@ -113,7 +117,9 @@ fn opencode_s_endpoint_comes_from_its_model_s_provider_in_the_project_config() {
     let connects = lines_starting(&run, "Grant:     connect");
     assert_eq!(
         connects[0],
-        format!("Grant:     connect port 8124: {{model}}, opencode's endpoint http://127.0.0.1:8124/v1 (from {found})"),
+        format!(
+            "Grant:     connect port 8124: {{model}}, opencode's endpoint http://127.0.0.1:8124/v1 (from {found})"
+        ),
         "{run:#?}"
     );
     assert!(

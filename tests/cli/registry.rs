@@ -30,12 +30,29 @@ fn the_shipped_index_lists_the_ecosystem_and_declares_from_each_distribution() {
             .collect::<Vec<_>>()
             .join(" ")
     };
-    assert!(row("cline").starts_with("cline 3.0.4 npx cline@3.0.4 — no"), "{}", row("cline"));
-    assert!(row("fast-agent").starts_with("fast-agent 0.10.1 uvx fast-agent-acp==0.10.1 — no"), "{}", row("fast-agent"));
-    assert!(row("codex-acp").starts_with("codex-acp 0.9.2 binary"), "{}", row("codex-acp"));
-    assert!(row("codex-acp").contains(" codex no "), "{}", row("codex-acp"));
     assert!(
-        list.stdout.contains("(commit 3de1678346d1b37b6c3f07de503043ebcbb9cbdb, 2026-02-07)"),
+        row("cline").starts_with("cline 3.0.4 npx cline@3.0.4 — no"),
+        "{}",
+        row("cline")
+    );
+    assert!(
+        row("fast-agent").starts_with("fast-agent 0.10.1 uvx fast-agent-acp==0.10.1 — no"),
+        "{}",
+        row("fast-agent")
+    );
+    assert!(
+        row("codex-acp").starts_with("codex-acp 0.9.2 binary"),
+        "{}",
+        row("codex-acp")
+    );
+    assert!(
+        row("codex-acp").contains(" codex no "),
+        "{}",
+        row("codex-acp")
+    );
+    assert!(
+        list.stdout
+            .contains("(commit 3de1678346d1b37b6c3f07de503043ebcbb9cbdb, 2026-02-07)"),
         "{list:#?}"
     );
 
@@ -65,7 +82,10 @@ fn the_shipped_index_lists_the_ecosystem_and_declares_from_each_distribution() {
     assert_eq!(fast["install"], "uv tool install fast-agent-acp==0.10.1");
     // Declared twice: said so, nothing changed.
     let again = sb.run(&["agent", "add", "fast-agent"]).ok();
-    assert!(again.stdout.contains("fast-agent is already declared in"), "{again:#?}");
+    assert!(
+        again.stdout.contains("fast-agent is already declared in"),
+        "{again:#?}"
+    );
     // doctor checks the uvx install.
     let mut doctor = sb.command(&["doctor"]);
     doctor.env("PATH", "/usr/bin:/bin");
@@ -80,7 +100,9 @@ fn the_shipped_index_lists_the_ecosystem_and_declares_from_each_distribution() {
     // An id the catalogue knows is declared as the catalogue has it.
     let codex = sb.run(&["agent", "add", "codex-acp"]).ok();
     assert!(
-        codex.stdout.starts_with("codex-acp is the catalogue's codex: declared as the catalogue has it"),
+        codex
+            .stdout
+            .starts_with("codex-acp is the catalogue's codex: declared as the catalogue has it"),
         "{codex:#?}"
     );
     assert!(codex.stdout.contains("Added codex to "), "{codex:#?}");
@@ -88,7 +110,8 @@ fn the_shipped_index_lists_the_ecosystem_and_declares_from_each_distribution() {
     let unknown = sb.run(&["agent", "add", "no-such-agent"]);
     assert_eq!(unknown.code, 1);
     assert!(
-        unknown.stderr.contains("is neither in the catalogue") && unknown.stderr.contains("agent list --available"),
+        unknown.stderr.contains("is neither in the catalogue")
+            && unknown.stderr.contains("agent list --available"),
         "{unknown:#?}"
     );
 }
@@ -120,7 +143,11 @@ fn a_refreshed_index_from_a_file_declares_a_binary_agent_installed_only_with_its
     let (tarball, sha) = archive(&dir);
     let platform = format!(
         "{}-{}",
-        if std::env::consts::OS == "macos" { "darwin" } else { std::env::consts::OS },
+        if std::env::consts::OS == "macos" {
+            "darwin"
+        } else {
+            std::env::consts::OS
+        },
         std::env::consts::ARCH
     );
     let index = |sha: &str| {
@@ -136,7 +163,13 @@ fn a_refreshed_index_from_a_file_declares_a_binary_agent_installed_only_with_its
     let file = dir.join("registry.json");
     std::fs::write(&file, index(&"0".repeat(64))).unwrap();
     let refreshed = sb
-        .run(&["agent", "registry", "refresh", "--from", &file.display().to_string()])
+        .run(&[
+            "agent",
+            "registry",
+            "refresh",
+            "--from",
+            &file.display().to_string(),
+        ])
         .ok();
     assert_eq!(
         refreshed.stdout,
@@ -154,31 +187,63 @@ fn a_refreshed_index_from_a_file_declares_a_binary_agent_installed_only_with_its
     let bad = run_env(&sb, &["agent", "install", "kit"], &env);
     assert_eq!(bad.code, 1, "{bad:#?}");
     assert!(
-        bad.stderr.contains(&format!("has sha256 {sha}, but the registry says {}", "0".repeat(64))),
+        bad.stderr.contains(&format!(
+            "has sha256 {sha}, but the registry says {}",
+            "0".repeat(64)
+        )),
         "{bad:#?}"
     );
     assert!(!program.exists());
     let doctor = run_env(&sb, &["doctor", "--agent", "kit"], &env);
     assert!(
-        doctor.lines().contains(&"Installed: no — missionboard agent install kit"),
+        doctor
+            .lines()
+            .contains(&"Installed: no — missionboard agent install kit"),
         "{doctor:#?}"
     );
     // The right one: installed, and the declaration runs it.
     std::fs::write(&file, index(&sha)).unwrap();
-    sb.run(&["agent", "registry", "refresh", "--from", &file.display().to_string()])
-        .ok();
+    sb.run(&[
+        "agent",
+        "registry",
+        "refresh",
+        "--from",
+        &file.display().to_string(),
+    ])
+    .ok();
     let good = run_env(&sb, &["agent", "install", "kit"], &env).ok();
-    assert!(good.stdout.contains(&format!("sha256 {sha}: as the registry says.")), "{good:#?}");
+    assert!(
+        good.stdout
+            .contains(&format!("sha256 {sha}: as the registry says.")),
+        "{good:#?}"
+    );
     assert!(program.is_file());
     let list: serde_json::Value =
-        serde_json::from_str(&run_env(&sb, &["agent", "list", "--json"], &env).ok().stdout).unwrap();
-    let kit = list.as_array().unwrap().iter().find(|a| a["name"] == "kit").unwrap();
+        serde_json::from_str(&run_env(&sb, &["agent", "list", "--json"], &env).ok().stdout)
+            .unwrap();
+    let kit = list
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|a| a["name"] == "kit")
+        .unwrap();
     assert_eq!(kit["command"], program.display().to_string());
     assert_eq!(kit["installed"], true);
 
     // A file that is not an index is refused, and the refreshed one stays.
     std::fs::write(&file, "{\"agents\": 3}").unwrap();
-    let broken = sb.run(&["agent", "registry", "refresh", "--from", &file.display().to_string()]);
+    let broken = sb.run(&[
+        "agent",
+        "registry",
+        "refresh",
+        "--from",
+        &file.display().to_string(),
+    ]);
     assert_eq!(broken.code, 1);
-    assert!(broken.stderr.contains("expected the registry's registry.json format"), "{broken:#?}");
+    assert!(
+        broken
+            .stderr
+            .contains("expected the registry's registry.json format"),
+        "{broken:#?}"
+    );
 }

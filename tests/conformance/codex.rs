@@ -5,7 +5,6 @@ use serde_json::{Value, json};
 use crate::cases;
 use crate::harness::*;
 
-
 pub const PIN: Pin = Pin {
     package: "@zed-industries/codex-acp",
     version: "0.16.0",
@@ -106,7 +105,11 @@ fn a_connection_the_sandbox_refuses_is_named_in_the_blocker() {
         .join_within(180);
     let port = world.model.base.rsplit(':').next().unwrap().to_string();
     assert_ne!(run.code, 0, "{run:#?}");
-    assert_eq!(world.model.turns_taken(), 0, "the sandbox let codex reach the model");
+    assert_eq!(
+        world.model.turns_taken(),
+        0,
+        "the sandbox let codex reach the model"
+    );
     let show = world.show();
     let blocker = show["reports"]
         .as_array()
@@ -121,10 +124,15 @@ fn a_connection_the_sandbox_refuses_is_named_in_the_blocker() {
     );
     let id = world.sb.newest_mission().unwrap();
     let text = world.run(&["mission", "show", &id]).ok().stdout;
-    assert!(text.contains("the sandbox refused codex's connection"), "{text}");
+    assert!(
+        text.contains("the sandbox refused codex's connection"),
+        "{text}"
+    );
     let detail = blocker["detail"].as_str().unwrap_or_default();
     assert!(
-        detail.contains(&format!("add \"http://127.0.0.1:{port}\" under endpoints of [agents.codex] in agents.toml")),
+        detail.contains(&format!(
+            "add \"http://127.0.0.1:{port}\" under endpoints of [agents.codex] in agents.toml"
+        )),
         "{show:#}"
     );
 }
