@@ -34,6 +34,14 @@ fn provider_env(_model: &Model) -> Vec<(String, String)> {
         ("KILO_DISABLE_AUTOUPDATE", "1".to_string()),
         ("KILO_DISABLE_LSP_DOWNLOAD", "1".to_string()),
         ("KILO_DISABLE_SHARE", "1".to_string()),
+        // Nothing a case needs, each slow on a loaded machine: its codebase index,
+        // session upload, presence, default plugins, external skills, Claude Code's.
+        ("KILO_DISABLE_CODEBASE_INDEXING", "1".to_string()),
+        ("KILO_DISABLE_SESSION_INGEST", "1".to_string()),
+        ("KILO_DISABLE_PRESENCE", "1".to_string()),
+        ("KILO_DISABLE_DEFAULT_PLUGINS", "1".to_string()),
+        ("KILO_DISABLE_EXTERNAL_SKILLS", "1".to_string()),
+        ("KILO_DISABLE_CLAUDE_CODE", "1".to_string()),
     ]
     .into_iter()
     .map(|(k, v)| (k.to_string(), v))
