@@ -438,7 +438,7 @@ fn agent_add_copies_the_catalogue_entry_and_agent_list_says_what_is_installed() 
     );
     assert_eq!(
         lines[3],
-        "In the catalogue, not declared here: agent-planner (installed), codex (not installed), demo (installed), gemini (not installed), opencode (not installed), qwen (not installed), stub (installed) — 'missionboard agent add <name>' declares one."
+        "In the catalogue, not declared here: agent-planner (installed), codex (not installed), demo (installed), gemini (not installed), kilo (not installed), opencode (not installed), qwen (not installed), stub (installed) — 'missionboard agent add <name>' declares one."
     );
     let json: serde_json::Value = serde_json::from_str(
         &run_with_path(&sb, &["agent", "list", "--json"], &path, &[])
