@@ -70,6 +70,8 @@ pub const MIGRATIONS: &[Migration] = &[
         crate::sched::schedules::SCHEMA_V18,
         crate::sched::triggers::SCHEMA_V18,
     ],
+    // v19: the form an elicitation ask carries.
+    &[crate::asks::SCHEMA_V19],
 ];
 
 /// The same versions on PostgreSQL, numbered alike so a version means one schema on
@@ -116,6 +118,7 @@ pub const PG_MIGRATIONS: &[Migration] = &[
         crate::sched::schedules::PG_SCHEMA_V18,
         crate::sched::triggers::PG_SCHEMA_V18,
     ],
+    &[crate::asks::PG_SCHEMA_V19],
 ];
 
 impl Store {

@@ -12,6 +12,7 @@ mod check;
 mod damage;
 mod docs;
 mod edges;
+mod elicitation;
 mod endpoints;
 mod envelopes;
 mod ergonomics;

@@ -342,6 +342,22 @@ fn a_4xx_from_the_model_server_is_not_retried_and_derails_with_its_body() {
     assert_eq!(server.requests().len(), 1, "a 4xx is not retried");
 }
 
+#[test]
+fn a_model_call_past_model_timeout_is_retried_then_derails_naming_the_timeout() {
+    let server = ModelServer::start(vec![Reply::Hang, Reply::Hang, Reply::Hang]);
+    let sb = Sandbox::new();
+    http_planner(&sb, &server);
+    sb.run(&["config", "set", "model-timeout", "1s"]).ok();
+    let fired = sb.fire("http-planner", "land over http", &[]);
+    assert_eq!(fired.code, 1, "{fired:#?}");
+    let expected = format!(
+        "finished: derailed — unit turn failed: agent returned error -32603 to session/prompt: model endpoint {}/chat/completions did not answer within 1s",
+        server.url
+    );
+    assert!(fired.stdout.contains(&expected), "{fired:#?}");
+    assert_eq!(server.requests().len(), 3, "a timeout is tried three times");
+}
+
 /// Declare `small-planner`: the native agent on `server` with its default window and
 /// reply cap (a 32k window, 4,096 reply tokens), plus `extra` arguments.
 fn small_planner(sb: &Sandbox, server: &ModelServer, extra: &[&str]) {
