@@ -13,6 +13,7 @@
 
 pub mod always;
 pub mod bounds;
+pub mod connect_refusal;
 mod decode;
 pub mod eval;
 pub mod glob;

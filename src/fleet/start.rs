@@ -355,7 +355,7 @@ impl Fleet {
         );
         let id = mission_id.to_string();
         // Store reads, the temp dir and the ruleset's path fds: all blocking work.
-        let (env, tmp, confined) = blocking(move || {
+        let (env, tmp, confined, connect) = blocking(move || {
             let tmp = confinement::MissionTmp::create(&id)?;
             let env = declared.unit_env(Some(&config), tmp.path())?;
             let model_url = match env.get(crate::agents::ENV_BASE_URL) {
@@ -381,7 +381,9 @@ impl Fleet {
                 model_base_url: model_url.as_deref(),
             };
             let confined = confinement::confine_unit(site, &decl, &tmp)?;
-            anyhow::Ok((env, tmp, confined))
+            let connect =
+                confinement::connect_site(&declared, &dir, model_url.as_deref(), &confined);
+            anyhow::Ok((env, tmp, confined, connect))
         })
         .await?;
         // The socket must listen before session/new: agents connect to their MCP
@@ -409,6 +411,7 @@ impl Fleet {
             confinement: confined.resolved.confinement.clone(),
             confined: confined.prepared.is_some(),
         });
+        let _ = link.connect.set(connect);
         let handler = Arc::new(ToolHandler(Arc::new(Mutex::new(calls))));
         let socket = serve_mission_socket(&socket_path, handler.clone())
             .await
