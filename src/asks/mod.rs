@@ -174,6 +174,10 @@ pub const QUESTION_TOOL: &str = "mission_ask_attention";
 /// The tool name of a compute-bound question: the runtime asking the operator to
 /// extend a crossed bound or stop the mission (`onExhausted: pause_ask`).
 pub const BUDGET_TOOL: &str = "compute_bound";
+/// The tool name of the runtime's ask when a mission's check failed its last try
+/// under `onExhausted: pause_ask`: approve grants more tries, deny lets it rest
+/// stuck (answered with a verdict, like a gated call).
+pub const CHECK_TOOL: &str = "check_tries";
 
 /// What an ask is, read from the toolset/tool pair its row records.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -83,6 +83,9 @@ pub(super) enum Opening {
     Fresh,
     /// A fresh session resuming a run parked on `ask_id` (its host died).
     Resumed { blocks: Vec<String>, ask_id: String },
+    /// A rested mission sent back with feedback (`mission revise`): `blocks` open
+    /// its new run, which then goes on as a fresh mission's does.
+    Revised { blocks: Vec<String> },
 }
 
 /// How often a resident unit's parked questions are checked for an answer when no
@@ -152,6 +155,7 @@ impl Drive {
                 None,
             ),
             Opening::Resumed { blocks, ask_id } => (blocks, Some(ask_id)),
+            Opening::Revised { blocks } => (blocks, None),
         };
         if let Some(ask_id) = resumed_ask {
             // A resumer in the answering process: one turn, then the unit goes with it.

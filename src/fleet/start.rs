@@ -98,15 +98,15 @@ impl Fleet {
         let caps = started.unit.capabilities().clone();
         let sandbox = started.sandbox.clone();
         let session_loaded = started.unit.loaded();
-        self.host(
-            started,
-            mission,
-            envelope,
-            drive::Opening::Fresh,
-            Some(slot),
-            fresh_record,
-        )
-        .await;
+        let opening = match record.revise {
+            Some(run) => {
+                self.revise_opening(&mission, &run, session_loaded)
+                    .await?
+            }
+            None => drive::Opening::Fresh,
+        };
+        self.host(started, mission, envelope, opening, Some(slot), fresh_record)
+            .await;
         Ok(Dispatched {
             mission_id,
             instance_id,
@@ -117,6 +117,35 @@ impl Fleet {
             worktree,
             session_loaded,
         })
+    }
+
+    /// The opening of a revised run, once its unit is bound: the feedback on the
+    /// session it worked in before (`loaded`), else a brief of what was done and the
+    /// feedback, then the standing instructions and the intent. The run is marked
+    /// taken up.
+    async fn revise_opening(
+        &self,
+        mission: &crate::mission::Mission,
+        run: &crate::mission::revise::Run,
+        loaded: bool,
+    ) -> anyhow::Result<drive::Opening> {
+        let (missions, id, n) = (self.inner.missions.clone(), mission.id.clone(), run.run);
+        let (reports, check) = blocking(move || -> anyhow::Result<_> {
+            missions.revise_started(&id, n)?;
+            Ok((missions.reports(&id, 50)?, missions.check(&id)?))
+        })
+        .await?;
+        let check = check.map(|c| crate::text::one_line(&c.command));
+        let blocks = if loaded {
+            vec![prompts::revise_turn(run, check.as_deref())]
+        } else {
+            vec![
+                prompts::revise_brief(&reports, run, check.as_deref()),
+                prompts::PREAMBLE.to_string(),
+                mission.intent.clone(),
+            ]
+        };
+        Ok(drive::Opening::Revised { blocks })
     }
 
     /// Resume a run parked on `ask_id` whose host is gone: claim the checkpoint

@@ -246,6 +246,20 @@ pub(crate) fn insert_statement(
     )
 }
 
+/// The statement that sets `mission_id`'s check to run again (a revise): its state
+/// back to not run, its tries to 0 when they count per run (`afresh`), else kept.
+pub(crate) fn again_statement(
+    mission_id: &str,
+    afresh: bool,
+) -> (&'static str, Vec<crate::store::sql::Value>) {
+    (
+        "UPDATE mission_checks SET state = 'none',
+             tries = CASE WHEN ?2 = 1 THEN 0 ELSE tries END, updated_at = ?3
+         WHERE mission_id = ?1",
+        params![mission_id, afresh as i64, clock::now_ms()].values(),
+    )
+}
+
 const COLUMNS: &str = "command, timeout_ms, state, tries, max_tries, last_exit, last_outcome, last_output, last_duration_ms";
 
 fn from_row(r: &crate::store::sql::Row<'_>) -> crate::store::sql::Result<CheckRecord> {
@@ -292,6 +306,19 @@ impl Missions {
             }
         }
         Ok(out)
+    }
+
+    /// Grant `more` tries past those spent (an operator approved them on the ask a
+    /// paused check raised).
+    pub fn grant_check_tries(&self, mission_id: &str, more: u64) -> Result<()> {
+        self.store.write(|tx| {
+            tx.execute(
+                "UPDATE mission_checks SET max_tries = tries + ?2, updated_at = ?3 WHERE mission_id = ?1",
+                params![mission_id, more.min(i64::MAX as u64) as i64, clock::now_ms()],
+            )
+        })?;
+        self.publish_check(mission_id);
+        Ok(())
     }
 
     /// Mark the check running (a try has started).

@@ -14,6 +14,7 @@ pub mod parent;
 pub mod plan;
 pub mod queue;
 pub mod report;
+pub mod revise;
 
 use std::fmt;
 
@@ -146,6 +147,9 @@ pub mod subjects {
     pub const PLAN_REVISED: &str = "mission.plan_revised";
     pub const STATUS_CHANGED: &str = "mission.status_changed";
     pub const ATTENTION_ASKED: &str = "mission.attention_asked";
+    /// A rested mission was sent back (`mission revise`). Not a status change: a
+    /// host reaps units on those, and the revised run's unit must live.
+    pub const REVISED: &str = "mission.revised";
 }
 
 /// A mission's state. `Queued` while it waits for a host to claim it, `Open` while

@@ -196,6 +196,7 @@ impl Missions {
             "" => "progress".to_string(),
             k if KINDS.contains(&k) => k.to_string(),
             CHECK_KIND if !live => CHECK_KIND.to_string(),
+            super::revise::REVISE_KIND if !live => super::revise::REVISE_KIND.to_string(),
             k => {
                 return Err(MissionError::Invalid(format!(
                     "invalid report kind {k:?}: must be one of progress|finding|blocker|result"

@@ -14,6 +14,7 @@ pub mod handshake;
 pub mod host;
 pub mod inbox;
 pub mod leave;
+pub mod revise;
 pub mod schedule;
 pub mod show;
 pub mod spend;
