@@ -67,11 +67,11 @@ impl CheckSite {
         // counts them in total, or the operator granted no more): it does not run.
         if record.remaining() == 0 {
             let reason = format!(
-                "check failed {} of {} tries: `{}` — {}; no tries remain",
+                "no check tries remain: {} of {} spent on `{}` (last try: {})",
                 record.tries,
                 record.max_checks,
                 record.command,
-                record.last_outcome.as_deref().unwrap_or("not run")
+                record.last_outcome.as_deref().unwrap_or("none")
             );
             let told = format!(
                 "missiontools: finish mission: not landed — {reason}. The mission is finished {}. End your turn.",

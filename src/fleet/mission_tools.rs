@@ -144,6 +144,12 @@ impl MissionToolCalls {
                             if pause {
                                 return Err(self.store(move |c| c.pause_on_check(&reason)).await?);
                             }
+                            // Still paused on the operator: nothing rests until they decide.
+                            if let Some(waiting) = self.store(|c| c.check_pause_pending()).await {
+                                return Err(format!(
+                                    "missiontools: finish mission: not landed — no check tries remain while the operator decides whether to grant more (ask_id={waiting}). End your turn now: your next prompt says what they decided."
+                                ));
+                            }
                             self.store(move |c| c.rest_on_check(&reason)).await?;
                             return Err(told);
                         }
@@ -459,6 +465,16 @@ impl MissionToolCalls {
         );
         args.insert("reason".into(), Value::String(reason.to_string()));
         self.finish(&args)
+    }
+
+    /// The pending ask a paused check raised on this mission, if any.
+    fn check_pause_pending(&self) -> Option<String> {
+        self.asks
+            .for_mission(&self.mission_id, 50)
+            .ok()?
+            .into_iter()
+            .find(|a| a.is_pending() && a.tool_name == crate::asks::CHECK_TOOL)
+            .map(|a| a.id)
     }
 
     /// The check failed its last try under `onExhausted: pause_ask`: the mission
