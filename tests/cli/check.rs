@@ -712,7 +712,10 @@ fn a_failing_check_under_pause_ask_parks_on_an_ask_and_lands_once_more_tries_are
     ]})
     .to_string();
     sb.declare_stubs(&[("fixer", Some(&script))]);
-    let fire = sb.fire_in_background("fixer", "make it pass", &["--policy", "asking", "--check", CHECK]);
+    let fire = crate::harness::Background::spawn(sb.command(&[
+        "mission", "fire", "fixer", "make it pass", "--wait", "--policy", "asking", "--timeout",
+        "60s", "--check", CHECK,
+    ]));
     let ask = wait_for(30, "the check's ask", || {
         let out = sb.run(&["approvals", "list", "--json"]).ok();
         let v: Value = serde_json::from_str(&out.stdout).unwrap();
