@@ -263,21 +263,26 @@ pub(crate) fn again_statement(
 const COLUMNS: &str = "command, timeout_ms, state, tries, max_tries, last_exit, last_outcome, last_output, last_duration_ms";
 
 fn from_row(r: &crate::store::sql::Row<'_>) -> crate::store::sql::Result<CheckRecord> {
-    let state: String = r.get(2)?;
-    let timeout_ms: i64 = r.get(1)?;
-    let tries: i64 = r.get(3)?;
-    let max: i64 = r.get(4)?;
-    let last_exit: Option<i64> = r.get(5)?;
+    from_row_at(r, 0)
+}
+
+/// A record from [`COLUMNS`] starting at column `at`.
+fn from_row_at(r: &crate::store::sql::Row<'_>, at: usize) -> crate::store::sql::Result<CheckRecord> {
+    let state: String = r.get(at + 2)?;
+    let timeout_ms: i64 = r.get(at + 1)?;
+    let tries: i64 = r.get(at + 3)?;
+    let max: i64 = r.get(at + 4)?;
+    let last_exit: Option<i64> = r.get(at + 5)?;
     Ok(CheckRecord {
-        command: r.get(0)?,
+        command: r.get(at)?,
         timeout: Duration::from_millis(timeout_ms.max(0) as u64),
         state: CheckState::parse(&state),
         tries: tries.max(0) as u64,
         max_checks: max.max(0) as u64,
         last_exit: last_exit.and_then(|e| i32::try_from(e).ok()),
-        last_outcome: r.get(6)?,
-        last_output: r.get(7)?,
-        last_duration_ms: r.get(8)?,
+        last_outcome: r.get(at + 6)?,
+        last_output: r.get(at + 7)?,
+        last_duration_ms: r.get(at + 8)?,
     })
 }
 
@@ -299,13 +304,22 @@ impl Missions {
         &self,
         ids: &[String],
     ) -> Result<std::collections::HashMap<String, CheckRecord>> {
-        let mut out = std::collections::HashMap::new();
-        for id in ids {
-            if let Some(c) = self.check(id)? {
-                out.insert(id.clone(), c);
-            }
+        if ids.is_empty() {
+            return Ok(Default::default());
         }
-        Ok(out)
+        // One read for the page, not one per mission.
+        let wanted = serde_json::to_string(ids).unwrap_or_else(|_| "[]".into());
+        Ok(self.store.with(|c| {
+            c.prepare_cached(&format!(
+                "SELECT mission_id, {COLUMNS} FROM mission_checks
+                 WHERE mission_id IN (SELECT value FROM json_each(?1))"
+            ))?
+            .query_map(params![wanted], |r| {
+                let id: String = r.get(0)?;
+                Ok((id, from_row_at(r, 1)?))
+            })?
+            .collect()
+        })?)
     }
 
     /// Grant `more` tries past those spent (an operator approved them on the ask a

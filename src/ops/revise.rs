@@ -64,6 +64,28 @@ impl Revised {
     }
 }
 
+/// [`revise`] from a surface whose units end with it (an editor session): queued
+/// when a live `missionboard host` would claim it, so the revised run outlives the
+/// session, else hosted here.
+pub async fn revise_or_queue(
+    host: &Host,
+    id_or_prefix: &str,
+    feedback: &str,
+    by: &str,
+) -> Result<Revised, String> {
+    let (h, id) = (host.clone(), id_or_prefix.to_string());
+    let queue = crate::store::blocking(move || -> Result<bool, String> {
+        let m = h.missions().resolve(&id).map_err(|e| e.to_string())?;
+        let hosts = crate::mission::hosts::Hosts::new(h.store().clone());
+        Ok(hosts
+            .claimer_for(None, &m.cwd)
+            .map_err(|e| e.to_string())?
+            .is_some())
+    })
+    .await?;
+    revise(host, id_or_prefix, feedback, by, queue).await
+}
+
 /// Send mission `id_or_prefix` back with `feedback`, from surface `by` (`cli`,
 /// `board`, `web`, `editor`). Refused, naming why, for a mission that is open,
 /// queued or abandoned, or whose agent or envelope cannot start here; of two

@@ -311,6 +311,7 @@ fn router(web: Web) -> Router {
         .route("/api/state", get(api::state))
         .route("/api/answer", post(api::answer))
         .route("/api/stop", post(api::stop))
+        .route("/api/revise", post(api::revise))
         .route("/api/fire-template", post(api::fire_template))
         .route("/events", get(events::stream))
         .merge(hooks::routes(web.clone()))
