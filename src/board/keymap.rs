@@ -404,7 +404,7 @@ pub const BINDINGS: &[Binding] = &[
         C::Board,
         &[k('F')],
         Action::Revise,
-        "revise: send the selected landed, stuck or derailed mission back to its agent with feedback (type it, y sends)",
+        "revise a rested mission: back to its agent with your feedback",
         None,
     ),
     b(

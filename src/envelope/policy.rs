@@ -453,6 +453,7 @@ mod tests {
                 backend_allowlist: vec!["b1".into(), "b2".into()],
                 on_exhausted: OnExhausted::PauseAsk,
                 max_checks: 0,
+                count_bounds: CountBounds::PerRun,
             }
         );
         assert_eq!(
