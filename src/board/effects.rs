@@ -47,9 +47,10 @@ pub fn spawn(effect: Effect, svc: &Services, tx: UnboundedSender<Msg>) {
             feedback,
         } => {
             tokio::spawn(async move {
-                let r = crate::ops::revise::revise(&svc.host, &mission_id, &feedback, "board", false)
-                    .await
-                    .map(|revised| revised.line());
+                let r =
+                    crate::ops::revise::revise(&svc.host, &mission_id, &feedback, "board", false)
+                        .await
+                        .map(|revised| revised.line());
                 let _ = tx.send(Msg::Fired(r));
             });
         }

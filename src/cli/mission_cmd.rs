@@ -251,7 +251,10 @@ pub(super) fn show(ctx: &Ctx, id: &str, json: bool) -> anyhow::Result<i32> {
             r.run,
             r.revised_by,
             r.from_status,
-            crate::text::excerpt(&crate::text::one_line(&crate::text::sanitize(&r.feedback)), 120)
+            crate::text::excerpt(
+                &crate::text::one_line(&crate::text::sanitize(&r.feedback)),
+                120
+            )
         )?;
     }
     if let Some(wt) = crate::worktree::Worktrees::new(svc.store().clone()).get(&m.id)? {

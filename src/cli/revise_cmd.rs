@@ -43,7 +43,8 @@ pub(super) fn run(ctx: &Ctx, args: ReviseArgs) -> anyhow::Result<i32> {
         };
         let host = Host::open(&ctx.paths, &store, hosting)?;
         let mut ended = String::from("the revise ended");
-        let code = revise_and_follow(&host, &mut signals, &args, &feedback, timeout, &mut ended).await;
+        let code =
+            revise_and_follow(&host, &mut signals, &args, &feedback, timeout, &mut ended).await;
         host.close(&ended).await;
         code
     })

@@ -99,14 +99,18 @@ impl Fleet {
         let sandbox = started.sandbox.clone();
         let session_loaded = started.unit.loaded();
         let opening = match record.revise {
-            Some(run) => {
-                self.revise_opening(&mission, &run, session_loaded)
-                    .await?
-            }
+            Some(run) => self.revise_opening(&mission, &run, session_loaded).await?,
             None => drive::Opening::Fresh,
         };
-        self.host(started, mission, envelope, opening, Some(slot), fresh_record)
-            .await;
+        self.host(
+            started,
+            mission,
+            envelope,
+            opening,
+            Some(slot),
+            fresh_record,
+        )
+        .await;
         Ok(Dispatched {
             mission_id,
             instance_id,

@@ -267,7 +267,10 @@ fn from_row(r: &crate::store::sql::Row<'_>) -> crate::store::sql::Result<CheckRe
 }
 
 /// A record from [`COLUMNS`] starting at column `at`.
-fn from_row_at(r: &crate::store::sql::Row<'_>, at: usize) -> crate::store::sql::Result<CheckRecord> {
+fn from_row_at(
+    r: &crate::store::sql::Row<'_>,
+    at: usize,
+) -> crate::store::sql::Result<CheckRecord> {
     let state: String = r.get(at + 2)?;
     let timeout_ms: i64 = r.get(at + 1)?;
     let tries: i64 = r.get(at + 3)?;

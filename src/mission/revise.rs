@@ -320,9 +320,7 @@ impl Missions {
     /// The revise a unit has yet to take up (a queued revise a host claimed), if
     /// any: its feedback is the unit's opening prompt.
     pub fn pending_revise(&self, id: &str) -> Result<Option<Run>> {
-        Ok(self
-            .latest_run(id)?
-            .filter(|r| r.started_at.is_none()))
+        Ok(self.latest_run(id)?.filter(|r| r.started_at.is_none()))
     }
 
     /// A unit took up revise `run` of `id`.

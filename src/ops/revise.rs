@@ -18,7 +18,7 @@ pub enum Revised {
     Running {
         mission: Mission,
         run: Run,
-        dispatched: Dispatched,
+        dispatched: Box<Dispatched>,
     },
     /// Queued for a `missionboard host`, at this place in the queue (1 = next).
     Queued {
@@ -189,6 +189,6 @@ pub async fn revise(
     Ok(Revised::Running {
         mission,
         run,
-        dispatched,
+        dispatched: Box::new(dispatched),
     })
 }

@@ -610,9 +610,12 @@ fn resume_answer(blocks: &[String]) -> Option<(String, String)> {
 /// The operator's feedback a revise prompt carries (between its marker lines).
 fn revise_feedback(blocks: &[String]) -> Option<String> {
     let text = blocks.join("\n");
-    let at = text.find(crate::mission_mcp::FEEDBACK_LINE)? + crate::mission_mcp::FEEDBACK_LINE.len();
+    let at =
+        text.find(crate::mission_mcp::FEEDBACK_LINE)? + crate::mission_mcp::FEEDBACK_LINE.len();
     let rest = &text[at..];
-    let end = rest.find(crate::mission_mcp::FEEDBACK_END).unwrap_or(rest.len());
+    let end = rest
+        .find(crate::mission_mcp::FEEDBACK_END)
+        .unwrap_or(rest.len());
     Some(rest[..end].trim().to_string())
 }
 

@@ -545,8 +545,17 @@ fn a_revised_landed_mission_continues_in_its_own_session_and_lands_again_through
     let fired = with_state(
         &sb,
         &[
-            "mission", "fire", "fixer", "do it", "--wait", "--policy", "default", "--timeout",
-            "60s", "--check", CHECK,
+            "mission",
+            "fire",
+            "fixer",
+            "do it",
+            "--wait",
+            "--policy",
+            "default",
+            "--timeout",
+            "60s",
+            "--check",
+            CHECK,
         ],
     );
     assert_eq!(fired.code, 0, "{fired:#?}");
@@ -642,15 +651,32 @@ fn a_revise_counted_in_total_keeps_the_check_tries_of_earlier_runs() {
     let fired = with_state(
         &sb,
         &[
-            "mission", "fire", "fixer", "do it", "--wait", "--policy", "total", "--timeout",
-            "60s", "--check", CHECK,
+            "mission",
+            "fire",
+            "fixer",
+            "do it",
+            "--wait",
+            "--policy",
+            "total",
+            "--timeout",
+            "60s",
+            "--check",
+            CHECK,
         ],
     );
     assert_eq!(fired.code, 0, "{fired:#?}");
     let id = sb.newest_mission().unwrap();
     let revised = with_state(
         &sb,
-        &["mission", "revise", &id, "one more thing", "--wait", "--timeout", "60s"],
+        &[
+            "mission",
+            "revise",
+            &id,
+            "one more thing",
+            "--wait",
+            "--timeout",
+            "60s",
+        ],
     );
     assert_eq!(revised.code, 1, "{revised:#?}");
     let reason = format!("no check tries remain: 1 of 1 spent on `{CHECK}` (last try: exit 0)");
@@ -713,8 +739,17 @@ fn a_failing_check_under_pause_ask_parks_on_an_ask_and_lands_once_more_tries_are
     .to_string();
     sb.declare_stubs(&[("fixer", Some(&script))]);
     let fire = crate::harness::Background::spawn(sb.command(&[
-        "mission", "fire", "fixer", "make it pass", "--wait", "--policy", "asking", "--timeout",
-        "60s", "--check", CHECK,
+        "mission",
+        "fire",
+        "fixer",
+        "make it pass",
+        "--wait",
+        "--policy",
+        "asking",
+        "--timeout",
+        "60s",
+        "--check",
+        CHECK,
     ]));
     let ask = wait_for(30, "the check's ask", || {
         let out = sb.run(&["approvals", "list", "--json"]).ok();
@@ -725,13 +760,22 @@ fn a_failing_check_under_pause_ask_parks_on_an_ask_and_lands_once_more_tries_are
             .map(|a| (a["id"].as_str().unwrap().to_string(), a.clone()))
     });
     let id = sb.newest_mission().unwrap();
-    let summary = ask.1["argsSummary"].as_str().unwrap_or_default().to_string();
+    let summary = ask.1["argsSummary"]
+        .as_str()
+        .unwrap_or_default()
+        .to_string();
     assert_eq!(
         summary,
-        format!("mission {id}: check failed 1 of 1 tries: `{CHECK}` — exit 1 — grant more tries or let it stop?")
+        format!(
+            "mission {id}: check failed 1 of 1 tries: `{CHECK}` — exit 1 — grant more tries or let it stop?"
+        )
     );
     wait_for(30, "the unit to quote both refusals", || {
-        (reports(&sb, &id).iter().filter(|(_, s, _)| s.starts_with("finish said")).count() == 2)
+        (reports(&sb, &id)
+            .iter()
+            .filter(|(_, s, _)| s.starts_with("finish said"))
+            .count()
+            == 2)
             .then_some(())
     });
     let quoted: Vec<String> = reports(&sb, &id)
@@ -745,7 +789,10 @@ fn a_failing_check_under_pause_ask_parks_on_an_ask_and_lands_once_more_tries_are
     );
     assert_eq!(
         quoted[1],
-        format!("missiontools: finish mission: not landed — no check tries remain while the operator decides whether to grant more (ask_id={}). End your turn now: your next prompt says what they decided.", ask.0)
+        format!(
+            "missiontools: finish mission: not landed — no check tries remain while the operator decides whether to grant more (ask_id={}). End your turn now: your next prompt says what they decided.",
+            ask.0
+        )
     );
     assert_eq!(show_json(&sb, &id)["status"], "open", "paused, not stuck");
     sb.run(&["approvals", "respond", &ask.0, "--approve"]).ok();

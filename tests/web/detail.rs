@@ -139,7 +139,10 @@ fn a_stuck_mission_s_check_is_on_its_page_and_its_revise_field_sends_it_back_to_
     assert!(
         page.contains(&format!(
             "<dt>Check</dt><dd>failed 1 of 1 — `{}`</dd><dt>Last try</dt><dd>exit 1</dd>",
-            check.replace('<', "&lt;").replace('>', "&gt;").replace('\'', "&#39;")
+            check
+                .replace('<', "&lt;")
+                .replace('>', "&gt;")
+                .replace('\'', "&#39;")
         )),
         "{page}"
     );
@@ -200,7 +203,9 @@ fn a_stuck_mission_s_check_is_on_its_page_and_its_revise_field_sends_it_back_to_
         .text()
         .unwrap();
     assert!(
-        page.contains("<dt>Run 2</dt><dd>revised by web after it rested stuck: write revised.txt</dd>"),
+        page.contains(
+            "<dt>Run 2</dt><dd>revised by web after it rested stuck: write revised.txt</dd>"
+        ),
         "{page}"
     );
 }

@@ -143,10 +143,7 @@ pub(super) fn key(m: &mut Model, key: KeyEvent, action: Option<Action>) -> Vec<E
         Some(Action::Cancel) => false,
         _ => return vec![],
     };
-    if go
-        && matches!(c.kind, ConfirmKind::Revise { .. })
-        && c.reason.as_str().trim().is_empty()
-    {
+    if go && matches!(c.kind, ConfirmKind::Revise { .. }) && c.reason.as_str().trim().is_empty() {
         c.error = Some("type the feedback first (e edits it)".into());
         return vec![];
     }

@@ -264,8 +264,7 @@ impl Budget {
             id.to_string()
         };
         let counted = s.tool_calls.insert(key);
-        let calls =
-            s.prior.tool_calls.saturating_sub(s.not_counted.0) + s.tool_calls.len() as u64;
+        let calls = s.prior.tool_calls.saturating_sub(s.not_counted.0) + s.tool_calls.len() as u64;
         let crossed = max > 0 && calls > max && !s.exhausted;
         if crossed {
             s.exhausted = true;
