@@ -139,6 +139,10 @@ impl Fleet {
                 link: started.link.clone(),
             },
         );
+        let revised = match &opening {
+            drive::Opening::Revised { since, .. } => Some((*since, mission.plan_revision)),
+            _ => None,
+        };
         let drive = drive::Drive {
             missions: inner.missions.clone(),
             asks: inner.asks.clone(),
@@ -148,6 +152,7 @@ impl Fleet {
             stop: stop_rx,
             socket: started.socket,
             resumer: matches!(opening, drive::Opening::Resumed { .. }),
+            revised,
             opening,
             budget,
             crossings,

@@ -149,7 +149,10 @@ impl Fleet {
                 mission.intent.clone(),
             ]
         };
-        Ok(drive::Opening::Revised { blocks })
+        Ok(drive::Opening::Revised {
+            blocks,
+            since: run.revised_at,
+        })
     }
 
     /// Resume a run parked on `ask_id` whose host is gone: claim the checkpoint

@@ -289,6 +289,19 @@ impl Missions {
     }
 
     /// How many reports a mission has.
+    /// How many reports were filed on `mission_id` at or after `since_ms`, the
+    /// `revise` report that opened a run aside.
+    pub fn report_count_since(&self, mission_id: &str, since_ms: i64) -> Result<i64> {
+        Ok(self.store.with(|c| {
+            c.query_row(
+                "SELECT COUNT(*) FROM reports WHERE mission_id = ?1 AND created_at >= ?2
+                   AND kind <> 'revise'",
+                params![mission_id, since_ms],
+                |r| r.get(0),
+            )
+        })?)
+    }
+
     pub fn report_count(&self, mission_id: &str) -> Result<i64> {
         Ok(self.store.with(|c| {
             c.query_row(
