@@ -334,3 +334,68 @@ impl Missions {
         Ok(())
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn revise(by: &str) -> NewRevise {
+        NewRevise {
+            feedback: Feedback::new("name the module").unwrap(),
+            by: by.into(),
+            queue: false,
+            base: (0, 0),
+            checks_afresh: true,
+        }
+    }
+
+    #[test]
+    fn of_two_revises_racing_exactly_one_moves_the_record() {
+        let (_d, svc) = super::super::tests::service();
+        let m = super::super::tests::fire(&svc);
+        svc.finish(&m.id, Status::Landed, "done").unwrap();
+        let racers: Vec<_> = ["cli", "board"]
+            .into_iter()
+            .map(|by| {
+                let (svc, id) = (svc.clone(), m.id.clone());
+                std::thread::spawn(move || svc.reopen(&id, &revise(by)))
+            })
+            .collect();
+        let outcomes: Vec<_> = racers.into_iter().map(|t| t.join().unwrap()).collect();
+        assert_eq!(outcomes.iter().filter(|o| o.is_ok()).count(), 1);
+        let lost = outcomes.into_iter().find_map(Result::err).unwrap();
+        assert_eq!(
+            lost.to_string(),
+            format!(
+                "conflict: revise refused: mission {} is open — its unit is still working on it (or waiting on an answer). Send feedback once it rests (landed, stuck or derailed), or stop it with `missionboard mission stop {}` and fire it again",
+                m.id, m.id
+            )
+        );
+        let runs = svc.runs(&m.id).unwrap();
+        assert_eq!(runs.len(), 1);
+        assert_eq!((runs[0].run, runs[0].from_status.as_str()), (2, "landed"));
+        assert_eq!(svc.require(&m.id).unwrap().status, Status::Open);
+        // A stop after it wins over nothing: the revised run is stopped, and a stopped
+        // mission is not revised.
+        svc.finish(&m.id, Status::Abandoned, "stopped by operator")
+            .unwrap();
+        let refused = svc.reopen(&m.id, &revise("cli")).unwrap_err();
+        assert!(
+            refused
+                .to_string()
+                .contains("was abandoned (stopped by operator)"),
+            "{refused}"
+        );
+    }
+
+    #[test]
+    fn feedback_is_checked_where_it_is_typed() {
+        assert!(Feedback::new("  ").is_err());
+        assert!(Feedback::new("a\u{1b}[2Jb").is_err());
+        assert_eq!(
+            Feedback::new(" two\nlines\t ").unwrap().as_str(),
+            "two\nlines"
+        );
+        assert!(Feedback::new(&"x".repeat(MAX_FEEDBACK_BYTES + 1)).is_err());
+    }
+}
