@@ -70,9 +70,11 @@ pub const MIGRATIONS: &[Migration] = &[
         crate::sched::schedules::SCHEMA_V18,
         crate::sched::triggers::SCHEMA_V18,
     ],
-    // v19: each revise of a mission (`mission revise`): the run it starts, its
+    // v19: the form an elicitation ask carries.
+    &[crate::asks::SCHEMA_V19],
+    // v20: each revise of a mission (`mission revise`): the run it starts, its
     // feedback, what the mission rested as before.
-    &[crate::mission::revise::SCHEMA_V19],
+    &[crate::mission::revise::SCHEMA_V20],
 ];
 
 /// The same versions on PostgreSQL, numbered alike so a version means one schema on
@@ -119,7 +121,8 @@ pub const PG_MIGRATIONS: &[Migration] = &[
         crate::sched::schedules::PG_SCHEMA_V18,
         crate::sched::triggers::PG_SCHEMA_V18,
     ],
-    &[crate::mission::revise::PG_SCHEMA_V19],
+    &[crate::asks::PG_SCHEMA_V19],
+    &[crate::mission::revise::PG_SCHEMA_V20],
 ];
 
 impl Store {

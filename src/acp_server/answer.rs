@@ -110,7 +110,7 @@ pub async fn run(svc: &Services, session: &str, settle: Settle) -> Result<String
     .map_err(|e| format!("{e:#}"))?;
     tracing::info!(session, ask = %ask.id, ?answered, "the session's operator settled an ask");
     let what = match &verdict {
-        OperatorVerdict::Answer(_) => "answered",
+        OperatorVerdict::Answer(_) | OperatorVerdict::Fields(_) => "answered",
         OperatorVerdict::Approve => "approved",
         OperatorVerdict::Deny => "denied",
     };

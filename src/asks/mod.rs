@@ -6,6 +6,7 @@
 
 pub mod bounds;
 pub mod checkpoint;
+pub mod form;
 
 use std::collections::HashMap;
 use std::fmt;
@@ -125,6 +126,11 @@ ALTER TABLE asks ADD COLUMN answered_device TEXT;
 CREATE INDEX asks_by_resolved ON asks (resolved_at);";
 pub(crate) const PG_SCHEMA_V14: &str = SCHEMA_V14;
 
+/// v19: the form an elicitation ask carries (its fields, as JSON), read by every
+/// surface that fills it. The same spelling on both backends.
+pub(crate) const SCHEMA_V19: &str = "ALTER TABLE asks ADD COLUMN form TEXT;";
+pub(crate) const PG_SCHEMA_V19: &str = SCHEMA_V19;
+
 /// Where an answer came from: recorded with the verdict in the same guarded write,
 /// shown by `mission show` and `approvals history`, and named to whoever loses a
 /// race for the same ask.
@@ -178,6 +184,10 @@ pub const BUDGET_TOOL: &str = "compute_bound";
 /// under `onExhausted: pause_ask`: approve grants more tries, deny lets it rest
 /// stuck (answered with a verdict, like a gated call).
 pub const CHECK_TOOL: &str = "check_tries";
+/// The toolset of a unit's elicitation (ACP `elicitation/create`), and its two modes.
+pub const ELICITATION_TOOLS: &str = "elicitation";
+pub const FORM_TOOL: &str = "form";
+pub const URL_TOOL: &str = "url";
 
 /// What an ask is, read from the toolset/tool pair its row records.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -188,6 +198,12 @@ pub enum AskKind {
     Compute,
     /// A gated tool call: answered with a verdict.
     Permission,
+    /// A form the unit asks the operator to fill (elicitation, form mode): answered
+    /// with its fields' values, or declined.
+    Form,
+    /// A page the unit asks the operator to visit (elicitation, URL mode; never
+    /// fetched by missionboard): answered done (approve) or declined (deny).
+    Url,
 }
 
 impl AskKind {
@@ -196,6 +212,8 @@ impl AskKind {
         match (tools_name, tool_name) {
             (QUESTION_TOOLS, QUESTION_TOOL) => AskKind::Question,
             (QUESTION_TOOLS, BUDGET_TOOL) => AskKind::Compute,
+            (ELICITATION_TOOLS, FORM_TOOL) => AskKind::Form,
+            (ELICITATION_TOOLS, URL_TOOL) => AskKind::Url,
             _ => AskKind::Permission,
         }
     }
@@ -205,12 +223,15 @@ impl AskKind {
             AskKind::Question => "question",
             AskKind::Compute => "compute",
             AskKind::Permission => "permission",
+            AskKind::Form => "form",
+            AskKind::Url => "url",
         }
     }
 
-    /// Answered in words (a question of either kind), not with a verdict.
+    /// Answered in words (a question of either kind, or a form's `key=value`
+    /// pairs), not with a verdict.
     pub fn takes_words(self) -> bool {
-        self != AskKind::Permission
+        !matches!(self, AskKind::Permission | AskKind::Url)
     }
 }
 
@@ -305,6 +326,9 @@ pub struct Ask {
     /// How long the ask waited for its resolution, in milliseconds.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub waited_ms: Option<i64>,
+    /// The form a form ask carries.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub form: Option<form::Form>,
 }
 
 impl Ask {
@@ -321,6 +345,11 @@ impl Ask {
     /// A question (it takes words), not a permission gate (it takes a verdict).
     pub fn is_question(&self) -> bool {
         self.kind() == AskKind::Question
+    }
+
+    /// A form to fill (an elicitation in form mode).
+    pub fn is_form(&self) -> bool {
+        self.kind() == AskKind::Form
     }
 
     /// A compute-bound question (the runtime's, not the unit's).
@@ -386,6 +415,8 @@ pub struct NewAsk {
     pub mission_id: Option<String>,
     /// `None`: no deadline.
     pub wait: Option<Duration>,
+    /// The form, for a form ask.
+    pub form: Option<form::Form>,
     /// `Some(cwd)`: a run waits on this ask — the mission's unit, in `cwd` — and is
     /// checkpointed with the row itself, in the same write, so a host that dies at
     /// any moment after the ask exists leaves a run another process can resume.
@@ -448,6 +479,8 @@ pub enum OperatorVerdict {
     Approve,
     Deny,
     Answer(String),
+    /// A form's `key=value` pairs (`--field`).
+    Fields(Vec<(String, String)>),
 }
 
 /// The ask service. Clones share the in-process waiter table.
@@ -457,7 +490,7 @@ pub struct Asks {
     waiters: Arc<Mutex<HashMap<String, Arc<Notify>>>>,
 }
 
-const COLUMNS: &str = "id, tools_name, tool_name, args_summary, diff, policy_name, matched_rule, on_timeout, state, resolution, instance_id, session_id, agent_name, mission_id, created_at, expires_at, resolved_at, answered_surface, answered_device";
+const COLUMNS: &str = "id, tools_name, tool_name, args_summary, diff, policy_name, matched_rule, on_timeout, state, resolution, instance_id, session_id, agent_name, mission_id, created_at, expires_at, resolved_at, answered_surface, answered_device, form";
 
 fn from_row(r: &Row<'_>) -> crate::store::sql::Result<Ask> {
     let resolution: Option<String> = r.get(9)?;
@@ -484,6 +517,9 @@ fn from_row(r: &Row<'_>) -> crate::store::sql::Result<Ask> {
         waited_ms: r
             .get::<Option<i64>>(16)?
             .map(|at| at - r.get::<i64>(14).unwrap_or(at)),
+        form: r
+            .get::<Option<String>>(19)?
+            .and_then(|f| form::Form::from_json(&f)),
     })
 }
 
@@ -528,12 +564,13 @@ impl Asks {
         });
         self.store.write(|tx| {
             tx.execute(
-                &format!("INSERT INTO asks ({COLUMNS}) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, 'pending', NULL, ?9, ?10, ?11, ?12, ?13, ?14, NULL, NULL, NULL)"),
+                &format!("INSERT INTO asks ({COLUMNS}) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, 'pending', NULL, ?9, ?10, ?11, ?12, ?13, ?14, NULL, NULL, NULL, ?15)"),
                 params![
                     id, new.tools_name, new.tool_name, new.args_summary,
                     new.diff.clone().filter(|d| !d.trim().is_empty()),
                     new.envelope_name, new.matched_rule, on_timeout, new.instance_id,
-                    new.session_id, new.agent_name, new.mission_id, now, expires_at
+                    new.session_id, new.agent_name, new.mission_id, now, expires_at,
+                    new.form.as_ref().map(form::Form::to_json)
                 ],
             )?;
             if let Some(cp) = &checkpoint {
@@ -711,6 +748,38 @@ impl Asks {
                 ))),
             };
         }
+        if ask.is_form() {
+            return match verdict {
+                OperatorVerdict::Fields(pairs) => self.fill_form(&ask, pairs, via),
+                OperatorVerdict::Answer(text) => {
+                    let pairs = form::parse_pairs(text).map_err(AskError::Invalid)?;
+                    self.fill_form(&ask, &pairs, via)
+                }
+                // Submitted as shown: every field left to its default.
+                OperatorVerdict::Approve => self.fill_form(&ask, &[], via),
+                OperatorVerdict::Deny => self.resolve(
+                    id,
+                    AskState::Denied,
+                    json!({ "action": "decline", "approved": false }),
+                    via,
+                ),
+            };
+        }
+        if let OperatorVerdict::Fields(_) = verdict {
+            return Err(AskError::Invalid(format!(
+                "ask {id} is a {} ask, not a form — --field fills only a form the unit sent",
+                ask.kind()
+            )));
+        }
+        if ask.kind() == AskKind::Url {
+            return match verdict {
+                OperatorVerdict::Answer(_) => Err(AskError::Invalid(format!(
+                    "ask {id} asks you to visit a page ({}) — answer --approve once done there, or --deny to decline",
+                    ask.args_summary
+                ))),
+                v => self.respond(id, *v == OperatorVerdict::Approve, via),
+            };
+        }
         match (ask.is_question(), verdict) {
             (true, OperatorVerdict::Answer(text)) => self.answer(id, text, via),
             (true, _) => Err(AskError::Invalid(format!(
@@ -723,6 +792,37 @@ impl Asks {
             ))),
             (false, v) => self.respond(id, *v == OperatorVerdict::Approve, via),
         }
+    }
+
+    /// A form filled: the values checked against its fields before the one guarded
+    /// write, and recorded as the agent receives them (`content`) and as one line
+    /// (`answer`) for the surfaces that show answers.
+    pub fn fill_form(
+        &self,
+        ask: &Ask,
+        pairs: &[(String, String)],
+        via: &Surface,
+    ) -> Result<Ask, AskError> {
+        let Some(form) = &ask.form else {
+            return Err(AskError::Invalid(format!(
+                "ask {} carries no form to fill",
+                ask.id
+            )));
+        };
+        let values = form.fill(pairs).map_err(|e| {
+            AskError::Invalid(format!(
+                "{e} — ask {} is a form ({})",
+                ask.id,
+                form.lines().join("; ")
+            ))
+        })?;
+        let line = form::values_line(&values);
+        self.resolve(
+            &ask.id,
+            AskState::Approved,
+            json!({ "action": "accept", "content": values, "answer": line }),
+            via,
+        )
     }
 
     /// A human's words for a question.

@@ -394,7 +394,9 @@ fn recorded_text(ask_id: &str, verdict: &OperatorVerdict) -> String {
     match verdict {
         OperatorVerdict::Approve => format!("approved ask {id}"),
         OperatorVerdict::Deny => format!("denied ask {id}"),
-        OperatorVerdict::Answer(_) => format!("answer recorded for ask {id}"),
+        OperatorVerdict::Answer(_) | OperatorVerdict::Fields(_) => {
+            format!("answer recorded for ask {id}")
+        }
     }
 }
 

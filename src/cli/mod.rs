@@ -279,6 +279,10 @@ enum ApprovalsCmd {
         deny: bool,
         #[arg(long)]
         answer: Option<String>,
+        /// A form ask's field: its value, checked against the form (repeat for each
+        /// field; left-out fields take their defaults).
+        #[arg(long = "field", value_name = "KEY=VALUE")]
+        field: Vec<String>,
     },
     /// Answered asks, most recently resolved first: the verdict, who gave it (surface
     /// and device) and how long the ask waited.

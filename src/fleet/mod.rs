@@ -22,6 +22,7 @@ pub mod budget;
 pub mod check;
 pub mod confinement;
 mod drive;
+pub mod elicitations;
 pub mod handshake;
 mod hosting;
 pub mod mission_tools;
@@ -140,9 +141,9 @@ pub struct Dispatched {
     pub sandbox: crate::envelope::sandbox::Resolved,
     /// The git worktree it works in, when it was fired with one.
     pub worktree: Option<crate::worktree::Worktree>,
-    /// Its unit loaded the session a requeued mission ran in before (`session/load`)
-    /// rather than opening a new one.
-    pub session_loaded: bool,
+    /// How its unit reopened the session a requeued mission ran in before (the ACP
+    /// method: `session/resume` or `session/load`); `None`: it opened a new one.
+    pub session_reopened: Option<&'static str>,
 }
 
 /// What a dispatch records beside the agent and envelope it resolved.

@@ -16,11 +16,11 @@ use crate::clock;
 use crate::host::HostId;
 use crate::store::sql::{OptionalExtension, params};
 
-/// v19: each revise of a mission — the run it starts, its feedback, what the
+/// v20: each revise of a mission — the run it starts, its feedback, what the
 /// mission rested as before it, who sent it back, whether it went to the queue and
 /// when a unit took it up, and the spend the mission had when it was sent back (a
 /// run whose envelope counts bounds per run counts from there).
-pub(crate) const SCHEMA_V19: &str = "
+pub(crate) const SCHEMA_V20: &str = "
 CREATE TABLE mission_runs (
     mission_id       TEXT NOT NULL,
     run              INTEGER NOT NULL,
@@ -36,8 +36,8 @@ CREATE TABLE mission_runs (
     PRIMARY KEY (mission_id, run)
 );";
 
-/// The PostgreSQL spelling of [`SCHEMA_V19`].
-pub(crate) const PG_SCHEMA_V19: &str = "
+/// The PostgreSQL spelling of [`SCHEMA_V20`].
+pub(crate) const PG_SCHEMA_V20: &str = "
 CREATE TABLE mission_runs (
     mission_id       TEXT NOT NULL,
     run              BIGINT NOT NULL,

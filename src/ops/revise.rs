@@ -50,7 +50,7 @@ impl Revised {
                 m.id,
                 m.agent_name,
                 run.run,
-                if dispatched.session_loaded {
+                if dispatched.session_reopened.is_some() {
                     " in its own session"
                 } else {
                     " in a fresh session, briefed on what was done"

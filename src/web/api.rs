@@ -223,7 +223,7 @@ pub async fn answer(
     let said = match verdict {
         OperatorVerdict::Approve => "Approved.",
         OperatorVerdict::Deny => "Denied.",
-        OperatorVerdict::Answer(_) => "Answered.",
+        OperatorVerdict::Answer(_) | OperatorVerdict::Fields(_) => "Answered.",
     };
     let id = form.ask;
     tokio::spawn(async move {

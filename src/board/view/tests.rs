@@ -559,6 +559,7 @@ fn hostile_ask_text_renders_inert() {
         answered_surface: None,
         answered_device: None,
         waited_ms: None,
+        form: None,
     };
     let row = crate::board::snapshot::ask_row(&hostile);
     assert_eq!(row.summary, "click metxet");
