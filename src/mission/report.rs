@@ -50,6 +50,10 @@ pub const KINDS: [&str; 4] = ["progress", "finding", "blocker", "result"];
 /// the runtime files it (a unit's own report of this kind is refused).
 pub const CHECK_KIND: &str = "check";
 
+/// The kind of the report that records a revise (`mission revise`) in the mission's
+/// history; only the runtime files it.
+pub const REVISE_KIND: &str = "revise";
+
 const HANDOVER_FIELD_MAX: usize = 8000;
 const HANDOVER_ARTIFACTS_MAX: usize = 50;
 const HANDOVER_ARTIFACT_MAX: usize = 2000;
@@ -196,7 +200,7 @@ impl Missions {
             "" => "progress".to_string(),
             k if KINDS.contains(&k) => k.to_string(),
             CHECK_KIND if !live => CHECK_KIND.to_string(),
-            super::revise::REVISE_KIND if !live => super::revise::REVISE_KIND.to_string(),
+            REVISE_KIND if !live => REVISE_KIND.to_string(),
             k => {
                 return Err(MissionError::Invalid(format!(
                     "invalid report kind {k:?}: must be one of progress|finding|blocker|result"

@@ -53,10 +53,6 @@ CREATE TABLE mission_runs (
     PRIMARY KEY (mission_id, run)
 );";
 
-/// The kind of the report that records a revise in the mission's history; only the
-/// runtime files it.
-pub const REVISE_KIND: &str = "revise";
-
 /// The longest feedback accepted (it becomes a prompt).
 pub const MAX_FEEDBACK_BYTES: usize = 16 * 1024;
 
@@ -279,7 +275,7 @@ impl Missions {
         self.add_report(
             id,
             super::ReportInput {
-                kind: REVISE_KIND.into(),
+                kind: super::report::REVISE_KIND.into(),
                 summary,
                 detail: revise.feedback.as_str().to_string(),
                 ..Default::default()
