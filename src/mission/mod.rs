@@ -153,7 +153,9 @@ pub mod subjects {
 }
 
 /// A mission's state. `Queued` while it waits for a host to claim it, `Open` while
-/// it runs; the other four are terminal and final.
+/// it runs; the other four are terminal: nothing moves them but a revise (`mission
+/// revise`, one guarded write from landed, stuck or derailed back to open or queued,
+/// as a new run on the same record), and `abandoned` is final.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Status {
