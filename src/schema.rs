@@ -74,6 +74,9 @@ pub const MIGRATIONS: &[Migration] = &[
     &[crate::asks::SCHEMA_V19],
     // v20: allowances: an operator's "allow always (this mission)", kept by us.
     &[crate::asks::allowances::SCHEMA_V20],
+    // v21: each revise of a mission (`mission revise`): the run it starts, its
+    // feedback, what the mission rested as before.
+    &[crate::mission::revise::SCHEMA_V21],
 ];
 
 /// The same versions on PostgreSQL, numbered alike so a version means one schema on
@@ -122,6 +125,7 @@ pub const PG_MIGRATIONS: &[Migration] = &[
     ],
     &[crate::asks::PG_SCHEMA_V19],
     &[crate::asks::allowances::PG_SCHEMA_V20],
+    &[crate::mission::revise::PG_SCHEMA_V21],
 ];
 
 impl Store {

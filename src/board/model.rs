@@ -347,6 +347,13 @@ pub enum ConfirmKind {
         mission_id: String,
         intent: String,
     },
+    /// `mission revise`: the rested mission goes back to its agent with the feedback
+    /// typed in the dialog's field.
+    Revise {
+        mission_id: String,
+        intent: String,
+        status: Status,
+    },
     /// A new mission with the same agent, envelope and intent (one whose host died).
     Refire {
         mission_id: String,
@@ -360,7 +367,7 @@ impl ConfirmKind {
     /// Does this dialog carry a reason to edit (a stop, or a quit that may stop)?
     pub fn has_reason(&self) -> bool {
         match self {
-            ConfirmKind::Stop { .. } => true,
+            ConfirmKind::Stop { .. } | ConfirmKind::Revise { .. } => true,
             ConfirmKind::Quit { hosted, .. } => !hosted.is_empty(),
             ConfirmKind::Merge { .. }
             | ConfirmKind::Discard { .. }

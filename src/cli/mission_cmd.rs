@@ -172,6 +172,7 @@ pub(super) fn show(ctx: &Ctx, id: &str, json: bool) -> anyhow::Result<i32> {
             }),
         };
         v["cost"] = serde_json::to_value(&cost)?;
+        v["runs"] = serde_json::to_value(svc.runs(&m.id)?)?;
         out::json(&v)?;
         return Ok(0);
     }
@@ -246,6 +247,20 @@ pub(super) fn show(ctx: &Ctx, id: &str, json: bool) -> anyhow::Result<i32> {
         for line in check_lines(&c) {
             writeln!(out, "{line}")?;
         }
+    }
+    // Each revise: the run it started, who sent it back, from what, and the feedback.
+    for r in svc.runs(&m.id)? {
+        writeln!(
+            out,
+            "Runs:      {} — revised by {} after it rested {}: {:?}",
+            r.run,
+            r.revised_by,
+            r.from_status,
+            crate::text::excerpt(
+                &crate::text::one_line(&crate::text::sanitize(&r.feedback)),
+                120
+            )
+        )?;
     }
     if let Some(wt) = crate::worktree::Worktrees::new(svc.store().clone()).get(&m.id)? {
         writeln!(

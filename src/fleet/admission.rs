@@ -87,6 +87,7 @@ impl Fleet {
             claimed: false,
             load_session: None,
             check,
+            revise: None,
         };
         let mission_id = uuid::Uuid::new_v4().to_string();
         self.admit(record, mission_id, (agent, envelope), cwd, req.worktree)
@@ -105,8 +106,10 @@ impl Fleet {
     ) -> anyhow::Result<Dispatched> {
         let inner = &self.inner;
         let slot = self.reserve()?;
-        let worktree = if wants_worktree
-            || envelope.policy.workspace == crate::envelope::sandbox::WorkspaceMode::Worktree
+        // A revised mission works where it worked before (its own worktree, if any).
+        let worktree = if record.revise.is_none()
+            && (wants_worktree
+                || envelope.policy.workspace == crate::envelope::sandbox::WorkspaceMode::Worktree)
         {
             let worktrees = crate::worktree::Worktrees::new(inner.missions.store().clone());
             let (repo, id) = (cwd.clone(), mission_id.clone());

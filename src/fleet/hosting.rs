@@ -84,7 +84,15 @@ impl Fleet {
         };
         let (compute, spent) = (recorded.apply(&declared), recorded.spent);
         let (budget, crossings) = budget::Budget::new(compute);
-        let budget = Arc::new(budget.continuing(ledger.clone(), &mission_id, spent));
+        let mut budget = budget.continuing(ledger.clone(), &mission_id, spent);
+        // A revised mission whose envelope counts per run counts from its revise.
+        if declared.count_bounds == crate::envelope::policy::CountBounds::PerRun {
+            let (missions, id) = (inner.missions.clone(), mission_id.clone());
+            if let Ok(Some(run)) = blocking(move || missions.latest_run(&id)).await {
+                budget = budget.counting_from((run.base_tool_calls, run.base_tokens));
+            }
+        }
+        let budget = Arc::new(budget);
         // Updates are counted as the unit's stdout is read, so its verdicts (on the
         // mission socket) can be judged with everything it said before them.
         let stdout = started.unit.stdout_mark();
@@ -130,7 +138,7 @@ impl Fleet {
                     .flatten()
                     .filter(|a| !a.takes_words() && a.approved() == Some(true))
             }
-            drive::Opening::Fresh => None,
+            drive::Opening::Fresh | drive::Opening::Revised { .. } => None,
         };
         let refusals = permissions::spawn_answerer(
             perms,
@@ -149,6 +157,10 @@ impl Fleet {
                 link: started.link.clone(),
             },
         );
+        let revised = match &opening {
+            drive::Opening::Revised { since, .. } => Some((*since, mission.plan_revision)),
+            _ => None,
+        };
         let drive = drive::Drive {
             missions: inner.missions.clone(),
             asks: inner.asks.clone(),
@@ -158,6 +170,7 @@ impl Fleet {
             stop: stop_rx,
             socket: started.socket,
             resumer: matches!(opening, drive::Opening::Resumed { .. }),
+            revised,
             opening,
             budget,
             crossings,

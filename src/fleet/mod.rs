@@ -163,6 +163,9 @@ struct Record {
     /// The check a fresh mission is recorded with (a claimed one's was recorded
     /// when it was queued).
     check: Option<crate::mission::check::NewCheck>,
+    /// A revise the unit takes up (`mission revise`): its feedback opens the run,
+    /// in the workspace the mission already has.
+    revise: Option<crate::mission::revise::Run>,
 }
 
 /// A unit whose session is open, not yet driven.
@@ -199,6 +202,13 @@ impl Started {
 pub struct Startable {
     agent: crate::agents::Agent,
     envelope: search::Loaded,
+}
+
+impl Startable {
+    /// The envelope it would start under, as loaded.
+    pub fn envelope(&self) -> &search::Loaded {
+        &self.envelope
+    }
 }
 
 /// What a resumed run's fresh unit starts with.

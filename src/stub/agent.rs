@@ -509,6 +509,13 @@ async fn run_prompt(agent: Arc<StubAgent>, turn: PromptTurn<Session>) {
             stop: script::StopName::EndTurn,
         })
     });
+    // An operator's revise: the script's `on_revise` turn, with the feedback bound.
+    let resumed = resumed.or_else(|| {
+        let feedback = revise_feedback(&blocks)?;
+        let turn = script.on_revise.clone()?;
+        state.vars.feedback = feedback;
+        Some(turn)
+    });
     // A fresh session resuming after a gated call was decided: carry on from it.
     let resumed = resumed.or_else(|| {
         let (title, approved) = resume_verdict(&blocks)?;
@@ -686,6 +693,18 @@ fn resume_answer(blocks: &[String]) -> Option<(String, String)> {
         line(crate::mission_mcp::QUESTION_LINE)?,
         line(crate::mission_mcp::ANSWER_LINE)?,
     ))
+}
+
+/// The operator's feedback a revise prompt carries (between its marker lines).
+fn revise_feedback(blocks: &[String]) -> Option<String> {
+    let text = blocks.join("\n");
+    let at =
+        text.find(crate::mission_mcp::FEEDBACK_LINE)? + crate::mission_mcp::FEEDBACK_LINE.len();
+    let rest = &text[at..];
+    let end = rest
+        .find(crate::mission_mcp::FEEDBACK_END)
+        .unwrap_or(rest.len());
+    Some(rest[..end].trim().to_string())
 }
 
 /// The gated call a resume brief names and whether it was approved (its

@@ -383,6 +383,27 @@ impl World {
         ]))
     }
 
+    /// `mission fire <agent> <intent> --wait --policy <policy> <extra…>`, in the background.
+    pub fn fire_with_args(&self, intent: &str, policy: &str, extra: &[&str]) -> Firing {
+        self.declare(policy);
+        let mut args = vec![
+            "mission",
+            "fire",
+            self.agent.name,
+            intent,
+            "--wait",
+            "--policy",
+            policy,
+        ];
+        args.extend_from_slice(extra);
+        Firing::spawn(self.command(&args))
+    }
+
+    /// Any missionboard command with the world's environment, in the background.
+    pub fn spawn(&self, args: &[&str]) -> Firing {
+        Firing::spawn(self.command(args))
+    }
+
     /// `missionboard host --width 1` with the world's environment, in the background.
     pub fn host(&self) -> Firing {
         Firing::spawn(self.command(&["host", "--width", "1"]))

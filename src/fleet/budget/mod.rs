@@ -80,6 +80,9 @@ struct Spent {
     prior: Spend,
     /// What the ledger last heard, so unchanged spend is not rewritten.
     recorded: Spend,
+    /// The part of `prior` the bounds do not count: the spend before a revise, when
+    /// the envelope counts bounds per run (tool calls, tokens).
+    not_counted: (u64, u64),
     /// Set once a bound is crossed, so the crossing is reported exactly once;
     /// cleared when an operator extends the bound.
     exhausted: bool,
@@ -154,6 +157,14 @@ impl Budget {
         s.prior = prior;
         s.recorded = prior;
         self.ledger = Some((ledger, mission_id.to_string()));
+        self
+    }
+
+    /// Count the bounds from `base` (tool calls, tokens) of the mission's spend: a
+    /// revised run whose envelope counts bounds per run. The spend recorded is still
+    /// the mission's whole.
+    pub fn counting_from(self, base: (u64, u64)) -> Budget {
+        self.spent.lock_unpoisoned().not_counted = base;
         self
     }
 
@@ -253,7 +264,7 @@ impl Budget {
             id.to_string()
         };
         let counted = s.tool_calls.insert(key);
-        let calls = s.prior.tool_calls + s.tool_calls.len() as u64;
+        let calls = s.prior.tool_calls.saturating_sub(s.not_counted.0) + s.tool_calls.len() as u64;
         let crossed = max > 0 && calls > max && !s.exhausted;
         if crossed {
             s.exhausted = true;
@@ -418,12 +429,13 @@ impl Budget {
             return None;
         }
         let (session, measure) = s.session_tokens();
-        let used = s.prior.tokens + session;
+        let counted_prior = s.prior.tokens.saturating_sub(s.not_counted.1);
+        let used = counted_prior + session;
         if used <= max {
             return None;
         }
-        let [used, prior, session] = [used, s.prior.tokens, session].map(crate::text::count);
-        let measure = match (measure, s.prior.tokens) {
+        let [used, prior, session] = [used, counted_prior, session].map(crate::text::count);
+        let measure = match (measure, counted_prior) {
             (Measure::Reported, 0) => format!("reported usage {used}"),
             (Measure::Metered, 0) => format!(
                 "metered usage {used}, counted as bytes/4 of the text crossing the ACP boundary because the agent reports none"
