@@ -70,6 +70,9 @@ pub const MIGRATIONS: &[Migration] = &[
         crate::sched::schedules::SCHEMA_V18,
         crate::sched::triggers::SCHEMA_V18,
     ],
+    // v19: what each mission's units used: the peak memory of a unit's process
+    // tree and the CPU time of its units' trees.
+    &[crate::fleet::budget::SCHEMA_V19],
 ];
 
 /// The same versions on PostgreSQL, numbered alike so a version means one schema on
@@ -116,6 +119,7 @@ pub const PG_MIGRATIONS: &[Migration] = &[
         crate::sched::schedules::PG_SCHEMA_V18,
         crate::sched::triggers::PG_SCHEMA_V18,
     ],
+    &[crate::fleet::budget::PG_SCHEMA_V19],
 ];
 
 impl Store {

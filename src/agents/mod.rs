@@ -102,6 +102,10 @@ pub struct Agent {
     /// The session mode the unit is put in once its session opens (`session/set_mode`),
     /// whatever mode the agent's own settings start it in.
     pub mode: Option<String>,
+    /// The peak resident memory a unit of it is expected to reach (its process tree,
+    /// in bytes) until missions of it have recorded their own peaks: what
+    /// `fleet-max-memory` admits it by at first.
+    pub expected_rss: Option<u64>,
     /// How to install it, how to log in, how to ask its version, what we cannot hold.
     pub about: About,
     /// The `agents.toml` that declared it ([`catalogue::SOURCE`] for a catalogue entry).
@@ -378,6 +382,8 @@ struct Decl {
     version_args: Vec<String>,
     #[serde(default)]
     limits: Option<String>,
+    #[serde(default)]
+    expected_rss: Option<String>,
 }
 
 /// Every declared agent, workspace declarations shadowing home ones of the same name.
@@ -435,7 +441,7 @@ pub fn parse(path: &Path, text: &str) -> anyhow::Result<Vec<Agent>> {
             })
             .unwrap_or_default();
         anyhow::anyhow!(
-            "agents file {}{location}: {} — fix the file (format: [agents.<name>] with command, args, env, description, passthrough, state_dirs, state_files, endpoints, ports, session_meta, mode, install, npm, login, version_args, limits; the native agent also takes model, base_url, api_key_env)",
+            "agents file {}{location}: {} — fix the file (format: [agents.<name>] with command, args, env, description, passthrough, state_dirs, state_files, endpoints, ports, session_meta, mode, install, npm, login, version_args, limits, expected_rss; the native agent also takes model, base_url, api_key_env)",
             path.display(),
             e.message().trim()
         )
@@ -470,6 +476,14 @@ pub fn parse(path: &Path, text: &str) -> anyhow::Result<Vec<Agent>> {
                     path.display()
                 );
             }
+            let expected_rss = match d.expected_rss.as_deref().map(crate::size::parse) {
+                None => None,
+                Some(Ok(bytes)) => Some(bytes),
+                Some(Err(e)) => anyhow::bail!(
+                    "agents file {}: agent {name:?}'s expected_rss: {e}",
+                    path.display()
+                ),
+            };
             let agent = Agent {
                 name,
                 command: d.command,
@@ -484,6 +498,7 @@ pub fn parse(path: &Path, text: &str) -> anyhow::Result<Vec<Agent>> {
                 ports: d.ports,
                 session_meta,
                 mode: d.mode,
+                expected_rss,
                 about: About {
                     install: d.install,
                     npm: d.npm,
@@ -565,6 +580,7 @@ mod tests {
             ports: Vec::new(),
             session_meta: serde_json::Map::new(),
             mode: None,
+            expected_rss: None,
             about: About::default(),
             source: "/x/agents.toml".into(),
         }

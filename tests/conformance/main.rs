@@ -17,3 +17,4 @@ mod gemini;
 mod hitl;
 mod opencode;
 mod qwen;
+mod scale;
