@@ -678,8 +678,19 @@ fn under_fleet_max_memory_a_queued_mission_waits_for_room_then_lands() {
     // The holder is parked: the width has room, the memory has none.
     sb.run(&["approvals", "respond", &ask, "--answer", "yes"])
         .ok();
-    wait_all(&sb, &[holder.clone(), small.clone()], "landed", 120);
+    let landed = missionboard::clock::poll_until_blocking(
+        std::time::Duration::from_secs(120),
+        std::time::Duration::from_millis(50),
+        || {
+            let now = statuses(&sb);
+            [&holder, &small]
+                .iter()
+                .all(|id| now.get(*id).map(String::as_str) == Some("landed"))
+                .then_some(())
+        },
+    );
     let out = term(h);
+    assert!(landed.is_some(), "both land: {:?}\n{out:#?}", statuses(&sb));
     let waits = format!("Mission {small} waits in the queue for memory: ");
     let said: Vec<&str> = out.lines().into_iter().filter(|l| l.starts_with(&waits)).collect();
     assert_eq!(said.len(), 1, "said once: {out:#?}");
@@ -739,7 +750,7 @@ fn a_direct_fire_past_fleet_max_memory_is_refused_naming_the_figures() {
     let sb = Sandbox::new();
     declare_memory_agents(&sb);
     sb.run(&["config", "set", "fleet-max-memory", "8M"]).ok();
-    let out = sb.run(&["mission", "fire", "small", "land", "--policy", "default"]);
+    let out = sb.run(&["mission", "fire", "small", "land", "--policy", "default", "--wait"]);
     assert_ne!(out.code, 0, "{out:#?}");
     assert!(
         out.stderr.contains(
@@ -754,7 +765,7 @@ fn a_direct_fire_past_fleet_max_memory_is_refused_naming_the_figures() {
     sb.run(&["mission", "fire", "small", "land", "--policy", "default", "--wait"])
         .ok();
     sb.run(&["config", "set", "fleet-max-memory", "1K"]).ok();
-    let out = sb.run(&["mission", "fire", "small", "land", "--policy", "default"]);
+    let out = sb.run(&["mission", "fire", "small", "land", "--policy", "default", "--wait"]);
     assert!(
         out.stderr.contains(" expected for \"small\" (")
             && out.stderr.contains(" (the p90 of its 1 recorded peak)) exceeds fleet-max-memory=1K."),

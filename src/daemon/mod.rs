@@ -280,11 +280,17 @@ async fn claim(
                 .collect(),
             None => Default::default(),
         };
+        let budgeted = fleet.memory_budget().is_some();
         let (mut held, mut waits) = (Vec::new(), None);
         let claimed = {
             let mut admit = |id: &str, agent: &str| {
-                let Some(&e) = expected.get(agent) else {
+                if !budgeted {
                     return true;
+                }
+                // Queued after the agents were read: claimed on the next look, once
+                // its agent's expectation is known.
+                let Some(&e) = expected.get(agent) else {
+                    return false;
                 };
                 match fleet.hold_memory(id, agent, e) {
                     Ok(()) => {
