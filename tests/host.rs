@@ -692,7 +692,11 @@ fn under_fleet_max_memory_a_queued_mission_waits_for_room_then_lands() {
     let out = term(h);
     assert!(landed.is_some(), "both land: {:?}\n{out:#?}", statuses(&sb));
     let waits = format!("Mission {small} waits in the queue for memory: ");
-    let said: Vec<&str> = out.lines().into_iter().filter(|l| l.starts_with(&waits)).collect();
+    let said: Vec<&str> = out
+        .lines()
+        .into_iter()
+        .filter(|l| l.starts_with(&waits))
+        .collect();
     assert_eq!(said.len(), 1, "said once: {out:#?}");
     assert!(
         said[0].ends_with(
@@ -729,8 +733,14 @@ fn under_fleet_max_memory_a_queued_mission_waits_for_room_then_lands() {
             .cloned()
             .unwrap_or_else(|| panic!("{spend:#}"))
     };
-    assert!(row("holder")["peakRssBytes"].as_u64().unwrap() >= 96 << 20, "{spend:#}");
-    assert!(row("small")["peakRssBytes"].as_u64().unwrap() < 96 << 20, "{spend:#}");
+    assert!(
+        row("holder")["peakRssBytes"].as_u64().unwrap() >= 96 << 20,
+        "{spend:#}"
+    );
+    assert!(
+        row("small")["peakRssBytes"].as_u64().unwrap() < 96 << 20,
+        "{spend:#}"
+    );
     assert_eq!(
         spend["total"]["cpuMs"].as_u64().unwrap(),
         row("holder")["cpuMs"].as_u64().unwrap() + row("small")["cpuMs"].as_u64().unwrap()
@@ -750,7 +760,9 @@ fn a_direct_fire_past_fleet_max_memory_is_refused_naming_the_figures() {
     let sb = Sandbox::new();
     declare_memory_agents(&sb);
     sb.run(&["config", "set", "fleet-max-memory", "8M"]).ok();
-    let out = sb.run(&["mission", "fire", "small", "land", "--policy", "default", "--wait"]);
+    let out = sb.run(&[
+        "mission", "fire", "small", "land", "--policy", "default", "--wait",
+    ]);
     assert_ne!(out.code, 0, "{out:#?}");
     assert!(
         out.stderr.contains(
@@ -762,13 +774,19 @@ fn a_direct_fire_past_fleet_max_memory_is_refused_naming_the_figures() {
     // Learned peaks replace the declared figure: with the bound lifted the mission
     // lands and records its peak, which the next fire is then measured against.
     sb.run(&["config", "set", "fleet-max-memory", "off"]).ok();
-    sb.run(&["mission", "fire", "small", "land", "--policy", "default", "--wait"])
-        .ok();
+    sb.run(&[
+        "mission", "fire", "small", "land", "--policy", "default", "--wait",
+    ])
+    .ok();
     sb.run(&["config", "set", "fleet-max-memory", "1K"]).ok();
-    let out = sb.run(&["mission", "fire", "small", "land", "--policy", "default", "--wait"]);
+    let out = sb.run(&[
+        "mission", "fire", "small", "land", "--policy", "default", "--wait",
+    ]);
     assert!(
         out.stderr.contains(" expected for \"small\" (")
-            && out.stderr.contains(" (the p90 of its 1 recorded peak)) exceeds fleet-max-memory=1K."),
+            && out
+                .stderr
+                .contains(" (the p90 of its 1 recorded peak)) exceeds fleet-max-memory=1K."),
         "{out:#?}"
     );
 }

@@ -76,7 +76,11 @@ pub fn scan_proc() -> HashMap<i32, ProcStat> {
     };
     entries
         .flatten()
-        .filter(|e| e.file_name().to_str().is_some_and(|n| n.parse::<i32>().is_ok()))
+        .filter(|e| {
+            e.file_name()
+                .to_str()
+                .is_some_and(|n| n.parse::<i32>().is_ok())
+        })
         .filter_map(|e| std::fs::read_to_string(e.path().join("stat")).ok())
         .filter_map(|text| parse_stat(&text))
         .collect()
@@ -630,7 +634,10 @@ mod tests {
             refused.figures(),
             "800B in use by 2 units + 400B expected for \"qwen\" (400B (its declared expected_rss)) exceeds fleet-max-memory=1000B"
         );
-        assert!(gauge.hold("a", "qwen", expected(400)).is_ok(), "held already");
+        assert!(
+            gauge.hold("a", "qwen", expected(400)).is_ok(),
+            "held already"
+        );
         // Started and measured below its expectation: it still holds the expectation.
         gauge.started("a", 10);
         gauge.update(vec![(
@@ -653,7 +660,10 @@ mod tests {
         assert!(gauge.hold("c", "stub", expected(1)).is_err());
         gauge.release_unstarted("b");
         gauge.release_unstarted("a");
-        assert!(gauge.hold("c", "stub", expected(300)).is_ok(), "b gave its hold back");
+        assert!(
+            gauge.hold("c", "stub", expected(300)).is_ok(),
+            "b gave its hold back"
+        );
         assert_eq!(
             gauge.ended("a"),
             Some(ResourceSample {
@@ -676,9 +686,6 @@ mod tests {
         assert!(gauge.unrecorded().is_empty(), "nothing moved");
         gauge.update(at(300, 250));
         let moved = gauge.unrecorded();
-        assert_eq!(
-            (moved[0].peak_rss_bytes, moved[0].cpu_ms_since),
-            (500, 150)
-        );
+        assert_eq!((moved[0].peak_rss_bytes, moved[0].cpu_ms_since), (500, 150));
     }
 }

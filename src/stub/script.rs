@@ -519,7 +519,11 @@ pub fn decode(raw: &RawStep) -> Result<Step, String> {
                     .as_u64()
                     .filter(|m| *m <= 4096)
                     .ok_or("hold_memory: MiB must be a whole number up to 4096")?,
-                _ => return Err("hold_memory takes a number of MiB, e.g. {\"hold_memory\": 64}".into()),
+                _ => {
+                    return Err(
+                        "hold_memory takes a number of MiB, e.g. {\"hold_memory\": 64}".into(),
+                    );
+                }
             },
         },
         "mission_entry" => Step::MissionEntry,

@@ -466,20 +466,29 @@ impl Firing {
     /// Poll `f` while the fire runs. If the fire exits first, or `secs` pass, the
     /// case fails naming `what`, with the fire's output.
     #[track_caller]
-    pub fn wait<T>(&mut self, secs: u64, what: &str, mut f: impl FnMut() -> Option<T>) -> T {
+    pub fn wait<T>(&mut self, secs: u64, what: &str, f: impl FnMut() -> Option<T>) -> T {
+        self.wait_every(secs, Duration::from_millis(50), what, f)
+    }
+
+    /// [`Firing::wait`], looking every `every`.
+    #[track_caller]
+    pub fn wait_every<T>(
+        &mut self,
+        secs: u64,
+        every: Duration,
+        what: &str,
+        mut f: impl FnMut() -> Option<T>,
+    ) -> T {
         let mut ended = false;
-        let found = missionboard::clock::poll_until_blocking(
-            Duration::from_secs(secs),
-            Duration::from_millis(50),
-            || {
+        let found =
+            missionboard::clock::poll_until_blocking(Duration::from_secs(secs), every, || {
                 if let Some(v) = f() {
                     return Some(Some(v));
                 }
                 ended = self.exited();
                 ended.then_some(None)
-            },
-        )
-        .flatten();
+            })
+            .flatten();
         if let Some(v) = found {
             return v;
         }

@@ -281,9 +281,17 @@ mod tests {
         let mut snap = (*m.snap).clone();
         snap.fleet_memory = 310 << 20;
         m.snap = Arc::new(snap.clone());
-        assert!(status(&m).contains("fleet 2/8 · mem 310M "), "{}", status(&m));
+        assert!(
+            status(&m).contains("fleet 2/8 · mem 310M "),
+            "{}",
+            status(&m)
+        );
         snap.fleet_memory_cap = Some(8 << 30);
         m.snap = Arc::new(snap);
-        assert!(status(&m).contains("fleet 2/8 · mem 310M/8G "), "{}", status(&m));
+        assert!(
+            status(&m).contains("fleet 2/8 · mem 310M/8G "),
+            "{}",
+            status(&m)
+        );
     }
 }
