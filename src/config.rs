@@ -87,6 +87,7 @@ pub const OPT_IN_BETA: &str = "opt-in-beta";
 pub const MODEL_BASE_URL: &str = "model-base-url";
 pub const MODEL_NAME: &str = "model-name";
 pub const MODEL_API_KEY_ENV: &str = "model-api-key-env";
+pub const MODEL_TIMEOUT: &str = "model-timeout";
 pub const ORACLE_VARIANT: &str = "oracle-variant";
 pub const ORACLE_CALL_TIMEOUT: &str = "oracle-call-timeout";
 pub const NOTIFY: &str = "notify";
@@ -177,6 +178,12 @@ pub const KEYS: &[Key] = &[
         kind: Kind::Text,
         default: None,
         help: "name of the environment variable holding the model endpoint's API key",
+    },
+    Key {
+        name: MODEL_TIMEOUT,
+        kind: Kind::Duration,
+        default: Some("120s"),
+        help: "how long one agent-planner model call may take before it is retried or given up (a model on a busy CPU may need longer; the oracle has oracle-call-timeout)",
     },
     Key {
         name: ORACLE_VARIANT,
@@ -527,10 +534,17 @@ impl Config {
 
     /// `oracle-call-timeout`: at least a second, whatever was stored.
     pub fn oracle_call_timeout(&self) -> anyhow::Result<Duration> {
-        let v = self.get(ORACLE_CALL_TIMEOUT)?.unwrap_or_default();
-        Ok(crate::duration::parse(&v)
-            .unwrap_or(Duration::from_secs(120))
-            .max(Duration::from_secs(1)))
+        self.call_timeout(ORACLE_CALL_TIMEOUT)
+    }
+
+    /// `model-timeout`: at least a second, whatever was stored.
+    pub fn model_timeout(&self) -> anyhow::Result<Duration> {
+        self.call_timeout(MODEL_TIMEOUT)
+    }
+
+    fn call_timeout(&self, key: &str) -> anyhow::Result<Duration> {
+        let v = self.get(key)?.unwrap_or_default();
+        Ok(model_call_timeout(&v))
     }
 
     /// `approval-ceiling`: `None` means asks without a rule timeout never expire.
@@ -569,6 +583,14 @@ impl Config {
 }
 
 /// `MISSIONBOARD_STORE_URL`, when it is set (and not empty): it overrides `store-url`.
+/// A model call's timeout as stored or handed to a unit: at least a second, 120 s
+/// when it does not parse.
+pub fn model_call_timeout(value: &str) -> Duration {
+    crate::duration::parse(value)
+        .unwrap_or(Duration::from_secs(120))
+        .max(Duration::from_secs(1))
+}
+
 pub fn store_url_from_env() -> Option<std::ffi::OsString> {
     std::env::var_os(STORE_URL_ENV).filter(|v| !v.is_empty())
 }

@@ -845,6 +845,8 @@ fn run_task(task: &Task, server: &LlamaServer) -> Result<(), String> {
     let url = format!("{}/v1", server.origin);
     sb.run(&["config", "set", "model-base-url", &url]).ok();
     sb.run(&["config", "set", "model-name", QWEN_NAME]).ok();
+    // Two cores shared with the rest of CI: a long reply can take minutes.
+    sb.run(&["config", "set", "model-timeout", "600s"]).ok();
     let mut fire = background(sb.command(&[
         "mission",
         "fire",

@@ -25,7 +25,7 @@ use std::path::{Path, PathBuf};
 
 use serde::Deserialize;
 
-use crate::config::{Config, MODEL_API_KEY_ENV, MODEL_BASE_URL, MODEL_NAME};
+use crate::config::{Config, MODEL_API_KEY_ENV, MODEL_BASE_URL, MODEL_NAME, MODEL_TIMEOUT};
 use crate::paths::Paths;
 
 /// The file name looked up in each search directory.
@@ -39,6 +39,9 @@ pub const SELF_COMMAND: &str = "missionboard";
 pub const ENV_BASE_URL: &str = "MISSIONBOARD_MODEL_BASE_URL";
 /// The model name.
 pub const ENV_MODEL: &str = "MISSIONBOARD_MODEL_NAME";
+/// The native agent's per-call model timeout (`model-timeout`), handed down like the
+/// rest of its model settings.
+pub const ENV_MODEL_TIMEOUT: &str = "MISSIONBOARD_MODEL_TIMEOUT";
 /// The name of the variable that holds the endpoint's API key.
 pub const ENV_API_KEY_ENV: &str = "MISSIONBOARD_MODEL_API_KEY_ENV";
 
@@ -219,6 +222,7 @@ impl Agent {
             (ENV_BASE_URL, pick(&keys.base_url, MODEL_BASE_URL)?),
             (ENV_MODEL, pick(&keys.model, MODEL_NAME)?),
             (ENV_API_KEY_ENV, pick(&keys.api_key_env, MODEL_API_KEY_ENV)?),
+            (ENV_MODEL_TIMEOUT, pick(&None, MODEL_TIMEOUT)?),
         ];
         for (name, value) in settings {
             if let Some(value) = value {

@@ -419,7 +419,7 @@ impl ModelSettings {
                 .unwrap_or_else(|| "http://127.0.0.1:11434/v1".to_string()),
             model: config.get(MODEL_NAME)?,
             api_key_env: config.get(MODEL_API_KEY_ENV)?,
-            timeout: Self::DEFAULT_TIMEOUT,
+            timeout: config.model_timeout()?,
         })
     }
 

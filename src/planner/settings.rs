@@ -2,15 +2,15 @@
 //!
 //! The host resolves them when it starts a native-agent unit — the declaration's
 //! `model`, `base_url` and `api_key_env`, each falling back to its `model-*` config
-//! key — and hands them to the child explicitly in the `MISSIONBOARD_MODEL_*`
+//! key, and `model-timeout` — and hands them to the child explicitly in the `MISSIONBOARD_MODEL_*`
 //! variables ([`crate::agents::Agent::unit_env`]), together with the API key variable itself (the unit
 //! environment is otherwise scrubbed of secret-looking names). The agent reads, in
 //! order: its own flags, those variables, then the config keys from the home
 //! database opened read-only (for an editor that runs `missionboard agent`
 //! directly), then the defaults.
 
-use crate::agents::{ENV_API_KEY_ENV, ENV_BASE_URL, ENV_MODEL};
-use crate::config::{Config, MODEL_API_KEY_ENV, MODEL_BASE_URL, MODEL_NAME};
+use crate::agents::{ENV_API_KEY_ENV, ENV_BASE_URL, ENV_MODEL, ENV_MODEL_TIMEOUT};
+use crate::config::{Config, MODEL_API_KEY_ENV, MODEL_BASE_URL, MODEL_NAME, MODEL_TIMEOUT};
 use crate::model::ModelSettings;
 
 /// The model flags of `missionboard agent`; each overrides everything else.
@@ -44,6 +44,10 @@ pub fn resolve(flags: &ModelFlags, db: &std::path::Path) -> ModelSettings {
             .unwrap_or_else(|| "http://127.0.0.1:11434/v1".to_string()),
         model: pick(&flags.model, ENV_MODEL, MODEL_NAME),
         api_key_env: pick(&flags.api_key_env, ENV_API_KEY_ENV, MODEL_API_KEY_ENV),
-        timeout: ModelSettings::DEFAULT_TIMEOUT,
+        timeout: from_env(ENV_MODEL_TIMEOUT)
+            .or_else(|| from_config(MODEL_TIMEOUT))
+            .map_or(ModelSettings::DEFAULT_TIMEOUT, |v| {
+                crate::config::model_call_timeout(&v)
+            }),
     }
 }

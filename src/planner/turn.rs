@@ -158,7 +158,9 @@ fn written_calls(text: &str, tools: &[ToolSpec], calls_so_far: u64) -> WrittenCa
     }
     let mut runnable = Vec::new();
     let mut broken = Vec::new();
+    let mut unknown_tool = false;
     for (n, call) in found.into_iter().enumerate() {
+        unknown_tool |= !call.name.is_empty() && !tools.iter().any(|t| t.name == call.name);
         match call.arguments {
             Ok(arguments) => {
                 eprintln!(
@@ -190,8 +192,15 @@ fn written_calls(text: &str, tools: &[ToolSpec], calls_so_far: u64) -> WrittenCa
         WrittenCalls::Runnable(runnable)
     } else {
         let names: Vec<&str> = tools.iter().map(|t| t.name.as_str()).collect();
+        // Small models read a name in the intent ("add a function add(a,b)") as a
+        // tool to call; the intent is work to do with the tools there are.
+        let unknown = if unknown_tool {
+            " A name in the intent is not a tool: do the intent's work with the tools there are, starting with mission_plan if you have not filed your plan."
+        } else {
+            ""
+        };
         WrittenCalls::Broken(format!(
-            "Your reply wrote a tool call as text instead of making it, and nothing was run: {}. Make the call itself, through the tool-calling interface, with a JSON object of its arguments. The tools are: {}.",
+            "Your reply wrote a tool call as text instead of making it, and nothing was run: {}. Make the call itself, through the tool-calling interface, with a JSON object of its arguments. The tools are: {}.{unknown}",
             broken.join("; "),
             names.join(", ")
         ))
@@ -369,6 +378,26 @@ impl Turn<'_> {
                     WrittenCalls::None => {}
                     WrittenCalls::Runnable(calls) => tool_calls = calls,
                     WrittenCalls::Broken(correction) => {
+                        // A model that writes the same broken call again and again is
+                        // repeating itself like one that makes the same call: the same
+                        // counter and the same bound hold it.
+                        let key = format!("\0text\0{text}");
+                        let correction = match state.repeats.count(key) {
+                            Repeat::Fresh => correction,
+                            Repeat::Refused(n) => format!(
+                                "{correction} This is the same reply as your last {}: write something different.",
+                                n - 1
+                            ),
+                            Repeat::Bound(n) => {
+                                let reason = repeats::reason(
+                                    "wrote the same broken tool call as text",
+                                    n,
+                                    text,
+                                );
+                                self.rest_repeating(state, &reason).await?;
+                                return Ok(StopReason::EndTurn);
+                            }
+                        };
                         state.messages.push(ChatMessage::assistant(content, vec![]));
                         state.messages.push(ChatMessage::user(correction));
                         continue;
@@ -484,29 +513,37 @@ impl Turn<'_> {
                 };
                 let shown = format!("{name}: {}", call.arguments);
                 let reason = repeats::reason("made the same call", n, &shown);
-                eprintln!("{AGENT_NAME}: {reason}");
-                let Some(mission) = &state.mission else {
-                    return Ok((
-                        format!("refused: not run — {reason}. The turn ends here."),
-                        Effect::Repeating,
-                    ));
+                let then = if self.rest_repeating(state, &reason).await? {
+                    "The mission is finished stuck."
+                } else {
+                    "The turn ends here."
                 };
-                let mut args = Map::new();
-                args.insert("status".into(), json!("stuck"));
-                args.insert("reason".into(), json!(reason));
-                let finished = mission
-                    .call(crate::mission_mcp::MISSION_FINISH, args)
-                    .await
-                    .map_err(fail)?;
-                if let Err(e) = &finished {
-                    eprintln!("{AGENT_NAME}: resting the mission stuck failed: {e}");
-                }
                 Ok((
-                    format!("refused: not run — {reason}. The mission is finished stuck."),
+                    format!("refused: not run — {reason}. {then}"),
                     Effect::Repeating,
                 ))
             }
         }
+    }
+
+    /// A unit at the repeat bound: the mission (if any) rests stuck on `reason`,
+    /// through its own `mission_finish`. Whether there was a mission to rest.
+    async fn rest_repeating(&self, state: &SessionState, reason: &str) -> Result<bool, Error> {
+        eprintln!("{AGENT_NAME}: {reason}");
+        let Some(mission) = &state.mission else {
+            return Ok(false);
+        };
+        let mut args = Map::new();
+        args.insert("status".into(), json!("stuck"));
+        args.insert("reason".into(), json!(reason));
+        let finished = mission
+            .call(crate::mission_mcp::MISSION_FINISH, args)
+            .await
+            .map_err(fail)?;
+        if let Err(e) = &finished {
+            eprintln!("{AGENT_NAME}: resting the mission stuck failed: {e}");
+        }
+        Ok(true)
     }
 
     /// Run one call the model made; the text is its result for the model.

@@ -342,6 +342,22 @@ fn a_4xx_from_the_model_server_is_not_retried_and_derails_with_its_body() {
     assert_eq!(server.requests().len(), 1, "a 4xx is not retried");
 }
 
+#[test]
+fn a_model_call_past_model_timeout_is_retried_then_derails_naming_the_timeout() {
+    let server = ModelServer::start(vec![Reply::Hang, Reply::Hang, Reply::Hang]);
+    let sb = Sandbox::new();
+    http_planner(&sb, &server);
+    sb.run(&["config", "set", "model-timeout", "1s"]).ok();
+    let fired = sb.fire("http-planner", "land over http", &[]);
+    assert_eq!(fired.code, 1, "{fired:#?}");
+    let expected = format!(
+        "finished: derailed — unit turn failed: agent returned error -32603 to session/prompt: model endpoint {}/chat/completions did not answer within 1s",
+        server.url
+    );
+    assert!(fired.stdout.contains(&expected), "{fired:#?}");
+    assert_eq!(server.requests().len(), 3, "a timeout is tried three times");
+}
+
 /// Declare `small-planner`: the native agent on `server` with its default window and
 /// reply cap (a 32k window, 4,096 reply tokens), plus `extra` arguments.
 fn small_planner(sb: &Sandbox, server: &ModelServer, extra: &[&str]) {
@@ -658,6 +674,51 @@ fn a_model_repeating_one_call_is_refused_then_the_mission_rests_stuck_repeating_
             last_message(&sent[at]),
             format!(
                 "refused: not run — it repeats your last {before} calls word for word. Report something new, do the next step of your plan, or call mission_finish (stuck, saying why, if you cannot go on)."
+            )
+        );
+    }
+}
+
+/// As Qwen2.5-Coder-1.5B answered "add a function add(a,b) to lib.py", word for word
+/// at temperature 0 however it was corrected: a call to a tool named in the intent.
+#[test]
+fn a_model_writing_the_same_broken_call_is_told_the_intent_is_no_tool_then_rests_stuck() {
+    let sb = Sandbox::new();
+    let add = r#"```json
+{"name": "add", "arguments": {"a": 1, "b": 2}}
+```"#;
+    let dialog = planner_world(&sb, json!({"turns": [{"text": add, "repeat": true}]}));
+    let fired = sb.run(&[
+        "mission",
+        "fire",
+        "agent-planner",
+        "add a function add(a,b) to lib.py",
+        "--wait",
+        "--policy",
+        "dev",
+    ]);
+    assert_eq!(fired.code, 1, "{fired:#?}");
+    let record: Value = serde_json::from_str(
+        &sb.run(&["mission", "show", &sb.newest_mission().unwrap(), "--json"])
+            .ok()
+            .stdout,
+    )
+    .unwrap();
+    assert_eq!(record["status"], "stuck", "{record:#}");
+    assert_eq!(
+        record["statusReason"],
+        r#"repeating itself: the unit wrote the same broken tool call as text 5 times in a row: ```json {"name": "add", "arguments": {"a": 1, "b": 2}} ```"#
+    );
+    let sent = requests(&dialog);
+    assert_eq!(sent.len(), 5, "the fifth reply ended the turn");
+    let correction = "Your reply wrote a tool call as text instead of making it, and nothing was run: \"add\" (a bare JSON object): there is no tool \"add\". Make the call itself, through the tool-calling interface, with a JSON object of its arguments. The tools are: mission_report, mission_plan, mission_ask_attention, mission_finish, read_file, list_dir, grep, find_files, write_file, edit_file, shell. A name in the intent is not a tool: do the intent's work with the tools there are, starting with mission_plan if you have not filed your plan.";
+    assert_eq!(last_message(&sent[1]), correction);
+    assert_eq!(last_message(&sent[2]), correction);
+    for (at, before) in [(3, 2), (4, 3)] {
+        assert_eq!(
+            last_message(&sent[at]),
+            format!(
+                "{correction} This is the same reply as your last {before}: write something different."
             )
         );
     }
