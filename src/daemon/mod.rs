@@ -266,7 +266,7 @@ async fn claim(
 ) -> anyhow::Result<(Vec<crate::mission::queue::Claimed>, WaitsForMemory)> {
     let (missions, me, labels) = (fleet.missions().clone(), me.clone(), labels.to_vec());
     let fleet = fleet.clone();
-    Ok(blocking(move || -> anyhow::Result<_> {
+    blocking(move || -> anyhow::Result<_> {
         // What each waiting agent is expected to reach, read before the claim's
         // transaction (which holds the store).
         let expected: std::collections::HashMap<String, _> = match fleet.memory_budget() {
@@ -322,7 +322,7 @@ async fn claim(
         }
         Ok((claimed?, waits))
     })
-    .await?)
+    .await
 }
 
 /// Start a claimed mission's unit on a task of its own.
