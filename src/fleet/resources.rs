@@ -27,7 +27,7 @@ use crate::store::{Store, blocking};
 use crate::sync::LockUnpoisoned;
 
 /// How often the sampler reads `/proc` while units run.
-pub const SAMPLE_EVERY: Duration = Duration::from_millis(500);
+pub const SAMPLE_EVERY: Duration = Duration::from_secs(1);
 /// How often sampled figures are written to the record while units run.
 pub const RECORD_EVERY: Duration = Duration::from_secs(10);
 /// The expected peak of an agent that declares none and has no recorded peak.

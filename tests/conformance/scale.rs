@@ -130,7 +130,9 @@ fn watch(host: &Firing, world: &World, ids: &[String]) -> Watched {
                 now.get(id)
                     .is_some_and(|s| !matches!(s.as_str(), "queued" | "open"))
             });
-            (rested && below.is_empty()).then_some(())
+            // Every unit's supervisor reaped too (a zombie's CPU time reaches the
+            // host's only when it is reaped).
+            (rested && below.is_empty() && children_in_any_state(pid) == 0).then_some(())
         },
     );
     if done.is_none() {
@@ -148,6 +150,14 @@ fn watch(host: &Firing, world: &World, ids: &[String]) -> Watched {
     }
     seen.seconds = started.elapsed().as_secs_f64();
     seen
+}
+
+/// How many processes have `pid` as their parent, zombies included.
+fn children_in_any_state(pid: u32) -> usize {
+    crate::common::all_pids()
+        .into_iter()
+        .filter(|&p| parent_is(p, pid))
+        .count()
 }
 
 fn parent_is(pid: u32, parent: u32) -> bool {
@@ -245,13 +255,12 @@ fn twenty_qwen_missions_on_one_host_land_once_each_within_cpu_and_memory_bounds(
         seen.most_units > 1,
         "the missions ran side by side: {seen:?}"
     );
+    // The kernel's figure can only be lower than the units' real spend (a process
+    // reaped by init, not by its unit's supervisor, takes its time with it), so the
+    // samples must reach at least most of it.
     assert!(
-        own_s <= 0.02 * units_s,
-        "missionboard's own CPU {own_s:.2}s is more than 2% of its units' {units_s:.1}s"
-    );
-    assert!(
-        recorded_s <= units_s * 1.05 + 1.0 && recorded_s >= units_s * 0.5,
-        "the sampled CPU time {recorded_s:.1}s tells the kernel's {units_s:.1}s"
+        recorded_s >= units_s * 0.5,
+        "the sampled CPU time {recorded_s:.1}s misses most of the kernel's {units_s:.1}s"
     );
 
     // Phase 2: a bound with room for four units at their learned p90, not five.
@@ -286,5 +295,10 @@ fn twenty_qwen_missions_on_one_host_land_once_each_within_cpu_and_memory_bounds(
     assert!(
         run.stdout.contains(" waits in the queue for memory: "),
         "the surplus waited: {run:#?}"
+    );
+    // Judged last, so a run that misses it still prints both phases' figures.
+    assert!(
+        own_s <= 0.02 * units_s,
+        "missionboard's own CPU {own_s:.2}s is more than 2% of its units' {units_s:.1}s"
     );
 }
