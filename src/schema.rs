@@ -70,9 +70,13 @@ pub const MIGRATIONS: &[Migration] = &[
         crate::sched::schedules::SCHEMA_V18,
         crate::sched::triggers::SCHEMA_V18,
     ],
-    // v19: what each mission's units used: the peak memory of a unit's process
+    // v19: the form an elicitation ask carries.
+    &[crate::asks::SCHEMA_V19],
+    // v20: allowances: an operator's "allow always (this mission)", kept by us.
+    &[crate::asks::allowances::SCHEMA_V20],
+    // v21: what each mission's units used: the peak memory of a unit's process
     // tree and the CPU time of its units' trees.
-    &[crate::fleet::budget::SCHEMA_V19],
+    &[crate::fleet::budget::SCHEMA_V21],
 ];
 
 /// The same versions on PostgreSQL, numbered alike so a version means one schema on
@@ -119,7 +123,9 @@ pub const PG_MIGRATIONS: &[Migration] = &[
         crate::sched::schedules::PG_SCHEMA_V18,
         crate::sched::triggers::PG_SCHEMA_V18,
     ],
-    &[crate::fleet::budget::PG_SCHEMA_V19],
+    &[crate::asks::PG_SCHEMA_V19],
+    &[crate::asks::allowances::PG_SCHEMA_V20],
+    &[crate::fleet::budget::PG_SCHEMA_V21],
 ];
 
 impl Store {

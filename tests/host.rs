@@ -531,7 +531,7 @@ fn a_requeued_mission_carries_on_in_its_earlier_session_on_the_next_host() {
     assert!(
         out.lines().contains(
             &format!(
-                "Mission {id} carries on in its earlier session {session}: its agent loaded it."
+                "Mission {id} carries on in its earlier session {session}: its agent loaded it (session/load)."
             )
             .as_str()
         ),

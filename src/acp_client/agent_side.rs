@@ -1,6 +1,6 @@
 //! The agent end of ACP, shared by missionboard's built-in agents (`stub-agent`
 //! and the native `agent`): the scaffold that serves a [`BuiltinAgent`] on stdio
-//! ([`serve`]: `initialize`, `session/new`, `session/load`,
+//! ([`serve`]: `initialize`, `session/new`, `session/load`, `session/resume`,
 //! `session/set_config_option`, `session/prompt` on its own task,
 //! `session/cancel`, `session/close`), the stdio line transport,
 //! reading what a `session/new` hands the agent, and a turn's view of
@@ -17,7 +17,8 @@ use agent_client_protocol::v1::schema::{
     AgentCapabilities, CancelNotification, CloseSessionRequest, CloseSessionResponse, ContentBlock,
     Implementation, InitializeRequest, InitializeResponse, LoadSessionRequest, LoadSessionResponse,
     McpServer, NewSessionRequest, NewSessionResponse, PromptRequest, PromptResponse,
-    SetSessionConfigOptionRequest, SetSessionConfigOptionResponse,
+    ResumeSessionRequest, ResumeSessionResponse, SetSessionConfigOptionRequest,
+    SetSessionConfigOptionResponse,
 };
 use agent_client_protocol::v1::{ConnectionTo, Responder};
 use agent_client_protocol::{Agent, Client, Error, Lines};
@@ -107,6 +108,17 @@ pub trait BuiltinAgent: Send + Sync + Sized + 'static {
         &self,
         request: LoadSessionRequest,
     ) -> Result<(Arc<Self::Session>, LoadSessionResponse), Error> {
+        let _ = request;
+        Err(Error::method_not_found())
+    }
+
+    /// `session/resume`: the session carried on without a replay of its history; the
+    /// scaffold files it under the requested id. An agent that does not advertise
+    /// `sessionCapabilities.resume` refuses it.
+    fn resume_session(
+        &self,
+        request: ResumeSessionRequest,
+    ) -> Result<(Arc<Self::Session>, ResumeSessionResponse), Error> {
         let _ = request;
         Err(Error::method_not_found())
     }
@@ -201,7 +213,8 @@ pub async fn serve<A: BuiltinAgent>(
     writer: StdoutWriter,
 ) -> Result<(), String> {
     let tag = agent.tag();
-    let (on_init, on_new, on_load, on_config, on_prompt, on_cancel, on_close) = (
+    let (on_init, on_new, on_load, on_resume, on_config, on_prompt, on_cancel, on_close) = (
+        agent.clone(),
         agent.clone(),
         agent.clone(),
         agent.clone(),
@@ -255,6 +268,21 @@ pub async fn serve<A: BuiltinAgent>(
                     Ok((session, response)) => {
                         on_load.connect_servers(&session).await;
                         on_load.sessions().insert(id, session);
+                        responder.respond(response)
+                    }
+                    Err(err) => responder.respond_with_error(err),
+                }
+            },
+            agent_client_protocol::on_receive_request!(),
+        )
+        .on_receive_request(
+            async move |request: ResumeSessionRequest, responder, _cx| {
+                let id = request.session_id.0.to_string();
+                let agent = on_resume.clone();
+                match blocking(move || agent.resume_session(request)).await {
+                    Ok((session, response)) => {
+                        on_resume.connect_servers(&session).await;
+                        on_resume.sessions().insert(id, session);
                         responder.respond(response)
                     }
                     Err(err) => responder.respond_with_error(err),

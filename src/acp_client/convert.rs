@@ -206,6 +206,137 @@ pub(super) fn session_models(raw: &Value) -> Option<SessionModels> {
     })
 }
 
+/// A unit's `elicitation/create`, as the host reads it.
+pub(super) fn elicitation_ask(
+    request: acp::CreateElicitationRequest,
+    reply: tokio::sync::oneshot::Sender<super::ElicitationReply>,
+) -> super::ElicitationAsk {
+    use super::Elicitation;
+    let tool_call_id = match request.scope() {
+        acp::ElicitationScope::Session(s) => s.tool_call_id.as_ref().map(|id| id.0.to_string()),
+        _ => None,
+    };
+    let wanted = match &request.mode {
+        acp::ElicitationMode::Form(form) => match serde_json::to_value(&form.requested_schema)
+            .map_err(|e| e.to_string())
+            .and_then(|schema| form_of(&schema))
+        {
+            Ok(form) => Elicitation::Form(form),
+            Err(why) => Elicitation::Unsupported(why),
+        },
+        acp::ElicitationMode::Url(url) => Elicitation::Url {
+            url: url.url.clone(),
+            elicitation_id: url.elicitation_id.0.to_string(),
+        },
+        other => Elicitation::Unsupported(format!(
+            "elicitation mode {} is not one missionboard fills",
+            wire_name(
+                &serde_json::to_value(other)
+                    .ok()
+                    .and_then(|v| v.get("mode").cloned())
+            )
+        )),
+    };
+    super::ElicitationAsk {
+        message: request.message,
+        tool_call_id,
+        wanted,
+        reply,
+    }
+}
+
+/// The flat form an elicitation's `requestedSchema` describes: each property a
+/// string (free text, `enum` or `oneOf` choices), number, integer or boolean. Any
+/// other property (a multi-select, an unknown type) makes the form one missionboard
+/// cannot fill.
+pub(crate) fn form_of(schema: &Value) -> Result<crate::asks::form::Form, String> {
+    use crate::asks::form::{Field, FieldKind, Form};
+    let required: Vec<&str> = schema
+        .get("required")
+        .and_then(Value::as_array)
+        .map(|r| r.iter().filter_map(Value::as_str).collect())
+        .unwrap_or_default();
+    let Some(properties) = schema.get("properties").and_then(Value::as_object) else {
+        return Ok(Form { fields: Vec::new() });
+    };
+    let text = |p: &Value, k: &str| p.get(k).and_then(Value::as_str).map(str::to_string);
+    let mut fields = Vec::new();
+    for (name, p) in properties {
+        let kind = match p.get("type").and_then(Value::as_str) {
+            Some("string") => {
+                let listed: Option<Vec<String>> = p
+                    .get("enum")
+                    .and_then(Value::as_array)
+                    .map(|v| {
+                        v.iter()
+                            .filter_map(Value::as_str)
+                            .map(str::to_string)
+                            .collect()
+                    })
+                    .or_else(|| {
+                        p.get("oneOf").and_then(Value::as_array).map(|v| {
+                            v.iter()
+                                .filter_map(|o| o.get("const").and_then(Value::as_str))
+                                .map(str::to_string)
+                                .collect()
+                        })
+                    });
+                match listed {
+                    Some(values) => FieldKind::Choice { values },
+                    None => FieldKind::Text {
+                        min_length: p.get("minLength").and_then(Value::as_u64).map(|n| n as u32),
+                        max_length: p.get("maxLength").and_then(Value::as_u64).map(|n| n as u32),
+                    },
+                }
+            }
+            Some("number") => FieldKind::Number {
+                minimum: p.get("minimum").and_then(Value::as_f64),
+                maximum: p.get("maximum").and_then(Value::as_f64),
+            },
+            Some("integer") => FieldKind::Integer {
+                minimum: p.get("minimum").and_then(Value::as_i64),
+                maximum: p.get("maximum").and_then(Value::as_i64),
+            },
+            Some("boolean") => FieldKind::Boolean,
+            other => {
+                return Err(format!(
+                    "field {name:?} is of type {}, which missionboard does not fill (only text, number, integer, boolean and one-of fields)",
+                    other.unwrap_or("(none)")
+                ));
+            }
+        };
+        fields.push(Field {
+            name: name.clone(),
+            title: text(p, "title"),
+            description: text(p, "description"),
+            kind,
+            required: required.contains(&name.as_str()),
+            default: p.get("default").filter(|d| !d.is_null()).cloned(),
+        });
+    }
+    Ok(Form { fields })
+}
+
+/// The answer to an `elicitation/create`.
+pub(super) fn elicitation_response(
+    reply: super::ElicitationReply,
+) -> acp::CreateElicitationResponse {
+    let wire = match reply {
+        super::ElicitationReply::Accept(content) if content.is_empty() => {
+            serde_json::json!({"action": "accept"})
+        }
+        super::ElicitationReply::Accept(content) => {
+            serde_json::json!({"action": "accept", "content": content})
+        }
+        super::ElicitationReply::Decline => serde_json::json!({"action": "decline"}),
+        super::ElicitationReply::Cancel => serde_json::json!({"action": "cancel"}),
+    };
+    serde_json::from_value(wire).unwrap_or_else(|_| {
+        serde_json::from_value(serde_json::json!({"action": "cancel"}))
+            .expect("the cancel action is in the schema")
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

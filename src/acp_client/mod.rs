@@ -33,7 +33,8 @@ use std::time::Duration;
 use agent_client_protocol::UntypedMessage;
 use agent_client_protocol::v1::ConnectionTo;
 use agent_client_protocol::v1::schema::{
-    CancelNotification, ContentBlock, PromptRequest, SetSessionConfigOptionRequest, TextContent,
+    CancelNotification, CloseSessionRequest, ContentBlock, PromptRequest,
+    SetSessionConfigOptionRequest, TextContent,
 };
 use serde_json::{Map, Value};
 use tokio::sync::{mpsc, oneshot, watch};
@@ -158,6 +159,40 @@ pub enum UnitEvent {
     /// A non-JSON line on the agent's stdout. It is dropped (never answered),
     /// and reported here so the board can show a chatty agent.
     StdoutGarbage(String),
+}
+
+/// What a unit's `elicitation/create` asks of the operator.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Elicitation {
+    /// Fill in a flat form.
+    Form(crate::asks::form::Form),
+    /// Visit a page (never fetched by missionboard: the operator opens it).
+    Url { url: String, elicitation_id: String },
+    /// A request missionboard cannot put to the operator (why); it is declined.
+    Unsupported(String),
+}
+
+/// An `elicitation/create` waiting for the host's answer. Answer it through
+/// `reply`; dropping it unanswered answers `cancel`.
+#[derive(Debug)]
+pub struct ElicitationAsk {
+    /// What the agent says it needs (agent text: sanitize before showing it).
+    pub message: String,
+    /// The tool call it belongs to, when the agent scoped it to one.
+    pub tool_call_id: Option<String>,
+    pub wanted: Elicitation,
+    pub reply: oneshot::Sender<ElicitationReply>,
+}
+
+/// The host's answer to an elicitation.
+#[derive(Debug, Clone, PartialEq)]
+pub enum ElicitationReply {
+    /// Done: a form's values (empty for a page visited).
+    Accept(Map<String, Value>),
+    /// The operator said no.
+    Decline,
+    /// Nobody chose (the deadline passed, the turn or the mission ended).
+    Cancel,
 }
 
 /// The host's decision on a permission request.
@@ -386,6 +421,7 @@ impl std::error::Error for UnitError {}
 struct Shared {
     events: mpsc::UnboundedSender<UnitEvent>,
     permissions: mpsc::UnboundedSender<PermissionAsk>,
+    elicitations: mpsc::UnboundedSender<ElicitationAsk>,
     /// Bumped by [`Unit::cancel`]; every pending permission task watches it.
     cancel_generation: watch::Sender<u64>,
     /// Why the transport gave up writing to the unit, when it did (it went deaf).
@@ -401,14 +437,38 @@ pub struct Unit {
     process: process::UnitProcess,
     events_rx: Option<mpsc::UnboundedReceiver<UnitEvent>>,
     permissions_rx: Option<mpsc::UnboundedReceiver<PermissionAsk>>,
+    elicitations_rx: Option<mpsc::UnboundedReceiver<ElicitationAsk>>,
     /// Dropping this ends the connection task, which drops (closes) stdin.
     stop_connection: Option<oneshot::Sender<()>>,
     connection_task: Option<tokio::task::JoinHandle<()>>,
     /// How far the unit's stdout has been read (orders its verdicts after its updates).
     stdout_mark: Arc<stdout_mark::StdoutMark>,
     reaped: bool,
-    /// The session was loaded (`session/load`), not opened afresh.
-    loaded: bool,
+    /// How the session was opened: afresh, or the agent's own reopened.
+    opened: SessionOpened,
+}
+
+/// How a unit's session came to be.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum SessionOpened {
+    /// `session/new`.
+    #[default]
+    New,
+    /// `session/resume`: the agent's own session carried on, nothing replayed.
+    Resumed,
+    /// `session/load`: the agent's own session, its history replayed to us.
+    Loaded,
+}
+
+impl SessionOpened {
+    /// The ACP method that opened it.
+    pub fn method(self) -> &'static str {
+        match self {
+            SessionOpened::New => "session/new",
+            SessionOpened::Resumed => "session/resume",
+            SessionOpened::Loaded => "session/load",
+        }
+    }
 }
 
 impl Unit {
@@ -482,9 +542,15 @@ impl Unit {
         &self.caps
     }
 
-    /// Was the session loaded (`session/load`) rather than opened afresh?
+    /// Is the session the agent's own earlier one (`session/resume` or
+    /// `session/load`) rather than one opened afresh?
     pub fn loaded(&self) -> bool {
-        self.loaded
+        self.opened != SessionOpened::New
+    }
+
+    /// How the session was opened.
+    pub fn opened(&self) -> SessionOpened {
+        self.opened
     }
 
     /// Switch the session to `model`, one of the models it advertised: through
@@ -569,6 +635,12 @@ impl Unit {
         self.permissions_rx.take()
     }
 
+    /// The stream of elicitation requests. Can be taken once. Until it is taken,
+    /// they queue up unanswered (and hold the agent's request open).
+    pub fn take_elicitations(&mut self) -> Option<mpsc::UnboundedReceiver<ElicitationAsk>> {
+        self.elicitations_rx.take()
+    }
+
     /// Run one prompt turn; each string becomes its own text block.
     pub async fn prompt(&self, blocks: Vec<String>) -> Result<PromptOutcome, UnitError> {
         let during = "session/prompt";
@@ -628,13 +700,32 @@ impl Unit {
         self.shared.cancel_generation.send_modify(|g| *g += 1);
     }
 
-    /// Close stdin, give the agent [`KILL_GRACE`] to exit, then SIGTERM and
-    /// finally SIGKILL its process group, and reap it.
+    /// Close the session (`session/close`, when the agent advertises it), close
+    /// stdin, give the agent [`KILL_GRACE`] to exit, then SIGTERM and finally
+    /// SIGKILL its process group, and reap it.
     pub async fn shutdown(mut self) -> Option<ExitInfo> {
+        self.close_session().await;
         self.close_connection().await;
         let status = self.process.terminate(KILL_GRACE).await;
         self.reaped = status.is_some();
         status
+    }
+
+    /// Let an agent that advertises `sessionCapabilities.close` free its session
+    /// before its process is ended (bounded by [`KILL_GRACE`]; a refusal or no
+    /// answer only costs the wait: the teardown goes on).
+    async fn close_session(&self) {
+        if !self.caps.close_session || self.session_id.is_empty() || self.exit_status().is_some() {
+            return;
+        }
+        let request = CloseSessionRequest::new(self.session_id.clone());
+        match tokio::time::timeout(KILL_GRACE, self.cx.send_request(request).block_task()).await {
+            Ok(Ok(_)) => tracing::debug!(session = %self.session_id, "session closed"),
+            Ok(Err(err)) => {
+                tracing::debug!(session = %self.session_id, ?err, "session/close refused")
+            }
+            Err(_) => tracing::debug!(session = %self.session_id, "session/close unanswered"),
+        }
     }
 
     async fn close_connection(&mut self) {

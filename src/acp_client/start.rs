@@ -7,9 +7,10 @@ use std::sync::Arc;
 use agent_client_protocol::schema::ProtocolVersion;
 use agent_client_protocol::v1::ConnectionTo;
 use agent_client_protocol::v1::schema::{
-    ClientCapabilities, EnvVariable, Implementation, InitializeRequest, LoadSessionRequest,
-    McpServer, McpServerStdio, NewSessionRequest, NewSessionResponse, RequestPermissionRequest,
-    SessionNotification,
+    ClientCapabilities, CreateElicitationRequest, ElicitationCapabilities,
+    ElicitationFormCapabilities, ElicitationUrlCapabilities, EnvVariable, Implementation,
+    InitializeRequest, LoadSessionRequest, McpServer, McpServerStdio, NewSessionRequest,
+    NewSessionResponse, RequestPermissionRequest, ResumeSessionRequest, SessionNotification,
 };
 use agent_client_protocol::{Client, Lines, UntypedMessage};
 use futures::StreamExt;
@@ -19,8 +20,8 @@ use tokio::sync::{mpsc, oneshot, watch};
 use super::frame::{self, Frame};
 use super::stdout_mark::{CountedStdout, StdoutMark};
 use super::{
-    AgentCaps, INITIALIZE_TIMEOUT, KILL_GRACE, PermissionReply, Shared, Unit, UnitError, UnitEvent,
-    UnitSpec, convert, process, unit_environment,
+    AgentCaps, ElicitationReply, INITIALIZE_TIMEOUT, KILL_GRACE, PermissionReply, SessionOpened,
+    Shared, Unit, UnitError, UnitEvent, UnitSpec, convert, process, unit_environment,
 };
 
 impl Unit {
@@ -30,9 +31,11 @@ impl Unit {
     }
 
     /// [`Unit::start`] inside `confinement` (applied to the child before it runs);
-    /// with `load`, and an agent that advertises `loadSession`, its earlier session
-    /// is loaded (`session/load`) instead of a new one opened. [`Unit::loaded`] says
-    /// which.
+    /// with `load`, the agent's earlier session is reopened instead of a new one:
+    /// carried on without a replay (`session/resume`) when the agent advertises
+    /// `sessionCapabilities.resume`, else loaded (`session/load`) when it advertises
+    /// `loadSession`; a resume the agent refuses falls back to a load where it can.
+    /// [`Unit::opened`] says which.
     pub async fn start_confined(
         spec: UnitSpec,
         load: Option<&str>,
@@ -62,9 +65,11 @@ impl Unit {
 
         let (events_tx, events_rx) = mpsc::unbounded_channel();
         let (perm_tx, perm_rx) = mpsc::unbounded_channel();
+        let (elicit_tx, elicit_rx) = mpsc::unbounded_channel();
         let shared = Arc::new(Shared {
             events: events_tx,
             permissions: perm_tx,
+            elicitations: elicit_tx,
             cancel_generation: watch::channel(0).0,
             deafness: Arc::default(),
         });
@@ -117,11 +122,12 @@ impl Unit {
             process,
             events_rx: Some(events_rx),
             permissions_rx: Some(perm_rx),
+            elicitations_rx: Some(elicit_rx),
             stop_connection: Some(stop_tx),
             connection_task: Some(connection_task),
             stdout_mark,
             reaped: false,
-            loaded: false,
+            opened: SessionOpened::New,
         };
         // A failed handshake reaps the child before returning (Drop would
         // too, but without the grace period).
@@ -136,7 +142,15 @@ impl Unit {
 
     async fn handshake(&mut self, spec: &UnitSpec, load: Option<&str>) -> Result<(), UnitError> {
         let init = InitializeRequest::new(ProtocolVersion::V1)
-            .client_capabilities(ClientCapabilities::new())
+            // Elicitation in both modes: a form becomes an ask the operator fills
+            // on any surface, a page one the operator visits (never fetched here).
+            .client_capabilities(
+                ClientCapabilities::new().elicitation(
+                    ElicitationCapabilities::new()
+                        .form(ElicitationFormCapabilities::new())
+                        .url(ElicitationUrlCapabilities::new()),
+                ),
+            )
             .client_info(Implementation::new(
                 "missionboard",
                 env!("CARGO_PKG_VERSION"),
@@ -164,7 +178,10 @@ impl Unit {
                 ),
             });
         }
-        self.caps.load_session = response.agent_capabilities.load_session;
+        let agent_caps = &response.agent_capabilities;
+        self.caps.load_session = agent_caps.load_session;
+        self.caps.resume_session = agent_caps.session_capabilities.resume.is_some();
+        self.caps.close_session = agent_caps.session_capabilities.close.is_some();
         if let Some(info) = &response.agent_info {
             self.caps.agent_name = Some(info.name.clone());
             self.caps.agent_version = Some(info.version.clone());
@@ -175,7 +192,7 @@ impl Unit {
             .map(|m| m.id().to_string())
             .collect();
 
-        let servers = spec
+        let servers: Vec<McpServer> = spec
             .mcp_servers
             .iter()
             .map(|s| {
@@ -191,23 +208,38 @@ impl Unit {
                 )
             })
             .collect();
-        if let Some(id) = load.filter(|_| self.caps.load_session) {
-            let mut request =
-                LoadSessionRequest::new(id.to_string(), spec.cwd.clone()).mcp_servers(servers);
-            if !spec.meta.is_empty() {
-                request = request.meta(spec.meta.clone());
+        if let Some(id) = load {
+            if self.caps.resume_session {
+                let mut request = ResumeSessionRequest::new(id.to_string(), spec.cwd.clone())
+                    .mcp_servers(servers.clone());
+                if !spec.meta.is_empty() {
+                    request = request.meta(spec.meta.clone());
+                }
+                match self.reopen("session/resume", &request).await {
+                    Ok(raw) => {
+                        self.reopened(id, &raw, SessionOpened::Resumed);
+                        return Ok(());
+                    }
+                    // The agent answered, refusing: a load may still carry it on.
+                    Err(UnitError::Rpc { message, .. }) if self.caps.load_session => {
+                        tracing::warn!(
+                            session = id,
+                            "session/resume refused ({message}); loading the session instead"
+                        );
+                    }
+                    Err(e) => return Err(e),
+                }
             }
-            let during = "session/load";
-            let untyped =
-                UntypedMessage::new(during, &request).map_err(|e| UnitError::Protocol {
-                    during,
-                    detail: e.message,
-                })?;
-            let raw = self.request_untyped(untyped, during).await?;
-            self.session_id = id.to_string();
-            self.caps.models = convert::session_models(&raw);
-            self.loaded = true;
-            return Ok(());
+            if self.caps.load_session {
+                let mut request =
+                    LoadSessionRequest::new(id.to_string(), spec.cwd.clone()).mcp_servers(servers);
+                if !spec.meta.is_empty() {
+                    request = request.meta(spec.meta.clone());
+                }
+                let raw = self.reopen("session/load", &request).await?;
+                self.reopened(id, &raw, SessionOpened::Loaded);
+                return Ok(());
+            }
         }
         let mut request = NewSessionRequest::new(spec.cwd.clone()).mcp_servers(servers);
         if !spec.meta.is_empty() {
@@ -230,6 +262,29 @@ impl Unit {
         self.session_id = parsed.session_id.0.to_string();
         self.caps.models = convert::session_models(&raw);
         Ok(())
+    }
+}
+
+impl Unit {
+    /// Send a request that reopens an earlier session (`session/resume`,
+    /// `session/load`), untyped so fields this schema version drops stay readable.
+    async fn reopen<T: serde::Serialize>(
+        &self,
+        during: &'static str,
+        request: &T,
+    ) -> Result<serde_json::Value, UnitError> {
+        let untyped = UntypedMessage::new(during, request).map_err(|e| UnitError::Protocol {
+            during,
+            detail: e.message,
+        })?;
+        self.request_untyped(untyped, during).await
+    }
+
+    /// Adopt the reopened session `id`.
+    fn reopened(&mut self, id: &str, raw: &serde_json::Value, how: SessionOpened) {
+        self.session_id = id.to_string();
+        self.caps.models = convert::session_models(raw);
+        self.opened = how;
     }
 }
 
@@ -332,6 +387,7 @@ async fn run_connection(
     stop_rx: oneshot::Receiver<()>,
 ) -> Result<(), agent_client_protocol::Error> {
     let notify_shared = shared.clone();
+    let elicit_shared = shared.clone();
     Client
         .v1()
         .name("missionboard")
@@ -365,6 +421,30 @@ async fn run_connection(
                     let response = convert::permission_response(reply, &offered);
                     if let Err(err) = responder.respond(response) {
                         tracing::debug!(?err, "permission answer could not be sent");
+                    }
+                });
+                Ok(())
+            },
+            agent_client_protocol::on_receive_request!(),
+        )
+        .on_receive_request(
+            async move |request: CreateElicitationRequest, responder, _cx| {
+                // As with permissions: never wait for the answer on the dispatch loop.
+                let (reply_tx, reply_rx) = oneshot::channel();
+                let ask = convert::elicitation_ask(request, reply_tx);
+                let mut cancelled = elicit_shared.cancel_generation.subscribe();
+                let queued = elicit_shared.elicitations.send(ask);
+                tokio::spawn(async move {
+                    let reply = if queued.is_err() {
+                        ElicitationReply::Cancel
+                    } else {
+                        tokio::select! {
+                            reply = reply_rx => reply.unwrap_or(ElicitationReply::Cancel),
+                            _ = cancelled.changed() => ElicitationReply::Cancel,
+                        }
+                    };
+                    if let Err(err) = responder.respond(convert::elicitation_response(reply)) {
+                        tracing::debug!(?err, "elicitation answer could not be sent");
                     }
                 });
                 Ok(())

@@ -110,8 +110,9 @@ pub async fn run(svc: &Services, session: &str, settle: Settle) -> Result<String
     .map_err(|e| format!("{e:#}"))?;
     tracing::info!(session, ask = %ask.id, ?answered, "the session's operator settled an ask");
     let what = match &verdict {
-        OperatorVerdict::Answer(_) => "answered",
+        OperatorVerdict::Answer(_) | OperatorVerdict::Fields(_) => "answered",
         OperatorVerdict::Approve => "approved",
+        OperatorVerdict::ApproveAlways => "approved always",
         OperatorVerdict::Deny => "denied",
     };
     Ok(format!(

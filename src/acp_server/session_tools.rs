@@ -164,7 +164,9 @@ impl SessionTools {
                 .get(&id)
                 .ok()
                 .flatten()?;
-            if !(ask.is_pending() && ask.is_question()) {
+            // A form is filled like a question (`key=value` lines), within the same
+            // bounds, and never when it asks for a secret.
+            if !(ask.is_pending() && (ask.is_question() || ask.is_form())) {
                 return None;
             }
             let mission = svc.host.missions().get(ask.mission_id.as_deref()?).ok()??;

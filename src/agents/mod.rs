@@ -53,6 +53,10 @@ pub struct AgentCaps {
     pub agent_name: Option<String>,
     pub agent_version: Option<String>,
     pub load_session: bool,
+    /// `sessionCapabilities.resume`: the agent carries a session on without replaying it.
+    pub resume_session: bool,
+    /// `sessionCapabilities.close`: the agent frees a session on `session/close`.
+    pub close_session: bool,
     pub models: Option<SessionModels>,
     /// Ids of the agent's advertised auth methods (a hint for "needs login").
     pub auth_methods: Vec<String>,

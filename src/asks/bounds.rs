@@ -39,10 +39,12 @@ impl From<AskError> for AgentAnswerError {
     }
 }
 
-/// The counted prior answers: question rows of the mission whose resolution names an
-/// agent. JSON escaping means a human's words can never forge the key.
+/// The counted prior answers: question and form rows of the mission whose resolution
+/// names an agent. JSON escaping means a human's words can never forge the key.
 const COUNT: &str = "SELECT COUNT(*) FROM asks prior
-     WHERE prior.mission_id = ?1 AND prior.tools_name = 'mission' AND prior.tool_name = 'mission_ask_attention'
+     WHERE prior.mission_id = ?1
+       AND ((prior.tools_name = 'mission' AND prior.tool_name = 'mission_ask_attention')
+            OR (prior.tools_name = 'elicitation' AND prior.tool_name = 'form'))
        AND prior.resolution LIKE '%\"answeredBy\":%'";
 
 /// Answer question `ask_id` as agent `agent` (blank: `agent`), within the bounds of
@@ -67,9 +69,24 @@ pub fn answer_as_agent_within_bounds(
             "ask {ask_id} is a compute-bound question: only an operator may extend a mission's budget or stop it"
         ));
     }
-    if !row.is_question() {
+    // A form is answered like a question, within the same bounds, but never by an
+    // agent when a field asks for a secret: that one waits for a human.
+    let form = match &row.form {
+        Some(form) if row.is_form() => {
+            if let Some(field) = form.secret_field() {
+                return refuse(format!(
+                    "form {ask_id} asks for a secret (field {}); a human must answer",
+                    field.name
+                ));
+            }
+            Some(form)
+        }
+        _ => None,
+    };
+    if !row.is_question() && form.is_none() {
         return Err(AskError::Invalid(format!(
-            "ask {ask_id} is a permission request, not a question"
+            "ask {ask_id} is a {} ask, not a question",
+            row.kind()
         ))
         .into());
     }
@@ -77,6 +94,15 @@ pub fn answer_as_agent_within_bounds(
     if text.is_empty() {
         return Err(AskError::Invalid("an answer needs words".into()).into());
     }
+    let resolution = match form {
+        Some(form) => {
+            let values = super::form::parse_pairs(text)
+                .and_then(|pairs| form.fill(&pairs))
+                .map_err(|e| AskError::Invalid(format!("{e} — ask {ask_id} is a form")))?;
+            json!({"action": "accept", "content": values, "answer": super::form::values_line(&values)})
+        }
+        None => json!({"answer": text}),
+    };
     let Some(mission_id) = row.mission_id.clone() else {
         return refuse(format!(
             "ask {ask_id} belongs to no mission, so no envelope grants agent answers; a human must answer"
@@ -115,7 +141,9 @@ pub fn answer_as_agent_within_bounds(
     } else {
         agent.trim()
     };
-    let resolution = json!({"answer": text, "answeredBy": actor}).to_string();
+    let mut resolution = resolution;
+    resolution["answeredBy"] = json!(actor);
+    let resolution = resolution.to_string();
     let now = clock::now_ms();
     // The count is part of the guarded write: of racing answerers, only as many as
     // the cap allows can see a count below it. The write transaction matters on

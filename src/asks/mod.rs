@@ -4,8 +4,10 @@
 //! Waiters poll the row (the answer may come from any process sharing the database)
 //! and are woken at once when the answer comes from their own process.
 
+pub mod allowances;
 pub mod bounds;
 pub mod checkpoint;
+pub mod form;
 
 use std::collections::HashMap;
 use std::fmt;
@@ -125,6 +127,11 @@ ALTER TABLE asks ADD COLUMN answered_device TEXT;
 CREATE INDEX asks_by_resolved ON asks (resolved_at);";
 pub(crate) const PG_SCHEMA_V14: &str = SCHEMA_V14;
 
+/// v19: the form an elicitation ask carries (its fields, as JSON), read by every
+/// surface that fills it. The same spelling on both backends.
+pub(crate) const SCHEMA_V19: &str = "ALTER TABLE asks ADD COLUMN form TEXT;";
+pub(crate) const PG_SCHEMA_V19: &str = SCHEMA_V19;
+
 /// Where an answer came from: recorded with the verdict in the same guarded write,
 /// shown by `mission show` and `approvals history`, and named to whoever loses a
 /// race for the same ask.
@@ -174,6 +181,10 @@ pub const QUESTION_TOOL: &str = "mission_ask_attention";
 /// The tool name of a compute-bound question: the runtime asking the operator to
 /// extend a crossed bound or stop the mission (`onExhausted: pause_ask`).
 pub const BUDGET_TOOL: &str = "compute_bound";
+/// The toolset of a unit's elicitation (ACP `elicitation/create`), and its two modes.
+pub const ELICITATION_TOOLS: &str = "elicitation";
+pub const FORM_TOOL: &str = "form";
+pub const URL_TOOL: &str = "url";
 
 /// What an ask is, read from the toolset/tool pair its row records.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -184,6 +195,12 @@ pub enum AskKind {
     Compute,
     /// A gated tool call: answered with a verdict.
     Permission,
+    /// A form the unit asks the operator to fill (elicitation, form mode): answered
+    /// with its fields' values, or declined.
+    Form,
+    /// A page the unit asks the operator to visit (elicitation, URL mode; never
+    /// fetched by missionboard): answered done (approve) or declined (deny).
+    Url,
 }
 
 impl AskKind {
@@ -192,6 +209,8 @@ impl AskKind {
         match (tools_name, tool_name) {
             (QUESTION_TOOLS, QUESTION_TOOL) => AskKind::Question,
             (QUESTION_TOOLS, BUDGET_TOOL) => AskKind::Compute,
+            (ELICITATION_TOOLS, FORM_TOOL) => AskKind::Form,
+            (ELICITATION_TOOLS, URL_TOOL) => AskKind::Url,
             _ => AskKind::Permission,
         }
     }
@@ -201,12 +220,15 @@ impl AskKind {
             AskKind::Question => "question",
             AskKind::Compute => "compute",
             AskKind::Permission => "permission",
+            AskKind::Form => "form",
+            AskKind::Url => "url",
         }
     }
 
-    /// Answered in words (a question of either kind), not with a verdict.
+    /// Answered in words (a question of either kind, or a form's `key=value`
+    /// pairs), not with a verdict.
     pub fn takes_words(self) -> bool {
-        self != AskKind::Permission
+        !matches!(self, AskKind::Permission | AskKind::Url)
     }
 }
 
@@ -301,6 +323,14 @@ pub struct Ask {
     /// How long the ask waited for its resolution, in milliseconds.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub waited_ms: Option<i64>,
+    /// The form a form ask carries.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub form: Option<form::Form>,
+    /// A gated call whose agent offered an "allow always": what an operator's
+    /// allow-always would cover in this mission, as the envelope classifies the
+    /// call ([`allowances`]). `None`: only once-verdicts are offered.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub always_scope: Option<String>,
 }
 
 impl Ask {
@@ -317,6 +347,11 @@ impl Ask {
     /// A question (it takes words), not a permission gate (it takes a verdict).
     pub fn is_question(&self) -> bool {
         self.kind() == AskKind::Question
+    }
+
+    /// A form to fill (an elicitation in form mode).
+    pub fn is_form(&self) -> bool {
+        self.kind() == AskKind::Form
     }
 
     /// A compute-bound question (the runtime's, not the unit's).
@@ -353,6 +388,17 @@ impl Ask {
         )
     }
 
+    /// Approved with an allowance for the rest of its mission.
+    pub fn approved_always(&self) -> bool {
+        self.state == AskState::Approved
+            && self
+                .resolution
+                .as_ref()
+                .and_then(|r| r.get("always"))
+                .and_then(Value::as_bool)
+                .unwrap_or(false)
+    }
+
     pub fn is_pending(&self) -> bool {
         self.state == AskState::Pending
     }
@@ -382,6 +428,10 @@ pub struct NewAsk {
     pub mission_id: Option<String>,
     /// `None`: no deadline.
     pub wait: Option<Duration>,
+    /// The form, for a form ask.
+    pub form: Option<form::Form>,
+    /// The scope an operator's allow-always would cover (the agent offered one).
+    pub always_scope: Option<String>,
     /// `Some(cwd)`: a run waits on this ask — the mission's unit, in `cwd` — and is
     /// checkpointed with the row itself, in the same write, so a host that dies at
     /// any moment after the ask exists leaves a run another process can resume.
@@ -442,8 +492,13 @@ impl From<StoreError> for AskError {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum OperatorVerdict {
     Approve,
+    /// Approve, and allow calls of its scope without asking for the rest of its
+    /// mission ([`allowances`]); only where its agent offered an allow-always.
+    ApproveAlways,
     Deny,
     Answer(String),
+    /// A form's `key=value` pairs (`--field`).
+    Fields(Vec<(String, String)>),
 }
 
 /// The ask service. Clones share the in-process waiter table.
@@ -453,7 +508,7 @@ pub struct Asks {
     waiters: Arc<Mutex<HashMap<String, Arc<Notify>>>>,
 }
 
-const COLUMNS: &str = "id, tools_name, tool_name, args_summary, diff, policy_name, matched_rule, on_timeout, state, resolution, instance_id, session_id, agent_name, mission_id, created_at, expires_at, resolved_at, answered_surface, answered_device";
+const COLUMNS: &str = "id, tools_name, tool_name, args_summary, diff, policy_name, matched_rule, on_timeout, state, resolution, instance_id, session_id, agent_name, mission_id, created_at, expires_at, resolved_at, answered_surface, answered_device, form, always_scope";
 
 fn from_row(r: &Row<'_>) -> crate::store::sql::Result<Ask> {
     let resolution: Option<String> = r.get(9)?;
@@ -477,9 +532,13 @@ fn from_row(r: &Row<'_>) -> crate::store::sql::Result<Ask> {
         resolved_at: r.get(16)?,
         answered_surface: r.get(17)?,
         answered_device: r.get(18)?,
+        always_scope: r.get(20)?,
         waited_ms: r
             .get::<Option<i64>>(16)?
             .map(|at| at - r.get::<i64>(14).unwrap_or(at)),
+        form: r
+            .get::<Option<String>>(19)?
+            .and_then(|f| form::Form::from_json(&f)),
     })
 }
 
@@ -524,12 +583,14 @@ impl Asks {
         });
         self.store.write(|tx| {
             tx.execute(
-                &format!("INSERT INTO asks ({COLUMNS}) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, 'pending', NULL, ?9, ?10, ?11, ?12, ?13, ?14, NULL, NULL, NULL)"),
+                &format!("INSERT INTO asks ({COLUMNS}) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, 'pending', NULL, ?9, ?10, ?11, ?12, ?13, ?14, NULL, NULL, NULL, ?15, ?16)"),
                 params![
                     id, new.tools_name, new.tool_name, new.args_summary,
                     new.diff.clone().filter(|d| !d.trim().is_empty()),
                     new.envelope_name, new.matched_rule, on_timeout, new.instance_id,
-                    new.session_id, new.agent_name, new.mission_id, now, expires_at
+                    new.session_id, new.agent_name, new.mission_id, now, expires_at,
+                    new.form.as_ref().map(form::Form::to_json),
+                    new.always_scope
                 ],
             )?;
             if let Some(cp) = &checkpoint {
@@ -707,6 +768,45 @@ impl Asks {
                 ))),
             };
         }
+        // Only a gated call whose agent offered one takes an allow-always; the
+        // allowance refuses every other ask, naming it.
+        if *verdict == OperatorVerdict::ApproveAlways {
+            return self.approve_always(id, via).map(|(ask, _)| ask);
+        }
+        if ask.is_form() {
+            return match verdict {
+                OperatorVerdict::Fields(pairs) => self.fill_form(&ask, pairs, via),
+                OperatorVerdict::Answer(text) => {
+                    let pairs = form::parse_pairs(text).map_err(AskError::Invalid)?;
+                    self.fill_form(&ask, &pairs, via)
+                }
+                // Submitted as shown: every field left to its default.
+                OperatorVerdict::Approve | OperatorVerdict::ApproveAlways => {
+                    self.fill_form(&ask, &[], via)
+                }
+                OperatorVerdict::Deny => self.resolve(
+                    id,
+                    AskState::Denied,
+                    json!({ "action": "decline", "approved": false }),
+                    via,
+                ),
+            };
+        }
+        if let OperatorVerdict::Fields(_) = verdict {
+            return Err(AskError::Invalid(format!(
+                "ask {id} is a {} ask, not a form — --field fills only a form the unit sent",
+                ask.kind()
+            )));
+        }
+        if ask.kind() == AskKind::Url {
+            return match verdict {
+                OperatorVerdict::Answer(_) => Err(AskError::Invalid(format!(
+                    "ask {id} asks you to visit a page ({}) — answer --approve once done there, or --deny to decline",
+                    ask.args_summary
+                ))),
+                v => self.respond(id, *v == OperatorVerdict::Approve, via),
+            };
+        }
         match (ask.is_question(), verdict) {
             (true, OperatorVerdict::Answer(text)) => self.answer(id, text, via),
             (true, _) => Err(AskError::Invalid(format!(
@@ -719,6 +819,37 @@ impl Asks {
             ))),
             (false, v) => self.respond(id, *v == OperatorVerdict::Approve, via),
         }
+    }
+
+    /// A form filled: the values checked against its fields before the one guarded
+    /// write, and recorded as the agent receives them (`content`) and as one line
+    /// (`answer`) for the surfaces that show answers.
+    pub fn fill_form(
+        &self,
+        ask: &Ask,
+        pairs: &[(String, String)],
+        via: &Surface,
+    ) -> Result<Ask, AskError> {
+        let Some(form) = &ask.form else {
+            return Err(AskError::Invalid(format!(
+                "ask {} carries no form to fill",
+                ask.id
+            )));
+        };
+        let values = form.fill(pairs).map_err(|e| {
+            AskError::Invalid(format!(
+                "{e} — ask {} is a form ({})",
+                ask.id,
+                form.lines().join("; ")
+            ))
+        })?;
+        let line = form::values_line(&values);
+        self.resolve(
+            &ask.id,
+            AskState::Approved,
+            json!({ "action": "accept", "content": values, "answer": line }),
+            via,
+        )
     }
 
     /// A human's words for a question.
@@ -775,25 +906,32 @@ impl Asks {
             self.wake(id);
             return Ok(ask);
         }
+        Err(self.missed(id)?)
+    }
+
+    /// Why a guarded resolution of `id` found no pending, unexpired row: expired
+    /// (its on-timeout verdict applied now if it was still pending), or answered
+    /// first by someone the row names.
+    fn missed(&self, id: &str) -> Result<AskError, AskError> {
         let row = self.require(id)?;
-        match row.state {
+        Ok(match row.state {
             // Pending but past its deadline: apply its on-timeout verdict now.
             AskState::Pending => {
                 self.sweep_expired()?;
-                Err(AskError::Expired {
+                AskError::Expired {
                     id: id.to_string(),
                     on_timeout: row.on_timeout,
-                })
+                }
             }
-            AskState::Expired => Err(AskError::Expired {
+            AskState::Expired => AskError::Expired {
                 id: id.to_string(),
                 on_timeout: row.on_timeout,
-            }),
-            _ => Err(AskError::AlreadyResolved {
+            },
+            _ => AskError::AlreadyResolved {
                 by: row.answered_via(),
                 id: id.to_string(),
-            }),
-        }
+            },
+        })
     }
 
     /// Resolve every pending ask past its deadline to its on-timeout verdict (always a

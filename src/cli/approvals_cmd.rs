@@ -2,7 +2,7 @@
 
 use super::out::{self, out, outln};
 use super::{ApprovalsCmd, BetaFlags, Ctx, ListArgs};
-use crate::asks::{Ask, Asks, OperatorVerdict};
+use crate::asks::{Ask, AskKind, Asks, OperatorVerdict};
 use crate::clock;
 use crate::duration::age;
 use crate::ops::answer::{self, Afterwards, Answerer};
@@ -16,9 +16,71 @@ pub(super) fn run(ctx: &Ctx, cmd: ApprovalsCmd, flags: &BetaFlags) -> anyhow::Re
             approve,
             deny,
             answer,
-        } => respond(ctx, &id, approve, deny, answer, flags.as_agent.as_deref()),
+            field,
+        } => respond(
+            ctx,
+            &id,
+            (approve, deny),
+            answer,
+            &field,
+            flags.as_agent.as_deref(),
+        ),
         ApprovalsCmd::History(list_args) => history(ctx, &list_args),
+        ApprovalsCmd::Allowances(list_args) => allowances(ctx, &list_args),
+        ApprovalsCmd::Revoke { id } => revoke(ctx, &id),
     }
+}
+
+/// `approvals allowances`: every operator's allow-always, newest first.
+fn allowances(ctx: &Ctx, list: &ListArgs) -> anyhow::Result<i32> {
+    let rows = match ctx.existing_store()? {
+        Some(store) => crate::ops::allowances::list(&ctx.host(&store)?, None, list.rows())?,
+        None => Vec::new(),
+    };
+    if list.json {
+        out::json(&serde_json::json!({ "allowances": rows }))?;
+        return Ok(0);
+    }
+    if rows.is_empty() {
+        outln!(
+            "No allowances. An operator gives one with \"Allow always (this mission)\" on the web page, where the agent offered it."
+        )?;
+        return Ok(0);
+    }
+    let mut table = vec![row![
+        "ID",
+        "STATE",
+        "USES",
+        "GRANTED BY",
+        "GRANTED",
+        "MISSION",
+        "COVERS"
+    ]];
+    for a in &rows {
+        table.push(row![
+            a.id,
+            a.state,
+            a.uses,
+            a.granted_by(),
+            format!("{} ago", age(clock::age_secs(a.granted_at))),
+            a.mission_id,
+            a.scope
+        ]);
+    }
+    out!("{}", crate::table::render(&table))?;
+    Ok(0)
+}
+
+/// `approvals revoke <id>`: end an allowance at once.
+fn revoke(ctx: &Ctx, id: &str) -> anyhow::Result<i32> {
+    let store = ctx.store()?;
+    let a = crate::ops::allowances::revoke(&ctx.host(&store)?, id, &crate::asks::Surface::Cli)?;
+    outln!(
+        "Allowance {} is revoked: the next call it covered ({}) is asked about again.",
+        a.id,
+        crate::text::sanitize(&a.scope)
+    )?;
+    Ok(0)
 }
 
 /// `approvals history`: resolved asks, the most recently resolved first, each with
@@ -73,6 +135,7 @@ fn verdict_word(a: &Ask) -> &'static str {
     match a.state {
         AskState::Pending => "pending",
         AskState::Approved if a.takes_words() => "answered",
+        AskState::Approved if a.approved_always() => "approved always",
         AskState::Approved => "approved",
         AskState::Denied => "denied",
         AskState::Expired => "expired",
@@ -131,11 +194,26 @@ fn list(ctx: &Ctx, list: &ListArgs) -> anyhow::Result<i32> {
     }
     out!("{}", crate::table::render(&rows))?;
     for a in pending.iter().filter(|a| a.diff.is_some()) {
-        outln!("\nDiff for {}:\n{}", a.id, a.diff.as_deref().unwrap_or(""))?;
+        let heading = match a.kind() {
+            AskKind::Form => "Fields of",
+            AskKind::Url => "Page of",
+            _ => "Diff for",
+        };
+        outln!("\n{heading} {}:\n{}", a.id, a.diff.as_deref().unwrap_or(""))?;
     }
     outln!(
         "\nAnswer with 'missionboard approvals respond <id> --approve|--deny' or '--answer \"...\"' for a question."
     )?;
+    if pending.iter().any(|a| a.kind() == AskKind::Form) {
+        outln!(
+            "Fill a form with '--field key=value' (once per field), or decline it with --deny."
+        )?;
+    }
+    if pending.iter().any(|a| a.kind() == AskKind::Url) {
+        outln!(
+            "A page ask is never opened by missionboard: visit it yourself, then --approve (done) or --deny (decline)."
+        )?;
+    }
     if let Some(line) = super::more_line(pending.len(), total) {
         outln!("{line}")?;
     }
@@ -198,9 +276,9 @@ pub(super) fn expires_in(a: &Ask, now_ms: i64) -> String {
 fn respond(
     ctx: &Ctx,
     ids: &[String],
-    approve: bool,
-    deny: bool,
+    (approve, deny): (bool, bool),
     answer: Option<String>,
+    fields: &[String],
     as_agent: Option<&str>,
 ) -> anyhow::Result<i32> {
     if as_agent.is_some_and(|n| n.trim().is_empty()) {
@@ -214,14 +292,32 @@ fn respond(
         more => anyhow::bail!("accepts at most 1 arg(s), received {}", more.len()),
     };
     let answer = answer.filter(|a| !a.trim().is_empty());
-    if [approve, deny, answer.is_some()]
+    if [approve, deny, answer.is_some(), !fields.is_empty()]
         .iter()
         .filter(|b| **b)
         .count()
         != 1
     {
-        anyhow::bail!("exactly one of --approve, --deny, or --answer is required");
+        anyhow::bail!(
+            "exactly one of --approve, --deny, --answer, or --field (a form's, repeated) is required"
+        );
     }
+    let pairs = fields
+        .iter()
+        .map(|f| crate::asks::form::parse_pair(f))
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(anyhow::Error::msg)?;
+    // An agent fills a form with the same pairs, one a line.
+    let answer = match (answer, as_agent) {
+        (None, Some(_)) if !pairs.is_empty() => Some(
+            pairs
+                .iter()
+                .map(|(k, v)| format!("{k}={v}"))
+                .collect::<Vec<_>>()
+                .join("\n"),
+        ),
+        (answer, _) => answer,
+    };
     if as_agent.is_some() && answer.is_none() {
         anyhow::bail!("--as-agent attributes a question's answer; pair it with --answer \"...\"");
     }
@@ -230,6 +326,7 @@ fn respond(
     let row = asks.find(id)?;
     let id = row.id.as_str();
     let verdict = match answer {
+        None if !pairs.is_empty() => OperatorVerdict::Fields(pairs),
         Some(text) => OperatorVerdict::Answer(text),
         None if approve => OperatorVerdict::Approve,
         None => OperatorVerdict::Deny,

@@ -120,15 +120,15 @@ pub(super) fn run(ctx: &Ctx, json: bool) -> anyhow::Result<i32> {
                 }
             }
         }
-        let missions = crate::mission::Missions::new(store.clone());
-        match (!json).then(|| crate::ops::sweep::reclaim(&missions)) {
+        let host = ctx.host(store)?;
+        match (!json).then(|| crate::ops::sweep::reclaim(&host)) {
             None | Some(Ok(None)) => {}
             Some(Ok(Some(line))) => lines.push(line),
             Some(Err(e)) => lines.push(format!(
                 "Missions: the abandoned-mission sweep did not run ({e}) — a mission whose host process is gone may still read as open."
             )),
         }
-        lines.extend(hostless_missions(ctx, &missions)?);
+        lines.extend(hostless_missions(ctx, host.missions())?);
         lines.extend(clock_lines(store)?);
         let policy = cfg.get(config::DEFAULT_MISSION_POLICY)?;
         lines.push(format!(

@@ -125,16 +125,21 @@ fn say(event: &Event) -> anyhow::Result<()> {
         Event::Restarted {
             mission,
             session,
-            loaded: true,
+            reopened: Some(method),
         } => outln!(
-            "Mission {mission} carries on in its earlier session {session}: its agent loaded it."
+            "Mission {mission} carries on in its earlier session {session}: its agent {} it ({method}).",
+            if *method == "session/resume" {
+                "resumed"
+            } else {
+                "loaded"
+            }
         )?,
         Event::Restarted {
             mission,
             session,
-            loaded: false,
+            reopened: None,
         } => outln!(
-            "Mission {mission} starts afresh in session {session}: its agent could not load its earlier session (it does not advertise loadSession, or refused it), so it begins from its intent again."
+            "Mission {mission} starts afresh in session {session}: its agent could not reopen its earlier session (it advertises neither sessionCapabilities.resume nor loadSession, or refused it), so it begins from its intent again."
         )?,
         Event::Reclaimed { mission, machine } => outln!(
             "Collected mission {mission} as abandoned: its host on {machine} is gone and nothing can resume it."

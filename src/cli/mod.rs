@@ -259,10 +259,23 @@ enum ApprovalsCmd {
         deny: bool,
         #[arg(long)]
         answer: Option<String>,
+        /// A form ask's field: its value, checked against the form (repeat for each
+        /// field; left-out fields take their defaults).
+        #[arg(long = "field", value_name = "KEY=VALUE")]
+        field: Vec<String>,
     },
     /// Answered asks, most recently resolved first: the verdict, who gave it (surface
     /// and device) and how long the ask waited.
     History(ListArgs),
+    /// Allowances, newest first: each "allow always (this mission)" an operator gave
+    /// on the web page, what it covers, who granted it, its uses, and whether it
+    /// still holds (active, revoked, or ended with its mission).
+    Allowances(ListArgs),
+    /// End an allowance at once: the next call it covered is asked about again.
+    Revoke {
+        /// The allowance's id, or a unique prefix of it.
+        id: String,
+    },
 }
 
 #[derive(Subcommand, Debug)]

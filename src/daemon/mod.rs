@@ -61,13 +61,14 @@ pub enum Event {
         mission: String,
     },
     /// A mission given back to the queue by a host that left started again here:
-    /// in its earlier session (`loaded`: the agent loaded it), or in a fresh one
-    /// (the agent does not load sessions, or could not load that one; a fresh
-    /// session may carry the same id, which is why the unit says which).
+    /// in its earlier session (`reopened`: the ACP method the agent reopened it
+    /// with, `session/resume` or `session/load`), or in a fresh one (the agent
+    /// reopens no sessions, or could not reopen that one; a fresh session may carry
+    /// the same id, which is why the unit says which).
     Restarted {
         mission: String,
         session: String,
-        loaded: bool,
+        reopened: Option<&'static str>,
     },
     /// A mission whose host died with nothing to resume it was collected.
     Reclaimed {
@@ -351,12 +352,12 @@ fn start(
         match started {
             Ok(d) => {
                 if earlier.is_some() {
-                    let loaded = d.session_loaded;
-                    tracing::info!(mission = %id, session = %d.session_id, loaded, "host: a requeued mission started again");
+                    let reopened = d.session_reopened;
+                    tracing::info!(mission = %id, session = %d.session_id, ?reopened, "host: a requeued mission started again");
                     report(Event::Restarted {
                         mission: id,
                         session: d.session_id,
-                        loaded,
+                        reopened,
                     });
                 }
             }

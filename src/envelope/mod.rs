@@ -11,6 +11,7 @@
 //! `vet` is the linter behind `missionboard vet` and `search` resolves names on the
 //! search path. The shipped preset files live in `crate::presets`.
 
+pub mod always;
 pub mod bounds;
 mod decode;
 pub mod eval;

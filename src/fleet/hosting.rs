@@ -1,6 +1,7 @@
 //! Hosting: a started unit is held by this fleet, its permission requests answered
 //! and its turns driven, until its mission rests.
 
+use super::elicitations;
 use super::*;
 
 impl Fleet {
@@ -103,6 +104,23 @@ impl Fleet {
             .unit
             .take_permissions()
             .expect("fresh unit has its permission channel");
+        let elicitations = started
+            .unit
+            .take_elicitations()
+            .expect("fresh unit has its elicitation channel");
+        elicitations::spawn_answerer(
+            elicitations,
+            elicitations::Desk {
+                mission_id: mission_id.clone(),
+                missions: inner.missions.clone(),
+                asks: inner.asks.clone(),
+                agent_name: mission.agent_name.clone(),
+                session_id: started.session_id.clone(),
+                instance_id: started.instance_id.clone(),
+                envelope_name: envelope.name.clone(),
+                ask_ceiling: inner.ask_ceiling,
+            },
+        );
         // A resume after an approved gated call: that approval stands once more.
         let resumed_approval = match &opening {
             drive::Opening::Resumed { ask_id, .. } => {

@@ -22,6 +22,7 @@ pub mod budget;
 pub mod check;
 pub mod confinement;
 mod drive;
+pub mod elicitations;
 pub mod handshake;
 mod hosting;
 pub mod mission_tools;
@@ -100,7 +101,10 @@ impl std::fmt::Display for NameRefused {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
             NameRefused::NoAgent => {
-                write!(f, "missing parameter: agentName: agentName is required")
+                write!(
+                    f,
+                    "no mission agent named: a mission needs the agent it runs"
+                )
             }
             NameRefused::UnknownAgent { name, declared } => {
                 write!(f, "resolve agent {name:?}: not found")?;
@@ -119,7 +123,7 @@ impl std::fmt::Display for NameRefused {
             }
             NameRefused::Envelope { name, why, .. } => write!(
                 f,
-                "invalid parameter value: hitlPolicyName: hitl policy {name:?} could not be loaded: it must name an existing policy (see `missionboard vet --all` / the .missionboard policy files) — {why}"
+                "mission envelope {name:?} could not be loaded: {why} — name an envelope on the search path (`--policy <envelope>`; `missionboard vet --all` checks every envelope)"
             ),
         }
     }
@@ -141,9 +145,9 @@ pub struct Dispatched {
     pub sandbox: crate::envelope::sandbox::Resolved,
     /// The git worktree it works in, when it was fired with one.
     pub worktree: Option<crate::worktree::Worktree>,
-    /// Its unit loaded the session a requeued mission ran in before (`session/load`)
-    /// rather than opening a new one.
-    pub session_loaded: bool,
+    /// How its unit reopened the session a requeued mission ran in before (the ACP
+    /// method: `session/resume` or `session/load`); `None`: it opened a new one.
+    pub session_reopened: Option<&'static str>,
 }
 
 /// What a dispatch records beside the agent and envelope it resolved.

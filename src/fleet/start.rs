@@ -17,8 +17,9 @@ impl Fleet {
     ) -> anyhow::Result<Dispatched> {
         let inner = &self.inner;
         let (agent_name, envelope_name) = (agent.name.clone(), envelope.name.clone());
-        // A requeued mission's earlier session when the agent can load it (the unit
-        // then reads its intent again with that session's context), else a new one.
+        // A requeued mission's earlier session when the agent can reopen it
+        // (`session/resume`, else `session/load`: the unit then reads its intent again
+        // with that session's context), else a new one.
         let load = record.load_session.as_deref();
         // A fresh fire's worktree is the one made for it; a claimed mission's may be
         // an earlier host's.
@@ -34,7 +35,7 @@ impl Fleet {
         {
             Ok(started) => started,
             Err(e) if load.is_some() => {
-                tracing::warn!(mission = %mission_id, "could not load its earlier session; starting a fresh one: {e}");
+                tracing::warn!(mission = %mission_id, "could not reopen its earlier session; starting a fresh one: {e}");
                 self.start_unit(&mission_id, site, &envelope.policy, None)
                     .await?
             }
@@ -97,7 +98,10 @@ impl Fleet {
         let (session_id, instance_id) = (started.session_id.clone(), started.instance_id.clone());
         let caps = started.unit.capabilities().clone();
         let sandbox = started.sandbox.clone();
-        let session_loaded = started.unit.loaded();
+        let session_reopened = started
+            .unit
+            .loaded()
+            .then(|| started.unit.opened().method());
         self.host(
             started,
             mission,
@@ -115,7 +119,7 @@ impl Fleet {
             compute,
             sandbox,
             worktree,
-            session_loaded,
+            session_reopened,
         })
     }
 
@@ -158,9 +162,9 @@ impl Fleet {
                 brief,
                 answer_turn,
             } = resume;
-            // The agent's own session when it can load it: the unit carries on as
-            // a live host's would, told only the answer. Else a fresh session,
-            // briefed on what happened.
+            // The agent's own session when it can reopen it (`session/resume`, else
+            // `session/load`): the unit carries on as a live host's would, told only
+            // the answer. Else a fresh session, briefed on what happened.
             let site = (agent.clone(), cwd.as_path(), WorktreeLookup::Read);
             let mut started = match self
                 .start_unit(
@@ -173,7 +177,7 @@ impl Fleet {
             {
                 Ok(started) => started,
                 Err(e) => {
-                    tracing::warn!(mission = %mission.id, "could not load session {}; starting a fresh one: {e}", cp.session_id);
+                    tracing::warn!(mission = %mission.id, "could not reopen session {}; starting a fresh one: {e}", cp.session_id);
                     self.start_unit(&mission.id, site, &envelope.policy, None)
                         .await?
                 }

@@ -7,14 +7,16 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use agent_client_protocol::v1::schema::{
-    AgentCapabilities, ContentBlock, ContentChunk, Cost, LoadSessionRequest, LoadSessionResponse,
-    NewSessionRequest, NewSessionResponse, PermissionOption, PermissionOptionKind, Plan, PlanEntry,
-    PlanEntryPriority, PlanEntryStatus, PromptResponse, RequestPermissionOutcome,
-    RequestPermissionRequest, SessionConfigOption, SessionConfigOptionCategory,
-    SessionConfigOptionValue, SessionConfigSelectOption, SessionConfigValueId, SessionNotification,
-    SessionUpdate, SetSessionConfigOptionRequest, SetSessionConfigOptionResponse, StopReason,
-    TextContent, ToolCall, ToolCallStatus, ToolCallUpdate, ToolCallUpdateFields, ToolKind, Usage,
-    UsageUpdate,
+    AgentCapabilities, CloseSessionResponse, ContentBlock, ContentChunk, Cost,
+    CreateElicitationRequest, LoadSessionRequest, LoadSessionResponse, NewSessionRequest,
+    NewSessionResponse, PermissionOption, PermissionOptionKind, Plan, PlanEntry, PlanEntryPriority,
+    PlanEntryStatus, PromptResponse, RequestPermissionOutcome, RequestPermissionRequest,
+    ResumeSessionRequest, ResumeSessionResponse, SessionCapabilities, SessionCloseCapabilities,
+    SessionConfigOption, SessionConfigOptionCategory, SessionConfigOptionValue,
+    SessionConfigSelectOption, SessionConfigValueId, SessionNotification,
+    SessionResumeCapabilities, SessionUpdate, SetSessionConfigOptionRequest,
+    SetSessionConfigOptionResponse, StopReason, TextContent, ToolCall, ToolCallStatus,
+    ToolCallUpdate, ToolCallUpdateFields, ToolKind, Usage, UsageUpdate,
 };
 use agent_client_protocol::v1::{ConnectionTo, Responder};
 use agent_client_protocol::{Client, Error};
@@ -45,6 +47,9 @@ pub struct AgentConfig {
     pub prompts: Option<PathBuf>,
     /// Wait this long before answering `initialize` (`STUB_INITIALIZE_DELAY_MS`).
     pub initialize_delay: Option<std::time::Duration>,
+    /// Append one line per session lifecycle request here (`STUB_SESSIONS`):
+    /// `session/new <id>`, `session/load <id>`, `session/resume <id>`, `session/close <id>`.
+    pub sessions_log: Option<PathBuf>,
 }
 
 struct StubAgent {
@@ -133,7 +138,17 @@ impl BuiltinAgent for StubAgent {
     }
 
     fn capabilities(&self) -> AgentCapabilities {
-        AgentCapabilities::new().load_session(self.loads_sessions())
+        let script = self.config.preloaded.as_deref();
+        let mut sessions = SessionCapabilities::new();
+        if script.is_some_and(|s| s.resume_session) {
+            sessions = sessions.resume(SessionResumeCapabilities::new());
+        }
+        if script.is_some_and(|s| s.close_session) {
+            sessions = sessions.close(SessionCloseCapabilities::new());
+        }
+        AgentCapabilities::new()
+            .load_session(script.is_some_and(|s| s.load_session))
+            .session_capabilities(sessions)
     }
 
     fn sessions(&self) -> &Sessions<Session> {
@@ -149,6 +164,7 @@ impl BuiltinAgent for StubAgent {
             self.sessions.next_id()
         };
         let session = self.open_session_as(id.clone(), request, Saved::default());
+        self.record_session("session/new", &id);
         let mut response = NewSessionResponse::new(id);
         if let Some(option) = self.model_option(&session) {
             response = response.config_options(vec![option]);
@@ -165,10 +181,16 @@ impl BuiltinAgent for StubAgent {
             eprintln!("stub: session/load refused: {reason}");
             Error::invalid_params().data(json!({ "reason": reason }))
         };
-        if !self.loads_sessions() {
+        let id = request.session_id.0.to_string();
+        self.record_session("session/load", &id);
+        if !self
+            .config
+            .preloaded
+            .as_ref()
+            .is_some_and(|s| s.load_session)
+        {
             return Err(refuse("this stub does not advertise loadSession".into()));
         }
-        let id = request.session_id.0.to_string();
         let place = saved::load(&id).map_err(refuse)?;
         let mut as_new =
             NewSessionRequest::new(request.cwd.clone()).mcp_servers(request.mcp_servers);
@@ -182,6 +204,57 @@ impl BuiltinAgent for StubAgent {
             response = response.config_options(vec![option]);
         }
         Ok((session, response))
+    }
+
+    /// `session/resume`: the session carries on from its saved place, as a load does,
+    /// with nothing replayed.
+    fn resume_session(
+        &self,
+        request: ResumeSessionRequest,
+    ) -> Result<(Arc<Session>, ResumeSessionResponse), Error> {
+        let refuse = |reason: String| {
+            eprintln!("stub: session/resume refused: {reason}");
+            Error::invalid_params().data(json!({ "reason": reason }))
+        };
+        let id = request.session_id.0.to_string();
+        self.record_session("session/resume", &id);
+        if !self
+            .config
+            .preloaded
+            .as_ref()
+            .is_some_and(|s| s.resume_session)
+        {
+            return Err(refuse(
+                "this stub does not advertise sessionCapabilities.resume".into(),
+            ));
+        }
+        let place = saved::load(&id).map_err(refuse)?;
+        let mut as_new =
+            NewSessionRequest::new(request.cwd.clone()).mcp_servers(request.mcp_servers);
+        if let Some(meta) = request.meta {
+            as_new = as_new.meta(meta);
+        }
+        eprintln!("stub: session/resume {id} at turn {}", place.cursor);
+        let session = self.open_session_as(id, as_new, place);
+        let mut response = ResumeSessionResponse::new();
+        if let Some(option) = self.model_option(&session) {
+            response = response.config_options(vec![option]);
+        }
+        Ok((session, response))
+    }
+
+    fn close_session(&self, id: &str) -> Result<CloseSessionResponse, Error> {
+        self.record_session("session/close", id);
+        if !self
+            .config
+            .preloaded
+            .as_ref()
+            .is_some_and(|s| s.close_session)
+        {
+            return Err(Error::method_not_found());
+        }
+        eprintln!("stub: session/close {id}");
+        Ok(CloseSessionResponse::new())
     }
 
     fn set_config_option(
@@ -216,12 +289,26 @@ impl BuiltinAgent for StubAgent {
 }
 
 impl StubAgent {
-    /// Does the preloaded script advertise and honour `session/load`?
+    /// Do the preloaded script's sessions outlive this process (`session/load`,
+    /// `session/resume`)?
     fn loads_sessions(&self) -> bool {
-        self.config
-            .preloaded
-            .as_ref()
-            .is_some_and(|s| s.load_session)
+        self.config.preloaded.as_ref().is_some_and(|s| s.persists())
+    }
+
+    /// One line for a session lifecycle request (`STUB_SESSIONS`): what a test reads
+    /// to tell which method reopened a session.
+    fn record_session(&self, method: &str, id: &str) {
+        let Some(path) = &self.config.sessions_log else {
+            return;
+        };
+        let written = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(path)
+            .and_then(|mut f| writeln!(f, "{method} {id}"));
+        if let Err(err) = written {
+            eprintln!("stub: cannot append to {}: {err}", path.display());
+        }
     }
 
     fn open_session_as(
@@ -569,9 +656,10 @@ fn fill_step(raw: &RawStep, vars: &Vars) -> Value {
 }
 
 /// Save a loadable session's place in its script, with `parked` as the steps that
-/// wait on an answer (a no-op unless the script says `load_session`).
+/// wait on an answer (a no-op unless the script says `load_session` or
+/// `resume_session`).
 fn save_place(session_id: &str, state: &SessionState, parked: Option<Vec<RawStep>>) {
-    if !state.script.as_ref().is_some_and(|s| s.load_session) {
+    if !state.script.as_ref().is_some_and(|s| s.persists()) {
         return;
     }
     let place = Saved {
@@ -950,6 +1038,7 @@ impl TurnRunner<'_> {
                 title,
                 kind: tool_kind,
                 path,
+                command,
                 times,
                 on_deny,
                 options,
@@ -972,6 +1061,9 @@ impl TurnRunner<'_> {
                     let mut input = json!({"stub": true, "attempt": i});
                     if let Some(path) = &path {
                         input["path"] = json!(path);
+                    }
+                    if let Some(command) = &command {
+                        input["command"] = json!(command);
                     }
                     let fields = ToolCallUpdateFields::new()
                         .title(title.clone())
@@ -1106,6 +1198,56 @@ impl TurnRunner<'_> {
                 self.output_tokens += output;
                 self.usage_seen |= input > 0 || output > 0;
                 self.log(label, "usage ok");
+            }
+            Step::Elicit {
+                message,
+                schema,
+                url,
+            } => {
+                let mode = match (schema, url) {
+                    (Some(schema), _) => {
+                        json!({"mode": "form", "sessionId": self.session_id, "requestedSchema": schema})
+                    }
+                    (None, url) => {
+                        let id = self.next_id("elicit");
+                        json!({"mode": "url", "sessionId": self.session_id, "elicitationId": id, "url": url})
+                    }
+                };
+                let mut wire = mode;
+                wire["message"] = json!(message);
+                let request: CreateElicitationRequest =
+                    serde_json::from_value(wire).map_err(|e| fail(format!("stub: elicit: {e}")))?;
+                let response = self
+                    .cx
+                    .send_request(request)
+                    .block_task()
+                    .await
+                    .map_err(|e| fail(format!("stub: elicitation failed: {}", e.message)))?;
+                let outcome = match serde_json::to_value(&response.action) {
+                    Ok(Value::Object(action)) => {
+                        let name = action
+                            .get("action")
+                            .and_then(Value::as_str)
+                            .unwrap_or("?")
+                            .to_string();
+                        match action.get("content").and_then(Value::as_object) {
+                            Some(content) => {
+                                let values: Vec<String> = content
+                                    .iter()
+                                    .map(|(k, v)| match v {
+                                        Value::String(s) => format!("{k}={s}"),
+                                        other => format!("{k}={other}"),
+                                    })
+                                    .collect();
+                                format!("{name} {}", values.join("; "))
+                            }
+                            None => name,
+                        }
+                    }
+                    _ => "?".to_string(),
+                };
+                self.log(label, &format!("elicit {outcome}"));
+                self.state.vars.answer = outcome;
             }
             Step::Sleep { ms } => {
                 tokio::time::sleep(Duration::from_millis(ms)).await;

@@ -64,6 +64,11 @@
 //!   (default directory: `missionboard-stub` under the system temp directory), and
 //!   a restarted stub that loads the session carries on from there. Only a script
 //!   given at start can set it.
+//! - `resume_session` (optional, default false) advertises
+//!   `sessionCapabilities.resume` and honours `session/resume` from the same saved
+//!   place (nothing is replayed on either). Only a script given at start can set it.
+//! - `close_session` (optional, default false) advertises `sessionCapabilities.close`
+//!   and honours `session/close`.
 //! - `turns` are consumed one per `session/prompt`, in order (turn 2 is the
 //!   nudge). A bare `{"steps": [...], "stop": …}` is a one-turn script.
 //! - `stop` (per turn, default `end_turn`): `end_turn`, `refusal`,
@@ -81,9 +86,10 @@
 //! | `report` | `{kind?, summary, detail?, refs?, handover?}` | the `mission_report` tool, with these arguments |
 //! | `ask` | `"summary"` or `{summary, detail?, retries?, expect?, then?}` | the `mission_ask_attention` tool; the result binds `{{answer}}`. A result saying "no answer yet (ask_id=X)" is re-asked with `ask_id` up to `retries` (default 3) times. `then` (a step or a list) runs after the answer |
 //! | `finish` | `"status"` or `{status, reason?}` | the `mission_finish` tool; its result (or refusal) binds `{{finish}}` |
-//! | `permission` | `{title, kind?, path?, times?, on_deny?, options?, report?}` | `times` (default 1) `session/request_permission` calls, each with a fresh tool-call id (and `path`, when given, as its `rawInput.path`, which envelope `glob` conditions test). Options default to allow_once, allow_always, reject_once, reject_always; `options` overrides them (kinds, or `{id?, name?, kind}`). Each outcome (`allowed`, `denied`, `cancelled`) binds `{{perm}}` and is appended to `{{perms}}`; `report: true` files a progress report per outcome. On a denial `on_deny` decides: `continue` (default), `report_blocker` (blocker report, turn ends), `finish_stuck` (finish stuck, turn ends), `error` (the turn fails) |
+//! | `permission` | `{title, kind?, path?, command?, times?, on_deny?, options?, report?}` | `times` (default 1) `session/request_permission` calls, each with a fresh tool-call id (and `path` / `command`, when given, as its `rawInput.path` / `rawInput.command`, which envelope conditions test). Options default to allow_once, allow_always, reject_once, reject_always; `options` overrides them (kinds, or `{id?, name?, kind}`). Each outcome (`allowed`, `denied`, `cancelled`) binds `{{perm}}` and is appended to `{{perms}}`; `report: true` files a progress report per outcome. On a denial `on_deny` decides: `continue` (default), `report_blocker` (blocker report, turn ends), `finish_stuck` (finish stuck, turn ends), `error` (the turn fails) |
 //! | `tool_call` | `"title"` or `{title, kind?, status?, id?}` | a `tool_call` card (in progress) and a `tool_call_update` to `status` (default `completed`); nothing real runs |
 //! | `agent_permission` | `{update?, request, on_reject?, report?}` | an agent's own frames replayed: `update` (a `tool_call` session update, sent first) and `request` (the params of its `session/request_permission`, session id filled in). The outcome (`allowed`, `denied`, `cancelled`) binds `{{perm}}` like `permission`; on a denial `on_reject` is `continue` (default), `end_turn` (as qwen and opencode do) or `cancel` (the turn ends `cancelled`, as codex's reject does) |
+//! | `elicit` | `{message, schema}` or `{message, url}` | `elicitation/create` in form mode (`schema`: the requested schema) or URL mode; the outcome binds `{{answer}}`: `accept key=value; …`, `accept`, `decline` or `cancel` |
 //! | `usage` | `{used, size, input?, output?, cost?: {amount, currency?}}` | `usage_update{used, size, cost?}`; `input`/`output` are summed into the turn's `PromptResponse.usage` |
 //! | `sleep` | `ms` or `{ms}` | waits; `session/cancel` ends the turn `cancelled` |
 //! | `hang` | none | waits for `session/cancel`, then the turn ends `cancelled` |
@@ -132,6 +138,9 @@
 //! - Env `STUB_PROMPTS=<file>`: one JSON line appended per prompt received,
 //!   `{"turn": N, "blocks": [<each text block, whole>]}`: what crossed to the unit,
 //!   for a test to measure rather than restate.
+//! - Env `STUB_SESSIONS=<file>`: one line appended per session lifecycle request,
+//!   `<method> <session id>` (`session/new`, `session/load`, `session/resume`,
+//!   `session/close`), refused ones included.
 //! - Env `STUB_INITIALIZE_DELAY_MS=<n>`: wait `n` ms before answering
 //!   `initialize` (a unit slow to start).
 
@@ -196,6 +205,9 @@ pub async fn run_stub_agent(options: StubOptions) -> Result<(), String> {
             .filter(|v| !v.is_empty())
             .map(PathBuf::from),
         prompts: std::env::var_os("STUB_PROMPTS")
+            .filter(|v| !v.is_empty())
+            .map(PathBuf::from),
+        sessions_log: std::env::var_os("STUB_SESSIONS")
             .filter(|v| !v.is_empty())
             .map(PathBuf::from),
         initialize_delay: match std::env::var("STUB_INITIALIZE_DELAY_MS") {

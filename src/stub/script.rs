@@ -17,7 +17,20 @@ pub struct Script {
     /// session's place in the script kept in a state file (only a script given at
     /// start can set it: capabilities are sent before the first prompt).
     pub load_session: bool,
+    /// `resume_session`: advertise `sessionCapabilities.resume` and honour
+    /// `session/resume` (the same saved place as `load_session`, nothing replayed).
+    pub resume_session: bool,
+    /// `close_session`: advertise `sessionCapabilities.close` and honour `session/close`.
+    pub close_session: bool,
     pub turns: Vec<Turn>,
+}
+
+impl Script {
+    /// Does a session's place in the script outlive this process (a later stub
+    /// loads or resumes it)?
+    pub fn persists(&self) -> bool {
+        self.load_session || self.resume_session
+    }
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -91,6 +104,13 @@ pub enum Step {
     Report {
         args: Map<String, Value>,
     },
+    /// `elicitation/create`: a form (`schema`, the requested schema) or a page
+    /// (`url`) for the operator; the outcome binds `{{answer}}`.
+    Elicit {
+        message: String,
+        schema: Option<Value>,
+        url: Option<String>,
+    },
     Ask {
         summary: String,
         detail: Option<String>,
@@ -105,6 +125,8 @@ pub enum Step {
         kind: String,
         /// The file the gated call names (its `rawInput.path`), when given.
         path: Option<String>,
+        /// The command line it would run (its `rawInput.command`), when given.
+        command: Option<String>,
         times: u32,
         on_deny: OnDeny,
         options: Vec<PermissionOptionSpec>,
@@ -243,6 +265,7 @@ const STEP_KINDS: &[&str] = &[
     "mission_server",
     "mission_entry",
     "agent_permission",
+    "elicit",
 ];
 
 fn de<T: for<'de> Deserialize<'de>>(kind: &str, payload: &Value) -> Result<T, String> {
@@ -393,6 +416,8 @@ pub fn decode(raw: &RawStep) -> Result<Step, String> {
                 #[serde(default)]
                 path: Option<String>,
                 #[serde(default)]
+                command: Option<String>,
+                #[serde(default)]
                 times: Option<u32>,
                 #[serde(default)]
                 on_deny: OnDeny,
@@ -434,6 +459,7 @@ pub fn decode(raw: &RawStep) -> Result<Step, String> {
                 title: args.title,
                 kind: args.kind.unwrap_or_else(|| "edit".into()),
                 path: args.path,
+                command: args.command,
                 times: args.times.unwrap_or(1),
                 on_deny: args.on_deny,
                 options,
@@ -466,6 +492,28 @@ pub fn decode(raw: &RawStep) -> Result<Step, String> {
                 title: a.title,
                 kind: a.kind.unwrap_or_else(|| "other".into()),
                 status: a.status.unwrap_or_else(|| "completed".into()),
+            }
+        }
+        "elicit" => {
+            #[derive(Deserialize)]
+            #[serde(deny_unknown_fields)]
+            struct ElicitArgs {
+                message: String,
+                #[serde(default)]
+                schema: Option<Value>,
+                #[serde(default)]
+                url: Option<String>,
+            }
+            let args: ElicitArgs = de(kind, p)?;
+            if args.schema.is_some() == args.url.is_some() {
+                return Err(
+                    "elicit: give exactly one of 'schema' (a form) or 'url' (a page)".into(),
+                );
+            }
+            Step::Elicit {
+                message: args.message,
+                schema: args.schema,
+                url: args.url,
             }
         }
         "usage" => {
@@ -734,6 +782,8 @@ pub fn parse_script(value: &Value, fallback_name: &str) -> Result<Script, String
             "delay_ms",
             "models",
             "load_session",
+            "resume_session",
+            "close_session",
             "turns",
             "steps",
             "stop",
@@ -759,10 +809,15 @@ pub fn parse_script(value: &Value, fallback_name: &str) -> Result<Script, String
             .filter(|m| m.iter().all(|s| !s.trim().is_empty()))
             .ok_or("'models' must be an array of non-empty strings")?,
     };
-    let load_session = match map.get("load_session") {
-        None => false,
-        Some(v) => v.as_bool().ok_or("'load_session' must be true or false")?,
+    let flag = |key: &str| match map.get(key) {
+        None => Ok(false),
+        Some(v) => v
+            .as_bool()
+            .ok_or_else(|| format!("'{key}' must be true or false")),
     };
+    let load_session = flag("load_session")?;
+    let resume_session = flag("resume_session")?;
+    let close_session = flag("close_session")?;
     let turn_values: Vec<Value> = match (map.get("turns"), map.get("steps")) {
         (Some(Value::Array(turns)), None) => turns.clone(),
         (None, Some(steps)) => {
@@ -805,6 +860,8 @@ pub fn parse_script(value: &Value, fallback_name: &str) -> Result<Script, String
         delay_ms,
         models,
         load_session,
+        resume_session,
+        close_session,
         turns,
     })
 }

@@ -322,7 +322,7 @@ fn respond_validates_its_arguments_in_order() {
         ),
         (
             &["approvals", "respond", "x"],
-            "Error: exactly one of --approve, --deny, or --answer is required\n",
+            "Error: exactly one of --approve, --deny, --answer, or --field (a form's, repeated) is required\n",
         ),
         (
             &["approvals", "respond", "nope", "--approve"],
@@ -689,21 +689,59 @@ fn compute_spend_is_durable_a_resumed_session_continues_it_and_is_stopped_at_the
 
 #[test]
 fn an_agent_that_loads_sessions_resumes_its_own_session_after_the_host_died() {
+    let (session, lines) = reopened_after_the_host_died(r#""load_session":true"#);
+    // Only `session/load` is advertised: the resume loads it, and nothing closes a
+    // session the agent did not say it can close.
+    assert_eq!(
+        lines,
+        [
+            format!("session/new {session}"),
+            format!("session/load {session}")
+        ],
+        "the stub's session requests"
+    );
+}
+
+#[test]
+fn an_agent_that_advertises_session_resume_is_resumed_not_loaded_and_its_session_closed() {
+    let (session, lines) = reopened_after_the_host_died(
+        r#""load_session":true,"resume_session":true,"close_session":true"#,
+    );
+    // `session/resume` is preferred to `session/load` when both are advertised, and
+    // the landed unit's session is closed before its process is ended.
+    assert_eq!(
+        lines,
+        [
+            format!("session/new {session}"),
+            format!("session/resume {session}"),
+            format!("session/close {session}")
+        ],
+        "the stub's session requests"
+    );
+}
+
+/// Fire a stub advertising `caps` (script keys), park its question, SIGKILL the
+/// host, answer from a fresh process: the agent's own session carries on, told
+/// only the answer. The session id, and the session requests the stubs received.
+#[track_caller]
+fn reopened_after_the_host_died(caps: &str) -> (String, Vec<String>) {
     let sb = Sandbox::new();
     sb.declare_stubs(&[(
         "stub",
         Some(&format!(
-            r#"{{"name":"t","load_session":true,"turns":[{{"steps":[{ASK_THEN_LAND}]}}]}}"#
+            r#"{{"name":"t",{caps},"turns":[{{"steps":[{ASK_THEN_LAND}]}}]}}"#
         )),
     )]);
     sb.run(&["config", "set", "ask-park-window", "200ms"]).ok();
     let state = sb.cwd.join("stub-state");
     let transcript = sb.cwd.join("transcript.log");
+    let sessions = sb.cwd.join("sessions.log");
     let mut fire = sb.command(&[
         "mission", "fire", "stub", "rename", "--wait", "--policy", "default",
     ]);
     fire.env("STUB_TRANSCRIPT", &transcript)
         .env("STUB_STATE_DIR", &state)
+        .env("STUB_SESSIONS", &sessions)
         .stdout(Stdio::null())
         .stderr(Stdio::null());
     let child = fire.spawn().unwrap();
@@ -716,19 +754,22 @@ fn an_agent_that_loads_sessions_resumes_its_own_session_after_the_host_died() {
         &sb,
         &transcript,
         &[&ask, "--answer", "yes"],
-        &[("STUB_STATE_DIR", state.as_path())],
+        &[
+            ("STUB_STATE_DIR", state.as_path()),
+            ("STUB_SESSIONS", sessions.as_path()),
+        ],
     );
-    // session/load: the same session, told only the answer — no brief.
+    // The same session, told only the answer — no brief.
     let v = show_json(&sb, &id);
     assert_eq!(v["status"], "landed");
     assert_eq!(
         v["sessionId"], session,
-        "the agent's own session was loaded"
+        "the agent's own session was reopened"
     );
     assert_eq!(
         report_summaries(&sb, &id),
         ["[result] renamed: yes"],
-        "the loaded session carried on from its own place in the script"
+        "the reopened session carried on from its own place in the script"
     );
     let lines = std::fs::read_to_string(&transcript).unwrap();
     assert_eq!(resumes(&transcript), 0, "{lines}");
@@ -740,6 +781,12 @@ fn an_agent_that_loads_sessions_resumes_its_own_session_after_the_host_died() {
         1,
         "{lines}"
     );
+    let requests = std::fs::read_to_string(&sessions)
+        .unwrap()
+        .lines()
+        .map(str::to_string)
+        .collect();
+    (session.as_str().unwrap().to_string(), requests)
 }
 
 #[test]

@@ -12,6 +12,7 @@ mod check;
 mod damage;
 mod docs;
 mod edges;
+mod elicitation;
 mod envelopes;
 mod ergonomics;
 mod first_hour;

@@ -45,15 +45,15 @@ ALTER TABLE mission_compute ADD COLUMN spent_output_tokens BIGINT NOT NULL DEFAU
 ALTER TABLE mission_compute ADD COLUMN spent_cached_tokens BIGINT NOT NULL DEFAULT 0;
 ALTER TABLE mission_compute ADD COLUMN reported_cost_micro_usd BIGINT;";
 
-/// v19: what the mission's units used: the peak resident memory of a unit's whole
+/// v21: what the mission's units used: the peak resident memory of a unit's whole
 /// process tree (bytes; the largest of its sessions), and the CPU time (user and
 /// system, in milliseconds) its units' trees spent, summed over its sessions.
-pub(crate) const SCHEMA_V19: &str = "
+pub(crate) const SCHEMA_V21: &str = "
 ALTER TABLE mission_compute ADD COLUMN peak_rss_bytes INTEGER;
 ALTER TABLE mission_compute ADD COLUMN cpu_ms INTEGER NOT NULL DEFAULT 0;";
 
-/// The PostgreSQL spelling of [`SCHEMA_V19`].
-pub(crate) const PG_SCHEMA_V19: &str = "
+/// The PostgreSQL spelling of [`SCHEMA_V21`].
+pub(crate) const PG_SCHEMA_V21: &str = "
 ALTER TABLE mission_compute ADD COLUMN peak_rss_bytes BIGINT;
 ALTER TABLE mission_compute ADD COLUMN cpu_ms BIGINT NOT NULL DEFAULT 0;";
 

@@ -1,0 +1,184 @@
+//! Elicitation (ACP `elicitation/create`): a unit's form becomes an ask the operator
+//! fills with `approvals respond --field key=value` (checked against the form before
+//! the one guarded write), a page ask shows its full host and is never fetched, and
+//! the answer reaches the unit as the protocol's action.
+
+use crate::harness::{Sandbox, report_summaries, wait_for};
+
+/// A stub that sends `elicit` (a step's JSON), reports the outcome it got, lands.
+fn elicit_then_report(sb: &Sandbox, elicit: &str) {
+    sb.declare_stubs(&[(
+        "stub",
+        Some(&format!(
+            r#"{{"name":"t","turns":[{{"steps":[{{"elicit":{elicit}}},{{"report":{{"kind":"result","summary":"got: {{{{answer}}}}"}}}},{{"finish":"landed"}}]}}]}}"#
+        )),
+    )]);
+}
+
+const DEPLOY_FORM: &str = r#"{"message":"Where should it deploy?","schema":{"type":"object","properties":{"branch":{"type":"string","title":"Branch"},"env":{"type":"string","enum":["staging","prod"]},"retries":{"type":"integer","minimum":0,"maximum":5,"default":1}},"required":["branch","env"]}}"#;
+
+/// The pending ask of `kind` (`form`, `url`), from `approvals list --json`.
+fn pending_of_kind(sb: &Sandbox, kind: &str) -> Option<String> {
+    let out = sb.run(&["approvals", "list", "--json"]).ok();
+    let v: serde_json::Value = serde_json::from_str(&out.stdout).unwrap();
+    v["asks"]
+        .as_array()?
+        .iter()
+        .find(|a| a["toolsName"] == "elicitation" && a["toolName"] == kind)
+        .and_then(|a| a["id"].as_str().map(str::to_string))
+}
+
+#[test]
+fn a_form_is_filled_from_the_cli_checked_against_its_fields() {
+    let sb = Sandbox::new();
+    elicit_then_report(&sb, DEPLOY_FORM);
+    let fire = sb.fire_in_background("stub", "deploy it", &[]);
+    let ask = wait_for(20, "the form ask", || pending_of_kind(&sb, "form"));
+
+    let list = sb.run(&["approvals", "list"]).ok();
+    for line in [
+        format!("Fields of {ask}:"),
+        "branch (text, required) — Branch".to_string(),
+        "env (one of staging, prod, required)".to_string(),
+        "retries (whole number) [default 1]".to_string(),
+        "Fill a form with '--field key=value' (once per field), or decline it with --deny."
+            .to_string(),
+    ] {
+        assert!(
+            list.stdout.lines().any(|l| l == line),
+            "{line:?} missing:\n{}",
+            list.stdout
+        );
+    }
+
+    // A value the form does not take is refused before anything is recorded.
+    let bad = sb.run(&[
+        "approvals",
+        "respond",
+        &ask,
+        "--field",
+        "branch=main",
+        "--field",
+        "env=dev",
+    ]);
+    assert_eq!(bad.code, 1, "{bad:#?}");
+    assert!(
+        bad.stderr
+            .contains("field env takes one of staging, prod, not \"dev\""),
+        "{bad:#?}"
+    );
+    let missing = sb.run(&["approvals", "respond", &ask, "--field", "env=prod"]);
+    assert_eq!(missing.code, 1, "{missing:#?}");
+    assert!(
+        missing
+            .stderr
+            .contains("field branch is required: add --field branch=<text>"),
+        "{missing:#?}"
+    );
+    assert_eq!(pending_of_kind(&sb, "form").as_deref(), Some(ask.as_str()));
+
+    sb.run(&[
+        "approvals",
+        "respond",
+        &ask,
+        "--field",
+        "branch=main",
+        "--field",
+        "env=prod",
+    ])
+    .ok();
+    let run = fire.join();
+    assert_eq!(run.code, 0, "{run:#?}");
+    let id = sb.newest_mission().unwrap();
+    // The unit got `accept` with the typed values, the default filled in.
+    assert_eq!(
+        report_summaries(&sb, &id),
+        ["[result] got: accept branch=main; env=prod; retries=1"]
+    );
+    let history = sb.run(&["approvals", "history"]).ok();
+    assert!(
+        history
+            .stdout
+            .lines()
+            .any(|l| l.starts_with(&ask) && l.contains(" form ") && l.contains("answered")),
+        "{}",
+        history.stdout
+    );
+}
+
+#[test]
+fn a_declined_form_is_declined_to_the_unit() {
+    let sb = Sandbox::new();
+    elicit_then_report(&sb, DEPLOY_FORM);
+    let fire = sb.fire_in_background("stub", "deploy it", &[]);
+    let ask = wait_for(20, "the form ask", || pending_of_kind(&sb, "form"));
+    sb.run(&["approvals", "respond", &ask, "--deny"]).ok();
+    assert_eq!(fire.join().code, 0);
+    let id = sb.newest_mission().unwrap();
+    assert_eq!(report_summaries(&sb, &id), ["[result] got: decline"]);
+}
+
+#[test]
+fn a_form_asking_for_a_secret_is_never_answered_by_an_agent() {
+    let sb = Sandbox::new();
+    elicit_then_report(
+        &sb,
+        r#"{"message":"Log in to the registry","schema":{"type":"object","properties":{"user":{"type":"string"},"apiKey":{"type":"string","description":"Your registry API key"}},"required":["user","apiKey"]}}"#,
+    );
+    let fire = sb.fire_in_background("stub", "publish", &[]);
+    let ask = wait_for(20, "the form ask", || pending_of_kind(&sb, "form"));
+    sb.run(&["config", "set", "opt-in-beta", "true"]).ok();
+    let refused = sb.run(&[
+        "approvals",
+        "respond",
+        &ask,
+        "--as-agent",
+        "oracle",
+        "--field",
+        "user=me",
+        "--field",
+        "apiKey=x",
+    ]);
+    assert_eq!(refused.code, 1, "{refused:#?}");
+    assert!(
+        refused.stderr.contains(&format!(
+            "agent answer refused: form {ask} asks for a secret (field apiKey); a human must answer"
+        )),
+        "{refused:#?}"
+    );
+    assert_eq!(pending_of_kind(&sb, "form").as_deref(), Some(ask.as_str()));
+    sb.run(&["approvals", "respond", &ask, "--deny"]).ok();
+    assert_eq!(fire.join().code, 0);
+}
+
+#[test]
+fn a_page_ask_shows_its_full_host_and_is_answered_done_or_declined() {
+    let sb = Sandbox::new();
+    elicit_then_report(
+        &sb,
+        r#"{"message":"Authorize the deploy key","url":"https://user:pw@Login.Example.com:8443/device?code=XY"}"#,
+    );
+    let fire = sb.fire_in_background("stub", "deploy", &[]);
+    let ask = wait_for(20, "the page ask", || pending_of_kind(&sb, "url"));
+    let list = sb.run(&["approvals", "list"]).ok();
+    assert!(
+        list.stdout
+            .lines()
+            .any(|l| l == "Host: https://login.example.com:8443"),
+        "{}",
+        list.stdout
+    );
+    assert!(
+        list.stdout
+            .contains("Authorize the deploy key — visit https://login.example.com:8443"),
+        "{}",
+        list.stdout
+    );
+    // Words are no answer to a page.
+    let words = sb.run(&["approvals", "respond", &ask, "--answer", "ok"]);
+    assert_eq!(words.code, 1, "{words:#?}");
+    sb.run(&["approvals", "respond", &ask, "--approve"]).ok();
+    assert_eq!(fire.join().code, 0);
+    let id = sb.newest_mission().unwrap();
+    assert_eq!(report_summaries(&sb, &id), ["[result] got: accept"]);
+}
