@@ -77,6 +77,9 @@ pub const MIGRATIONS: &[Migration] = &[
     // v21: each revise of a mission (`mission revise`): the run it starts, its
     // feedback, what the mission rested as before.
     &[crate::mission::revise::SCHEMA_V21],
+    // v22: what each mission's units used: the peak memory of a unit's process
+    // tree and the CPU time of its units' trees.
+    &[crate::fleet::budget::SCHEMA_V22],
 ];
 
 /// The same versions on PostgreSQL, numbered alike so a version means one schema on
@@ -126,6 +129,7 @@ pub const PG_MIGRATIONS: &[Migration] = &[
     &[crate::asks::PG_SCHEMA_V19],
     &[crate::asks::allowances::PG_SCHEMA_V20],
     &[crate::mission::revise::PG_SCHEMA_V21],
+    &[crate::fleet::budget::PG_SCHEMA_V22],
 ];
 
 impl Store {

@@ -173,6 +173,9 @@ pub struct Snapshot {
     pub beta: bool,
     pub fleet_used: usize,
     pub fleet_cap: u64,
+    /// The resident memory this board's units use, and `fleet-max-memory`.
+    pub fleet_memory: u64,
+    pub fleet_memory_cap: Option<u64>,
     /// The live `missionboard host`s sharing the store, with their width and load.
     pub hosts: Vec<crate::mission::hosts::HostRow>,
     /// The live schedule that ticks soonest: its name, when, and its last outcome.

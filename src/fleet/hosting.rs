@@ -58,6 +58,7 @@ impl Fleet {
     ) {
         let inner = &self.inner;
         let mission_id = mission.id.clone();
+        let unit_root = started.unit.pid();
         let (stop_tx, stop_rx) = watch::channel(false);
         let (idle_tx, idle_rx) = watch::channel(None);
         let ledger = budget::ComputeLedger::new(inner.missions.store().clone());
@@ -183,6 +184,8 @@ impl Fleet {
         };
         let fleet = self.clone();
         let key = mission_id.clone();
+        // Sampled from before its task can end and take it off the gauge.
+        self.track_unit(&mission_id, unit_root);
         // Registered under the lock before the task can finish and deregister itself.
         let mut units = inner.units.lock_unpoisoned();
         let tmp = started.tmp;
@@ -190,6 +193,7 @@ impl Fleet {
             drive.run().await;
             // `{tmp}` goes with the unit (removing it is blocking work).
             blocking(move || drop(tmp)).await;
+            fleet.untrack_unit(&key).await;
             fleet.inner.units.lock_unpoisoned().hosted.remove(&key);
             fleet.inner.units_left.notify_waiters();
         });

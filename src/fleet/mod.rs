@@ -30,6 +30,7 @@ mod normalise;
 mod permissions;
 pub mod prompts;
 mod queued;
+pub mod resources;
 mod start;
 pub mod sweep;
 mod teardown;
@@ -250,6 +251,8 @@ impl Units {
 struct Reservation {
     inner: Arc<Inner>,
     held: bool,
+    /// The mission whose memory hold goes back with the slot if its unit never starts.
+    mission_id: String,
 }
 
 impl Reservation {
@@ -263,6 +266,7 @@ impl Reservation {
 impl Drop for Reservation {
     fn drop(&mut self) {
         if self.held {
+            self.inner.gauge.release_unstarted(&self.mission_id);
             self.inner.units.lock_unpoisoned().starting -= 1;
             self.inner.units_left.notify_waiters();
         }
@@ -278,6 +282,8 @@ struct Inner {
     park_window: Duration,
     self_exe: PathBuf,
     units: Mutex<Units>,
+    /// What the units use, sampled, and `fleet-max-memory` admission.
+    gauge: resources::Gauge,
     /// Told whenever a unit or a starting slot leaves `units`, so a wait for the
     /// fleet (or one unit) to be gone is woken by the change, not a poll.
     units_left: tokio::sync::Notify,
@@ -315,6 +321,7 @@ impl Fleet {
                 self_exe: exe,
                 paths,
                 units: Mutex::default(),
+                gauge: resources::Gauge::new(config.fleet_max_memory()?),
                 units_left: tokio::sync::Notify::new(),
             }),
         };

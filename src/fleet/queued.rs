@@ -57,6 +57,8 @@ impl Fleet {
         }
         .await;
         if let Err(e) = &started {
+            // A hold taken when it was claimed, if its start never took it over.
+            self.release_memory(&id);
             let (missions, why) = (
                 self.inner.missions.clone(),
                 format!("the host could not start it: {e}"),

@@ -1272,6 +1272,10 @@ impl TurnRunner<'_> {
                 tokio::time::sleep(Duration::from_millis(ms)).await;
                 self.log(label, "sleep ok");
             }
+            Step::HoldMemory { mib } => {
+                held_memory(mib);
+                self.log(label, &format!("hold_memory: {mib} MiB resident"));
+            }
             Step::Hang => {
                 self.log(label, "hang: waiting for session/cancel");
                 std::future::pending::<()>().await;
@@ -1431,4 +1435,15 @@ fn errno_text(e: &std::io::Error) -> String {
         Some(_) | None => return e.to_string(),
     };
     format!("{name} (os error {})", e.raw_os_error().unwrap_or_default())
+}
+
+/// Allocate `mib` MiB, write every page (so it is resident, not merely reserved) and
+/// keep it until the process exits.
+fn held_memory(mib: u64) {
+    static HELD: std::sync::Mutex<Vec<Vec<u8>>> = std::sync::Mutex::new(Vec::new());
+    let mut block = vec![0u8; (mib as usize) << 20];
+    for page in block.chunks_mut(4096) {
+        page[0] = 1;
+    }
+    HELD.lock().unwrap_or_else(|e| e.into_inner()).push(block);
 }

@@ -153,6 +153,11 @@ pub enum Step {
         ms: u64,
     },
     Hang,
+    /// Allocate this many MiB, touch every page and keep them for the life of the
+    /// process: a unit with a resident set of a known size.
+    HoldMemory {
+        mib: u64,
+    },
     Error {
         code: i32,
         message: String,
@@ -252,6 +257,7 @@ const STEP_KINDS: &[&str] = &[
     "usage",
     "sleep",
     "hang",
+    "hold_memory",
     "error",
     "crash",
     "stdout_garbage",
@@ -559,6 +565,19 @@ pub fn decode(raw: &RawStep) -> Result<Step, String> {
             },
         },
         "hang" => Step::Hang,
+        "hold_memory" => Step::HoldMemory {
+            mib: match p {
+                Value::Number(n) => n
+                    .as_u64()
+                    .filter(|m| *m <= 4096)
+                    .ok_or("hold_memory: MiB must be a whole number up to 4096")?,
+                _ => {
+                    return Err(
+                        "hold_memory takes a number of MiB, e.g. {\"hold_memory\": 64}".into(),
+                    );
+                }
+            },
+        },
         "mission_entry" => Step::MissionEntry,
         "error" => match p {
             Value::String(message) => Step::Error {

@@ -37,7 +37,7 @@ fn reports(world: &World) -> Vec<(String, String)> {
 }
 
 /// The turns that report a result and land.
-fn report_and_land(world_tool: impl Fn(&str) -> String, summary: &str) -> Vec<Value> {
+pub fn report_and_land(world_tool: impl Fn(&str) -> String, summary: &str) -> Vec<Value> {
     vec![
         call(
             &world_tool("mission_report"),

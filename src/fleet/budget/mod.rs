@@ -27,6 +27,8 @@ pub mod price;
 pub(super) use ledger::unit_statement;
 pub use ledger::{ComputeLedger, ComputeRecord, Pause, Spend, SpendGroup, SpendRow};
 pub(crate) use ledger::{PG_SCHEMA_V11, PG_SCHEMA_V16, SCHEMA_V5, SCHEMA_V7, SCHEMA_V16};
+pub(crate) use ledger::{PG_SCHEMA_V22, SCHEMA_V22};
+pub use ledger::{ResourceSample, UnitResources};
 pub(super) use model::select_allowed_model;
 pub(super) use pause::settle_pause;
 
