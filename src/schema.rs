@@ -72,9 +72,17 @@ pub const MIGRATIONS: &[Migration] = &[
     ],
     // v19: the form an elicitation ask carries.
     &[crate::asks::SCHEMA_V19],
-    // v20: money — a raised maxCostUsd, each mission's priced cost and the oracle's
+    // v20: allowances: an operator's "allow always (this mission)", kept by us.
+    &[crate::asks::allowances::SCHEMA_V20],
+    // v21: each revise of a mission (`mission revise`): the run it starts, its
+    // feedback, what the mission rested as before.
+    &[crate::mission::revise::SCHEMA_V21],
+    // v22: what each mission's units used: the peak memory of a unit's process
+    // tree and the CPU time of its units' trees.
+    &[crate::fleet::budget::SCHEMA_V22],
+    // v23: money — a raised maxCostUsd, each mission's priced cost and the oracle's
     // spend on it, and its admission against the fleet's budgets.
-    &[crate::fleet::budget::SCHEMA_V20],
+    &[crate::fleet::budget::SCHEMA_V23],
 ];
 
 /// The same versions on PostgreSQL, numbered alike so a version means one schema on
@@ -122,7 +130,10 @@ pub const PG_MIGRATIONS: &[Migration] = &[
         crate::sched::triggers::PG_SCHEMA_V18,
     ],
     &[crate::asks::PG_SCHEMA_V19],
-    &[crate::fleet::budget::PG_SCHEMA_V20],
+    &[crate::asks::allowances::PG_SCHEMA_V20],
+    &[crate::mission::revise::PG_SCHEMA_V21],
+    &[crate::fleet::budget::PG_SCHEMA_V22],
+    &[crate::fleet::budget::PG_SCHEMA_V23],
 ];
 
 impl Store {

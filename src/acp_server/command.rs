@@ -25,9 +25,44 @@ pub fn available() -> Vec<AvailableCommand> {
             "Fire a mission from this session (no arguments: list the envelopes)",
         )
         .input(AvailableCommandInput::Unstructured(
-            UnstructuredCommandInput::new("[--policy <envelope>] [agent-name] <intent>"),
+            UnstructuredCommandInput::new(
+                "[--policy <envelope>] [agent-name] <intent> | --template <name> [key=value…]",
+            ),
+        )),
+        AvailableCommand::new(
+            "revise",
+            "Send a landed, stuck or derailed mission back to its agent with feedback",
+        )
+        .input(AvailableCommandInput::Unstructured(
+            UnstructuredCommandInput::new("<mission-id> <feedback>"),
         )),
     ]
+}
+
+/// The prompt's arguments after `/revise`, if the prompt is that command.
+pub fn revise_args(prompt: &str) -> Option<&str> {
+    let rest = prompt.trim().strip_prefix("/revise")?;
+    (rest.is_empty() || rest.starts_with(char::is_whitespace)).then_some(rest)
+}
+
+/// Run `/revise <mission-id> <feedback>`: the mission goes back to its agent (queued
+/// for a live `missionboard host` that would claim it, else hosted here), through
+/// the one revise every surface calls. A refusal is the error text.
+pub async fn revise(svc: &Services, args: &str) -> Result<String, String> {
+    let args = args.trim();
+    let Some((id, feedback)) = args
+        .split_once(char::is_whitespace)
+        .map(|(id, f)| (id, f.trim()))
+        .filter(|(_, f)| !f.is_empty())
+    else {
+        return Err("usage: /revise <mission-id> <feedback> — the mission's id (or a unique prefix of it) and what its agent should change".into());
+    };
+    let revised = crate::ops::revise::revise_or_queue(&svc.host, id, feedback, "editor").await?;
+    let id = &revised.mission().id;
+    Ok(format!(
+        "{}\n'missionboard mission show {id}' follows it.",
+        revised.line()
+    ))
 }
 
 /// The prompt's arguments after `/mission`, if the prompt is that command.
@@ -51,6 +86,9 @@ pub async fn run(
     pick: Option<String>,
     args: &str,
 ) -> Result<String, String> {
+    if let Some(rest) = fire::template_args(args) {
+        return run_template(svc, session, &rest).await;
+    }
     let from = fire::LineFrom {
         envelope_pick: pick.clone().map(|p| (p, OPTION_ORIGIN)),
         parent_session: Some(session),
@@ -78,6 +116,61 @@ pub async fn run(
         &d.instance_id,
         &d.session_id,
         SESSION_REPORTS,
+    ))
+}
+
+/// `/mission --template <name> [key=value…]`: the template filled in as `mission
+/// fire --template` fills it (its refusals are the verb's), fired as a typed
+/// `/mission` is — this session its parent, queued for a live `missionboard host`
+/// that would claim it, else hosted here.
+async fn run_template(svc: &Services, session: &str, rest: &str) -> Result<String, String> {
+    let words: Vec<String> = rest.split_whitespace().map(str::to_string).collect();
+    let Some((name, params)) = words.split_first() else {
+        return Err(
+            "`/mission --template <name> key=value…` fires a template ('missionboard template list' lists them)"
+                .into(),
+        );
+    };
+    let pairs = crate::sched::template::parse_pairs(params)?;
+    let (host, template) = (svc.host.clone(), name.clone());
+    let filled = crate::store::blocking(move || {
+        crate::ops::schedule::template_fire(&host, &template, &pairs)
+    })
+    .await
+    .map_err(|e| format!("{e:#}"))?;
+    let mut f = filled.fire;
+    f.parent_session = Some(session.to_string());
+    let fired = |mission_id: String, queued: Option<usize>| crate::ops::schedule::TemplateFired {
+        mission_id,
+        agent: f.agent.clone(),
+        envelope: f.envelope.as_str().to_string(),
+        intent: f.intent.as_str().to_string(),
+        queued,
+        on: None,
+    };
+    if let Some(q) = fire::queue_if_a_host_takes(&svc.host, f.clone()).await? {
+        tracing::info!(mission = %q.mission.id, session, template = %name, "session queued a template's mission");
+        let done = fired(q.mission.id.clone(), Some(q.position));
+        return Ok(format!(
+            "{}
+It runs on the missionboard host on {} whether or not this session lives; its reports wait in the operator inbox.",
+            picker::template_confirmation(name, &done),
+            crate::text::sanitize(&q.host.machine)
+        ));
+    }
+    let done_shape = fired(String::new(), None);
+    let d = fire::dispatch(&svc.host, f)
+        .await
+        .map_err(|e| format!("{e:#}"))?;
+    tracing::info!(mission = %d.mission_id, session, template = %name, "session fired a template's mission");
+    let done = crate::ops::schedule::TemplateFired {
+        mission_id: d.mission_id,
+        ..done_shape
+    };
+    Ok(format!(
+        "{}
+{SESSION_REPORTS}",
+        picker::template_confirmation(name, &done)
     ))
 }
 

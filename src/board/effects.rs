@@ -42,6 +42,18 @@ pub fn spawn(effect: Effect, svc: &Services, tx: UnboundedSender<Msg>) {
                 let _ = tx.send(Msg::Fired(refire(&svc, mission_id).await));
             });
         }
+        Effect::Revise {
+            mission_id,
+            feedback,
+        } => {
+            tokio::spawn(async move {
+                let r =
+                    crate::ops::revise::revise(&svc.host, &mission_id, &feedback, "board", false)
+                        .await
+                        .map(|revised| revised.line());
+                let _ = tx.send(Msg::Fired(r));
+            });
+        }
         Effect::Fire {
             agent,
             envelope,
@@ -185,11 +197,23 @@ fn execute(effect: Effect, svc: &Services) -> Msg {
                 })
                 .map_err(|e| crate::text::one_line(&e.to_string())),
         ),
+        Effect::RevokeAllowance { id } => Msg::RevokeDone(
+            ops::allowances::revoke(&svc.host, &id, &Surface::Board)
+                .map(|a| {
+                    format!(
+                        "allowance {} revoked: {}",
+                        short(&a.id),
+                        crate::text::one_line(&a.scope)
+                    )
+                })
+                .map_err(|e| crate::text::one_line(&e.to_string())),
+        ),
         Effect::LoadPicker => Msg::PickerLoaded(fire::load_picker(&svc.host)),
         Effect::RunMission { .. }
         | Effect::Fire { .. }
         | Effect::FireTemplate { .. }
         | Effect::Refire { .. }
+        | Effect::Revise { .. }
         | Effect::Verdict { .. } => Msg::Toast {
             text: "internal: async effect run synchronously".into(),
             error: true,
@@ -380,6 +404,9 @@ fn recorded_text(ask_id: &str, verdict: &OperatorVerdict) -> String {
     let id = short(ask_id);
     match verdict {
         OperatorVerdict::Approve => format!("approved ask {id}"),
+        OperatorVerdict::ApproveAlways => {
+            format!("approved ask {id} and allowed it always in its mission")
+        }
         OperatorVerdict::Deny => format!("denied ask {id}"),
         OperatorVerdict::Answer(_) | OperatorVerdict::Fields(_) => {
             format!("answer recorded for ask {id}")

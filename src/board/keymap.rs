@@ -18,6 +18,8 @@ pub enum Context {
     Help,
     /// The selected worktree mission's diff.
     Diff,
+    /// The schedules panel (`:schedules`).
+    Schedules,
     /// Editing keys of every text field and the answer box; shown in `?`, never looked
     /// up (the text area itself handles them).
     Text,
@@ -38,6 +40,7 @@ impl Context {
             Context::Command => "Command line (:)",
             Context::Help => "Help",
             Context::Diff => "Mission diff (v)",
+            Context::Schedules => "Schedules (:schedules)",
             Context::Text => "Editing text (every field, the answer box)",
             Context::AnswerBox => "The answer box only (a question's draft)",
         }
@@ -77,6 +80,8 @@ pub enum Action {
     Zoom,
     /// A new mission like the selected one (same agent, envelope, intent, workspace).
     Refire,
+    /// Send the selected rested mission back to its agent with feedback.
+    Revise,
     /// Mark or unmark the selected inbox item.
     Mark,
     /// Acknowledge the marked inbox items, else every one shown.
@@ -400,6 +405,13 @@ pub const BINDINGS: &[Binding] = &[
     ),
     b(
         C::Board,
+        &[k('F')],
+        Action::Revise,
+        "revise a rested mission: back to its agent with your feedback",
+        None,
+    ),
+    b(
+        C::Board,
         &[k('x')],
         Action::Stop,
         "stop the selected mission (confirm, reason editable)",
@@ -456,6 +468,13 @@ pub const BINDINGS: &[Binding] = &[
     ),
     b(C::Diff, &[k('g')], Action::Top, "to the top", None),
     b(C::Diff, &[k('G')], Action::Bottom, "to the end", None),
+    b(
+        C::Schedules,
+        &[code(KeyCode::Esc), k('q')],
+        Action::Close,
+        "close the schedules",
+        Some("close"),
+    ),
     b(
         C::Board,
         &[k('D')],
@@ -853,6 +872,7 @@ pub fn help_sections(query: &str) -> Vec<(&'static str, Vec<(String, &'static st
         C::Command,
         C::Help,
         C::Diff,
+        C::Schedules,
         C::Text,
         C::AnswerBox,
         C::Global,

@@ -12,7 +12,7 @@ use tokio::sync::watch;
 use std::collections::HashMap;
 
 use super::model::{
-    AskRow, Detail, InboxRow, MissionRow, Needs, PlanRow, Query, ReportRow, Snapshot,
+    AskRow, Detail, InboxRow, MissionRow, Needs, PlanRow, Query, ReportRow, ScheduleRow, Snapshot,
 };
 use crate::asks::{Ask, Asks};
 use crate::config::Config;
@@ -37,7 +37,8 @@ pub const FILTER_SCAN_CAP: usize = 5000;
 const FILTER_PAGE: usize = 500;
 
 /// Facts only the host knows: how many units it holds right now.
-pub type FleetProbe = Box<dyn Fn() -> usize + Send>;
+/// This process's units: how many, and the resident memory they use.
+pub type FleetProbe = Box<dyn Fn() -> (usize, u64) + Send>;
 
 pub struct Source {
     pub missions: Missions,
@@ -326,6 +327,7 @@ fn try_build(src: &Source, q: &Query) -> Result<Snapshot, String> {
     let pending_total = src.asks.pending_count().map_err(|e| s(&e))? as usize;
     let inbox: Vec<InboxRow> = inbox_items.iter().map(inbox_row).collect();
     let inbox_total = src.missions.inbox_count(false).map_err(|e| s(&e))? as usize;
+    let (schedules, schedules_total) = schedule_rows(src, q.schedules)?;
     Ok(Snapshot {
         generation: 0,
         total_missions: total as usize,
@@ -347,8 +349,10 @@ fn try_build(src: &Source, q: &Query) -> Result<Snapshot, String> {
             None
         },
         beta: src.beta,
-        fleet_used: (src.fleet_probe)(),
+        fleet_used: (src.fleet_probe)().0,
         fleet_cap: src.config.fleet_max_parallel().unwrap_or(0),
+        fleet_memory: (src.fleet_probe)().1,
+        fleet_memory_cap: src.config.fleet_max_memory().unwrap_or(None),
         hosts: crate::mission::hosts::Hosts::new(src.missions.store().clone())
             .live()
             .map_err(|e| s(&e))?
@@ -369,9 +373,40 @@ fn try_build(src: &Source, q: &Query) -> Result<Snapshot, String> {
                 )
             }),
         fleet_today: fleet_today(src),
+        schedules,
+        schedules_total,
         store_error: None,
         query: Query::default(),
     })
+}
+
+/// The schedules panel's rows: the first `shown` by name, when it is open.
+fn schedule_rows(src: &Source, shown: usize) -> Result<(Vec<ScheduleRow>, usize), String> {
+    if shown == 0 {
+        return Ok((Vec::new(), 0));
+    }
+    let (page, total) = crate::sched::schedules::Schedules::new(src.missions.store().clone())
+        .page(shown)
+        .map_err(|e| e.to_string())?;
+    let rows = page
+        .into_iter()
+        .map(|sc| ScheduleRow {
+            name: one_line(&sc.name),
+            when: one_line(&format!("{} ({})", sc.cron, sc.tz)),
+            next: (!sc.paused).then_some(sc.next_tick),
+            last_tick: sc.last_tick,
+            last_outcome: sc.last_outcome.as_deref().map(one_line),
+            fires: one_line(&match &sc.fires {
+                crate::sched::schedules::Fires::Template { template, .. } => {
+                    format!("template {template}")
+                }
+                crate::sched::schedules::Fires::Plain { agent, intent, .. } => {
+                    format!("{agent}: {intent}")
+                }
+            }),
+        })
+        .collect();
+    Ok((rows, total))
 }
 
 /// Whether hosts are alive, each checked once per refresh.
@@ -710,6 +745,14 @@ fn detail(
             "so far"
         }
     );
+    // What its units used, once a sampling round saw one.
+    let spend = match crate::ops::show::resources(missions.store(), &m.id)
+        .map_err(|e| e.to_string())?
+        .filter(|r| r.peak_rss_bytes.is_some())
+    {
+        Some(r) => format!("{spend} · {}", r.line()),
+        None => spend,
+    };
     let check = missions
         .check(&m.id)
         .map_err(|e| e.to_string())?
@@ -720,13 +763,7 @@ fn detail(
         host_role: host_role(missions, m, &row).map_err(|e| e.to_string())?,
         worktree,
         spend: Some(spend),
-        fired_by: match m.parent_session_id.as_deref() {
-            Some(session) => Some(format!("session {}", one_line(session))),
-            None => crate::sched::schedules::Schedules::new(missions.store().clone())
-                .fired_by(&m.id)
-                .map_err(|e| e.to_string())?
-                .map(|f| one_line(&f.describe())),
-        },
+        fired_by: crate::ops::show::fired_by(missions.store(), m).map_err(|e| e.to_string())?,
         mission: row,
         last_error: m
             .last_error

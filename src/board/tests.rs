@@ -391,7 +391,7 @@ fn run_effect(effect: Effect, svc: &Services) -> Msg {
 fn snapshot_of(svc: &Services, m: &Model) -> Msg {
     let src = Source::open(
         &crate::store::Location::File(svc.host.paths().db_path()),
-        Box::new(|| 0),
+        Box::new(|| (0, 0)),
         false,
     )
     .unwrap();
@@ -498,7 +498,7 @@ fn stop_and_filter_against_the_store() {
 
     let src = Source::open(
         &crate::store::Location::File(svc.host.paths().db_path()),
-        Box::new(|| 0),
+        Box::new(|| (0, 0)),
         false,
     )
     .unwrap();
@@ -1056,7 +1056,7 @@ fn the_table_puts_what_needs_you_first_then_sorts_and_hides_as_asked() {
     };
     let src = Source::open(
         &crate::store::Location::File(svc.host.paths().db_path()),
-        Box::new(|| 0),
+        Box::new(|| (0, 0)),
         false,
     )
     .unwrap();
@@ -1441,6 +1441,28 @@ fn revoke_ends_a_web_device_from_the_command_line() {
             .text
             .starts_with("`:revoke <device>`")
     );
+    // `:revoke allowance <id>` ends an allow-always instead.
+    key(&mut m, KeyCode::Char(':'));
+    typed(&mut m, "revoke allowance 1a2b3c4d");
+    assert_eq!(
+        key(&mut m, KeyCode::Enter),
+        vec![Effect::RevokeAllowance {
+            id: "1a2b3c4d".into()
+        }]
+    );
+}
+
+#[test]
+fn colon_schedules_opens_the_schedules_panel_and_esc_closes_it() {
+    let mut m = model(120, 40, false);
+    key(&mut m, KeyCode::Char(':'));
+    typed(&mut m, "schedules");
+    assert_eq!(key(&mut m, KeyCode::Enter), vec![]);
+    assert_eq!(m.mode, Mode::Schedules);
+    assert!(m.query().schedules > 0);
+    key(&mut m, KeyCode::Esc);
+    assert_eq!(m.mode, Mode::Board);
+    assert_eq!(m.query().schedules, 0);
 }
 
 /// Picker data with two templates: `triage` (a required `repo`, a `label` with a

@@ -18,8 +18,8 @@ pub(super) fn missions(ctx: &Ctx) -> anyhow::Result<Missions> {
 
 /// The lazy reclaim sweep of list and show: the count line when it collected
 /// anything; its errors never fail the read.
-fn sweep(svc: &Missions, json: bool) -> anyhow::Result<()> {
-    match crate::ops::sweep::reclaim(svc) {
+fn sweep(ctx: &Ctx, svc: &Missions, json: bool) -> anyhow::Result<()> {
+    match crate::ops::sweep::reclaim(&ctx.host(svc.store())?) {
         Ok(Some(line)) if !json => outln!("{line}\n")?,
         Ok(_) => {}
         Err(e) => tracing::warn!("reclaim sweep failed: {e}"),
@@ -38,7 +38,7 @@ pub(super) fn list(ctx: &Ctx, list: &ListArgs) -> anyhow::Result<i32> {
     let (all, total, worktrees, gone, queue, checks) = match ctx.existing_store()? {
         Some(store) => {
             let svc = Missions::new(store);
-            sweep(&svc, json)?;
+            sweep(ctx, &svc, json)?;
             let all = svc
                 .list(list.rows())
                 .map_err(|e| anyhow::anyhow!("failed to list missions: {e}"))?;
@@ -140,7 +140,7 @@ pub(super) fn list(ctx: &Ctx, list: &ListArgs) -> anyhow::Result<i32> {
 
 pub(super) fn show(ctx: &Ctx, id: &str, json: bool) -> anyhow::Result<i32> {
     let svc = missions(ctx)?;
-    sweep(&svc, json)?;
+    sweep(ctx, &svc, json)?;
     let m = svc.resolve(id)?;
     let reports = svc
         .reports(&m.id, SHOWN_REPORTS)
@@ -149,6 +149,7 @@ pub(super) fn show(ctx: &Ctx, id: &str, json: bool) -> anyhow::Result<i32> {
     let queued_at = svc.queue_positions()?.get(&m.id).copied();
     let record = crate::ops::show::compute_record(svc.store(), &m.id)?;
     let cost = crate::ops::show::mission_cost(&ctx.paths.home, record.as_ref());
+    let resources = crate::ops::show::resources(svc.store(), &m.id)?;
     let fired_by = crate::sched::schedules::Schedules::new(svc.store().clone()).fired_by(&m.id)?;
     if json {
         let mut v = serde_json::to_value(&m)?;
@@ -171,6 +172,11 @@ pub(super) fn show(ctx: &Ctx, id: &str, json: bool) -> anyhow::Result<i32> {
         v["pendingAsks"] = serde_json::Value::Array(pending);
         // Every ask with its resolution, newest first: who answered shows there.
         v["asks"] = serde_json::to_value(&all)?;
+        v["allowances"] = serde_json::to_value(crate::ops::allowances::list(
+            &ctx.host(svc.store())?,
+            Some(&m.id),
+            50,
+        )?)?;
         v["oracleTrace"] = serde_json::to_value(crate::ops::show::oracle_trace(
             svc.store(),
             &m.id,
@@ -183,6 +189,8 @@ pub(super) fn show(ctx: &Ctx, id: &str, json: bool) -> anyhow::Result<i32> {
             }),
         };
         v["cost"] = serde_json::to_value(&cost)?;
+        v["runs"] = serde_json::to_value(svc.runs(&m.id)?)?;
+        v["resources"] = serde_json::to_value(resources)?;
         out::json(&v)?;
         return Ok(0);
     }
@@ -253,10 +261,27 @@ pub(super) fn show(ctx: &Ctx, id: &str, json: bool) -> anyhow::Result<i32> {
     if record.is_some() {
         writeln!(out, "Cost:      {}", cost.line())?;
     }
+    if let Some(r) = &resources {
+        writeln!(out, "Resources: {}", r.line())?;
+    }
     if let Some(c) = svc.check(&m.id)? {
         for line in check_lines(&c) {
             writeln!(out, "{line}")?;
         }
+    }
+    // Each revise: the run it started, who sent it back, from what, and the feedback.
+    for r in svc.runs(&m.id)? {
+        writeln!(
+            out,
+            "Runs:      {} — revised by {} after it rested {}: {:?}",
+            r.run,
+            r.revised_by,
+            r.from_status,
+            crate::text::excerpt(
+                &crate::text::one_line(&crate::text::sanitize(&r.feedback)),
+                120
+            )
+        )?;
     }
     if let Some(wt) = crate::worktree::Worktrees::new(svc.store().clone()).get(&m.id)? {
         writeln!(
@@ -324,6 +349,18 @@ pub(super) fn show(ctx: &Ctx, id: &str, json: bool) -> anyhow::Result<i32> {
                 super::approvals_cmd::resolution_words(a),
                 a.args_summary
             )?;
+        }
+    }
+    // The operator's allow-always grants in this mission, kept by us.
+    let allowances = crate::ops::allowances::list(&ctx.host(svc.store())?, Some(&m.id), 50)?;
+    if !allowances.is_empty() {
+        writeln!(
+            out,
+            "Allowed:   {} allowance(s), newest first — revoke with 'missionboard approvals revoke <id>':",
+            allowances.len()
+        )?;
+        for a in &allowances {
+            writeln!(out, "             {}", a.line())?;
         }
     }
     // What the oracle did about this mission's questions (its newest lines).
@@ -409,12 +446,13 @@ fn compute_lines(ctx: &Ctx, store: &crate::store::Store, m: &Mission) -> Vec<Str
             crate::confine::landlock_abi()
         )
     ));
-    lines.extend(crate::ops::grants::mission_grants(
-        &ctx.paths,
-        store,
-        m,
-        &envelope.policy.sandbox_or_baseline(),
-    ));
+    if let Ok(host) = ctx.host(store) {
+        lines.extend(crate::ops::grants::mission_grants(
+            &host,
+            m,
+            &envelope.policy.sandbox_or_baseline(),
+        ));
+    }
     lines
 }
 

@@ -31,7 +31,9 @@ fn text(report: &SpendReport, since: &str) -> anyhow::Result<()> {
         "ESTIMATED",
         "NO PRICE",
         "TOKENS",
-        "TOOL CALLS"
+        "TOOL CALLS",
+        "CPU",
+        "PEAK MEM"
     ]];
     for line in report.groups.iter().chain([&report.total]) {
         rows.push(cells(line));
@@ -52,6 +54,9 @@ fn text(report: &SpendReport, since: &str) -> anyhow::Result<()> {
             report.total.oracle_unpriced
         )?;
     }
+    outln!(
+        "CPU is the user and system time of the missions' units (their whole process trees); PEAK MEM is the largest peak resident memory of one unit among them."
+    )?;
     if report.total.unpriced > 0 {
         outln!(
             "{} mission(s) are not in COST: no price for {} — add the model to the home's prices.toml.",
@@ -72,6 +77,9 @@ fn cells(line: &SpendLine) -> Vec<String> {
         format!("{} ({})", usd(line.estimated_usd), line.estimated),
         line.unpriced,
         crate::text::count(line.tokens),
-        crate::text::count(line.tool_calls)
+        crate::text::count(line.tool_calls),
+        crate::ops::show::cpu_text(line.cpu_ms),
+        line.peak_rss_bytes
+            .map_or_else(|| "-".to_string(), crate::size::text)
     ]
 }

@@ -22,6 +22,7 @@ use crate::fleet::Fleet;
 use crate::host::HostId;
 use crate::mission::Missions;
 use crate::mission::hosts::{Hosts, Probe};
+use crate::mission::queue::Admission;
 use crate::ops::answer::{self, Stranded};
 use crate::ops::host::{Host, Hosting};
 use crate::ops::leave;
@@ -80,6 +81,13 @@ pub enum Event {
         schedule: String,
         mission: Option<String>,
         outcome: String,
+    },
+    /// The next queued mission does not fit `fleet-max-memory` now: it waits in the
+    /// queue (said once per mission) until units end and free the room.
+    WaitsForMemory {
+        mission: String,
+        /// The figures: in use, expected, the bound.
+        figures: String,
     },
     Leaving {
         requeued: usize,
@@ -168,6 +176,8 @@ pub async fn run(
     // maintenance (so a row the write missed heals), since every write is a commit
     // that wakes this loop (and every other waiter) once more.
     let mut advertised: Option<usize> = None;
+    // The queued missions said to wait for memory, so each is said once.
+    let mut told_waiting: HashSet<String> = HashSet::new();
     tokio::pin!(shutdown);
     loop {
         let running = running(&fleet, &underway).await;
@@ -183,9 +193,18 @@ pub async fn run(
         };
         if free > 0 {
             match claim(&fleet, &me, &options.labels, free).await {
-                Ok(claimed) => {
+                Ok((claimed, waits)) => {
                     for c in claimed {
+                        told_waiting.remove(&c.mission.id);
                         start(&fleet, &underway, &report, c);
+                    }
+                    if let Some((mission, refused)) = waits
+                        && told_waiting.insert(mission.clone())
+                    {
+                        report(Event::WaitsForMemory {
+                            mission,
+                            figures: refused.figures(),
+                        });
                     }
                 }
                 Err(e) => tracing::warn!("host: claim failed: {e}"),
@@ -233,27 +252,94 @@ async fn advertise(store: &Store, me: &HostId, width: u64, load: usize, labels: 
     }
 }
 
+/// A queued mission held back by `fleet-max-memory`, with the figures.
+type WaitsForMemory = Option<(String, crate::fleet::resources::MemoryRefused)>;
+
 /// Claim the next `free` queued missions this host may run: each one's label
-/// fits, and its workspace exists on this machine.
+/// fits, its workspace exists on this machine, and — under `fleet-max-memory` — its
+/// agent's expected peak fits beside what the host's units hold (the fleet's one
+/// memory rule, which holds the memory for it until its unit starts). The first
+/// that does not fit waits, and every mission behind it. Each is also admitted
+/// against the fleet's money budgets in the claim's transaction; one they cannot
+/// take stays queued while later ones may still be claimed.
 async fn claim(
     fleet: &Fleet,
     me: &HostId,
     labels: &[String],
     free: usize,
-) -> anyhow::Result<Vec<crate::mission::queue::Claimed>> {
+) -> anyhow::Result<(Vec<crate::mission::queue::Claimed>, WaitsForMemory)> {
     let (missions, me, labels) = (fleet.missions().clone(), me.clone(), labels.to_vec());
-    // The fleet's budgets admit each candidate inside the claim: a host never
-    // starts a queued mission past them.
-    let gate = fleet.clone();
-    blocking(move || {
-        let gate = gate.queue_gate()?;
-        anyhow::Ok(missions.claim_queued_admitted(
-            &me,
-            &labels,
-            &crate::mission::hosts::workspace_exists_here,
-            &|c, id, envelope| gate.admit(c, id, envelope),
-            free,
-        )?)
+    let fleet = fleet.clone();
+    blocking(move || -> anyhow::Result<_> {
+        // The fleet's money budgets, read once per claim round; each candidate is
+        // admitted against them inside the claim's transaction, so a host never
+        // starts a queued mission past them.
+        let gate = fleet.queue_gate()?;
+        // What each waiting agent is expected to reach, read before the claim's
+        // transaction (which holds the store).
+        let expected: std::collections::HashMap<String, _> = match fleet.memory_budget() {
+            Some(_) => missions
+                .waiting_agents()?
+                .into_iter()
+                .map(|agent| {
+                    let e = fleet.expected_rss_of(&agent);
+                    (agent, e)
+                })
+                .collect(),
+            None => Default::default(),
+        };
+        let budgeted = fleet.memory_budget().is_some();
+        let (mut held, mut waits) = (Vec::new(), None);
+        let claimed = {
+            let mut admit = |c: &crate::store::Conn<'_>,
+                             m: &crate::mission::queue::Candidate<'_>|
+             -> crate::store::sql::Result<Admission> {
+                // Memory first: a mission that does not fit waits, and every one
+                // behind it (the queue keeps its order).
+                if budgeted {
+                    // Queued after the agents were read: claimed on the next look,
+                    // once its agent's expectation is known.
+                    let Some(&e) = expected.get(m.agent) else {
+                        return Ok(Admission::Wait);
+                    };
+                    match fleet.hold_memory(m.id, m.agent, e) {
+                        Ok(()) => held.push(m.id.to_string()),
+                        Err(refused) => {
+                            waits = Some((m.id.to_string(), refused));
+                            return Ok(Admission::Wait);
+                        }
+                    }
+                }
+                // Then money: a mission the budgets cannot take is passed over
+                // until the next period; its memory hold goes back at once.
+                if gate.admit(c, m.id, m.envelope)? {
+                    Ok(Admission::Claim)
+                } else {
+                    if budgeted {
+                        fleet.release_memory(m.id);
+                        held.retain(|h| h != m.id);
+                    }
+                    Ok(Admission::Skip)
+                }
+            };
+            missions.claim_queued_admitting(
+                &me,
+                &labels,
+                &crate::mission::hosts::workspace_exists_here,
+                &mut admit,
+                free,
+            )
+        };
+        // A hold for a candidate another host claimed first (or a claim that failed)
+        // goes back.
+        let ours: HashSet<&str> = match &claimed {
+            Ok(c) => c.iter().map(|c| c.mission.id.as_str()).collect(),
+            Err(_) => HashSet::new(),
+        };
+        for id in held.iter().filter(|id| !ours.contains(id.as_str())) {
+            fleet.release_memory(id);
+        }
+        Ok((claimed?, waits))
     })
     .await
 }

@@ -556,7 +556,7 @@ mod tests {
                     "compute",
                     "compute.maxTurn",
                     "maxTurn",
-                    "maxTurns, maxToolCalls, maxTokens, maxCostUsd, modelAllowlist, backendAllowlist, onExhausted, maxChecks"
+                    "maxTurns, maxToolCalls, maxTokens, maxCostUsd, modelAllowlist, backendAllowlist, onExhausted, maxChecks, countBounds"
                 ),
                 unknown(
                     "attention",

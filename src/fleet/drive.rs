@@ -24,6 +24,7 @@ use crate::acp_client::{CANCEL_GRACE, PromptOutcome, Unit, UnitError, UnitEvent}
 use crate::asks::checkpoint::{Checkpoint, HostId};
 use crate::asks::{Asks, BUDGET_TOOL, NewAsk, QUESTION_TOOLS};
 use crate::envelope::bounds::BUDGET_ANSWER_GRAMMAR;
+use crate::envelope::connect_refusal::{RefusedConnect, refused_connect};
 use crate::mission::{Mission, Missions, Status};
 use crate::mission_mcp::MissionSocket;
 use crate::text::excerpt;
@@ -65,6 +66,10 @@ pub(super) struct Drive {
     pub idle: watch::Sender<Option<String>>,
     /// Shared with the unit's mission tools: whether the mission was seen at rest.
     pub link: Arc<HostLink>,
+    /// A revised run: what it must beat to have reached outside its session — the
+    /// time it was sent back (reports the unit filed since count) and the plan
+    /// revision it started from. The earlier runs' record does not count.
+    pub revised: Option<(i64, i64)>,
 }
 
 /// The drive's store-bound services, handed to work that runs off the async
@@ -82,6 +87,9 @@ pub(super) enum Opening {
     Fresh,
     /// A fresh session resuming a run parked on `ask_id` (its host died).
     Resumed { blocks: Vec<String>, ask_id: String },
+    /// A rested mission sent back with feedback (`mission revise`, at `since`, in
+    /// ms): `blocks` open its new run, which then goes on as a fresh mission's does.
+    Revised { blocks: Vec<String>, since: i64 },
 }
 
 /// How often a resident unit's parked questions are checked for an answer when no
@@ -151,6 +159,7 @@ impl Drive {
                 None,
             ),
             Opening::Resumed { blocks, ask_id } => (blocks, Some(ask_id)),
+            Opening::Revised { blocks, .. } => (blocks, None),
         };
         if let Some(ask_id) = resumed_ask {
             // A resumer in the answering process: one turn, then the unit goes with it.
@@ -716,22 +725,49 @@ impl Drive {
         if self.link.at_rest.load(Ordering::Relaxed) {
             return true;
         }
-        self.store(|r| {
+        let revised = self.revised;
+        let plan_from = revised.map_or(0, |(_, p)| p);
+        self.store(move |r| {
             // The row first: a verdict or a plan settles it without counting reports.
-            let reports = || r.missions.report_count(&r.mission_id).unwrap_or(0) > 0;
+            // A revised run counts only what came after its revise.
+            let reports = || {
+                match revised {
+                    Some((since, _)) => r.missions.report_count_since(&r.mission_id, since),
+                    None => r.missions.report_count(&r.mission_id),
+                }
+                .unwrap_or(0)
+                    > 0
+            };
             match r.missions.get(&r.mission_id) {
-                Ok(Some(m)) => m.status.is_terminal() || m.plan_revision > 0 || reports(),
+                Ok(Some(m)) => m.status.is_terminal() || m.plan_revision > plan_from || reports(),
                 _ => reports(),
             }
         })
         .await
     }
 
+    /// The unit's failure, as `said` and its stderr tell it, when it is the sandbox
+    /// refusing a connection: the blocker must say so, not the agent's own words.
+    fn refused_connect(&self, said: &str) -> Option<RefusedConnect> {
+        let site = self.link.connect.get()?;
+        let said = format!("{said}\n{}", self.unit.stderr_tail());
+        refused_connect(site, &self.mission.envelope_name, &said)
+    }
+
     async fn file_silent_blocker(&self, journal: &Journal) {
         let session = self.unit.session_id();
         let words = journal.agent_text();
         let words = words.trim();
-        let (summary, detail) = if words.is_empty() {
+        let (summary, detail) = if let Some(refused) = self.refused_connect(words) {
+            (
+                excerpt(&refused.summary, 240),
+                format!(
+                    "{}\n\nThe unit's last words:\n\n{words}\n\n{}",
+                    refused.detail,
+                    attach(session)
+                ),
+            )
+        } else if words.is_empty() {
             (
                 format!("unit ended two turns without reporting; attach to session {session}"),
                 attach(session),
@@ -784,15 +820,17 @@ impl Drive {
         let session = self.unit.session_id().to_string();
         let missions = self.missions.clone();
         let id = self.mission.id.clone();
+        let refused = self.refused_connect(&err.to_string());
         self.reap().await;
-        crate::store::blocking(move || derail(&missions, &id, &session, &err)).await
+        crate::store::blocking(move || derail(&missions, &id, &session, &err, refused)).await
     }
 
     /// File the turn-failure blocker and finish the mission derailed, unless it
     /// already rests.
     async fn record_derail(&self, err: &UnitError) {
         let (session, err) = (self.unit.session_id().to_string(), err.clone());
-        self.store(move |r| derail(&r.missions, &r.mission_id, &session, &err))
+        let refused = self.refused_connect(&err.to_string());
+        self.store(move |r| derail(&r.missions, &r.mission_id, &session, &err, refused))
             .await
     }
 
@@ -817,7 +855,14 @@ fn stdout_garbage(line: &str) -> UnitError {
 
 /// A turn errored: unless the mission already rests, file the blocker and finish it
 /// derailed (a second call for the same failure finds it resting and does nothing).
-fn derail(missions: &Missions, id: &str, session: &str, err: &UnitError) {
+/// A failure that was the sandbox refusing a connection is named so first.
+fn derail(
+    missions: &Missions,
+    id: &str,
+    session: &str,
+    err: &UnitError,
+    refused: Option<RefusedConnect>,
+) {
     match missions.get(id) {
         Ok(Some(m)) if m.status.is_terminal() => {
             tracing::info!(mission = %id, "mission already at rest as {}; not derailing it", m.status);
@@ -825,10 +870,16 @@ fn derail(missions: &Missions, id: &str, session: &str, err: &UnitError) {
         }
         _ => {}
     }
-    let summary = excerpt(&format!("unit turn failed: {err}"), 240);
-    let detail = format!(
+    let summary = match &refused {
+        Some(r) => excerpt(&r.summary, 240),
+        None => excerpt(&format!("unit turn failed: {err}"), 240),
+    };
+    let mut detail = format!(
         "The unit's turn on session {session} returned an error, and the drive loop is the only thing prompting a dispatched unit:\n\n{err}\n\nThe mission was finished derailed and the unit stopped, so it no longer holds fleet width. Re-dispatch once the cause is addressed."
     );
+    if let Some(r) = refused {
+        detail = format!("{}\n\n{detail}", r.detail);
+    }
     if let Err(e) = missions.add_blocker(id, summary.clone(), detail) {
         tracing::error!(mission = %id, "could not file the turn-failure blocker: {e}");
     }

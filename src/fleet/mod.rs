@@ -30,6 +30,7 @@ mod normalise;
 mod permissions;
 pub mod prompts;
 mod queued;
+pub mod resources;
 mod spend_admission;
 mod start;
 pub mod sweep;
@@ -103,7 +104,10 @@ impl std::fmt::Display for NameRefused {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
             NameRefused::NoAgent => {
-                write!(f, "missing parameter: agentName: agentName is required")
+                write!(
+                    f,
+                    "no mission agent named: a mission needs the agent it runs"
+                )
             }
             NameRefused::UnknownAgent { name, declared } => {
                 write!(f, "resolve agent {name:?}: not found")?;
@@ -122,7 +126,7 @@ impl std::fmt::Display for NameRefused {
             }
             NameRefused::Envelope { name, why, .. } => write!(
                 f,
-                "invalid parameter value: hitlPolicyName: hitl policy {name:?} could not be loaded: it must name an existing policy (see `missionboard vet --all` / the .missionboard policy files) — {why}"
+                "mission envelope {name:?} could not be loaded: {why} — name an envelope on the search path (`--policy <envelope>`; `missionboard vet --all` checks every envelope)"
             ),
         }
     }
@@ -163,6 +167,9 @@ struct Record {
     /// The check a fresh mission is recorded with (a claimed one's was recorded
     /// when it was queued).
     check: Option<crate::mission::check::NewCheck>,
+    /// A revise the unit takes up (`mission revise`): its feedback opens the run,
+    /// in the workspace the mission already has.
+    revise: Option<crate::mission::revise::Run>,
 }
 
 /// A unit whose session is open, not yet driven.
@@ -199,6 +206,13 @@ impl Started {
 pub struct Startable {
     agent: crate::agents::Agent,
     envelope: search::Loaded,
+}
+
+impl Startable {
+    /// The envelope it would start under, as loaded.
+    pub fn envelope(&self) -> &search::Loaded {
+        &self.envelope
+    }
 }
 
 /// What a resumed run's fresh unit starts with.
@@ -240,6 +254,8 @@ impl Units {
 struct Reservation {
     inner: Arc<Inner>,
     held: bool,
+    /// The mission whose memory hold goes back with the slot if its unit never starts.
+    mission_id: String,
 }
 
 impl Reservation {
@@ -253,6 +269,7 @@ impl Reservation {
 impl Drop for Reservation {
     fn drop(&mut self) {
         if self.held {
+            self.inner.gauge.release_unstarted(&self.mission_id);
             self.inner.units.lock_unpoisoned().starting -= 1;
             self.inner.units_left.notify_waiters();
         }
@@ -268,6 +285,8 @@ struct Inner {
     park_window: Duration,
     self_exe: PathBuf,
     units: Mutex<Units>,
+    /// What the units use, sampled, and `fleet-max-memory` admission.
+    gauge: resources::Gauge,
     /// Told whenever a unit or a starting slot leaves `units`, so a wait for the
     /// fleet (or one unit) to be gone is woken by the change, not a poll.
     units_left: tokio::sync::Notify,
@@ -305,6 +324,7 @@ impl Fleet {
                 self_exe: exe,
                 paths,
                 units: Mutex::default(),
+                gauge: resources::Gauge::new(config.fleet_max_memory()?),
                 units_left: tokio::sync::Notify::new(),
             }),
         };

@@ -102,11 +102,18 @@ impl Fleet {
             .unit
             .loaded()
             .then(|| started.unit.opened().method());
+        let opening = match record.revise {
+            Some(run) => {
+                self.revise_opening(&mission, &run, session_reopened.is_some())
+                    .await?
+            }
+            None => drive::Opening::Fresh,
+        };
         self.host(
             started,
             mission,
             envelope,
-            drive::Opening::Fresh,
+            opening,
             Some(slot),
             fresh_record,
         )
@@ -120,6 +127,38 @@ impl Fleet {
             sandbox,
             worktree,
             session_reopened,
+        })
+    }
+
+    /// The opening of a revised run, once its unit is bound: the feedback on the
+    /// session it worked in before (`loaded`), else a brief of what was done and the
+    /// feedback, then the standing instructions and the intent. The run is marked
+    /// taken up.
+    async fn revise_opening(
+        &self,
+        mission: &crate::mission::Mission,
+        run: &crate::mission::revise::Run,
+        loaded: bool,
+    ) -> anyhow::Result<drive::Opening> {
+        let (missions, id, n) = (self.inner.missions.clone(), mission.id.clone(), run.run);
+        let (reports, check) = blocking(move || -> anyhow::Result<_> {
+            missions.revise_started(&id, n)?;
+            Ok((missions.reports(&id, 50)?, missions.check(&id)?))
+        })
+        .await?;
+        let check = check.map(|c| crate::text::one_line(&c.command));
+        let blocks = if loaded {
+            vec![prompts::revise_turn(run, check.as_deref())]
+        } else {
+            vec![
+                prompts::revise_brief(&reports, run, check.as_deref()),
+                prompts::PREAMBLE.to_string(),
+                mission.intent.clone(),
+            ]
+        };
+        Ok(drive::Opening::Revised {
+            blocks,
+            since: run.revised_at,
         })
     }
 
@@ -355,7 +394,7 @@ impl Fleet {
         );
         let id = mission_id.to_string();
         // Store reads, the temp dir and the ruleset's path fds: all blocking work.
-        let (env, tmp, confined) = blocking(move || {
+        let (env, tmp, confined, connect) = blocking(move || {
             let tmp = confinement::MissionTmp::create(&id)?;
             let env = declared.unit_env(Some(&config), tmp.path())?;
             let model_url = match env.get(crate::agents::ENV_BASE_URL) {
@@ -381,7 +420,9 @@ impl Fleet {
                 model_base_url: model_url.as_deref(),
             };
             let confined = confinement::confine_unit(site, &decl, &tmp)?;
-            anyhow::Ok((env, tmp, confined))
+            let connect =
+                confinement::connect_site(&declared, &dir, model_url.as_deref(), &confined);
+            anyhow::Ok((env, tmp, confined, connect))
         })
         .await?;
         // The socket must listen before session/new: agents connect to their MCP
@@ -409,6 +450,7 @@ impl Fleet {
             confinement: confined.resolved.confinement.clone(),
             confined: confined.prepared.is_some(),
         });
+        let _ = link.connect.set(connect);
         let handler = Arc::new(ToolHandler(Arc::new(Mutex::new(calls))));
         let socket = serve_mission_socket(&socket_path, handler.clone())
             .await

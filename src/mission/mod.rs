@@ -14,6 +14,7 @@ pub mod parent;
 pub mod plan;
 pub mod queue;
 pub mod report;
+pub mod revise;
 
 use std::fmt;
 
@@ -146,10 +147,15 @@ pub mod subjects {
     pub const PLAN_REVISED: &str = "mission.plan_revised";
     pub const STATUS_CHANGED: &str = "mission.status_changed";
     pub const ATTENTION_ASKED: &str = "mission.attention_asked";
+    /// A rested mission was sent back (`mission revise`). Not a status change: a
+    /// host reaps units on those, and the revised run's unit must live.
+    pub const REVISED: &str = "mission.revised";
 }
 
 /// A mission's state. `Queued` while it waits for a host to claim it, `Open` while
-/// it runs; the other four are terminal and final.
+/// it runs; the other four are terminal: nothing moves them but a revise (`mission
+/// revise`, one guarded write from landed, stuck or derailed back to open or queued,
+/// as a new run on the same record), and `abandoned` is final.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Status {
@@ -444,7 +450,7 @@ impl EnvelopeName {
     pub fn new(raw: &str) -> Result<EnvelopeName> {
         let name = trimmed_required(
             raw,
-            "missing parameter: hitlPolicyName: hitlPolicyName is required: a mission must name its envelope",
+            "no mission envelope named: a mission must name the envelope that bounds it (`--policy <envelope>`, or set `default-mission-policy`)",
         )?;
         Ok(EnvelopeName(name.to_string()))
     }
@@ -548,7 +554,7 @@ impl Missions {
         single_line("intent", &m.intent)?;
         if m.envelope_name.trim().is_empty() {
             return Err(MissionError::Invalid(
-                "hitlPolicyName is required: a mission must name its envelope".into(),
+                "a mission must name its envelope (its record has none)".into(),
             ));
         }
         let id = if m.id.is_empty() {
@@ -1030,7 +1036,7 @@ pub(crate) mod tests {
             .unwrap_err();
         assert_eq!(
             err.to_string(),
-            "hitlPolicyName is required: a mission must name its envelope"
+            "a mission must name its envelope (its record has none)"
         );
     }
 

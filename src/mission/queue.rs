@@ -74,6 +74,26 @@ pub struct NewQueued {
     pub check: Option<super::check::NewCheck>,
 }
 
+/// A queued mission put to a claim's `admit`, read in the claim's transaction.
+#[derive(Debug, Clone, Copy)]
+pub struct Candidate<'a> {
+    pub id: &'a str,
+    /// The envelope (policy) it runs under.
+    pub envelope: &'a str,
+    pub agent: &'a str,
+}
+
+/// What a claim's `admit` decides for one candidate.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Admission {
+    /// Claim it now.
+    Claim,
+    /// Leave it queued; later candidates may still be claimed.
+    Skip,
+    /// Leave it and every candidate behind it queued (keeps the queue's order).
+    Wait,
+}
+
 /// A mission a host claimed: now `open` and recorded as hosted by it.
 #[derive(Debug, Clone)]
 pub struct Claimed {
@@ -148,19 +168,33 @@ impl Missions {
         runnable: &dyn Fn(&str) -> bool,
         max: usize,
     ) -> Result<Vec<Claimed>> {
-        self.claim_queued_admitted(host, labels, runnable, &|_, _, _| Ok(true), max)
+        self.claim_queued_admitting(
+            host,
+            labels,
+            runnable,
+            &mut |_, _| Ok(Admission::Claim),
+            max,
+        )
     }
 
-    /// [`Missions::claim_queued_up_to`], each candidate also passed through
-    /// `admit` (its id and envelope name) inside the claim's transaction, before
-    /// its claim: a candidate it refuses stays queued. The fleet's budgets admit
-    /// this way, so their read-and-admit and the claim are one guarded write.
-    pub fn claim_queued_admitted(
+    /// [`Missions::claim_queued_up_to`], each candidate also put to `admit` just
+    /// before it is claimed, inside the claim's transaction (so a read-and-admit
+    /// against the store and the claim are one guarded write). `admit` sees the
+    /// transaction and the candidate (its id, envelope and agent) and answers:
+    /// claim it; skip it (it stays queued and later ones may still be claimed —
+    /// the fleet's money budgets); or wait (it and every mission behind it stay
+    /// queued, so the queue keeps its order: a mission that does not fit now is not
+    /// overtaken by a later one that does — the fleet's memory rule). A candidate
+    /// admitted and then lost to another host is not in the result.
+    pub fn claim_queued_admitting(
         &self,
         host: &HostId,
         labels: &[String],
         runnable: &dyn Fn(&str) -> bool,
-        admit: &dyn Fn(&crate::store::Conn<'_>, &str, &str) -> crate::store::sql::Result<bool>,
+        admit: &mut dyn FnMut(
+            &crate::store::Conn<'_>,
+            &Candidate<'_>,
+        ) -> crate::store::sql::Result<Admission>,
         max: usize,
     ) -> Result<Vec<Claimed>> {
         if max == 0 {
@@ -173,7 +207,7 @@ impl Missions {
         };
         let labels = json!(labels).to_string();
         let select = format!(
-            "SELECT q.mission_id, q.worktree, m.cwd, m.policy_name FROM mission_queue q JOIN missions m ON m.id = q.mission_id
+            "SELECT q.mission_id, q.worktree, m.cwd, m.policy_name, m.agent_name FROM mission_queue q JOIN missions m ON m.id = q.mission_id
              WHERE q.waiting = 1 AND m.status = 'queued'
                AND (q.run_on IS NULL OR q.run_on IN (SELECT value FROM json_each(?1)))
              ORDER BY q.seq LIMIT ?2{lock}"
@@ -186,20 +220,30 @@ impl Missions {
             COLUMNS
         );
         Ok(self.store.write(|c| {
-            let candidates: Vec<(String, i64, String, String)> = c
+            let candidates: Vec<(String, i64, String, String, String)> = c
                 .prepare_cached(&select)?
                 .query_map(params![labels, window], |r| {
-                    Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?))
+                    Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?, r.get(4)?))
                 })?
                 .collect::<crate::store::sql::Result<_>>()?;
             let now = clock::now_ms();
             let mut claimed = Vec::new();
-            for (id, worktree, cwd, envelope) in candidates {
+            for (id, worktree, cwd, envelope, agent) in candidates {
                 if claimed.len() == max {
                     break;
                 }
-                if !runnable(&cwd) || !admit(c, &id, &envelope)? {
+                if !runnable(&cwd) {
                     continue;
+                }
+                let candidate = Candidate {
+                    id: &id,
+                    envelope: &envelope,
+                    agent: &agent,
+                };
+                match admit(c, &candidate)? {
+                    Admission::Claim => {}
+                    Admission::Skip => continue,
+                    Admission::Wait => break,
                 }
                 let Some(mission) = c
                     .query_row(
@@ -337,6 +381,19 @@ impl Missions {
         super::hosts::Hosts::new(self.store.clone())
             .queue_host_lives(label.as_deref())
             .unwrap_or(false)
+    }
+
+    /// The agents the waiting missions name, each once: what a host admitting by
+    /// memory needs to know before it claims.
+    pub fn waiting_agents(&self) -> Result<Vec<String>> {
+        Ok(self.store.with(|c| {
+            c.prepare_cached(
+                "SELECT DISTINCT m.agent_name FROM mission_queue q JOIN missions m ON m.id = q.mission_id
+                 WHERE q.waiting = 1 AND m.status = 'queued'",
+            )?
+            .query_map([], |r| r.get(0))?
+            .collect()
+        })?)
     }
 
     /// Where each waiting mission stands in the queue (1 = next), by id.

@@ -86,6 +86,50 @@ pub fn fleet_today(store: &Store) -> Result<(f64, Option<f64>), StoreError> {
     Ok((spent as f64 / 1_000_000.0, budget))
 }
 
+/// What a mission's units used, as every surface shows it.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Resources {
+    /// The peak resident memory of one of its units' process trees, in bytes
+    /// (`null`: no unit of it was sampled).
+    pub peak_rss_bytes: Option<u64>,
+    /// The CPU time (user + system) its units' trees spent, in milliseconds.
+    pub cpu_ms: u64,
+}
+
+impl Resources {
+    /// `peak memory 310M · CPU 12.3s`, or what is not known.
+    pub fn line(&self) -> String {
+        match self.peak_rss_bytes {
+            Some(peak) => format!(
+                "peak memory {} · CPU {}",
+                crate::size::text(peak),
+                cpu_text(self.cpu_ms)
+            ),
+            None => "not sampled: no unit of it ran for a sampling round".to_string(),
+        }
+    }
+}
+
+/// `12.3s`, `4m05s`: CPU time as every surface prints it.
+pub fn cpu_text(ms: u64) -> String {
+    if ms < 60_000 {
+        format!("{:.1}s", ms as f64 / 1000.0)
+    } else {
+        format!("{}m{:02}s", ms / 60_000, (ms % 60_000) / 1000)
+    }
+}
+
+/// What the units of `mission_id` used (`None`: it never started a unit).
+pub fn resources(store: &Store, mission_id: &str) -> Result<Option<Resources>, StoreError> {
+    Ok(ComputeLedger::new(store.clone())
+        .resources(mission_id)?
+        .map(|r| Resources {
+            peak_rss_bytes: r.peak_rss_bytes,
+            cpu_ms: r.cpu_ms,
+        }))
+}
+
 /// What the oracle did about one mission's questions, its newest `limit` lines.
 pub fn oracle_trace(
     store: &Store,
@@ -98,4 +142,20 @@ pub fn oracle_trace(
 /// The oracle's newest `limit` lines across every mission, oldest first.
 pub fn recent_oracle_trace(store: &Store, limit: usize) -> Result<Vec<String>, StoreError> {
     Trace::new(store.clone(), false).recent(limit)
+}
+
+/// What fired a mission when the operator did not type it: its firing editor
+/// session (`session mb-…`), or the schedule tick or webhook delivery that queued
+/// it (`schedule nightly (tick …)`); `None` for an operator's own fire. The words
+/// the board's detail and the web page show.
+pub fn fired_by(
+    store: &Store,
+    mission: &crate::mission::Mission,
+) -> Result<Option<String>, StoreError> {
+    if let Some(session) = mission.parent_session_id.as_deref() {
+        return Ok(Some(format!("session {}", crate::text::one_line(session))));
+    }
+    Ok(crate::sched::schedules::Schedules::new(store.clone())
+        .fired_by(&mission.id)?
+        .map(|f| crate::text::one_line(&f.describe())))
 }

@@ -69,6 +69,9 @@
 //!   place (nothing is replayed on either). Only a script given at start can set it.
 //! - `close_session` (optional, default false) advertises `sessionCapabilities.close`
 //!   and honours `session/close`.
+//! - `on_revise` (optional, a turn object): run whenever a prompt carries an
+//!   operator's revise feedback (`mission revise`), instead of the next scripted
+//!   turn; `{{feedback}}` names the feedback.
 //! - `turns` are consumed one per `session/prompt`, in order (turn 2 is the
 //!   nudge). A bare `{"steps": [...], "stop": …}` is a one-turn script.
 //! - `stop` (per turn, default `end_turn`): `end_turn`, `refusal`,
@@ -86,7 +89,7 @@
 //! | `report` | `{kind?, summary, detail?, refs?, handover?}` | the `mission_report` tool, with these arguments |
 //! | `ask` | `"summary"` or `{summary, detail?, retries?, expect?, then?}` | the `mission_ask_attention` tool; the result binds `{{answer}}`. A result saying "no answer yet (ask_id=X)" is re-asked with `ask_id` up to `retries` (default 3) times. `then` (a step or a list) runs after the answer |
 //! | `finish` | `"status"` or `{status, reason?}` | the `mission_finish` tool; its result (or refusal) binds `{{finish}}` |
-//! | `permission` | `{title, kind?, path?, times?, on_deny?, options?, report?}` | `times` (default 1) `session/request_permission` calls, each with a fresh tool-call id (and `path`, when given, as its `rawInput.path`, which envelope `glob` conditions test). Options default to allow_once, allow_always, reject_once, reject_always; `options` overrides them (kinds, or `{id?, name?, kind}`). Each outcome (`allowed`, `denied`, `cancelled`) binds `{{perm}}` and is appended to `{{perms}}`; `report: true` files a progress report per outcome. On a denial `on_deny` decides: `continue` (default), `report_blocker` (blocker report, turn ends), `finish_stuck` (finish stuck, turn ends), `error` (the turn fails) |
+//! | `permission` | `{title, kind?, path?, command?, times?, on_deny?, options?, report?}` | `times` (default 1) `session/request_permission` calls, each with a fresh tool-call id (and `path` / `command`, when given, as its `rawInput.path` / `rawInput.command`, which envelope conditions test). Options default to allow_once, allow_always, reject_once, reject_always; `options` overrides them (kinds, or `{id?, name?, kind}`). Each outcome (`allowed`, `denied`, `cancelled`) binds `{{perm}}` and is appended to `{{perms}}`; `report: true` files a progress report per outcome. On a denial `on_deny` decides: `continue` (default), `report_blocker` (blocker report, turn ends), `finish_stuck` (finish stuck, turn ends), `error` (the turn fails) |
 //! | `tool_call` | `"title"` or `{title, kind?, status?, id?}` | a `tool_call` card (in progress) and a `tool_call_update` to `status` (default `completed`); nothing real runs |
 //! | `agent_permission` | `{update?, request, on_reject?, report?}` | an agent's own frames replayed: `update` (a `tool_call` session update, sent first) and `request` (the params of its `session/request_permission`, session id filled in). The outcome (`allowed`, `denied`, `cancelled`) binds `{{perm}}` like `permission`; on a denial `on_reject` is `continue` (default), `end_turn` (as qwen and opencode do) or `cancel` (the turn ends `cancelled`, as codex's reject does) |
 //! | `elicit` | `{message, schema}` or `{message, url}` | `elicitation/create` in form mode (`schema`: the requested schema) or URL mode; the outcome binds `{{answer}}`: `accept key=value; …`, `accept`, `decline` or `cancel` |
@@ -106,7 +109,7 @@
 //! `{{turn}}`, `{{perm}}`, `{{perms}}`, `{{prompt}}` (the turn's prompt on one
 //! line), `{{finish}}` (what the latest `mission_finish` call returned, its
 //! refusal included: a failed check's exit code and output), `{{model}}` (the session model, empty
-//! when none is advertised) and `{{env:NAME}}` (an environment
+//! when none is advertised), `{{feedback}}` (the latest revise's feedback) and `{{env:NAME}}` (an environment
 //! variable of the stub, empty when unset). Unknown placeholders stay as
 //! written.
 //!
@@ -125,7 +128,9 @@
 //! (100 permission requests) · `tokens` (usage climbing to 400k) · `slow`
 //! (`land` with 1.5 s between steps) · `hang` (blocks until cancel) ·
 //! `crash` (exits with code 3 mid-turn) · `tools-N` (N tool-call cards, then
-//! land).
+//! land) · `check-fix` (finish landed before the work passes a `test -f fixed`
+//! check, quote the refusal, write `fixed`, finish again) · `revise-land` (`land`;
+//! sent back, write the feedback to `revised.txt`, report it and land again).
 //!
 //! # Contract
 //!

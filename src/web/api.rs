@@ -69,7 +69,8 @@ pub fn read_view(store: &crate::store::Store) -> anyhow::Result<render::View> {
             traces.entry(t.ask_id).or_default().push(t.line);
         }
     }
-    let missions = Missions::new(store.clone()).list(MISSIONS_SHOWN)?;
+    let service = Missions::new(store.clone());
+    let missions = service.list(MISSIONS_SHOWN)?;
     let ids: Vec<String> = missions.iter().map(|m| m.id.clone()).collect();
     let costs = match crate::paths::home_dir() {
         Ok(home) => crate::ops::show::mission_costs(&home, store, &ids)?
@@ -93,6 +94,7 @@ pub fn read_view(store: &crate::store::Store) -> anyhow::Result<render::View> {
     Ok(render::View {
         asks,
         traces,
+        checks: service.checks_of(&ids)?,
         missions,
         costs,
         today,
@@ -210,13 +212,15 @@ pub async fn answer(
     }
     let verdict = match form.verdict.as_str() {
         "approve" => OperatorVerdict::Approve,
+        // The page's second step for an allow-always (its confirm button).
+        "always" => OperatorVerdict::ApproveAlways,
         "deny" => OperatorVerdict::Deny,
         "answer" if !form.text.trim().is_empty() => OperatorVerdict::Answer(form.text.clone()),
         "answer" => return refuse(StatusCode::BAD_REQUEST, "an answer needs words"),
         _ => {
             return refuse(
                 StatusCode::BAD_REQUEST,
-                "verdict is one of approve, deny, answer",
+                "verdict is one of approve, always, deny, answer",
             );
         }
     };
@@ -241,6 +245,9 @@ pub async fn answer(
     tracing::info!(ask = %form.ask, device = %authed.device.name, "web: an ask was answered");
     let said = match verdict {
         OperatorVerdict::Approve => "Approved.",
+        OperatorVerdict::ApproveAlways => {
+            "Approved, and allowed always in this mission (its page lists it to revoke)."
+        }
         OperatorVerdict::Deny => "Denied.",
         OperatorVerdict::Answer(_) | OperatorVerdict::Fields(_) => "Answered.",
     };
@@ -286,6 +293,82 @@ pub async fn stop(State(web): State<Web>, authed: Authed, Form(form): Form<StopF
         }))
         .into_response(),
         Err(e) => refuse(StatusCode::CONFLICT, &crate::text::sanitize(&e.to_string())),
+    }
+}
+
+#[derive(Deserialize)]
+pub struct RevokeAllowanceForm {
+    #[serde(default)]
+    csrf: String,
+    allowance: String,
+}
+
+/// `POST /api/revoke-allowance`: end an operator's allowance at once, as
+/// `approvals revoke` does; the mission's record names this device.
+pub async fn revoke_allowance(
+    State(web): State<Web>,
+    authed: Authed,
+    Form(form): Form<RevokeAllowanceForm>,
+) -> Response {
+    if !authed.csrf_ok(&form.csrf) {
+        return refuse(
+            StatusCode::FORBIDDEN,
+            "the form's CSRF token is missing or stale: reload the page",
+        );
+    }
+    let host = web.host.clone();
+    let via = Surface::Web(authed.device.name.clone());
+    match blocking(move || crate::ops::allowances::revoke(&host, &form.allowance, &via)).await {
+        Ok(a) => {
+            tracing::info!(allowance = %a.id, device = %authed.device.name, "web: an allowance was revoked");
+            axum::Json(serde_json::json!({
+                "ok": true,
+                "message": "Revoked: the next such call is asked about again.",
+            }))
+            .into_response()
+        }
+        Err(crate::asks::allowances::RevokeError::NotFound(id)) => refuse(
+            StatusCode::NOT_FOUND,
+            &crate::text::sanitize(&format!("no allowance {id:?} exists")),
+        ),
+        Err(e) => refuse(StatusCode::CONFLICT, &crate::text::sanitize(&e.to_string())),
+    }
+}
+
+#[derive(Deserialize)]
+pub struct ReviseForm {
+    #[serde(default)]
+    csrf: String,
+    mission: String,
+    #[serde(default)]
+    feedback: String,
+}
+
+/// `POST /api/revise`: send a rested mission back to its agent with the feedback
+/// typed on its page, queued for a `missionboard host` (as `mission revise
+/// --queue`; the page's server hosts no mission of its own). Every refusal is the
+/// revise verb's own.
+pub async fn revise(
+    State(web): State<Web>,
+    authed: Authed,
+    Form(form): Form<ReviseForm>,
+) -> Response {
+    if !authed.csrf_ok(&form.csrf) {
+        return refuse(
+            StatusCode::FORBIDDEN,
+            "the form's CSRF token is missing or stale: reload the page",
+        );
+    }
+    match crate::ops::revise::revise(&web.host, &form.mission, &form.feedback, "web", true).await {
+        Ok(r) => {
+            tracing::info!(mission = %r.mission().id, device = %authed.device.name, "web: a mission was revised");
+            axum::Json(serde_json::json!({
+                "ok": true,
+                "message": crate::text::sanitize(&r.line()),
+            }))
+            .into_response()
+        }
+        Err(e) => refuse(StatusCode::CONFLICT, &crate::text::sanitize(&e)),
     }
 }
 
@@ -364,6 +447,7 @@ pub async fn mission_page(
             );
         let record = crate::ops::show::compute_record(&store, &mission.id)?;
         Ok(Some(render::MissionView {
+            fired_by: crate::ops::show::fired_by(&store, &mission)?,
             diff,
             trace: crate::ops::show::oracle_trace(&store, &mission.id, TRACE_SHOWN)?
                 .into_iter()
@@ -378,6 +462,9 @@ pub async fn mission_page(
             plan: missions.plan(&mission.id)?,
             reports: missions.reports(&mission.id, REPORTS_SHOWN)?,
             asks: Asks::new(store).for_mission(&mission.id, 200)?,
+            allowances: crate::ops::allowances::list(&host, Some(&mission.id), 50)?,
+            check: missions.check(&mission.id)?,
+            runs: missions.runs(&mission.id)?,
             mission,
         }))
     })

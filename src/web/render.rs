@@ -7,6 +7,7 @@
 use std::fmt::Write as _;
 
 use crate::asks::{Ask, AskKind};
+use crate::mission::check::CheckRecord;
 use crate::mission::{Mission, Status};
 
 /// The prefix of a template parameter's field in the fire form: `p.repo=acme/api`.
@@ -90,6 +91,14 @@ pub struct View {
     /// The fleet's spend today (UTC) against its daily budget, once anything is
     /// spent or a budget is set.
     pub today: Option<String>,
+    /// The check records of the missions listed that have one, by mission id.
+    pub checks: std::collections::HashMap<String, CheckRecord>,
+}
+
+/// A mission's check state as every list words it: `check ✓`, `check ✗1/3`,
+/// `check …`, `check ·` (not run yet).
+fn check_mark(c: &CheckRecord) -> String {
+    format!("check {}", c.marker())
 }
 
 /// The main page's live part (`<main id="live">`'s content): what the event stream
@@ -145,9 +154,20 @@ pub fn live(view: &View, csrf: &str) -> String {
             these.len()
         );
         for m in these {
+            let check = view
+                .checks
+                .get(&m.id)
+                .map(|c| {
+                    format!(
+                        " <span class=\"check\" title=\"{}\">{}</span>",
+                        text(&c.state_words()),
+                        text(&check_mark(c))
+                    )
+                })
+                .unwrap_or_default();
             let _ = write!(
                 out,
-                "<li><a href=\"/missions/{id}\"><span class=\"id\">{short}</span> {intent}</a> <span class=\"meta\">{agent}{cost}</span></li>",
+                "<li><a href=\"/missions/{id}\"><span class=\"id\">{short}</span> {intent}</a> <span class=\"meta\">{agent}{cost}</span>{check}</li>",
                 id = path_id(&m.id),
                 short = text(short(&m.id)),
                 intent = text(&crate::text::excerpt(&m.intent, 120)),
@@ -243,8 +263,27 @@ fn ask_card(out: &mut String, ask: &Ask, trace: &[String], csrf: &str) {
             "<div class=\"buttons\"><button name=\"verdict\" value=\"approve\" class=\"approve\">Approve</button>\
 <button name=\"verdict\" value=\"deny\" class=\"deny\">Deny</button></div>",
         );
+        always_step(out, ask);
     }
     out.push_str("<p class=\"result\" role=\"status\"></p></form></li>");
+}
+
+/// A gated call whose agent offered an "allow always": the page offers it for
+/// this mission only, behind a second, explicit step — the first tap opens what
+/// it would allow, the second confirms it. No script is needed for the step (a
+/// `<details>` element), and a refresh of the live part keeps it as it was.
+fn always_step(out: &mut String, ask: &Ask) {
+    let (Some(scope), Some(_)) = (&ask.always_scope, &ask.mission_id) else {
+        return;
+    };
+    let _ = write!(
+        out,
+        "<details class=\"always\"><summary>Allow always (this mission)…</summary>\
+<p class=\"meta\">Approves this call, and allows without asking every later call of this mission that is <span class=\"scope\">{}</span>. \
+The envelope is still consulted first: what it denies stays denied. It ends with the mission; revoke it on the mission's page.</p>\
+<div class=\"buttons\"><button name=\"verdict\" value=\"always\" class=\"approve always\">Confirm: allow always in this mission</button></div></details>",
+        text(scope)
+    );
 }
 
 /// The oracle's lines about an ask or a mission, oldest first.
@@ -262,6 +301,9 @@ fn trace_list(out: &mut String, trace: &[String]) {
 /// What the mission page shows.
 pub struct MissionView {
     pub mission: Mission,
+    /// What fired it, when not the operator: an editor session, a schedule's tick,
+    /// a webhook trigger's delivery.
+    pub fired_by: Option<String>,
     /// The oracle's trace about its questions.
     pub trace: Vec<String>,
     /// What it spent: tool calls, tokens, and the model it runs on.
@@ -272,9 +314,15 @@ pub struct MissionView {
     pub plan: crate::mission::plan::Plan,
     pub reports: Vec<crate::mission::report::Report>,
     pub asks: Vec<Ask>,
+    /// The operator's allowances in this mission, newest first.
+    pub allowances: Vec<crate::asks::allowances::Allowance>,
     /// A worktree mission's diff against its base, or why it could not be read;
     /// `None`: the mission has no worktree.
     pub diff: Option<Result<String, String>>,
+    /// Its check, if it was fired with one.
+    pub check: Option<CheckRecord>,
+    /// Each time it was sent back (`mission revise`), oldest first.
+    pub runs: Vec<crate::mission::revise::Run>,
 }
 
 /// One mission: intent, agent, envelope, host, plan, reports, its asks, and stop.
@@ -298,6 +346,9 @@ pub fn mission_page(v: &MissionView, device: &str, csrf: &str) -> String {
         None => m.status.to_string(),
     };
     row("Status", &status);
+    if let Some(by) = &v.fired_by {
+        row("Fired by", by);
+    }
     if let Some(h) = &m.host {
         row("Host", &format!("{} (pid {})", h.machine_label(), h.pid));
     }
@@ -317,8 +368,57 @@ pub fn mission_page(v: &MissionView, device: &str, csrf: &str) -> String {
     if let Some(cost) = &v.cost {
         row("Cost", cost);
     }
+    if let Some(c) = &v.check {
+        row(
+            "Check",
+            &format!(
+                "{} — `{}`",
+                c.state_words(),
+                crate::text::one_line(&c.command)
+            ),
+        );
+        if let Some(outcome) = &c.last_outcome {
+            row("Last try", outcome);
+        }
+    }
+    for r in &v.runs {
+        row(
+            &format!("Run {}", r.run),
+            &format!(
+                "revised by {} after it rested {}: {}",
+                r.revised_by,
+                r.from_status,
+                crate::text::excerpt(&crate::text::one_line(&r.feedback), 200)
+            ),
+        );
+    }
     row("Created", &crate::clock::rfc3339(m.created_at));
     body.push_str("</dl>");
+    if let Some(output) = v
+        .check
+        .as_ref()
+        .and_then(|c| c.last_output.as_deref())
+        .filter(|o| !o.trim().is_empty())
+    {
+        let _ = write!(
+            body,
+            "<h2>Check output (tail)</h2><pre class=\"check-output\">{}</pre>",
+            text(output)
+        );
+    }
+    if crate::mission::revise::REVISABLE.contains(&m.status) {
+        let _ = write!(
+            body,
+            "<h2>Revise</h2><form method=\"post\" action=\"/api/revise\" data-api><input type=\"hidden\" name=\"csrf\" value=\"{}\">\
+<input type=\"hidden\" name=\"mission\" value=\"{}\">\
+<label for=\"feedback\">Send it back to its agent with feedback (queued for a <code>missionboard host</code>; its check runs again before it lands):</label>\
+<textarea id=\"feedback\" name=\"feedback\" rows=\"4\" maxlength=\"16384\" required></textarea><div class=\"buttons\">\
+<button name=\"verdict\" value=\"revise\">Revise</button></div>\
+<p class=\"result\" role=\"status\"></p></form>",
+            text(csrf),
+            path_id(&m.id)
+        );
+    }
     if !m.status.is_terminal() {
         let _ = write!(
             body,
@@ -365,6 +465,30 @@ pub fn mission_page(v: &MissionView, device: &str, csrf: &str) -> String {
                 text(&state),
                 text(&a.args_summary)
             );
+        }
+        body.push_str("</ul>");
+    }
+    if !v.allowances.is_empty() {
+        body.push_str("<h2>Always allowed</h2><ul class=\"allowances\">");
+        for a in &v.allowances {
+            let _ = write!(
+                body,
+                "<li id=\"allowance-{id}\"><span class=\"status\">{state}</span> {line}",
+                id = path_id(&a.id),
+                state = text(a.state),
+                line = text(&a.line()),
+            );
+            if a.is_active() {
+                let _ = write!(
+                    body,
+                    "<form method=\"post\" action=\"/api/revoke-allowance\" data-api><input type=\"hidden\" name=\"csrf\" value=\"{}\">\
+<input type=\"hidden\" name=\"allowance\" value=\"{}\"><div class=\"buttons\"><button class=\"deny\">Revoke</button></div>\
+<p class=\"result\" role=\"status\"></p></form>",
+                    text(csrf),
+                    path_id(&a.id)
+                );
+            }
+            body.push_str("</li>");
         }
         body.push_str("</ul>");
     }

@@ -15,5 +15,7 @@ mod codex;
 mod editor;
 mod gemini;
 mod hitl;
+mod kilo;
 mod opencode;
 mod qwen;
+mod scale;

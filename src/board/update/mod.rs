@@ -93,10 +93,19 @@ pub enum Effect {
     Refire {
         mission_id: String,
     },
+    /// Send rested mission `mission_id` back to its agent with `feedback`.
+    Revise {
+        mission_id: String,
+        feedback: String,
+    },
     LoadPicker,
     /// End a paired web device, as `web revoke` does.
     Revoke {
         device: String,
+    },
+    /// End an operator's allowance, as `approvals revoke` does.
+    RevokeAllowance {
+        id: String,
     },
     /// The arguments of a typed `/mission` line (the runner reads the registry,
     /// config and search path, then parses and resolves).
@@ -278,6 +287,12 @@ fn on_key(m: &mut Model, key: KeyEvent) -> Vec<Effect> {
         Mode::Confirm(_) => confirm::key(m, key, action),
         Mode::Help { .. } => help::key(m, key, action),
         Mode::Diff(_) => diff::key(m, action),
+        Mode::Schedules => {
+            if action == Some(Action::Close) {
+                m.mode = Mode::Board;
+            }
+            vec![]
+        }
         Mode::Filter => filter::key(m, key, action),
         Mode::CommandLine { .. } => command::key(m, key, action),
     }

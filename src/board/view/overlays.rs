@@ -22,6 +22,68 @@ fn modal<'a>(m: &Model, title: String) -> Block<'a> {
         .title(Span::styled(title, m.theme.title))
 }
 
+/// The schedules panel: each schedule's next run (or that it is paused), what a
+/// tick fires, and its last tick's outcome; as many as fit, read for that many.
+pub fn schedules(frame: &mut Frame, area: Rect, m: &Model) {
+    let t = &m.theme;
+    let rect = crate::board::layout::schedules_rect(area);
+    frame.render_widget(Clear, rect);
+    let block = modal(
+        m,
+        " Schedules — next run and last outcome (Esc closes) ".into(),
+    );
+    let inner = block.inner(rect);
+    frame.render_widget(block, rect);
+    let width = inner.width as usize;
+    let e = m.symbols.ellipsis;
+    let now = m.now_ms;
+    let mut lines: Vec<Line> = Vec::new();
+    let snap = &m.snap;
+    if snap.schedules.is_empty() {
+        lines.push(Line::styled(
+            "no schedules — add one with `missionboard schedule add <name> --cron \"<expr>\" …`",
+            t.muted,
+        ));
+    } else {
+        lines.push(Line::styled(
+            truncate(
+                &format!("{:<20} {:<16} {}", "SCHEDULE", "NEXT RUN", "FIRES"),
+                width,
+                e,
+            ),
+            t.header,
+        ));
+    }
+    for s in &snap.schedules {
+        let next = match s.next {
+            Some(at) if at <= now => "due now".to_string(),
+            Some(at) => format!("in {}", age(at, now)),
+            None => "paused".to_string(),
+        };
+        lines.push(Line::raw(truncate(
+            &format!("{:<20} {:<16} {} · {}", s.name, next, s.fires, s.when),
+            width,
+            e,
+        )));
+        let last = match (&s.last_outcome, s.last_tick) {
+            (Some(outcome), Some(at)) => format!("  last: {outcome} ({} ago)", age(now, at)),
+            (Some(outcome), None) => format!("  last: {outcome}"),
+            _ => "  last: not ticked yet".to_string(),
+        };
+        lines.push(Line::styled(truncate(&last, width, e), t.muted));
+    }
+    if snap.schedules_total > snap.schedules.len() {
+        lines.push(Line::styled(
+            format!(
+                "{} more — `missionboard schedule list` shows them all",
+                snap.schedules_total - snap.schedules.len()
+            ),
+            t.muted,
+        ));
+    }
+    frame.render_widget(Paragraph::new(lines), inner);
+}
+
 /// The answer pane (a question: a text area) or the verdict pane (a permission).
 pub fn answer(frame: &mut Frame, area: Rect, m: &Model, ask_id: &str, now_ms: i64) {
     let t = &m.theme;
@@ -173,6 +235,20 @@ pub fn confirm(frame: &mut Frame, area: Rect, m: &Model, c: &Confirm) {
                 Line::raw("Its worktree and its branch are removed, work and all."),
             ],
         ),
+        ConfirmKind::Revise {
+            mission_id,
+            intent,
+            status,
+        } => (
+            format!(" Revise mission {}? ", short(mission_id)),
+            vec![
+                Line::raw(truncate(intent, text_w, e)),
+                Line::raw(format!(
+                    "It rested {status}; it goes back to its agent, in its own session"
+                )),
+                Line::raw("where it can, with your feedback; its check runs again."),
+            ],
+        ),
         ConfirmKind::Refire {
             mission_id,
             agent,
@@ -219,19 +295,26 @@ pub fn confirm(frame: &mut Frame, area: Rect, m: &Model, c: &Confirm) {
         }
     };
     if c.kind.has_reason() {
-        const LABEL: &str = "Reason: ";
+        let label = if matches!(c.kind, ConfirmKind::Revise { .. }) {
+            "Feedback: "
+        } else {
+            "Reason: "
+        };
         lines.push(Line::from(if c.editing {
-            field(m, (LABEL, t.title), &c.reason, text_w, t.selection)
+            field(m, (label, t.title), &c.reason, text_w, t.selection)
         } else {
             vec![
-                Span::styled(LABEL, t.title),
+                Span::styled(label, t.title),
                 Span::raw(truncate(
                     c.reason.as_str(),
-                    text_w.saturating_sub(LABEL.len()),
+                    text_w.saturating_sub(label.len()),
                     e,
                 )),
             ]
         }));
+    }
+    if let Some(err) = &c.error {
+        lines.push(Line::styled(err.clone(), t.danger));
     }
     lines.push(Line::raw(""));
     let button = |label: &'static str, focused: bool| {
@@ -242,6 +325,7 @@ pub fn confirm(frame: &mut Frame, area: Rect, m: &Model, c: &Confirm) {
             "   y quit · s stop them, then quit · e edit reason · n no"
         }
         ConfirmKind::Stop { .. } => "   y yes · n no · e edit reason",
+        ConfirmKind::Revise { .. } => "   Enter ends typing · y sends · n no · e edits",
         _ => "   y yes · n no",
     };
     lines.push(Line::from(vec![
