@@ -86,6 +86,18 @@ pub struct AskRow {
     pub expires_at: i64,
 }
 
+impl AskRow {
+    /// A form the unit sent (an elicitation): filled in words, `key=value` a line.
+    pub fn is_form(&self) -> bool {
+        self.tool
+            == format!(
+                "{}.{}",
+                crate::asks::ELICITATION_TOOLS,
+                crate::asks::FORM_TOOL
+            )
+    }
+}
+
 #[derive(Debug, Clone, PartialEq)]
 pub struct InboxRow {
     pub id: String,
