@@ -72,6 +72,12 @@ pub const MIGRATIONS: &[Migration] = &[
     ],
     // v19: the form an elicitation ask carries.
     &[crate::asks::SCHEMA_V19],
+    // v20: the agent's context fill (its last `usage_update`) on the compute record,
+    // and a mission's extra roots (`--add-dir`).
+    &[
+        crate::fleet::budget::SCHEMA_V20_CONTEXT,
+        crate::mission::roots::SCHEMA_V20_ROOTS,
+    ],
 ];
 
 /// The same versions on PostgreSQL, numbered alike so a version means one schema on
@@ -119,6 +125,10 @@ pub const PG_MIGRATIONS: &[Migration] = &[
         crate::sched::triggers::PG_SCHEMA_V18,
     ],
     &[crate::asks::PG_SCHEMA_V19],
+    &[
+        crate::fleet::budget::PG_SCHEMA_V20_CONTEXT,
+        crate::mission::roots::PG_SCHEMA_V20_ROOTS,
+    ],
 ];
 
 impl Store {

@@ -143,6 +143,8 @@ pub struct Detail {
     pub worktree: Option<String>,
     /// What it has spent: tool calls, tokens (durable, across sessions), time.
     pub spend: Option<String>,
+    /// How full the agent's context is, as its last `usage_update` said.
+    pub context: Option<String>,
     /// What fired it, when not the operator: an editor session, a schedule's tick
     /// or a webhook trigger's delivery (`session mb-…`, `schedule nightly (tick …)`).
     pub fired_by: Option<String>,

@@ -14,6 +14,7 @@ pub mod parent;
 pub mod plan;
 pub mod queue;
 pub mod report;
+pub mod roots;
 
 use std::fmt;
 

@@ -38,6 +38,17 @@ ALTER TABLE mission_compute ADD COLUMN spent_output_tokens INTEGER NOT NULL DEFA
 ALTER TABLE mission_compute ADD COLUMN spent_cached_tokens INTEGER NOT NULL DEFAULT 0;
 ALTER TABLE mission_compute ADD COLUMN reported_cost_micro_usd INTEGER;";
 
+/// v20: the agent's context fill, as its last `usage_update` said: tokens in its
+/// context and the context's size.
+pub(crate) const SCHEMA_V20_CONTEXT: &str = "
+ALTER TABLE mission_compute ADD COLUMN context_used INTEGER;
+ALTER TABLE mission_compute ADD COLUMN context_size INTEGER;";
+
+/// The PostgreSQL spelling of [`SCHEMA_V20_CONTEXT`].
+pub(crate) const PG_SCHEMA_V20_CONTEXT: &str = "
+ALTER TABLE mission_compute ADD COLUMN context_used BIGINT;
+ALTER TABLE mission_compute ADD COLUMN context_size BIGINT;";
+
 /// The PostgreSQL spelling of [`SCHEMA_V16`].
 pub(crate) const PG_SCHEMA_V16: &str = "
 ALTER TABLE mission_compute ADD COLUMN spent_input_tokens BIGINT NOT NULL DEFAULT 0;
@@ -77,6 +88,34 @@ pub struct ComputeRecord {
     pub pause: Option<Pause>,
     /// What every session of the mission has spent so far.
     pub spent: Spend,
+    /// How full the agent's context was at its last `usage_update`, if it sent one.
+    pub context: Option<ContextFill>,
+}
+
+/// An agent's context fill: tokens in its context, of the context's size.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ContextFill {
+    pub used: u64,
+    pub size: u64,
+}
+
+impl ContextFill {
+    /// `41,200 / 200,000 tokens (21%)`.
+    pub fn describe(&self) -> String {
+        let pct = if self.size > 0 {
+            format!(
+                " ({}%)",
+                (self.used.saturating_mul(100) / self.size).min(999)
+            )
+        } else {
+            String::new()
+        };
+        format!(
+            "{} / {} tokens{pct}",
+            crate::text::count(self.used),
+            crate::text::count(self.size)
+        )
+    }
 }
 
 /// A mission's durable spend: counted tool calls and tokens, and what it cost.
@@ -152,7 +191,7 @@ fn column(field: ComputeField) -> Option<&'static str> {
 
 /// The `mission_compute` table.
 /// The columns [`record_from_row`] reads.
-const RECORD_COLUMNS: &str = "models, model, max_turns, max_tool_calls, max_tokens, paused_ask, paused_field, paused_reason, spent_tool_calls, spent_tokens, spent_input_tokens, spent_output_tokens, spent_cached_tokens, reported_cost_micro_usd";
+const RECORD_COLUMNS: &str = "models, model, max_turns, max_tool_calls, max_tokens, paused_ask, paused_field, paused_reason, spent_tool_calls, spent_tokens, spent_input_tokens, spent_output_tokens, spent_cached_tokens, reported_cost_micro_usd, context_used, context_size";
 
 fn record_from_row(r: &crate::store::sql::Row<'_>) -> crate::store::sql::Result<ComputeRecord> {
     let models: Option<String> = r.get(0)?;
@@ -180,6 +219,13 @@ fn record_from_row(r: &crate::store::sql::Row<'_>) -> crate::store::sql::Result<
             output_tokens: r.get::<i64>(11)?.max(0) as u64,
             cached_tokens: r.get::<i64>(12)?.max(0) as u64,
             reported_cost_micro_usd: r.get::<Option<i64>>(13)?.map(|v| v.max(0) as u64),
+        },
+        context: match (r.get::<Option<i64>>(14)?, r.get::<Option<i64>>(15)?) {
+            (Some(used), Some(size)) => Some(ContextFill {
+                used: used.max(0) as u64,
+                size: size.max(0) as u64,
+            }),
+            _ => None,
         },
     })
 }
@@ -239,6 +285,24 @@ impl ComputeLedger {
                 record_from_row,
             )
         })
+    }
+
+    /// Record the agent's context fill as its last `usage_update` said.
+    pub fn record_context(&self, mission_id: &str, context: ContextFill) -> Result<(), StoreError> {
+        self.store.with(|c| {
+            c.execute(
+                "INSERT INTO mission_compute (mission_id, context_used, context_size, updated_at)
+                 VALUES (?1, ?2, ?3, ?4)
+                 ON CONFLICT (mission_id) DO UPDATE SET context_used = ?2, context_size = ?3, updated_at = ?4",
+                params![
+                    mission_id,
+                    context.used.min(i64::MAX as u64) as i64,
+                    context.size.min(i64::MAX as u64) as i64,
+                    clock::now_ms()
+                ],
+            )
+        })?;
+        Ok(())
     }
 
     /// Record what the mission has spent. Spend only grows: a write carrying less
