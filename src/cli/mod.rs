@@ -195,6 +195,10 @@ enum MissionCmd {
         /// Fire without the envelope's check (only where the envelope marks it optional).
         #[arg(long)]
         no_check: bool,
+        /// A directory beyond the workspace the unit may work in, granted as the
+        /// workspace is (repeatable; not with --queue).
+        #[arg(long, value_name = "PATH", conflicts_with = "queue")]
+        add_dir: Vec<std::path::PathBuf>,
     },
     /// List missions, newest first.
     List(ListArgs),
@@ -793,6 +797,7 @@ fn run(ctx: &Ctx, command: Option<Command>, flags: BetaFlags) -> anyhow::Result<
                 on,
                 check,
                 no_check,
+                add_dir,
             } => {
                 let check = match (check, no_check) {
                     (Some(command), _) => crate::mission::check::CheckChoice::Command(command),
@@ -820,6 +825,7 @@ fn run(ctx: &Ctx, command: Option<Command>, flags: BetaFlags) -> anyhow::Result<
                     queue,
                     on,
                     check,
+                    add_dirs: add_dir,
                 };
                 // A queued fire is recorded for a host, never hosted here.
                 if args.queue {

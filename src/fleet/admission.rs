@@ -87,6 +87,7 @@ impl Fleet {
             claimed: false,
             load_session: None,
             check,
+            roots: Some(req.add_dirs),
         };
         let mission_id = uuid::Uuid::new_v4().to_string();
         self.admit(record, mission_id, (agent, envelope), cwd, req.worktree)

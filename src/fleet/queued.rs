@@ -48,6 +48,7 @@ impl Fleet {
                 load_session: mission.session_id.clone(),
                 // Recorded when it was queued.
                 check: None,
+                roots: None,
             };
             self.admit(record, id.clone(), (agent, envelope), cwd, claimed.worktree)
                 .await
