@@ -4,10 +4,10 @@
 //! enforces it): leaves (`clock`, `duration`, `paths`, `text`, `runtime`, …) →
 //! `store` (the connection and the migration runner) → domain services that own
 //! their tables and rules (`config`, `bus`, `agents`, `mission`, `asks`, `envelope`)
-//! → protocol adapters (`acp`, `tools`, `model`) → roles (`fleet`, `oracle`,
-//! `planner`, `stub`) → `schema` (the one list of every module's migrations) →
-//! surfaces (`cli`, `board`, `bench`, `session`). The CLI and the board are thin surfaces over
-//! the same service calls.
+//! → protocol adapters (`acp_client`, `mission_mcp`, `model`, `notify`) → roles
+//! (`fleet`, `oracle`, `planner`, `stub`) → operations (`ops`, `daemon`) → `schema`
+//! (the one list of every module's migrations) → surfaces (`cli`, `board`, `bench`,
+//! `acp_server`, `web`). Every surface is a thin layer over the same `ops` verbs.
 
 pub mod acp_client;
 pub mod acp_server;

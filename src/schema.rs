@@ -72,11 +72,13 @@ pub const MIGRATIONS: &[Migration] = &[
     ],
     // v19: the form an elicitation ask carries.
     &[crate::asks::SCHEMA_V19],
-    // v20: the agent's context fill (its last `usage_update`) on the compute record,
+    // v20: allowances: an operator's "allow always (this mission)", kept by us.
+    &[crate::asks::allowances::SCHEMA_V20],
+    // v21: the agent's context fill (its last `usage_update`) on the compute record,
     // and a mission's extra roots (`--add-dir`).
     &[
-        crate::fleet::budget::SCHEMA_V20_CONTEXT,
-        crate::mission::roots::SCHEMA_V20_ROOTS,
+        crate::fleet::budget::SCHEMA_V21_CONTEXT,
+        crate::mission::roots::SCHEMA_V21_ROOTS,
     ],
 ];
 
@@ -125,9 +127,10 @@ pub const PG_MIGRATIONS: &[Migration] = &[
         crate::sched::triggers::PG_SCHEMA_V18,
     ],
     &[crate::asks::PG_SCHEMA_V19],
+    &[crate::asks::allowances::PG_SCHEMA_V20],
     &[
-        crate::fleet::budget::PG_SCHEMA_V20_CONTEXT,
-        crate::mission::roots::PG_SCHEMA_V20_ROOTS,
+        crate::fleet::budget::PG_SCHEMA_V21_CONTEXT,
+        crate::mission::roots::PG_SCHEMA_V21_ROOTS,
     ],
 ];
 

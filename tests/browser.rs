@@ -25,6 +25,9 @@ use webdriver::{Browser, Element};
 
 const ASK_THEN_LAND: &str = r#"{"ask":{"summary":"Rename the env var too?","detail":"The loader reads MB_HOME; the docs say MISSIONBOARD_HOME.","then":{"report":{"kind":"result","summary":"renamed: {{answer}}"}}}},{"finish":"landed"}"#;
 
+/// Two shell calls of one program, each reporting how the agent was answered.
+const GIT_TWICE: &str = r#"{"permission":{"title":"git push origin main","command":"git push origin main","kind":"execute","report":true}},{"permission":{"title":"git status","command":"git status","kind":"execute","report":true}},{"finish":"landed"}"#;
+
 /// Agent text that would act if it were ever taken for markup or a link.
 const HOSTILE: &str = "<script>alert(1)</script> <img src=x onerror=alert(2)> <a href=\"javascript:alert(3)\">tap here</a> \u{202e}txt.exe\u{202c}";
 
@@ -125,7 +128,12 @@ fn a_phone_pairs_sees_asks_live_answers_them_and_hostile_text_stays_inert() {
     sb.declare_stubs(&[
         ("stub", Some(&script(ASK_THEN_LAND))),
         ("hostile", Some(&hostile_script)),
+        ("gated", Some(&script(GIT_TWICE))),
     ]);
+    sb.write(
+        &sb.home.join("hitl-policy-gate.json"),
+        r#"{"default_action":"allow","rules":[{"tools":"local_shell","tool":"local_shell","action":"approve"}]}"#,
+    );
     let web = Web::start(&sb, &[]);
     let browser = Browser::phone(360, 640);
 
@@ -210,9 +218,78 @@ fn a_phone_pairs_sees_asks_live_answers_them_and_hostile_text_stays_inert() {
     wait_section(&browser, &mission, "landed");
     assert_eq!(fired.join().code, 0);
 
+    // Allow always (this mission), behind its second step: the first tap opens
+    // what it would allow, the second confirms it. The agent's later call of the
+    // same kind runs without a card; the agent is answered allow-once each time.
+    let fired = harness::Background::spawn(sb.command(&[
+        "mission",
+        "fire",
+        "gated",
+        "push the release",
+        "--wait",
+        "--policy",
+        "gate",
+    ]));
+    let (always, mission) = new_card(
+        &browser,
+        &[question.clone(), gated.clone(), elsewhere.clone()],
+    );
+    let confirm = format!("{} button[value=always]", card(&always));
+    let shown = |css: &str| {
+        browser.eval(
+            "return document.querySelector(arguments[0]).checkVisibility();",
+            vec![json!(css)],
+        )
+    };
+    assert_eq!(
+        shown(&confirm),
+        json!(false),
+        "the confirmation waits behind its step"
+    );
+    browser.click(
+        &browser
+            .find(&format!("{} details.always summary", card(&always)))
+            .expect("the allow-always step"),
+    );
+    assert_eq!(shown(&confirm), json!(true), "the step opened");
+    let said = browser.text(
+        &browser
+            .find(&format!("{} details.always", card(&always)))
+            .unwrap(),
+    );
+    assert!(
+        said.contains("running git, asked by rule 0 of envelope \"gate\""),
+        "{said}"
+    );
+    browser.click(&browser.find(&confirm).unwrap());
+    wait_gone(&browser, &always, "the card allowed always to go");
+    wait_section(&browser, &mission, "landed");
+    let run = fired.join();
+    assert_eq!(run.code, 0, "{run:#?}");
+    assert!(
+        run.stdout
+            .contains("  [progress] permission 1/1 for git status: allowed\n"),
+        "{run:#?}"
+    );
+    let show: Value =
+        serde_json::from_str(&sb.run(&["mission", "show", &mission, "--json"]).ok().stdout)
+            .unwrap();
+    assert_eq!(
+        show["asks"].as_array().unwrap().len(),
+        1,
+        "asked once: {show:#}"
+    );
+    assert_eq!(show["allowances"][0]["uses"], 1, "{show:#}");
+    assert_eq!(show["allowances"][0]["grantedDevice"], "phone");
+    assert_eq!(
+        show["allowances"][0]["state"], "ended",
+        "it ended with the mission"
+    );
+    assert_inert(&browser, "/");
+
     // Hostile agent text, in an intent and in a question: shown as text, inert.
     let fired = sb.fire_in_background("hostile", HOSTILE, &[]);
-    let (hostile, mission) = new_card(&browser, &[question, gated.clone(), elsewhere]);
+    let (hostile, mission) = new_card(&browser, &[question, gated.clone(), elsewhere, always]);
     let shown = browser.text(&browser.find(&card(&hostile)).unwrap());
     assert!(
         shown.contains("<script>alert(1)</script> <img src=x onerror=alert(2)>"),

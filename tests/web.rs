@@ -8,6 +8,8 @@ mod harness;
 #[path = "web/server.rs"]
 mod server;
 
+#[path = "web/allowances.rs"]
+mod allowances;
 #[path = "web/answers.rs"]
 mod answers;
 #[path = "web/auth.rs"]

@@ -112,6 +112,7 @@ pub async fn run(svc: &Services, session: &str, settle: Settle) -> Result<String
     let what = match &verdict {
         OperatorVerdict::Answer(_) | OperatorVerdict::Fields(_) => "answered",
         OperatorVerdict::Approve => "approved",
+        OperatorVerdict::ApproveAlways => "approved always",
         OperatorVerdict::Deny => "denied",
     };
     Ok(format!(

@@ -25,7 +25,9 @@ pub fn available() -> Vec<AvailableCommand> {
             "Fire a mission from this session (no arguments: list the envelopes)",
         )
         .input(AvailableCommandInput::Unstructured(
-            UnstructuredCommandInput::new("[--policy <envelope>] [agent-name] <intent>"),
+            UnstructuredCommandInput::new(
+                "[--policy <envelope>] [agent-name] <intent> | --template <name> [key=value…]",
+            ),
         )),
     ]
 }
@@ -51,6 +53,9 @@ pub async fn run(
     pick: Option<String>,
     args: &str,
 ) -> Result<String, String> {
+    if let Some(rest) = fire::template_args(args) {
+        return run_template(svc, session, &rest).await;
+    }
     let from = fire::LineFrom {
         envelope_pick: pick.clone().map(|p| (p, OPTION_ORIGIN)),
         parent_session: Some(session),
@@ -78,6 +83,61 @@ pub async fn run(
         &d.instance_id,
         &d.session_id,
         SESSION_REPORTS,
+    ))
+}
+
+/// `/mission --template <name> [key=value…]`: the template filled in as `mission
+/// fire --template` fills it (its refusals are the verb's), fired as a typed
+/// `/mission` is — this session its parent, queued for a live `missionboard host`
+/// that would claim it, else hosted here.
+async fn run_template(svc: &Services, session: &str, rest: &str) -> Result<String, String> {
+    let words: Vec<String> = rest.split_whitespace().map(str::to_string).collect();
+    let Some((name, params)) = words.split_first() else {
+        return Err(
+            "`/mission --template <name> key=value…` fires a template ('missionboard template list' lists them)"
+                .into(),
+        );
+    };
+    let pairs = crate::sched::template::parse_pairs(params)?;
+    let (host, template) = (svc.host.clone(), name.clone());
+    let filled = crate::store::blocking(move || {
+        crate::ops::schedule::template_fire(&host, &template, &pairs)
+    })
+    .await
+    .map_err(|e| format!("{e:#}"))?;
+    let mut f = filled.fire;
+    f.parent_session = Some(session.to_string());
+    let fired = |mission_id: String, queued: Option<usize>| crate::ops::schedule::TemplateFired {
+        mission_id,
+        agent: f.agent.clone(),
+        envelope: f.envelope.as_str().to_string(),
+        intent: f.intent.as_str().to_string(),
+        queued,
+        on: None,
+    };
+    if let Some(q) = fire::queue_if_a_host_takes(&svc.host, f.clone()).await? {
+        tracing::info!(mission = %q.mission.id, session, template = %name, "session queued a template's mission");
+        let done = fired(q.mission.id.clone(), Some(q.position));
+        return Ok(format!(
+            "{}
+It runs on the missionboard host on {} whether or not this session lives; its reports wait in the operator inbox.",
+            picker::template_confirmation(name, &done),
+            crate::text::sanitize(&q.host.machine)
+        ));
+    }
+    let done_shape = fired(String::new(), None);
+    let d = fire::dispatch(&svc.host, f)
+        .await
+        .map_err(|e| format!("{e:#}"))?;
+    tracing::info!(mission = %d.mission_id, session, template = %name, "session fired a template's mission");
+    let done = crate::ops::schedule::TemplateFired {
+        mission_id: d.mission_id,
+        ..done_shape
+    };
+    Ok(format!(
+        "{}
+{SESSION_REPORTS}",
+        picker::template_confirmation(name, &done)
     ))
 }
 

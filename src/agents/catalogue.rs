@@ -81,6 +81,12 @@ pub fn markdown_table() -> String {
                 codes(&mut a.passthrough.iter().cloned())
             ));
         }
+        if let Some(reader) = &a.endpoint_config {
+            sets.push(format!(
+                "endpoint read from its own config ({})",
+                code(reader)
+            ));
+        }
         if !a.endpoints.is_empty() {
             sets.push(format!(
                 "endpoints {}",
@@ -280,6 +286,7 @@ mod tests {
                 "demo",
                 "gemini",
                 "goose",
+                "kilo",
                 "opencode",
                 "qwen",
                 "stub"

@@ -18,7 +18,9 @@
 //! A command of exactly `missionboard` means this running binary, so the built-in
 //! agents work the same from `cargo run` and from an installed copy.
 
+pub mod acp_registry;
 pub mod catalogue;
+pub mod endpoints;
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -111,8 +113,12 @@ pub struct Agent {
     pub state_files: BTreeMap<String, String>,
     /// Host variables handed to the unit even when their names look like secrets.
     pub passthrough: Vec<String>,
-    /// The agent's model endpoints as URL templates: their ports are `{model}`.
+    /// The agent's model endpoints as URL templates: their ports are `{model}` when
+    /// its own config names none ([`endpoints::resolve`]).
     pub endpoints: Vec<String>,
+    /// Whose config file names its endpoint (`codex`, `opencode`, `claude`: see
+    /// [`endpoints::READERS`]); read before the declared `endpoints`.
+    pub endpoint_config: Option<String>,
     /// Loopback ports of the agent's own servers: always connectable.
     pub ports: Vec<u16>,
     /// Merged into `session/new`'s `_meta`.
@@ -139,6 +145,8 @@ pub struct About {
     pub version_args: Vec<String>,
     /// What missionboard cannot hold for it.
     pub limits: Option<String>,
+    /// Its id in the ACP registry's index ([`acp_registry`]).
+    pub registry: Option<String>,
 }
 
 /// A declaration's model keys: `model`, `base_url`, `api_key_env`.
@@ -313,16 +321,17 @@ impl Agent {
             .collect()
     }
 
-    /// Each endpoint as it resolves here, with its port (`None`: not a URL).
-    pub fn endpoint_urls(&self) -> Vec<(String, Option<u16>)> {
-        self.endpoints
-            .iter()
-            .map(|e| {
-                let url = expand_vars(e, host_var);
-                let port = url_port(&url);
-                (url, port)
-            })
-            .collect()
+    /// Each model endpoint a unit of this agent working in `workspace` would reach,
+    /// read where the agent reads it, with where it was found.
+    pub fn model_endpoints(&self, workspace: &Path) -> Vec<endpoints::Endpoint> {
+        let var = endpoints::unit_var(self);
+        endpoints::resolve(
+            self,
+            &endpoints::UnitView {
+                var: &var,
+                workspace,
+            },
+        )
     }
 
     /// The error for an agent that answered `authRequired`: what it said, and its
@@ -393,6 +402,8 @@ struct Decl {
     #[serde(default)]
     endpoints: Vec<String>,
     #[serde(default)]
+    endpoint_config: Option<String>,
+    #[serde(default)]
     ports: Vec<u16>,
     #[serde(default)]
     session_meta: Option<toml::Table>,
@@ -408,6 +419,8 @@ struct Decl {
     version_args: Vec<String>,
     #[serde(default)]
     limits: Option<String>,
+    #[serde(default)]
+    registry: Option<String>,
 }
 
 /// Every declared agent, workspace declarations shadowing home ones of the same name.
@@ -465,7 +478,7 @@ pub fn parse(path: &Path, text: &str) -> anyhow::Result<Vec<Agent>> {
             })
             .unwrap_or_default();
         anyhow::anyhow!(
-            "agents file {}{location}: {} — fix the file (format: [agents.<name>] with command, args, env, description, passthrough, state_dirs, state_files, endpoints, ports, session_meta, mode, install, npm, login, version_args, limits; the native agent also takes model, base_url, api_key_env)",
+            "agents file {}{location}: {} — fix the file (format: [agents.<name>] with command, args, env, description, passthrough, state_dirs, state_files, endpoints, endpoint_config, ports, session_meta, mode, install, npm, login, version_args, limits, registry; the native agent also takes model, base_url, api_key_env)",
             path.display(),
             e.message().trim()
         )
@@ -494,6 +507,17 @@ pub fn parse(path: &Path, text: &str) -> anyhow::Result<Vec<Agent>> {
                     ),
                 },
             };
+            if let Some(reader) = d
+                .endpoint_config
+                .as_deref()
+                .filter(|r| !endpoints::READERS.contains(r))
+            {
+                anyhow::bail!(
+                    "agents file {}: agent {name:?} names endpoint_config {reader:?}, which missionboard cannot read — use one of {} or list its endpoints under endpoints",
+                    path.display(),
+                    endpoints::READERS.join(", ")
+                );
+            }
             if let Some(port) = d.ports.iter().find(|p| **p == 0) {
                 anyhow::bail!(
                     "agents file {}: agent {name:?} lists port {port}: ports are TCP ports (1-65535)",
@@ -511,6 +535,7 @@ pub fn parse(path: &Path, text: &str) -> anyhow::Result<Vec<Agent>> {
                 state_files: d.state_files,
                 passthrough: d.passthrough,
                 endpoints: d.endpoints,
+                endpoint_config: d.endpoint_config,
                 ports: d.ports,
                 session_meta,
                 mode: d.mode,
@@ -520,6 +545,7 @@ pub fn parse(path: &Path, text: &str) -> anyhow::Result<Vec<Agent>> {
                     login: d.login,
                     version_args: d.version_args,
                     limits: d.limits,
+                    registry: d.registry,
                 },
                 source: path.to_path_buf(),
             };
@@ -592,6 +618,7 @@ mod tests {
             state_files: BTreeMap::new(),
             passthrough: Vec::new(),
             endpoints: Vec::new(),
+            endpoint_config: None,
             ports: Vec::new(),
             session_meta: serde_json::Map::new(),
             mode: None,

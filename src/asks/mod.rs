@@ -4,6 +4,7 @@
 //! Waiters poll the row (the answer may come from any process sharing the database)
 //! and are woken at once when the answer comes from their own process.
 
+pub mod allowances;
 pub mod bounds;
 pub mod checkpoint;
 pub mod form;
@@ -325,6 +326,11 @@ pub struct Ask {
     /// The form a form ask carries.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub form: Option<form::Form>,
+    /// A gated call whose agent offered an "allow always": what an operator's
+    /// allow-always would cover in this mission, as the envelope classifies the
+    /// call ([`allowances`]). `None`: only once-verdicts are offered.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub always_scope: Option<String>,
 }
 
 impl Ask {
@@ -382,6 +388,17 @@ impl Ask {
         )
     }
 
+    /// Approved with an allowance for the rest of its mission.
+    pub fn approved_always(&self) -> bool {
+        self.state == AskState::Approved
+            && self
+                .resolution
+                .as_ref()
+                .and_then(|r| r.get("always"))
+                .and_then(Value::as_bool)
+                .unwrap_or(false)
+    }
+
     pub fn is_pending(&self) -> bool {
         self.state == AskState::Pending
     }
@@ -413,6 +430,8 @@ pub struct NewAsk {
     pub wait: Option<Duration>,
     /// The form, for a form ask.
     pub form: Option<form::Form>,
+    /// The scope an operator's allow-always would cover (the agent offered one).
+    pub always_scope: Option<String>,
     /// `Some(cwd)`: a run waits on this ask — the mission's unit, in `cwd` — and is
     /// checkpointed with the row itself, in the same write, so a host that dies at
     /// any moment after the ask exists leaves a run another process can resume.
@@ -473,6 +492,9 @@ impl From<StoreError> for AskError {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum OperatorVerdict {
     Approve,
+    /// Approve, and allow calls of its scope without asking for the rest of its
+    /// mission ([`allowances`]); only where its agent offered an allow-always.
+    ApproveAlways,
     Deny,
     Answer(String),
     /// A form's `key=value` pairs (`--field`).
@@ -486,7 +508,7 @@ pub struct Asks {
     waiters: Arc<Mutex<HashMap<String, Arc<Notify>>>>,
 }
 
-const COLUMNS: &str = "id, tools_name, tool_name, args_summary, diff, policy_name, matched_rule, on_timeout, state, resolution, instance_id, session_id, agent_name, mission_id, created_at, expires_at, resolved_at, answered_surface, answered_device, form";
+const COLUMNS: &str = "id, tools_name, tool_name, args_summary, diff, policy_name, matched_rule, on_timeout, state, resolution, instance_id, session_id, agent_name, mission_id, created_at, expires_at, resolved_at, answered_surface, answered_device, form, always_scope";
 
 fn from_row(r: &Row<'_>) -> crate::store::sql::Result<Ask> {
     let resolution: Option<String> = r.get(9)?;
@@ -510,6 +532,7 @@ fn from_row(r: &Row<'_>) -> crate::store::sql::Result<Ask> {
         resolved_at: r.get(16)?,
         answered_surface: r.get(17)?,
         answered_device: r.get(18)?,
+        always_scope: r.get(20)?,
         waited_ms: r
             .get::<Option<i64>>(16)?
             .map(|at| at - r.get::<i64>(14).unwrap_or(at)),
@@ -560,13 +583,14 @@ impl Asks {
         });
         self.store.write(|tx| {
             tx.execute(
-                &format!("INSERT INTO asks ({COLUMNS}) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, 'pending', NULL, ?9, ?10, ?11, ?12, ?13, ?14, NULL, NULL, NULL, ?15)"),
+                &format!("INSERT INTO asks ({COLUMNS}) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, 'pending', NULL, ?9, ?10, ?11, ?12, ?13, ?14, NULL, NULL, NULL, ?15, ?16)"),
                 params![
                     id, new.tools_name, new.tool_name, new.args_summary,
                     new.diff.clone().filter(|d| !d.trim().is_empty()),
                     new.envelope_name, new.matched_rule, on_timeout, new.instance_id,
                     new.session_id, new.agent_name, new.mission_id, now, expires_at,
-                    new.form.as_ref().map(form::Form::to_json)
+                    new.form.as_ref().map(form::Form::to_json),
+                    new.always_scope
                 ],
             )?;
             if let Some(cp) = &checkpoint {
@@ -744,6 +768,11 @@ impl Asks {
                 ))),
             };
         }
+        // Only a gated call whose agent offered one takes an allow-always; the
+        // allowance refuses every other ask, naming it.
+        if *verdict == OperatorVerdict::ApproveAlways {
+            return self.approve_always(id, via).map(|(ask, _)| ask);
+        }
         if ask.is_form() {
             return match verdict {
                 OperatorVerdict::Fields(pairs) => self.fill_form(&ask, pairs, via),
@@ -752,7 +781,9 @@ impl Asks {
                     self.fill_form(&ask, &pairs, via)
                 }
                 // Submitted as shown: every field left to its default.
-                OperatorVerdict::Approve => self.fill_form(&ask, &[], via),
+                OperatorVerdict::Approve | OperatorVerdict::ApproveAlways => {
+                    self.fill_form(&ask, &[], via)
+                }
                 OperatorVerdict::Deny => self.resolve(
                     id,
                     AskState::Denied,
@@ -875,25 +906,32 @@ impl Asks {
             self.wake(id);
             return Ok(ask);
         }
+        Err(self.missed(id)?)
+    }
+
+    /// Why a guarded resolution of `id` found no pending, unexpired row: expired
+    /// (its on-timeout verdict applied now if it was still pending), or answered
+    /// first by someone the row names.
+    fn missed(&self, id: &str) -> Result<AskError, AskError> {
         let row = self.require(id)?;
-        match row.state {
+        Ok(match row.state {
             // Pending but past its deadline: apply its on-timeout verdict now.
             AskState::Pending => {
                 self.sweep_expired()?;
-                Err(AskError::Expired {
+                AskError::Expired {
                     id: id.to_string(),
                     on_timeout: row.on_timeout,
-                })
+                }
             }
-            AskState::Expired => Err(AskError::Expired {
+            AskState::Expired => AskError::Expired {
                 id: id.to_string(),
                 on_timeout: row.on_timeout,
-            }),
-            _ => Err(AskError::AlreadyResolved {
+            },
+            _ => AskError::AlreadyResolved {
                 by: row.answered_via(),
                 id: id.to_string(),
-            }),
-        }
+            },
+        })
     }
 
     /// Resolve every pending ask past its deadline to its on-timeout verdict (always a

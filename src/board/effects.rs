@@ -185,6 +185,17 @@ fn execute(effect: Effect, svc: &Services) -> Msg {
                 })
                 .map_err(|e| crate::text::one_line(&e.to_string())),
         ),
+        Effect::RevokeAllowance { id } => Msg::RevokeDone(
+            ops::allowances::revoke(&svc.host, &id, &Surface::Board)
+                .map(|a| {
+                    format!(
+                        "allowance {} revoked: {}",
+                        short(&a.id),
+                        crate::text::one_line(&a.scope)
+                    )
+                })
+                .map_err(|e| crate::text::one_line(&e.to_string())),
+        ),
         Effect::LoadPicker => Msg::PickerLoaded(fire::load_picker(&svc.host)),
         Effect::RunMission { .. }
         | Effect::Fire { .. }
@@ -380,6 +391,9 @@ fn recorded_text(ask_id: &str, verdict: &OperatorVerdict) -> String {
     let id = short(ask_id);
     match verdict {
         OperatorVerdict::Approve => format!("approved ask {id}"),
+        OperatorVerdict::ApproveAlways => {
+            format!("approved ask {id} and allowed it always in its mission")
+        }
         OperatorVerdict::Deny => format!("denied ask {id}"),
         OperatorVerdict::Answer(_) | OperatorVerdict::Fields(_) => {
             format!("answer recorded for ask {id}")

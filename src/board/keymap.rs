@@ -18,6 +18,8 @@ pub enum Context {
     Help,
     /// The selected worktree mission's diff.
     Diff,
+    /// The schedules panel (`:schedules`).
+    Schedules,
     /// Editing keys of every text field and the answer box; shown in `?`, never looked
     /// up (the text area itself handles them).
     Text,
@@ -38,6 +40,7 @@ impl Context {
             Context::Command => "Command line (:)",
             Context::Help => "Help",
             Context::Diff => "Mission diff (v)",
+            Context::Schedules => "Schedules (:schedules)",
             Context::Text => "Editing text (every field, the answer box)",
             Context::AnswerBox => "The answer box only (a question's draft)",
         }
@@ -457,6 +460,13 @@ pub const BINDINGS: &[Binding] = &[
     b(C::Diff, &[k('g')], Action::Top, "to the top", None),
     b(C::Diff, &[k('G')], Action::Bottom, "to the end", None),
     b(
+        C::Schedules,
+        &[code(KeyCode::Esc), k('q')],
+        Action::Close,
+        "close the schedules",
+        Some("close"),
+    ),
+    b(
         C::Board,
         &[k('D')],
         Action::Discard,
@@ -853,6 +863,7 @@ pub fn help_sections(query: &str) -> Vec<(&'static str, Vec<(String, &'static st
         C::Command,
         C::Help,
         C::Diff,
+        C::Schedules,
         C::Text,
         C::AnswerBox,
         C::Global,

@@ -76,6 +76,21 @@ pub fn areas(area: Rect) -> Areas {
 }
 
 /// How many mission rows fit: the page the store thread is asked for.
+/// How many schedules the schedules panel shows in `area`: one each, two lines
+/// apiece, inside its border and under its header line and its count line.
+pub fn schedule_rows(area: Rect) -> usize {
+    (schedules_rect(area).height.saturating_sub(4) / 2).max(1) as usize
+}
+
+/// Where the schedules panel is drawn.
+pub fn schedules_rect(area: Rect) -> Rect {
+    centered(
+        area,
+        area.width.saturating_sub(4).min(120),
+        area.height.saturating_sub(2),
+    )
+}
+
 pub fn mission_rows(area: Rect) -> usize {
     if too_small(area) {
         return 1;

@@ -175,6 +175,21 @@ async fn host(paths: Paths, demo: bool, opened: Opened) -> anyhow::Result<i32> {
     let (tx, rx) = mpsc::unbounded_channel::<Msg>();
     let svc = Services::new(host.clone());
     let settler = effects::spawn_settler(&svc, tx.clone());
+    // A board hosts units, so it ticks the schedules as every live
+    // `missionboard host` does: each tick claimed once across all of them.
+    let ticking = {
+        let tx = tx.clone();
+        tokio::spawn(crate::ops::schedule::run(
+            host.clone(),
+            std::future::pending(),
+            move |t| {
+                let _ = tx.send(Msg::Toast {
+                    text: crate::text::one_line(&format!("schedule {}: {}", t.schedule, t.outcome)),
+                    error: false,
+                });
+            },
+        ))
+    };
 
     let mut term = TerminalGuard::enter()?;
     let size = term.terminal.size()?;
@@ -188,6 +203,7 @@ async fn host(paths: Paths, demo: bool, opened: Opened) -> anyhow::Result<i32> {
     let snapshots = SnapshotLink { query_tx, snap_rx };
     let ending = event_loop(&mut term, &mut model, &svc, (tx, rx), snapshots, signals).await;
     settler.abort();
+    ticking.abort();
     if let Ok(Ending::TerminalLost(why)) = &ending {
         lose_terminal();
         tracing::error!(

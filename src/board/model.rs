@@ -191,10 +191,29 @@ pub struct Snapshot {
     pub hosts: Vec<crate::mission::hosts::HostRow>,
     /// The live schedule that ticks soonest: its name, when, and its last outcome.
     pub next_schedule: Option<(String, i64, Option<String>)>,
+    /// The schedules panel's rows (read only while it is open, only as many as it
+    /// shows), and how many schedules there are in all.
+    pub schedules: Vec<ScheduleRow>,
+    pub schedules_total: usize,
     pub store_error: Option<String>,
     /// The query it was read for: the first snapshot for a new query answers the
     /// operator's input and is drawn at once ([`super::answers_input`]).
     pub query: Query,
+}
+
+/// One schedule as the schedules panel shows it (every text sanitized).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ScheduleRow {
+    pub name: String,
+    /// Its cron expression and zone.
+    pub when: String,
+    /// Its next tick; `None` while paused.
+    pub next: Option<i64>,
+    /// The last tick it came to, and what that tick did.
+    pub last_tick: Option<i64>,
+    pub last_outcome: Option<String>,
+    /// What a tick fires: `template triage`, or `stub: tidy the docs`.
+    pub fires: String,
 }
 
 /// What the UI asks the store thread to read.
@@ -209,6 +228,9 @@ pub struct Query {
     /// The mission the detail pane follows instead of the selected row (the
     /// selected ask's or inbox item's).
     pub detail_for: Option<String>,
+    /// How many schedules the schedules panel has room for (0: it is closed, and
+    /// none are read).
+    pub schedules: usize,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -406,6 +428,8 @@ pub enum Mode {
     },
     /// The selected worktree mission's diff.
     Diff(DiffView),
+    /// Every schedule's next run and last outcome (`:schedules`).
+    Schedules,
     /// Editing `Model::filter`, which stays applied after the mode ends.
     Filter,
     CommandLine {
@@ -567,6 +591,7 @@ impl Model {
             Mode::Confirm(_) => Context::Confirm,
             Mode::Help { .. } => Context::Help,
             Mode::Diff(_) => Context::Diff,
+            Mode::Schedules => Context::Schedules,
             Mode::Filter => Context::Filter,
             Mode::CommandLine { .. } => Context::Command,
         }
@@ -622,6 +647,11 @@ impl Model {
             detail_for: match self.detail_from {
                 Pane::Asks | Pane::Inbox => self.detail_target(),
                 _ => None,
+            },
+            schedules: if self.mode == Mode::Schedules {
+                super::layout::schedule_rows(self.size)
+            } else {
+                0
             },
         }
     }

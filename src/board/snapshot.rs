@@ -12,7 +12,7 @@ use tokio::sync::watch;
 use std::collections::HashMap;
 
 use super::model::{
-    AskRow, Detail, InboxRow, MissionRow, Needs, PlanRow, Query, ReportRow, Snapshot,
+    AskRow, Detail, InboxRow, MissionRow, Needs, PlanRow, Query, ReportRow, ScheduleRow, Snapshot,
 };
 use crate::asks::{Ask, Asks};
 use crate::config::Config;
@@ -312,6 +312,7 @@ fn try_build(src: &Source, q: &Query) -> Result<Snapshot, String> {
     let pending_total = src.asks.pending_count().map_err(|e| s(&e))? as usize;
     let inbox: Vec<InboxRow> = inbox_items.iter().map(inbox_row).collect();
     let inbox_total = src.missions.inbox_count(false).map_err(|e| s(&e))? as usize;
+    let (schedules, schedules_total) = schedule_rows(src, q.schedules)?;
     Ok(Snapshot {
         generation: 0,
         total_missions: total as usize,
@@ -354,9 +355,40 @@ fn try_build(src: &Source, q: &Query) -> Result<Snapshot, String> {
                     sc.last_outcome.as_deref().map(one_line),
                 )
             }),
+        schedules,
+        schedules_total,
         store_error: None,
         query: Query::default(),
     })
+}
+
+/// The schedules panel's rows: the first `shown` by name, when it is open.
+fn schedule_rows(src: &Source, shown: usize) -> Result<(Vec<ScheduleRow>, usize), String> {
+    if shown == 0 {
+        return Ok((Vec::new(), 0));
+    }
+    let (page, total) = crate::sched::schedules::Schedules::new(src.missions.store().clone())
+        .page(shown)
+        .map_err(|e| e.to_string())?;
+    let rows = page
+        .into_iter()
+        .map(|sc| ScheduleRow {
+            name: one_line(&sc.name),
+            when: one_line(&format!("{} ({})", sc.cron, sc.tz)),
+            next: (!sc.paused).then_some(sc.next_tick),
+            last_tick: sc.last_tick,
+            last_outcome: sc.last_outcome.as_deref().map(one_line),
+            fires: one_line(&match &sc.fires {
+                crate::sched::schedules::Fires::Template { template, .. } => {
+                    format!("template {template}")
+                }
+                crate::sched::schedules::Fires::Plain { agent, intent, .. } => {
+                    format!("{agent}: {intent}")
+                }
+            }),
+        })
+        .collect();
+    Ok((rows, total))
 }
 
 /// Whether hosts are alive, each checked once per refresh.
@@ -708,13 +740,7 @@ fn detail(
         worktree,
         spend: Some(spend),
         context,
-        fired_by: match m.parent_session_id.as_deref() {
-            Some(session) => Some(format!("session {}", one_line(session))),
-            None => crate::sched::schedules::Schedules::new(missions.store().clone())
-                .fired_by(&m.id)
-                .map_err(|e| e.to_string())?
-                .map(|f| one_line(&f.describe())),
-        },
+        fired_by: crate::ops::show::fired_by(missions.store(), m).map_err(|e| e.to_string())?,
         mission: row,
         last_error: m
             .last_error

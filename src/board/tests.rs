@@ -1441,6 +1441,28 @@ fn revoke_ends_a_web_device_from_the_command_line() {
             .text
             .starts_with("`:revoke <device>`")
     );
+    // `:revoke allowance <id>` ends an allow-always instead.
+    key(&mut m, KeyCode::Char(':'));
+    typed(&mut m, "revoke allowance 1a2b3c4d");
+    assert_eq!(
+        key(&mut m, KeyCode::Enter),
+        vec![Effect::RevokeAllowance {
+            id: "1a2b3c4d".into()
+        }]
+    );
+}
+
+#[test]
+fn colon_schedules_opens_the_schedules_panel_and_esc_closes_it() {
+    let mut m = model(120, 40, false);
+    key(&mut m, KeyCode::Char(':'));
+    typed(&mut m, "schedules");
+    assert_eq!(key(&mut m, KeyCode::Enter), vec![]);
+    assert_eq!(m.mode, Mode::Schedules);
+    assert!(m.query().schedules > 0);
+    key(&mut m, KeyCode::Esc);
+    assert_eq!(m.mode, Mode::Board);
+    assert_eq!(m.query().schedules, 0);
 }
 
 /// Picker data with two templates: `triage` (a required `repo`, a `label` with a

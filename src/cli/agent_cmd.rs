@@ -1,9 +1,11 @@
-//! `missionboard agent list` and `missionboard agent add <name>`.
+//! `missionboard agent list [--available]`, `agent add <name>`, `agent install <name>`
+//! and `agent registry refresh`.
 
 use std::path::Path;
 
 use super::Ctx;
 use super::out::{self, out, outln};
+use crate::agents::acp_registry::{self, Install};
 use crate::agents::{Agent, Registry, SELF_COMMAND, catalogue};
 use crate::row;
 
@@ -88,13 +90,17 @@ pub(super) fn list(ctx: &Ctx, json: bool) -> anyhow::Result<i32> {
 /// whole catalogue, so `init` then `agent add` must succeed); one that differs is
 /// shown as a diff and replaced only under `--force`.
 pub(super) fn add(ctx: &Ctx, name: &str, local: bool, force: bool) -> anyhow::Result<i32> {
-    let Some(section) = catalogue::section(name) else {
-        anyhow::bail!(
-            "agent add: {name:?} is not in the catalogue — it has: {} (declare any other ACP agent under [agents.<name>] in agents.toml)",
-            catalogue::names().join(", ")
-        );
+    let (name, section, entry) = match catalogue::section(name) {
+        Some(section) => (
+            name.to_string(),
+            section,
+            catalogue::get(name)
+                .expect("a section has an entry")
+                .clone(),
+        ),
+        None => from_registry(ctx, name)?,
     };
-    let entry = catalogue::get(name).expect("a section has an entry");
+    let (name, entry) = (name.as_str(), &entry);
     let dir = if local {
         ctx.paths.local_dir()
     } else {
@@ -156,6 +162,289 @@ pub(super) fn add(ctx: &Ctx, name: &str, local: bool, force: bool) -> anyhow::Re
         install_state(entry)
     )?;
     Ok(0)
+}
+
+/// An ACP registry entry as `agent add` declares it: the name it is declared under
+/// (the catalogue's, where the catalogue knows the agent), its section, its entry.
+fn from_registry(ctx: &Ctx, id: &str) -> anyhow::Result<(String, String, Agent)> {
+    let index = acp_registry::load(&ctx.paths.home)?;
+    let Some(found) = index.get(id) else {
+        anyhow::bail!(
+            "agent add: {id:?} is neither in the catalogue ({}) nor in the ACP registry's index ({}; 'missionboard agent list --available' lists its agents) — declare any other ACP agent under [agents.<name>] in agents.toml",
+            catalogue::names().join(", "),
+            index.source
+        );
+    };
+    let Some(section) = found.declaration(id) else {
+        anyhow::bail!(
+            "agent add: {id:?} is distributed only as binaries for {} — none for this machine ({}); declare it by hand under [agents.{id}] in agents.toml",
+            found
+                .distribution
+                .binary
+                .as_ref()
+                .map(|b| b.keys().cloned().collect::<Vec<_>>().join(", "))
+                .unwrap_or_default(),
+            acp_registry::platform()
+        );
+    };
+    let mut agents = crate::agents::parse(Path::new(catalogue::SOURCE), &section)?;
+    let entry = agents.remove(0);
+    if let Some(known) = found.catalogue_entry() {
+        outln!(
+            "{id} is the catalogue's {}: declared as the catalogue has it (the flags that make it ask, its state dirs, its endpoints).",
+            known.name
+        )?;
+    }
+    Ok((entry.name.clone(), section, entry))
+}
+
+/// `agent list --available`: every agent of the ACP registry's index.
+pub(super) fn available(ctx: &Ctx, json: bool) -> anyhow::Result<i32> {
+    let index = acp_registry::load(&ctx.paths.home)?;
+    let declared = Registry::load(&ctx.paths)?;
+    let rows_of = |e: &acp_registry::Entry| {
+        let install = e.install();
+        let kind = install.as_ref().map_or_else(
+            || format!("binary (none for {})", acp_registry::platform()),
+            |i| match i {
+                Install::Npm { package, .. } => format!("npx {package}"),
+                Install::Uv { package, .. } => format!("uvx {package}"),
+                Install::Archive { sha256, .. } => format!(
+                    "binary {}{}",
+                    acp_registry::platform(),
+                    if sha256.is_some() { " (sha256)" } else { "" }
+                ),
+            },
+        );
+        let known = e.catalogue_entry().map(|c| c.name.clone());
+        let name = known.clone().unwrap_or_else(|| e.id.clone());
+        let is_declared = declared
+            .get(&name)
+            .is_some_and(|a| a.about.registry.as_deref() == Some(e.id.as_str()) || known.is_some());
+        (kind, known, is_declared)
+    };
+    if json {
+        let items: Vec<_> = index
+            .entries
+            .iter()
+            .map(|e| {
+                let (kind, known, is_declared) = rows_of(e);
+                serde_json::json!({
+                    "id": e.id,
+                    "name": e.name,
+                    "version": e.version,
+                    "description": e.description,
+                    "distribution": kind,
+                    "catalogue": known,
+                    "declared": is_declared,
+                })
+            })
+            .collect();
+        out::json(&serde_json::json!({"source": index.source, "agents": items}))?;
+        return Ok(0);
+    }
+    let mut rows = vec![row![
+        "ID",
+        "VERSION",
+        "DISTRIBUTION",
+        "CATALOGUE",
+        "DECLARED",
+        "NAME"
+    ]];
+    for e in &index.entries {
+        let (kind, known, is_declared) = rows_of(e);
+        rows.push(row![
+            e.id,
+            e.version,
+            kind,
+            known.unwrap_or_else(|| "—".into()),
+            if is_declared { "yes" } else { "no" },
+            e.name
+        ]);
+    }
+    out!("{}", crate::table::render(&rows))?;
+    outln!(
+        "From {}. 'missionboard agent add <id>' declares one; 'missionboard agent registry refresh' fetches a newer index.",
+        index.source
+    )?;
+    Ok(0)
+}
+
+/// `agent registry refresh [--from URL|FILE]`: the index into the home, checked first.
+pub(super) fn refresh(ctx: &Ctx, from: Option<&str>) -> anyhow::Result<i32> {
+    let from = from.unwrap_or(acp_registry::DEFAULT_URL);
+    let text = if from.starts_with("https://") || from.starts_with("http://") {
+        fetch_text(from)?
+    } else {
+        std::fs::read_to_string(from)
+            .map_err(|e| anyhow::anyhow!("agent registry refresh: cannot read {from}: {e}"))?
+    };
+    let index = acp_registry::parse(&text, from)?;
+    let home = &ctx.paths.home;
+    std::fs::create_dir_all(home)
+        .map_err(|e| anyhow::anyhow!("cannot create {}: {e}", home.display()))?;
+    let path = home.join(acp_registry::FILE_NAME);
+    let tmp = home.join(format!(".{}.tmp", acp_registry::FILE_NAME));
+    std::fs::write(&tmp, &text)
+        .and_then(|()| std::fs::rename(&tmp, &path))
+        .map_err(|e| anyhow::anyhow!("cannot write {}: {e}", path.display()))?;
+    outln!(
+        "Refreshed the ACP registry's index from {from}: {} agents, in {} (read before the shipped snapshot).",
+        index.entries.len(),
+        path.display()
+    )?;
+    Ok(0)
+}
+
+/// How long a download may take.
+const FETCH_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(120);
+
+/// The bytes at `url`: `http(s)://`, or a `file://` path (a mirror on disk).
+fn fetch_bytes(url: &str) -> anyhow::Result<Vec<u8>> {
+    if let Some(path) = url.strip_prefix("file://") {
+        return std::fs::read(path).map_err(|e| anyhow::anyhow!("cannot read {path}: {e}"));
+    }
+    let _ = rustls::crypto::ring::default_provider().install_default();
+    let runtime = crate::runtime::multi_thread()?;
+    runtime.block_on(async {
+        let client = reqwest::Client::builder()
+            .timeout(FETCH_TIMEOUT)
+            .build()
+            .map_err(|e| anyhow::anyhow!("cannot build an HTTP client: {e}"))?;
+        let response = client
+            .get(url)
+            .send()
+            .await
+            .and_then(|r| r.error_for_status())
+            .map_err(|e| anyhow::anyhow!("cannot fetch {url}: {e} — is it reachable from here?"))?;
+        Ok(response
+            .bytes()
+            .await
+            .map_err(|e| anyhow::anyhow!("cannot read {url}: {e}"))?
+            .to_vec())
+    })
+}
+
+fn fetch_text(url: &str) -> anyhow::Result<String> {
+    String::from_utf8(fetch_bytes(url)?)
+        .map_err(|_| anyhow::anyhow!("{url} did not answer with text"))
+}
+
+/// `agent install <name>`: a declared registry agent's install step.
+pub(super) fn install(ctx: &Ctx, name: &str) -> anyhow::Result<i32> {
+    let reg = Registry::load(&ctx.paths)?;
+    let agent = reg.get(name).or_else(|| catalogue::get(name)).ok_or_else(|| {
+        anyhow::anyhow!(
+            "agent install: no agent {name:?} is declared — 'missionboard agent add {name}' first"
+        )
+    })?;
+    let index = acp_registry::load(&ctx.paths.home)?;
+    let entry = agent.about.registry.as_deref().and_then(|id| index.get(id));
+    let Some(install) = entry.and_then(|e| {
+        if e.catalogue_entry().is_some() {
+            None
+        } else {
+            e.install()
+        }
+    }) else {
+        let line = agent
+            .about
+            .install
+            .as_deref()
+            .unwrap_or("install it the way its documentation says");
+        anyhow::bail!("agent install: {name:?} is not installed by missionboard — run: {line}");
+    };
+    let id = entry.map(|e| e.id.clone()).unwrap_or_default();
+    match &install {
+        Install::Npm { package, .. } => run_step(&["npm", "install", "-g", package])?,
+        Install::Uv { package, .. } => run_step(&["uv", "tool", "install", package])?,
+        Install::Archive {
+            url,
+            sha256,
+            dir,
+            program,
+        } => {
+            let bytes = fetch_bytes(url)?;
+            let got = crate::presets::sha256(&bytes);
+            match sha256 {
+                Some(want) if !want.eq_ignore_ascii_case(&got) => anyhow::bail!(
+                    "agent install: {url} has sha256 {got}, but the registry says {want} — nothing was installed; refresh the index ('missionboard agent registry refresh') or report it to the agent's publisher"
+                ),
+                Some(_) => outln!("sha256 {got}: as the registry says.")?,
+                None => outln!("sha256 {got} (the registry gives none to check it against).")?,
+            }
+            unpack(url, &bytes, dir)?;
+            if !program.is_file() {
+                anyhow::bail!(
+                    "agent install: {url} holds no {} — nothing to run",
+                    program.display()
+                );
+            }
+        }
+    }
+    outln!(
+        "Installed {name} ({}: {}).",
+        install.kind(),
+        install.line(&id)
+    )?;
+    Ok(0)
+}
+
+fn run_step(argv: &[&str]) -> anyhow::Result<()> {
+    outln!("Running: {}", argv.join(" "))?;
+    let status = std::process::Command::new(argv[0])
+        .args(&argv[1..])
+        .status()
+        .map_err(|e| {
+            anyhow::anyhow!(
+                "agent install: {} did not start ({e}) — install it first",
+                argv[0]
+            )
+        })?;
+    if !status.success() {
+        anyhow::bail!("agent install: {} failed ({status})", argv.join(" "));
+    }
+    Ok(())
+}
+
+/// Unpack an archive (`.tar.gz`, `.tgz`, `.zip`) into `dir`, with the system's tar/unzip.
+fn unpack(url: &str, bytes: &[u8], dir: &Path) -> anyhow::Result<()> {
+    std::fs::create_dir_all(dir)
+        .map_err(|e| anyhow::anyhow!("cannot create {}: {e}", dir.display()))?;
+    let file = dir.join(".archive");
+    std::fs::write(&file, bytes)
+        .map_err(|e| anyhow::anyhow!("cannot write {}: {e}", file.display()))?;
+    let (program, args): (&str, Vec<String>) = if url.ends_with(".zip") {
+        (
+            "unzip",
+            vec![
+                "-o".into(),
+                "-q".into(),
+                file.display().to_string(),
+                "-d".into(),
+                dir.display().to_string(),
+            ],
+        )
+    } else {
+        (
+            "tar",
+            vec![
+                "-xzf".into(),
+                file.display().to_string(),
+                "-C".into(),
+                dir.display().to_string(),
+            ],
+        )
+    };
+    let status = std::process::Command::new(program)
+        .args(&args)
+        .status()
+        .map_err(|e| anyhow::anyhow!("cannot unpack with {program}: {e}"))?;
+    let _ = std::fs::remove_file(&file);
+    if !status.success() {
+        anyhow::bail!("cannot unpack {url} with {program} ({status})");
+    }
+    Ok(())
 }
 
 /// Whether a catalogue agent's program is here, as `agent add` says it.

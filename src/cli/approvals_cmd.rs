@@ -26,7 +26,61 @@ pub(super) fn run(ctx: &Ctx, cmd: ApprovalsCmd, flags: &BetaFlags) -> anyhow::Re
             flags.as_agent.as_deref(),
         ),
         ApprovalsCmd::History(list_args) => history(ctx, &list_args),
+        ApprovalsCmd::Allowances(list_args) => allowances(ctx, &list_args),
+        ApprovalsCmd::Revoke { id } => revoke(ctx, &id),
     }
+}
+
+/// `approvals allowances`: every operator's allow-always, newest first.
+fn allowances(ctx: &Ctx, list: &ListArgs) -> anyhow::Result<i32> {
+    let rows = match ctx.existing_store()? {
+        Some(store) => crate::ops::allowances::list(&ctx.host(&store)?, None, list.rows())?,
+        None => Vec::new(),
+    };
+    if list.json {
+        out::json(&serde_json::json!({ "allowances": rows }))?;
+        return Ok(0);
+    }
+    if rows.is_empty() {
+        outln!(
+            "No allowances. An operator gives one with \"Allow always (this mission)\" on the web page, where the agent offered it."
+        )?;
+        return Ok(0);
+    }
+    let mut table = vec![row![
+        "ID",
+        "STATE",
+        "USES",
+        "GRANTED BY",
+        "GRANTED",
+        "MISSION",
+        "COVERS"
+    ]];
+    for a in &rows {
+        table.push(row![
+            a.id,
+            a.state,
+            a.uses,
+            a.granted_by(),
+            format!("{} ago", age(clock::age_secs(a.granted_at))),
+            a.mission_id,
+            a.scope
+        ]);
+    }
+    out!("{}", crate::table::render(&table))?;
+    Ok(0)
+}
+
+/// `approvals revoke <id>`: end an allowance at once.
+fn revoke(ctx: &Ctx, id: &str) -> anyhow::Result<i32> {
+    let store = ctx.store()?;
+    let a = crate::ops::allowances::revoke(&ctx.host(&store)?, id, &crate::asks::Surface::Cli)?;
+    outln!(
+        "Allowance {} is revoked: the next call it covered ({}) is asked about again.",
+        a.id,
+        crate::text::sanitize(&a.scope)
+    )?;
+    Ok(0)
 }
 
 /// `approvals history`: resolved asks, the most recently resolved first, each with
@@ -81,6 +135,7 @@ fn verdict_word(a: &Ask) -> &'static str {
     match a.state {
         AskState::Pending => "pending",
         AskState::Approved if a.takes_words() => "answered",
+        AskState::Approved if a.approved_always() => "approved always",
         AskState::Approved => "approved",
         AskState::Denied => "denied",
         AskState::Expired => "expired",

@@ -120,15 +120,15 @@ pub(super) fn run(ctx: &Ctx, json: bool) -> anyhow::Result<i32> {
                 }
             }
         }
-        let missions = crate::mission::Missions::new(store.clone());
-        match (!json).then(|| crate::ops::sweep::reclaim(&missions)) {
+        let host = ctx.host(store)?;
+        match (!json).then(|| crate::ops::sweep::reclaim(&host)) {
             None | Some(Ok(None)) => {}
             Some(Ok(Some(line))) => lines.push(line),
             Some(Err(e)) => lines.push(format!(
                 "Missions: the abandoned-mission sweep did not run ({e}) — a mission whose host process is gone may still read as open."
             )),
         }
-        lines.extend(hostless_missions(ctx, &missions)?);
+        lines.extend(hostless_missions(ctx, host.missions())?);
         lines.extend(clock_lines(store)?);
         let policy = cfg.get(config::DEFAULT_MISSION_POLICY)?;
         lines.push(format!(
@@ -396,7 +396,23 @@ fn check_agents(ctx: &Ctx, agents: &[Agent]) -> Vec<AgentCheck> {
             continue;
         }
         if crate::paths::locate_program(&agent.program().to_string_lossy(), None).is_none() {
-            checks.push(Some(if agent.is_catalogue_entry() {
+            checks.push(Some(if let Some(id) = &agent.about.registry
+                && !agent.is_catalogue_entry()
+            {
+                // Declared from the ACP registry: its distribution says how.
+                let install = agent
+                    .about
+                    .install
+                    .clone()
+                    .unwrap_or_else(|| format!("missionboard agent install {}", agent.name));
+                AgentCheck {
+                    line: format!(
+                        "{}: not installed (ACP registry {id}) — {install}",
+                        agent.name
+                    ),
+                    fix: Some(format!("{}: {install}", agent.name)),
+                }
+            } else if agent.is_catalogue_entry() {
                 AgentCheck {
                     line: format!(
                         "{}: not installed — {}",
@@ -535,6 +551,26 @@ pub(super) fn run_agent(ctx: &Ctx, name: &str, json: bool) -> anyhow::Result<i32
         .ok()
         .flatten()
         .and_then(|s| Config::new(s).get(config::MODEL_BASE_URL).ok().flatten());
+    let endpoints = agent.model_endpoints(&ctx.paths.cwd);
+    for e in &endpoints {
+        let port = e
+            .port
+            .map_or("not a URL".to_string(), |p| format!("port {p}"));
+        lines.push(format!(
+            "Endpoint:  {} ({port}) — from {}",
+            crate::text::sanitize(&e.url),
+            crate::text::sanitize(&e.found)
+        ));
+    }
+    if endpoints.is_empty() && agent.command != SELF_COMMAND {
+        lines.push(format!(
+            "Endpoint:  none found — {{model}} is missionboard's model-base-url{}",
+            model_url
+                .as_deref()
+                .map(|u| format!(" ({u})"))
+                .unwrap_or_default()
+        ));
+    }
     match crate::ops::grants::dry_grants(
         &ctx.paths,
         &agent,

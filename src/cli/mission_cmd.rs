@@ -18,8 +18,8 @@ pub(super) fn missions(ctx: &Ctx) -> anyhow::Result<Missions> {
 
 /// The lazy reclaim sweep of list and show: the count line when it collected
 /// anything; its errors never fail the read.
-fn sweep(svc: &Missions, json: bool) -> anyhow::Result<()> {
-    match crate::ops::sweep::reclaim(svc) {
+fn sweep(ctx: &Ctx, svc: &Missions, json: bool) -> anyhow::Result<()> {
+    match crate::ops::sweep::reclaim(&ctx.host(svc.store())?) {
         Ok(Some(line)) if !json => outln!("{line}\n")?,
         Ok(_) => {}
         Err(e) => tracing::warn!("reclaim sweep failed: {e}"),
@@ -38,7 +38,7 @@ pub(super) fn list(ctx: &Ctx, list: &ListArgs) -> anyhow::Result<i32> {
     let (all, total, worktrees, gone, queue, checks) = match ctx.existing_store()? {
         Some(store) => {
             let svc = Missions::new(store);
-            sweep(&svc, json)?;
+            sweep(ctx, &svc, json)?;
             let all = svc
                 .list(list.rows())
                 .map_err(|e| anyhow::anyhow!("failed to list missions: {e}"))?;
@@ -124,7 +124,7 @@ pub(super) fn list(ctx: &Ctx, list: &ListArgs) -> anyhow::Result<i32> {
 
 pub(super) fn show(ctx: &Ctx, id: &str, json: bool) -> anyhow::Result<i32> {
     let svc = missions(ctx)?;
-    sweep(&svc, json)?;
+    sweep(ctx, &svc, json)?;
     let m = svc.resolve(id)?;
     let reports = svc
         .reports(&m.id, SHOWN_REPORTS)
@@ -155,6 +155,11 @@ pub(super) fn show(ctx: &Ctx, id: &str, json: bool) -> anyhow::Result<i32> {
         v["pendingAsks"] = serde_json::Value::Array(pending);
         // Every ask with its resolution, newest first: who answered shows there.
         v["asks"] = serde_json::to_value(&all)?;
+        v["allowances"] = serde_json::to_value(crate::ops::allowances::list(
+            &ctx.host(svc.store())?,
+            Some(&m.id),
+            50,
+        )?)?;
         v["oracleTrace"] = serde_json::to_value(crate::ops::show::oracle_trace(
             svc.store(),
             &m.id,
@@ -310,6 +315,18 @@ pub(super) fn show(ctx: &Ctx, id: &str, json: bool) -> anyhow::Result<i32> {
             )?;
         }
     }
+    // The operator's allow-always grants in this mission, kept by us.
+    let allowances = crate::ops::allowances::list(&ctx.host(svc.store())?, Some(&m.id), 50)?;
+    if !allowances.is_empty() {
+        writeln!(
+            out,
+            "Allowed:   {} allowance(s), newest first — revoke with 'missionboard approvals revoke <id>':",
+            allowances.len()
+        )?;
+        for a in &allowances {
+            writeln!(out, "             {}", a.line())?;
+        }
+    }
     // What the oracle did about this mission's questions (its newest lines).
     let trace = crate::ops::show::oracle_trace(svc.store(), &m.id, ORACLE_TRACE_SHOWN)?;
     if !trace.is_empty() {
@@ -396,12 +413,13 @@ fn compute_lines(ctx: &Ctx, store: &crate::store::Store, m: &Mission) -> Vec<Str
             crate::confine::landlock_abi()
         )
     ));
-    lines.extend(crate::ops::grants::mission_grants(
-        &ctx.paths,
-        store,
-        m,
-        &envelope.policy.sandbox_or_baseline(),
-    ));
+    if let Ok(host) = ctx.host(store) {
+        lines.extend(crate::ops::grants::mission_grants(
+            &host,
+            m,
+            &envelope.policy.sandbox_or_baseline(),
+        ));
+    }
     lines
 }
 

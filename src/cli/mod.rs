@@ -271,6 +271,15 @@ enum ApprovalsCmd {
     /// Answered asks, most recently resolved first: the verdict, who gave it (surface
     /// and device) and how long the ask waited.
     History(ListArgs),
+    /// Allowances, newest first: each "allow always (this mission)" an operator gave
+    /// on the web page, what it covers, who granted it, its uses, and whether it
+    /// still holds (active, revoked, or ended with its mission).
+    Allowances(ListArgs),
+    /// End an allowance at once: the next call it covered is asked about again.
+    Revoke {
+        /// The allowance's id, or a unique prefix of it.
+        id: String,
+    },
 }
 
 #[derive(Subcommand, Debug)]
@@ -400,17 +409,23 @@ enum WebCmd {
 #[derive(Subcommand, Debug)]
 enum AgentCmd {
     /// The declared agents: NAME, COMMAND, INSTALLED, DESCRIPTION; then the catalogue's
-    /// agents not declared here.
+    /// agents not declared here. With --available: every agent of the ACP registry's
+    /// index (ID, VERSION, DISTRIBUTION, CATALOGUE, DECLARED).
     List {
         #[arg(long)]
         json: bool,
+        /// List the ACP registry's agents instead (the shipped snapshot, or the copy
+        /// 'agent registry refresh' wrote).
+        #[arg(long)]
+        available: bool,
     },
     /// The catalogue's external agents, as the Markdown table docs/agents.md carries:
     /// command, install line, what missionboard sets for their units, known limits.
     Catalogue,
-    /// Declare a catalogue agent (claude, codex, gemini, qwen, opencode, goose, …) in agents.toml.
+    /// Declare a catalogue agent (claude, codex, gemini, qwen, opencode, goose, …), or
+    /// any agent of the ACP registry by its id (agent list --available), in agents.toml.
     Add {
-        /// The catalogue entry to copy.
+        /// The catalogue entry to copy, or the ACP registry id to declare.
         name: String,
         /// Into the workspace's .missionboard/agents.toml instead of home's.
         #[arg(long)]
@@ -418,6 +433,27 @@ enum AgentCmd {
         /// Replace a declaration of that name that differs from the catalogue's.
         #[arg(long)]
         force: bool,
+    },
+    /// Install a declared agent from its distribution: npm install -g (npx), uv tool
+    /// install (uvx), or its platform archive downloaded, checked against its sha256
+    /// and unpacked (binary). Nothing is ever downloaded when a mission fires.
+    Install {
+        /// The declared agent.
+        name: String,
+    },
+    /// The ACP registry's index.
+    #[command(subcommand)]
+    Registry(RegistryCmd),
+}
+
+#[derive(Subcommand, Debug)]
+enum RegistryCmd {
+    /// Fetch the registry's index into the missionboard home, where it is read before
+    /// the shipped snapshot (only where the registry is reachable).
+    Refresh {
+        /// A URL or a file holding a registry.json (default: the registry's published index).
+        #[arg(long, value_name = "URL|FILE")]
+        from: Option<String>,
     },
 }
 
@@ -529,7 +565,7 @@ impl Command {
                 | Command::Schedule(schedule_cmd::ScheduleCmd::Add { .. })
                 | Command::Trigger(schedule_cmd::TriggerCmd::Add { .. })
                 | Command::Agent(AgentArgs {
-                    command: Some(AgentCmd::Add { .. }),
+                    command: Some(AgentCmd::Add { .. } | AgentCmd::Registry(_)),
                     ..
                 })
                 | Command::Config(ConfigCmd::Set { .. } | ConfigCmd::Unset { .. })
@@ -847,7 +883,18 @@ fn run(ctx: &Ctx, command: Option<Command>, flags: BetaFlags) -> anyhow::Result<
         Some(Command::Init(a)) => init::run(ctx, a),
         Some(Command::Oracle(c)) => oracle_cmd::run(ctx, c),
         Some(Command::Agent(a)) => match a.command {
-            Some(AgentCmd::List { json }) => agent_cmd::list(ctx, json),
+            Some(AgentCmd::List {
+                json,
+                available: false,
+            }) => agent_cmd::list(ctx, json),
+            Some(AgentCmd::List {
+                json,
+                available: true,
+            }) => agent_cmd::available(ctx, json),
+            Some(AgentCmd::Install { name }) => agent_cmd::install(ctx, &name),
+            Some(AgentCmd::Registry(RegistryCmd::Refresh { from })) => {
+                agent_cmd::refresh(ctx, from.as_deref())
+            }
             Some(AgentCmd::Catalogue) => {
                 out::out!("{}", crate::agents::catalogue::markdown_table())?;
                 Ok(0)

@@ -11,7 +11,9 @@
 //! `vet` is the linter behind `missionboard vet` and `search` resolves names on the
 //! search path. The shipped preset files live in `crate::presets`.
 
+pub mod always;
 pub mod bounds;
+pub mod connect_refusal;
 mod decode;
 pub mod eval;
 pub mod glob;

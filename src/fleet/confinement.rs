@@ -147,6 +147,35 @@ pub fn confine_unit(
     Ok(UnitConfinement { resolved, prepared })
 }
 
+/// What a unit of `agent` working in `dir` may connect to, and where the agent was
+/// pointed (its endpoints as found; missionboard's own model endpoint for an agent
+/// that declares none): what a failure is judged against
+/// ([`crate::envelope::connect_refusal`]).
+pub fn connect_site(
+    agent: &Agent,
+    dir: &Path,
+    model_base_url: Option<&str>,
+    confined: &UnitConfinement,
+) -> crate::envelope::connect_refusal::ConnectSite {
+    let mut endpoints = agent.model_endpoints(dir);
+    if agent.endpoints.is_empty()
+        && agent.endpoint_config.is_none()
+        && let Some(url) = model_base_url
+    {
+        endpoints.push(crate::agents::endpoints::Endpoint::new(
+            url,
+            "missionboard's model endpoint (config model-base-url)".to_string(),
+        ));
+    }
+    crate::envelope::connect_refusal::ConnectSite {
+        agent: agent.name.clone(),
+        granted: confined.resolved.confinement.connect.clone(),
+        enforced: confined.prepared.is_some()
+            && confine::landlock_abi() >= confine::ABI_FOR_CONNECT,
+        endpoints,
+    }
+}
+
 /// What a unit at `site` would be granted, one line per decision, without creating
 /// anything (`tmp` need not exist): for `mission show` and `doctor --agent`.
 pub fn grant_lines(
@@ -177,9 +206,14 @@ fn unit_places(site: UnitSite<'_>, tmp: &Path) -> Places {
     // {model}: the endpoints the agent declares; else missionboard's own model
     // endpoint (the native agent, the stubs, an agent declared without endpoints).
     let mut model_ports: Vec<(u16, String)> = agent
-        .endpoint_urls()
+        .model_endpoints(workspace.dir)
         .into_iter()
-        .filter_map(|(url, port)| Some((port?, format!("{}'s endpoint {url}", agent.name))))
+        .filter_map(|e| {
+            Some((
+                e.port?,
+                format!("{}'s endpoint {}", agent.name, e.describe()),
+            ))
+        })
         .collect();
     if agent.endpoints.is_empty()
         && let Some(url) = model_base_url

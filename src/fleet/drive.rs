@@ -24,6 +24,7 @@ use crate::acp_client::{CANCEL_GRACE, PromptOutcome, Unit, UnitError, UnitEvent}
 use crate::asks::checkpoint::{Checkpoint, HostId};
 use crate::asks::{Asks, BUDGET_TOOL, NewAsk, QUESTION_TOOLS};
 use crate::envelope::bounds::BUDGET_ANSWER_GRAMMAR;
+use crate::envelope::connect_refusal::{RefusedConnect, refused_connect};
 use crate::envelope::policy::OnExhausted;
 use crate::mission::{Mission, Missions, Status};
 use crate::mission_mcp::MissionSocket;
@@ -719,11 +720,28 @@ impl Drive {
         .await
     }
 
+    /// The unit's failure, as `said` and its stderr tell it, when it is the sandbox
+    /// refusing a connection: the blocker must say so, not the agent's own words.
+    fn refused_connect(&self, said: &str) -> Option<RefusedConnect> {
+        let site = self.link.connect.get()?;
+        let said = format!("{said}\n{}", self.unit.stderr_tail());
+        refused_connect(site, &self.mission.envelope_name, &said)
+    }
+
     async fn file_silent_blocker(&self, journal: &Journal) {
         let session = self.unit.session_id();
         let words = journal.agent_text();
         let words = words.trim();
-        let (summary, detail) = if words.is_empty() {
+        let (summary, detail) = if let Some(refused) = self.refused_connect(words) {
+            (
+                excerpt(&refused.summary, 240),
+                format!(
+                    "{}\n\nThe unit's last words:\n\n{words}\n\n{}",
+                    refused.detail,
+                    attach(session)
+                ),
+            )
+        } else if words.is_empty() {
             (
                 format!("unit ended two turns without reporting; attach to session {session}"),
                 attach(session),
@@ -776,15 +794,17 @@ impl Drive {
         let session = self.unit.session_id().to_string();
         let missions = self.missions.clone();
         let id = self.mission.id.clone();
+        let refused = self.refused_connect(&err.to_string());
         self.reap().await;
-        crate::store::blocking(move || derail(&missions, &id, &session, &err)).await
+        crate::store::blocking(move || derail(&missions, &id, &session, &err, refused)).await
     }
 
     /// File the turn-failure blocker and finish the mission derailed, unless it
     /// already rests.
     async fn record_derail(&self, err: &UnitError) {
         let (session, err) = (self.unit.session_id().to_string(), err.clone());
-        self.store(move |r| derail(&r.missions, &r.mission_id, &session, &err))
+        let refused = self.refused_connect(&err.to_string());
+        self.store(move |r| derail(&r.missions, &r.mission_id, &session, &err, refused))
             .await
     }
 
@@ -809,7 +829,14 @@ fn stdout_garbage(line: &str) -> UnitError {
 
 /// A turn errored: unless the mission already rests, file the blocker and finish it
 /// derailed (a second call for the same failure finds it resting and does nothing).
-fn derail(missions: &Missions, id: &str, session: &str, err: &UnitError) {
+/// A failure that was the sandbox refusing a connection is named so first.
+fn derail(
+    missions: &Missions,
+    id: &str,
+    session: &str,
+    err: &UnitError,
+    refused: Option<RefusedConnect>,
+) {
     match missions.get(id) {
         Ok(Some(m)) if m.status.is_terminal() => {
             tracing::info!(mission = %id, "mission already at rest as {}; not derailing it", m.status);
@@ -817,10 +844,16 @@ fn derail(missions: &Missions, id: &str, session: &str, err: &UnitError) {
         }
         _ => {}
     }
-    let summary = excerpt(&format!("unit turn failed: {err}"), 240);
-    let detail = format!(
+    let summary = match &refused {
+        Some(r) => excerpt(&r.summary, 240),
+        None => excerpt(&format!("unit turn failed: {err}"), 240),
+    };
+    let mut detail = format!(
         "The unit's turn on session {session} returned an error, and the drive loop is the only thing prompting a dispatched unit:\n\n{err}\n\nThe mission was finished derailed and the unit stopped, so it no longer holds fleet width. Re-dispatch once the cause is addressed."
     );
+    if let Some(r) = refused {
+        detail = format!("{}\n\n{detail}", r.detail);
+    }
     if let Err(e) = missions.add_blocker(id, summary.clone(), detail) {
         tracing::error!(mission = %id, "could not file the turn-failure blocker: {e}");
     }

@@ -54,6 +54,9 @@ pub struct HostLink {
     /// How the mission's check runs, as the unit runs: set when the unit starts.
     /// A `landed` verdict waits on the check (when the mission has one).
     pub check: std::sync::OnceLock<super::check::CheckSite>,
+    /// What the unit may connect to and where its agent was pointed: set when the
+    /// unit starts, read when it fails to tell a sandbox refusal apart.
+    pub connect: std::sync::OnceLock<crate::envelope::connect_refusal::ConnectSite>,
 }
 
 impl HostLink {

@@ -103,7 +103,10 @@ impl std::fmt::Display for NameRefused {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
             NameRefused::NoAgent => {
-                write!(f, "missing parameter: agentName: agentName is required")
+                write!(
+                    f,
+                    "no mission agent named: a mission needs the agent it runs"
+                )
             }
             NameRefused::UnknownAgent { name, declared } => {
                 write!(f, "resolve agent {name:?}: not found")?;
@@ -122,7 +125,7 @@ impl std::fmt::Display for NameRefused {
             }
             NameRefused::Envelope { name, why, .. } => write!(
                 f,
-                "invalid parameter value: hitlPolicyName: hitl policy {name:?} could not be loaded: it must name an existing policy (see `missionboard vet --all` / the .missionboard policy files) — {why}"
+                "mission envelope {name:?} could not be loaded: {why} — name an envelope on the search path (`--policy <envelope>`; `missionboard vet --all` checks every envelope)"
             ),
         }
     }

@@ -16,6 +16,7 @@ use tokio::sync::mpsc;
 
 use crate::acp_client::{PermissionAsk, PermissionReply};
 use crate::asks::{Ask, AskState, Asks, NewAsk, one_line_summary};
+use crate::envelope::always::always_scope;
 use crate::envelope::eval::{ToolCall, Verdict, evaluate};
 use crate::envelope::policy::Action;
 use crate::envelope::search::Loaded;
@@ -174,10 +175,22 @@ impl Gate {
             Action::Approve if self.take_resumed_approval(&call, &ask.title) => {
                 (PermissionReply::Allow, None)
             }
-            Action::Approve => match self.ask_operator(ask, &call, &verdict).await {
-                Ok(()) => (PermissionReply::Allow, None),
-                Err(why) => (PermissionReply::Reject, refused(why)),
-            },
+            Action::Approve => {
+                let scope = always_scope(&call, &verdict, &summarize(&call, &ask.title, &self.cwd));
+                if self.allowed_always(&scope).await {
+                    return (PermissionReply::Allow, None);
+                }
+                // An operator may allow this scope always only where the agent
+                // offered to remember such a grant: we keep it in its place.
+                let offered = ask.options.iter().any(|(_, kind)| kind == "allow_always");
+                match self
+                    .ask_operator(ask, &call, &verdict, offered.then_some(scope))
+                    .await
+                {
+                    Ok(()) => (PermissionReply::Allow, None),
+                    Err(why) => (PermissionReply::Reject, refused(why)),
+                }
+            }
         }
     }
 
@@ -249,6 +262,7 @@ impl Gate {
         ask: &PermissionAsk,
         call: &ToolCall,
         verdict: &Verdict,
+        always_scope: Option<String>,
     ) -> Result<(), String> {
         let wait = if verdict.timeout_s > 0 {
             Some(Duration::from_secs(verdict.timeout_s as u64))
@@ -269,6 +283,7 @@ impl Gate {
             mission_id: Some(self.mission_id.clone()),
             wait,
             checkpoint_cwd: Some(self.cwd.clone()),
+            always_scope,
             ..Default::default()
         };
         let asks = self.asks.clone();
@@ -309,6 +324,28 @@ impl Gate {
                     "refused: approval {} could not be read ({e})",
                     row.id
                 ))
+            }
+        }
+    }
+
+    /// Does an operator's allowance in this mission cover `scope`? Its use is
+    /// counted on the allowance's record; the agent is answered allow-once, as for
+    /// any approval. A store that cannot be read allows nothing: the call is asked.
+    async fn allowed_always(&self, scope: &str) -> bool {
+        let (asks, mission, key) = (
+            self.asks.clone(),
+            self.mission_id.clone(),
+            scope.to_string(),
+        );
+        match crate::store::blocking(move || asks.use_allowance(&mission, &key)).await {
+            Ok(Some(a)) => {
+                tracing::info!(mission = %self.mission_id, allowance = %a.id, granted_by = %a.granted_by(), scope, "allowed by the operator's allowance");
+                true
+            }
+            Ok(None) => false,
+            Err(e) => {
+                tracing::warn!(mission = %self.mission_id, "allowances unreadable; asking: {e}");
+                false
             }
         }
     }

@@ -368,7 +368,7 @@ impl Fleet {
         let missions = inner.missions.clone();
         let known_roots = roots.map(<[PathBuf]>::to_vec);
         // Store reads, the temp dir and the ruleset's path fds: all blocking work.
-        let (env, tmp, confined, roots) = blocking(move || {
+        let (env, tmp, confined, roots, connect) = blocking(move || {
             let tmp = confinement::MissionTmp::create(&id)?;
             let env = declared.unit_env(Some(&config), tmp.path())?;
             let model_url = match env.get(crate::agents::ENV_BASE_URL) {
@@ -403,7 +403,9 @@ impl Fleet {
                 model_base_url: model_url.as_deref(),
             };
             let confined = confinement::confine_unit(site, &decl, &tmp)?;
-            anyhow::Ok((env, tmp, confined, roots))
+            let connect =
+                confinement::connect_site(&declared, &dir, model_url.as_deref(), &confined);
+            anyhow::Ok((env, tmp, confined, roots, connect))
         })
         .await?;
         // The socket must listen before session/new: agents connect to their MCP
@@ -431,6 +433,7 @@ impl Fleet {
             confinement: confined.resolved.confinement.clone(),
             confined: confined.prepared.is_some(),
         });
+        let _ = link.connect.set(connect);
         let handler = Arc::new(ToolHandler(Arc::new(Mutex::new(calls))));
         let socket = serve_mission_socket(&socket_path, handler.clone())
             .await

@@ -445,7 +445,7 @@ impl EnvelopeName {
     pub fn new(raw: &str) -> Result<EnvelopeName> {
         let name = trimmed_required(
             raw,
-            "missing parameter: hitlPolicyName: hitlPolicyName is required: a mission must name its envelope",
+            "no mission envelope named: a mission must name the envelope that bounds it (`--policy <envelope>`, or set `default-mission-policy`)",
         )?;
         Ok(EnvelopeName(name.to_string()))
     }
@@ -549,7 +549,7 @@ impl Missions {
         single_line("intent", &m.intent)?;
         if m.envelope_name.trim().is_empty() {
             return Err(MissionError::Invalid(
-                "hitlPolicyName is required: a mission must name its envelope".into(),
+                "a mission must name its envelope (its record has none)".into(),
             ));
         }
         let id = if m.id.is_empty() {
@@ -1031,7 +1031,7 @@ pub(crate) mod tests {
             .unwrap_err();
         assert_eq!(
             err.to_string(),
-            "hitlPolicyName is required: a mission must name its envelope"
+            "a mission must name its envelope (its record has none)"
         );
     }
 

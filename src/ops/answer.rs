@@ -96,6 +96,10 @@ pub fn record(
         _ => None,
     };
     match who {
+        Answerer::Operator(OperatorVerdict::ApproveAlways) => {
+            let (_, allowance) = asks.approve_always(ask_id, via)?;
+            crate::ops::allowances::record_granted(host, &allowance);
+        }
         Answerer::Operator(v) => {
             asks.operator_verdict(ask_id, v, via)?;
         }

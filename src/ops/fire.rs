@@ -694,6 +694,18 @@ pub struct Queued {
     pub host: crate::mission::hosts::HostRow,
 }
 
+/// The words after `--template` (or `--template=`) when a `/mission` line (the
+/// board's `:mission`, an editor's `/mission`) starts with it: a template fire, as
+/// `mission fire --template <name> key=value…`.
+pub fn template_args(args: &str) -> Option<String> {
+    let args = args.trim_start();
+    let rest = args.strip_prefix("--template=").or_else(|| {
+        args.strip_prefix("--template")
+            .filter(|r| r.is_empty() || r.starts_with(char::is_whitespace))
+    })?;
+    Some(rest.to_string())
+}
+
 /// Queue `fire` when a live `missionboard host` would claim it (by the claim's own
 /// rule, [`HostRow::would_claim`](crate::mission::hosts::HostRow::would_claim)), so
 /// the mission outlives the process that fired it; `None`: no such host, nothing

@@ -1,6 +1,7 @@
 //! Every grant decision a unit's host makes (what the unit may write, read and
 //! connect to, and why), worked out without starting it: for a mission that ran
-//! (`mission show`) and for an agent not fired yet (`doctor --agent`).
+//! (`mission show`, on the process's host) and for an agent not fired yet (`doctor
+//! --agent`, which needs no store, so it is worked out from the paths alone).
 
 use std::path::{Path, PathBuf};
 
@@ -9,18 +10,14 @@ use crate::config::{self, Config};
 use crate::envelope::sandbox::SandboxDecl;
 use crate::fleet::confinement::{self, MissionTmp, Workspace};
 use crate::mission::Mission;
+use crate::ops::host::Host;
 use crate::paths::Paths;
-use crate::store::Store;
 use crate::worktree::{CommitAccess, Worktrees};
 
 /// The grants of mission `m`'s unit, as its host made them, each `Grant:` line
 /// worded for `mission show`. Nothing when its agent is no longer known.
-pub fn mission_grants(
-    paths: &Paths,
-    store: &Store,
-    m: &Mission,
-    decl: &SandboxDecl,
-) -> Vec<String> {
+pub fn mission_grants(host: &Host, m: &Mission, decl: &SandboxDecl) -> Vec<String> {
+    let (paths, store) = (host.paths(), host.store());
     let Ok(registry) = Registry::load(paths) else {
         return Vec::new();
     };

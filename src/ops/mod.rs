@@ -6,6 +6,7 @@
 //! decided here once for every surface. Each surface holds one [`host::Host`] and
 //! hands it to the verbs.
 
+pub mod allowances;
 pub mod answer;
 pub mod devices;
 pub mod fire;

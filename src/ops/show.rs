@@ -59,3 +59,19 @@ pub fn oracle_trace(
 pub fn recent_oracle_trace(store: &Store, limit: usize) -> Result<Vec<String>, StoreError> {
     Trace::new(store.clone(), false).recent(limit)
 }
+
+/// What fired a mission when the operator did not type it: its firing editor
+/// session (`session mb-…`), or the schedule tick or webhook delivery that queued
+/// it (`schedule nightly (tick …)`); `None` for an operator's own fire. The words
+/// the board's detail and the web page show.
+pub fn fired_by(
+    store: &Store,
+    mission: &crate::mission::Mission,
+) -> Result<Option<String>, StoreError> {
+    if let Some(session) = mission.parent_session_id.as_deref() {
+        return Ok(Some(format!("session {}", crate::text::one_line(session))));
+    }
+    Ok(crate::sched::schedules::Schedules::new(store.clone())
+        .fired_by(&mission.id)?
+        .map(|f| crate::text::one_line(&f.describe())))
+}

@@ -258,6 +258,19 @@ impl Schedules {
         self.store.with(|c| c.query_map(&sql, [], from_row))
     }
 
+    /// The first `limit` schedules by name, and how many there are in all: what a
+    /// panel with room for `limit` rows shows (it reads no more than it draws).
+    pub fn page(&self, limit: usize) -> Result<(Vec<Schedule>, usize), StoreError> {
+        let sql = format!("SELECT {COLUMNS} FROM schedules ORDER BY name LIMIT ?1");
+        let rows = self
+            .store
+            .with(|c| c.query_map(&sql, params![limit as i64], from_row))?;
+        let total: i64 = self
+            .store
+            .with(|c| c.query_row("SELECT COUNT(*) FROM schedules", [], |r| r.get(0)))?;
+        Ok((rows, total.max(0) as usize))
+    }
+
     /// Live schedules whose next tick is due by `now`.
     pub fn due(&self, now: i64) -> Result<Vec<Schedule>, StoreError> {
         let sql = format!(

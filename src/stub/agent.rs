@@ -1074,6 +1074,7 @@ impl TurnRunner<'_> {
                 title,
                 kind: tool_kind,
                 path,
+                command,
                 times,
                 on_deny,
                 options,
@@ -1096,6 +1097,9 @@ impl TurnRunner<'_> {
                     let mut input = json!({"stub": true, "attempt": i});
                     if let Some(path) = &path {
                         input["path"] = json!(path);
+                    }
+                    if let Some(command) = &command {
+                        input["command"] = json!(command);
                     }
                     let fields = ToolCallUpdateFields::new()
                         .title(title.clone())

@@ -125,6 +125,8 @@ pub enum Step {
         kind: String,
         /// The file the gated call names (its `rawInput.path`), when given.
         path: Option<String>,
+        /// The command line it would run (its `rawInput.command`), when given.
+        command: Option<String>,
         times: u32,
         on_deny: OnDeny,
         options: Vec<PermissionOptionSpec>,
@@ -408,6 +410,8 @@ pub fn decode(raw: &RawStep) -> Result<Step, String> {
                 #[serde(default)]
                 path: Option<String>,
                 #[serde(default)]
+                command: Option<String>,
+                #[serde(default)]
                 times: Option<u32>,
                 #[serde(default)]
                 on_deny: OnDeny,
@@ -449,6 +453,7 @@ pub fn decode(raw: &RawStep) -> Result<Step, String> {
                 title: args.title,
                 kind: args.kind.unwrap_or_else(|| "edit".into()),
                 path: args.path,
+                command: args.command,
                 times: args.times.unwrap_or(1),
                 on_deny: args.on_deny,
                 options,

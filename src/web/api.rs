@@ -187,6 +187,8 @@ pub async fn answer(
     let text = field("text");
     let verdict = match field("verdict").as_str() {
         "approve" => OperatorVerdict::Approve,
+        // The page's second step for an allow-always (its confirm button).
+        "always" => OperatorVerdict::ApproveAlways,
         "deny" => OperatorVerdict::Deny,
         "answer" if !text.trim().is_empty() => OperatorVerdict::Answer(text),
         "answer" => return refuse(StatusCode::BAD_REQUEST, "an answer needs words"),
@@ -201,7 +203,7 @@ pub async fn answer(
         _ => {
             return refuse(
                 StatusCode::BAD_REQUEST,
-                "verdict is one of approve, deny, answer, fill",
+                "verdict is one of approve, always, deny, answer, fill",
             );
         }
     };
@@ -227,6 +229,9 @@ pub async fn answer(
     tracing::info!(ask = %ask_id, device = %authed.device.name, "web: an ask was answered");
     let said = match verdict {
         OperatorVerdict::Approve => "Approved.",
+        OperatorVerdict::ApproveAlways => {
+            "Approved, and allowed always in this mission (its page lists it to revoke)."
+        }
         OperatorVerdict::Deny => "Denied.",
         OperatorVerdict::Answer(_) | OperatorVerdict::Fields(_) => "Answered.",
     };
@@ -271,6 +276,45 @@ pub async fn stop(State(web): State<Web>, authed: Authed, Form(form): Form<StopF
             "message": format!("Mission {} is {}.", &m.id[..8.min(m.id.len())], m.status),
         }))
         .into_response(),
+        Err(e) => refuse(StatusCode::CONFLICT, &crate::text::sanitize(&e.to_string())),
+    }
+}
+
+#[derive(Deserialize)]
+pub struct RevokeAllowanceForm {
+    #[serde(default)]
+    csrf: String,
+    allowance: String,
+}
+
+/// `POST /api/revoke-allowance`: end an operator's allowance at once, as
+/// `approvals revoke` does; the mission's record names this device.
+pub async fn revoke_allowance(
+    State(web): State<Web>,
+    authed: Authed,
+    Form(form): Form<RevokeAllowanceForm>,
+) -> Response {
+    if !authed.csrf_ok(&form.csrf) {
+        return refuse(
+            StatusCode::FORBIDDEN,
+            "the form's CSRF token is missing or stale: reload the page",
+        );
+    }
+    let host = web.host.clone();
+    let via = Surface::Web(authed.device.name.clone());
+    match blocking(move || crate::ops::allowances::revoke(&host, &form.allowance, &via)).await {
+        Ok(a) => {
+            tracing::info!(allowance = %a.id, device = %authed.device.name, "web: an allowance was revoked");
+            axum::Json(serde_json::json!({
+                "ok": true,
+                "message": "Revoked: the next such call is asked about again.",
+            }))
+            .into_response()
+        }
+        Err(crate::asks::allowances::RevokeError::NotFound(id)) => refuse(
+            StatusCode::NOT_FOUND,
+            &crate::text::sanitize(&format!("no allowance {id:?} exists")),
+        ),
         Err(e) => refuse(StatusCode::CONFLICT, &crate::text::sanitize(&e.to_string())),
     }
 }
@@ -349,6 +393,7 @@ pub async fn mission_page(
                 },
             );
         Ok(Some(render::MissionView {
+            fired_by: crate::ops::show::fired_by(&store, &mission)?,
             diff,
             trace: crate::ops::show::oracle_trace(&store, &mission.id, TRACE_SHOWN)?
                 .into_iter()
@@ -358,7 +403,8 @@ pub async fn mission_page(
                 .map(|c| (c.spent.tool_calls, c.spent.tokens, c.model)),
             plan: missions.plan(&mission.id)?,
             reports: missions.reports(&mission.id, REPORTS_SHOWN)?,
-            asks: Asks::new(store).for_mission(&mission.id, 200)?,
+            asks: Asks::new(store.clone()).for_mission(&mission.id, 200)?,
+            allowances: crate::ops::allowances::list(&host, Some(&mission.id), 50)?,
             mission,
         }))
     })

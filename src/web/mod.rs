@@ -261,8 +261,8 @@ fn spawn_settler(web: &Web) -> tokio::task::JoinHandle<()> {
         loop {
             // The read views' reclaim: an open mission whose host died is shown
             // abandoned, not open, unless a pending ask explains the silence.
-            let missions = host.missions().clone();
-            match crate::store::blocking(move || crate::ops::sweep::reclaim(&missions)).await {
+            let here = host.clone();
+            match crate::store::blocking(move || crate::ops::sweep::reclaim(&here)).await {
                 Ok(Some(line)) => tracing::info!("web: {line}"),
                 Ok(None) => {}
                 Err(e) => tracing::warn!("web: the reclaim sweep failed: {e}"),
@@ -311,6 +311,7 @@ fn router(web: Web) -> Router {
         .route("/api/state", get(api::state))
         .route("/api/answer", post(api::answer))
         .route("/api/stop", post(api::stop))
+        .route("/api/revoke-allowance", post(api::revoke_allowance))
         .route("/api/fire-template", post(api::fire_template))
         .route("/events", get(events::stream))
         .merge(hooks::routes(web.clone()))

@@ -233,6 +233,7 @@ fn ask_card(out: &mut String, ask: &Ask, trace: &[String], csrf: &str) {
             "<div class=\"buttons\"><button name=\"verdict\" value=\"approve\" class=\"approve\">Approve</button>\
 <button name=\"verdict\" value=\"deny\" class=\"deny\">Deny</button></div>",
         );
+        always_step(out, ask);
     }
     out.push_str("<p class=\"result\" role=\"status\"></p></form></li>");
 }
@@ -280,6 +281,24 @@ fn form_inputs(out: &mut String, form: &crate::asks::form::Form) {
     );
 }
 
+/// A gated call whose agent offered an "allow always": the page offers it for
+/// this mission only, behind a second, explicit step — the first tap opens what
+/// it would allow, the second confirms it. No script is needed for the step (a
+/// `<details>` element), and a refresh of the live part keeps it as it was.
+fn always_step(out: &mut String, ask: &Ask) {
+    let (Some(scope), Some(_)) = (&ask.always_scope, &ask.mission_id) else {
+        return;
+    };
+    let _ = write!(
+        out,
+        "<details class=\"always\"><summary>Allow always (this mission)…</summary>\
+<p class=\"meta\">Approves this call, and allows without asking every later call of this mission that is <span class=\"scope\">{}</span>. \
+The envelope is still consulted first: what it denies stays denied. It ends with the mission; revoke it on the mission's page.</p>\
+<div class=\"buttons\"><button name=\"verdict\" value=\"always\" class=\"approve always\">Confirm: allow always in this mission</button></div></details>",
+        text(scope)
+    );
+}
+
 /// The oracle's lines about an ask or a mission, oldest first.
 fn trace_list(out: &mut String, trace: &[String]) {
     if trace.is_empty() {
@@ -295,6 +314,9 @@ fn trace_list(out: &mut String, trace: &[String]) {
 /// What the mission page shows.
 pub struct MissionView {
     pub mission: Mission,
+    /// What fired it, when not the operator: an editor session, a schedule's tick,
+    /// a webhook trigger's delivery.
+    pub fired_by: Option<String>,
     /// The oracle's trace about its questions.
     pub trace: Vec<String>,
     /// What it spent: tool calls, tokens, and the model it runs on.
@@ -302,6 +324,8 @@ pub struct MissionView {
     pub plan: crate::mission::plan::Plan,
     pub reports: Vec<crate::mission::report::Report>,
     pub asks: Vec<Ask>,
+    /// The operator's allowances in this mission, newest first.
+    pub allowances: Vec<crate::asks::allowances::Allowance>,
     /// A worktree mission's diff against its base, or why it could not be read;
     /// `None`: the mission has no worktree.
     pub diff: Option<Result<String, String>>,
@@ -328,6 +352,9 @@ pub fn mission_page(v: &MissionView, device: &str, csrf: &str) -> String {
         None => m.status.to_string(),
     };
     row("Status", &status);
+    if let Some(by) = &v.fired_by {
+        row("Fired by", by);
+    }
     if let Some(h) = &m.host {
         row("Host", &format!("{} (pid {})", h.machine_label(), h.pid));
     }
@@ -392,6 +419,30 @@ pub fn mission_page(v: &MissionView, device: &str, csrf: &str) -> String {
                 text(&state),
                 text(&a.args_summary)
             );
+        }
+        body.push_str("</ul>");
+    }
+    if !v.allowances.is_empty() {
+        body.push_str("<h2>Always allowed</h2><ul class=\"allowances\">");
+        for a in &v.allowances {
+            let _ = write!(
+                body,
+                "<li id=\"allowance-{id}\"><span class=\"status\">{state}</span> {line}",
+                id = path_id(&a.id),
+                state = text(a.state),
+                line = text(&a.line()),
+            );
+            if a.is_active() {
+                let _ = write!(
+                    body,
+                    "<form method=\"post\" action=\"/api/revoke-allowance\" data-api><input type=\"hidden\" name=\"csrf\" value=\"{}\">\
+<input type=\"hidden\" name=\"allowance\" value=\"{}\"><div class=\"buttons\"><button class=\"deny\">Revoke</button></div>\
+<p class=\"result\" role=\"status\"></p></form>",
+                    text(csrf),
+                    path_id(&a.id)
+                );
+            }
+            body.push_str("</li>");
         }
         body.push_str("</ul>");
     }

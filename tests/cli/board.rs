@@ -1100,3 +1100,70 @@ default = "bug"
     let exited = term.quit();
     assert!(exited.contains("EXITED:0"), "{exited}");
 }
+
+/// A board hosts units, so it ticks the schedules as a `missionboard host` does
+/// (each tick claimed once, into the queue), says so, and `:schedules` shows each
+/// schedule's next run and last outcome.
+#[test]
+fn terminal_a_board_ticks_the_schedules_and_shows_them() {
+    let sb = Sandbox::new();
+    sb.declare_stubs(&[(
+        "stub",
+        Some(&crate::harness::script(r#"{"finish":"landed"}"#)),
+    )]);
+    sb.run(&[
+        "schedule",
+        "add",
+        "tick",
+        "--cron",
+        "@every 2s",
+        "stub",
+        "tidy the docs",
+        "--policy",
+        "default",
+    ])
+    .ok();
+    sb.run(&[
+        "schedule",
+        "add",
+        "nightly",
+        "--cron",
+        "0 3 * * *",
+        "stub",
+        "refresh",
+        "--policy",
+        "default",
+    ])
+    .ok();
+    sb.run(&["schedule", "pause", "nightly"]).ok();
+    let term = board_in_terminal(&sb, "", "board");
+    term.wait_screen(30, "the board", |s| s.contains("Pending asks"));
+    // No `missionboard host` runs: the board's own tick queued it.
+    let id = wait_for(30, "a mission fired by the schedule", || {
+        sb.newest_mission()
+    });
+    let show = sb.run(&["mission", "show", &id, "--json"]).ok();
+    let v: serde_json::Value = serde_json::from_str(&show.stdout).unwrap();
+    assert_eq!(v["firedBy"]["kind"], "schedule", "{v:#}");
+    assert_eq!(v["firedBy"]["name"], "tick", "{v:#}");
+    assert_eq!(v["intent"], "tidy the docs", "{v:#}");
+
+    term.keys(&[":"]);
+    term.literal("schedules");
+    term.keys(&["Enter"]);
+    let screen = term.wait_screen(30, "the schedules panel with an outcome", |s| {
+        s.contains("Schedules — next run and last outcome") && s.contains("last: queued mission")
+    });
+    assert!(screen.contains("nightly              paused"), "{screen}");
+    assert!(
+        screen.contains("stub: tidy the docs · @every 2s"),
+        "{screen}"
+    );
+    term.keys(&["Escape"]);
+    term.wait_screen(10, "the board again", |s| {
+        !s.contains("Schedules — next run and last outcome")
+    });
+    sb.run(&["schedule", "pause", "tick"]).ok();
+    let shell = term.quit();
+    assert!(shell.contains("EXITED:0"), "{shell}");
+}

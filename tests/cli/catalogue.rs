@@ -405,7 +405,7 @@ fn agent_add_copies_the_catalogue_entry_and_agent_list_says_what_is_installed() 
     assert_eq!(unknown.code, 1);
     assert_eq!(
         unknown.stderr,
-        "Error: agent add: \"nope\" is not in the catalogue — it has: agent-planner, claude, codex, demo, gemini, goose, opencode, qwen, stub (declare any other ACP agent under [agents.<name>] in agents.toml)\n"
+        "Error: agent add: \"nope\" is neither in the catalogue (agent-planner, claude, codex, demo, gemini, goose, kilo, opencode, qwen, stub) nor in the ACP registry's index (the shipped snapshot presets/acp-registry.json (commit 3de1678346d1b37b6c3f07de503043ebcbb9cbdb, 2026-02-07); 'missionboard agent list --available' lists its agents) — declare any other ACP agent under [agents.<name>] in agents.toml\n"
     );
 
     let list = run_with_path(&sb, &["agent", "list"], &path, &[]);
@@ -438,7 +438,7 @@ fn agent_add_copies_the_catalogue_entry_and_agent_list_says_what_is_installed() 
     );
     assert_eq!(
         lines[3],
-        "In the catalogue, not declared here: agent-planner (installed), codex (not installed), demo (installed), gemini (not installed), opencode (not installed), qwen (not installed), stub (installed) — 'missionboard agent add <name>' declares one."
+        "In the catalogue, not declared here: agent-planner (installed), codex (not installed), demo (installed), gemini (not installed), kilo (not installed), opencode (not installed), qwen (not installed), stub (installed) — 'missionboard agent add <name>' declares one."
     );
     let json: serde_json::Value = serde_json::from_str(
         &run_with_path(&sb, &["agent", "list", "--json"], &path, &[])
@@ -518,6 +518,7 @@ fn doctor_agent_handshakes_and_prints_every_grant_under_the_default_envelope() {
             format!("Declared:  {}", sb.home.join("agents.toml").display()),
             format!("Installed: {}", agent.display()),
             "Handshake: ready — missionboard-stub 0.1.0 answered initialize and session/new".into(),
+            "Endpoint:  http://127.0.0.1:8931/v1 (port 8931) — from PROBE_BASE_URL".into(),
             format!("Grant:     write {{workspace}} = {}: the envelope", sb.cwd.canonicalize().unwrap().display()),
             format!("Grant:     write {{tmp}} = {}: the mission's temp dir", tmp.display()),
             // Nothing made ~/.cache in this scratch home: the envelope names it, the
@@ -559,7 +560,7 @@ fn strict_grants_the_agent_s_endpoint_ports_and_its_own_server() {
     assert_eq!(
         grants,
         [
-            "Grant:     connect port 443: {model}, probe's endpoint https://api.example.test",
+            "Grant:     connect port 443: {model}, probe's endpoint https://api.example.test (from the declared default; PROBE_BASE_URL is not set)",
             "Grant:     connect port 4096: probe's own server on loopback",
         ]
     );

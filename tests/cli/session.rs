@@ -1163,3 +1163,72 @@ async fn the_envelope_option_picks_a_sessions_envelope_and_refuses_an_unknown_on
     );
     editor.quit().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn slash_mission_fires_a_template_as_the_cli_does_with_this_session_its_parent() {
+    let sb = Sandbox::new();
+    world(&sb, json!([]), &[("worker", Some(&script(LANDS)))]);
+    sb.write(
+        &sb.workspace().join("templates/tidy.toml"),
+        r#"agent = "worker"
+envelope = "default"
+intent = "Tidy the {{area}} of {{repo}}"
+
+[params.repo]
+description = "owner/name of the repository"
+
+[params.area]
+description = "what to tidy"
+default = "docs"
+"#,
+    );
+    let mut editor = Editor::start(&sb).await;
+    let (session, _) = editor.new_session(&sb).await;
+
+    // Refused as the CLI refuses: a missing parameter is named, nothing is fired.
+    let (said, _) = editor.prompt(&session, "/mission --template tidy").await;
+    assert!(said.contains("repo"), "{said}");
+    let (said, _) = editor
+        .prompt(
+            &session,
+            "/mission --template tidy repo=acme/api colour=red",
+        )
+        .await;
+    assert!(said.contains("colour"), "{said}");
+    let listed = sb.run(&["mission", "list", "--all", "--json"]).ok().stdout;
+    assert_eq!(
+        serde_json::from_str::<Value>(&listed).unwrap()["total"],
+        json!(0)
+    );
+
+    let (said, stop) = editor
+        .prompt(&session, "/mission --template tidy repo=acme/api")
+        .await;
+    assert_eq!(stop, StopReason::EndTurn);
+    let start = said
+        .find("Mission ")
+        .unwrap_or_else(|| panic!("no confirmation: {said}"));
+    let short: String = said[start + "Mission ".len()..].chars().take(8).collect();
+    assert!(
+        said[start..].starts_with(&format!(
+            "Mission {short} fired from template \"tidy\" at agent \"worker\" under envelope \"default\": Tidy the docs of acme/api\n{SESSION_END}"
+        )),
+        "{said}"
+    );
+    let listed: Value =
+        serde_json::from_str(&sb.run(&["mission", "list", "--all", "--json"]).ok().stdout).unwrap();
+    let id = listed["missions"][0]["id"].as_str().unwrap().to_string();
+    assert!(id.starts_with(&short), "{listed:#}");
+    wait_for_async(60, "the template's mission to land", || {
+        (show(&sb, &id)["status"] == json!("landed")).then_some(())
+    })
+    .await;
+    let record = show(&sb, &id);
+    assert_eq!(record["intent"], json!("Tidy the docs of acme/api"));
+    assert_eq!(
+        record["parentSessionId"],
+        json!(session.to_string()),
+        "{record:#}"
+    );
+    editor.quit().await;
+}

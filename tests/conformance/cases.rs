@@ -433,10 +433,11 @@ pub fn killed_host_leaves_nothing(agent: &'static Conformer, policy: &str, when:
 /// for every agent, so a new agent is one line: `agent_cases!(CODEX)`. Add
 /// `killed_host` for the host killed mid-handshake and mid-turn, and `hitl` for the
 /// resume that happens once (the refusal named to the model is `denied_call`'s, for
-/// every agent).
+/// every agent). Attributes before the agent (`#[ignore = "…"]`) go on every case.
 macro_rules! agent_cases {
-    (@killed_host $agent:ident) => {
+    (@killed_host [$($a:tt)*] $agent:ident) => {
         #[test]
+        $($a)*
         fn killed_mid_handshake_leaves_nothing() {
             $crate::cases::killed_host_leaves_nothing(
                 &$agent,
@@ -446,6 +447,7 @@ macro_rules! agent_cases {
         }
 
         #[test]
+        $($a)*
         fn killed_mid_turn_leaves_nothing() {
             $crate::cases::killed_host_leaves_nothing(
                 &$agent,
@@ -454,70 +456,87 @@ macro_rules! agent_cases {
             );
         }
     };
-    (@hitl $agent:ident) => {
+    (@hitl [$($a:tt)*] $agent:ident) => {
         #[test]
+        $($a)*
         fn killed_host_resumed_once_after_its_survivors_are_reaped() {
             $crate::hitl::killed_host_resumed_once_after_its_survivors_are_reaped(&$agent);
         }
     };
-    ($agent:ident $(, $extra:ident)* $(,)?) => {
+        (@extras [$($a:tt)*] $agent:ident;) => {};
+    (@extras [$($a:tt)*] $agent:ident; $first:ident $(, $rest:ident)*) => {
+        $crate::cases::agent_cases!(@$first [$($a)*] $agent);
+        $crate::cases::agent_cases!(@extras [$($a)*] $agent; $($rest),*);
+    };
+($(#[$attr:meta])* $agent:ident $(, $extra:ident)* $(,)?) => {
         #[test]
+        $(#[$attr])*
         fn lands_under_default() {
             $crate::cases::lands(&$agent, "default");
         }
 
         #[test]
+        $(#[$attr])*
         fn gated_write_approved_under_default() {
             $crate::cases::gated_write_approved(&$agent, "default");
         }
 
         #[test]
+        $(#[$attr])*
         fn gated_write_approved_under_strict() {
             $crate::cases::gated_write_approved(&$agent, "strict");
         }
 
         #[test]
+        $(#[$attr])*
         fn question_answered_under_default() {
             $crate::cases::question_answered(&$agent, "default");
         }
 
         #[test]
+        $(#[$attr])*
         fn denied_call_under_default() {
             $crate::cases::denied_call(&$agent, "default");
         }
 
         #[test]
+        $(#[$attr])*
         fn denied_call_under_strict() {
             $crate::cases::denied_call(&$agent, "strict");
         }
 
         #[test]
+        $(#[$attr])*
         fn stopped_under_default() {
             $crate::cases::stopped(&$agent, "default");
         }
 
         #[test]
+        $(#[$attr])*
         fn stopped_under_strict() {
             $crate::cases::stopped(&$agent, "strict");
         }
 
         #[test]
+        $(#[$attr])*
         fn killed_host_resumed_under_default() {
             $crate::cases::killed_host_resumed(&$agent, "default");
         }
 
         // acpx: a driver nobody vetted; everything but the mission tools is refused.
         #[test]
+        $(#[$attr])*
         fn lands_under_acpx() {
             $crate::cases::lands(&$agent, "acpx");
         }
 
         #[test]
+        $(#[$attr])*
         fn denied_call_under_acpx() {
             $crate::cases::denied_call(&$agent, "acpx");
         }
 
-        $($crate::cases::agent_cases!(@$extra $agent);)*
+        $crate::cases::agent_cases!(@extras [$(#[$attr])*] $agent; $($extra),*);
     };
 }
 pub(crate) use agent_cases;

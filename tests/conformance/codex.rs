@@ -13,9 +13,14 @@ pub const PIN: Pin = Pin {
 
 /// codex reads its endpoint only from its own config (never `OPENAI_BASE_URL`), and
 /// a provider of its own needs no login: the operator's `CODEX_HOME` holds one that
-/// names the scripted server. `OPENAI_BASE_URL` names the same endpoint for the
-/// catalogue's `{model}` port. No retries: an exhausted script fails the turn at once.
+/// names the scripted server, which is all missionboard reads its `{model}` port from
+/// too. No retries: an exhausted script fails the turn at once.
 fn provider_env(model: &Model) -> Vec<(String, String)> {
+    vec![("CODEX_HOME".into(), codex_home(model).display().to_string())]
+}
+
+/// The `CODEX_HOME` whose config.toml names the scripted server as its provider.
+fn codex_home(model: &Model) -> std::path::PathBuf {
     let home = model.dir().join("codex-home");
     std::fs::create_dir_all(&home).unwrap();
     let base_url = format!("{}/v1", model.base);
@@ -34,10 +39,7 @@ fn provider_env(model: &Model) -> Vec<(String, String)> {
         ),
     )
     .unwrap();
-    vec![
-        ("CODEX_HOME".into(), home.display().to_string()),
-        ("OPENAI_BASE_URL".into(), base_url),
-    ]
+    home
 }
 
 /// codex offers an MCP server's tools in a namespace (`mcp__mission`) under their own
@@ -77,4 +79,60 @@ cases::agent_cases!(CODEX, killed_host, hitl);
 #[test]
 fn lands_through_the_queue_under_default() {
     cases::lands_through_the_queue(&CODEX, "default");
+}
+
+/// A custom endpoint under `strict`: the scripted server on loopback named only in
+/// codex's own config.toml (no `OPENAI_BASE_URL`, no hand grant) — its port is the one
+/// `{model}` opens, and the mission lands.
+#[test]
+fn lands_under_strict_on_the_endpoint_its_config_toml_names() {
+    cases::lands(&CODEX, "strict");
+}
+
+/// An agents.toml entry for codex written by hand without the catalogue's endpoint
+/// reader: `{model}` opens only OpenAI's port, the sandbox refuses codex's connection
+/// to the scripted server, and the mission's blocker says so — the endpoint, the
+/// envelope and the fix — on `mission show`.
+#[test]
+fn a_connection_the_sandbox_refuses_is_named_in_the_blocker() {
+    let world = World::new(&CODEX, vec![say("never reached")]);
+    let section = missionboard::agents::catalogue::section("codex")
+        .unwrap()
+        .replace("endpoint_config = \"codex\"\n", "");
+    assert!(!section.contains("endpoint_config"), "{section}");
+    let run = world
+        .fire_declared("write a greeting", "strict", &section)
+        .join_within(180);
+    let port = world.model.base.rsplit(':').next().unwrap().to_string();
+    assert_ne!(run.code, 0, "{run:#?}");
+    assert_eq!(
+        world.model.turns_taken(),
+        0,
+        "the sandbox let codex reach the model"
+    );
+    let show = world.show();
+    let blocker = show["reports"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|r| r["kind"] == "blocker")
+        .unwrap_or_else(|| panic!("no blocker: {show:#}\n{run:#?}"));
+    let summary = blocker["summary"].as_str().unwrap();
+    assert!(
+        summary.starts_with(&format!("the sandbox refused codex's connection to http://127.0.0.1:{port}: port {port} is not granted by envelope \"strict\"'s network.connect (granted: 443")),
+        "{show:#}"
+    );
+    let id = world.sb.newest_mission().unwrap();
+    let text = world.run(&["mission", "show", &id]).ok().stdout;
+    assert!(
+        text.contains("the sandbox refused codex's connection"),
+        "{text}"
+    );
+    let detail = blocker["detail"].as_str().unwrap_or_default();
+    assert!(
+        detail.contains(&format!(
+            "add \"http://127.0.0.1:{port}\" under endpoints of [agents.codex] in agents.toml"
+        )),
+        "{show:#}"
+    );
 }

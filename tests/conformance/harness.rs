@@ -357,9 +357,20 @@ impl World {
         self.fire_with(intent, policy, "--queue")
     }
 
+    /// `mission fire <agent> <intent> --wait --policy <policy> --trace` with the agent
+    /// declared as `section` (a hand-written agents.toml entry), in the background.
+    pub fn fire_declared(&self, intent: &str, policy: &str, section: &str) -> Firing {
+        self.sb.write(&self.sb.home.join("agents.toml"), section);
+        self.spawn_fire(intent, policy, "--trace")
+    }
+
     /// `mission fire <agent> <intent> --wait --policy <policy> <flag>`, in the background.
     fn fire_with(&self, intent: &str, policy: &str, flag: &str) -> Firing {
         self.declare(policy);
+        self.spawn_fire(intent, policy, flag)
+    }
+
+    fn spawn_fire(&self, intent: &str, policy: &str, flag: &str) -> Firing {
         Firing::spawn(self.command(&[
             "mission",
             "fire",

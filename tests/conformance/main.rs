@@ -15,5 +15,6 @@ mod codex;
 mod editor;
 mod gemini;
 mod hitl;
+mod kilo;
 mod opencode;
 mod qwen;

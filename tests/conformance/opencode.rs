@@ -23,10 +23,10 @@ pub static OPENCODE: Conformer = Conformer {
     workspace_setup: Some(workspace_setup),
 };
 
-fn provider_env(model: &Model) -> Vec<(String, String)> {
+fn provider_env(_model: &Model) -> Vec<(String, String)> {
     [
-        // The catalogue's endpoint: what `{model}` opens under strict.
-        ("OPENAI_BASE_URL", format!("{}/v1", model.base)),
+        // No OPENAI_BASE_URL: the endpoint is in the project's opencode.json only,
+        // where missionboard reads `{model}` from too.
         ("OPENAI_API_KEY", "sk-scripted".to_string()),
         // Loopback only: no models.dev catalogue, no update checks, no downloads.
         ("OPENCODE_DISABLE_MODELS_FETCH", "1".to_string()),
@@ -77,3 +77,11 @@ fn shell_call(command: &str) -> Value {
 }
 
 cases::agent_cases!(OPENCODE, killed_host, hitl);
+
+/// A custom endpoint under `strict`: the scripted server on loopback named only in
+/// the project's opencode.json (no `OPENAI_BASE_URL`, no hand grant) — its port is
+/// the one `{model}` opens, and the mission lands.
+#[test]
+fn lands_under_strict_on_the_endpoint_its_opencode_json_names() {
+    cases::lands(&OPENCODE, "strict");
+}

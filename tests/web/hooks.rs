@@ -120,6 +120,16 @@ fn a_signed_delivery_fires_once_and_forged_replayed_or_oversized_ones_fire_nothi
             .contains("Fired by:  trigger tags (delivery d-1)"),
         "{show:#?}"
     );
+    // The mission's page names what fired it, as `mission show` does.
+    let credential = web.pair(&sb, "phone");
+    let page = web
+        .get(&format!("/missions/{id}"), Some(&credential))
+        .text()
+        .unwrap();
+    assert!(
+        page.contains("<dt>Fired by</dt><dd>trigger tags (delivery d-1)</dd>"),
+        "{page}"
+    );
 
     // Replayed: the same delivery id, validly signed, fires nothing again.
     let replay = deliver(&web, "tags", body, Some(&signature(&secret, body)), "d-1");

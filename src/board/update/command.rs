@@ -33,7 +33,7 @@ fn run(m: &mut Model, line: &str) -> Vec<Effect> {
     match cmd {
         "" => vec![],
         "mission" | "m" => {
-            if let Some(rest) = template_args(args) {
+            if let Some(rest) = crate::ops::fire::template_args(args) {
                 return fire_template_line(m, rest);
             }
             m.busy += 1;
@@ -51,15 +51,25 @@ fn run(m: &mut Model, line: &str) -> Vec<Effect> {
             if name.is_empty() {
                 toast(
                     m,
-                    "`:revoke <device>` ends a paired web device at once (`missionboard web devices` lists them)".into(),
+                    "`:revoke <device>` ends a paired web device at once (`missionboard web devices` lists them); `:revoke allowance <id>` ends an allow-always (`missionboard approvals allowances` lists them)".into(),
                     true,
                 );
                 return vec![];
+            }
+            if let Some(("allowance", id)) = name.split_once(char::is_whitespace) {
+                m.busy += 1;
+                return vec![Effect::RevokeAllowance {
+                    id: id.trim().to_string(),
+                }];
             }
             m.busy += 1;
             vec![Effect::Revoke {
                 device: name.to_string(),
             }]
+        }
+        "schedules" => {
+            m.mode = Mode::Schedules;
+            vec![]
         }
         "q" | "quit" => super::confirm::request_quit(m),
         "help" => {
@@ -80,17 +90,6 @@ fn run(m: &mut Model, line: &str) -> Vec<Effect> {
             vec![]
         }
     }
-}
-
-/// The words after `--template` (or `--template=`) when the `:mission` line starts
-/// with it.
-fn template_args(args: &str) -> Option<String> {
-    let args = args.trim_start();
-    let rest = args.strip_prefix("--template=").or_else(|| {
-        args.strip_prefix("--template")
-            .filter(|r| r.is_empty() || r.starts_with(char::is_whitespace))
-    })?;
-    Some(rest.to_string())
 }
 
 /// `:mission --template <name> [key=value…]`: the template fired here with the

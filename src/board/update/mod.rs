@@ -98,6 +98,10 @@ pub enum Effect {
     Revoke {
         device: String,
     },
+    /// End an operator's allowance, as `approvals revoke` does.
+    RevokeAllowance {
+        id: String,
+    },
     /// The arguments of a typed `/mission` line (the runner reads the registry,
     /// config and search path, then parses and resolves).
     RunMission {
@@ -278,6 +282,12 @@ fn on_key(m: &mut Model, key: KeyEvent) -> Vec<Effect> {
         Mode::Confirm(_) => confirm::key(m, key, action),
         Mode::Help { .. } => help::key(m, key, action),
         Mode::Diff(_) => diff::key(m, action),
+        Mode::Schedules => {
+            if action == Some(Action::Close) {
+                m.mode = Mode::Board;
+            }
+            vec![]
+        }
         Mode::Filter => filter::key(m, key, action),
         Mode::CommandLine { .. } => command::key(m, key, action),
     }

@@ -57,6 +57,7 @@ pub fn draw(frame: &mut Frame, m: &Model, now_ms: i64) {
         Mode::Confirm(c) => overlays::confirm(frame, area, m, c),
         Mode::Help { filter, scroll } => overlays::help(frame, area, m, filter, *scroll),
         Mode::Diff(d) => overlays::diff(frame, area, m, d),
+        Mode::Schedules => overlays::schedules(frame, area, m),
         Mode::Board | Mode::Filter | Mode::CommandLine { .. } => {}
     }
     // Last: a notice that wraps grows upward over whatever is open.

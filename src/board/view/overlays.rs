@@ -22,6 +22,68 @@ fn modal<'a>(m: &Model, title: String) -> Block<'a> {
         .title(Span::styled(title, m.theme.title))
 }
 
+/// The schedules panel: each schedule's next run (or that it is paused), what a
+/// tick fires, and its last tick's outcome; as many as fit, read for that many.
+pub fn schedules(frame: &mut Frame, area: Rect, m: &Model) {
+    let t = &m.theme;
+    let rect = crate::board::layout::schedules_rect(area);
+    frame.render_widget(Clear, rect);
+    let block = modal(
+        m,
+        " Schedules — next run and last outcome (Esc closes) ".into(),
+    );
+    let inner = block.inner(rect);
+    frame.render_widget(block, rect);
+    let width = inner.width as usize;
+    let e = m.symbols.ellipsis;
+    let now = m.now_ms;
+    let mut lines: Vec<Line> = Vec::new();
+    let snap = &m.snap;
+    if snap.schedules.is_empty() {
+        lines.push(Line::styled(
+            "no schedules — add one with `missionboard schedule add <name> --cron \"<expr>\" …`",
+            t.muted,
+        ));
+    } else {
+        lines.push(Line::styled(
+            truncate(
+                &format!("{:<20} {:<16} {}", "SCHEDULE", "NEXT RUN", "FIRES"),
+                width,
+                e,
+            ),
+            t.header,
+        ));
+    }
+    for s in &snap.schedules {
+        let next = match s.next {
+            Some(at) if at <= now => "due now".to_string(),
+            Some(at) => format!("in {}", age(at, now)),
+            None => "paused".to_string(),
+        };
+        lines.push(Line::raw(truncate(
+            &format!("{:<20} {:<16} {} · {}", s.name, next, s.fires, s.when),
+            width,
+            e,
+        )));
+        let last = match (&s.last_outcome, s.last_tick) {
+            (Some(outcome), Some(at)) => format!("  last: {outcome} ({} ago)", age(now, at)),
+            (Some(outcome), None) => format!("  last: {outcome}"),
+            _ => "  last: not ticked yet".to_string(),
+        };
+        lines.push(Line::styled(truncate(&last, width, e), t.muted));
+    }
+    if snap.schedules_total > snap.schedules.len() {
+        lines.push(Line::styled(
+            format!(
+                "{} more — `missionboard schedule list` shows them all",
+                snap.schedules_total - snap.schedules.len()
+            ),
+            t.muted,
+        ));
+    }
+    frame.render_widget(Paragraph::new(lines), inner);
+}
+
 /// The answer pane (a question: a text area) or the verdict pane (a permission).
 pub fn answer(frame: &mut Frame, area: Rect, m: &Model, ask_id: &str, now_ms: i64) {
     let t = &m.theme;

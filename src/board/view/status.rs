@@ -51,6 +51,7 @@ pub fn render(frame: &mut Frame, area: Rect, m: &Model) {
         Mode::Confirm(_) => "CONFIRM",
         Mode::Help { .. } => "HELP",
         Mode::Diff(_) => "DIFF",
+        Mode::Schedules => "SCHEDULES",
         Mode::Filter => "FILTER",
         Mode::CommandLine { .. } => "CMD",
     };

@@ -192,6 +192,8 @@ pub(crate) fn snapshot() -> Snapshot {
         fleet_cap: 8,
         hosts: Vec::new(),
         next_schedule: None,
+        schedules: Vec::new(),
+        schedules_total: 0,
         store_error: None,
         query: Query::default(),
     }
@@ -561,6 +563,7 @@ fn hostile_ask_text_renders_inert() {
         answered_device: None,
         waited_ms: None,
         form: None,
+        always_scope: None,
     };
     let row = crate::board::snapshot::ask_row(&hostile);
     assert_eq!(row.summary, "click metxet");
@@ -1251,4 +1254,55 @@ fn clusters_terminals_size_differently_are_drawn_as_their_first_char() {
     let text = frame(&m);
     let row = text.lines().find(|l| l.contains("ship ")).unwrap();
     assert!(row.contains("ship 👩 and 👍 today"), "{row}");
+}
+
+#[test]
+fn the_schedules_panel_shows_each_schedule_s_next_run_and_last_outcome() {
+    use crate::board::model::ScheduleRow;
+    let mut m = model(120, 40, false);
+    assert_eq!(m.query().schedules, 0, "closed: no schedule is read");
+    m.mode = Mode::Schedules;
+    let room = m.query().schedules;
+    assert!(room > 2, "open: as many as it shows ({room})");
+    let mut snap = (*m.snap).clone();
+    snap.schedules = vec![
+        ScheduleRow {
+            name: "nightly".into(),
+            when: "0 2 * * * (UTC)".into(),
+            next: Some(NOW + 3 * 60 * S),
+            last_tick: Some(NOW - 60 * S),
+            last_outcome: Some("queued mission 1234".into()),
+            fires: "template triage".into(),
+        },
+        ScheduleRow {
+            name: "weekly".into(),
+            when: "@every 2s (UTC)".into(),
+            next: None,
+            last_tick: None,
+            last_outcome: None,
+            fires: "stub: tidy the docs".into(),
+        },
+    ];
+    snap.schedules_total = 4;
+    m.snap = std::sync::Arc::new(snap);
+    let screen = frame(&m);
+    assert!(
+        screen.contains("Schedules — next run and last outcome"),
+        "{screen}"
+    );
+    assert!(screen.contains("nightly              in 3m"), "{screen}");
+    assert!(
+        screen.contains("template triage · 0 2 * * * (UTC)"),
+        "{screen}"
+    );
+    assert!(
+        screen.contains("last: queued mission 1234 (1m ago)"),
+        "{screen}"
+    );
+    assert!(screen.contains("weekly               paused"), "{screen}");
+    assert!(screen.contains("last: not ticked yet"), "{screen}");
+    assert!(
+        screen.contains("2 more — `missionboard schedule list` shows them all"),
+        "{screen}"
+    );
 }

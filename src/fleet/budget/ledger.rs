@@ -38,14 +38,14 @@ ALTER TABLE mission_compute ADD COLUMN spent_output_tokens INTEGER NOT NULL DEFA
 ALTER TABLE mission_compute ADD COLUMN spent_cached_tokens INTEGER NOT NULL DEFAULT 0;
 ALTER TABLE mission_compute ADD COLUMN reported_cost_micro_usd INTEGER;";
 
-/// v20: the agent's context fill, as its last `usage_update` said: tokens in its
+/// v21: the agent's context fill, as its last `usage_update` said: tokens in its
 /// context and the context's size.
-pub(crate) const SCHEMA_V20_CONTEXT: &str = "
+pub(crate) const SCHEMA_V21_CONTEXT: &str = "
 ALTER TABLE mission_compute ADD COLUMN context_used INTEGER;
 ALTER TABLE mission_compute ADD COLUMN context_size INTEGER;";
 
-/// The PostgreSQL spelling of [`SCHEMA_V20_CONTEXT`].
-pub(crate) const PG_SCHEMA_V20_CONTEXT: &str = "
+/// The PostgreSQL spelling of [`SCHEMA_V21_CONTEXT`].
+pub(crate) const PG_SCHEMA_V21_CONTEXT: &str = "
 ALTER TABLE mission_compute ADD COLUMN context_used BIGINT;
 ALTER TABLE mission_compute ADD COLUMN context_size BIGINT;";
 

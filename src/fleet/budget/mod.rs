@@ -28,7 +28,7 @@ pub use ledger::ContextFill;
 pub(super) use ledger::unit_statement;
 pub use ledger::{ComputeLedger, ComputeRecord, Pause, Spend, SpendGroup, SpendRow};
 pub(crate) use ledger::{PG_SCHEMA_V11, PG_SCHEMA_V16, SCHEMA_V5, SCHEMA_V7, SCHEMA_V16};
-pub(crate) use ledger::{PG_SCHEMA_V20_CONTEXT, SCHEMA_V20_CONTEXT};
+pub(crate) use ledger::{PG_SCHEMA_V21_CONTEXT, SCHEMA_V21_CONTEXT};
 pub(super) use model::select_allowed_model;
 pub(super) use pause::settle_pause;
 
