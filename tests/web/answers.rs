@@ -418,7 +418,7 @@ fn a_form_is_filled_on_the_page_one_input_per_field() {
             .contains("field env takes one of staging, prod, not \"dev\""),
         "{v}"
     );
-    assert_eq!(sb.pending_ask_ids(), [ask.clone()]);
+    assert_eq!(sb.pending_ask_ids(), std::slice::from_ref(&ask));
 
     let good = fill(&[("f.branch", "main"), ("f.env", "prod"), ("f.retries", "")]);
     assert_eq!(good.status(), 200);

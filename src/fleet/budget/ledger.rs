@@ -100,16 +100,14 @@ pub struct ContextFill {
 }
 
 impl ContextFill {
-    /// `41,200 / 200,000 tokens (21%)`.
+    /// `41,200 / 200,000 tokens (20%)`.
     pub fn describe(&self) -> String {
-        let pct = if self.size > 0 {
-            format!(
-                " ({}%)",
-                (self.used.saturating_mul(100) / self.size).min(999)
-            )
-        } else {
-            String::new()
-        };
+        // A size of 0 says nothing about the fill: no percentage.
+        let pct = self
+            .used
+            .saturating_mul(100)
+            .checked_div(self.size)
+            .map_or_else(String::new, |p| format!(" ({}%)", p.min(999)));
         format!(
             "{} / {} tokens{pct}",
             crate::text::count(self.used),
