@@ -408,7 +408,8 @@ impl fmt::Display for UnitError {
                 during, message, ..
             } => write!(
                 f,
-                "agent answered {during} with authentication required: {message}"
+                "agent returned error {} to {during}: {message}",
+                crate::agents::AUTH_REQUIRED
             ),
             UnitError::Rpc {
                 during,

@@ -63,7 +63,7 @@ fn auth_required_names_the_login_the_agent_advertises_on_the_fire_and_in_doctor(
     assert_ne!(fire.code, 0, "{fire:#?}");
     assert!(
         fire.stderr.contains(&format!(
-            "agent \"locked\" needs a login before it can open a session (agent answered session/new with authentication required: Authentication required) — {login}"
+            "agent \"locked\" needs a login before it can open a session (agent returned error -32000 to session/new: Authentication required) — {login}"
         )),
         "{fire:#?}"
     );
