@@ -41,6 +41,8 @@ pub enum Kind {
     DurationOrNever,
     /// `true` or `false`.
     Bool,
+    /// An amount of memory (`8G`, `400M`, `512K`, bytes), or `off` for no bound.
+    SizeOrOff,
     /// One of a fixed list.
     OneOf(&'static [&'static str]),
     /// `off`, or a comma-separated set drawn from a fixed list (stored in its order).
@@ -78,6 +80,7 @@ impl Key {
 pub const DEFAULT_MISSION_POLICY: &str = "default-mission-policy";
 pub const DEFAULT_MISSION_AGENT: &str = "default-mission-agent";
 pub const FLEET_MAX_PARALLEL: &str = "fleet-max-parallel";
+pub const FLEET_MAX_MEMORY: &str = "fleet-max-memory";
 pub const APPROVAL_CEILING: &str = "approval-ceiling";
 pub const ASK_PARK_WINDOW: &str = "ask-park-window";
 pub const OPT_IN_BETA: &str = "opt-in-beta";
@@ -133,6 +136,12 @@ pub const KEYS: &[Key] = &[
         kind: Kind::Count,
         default: Some("8"),
         help: "how many units may be open at once in one host (0 = unlimited)",
+    },
+    Key {
+        name: FLEET_MAX_MEMORY,
+        kind: Kind::SizeOrOff,
+        default: Some("off"),
+        help: "the memory one host's units may use at once (e.g. 8G): a unit starts only while the units' measured RSS plus its agent's expected peak (the p90 of its recorded peaks, else its declared expected_rss) fits; a queued mission waits, a direct fire is refused (off = no bound)",
     },
     Key {
         name: APPROVAL_CEILING,
@@ -364,6 +373,12 @@ pub fn normalize(key: &Key, value: &str) -> Result<String, String> {
             "false" | "0" | "no" | "off" => Ok("false".into()),
             _ => Err(format!("{name} must be true or false (got {value:?})")),
         },
+        Kind::SizeOrOff => match v {
+            "off" | "0" => Ok("off".into()),
+            _ => crate::size::parse(v)
+                .map(|_| v.to_string())
+                .map_err(|e| format!("{name}: {e}, or off")),
+        },
         Kind::ModelUrl => {
             let rest = ["http://", "https://", "scripted:"]
                 .iter()
@@ -501,6 +516,14 @@ impl Config {
             .get(FLEET_MAX_PARALLEL)?
             .and_then(|v| v.parse().ok())
             .unwrap_or(8))
+    }
+
+    /// `fleet-max-memory` in bytes; `None`: no bound (`off`).
+    pub fn fleet_max_memory(&self) -> anyhow::Result<Option<u64>> {
+        Ok(self
+            .get(FLEET_MAX_MEMORY)?
+            .and_then(|v| crate::size::parse(&v).ok())
+            .filter(|b| *b > 0))
     }
 
     /// `ask-park-window`.
@@ -677,6 +700,15 @@ mod tests {
         let (_d, c) = config();
         assert!(c.set(FLEET_MAX_PARALLEL, "-1").is_err());
         assert!(c.set(ASK_PARK_WINDOW, "soon").is_err());
+        assert_eq!(c.fleet_max_memory().unwrap(), None, "off by default");
+        assert_eq!(c.set(FLEET_MAX_MEMORY, " 8G ").unwrap(), "8G");
+        assert_eq!(c.fleet_max_memory().unwrap(), Some(8 << 30));
+        assert_eq!(
+            c.set(FLEET_MAX_MEMORY, "8 gigs").unwrap_err().to_string(),
+            "fleet-max-memory: invalid size \"8 gigs\": write a number with a unit, e.g. 8G, 400M, 512K, or off"
+        );
+        assert_eq!(c.set(FLEET_MAX_MEMORY, "0").unwrap(), "off");
+        assert_eq!(c.fleet_max_memory().unwrap(), None);
         assert_eq!(c.set(APPROVAL_CEILING, "forever").unwrap(), "never");
         assert_eq!(c.approval_ceiling().unwrap(), None);
         assert!(c.set(ORACLE_VARIANT, "wild").is_err());

@@ -40,6 +40,7 @@ pub mod runtime;
 pub mod sched;
 pub mod schema;
 pub mod signals;
+pub mod size;
 pub mod store;
 pub mod stub;
 pub mod supervise;

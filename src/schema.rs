@@ -74,11 +74,17 @@ pub const MIGRATIONS: &[Migration] = &[
     &[crate::asks::SCHEMA_V19],
     // v20: allowances: an operator's "allow always (this mission)", kept by us.
     &[crate::asks::allowances::SCHEMA_V20],
-    // v21: the agent's context fill (its last `usage_update`) on the compute record,
+    // v21: each revise of a mission (`mission revise`): the run it starts, its
+    // feedback, what the mission rested as before.
+    &[crate::mission::revise::SCHEMA_V21],
+    // v22: what each mission's units used: the peak memory of a unit's process
+    // tree and the CPU time of its units' trees.
+    &[crate::fleet::budget::SCHEMA_V22],
+    // v23: the agent's context fill (its last `usage_update`) on the compute record,
     // and a mission's extra roots (`--add-dir`).
     &[
-        crate::fleet::budget::SCHEMA_V21_CONTEXT,
-        crate::mission::roots::SCHEMA_V21_ROOTS,
+        crate::fleet::budget::SCHEMA_V23_CONTEXT,
+        crate::mission::roots::SCHEMA_V23_ROOTS,
     ],
 ];
 
@@ -128,9 +134,11 @@ pub const PG_MIGRATIONS: &[Migration] = &[
     ],
     &[crate::asks::PG_SCHEMA_V19],
     &[crate::asks::allowances::PG_SCHEMA_V20],
+    &[crate::mission::revise::PG_SCHEMA_V21],
+    &[crate::fleet::budget::PG_SCHEMA_V22],
     &[
-        crate::fleet::budget::PG_SCHEMA_V21_CONTEXT,
-        crate::mission::roots::PG_SCHEMA_V21_ROOTS,
+        crate::fleet::budget::PG_SCHEMA_V23_CONTEXT,
+        crate::mission::roots::PG_SCHEMA_V23_ROOTS,
     ],
 ];
 

@@ -631,3 +631,163 @@ fn a_mission_for_a_label_waits_for_a_host_carrying_it() {
     term(plain);
     term(labelled);
 }
+
+/// Agents for the memory tests: `holder` keeps 96 MiB resident and then waits on a
+/// question (its unit stays, parked), `small` lands; each declares its expected peak.
+fn declare_memory_agents(sb: &Sandbox) {
+    let holder = sb.cwd.join("script-holder.json");
+    sb.write(
+        &holder,
+        &loadable(
+            r#"{"hold_memory":96},{"ask":{"summary":"Keep going?","then":{"report":{"kind":"result","summary":"kept: {{answer}}"}}}},{"finish":"landed"}"#,
+        ),
+    );
+    let small = sb.cwd.join("script-small.json");
+    sb.write(&small, &script(SLEEP_THEN_LAND));
+    sb.write(
+        &sb.home.join("agents.toml"),
+        &format!(
+            "[agents.holder]\ncommand = \"missionboard\"\nargs = [\"stub-agent\", \"--script\", {:?}]\nexpected_rss = \"20M\"\n\n\
+             [agents.small]\ncommand = \"missionboard\"\nargs = [\"stub-agent\", \"--script\", {:?}]\nexpected_rss = \"10M\"\n",
+            holder.display().to_string(),
+            small.display().to_string()
+        ),
+    );
+}
+
+/// A queued mission waits while the host's units' measured memory leaves no room for
+/// its agent's expected peak, and lands once a unit ends and frees it; the record
+/// keeps each mission's peak memory and CPU time.
+#[test]
+fn under_fleet_max_memory_a_queued_mission_waits_for_room_then_lands() {
+    let sb = Sandbox::new();
+    declare_memory_agents(&sb);
+    sb.run(&["config", "set", "ask-park-window", "200ms"]).ok();
+    sb.run(&["config", "set", "fleet-max-memory", "100M"]).ok();
+    let h = host(&sb, &["--width", "4"]);
+    let holder = queue(&sb, "holder", "hold memory");
+    let ask = wait_for(120, "the holder's parked question", || {
+        parked_ask(&sb, &holder)
+    });
+    // Its 96 MiB sampled and on its record: the host measures the same figure.
+    wait_for(120, "the holder's peak on its record", || {
+        let peak = show(&sb, &holder)["resources"]["peakRssBytes"].as_u64()?;
+        (peak >= 96 << 20).then_some(())
+    });
+    let small = queue(&sb, "small", "land");
+    // The holder is parked: the width has room, the memory has none.
+    sb.run(&["approvals", "respond", &ask, "--answer", "yes"])
+        .ok();
+    let landed = missionboard::clock::poll_until_blocking(
+        std::time::Duration::from_secs(120),
+        std::time::Duration::from_millis(50),
+        || {
+            let now = statuses(&sb);
+            [&holder, &small]
+                .iter()
+                .all(|id| now.get(*id).map(String::as_str) == Some("landed"))
+                .then_some(())
+        },
+    );
+    let out = term(h);
+    assert!(landed.is_some(), "both land: {:?}\n{out:#?}", statuses(&sb));
+    let waits = format!("Mission {small} waits in the queue for memory: ");
+    let said: Vec<&str> = out
+        .lines()
+        .into_iter()
+        .filter(|l| l.starts_with(&waits))
+        .collect();
+    assert_eq!(said.len(), 1, "said once: {out:#?}");
+    assert!(
+        said[0].ends_with(
+            " in use by 1 unit + 10M expected for \"small\" (10M (its declared expected_rss)) exceeds fleet-max-memory=100M. It starts when units end and free the room."
+        ),
+        "{}",
+        said[0]
+    );
+    // From the queue's own record: the small mission was claimed only after the
+    // holder rested.
+    let spans: HashMap<String, (i64, i64)> = claims(&sb)
+        .into_iter()
+        .map(|(id, _, claimed, rested)| (id, (claimed, rested)))
+        .collect();
+    assert!(spans[&small].0 >= spans[&holder].1, "{spans:?}");
+    let shown = show(&sb, &holder);
+    assert!(shown["resources"]["peakRssBytes"].as_u64().unwrap() >= 96 << 20);
+    let text = sb.run(&["mission", "show", &holder]).ok();
+    let line = text
+        .lines()
+        .into_iter()
+        .find(|l| l.starts_with("Resources: peak memory "))
+        .unwrap_or_else(|| panic!("{text:#?}"));
+    assert!(line.contains(" · CPU "), "{line}");
+    // The rollup carries them per group: the units' CPU, the largest unit's peak.
+    let spend: Value =
+        serde_json::from_str(&sb.run(&["spend", "--by", "agent", "--json"]).ok().stdout).unwrap();
+    let row = |agent: &str| {
+        spend["groups"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|g| g["key"] == agent)
+            .cloned()
+            .unwrap_or_else(|| panic!("{spend:#}"))
+    };
+    assert!(
+        row("holder")["peakRssBytes"].as_u64().unwrap() >= 96 << 20,
+        "{spend:#}"
+    );
+    assert!(
+        row("small")["peakRssBytes"].as_u64().unwrap()
+            < row("holder")["peakRssBytes"].as_u64().unwrap(),
+        "the holder's 96 MiB shows: {spend:#}"
+    );
+    assert_eq!(
+        spend["total"]["cpuMs"].as_u64().unwrap(),
+        row("holder")["cpuMs"].as_u64().unwrap() + row("small")["cpuMs"].as_u64().unwrap()
+    );
+    let table = sb.run(&["spend"]).ok();
+    let header: Vec<&str> = table.lines()[0].split_whitespace().collect();
+    assert!(
+        header.ends_with(&["TOOL", "CALLS", "CPU", "PEAK", "MEM"]),
+        "{header:?}"
+    );
+}
+
+/// A direct fire whose agent's expected peak does not fit `fleet-max-memory` is
+/// refused naming the figures, and leaves no record.
+#[test]
+fn a_direct_fire_past_fleet_max_memory_is_refused_naming_the_figures() {
+    let sb = Sandbox::new();
+    declare_memory_agents(&sb);
+    sb.run(&["config", "set", "fleet-max-memory", "8M"]).ok();
+    let out = sb.run(&[
+        "mission", "fire", "small", "land", "--policy", "default", "--wait",
+    ]);
+    assert_ne!(out.code, 0, "{out:#?}");
+    assert!(
+        out.stderr.contains(
+            "fleet admission refused: 0B in use by 0 units + 10M expected for \"small\" (10M (its declared expected_rss)) exceeds fleet-max-memory=8M. Wait for a unit to conclude or stop one, fire it with --queue to wait for room on a `missionboard host`, or raise the bound: `missionboard config set fleet-max-memory <size>` (off = no bound)."
+        ),
+        "{out:#?}"
+    );
+    assert!(sb.mission_ids().is_empty(), "a refusal leaves no record");
+    // Learned peaks replace the declared figure: with the bound lifted the mission
+    // lands and records its peak, which the next fire is then measured against.
+    sb.run(&["config", "set", "fleet-max-memory", "off"]).ok();
+    sb.run(&[
+        "mission", "fire", "small", "land", "--policy", "default", "--wait",
+    ])
+    .ok();
+    sb.run(&["config", "set", "fleet-max-memory", "1K"]).ok();
+    let out = sb.run(&[
+        "mission", "fire", "small", "land", "--policy", "default", "--wait",
+    ]);
+    assert!(
+        out.stderr.contains(" expected for \"small\" (")
+            && out
+                .stderr
+                .contains(" (the p90 of its 1 recorded peak)) exceeds fleet-max-memory=1K."),
+        "{out:#?}"
+    );
+}

@@ -44,6 +44,7 @@ const MODULES: &[(&str, (&str, u8, Siblings))] = &[
     // leaves: plain helpers that know nothing of missions
     ("clock", LEAVES),
     ("duration", LEAVES),
+    ("size", LEAVES),
     ("paths", LEAVES),
     ("table", LEAVES),
     ("logging", LEAVES),

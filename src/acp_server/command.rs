@@ -29,7 +29,40 @@ pub fn available() -> Vec<AvailableCommand> {
                 "[--policy <envelope>] [agent-name] <intent> | --template <name> [key=value…]",
             ),
         )),
+        AvailableCommand::new(
+            "revise",
+            "Send a landed, stuck or derailed mission back to its agent with feedback",
+        )
+        .input(AvailableCommandInput::Unstructured(
+            UnstructuredCommandInput::new("<mission-id> <feedback>"),
+        )),
     ]
+}
+
+/// The prompt's arguments after `/revise`, if the prompt is that command.
+pub fn revise_args(prompt: &str) -> Option<&str> {
+    let rest = prompt.trim().strip_prefix("/revise")?;
+    (rest.is_empty() || rest.starts_with(char::is_whitespace)).then_some(rest)
+}
+
+/// Run `/revise <mission-id> <feedback>`: the mission goes back to its agent (queued
+/// for a live `missionboard host` that would claim it, else hosted here), through
+/// the one revise every surface calls. A refusal is the error text.
+pub async fn revise(svc: &Services, args: &str) -> Result<String, String> {
+    let args = args.trim();
+    let Some((id, feedback)) = args
+        .split_once(char::is_whitespace)
+        .map(|(id, f)| (id, f.trim()))
+        .filter(|(_, f)| !f.is_empty())
+    else {
+        return Err("usage: /revise <mission-id> <feedback> — the mission's id (or a unique prefix of it) and what its agent should change".into());
+    };
+    let revised = crate::ops::revise::revise_or_queue(&svc.host, id, feedback, "editor").await?;
+    let id = &revised.mission().id;
+    Ok(format!(
+        "{}\n'missionboard mission show {id}' follows it.",
+        revised.line()
+    ))
 }
 
 /// The prompt's arguments after `/mission`, if the prompt is that command.

@@ -390,6 +390,11 @@ impl BuiltinAgent for Server {
             ..
         } = turn;
         let outcome = match command::mission_args(&text) {
+            None if let Some(args) = command::revise_args(&text) => {
+                let (Ok(reply) | Err(reply)) = command::revise(&self.svc, args).await;
+                self.say(&session.id, &reply)
+                    .map(|()| PromptResponse::new(StopReason::EndTurn))
+            }
             // The person at the editor settling an ask: an operator's verdict.
             None if let Some(settle) = answer::parse(&text) => {
                 let reply = match settle {

@@ -126,6 +126,10 @@ pub struct Agent {
     /// The session mode the unit is put in once its session opens (`session/set_mode`),
     /// whatever mode the agent's own settings start it in.
     pub mode: Option<String>,
+    /// The peak resident memory a unit of it is expected to reach (its process tree,
+    /// in bytes) until missions of it have recorded their own peaks: what
+    /// `fleet-max-memory` admits it by at first.
+    pub expected_rss: Option<u64>,
     /// How to install it, how to log in, how to ask its version, what we cannot hold.
     pub about: About,
     /// The `agents.toml` that declared it ([`catalogue::SOURCE`] for a catalogue entry).
@@ -421,6 +425,8 @@ struct Decl {
     limits: Option<String>,
     #[serde(default)]
     registry: Option<String>,
+    #[serde(default)]
+    expected_rss: Option<String>,
 }
 
 /// Every declared agent, workspace declarations shadowing home ones of the same name.
@@ -478,7 +484,7 @@ pub fn parse(path: &Path, text: &str) -> anyhow::Result<Vec<Agent>> {
             })
             .unwrap_or_default();
         anyhow::anyhow!(
-            "agents file {}{location}: {} — fix the file (format: [agents.<name>] with command, args, env, description, passthrough, state_dirs, state_files, endpoints, endpoint_config, ports, session_meta, mode, install, npm, login, version_args, limits, registry; the native agent also takes model, base_url, api_key_env)",
+            "agents file {}{location}: {} — fix the file (format: [agents.<name>] with command, args, env, description, passthrough, state_dirs, state_files, endpoints, endpoint_config, ports, session_meta, mode, install, npm, login, version_args, limits, registry, expected_rss; the native agent also takes model, base_url, api_key_env)",
             path.display(),
             e.message().trim()
         )
@@ -524,6 +530,14 @@ pub fn parse(path: &Path, text: &str) -> anyhow::Result<Vec<Agent>> {
                     path.display()
                 );
             }
+            let expected_rss = match d.expected_rss.as_deref().map(crate::size::parse) {
+                None => None,
+                Some(Ok(bytes)) => Some(bytes),
+                Some(Err(e)) => anyhow::bail!(
+                    "agents file {}: agent {name:?}'s expected_rss: {e}",
+                    path.display()
+                ),
+            };
             let agent = Agent {
                 name,
                 command: d.command,
@@ -539,6 +553,7 @@ pub fn parse(path: &Path, text: &str) -> anyhow::Result<Vec<Agent>> {
                 ports: d.ports,
                 session_meta,
                 mode: d.mode,
+                expected_rss,
                 about: About {
                     install: d.install,
                     npm: d.npm,
@@ -622,6 +637,7 @@ mod tests {
             ports: Vec::new(),
             session_meta: serde_json::Map::new(),
             mode: None,
+            expected_rss: None,
             about: About::default(),
             source: "/x/agents.toml".into(),
         }

@@ -181,6 +181,10 @@ pub const QUESTION_TOOL: &str = "mission_ask_attention";
 /// The tool name of a compute-bound question: the runtime asking the operator to
 /// extend a crossed bound or stop the mission (`onExhausted: pause_ask`).
 pub const BUDGET_TOOL: &str = "compute_bound";
+/// The tool name of the runtime's ask when a mission's check failed its last try
+/// under `onExhausted: pause_ask`: approve grants more tries, deny lets it rest
+/// stuck (answered with a verdict, like a gated call).
+pub const CHECK_TOOL: &str = "check_tries";
 /// The toolset of a unit's elicitation (ACP `elicitation/create`), and its two modes.
 pub const ELICITATION_TOOLS: &str = "elicitation";
 pub const FORM_TOOL: &str = "form";

@@ -277,7 +277,7 @@ fn load(
 pub async fn run(scale: Scale) -> anyhow::Result<Vec<Row>> {
     let scratch = Scratch::new(&scale)?;
     seed(&scratch, scale.missions, scale.asks)?;
-    let source = Source::open(scratch.store.location(), Box::new(|| 0), false)
+    let source = Source::open(scratch.store.location(), Box::new(|| (0, 0)), false)
         .map_err(anyhow::Error::msg)?;
     let size = Rect::new(0, 0, WIDTH, HEIGHT);
     let query = Query {
@@ -437,7 +437,7 @@ async fn keypresses(
     let (snap_tx, mut snap_rx) = watch::channel(Arc::new(Snapshot::default()));
     let thread = crate::board::snapshot::spawn(
         scratch.store.location().clone(),
-        Box::new(|| 0),
+        Box::new(|| (0, 0)),
         false,
         query_rx,
         snap_tx,

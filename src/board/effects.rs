@@ -42,6 +42,18 @@ pub fn spawn(effect: Effect, svc: &Services, tx: UnboundedSender<Msg>) {
                 let _ = tx.send(Msg::Fired(refire(&svc, mission_id).await));
             });
         }
+        Effect::Revise {
+            mission_id,
+            feedback,
+        } => {
+            tokio::spawn(async move {
+                let r =
+                    crate::ops::revise::revise(&svc.host, &mission_id, &feedback, "board", false)
+                        .await
+                        .map(|revised| revised.line());
+                let _ = tx.send(Msg::Fired(r));
+            });
+        }
         Effect::Fire {
             agent,
             envelope,
@@ -201,6 +213,7 @@ fn execute(effect: Effect, svc: &Services) -> Msg {
         | Effect::Fire { .. }
         | Effect::FireTemplate { .. }
         | Effect::Refire { .. }
+        | Effect::Revise { .. }
         | Effect::Verdict { .. } => Msg::Toast {
             text: "internal: async effect run synchronously".into(),
             error: true,

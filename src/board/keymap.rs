@@ -80,6 +80,8 @@ pub enum Action {
     Zoom,
     /// A new mission like the selected one (same agent, envelope, intent, workspace).
     Refire,
+    /// Send the selected rested mission back to its agent with feedback.
+    Revise,
     /// Mark or unmark the selected inbox item.
     Mark,
     /// Acknowledge the marked inbox items, else every one shown.
@@ -399,6 +401,13 @@ pub const BINDINGS: &[Binding] = &[
         &[k('R')],
         Action::Refire,
         "re-fire the mission: same agent, envelope, intent (confirm)",
+        None,
+    ),
+    b(
+        C::Board,
+        &[k('F')],
+        Action::Revise,
+        "revise a rested mission: back to its agent with your feedback",
         None,
     ),
     b(

@@ -166,7 +166,7 @@ async fn host(paths: Paths, demo: bool, opened: Opened) -> anyhow::Result<i32> {
     let probe_host = host.clone();
     let store_thread = snapshot::spawn(
         location,
-        Box::new(move || probe_host.open_units()),
+        Box::new(move || (probe_host.open_units(), probe_host.units_memory())),
         beta,
         query_rx,
         snap_tx,

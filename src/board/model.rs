@@ -187,6 +187,9 @@ pub struct Snapshot {
     pub beta: bool,
     pub fleet_used: usize,
     pub fleet_cap: u64,
+    /// The resident memory this board's units use, and `fleet-max-memory`.
+    pub fleet_memory: u64,
+    pub fleet_memory_cap: Option<u64>,
     /// The live `missionboard host`s sharing the store, with their width and load.
     pub hosts: Vec<crate::mission::hosts::HostRow>,
     /// The live schedule that ticks soonest: its name, when, and its last outcome.
@@ -361,6 +364,13 @@ pub enum ConfirmKind {
         mission_id: String,
         intent: String,
     },
+    /// `mission revise`: the rested mission goes back to its agent with the feedback
+    /// typed in the dialog's field.
+    Revise {
+        mission_id: String,
+        intent: String,
+        status: Status,
+    },
     /// A new mission with the same agent, envelope and intent (one whose host died).
     Refire {
         mission_id: String,
@@ -374,7 +384,7 @@ impl ConfirmKind {
     /// Does this dialog carry a reason to edit (a stop, or a quit that may stop)?
     pub fn has_reason(&self) -> bool {
         match self {
-            ConfirmKind::Stop { .. } => true,
+            ConfirmKind::Stop { .. } | ConfirmKind::Revise { .. } => true,
             ConfirmKind::Quit { hosted, .. } => !hosted.is_empty(),
             ConfirmKind::Merge { .. }
             | ConfirmKind::Discard { .. }

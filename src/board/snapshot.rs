@@ -37,7 +37,8 @@ pub const FILTER_SCAN_CAP: usize = 5000;
 const FILTER_PAGE: usize = 500;
 
 /// Facts only the host knows: how many units it holds right now.
-pub type FleetProbe = Box<dyn Fn() -> usize + Send>;
+/// This process's units: how many, and the resident memory they use.
+pub type FleetProbe = Box<dyn Fn() -> (usize, u64) + Send>;
 
 pub struct Source {
     pub missions: Missions,
@@ -334,8 +335,10 @@ fn try_build(src: &Source, q: &Query) -> Result<Snapshot, String> {
             None
         },
         beta: src.beta,
-        fleet_used: (src.fleet_probe)(),
+        fleet_used: (src.fleet_probe)().0,
         fleet_cap: src.config.fleet_max_parallel().unwrap_or(0),
+        fleet_memory: (src.fleet_probe)().1,
+        fleet_memory_cap: src.config.fleet_max_memory().unwrap_or(None),
         hosts: crate::mission::hosts::Hosts::new(src.missions.store().clone())
             .live()
             .map_err(|e| s(&e))?
@@ -729,6 +732,14 @@ fn detail(
             "so far"
         }
     );
+    // What its units used, once a sampling round saw one.
+    let spend = match crate::ops::show::resources(missions.store(), &m.id)
+        .map_err(|e| e.to_string())?
+        .filter(|r| r.peak_rss_bytes.is_some())
+    {
+        Some(r) => format!("{spend} · {}", r.line()),
+        None => spend,
+    };
     let check = missions
         .check(&m.id)
         .map_err(|e| e.to_string())?

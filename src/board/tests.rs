@@ -391,7 +391,7 @@ fn run_effect(effect: Effect, svc: &Services) -> Msg {
 fn snapshot_of(svc: &Services, m: &Model) -> Msg {
     let src = Source::open(
         &crate::store::Location::File(svc.host.paths().db_path()),
-        Box::new(|| 0),
+        Box::new(|| (0, 0)),
         false,
     )
     .unwrap();
@@ -498,7 +498,7 @@ fn stop_and_filter_against_the_store() {
 
     let src = Source::open(
         &crate::store::Location::File(svc.host.paths().db_path()),
-        Box::new(|| 0),
+        Box::new(|| (0, 0)),
         false,
     )
     .unwrap();
@@ -1056,7 +1056,7 @@ fn the_table_puts_what_needs_you_first_then_sorts_and_hides_as_asked() {
     };
     let src = Source::open(
         &crate::store::Location::File(svc.host.paths().db_path()),
-        Box::new(|| 0),
+        Box::new(|| (0, 0)),
         false,
     )
     .unwrap();

@@ -202,6 +202,20 @@ async fn fire_and_wait(
         "Waiting for a terminal status (timeout {}; the unit is a child of this process and is torn down when it exits)…",
         crate::duration::format(timeout)
     )?;
+    wait_for_rest(host, signals, &id, timeout, ended).await
+}
+
+/// Follow mission `id`, whose unit this process hosts, until it rests, its unit
+/// goes idle, `timeout` passes or a signal comes; then print its reports. Exit code
+/// 0 when it landed.
+pub(super) async fn wait_for_rest(
+    host: &Host,
+    signals: &mut Signals,
+    id: &str,
+    timeout: Duration,
+    ended: &mut String,
+) -> anyhow::Result<i32> {
+    let id = id.to_string();
     let mut deadline = Instant::now() + timeout;
     // Set once the wait outlasts --timeout for a review in flight: the review's own
     // budget, not the fire's, then decides when it ends.

@@ -147,6 +147,9 @@ fn say(event: &Event) -> anyhow::Result<()> {
         Event::Scheduled {
             schedule, outcome, ..
         } => outln!("Schedule {schedule}: {outcome}.")?,
+        Event::WaitsForMemory { mission, figures } => outln!(
+            "Mission {mission} waits in the queue for memory: {figures}. It starts when units end and free the room."
+        )?,
         Event::Leaving {
             requeued,
             parked,

@@ -133,6 +133,7 @@ pub(super) fn show(ctx: &Ctx, id: &str, json: bool) -> anyhow::Result<i32> {
     let queued_at = svc.queue_positions()?.get(&m.id).copied();
     let record = crate::ops::show::compute_record(svc.store(), &m.id)?;
     let cost = crate::ops::show::mission_cost(&ctx.paths.home, record.as_ref());
+    let resources = crate::ops::show::resources(svc.store(), &m.id)?;
     let fired_by = crate::sched::schedules::Schedules::new(svc.store().clone()).fired_by(&m.id)?;
     if json {
         let mut v = serde_json::to_value(&m)?;
@@ -172,6 +173,8 @@ pub(super) fn show(ctx: &Ctx, id: &str, json: bool) -> anyhow::Result<i32> {
             }),
         };
         v["cost"] = serde_json::to_value(&cost)?;
+        v["runs"] = serde_json::to_value(svc.runs(&m.id)?)?;
+        v["resources"] = serde_json::to_value(resources)?;
         out::json(&v)?;
         return Ok(0);
     }
@@ -242,10 +245,27 @@ pub(super) fn show(ctx: &Ctx, id: &str, json: bool) -> anyhow::Result<i32> {
     if record.is_some() {
         writeln!(out, "Cost:      {}", cost.line())?;
     }
+    if let Some(r) = &resources {
+        writeln!(out, "Resources: {}", r.line())?;
+    }
     if let Some(c) = svc.check(&m.id)? {
         for line in check_lines(&c) {
             writeln!(out, "{line}")?;
         }
+    }
+    // Each revise: the run it started, who sent it back, from what, and the feedback.
+    for r in svc.runs(&m.id)? {
+        writeln!(
+            out,
+            "Runs:      {} — revised by {} after it rested {}: {:?}",
+            r.run,
+            r.revised_by,
+            r.from_status,
+            crate::text::excerpt(
+                &crate::text::one_line(&crate::text::sanitize(&r.feedback)),
+                120
+            )
+        )?;
     }
     if let Some(wt) = crate::worktree::Worktrees::new(svc.store().clone()).get(&m.id)? {
         writeln!(

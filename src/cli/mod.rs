@@ -14,6 +14,7 @@ mod oracle_cmd;
 mod out;
 mod queued_fire;
 mod reference;
+mod revise_cmd;
 mod schedule_cmd;
 mod spend_cmd;
 mod vet;
@@ -225,6 +226,25 @@ enum MissionCmd {
         id: Option<String>,
         #[command(flatten)]
         list: ListArgs,
+    },
+    /// Send a rested mission (landed, stuck or derailed) back to its agent with
+    /// feedback: a new run on the same record, in its own session where the agent
+    /// can load it; its check runs again before it lands.
+    Revise {
+        id: String,
+        /// What the agent should change (its next prompt).
+        #[arg(required = true, num_args = 1..)]
+        feedback: Vec<String>,
+        /// Host the revised run here until it rests (required unless --queue).
+        #[arg(long)]
+        wait: bool,
+        /// Hand it to a `missionboard host` and return at once (with --wait: follow
+        /// it to its verdict without hosting it).
+        #[arg(long)]
+        queue: bool,
+        /// How long to wait for a terminal status.
+        #[arg(long, default_value = "30m")]
+        timeout: String,
     },
     /// Stop a mission: abandon it, close its asks, reap its unit.
     Stop {
@@ -870,6 +890,22 @@ fn run(ctx: &Ctx, command: Option<Command>, flags: BetaFlags) -> anyhow::Result<
                     fire::run(ctx, args)
                 }
             }
+            MissionCmd::Revise {
+                id,
+                feedback,
+                wait,
+                queue,
+                timeout,
+            } => revise_cmd::run(
+                ctx,
+                revise_cmd::ReviseArgs {
+                    id,
+                    feedback,
+                    wait,
+                    queue,
+                    timeout,
+                },
+            ),
             MissionCmd::Stop { id, reason } => mission_cmd::stop(ctx, &id, reason.as_deref()),
             MissionCmd::Asks { id, list } => mission_cmd::asks(ctx, id.as_deref(), &list),
             MissionCmd::Diff { id, stat } => worktree_cmd::diff(ctx, &id, stat),

@@ -31,7 +31,9 @@ fn text(report: &SpendReport, since: &str) -> anyhow::Result<()> {
         "ESTIMATED",
         "NO PRICE",
         "TOKENS",
-        "TOOL CALLS"
+        "TOOL CALLS",
+        "CPU",
+        "PEAK MEM"
     ]];
     for line in report.groups.iter().chain([&report.total]) {
         rows.push(cells(line));
@@ -39,6 +41,9 @@ fn text(report: &SpendReport, since: &str) -> anyhow::Result<()> {
     out!("{}", crate::table::render(&rows))?;
     outln!(
         "\nMissions fired in the last {since}. REPORTED is what agents said they cost; ESTIMATED is their tokens at the list prices of the price table (presets/prices.toml, overridden by the home's prices.toml)."
+    )?;
+    outln!(
+        "CPU is the user and system time of the missions' units (their whole process trees); PEAK MEM is the largest peak resident memory of one unit among them."
     )?;
     if report.total.unpriced > 0 {
         outln!(
@@ -60,6 +65,9 @@ fn cells(line: &SpendLine) -> Vec<String> {
         format!("{} ({})", usd(line.estimated_usd), line.estimated),
         line.unpriced,
         crate::text::count(line.tokens),
-        crate::text::count(line.tool_calls)
+        crate::text::count(line.tool_calls),
+        crate::ops::show::cpu_text(line.cpu_ms),
+        line.peak_rss_bytes
+            .map_or_else(|| "-".to_string(), crate::size::text)
     ]
 }

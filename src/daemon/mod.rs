@@ -81,6 +81,13 @@ pub enum Event {
         mission: Option<String>,
         outcome: String,
     },
+    /// The next queued mission does not fit `fleet-max-memory` now: it waits in the
+    /// queue (said once per mission) until units end and free the room.
+    WaitsForMemory {
+        mission: String,
+        /// The figures: in use, expected, the bound.
+        figures: String,
+    },
     Leaving {
         requeued: usize,
         parked: usize,
@@ -168,6 +175,8 @@ pub async fn run(
     // maintenance (so a row the write missed heals), since every write is a commit
     // that wakes this loop (and every other waiter) once more.
     let mut advertised: Option<usize> = None;
+    // The queued missions said to wait for memory, so each is said once.
+    let mut told_waiting: HashSet<String> = HashSet::new();
     tokio::pin!(shutdown);
     loop {
         let running = running(&fleet, &underway).await;
@@ -183,9 +192,18 @@ pub async fn run(
         };
         if free > 0 {
             match claim(&fleet, &me, &options.labels, free).await {
-                Ok(claimed) => {
+                Ok((claimed, waits)) => {
                     for c in claimed {
+                        told_waiting.remove(&c.mission.id);
                         start(&fleet, &underway, &report, c);
+                    }
+                    if let Some((mission, refused)) = waits
+                        && told_waiting.insert(mission.clone())
+                    {
+                        report(Event::WaitsForMemory {
+                            mission,
+                            figures: refused.figures(),
+                        });
                     }
                 }
                 Err(e) => tracing::warn!("host: claim failed: {e}"),
@@ -233,24 +251,79 @@ async fn advertise(store: &Store, me: &HostId, width: u64, load: usize, labels: 
     }
 }
 
+/// A queued mission held back by `fleet-max-memory`, with the figures.
+type WaitsForMemory = Option<(String, crate::fleet::resources::MemoryRefused)>;
+
 /// Claim the next `free` queued missions this host may run: each one's label
-/// fits, and its workspace exists on this machine.
+/// fits, its workspace exists on this machine, and — under `fleet-max-memory` — its
+/// agent's expected peak fits beside what the host's units hold (the fleet's one
+/// memory rule, which holds the memory for it until its unit starts). The first
+/// that does not fit waits, and every mission behind it.
 async fn claim(
     fleet: &Fleet,
     me: &HostId,
     labels: &[String],
     free: usize,
-) -> anyhow::Result<Vec<crate::mission::queue::Claimed>> {
+) -> anyhow::Result<(Vec<crate::mission::queue::Claimed>, WaitsForMemory)> {
     let (missions, me, labels) = (fleet.missions().clone(), me.clone(), labels.to_vec());
-    Ok(blocking(move || {
-        missions.claim_queued_up_to(
-            &me,
-            &labels,
-            &crate::mission::hosts::workspace_exists_here,
-            free,
-        )
+    let fleet = fleet.clone();
+    blocking(move || -> anyhow::Result<_> {
+        // What each waiting agent is expected to reach, read before the claim's
+        // transaction (which holds the store).
+        let expected: std::collections::HashMap<String, _> = match fleet.memory_budget() {
+            Some(_) => missions
+                .waiting_agents()?
+                .into_iter()
+                .map(|agent| {
+                    let e = fleet.expected_rss_of(&agent);
+                    (agent, e)
+                })
+                .collect(),
+            None => Default::default(),
+        };
+        let budgeted = fleet.memory_budget().is_some();
+        let (mut held, mut waits) = (Vec::new(), None);
+        let claimed = {
+            let mut admit = |id: &str, agent: &str| {
+                if !budgeted {
+                    return true;
+                }
+                // Queued after the agents were read: claimed on the next look, once
+                // its agent's expectation is known.
+                let Some(&e) = expected.get(agent) else {
+                    return false;
+                };
+                match fleet.hold_memory(id, agent, e) {
+                    Ok(()) => {
+                        held.push(id.to_string());
+                        true
+                    }
+                    Err(refused) => {
+                        waits = Some((id.to_string(), refused));
+                        false
+                    }
+                }
+            };
+            missions.claim_queued_admitting(
+                &me,
+                &labels,
+                &crate::mission::hosts::workspace_exists_here,
+                &mut admit,
+                free,
+            )
+        };
+        // A hold for a candidate another host claimed first (or a claim that failed)
+        // goes back.
+        let ours: HashSet<&str> = match &claimed {
+            Ok(c) => c.iter().map(|c| c.mission.id.as_str()).collect(),
+            Err(_) => HashSet::new(),
+        };
+        for id in held.iter().filter(|id| !ours.contains(id.as_str())) {
+            fleet.release_memory(id);
+        }
+        Ok((claimed?, waits))
     })
-    .await?)
+    .await
 }
 
 /// Start a claimed mission's unit on a task of its own.

@@ -159,6 +159,7 @@ pub(crate) struct RawCompute {
     pub(crate) backend_allowlist: Vec<String>,
     pub(crate) on_exhausted: String,
     pub(crate) max_checks: i64,
+    pub(crate) count_bounds: String,
 }
 
 /// The typed decode of a document whose keys and shapes validation has passed: a
@@ -185,6 +186,7 @@ pub(crate) fn decode_envelope(top: &[(String, Json)]) -> Result<RawEnvelope, Str
             )?,
             on_exhausted: decode_string(c, "onExhausted", "compute.onExhausted")?,
             max_checks: decode_int(c, "maxChecks", "compute.maxChecks")?,
+            count_bounds: decode_string(c, "countBounds", "compute.countBounds")?,
         });
     }
     if let Some(a) = decode_object(top, "attention", "attention")? {
@@ -318,6 +320,11 @@ impl RawEnvelope {
                     OnExhausted::FinishStuck
                 },
                 max_checks: c.max_checks.max(0) as u64,
+                count_bounds: if c.count_bounds == "total" {
+                    crate::envelope::policy::CountBounds::Total
+                } else {
+                    crate::envelope::policy::CountBounds::PerRun
+                },
             })
             .unwrap_or_default();
         Ok(Envelope {

@@ -162,6 +162,25 @@ impl OnExhausted {
     }
 }
 
+/// How a revised mission's compute bounds count (`compute.countBounds`): each run
+/// afresh (`per_run`, the default: `maxToolCalls`, `maxTokens` and `maxChecks`
+/// count from the revise), or over every run of the mission together (`total`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum CountBounds {
+    #[default]
+    PerRun,
+    Total,
+}
+
+impl CountBounds {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            CountBounds::PerRun => "per_run",
+            CountBounds::Total => "total",
+        }
+    }
+}
+
 /// Compute ceilings. Zero (or an empty list) means unbounded, so the default is
 /// unbounded; bounds only ever restrict.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
@@ -175,6 +194,8 @@ pub struct ComputeBounds {
     /// `maxChecks`: how many times a mission's check may run before it rests stuck
     /// (0: the default, [`DEFAULT_MAX_CHECKS`]).
     pub max_checks: u64,
+    /// `countBounds`: how a revised mission's bounds count.
+    pub count_bounds: CountBounds,
 }
 
 /// `maxChecks` of 0 (or omitted) means this many tries of the check.
@@ -432,6 +453,7 @@ mod tests {
                 backend_allowlist: vec!["b1".into(), "b2".into()],
                 on_exhausted: OnExhausted::PauseAsk,
                 max_checks: 0,
+                count_bounds: CountBounds::PerRun,
             }
         );
         assert_eq!(
@@ -600,7 +622,7 @@ mod tests {
                 r#"invalid hitl policy "x.json": {section}: unknown field "{key}" at {section}.{key} — known fields: {known} (keys starting with // are comments; $schema is allowed)"#
             )
         };
-        let compute = "maxTurns, maxToolCalls, maxTokens, modelAllowlist, backendAllowlist, onExhausted, maxChecks";
+        let compute = "maxTurns, maxToolCalls, maxTokens, modelAllowlist, backendAllowlist, onExhausted, maxChecks, countBounds";
         assert_eq!(
             err(json!({"compute": {"maxTurn": 1}})),
             unknown("compute", "maxTurn", compute)

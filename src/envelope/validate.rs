@@ -34,6 +34,7 @@ const TOP_LEVEL: &[(&str, Option<&[&str]>)] = &[
             "backendAllowlist",
             "onExhausted",
             "maxChecks",
+            "countBounds",
         ]),
     ),
     ("attention", Some(&["allowAgentAnswers", "maxAgentAnswers"])),
@@ -383,6 +384,13 @@ fn validate_compute(c: &RawCompute, errs: &mut Vec<String>) {
         "" | "finish_stuck" | "pause_ask" => {}
         other => errs.push(format!(
             "compute: unknown onExhausted {} (must be finish_stuck or pause_ask)",
+            quote(other)
+        )),
+    }
+    match c.count_bounds.as_str() {
+        "" | "per_run" | "total" => {}
+        other => errs.push(format!(
+            "compute: unknown countBounds {} (must be per_run or total)",
             quote(other)
         )),
     }

@@ -556,7 +556,7 @@ mod tests {
                     "compute",
                     "compute.maxTurn",
                     "maxTurn",
-                    "maxTurns, maxToolCalls, maxTokens, modelAllowlist, backendAllowlist, onExhausted, maxChecks"
+                    "maxTurns, maxToolCalls, maxTokens, modelAllowlist, backendAllowlist, onExhausted, maxChecks, countBounds"
                 ),
                 unknown(
                     "attention",

@@ -10,8 +10,15 @@ impl Fleet {
         self.inner.units.lock_unpoisoned().open()
     }
 
-    /// Reserve a slot of fleet width, or refuse the fire at the cap. Nothing waits.
-    pub(super) fn reserve(&self) -> anyhow::Result<Reservation> {
+    /// Reserve a slot of fleet width and the memory a unit of `agent` is expected to
+    /// reach, or refuse the fire at the cap or past `fleet-max-memory`
+    /// ([`resources::Gauge::hold`], the one memory rule). Nothing waits.
+    pub(super) fn reserve(
+        &self,
+        mission_id: &str,
+        agent: &str,
+        expected: resources::Expected,
+    ) -> anyhow::Result<Reservation> {
         let max = self.inner.max_parallel;
         let mut units = self.inner.units.lock_unpoisoned();
         let open = units.open() as u64;
@@ -20,10 +27,12 @@ impl Fleet {
                 "conflict: fleet admission refused: {open} units are already open, at the fleet-width cap (fleet-max-parallel={max}). Wait for a unit to conclude or stop one, or raise the cap: `missionboard config set fleet-max-parallel <N>` (0 = unlimited)."
             );
         }
+        self.inner.gauge.hold(mission_id, agent, expected)?;
         units.starting += 1;
         Ok(Reservation {
             inner: self.inner.clone(),
             held: true,
+            mission_id: mission_id.to_string(),
         })
     }
 
@@ -88,6 +97,7 @@ impl Fleet {
             load_session: None,
             check,
             roots: Some(req.add_dirs),
+            revise: None,
         };
         let mission_id = uuid::Uuid::new_v4().to_string();
         self.admit(record, mission_id, (agent, envelope), cwd, req.worktree)
@@ -105,9 +115,22 @@ impl Fleet {
         wants_worktree: bool,
     ) -> anyhow::Result<Dispatched> {
         let inner = &self.inner;
-        let slot = self.reserve()?;
-        let worktree = if wants_worktree
-            || envelope.policy.workspace == crate::envelope::sandbox::WorkspaceMode::Worktree
+        // Only a bound needs the expectation (a store read).
+        let expected = match inner.gauge.budget {
+            Some(_) => {
+                let (store, a) = (inner.missions.store().clone(), agent.clone());
+                blocking(move || resources::expected_rss(&store, &a)).await
+            }
+            None => resources::Expected {
+                bytes: 0,
+                from: resources::ExpectedFrom::Default,
+            },
+        };
+        let slot = self.reserve(&mission_id, &agent.name, expected)?;
+        // A revised mission works where it worked before (its own worktree, if any).
+        let worktree = if record.revise.is_none()
+            && (wants_worktree
+                || envelope.policy.workspace == crate::envelope::sandbox::WorkspaceMode::Worktree)
         {
             let worktrees = crate::worktree::Worktrees::new(inner.missions.store().clone());
             let (repo, id) = (cwd.clone(), mission_id.clone());

@@ -40,8 +40,13 @@ pub enum Gate {
     /// It failed with tries left: the verdict is refused with this text.
     Retry(String),
     /// It failed its last try: the mission rests stuck with this reason, and the
-    /// unit is told so.
-    Exhausted { reason: String, told: String },
+    /// unit is told so — unless the envelope says `pause_ask` and this call ran the
+    /// try (`ran`), when the operator is asked for more tries instead.
+    Exhausted {
+        reason: String,
+        told: String,
+        ran: bool,
+    },
 }
 
 impl CheckSite {
@@ -57,6 +62,26 @@ impl CheckSite {
         };
         if record.state == crate::mission::check::CheckState::Passed {
             return Ok(Gate::Pass);
+        }
+        // No tries left before this one (spent over earlier runs when the envelope
+        // counts them in total, or the operator granted no more): it does not run.
+        if record.remaining() == 0 {
+            let reason = format!(
+                "no check tries remain: {} of {} spent on `{}` (last try: {})",
+                record.tries,
+                record.max_checks,
+                record.command,
+                record.last_outcome.as_deref().unwrap_or("none")
+            );
+            let told = format!(
+                "missiontools: finish mission: not landed — {reason}. The mission is finished {}. End your turn.",
+                Status::Stuck
+            );
+            return Ok(Gate::Exhausted {
+                reason,
+                told,
+                ran: false,
+            });
         }
         let (svc, id) = (missions.clone(), mission_id.to_string());
         crate::store::blocking(move || svc.check_running(&id))
@@ -206,7 +231,11 @@ fn judge_failure(after: &CheckRecord, ran: &CheckTry) -> Gate {
             "missiontools: finish mission: not landed — {head}. No tries remain: the mission is finished {}. Output (tail):\n{output}\n\nEnd your turn.",
             Status::Stuck
         );
-        return Gate::Exhausted { reason, told };
+        return Gate::Exhausted {
+            reason,
+            told,
+            ran: true,
+        };
     }
     let remain = crate::text::counted(after.remaining(), "try remains", "tries remain");
     Gate::Retry(format!(
@@ -261,7 +290,8 @@ mod tests {
             output: String::new(),
             duration: Duration::from_millis(5),
         };
-        let Gate::Exhausted { reason, told } = judge_failure(&record("make", 3, 3), &failed) else {
+        let Gate::Exhausted { reason, told, .. } = judge_failure(&record("make", 3, 3), &failed)
+        else {
             panic!("the third of three tries rests the mission");
         };
         assert_eq!(reason, "check failed 3 of 3 tries: `make` — exit 2");

@@ -67,6 +67,10 @@ pub(super) struct Drive {
     pub idle: watch::Sender<Option<String>>,
     /// Shared with the unit's mission tools: whether the mission was seen at rest.
     pub link: Arc<HostLink>,
+    /// A revised run: what it must beat to have reached outside its session — the
+    /// time it was sent back (reports the unit filed since count) and the plan
+    /// revision it started from. The earlier runs' record does not count.
+    pub revised: Option<(i64, i64)>,
 }
 
 /// The drive's store-bound services, handed to work that runs off the async
@@ -84,6 +88,9 @@ pub(super) enum Opening {
     Fresh,
     /// A fresh session resuming a run parked on `ask_id` (its host died).
     Resumed { blocks: Vec<String>, ask_id: String },
+    /// A rested mission sent back with feedback (`mission revise`, at `since`, in
+    /// ms): `blocks` open its new run, which then goes on as a fresh mission's does.
+    Revised { blocks: Vec<String>, since: i64 },
 }
 
 /// How often a resident unit's parked questions are checked for an answer when no
@@ -153,6 +160,7 @@ impl Drive {
                 None,
             ),
             Opening::Resumed { blocks, ask_id } => (blocks, Some(ask_id)),
+            Opening::Revised { blocks, .. } => (blocks, None),
         };
         if let Some(ask_id) = resumed_ask {
             // A resumer in the answering process: one turn, then the unit goes with it.
@@ -709,11 +717,21 @@ impl Drive {
         if self.link.at_rest.load(Ordering::Relaxed) {
             return true;
         }
-        self.store(|r| {
+        let revised = self.revised;
+        let plan_from = revised.map_or(0, |(_, p)| p);
+        self.store(move |r| {
             // The row first: a verdict or a plan settles it without counting reports.
-            let reports = || r.missions.report_count(&r.mission_id).unwrap_or(0) > 0;
+            // A revised run counts only what came after its revise.
+            let reports = || {
+                match revised {
+                    Some((since, _)) => r.missions.report_count_since(&r.mission_id, since),
+                    None => r.missions.report_count(&r.mission_id),
+                }
+                .unwrap_or(0)
+                    > 0
+            };
             match r.missions.get(&r.mission_id) {
-                Ok(Some(m)) => m.status.is_terminal() || m.plan_revision > 0 || reports(),
+                Ok(Some(m)) => m.status.is_terminal() || m.plan_revision > plan_from || reports(),
                 _ => reports(),
             }
         })

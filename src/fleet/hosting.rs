@@ -58,6 +58,7 @@ impl Fleet {
     ) {
         let inner = &self.inner;
         let mission_id = mission.id.clone();
+        let unit_root = started.unit.pid();
         let (stop_tx, stop_rx) = watch::channel(false);
         let (idle_tx, idle_rx) = watch::channel(None);
         let ledger = budget::ComputeLedger::new(inner.missions.store().clone());
@@ -84,7 +85,15 @@ impl Fleet {
         };
         let (compute, spent) = (recorded.apply(&declared), recorded.spent);
         let (budget, crossings) = budget::Budget::new(compute);
-        let budget = Arc::new(budget.continuing(ledger.clone(), &mission_id, spent));
+        let mut budget = budget.continuing(ledger.clone(), &mission_id, spent);
+        // A revised mission whose envelope counts per run counts from its revise.
+        if declared.count_bounds == crate::envelope::policy::CountBounds::PerRun {
+            let (missions, id) = (inner.missions.clone(), mission_id.clone());
+            if let Ok(Some(run)) = blocking(move || missions.latest_run(&id)).await {
+                budget = budget.counting_from((run.base_tool_calls, run.base_tokens));
+            }
+        }
+        let budget = Arc::new(budget);
         // Updates are counted as the unit's stdout is read, so its verdicts (on the
         // mission socket) can be judged with everything it said before them.
         let stdout = started.unit.stdout_mark();
@@ -130,7 +139,7 @@ impl Fleet {
                     .flatten()
                     .filter(|a| !a.takes_words() && a.approved() == Some(true))
             }
-            drive::Opening::Fresh => None,
+            drive::Opening::Fresh | drive::Opening::Revised { .. } => None,
         };
         let refusals = permissions::spawn_answerer(
             perms,
@@ -149,6 +158,10 @@ impl Fleet {
                 link: started.link.clone(),
             },
         );
+        let revised = match &opening {
+            drive::Opening::Revised { since, .. } => Some((*since, mission.plan_revision)),
+            _ => None,
+        };
         let drive = drive::Drive {
             missions: inner.missions.clone(),
             asks: inner.asks.clone(),
@@ -158,6 +171,7 @@ impl Fleet {
             stop: stop_rx,
             socket: started.socket,
             resumer: matches!(opening, drive::Opening::Resumed { .. }),
+            revised,
             opening,
             budget,
             crossings,
@@ -170,6 +184,8 @@ impl Fleet {
         };
         let fleet = self.clone();
         let key = mission_id.clone();
+        // Sampled from before its task can end and take it off the gauge.
+        self.track_unit(&mission_id, unit_root);
         // Registered under the lock before the task can finish and deregister itself.
         let mut units = inner.units.lock_unpoisoned();
         let tmp = started.tmp;
@@ -177,6 +193,7 @@ impl Fleet {
             drive.run().await;
             // `{tmp}` goes with the unit (removing it is blocking work).
             blocking(move || drop(tmp)).await;
+            fleet.untrack_unit(&key).await;
             fleet.inner.units.lock_unpoisoned().hosted.remove(&key);
             fleet.inner.units_left.notify_waiters();
         });

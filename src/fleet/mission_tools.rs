@@ -138,7 +138,21 @@ impl MissionToolCalls {
                     match site.gate(&self.missions, &self.mission_id).await? {
                         super::check::Gate::Pass => {}
                         super::check::Gate::Retry(refused) => return Err(refused),
-                        super::check::Gate::Exhausted { reason, told } => {
+                        super::check::Gate::Exhausted { reason, told, ran } => {
+                            let pause = ran
+                                && self.link.verdicts.get().is_some_and(|v| {
+                                    v.budget.bounds().on_exhausted
+                                        == crate::envelope::policy::OnExhausted::PauseAsk
+                                });
+                            if pause {
+                                return Err(self.store(move |c| c.pause_on_check(&reason)).await?);
+                            }
+                            // Still paused on the operator: nothing rests until they decide.
+                            if let Some(waiting) = self.store(|c| c.check_pause_pending()).await {
+                                return Err(format!(
+                                    "missiontools: finish mission: not landed — no check tries remain while the operator decides whether to grant more (ask_id={waiting}). End your turn now: your next prompt says what they decided."
+                                ));
+                            }
                             self.store(move |c| c.rest_on_check(&reason)).await?;
                             return Err(told);
                         }
@@ -454,6 +468,76 @@ impl MissionToolCalls {
         );
         args.insert("reason".into(), Value::String(reason.to_string()));
         self.finish(&args)
+    }
+
+    /// The pending ask a paused check raised on this mission, if any.
+    fn check_pause_pending(&self) -> Option<String> {
+        self.asks
+            .for_mission(&self.mission_id, 50)
+            .ok()?
+            .into_iter()
+            .find(|a| a.is_pending() && a.tool_name == crate::asks::CHECK_TOOL)
+            .map(|a| a.id)
+    }
+
+    /// The check failed its last try under `onExhausted: pause_ask`: the mission
+    /// stays open, parked on an ask that names the failure (approve: more tries;
+    /// deny: it rests stuck on it), checkpointed like a parked question so the
+    /// answer resumes the run wherever it is given. Returns what the unit is told.
+    fn pause_on_check(&self, reason: &str) -> Result<String, String> {
+        let fail = |e: String| format!("missiontools: finish mission: {e}");
+        let output = match self.missions.check(&self.mission_id) {
+            Ok(Some(c)) => c.last_output.unwrap_or_default(),
+            _ => String::new(),
+        };
+        let output = if output.trim().is_empty() {
+            "(no output)".to_string()
+        } else {
+            output.trim_end().to_string()
+        };
+        let ask = self
+            .asks
+            .raise(NewAsk {
+                tools_name: QUESTION_TOOLS.into(),
+                tool_name: crate::asks::CHECK_TOOL.into(),
+                args_summary: format!(
+                    "mission {}: {} — grant more tries or let it stop?",
+                    self.mission_id,
+                    crate::text::excerpt(reason, 200)
+                ),
+                diff: Some(format!(
+                    "{reason}\n\nOutput (tail):\n{output}\n\nThe mission is paused, not finished. Approve to grant it the envelope's maxChecks tries again (the unit fixes the work and finishes again); deny to let it rest stuck on this failure."
+                )),
+                on_timeout: "deny".into(),
+                agent_name: self.agent_name.clone(),
+                session_id: self.session_id.clone(),
+                mission_id: Some(self.mission_id.clone()),
+                wait: self.ask_ceiling,
+                checkpoint_cwd: Some(self.workdir.clone()),
+                ..Default::default()
+            })
+            .map_err(|e| fail(e.to_string()))?;
+        // The unit ends its turn on this: the run is parked from the start.
+        self.asks
+            .mark_parked(&ask.id)
+            .map_err(|e| fail(e.to_string()))?;
+        let mission = self.missions.get(&self.mission_id).ok().flatten();
+        self.missions.publish(
+            subjects::ATTENTION_ASKED,
+            json!({
+                "missionId": self.mission_id,
+                "askId": ask.id,
+                "parentSessionId": mission.as_ref().and_then(|m| m.parent_session_id.clone()),
+                "agentName": self.agent_name,
+                "intent": mission.map(|m| m.intent),
+                "summary": ask.args_summary,
+                "detail": ask.diff,
+            }),
+        );
+        Ok(format!(
+            "missiontools: finish mission: not landed — {reason}. Output (tail):\n{output}\n\nNo tries remain: the operator is asked whether to grant more (ask_id={}). End your turn now. Your next prompt says what they decided: if they approved, fix the work and call mission_finish with status landed again (the check runs again); if they denied, the mission rests stuck.",
+            ask.id
+        ))
     }
 
     fn finish(&self, args: &Map<String, Value>) -> ToolResult {

@@ -30,6 +30,7 @@ mod normalise;
 mod permissions;
 pub mod prompts;
 mod queued;
+pub mod resources;
 mod start;
 pub mod sweep;
 mod teardown;
@@ -169,6 +170,9 @@ struct Record {
     /// A fresh mission's extra roots (`--add-dir`), recorded with it; `None`: a
     /// claimed one's, read from its record.
     roots: Option<Vec<PathBuf>>,
+    /// A revise the unit takes up (`mission revise`): its feedback opens the run,
+    /// in the workspace the mission already has.
+    revise: Option<crate::mission::revise::Run>,
 }
 
 /// A unit whose session is open, not yet driven.
@@ -205,6 +209,13 @@ impl Started {
 pub struct Startable {
     agent: crate::agents::Agent,
     envelope: search::Loaded,
+}
+
+impl Startable {
+    /// The envelope it would start under, as loaded.
+    pub fn envelope(&self) -> &search::Loaded {
+        &self.envelope
+    }
 }
 
 /// What a resumed run's fresh unit starts with.
@@ -246,6 +257,8 @@ impl Units {
 struct Reservation {
     inner: Arc<Inner>,
     held: bool,
+    /// The mission whose memory hold goes back with the slot if its unit never starts.
+    mission_id: String,
 }
 
 impl Reservation {
@@ -259,6 +272,7 @@ impl Reservation {
 impl Drop for Reservation {
     fn drop(&mut self) {
         if self.held {
+            self.inner.gauge.release_unstarted(&self.mission_id);
             self.inner.units.lock_unpoisoned().starting -= 1;
             self.inner.units_left.notify_waiters();
         }
@@ -274,6 +288,8 @@ struct Inner {
     park_window: Duration,
     self_exe: PathBuf,
     units: Mutex<Units>,
+    /// What the units use, sampled, and `fleet-max-memory` admission.
+    gauge: resources::Gauge,
     /// Told whenever a unit or a starting slot leaves `units`, so a wait for the
     /// fleet (or one unit) to be gone is woken by the change, not a poll.
     units_left: tokio::sync::Notify,
@@ -311,6 +327,7 @@ impl Fleet {
                 self_exe: exe,
                 paths,
                 units: Mutex::default(),
+                gauge: resources::Gauge::new(config.fleet_max_memory()?),
                 units_left: tokio::sync::Notify::new(),
             }),
         };

@@ -4,7 +4,9 @@
 //! `mission.mission_report`, …).
 
 use crate::asks::{Ask, AskState};
-use crate::mission_mcp::{ANSWER_LINE, GATED_CALL_LINE, QUESTION_LINE, VERDICT_LINE};
+use crate::mission_mcp::{
+    ANSWER_LINE, FEEDBACK_END, FEEDBACK_LINE, GATED_CALL_LINE, QUESTION_LINE, VERDICT_LINE,
+};
 
 /// Sent as the first content block of the first turn; never stored on the mission.
 pub const PREAMBLE: &str = "You are running as an UNATTENDED mission unit. No human is reading this conversation — replying in prose reaches no one. You reach outside this session ONLY through your mission tools:
@@ -100,6 +102,55 @@ pub fn resume_brief(reports: &[crate::mission::Report], ask: &Ask) -> String {
     }
     out.push_str(&outcome_lines(ask));
     out.push_str("\n\nCarry on from there. Your standing instructions and the intent follow.");
+    out
+}
+
+/// The operator's feedback on a revised run, between its marker lines, and what the
+/// unit is to do with it.
+fn feedback_lines(run: &crate::mission::revise::Run, check: Option<&str>) -> String {
+    let rested = match &run.from_reason {
+        Some(r) if !r.trim().is_empty() => format!("{} ({})", run.from_status, r.trim()),
+        _ => run.from_status.clone(),
+    };
+    let check = match check {
+        Some(command) => format!(
+            " Its check (`{command}`) runs again when you call the mission_finish tool with status landed: the mission lands only if it passes."
+        ),
+        None => String::new(),
+    };
+    format!(
+        "The operator sent this mission back to you (run {}): it had rested {rested}.\n{FEEDBACK_LINE}\n{}\n{FEEDBACK_END}\n\nAct on the feedback in the same workspace, keep reaching the operator only through your mission tools, and end with the mission_finish tool of the mission MCP server when the work is done.{check}",
+        run.run, run.feedback
+    )
+}
+
+/// The first turn of a revised run on the session that worked on it before.
+pub fn revise_turn(run: &crate::mission::revise::Run, check: Option<&str>) -> String {
+    feedback_lines(run, check)
+}
+
+/// The first block of a revised run on a fresh session (the agent could not load
+/// its earlier one): what was done, then the feedback. The standing instructions
+/// and the intent follow it.
+pub fn revise_brief(
+    reports: &[crate::mission::Report],
+    run: &crate::mission::revise::Run,
+    check: Option<&str>,
+) -> String {
+    let mut out = String::from(
+        "You are continuing a mission that was sent back for revision. The session that worked on it before cannot be loaded, so this is a fresh session; here is what was done.\n",
+    );
+    if reports.is_empty() {
+        out.push_str("Reports so far: none.\n");
+    } else {
+        out.push_str("Reports so far (oldest first):\n");
+        for r in reports {
+            out.push_str(&format!("- [{}] {}\n", r.kind, r.summary));
+        }
+    }
+    out.push('\n');
+    out.push_str(&feedback_lines(run, check));
+    out.push_str("\n\nYour standing instructions and the intent follow.");
     out
 }
 

@@ -41,20 +41,25 @@ impl Fleet {
             } else {
                 PathBuf::from(&mission.cwd)
             };
+            let (missions, mission_id) = (self.inner.missions.clone(), id.clone());
+            let revise = blocking(move || missions.pending_revise(&mission_id)).await?;
             let record = Record {
                 intent: crate::mission::Intent::new(&mission.intent)?,
-                parent_session_id: None,
+                parent_session_id: mission.parent_session_id.clone(),
                 claimed: true,
                 load_session: mission.session_id.clone(),
                 // Recorded when it was queued.
                 check: None,
                 roots: None,
+                revise,
             };
             self.admit(record, id.clone(), (agent, envelope), cwd, claimed.worktree)
                 .await
         }
         .await;
         if let Err(e) = &started {
+            // A hold taken when it was claimed, if its start never took it over.
+            self.release_memory(&id);
             let (missions, why) = (
                 self.inner.missions.clone(),
                 format!("the host could not start it: {e}"),

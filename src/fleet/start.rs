@@ -111,11 +111,18 @@ impl Fleet {
             .unit
             .loaded()
             .then(|| started.unit.opened().method());
+        let opening = match record.revise {
+            Some(run) => {
+                self.revise_opening(&mission, &run, session_reopened.is_some())
+                    .await?
+            }
+            None => drive::Opening::Fresh,
+        };
         self.host(
             started,
             mission,
             envelope,
-            drive::Opening::Fresh,
+            opening,
             Some(slot),
             fresh_record,
         )
@@ -129,6 +136,38 @@ impl Fleet {
             sandbox,
             worktree,
             session_reopened,
+        })
+    }
+
+    /// The opening of a revised run, once its unit is bound: the feedback on the
+    /// session it worked in before (`loaded`), else a brief of what was done and the
+    /// feedback, then the standing instructions and the intent. The run is marked
+    /// taken up.
+    async fn revise_opening(
+        &self,
+        mission: &crate::mission::Mission,
+        run: &crate::mission::revise::Run,
+        loaded: bool,
+    ) -> anyhow::Result<drive::Opening> {
+        let (missions, id, n) = (self.inner.missions.clone(), mission.id.clone(), run.run);
+        let (reports, check) = blocking(move || -> anyhow::Result<_> {
+            missions.revise_started(&id, n)?;
+            Ok((missions.reports(&id, 50)?, missions.check(&id)?))
+        })
+        .await?;
+        let check = check.map(|c| crate::text::one_line(&c.command));
+        let blocks = if loaded {
+            vec![prompts::revise_turn(run, check.as_deref())]
+        } else {
+            vec![
+                prompts::revise_brief(&reports, run, check.as_deref()),
+                prompts::PREAMBLE.to_string(),
+                mission.intent.clone(),
+            ]
+        };
+        Ok(drive::Opening::Revised {
+            blocks,
+            since: run.revised_at,
         })
     }
 

@@ -246,24 +246,46 @@ pub(crate) fn insert_statement(
     )
 }
 
+/// The statement that sets `mission_id`'s check to run again (a revise): its state
+/// back to not run, its tries to 0 when they count per run (`afresh`), else kept.
+pub(crate) fn again_statement(
+    mission_id: &str,
+    afresh: bool,
+) -> (&'static str, Vec<crate::store::sql::Value>) {
+    (
+        "UPDATE mission_checks SET state = 'none',
+             tries = CASE WHEN ?2 = 1 THEN 0 ELSE tries END, updated_at = ?3
+         WHERE mission_id = ?1",
+        params![mission_id, afresh as i64, clock::now_ms()].values(),
+    )
+}
+
 const COLUMNS: &str = "command, timeout_ms, state, tries, max_tries, last_exit, last_outcome, last_output, last_duration_ms";
 
 fn from_row(r: &crate::store::sql::Row<'_>) -> crate::store::sql::Result<CheckRecord> {
-    let state: String = r.get(2)?;
-    let timeout_ms: i64 = r.get(1)?;
-    let tries: i64 = r.get(3)?;
-    let max: i64 = r.get(4)?;
-    let last_exit: Option<i64> = r.get(5)?;
+    from_row_at(r, 0)
+}
+
+/// A record from [`COLUMNS`] starting at column `at`.
+fn from_row_at(
+    r: &crate::store::sql::Row<'_>,
+    at: usize,
+) -> crate::store::sql::Result<CheckRecord> {
+    let state: String = r.get(at + 2)?;
+    let timeout_ms: i64 = r.get(at + 1)?;
+    let tries: i64 = r.get(at + 3)?;
+    let max: i64 = r.get(at + 4)?;
+    let last_exit: Option<i64> = r.get(at + 5)?;
     Ok(CheckRecord {
-        command: r.get(0)?,
+        command: r.get(at)?,
         timeout: Duration::from_millis(timeout_ms.max(0) as u64),
         state: CheckState::parse(&state),
         tries: tries.max(0) as u64,
         max_checks: max.max(0) as u64,
         last_exit: last_exit.and_then(|e| i32::try_from(e).ok()),
-        last_outcome: r.get(6)?,
-        last_output: r.get(7)?,
-        last_duration_ms: r.get(8)?,
+        last_outcome: r.get(at + 6)?,
+        last_output: r.get(at + 7)?,
+        last_duration_ms: r.get(at + 8)?,
     })
 }
 
@@ -285,13 +307,35 @@ impl Missions {
         &self,
         ids: &[String],
     ) -> Result<std::collections::HashMap<String, CheckRecord>> {
-        let mut out = std::collections::HashMap::new();
-        for id in ids {
-            if let Some(c) = self.check(id)? {
-                out.insert(id.clone(), c);
-            }
+        if ids.is_empty() {
+            return Ok(Default::default());
         }
-        Ok(out)
+        // One read for the page, not one per mission.
+        let wanted = serde_json::to_string(ids).unwrap_or_else(|_| "[]".into());
+        Ok(self.store.with(|c| {
+            c.prepare_cached(&format!(
+                "SELECT mission_id, {COLUMNS} FROM mission_checks
+                 WHERE mission_id IN (SELECT value FROM json_each(?1))"
+            ))?
+            .query_map(params![wanted], |r| {
+                let id: String = r.get(0)?;
+                Ok((id, from_row_at(r, 1)?))
+            })?
+            .collect()
+        })?)
+    }
+
+    /// Grant `more` tries past those spent (an operator approved them on the ask a
+    /// paused check raised).
+    pub fn grant_check_tries(&self, mission_id: &str, more: u64) -> Result<()> {
+        self.store.write(|tx| {
+            tx.execute(
+                "UPDATE mission_checks SET max_tries = tries + ?2, updated_at = ?3 WHERE mission_id = ?1",
+                params![mission_id, more.min(i64::MAX as u64) as i64, clock::now_ms()],
+            )
+        })?;
+        self.publish_check(mission_id);
+        Ok(())
     }
 
     /// Mark the check running (a try has started).

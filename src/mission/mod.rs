@@ -14,6 +14,7 @@ pub mod parent;
 pub mod plan;
 pub mod queue;
 pub mod report;
+pub mod revise;
 pub mod roots;
 
 use std::fmt;
@@ -147,10 +148,15 @@ pub mod subjects {
     pub const PLAN_REVISED: &str = "mission.plan_revised";
     pub const STATUS_CHANGED: &str = "mission.status_changed";
     pub const ATTENTION_ASKED: &str = "mission.attention_asked";
+    /// A rested mission was sent back (`mission revise`). Not a status change: a
+    /// host reaps units on those, and the revised run's unit must live.
+    pub const REVISED: &str = "mission.revised";
 }
 
 /// A mission's state. `Queued` while it waits for a host to claim it, `Open` while
-/// it runs; the other four are terminal and final.
+/// it runs; the other four are terminal: nothing moves them but a revise (`mission
+/// revise`, one guarded write from landed, stuck or derailed back to open or queued,
+/// as a new run on the same record), and `abandoned` is final.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Status {

@@ -148,6 +148,22 @@ impl Missions {
         runnable: &dyn Fn(&str) -> bool,
         max: usize,
     ) -> Result<Vec<Claimed>> {
+        self.claim_queued_admitting(host, labels, runnable, &mut |_, _| true, max)
+    }
+
+    /// [`Missions::claim_queued_up_to`], each candidate also put to `admit` (its id
+    /// and agent) just before it is claimed: the first it refuses ends the claim, so
+    /// the queue keeps its order (a mission that does not fit now is not overtaken
+    /// by a later one that does). A candidate admitted and then lost to another host
+    /// is not in the result.
+    pub fn claim_queued_admitting(
+        &self,
+        host: &HostId,
+        labels: &[String],
+        runnable: &dyn Fn(&str) -> bool,
+        admit: &mut dyn FnMut(&str, &str) -> bool,
+        max: usize,
+    ) -> Result<Vec<Claimed>> {
         if max == 0 {
             return Ok(Vec::new());
         }
@@ -158,7 +174,7 @@ impl Missions {
         };
         let labels = json!(labels).to_string();
         let select = format!(
-            "SELECT q.mission_id, q.worktree, m.cwd FROM mission_queue q JOIN missions m ON m.id = q.mission_id
+            "SELECT q.mission_id, q.worktree, m.cwd, m.agent_name FROM mission_queue q JOIN missions m ON m.id = q.mission_id
              WHERE q.waiting = 1 AND m.status = 'queued'
                AND (q.run_on IS NULL OR q.run_on IN (SELECT value FROM json_each(?1)))
              ORDER BY q.seq LIMIT ?2{lock}"
@@ -171,20 +187,23 @@ impl Missions {
             COLUMNS
         );
         Ok(self.store.write(|c| {
-            let candidates: Vec<(String, i64, String)> = c
+            let candidates: Vec<(String, i64, String, String)> = c
                 .prepare_cached(&select)?
                 .query_map(params![labels, window], |r| {
-                    Ok((r.get(0)?, r.get(1)?, r.get(2)?))
+                    Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?))
                 })?
                 .collect::<crate::store::sql::Result<_>>()?;
             let now = clock::now_ms();
             let mut claimed = Vec::new();
-            for (id, worktree, cwd) in candidates {
+            for (id, worktree, cwd, agent) in candidates {
                 if claimed.len() == max {
                     break;
                 }
                 if !runnable(&cwd) {
                     continue;
+                }
+                if !admit(&id, &agent) {
+                    break;
                 }
                 let Some(mission) = c
                     .query_row(
@@ -322,6 +341,19 @@ impl Missions {
         super::hosts::Hosts::new(self.store.clone())
             .queue_host_lives(label.as_deref())
             .unwrap_or(false)
+    }
+
+    /// The agents the waiting missions name, each once: what a host admitting by
+    /// memory needs to know before it claims.
+    pub fn waiting_agents(&self) -> Result<Vec<String>> {
+        Ok(self.store.with(|c| {
+            c.prepare_cached(
+                "SELECT DISTINCT m.agent_name FROM mission_queue q JOIN missions m ON m.id = q.mission_id
+                 WHERE q.waiting = 1 AND m.status = 'queued'",
+            )?
+            .query_map([], |r| r.get(0))?
+            .collect()
+        })?)
     }
 
     /// Where each waiting mission stands in the queue (1 = next), by id.

@@ -50,6 +50,10 @@ pub const KINDS: [&str; 4] = ["progress", "finding", "blocker", "result"];
 /// the runtime files it (a unit's own report of this kind is refused).
 pub const CHECK_KIND: &str = "check";
 
+/// The kind of the report that records a revise (`mission revise`) in the mission's
+/// history; only the runtime files it.
+pub const REVISE_KIND: &str = "revise";
+
 const HANDOVER_FIELD_MAX: usize = 8000;
 const HANDOVER_ARTIFACTS_MAX: usize = 50;
 const HANDOVER_ARTIFACT_MAX: usize = 2000;
@@ -196,6 +200,7 @@ impl Missions {
             "" => "progress".to_string(),
             k if KINDS.contains(&k) => k.to_string(),
             CHECK_KIND if !live => CHECK_KIND.to_string(),
+            REVISE_KIND if !live => REVISE_KIND.to_string(),
             k => {
                 return Err(MissionError::Invalid(format!(
                     "invalid report kind {k:?}: must be one of progress|finding|blocker|result"
@@ -288,6 +293,19 @@ impl Missions {
     }
 
     /// How many reports a mission has.
+    /// How many reports were filed on `mission_id` at or after `since_ms`, the
+    /// `revise` report that opened a run aside.
+    pub fn report_count_since(&self, mission_id: &str, since_ms: i64) -> Result<i64> {
+        Ok(self.store.with(|c| {
+            c.query_row(
+                "SELECT COUNT(*) FROM reports WHERE mission_id = ?1 AND created_at >= ?2
+                   AND kind <> 'revise'",
+                params![mission_id, since_ms],
+                |r| r.get(0),
+            )
+        })?)
+    }
+
     pub fn report_count(&self, mission_id: &str) -> Result<i64> {
         Ok(self.store.with(|c| {
             c.query_row(

@@ -10,15 +10,15 @@ use super::{Missions, Result};
 use crate::clock;
 use crate::store::sql::{OptionalExtension, Params, params};
 
-pub(crate) const SCHEMA_V21_ROOTS: &str = "
+pub(crate) const SCHEMA_V23_ROOTS: &str = "
 CREATE TABLE mission_roots (
     mission_id TEXT PRIMARY KEY NOT NULL,
     paths      TEXT NOT NULL,
     created_at INTEGER NOT NULL
 );";
 
-/// The PostgreSQL spelling of [`SCHEMA_V21_ROOTS`].
-pub(crate) const PG_SCHEMA_V21_ROOTS: &str = "
+/// The PostgreSQL spelling of [`SCHEMA_V23_ROOTS`].
+pub(crate) const PG_SCHEMA_V23_ROOTS: &str = "
 CREATE TABLE mission_roots (
     mission_id TEXT PRIMARY KEY NOT NULL,
     paths      TEXT NOT NULL,

@@ -75,6 +75,10 @@ pub const ANSWER_LINE: &str = "The operator's answer: ";
 /// The marker lines of a resumed gated call: which call, and the verdict on it.
 pub const GATED_CALL_LINE: &str = "Your gated tool call: ";
 pub const VERDICT_LINE: &str = "The operator's verdict: ";
+/// The marker that opens the operator's feedback in a revised run's first turn
+/// (`mission revise`), and the line that closes it: the feedback may span lines.
+pub const FEEDBACK_LINE: &str = "The operator's feedback: ";
+pub const FEEDBACK_END: &str = "(end of the operator's feedback)";
 
 /// The name of the MCP server entry units get (`mission`).
 pub const MISSION_SERVER_NAME: &str = "mission";

@@ -101,7 +101,8 @@ pub fn record(
             crate::ops::allowances::record_granted(host, &allowance);
         }
         Answerer::Operator(v) => {
-            asks.operator_verdict(ask_id, v, via)?;
+            let ask = asks.operator_verdict(ask_id, v, via)?;
+            settle_check_pause(host, &ask)?;
         }
         Answerer::Agent { name, text } => {
             answer_as_agent_within_bounds(
@@ -116,6 +117,47 @@ pub fn record(
         }
     }
     Ok(Recorded { parked, resumer })
+}
+
+/// A mission paused on its check's last failure (`onExhausted: pause_ask`) is
+/// settled by the verdict on its ask, in the answering process: approved, its check
+/// gets the envelope's `maxChecks` tries again (the resumed unit is told to fix the
+/// work and finish again); denied, it rests stuck on the failure.
+fn settle_check_pause(host: &Host, ask: &crate::asks::Ask) -> anyhow::Result<()> {
+    if ask.tool_name != crate::asks::CHECK_TOOL {
+        return Ok(());
+    }
+    let Some(mission_id) = ask.mission_id.as_deref() else {
+        return Ok(());
+    };
+    let missions = host.missions();
+    let Some(check) = missions.check(mission_id)? else {
+        return Ok(());
+    };
+    if ask.approved() == Some(true) {
+        let m = missions.require(mission_id)?;
+        let more = crate::envelope::search::load(host.paths(), &m.envelope_name)
+            .map(|l| l.policy.compute.effective_max_checks())
+            .unwrap_or(crate::envelope::policy::DEFAULT_MAX_CHECKS);
+        missions.grant_check_tries(mission_id, more)?;
+        return Ok(());
+    }
+    let reason = format!(
+        "check failed {} of {} tries: `{}` — {}; the operator granted no more",
+        check.tries,
+        check.max_checks,
+        check.command,
+        check.last_outcome.as_deref().unwrap_or("failed")
+    );
+    missions.add_blocker(
+        mission_id,
+        crate::text::excerpt(&reason, 160),
+        check.last_output.unwrap_or_default(),
+    )?;
+    if let Err(e) = missions.finish(mission_id, crate::mission::Status::Stuck, &reason) {
+        tracing::info!(mission = %mission_id, "the check's pause lost to another verdict: {e}");
+    }
+    Ok(())
 }
 
 /// Start `oracle` (loaded by [`crate::ops::host::mount_oracle`]) on `host`'s

@@ -146,6 +146,12 @@ impl Host {
         self.started_fleet().map_or(0, Fleet::open_units)
     }
 
+    /// The resident memory this process's units use now (sampled; none before its
+    /// fleet starts).
+    pub fn units_memory(&self) -> u64 {
+        self.started_fleet().map_or(0, |f| f.memory_load().in_use)
+    }
+
     /// The missions whose unit this process holds.
     pub fn hosted_missions(&self) -> Vec<String> {
         self.started_fleet()

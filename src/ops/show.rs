@@ -46,6 +46,50 @@ pub fn mission_cost(home: &std::path::Path, record: Option<&ComputeRecord>) -> C
     price::cost_of(&prices, record.model.as_deref(), &record.spent)
 }
 
+/// What a mission's units used, as every surface shows it.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Resources {
+    /// The peak resident memory of one of its units' process trees, in bytes
+    /// (`null`: no unit of it was sampled).
+    pub peak_rss_bytes: Option<u64>,
+    /// The CPU time (user + system) its units' trees spent, in milliseconds.
+    pub cpu_ms: u64,
+}
+
+impl Resources {
+    /// `peak memory 310M · CPU 12.3s`, or what is not known.
+    pub fn line(&self) -> String {
+        match self.peak_rss_bytes {
+            Some(peak) => format!(
+                "peak memory {} · CPU {}",
+                crate::size::text(peak),
+                cpu_text(self.cpu_ms)
+            ),
+            None => "not sampled: no unit of it ran for a sampling round".to_string(),
+        }
+    }
+}
+
+/// `12.3s`, `4m05s`: CPU time as every surface prints it.
+pub fn cpu_text(ms: u64) -> String {
+    if ms < 60_000 {
+        format!("{:.1}s", ms as f64 / 1000.0)
+    } else {
+        format!("{}m{:02}s", ms / 60_000, (ms % 60_000) / 1000)
+    }
+}
+
+/// What the units of `mission_id` used (`None`: it never started a unit).
+pub fn resources(store: &Store, mission_id: &str) -> Result<Option<Resources>, StoreError> {
+    Ok(ComputeLedger::new(store.clone())
+        .resources(mission_id)?
+        .map(|r| Resources {
+            peak_rss_bytes: r.peak_rss_bytes,
+            cpu_ms: r.cpu_ms,
+        }))
+}
+
 /// What the oracle did about one mission's questions, its newest `limit` lines.
 pub fn oracle_trace(
     store: &Store,

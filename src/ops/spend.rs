@@ -57,6 +57,11 @@ pub struct SpendLine {
     pub unpriced_models: Vec<String>,
     pub tokens: u64,
     pub tool_calls: u64,
+    /// The CPU time (user + system) of the missions' units, in milliseconds.
+    pub cpu_ms: u64,
+    /// The largest peak memory of one unit's process tree among them, in bytes
+    /// (`null`: no unit of them was sampled).
+    pub peak_rss_bytes: Option<u64>,
 }
 
 /// The rollup: a line per group, and their total.
@@ -110,6 +115,8 @@ pub fn spend(
         line.missions += row.missions;
         line.tokens += row.tokens;
         line.tool_calls += row.tool_calls;
+        line.cpu_ms += row.cpu_ms;
+        line.peak_rss_bytes = line.peak_rss_bytes.max(row.peak_rss_bytes);
         line.reported += row.reported;
         line.reported_usd += row.reported_micro_usd as f64 / 1_000_000.0;
         match row.model.as_deref().and_then(|m| prices.get(m)) {
@@ -151,6 +158,8 @@ pub fn spend(
         }
         total.tokens += g.tokens;
         total.tool_calls += g.tool_calls;
+        total.cpu_ms += g.cpu_ms;
+        total.peak_rss_bytes = total.peak_rss_bytes.max(g.peak_rss_bytes);
     }
     Ok(SpendReport {
         by: word.to_string(),

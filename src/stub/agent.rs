@@ -545,6 +545,13 @@ async fn run_prompt(agent: Arc<StubAgent>, turn: PromptTurn<Session>) {
             stop: script::StopName::EndTurn,
         })
     });
+    // An operator's revise: the script's `on_revise` turn, with the feedback bound.
+    let resumed = resumed.or_else(|| {
+        let feedback = revise_feedback(&blocks)?;
+        let turn = script.on_revise.clone()?;
+        state.vars.feedback = feedback;
+        Some(turn)
+    });
     // A fresh session resuming after a gated call was decided: carry on from it.
     let resumed = resumed.or_else(|| {
         let (title, approved) = resume_verdict(&blocks)?;
@@ -722,6 +729,18 @@ fn resume_answer(blocks: &[String]) -> Option<(String, String)> {
         line(crate::mission_mcp::QUESTION_LINE)?,
         line(crate::mission_mcp::ANSWER_LINE)?,
     ))
+}
+
+/// The operator's feedback a revise prompt carries (between its marker lines).
+fn revise_feedback(blocks: &[String]) -> Option<String> {
+    let text = blocks.join("\n");
+    let at =
+        text.find(crate::mission_mcp::FEEDBACK_LINE)? + crate::mission_mcp::FEEDBACK_LINE.len();
+    let rest = &text[at..];
+    let end = rest
+        .find(crate::mission_mcp::FEEDBACK_END)
+        .unwrap_or(rest.len());
+    Some(rest[..end].trim().to_string())
 }
 
 /// The gated call a resume brief names and whether it was approved (its
@@ -1289,6 +1308,10 @@ impl TurnRunner<'_> {
                 tokio::time::sleep(Duration::from_millis(ms)).await;
                 self.log(label, "sleep ok");
             }
+            Step::HoldMemory { mib } => {
+                held_memory(mib);
+                self.log(label, &format!("hold_memory: {mib} MiB resident"));
+            }
             Step::Hang => {
                 self.log(label, "hang: waiting for session/cancel");
                 std::future::pending::<()>().await;
@@ -1448,4 +1471,15 @@ fn errno_text(e: &std::io::Error) -> String {
         Some(_) | None => return e.to_string(),
     };
     format!("{name} (os error {})", e.raw_os_error().unwrap_or_default())
+}
+
+/// Allocate `mib` MiB, write every page (so it is resident, not merely reserved) and
+/// keep it until the process exits.
+fn held_memory(mib: u64) {
+    static HELD: std::sync::Mutex<Vec<Vec<u8>>> = std::sync::Mutex::new(Vec::new());
+    let mut block = vec![0u8; (mib as usize) << 20];
+    for page in block.chunks_mut(4096) {
+        page[0] = 1;
+    }
+    HELD.lock().unwrap_or_else(|e| e.into_inner()).push(block);
 }

@@ -69,6 +69,9 @@
 //!   place (nothing is replayed on either). Only a script given at start can set it.
 //! - `close_session` (optional, default false) advertises `sessionCapabilities.close`
 //!   and honours `session/close`.
+//! - `on_revise` (optional, a turn object): run whenever a prompt carries an
+//!   operator's revise feedback (`mission revise`), instead of the next scripted
+//!   turn; `{{feedback}}` names the feedback.
 //! - `turns` are consumed one per `session/prompt`, in order (turn 2 is the
 //!   nudge). A bare `{"steps": [...], "stop": …}` is a one-turn script.
 //! - `stop` (per turn, default `end_turn`): `end_turn`, `refusal`,
@@ -106,7 +109,7 @@
 //! `{{turn}}`, `{{perm}}`, `{{perms}}`, `{{prompt}}` (the turn's prompt on one
 //! line), `{{finish}}` (what the latest `mission_finish` call returned, its
 //! refusal included: a failed check's exit code and output), `{{model}}` (the session model, empty
-//! when none is advertised) and `{{env:NAME}}` (an environment
+//! when none is advertised), `{{feedback}}` (the latest revise's feedback) and `{{env:NAME}}` (an environment
 //! variable of the stub, empty when unset). Unknown placeholders stay as
 //! written.
 //!
@@ -125,7 +128,9 @@
 //! (100 permission requests) · `tokens` (usage climbing to 400k) · `slow`
 //! (`land` with 1.5 s between steps) · `hang` (blocks until cancel) ·
 //! `crash` (exits with code 3 mid-turn) · `tools-N` (N tool-call cards, then
-//! land).
+//! land) · `check-fix` (finish landed before the work passes a `test -f fixed`
+//! check, quote the refusal, write `fixed`, finish again) · `revise-land` (`land`;
+//! sent back, write the feedback to `revised.txt`, report it and land again).
 //!
 //! # Contract
 //!

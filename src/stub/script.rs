@@ -23,6 +23,10 @@ pub struct Script {
     /// `close_session`: advertise `sessionCapabilities.close` and honour `session/close`.
     pub close_session: bool,
     pub turns: Vec<Turn>,
+    /// `on_revise`: the turn run whenever a prompt carries an operator's revise
+    /// feedback (`mission revise`), which binds `{{feedback}}`; without it such a
+    /// prompt takes the next scripted turn like any other.
+    pub on_revise: Option<Turn>,
 }
 
 impl Script {
@@ -149,6 +153,11 @@ pub enum Step {
         ms: u64,
     },
     Hang,
+    /// Allocate this many MiB, touch every page and keep them for the life of the
+    /// process: a unit with a resident set of a known size.
+    HoldMemory {
+        mib: u64,
+    },
     Error {
         code: i32,
         message: String,
@@ -248,6 +257,7 @@ const STEP_KINDS: &[&str] = &[
     "usage",
     "sleep",
     "hang",
+    "hold_memory",
     "error",
     "crash",
     "stdout_garbage",
@@ -555,6 +565,19 @@ pub fn decode(raw: &RawStep) -> Result<Step, String> {
             },
         },
         "hang" => Step::Hang,
+        "hold_memory" => Step::HoldMemory {
+            mib: match p {
+                Value::Number(n) => n
+                    .as_u64()
+                    .filter(|m| *m <= 4096)
+                    .ok_or("hold_memory: MiB must be a whole number up to 4096")?,
+                _ => {
+                    return Err(
+                        "hold_memory takes a number of MiB, e.g. {\"hold_memory\": 64}".into(),
+                    );
+                }
+            },
+        },
         "mission_entry" => Step::MissionEntry,
         "error" => match p {
             Value::String(message) => Step::Error {
@@ -763,6 +786,7 @@ pub fn parse_script(value: &Value, fallback_name: &str) -> Result<Script, String
             "delay_ms",
             "models",
             "load_session",
+            "on_revise",
             "resume_session",
             "close_session",
             "turns",
@@ -813,29 +837,12 @@ pub fn parse_script(value: &Value, fallback_name: &str) -> Result<Script, String
     };
     let mut turns = Vec::new();
     for (t, turn) in turn_values.iter().enumerate() {
-        let t = t + 1;
-        let Value::Object(turn) = turn else {
-            return Err(format!("turn {t}: expected an object with 'steps'"));
-        };
-        let steps = match turn.get("steps") {
-            Some(Value::Array(steps)) => steps,
-            _ => return Err(format!("turn {t}: 'steps' (an array) is required")),
-        };
-        let stop = match turn.get("stop") {
-            None => StopName::EndTurn,
-            Some(v) => StopName::deserialize(v).map_err(|e| format!("turn {t}: bad stop: {e}"))?,
-        };
-        let mut raw_steps = Vec::new();
-        for (s, step) in steps.iter().enumerate() {
-            let raw = raw_step(step).map_err(|e| format!("turn {t} step {}: {e}", s + 1))?;
-            decode(&raw).map_err(|e| format!("turn {t} step {}: {e}", s + 1))?;
-            raw_steps.push(raw);
-        }
-        turns.push(Turn {
-            steps: raw_steps,
-            stop,
-        });
+        turns.push(parse_turn(turn, &format!("turn {}", t + 1))?);
     }
+    let on_revise = match map.get("on_revise") {
+        None => None,
+        Some(turn) => Some(parse_turn(turn, "on_revise")?),
+    };
     Ok(Script {
         name,
         delay_ms,
@@ -844,7 +851,35 @@ pub fn parse_script(value: &Value, fallback_name: &str) -> Result<Script, String
         resume_session,
         close_session,
         turns,
+        on_revise,
     })
+}
+
+/// One turn object (`{steps, stop?}`), `t` naming it in errors.
+fn parse_turn(turn: &Value, t: &str) -> Result<Turn, String> {
+    {
+        let Value::Object(turn) = turn else {
+            return Err(format!("{t}: expected an object with 'steps'"));
+        };
+        let steps = match turn.get("steps") {
+            Some(Value::Array(steps)) => steps,
+            _ => return Err(format!("{t}: 'steps' (an array) is required")),
+        };
+        let stop = match turn.get("stop") {
+            None => StopName::EndTurn,
+            Some(v) => StopName::deserialize(v).map_err(|e| format!("{t}: bad stop: {e}"))?,
+        };
+        let mut raw_steps = Vec::new();
+        for (s, step) in steps.iter().enumerate() {
+            let raw = raw_step(step).map_err(|e| format!("{t} step {}: {e}", s + 1))?;
+            decode(&raw).map_err(|e| format!("{t} step {}: {e}", s + 1))?;
+            raw_steps.push(raw);
+        }
+        Ok(Turn {
+            steps: raw_steps,
+            stop,
+        })
+    }
 }
 
 /// Values the templates can refer to.
@@ -861,6 +896,8 @@ pub struct Vars {
     /// What the latest `mission_finish` call returned (its error text, when it
     /// was refused — a failed check says so there).
     pub finish: String,
+    /// The operator's feedback the latest revise prompt carried.
+    pub feedback: String,
 }
 
 /// Fill `{{answer}}`, `{{turn}}`, `{{perm}}`, `{{perms}}`, `{{model}}`, `{{prompt}}`,
@@ -898,6 +935,7 @@ fn fill(template: &str, vars: &Vars) -> String {
             "model" => Some(vars.model.clone()),
             "prompt" => Some(vars.prompt.clone()),
             "finish" => Some(vars.finish.clone()),
+            "feedback" => Some(vars.feedback.clone()),
             _ => key
                 .strip_prefix("env:")
                 .map(|name| std::env::var(name.trim()).unwrap_or_default()),
@@ -1009,6 +1047,8 @@ pub const BUILTIN_NAMES: &[&str] = &[
     "hang",
     "crash",
     "tools-N",
+    "check-fix",
+    "revise-land",
     "default",
 ];
 
@@ -1059,6 +1099,29 @@ pub fn builtin(name: &str) -> Option<Script> {
             turns(name, vec![steps])
         }
         "mute" => turns(name, vec![mute_turn(), mute_turn()]),
+        // Finish before the work passes the check (`test -f fixed` is the check it
+        // is made for), quote the refusal, write `fixed`, finish again.
+        "check-fix" => turns(
+            name,
+            vec![vec![
+                json!({"report": {"kind": "progress", "summary": "did the work, not yet checked"}}),
+                json!({"finish": {"status": "landed"}}),
+                json!({"report": {"kind": "finding", "summary": "the check refused the finish", "detail": "{{finish}}"}}),
+                json!({"write": {"path": "fixed", "text": "ok"}}),
+                json!({"finish": {"status": "landed"}}),
+            ]],
+        ),
+        // Land; sent back, act on the feedback: write it to `revised.txt`, report
+        // it, land again.
+        "revise-land" => {
+            let mut v = turns(name, vec![land_steps()]);
+            v["on_revise"] = json!({"steps": [
+                json!({"write": {"path": "revised.txt", "text": "{{feedback}}"}}),
+                json!({"report": {"kind": "result", "summary": "acted on the feedback", "detail": "{{feedback}}", "refs": ["revised.txt"]}}),
+                json!({"finish": {"status": "landed"}}),
+            ]});
+            v
+        }
         "nudged" => turns(name, vec![mute_turn(), land_steps()]),
         "derail" => turns(
             name,

@@ -69,10 +69,14 @@ pub fn read_view(store: &crate::store::Store) -> anyhow::Result<render::View> {
             traces.entry(t.ask_id).or_default().push(t.line);
         }
     }
+    let service = Missions::new(store.clone());
+    let missions = service.list(MISSIONS_SHOWN)?;
+    let ids: Vec<String> = missions.iter().map(|m| m.id.clone()).collect();
     Ok(render::View {
         asks,
         traces,
-        missions: Missions::new(store.clone()).list(MISSIONS_SHOWN)?,
+        checks: service.checks_of(&ids)?,
+        missions,
     })
 }
 
@@ -319,6 +323,43 @@ pub async fn revoke_allowance(
     }
 }
 
+#[derive(Deserialize)]
+pub struct ReviseForm {
+    #[serde(default)]
+    csrf: String,
+    mission: String,
+    #[serde(default)]
+    feedback: String,
+}
+
+/// `POST /api/revise`: send a rested mission back to its agent with the feedback
+/// typed on its page, queued for a `missionboard host` (as `mission revise
+/// --queue`; the page's server hosts no mission of its own). Every refusal is the
+/// revise verb's own.
+pub async fn revise(
+    State(web): State<Web>,
+    authed: Authed,
+    Form(form): Form<ReviseForm>,
+) -> Response {
+    if !authed.csrf_ok(&form.csrf) {
+        return refuse(
+            StatusCode::FORBIDDEN,
+            "the form's CSRF token is missing or stale: reload the page",
+        );
+    }
+    match crate::ops::revise::revise(&web.host, &form.mission, &form.feedback, "web", true).await {
+        Ok(r) => {
+            tracing::info!(mission = %r.mission().id, device = %authed.device.name, "web: a mission was revised");
+            axum::Json(serde_json::json!({
+                "ok": true,
+                "message": crate::text::sanitize(&r.line()),
+            }))
+            .into_response()
+        }
+        Err(e) => refuse(StatusCode::CONFLICT, &crate::text::sanitize(&e)),
+    }
+}
+
 /// `POST /api/fire-template`: fire a template with the parameters typed on the
 /// page, queued for a `missionboard host` (as `mission fire --template … --queue`;
 /// the page's server hosts no mission of its own). The form is `csrf`, `template`
@@ -403,8 +444,10 @@ pub async fn mission_page(
                 .map(|c| (c.spent.tool_calls, c.spent.tokens, c.model)),
             plan: missions.plan(&mission.id)?,
             reports: missions.reports(&mission.id, REPORTS_SHOWN)?,
-            asks: Asks::new(store.clone()).for_mission(&mission.id, 200)?,
+            asks: Asks::new(store).for_mission(&mission.id, 200)?,
             allowances: crate::ops::allowances::list(&host, Some(&mission.id), 50)?,
+            check: missions.check(&mission.id)?,
+            runs: missions.runs(&mission.id)?,
             mission,
         }))
     })

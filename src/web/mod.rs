@@ -312,6 +312,7 @@ fn router(web: Web) -> Router {
         .route("/api/answer", post(api::answer))
         .route("/api/stop", post(api::stop))
         .route("/api/revoke-allowance", post(api::revoke_allowance))
+        .route("/api/revise", post(api::revise))
         .route("/api/fire-template", post(api::fire_template))
         .route("/events", get(events::stream))
         .merge(hooks::routes(web.clone()))

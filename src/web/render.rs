@@ -7,6 +7,7 @@
 use std::fmt::Write as _;
 
 use crate::asks::{Ask, AskKind};
+use crate::mission::check::CheckRecord;
 use crate::mission::{Mission, Status};
 
 /// The prefix of a template parameter's field in the fire form: `p.repo=acme/api`.
@@ -88,6 +89,14 @@ pub struct View {
     /// The oracle's trace lines about each ask it reviewed, by ask id.
     pub traces: std::collections::HashMap<String, Vec<String>>,
     pub missions: Vec<Mission>,
+    /// The check records of the missions listed that have one, by mission id.
+    pub checks: std::collections::HashMap<String, CheckRecord>,
+}
+
+/// A mission's check state as every list words it: `check ✓`, `check ✗1/3`,
+/// `check …`, `check ·` (not run yet).
+fn check_mark(c: &CheckRecord) -> String {
+    format!("check {}", c.marker())
 }
 
 /// The main page's live part (`<main id="live">`'s content): what the event stream
@@ -136,9 +145,20 @@ pub fn live(view: &View, csrf: &str) -> String {
             these.len()
         );
         for m in these {
+            let check = view
+                .checks
+                .get(&m.id)
+                .map(|c| {
+                    format!(
+                        " <span class=\"check\" title=\"{}\">{}</span>",
+                        text(&c.state_words()),
+                        text(&check_mark(c))
+                    )
+                })
+                .unwrap_or_default();
             let _ = write!(
                 out,
-                "<li><a href=\"/missions/{id}\"><span class=\"id\">{short}</span> {intent}</a> <span class=\"meta\">{agent}</span></li>",
+                "<li><a href=\"/missions/{id}\"><span class=\"id\">{short}</span> {intent}</a> <span class=\"meta\">{agent}</span>{check}</li>",
                 id = path_id(&m.id),
                 short = text(short(&m.id)),
                 intent = text(&crate::text::excerpt(&m.intent, 120)),
@@ -329,6 +349,10 @@ pub struct MissionView {
     /// A worktree mission's diff against its base, or why it could not be read;
     /// `None`: the mission has no worktree.
     pub diff: Option<Result<String, String>>,
+    /// Its check, if it was fired with one.
+    pub check: Option<CheckRecord>,
+    /// Each time it was sent back (`mission revise`), oldest first.
+    pub runs: Vec<crate::mission::revise::Run>,
 }
 
 /// One mission: intent, agent, envelope, host, plan, reports, its asks, and stop.
@@ -371,8 +395,57 @@ pub fn mission_page(v: &MissionView, device: &str, csrf: &str) -> String {
             &format!("{calls} tool calls, {tokens} tokens{model}"),
         );
     }
+    if let Some(c) = &v.check {
+        row(
+            "Check",
+            &format!(
+                "{} — `{}`",
+                c.state_words(),
+                crate::text::one_line(&c.command)
+            ),
+        );
+        if let Some(outcome) = &c.last_outcome {
+            row("Last try", outcome);
+        }
+    }
+    for r in &v.runs {
+        row(
+            &format!("Run {}", r.run),
+            &format!(
+                "revised by {} after it rested {}: {}",
+                r.revised_by,
+                r.from_status,
+                crate::text::excerpt(&crate::text::one_line(&r.feedback), 200)
+            ),
+        );
+    }
     row("Created", &crate::clock::rfc3339(m.created_at));
     body.push_str("</dl>");
+    if let Some(output) = v
+        .check
+        .as_ref()
+        .and_then(|c| c.last_output.as_deref())
+        .filter(|o| !o.trim().is_empty())
+    {
+        let _ = write!(
+            body,
+            "<h2>Check output (tail)</h2><pre class=\"check-output\">{}</pre>",
+            text(output)
+        );
+    }
+    if crate::mission::revise::REVISABLE.contains(&m.status) {
+        let _ = write!(
+            body,
+            "<h2>Revise</h2><form method=\"post\" action=\"/api/revise\" data-api><input type=\"hidden\" name=\"csrf\" value=\"{}\">\
+<input type=\"hidden\" name=\"mission\" value=\"{}\">\
+<label for=\"feedback\">Send it back to its agent with feedback (queued for a <code>missionboard host</code>; its check runs again before it lands):</label>\
+<textarea id=\"feedback\" name=\"feedback\" rows=\"4\" maxlength=\"16384\" required></textarea><div class=\"buttons\">\
+<button name=\"verdict\" value=\"revise\">Revise</button></div>\
+<p class=\"result\" role=\"status\"></p></form>",
+            text(csrf),
+            path_id(&m.id)
+        );
+    }
     if !m.status.is_terminal() {
         let _ = write!(
             body,

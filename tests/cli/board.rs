@@ -68,7 +68,7 @@ async fn answering_in_the_board_lets_the_real_stub_land() {
     let svc = Services::new(missionboard::ops::host::Host::over(&paths, fleet.clone()));
     let src = Source::open(
         &missionboard::store::Location::File(paths.db_path()),
-        Box::new(|| 1),
+        Box::new(|| (1, 0)),
         false,
     )
     .unwrap();
@@ -146,7 +146,7 @@ async fn the_board_mounts_its_oracle_and_it_answers_a_routine_question() {
     let svc = Services::new(missionboard::ops::host::Host::over(&paths, fleet.clone()));
     let src = Source::open(
         &missionboard::store::Location::File(paths.db_path()),
-        Box::new(|| 1),
+        Box::new(|| (1, 0)),
         true,
     )
     .unwrap();

@@ -462,3 +462,349 @@ fn merge_refuses_a_worktree_whose_check_did_not_pass_and_force_merges_it_on_the_
         "{summary}"
     );
 }
+
+#[test]
+fn the_check_fix_scenario_fails_its_first_finish_then_lands_with_both_tries_on_the_record() {
+    let sb = Sandbox::new();
+    sb.declare_stubs(&[("fixer", None)]);
+    let fired = sb.run(&[
+        "mission",
+        "fire",
+        "fixer",
+        "run the check-fix scenario",
+        "--wait",
+        "--policy",
+        "default",
+        "--timeout",
+        "60s",
+        "--check",
+        CHECK,
+    ]);
+    assert_eq!(fired.code, 0, "{fired:#?}");
+    let id = sb.newest_mission().unwrap();
+    let reports = reports(&sb, &id);
+    let checks: Vec<&str> = reports
+        .iter()
+        .filter(|(k, _, _)| k == "check")
+        .map(|(_, s, _)| s.as_str())
+        .collect();
+    assert_eq!(
+        checks,
+        [
+            format!("check failed (try 1 of 3): {CHECK} — exit 1").as_str(),
+            format!("check passed (try 2 of 3): {CHECK} — exit 0").as_str(),
+        ]
+    );
+    let refused = reports
+        .iter()
+        .find(|(_, s, _)| s == "the check refused the finish")
+        .expect("the stub quoted its refused finish");
+    assert_eq!(refused.2, retry_text(1, 3, "fixed is missing"));
+    let shown = show_json(&sb, &id);
+    assert_eq!(
+        (
+            &shown["status"],
+            &shown["check"]["state"],
+            &shown["check"]["tries"]
+        ),
+        (&json!("landed"), &json!("passed"), &json!(2))
+    );
+}
+
+/// A stub that can load its session: it lands once the check passes and, sent back,
+/// writes the feedback to `revised.txt` and lands again.
+fn reviser(sb: &Sandbox) {
+    let script = json!({
+        "name": "reviser",
+        "load_session": true,
+        "turns": [{"steps": [
+            {"write": {"path": "fixed", "text": "ok"}},
+            {"report": {"kind": "result", "summary": "first run done"}},
+            {"finish": "landed"}
+        ]}],
+        "on_revise": {"steps": [
+            {"write": {"path": "revised.txt", "text": "{{feedback}}"}},
+            {"report": {"kind": "result", "summary": "acted on: {{feedback}}"}},
+            {"finish": "landed"}
+        ]}
+    })
+    .to_string();
+    sb.declare_stubs(&[("fixer", Some(&script))]);
+}
+
+fn with_state(sb: &Sandbox, args: &[&str]) -> Run {
+    let mut c = sb.command(args);
+    c.env("STUB_STATE_DIR", sb.cwd.join("stub-state"));
+    sb.run_with(c)
+}
+
+#[test]
+fn a_revised_landed_mission_continues_in_its_own_session_and_lands_again_through_the_check() {
+    let sb = Sandbox::new();
+    reviser(&sb);
+    let fired = with_state(
+        &sb,
+        &[
+            "mission",
+            "fire",
+            "fixer",
+            "do it",
+            "--wait",
+            "--policy",
+            "default",
+            "--timeout",
+            "60s",
+            "--check",
+            CHECK,
+        ],
+    );
+    assert_eq!(fired.code, 0, "{fired:#?}");
+    let id = sb.newest_mission().unwrap();
+    let session = show_json(&sb, &id)["sessionId"].clone();
+    assert!(session.is_string(), "{session}");
+    let revised = with_state(
+        &sb,
+        &[
+            "mission",
+            "revise",
+            &id[..8],
+            "name the module in the summary",
+            "--wait",
+            "--timeout",
+            "60s",
+        ],
+    );
+    assert_eq!(revised.code, 0, "{revised:#?}");
+    assert_eq!(
+        revised.lines()[0],
+        format!(
+            "Mission {id} sent back to agent \"fixer\" (run 2) in its own session: the feedback is its next prompt."
+        )
+    );
+    assert!(
+        revised
+            .stdout
+            .contains(&format!("Mission {id} finished: landed")),
+        "{revised:#?}"
+    );
+    // The agent acted on the feedback, in the same workspace.
+    assert_eq!(
+        std::fs::read_to_string(sb.cwd.join("revised.txt")).unwrap(),
+        "name the module in the summary"
+    );
+    let shown = show_json(&sb, &id);
+    assert_eq!(shown["status"], "landed");
+    assert_eq!(shown["sessionId"], session, "the agent's own session");
+    // Counted per run (the default): the revised run's check is its try 1.
+    assert_eq!(
+        (&shown["check"]["state"], &shown["check"]["tries"]),
+        (&json!("passed"), &json!(1))
+    );
+    assert_eq!(shown["runs"][0]["run"], 2);
+    assert_eq!(shown["runs"][0]["fromStatus"], "landed");
+    assert_eq!(
+        shown["runs"][0]["feedback"],
+        "name the module in the summary"
+    );
+    // The history is kept: both runs' reports, the revise between them.
+    let summaries: Vec<(String, String)> = reports(&sb, &id)
+        .into_iter()
+        .map(|(k, s, _)| (k, s))
+        .collect();
+    let pass = format!("check passed (try 1 of 3): {CHECK} — exit 0");
+    assert_eq!(
+        summaries,
+        [
+            ("finding".to_string(), "write fixed: ok".to_string()),
+            ("result".into(), "first run done".into()),
+            ("check".into(), pass.clone()),
+            (
+                "revise".into(),
+                "revised by cli after it rested landed (run 2): name the module in the summary"
+                    .into()
+            ),
+            ("finding".into(), "write revised.txt: ok".into()),
+            (
+                "result".into(),
+                "acted on: name the module in the summary".into()
+            ),
+            ("check".into(), pass),
+        ]
+    );
+    let show = sb.run(&["mission", "show", &id]).ok();
+    assert!(
+        show.stdout
+            .contains("Runs:      2 — revised by cli after it rested landed: \"name the module in the summary\"\n"),
+        "{show:#?}"
+    );
+}
+
+#[test]
+fn a_revise_counted_in_total_keeps_the_check_tries_of_earlier_runs() {
+    let sb = Sandbox::new();
+    envelope(
+        &sb,
+        "total",
+        json!({"compute": {"maxChecks": 1, "countBounds": "total"}}),
+    );
+    reviser(&sb);
+    let fired = with_state(
+        &sb,
+        &[
+            "mission",
+            "fire",
+            "fixer",
+            "do it",
+            "--wait",
+            "--policy",
+            "total",
+            "--timeout",
+            "60s",
+            "--check",
+            CHECK,
+        ],
+    );
+    assert_eq!(fired.code, 0, "{fired:#?}");
+    let id = sb.newest_mission().unwrap();
+    let revised = with_state(
+        &sb,
+        &[
+            "mission",
+            "revise",
+            &id,
+            "one more thing",
+            "--wait",
+            "--timeout",
+            "60s",
+        ],
+    );
+    assert_eq!(revised.code, 1, "{revised:#?}");
+    let reason = format!("no check tries remain: 1 of 1 spent on `{CHECK}` (last try: exit 0)");
+    assert!(
+        revised
+            .stdout
+            .contains(&format!("Mission {id} finished: stuck — {reason}\n")),
+        "{revised:#?}"
+    );
+}
+
+#[test]
+fn a_revise_of_a_running_mission_is_refused_naming_why() {
+    let sb = Sandbox::new();
+    sb.declare_stubs(&[("fixer", None)]);
+    let fire = sb.fire_in_background("fixer", "hang", &[]);
+    let id = wait_for(30, "the mission to run", || sb.newest_mission());
+    let refused = sb.run(&["mission", "revise", &id, "do better", "--wait"]);
+    assert_eq!(refused.code, 1, "{refused:#?}");
+    assert!(
+        refused.stderr.contains(&format!(
+            "revise refused: mission {id} is open — its unit is still working on it (or waiting on an answer). Send feedback once it rests (landed, stuck or derailed), or stop it with `missionboard mission stop {id}` and fire it again"
+        )),
+        "{refused:#?}"
+    );
+    assert_eq!(show_json(&sb, &id)["status"], "open");
+    sb.run(&["mission", "stop", &id]).ok();
+    assert_eq!(fire.join().code, 1);
+    // Abandoned: not revised either.
+    let abandoned = sb.run(&["mission", "revise", &id, "do better", "--wait"]);
+    assert_eq!(abandoned.code, 1, "{abandoned:#?}");
+    assert!(
+        abandoned.stderr.contains(&format!(
+            "revise refused: mission {id} was abandoned (stopped by operator) — only a landed, stuck or derailed mission is sent back."
+        )),
+        "{abandoned:#?}"
+    );
+}
+
+#[test]
+fn a_failing_check_under_pause_ask_parks_on_an_ask_and_lands_once_more_tries_are_granted() {
+    let sb = Sandbox::new();
+    envelope(
+        &sb,
+        "asking",
+        json!({"compute": {"maxChecks": 1, "onExhausted": "pause_ask"}}),
+    );
+    let script = json!({"name": "fixer", "turns": [
+        {"steps": [
+            {"finish": "landed"},
+            {"report": {"kind": "finding", "summary": "finish said", "detail": "{{finish}}"}},
+            {"finish": "landed"},
+            {"report": {"kind": "finding", "summary": "finish said again", "detail": "{{finish}}"}}
+        ]},
+        {"steps": [
+            {"write": {"path": "fixed", "text": "ok"}},
+            {"finish": "landed"}
+        ]}
+    ]})
+    .to_string();
+    sb.declare_stubs(&[("fixer", Some(&script))]);
+    let fire = crate::harness::Background::spawn(sb.command(&[
+        "mission",
+        "fire",
+        "fixer",
+        "make it pass",
+        "--wait",
+        "--policy",
+        "asking",
+        "--timeout",
+        "60s",
+        "--check",
+        CHECK,
+    ]));
+    let ask = wait_for(30, "the check's ask", || {
+        let out = sb.run(&["approvals", "list", "--json"]).ok();
+        let v: Value = serde_json::from_str(&out.stdout).unwrap();
+        v.as_array()
+            .or_else(|| v["asks"].as_array())?
+            .first()
+            .map(|a| (a["id"].as_str().unwrap().to_string(), a.clone()))
+    });
+    let id = sb.newest_mission().unwrap();
+    let summary = ask.1["argsSummary"]
+        .as_str()
+        .unwrap_or_default()
+        .to_string();
+    assert_eq!(
+        summary,
+        format!(
+            "mission {id}: check failed 1 of 1 tries: `{CHECK}` — exit 1 — grant more tries or let it stop?"
+        )
+    );
+    wait_for(30, "the unit to quote both refusals", || {
+        (reports(&sb, &id)
+            .iter()
+            .filter(|(_, s, _)| s.starts_with("finish said"))
+            .count()
+            == 2)
+            .then_some(())
+    });
+    let quoted: Vec<String> = reports(&sb, &id)
+        .into_iter()
+        .filter(|(_, s, _)| s.starts_with("finish said"))
+        .map(|(_, _, d)| d)
+        .collect();
+    assert!(
+        quoted[0].contains(&format!("No tries remain: the operator is asked whether to grant more (ask_id={}). End your turn now.", ask.0)),
+        "{quoted:#?}"
+    );
+    assert_eq!(
+        quoted[1],
+        format!(
+            "missiontools: finish mission: not landed — no check tries remain while the operator decides whether to grant more (ask_id={}). End your turn now: your next prompt says what they decided.",
+            ask.0
+        )
+    );
+    assert_eq!(show_json(&sb, &id)["status"], "open", "paused, not stuck");
+    sb.run(&["approvals", "respond", &ask.0, "--approve"]).ok();
+    assert_eq!(fire.join().code, 0);
+    let shown = show_json(&sb, &id);
+    assert_eq!(
+        (
+            &shown["status"],
+            &shown["check"]["state"],
+            &shown["check"]["tries"],
+            &shown["check"]["maxChecks"]
+        ),
+        (&json!("landed"), &json!("passed"), &json!(2), &json!(2))
+    );
+}

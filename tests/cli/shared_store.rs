@@ -391,7 +391,7 @@ fn a_board_source_on_host_b_lists_a_mission_host_a_fires() {
     let (a, b) = two_hosts(ASK_AND_WAIT);
     let src = Source::open(
         &Location::Postgres(b.store_url.clone().unwrap()),
-        Box::new(|| 1),
+        Box::new(|| (1, 0)),
         false,
     )
     .unwrap();

@@ -37,7 +37,7 @@ fn reports(world: &World) -> Vec<(String, String)> {
 }
 
 /// The turns that report a result and land.
-fn report_and_land(world_tool: impl Fn(&str) -> String, summary: &str) -> Vec<Value> {
+pub fn report_and_land(world_tool: impl Fn(&str) -> String, summary: &str) -> Vec<Value> {
     vec![
         call(
             &world_tool("mission_report"),
@@ -456,6 +456,19 @@ macro_rules! agent_cases {
             );
         }
     };
+    (@check [$($a:tt)*] $agent:ident) => {
+        #[test]
+        $($a)*
+        fn check_fails_then_the_fix_lands_under_default() {
+            $crate::cases::check_fails_then_the_fix_lands(&$agent, "default");
+        }
+
+        #[test]
+        $($a)*
+        fn revised_with_feedback_the_model_acts_on_under_default() {
+            $crate::cases::revised_with_feedback_the_model_acts_on(&$agent, "default");
+        }
+    };
     (@hitl [$($a:tt)*] $agent:ident) => {
         #[test]
         $($a)*
@@ -463,7 +476,7 @@ macro_rules! agent_cases {
             $crate::hitl::killed_host_resumed_once_after_its_survivors_are_reaped(&$agent);
         }
     };
-        (@extras [$($a:tt)*] $agent:ident;) => {};
+    (@extras [$($a:tt)*] $agent:ident;) => {};
     (@extras [$($a:tt)*] $agent:ident; $first:ident $(, $rest:ident)*) => {
         $crate::cases::agent_cases!(@$first [$($a)*] $agent);
         $crate::cases::agent_cases!(@extras [$($a)*] $agent; $($rest),*);
@@ -540,3 +553,112 @@ macro_rules! agent_cases {
     };
 }
 pub(crate) use agent_cases;
+
+/// The check (issue 43): the model's first `mission_finish landed` follows a change
+/// that fails the mission's check; the agent gets the failure as that call's result
+/// (the model hears it), makes the fixing change and lands with the check passed.
+pub fn check_fails_then_the_fix_lands(agent: &'static Conformer, policy: &str) {
+    let check = "grep -q fixed notes.txt || { echo 'notes.txt is not fixed yet'; exit 1; }";
+    let mut turns = vec![
+        (agent.write_call)("{workspace}/notes.txt", "draft\n"),
+        call(
+            &(agent.mission_tool)("mission_finish"),
+            json!({"status": "landed", "reason": "done"}),
+        ),
+        (agent.write_call)("{workspace}/notes.txt", "fixed\n"),
+    ];
+    turns.extend(report_and_land(agent.mission_tool, "notes.txt is fixed"));
+    let world = World::new(agent, turns);
+    let mut fire = world.fire_with_args("write the notes", policy, &["--check", check]);
+    // Each write is the agent's own gated tool: the operator approves both.
+    for _ in 0..2 {
+        let ask = wait_ask(&world.sb, &mut fire, "a gated write", is_gated_call);
+        world.run(&["approvals", "respond", &ask, "--approve"]).ok();
+    }
+    let run = fire.join_within(FIRE_SECS);
+    assert_landed(&world, &run, "notes.txt is fixed");
+    assert!(
+        world.model.heard_after(1, "notes.txt is not fixed yet"),
+        "the check's failure never reached the model: {:#}",
+        json!(world.model.turn_requests())
+    );
+    let show = world.show();
+    assert_eq!(
+        (&show["check"]["state"], &show["check"]["tries"]),
+        (&json!("passed"), &json!(2)),
+        "{show:#}"
+    );
+    let checks: Vec<String> = reports(&world)
+        .into_iter()
+        .filter(|(k, _)| k == "check")
+        .map(|(_, s)| s)
+        .collect();
+    assert_eq!(
+        checks,
+        [
+            format!("check failed (try 1 of 3): {check} — exit 1"),
+            format!("check passed (try 2 of 3): {check} — exit 0"),
+        ]
+    );
+}
+
+/// A revise (issue 43): the mission lands, the operator sends it back with
+/// feedback, the model hears the feedback and acts on it (writes what it asks),
+/// and the revised run lands again through the check.
+pub fn revised_with_feedback_the_model_acts_on(agent: &'static Conformer, policy: &str) {
+    let feedback = "also write thanks.txt saying merci";
+    let check = "test -f notes.txt";
+    let mut turns = vec![(agent.write_call)("{workspace}/notes.txt", "notes\n")];
+    turns.extend(report_and_land(agent.mission_tool, "notes.txt is written"));
+    turns.push((agent.write_call)("{workspace}/thanks.txt", "merci\n"));
+    turns.extend(report_and_land(agent.mission_tool, "thanks.txt is written"));
+    let world = World::new(agent, turns);
+    let mut fire = world.fire_with_args("write the notes", policy, &["--check", check]);
+    let ask = wait_ask(&world.sb, &mut fire, "the first gated write", is_gated_call);
+    world.run(&["approvals", "respond", &ask, "--approve"]).ok();
+    let run = fire.join_within(FIRE_SECS);
+    assert_landed(&world, &run, "notes.txt is written");
+    let id = world.show()["id"].as_str().unwrap().to_string();
+    let turns_before = world.model.turns_taken() as u64;
+    let mut revise = world.spawn(&[
+        "mission",
+        "revise",
+        &id,
+        feedback,
+        "--wait",
+        "--timeout",
+        "180s",
+    ]);
+    let ask = wait_ask(
+        &world.sb,
+        &mut revise,
+        "the revised run's gated write",
+        is_gated_call,
+    );
+    world.run(&["approvals", "respond", &ask, "--approve"]).ok();
+    let run = revise.join_within(FIRE_SECS);
+    assert_eq!(
+        run.code,
+        0,
+        "{run:#?}\nmodel requests: {:#}",
+        json!(world.model.requests())
+    );
+    assert!(
+        world.model.heard_after(turns_before, feedback),
+        "the feedback never reached the model: {:#}",
+        json!(world.model.turn_requests())
+    );
+    assert_eq!(
+        std::fs::read_to_string(world.sb.cwd.join("thanks.txt")).ok(),
+        Some("merci\n".to_string())
+    );
+    let show = world.show();
+    assert_eq!(show["status"], "landed", "{show:#}");
+    assert_eq!(show["runs"][0]["feedback"], feedback, "{show:#}");
+    assert_eq!(
+        (&show["check"]["state"], &show["check"]["tries"]),
+        (&json!("passed"), &json!(1)),
+        "the check ran again for the revised run: {show:#}"
+    );
+    world.assert_within_script();
+}

@@ -72,7 +72,7 @@ pub static CODEX: Conformer = Conformer {
     workspace_setup: None,
 };
 
-cases::agent_cases!(CODEX, killed_host, hitl);
+cases::agent_cases!(CODEX, killed_host, hitl, check);
 
 /// One real agent through the durable queue: `mission fire --queue --wait` and a
 /// `missionboard host` that claims and lands it.

@@ -119,10 +119,20 @@ pub struct Model {
 impl Model {
     /// Start the server of `api` (`anthropic`, `openai_chat`, …) replaying `turns`.
     pub fn start(api: &str, turns: Vec<Value>) -> Model {
+        Model::serving(api, json!({ "turns": turns }))
+    }
+
+    /// Start the server of `api` playing `turns` to every conversation at once: a
+    /// request takes the turn its own conversation has reached (see `scripted.py`).
+    pub fn per_conversation(api: &str, turns: Vec<Value>) -> Model {
+        Model::serving(api, json!({ "turns": turns, "per_conversation": true }))
+    }
+
+    fn serving(api: &str, doc: Value) -> Model {
         let dir = tempfile::tempdir().unwrap();
         let script = dir.path().join("script.json");
         let record = dir.path().join("requests.jsonl");
-        std::fs::write(&script, json!({ "turns": turns }).to_string()).unwrap();
+        std::fs::write(&script, doc.to_string()).unwrap();
         let program = suite_dir().join("models").join(format!("{api}.py"));
         let mut child = Command::new("python3")
             .arg(&program)
@@ -275,6 +285,20 @@ impl World {
     /// `{workspace}` in a turn's text is the case's workspace (some agents' tools
     /// take absolute paths only).
     pub fn new(agent: &'static Conformer, turns: Vec<Value>) -> World {
+        World::with_model(agent, turns, Model::start)
+    }
+
+    /// A world whose model plays `turns` to every conversation at once (many
+    /// missions of the agent side by side).
+    pub fn per_conversation(agent: &'static Conformer, turns: Vec<Value>) -> World {
+        World::with_model(agent, turns, Model::per_conversation)
+    }
+
+    fn with_model(
+        agent: &'static Conformer,
+        turns: Vec<Value>,
+        serve: fn(&str, Vec<Value>) -> Model,
+    ) -> World {
         let bin = install(&agent.pin);
         let sb = Sandbox::new();
         let workspace = sb.cwd.display().to_string();
@@ -284,7 +308,7 @@ impl World {
                 serde_json::from_str(&turn.to_string().replace("{workspace}", &workspace)).unwrap()
             })
             .collect();
-        let model = Model::start(agent.api, turns);
+        let model = serve(agent.api, turns);
         let path =
             std::env::join_paths(std::iter::once(bin.parent().unwrap().to_path_buf()).chain(
                 std::env::split_paths(&std::env::var_os("PATH").unwrap_or_default()),
@@ -308,7 +332,7 @@ impl World {
     /// `acp_tap.py`, which logs every ACP frame into the workspace; dropping the world
     /// copies the log to `<dir>`. Not under `strict` and `acpx`: they let a unit read
     /// only its own program's tree, and the tap would be that program.
-    fn declare(&self, policy: &str) {
+    pub fn declare(&self, policy: &str) {
         let name = self.agent.name;
         let section = missionboard::agents::catalogue::section(name)
             .unwrap_or_else(|| panic!("the catalogue has no entry {name:?}"));
@@ -383,9 +407,35 @@ impl World {
         ]))
     }
 
+    /// `mission fire <agent> <intent> --wait --policy <policy> <extra…>`, in the background.
+    pub fn fire_with_args(&self, intent: &str, policy: &str, extra: &[&str]) -> Firing {
+        self.declare(policy);
+        let mut args = vec![
+            "mission",
+            "fire",
+            self.agent.name,
+            intent,
+            "--wait",
+            "--policy",
+            policy,
+        ];
+        args.extend_from_slice(extra);
+        Firing::spawn(self.command(&args))
+    }
+
+    /// Any missionboard command with the world's environment, in the background.
+    pub fn spawn(&self, args: &[&str]) -> Firing {
+        Firing::spawn(self.command(args))
+    }
+
     /// `missionboard host --width 1` with the world's environment, in the background.
     pub fn host(&self) -> Firing {
-        Firing::spawn(self.command(&["host", "--width", "1"]))
+        self.host_with(&["--width", "1"])
+    }
+
+    /// `missionboard host <args>` with the world's environment, in the background.
+    pub fn host_with(&self, args: &[&str]) -> Firing {
+        Firing::spawn(self.command(&[&["host"], args].concat()))
     }
 
     /// `mission show --json` of the newest mission.
@@ -448,20 +498,29 @@ impl Firing {
     /// Poll `f` while the fire runs. If the fire exits first, or `secs` pass, the
     /// case fails naming `what`, with the fire's output.
     #[track_caller]
-    pub fn wait<T>(&mut self, secs: u64, what: &str, mut f: impl FnMut() -> Option<T>) -> T {
+    pub fn wait<T>(&mut self, secs: u64, what: &str, f: impl FnMut() -> Option<T>) -> T {
+        self.wait_every(secs, Duration::from_millis(50), what, f)
+    }
+
+    /// [`Firing::wait`], looking every `every`.
+    #[track_caller]
+    pub fn wait_every<T>(
+        &mut self,
+        secs: u64,
+        every: Duration,
+        what: &str,
+        mut f: impl FnMut() -> Option<T>,
+    ) -> T {
         let mut ended = false;
-        let found = missionboard::clock::poll_until_blocking(
-            Duration::from_secs(secs),
-            Duration::from_millis(50),
-            || {
+        let found =
+            missionboard::clock::poll_until_blocking(Duration::from_secs(secs), every, || {
                 if let Some(v) = f() {
                     return Some(Some(v));
                 }
                 ended = self.exited();
                 ended.then_some(None)
-            },
-        )
-        .flatten();
+            })
+            .flatten();
         if let Some(v) = found {
             return v;
         }
@@ -471,6 +530,15 @@ impl Firing {
         .kill_and_collect();
         let why = if ended { "the fire ended" } else { "timed out" };
         panic!("{why} waiting for {what}:\n{run:#?}");
+    }
+
+    /// SIGTERM the process and collect what it printed once it exits (killed if it
+    /// has not within `secs`).
+    #[track_caller]
+    pub fn terminate_within(self, secs: u64) -> Run {
+        // SAFETY: a signal to a process this test started.
+        unsafe { libc::kill(self.pid() as i32, libc::SIGTERM) };
+        self.join_within(secs)
     }
 
     /// SIGKILL the host, and wait for it to be gone.

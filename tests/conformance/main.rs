@@ -18,3 +18,4 @@ mod hitl;
 mod kilo;
 mod opencode;
 mod qwen;
+mod scale;

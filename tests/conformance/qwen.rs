@@ -67,4 +67,4 @@ fn shell_call(command: &str) -> Value {
     )
 }
 
-cases::agent_cases!(QWEN, killed_host, hitl);
+cases::agent_cases!(QWEN, killed_host, hitl, check);

@@ -95,3 +95,117 @@ fn the_page_with_its_script_and_style_weighs_under_100_kb() {
     // Script and style alone stay small: the page's weight is its content.
     assert!(script + style <= 20 * 1024, "JS {script} + CSS {style}");
 }
+
+/// Issue 43: a mission whose check failed shows it (state, last try, output tail) on
+/// its page and in the list, and its page's Revise field sends it back, queued for
+/// the `missionboard host` serving the page, which runs it through the check again.
+#[test]
+fn a_stuck_mission_s_check_is_on_its_page_and_its_revise_field_sends_it_back_to_land() {
+    let sb = Sandbox::new();
+    sb.declare_stubs(&[("stub", None)]);
+    sb.write(
+        &sb.home.join("hitl-policy-once.json"),
+        &json!({
+            "default_action": "allow",
+            "rules": [],
+            "compute": {"maxChecks": 1},
+            "sandbox": {"filesystem": {"write": ["{workspace}", "{tmp}"]}}
+        })
+        .to_string(),
+    );
+    let check = "test -f revised.txt || { echo '<b>revised.txt</b> is missing'; exit 1; }";
+    let fired = sb.run(&[
+        "mission",
+        "fire",
+        "stub",
+        "the revise-land scenario",
+        "--wait",
+        "--policy",
+        "once",
+        "--timeout",
+        "60s",
+        "--check",
+        check,
+    ]);
+    assert_eq!(fired.code, 1, "{fired:#?}");
+    let id = sb.newest_mission().unwrap();
+
+    let web = Web::start_command(&sb, &["host", "--web", "127.0.0.1:0"]);
+    let credential = web.pair(&sb, "phone");
+    let page = web
+        .get(&format!("/missions/{id}"), Some(&credential))
+        .text()
+        .unwrap();
+    assert!(
+        page.contains(&format!(
+            "<dt>Check</dt><dd>failed 1 of 1 — `{}`</dd><dt>Last try</dt><dd>exit 1</dd>",
+            check
+                .replace('<', "&lt;")
+                .replace('>', "&gt;")
+                .replace('\'', "&#39;")
+        )),
+        "{page}"
+    );
+    assert!(
+        page.contains(
+            "<h2>Check output (tail)</h2><pre class=\"check-output\">&lt;b&gt;revised.txt&lt;/b&gt; is missing\n</pre>"
+        ),
+        "{page}"
+    );
+    assert!(page.contains("action=\"/api/revise\""), "{page}");
+    let list = web.get("/", Some(&credential)).text().unwrap();
+    assert!(
+        list.contains("<span class=\"check\" title=\"failed 1 of 1\">check ✗1/1</span>"),
+        "{list}"
+    );
+
+    let csrf = web.csrf(&credential);
+    let forged = web.post(
+        "/api/revise",
+        Some(&credential),
+        &[("mission", &id), ("feedback", "write revised.txt")],
+    );
+    assert_eq!(forged.status(), 403);
+    let revised = web.post(
+        "/api/revise",
+        Some(&credential),
+        &[
+            ("csrf", &csrf),
+            ("mission", &id),
+            ("feedback", "write revised.txt"),
+        ],
+    );
+    assert_eq!(revised.status(), 200);
+    let body: serde_json::Value = revised.json().unwrap();
+    assert_eq!(
+        body["message"],
+        format!(
+            "Mission {id} sent back (run 2) and queued at position 1 for a `missionboard host`: the feedback is its next prompt."
+        )
+    );
+    let landed = crate::harness::wait_for(60, "the revised run to land", || {
+        let out = sb.run(&["mission", "show", &id, "--json"]).ok();
+        let v: serde_json::Value = serde_json::from_str(&out.stdout).unwrap();
+        (v["status"] == "landed").then_some(v)
+    });
+    assert_eq!(
+        (&landed["check"]["state"], &landed["check"]["tries"]),
+        (&json!("passed"), &json!(1))
+    );
+    assert_eq!(landed["runs"][0]["revisedBy"], "web");
+    assert_eq!(
+        std::fs::read_to_string(sb.cwd.join("revised.txt")).unwrap(),
+        "write revised.txt"
+    );
+    // Landed: nothing to revise now but again; a running one would be refused.
+    let page = web
+        .get(&format!("/missions/{id}"), Some(&credential))
+        .text()
+        .unwrap();
+    assert!(
+        page.contains(
+            "<dt>Run 2</dt><dd>revised by web after it rested stuck: write revised.txt</dd>"
+        ),
+        "{page}"
+    );
+}

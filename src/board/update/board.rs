@@ -85,6 +85,20 @@ pub(super) fn key(m: &mut Model, key: KeyEvent, action: Option<Action>) -> Vec<E
             m.hide_terminal = !m.hide_terminal;
             reset_missions(m);
         }
+        Action::Revise => match m.selected_mission() {
+            Some(row) if crate::mission::revise::REVISABLE.contains(&row.status) => {
+                m.mode = Mode::Confirm(confirm::revise(row));
+            }
+            Some(row) => {
+                let why = format!(
+                    "only a landed, stuck or derailed mission is sent back — {} is {}",
+                    crate::board::model::short(&row.id),
+                    row.status
+                );
+                toast(m, why, true);
+            }
+            None => toast(m, "no mission selected".into(), true),
+        },
         Action::Refire => match m.selected_mission() {
             Some(row) => m.mode = Mode::Confirm(confirm::refire(row)),
             None => toast(m, "no mission selected".into(), true),

@@ -32,6 +32,20 @@ pub(super) fn worktree(row: &MissionRow, merge: bool) -> Confirm {
     dialog(kind, LineField::new())
 }
 
+/// Sending `row` back to its agent: the field takes the feedback, typed at once.
+pub(super) fn revise(row: &MissionRow) -> Confirm {
+    let mut c = dialog(
+        ConfirmKind::Revise {
+            mission_id: row.id.clone(),
+            intent: row.intent.clone(),
+            status: row.status,
+        },
+        LineField::new(),
+    );
+    c.editing = true;
+    c
+}
+
 /// Firing `row`'s agent, envelope and intent again, as a new mission.
 pub(super) fn refire(row: &MissionRow) -> Confirm {
     dialog(
@@ -129,6 +143,10 @@ pub(super) fn key(m: &mut Model, key: KeyEvent, action: Option<Action>) -> Vec<E
         Some(Action::Cancel) => false,
         _ => return vec![],
     };
+    if go && matches!(c.kind, ConfirmKind::Revise { .. }) && c.reason.as_str().trim().is_empty() {
+        c.error = Some("type the feedback first (e edits it)".into());
+        return vec![];
+    }
     let c = c.clone();
     m.mode = Mode::Board;
     if !go {
@@ -163,6 +181,13 @@ pub(super) fn key(m: &mut Model, key: KeyEvent, action: Option<Action>) -> Vec<E
         ConfirmKind::Refire { mission_id, .. } => {
             m.busy += 1;
             vec![Effect::Refire { mission_id }]
+        }
+        ConfirmKind::Revise { mission_id, .. } => {
+            m.busy += 1;
+            vec![Effect::Revise {
+                mission_id,
+                feedback: c.reason.as_str().to_string(),
+            }]
         }
     }
 }

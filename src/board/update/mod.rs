@@ -93,6 +93,11 @@ pub enum Effect {
     Refire {
         mission_id: String,
     },
+    /// Send rested mission `mission_id` back to its agent with `feedback`.
+    Revise {
+        mission_id: String,
+        feedback: String,
+    },
     LoadPicker,
     /// End a paired web device, as `web revoke` does.
     Revoke {

@@ -250,6 +250,20 @@ pub fn confirm(frame: &mut Frame, area: Rect, m: &Model, c: &Confirm) {
                 Line::raw("Its worktree and its branch are removed, work and all."),
             ],
         ),
+        ConfirmKind::Revise {
+            mission_id,
+            intent,
+            status,
+        } => (
+            format!(" Revise mission {}? ", short(mission_id)),
+            vec![
+                Line::raw(truncate(intent, text_w, e)),
+                Line::raw(format!(
+                    "It rested {status}; it goes back to its agent, in its own session"
+                )),
+                Line::raw("where it can, with your feedback; its check runs again."),
+            ],
+        ),
         ConfirmKind::Refire {
             mission_id,
             agent,
@@ -296,19 +310,26 @@ pub fn confirm(frame: &mut Frame, area: Rect, m: &Model, c: &Confirm) {
         }
     };
     if c.kind.has_reason() {
-        const LABEL: &str = "Reason: ";
+        let label = if matches!(c.kind, ConfirmKind::Revise { .. }) {
+            "Feedback: "
+        } else {
+            "Reason: "
+        };
         lines.push(Line::from(if c.editing {
-            field(m, (LABEL, t.title), &c.reason, text_w, t.selection)
+            field(m, (label, t.title), &c.reason, text_w, t.selection)
         } else {
             vec![
-                Span::styled(LABEL, t.title),
+                Span::styled(label, t.title),
                 Span::raw(truncate(
                     c.reason.as_str(),
-                    text_w.saturating_sub(LABEL.len()),
+                    text_w.saturating_sub(label.len()),
                     e,
                 )),
             ]
         }));
+    }
+    if let Some(err) = &c.error {
+        lines.push(Line::styled(err.clone(), t.danger));
     }
     lines.push(Line::raw(""));
     let button = |label: &'static str, focused: bool| {
@@ -319,6 +340,7 @@ pub fn confirm(frame: &mut Frame, area: Rect, m: &Model, c: &Confirm) {
             "   y quit · s stop them, then quit · e edit reason · n no"
         }
         ConfirmKind::Stop { .. } => "   y yes · n no · e edit reason",
+        ConfirmKind::Revise { .. } => "   Enter ends typing · y sends · n no · e edits",
         _ => "   y yes · n no",
     };
     lines.push(Line::from(vec![

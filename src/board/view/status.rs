@@ -108,8 +108,18 @@ pub fn render(frame: &mut Frame, area: Rect, m: &Model) {
             .chain(super::hosts::schedule_fact(m))
             .map(|h| format!("{sep}{h}"))
             .collect::<String>();
+        // Memory once units run or a bound is set: in use, against the bound.
+        let memory = match (s.fleet_memory, s.fleet_memory_cap) {
+            (0, None) => String::new(),
+            (used, None) => format!("{sep}mem {}", crate::size::text(used)),
+            (used, Some(cap)) => format!(
+                "{sep}mem {}/{}",
+                crate::size::text(used),
+                crate::size::text(cap)
+            ),
+        };
         format!(
-            " {host}{spin}{sep}asks {}{sep}open {}{sep}inbox {}{sep}fleet {}/{cap}{hosts}{sep}{beta}",
+            " {host}{spin}{sep}asks {}{sep}open {}{sep}inbox {}{sep}fleet {}/{cap}{memory}{hosts}{sep}{beta}",
             s.pending_total, s.open_missions, s.inbox_total, s.fleet_used,
         )
     };
@@ -256,4 +266,33 @@ fn notice(m: &Model, lead: Vec<Span<'static>>, width: usize) -> Option<Vec<Line<
         })
         .collect();
     Some(lines)
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+
+    use crate::board::view::tests::{frame, model};
+
+    #[test]
+    fn the_status_line_shows_the_units_memory_against_fleet_max_memory() {
+        let mut m = model(200, 40, false);
+        let status = |m: &crate::board::model::Model| frame(m).lines().last().unwrap().to_string();
+        assert!(!status(&m).contains("mem "), "no units, no bound: no fact");
+        let mut snap = (*m.snap).clone();
+        snap.fleet_memory = 310 << 20;
+        m.snap = Arc::new(snap.clone());
+        assert!(
+            status(&m).contains("fleet 2/8 · mem 310M "),
+            "{}",
+            status(&m)
+        );
+        snap.fleet_memory_cap = Some(8 << 30);
+        m.snap = Arc::new(snap);
+        assert!(
+            status(&m).contains("fleet 2/8 · mem 310M/8G "),
+            "{}",
+            status(&m)
+        );
+    }
 }

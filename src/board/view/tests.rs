@@ -190,6 +190,8 @@ pub(crate) fn snapshot() -> Snapshot {
         beta: false,
         fleet_used: 2,
         fleet_cap: 8,
+        fleet_memory: 0,
+        fleet_memory_cap: None,
         hosts: Vec::new(),
         next_schedule: None,
         schedules: Vec::new(),

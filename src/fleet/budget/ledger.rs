@@ -38,14 +38,14 @@ ALTER TABLE mission_compute ADD COLUMN spent_output_tokens INTEGER NOT NULL DEFA
 ALTER TABLE mission_compute ADD COLUMN spent_cached_tokens INTEGER NOT NULL DEFAULT 0;
 ALTER TABLE mission_compute ADD COLUMN reported_cost_micro_usd INTEGER;";
 
-/// v21: the agent's context fill, as its last `usage_update` said: tokens in its
+/// v23: the agent's context fill, as its last `usage_update` said: tokens in its
 /// context and the context's size.
-pub(crate) const SCHEMA_V21_CONTEXT: &str = "
+pub(crate) const SCHEMA_V23_CONTEXT: &str = "
 ALTER TABLE mission_compute ADD COLUMN context_used INTEGER;
 ALTER TABLE mission_compute ADD COLUMN context_size INTEGER;";
 
-/// The PostgreSQL spelling of [`SCHEMA_V21_CONTEXT`].
-pub(crate) const PG_SCHEMA_V21_CONTEXT: &str = "
+/// The PostgreSQL spelling of [`SCHEMA_V23_CONTEXT`].
+pub(crate) const PG_SCHEMA_V23_CONTEXT: &str = "
 ALTER TABLE mission_compute ADD COLUMN context_used BIGINT;
 ALTER TABLE mission_compute ADD COLUMN context_size BIGINT;";
 
@@ -55,6 +55,18 @@ ALTER TABLE mission_compute ADD COLUMN spent_input_tokens BIGINT NOT NULL DEFAUL
 ALTER TABLE mission_compute ADD COLUMN spent_output_tokens BIGINT NOT NULL DEFAULT 0;
 ALTER TABLE mission_compute ADD COLUMN spent_cached_tokens BIGINT NOT NULL DEFAULT 0;
 ALTER TABLE mission_compute ADD COLUMN reported_cost_micro_usd BIGINT;";
+
+/// v22: what the mission's units used: the peak resident memory of a unit's whole
+/// process tree (bytes; the largest of its sessions), and the CPU time (user and
+/// system, in milliseconds) its units' trees spent, summed over its sessions.
+pub(crate) const SCHEMA_V22: &str = "
+ALTER TABLE mission_compute ADD COLUMN peak_rss_bytes INTEGER;
+ALTER TABLE mission_compute ADD COLUMN cpu_ms INTEGER NOT NULL DEFAULT 0;";
+
+/// The PostgreSQL spelling of [`SCHEMA_V22`].
+pub(crate) const PG_SCHEMA_V22: &str = "
+ALTER TABLE mission_compute ADD COLUMN peak_rss_bytes BIGINT;
+ALTER TABLE mission_compute ADD COLUMN cpu_ms BIGINT NOT NULL DEFAULT 0;";
 
 /// The PostgreSQL spelling of this module's tables as of schema v11 (see `crate::schema`).
 pub(crate) const PG_SCHEMA_V11: &str = "
@@ -327,7 +339,8 @@ impl ComputeLedger {
                  CAST(COALESCE(SUM(CASE WHEN c.reported_cost_micro_usd IS NULL THEN c.spent_input_tokens ELSE 0 END), 0) AS BIGINT),
                  CAST(COALESCE(SUM(CASE WHEN c.reported_cost_micro_usd IS NULL THEN c.spent_output_tokens ELSE 0 END), 0) AS BIGINT),
                  CAST(COALESCE(SUM(CASE WHEN c.reported_cost_micro_usd IS NULL THEN c.spent_cached_tokens ELSE 0 END), 0) AS BIGINT),
-                 CAST(COALESCE(SUM(c.spent_tokens), 0) AS BIGINT), CAST(COALESCE(SUM(c.spent_tool_calls), 0) AS BIGINT)
+                 CAST(COALESCE(SUM(c.spent_tokens), 0) AS BIGINT), CAST(COALESCE(SUM(c.spent_tool_calls), 0) AS BIGINT),
+                 CAST(COALESCE(SUM(c.cpu_ms), 0) AS BIGINT), MAX(c.peak_rss_bytes)
              FROM missions m
              LEFT JOIN mission_compute c ON c.mission_id = m.id
              LEFT JOIN mission_queue q ON q.mission_id = m.id
@@ -354,6 +367,8 @@ impl ComputeLedger {
                     },
                     tokens: n(r.get(9)?),
                     tool_calls: n(r.get(10)?),
+                    cpu_ms: n(r.get(11)?),
+                    peak_rss_bytes: r.get::<Option<i64>>(12)?.map(n),
                 })
             })?;
             rows.collect()
@@ -404,6 +419,89 @@ impl ComputeLedger {
     }
 }
 
+/// What a mission's units used, as sampled from `/proc` by the host that ran them.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct UnitResources {
+    /// The peak resident memory of one unit's process tree, in bytes (`None`: no
+    /// unit of it was ever sampled).
+    pub peak_rss_bytes: Option<u64>,
+    /// CPU time (user + system) its units' trees spent, in milliseconds.
+    pub cpu_ms: u64,
+}
+
+/// One unit's figures since the ledger last heard of them.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ResourceSample {
+    pub mission_id: String,
+    /// The unit's peak so far (the record keeps the largest).
+    pub peak_rss_bytes: u64,
+    /// CPU time spent since the last write (the record adds it).
+    pub cpu_ms_since: u64,
+}
+
+impl ComputeLedger {
+    /// What the units of `mission_id` used, if it has a compute record.
+    pub fn resources(&self, mission_id: &str) -> Result<Option<UnitResources>, StoreError> {
+        self.store.with(|c| {
+            c.query_row(
+                "SELECT peak_rss_bytes, cpu_ms FROM mission_compute WHERE mission_id = ?1",
+                params![mission_id],
+                |r| {
+                    Ok(UnitResources {
+                        peak_rss_bytes: r.get::<Option<i64>>(0)?.map(|v| v.max(0) as u64),
+                        cpu_ms: r.get::<i64>(1)?.max(0) as u64,
+                    })
+                },
+            )
+            .optional()
+        })
+    }
+
+    /// Record what units used since the last write, every unit in one transaction
+    /// (one commit per sampling round, whatever the fleet's size). The peak only
+    /// grows; CPU time adds up across sessions.
+    pub fn record_resources(&self, samples: &[ResourceSample]) -> Result<(), StoreError> {
+        if samples.is_empty() {
+            return Ok(());
+        }
+        let now = clock::now_ms();
+        self.store.write(|c| {
+            for s in samples {
+                c.execute(
+                    "INSERT INTO mission_compute (mission_id, peak_rss_bytes, cpu_ms, updated_at) VALUES (?1, ?2, ?3, ?4)
+                     ON CONFLICT (mission_id) DO UPDATE SET
+                         peak_rss_bytes = MAX(COALESCE(mission_compute.peak_rss_bytes, 0), ?2),
+                         cpu_ms = mission_compute.cpu_ms + ?3, updated_at = ?4",
+                    params![
+                        s.mission_id,
+                        s.peak_rss_bytes as i64,
+                        s.cpu_ms_since as i64,
+                        now
+                    ],
+                )?;
+            }
+            Ok(())
+        })
+    }
+
+    /// The recorded peaks of `agent`'s newest `limit` rested missions, newest first:
+    /// what its next unit is expected to reach.
+    pub fn recorded_peaks(&self, agent: &str, limit: usize) -> Result<Vec<u64>, StoreError> {
+        self.store.with(|c| {
+            let mut st = c.prepare_cached(
+                "SELECT c.peak_rss_bytes FROM missions m JOIN mission_compute c ON c.mission_id = m.id
+                 WHERE m.agent_name = ?1 AND c.peak_rss_bytes IS NOT NULL
+                   AND m.status IN ('landed', 'derailed', 'stuck', 'abandoned')
+                 ORDER BY m.created_at DESC LIMIT ?2",
+            )?;
+            let rows = st.query_map(params![agent, limit as i64], |r| {
+                Ok(r.get::<i64>(0)?.max(0) as u64)
+            })?;
+            rows.collect()
+        })
+    }
+}
+
 /// What `spend` groups missions by.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum SpendGroup {
@@ -449,6 +547,10 @@ pub struct SpendRow {
     /// Every mission's tokens and tool calls.
     pub tokens: u64,
     pub tool_calls: u64,
+    /// The CPU time of every mission's units, in milliseconds.
+    pub cpu_ms: u64,
+    /// The largest peak memory of one unit among them (`None`: none was sampled).
+    pub peak_rss_bytes: Option<u64>,
 }
 
 /// The write of what a started unit offered and runs on ([`ComputeLedger::record_unit`]),

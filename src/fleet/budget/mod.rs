@@ -28,7 +28,9 @@ pub use ledger::ContextFill;
 pub(super) use ledger::unit_statement;
 pub use ledger::{ComputeLedger, ComputeRecord, Pause, Spend, SpendGroup, SpendRow};
 pub(crate) use ledger::{PG_SCHEMA_V11, PG_SCHEMA_V16, SCHEMA_V5, SCHEMA_V7, SCHEMA_V16};
-pub(crate) use ledger::{PG_SCHEMA_V21_CONTEXT, SCHEMA_V21_CONTEXT};
+pub(crate) use ledger::{PG_SCHEMA_V23_CONTEXT, SCHEMA_V23_CONTEXT};
+pub(crate) use ledger::{PG_SCHEMA_V22, SCHEMA_V22};
+pub use ledger::{ResourceSample, UnitResources};
 pub(super) use model::select_allowed_model;
 pub(super) use pause::settle_pause;
 
@@ -85,6 +87,9 @@ struct Spent {
     prior: Spend,
     /// What the ledger last heard, so unchanged spend is not rewritten.
     recorded: Spend,
+    /// The part of `prior` the bounds do not count: the spend before a revise, when
+    /// the envelope counts bounds per run (tool calls, tokens).
+    not_counted: (u64, u64),
     /// Set once a bound is crossed, so the crossing is reported exactly once;
     /// cleared when an operator extends the bound.
     exhausted: bool,
@@ -159,6 +164,14 @@ impl Budget {
         s.prior = prior;
         s.recorded = prior;
         self.ledger = Some((ledger, mission_id.to_string()));
+        self
+    }
+
+    /// Count the bounds from `base` (tool calls, tokens) of the mission's spend: a
+    /// revised run whose envelope counts bounds per run. The spend recorded is still
+    /// the mission's whole.
+    pub fn counting_from(self, base: (u64, u64)) -> Budget {
+        self.spent.lock_unpoisoned().not_counted = base;
         self
     }
 
@@ -275,7 +288,7 @@ impl Budget {
             id.to_string()
         };
         let counted = s.tool_calls.insert(key);
-        let calls = s.prior.tool_calls + s.tool_calls.len() as u64;
+        let calls = s.prior.tool_calls.saturating_sub(s.not_counted.0) + s.tool_calls.len() as u64;
         let crossed = max > 0 && calls > max && !s.exhausted;
         if crossed {
             s.exhausted = true;
@@ -444,12 +457,13 @@ impl Budget {
             return None;
         }
         let (session, measure) = s.session_tokens();
-        let used = s.prior.tokens + session;
+        let counted_prior = s.prior.tokens.saturating_sub(s.not_counted.1);
+        let used = counted_prior + session;
         if used <= max {
             return None;
         }
-        let [used, prior, session] = [used, s.prior.tokens, session].map(crate::text::count);
-        let measure = match (measure, s.prior.tokens) {
+        let [used, prior, session] = [used, counted_prior, session].map(crate::text::count);
+        let measure = match (measure, counted_prior) {
             (Measure::Reported, 0) => format!("reported usage {used}"),
             (Measure::Metered, 0) => format!(
                 "metered usage {used}, counted as bytes/4 of the text crossing the ACP boundary because the agent reports none"

@@ -24,6 +24,10 @@ class OpenAiChat:
     def is_model_path(self, path):
         return path.split("?")[0].rstrip("/").endswith("/chat/completions")
 
+    def conversation_step(self, body):
+        """How far a conversation has come: the tool results it carries."""
+        return sum(1 for m in (body or {}).get("messages", []) if m.get("role") == "tool")
+
     def wants_turn(self, path, body):
         return bool((body or {}).get("tools"))
 

@@ -16,6 +16,11 @@ A turn is one of (each API module renders it in its own wire shape):
   {"tools": [{"tool": ..., "input": ...}]}  several tool calls in one response
   {"hang": true}                            read the request, never answer it
 
+A script with "per_conversation": true serves many conversations at once (the
+scale test's concurrent missions): a request takes the turn its own conversation
+has reached — the API module's `conversation_step(body)`, the tool results the
+request already carries — so the turns are each conversation's, not one queue's.
+
 Usage: <api>.py --script <script.json> --record <requests.jsonl>
 The first line on stdout is "listening <base url>". The server exits when its
 stdin closes (the test that started it is gone).
@@ -34,15 +39,21 @@ class Script:
         with open(path, encoding="utf-8") as f:
             doc = json.load(f)
         self.turns = doc.get("turns", [])
+        self.per_conversation = bool(doc.get("per_conversation"))
         self.side = doc.get("side", "ok")
         self.next = 0
         self.lock = threading.Lock()
         self.record_path = record
         self.seq = 0
 
-    def take(self):
-        """The next turn's index and turn, or (None, None) when exhausted."""
+    def take(self, step=None):
+        """The next turn's index and turn, or (None, None) when exhausted. Per
+        conversation, the turn at `step` (the conversation's own place)."""
         with self.lock:
+            if self.per_conversation:
+                if step is None or step >= len(self.turns):
+                    return None, None
+                return step, self.turns[step]
             if self.next >= len(self.turns):
                 return None, None
             i = self.next
@@ -115,7 +126,8 @@ def serve(api):
                 script.record(path, body, None, False)
                 api.respond_side(self, path, body, script.side)
                 return
-            index, turn = script.take()
+            step = api.conversation_step(body) if script.per_conversation else None
+            index, turn = script.take(step)
             if turn is None:
                 script.record(path, body, None, True)
                 sys.stderr.write(
