@@ -80,9 +80,15 @@ pub const MIGRATIONS: &[Migration] = &[
     // v22: what each mission's units used: the peak memory of a unit's process
     // tree and the CPU time of its units' trees.
     &[crate::fleet::budget::SCHEMA_V22],
-    // v23: money — a raised maxCostUsd, each mission's priced cost and the oracle's
+    // v23: the agent's context fill (its last `usage_update`) on the compute record,
+    // and a mission's extra roots (`--add-dir`).
+    &[
+        crate::fleet::budget::SCHEMA_V23_CONTEXT,
+        crate::mission::roots::SCHEMA_V23_ROOTS,
+    ],
+    // v24: money — a raised maxCostUsd, each mission's priced cost and the oracle's
     // spend on it, and its admission against the fleet's budgets.
-    &[crate::fleet::budget::SCHEMA_V23],
+    &[crate::fleet::budget::SCHEMA_V24],
 ];
 
 /// The same versions on PostgreSQL, numbered alike so a version means one schema on
@@ -133,7 +139,11 @@ pub const PG_MIGRATIONS: &[Migration] = &[
     &[crate::asks::allowances::PG_SCHEMA_V20],
     &[crate::mission::revise::PG_SCHEMA_V21],
     &[crate::fleet::budget::PG_SCHEMA_V22],
-    &[crate::fleet::budget::PG_SCHEMA_V23],
+    &[
+        crate::fleet::budget::PG_SCHEMA_V23_CONTEXT,
+        crate::mission::roots::PG_SCHEMA_V23_ROOTS,
+    ],
+    &[crate::fleet::budget::PG_SCHEMA_V24],
 ];
 
 impl Store {

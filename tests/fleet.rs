@@ -39,6 +39,7 @@ fn request(agent: &str) -> DispatchRequest {
         cwd: None,
         worktree: false,
         check: Default::default(),
+        add_dirs: Vec::new(),
     }
 }
 

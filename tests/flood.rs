@@ -79,6 +79,7 @@ async fn a_flooding_or_deaf_unit_is_derailed_with_bounded_host_memory_and_the_ho
                     cwd: None,
                     worktree: false,
                     check: Default::default(),
+                    add_dirs: Vec::new(),
                 })
                 .await
                 .unwrap()

@@ -36,6 +36,7 @@ async fn session_cancel_mid_model_call_ends_the_turn_cancelled() {
             )]
             .into(),
             cwd: dir.path().to_path_buf(),
+            additional_dirs: Vec::new(),
             mcp_servers: vec![bridge_server_entry(Path::new(EXE), &socket, dir.path()).unwrap()],
             meta: mission_meta("m-test"),
             pid_slot: Some(socket.unit_pid_slot()),

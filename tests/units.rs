@@ -546,6 +546,7 @@ async fn a_bad_script_file_fails_startup_with_the_reason() {
                 path.display().to_string(),
             ],
             cwd: dir.path().to_path_buf(),
+            additional_dirs: Vec::new(),
             supervisor: Some(EXE.into()),
             ..Default::default()
         };
@@ -568,6 +569,7 @@ async fn a_missing_program_is_a_spawn_error() {
     let spec = missionboard::acp_client::UnitSpec {
         program: "/nonexistent/agent".into(),
         cwd: std::env::temp_dir(),
+        additional_dirs: Vec::new(),
         supervisor: Some(EXE.into()),
         ..Default::default()
     };
@@ -616,6 +618,7 @@ async fn a_program_that_is_not_an_agent_fails_startup_clearly() {
             program: "/bin/sh".into(),
             args: vec!["-c".into(), script.into()],
             cwd: dir.path().to_path_buf(),
+            additional_dirs: Vec::new(),
             supervisor: Some(EXE.into()),
             ..Default::default()
         };

@@ -89,6 +89,17 @@ pub trait BuiltinAgent: Send + Sync + Sized + 'static {
         AgentCapabilities::new()
     }
 
+    /// The auth methods `initialize` lists (none, by default).
+    fn auth_methods(&self) -> Vec<agent_client_protocol::v1::schema::AuthMethod> {
+        Vec::new()
+    }
+
+    /// An error `session/new` is answered with instead of a session (the stub's
+    /// stand-in for an agent that needs a login first); none by default.
+    fn refuse_new_session(&self) -> Option<Error> {
+        None
+    }
+
     fn sessions(&self) -> &Sessions<Self::Session>;
 
     /// Open a session for `session/new` (ids from [`Sessions::next_id`], or the
@@ -239,6 +250,7 @@ pub async fn serve<A: BuiltinAgent>(
                 responder.respond(
                     InitializeResponse::new(ProtocolVersion::V1)
                         .agent_capabilities(on_init.capabilities())
+                        .auth_methods(on_init.auth_methods())
                         .agent_info(Implementation::new(
                             on_init.name(),
                             env!("CARGO_PKG_VERSION"),
@@ -249,6 +261,9 @@ pub async fn serve<A: BuiltinAgent>(
         )
         .on_receive_request(
             async move |request: NewSessionRequest, responder, cx| {
+                if let Some(err) = on_new.refuse_new_session() {
+                    return responder.respond_with_error(err);
+                }
                 let agent = on_new.clone();
                 let (session, response) = blocking(move || agent.open_session(request)).await;
                 on_new.connect_servers(&session).await;

@@ -86,6 +86,10 @@ pub struct UnitSpec {
     /// way a secret-looking variable reaches the child.
     pub env: BTreeMap<String, String>,
     pub cwd: PathBuf,
+    /// Roots beyond `cwd` (`--add-dir`), sent as `additionalDirectories` on
+    /// `session/new`, `session/resume` and `session/load` when the agent advertises
+    /// `sessionCapabilities.additionalDirectories`.
+    pub additional_dirs: Vec<PathBuf>,
     pub mcp_servers: Vec<McpStdioServer>,
     /// `session/new._meta`; see [`mission_meta`].
     pub meta: Map<String, Value>,
@@ -288,6 +292,13 @@ pub struct PromptOutcome {
 pub enum UnitError {
     /// The program could not be started at all.
     Spawn { program: String, error: String },
+    /// The agent answered a session request with auth-required: it needs a login
+    /// first (`terminal`: the terminal login it advertised, if any).
+    LoginRequired {
+        during: &'static str,
+        message: String,
+        terminal: Option<crate::agents::TerminalLogin>,
+    },
     /// The child exited while we were waiting on it.
     Exited {
         during: &'static str,
@@ -393,6 +404,13 @@ impl fmt::Display for UnitError {
                 }
                 Ok(())
             }
+            UnitError::LoginRequired {
+                during, message, ..
+            } => write!(
+                f,
+                "agent returned error {} to {during}: {message}",
+                crate::agents::AUTH_REQUIRED
+            ),
             UnitError::Rpc {
                 during,
                 code,

@@ -182,6 +182,22 @@ impl Unit {
         self.caps.load_session = agent_caps.load_session;
         self.caps.resume_session = agent_caps.session_capabilities.resume.is_some();
         self.caps.close_session = agent_caps.session_capabilities.close.is_some();
+        // Extra roots go only to an agent that says it takes them; one that does not
+        // still has them granted, and is told nothing it could misread.
+        let roots = if agent_caps
+            .session_capabilities
+            .additional_directories
+            .is_some()
+        {
+            spec.additional_dirs.clone()
+        } else {
+            if !spec.additional_dirs.is_empty() {
+                tracing::warn!(
+                    "the agent does not advertise sessionCapabilities.additionalDirectories: its extra roots are granted, not sent"
+                );
+            }
+            Vec::new()
+        };
         if let Some(info) = &response.agent_info {
             self.caps.agent_name = Some(info.name.clone());
             self.caps.agent_version = Some(info.version.clone());
@@ -191,6 +207,16 @@ impl Unit {
             .iter()
             .map(|m| m.id().to_string())
             .collect();
+        self.caps.terminal_login = response.auth_methods.iter().find_map(|m| match m {
+            agent_client_protocol::v1::schema::AuthMethod::Terminal(t) => {
+                Some(crate::agents::TerminalLogin {
+                    name: t.name.clone(),
+                    args: t.args.clone(),
+                    env: t.env.iter().map(|(k, v)| (k.clone(), v.clone())).collect(),
+                })
+            }
+            _ => None,
+        });
 
         let servers: Vec<McpServer> = spec
             .mcp_servers
@@ -211,6 +237,7 @@ impl Unit {
         if let Some(id) = load {
             if self.caps.resume_session {
                 let mut request = ResumeSessionRequest::new(id.to_string(), spec.cwd.clone())
+                    .additional_directories(roots.clone())
                     .mcp_servers(servers.clone());
                 if !spec.meta.is_empty() {
                     request = request.meta(spec.meta.clone());
@@ -231,8 +258,9 @@ impl Unit {
                 }
             }
             if self.caps.load_session {
-                let mut request =
-                    LoadSessionRequest::new(id.to_string(), spec.cwd.clone()).mcp_servers(servers);
+                let mut request = LoadSessionRequest::new(id.to_string(), spec.cwd.clone())
+                    .additional_directories(roots.clone())
+                    .mcp_servers(servers);
                 if !spec.meta.is_empty() {
                     request = request.meta(spec.meta.clone());
                 }
@@ -241,7 +269,9 @@ impl Unit {
                 return Ok(());
             }
         }
-        let mut request = NewSessionRequest::new(spec.cwd.clone()).mcp_servers(servers);
+        let mut request = NewSessionRequest::new(spec.cwd.clone())
+            .additional_directories(roots)
+            .mcp_servers(servers);
         if !spec.meta.is_empty() {
             request = request.meta(spec.meta.clone());
         }
@@ -253,7 +283,10 @@ impl Unit {
                 during,
                 detail: e.message,
             })?;
-        let raw = self.request_untyped(untyped, during).await?;
+        let raw = self
+            .request_untyped(untyped, during)
+            .await
+            .map_err(|e| self.login_required(e))?;
         let parsed: NewSessionResponse =
             serde_json::from_value(raw.clone()).map_err(|e| UnitError::Protocol {
                 during,
@@ -277,7 +310,27 @@ impl Unit {
             during,
             detail: e.message,
         })?;
-        self.request_untyped(untyped, during).await
+        self.request_untyped(untyped, during)
+            .await
+            .map_err(|e| self.login_required(e))
+    }
+
+    /// An auth-required answer to a session request, as the login it calls for
+    /// (with the terminal login the agent advertised); any other error as it is.
+    fn login_required(&self, e: UnitError) -> UnitError {
+        match e {
+            UnitError::Rpc {
+                during,
+                code,
+                message,
+                ..
+            } if code == crate::agents::AUTH_REQUIRED => UnitError::LoginRequired {
+                during,
+                message,
+                terminal: self.caps.terminal_login.clone(),
+            },
+            e => e,
+        }
     }
 
     /// Adopt the reopened session `id`.

@@ -62,6 +62,17 @@ pub struct AgentCaps {
     pub models: Option<SessionModels>,
     /// Ids of the agent's advertised auth methods (a hint for "needs login").
     pub auth_methods: Vec<String>,
+    /// The first terminal auth method it advertised: how its own command logs in.
+    pub terminal_login: Option<TerminalLogin>,
+}
+
+/// An agent's terminal login (ACP `authMethods` of type `terminal`): its own
+/// command run interactively with these args and env added.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct TerminalLogin {
+    pub name: String,
+    pub args: Vec<String>,
+    pub env: BTreeMap<String, String>,
 }
 
 impl AgentCaps {
@@ -329,8 +340,19 @@ impl Agent {
 
     /// The error for an agent that answered `authRequired`: what it said, and its
     /// login step.
-    pub fn login_needed(&self, said: &str) -> String {
-        let step = self.about.login.clone().or_else(|| {
+    pub fn login_needed(&self, said: &str, terminal: Option<&TerminalLogin>) -> String {
+        // The agent's own word first: the login it advertises, run in a terminal.
+        let advertised = terminal.map(|t| {
+            let mut words: Vec<String> = t.env.iter().map(|(k, v)| format!("{k}={v}")).collect();
+            words.push(self.command_line());
+            words.extend(t.args.iter().cloned());
+            crate::text::sanitize(&format!(
+                "run '{}' in a terminal and log in ({})",
+                words.join(" "),
+                t.name
+            ))
+        });
+        let step = advertised.or_else(|| self.about.login.clone()).or_else(|| {
             catalogue::get(&self.name)
                 .filter(|c| c.command == self.command)
                 .and_then(|c| c.about.login.clone())

@@ -316,7 +316,7 @@ impl Asks {
         Ok(self.store.with(|c| {
             let mut s = c.prepare_cached(&format!(
                 "SELECT {ALLOWANCE_COLUMNS} FROM ask_allowances a LEFT JOIN missions m ON m.id = a.mission_id
-                 WHERE (?1 IS NULL OR a.mission_id = ?1) ORDER BY a.granted_at DESC, a.id DESC LIMIT ?2"
+                 WHERE (CAST(?1 AS TEXT) IS NULL OR a.mission_id = ?1) ORDER BY a.granted_at DESC, a.id DESC LIMIT ?2"
             ))?;
             s.query_map(params![mission_id, limit as i64], allowance_from_row)?
                 .collect()

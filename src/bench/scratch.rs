@@ -101,6 +101,7 @@ impl Scratch {
             ],
             env: Default::default(),
             cwd: self.paths.cwd.clone(),
+            additional_dirs: Vec::new(),
             mcp_servers: Vec::new(),
             meta: mission_meta(mission_id),
             pid_slot: None,

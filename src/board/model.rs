@@ -89,6 +89,18 @@ pub struct AskRow {
     pub expires_at: i64,
 }
 
+impl AskRow {
+    /// A form the unit sent (an elicitation): filled in words, `key=value` a line.
+    pub fn is_form(&self) -> bool {
+        self.tool
+            == format!(
+                "{}.{}",
+                crate::asks::ELICITATION_TOOLS,
+                crate::asks::FORM_TOOL
+            )
+    }
+}
+
 #[derive(Debug, Clone, PartialEq)]
 pub struct InboxRow {
     pub id: String,
@@ -134,6 +146,8 @@ pub struct Detail {
     pub worktree: Option<String>,
     /// What it has spent: tool calls, tokens (durable, across sessions), time.
     pub spend: Option<String>,
+    /// How full the agent's context is, as its last `usage_update` said.
+    pub context: Option<String>,
     /// What fired it, when not the operator: an editor session, a schedule's tick
     /// or a webhook trigger's delivery (`session mb-…`, `schedule nightly (tick …)`).
     pub fired_by: Option<String>,

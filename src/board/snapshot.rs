@@ -725,10 +725,13 @@ fn detail(
             crate::worktree::workspace_label(Some(wt.state))
         ))
     });
-    let spent = crate::ops::show::compute_record(missions.store(), &m.id)
-        .map_err(|e| e.to_string())?
-        .map(|r| r.spent)
-        .unwrap_or_default();
+    let record =
+        crate::ops::show::compute_record(missions.store(), &m.id).map_err(|e| e.to_string())?;
+    let context = record
+        .as_ref()
+        .and_then(|r| r.context)
+        .map(|c| c.describe());
+    let spent = record.map(|r| r.spent).unwrap_or_default();
     let until = if m.status.is_terminal() {
         m.updated_at
     } else {
@@ -763,6 +766,7 @@ fn detail(
         host_role: host_role(missions, m, &row).map_err(|e| e.to_string())?,
         worktree,
         spend: Some(spend),
+        context,
         fired_by: crate::ops::show::fired_by(missions.store(), m).map_err(|e| e.to_string())?,
         mission: row,
         last_error: m

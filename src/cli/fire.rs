@@ -41,6 +41,8 @@ pub(super) struct FireArgs {
     pub on: Option<String>,
     /// `--check` / `--no-check`.
     pub check: crate::mission::check::CheckChoice,
+    /// `--add-dir`: extra roots, as typed.
+    pub add_dirs: Vec<std::path::PathBuf>,
 }
 
 impl FireArgs {
@@ -66,6 +68,7 @@ impl FireArgs {
             envelope: Some(origin),
         };
         request.check = self.check.clone();
+        request.add_dirs = self.add_dirs.clone();
         Ok((timeout, store, request))
     }
 
@@ -89,6 +92,7 @@ impl FireArgs {
         if self.check != crate::mission::check::CheckChoice::FromEnvelope {
             request.check = self.check.clone();
         }
+        request.add_dirs = self.add_dirs.clone();
         Ok((timeout, store, request))
     }
 

@@ -436,8 +436,11 @@ fn compute_lines(ctx: &Ctx, store: &crate::store::Store, m: &Mission) -> Vec<Str
             bounds.on_exhausted.as_str()
         ));
     }
-    if let Some(model) = record.and_then(|r| r.model) {
+    if let Some(model) = record.as_ref().and_then(|r| r.model.clone()) {
         lines.push(format!("Model:     {model}"));
+    }
+    if let Some(context) = record.as_ref().and_then(|r| r.context) {
+        lines.push(format!("Context:   {}", context.describe()));
     }
     lines.push(format!(
         "Sandbox:   {}",

@@ -196,6 +196,10 @@ enum MissionCmd {
         /// Fire without the envelope's check (only where the envelope marks it optional).
         #[arg(long)]
         no_check: bool,
+        /// A directory beyond the workspace the unit may work in, granted as the
+        /// workspace is (repeatable; not with --queue).
+        #[arg(long, value_name = "PATH", conflicts_with = "queue")]
+        add_dir: Vec<std::path::PathBuf>,
     },
     /// List missions, newest first.
     List(ListArgs),
@@ -849,6 +853,7 @@ fn run(ctx: &Ctx, command: Option<Command>, flags: BetaFlags) -> anyhow::Result<
                 on,
                 check,
                 no_check,
+                add_dir,
             } => {
                 let check = match (check, no_check) {
                     (Some(command), _) => crate::mission::check::CheckChoice::Command(command),
@@ -876,6 +881,7 @@ fn run(ctx: &Ctx, command: Option<Command>, flags: BetaFlags) -> anyhow::Result<
                     queue,
                     on,
                     check,
+                    add_dirs: add_dir,
                 };
                 // A queued fire is recorded for a host, never hosted here.
                 if args.queue {

@@ -257,6 +257,10 @@ pub struct Places {
     pub commit_writes: Vec<PathBuf>,
     /// ... and what git reads there: readable under limited reads.
     pub commit_reads: Vec<PathBuf>,
+    /// The mission's extra roots (`mission fire --add-dir`), canonical: each granted
+    /// as the workspace is — written where the envelope writes `{workspace}`, read
+    /// where it reads it.
+    pub extra_roots: Vec<PathBuf>,
     /// What `{model}` stands for: each port with the endpoint it reaches.
     pub model_ports: Vec<(u16, String)>,
     /// Loopback ports of the agent's own servers: always connectable.
@@ -375,6 +379,28 @@ pub fn resolve(decl: &SandboxDecl, places: &Places) -> Result<Resolved, String> 
         ));
         write.extend(granted);
     }
+    let workspace_written = decl.write.iter().any(|w| w == "{workspace}");
+    for path in places.extra_roots.iter().filter(|_| workspace_written) {
+        let entry = path.display().to_string();
+        let granted = carve(&entry, path, &protected, "filesystem.write", &mut carved)?;
+        match missing(path, false) {
+            Some(gone) => grants.push(absent_line(
+                "write",
+                &entry,
+                &gone,
+                "the mission's --add-dir",
+            )),
+            None => {
+                grants.push(grant_line(
+                    "write",
+                    &entry,
+                    &granted,
+                    "the mission's --add-dir",
+                ));
+                write.extend(granted);
+            }
+        }
+    }
     let mut devices: Vec<PathBuf> = DEVICES.iter().map(PathBuf::from).collect();
     grants.push(format!(
         "write {}: the terminal devices",
@@ -395,6 +421,28 @@ pub fn resolve(decl: &SandboxDecl, places: &Places) -> Result<Resolved, String> 
                         None => grant_line("read", entry, &granted, "the envelope"),
                     });
                     read.extend(granted);
+                }
+            }
+            let workspace_read = entries.iter().any(|e| e == "{workspace}");
+            for path in places.extra_roots.iter().filter(|_| workspace_read) {
+                let entry = path.display().to_string();
+                let granted = carve(&entry, path, &protected, "filesystem.read", &mut carved)?;
+                match missing(path, false) {
+                    Some(gone) => grants.push(absent_line(
+                        "read",
+                        &entry,
+                        &gone,
+                        "the mission's --add-dir",
+                    )),
+                    None => {
+                        grants.push(grant_line(
+                            "read",
+                            &entry,
+                            &granted,
+                            "the mission's --add-dir",
+                        ));
+                        read.extend(granted);
+                    }
                 }
             }
             for path in &places.commit_reads {
@@ -880,6 +928,7 @@ mod tests {
             executables: vec![],
             commit_writes: vec![],
             commit_reads: vec![],
+            extra_roots: vec![],
             model_ports: vec![(11434, "http://127.0.0.1:11434".into())],
             own_ports: vec![],
             own_port_per_unit: false,

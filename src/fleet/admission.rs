@@ -96,6 +96,7 @@ impl Fleet {
             claimed: false,
             load_session: None,
             check,
+            roots: Some(req.add_dirs),
             revise: None,
         };
         let mission_id = uuid::Uuid::new_v4().to_string();

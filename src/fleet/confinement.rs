@@ -114,6 +114,8 @@ pub struct UnitConfinement {
 pub struct Workspace<'a> {
     pub dir: &'a Path,
     pub commit: crate::worktree::CommitAccess,
+    /// The mission's extra roots (`--add-dir`), granted as the workspace is.
+    pub extra_roots: &'a [PathBuf],
 }
 
 /// Who a unit is and where it runs: what its placeholders stand for, but `{tmp}`.
@@ -254,6 +256,7 @@ fn unit_places(site: UnitSite<'_>, tmp: &Path) -> Places {
             .any(|a| a.contains(crate::agents::OWN_PORT_PLACEHOLDER)),
         commit_writes: workspace.commit.write,
         commit_reads: workspace.commit.read,
+        extra_roots: workspace.extra_roots.to_vec(),
     }
 }
 

@@ -70,6 +70,7 @@ pub async fn dry_handshake(
             workspace: Workspace {
                 dir: &workspace,
                 commit: Default::default(),
+                extra_roots: &[],
             },
             bridge_exe: &exe,
             model_base_url: None,
@@ -87,6 +88,7 @@ pub async fn dry_handshake(
         args: agent.args.clone(),
         env,
         cwd: workspace,
+        additional_dirs: Vec::new(),
         mcp_servers: Vec::new(),
         meta: agent.session_meta.clone(),
         pid_slot: None,
@@ -141,8 +143,15 @@ pub fn failure(agent: &Agent, e: &UnitError) -> Failure {
             what: format!("not installed: {text}"),
             fix: install(),
         },
+        UnitError::LoginRequired { terminal, .. } => {
+            let what = agent.login_needed(&text, terminal.as_ref());
+            let fix = what
+                .rsplit_once(" — ")
+                .map_or_else(|| what.clone(), |(_, step)| step.to_string());
+            Failure { what, fix }
+        }
         UnitError::Rpc { code, .. } if *code == AUTH_REQUIRED => {
-            let what = agent.login_needed(&text);
+            let what = agent.login_needed(&text, None);
             let fix = what
                 .rsplit_once(" — ")
                 .map_or_else(|| what.clone(), |(_, step)| step.to_string());
@@ -166,7 +175,7 @@ pub fn failure(agent: &Agent, e: &UnitError) -> Failure {
         .iter()
         .any(|w| lower.contains(w)) =>
         {
-            let what = agent.login_needed(&text);
+            let what = agent.login_needed(&text, None);
             let fix = what
                 .rsplit_once(" — ")
                 .map_or_else(|| what.clone(), |(_, step)| step.to_string());

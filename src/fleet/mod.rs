@@ -76,6 +76,9 @@ pub struct DispatchRequest {
     pub worktree: bool,
     /// The check it must pass to land: the envelope's, the fire's own, or none.
     pub check: crate::mission::check::CheckChoice,
+    /// Extra roots (`--add-dir`): existing directories, canonical, outside the
+    /// missionboard home (the operations layer checks them).
+    pub add_dirs: Vec<PathBuf>,
 }
 
 /// A dispatch refused for a name it carries: the facts, which the operations layer
@@ -167,6 +170,9 @@ struct Record {
     /// The check a fresh mission is recorded with (a claimed one's was recorded
     /// when it was queued).
     check: Option<crate::mission::check::NewCheck>,
+    /// A fresh mission's extra roots (`--add-dir`), recorded with it; `None`: a
+    /// claimed one's, read from its record.
+    roots: Option<Vec<PathBuf>>,
     /// A revise the unit takes up (`mission revise`): its feedback opens the run,
     /// in the workspace the mission already has.
     revise: Option<crate::mission::revise::Run>,

@@ -50,6 +50,7 @@ impl Fleet {
                 load_session: mission.session_id.clone(),
                 // Recorded when it was queued.
                 check: None,
+                roots: None,
                 revise,
             };
             self.admit(record, id.clone(), (agent, envelope), cwd, claimed.worktree)

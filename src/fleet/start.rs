@@ -29,14 +29,15 @@ impl Fleet {
             WorktreeLookup::Known(worktree.clone())
         };
         let site = (agent.clone(), cwd.as_path(), lookup);
+        let roots = record.roots.as_deref();
         let mut started = match self
-            .start_unit(&mission_id, site.clone(), &envelope.policy, load)
+            .start_unit(&mission_id, site.clone(), &envelope.policy, load, roots)
             .await
         {
             Ok(started) => started,
             Err(e) if load.is_some() => {
                 tracing::warn!(mission = %mission_id, "could not reopen its earlier session; starting a fresh one: {e}");
-                self.start_unit(&mission_id, site, &envelope.policy, None)
+                self.start_unit(&mission_id, site, &envelope.policy, None, roots)
                     .await?
             }
             Err(e) => return Err(e),
@@ -79,6 +80,14 @@ impl Fleet {
                 .check
                 .as_ref()
                 .map(|c| crate::mission::check::insert_statement(&mission_id, c)),
+        );
+        // ... and so are its extra roots, which every later start of its unit grants.
+        born_with.extend(
+            record
+                .roots
+                .as_ref()
+                .filter(|r| !r.is_empty())
+                .map(|r| crate::mission::roots::insert_statement(&mission_id, r)),
         );
         let mission = match blocking(move || {
             if claimed {
@@ -211,13 +220,14 @@ impl Fleet {
                     site.clone(),
                     &envelope.policy,
                     Some(&cp.session_id),
+                    None,
                 )
                 .await
             {
                 Ok(started) => started,
                 Err(e) => {
                     tracing::warn!(mission = %mission.id, "could not reopen session {}; starting a fresh one: {e}", cp.session_id);
-                    self.start_unit(&mission.id, site, &envelope.policy, None)
+                    self.start_unit(&mission.id, site, &envelope.policy, None, None)
                         .await?
                 }
             };
@@ -381,6 +391,7 @@ impl Fleet {
         (agent, cwd, worktree): (crate::agents::Agent, &std::path::Path, WorktreeLookup),
         policy: &crate::envelope::Envelope,
         load: Option<&str>,
+        roots: Option<&[PathBuf]>,
     ) -> anyhow::Result<Started> {
         let inner = &self.inner;
         let agent = &agent.for_unit()?;
@@ -393,8 +404,10 @@ impl Fleet {
             cwd.to_path_buf(),
         );
         let id = mission_id.to_string();
+        let missions = inner.missions.clone();
+        let known_roots = roots.map(<[PathBuf]>::to_vec);
         // Store reads, the temp dir and the ruleset's path fds: all blocking work.
-        let (env, tmp, confined, connect) = blocking(move || {
+        let (env, tmp, confined, roots, connect) = blocking(move || {
             let tmp = confinement::MissionTmp::create(&id)?;
             let env = declared.unit_env(Some(&config), tmp.path())?;
             let model_url = match env.get(crate::agents::ENV_BASE_URL) {
@@ -412,17 +425,26 @@ impl Fleet {
                 Some(wt) => crate::worktree::commit_access(&wt)?,
                 None => Default::default(),
             };
+            // Its extra roots, as every start of its unit grants them.
+            let roots = match known_roots {
+                Some(roots) => roots,
+                None => missions.roots(&id)?,
+            };
             let site = confinement::UnitSite {
                 paths: &paths,
                 agent: &declared,
-                workspace: confinement::Workspace { dir: &dir, commit },
+                workspace: confinement::Workspace {
+                    dir: &dir,
+                    commit,
+                    extra_roots: &roots,
+                },
                 bridge_exe: &exe,
                 model_base_url: model_url.as_deref(),
             };
             let confined = confinement::confine_unit(site, &decl, &tmp)?;
             let connect =
                 confinement::connect_site(&declared, &dir, model_url.as_deref(), &confined);
-            anyhow::Ok((env, tmp, confined, connect))
+            anyhow::Ok((env, tmp, confined, roots, connect))
         })
         .await?;
         // The socket must listen before session/new: agents connect to their MCP
@@ -469,6 +491,7 @@ impl Fleet {
             args: agent.args.clone(),
             env,
             cwd: cwd.to_path_buf(),
+            additional_dirs: roots,
             // The bridge's one-use token waits in the unit's own temp dir.
             mcp_servers: vec![
                 bridge_server_entry(&inner.self_exe, &socket, tmp.path()).map_err(|e| {
@@ -487,10 +510,13 @@ impl Fleet {
         let unit = Unit::start_confined(spec, load, confined.prepared)
             .await
             .map_err(|e| match &e {
+                crate::acp_client::UnitError::LoginRequired { terminal, .. } => {
+                    anyhow::anyhow!("{}", agent.login_needed(&e.to_string(), terminal.as_ref()))
+                }
                 crate::acp_client::UnitError::Rpc { code, .. }
                     if *code == crate::agents::AUTH_REQUIRED =>
                 {
-                    anyhow::anyhow!("{}", agent.login_needed(&e.to_string()))
+                    anyhow::anyhow!("{}", agent.login_needed(&e.to_string(), None))
                 }
                 _ => anyhow::anyhow!("agent {:?} could not start a session: {e}", agent.name),
             })?;

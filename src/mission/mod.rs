@@ -15,6 +15,7 @@ pub mod plan;
 pub mod queue;
 pub mod report;
 pub mod revise;
+pub mod roots;
 
 use std::fmt;
 

@@ -390,6 +390,44 @@ pub struct Fire {
     pub typed_at: TypedAt,
     /// `--check` / `--no-check` (else the envelope's check).
     pub check: CheckChoice,
+    /// `--add-dir`: extra roots as typed (checked by [`dispatch`]).
+    pub add_dirs: Vec<PathBuf>,
+}
+
+/// `--add-dir` paths as the unit is granted them: each an existing directory,
+/// canonical (symlinks resolved), outside the missionboard home, once.
+pub fn checked_add_dirs(
+    paths: &crate::paths::Paths,
+    dirs: &[PathBuf],
+) -> anyhow::Result<Vec<PathBuf>> {
+    let home = paths
+        .home
+        .canonicalize()
+        .unwrap_or_else(|_| paths.home.clone());
+    let mut out: Vec<PathBuf> = Vec::new();
+    for dir in dirs {
+        let shown = dir.display();
+        let real = dir.canonicalize().map_err(|e| match e.kind() {
+            std::io::ErrorKind::NotFound => {
+                anyhow::anyhow!("--add-dir {shown}: does not exist — name an existing directory")
+            }
+            _ => anyhow::anyhow!("--add-dir {shown}: cannot be read: {e}"),
+        })?;
+        if !real.is_dir() {
+            anyhow::bail!("--add-dir {shown}: is not a directory — name a directory");
+        }
+        if real.starts_with(&home) || home.starts_with(&real) {
+            anyhow::bail!(
+                "--add-dir {shown}: {} holds the missionboard home ({}), which no unit may be granted — name a directory outside it",
+                real.display(),
+                home.display()
+            );
+        }
+        if !out.contains(&real) {
+            out.push(real);
+        }
+    }
+    Ok(out)
 }
 
 impl Fire {
@@ -403,6 +441,7 @@ impl Fire {
             parent_session: None,
             typed_at: TypedAt::default(),
             check: CheckChoice::FromEnvelope,
+            add_dirs: Vec::new(),
         }
     }
 
@@ -428,6 +467,7 @@ pub async fn dispatch(host: &Host, fire: Fire) -> anyhow::Result<Dispatched> {
         }
     };
     let typed = fire.typed_at;
+    let add_dirs = checked_add_dirs(host.paths(), &fire.add_dirs)?;
     let req = DispatchRequest {
         agent_name: fire.agent,
         intent: fire.intent,
@@ -435,6 +475,7 @@ pub async fn dispatch(host: &Host, fire: Fire) -> anyhow::Result<Dispatched> {
         cwd: fire.cwd,
         worktree: fire.worktree,
         check: fire.check,
+        add_dirs,
     };
     match fire.parent_session {
         Some(parent) => fleet.dispatch_for_session(req, &parent).await,

@@ -39,7 +39,14 @@ pub fn mission_grants(host: &Host, m: &Mission, decl: &SandboxDecl) -> Vec<Strin
         _ => config.get(config::MODEL_BASE_URL).ok().flatten(),
     };
     let tmp = MissionTmp::path_for(&m.id);
-    let workspace = Workspace { dir: &dir, commit };
+    let roots = crate::mission::Missions::new(store.clone())
+        .roots(&m.id)
+        .unwrap_or_default();
+    let workspace = Workspace {
+        dir: &dir,
+        commit,
+        extra_roots: &roots,
+    };
     match grants(paths, agent, decl, workspace, &tmp, model_url.as_deref()) {
         Ok(grants) => grants
             .into_iter()
@@ -63,6 +70,7 @@ pub fn dry_grants(
     let workspace = Workspace {
         dir,
         commit: CommitAccess::default(),
+        extra_roots: &[],
     };
     grants(paths, agent, decl, workspace, &tmp, model_url)
 }

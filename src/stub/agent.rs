@@ -50,6 +50,9 @@ pub struct AgentConfig {
     /// Append one line per session lifecycle request here (`STUB_SESSIONS`):
     /// `session/new <id>`, `session/load <id>`, `session/resume <id>`, `session/close <id>`.
     pub sessions_log: Option<PathBuf>,
+    /// `STUB_AUTH_REQUIRED`'s words: the auth method's kind (`terminal`, `agent`)
+    /// and a terminal method's args; every `session/new` is refused as auth-required.
+    pub auth_required: Option<Vec<String>>,
 }
 
 struct StubAgent {
@@ -146,9 +149,33 @@ impl BuiltinAgent for StubAgent {
         if script.is_some_and(|s| s.close_session) {
             sessions = sessions.close(SessionCloseCapabilities::new());
         }
+        sessions = sessions.additional_directories(
+            agent_client_protocol::v1::schema::SessionAdditionalDirectoriesCapabilities::new(),
+        );
         AgentCapabilities::new()
             .load_session(script.is_some_and(|s| s.load_session))
             .session_capabilities(sessions)
+    }
+
+    fn auth_methods(&self) -> Vec<agent_client_protocol::v1::schema::AuthMethod> {
+        use agent_client_protocol::v1::schema::{AuthMethod, AuthMethodAgent, AuthMethodTerminal};
+        match self.config.auth_required.as_deref() {
+            Some([kind, args @ ..]) if kind == "terminal" => vec![AuthMethod::Terminal(
+                AuthMethodTerminal::new("stub-login", "Log in to the stub").args(args.to_vec()),
+            )],
+            Some(_) => vec![AuthMethod::Agent(AuthMethodAgent::new(
+                "stub-key",
+                "The stub's API key",
+            ))],
+            None => Vec::new(),
+        }
+    }
+
+    fn refuse_new_session(&self) -> Option<Error> {
+        self.config.auth_required.as_ref()?;
+        eprintln!("stub: session/new refused: authentication required");
+        // -32000: ACP's auth-required.
+        Some(Error::new(-32000, "Authentication required".to_string()))
     }
 
     fn sessions(&self) -> &Sessions<Session> {
@@ -163,8 +190,17 @@ impl BuiltinAgent for StubAgent {
         } else {
             self.sessions.next_id()
         };
+        let dirs: Vec<String> = request
+            .additional_directories
+            .iter()
+            .map(|d| d.display().to_string())
+            .collect();
         let session = self.open_session_as(id.clone(), request, Saved::default());
-        self.record_session("session/new", &id);
+        if dirs.is_empty() {
+            self.record_session("session/new", &id);
+        } else {
+            self.record_session("session/new", &format!("{id} dirs={}", dirs.join(":")));
+        }
         let mut response = NewSessionResponse::new(id);
         if let Some(option) = self.model_option(&session) {
             response = response.config_options(vec![option]);

@@ -148,6 +148,12 @@
 //!   `session/close`), refused ones included.
 //! - Env `STUB_INITIALIZE_DELAY_MS=<n>`: wait `n` ms before answering
 //!   `initialize` (a unit slow to start).
+//! - Env `STUB_AUTH_REQUIRED=terminal <args…>` or `=agent`: list one auth method of
+//!   that kind in `initialize` (a terminal one runs the stub's command with `args`)
+//!   and answer every `session/new` with auth-required (-32000): an agent that
+//!   needs a login first.
+//! - `session/new` advertises `sessionCapabilities.additionalDirectories`; the
+//!   `STUB_SESSIONS` line of a session given extra roots ends ` dirs=<a>:<b>`.
 
 mod agent;
 mod saved;
@@ -215,6 +221,10 @@ pub async fn run_stub_agent(options: StubOptions) -> Result<(), String> {
         sessions_log: std::env::var_os("STUB_SESSIONS")
             .filter(|v| !v.is_empty())
             .map(PathBuf::from),
+        auth_required: std::env::var("STUB_AUTH_REQUIRED")
+            .ok()
+            .filter(|v| !v.trim().is_empty())
+            .map(|v| v.split_whitespace().map(str::to_string).collect()),
         initialize_delay: match std::env::var("STUB_INITIALIZE_DELAY_MS") {
             Ok(ms) => Some(std::time::Duration::from_millis(
                 ms.trim().parse().map_err(|_| {

@@ -186,47 +186,56 @@ pub async fn pair(
     }
 }
 
-#[derive(Deserialize)]
-pub struct AnswerForm {
-    #[serde(default)]
-    csrf: String,
-    ask: String,
-    verdict: String,
-    #[serde(default)]
-    text: String,
-}
-
 /// `POST /api/answer`: the operator's verdict, through the one answer path. The
-/// reply comes once it is recorded; a run it unblocks whose host is gone is
+/// form is `csrf`, `ask`, `verdict` (approve, deny, answer, fill) and `text` for an
+/// answer in words, or one `f.<name>` per field of a form the unit sent (`fill`; an
+/// empty field gives nothing, so its default applies or it is refused as required).
+/// The reply comes once it is recorded; a run it unblocks whose host is gone is
 /// resumed here afterwards, as `approvals respond` would.
 pub async fn answer(
     State(web): State<Web>,
     authed: Authed,
-    Form(form): Form<AnswerForm>,
+    Form(form): Form<Vec<(String, String)>>,
 ) -> Response {
-    if !authed.csrf_ok(&form.csrf) {
+    let field = |name: &str| {
+        form.iter()
+            .find(|(k, _)| k == name)
+            .map(|(_, v)| v.clone())
+            .unwrap_or_default()
+    };
+    if !authed.csrf_ok(&field("csrf")) {
         return refuse(
             StatusCode::FORBIDDEN,
             "the form's CSRF token is missing or stale: reload the page",
         );
     }
-    let verdict = match form.verdict.as_str() {
+    let text = field("text");
+    let verdict = match field("verdict").as_str() {
         "approve" => OperatorVerdict::Approve,
         // The page's second step for an allow-always (its confirm button).
         "always" => OperatorVerdict::ApproveAlways,
         "deny" => OperatorVerdict::Deny,
-        "answer" if !form.text.trim().is_empty() => OperatorVerdict::Answer(form.text.clone()),
+        "answer" if !text.trim().is_empty() => OperatorVerdict::Answer(text),
         "answer" => return refuse(StatusCode::BAD_REQUEST, "an answer needs words"),
+        "fill" => OperatorVerdict::Fields(
+            form.iter()
+                .filter_map(|(k, v)| {
+                    Some((k.strip_prefix(render::FORM_FIELD)?.to_string(), v.clone()))
+                })
+                .filter(|(_, v)| !v.is_empty())
+                .collect(),
+        ),
         _ => {
             return refuse(
                 StatusCode::BAD_REQUEST,
-                "verdict is one of approve, always, deny, answer",
+                "verdict is one of approve, always, deny, answer, fill",
             );
         }
     };
+    let ask_id = field("ask");
     let host = web.host.clone();
     let via = Surface::Web(authed.device.name.clone());
-    let (h, id, v) = (host.clone(), form.ask.clone(), verdict.clone());
+    let (h, id, v) = (host.clone(), ask_id.clone(), verdict.clone());
     let recorded = blocking(move || answer::record(&h, &id, Answerer::Operator(&v), &via)).await;
     let recorded = match recorded {
         Ok(r) => r,
@@ -242,7 +251,7 @@ pub async fn answer(
             return refuse(status, &crate::text::sanitize(&format!("{e:#}")));
         }
     };
-    tracing::info!(ask = %form.ask, device = %authed.device.name, "web: an ask was answered");
+    tracing::info!(ask = %ask_id, device = %authed.device.name, "web: an ask was answered");
     let said = match verdict {
         OperatorVerdict::Approve => "Approved.",
         OperatorVerdict::ApproveAlways => {
@@ -251,7 +260,7 @@ pub async fn answer(
         OperatorVerdict::Deny => "Denied.",
         OperatorVerdict::Answer(_) | OperatorVerdict::Fields(_) => "Answered.",
     };
-    let id = form.ask;
+    let id = ask_id;
     tokio::spawn(async move {
         match answer::resume(&host, &id, recorded).await {
             Ok(Afterwards::ResumedHere) => {

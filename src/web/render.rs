@@ -13,6 +13,9 @@ use crate::mission::{Mission, Status};
 /// The prefix of a template parameter's field in the fire form: `p.repo=acme/api`.
 pub const PARAM_FIELD: &str = "p.";
 
+/// The prefix of a form field's input in an ask card: `f.branch=main`.
+pub const FORM_FIELD: &str = "f.";
+
 /// Agent text made inert for HTML: controls and bidi overrides stripped, then
 /// every character that means something to HTML escaped (safe in text and in a
 /// quoted attribute alike).
@@ -236,7 +239,8 @@ fn ask_card(out: &mut String, ask: &Ask, trace: &[String], csrf: &str) {
         let _ = write!(out, "<p class=\"rule\">Asked by {}</p>", text(&rule));
     } else {
         let _ = write!(out, "<p class=\"question\">{}</p>", text(&ask.args_summary));
-        if let Some(detail) = &ask.diff {
+        // A form's detail is its fields, shown by their inputs below.
+        if let Some(detail) = ask.diff.as_ref().filter(|_| kind != AskKind::Form) {
             let _ = write!(out, "<pre class=\"detail\">{}</pre>", text(detail));
         }
     }
@@ -247,7 +251,9 @@ fn ask_card(out: &mut String, ask: &Ask, trace: &[String], csrf: &str) {
 <input type=\"hidden\" name=\"ask\" value=\"{id}\">",
         csrf = text(csrf)
     );
-    if kind.takes_words() {
+    if let (AskKind::Form, Some(fields)) = (kind, &ask.form) {
+        form_inputs(out, fields);
+    } else if kind.takes_words() {
         let hint = if kind == AskKind::Compute {
             "extend N% or stop"
         } else {
@@ -266,6 +272,49 @@ fn ask_card(out: &mut String, ask: &Ask, trace: &[String], csrf: &str) {
         always_step(out, ask);
     }
     out.push_str("<p class=\"result\" role=\"status\"></p></form></li>");
+}
+
+/// One input per field of a form the unit sent — a list to pick from for a choice
+/// or a yes/no, a text box otherwise — then Submit (`fill`) and Decline (`deny`).
+/// A field left empty gives nothing: its default applies, or the answer is refused
+/// naming it when it is required.
+fn form_inputs(out: &mut String, form: &crate::asks::form::Form) {
+    use crate::asks::form::FieldKind;
+    out.push_str("<div class=\"fields\">");
+    for f in &form.fields {
+        let name = text(&f.name);
+        let _ = write!(
+            out,
+            "<label><span class=\"hint\">{}</span>",
+            text(&f.line())
+        );
+        let choices: Option<Vec<String>> = match &f.kind {
+            FieldKind::Choice { values } => Some(values.clone()),
+            FieldKind::Boolean => Some(vec!["true".into(), "false".into()]),
+            _ => None,
+        };
+        match choices {
+            Some(values) => {
+                let _ = write!(
+                    out,
+                    "<select name=\"{FORM_FIELD}{name}\"><option value=\"\"></option>"
+                );
+                for v in values {
+                    let v = text(&v);
+                    let _ = write!(out, "<option value=\"{v}\">{v}</option>");
+                }
+                out.push_str("</select>");
+            }
+            None => {
+                let _ = write!(out, "<input type=\"text\" name=\"{FORM_FIELD}{name}\">");
+            }
+        }
+        out.push_str("</label>");
+    }
+    out.push_str(
+        "</div><div class=\"buttons\"><button name=\"verdict\" value=\"fill\" class=\"approve\">Submit</button>\
+<button name=\"verdict\" value=\"deny\" class=\"deny\">Decline</button></div>",
+    );
 }
 
 /// A gated call whose agent offered an "allow always": the page offers it for

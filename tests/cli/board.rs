@@ -61,6 +61,7 @@ async fn answering_in_the_board_lets_the_real_stub_land() {
             cwd: None,
             worktree: false,
             check: Default::default(),
+            add_dirs: Vec::new(),
         })
         .await
         .expect("dispatch");
@@ -177,6 +178,7 @@ async fn the_board_mounts_its_oracle_and_it_answers_a_routine_question() {
             cwd: None,
             worktree: false,
             check: Default::default(),
+            add_dirs: Vec::new(),
         })
         .await
         .expect("dispatch");

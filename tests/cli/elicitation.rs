@@ -182,3 +182,54 @@ fn a_page_ask_shows_its_full_host_and_is_answered_done_or_declined() {
     let id = sb.newest_mission().unwrap();
     assert_eq!(report_summaries(&sb, &id), ["[result] got: accept"]);
 }
+
+/// The board fills a form in place: its answer pane names it a form, lists its
+/// fields and how to fill them, and `key=value` lines typed there go through the
+/// one answer path to the unit, checked against the form like `--field`.
+#[test]
+fn terminal_a_form_is_filled_from_the_board() {
+    let sb = Sandbox::new();
+    elicit_then_report(&sb, DEPLOY_FORM);
+    let fire = sb.fire_in_background("stub", "deploy it", &[]);
+    let ask = wait_for(20, "the form ask", || pending_of_kind(&sb, "form"));
+
+    let term = crate::board::board_in_terminal(&sb, "", "board");
+    term.wait_screen(30, "the form on the board", |s| {
+        s.contains("Where should it deploy?")
+    });
+    term.keys(&["2"]);
+    term.keys(&["Enter"]);
+    let pane = term.wait_screen(10, "the answer pane", |s| s.contains("your answer"));
+    for line in [
+        "Form from stub",
+        "branch (text, required) — Branch",
+        "env (one of staging, prod, required)",
+        "retries (whole number) [default 1]",
+        "Fill it as key=value, one field a line",
+    ] {
+        assert!(pane.contains(line), "{line:?} missing:\n{pane}");
+    }
+    // A value the form does not take is refused in the pane; nothing is recorded.
+    term.literal("branch=main");
+    term.keys(&["Enter"]);
+    term.literal("env=dev");
+    term.keys(&["C-s"]);
+    term.wait_screen(10, "the refusal", |s| s.contains("not \"dev\""));
+    assert_eq!(pending_of_kind(&sb, "form").as_deref(), Some(ask.as_str()));
+    term.keys(&["BSpace", "BSpace", "BSpace"]);
+    term.literal("prod");
+    term.keys(&["C-s"]);
+    term.wait_screen(10, "the answer recorded", |s| {
+        s.contains("answer recorded for ask")
+    });
+
+    let run = fire.join();
+    assert_eq!(run.code, 0, "{run:#?}");
+    let id = sb.newest_mission().unwrap();
+    assert_eq!(
+        report_summaries(&sb, &id),
+        ["[result] got: accept branch=main; env=prod; retries=1"]
+    );
+    let screen = term.quit();
+    assert!(screen.contains("EXITED:0"), "{screen}");
+}

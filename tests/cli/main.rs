@@ -4,6 +4,7 @@
 #[path = "../common/mod.rs"]
 mod harness;
 
+mod acp_protocol;
 mod asks;
 mod board;
 mod bounds;

@@ -829,6 +829,7 @@ pub async fn start(options: Options) -> Harness {
         args,
         env: options.env,
         cwd: dir.path().to_path_buf(),
+        additional_dirs: Vec::new(),
         mcp_servers: if options.mission_server {
             vec![bridge_server_entry(Path::new(BIN), &socket, dir.path()).unwrap()]
         } else {

@@ -101,6 +101,7 @@ async fn units_waiting_on_a_foreign_lock_stall_no_other_units_acp_traffic() {
                 cwd: None,
                 worktree: false,
                 check: Default::default(),
+                add_dirs: Vec::new(),
             })
             .await
             .unwrap();
@@ -130,6 +131,7 @@ async fn units_waiting_on_a_foreign_lock_stall_no_other_units_acp_traffic() {
         ],
         env: Default::default(),
         cwd: h.home.clone(),
+        additional_dirs: Vec::new(),
         mcp_servers: Vec::new(),
         meta: mission_meta("other"),
         pid_slot: None,

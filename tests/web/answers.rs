@@ -367,3 +367,68 @@ fn two_devices_racing_for_one_ask_end_in_one_verdict_and_the_loser_hears_which_d
     let show = show_json(&sb, &ids[0]);
     assert_eq!(show["asks"][0]["answeredDevice"], winner.as_str());
 }
+
+/// A form the unit sent gets one input per field on the page (a list for a choice),
+/// posted as `fill` through the one answer path: a value the form does not take is
+/// refused naming the field, a good one reaches the unit with the default filled in.
+#[test]
+fn a_form_is_filled_on_the_page_one_input_per_field() {
+    let sb = Sandbox::new();
+    sb.declare_stubs(&[(
+        "stub",
+        Some(&script(
+            r#"{"elicit":{"message":"Where should it deploy?","schema":{"type":"object","properties":{"branch":{"type":"string","title":"Branch"},"env":{"type":"string","enum":["staging","prod"]},"retries":{"type":"integer","default":1}},"required":["branch","env"]}}},{"report":{"kind":"result","summary":"got: {{answer}}"}},{"finish":"landed"}"#,
+        )),
+    )]);
+    let web = Web::start(&sb, &[]);
+    let credential = web.pair(&sb, "phone");
+    let fired = sb.fire_in_background("stub", "deploy", &[]);
+    let ask = wait_for(30, "the form", || sb.pending_ask_ids().first().cloned());
+
+    let page = web.get("/", Some(&credential)).text().unwrap();
+    assert!(page.contains("Where should it deploy?"), "{page}");
+    for input in [
+        r#"<input type="text" name="f.branch">"#,
+        r#"<select name="f.env"><option value=""></option><option value="staging">staging</option><option value="prod">prod</option></select>"#,
+        r#"<input type="text" name="f.retries">"#,
+        r#"<button name="verdict" value="fill" class="approve">Submit</button>"#,
+        r#"<button name="verdict" value="deny" class="deny">Decline</button>"#,
+    ] {
+        assert!(page.contains(input), "{input} missing:\n{page}");
+    }
+    assert!(page.contains("branch (text, required) — Branch"), "{page}");
+
+    let fill = |fields: &[(&str, &str)]| {
+        let csrf = web.csrf(&credential);
+        let mut form = vec![
+            ("csrf", csrf.as_str()),
+            ("ask", ask.as_str()),
+            ("verdict", "fill"),
+        ];
+        form.extend_from_slice(fields);
+        web.post("/api/answer", Some(&credential), &form)
+    };
+    let bad = fill(&[("f.branch", "main"), ("f.env", "dev"), ("f.retries", "")]);
+    assert_eq!(bad.status(), 400);
+    let v: serde_json::Value = bad.json().unwrap();
+    assert!(
+        v["error"]
+            .as_str()
+            .unwrap()
+            .contains("field env takes one of staging, prod, not \"dev\""),
+        "{v}"
+    );
+    assert_eq!(sb.pending_ask_ids(), std::slice::from_ref(&ask));
+
+    let good = fill(&[("f.branch", "main"), ("f.env", "prod"), ("f.retries", "")]);
+    assert_eq!(good.status(), 200);
+    let v: serde_json::Value = good.json().unwrap();
+    assert_eq!(v["message"], "Answered.");
+    let run = fired.join();
+    assert_eq!(run.code, 0, "{run:#?}");
+    assert!(
+        run.stdout
+            .contains("  [result] got: accept branch=main; env=prod; retries=1\n"),
+        "{run:#?}"
+    );
+}

@@ -102,6 +102,9 @@ pub fn lines(m: &Model, width: usize, now_ms: i64) -> Vec<Line<'static>> {
     if let Some(cost) = &d.cost {
         push(kv("Cost: ", cost.clone(), t.title), 2);
     }
+    if let Some(context) = &d.context {
+        push(kv("Context: ", context.clone(), t.title), 2);
+    }
     if let Some((first, rest)) = d.check.split_first() {
         push(kv("Check: ", first.clone(), t.title), 2);
         for line in rest {

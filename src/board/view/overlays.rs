@@ -116,7 +116,13 @@ pub fn answer(frame: &mut Frame, area: Rect, m: &Model, ask_id: &str, now_ms: i6
             head.push(Line::styled(
                 format!(
                     "{} from {} (mission {mission}){}asked {} ago{expires}",
-                    if a.question { "Question" } else { "Gated call" },
+                    if a.is_form() {
+                        "Form"
+                    } else if a.question {
+                        "Question"
+                    } else {
+                        "Gated call"
+                    },
                     a.agent,
                     m.symbols.sep,
                     age(now_ms, a.created_at)
@@ -154,6 +160,15 @@ pub fn answer(frame: &mut Frame, area: Rect, m: &Model, ask_id: &str, now_ms: i6
                 for l in d.lines().take(8) {
                     head.push(Line::raw(l.to_string()));
                 }
+            }
+            if a.is_form() {
+                head.push(Line::styled(
+                    format!(
+                        "Fill it as key=value, one field a line (a field left out takes its default); decline with: missionboard approvals respond {} --deny",
+                        a.id
+                    ),
+                    t.muted,
+                ));
             }
         }
         None => head.push(Line::styled(

@@ -91,6 +91,7 @@ pub(crate) fn snapshot() -> Snapshot {
         last_error: None,
         worktree: None,
         spend: Some("14 tool calls · 5,200 tokens · 20s so far".into()),
+        context: None,
         fired_by: None,
         host_role: None,
         check: Vec::new(),

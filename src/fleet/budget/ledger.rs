@@ -38,6 +38,17 @@ ALTER TABLE mission_compute ADD COLUMN spent_output_tokens INTEGER NOT NULL DEFA
 ALTER TABLE mission_compute ADD COLUMN spent_cached_tokens INTEGER NOT NULL DEFAULT 0;
 ALTER TABLE mission_compute ADD COLUMN reported_cost_micro_usd INTEGER;";
 
+/// v23: the agent's context fill, as its last `usage_update` said: tokens in its
+/// context and the context's size.
+pub(crate) const SCHEMA_V23_CONTEXT: &str = "
+ALTER TABLE mission_compute ADD COLUMN context_used INTEGER;
+ALTER TABLE mission_compute ADD COLUMN context_size INTEGER;";
+
+/// The PostgreSQL spelling of [`SCHEMA_V23_CONTEXT`].
+pub(crate) const PG_SCHEMA_V23_CONTEXT: &str = "
+ALTER TABLE mission_compute ADD COLUMN context_used BIGINT;
+ALTER TABLE mission_compute ADD COLUMN context_size BIGINT;";
+
 /// The PostgreSQL spelling of [`SCHEMA_V16`].
 pub(crate) const PG_SCHEMA_V16: &str = "
 ALTER TABLE mission_compute ADD COLUMN spent_input_tokens BIGINT NOT NULL DEFAULT 0;
@@ -56,13 +67,13 @@ ALTER TABLE mission_compute ADD COLUMN cpu_ms INTEGER NOT NULL DEFAULT 0;";
 pub(crate) const PG_SCHEMA_V22: &str = "
 ALTER TABLE mission_compute ADD COLUMN peak_rss_bytes BIGINT;
 ALTER TABLE mission_compute ADD COLUMN cpu_ms BIGINT NOT NULL DEFAULT 0;";
-/// v23: money. The limit an operator raised `maxCostUsd` to; what the spend cost
+/// v24: money. The limit an operator raised `maxCostUsd` to; what the spend cost
 /// as its host priced it (the agent's reported cost, else its tokens at the list
 /// prices; NULL: no price), and what the oracle's model calls for the mission
 /// cost and counted (its model, tokens; NULL cost: no price); the fleet budget's
 /// admission — when the mission was admitted against it and what it set aside
 /// (its `maxCostUsd`, held while it runs).
-pub(crate) const SCHEMA_V23: &str = "
+pub(crate) const SCHEMA_V24: &str = "
 ALTER TABLE mission_compute ADD COLUMN max_cost_micro_usd INTEGER;
 ALTER TABLE mission_compute ADD COLUMN cost_micro_usd INTEGER;
 ALTER TABLE mission_compute ADD COLUMN oracle_model TEXT;
@@ -76,8 +87,8 @@ ALTER TABLE mission_compute ADD COLUMN admitted_at INTEGER;
 UPDATE mission_compute SET admitted_at = (SELECT created_at FROM missions WHERE missions.id = mission_compute.mission_id);
 CREATE INDEX mission_compute_admitted ON mission_compute (admitted_at);";
 
-/// The PostgreSQL spelling of [`SCHEMA_V23`].
-pub(crate) const PG_SCHEMA_V23: &str = "
+/// The PostgreSQL spelling of [`SCHEMA_V24`].
+pub(crate) const PG_SCHEMA_V24: &str = "
 ALTER TABLE mission_compute ADD COLUMN max_cost_micro_usd BIGINT;
 ALTER TABLE mission_compute ADD COLUMN cost_micro_usd BIGINT;
 ALTER TABLE mission_compute ADD COLUMN oracle_model TEXT;
@@ -126,6 +137,32 @@ pub struct ComputeRecord {
     pub spent: Spend,
     /// What the oracle's model calls about the mission's questions spent.
     pub oracle: OracleSpend,
+    /// How full the agent's context was at its last `usage_update`, if it sent one.
+    pub context: Option<ContextFill>,
+}
+
+/// An agent's context fill: tokens in its context, of the context's size.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ContextFill {
+    pub used: u64,
+    pub size: u64,
+}
+
+impl ContextFill {
+    /// `41,200 / 200,000 tokens (20%)`.
+    pub fn describe(&self) -> String {
+        // A size of 0 says nothing about the fill: no percentage.
+        let pct = self
+            .used
+            .saturating_mul(100)
+            .checked_div(self.size)
+            .map_or_else(String::new, |p| format!(" ({}%)", p.min(999)));
+        format!(
+            "{} / {} tokens{pct}",
+            crate::text::count(self.used),
+            crate::text::count(self.size)
+        )
+    }
 }
 
 /// The oracle's model calls for one mission: how many, on which model, their
@@ -220,7 +257,7 @@ fn column(field: ComputeField) -> Option<&'static str> {
 
 /// The `mission_compute` table.
 /// The columns [`record_from_row`] reads.
-const RECORD_COLUMNS: &str = "models, model, max_turns, max_tool_calls, max_tokens, paused_ask, paused_field, paused_reason, spent_tool_calls, spent_tokens, spent_input_tokens, spent_output_tokens, spent_cached_tokens, reported_cost_micro_usd, max_cost_micro_usd, cost_micro_usd, oracle_calls, oracle_model, oracle_input_tokens, oracle_output_tokens, oracle_cached_tokens, oracle_cost_micro_usd";
+const RECORD_COLUMNS: &str = "models, model, max_turns, max_tool_calls, max_tokens, paused_ask, paused_field, paused_reason, spent_tool_calls, spent_tokens, spent_input_tokens, spent_output_tokens, spent_cached_tokens, reported_cost_micro_usd, max_cost_micro_usd, cost_micro_usd, oracle_calls, oracle_model, oracle_input_tokens, oracle_output_tokens, oracle_cached_tokens, oracle_cost_micro_usd, context_used, context_size";
 
 fn record_from_row(r: &crate::store::sql::Row<'_>) -> crate::store::sql::Result<ComputeRecord> {
     record_from_row_at(r, 0)
@@ -266,6 +303,13 @@ fn record_from_row_at(
             output_tokens: r.get::<i64>(at + 19)?.max(0) as u64,
             cached_tokens: r.get::<i64>(at + 20)?.max(0) as u64,
             cost_micro_usd: r.get::<Option<i64>>(at + 21)?.map(|v| v.max(0) as u64),
+        },
+        context: match (r.get::<Option<i64>>(at + 22)?, r.get::<Option<i64>>(at + 23)?) {
+            (Some(used), Some(size)) => Some(ContextFill {
+                used: used.max(0) as u64,
+                size: size.max(0) as u64,
+            }),
+            _ => None,
         },
     })
 }
@@ -347,6 +391,24 @@ impl ComputeLedger {
                 record_from_row,
             )
         })
+    }
+
+    /// Record the agent's context fill as its last `usage_update` said.
+    pub fn record_context(&self, mission_id: &str, context: ContextFill) -> Result<(), StoreError> {
+        self.store.with(|c| {
+            c.execute(
+                "INSERT INTO mission_compute (mission_id, context_used, context_size, updated_at)
+                 VALUES (?1, ?2, ?3, ?4)
+                 ON CONFLICT (mission_id) DO UPDATE SET context_used = ?2, context_size = ?3, updated_at = ?4",
+                params![
+                    mission_id,
+                    context.used.min(i64::MAX as u64) as i64,
+                    context.size.min(i64::MAX as u64) as i64,
+                    clock::now_ms()
+                ],
+            )
+        })?;
+        Ok(())
     }
 
     /// Record what the mission has spent. Spend only grows: a write carrying less

@@ -25,10 +25,13 @@ mod model;
 mod pause;
 pub mod price;
 
+pub use ledger::ContextFill;
 pub(super) use ledger::unit_statement;
 pub use ledger::{ComputeLedger, ComputeRecord, OracleSpend, Pause, Spend, SpendGroup, SpendRow};
 pub(crate) use ledger::{PG_SCHEMA_V11, PG_SCHEMA_V16, SCHEMA_V5, SCHEMA_V7, SCHEMA_V16};
-pub(crate) use ledger::{PG_SCHEMA_V22, PG_SCHEMA_V23, SCHEMA_V22, SCHEMA_V23};
+pub(crate) use ledger::{PG_SCHEMA_V22, SCHEMA_V22};
+pub(crate) use ledger::{PG_SCHEMA_V23_CONTEXT, SCHEMA_V23_CONTEXT};
+pub(crate) use ledger::{PG_SCHEMA_V24, SCHEMA_V24};
 pub use ledger::{ResourceSample, UnitResources};
 pub(super) use model::select_allowed_model;
 pub(super) use pause::settle_pause;
@@ -76,6 +79,9 @@ struct Spent {
     mission_calls: HashSet<String>,
     /// The largest `usage_update.used` seen (context occupancy).
     max_used: Option<u64>,
+    /// The last `usage_update`'s context fill, and the one the ledger last heard.
+    context: Option<ContextFill>,
+    context_recorded: Option<ContextFill>,
     /// The sum of end-of-turn totals, when the agent reports them.
     turn_totals: Option<u64>,
     metered_bytes: u64,
@@ -328,6 +334,23 @@ impl Budget {
             return;
         };
         let _writing = self.writing.lock().await;
+        // The context fill is the last report, not a sum: it may fall (the agent
+        // compacted its context), so it is written on its own when it changed.
+        let context = {
+            let mut s = self.spent.lock_unpoisoned();
+            let changed = s.context.filter(|c| Some(*c) != s.context_recorded);
+            if changed.is_some() {
+                s.context_recorded = changed;
+            }
+            changed
+        };
+        if let Some(context) = context {
+            let (ledger, id) = (ledger.clone(), mission_id.clone());
+            let written = crate::store::blocking(move || ledger.record_context(&id, context)).await;
+            if let Err(e) = written {
+                tracing::warn!(mission = %mission_id, "could not record the context fill: {e}");
+            }
+        }
         let now = self.spend();
         {
             let mut s = self.spent.lock_unpoisoned();
@@ -511,9 +534,13 @@ impl Budget {
                 self.meter_out(title.as_deref().map_or(0, str::len));
                 None
             }
-            UnitEvent::Usage { used, cost, .. } => {
+            UnitEvent::Usage { used, size, cost } => {
                 let mut s = self.spent.lock_unpoisoned();
                 s.max_used = Some(s.max_used.unwrap_or(0).max(*used));
+                s.context = Some(ContextFill {
+                    used: *used,
+                    size: *size,
+                });
                 match cost {
                     // Cumulative: the newest report is the session's cost so far.
                     Some((amount, currency))
