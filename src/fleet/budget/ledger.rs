@@ -304,7 +304,10 @@ fn record_from_row_at(
             cached_tokens: r.get::<i64>(at + 20)?.max(0) as u64,
             cost_micro_usd: r.get::<Option<i64>>(at + 21)?.map(|v| v.max(0) as u64),
         },
-        context: match (r.get::<Option<i64>>(at + 22)?, r.get::<Option<i64>>(at + 23)?) {
+        context: match (
+            r.get::<Option<i64>>(at + 22)?,
+            r.get::<Option<i64>>(at + 23)?,
+        ) {
             (Some(used), Some(size)) => Some(ContextFill {
                 used: used.max(0) as u64,
                 size: size.max(0) as u64,
