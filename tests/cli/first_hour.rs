@@ -67,7 +67,10 @@ fn mission_list_shows_each_mission_s_intent() {
     let list = sb.run(&["mission", "list"]).ok();
     let lines = list.lines();
     assert_eq!(lines.len(), 3, "{list:#?}");
-    assert!(lines[0].trim_end().ends_with(" AGE  INTENT"), "{list:#?}");
+    assert!(
+        lines[0].trim_end().ends_with(" AGE  COST  INTENT"),
+        "{list:#?}"
+    );
     // Newest first: the long one, cut with an ellipsis, then the short one whole.
     assert!(
         lines[1]
