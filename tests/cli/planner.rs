@@ -638,18 +638,14 @@ fn edit_file_changes_one_piece_under_the_envelope_and_keeps_the_rest_of_the_file
     );
 }
 
-#[test]
-fn a_model_repeating_one_call_is_refused_then_the_mission_rests_stuck_repeating_itself() {
-    let sb = Sandbox::new();
-    sb.write(&sb.cwd.join("notes.txt"), "alpha\n");
-    let mut again = call("read_file", json!({"path": "notes.txt"}));
-    again["repeat"] = json!(true);
-    let dialog = planner_world(&sb, json!({"turns": [again]}));
+/// Fire agent-planner at `intent` under `dev`, waiting: it exits 1 with the mission
+/// resting stuck, whose record is returned.
+fn fired_stuck(sb: &Sandbox, intent: &str) -> Value {
     let fired = sb.run(&[
         "mission",
         "fire",
         "agent-planner",
-        "read notes.txt",
+        intent,
         "--wait",
         "--policy",
         "dev",
@@ -662,6 +658,17 @@ fn a_model_repeating_one_call_is_refused_then_the_mission_rests_stuck_repeating_
     )
     .unwrap();
     assert_eq!(record["status"], "stuck", "{record:#}");
+    record
+}
+
+#[test]
+fn a_model_repeating_one_call_is_refused_then_the_mission_rests_stuck_repeating_itself() {
+    let sb = Sandbox::new();
+    sb.write(&sb.cwd.join("notes.txt"), "alpha\n");
+    let mut again = call("read_file", json!({"path": "notes.txt"}));
+    again["repeat"] = json!(true);
+    let dialog = planner_world(&sb, json!({"turns": [again]}));
+    let record = fired_stuck(&sb, "read notes.txt");
     assert_eq!(
         record["statusReason"],
         r#"repeating itself: the unit made the same call 5 times in a row: local_fs.read_file: {"path":"notes.txt"}"#
@@ -688,23 +695,7 @@ fn a_model_writing_the_same_broken_call_is_told_the_intent_is_no_tool_then_rests
 {"name": "add", "arguments": {"a": 1, "b": 2}}
 ```"#;
     let dialog = planner_world(&sb, json!({"turns": [{"text": add, "repeat": true}]}));
-    let fired = sb.run(&[
-        "mission",
-        "fire",
-        "agent-planner",
-        "add a function add(a,b) to lib.py",
-        "--wait",
-        "--policy",
-        "dev",
-    ]);
-    assert_eq!(fired.code, 1, "{fired:#?}");
-    let record: Value = serde_json::from_str(
-        &sb.run(&["mission", "show", &sb.newest_mission().unwrap(), "--json"])
-            .ok()
-            .stdout,
-    )
-    .unwrap();
-    assert_eq!(record["status"], "stuck", "{record:#}");
+    let record = fired_stuck(&sb, "add a function add(a,b) to lib.py");
     assert_eq!(
         record["statusReason"],
         r#"repeating itself: the unit wrote the same broken tool call as text 5 times in a row: ```json {"name": "add", "arguments": {"a": 1, "b": 2}} ```"#
