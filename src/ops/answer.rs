@@ -41,7 +41,8 @@ pub enum Afterwards {
     NothingParked,
     /// Parked, and its host is alive: that host resumes it.
     HostResumes,
-    /// Parked with its host gone: resumed here, and driven to the end of its turn.
+    /// Parked with its host gone: resumed here (a one-shot command drives it to
+    /// the end of its turn).
     ResumedHere,
     /// Parked with its host gone, and the answer ended it here without a unit (a
     /// compute-bound question answered "stop", or a mission already at rest).
@@ -223,7 +224,7 @@ pub async fn resume(host: &Host, ask_id: &str, recorded: Recorded) -> anyhow::Re
 pub struct Settled {
     /// Asks past their deadline that took their on-timeout verdict.
     pub expired: usize,
-    /// Runs whose host is gone, resumed (and driven to the end of their turn) here.
+    /// Runs whose host is gone, resumed here.
     pub resumed: usize,
     pub failed: usize,
 }
@@ -266,7 +267,8 @@ pub async fn settle_overdue(host: &Host, which: Stranded) -> anyhow::Result<Sett
 }
 
 /// Resume every answered run whose host is gone that `which` names, one after
-/// the other, each driven to the end of its turn. Returns (resumed, failed).
+/// the other (a one-shot command drives each to the end of its turn). Returns
+/// (resumed, failed).
 pub async fn resume_stranded(host: &Host, which: Stranded) -> anyhow::Result<(usize, usize)> {
     let h = host.clone();
     let stranded = blocking(move || stranded_runs(&h, which)).await?;
@@ -340,8 +342,8 @@ pub fn stranded_runs(host: &Host, which: Stranded) -> anyhow::Result<Vec<Strande
     Ok(out)
 }
 
-/// Resume one stranded run on `host` and wait for the end of its turn: whether a
-/// unit was resumed (`false`: another process claimed it first, or nothing was
+/// Resume one stranded run on `host` (see [`drive_resume`]): whether a unit was
+/// resumed (`false`: another process claimed it first, or nothing was
 /// left to run).
 pub async fn resume_stranded_run(host: &Host, run: StrandedRun) -> anyhow::Result<bool> {
     drive_resume(
@@ -355,9 +357,12 @@ pub async fn resume_stranded_run(host: &Host, run: StrandedRun) -> anyhow::Resul
 }
 
 /// Resume the run parked on `ask_id` on `fleet` (the host's; `startable`: what the
-/// check that it can start loaded) and wait for the end of its turn. Whether a unit
-/// was resumed (`false`: there was nothing to run). A one-shot command's fleet
-/// follows the bus and reaps the unit for the while.
+/// check that it can start loaded). Whether a unit was resumed (`false`: there was
+/// nothing to run). A process that hosts units returns once the unit is under way:
+/// its fleet carries the turn on, and whoever reads the record may already see the
+/// mission at rest, so nothing said about the resume may wait for the turn's end. A
+/// one-shot command drives the turn to its end first, its fleet following the bus
+/// and reaping the unit for the while.
 async fn drive_resume(
     host: &Host,
     fleet: &Fleet,
@@ -365,18 +370,15 @@ async fn drive_resume(
     mission_id: &str,
     startable: Option<Startable>,
 ) -> anyhow::Result<bool> {
-    let one_shot = host.hosting() == crate::ops::host::Hosting::OnNeed;
-    let teardown = one_shot.then(|| fleet.spawn_teardown());
+    if host.hosting() != crate::ops::host::Hosting::OnNeed {
+        return fleet.resume_parked(ask_id, startable).await;
+    }
+    let teardown = fleet.spawn_teardown();
     let result = fleet.resume_parked(ask_id, startable).await;
-    if matches!(result, Ok(true)) {
-        fleet.wait_unit(mission_id).await;
-    }
-    if let Some(teardown) = teardown {
-        // Only this run's unit: the host may be resuming others at the same time.
-        fleet.release(mission_id);
-        fleet.wait_unit(mission_id).await;
-        teardown.abort();
-    }
+    // Only this run's unit: the host may be resuming others at the same time.
+    fleet.release(mission_id);
+    fleet.wait_unit(mission_id).await;
+    teardown.abort();
     result
 }
 
