@@ -15,7 +15,7 @@ pub const MIGRATIONS: &[Migration] = &[
     &[crate::config::SCHEMA_V1, crate::bus::SCHEMA_V1],
     // v2: missions, their reports, plan revisions and the operator inbox.
     &[
-        crate::mission::SCHEMA_V2,
+        crate::mission::ddl::SCHEMA_V2,
         crate::mission::report::SCHEMA_V2,
         crate::mission::plan::SCHEMA_V2,
         crate::mission::inbox::SCHEMA_V2,
@@ -37,16 +37,16 @@ pub const MIGRATIONS: &[Migration] = &[
     // v8: which mission owns which git worktree, and the commit it started from.
     &[crate::worktree::SCHEMA_V8],
     // v9: the host process of each mission, and the last-activity index.
-    &[crate::mission::SCHEMA_V9],
+    &[crate::mission::ddl::SCHEMA_V9],
     // v10: the editor sessions that fire missions, and whether each still lives.
     &[crate::mission::parent::SCHEMA_V10],
     // v11: per-status mission counts and per-state ask counts, kept by triggers.
-    &[crate::mission::SCHEMA_V11, crate::asks::SCHEMA_V11],
+    &[crate::mission::ddl::SCHEMA_V11, crate::asks::SCHEMA_V11],
     // v12: hosts across machines: each host's row and heartbeat, and the host id
     // and machine beside the pid on every record that names a host.
     &[
         crate::mission::hosts::SCHEMA_V12,
-        crate::mission::SCHEMA_V12,
+        crate::mission::ddl::SCHEMA_V12,
         crate::mission::parent::SCHEMA_V12,
         crate::asks::checkpoint::SCHEMA_V12,
     ],
@@ -109,7 +109,7 @@ pub const PG_MIGRATIONS: &[Migration] = &[
     &[
         crate::config::PG_SCHEMA_V11,
         crate::bus::PG_SCHEMA_V11,
-        crate::mission::PG_SCHEMA_V11,
+        crate::mission::ddl::PG_SCHEMA_V11,
         crate::mission::report::PG_SCHEMA_V11,
         crate::mission::plan::PG_SCHEMA_V11,
         crate::mission::inbox::PG_SCHEMA_V11,
@@ -122,7 +122,7 @@ pub const PG_MIGRATIONS: &[Migration] = &[
     ],
     &[
         crate::mission::hosts::PG_SCHEMA_V12,
-        crate::mission::PG_SCHEMA_V12,
+        crate::mission::ddl::PG_SCHEMA_V12,
         crate::mission::parent::PG_SCHEMA_V12,
         crate::asks::checkpoint::PG_SCHEMA_V12,
     ],

@@ -7,9 +7,11 @@
 //! mission that is at rest. Writes are durable before their bus event is published.
 
 pub mod check;
+pub mod ddl;
 pub mod hosts;
 pub mod id_prefix;
 pub mod inbox;
+pub mod listing;
 pub mod parent;
 pub mod plan;
 pub mod queue;
@@ -28,119 +30,9 @@ use crate::clock;
 use crate::host::HostId;
 use crate::store::{Store, StoreError};
 
+pub use listing::{Listing, Order};
 pub use plan::{Plan, PlanEntry, PlanRevision};
 pub use report::{Handover, Report, ReportInput};
-
-pub(crate) const SCHEMA_V2: &str = "
-CREATE TABLE missions (
-    id                TEXT PRIMARY KEY NOT NULL,
-    intent            TEXT NOT NULL,
-    agent_name        TEXT NOT NULL,
-    policy_name       TEXT NOT NULL,
-    cwd               TEXT NOT NULL DEFAULT '',
-    session_id        TEXT,
-    instance_id       TEXT,
-    parent_session_id TEXT,
-    status            TEXT NOT NULL DEFAULT 'open',
-    status_reason     TEXT,
-    plan_revision     INTEGER NOT NULL DEFAULT 0,
-    last_heartbeat    INTEGER,
-    last_error        TEXT,
-    created_at        INTEGER NOT NULL,
-    updated_at        INTEGER NOT NULL
-);
-CREATE INDEX missions_by_created ON missions (created_at DESC, id DESC);
-CREATE INDEX missions_by_status ON missions (status, created_at);";
-
-/// v9: the process hosting each mission's unit (so a surface can tell an open
-/// mission whose host died), and an index on last activity (the board's heartbeat
-/// sort and the reclaim sweep read missions in that order).
-pub(crate) const SCHEMA_V9: &str = "
-ALTER TABLE missions ADD COLUMN host_pid INTEGER;
-ALTER TABLE missions ADD COLUMN host_start TEXT;
-CREATE INDEX missions_by_activity ON missions (MAX(created_at, COALESCE(last_heartbeat, 0)) DESC, id DESC);";
-
-/// v11: how many missions hold each status, kept by triggers in the same transaction
-/// as the write that changes it (so every writer, in every process, keeps it exact),
-/// and backfilled from the rows already there. The board reads its open count here
-/// instead of counting a million rows.
-pub(crate) const SCHEMA_V11: &str = "
-CREATE TABLE mission_status_counts (
-    status TEXT PRIMARY KEY NOT NULL,
-    n      INTEGER NOT NULL
-) WITHOUT ROWID;
-INSERT INTO mission_status_counts (status, n)
-    SELECT status, COUNT(*) FROM missions GROUP BY status;
-CREATE TRIGGER missions_count_insert AFTER INSERT ON missions BEGIN
-    INSERT INTO mission_status_counts (status, n) VALUES (NEW.status, 1)
-        ON CONFLICT (status) DO UPDATE SET n = n + 1;
-END;
-CREATE TRIGGER missions_count_status AFTER UPDATE OF status ON missions
-    WHEN OLD.status IS NOT NEW.status BEGIN
-    UPDATE mission_status_counts SET n = n - 1 WHERE status = OLD.status;
-    INSERT INTO mission_status_counts (status, n) VALUES (NEW.status, 1)
-        ON CONFLICT (status) DO UPDATE SET n = n + 1;
-END;
-CREATE TRIGGER missions_count_delete AFTER DELETE ON missions BEGIN
-    UPDATE mission_status_counts SET n = n - 1 WHERE status = OLD.status;
-END;";
-
-/// v12: the host's id and machine beside its pid, so a host on another machine
-/// sharing the store is told apart (and judged by its heartbeat, `hosts`).
-pub(crate) const SCHEMA_V12: &str = "
-ALTER TABLE missions ADD COLUMN host_id TEXT;
-ALTER TABLE missions ADD COLUMN host_machine TEXT;";
-
-/// The PostgreSQL spelling of [`SCHEMA_V12`].
-pub(crate) const PG_SCHEMA_V12: &str = SCHEMA_V12;
-
-/// The PostgreSQL spelling of this module's tables as of schema v11 (see
-/// `crate::schema`). `rowid` is the insertion order SQLite keeps implicitly; the
-/// status counts are kept by one trigger function.
-pub(crate) const PG_SCHEMA_V11: &str = "
-CREATE TABLE missions (
-    id                TEXT PRIMARY KEY NOT NULL,
-    rowid             BIGINT GENERATED ALWAYS AS IDENTITY UNIQUE,
-    intent            TEXT NOT NULL,
-    agent_name        TEXT NOT NULL,
-    policy_name       TEXT NOT NULL,
-    cwd               TEXT NOT NULL DEFAULT '',
-    session_id        TEXT,
-    instance_id       TEXT,
-    parent_session_id TEXT,
-    status            TEXT NOT NULL DEFAULT 'open',
-    status_reason     TEXT,
-    plan_revision     BIGINT NOT NULL DEFAULT 0,
-    last_heartbeat    BIGINT,
-    last_error        TEXT,
-    created_at        BIGINT NOT NULL,
-    updated_at        BIGINT NOT NULL,
-    host_pid          BIGINT,
-    host_start        TEXT
-);
-CREATE INDEX missions_by_created ON missions (created_at DESC, id DESC);
-CREATE INDEX missions_by_status ON missions (status, created_at);
-CREATE INDEX missions_by_activity ON missions (GREATEST(created_at, COALESCE(last_heartbeat, 0)) DESC, id DESC);
-CREATE TABLE mission_status_counts (
-    status TEXT PRIMARY KEY NOT NULL,
-    n      BIGINT NOT NULL
-);
-CREATE FUNCTION missions_count() RETURNS trigger LANGUAGE plpgsql AS $$
-BEGIN
-    IF TG_OP IN ('UPDATE', 'DELETE') THEN
-        UPDATE mission_status_counts SET n = n - 1 WHERE status = OLD.status;
-    END IF;
-    IF TG_OP IN ('INSERT', 'UPDATE') THEN
-        INSERT INTO mission_status_counts (status, n) VALUES (NEW.status, 1)
-            ON CONFLICT (status) DO UPDATE SET n = mission_status_counts.n + 1;
-    END IF;
-    RETURN NULL;
-END $$;
-CREATE TRIGGER missions_count AFTER INSERT OR DELETE ON missions
-    FOR EACH ROW EXECUTE FUNCTION missions_count();
-CREATE TRIGGER missions_count_status AFTER UPDATE OF status ON missions
-    FOR EACH ROW WHEN (OLD.status IS DISTINCT FROM NEW.status)
-    EXECUTE FUNCTION missions_count();";
 
 /// Bus subjects for mission events (payloads are self-contained JSON).
 pub mod subjects {
@@ -306,69 +198,6 @@ pub struct Finished {
     pub mission: Mission,
     /// False when the mission already rested in the requested status (a no-op).
     pub changed: bool,
-}
-
-/// How a [`Listing`] orders missions.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub enum Order {
-    /// Open first, then queued, stuck, derailed, abandoned and landed; newest first
-    /// in each.
-    #[default]
-    State,
-    /// Newest first.
-    Age,
-    /// Most recently heard from (heartbeat, else creation) first.
-    Heartbeat,
-}
-
-impl Order {
-    /// The order the board's sort key moves to next.
-    pub fn next(self) -> Order {
-        match self {
-            Order::State => Order::Age,
-            Order::Age => Order::Heartbeat,
-            Order::Heartbeat => Order::State,
-        }
-    }
-
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Order::State => "state",
-            Order::Age => "age",
-            Order::Heartbeat => "heartbeat",
-        }
-    }
-}
-
-/// The states in [`Order::State`] order: live work, what waits its turn, then what
-/// went wrong, then done.
-const STATE_ORDER: [Status; 6] = [
-    Status::Open,
-    Status::Queued,
-    Status::Stuck,
-    Status::Derailed,
-    Status::Abandoned,
-    Status::Landed,
-];
-
-/// Which missions a sorted listing covers, and how it orders them.
-#[derive(Debug, Clone, Copy)]
-pub struct Listing<'a> {
-    pub order: Order,
-    /// Live missions only, open and queued (the terminal ones hidden).
-    pub open_only: bool,
-    /// Missions shown elsewhere (the board's needs-me group), left out.
-    pub exclude: &'a [Mission],
-}
-
-impl Listing<'_> {
-    fn statuses(&self) -> &'static [Status] {
-        if self.open_only {
-            &STATE_ORDER[..2]
-        } else {
-            &STATE_ORDER
-        }
-    }
 }
 
 /// The mission service: records, reports, plans and the inbox over one store.
@@ -608,131 +437,6 @@ impl Missions {
             }
             id_prefix::Resolved::Refused(why) => Err(MissionError::Invalid(why)),
         }
-    }
-
-    /// Missions newest first.
-    pub fn list(&self, limit: usize) -> Result<Vec<Mission>> {
-        self.query(
-            "ORDER BY created_at DESC, id DESC LIMIT ?1",
-            params![limit as i64],
-        )
-    }
-
-    /// `agent`'s newest missions, newest first.
-    pub fn newest_of_agent(&self, agent: &str, limit: usize) -> Result<Vec<Mission>> {
-        self.query(
-            "WHERE agent_name = ?1 ORDER BY created_at DESC, id DESC LIMIT ?2",
-            params![agent, limit as i64],
-        )
-    }
-
-    /// One page of missions, newest first: what a scrolled view shows, and no more.
-    pub fn list_page(&self, offset: usize, limit: usize) -> Result<Vec<Mission>> {
-        self.query(
-            "ORDER BY created_at DESC, id DESC LIMIT ?1 OFFSET ?2",
-            params![limit as i64, offset as i64],
-        )
-    }
-
-    /// Missions by exact id (those that exist), in no particular order.
-    pub fn get_many(&self, ids: &[String]) -> Result<Vec<Mission>> {
-        if ids.is_empty() {
-            return Ok(Vec::new());
-        }
-        self.query(
-            "WHERE id IN (SELECT value FROM json_each(?1))",
-            params![json!(ids).to_string()],
-        )
-    }
-
-    /// How many missions `listing` covers, given [`Missions::counts`].
-    pub fn listing_len(&self, listing: &Listing<'_>, (total, open): (i64, i64)) -> usize {
-        let in_scope = if listing.open_only {
-            open + self.count_in(Status::Queued).unwrap_or(0) as i64
-        } else {
-            total
-        };
-        let excluded = listing
-            .exclude
-            .iter()
-            .filter(|m| !listing.open_only || !m.status.is_terminal())
-            .count();
-        (in_scope.max(0) as usize).saturating_sub(excluded)
-    }
-
-    /// One page of `listing`: each read is a range of an index, LIMITed, so a
-    /// scrolled view costs its rows, not the table. By state, a state is counted
-    /// only when the page starts past it (the first pages count nothing but open).
-    pub fn listing_page(
-        &self,
-        listing: &Listing<'_>,
-        offset: usize,
-        limit: usize,
-    ) -> Result<Vec<Mission>> {
-        let exclude = json!(listing.exclude.iter().map(|m| &m.id).collect::<Vec<_>>()).to_string();
-        let not_excluded = "id NOT IN (SELECT value FROM json_each(?1))";
-        let order = match listing.order {
-            Order::State => {
-                let mut out = Vec::new();
-                let mut skip = offset;
-                for &st in listing.statuses() {
-                    if out.len() >= limit {
-                        break;
-                    }
-                    if skip > 0 {
-                        let n = self.count_in(st)?.saturating_sub(
-                            listing.exclude.iter().filter(|m| m.status == st).count(),
-                        );
-                        if skip >= n {
-                            skip -= n;
-                            continue;
-                        }
-                    }
-                    out.extend(self.query(
-                        &format!(
-                            "WHERE status = ?4 AND {not_excluded} ORDER BY created_at DESC, id DESC LIMIT ?2 OFFSET ?3"
-                        ),
-                        params![exclude, (limit - out.len()) as i64, skip as i64, st.as_str()],
-                    )?);
-                    skip = 0;
-                }
-                return Ok(out);
-            }
-            Order::Age => "created_at DESC, id DESC",
-            // Open only: the open rows (few) are found by status and sorted; all
-            // of them: the activity index is read in order.
-            Order::Heartbeat if listing.open_only => {
-                "+MAX(created_at, COALESCE(last_heartbeat, 0)) DESC, id DESC"
-            }
-            Order::Heartbeat => "MAX(created_at, COALESCE(last_heartbeat, 0)) DESC, id DESC",
-        };
-        let scope = if listing.open_only {
-            "status IN ('open', 'queued') AND "
-        } else {
-            ""
-        };
-        self.query(
-            &format!("WHERE {scope}{not_excluded} ORDER BY {order} LIMIT ?2 OFFSET ?3"),
-            params![exclude, limit as i64, offset as i64],
-        )
-    }
-
-    /// How many missions rest in `status`: one row of the trigger-kept counts.
-    fn count_in(&self, status: Status) -> Result<usize> {
-        Ok(self.store.with(|c| status_count(c, status))?.max(0) as usize)
-    }
-
-    /// How many missions there are, and how many of them are open. Missions are
-    /// never deleted and SQLite gives each new row the next rowid, so the highest
-    /// rowid is the total — one index probe instead of a scan of every row; the open
-    /// count is one row of the trigger-kept counts.
-    pub fn counts(&self) -> Result<(i64, i64)> {
-        Ok(self.store.with(|c| {
-            let total = c
-                .prepare_cached("SELECT COALESCE(MAX(rowid), 0) FROM missions")?
-                .query_row([], |r| r.get(0))?;
-            Ok((total, status_count(c, Status::Open)?))
-        })?)
     }
 
     /// Open missions silent since before `cutoff_ms` (no heartbeat, nor creation, after
