@@ -22,6 +22,8 @@ use rusqlite::{Connection, OpenFlags};
 pub mod boundary;
 pub mod changes;
 pub mod pg_connect;
+pub mod pg_dialect;
+mod pg_types;
 pub mod postgres;
 pub mod sql;
 mod value;

@@ -227,7 +227,7 @@ impl BareReader {
                         Some(s) => s.clone(),
                         None => {
                             let s = client
-                                .prepare(&crate::store::postgres::translate(sql))
+                                .prepare(&crate::store::pg_dialect::translate(sql))
                                 .await?;
                             prepared.insert(sql.clone(), s.clone());
                             s

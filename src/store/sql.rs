@@ -5,7 +5,7 @@
 //! SQL: `?N` (or bare `?`) placeholders, `ON CONFLICT … DO …`, `RETURNING`, two-argument
 //! `MAX(a, b)`/`MIN(a, b)` for the greater/lesser of two values and
 //! `IN (SELECT value FROM json_each(?N))` for a JSON list parameter. The PostgreSQL
-//! backend translates exactly those constructs (`store::postgres::translate`) and
+//! backend translates exactly those constructs (`store::pg_dialect::translate`) and
 //! nothing else, so a statement that uses any other SQLite-only feature fails on
 //! PostgreSQL's parser rather than meaning something else there. Both backends run
 //! the black-box suite.
