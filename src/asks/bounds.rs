@@ -202,7 +202,7 @@ pub fn agent_answer_cap(paths: &Paths, mission: &Mission) -> Result<i64, String>
             "envelope {envelope:?} of mission {mission_id} cannot be read: {e}; a human must answer"
         )
     })?;
-    let grant = loaded.policy.attention.filter(|a| a.allow_agent_answers).ok_or_else(|| {
+    let grant = loaded.declared.attention.filter(|a| a.allow_agent_answers).ok_or_else(|| {
         format!(
             "envelope {envelope:?} of mission {mission_id} does not allow agent answers (no attention.allowAgentAnswers grant); a human must answer"
         )

@@ -528,7 +528,7 @@ fn picker_walks_envelope_agent_intent_and_fires() {
         file_name: f.into(),
         short_name: crate::envelope::search::short_name(f).into(),
         summary: s.into(),
-        compute: Some(crate::envelope::policy::ComputeBounds {
+        compute: Some(crate::envelope::format::ComputeBounds {
             model_allowlist: vec!["m".into()],
             ..Default::default()
         }),

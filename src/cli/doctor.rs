@@ -464,7 +464,7 @@ fn default_sandbox(ctx: &Ctx) -> crate::envelope::sandbox::SandboxDecl {
     });
     let name = configured.unwrap_or_else(|| "default".to_string());
     search::load(&ctx.paths, &name)
-        .map(|l| l.policy.sandbox_or_baseline())
+        .map(|l| l.declared.sandbox_or_baseline())
         .unwrap_or_else(|_| crate::envelope::sandbox::SandboxDecl::baseline())
 }
 

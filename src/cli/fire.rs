@@ -10,7 +10,7 @@ use super::mission_cmd::{report_lines, status_line};
 use super::out::{out, outln};
 use crate::agents::AgentCaps;
 use crate::envelope::bounds::{ComputeField, bound_status, describe_all};
-use crate::envelope::policy::{ComputeBounds, OnExhausted};
+use crate::envelope::format::{ComputeBounds, OnExhausted};
 use crate::mission::Intent;
 use crate::mission::Status;
 use crate::ops::fire::{self, Fire};

@@ -411,7 +411,7 @@ fn compute_lines(ctx: &Ctx, store: &crate::store::Store, m: &Mission) -> Vec<Str
     let record = crate::ops::show::compute_record(store, &m.id)
         .ok()
         .flatten();
-    let declared = &envelope.policy.compute;
+    let declared = &envelope.declared.compute;
     let bounds = record
         .as_ref()
         .map_or_else(|| declared.clone(), |r| r.apply(declared));
@@ -445,7 +445,7 @@ fn compute_lines(ctx: &Ctx, store: &crate::store::Store, m: &Mission) -> Vec<Str
     lines.push(format!(
         "Sandbox:   {}",
         crate::envelope::sandbox::describe(
-            &envelope.policy.sandbox_or_baseline(),
+            &envelope.declared.sandbox_or_baseline(),
             crate::confine::landlock_abi()
         )
     ));
@@ -453,7 +453,7 @@ fn compute_lines(ctx: &Ctx, store: &crate::store::Store, m: &Mission) -> Vec<Str
         lines.extend(crate::ops::grants::mission_grants(
             &host,
             m,
-            &envelope.policy.sandbox_or_baseline(),
+            &envelope.declared.sandbox_or_baseline(),
         ));
     }
     lines

@@ -99,7 +99,7 @@ fn shell_target(call: &ToolCall) -> Option<String> {
 mod tests {
     use super::*;
     use crate::envelope::eval::Reason;
-    use crate::envelope::policy::Action;
+    use crate::envelope::format::Action;
     use serde_json::json;
 
     fn verdict(rule: Option<usize>) -> Verdict {

@@ -5,7 +5,7 @@
 
 use serde_json::Value;
 
-use super::policy::{
+use super::format::{
     ComputeBounds, MAX_COST_USD_CAP, MAX_TOKENS_CAP, MAX_TOOL_CALLS_CAP, MAX_TURNS_CAP,
 };
 use crate::agents::AgentCaps;
@@ -77,7 +77,7 @@ impl ComputeField {
             ComputeField::MaxTurns => MAX_TURNS_CAP as u64,
             ComputeField::MaxToolCalls => MAX_TOOL_CALLS_CAP as u64,
             ComputeField::MaxTokens => MAX_TOKENS_CAP as u64,
-            ComputeField::MaxCostUsd => crate::envelope::policy::micro_usd(MAX_COST_USD_CAP),
+            ComputeField::MaxCostUsd => crate::envelope::format::micro_usd(MAX_COST_USD_CAP),
             ComputeField::ModelAllowlist | ComputeField::BackendAllowlist => 0,
         }
     }

@@ -7,7 +7,7 @@ use std::collections::BTreeMap;
 
 use super::glob::{Glob, GlobError};
 use super::json::{Json, Num};
-use super::policy::{
+use super::format::{
     Action, AttentionBounds, CheckDecl, ComputeBounds, Condition, DEFAULT_CHECK_TIMEOUT, Envelope,
     OnExhausted, Op, Rule, TrustedBinaries,
 };
@@ -325,7 +325,7 @@ impl RawEnvelope {
                 max_turns: c.max_turns.max(0) as u64,
                 max_tool_calls: c.max_tool_calls.max(0) as u64,
                 max_tokens: c.max_tokens.max(0) as u64,
-                max_cost_micro_usd: crate::envelope::policy::micro_usd(c.max_cost_usd),
+                max_cost_micro_usd: crate::envelope::format::micro_usd(c.max_cost_usd),
                 model_allowlist: c.model_allowlist,
                 backend_allowlist: c.backend_allowlist,
                 on_exhausted: if c.on_exhausted == "pause_ask" {
@@ -335,9 +335,9 @@ impl RawEnvelope {
                 },
                 max_checks: c.max_checks.max(0) as u64,
                 count_bounds: if c.count_bounds == "total" {
-                    crate::envelope::policy::CountBounds::Total
+                    crate::envelope::format::CountBounds::Total
                 } else {
-                    crate::envelope::policy::CountBounds::PerRun
+                    crate::envelope::format::CountBounds::PerRun
                 },
             })
             .unwrap_or_default();

@@ -15,7 +15,7 @@ use std::time::Duration;
 
 use serde_json::{Map, Value};
 
-use super::policy::{Action, Condition, Envelope, EnvelopeError, Op, Rule};
+use super::format::{Action, Condition, Envelope, EnvelopeError, Op, Rule};
 use super::quote::quote;
 use super::shell::{self, Allowlist};
 
@@ -951,7 +951,7 @@ mod tests {
 
     mod trusted {
         use super::*;
-        use crate::envelope::policy::sha256_file;
+        use crate::envelope::format::sha256_file;
         use std::os::unix::fs::PermissionsExt;
 
         fn fake_binary(dir: &Path, name: &str, body: &str) -> String {

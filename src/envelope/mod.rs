@@ -2,7 +2,7 @@
 //! code says "envelope" throughout; the files (`hitl-policy-*.json`), the `--policy`
 //! flag and the database columns keep the word "policy".
 //!
-//! `policy` holds the file format's domain types; `validate` loads a file
+//! `format` holds the file format's domain types; `validate` loads a file
 //! ([`Envelope::parse`]) through the one set of checks the loader and vet share, over
 //! `json` (the raw tree that keeps duplicate keys) and `decode` (the Go-compatible
 //! decoder); `trusted` does the trusted-binary file checks, `glob` compiles and
@@ -16,9 +16,9 @@ pub mod bounds;
 pub mod connect_refusal;
 mod decode;
 pub mod eval;
+pub mod format;
 pub mod glob;
 mod json;
-pub mod policy;
 mod quote;
 pub mod sandbox;
 pub mod search;
@@ -28,7 +28,7 @@ mod validate;
 pub mod vet;
 
 pub use eval::{EDIT_FILE, Reason, ToolCall, Verdict, evaluate, evaluate_or_fail_closed};
-pub use policy::{
+pub use format::{
     Action, AttentionBounds, ComputeBounds, Condition, Envelope, EnvelopeError, OnExhausted, Op,
     Rule, TrustedBinaries,
 };

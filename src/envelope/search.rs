@@ -3,7 +3,7 @@
 
 use std::path::{Path, PathBuf};
 
-use super::policy::Envelope;
+use super::format::Envelope;
 use crate::paths::Paths;
 
 /// File-name prefix every envelope carries.
@@ -52,7 +52,8 @@ pub struct Loaded {
     /// The name as the operator typed it (what a mission records).
     pub name: String,
     pub path: PathBuf,
-    pub policy: Envelope,
+    /// What the file declares.
+    pub declared: Envelope,
 }
 
 /// Resolve `name` on the search path and parse it. The error says which of the three
@@ -68,11 +69,11 @@ pub fn load(paths: &Paths, name: &str) -> Result<Loaded, String> {
         )
     })?;
     let bytes = std::fs::read(&path).map_err(|e| format!("read hitl policy {file:?}: {e}"))?;
-    let policy = Envelope::parse(&path.display().to_string(), &bytes).map_err(|e| e.to_string())?;
+    let declared = Envelope::parse(&path.display().to_string(), &bytes).map_err(|e| e.to_string())?;
     Ok(Loaded {
         name: name.to_string(),
         path,
-        policy,
+        declared,
     })
 }
 

@@ -10,7 +10,7 @@ use std::path::Path;
 
 use super::decode::RawEnvelope;
 use super::json::{Json, Num, parse_object};
-use super::policy::{self, MAX_TURNS_CAP, sha256_file};
+use super::format::{self, MAX_TURNS_CAP, sha256_file};
 use super::quote::quote;
 use super::shell::path_base;
 use super::validate::{self, check_keys};
@@ -126,7 +126,7 @@ fn envelope_warnings(raw: &RawEnvelope) -> Vec<(String, String)> {
     if let Some(c) = &raw.compute {
         // Labelled as the picker and `mission show` label them, before any agent
         // is known: only what holds whatever the agent is draws a warning.
-        let bounds = super::policy::ComputeBounds {
+        let bounds = super::format::ComputeBounds {
             // Out of range is an error already; it gets no warning on top.
             max_turns: if (0..=MAX_TURNS_CAP).contains(&c.max_turns) {
                 c.max_turns as u64
@@ -192,7 +192,7 @@ fn envelope_warnings(raw: &RawEnvelope) -> Vec<(String, String)> {
 
 /// Declarations that no longer describe this host. Checked statically first: a
 /// hash outside every trusted dir is moot whatever is on disk.
-fn hash_warning(trusted: &policy::TrustedBinaries, path: &str, declared: &str) -> Option<String> {
+fn hash_warning(trusted: &format::TrustedBinaries, path: &str, declared: &str) -> Option<String> {
     if !trusted.covers(path) {
         return Some(format!(
             "{path}: declared outside every trusted_binaries.dirs entry — its hash can never be reached"
@@ -697,7 +697,7 @@ mod tests {
         for doc in docs {
             let bytes = doc.to_string();
             let refused =
-                crate::envelope::policy::Envelope::parse("p", bytes.as_bytes()).expect_err(&bytes);
+                crate::envelope::format::Envelope::parse("p", bytes.as_bytes()).expect_err(&bytes);
             let vetted = vet_envelope(bytes.as_bytes());
             assert!(!vetted.is_ok(), "{doc}");
             assert_eq!(refused.validation_messages(), vetted.errors, "{doc}");
@@ -705,7 +705,7 @@ mod tests {
         let commented = json!({"compute": {"//": "note", "maxTokens": 5}});
         assert!(vet(commented.clone()).is_ok());
         assert!(
-            crate::envelope::policy::Envelope::parse("p", commented.to_string().as_bytes()).is_ok()
+            crate::envelope::format::Envelope::parse("p", commented.to_string().as_bytes()).is_ok()
         );
     }
 

@@ -84,8 +84,8 @@ impl Fleet {
         };
         let check = crate::mission::check::NewCheck::resolve(
             &req.check,
-            envelope.policy.check.as_ref(),
-            envelope.policy.compute.effective_max_checks(),
+            envelope.declared.check.as_ref(),
+            envelope.declared.compute.effective_max_checks(),
             envelope_name,
         )
         .map_err(anyhow::Error::msg)?;
@@ -136,7 +136,7 @@ impl Fleet {
         // A revised mission works where it worked before (its own worktree, if any).
         let worktree = if record.revise.is_none()
             && (wants_worktree
-                || envelope.policy.workspace == crate::envelope::sandbox::WorkspaceMode::Worktree)
+                || envelope.declared.workspace == crate::envelope::sandbox::WorkspaceMode::Worktree)
         {
             let worktrees = crate::worktree::Worktrees::new(inner.missions.store().clone());
             let (repo, id) = (cwd.clone(), mission_id.clone());

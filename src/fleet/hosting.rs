@@ -62,7 +62,7 @@ impl Fleet {
         let (stop_tx, stop_rx) = watch::channel(false);
         let (idle_tx, idle_rx) = watch::channel(None);
         let ledger = budget::ComputeLedger::new(inner.missions.store().clone());
-        let declared = envelope.policy.compute.clone();
+        let declared = envelope.declared.compute.clone();
         let recorded = match recorded {
             Some(record) => record,
             None => {
@@ -110,7 +110,7 @@ impl Fleet {
                 },
             );
         // A revised mission whose envelope counts per run counts from its revise.
-        if declared.count_bounds == crate::envelope::policy::CountBounds::PerRun {
+        if declared.count_bounds == crate::envelope::format::CountBounds::PerRun {
             let (missions, id) = (inner.missions.clone(), mission_id.clone());
             if let Ok(Some(run)) = blocking(move || missions.latest_run(&id)).await {
                 budget = budget.counting_from((run.base_tool_calls, run.base_tokens));

@@ -142,7 +142,7 @@ impl MissionToolCalls {
                             let pause = ran
                                 && self.link.verdicts.get().is_some_and(|v| {
                                     v.budget.bounds().on_exhausted
-                                        == crate::envelope::policy::OnExhausted::PauseAsk
+                                        == crate::envelope::format::OnExhausted::PauseAsk
                                 });
                             if pause {
                                 return Err(self.store(move |c| c.pause_on_check(&reason)).await?);

@@ -52,7 +52,7 @@ use crate::agents::{AgentCaps, Registry};
 use crate::asks::Asks;
 use crate::asks::checkpoint::Checkpoint;
 use crate::config::Config;
-use crate::envelope::policy::ComputeBounds;
+use crate::envelope::format::ComputeBounds;
 use crate::envelope::search;
 use crate::mission::{EnvelopeName, Intent, Missions, NewMission, subjects};
 use crate::mission_mcp::{

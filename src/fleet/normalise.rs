@@ -619,7 +619,7 @@ mod tests {
         let strict_bytes = crate::presets::get("hitl-policy-strict.json")
             .unwrap()
             .bytes;
-        let strict = crate::envelope::policy::Envelope::parse("strict", strict_bytes).unwrap();
+        let strict = crate::envelope::format::Envelope::parse("strict", strict_bytes).unwrap();
         let mut files = Vec::new();
         for agent in std::fs::read_dir(&root).expect("tests/fixtures/acp exists") {
             for file in std::fs::read_dir(agent.unwrap().path()).unwrap() {

@@ -18,7 +18,7 @@ use crate::acp_client::{PermissionAsk, PermissionReply};
 use crate::asks::{Ask, AskState, Asks, NewAsk, one_line_summary};
 use crate::envelope::always::always_scope;
 use crate::envelope::eval::{ToolCall, Verdict, evaluate};
-use crate::envelope::policy::Action;
+use crate::envelope::format::Action;
 use crate::envelope::search::Loaded;
 use crate::mission::Missions;
 use crate::mission_mcp::repeats::{self, Repeat};
@@ -155,7 +155,7 @@ impl Gate {
         if let Some(refused) = self.repeated(&call, &ask.title).await {
             return (PermissionReply::Reject, refused);
         }
-        let verdict = evaluate(&self.envelope.name, &self.envelope.policy, &call);
+        let verdict = evaluate(&self.envelope.name, &self.envelope.declared, &call);
         tracing::info!(
             mission = %self.mission_id,
             tool = %format!("{}.{}", call.tools, call.tool),

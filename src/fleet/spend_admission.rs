@@ -28,7 +28,7 @@ impl QueueGate {
         }
         // An envelope that does not load sets nothing aside: its start refuses it.
         let hold = search::load(&self.paths, envelope)
-            .map(|e| e.policy.compute.max_cost_micro_usd)
+            .map(|e| e.declared.compute.max_cost_micro_usd)
             .unwrap_or(0);
         match admit_in(c, &self.budgets, id, hold, crate::clock::now_ms())? {
             Ok(()) => Ok(true),
@@ -60,7 +60,7 @@ impl Fleet {
         let store = self.inner.missions.store().clone();
         let (id, hold) = (
             mission_id.to_string(),
-            envelope.policy.compute.max_cost_micro_usd,
+            envelope.declared.compute.max_cost_micro_usd,
         );
         blocking(move || -> anyhow::Result<bool> {
             let budgets = FleetBudgets::read(&Config::new(store.clone()))?;

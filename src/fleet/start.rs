@@ -31,13 +31,13 @@ impl Fleet {
         let site = (agent.clone(), cwd.as_path(), lookup);
         let roots = record.roots.as_deref();
         let mut started = match self
-            .start_unit(&mission_id, site.clone(), &envelope.policy, load, roots)
+            .start_unit(&mission_id, site.clone(), &envelope.declared, load, roots)
             .await
         {
             Ok(started) => started,
             Err(e) if load.is_some() => {
                 tracing::warn!(mission = %mission_id, "could not reopen its earlier session; starting a fresh one: {e}");
-                self.start_unit(&mission_id, site, &envelope.policy, None, roots)
+                self.start_unit(&mission_id, site, &envelope.declared, None, roots)
                     .await?
             }
             Err(e) => return Err(e),
@@ -45,7 +45,7 @@ impl Fleet {
         // The model allowlist is held on the started unit, before the mission row
         // exists: only a running agent says which models it offers, and a refused
         // fire must leave no record (the unit is reaped, the socket removed).
-        let compute = envelope.policy.compute.clone();
+        let compute = envelope.declared.compute.clone();
         if let Err(e) = budget::select_allowed_model(&mut started.unit, &compute, &agent_name).await
         {
             started.unit.shutdown().await;
@@ -218,7 +218,7 @@ impl Fleet {
                 .start_unit(
                     &mission.id,
                     site.clone(),
-                    &envelope.policy,
+                    &envelope.declared,
                     Some(&cp.session_id),
                     None,
                 )
@@ -227,7 +227,7 @@ impl Fleet {
                 Ok(started) => started,
                 Err(e) => {
                     tracing::warn!(mission = %mission.id, "could not reopen session {}; starting a fresh one: {e}", cp.session_id);
-                    self.start_unit(&mission.id, site, &envelope.policy, None, None)
+                    self.start_unit(&mission.id, site, &envelope.declared, None, None)
                         .await?
                 }
             };
@@ -238,7 +238,7 @@ impl Fleet {
             };
             if let Err(e) = budget::select_allowed_model(
                 &mut started.unit,
-                &envelope.policy.compute,
+                &envelope.declared.compute,
                 &mission.agent_name,
             )
             .await
@@ -294,7 +294,7 @@ impl Fleet {
         };
         let ask = inner.asks.require(ask_id)?;
         if ask.is_budget()
-            && !self.settle_budget_question(&mission.id, &ask, &envelope.policy.compute)?
+            && !self.settle_budget_question(&mission.id, &ask, &envelope.declared.compute)?
         {
             inner.asks.drop_checkpoint(ask_id)?;
             return Ok(None);

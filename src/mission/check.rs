@@ -82,11 +82,11 @@ impl NewCheck {
     /// how to fire it.
     pub fn resolve(
         choice: &CheckChoice,
-        declared: Option<&crate::envelope::policy::CheckDecl>,
+        declared: Option<&crate::envelope::format::CheckDecl>,
         max_tries: u64,
         envelope: &str,
     ) -> std::result::Result<Option<NewCheck>, String> {
-        let timeout = declared.map_or(crate::envelope::policy::DEFAULT_CHECK_TIMEOUT, |d| {
+        let timeout = declared.map_or(crate::envelope::format::DEFAULT_CHECK_TIMEOUT, |d| {
             d.timeout
         });
         match choice {
@@ -105,11 +105,11 @@ impl NewCheck {
                         "--check: the command must be one line without control characters".into(),
                     );
                 }
-                if command.len() > crate::envelope::policy::MAX_CHECK_COMMAND_BYTES {
+                if command.len() > crate::envelope::format::MAX_CHECK_COMMAND_BYTES {
                     return Err(format!(
                         "--check: the command is too long ({} bytes, max {}) — put it in a script in the workspace and name that",
                         command.len(),
-                        crate::envelope::policy::MAX_CHECK_COMMAND_BYTES
+                        crate::envelope::format::MAX_CHECK_COMMAND_BYTES
                     ));
                 }
                 Ok(Some(NewCheck {
@@ -430,7 +430,7 @@ impl Missions {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::envelope::policy::CheckDecl;
+    use crate::envelope::format::CheckDecl;
 
     fn decl(optional: bool) -> CheckDecl {
         CheckDecl {

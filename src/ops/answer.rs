@@ -138,8 +138,8 @@ fn settle_check_pause(host: &Host, ask: &crate::asks::Ask) -> anyhow::Result<()>
     if ask.approved() == Some(true) {
         let m = missions.require(mission_id)?;
         let more = crate::envelope::search::load(host.paths(), &m.envelope_name)
-            .map(|l| l.policy.compute.effective_max_checks())
-            .unwrap_or(crate::envelope::policy::DEFAULT_MAX_CHECKS);
+            .map(|l| l.declared.compute.effective_max_checks())
+            .unwrap_or(crate::envelope::format::DEFAULT_MAX_CHECKS);
         missions.grant_check_tries(mission_id, more)?;
         return Ok(());
     }

@@ -10,7 +10,7 @@ use std::path::PathBuf;
 use crate::agents::{AgentCaps, Registry};
 use crate::config::{self, Config};
 use crate::envelope::bounds::{self, ComputeField, envelope_summary};
-use crate::envelope::policy::Envelope;
+use crate::envelope::format::Envelope;
 use crate::envelope::search;
 use crate::fleet::budget::ComputeLedger;
 use crate::fleet::{DispatchRequest, Dispatched, NameRefused};
@@ -260,7 +260,7 @@ pub fn bound_labels(e: &EnvelopeEntry, caps: Option<&AgentCaps>) -> Vec<String> 
 /// `check `cargo test -q` · timeout 10m0s · maxChecks 3 · enforced`: an envelope's
 /// check as the picker and the fire notice label it (the host runs it on every
 /// `landed` verdict, so it is always enforced; `optional` says a fire may skip it).
-pub fn check_label(check: &crate::envelope::policy::CheckDecl, max_checks: u64) -> String {
+pub fn check_label(check: &crate::envelope::format::CheckDecl, max_checks: u64) -> String {
     format!(
         "check `{}` · timeout {} · maxChecks {max_checks} · enforced{}",
         crate::text::one_line(&check.command),
@@ -281,7 +281,7 @@ pub struct EnvelopeEntry {
     /// The §7 character line (empty for an unparseable file).
     pub summary: String,
     /// Its compute bounds (`None`: the file does not load, so it bounds nothing).
-    pub compute: Option<crate::envelope::policy::ComputeBounds>,
+    pub compute: Option<crate::envelope::format::ComputeBounds>,
     /// `(limit, label)` for each sandbox limit it sets, on this kernel.
     pub sandbox: Vec<(&'static str, &'static str)>,
     /// Its check, labelled (`None`: it names none).
@@ -657,8 +657,8 @@ pub fn queued_record(
     })?;
     let check = NewCheck::resolve(
         &fire.check,
-        loaded.policy.check.as_ref(),
-        loaded.policy.compute.effective_max_checks(),
+        loaded.declared.check.as_ref(),
+        loaded.declared.compute.effective_max_checks(),
         fire.envelope.as_str(),
     )
     .map_err(anyhow::Error::msg)?;

@@ -5,7 +5,7 @@
 //! `queue`, handed to a `missionboard host` like any queued fire. Every surface (the
 //! CLI, the board, the editor's `/revise`, the web page) calls [`revise`].
 
-use crate::envelope::policy::CountBounds;
+use crate::envelope::format::CountBounds;
 use crate::fleet::Dispatched;
 use crate::mission::queue::Claimed;
 use crate::mission::revise::{Feedback, NewRevise, REVISABLE, Run, refusal};
@@ -143,7 +143,7 @@ pub async fn revise(
             by: by_s,
             queue,
             base: (spent.tool_calls, spent.tokens),
-            checks_afresh: envelope.policy.compute.count_bounds == CountBounds::PerRun,
+            checks_afresh: envelope.declared.compute.count_bounds == CountBounds::PerRun,
         };
         Ok((m, revise))
     })

@@ -444,7 +444,7 @@ impl Chain<'_> {
             let (tools, tool) = resolve_tool_name(&call.name);
             let verdict = evaluate(
                 &self.envelope.name,
-                &self.envelope.policy,
+                &self.envelope.declared,
                 &ToolCall::new(tools, tool, call.arguments.clone()),
             );
             let text = if verdict.action != Action::Allow {
@@ -532,7 +532,7 @@ mod tests {
         let envelope = search::Loaded {
             name: crate::oracle::ENVELOPE.into(),
             path: PathBuf::new(),
-            policy: Envelope::parse(crate::oracle::ENVELOPE, preset(crate::oracle::ENVELOPE))
+            declared: Envelope::parse(crate::oracle::ENVELOPE, preset(crate::oracle::ENVELOPE))
                 .unwrap(),
         };
         let rec = Recorder::default();

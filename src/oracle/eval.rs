@@ -426,7 +426,7 @@ fn load_envelope(paths: &Paths, name: &str) -> Result<search::Loaded, String> {
         (None, Some(preset)) if preset.kind == presets::Kind::Envelope => Ok(search::Loaded {
             name: name.to_string(),
             path: PathBuf::from(&file),
-            policy: Envelope::parse(&file, preset.bytes).map_err(|e| e.to_string())?,
+            declared: Envelope::parse(&file, preset.bytes).map_err(|e| e.to_string())?,
         }),
         _ => search::load(paths, name),
     }

@@ -741,7 +741,7 @@ pub fn screen_question(
     };
     for span in quoted {
         let call = as_tool_call(&span);
-        let verdict = evaluate(&loaded.name, &loaded.policy, &call);
+        let verdict = evaluate(&loaded.name, &loaded.declared, &call);
         if verdict.action != Action::Allow {
             let would = match verdict.action {
                 Action::Deny => "deny",
@@ -826,7 +826,7 @@ mod tests {
         Ok(search::Loaded {
             name: name.into(),
             path: PathBuf::new(),
-            policy: Envelope::parse(&file, crate::presets::get(&file).unwrap().bytes).unwrap(),
+            declared: Envelope::parse(&file, crate::presets::get(&file).unwrap().bytes).unwrap(),
         })
     }
 

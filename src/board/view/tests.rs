@@ -224,7 +224,7 @@ pub(crate) fn frame(m: &Model) -> String {
 }
 
 fn picker_data() -> PickerData {
-    use crate::envelope::policy::{ComputeBounds, OnExhausted};
+    use crate::envelope::format::{ComputeBounds, OnExhausted};
     let silent = crate::agents::AgentCaps::default();
     PickerData {
         envelopes: vec![

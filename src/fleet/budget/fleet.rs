@@ -106,7 +106,7 @@ fn amount(config: &Config, key: &str) -> anyhow::Result<Option<u64>> {
     Ok(config
         .get(key)?
         .and_then(|v| crate::config::parse_usd(&v).ok())
-        .map(crate::envelope::policy::micro_usd)
+        .map(crate::envelope::format::micro_usd)
         .filter(|m| *m > 0))
 }
 

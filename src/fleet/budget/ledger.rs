@@ -7,7 +7,7 @@ use crate::store::sql::{OptionalExtension, params};
 
 use crate::clock;
 use crate::envelope::bounds::ComputeField;
-use crate::envelope::policy::ComputeBounds;
+use crate::envelope::format::ComputeBounds;
 use crate::store::{Store, StoreError};
 
 pub(crate) const SCHEMA_V5: &str = "

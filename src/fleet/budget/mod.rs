@@ -16,7 +16,7 @@ use tokio::sync::mpsc;
 
 use crate::acp_client::UnitEvent;
 use crate::envelope::bounds::ComputeField;
-use crate::envelope::policy::ComputeBounds;
+use crate::envelope::format::ComputeBounds;
 use crate::sync::LockUnpoisoned;
 
 pub mod fleet;
@@ -67,7 +67,7 @@ impl Crossing {
 
     /// Does this crossing pause the mission on a question (else it finishes stuck)?
     pub fn pauses(&self, bounds: &ComputeBounds) -> bool {
-        self.always_pause || bounds.on_exhausted == crate::envelope::policy::OnExhausted::PauseAsk
+        self.always_pause || bounds.on_exhausted == crate::envelope::format::OnExhausted::PauseAsk
     }
 }
 

@@ -1,6 +1,6 @@
 //! The envelope's model allowlist, held on a started unit.
 
-use crate::envelope::policy::ComputeBounds;
+use crate::envelope::format::ComputeBounds;
 
 /// Hold `modelAllowlist` on a started unit: keep its session model when the
 /// envelope allows it, else switch to the first allowed model it offers (in the
