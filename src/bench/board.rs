@@ -31,6 +31,7 @@ use crate::board::theme::{Symbols, Theme};
 use crate::board::update::{Msg, update};
 use crate::board::{layout, view};
 use crate::mission::{Missions, NewMission};
+use crate::ops::host::{Host, Hosting};
 use crate::store::Store;
 
 const FRAME_TARGET_MS: f64 = 2.0;
@@ -277,7 +278,8 @@ fn load(
 pub async fn run(scale: Scale) -> anyhow::Result<Vec<Row>> {
     let scratch = Scratch::new(&scale)?;
     seed(&scratch, scale.missions, scale.asks)?;
-    let source = Source::open(scratch.store.location(), Box::new(|| (0, 0)), false)
+    let host = Host::open(&scratch.paths, &scratch.store, Hosting::OnNeed)?;
+    let source = Source::open(&host, Box::new(|| (0, 0)), false)
         .map_err(anyhow::Error::msg)?;
     let size = Rect::new(0, 0, WIDTH, HEIGHT);
     let query = Query {
@@ -436,7 +438,7 @@ async fn keypresses(
     let (query_tx, query_rx) = watch::channel(model.query());
     let (snap_tx, mut snap_rx) = watch::channel(Arc::new(Snapshot::default()));
     let thread = crate::board::snapshot::spawn(
-        scratch.store.location().clone(),
+        Host::open(&scratch.paths, &scratch.store, Hosting::OnNeed)?,
         Box::new(|| (0, 0)),
         false,
         query_rx,

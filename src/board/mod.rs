@@ -117,7 +117,6 @@ pub fn run(paths: Paths, demo: bool) -> anyhow::Result<i32> {
 
 /// What the board hosts with, opened before its runtime starts.
 struct Opened {
-    location: crate::store::Location,
     notify: notify::Notify,
     host: Host,
     beta: bool,
@@ -142,7 +141,6 @@ impl Opened {
         );
         let host = Host::open(paths, &store, Hosting::Units)?;
         Ok(Opened {
-            location,
             notify,
             host,
             beta: crate::config::beta_enabled(&db),
@@ -152,7 +150,6 @@ impl Opened {
 
 async fn host(paths: Paths, demo: bool, opened: Opened) -> anyhow::Result<i32> {
     let Opened {
-        location,
         notify,
         host,
         beta,
@@ -165,7 +162,7 @@ async fn host(paths: Paths, demo: bool, opened: Opened) -> anyhow::Result<i32> {
     let (snap_tx, snap_rx) = watch::channel(Arc::new(Snapshot::default()));
     let probe_host = host.clone();
     let store_thread = snapshot::spawn(
-        location,
+        host.clone(),
         Box::new(move || (probe_host.open_units(), probe_host.units_memory())),
         beta,
         query_rx,

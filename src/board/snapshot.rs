@@ -19,7 +19,7 @@ use crate::config::Config;
 use crate::host::HostId;
 use crate::mission::inbox::InboxItem;
 use crate::mission::{Listing, Mission, Missions, Report, Status};
-use crate::store::{Location, Store};
+use crate::ops::host::Host;
 use crate::text::{one_line, sanitize};
 
 /// How often it asks SQLite whether another connection committed when no commit is
@@ -41,29 +41,29 @@ const FILTER_PAGE: usize = 500;
 pub type FleetProbe = Box<dyn Fn() -> (usize, u64) + Send>;
 
 pub struct Source {
+    /// The host the snapshot thread reads through: the board's paths, over a
+    /// connection of its own.
+    pub host: Host,
     pub missions: Missions,
     pub asks: Asks,
     pub config: Config,
     pub fleet_probe: FleetProbe,
     pub beta: bool,
-    /// The home whose price table prices the missions' costs.
-    pub home: Option<std::path::PathBuf>,
 }
 
 impl Source {
-    pub fn open(
-        location: &Location,
-        fleet_probe: FleetProbe,
-        beta: bool,
-    ) -> Result<Source, String> {
-        let store = Store::open_at(location).map_err(|e| e.to_string())?;
+    /// The reading side of `host`: a host of its own over a new connection to the
+    /// same store.
+    pub fn open(host: &Host, fleet_probe: FleetProbe, beta: bool) -> Result<Source, String> {
+        let host = host.reader().map_err(|e| format!("{e:#}"))?;
+        let store = host.store().clone();
         Ok(Source {
-            missions: Missions::new(store.clone()),
+            missions: host.missions().clone(),
             asks: Asks::new(store.clone()),
             config: Config::new(store),
+            host,
             fleet_probe,
             beta,
-            home: crate::paths::home_dir().ok(),
         })
     }
 }
@@ -71,7 +71,7 @@ impl Source {
 /// Start the thread (from inside the runtime: it waits on the query and the change
 /// feed through it). It ends when the query sender (the UI) is dropped.
 pub fn spawn(
-    location: Location,
+    host: Host,
     fleet_probe: FleetProbe,
     beta: bool,
     mut queries: watch::Receiver<Query>,
@@ -81,7 +81,7 @@ pub fn spawn(
     std::thread::Builder::new()
         .name("board-store".into())
         .spawn(move || {
-            let src = match Source::open(&location, fleet_probe, beta) {
+            let src = match Source::open(&host, fleet_probe, beta) {
                 Ok(s) => s,
                 Err(e) => {
                     let _ = out.send(Arc::new(Snapshot {
@@ -174,7 +174,7 @@ fn moved_selection(src: &Source, last: &Snapshot, was: &Query, now: &Query) -> O
     let worktree = crate::worktree::Worktrees::new(src.missions.store().clone())
         .get(&mission.id)
         .ok()?;
-    let detail = match detail(&src.missions, &mission, row.clone(), worktree.as_ref()) {
+    let detail = match detail(&src.host, &mission, row.clone(), worktree.as_ref()) {
         Ok(d) => d,
         Err(e) => {
             tracing::warn!("board: detail read failed: {e}");
@@ -282,11 +282,7 @@ fn try_build(src: &Source, q: &Query) -> Result<Snapshot, String> {
     };
     let owned_ids: Vec<String> = ids.iter().map(|id| id.to_string()).collect();
     let checks = src.missions.checks_of(&owned_ids).map_err(|e| s(&e))?;
-    let costs = match &src.home {
-        Some(home) => crate::ops::show::mission_costs(home, src.missions.store(), &owned_ids)
-            .map_err(|e| s(&e))?,
-        None => HashMap::new(),
-    };
+    let costs = crate::ops::show::mission_costs(&src.host, &owned_ids).map_err(|e| s(&e))?;
     let mut row_of = |m: &Mission| {
         let mut row = mission_row(m, pending_counts.get(&m.id).copied().unwrap_or(0));
         row.check = checks.get(&m.id).and_then(check_mark);
@@ -303,7 +299,7 @@ fn try_build(src: &Source, q: &Query) -> Result<Snapshot, String> {
         // Its worktree was read with the page's (the ids read include it).
         Some(m) => {
             let cost = costs.get(&m.id).map(|c| one_line(&c.line()));
-            let mut d = detail(&src.missions, &m, row_of(&m), worktrees.get(&m.id))?;
+            let mut d = detail(&src.host, &m, row_of(&m), worktrees.get(&m.id))?;
             d.cost = cost;
             Some(d)
         }
@@ -490,7 +486,7 @@ fn workspace(wt: Option<&crate::worktree::Worktree>) -> String {
 
 /// The newest oracle trace lines of every mission, oldest first, as one line each.
 fn oracle_trace(src: &Source) -> Result<Vec<String>, String> {
-    let lines = crate::ops::show::recent_oracle_trace(src.missions.store(), TRACE_LIMIT)
+    let lines = crate::ops::show::recent_oracle_trace(&src.host, TRACE_LIMIT)
         .map_err(|e| e.to_string())?;
     Ok(lines.iter().map(|l| one_line(l)).collect())
 }
@@ -682,11 +678,12 @@ fn host_role(
 }
 
 fn detail(
-    missions: &Missions,
+    host: &Host,
     m: &Mission,
     row: MissionRow,
     worktree: Option<&crate::worktree::Worktree>,
 ) -> Result<Detail, String> {
+    let missions = host.missions();
     let mut reports = missions
         .reports(&m.id, REPORTS_LIMIT)
         .map_err(|e| e.to_string())?;
@@ -726,7 +723,7 @@ fn detail(
         ))
     });
     let record =
-        crate::ops::show::compute_record(missions.store(), &m.id).map_err(|e| e.to_string())?;
+        crate::ops::show::compute_record(host, &m.id).map_err(|e| e.to_string())?;
     let context = record
         .as_ref()
         .and_then(|r| r.context)
@@ -749,7 +746,7 @@ fn detail(
         }
     );
     // What its units used, once a sampling round saw one.
-    let spend = match crate::ops::show::resources(missions.store(), &m.id)
+    let spend = match crate::ops::show::resources(host, &m.id)
         .map_err(|e| e.to_string())?
         .filter(|r| r.peak_rss_bytes.is_some())
     {
@@ -767,7 +764,7 @@ fn detail(
         worktree,
         spend: Some(spend),
         context,
-        fired_by: crate::ops::show::fired_by(missions.store(), m).map_err(|e| e.to_string())?,
+        fired_by: crate::ops::show::fired_by(host, m).map_err(|e| e.to_string())?,
         mission: row,
         last_error: m
             .last_error
@@ -791,7 +788,7 @@ fn detail(
 /// `today $0.75/$1.00 budget`: the fleet's spend today as its budgets count it,
 /// once anything is spent or a daily budget is set.
 fn fleet_today(src: &Source) -> Option<String> {
-    let (spent, budget) = crate::ops::show::fleet_today(src.missions.store()).ok()?;
+    let (spent, budget) = crate::ops::show::fleet_today(&src.host).ok()?;
     let usd = crate::ops::spend::usd_text;
     match budget {
         Some(b) => Some(format!("today {}/{} budget", usd(spent), usd(b))),

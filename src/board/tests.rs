@@ -390,7 +390,7 @@ fn run_effect(effect: Effect, svc: &Services) -> Msg {
 
 fn snapshot_of(svc: &Services, m: &Model) -> Msg {
     let src = Source::open(
-        &crate::store::Location::File(svc.host.paths().db_path()),
+        &svc.host,
         Box::new(|| (0, 0)),
         false,
     )
@@ -497,7 +497,7 @@ fn stop_and_filter_against_the_store() {
     assert!(!svc.host.asks().require(&ask_id).unwrap().is_pending());
 
     let src = Source::open(
-        &crate::store::Location::File(svc.host.paths().db_path()),
+        &svc.host,
         Box::new(|| (0, 0)),
         false,
     )
@@ -1055,7 +1055,7 @@ fn the_table_puts_what_needs_you_first_then_sorts_and_hides_as_asked() {
         ..Default::default()
     };
     let src = Source::open(
-        &crate::store::Location::File(svc.host.paths().db_path()),
+        &svc.host,
         Box::new(|| (0, 0)),
         false,
     )

@@ -9,6 +9,7 @@ use crate::clock;
 use crate::duration::age;
 use crate::envelope::bounds::{ComputeField, describe};
 use crate::mission::{Mission, Missions, Report};
+use crate::ops::host::Host;
 use crate::row;
 
 /// The missions of an existing store; a missing one is an error that says so.
@@ -16,10 +17,16 @@ pub(super) fn missions(ctx: &Ctx) -> anyhow::Result<Missions> {
     Ok(Missions::new(ctx.required_store()?))
 }
 
+/// This command's host over an existing store; a missing one is an error that
+/// says so.
+fn existing_host(ctx: &Ctx) -> anyhow::Result<Host> {
+    ctx.host(&ctx.required_store()?)
+}
+
 /// The lazy reclaim sweep of list and show: the count line when it collected
 /// anything; its errors never fail the read.
-fn sweep(ctx: &Ctx, svc: &Missions, json: bool) -> anyhow::Result<()> {
-    match crate::ops::sweep::reclaim(&ctx.host(svc.store())?) {
+fn sweep(host: &Host, json: bool) -> anyhow::Result<()> {
+    match crate::ops::sweep::reclaim(host) {
         Ok(Some(line)) if !json => outln!("{line}\n")?,
         Ok(_) => {}
         Err(e) => tracing::warn!("reclaim sweep failed: {e}"),
@@ -37,8 +44,9 @@ pub(super) fn list(ctx: &Ctx, list: &ListArgs) -> anyhow::Result<i32> {
     let json = list.json;
     let (all, total, worktrees, gone, queue, checks) = match ctx.existing_store()? {
         Some(store) => {
-            let svc = Missions::new(store);
-            sweep(ctx, &svc, json)?;
+            let host = ctx.host(&store)?;
+            let svc = host.missions();
+            sweep(&host, json)?;
             let all = svc
                 .list(list.rows())
                 .map_err(|e| anyhow::anyhow!("failed to list missions: {e}"))?;
@@ -48,7 +56,7 @@ pub(super) fn list(ctx: &Ctx, list: &ListArgs) -> anyhow::Result<i32> {
             let queue = svc.queue_positions()?;
             let ids: Vec<String> = all.iter().map(|m| m.id.clone()).collect();
             let checks = svc.checks_of(&ids)?;
-            let costs = crate::ops::show::mission_costs(&ctx.paths.home, svc.store(), &ids)?;
+            let costs = crate::ops::show::mission_costs(&host, &ids)?;
             (
                 all,
                 svc.counts()?.0,
@@ -139,17 +147,18 @@ pub(super) fn list(ctx: &Ctx, list: &ListArgs) -> anyhow::Result<i32> {
 }
 
 pub(super) fn show(ctx: &Ctx, id: &str, json: bool) -> anyhow::Result<i32> {
-    let svc = missions(ctx)?;
-    sweep(ctx, &svc, json)?;
+    let host = existing_host(ctx)?;
+    let svc = host.missions();
+    sweep(&host, json)?;
     let m = svc.resolve(id)?;
     let reports = svc
         .reports(&m.id, SHOWN_REPORTS)
         .map_err(|e| anyhow::anyhow!("failed to read reports for mission {:?}: {e}", m.id))?;
     let report_count = svc.report_count(&m.id)?;
     let queued_at = svc.queue_positions()?.get(&m.id).copied();
-    let record = crate::ops::show::compute_record(svc.store(), &m.id)?;
-    let cost = crate::ops::show::mission_cost(&ctx.paths.home, record.as_ref());
-    let resources = crate::ops::show::resources(svc.store(), &m.id)?;
+    let record = crate::ops::show::compute_record(&host, &m.id)?;
+    let cost = crate::ops::show::mission_cost(&host, record.as_ref());
+    let resources = crate::ops::show::resources(&host, &m.id)?;
     let fired_by = crate::sched::schedules::Schedules::new(svc.store().clone()).fired_by(&m.id)?;
     if json {
         let mut v = serde_json::to_value(&m)?;
@@ -172,13 +181,10 @@ pub(super) fn show(ctx: &Ctx, id: &str, json: bool) -> anyhow::Result<i32> {
         v["pendingAsks"] = serde_json::Value::Array(pending);
         // Every ask with its resolution, newest first: who answered shows there.
         v["asks"] = serde_json::to_value(&all)?;
-        v["allowances"] = serde_json::to_value(crate::ops::allowances::list(
-            &ctx.host(svc.store())?,
-            Some(&m.id),
-            50,
-        )?)?;
+        v["allowances"] =
+            serde_json::to_value(crate::ops::allowances::list(&host, Some(&m.id), 50)?)?;
         v["oracleTrace"] = serde_json::to_value(crate::ops::show::oracle_trace(
-            svc.store(),
+            &host,
             &m.id,
             ORACLE_TRACE_SHOWN,
         )?)?;
@@ -255,7 +261,7 @@ pub(super) fn show(ctx: &Ctx, id: &str, json: bool) -> anyhow::Result<i32> {
     if let Some(e) = &m.last_error {
         writeln!(out, "LastError: {e}")?;
     }
-    for line in compute_lines(ctx, svc.store(), &m) {
+    for line in compute_lines(&host, &m) {
         writeln!(out, "{line}")?;
     }
     if record.is_some() {
@@ -352,7 +358,7 @@ pub(super) fn show(ctx: &Ctx, id: &str, json: bool) -> anyhow::Result<i32> {
         }
     }
     // The operator's allow-always grants in this mission, kept by us.
-    let allowances = crate::ops::allowances::list(&ctx.host(svc.store())?, Some(&m.id), 50)?;
+    let allowances = crate::ops::allowances::list(&host, Some(&m.id), 50)?;
     if !allowances.is_empty() {
         writeln!(
             out,
@@ -364,7 +370,7 @@ pub(super) fn show(ctx: &Ctx, id: &str, json: bool) -> anyhow::Result<i32> {
         }
     }
     // What the oracle did about this mission's questions (its newest lines).
-    let trace = crate::ops::show::oracle_trace(svc.store(), &m.id, ORACLE_TRACE_SHOWN)?;
+    let trace = crate::ops::show::oracle_trace(&host, &m.id, ORACLE_TRACE_SHOWN)?;
     if !trace.is_empty() {
         writeln!(
             out,
@@ -404,11 +410,11 @@ const SHOWN_REPORTS: usize = 200;
 /// The mission's compute bounds (as an operator raised them), each with its
 /// truthful label for the agent as it started, and the model it runs on. Nothing
 /// when the envelope sets no bound or can no longer be read.
-fn compute_lines(ctx: &Ctx, store: &crate::store::Store, m: &Mission) -> Vec<String> {
-    let Ok(envelope) = crate::envelope::search::load(&ctx.paths, &m.envelope_name) else {
+fn compute_lines(host: &Host, m: &Mission) -> Vec<String> {
+    let Ok(envelope) = crate::envelope::search::load(host.paths(), &m.envelope_name) else {
         return Vec::new();
     };
-    let record = crate::ops::show::compute_record(store, &m.id)
+    let record = crate::ops::show::compute_record(host, &m.id)
         .ok()
         .flatten();
     let declared = &envelope.declared.compute;
@@ -449,13 +455,11 @@ fn compute_lines(ctx: &Ctx, store: &crate::store::Store, m: &Mission) -> Vec<Str
             crate::confine::landlock_abi()
         )
     ));
-    if let Ok(host) = ctx.host(store) {
-        lines.extend(crate::ops::grants::mission_grants(
-            &host,
-            m,
-            &envelope.declared.sandbox_or_baseline(),
-        ));
-    }
+    lines.extend(crate::ops::grants::mission_grants(
+        host,
+        m,
+        &envelope.declared.sandbox_or_baseline(),
+    ));
     lines
 }
 
@@ -588,9 +592,8 @@ pub(super) fn plan(ctx: &Ctx, id: &str, json: bool) -> anyhow::Result<i32> {
 }
 
 pub(super) fn stop(ctx: &Ctx, id: &str, reason: Option<&str>) -> anyhow::Result<i32> {
-    let svc = missions(ctx)?;
-    let m = svc.resolve(id)?;
-    let host = ctx.host(svc.store())?;
+    let host = existing_host(ctx)?;
+    let m = host.missions().resolve(id)?;
     let stopped = crate::ops::stop::stop_mission(&host, &m.id, reason)?;
     if m.status == crate::mission::Status::Queued && stopped.session_id.is_none() {
         outln!(

@@ -2,14 +2,16 @@
 
 use super::Ctx;
 use super::out::{self, out, outln};
-use crate::ops::spend::{SpendLine, SpendReport, parse_since, spend};
+use crate::ops::spend::{SpendLine, SpendReport, nothing_yet, parse_since, spend};
 use crate::row;
 
 pub(super) fn run(ctx: &Ctx, by: &str, since: &str, json: bool) -> anyhow::Result<i32> {
     let since_text = since.trim().to_string();
     let since = parse_since(since).map_err(anyhow::Error::msg)?;
-    let store = ctx.existing_store()?;
-    let report = spend(&ctx.paths.home, store.as_ref(), by, since)?;
+    let report = match ctx.existing_store()? {
+        Some(store) => spend(&ctx.host(&store)?, by, since)?,
+        None => nothing_yet(by, since)?,
+    };
     if json {
         out::json(&report)?;
         return Ok(0);

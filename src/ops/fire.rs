@@ -343,12 +343,12 @@ impl TemplateEntry {
     }
 }
 
-/// The templates on `paths`' search path, read afresh, as the picker and the web
+/// The templates on the host's search path, read afresh, as the picker and the web
 /// page list them (every text sanitized: a template file is the operator's, but
 /// a workspace's may come from anyone's repository).
-pub fn template_entries(paths: &Paths) -> Vec<TemplateEntry> {
+pub fn template_entries(host: &Host) -> Vec<TemplateEntry> {
     let clean = |s: &str| crate::text::one_line(&crate::text::sanitize(s));
-    crate::sched::template::list(paths)
+    crate::sched::template::list(host.paths())
         .into_iter()
         .map(|l| match &l.template {
             Ok(t) => TemplateEntry {
@@ -798,7 +798,7 @@ pub fn load_picker(host: &Host) -> Result<PickerData, String> {
         agents,
         default_agent: get(config::DEFAULT_MISSION_AGENT),
         default_envelope: get(config::DEFAULT_MISSION_POLICY),
-        templates: template_entries(paths),
+        templates: template_entries(host),
     })
 }
 

@@ -96,6 +96,14 @@ impl Host {
         }))
     }
 
+    /// A host of its own over a new connection to the same store, with the same
+    /// paths and no fleet: what a thread that only reads holds (the board's
+    /// snapshot thread), so its reads never queue behind this host's writes.
+    pub fn reader(&self) -> anyhow::Result<Host> {
+        let store = Store::open_at(self.0.store.location())?;
+        Host::open(&self.0.paths, &store, Hosting::OnNeed)
+    }
+
     pub fn paths(&self) -> &Paths {
         &self.0.paths
     }

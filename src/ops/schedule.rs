@@ -291,7 +291,8 @@ const STUCK_NAP: Duration = Duration::from_secs(1);
 const LATE_AFTER_MS: i64 = 60_000;
 
 /// One look: claim every due tick, then say when the soonest next one is.
-pub fn tick_due(paths: &Paths, store: &Store) -> (Vec<Ticked>, Option<i64>) {
+pub fn tick_due(host: &Host) -> (Vec<Ticked>, Option<i64>) {
+    let (paths, store) = (host.paths(), host.store());
     let schedules = Schedules::new(store.clone());
     let now = crate::clock::now_ms();
     let mut out = Vec::new();
@@ -415,7 +416,7 @@ pub async fn run(
     tokio::pin!(shutdown);
     loop {
         let h = host.clone();
-        let (ticked, soonest) = blocking(move || tick_due(h.paths(), h.store())).await;
+        let (ticked, soonest) = blocking(move || tick_due(&h)).await;
         let moved = !ticked.is_empty();
         for t in ticked {
             report(t);

@@ -1,29 +1,30 @@
-//! What the read views (`mission show`, the board's detail and oracle panes)
-//! gather from the roles' own records: the compute a mission spent under its
-//! bounds, and what the oracle did about its questions.
+//! What the read views (`mission show`, the board's detail and oracle panes, the
+//! web page) gather from the roles' own records: the compute a mission spent under
+//! its bounds, and what the oracle did about its questions. Each reads through the
+//! host it is handed (the board's snapshot thread hands the host it reads on, over a
+//! connection of its own).
 
 use crate::fleet::budget::price::{self, Cost, CostSource, PriceTable};
 use crate::fleet::budget::{ComputeLedger, ComputeRecord};
 use crate::oracle::trace::Trace;
-use crate::store::{Store, StoreError};
+use crate::ops::host::Host;
+use crate::store::StoreError;
 
 /// One line of what the oracle did about a question, with its ask and time.
 use crate::oracle::trace::TraceLine;
 
 /// The compute record of a mission: its bounds as raised, what it spent, the model
 /// it runs on. `None` for a mission that never started a unit.
-pub fn compute_record(
-    store: &Store,
-    mission_id: &str,
-) -> Result<Option<ComputeRecord>, StoreError> {
-    ComputeLedger::new(store.clone()).get(mission_id)
+pub fn compute_record(host: &Host, mission_id: &str) -> Result<Option<ComputeRecord>, StoreError> {
+    ComputeLedger::new(host.store().clone()).get(mission_id)
 }
 
 /// What a mission cost, from its compute record: the agent's own figure, else its
 /// tokens at the price of its model in the home's price table (shipped prices with
 /// the home's `prices.toml` over them). A price table that cannot be read is said
 /// in the note, not turned into a zero.
-pub fn mission_cost(home: &std::path::Path, record: Option<&ComputeRecord>) -> Cost {
+pub fn mission_cost(host: &Host, record: Option<&ComputeRecord>) -> Cost {
+    let home = &host.paths().home;
     let Some(record) = record else {
         return Cost {
             usd: None,
@@ -51,19 +52,18 @@ pub fn mission_cost(home: &std::path::Path, record: Option<&ComputeRecord>) -> C
 /// What each of `ids` cost (a listing's rows), the price table read once. A
 /// mission with no compute record started no unit and has no cost to show.
 pub fn mission_costs(
-    home: &std::path::Path,
-    store: &Store,
+    host: &Host,
     ids: &[String],
 ) -> Result<std::collections::HashMap<String, Cost>, StoreError> {
-    let records = ComputeLedger::new(store.clone()).get_many(ids)?;
-    let prices = PriceTable::load(home);
+    let records = ComputeLedger::new(host.store().clone()).get_many(ids)?;
+    let prices = PriceTable::load(&host.paths().home);
     Ok(records
         .into_iter()
         .map(|(id, record)| {
             let cost = match &prices {
                 Ok(prices) => price::cost_of(prices, record.model.as_deref(), &record.spent)
                     .with_oracle(&record.oracle),
-                Err(_) => mission_cost(home, Some(&record)),
+                Err(_) => mission_cost(host, Some(&record)),
             };
             (id, cost)
         })
@@ -73,7 +73,8 @@ pub fn mission_costs(
 /// What the fleet has spent today (UTC), in US dollars, as the budgets count it:
 /// every mission admitted since midnight at its priced cost and its oracle's,
 /// or its hold while it runs; and the daily budget when one is set.
-pub fn fleet_today(store: &Store) -> Result<(f64, Option<f64>), StoreError> {
+pub fn fleet_today(host: &Host) -> Result<(f64, Option<f64>), StoreError> {
+    let store = host.store();
     let now = crate::clock::now_ms();
     let since = now - now.rem_euclid(86_400_000);
     let spent = store.with(|c| crate::fleet::budget::fleet::period_spend(c, since, now))?;
@@ -121,8 +122,8 @@ pub fn cpu_text(ms: u64) -> String {
 }
 
 /// What the units of `mission_id` used (`None`: it never started a unit).
-pub fn resources(store: &Store, mission_id: &str) -> Result<Option<Resources>, StoreError> {
-    Ok(ComputeLedger::new(store.clone())
+pub fn resources(host: &Host, mission_id: &str) -> Result<Option<Resources>, StoreError> {
+    Ok(ComputeLedger::new(host.store().clone())
         .resources(mission_id)?
         .map(|r| Resources {
             peak_rss_bytes: r.peak_rss_bytes,
@@ -132,16 +133,16 @@ pub fn resources(store: &Store, mission_id: &str) -> Result<Option<Resources>, S
 
 /// What the oracle did about one mission's questions, its newest `limit` lines.
 pub fn oracle_trace(
-    store: &Store,
+    host: &Host,
     mission_id: &str,
     limit: usize,
 ) -> Result<Vec<TraceLine>, StoreError> {
-    Trace::new(store.clone(), false).for_mission(mission_id, limit)
+    Trace::new(host.store().clone(), false).for_mission(mission_id, limit)
 }
 
 /// The oracle's newest `limit` lines across every mission, oldest first.
-pub fn recent_oracle_trace(store: &Store, limit: usize) -> Result<Vec<String>, StoreError> {
-    Trace::new(store.clone(), false).recent(limit)
+pub fn recent_oracle_trace(host: &Host, limit: usize) -> Result<Vec<String>, StoreError> {
+    Trace::new(host.store().clone(), false).recent(limit)
 }
 
 /// What fired a mission when the operator did not type it: its firing editor
@@ -149,13 +150,13 @@ pub fn recent_oracle_trace(store: &Store, limit: usize) -> Result<Vec<String>, S
 /// it (`schedule nightly (tick …)`); `None` for an operator's own fire. The words
 /// the board's detail and the web page show.
 pub fn fired_by(
-    store: &Store,
+    host: &Host,
     mission: &crate::mission::Mission,
 ) -> Result<Option<String>, StoreError> {
     if let Some(session) = mission.parent_session_id.as_deref() {
         return Ok(Some(format!("session {}", crate::text::one_line(session))));
     }
-    Ok(crate::sched::schedules::Schedules::new(store.clone())
+    Ok(crate::sched::schedules::Schedules::new(host.store().clone())
         .fired_by(&mission.id)?
         .map(|f| crate::text::one_line(&f.describe())))
 }

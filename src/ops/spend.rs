@@ -9,7 +9,7 @@ use serde::Serialize;
 
 use crate::fleet::budget::price::{self, PriceTable};
 use crate::fleet::budget::{ComputeLedger, SpendGroup};
-use crate::store::Store;
+use crate::ops::host::Host;
 
 /// `--by`'s words.
 pub const GROUPS: &[(&str, SpendGroup)] = &[
@@ -78,29 +78,47 @@ pub struct SpendReport {
     pub total: SpendLine,
 }
 
+/// `--by`'s word, checked: its spelling and its grouping.
+fn group(by: &str) -> anyhow::Result<(&'static str, SpendGroup)> {
+    match GROUPS.iter().find(|(w, _)| *w == by) {
+        Some(&(word, group)) => Ok((word, group)),
+        None => {
+            let words: Vec<&str> = GROUPS.iter().map(|(w, _)| *w).collect();
+            anyhow::bail!(
+                "cannot group spend by {:?}: --by takes one of {}",
+                crate::text::sanitize(by),
+                words.join(", ")
+            );
+        }
+    }
+}
+
+fn since_ms(since: Duration) -> i64 {
+    crate::clock::now_ms().saturating_sub(since.as_millis() as i64)
+}
+
+/// The rollup of a home with no store yet: nothing was spent (`--by` is still
+/// checked).
+pub fn nothing_yet(by: &str, since: Duration) -> anyhow::Result<SpendReport> {
+    let (word, _) = group(by)?;
+    Ok(SpendReport {
+        by: word.to_string(),
+        since_ms: since_ms(since),
+        groups: Vec::new(),
+        total: SpendLine {
+            key: "total".into(),
+            ..SpendLine::default()
+        },
+    })
+}
+
 /// What the missions fired in the last `since` spent, grouped by `by` (one of
 /// [`GROUPS`]' words).
-pub fn spend(
-    home: &std::path::Path,
-    store: Option<&Store>,
-    by: &str,
-    since: Duration,
-) -> anyhow::Result<SpendReport> {
-    let Some(&(word, by)) = GROUPS.iter().find(|(w, _)| *w == by) else {
-        let words: Vec<&str> = GROUPS.iter().map(|(w, _)| *w).collect();
-        anyhow::bail!(
-            "cannot group spend by {:?}: --by takes one of {}",
-            crate::text::sanitize(by),
-            words.join(", ")
-        );
-    };
-    let prices = PriceTable::load(home)?;
-    let since_ms = crate::clock::now_ms().saturating_sub(since.as_millis() as i64);
-    // No store yet: nothing was spent (the grouping and the prices are still checked).
-    let rows = match store {
-        Some(store) => ComputeLedger::new(store.clone()).spend_by(by, since_ms)?,
-        None => Vec::new(),
-    };
+pub fn spend(host: &Host, by: &str, since: Duration) -> anyhow::Result<SpendReport> {
+    let (word, by) = group(by)?;
+    let prices = PriceTable::load(&host.paths().home)?;
+    let since_ms = since_ms(since);
+    let rows = ComputeLedger::new(host.store().clone()).spend_by(by, since_ms)?;
     let mut groups: BTreeMap<String, SpendLine> = BTreeMap::new();
     for row in rows {
         let key = match by {

@@ -17,6 +17,7 @@ use crate::devices::DeviceError;
 use crate::mission::Missions;
 use crate::ops::answer::{self, Afterwards, Answerer};
 use crate::ops::devices;
+use crate::ops::host::Host;
 use crate::store::blocking;
 use crate::sync::LockUnpoisoned as _;
 
@@ -56,7 +57,8 @@ fn failed(e: impl std::fmt::Display) -> Response {
 }
 
 /// The live view: every pending ask, longest-waiting first, and missions.
-pub fn read_view(store: &crate::store::Store) -> anyhow::Result<render::View> {
+pub fn read_view(host: &Host) -> anyhow::Result<render::View> {
+    let store = host.store();
     let asks = Asks::new(store.clone()).pending_longest_waiting(ASKS_SHOWN)?;
     // What the oracle made of each ask it reviewed, read once per mission.
     let mut traces: std::collections::HashMap<String, Vec<String>> = Default::default();
@@ -65,21 +67,18 @@ pub fn read_view(store: &crate::store::Store) -> anyhow::Result<render::View> {
         if !read.insert(mission) {
             continue;
         }
-        for t in crate::ops::show::oracle_trace(store, mission, TRACE_SHOWN)? {
+        for t in crate::ops::show::oracle_trace(host, mission, TRACE_SHOWN)? {
             traces.entry(t.ask_id).or_default().push(t.line);
         }
     }
     let service = Missions::new(store.clone());
     let missions = service.list(MISSIONS_SHOWN)?;
     let ids: Vec<String> = missions.iter().map(|m| m.id.clone()).collect();
-    let costs = match crate::paths::home_dir() {
-        Ok(home) => crate::ops::show::mission_costs(&home, store, &ids)?
-            .into_iter()
-            .map(|(id, c)| (id, c.short()))
-            .collect(),
-        Err(_) => Default::default(),
-    };
-    let today = match crate::ops::show::fleet_today(store)? {
+    let costs = crate::ops::show::mission_costs(host, &ids)?
+        .into_iter()
+        .map(|(id, c)| (id, c.short()))
+        .collect();
+    let today = match crate::ops::show::fleet_today(host)? {
         (spent, Some(budget)) => Some(format!(
             "Spent today (UTC): {} of the {} daily budget",
             crate::ops::spend::usd_text(spent),
@@ -108,8 +107,8 @@ pub async fn index(State(web): State<Web>, headers: HeaderMap) -> Response {
     };
     let host = web.host.clone();
     let read = blocking(move || {
-        let view = read_view(host.store())?;
-        Ok::<_, anyhow::Error>((view, crate::ops::fire::template_entries(host.paths())))
+        let view = read_view(&host)?;
+        Ok::<_, anyhow::Error>((view, crate::ops::fire::template_entries(&host)))
     })
     .await;
     match read {
@@ -131,8 +130,8 @@ pub async fn index(State(web): State<Web>, headers: HeaderMap) -> Response {
 
 /// `/api/state`: the live part, as the event stream sends it.
 pub async fn state(State(web): State<Web>, authed: Authed) -> Response {
-    let store = web.host.store().clone();
-    match blocking(move || read_view(&store)).await {
+    let host = web.host.clone();
+    match blocking(move || read_view(&host)).await {
         Ok(view) => Html(render::live(&view, &authed.csrf)).into_response(),
         Err(e) => failed(e),
     }
@@ -454,11 +453,11 @@ pub async fn mission_page(
                     Err(e) => Err(format!("{e:#}")),
                 },
             );
-        let record = crate::ops::show::compute_record(&store, &mission.id)?;
+        let record = crate::ops::show::compute_record(&host, &mission.id)?;
         Ok(Some(render::MissionView {
-            fired_by: crate::ops::show::fired_by(&store, &mission)?,
+            fired_by: crate::ops::show::fired_by(&host, &mission)?,
             diff,
-            trace: crate::ops::show::oracle_trace(&store, &mission.id, TRACE_SHOWN)?
+            trace: crate::ops::show::oracle_trace(&host, &mission.id, TRACE_SHOWN)?
                 .into_iter()
                 .map(|t| t.line)
                 .collect(),
@@ -466,7 +465,7 @@ pub async fn mission_page(
                 .as_ref()
                 .map(|c| (c.spent.tool_calls, c.spent.tokens, c.model.clone())),
             cost: record.is_some().then(|| {
-                crate::ops::show::mission_cost(&host.paths().home, record.as_ref()).line()
+                crate::ops::show::mission_cost(&host, record.as_ref()).line()
             }),
             plan: missions.plan(&mission.id)?,
             reports: missions.reports(&mission.id, REPORTS_SHOWN)?,

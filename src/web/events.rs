@@ -60,8 +60,8 @@ pub async fn stream(State(web): State<Web>, authed: Authed, headers: HeaderMap) 
                 headers.insert(axum::http::header::COOKIE, v);
             }
             guard::authenticate(&feed.web, &headers).await?;
-            let store = feed.web.host.store().clone();
-            let view = match blocking(move || super::api::read_view(&store)).await {
+            let host = feed.web.host.clone();
+            let view = match blocking(move || super::api::read_view(&host)).await {
                 Ok(v) => v,
                 Err(e) => {
                     tracing::warn!("web: the event stream could not read the store: {e}");

@@ -67,7 +67,7 @@ async fn answering_in_the_board_lets_the_real_stub_land() {
         .expect("dispatch");
     let svc = Services::new(missionboard::ops::host::Host::over(&paths, fleet.clone()));
     let src = Source::open(
-        &missionboard::store::Location::File(paths.db_path()),
+        &svc.host,
         Box::new(|| (1, 0)),
         false,
     )
@@ -145,7 +145,7 @@ async fn the_board_mounts_its_oracle_and_it_answers_a_routine_question() {
     let _teardown = fleet.spawn_teardown();
     let svc = Services::new(missionboard::ops::host::Host::over(&paths, fleet.clone()));
     let src = Source::open(
-        &missionboard::store::Location::File(paths.db_path()),
+        &svc.host,
         Box::new(|| (1, 0)),
         true,
     )

@@ -10,6 +10,7 @@ use missionboard::asks::{Asks, NewAsk, QUESTION_TOOL, QUESTION_TOOLS, bounds};
 use missionboard::board::model::Query;
 use missionboard::board::snapshot::{self, Source};
 use missionboard::mission::{Missions, NewMission};
+use missionboard::ops::host::{Host, Hosting};
 use missionboard::paths::Paths;
 use missionboard::store::{Location, Store};
 
@@ -389,8 +390,11 @@ const ASK_AND_WAIT: &str = r#"{"ask":{"summary":"Ship it?","then":{"report":{"ki
 #[test]
 fn a_board_source_on_host_b_lists_a_mission_host_a_fires() {
     let (a, b) = two_hosts(ASK_AND_WAIT);
+    let store = Store::open_at(&Location::Postgres(b.store_url.clone().unwrap())).unwrap();
+    let paths = Paths::resolve(b.home.clone(), b.cwd.clone());
+    let host = Host::open(&paths, &store, Hosting::OnNeed).unwrap();
     let src = Source::open(
-        &Location::Postgres(b.store_url.clone().unwrap()),
+        &host,
         Box::new(|| (1, 0)),
         false,
     )
