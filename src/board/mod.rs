@@ -149,11 +149,7 @@ impl Opened {
 }
 
 async fn host(paths: Paths, demo: bool, opened: Opened) -> anyhow::Result<i32> {
-    let Opened {
-        notify,
-        host,
-        beta,
-    } = opened;
+    let Opened { notify, host, beta } = opened;
     // SIGTERM and SIGHUP are the board's before it starts anything (the settler may
     // resume a run, the demo fires): one arriving at any moment ends it through the
     // loop's clean exit, never by the default disposition. Ctrl-C arrives as a key.

@@ -486,8 +486,8 @@ fn workspace(wt: Option<&crate::worktree::Worktree>) -> String {
 
 /// The newest oracle trace lines of every mission, oldest first, as one line each.
 fn oracle_trace(src: &Source) -> Result<Vec<String>, String> {
-    let lines = crate::ops::show::recent_oracle_trace(&src.host, TRACE_LIMIT)
-        .map_err(|e| e.to_string())?;
+    let lines =
+        crate::ops::show::recent_oracle_trace(&src.host, TRACE_LIMIT).map_err(|e| e.to_string())?;
     Ok(lines.iter().map(|l| one_line(l)).collect())
 }
 
@@ -722,8 +722,7 @@ fn detail(
             crate::worktree::workspace_label(Some(wt.state))
         ))
     });
-    let record =
-        crate::ops::show::compute_record(host, &m.id).map_err(|e| e.to_string())?;
+    let record = crate::ops::show::compute_record(host, &m.id).map_err(|e| e.to_string())?;
     let context = record
         .as_ref()
         .and_then(|r| r.context)

@@ -414,9 +414,7 @@ fn compute_lines(host: &Host, m: &Mission) -> Vec<String> {
     let Ok(envelope) = crate::envelope::search::load(host.paths(), &m.envelope_name) else {
         return Vec::new();
     };
-    let record = crate::ops::show::compute_record(host, &m.id)
-        .ok()
-        .flatten();
+    let record = crate::ops::show::compute_record(host, &m.id).ok().flatten();
     let declared = &envelope.declared.compute;
     let bounds = record
         .as_ref()

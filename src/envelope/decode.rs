@@ -5,12 +5,12 @@
 
 use std::collections::BTreeMap;
 
-use super::glob::{Glob, GlobError};
-use super::json::{Json, Num};
 use super::format::{
     Action, AttentionBounds, CheckDecl, ComputeBounds, Condition, DEFAULT_CHECK_TIMEOUT, Envelope,
     OnExhausted, Op, Rule, TrustedBinaries,
 };
+use super::glob::{Glob, GlobError};
+use super::json::{Json, Num};
 use super::quote::quote;
 
 /// The value of field `name`. Validation has already refused case variants and

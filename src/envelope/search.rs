@@ -69,7 +69,8 @@ pub fn load(paths: &Paths, name: &str) -> Result<Loaded, String> {
         )
     })?;
     let bytes = std::fs::read(&path).map_err(|e| format!("read hitl policy {file:?}: {e}"))?;
-    let declared = Envelope::parse(&path.display().to_string(), &bytes).map_err(|e| e.to_string())?;
+    let declared =
+        Envelope::parse(&path.display().to_string(), &bytes).map_err(|e| e.to_string())?;
     Ok(Loaded {
         name: name.to_string(),
         path,

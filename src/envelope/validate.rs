@@ -9,14 +9,14 @@
 //! message formats come from.
 
 use super::decode::{RawCheck, RawCompute, RawEnvelope, RawRule, decode_envelope};
-use super::glob;
-use super::json::{Json, is_annotation_key, parse_object};
 use super::format::{
     Action, Envelope, EnvelopeError, MAX_AGENT_ANSWERS_CEILING, MAX_ALLOWLIST_ENTRIES,
     MAX_ALLOWLIST_ENTRY_BYTES, MAX_CHECK_COMMAND_BYTES, MAX_CHECK_TIMEOUT, MAX_CHECKS_CAP,
     MAX_COST_USD_CAP, MAX_TOKENS_CAP, MAX_TOOL_CALLS_CAP, MAX_TURNS_CAP, Op, POLICY_VERSION,
     TrustedBinaries,
 };
+use super::glob;
+use super::json::{Json, is_annotation_key, parse_object};
 use super::quote::quote;
 
 /// Every top-level field an envelope may carry, in the order messages list them,

@@ -9,8 +9,8 @@ use std::collections::HashMap;
 use std::path::Path;
 
 use super::decode::RawEnvelope;
-use super::json::{Json, Num, parse_object};
 use super::format::{self, MAX_TURNS_CAP, sha256_file};
+use super::json::{Json, Num, parse_object};
 use super::quote::quote;
 use super::shell::path_base;
 use super::validate::{self, check_keys};

@@ -6,8 +6,8 @@
 
 use crate::fleet::budget::price::{self, Cost, CostSource, PriceTable};
 use crate::fleet::budget::{ComputeLedger, ComputeRecord};
-use crate::oracle::trace::Trace;
 use crate::ops::host::Host;
+use crate::oracle::trace::Trace;
 use crate::store::StoreError;
 
 /// One line of what the oracle did about a question, with its ask and time.
@@ -156,7 +156,9 @@ pub fn fired_by(
     if let Some(session) = mission.parent_session_id.as_deref() {
         return Ok(Some(format!("session {}", crate::text::one_line(session))));
     }
-    Ok(crate::sched::schedules::Schedules::new(host.store().clone())
-        .fired_by(&mission.id)?
-        .map(|f| crate::text::one_line(&f.describe())))
+    Ok(
+        crate::sched::schedules::Schedules::new(host.store().clone())
+            .fired_by(&mission.id)?
+            .map(|f| crate::text::one_line(&f.describe())),
+    )
 }

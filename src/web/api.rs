@@ -464,9 +464,9 @@ pub async fn mission_page(
             spend: record
                 .as_ref()
                 .map(|c| (c.spent.tool_calls, c.spent.tokens, c.model.clone())),
-            cost: record.is_some().then(|| {
-                crate::ops::show::mission_cost(&host, record.as_ref()).line()
-            }),
+            cost: record
+                .is_some()
+                .then(|| crate::ops::show::mission_cost(&host, record.as_ref()).line()),
             plan: missions.plan(&mission.id)?,
             reports: missions.reports(&mission.id, REPORTS_SHOWN)?,
             asks: Asks::new(store).for_mission(&mission.id, 200)?,

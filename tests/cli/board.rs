@@ -66,12 +66,7 @@ async fn answering_in_the_board_lets_the_real_stub_land() {
         .await
         .expect("dispatch");
     let svc = Services::new(missionboard::ops::host::Host::over(&paths, fleet.clone()));
-    let src = Source::open(
-        &svc.host,
-        Box::new(|| (1, 0)),
-        false,
-    )
-    .unwrap();
+    let src = Source::open(&svc.host, Box::new(|| (1, 0)), false).unwrap();
     let mut m = Model::new(Theme::mono(), Symbols::ascii(), Rect::new(0, 0, 120, 40));
 
     wait_for_async(30, "the stub's question on the board", || {
@@ -144,12 +139,7 @@ async fn the_board_mounts_its_oracle_and_it_answers_a_routine_question() {
     let fleet = Fleet::with_executable(paths.clone(), store, BIN.into()).unwrap();
     let _teardown = fleet.spawn_teardown();
     let svc = Services::new(missionboard::ops::host::Host::over(&paths, fleet.clone()));
-    let src = Source::open(
-        &svc.host,
-        Box::new(|| (1, 0)),
-        true,
-    )
-    .unwrap();
+    let src = Source::open(&svc.host, Box::new(|| (1, 0)), true).unwrap();
     let mut m = Model::new(Theme::mono(), Symbols::ascii(), Rect::new(0, 0, 120, 40));
     let snap = snapshot::build(&src, &m.query());
     update(&mut m, Msg::Snapshot(Arc::new(snap)));
