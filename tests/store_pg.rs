@@ -652,19 +652,18 @@ fn a_transactions_last_statement_sees_what_was_held_returns_its_rows_and_ends_it
 
 #[test]
 fn racing_finishes_of_one_mission_end_in_one_outcome_and_one_status_event_on_both_backends() {
-    use missionboard::mission::{Missions, NewMission, Status};
+    use missionboard::mission::{EnvelopeName, Intent, Missions, NewMission, Status};
     let dir = tempfile::tempdir().unwrap();
     let (postgres, _url) = postgres_store();
     for store in [sqlite_store(&dir), postgres] {
         let missions = Missions::new(store);
         for round in 0..5 {
             let m = missions
-                .create(NewMission {
-                    intent: format!("race {round}"),
-                    agent_name: "stub".into(),
-                    envelope_name: "default".into(),
-                    ..Default::default()
-                })
+                .create(NewMission::new(
+                    "stub",
+                    Intent::new(&format!("race {round}")).unwrap(),
+                    EnvelopeName::new("default").unwrap(),
+                ))
                 .unwrap();
             let head = missions.bus().head().unwrap();
             let start = std::sync::Arc::new(std::sync::Barrier::new(8));

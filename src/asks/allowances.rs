@@ -358,19 +358,18 @@ impl Asks {
 mod tests {
     use super::*;
     use crate::asks::NewAsk;
-    use crate::mission::{Missions, NewMission, Status};
+    use crate::mission::{EnvelopeName, Intent, Missions, NewMission, Status};
 
     fn setup() -> (tempfile::TempDir, Asks, Missions, String) {
         let dir = tempfile::tempdir().unwrap();
         let store = crate::store::Store::open(&dir.path().join("board.db")).unwrap();
         let missions = Missions::new(store.clone());
         let m = missions
-            .create(NewMission {
-                intent: "tidy".into(),
-                agent_name: "stub".into(),
-                envelope_name: "gate".into(),
-                ..Default::default()
-            })
+            .create(NewMission::new(
+                "stub",
+                Intent::new("tidy").unwrap(),
+                EnvelopeName::new("gate").unwrap(),
+            ))
             .unwrap();
         (dir, Asks::new(store), missions, m.id)
     }

@@ -27,7 +27,7 @@ use super::{Latency, Row, Scale};
 use crate::acp_client::{Unit, UnitEvent, UnitSpec};
 use crate::asks::{Asks, NewAsk, QUESTION_TOOL, QUESTION_TOOLS};
 use crate::fleet::mission_tools::MissionToolCalls;
-use crate::mission::{Missions, NewMission};
+use crate::mission::{EnvelopeName, Intent, Missions, NewMission};
 use crate::mission_mcp::{MissionToolHandler, bridge_server_entry, serve_mission_socket};
 use crate::store::{Store, Waiter, blocking};
 
@@ -203,12 +203,11 @@ async fn commit(by: &Answerers, here: bool, ask_id: &str, words: &str) -> anyhow
 
 fn mission(missions: &Missions, intent: &str) -> anyhow::Result<String> {
     Ok(missions
-        .create(NewMission {
-            intent: intent.into(),
-            agent_name: "stub".into(),
-            envelope_name: super::scratch::POLICY.into(),
-            ..Default::default()
-        })?
+        .create(NewMission::new(
+            "stub",
+            Intent::new(intent)?,
+            EnvelopeName::new(super::scratch::POLICY)?,
+        ))?
         .id)
 }
 

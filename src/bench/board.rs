@@ -30,7 +30,7 @@ use crate::board::snapshot::{Source, build};
 use crate::board::theme::{Symbols, Theme};
 use crate::board::update::{Msg, update};
 use crate::board::{layout, view};
-use crate::mission::{Missions, NewMission};
+use crate::mission::{EnvelopeName, Intent, Missions, NewMission};
 use crate::ops::host::{Host, Hosting};
 use crate::store::Store;
 
@@ -279,8 +279,7 @@ pub async fn run(scale: Scale) -> anyhow::Result<Vec<Row>> {
     let scratch = Scratch::new(&scale)?;
     seed(&scratch, scale.missions, scale.asks)?;
     let host = Host::open(&scratch.paths, &scratch.store, Hosting::OnNeed)?;
-    let source = Source::open(&host, Box::new(|| (0, 0)), false)
-        .map_err(anyhow::Error::msg)?;
+    let source = Source::open(&host, Box::new(|| (0, 0)), false).map_err(anyhow::Error::msg)?;
     let size = Rect::new(0, 0, WIDTH, HEIGHT);
     let query = Query {
         offset: 0,
@@ -426,12 +425,11 @@ async fn keypresses(
     for i in 0..LOAD_MISSIONS {
         ids.push(
             missions
-                .create(NewMission {
-                    intent: format!("busy mission {i}"),
-                    agent_name: "stub".into(),
-                    envelope_name: super::scratch::POLICY.into(),
-                    ..Default::default()
-                })?
+                .create(NewMission::new(
+                    "stub",
+                    Intent::new(&format!("busy mission {i}"))?,
+                    EnvelopeName::new(super::scratch::POLICY)?,
+                ))?
                 .id,
         );
     }
@@ -455,12 +453,11 @@ async fn keypresses(
         for i in 0..samples {
             let t = Instant::now();
             let id = elsewhere
-                .create(NewMission {
-                    intent: format!("made elsewhere {i}"),
-                    agent_name: "stub".into(),
-                    envelope_name: super::scratch::POLICY.into(),
-                    ..Default::default()
-                })?
+                .create(NewMission::new(
+                    "stub",
+                    Intent::new(&format!("made elsewhere {i}"))?,
+                    EnvelopeName::new(super::scratch::POLICY)?,
+                ))?
                 .id;
             commits.push(t.elapsed());
             loop {

@@ -20,7 +20,7 @@ use super::{Latency, Row, Scale};
 use crate::acp_client::{Unit, UnitEvent, UnitSpec};
 use crate::asks::{Asks, NewAsk, QUESTION_TOOL, QUESTION_TOOLS};
 use crate::fleet::mission_tools::MissionToolCalls;
-use crate::mission::{Missions, NewMission};
+use crate::mission::{EnvelopeName, Intent, Missions, NewMission};
 use crate::mission_mcp::{bridge_server_entry, serve_mission_socket};
 use crate::ops::host::{Host, Hosting};
 use crate::store::{Store, blocking};
@@ -190,12 +190,11 @@ pub async fn run(scale: Scale) -> anyhow::Result<Vec<Row>> {
 
     let missions = Missions::new(scratch.store.clone());
     let asks = Asks::new(scratch.store.clone());
-    let mission = missions.create(NewMission {
-        intent: "web round-trips".into(),
-        agent_name: "stub".into(),
-        envelope_name: super::scratch::POLICY.into(),
-        ..Default::default()
-    })?;
+    let mission = missions.create(NewMission::new(
+        "stub",
+        Intent::new("web round-trips")?,
+        EnvelopeName::new(super::scratch::POLICY)?,
+    ))?;
     // Another connection to the same store: what a unit's host in another process
     // holds (the page's own connection is not told in-process).
     let elsewhere = Asks::new(Store::open_at(scratch.store.location())?);

@@ -354,10 +354,11 @@ fn world() -> (tempfile::TempDir, Services, String) {
     host.missions()
         .create(NewMission {
             id: "m-1".into(),
-            intent: "ask-then-land: rename it".into(),
-            agent_name: "demo".into(),
-            envelope_name: "default".into(),
-            ..Default::default()
+            ..crate::mission::NewMission::new(
+                "demo",
+                crate::mission::Intent::new("ask-then-land: rename it").unwrap(),
+                crate::mission::EnvelopeName::new("default").unwrap(),
+            )
         })
         .unwrap();
     let ask = host
@@ -389,12 +390,7 @@ fn run_effect(effect: Effect, svc: &Services) -> Msg {
 }
 
 fn snapshot_of(svc: &Services, m: &Model) -> Msg {
-    let src = Source::open(
-        &svc.host,
-        Box::new(|| (0, 0)),
-        false,
-    )
-    .unwrap();
+    let src = Source::open(&svc.host, Box::new(|| (0, 0)), false).unwrap();
     Msg::Snapshot(Arc::new(snapshot::build(&src, &m.query())))
 }
 
@@ -496,12 +492,7 @@ fn stop_and_filter_against_the_store() {
     assert_eq!(mission.status_reason.as_deref(), Some("wrong repo"));
     assert!(!svc.host.asks().require(&ask_id).unwrap().is_pending());
 
-    let src = Source::open(
-        &svc.host,
-        Box::new(|| (0, 0)),
-        false,
-    )
-    .unwrap();
+    let src = Source::open(&svc.host, Box::new(|| (0, 0)), false).unwrap();
     let mut q = super::model::Query {
         offset: 0,
         limit: 5,
@@ -939,10 +930,11 @@ fn crowded() -> (tempfile::TempDir, Services) {
         missions
             .create(NewMission {
                 id: id.into(),
-                intent: format!("work {id}"),
-                agent_name: "demo".into(),
-                envelope_name: "default".into(),
-                ..Default::default()
+                ..crate::mission::NewMission::new(
+                    "demo",
+                    crate::mission::Intent::new(&format!("work {id}")).unwrap(),
+                    crate::mission::EnvelopeName::new("default").unwrap(),
+                )
             })
             .unwrap();
     }
@@ -1054,12 +1046,7 @@ fn the_table_puts_what_needs_you_first_then_sorts_and_hides_as_asked() {
         limit: 2,
         ..Default::default()
     };
-    let src = Source::open(
-        &svc.host,
-        Box::new(|| (0, 0)),
-        false,
-    )
-    .unwrap();
+    let src = Source::open(&svc.host, Box::new(|| (0, 0)), false).unwrap();
     let page = snapshot::build(&src, &q);
     let got: Vec<&str> = page.rows.iter().map(|r| r.id.as_str()).collect();
     assert_eq!(got, ["m-4", "m-5"]);
@@ -1327,10 +1314,11 @@ fn a_mission_hosted_on_another_machine_is_gone_once_its_heartbeat_is_stale() {
     missions
         .create(NewMission {
             id: "m-far".into(),
-            intent: "work elsewhere".into(),
-            agent_name: "demo".into(),
-            envelope_name: "default".into(),
-            ..Default::default()
+            ..crate::mission::NewMission::new(
+                "demo",
+                crate::mission::Intent::new("work elsewhere").unwrap(),
+                crate::mission::EnvelopeName::new("default").unwrap(),
+            )
         })
         .unwrap();
     // Its host: another machine's process (a pid that runs here proves nothing).

@@ -92,6 +92,7 @@ impl Fleet {
         let agent = self.resolve_agent(&agent_name)?;
         let record = Record {
             intent: req.intent,
+            envelope: req.envelope,
             parent_session_id,
             claimed: false,
             load_session: None,

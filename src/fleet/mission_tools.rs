@@ -650,7 +650,7 @@ fn handover(v: Option<&Value>) -> Result<Option<Handover>, String> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::mission::NewMission;
+    use crate::mission::{EnvelopeName, Intent, NewMission};
     use crate::store::Store;
 
     fn calls() -> (tempfile::TempDir, MissionToolCalls) {
@@ -658,12 +658,11 @@ mod tests {
         let store = Store::open(&dir.path().join("board.db")).unwrap();
         let missions = Missions::new(store.clone());
         let m = missions
-            .create(NewMission {
-                intent: "do it".into(),
-                agent_name: "stub".into(),
-                envelope_name: "default".into(),
-                ..Default::default()
-            })
+            .create(NewMission::new(
+                "stub",
+                Intent::new("do it").unwrap(),
+                EnvelopeName::new("default").unwrap(),
+            ))
             .unwrap();
         let wd = dir.path().to_str().unwrap().to_string();
         (

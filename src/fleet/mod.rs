@@ -159,6 +159,8 @@ pub struct Dispatched {
 /// What a dispatch records beside the agent and envelope it resolved.
 struct Record {
     intent: Intent,
+    /// The envelope's name as it was fired (what the mission row records).
+    envelope: EnvelopeName,
     /// The firing session, for a mission fired from one.
     parent_session_id: Option<String>,
     /// The mission row exists already (claimed from the queue): the started unit

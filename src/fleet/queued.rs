@@ -45,6 +45,7 @@ impl Fleet {
             let revise = blocking(move || missions.pending_revise(&mission_id)).await?;
             let record = Record {
                 intent: crate::mission::Intent::new(&mission.intent)?,
+                envelope: crate::mission::EnvelopeName::new(&mission.envelope_name)?,
                 parent_session_id: mission.parent_session_id.clone(),
                 claimed: true,
                 load_session: mission.session_id.clone(),

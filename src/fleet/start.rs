@@ -16,7 +16,7 @@ impl Fleet {
         slot: Reservation,
     ) -> anyhow::Result<Dispatched> {
         let inner = &self.inner;
-        let (agent_name, envelope_name) = (agent.name.clone(), envelope.name.clone());
+        let agent_name = agent.name.clone();
         // A requeued mission's earlier session when the agent can reopen it
         // (`session/resume`, else `session/load`: the unit then reads its intent again
         // with that session's context), else a new one.
@@ -53,13 +53,11 @@ impl Fleet {
         }
         let new = NewMission {
             id: mission_id.clone(),
-            intent: record.intent.as_str().to_string(),
-            agent_name: agent_name.clone(),
-            envelope_name: envelope_name.clone(),
             cwd: cwd.display().to_string(),
             session_id: Some(started.session_id.clone()),
             instance_id: Some(started.instance_id.clone()),
             parent_session_id: record.parent_session_id,
+            ..NewMission::new(&agent_name, record.intent, record.envelope)
         };
         let missions = inner.missions.clone();
         let claimed = record.claimed;

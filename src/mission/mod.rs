@@ -137,18 +137,37 @@ pub struct Mission {
     pub host: Option<HostId>,
 }
 
-/// What a dispatcher supplies to create a mission.
-#[derive(Debug, Clone, Default)]
+/// What a dispatcher supplies to create a mission: its intent and envelope name
+/// as checked when they were built, so the row is written without a second look.
+#[derive(Debug, Clone)]
 pub struct NewMission {
-    /// Minted by the dispatcher before the unit exists (the unit is told it at session start).
+    /// Minted by the dispatcher before the unit exists (the unit is told it at
+    /// session start); empty: minted by [`Missions::create`].
     pub id: String,
-    pub intent: String,
+    pub intent: Intent,
     pub agent_name: String,
-    pub envelope_name: String,
+    pub envelope_name: EnvelopeName,
     pub cwd: String,
     pub parent_session_id: Option<String>,
     pub session_id: Option<String>,
     pub instance_id: Option<String>,
+}
+
+impl NewMission {
+    /// A mission of `agent_name` fired at `intent` under `envelope_name`, its id
+    /// minted at create, with no working directory, session or parent.
+    pub fn new(agent_name: &str, intent: Intent, envelope_name: EnvelopeName) -> NewMission {
+        NewMission {
+            id: String::new(),
+            intent,
+            agent_name: agent_name.to_string(),
+            envelope_name,
+            cwd: String::new(),
+            parent_session_id: None,
+            session_id: None,
+            instance_id: None,
+        }
+    }
 }
 
 /// Mission ids, as typed by an operator.
@@ -381,12 +400,6 @@ impl Missions {
         m: NewMission,
         also: Vec<(&'static str, Vec<crate::store::sql::Value>)>,
     ) -> Result<Mission> {
-        single_line("intent", &m.intent)?;
-        if m.envelope_name.trim().is_empty() {
-            return Err(MissionError::Invalid(
-                "a mission must name its envelope (its record has none)".into(),
-            ));
-        }
         let id = if m.id.is_empty() {
             uuid::Uuid::new_v4().to_string()
         } else {
@@ -400,7 +413,7 @@ impl Missions {
             c.query_map_and_commit(
                 &format!("INSERT INTO missions (id, intent, agent_name, policy_name, cwd, session_id, instance_id, parent_session_id, status, created_at, updated_at, host_pid, host_start, host_id, host_machine)
                  VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, 'open', ?9, ?9, ?10, ?11, ?12, ?13) RETURNING {COLUMNS}"),
-                params![id, m.intent.trim(), m.agent_name, m.envelope_name, m.cwd, m.session_id, m.instance_id, m.parent_session_id, now, me.pid, me.start, me.id, me.machine],
+                params![id, m.intent.as_str(), m.agent_name, m.envelope_name.as_str(), m.cwd, m.session_id, m.instance_id, m.parent_session_id, now, me.pid, me.start, me.id, me.machine],
                 from_row,
             )?
             .into_iter()
@@ -668,12 +681,11 @@ pub(crate) mod tests {
     }
 
     pub(crate) fn fire(svc: &Missions) -> Mission {
-        svc.create(NewMission {
-            intent: "audit the config loader".into(),
-            agent_name: "demo".into(),
-            envelope_name: "default".into(),
-            ..Default::default()
-        })
+        svc.create(crate::mission::NewMission::new(
+            "demo",
+            crate::mission::Intent::new("audit the config loader").unwrap(),
+            crate::mission::EnvelopeName::new("default").unwrap(),
+        ))
         .unwrap()
     }
 
@@ -725,23 +737,13 @@ pub(crate) mod tests {
         let m = fire(&svc);
         assert_eq!(m.status, Status::Open);
         assert_eq!(m.plan_revision, 0);
-        let err = svc
-            .create(NewMission {
-                intent: "two\nlines".into(),
-                envelope_name: "x".into(),
-                ..Default::default()
-            })
-            .unwrap_err();
+        // What a row may not hold cannot be built: the checks are the types'.
+        let err = Intent::new("two\nlines").unwrap_err();
         assert_eq!(err.to_string(), "intent must be a single line");
-        let err = svc
-            .create(NewMission {
-                intent: "x".into(),
-                ..Default::default()
-            })
-            .unwrap_err();
-        assert_eq!(
-            err.to_string(),
-            "a mission must name its envelope (its record has none)"
+        let err = EnvelopeName::new("  ").unwrap_err();
+        assert!(
+            err.to_string().starts_with("no mission envelope named"),
+            "{err}"
         );
     }
 

@@ -132,11 +132,12 @@ mod tests {
 
     fn parented(svc: &Missions, parent: &str) -> Mission {
         svc.create(NewMission {
-            intent: "tidy the docs".into(),
-            agent_name: "demo".into(),
-            envelope_name: "default".into(),
             parent_session_id: Some(parent.into()),
-            ..Default::default()
+            ..crate::mission::NewMission::new(
+                "demo",
+                crate::mission::Intent::new("tidy the docs").unwrap(),
+                crate::mission::EnvelopeName::new("default").unwrap(),
+            )
         })
         .unwrap()
     }

@@ -539,17 +539,16 @@ mod tests {
 
     #[test]
     fn a_rest_and_a_lost_host_are_events_and_a_stop_is_not() {
-        use crate::mission::{Missions, NewMission, Status};
+        use crate::mission::{EnvelopeName, Intent, Missions, NewMission, Status};
         let (_d, store, outbox) = outbox();
         let missions = Missions::new(store.clone());
         let new = |intent: &str| {
             missions
-                .create(NewMission {
-                    intent: intent.into(),
-                    agent_name: "stub".into(),
-                    envelope_name: "default".into(),
-                    ..Default::default()
-                })
+                .create(NewMission::new(
+                    "stub",
+                    Intent::new(intent).unwrap(),
+                    EnvelopeName::new("default").unwrap(),
+                ))
                 .unwrap()
         };
         let (landed, lost, stopped) = (new("land it"), new("lose it"), new("stop it"));

@@ -183,15 +183,14 @@ fn two_racing_answers_to_one_ask_end_in_exactly_one_verdict() {
 /// store (what a unit's asks would leave behind), under envelope `policy`.
 fn mission_with_questions(sb: &Sandbox, policy: &str, n: usize) -> Vec<String> {
     use missionboard::asks::{Asks, NewAsk, QUESTION_TOOL, QUESTION_TOOLS};
-    use missionboard::mission::{Missions, NewMission};
+    use missionboard::mission::{EnvelopeName, Intent, Missions, NewMission};
     let store = sb.store();
     let m = Missions::new(store.clone())
-        .create(NewMission {
-            intent: "many questions".into(),
-            agent_name: "stub".into(),
-            envelope_name: policy.into(),
-            ..Default::default()
-        })
+        .create(NewMission::new(
+            "stub",
+            Intent::new("many questions").unwrap(),
+            EnvelopeName::new(policy).unwrap(),
+        ))
         .unwrap();
     let asks = Asks::new(store);
     (0..n)

@@ -9,7 +9,7 @@ use std::sync::Arc;
 use missionboard::asks::{Asks, NewAsk, QUESTION_TOOL, QUESTION_TOOLS, bounds};
 use missionboard::board::model::Query;
 use missionboard::board::snapshot::{self, Source};
-use missionboard::mission::{Missions, NewMission};
+use missionboard::mission::{EnvelopeName, Intent, Missions, NewMission};
 use missionboard::ops::host::{Host, Hosting};
 use missionboard::paths::Paths;
 use missionboard::store::{Location, Store};
@@ -300,12 +300,11 @@ fn a_thousand_agent_answers_from_two_hosts_land_exactly_the_cap() {
     }
     let store = a.store();
     let mission = Missions::new(store.clone())
-        .create(NewMission {
-            intent: "a thousand questions".into(),
-            agent_name: "stub".into(),
-            envelope_name: "capped".into(),
-            ..Default::default()
-        })
+        .create(NewMission::new(
+            "stub",
+            Intent::new("a thousand questions").unwrap(),
+            EnvelopeName::new("capped").unwrap(),
+        ))
         .unwrap();
     let asks = Asks::new(store);
     let ids: Vec<String> = (0..QUESTIONS)
@@ -393,12 +392,7 @@ fn a_board_source_on_host_b_lists_a_mission_host_a_fires() {
     let store = Store::open_at(&Location::Postgres(b.store_url.clone().unwrap())).unwrap();
     let paths = Paths::resolve(b.home.clone(), b.cwd.clone());
     let host = Host::open(&paths, &store, Hosting::OnNeed).unwrap();
-    let src = Source::open(
-        &host,
-        Box::new(|| (1, 0)),
-        false,
-    )
-    .unwrap();
+    let src = Source::open(&host, Box::new(|| (1, 0)), false).unwrap();
     let before = snapshot::build(&src, &Query::default());
     assert_eq!(before.total_missions, 0, "{:?}", before.store_error);
     let a_log = a.cwd.join("transcript.log");

@@ -404,12 +404,11 @@ impl Sandbox {
         (0..n)
             .map(|i| {
                 missions
-                    .create(missionboard::mission::NewMission {
-                        intent: format!("{intent} {i}"),
-                        agent_name: "stub".into(),
-                        envelope_name: "default".into(),
-                        ..Default::default()
-                    })
+                    .create(missionboard::mission::NewMission::new(
+                        "stub",
+                        missionboard::mission::Intent::new(&format!("{intent} {i}")).unwrap(),
+                        missionboard::mission::EnvelopeName::new("default").unwrap(),
+                    ))
                     .unwrap()
                     .id
             })

@@ -7,7 +7,7 @@ use std::sync::{Arc, Barrier};
 
 use missionboard::asks::{Asks, NewAsk, QUESTION_TOOL, QUESTION_TOOLS, bounds};
 use missionboard::fleet::sweep;
-use missionboard::mission::{Missions, NewMission, Status, subjects};
+use missionboard::mission::{EnvelopeName, Intent, Missions, NewMission, Status, subjects};
 use missionboard::ops::host::{Host, Hosting};
 use missionboard::ops::stop::stop_mission;
 use missionboard::paths::Paths;
@@ -32,12 +32,11 @@ fn a_thousand_racing_agent_answers_land_exactly_the_cap() {
     );
     let store = sb.store();
     let mission = Missions::new(store.clone())
-        .create(NewMission {
-            intent: "a thousand questions".into(),
-            agent_name: "stub".into(),
-            envelope_name: "capped".into(),
-            ..Default::default()
-        })
+        .create(NewMission::new(
+            "stub",
+            Intent::new("a thousand questions").unwrap(),
+            EnvelopeName::new("capped").unwrap(),
+        ))
         .unwrap();
     let asks = Asks::new(store);
     let ids: Vec<String> = (0..QUESTIONS)
@@ -152,12 +151,11 @@ fn a_verdict_racing_a_stop_and_a_sweep_ends_in_exactly_one_terminal_state() {
     while trial < MAX_TRIALS && (trial < TRIALS || wins.contains(&0)) {
         trial += 1;
         let m = missions
-            .create(NewMission {
-                intent: format!("race {trial}"),
-                agent_name: "stub".into(),
-                envelope_name: "default".into(),
-                ..Default::default()
-            })
+            .create(NewMission::new(
+                "stub",
+                Intent::new(&format!("race {trial}")).unwrap(),
+                EnvelopeName::new("default").unwrap(),
+            ))
             .unwrap();
         // Silent for seven hours: the sweep's default floor (six) says its host is gone.
         store
