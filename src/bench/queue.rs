@@ -53,9 +53,12 @@ impl Daemon {
         let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
         let ready = Arc::new(tokio::sync::Notify::new());
         let up = ready.clone();
+        let (paths, store) = (scratch.paths.clone(), scratch.store.clone());
+        let host = crate::store::blocking(move || crate::daemon::open_host(&paths, &store))
+            .await
+            .expect("the queue's host to open");
         let task = tokio::spawn(crate::daemon::run(
-            scratch.paths.clone(),
-            scratch.store.clone(),
+            host,
             crate::daemon::Options {
                 width: Some(width),
                 ..Default::default()

@@ -58,9 +58,12 @@ pub(super) fn run(ctx: &Ctx, args: HostArgs) -> anyhow::Result<i32> {
     let runtime = crate::runtime::multi_thread()?;
     let paths = ctx.paths.clone();
     runtime.block_on(async move {
+        let (p, s) = (paths.clone(), store.clone());
+        let host = crate::store::blocking(move || crate::daemon::open_host(&p, &s)).await?;
         let page = web.as_ref().map(|s| s.base_url.clone());
         let notifier = crate::notify::spawn(store.clone(), page);
-        if let Some(mut server) = web {
+        if let Some(server) = web {
+            let mut server = server.on(host.clone());
             // This host delivers the notifications; its page need not as well.
             server.deliver_notifications = false;
             tokio::spawn(async move {
@@ -78,7 +81,7 @@ pub(super) fn run(ctx: &Ctx, args: HostArgs) -> anyhow::Result<i32> {
         let shutdown = async move {
             signals.next().await;
         };
-        crate::daemon::run(paths, store, options, shutdown, |event| {
+        crate::daemon::run(host, options, shutdown, |event| {
             // Output is best-effort: a host keeps running with nobody reading it.
             let _ = say(&event);
         })

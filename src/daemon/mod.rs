@@ -129,18 +129,23 @@ impl Underway {
     }
 }
 
-/// Run a host until `shutdown` resolves, then leave cleanly.
+/// Open this process's host for the queue ([`Hosting::Queue`]): its fleet starts
+/// now, so call it off the async workers.
+pub fn open_host(paths: &Paths, store: &Store) -> anyhow::Result<Host> {
+    Host::open(paths, store, Hosting::Queue)
+}
+
+/// Run `host` (opened by [`open_host`]; a page served beside it answers through
+/// it too) until `shutdown` resolves, then leave cleanly.
 pub async fn run(
-    paths: Paths,
-    store: Store,
+    host: Host,
     options: Options,
     shutdown: impl Future<Output = ()>,
     report: impl Fn(Event) + Send + Sync + 'static,
 ) -> anyhow::Result<()> {
     let report = Arc::new(report);
     let me = HostId::current();
-    let (p, s) = (paths.clone(), store.clone());
-    let host = blocking(move || Host::open(&p, &s, Hosting::Queue)).await?;
+    let store = host.store().clone();
     let fleet = host.fleet()?;
     let width = match options.width {
         Some(w) => w,

@@ -191,6 +191,14 @@ impl Server {
     }
 
     /// Serve until the process is told to stop (Ctrl-C, TERM).
+    /// Serve through `host` instead of a host of the page's own: `missionboard host
+    /// --web`, whose page answers, stops and fires through the queue host it is
+    /// served beside, so the process holds one host.
+    pub fn on(mut self, host: Host) -> Server {
+        self.web.host = host;
+        self
+    }
+
     pub async fn run(self) -> anyhow::Result<()> {
         let settler = spawn_settler(&self.web);
         // Notifications are delivered by whoever runs: this page, a host, or both.
