@@ -560,11 +560,11 @@ fn terminal_a_board_answer_resumes_a_parked_run_whose_host_is_gone() {
 /// The stub asks, and once answered reports the answer and hangs in that turn.
 const ASK_THEN_HANG: &str = r#"{"name":"t","turns":[{"steps":[{"ask":{"summary":"Rename the env var too?","then":[{"report":{"kind":"progress","summary":"resumed: {{answer}}"}},"hang"]}}]}]}"#;
 
-/// The pane says the answer is recorded once it is durable, while the run it
-/// unblocks (resumed in the board's process, its host being gone) is still in its
-/// turn; the resume's outcome arrives later as a notice.
+/// The pane says the run an answer unblocks was resumed in the board's process
+/// (its host being gone) as soon as its unit is under way, while its turn still
+/// runs: nothing the operator reads waits for the turn's end.
 #[test]
-fn terminal_a_board_answer_is_recorded_at_once_while_its_resume_runs_on() {
+fn terminal_a_board_answer_says_its_run_resumed_here_while_the_turn_runs_on() {
     let sb = Sandbox::new();
     sb.declare_stubs(&[("stub", Some(ASK_THEN_HANG))]);
     let (id, _) = parked_on_a_dead_host(&sb);
@@ -580,19 +580,16 @@ fn terminal_a_board_answer_is_recorded_at_once_while_its_resume_runs_on() {
         show.stdout.contains("resumed: yes")
     };
     wait_for(30, "the resumed turn", || resumed(&sb).then_some(()));
-    // The resumed turn hangs: the pane has long said what it is sure of.
-    let screen = term.wait_screen(10, "the answer recorded", |s| {
-        s.contains("answer recorded for ask")
+    // The resumed turn hangs: the pane says what it is sure of without waiting for
+    // the turn's end — the answer went in, and this board resumed the run.
+    let screen = term.wait_screen(10, "the resume's notice", |s| {
+        s.contains("this board resumed it")
     });
     assert!(!screen.contains("sending…"), "{screen}");
     let show = sb.run(&["mission", "show", &id, "--json"]).ok();
     let v: serde_json::Value = serde_json::from_str(&show.stdout).unwrap();
     assert_eq!(v["status"], "open", "its turn is still running: {v:#}");
-    // Its turn ends when the mission is stopped: the resume's outcome is a notice.
     sb.run(&["mission", "stop", &id]).ok();
-    term.wait_screen(30, "the resume's notice", |s| {
-        s.contains("this board resumed it")
-    });
     let screen = term.quit();
     assert!(screen.contains("EXITED:0"), "{screen}");
 }
