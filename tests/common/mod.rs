@@ -457,6 +457,44 @@ impl Sandbox {
             .collect()
     }
 
+    /// Fire stub `stub`'s revise-land scenario under envelope `once` (one check try,
+    /// writes in the workspace) with [`REVISE_CHECK`]: it lands without
+    /// `revised.txt`, so its check fails and it rests stuck; sent back with
+    /// feedback, it writes the feedback to `revised.txt` and lands again. The
+    /// caller declares `stub` (no script). The mission's id.
+    pub fn stuck_on_revise_check(&self) -> String {
+        self.write(
+            &self.home.join("hitl-policy-once.json"),
+            &serde_json::json!({
+                "default_action": "allow",
+                "rules": [],
+                "compute": {"maxChecks": 1},
+                "sandbox": {"filesystem": {"write": ["{workspace}", "{tmp}"]}}
+            })
+            .to_string(),
+        );
+        let fired = self.run(&[
+            "mission",
+            "fire",
+            "stub",
+            "the revise-land scenario",
+            "--wait",
+            "--policy",
+            "once",
+            "--timeout",
+            "60s",
+            "--check",
+            REVISE_CHECK,
+        ]);
+        assert_eq!(fired.code, 1, "{fired:#?}");
+        let id = self.newest_mission().unwrap();
+        assert_eq!(
+            self.status_line(&id),
+            format!("stuck — check failed 1 of 1 tries: `{REVISE_CHECK}` — exit 1")
+        );
+        id
+    }
+
     /// Pending asks as JSON rows (`approvals list` is for humans; the ids come from
     /// its first column).
     pub fn pending_ask_ids(&self) -> Vec<String> {
@@ -470,6 +508,9 @@ impl Sandbox {
             .collect()
     }
 }
+
+/// The check of [`Sandbox::stuck_on_revise_check`]: passes once `revised.txt` exists.
+pub const REVISE_CHECK: &str = "test -f revised.txt || { echo 'revised.txt is missing'; exit 1; }";
 
 /// A background `mission fire`.
 pub struct Background {
