@@ -1185,7 +1185,10 @@ fn terminal_f_on_a_stuck_mission_sends_it_back_with_feedback_and_it_lands_throug
     let screen = term.wait_screen(30, "the stuck mission's check in its detail", |s| {
         s.contains("Check: failed 1 of 1 · `test -f revised.txt")
     });
-    assert!(screen.contains("▲ stuck · agent stub · envelope once"), "{screen}");
+    assert!(
+        screen.contains("▲ stuck · agent stub · envelope once"),
+        "{screen}"
+    );
     term.keys(&["1"]);
     term.keys(&["F"]);
     let dialog = term.wait_screen(10, "the revise dialog", |s| {
@@ -1249,7 +1252,9 @@ fn terminal_f_on_a_stuck_mission_sends_it_back_with_feedback_and_it_lands_throug
     let reports = crate::harness::report_summaries(&sb, &id);
     let revise_at = reports
         .iter()
-        .position(|r| r == "[revise] revised by board after it rested stuck (run 2): write revised.txt")
+        .position(|r| {
+            r == "[revise] revised by board after it rested stuck (run 2): write revised.txt"
+        })
         .unwrap_or_else(|| panic!("{reports:#?}"));
     assert_eq!(
         reports[revise_at..].last().map(String::as_str),

@@ -873,7 +873,11 @@ fn a_paused_check_whose_ask_expires_takes_its_on_timeout_verdict_and_rests_stuck
     );
     let history = sb.run(&["approvals", "history", "--json"]).ok();
     let v: Value = serde_json::from_str(&history.stdout).unwrap();
-    let rows = v.as_array().or_else(|| v["asks"].as_array()).unwrap().clone();
+    let rows = v
+        .as_array()
+        .or_else(|| v["asks"].as_array())
+        .unwrap()
+        .clone();
     let row = rows.iter().find(|a| a["id"] == ask.as_str()).unwrap();
     assert_eq!(row["state"], "expired", "{row:#}");
     assert_rests_stuck_on_the_check(&sb, &id, &reason);

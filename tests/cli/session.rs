@@ -1308,7 +1308,13 @@ async fn slash_revise_sends_a_stuck_mission_back_and_it_lands_again_through_its_
     let reports = crate::harness::report_summaries(&sb, &id);
     assert_eq!(
         reports.last().map(String::as_str),
-        Some(format!("[check] check passed (try 1 of 1): {} — exit 0", crate::harness::REVISE_CHECK).as_str()),
+        Some(
+            format!(
+                "[check] check passed (try 1 of 1): {} — exit 0",
+                crate::harness::REVISE_CHECK
+            )
+            .as_str()
+        ),
         "{reports:#?}"
     );
     assert!(
