@@ -513,16 +513,13 @@ fn terminal_a_question_notifies_and_quitting_a_host_asks_and_can_stop_its_missio
 /// the ask id, for a board to pick up.
 fn parked_on_a_dead_host(sb: &Sandbox) -> (String, String) {
     sb.run(&["config", "set", "ask-park-window", "200ms"]).ok();
-    let mut host = sb.command(&[
+    let host = sb.command(&[
         "mission", "fire", "stub", "rename", "--wait", "--policy", "default",
     ]);
-    host.stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::null());
-    let mut host = host.spawn().unwrap();
+    let host = crate::harness::Background::spawn(host);
     let id = wait_for(20, "the mission", || sb.newest_mission());
     let ask = wait_for(20, "the parked question", || parked_ask_of(sb, &id));
-    host.kill().unwrap();
-    host.wait().unwrap();
+    host.kill();
     (id, ask)
 }
 
@@ -651,12 +648,10 @@ fn terminal_a_board_settles_a_run_stranded_by_an_expired_ask_on_its_own() {
         &sb.home.join("hitl-policy-gate.json"),
         r#"{"default_action":"allow","rules":[{"tools":"local_shell","tool":"local_shell","action":"approve","timeout_s":2}]}"#,
     );
-    let mut host = sb.command(&[
+    let host = sb.command(&[
         "mission", "fire", "stub", "clean", "--wait", "--policy", "gate",
     ]);
-    host.stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::null());
-    let mut host = host.spawn().unwrap();
+    let host = crate::harness::Background::spawn(host);
     let id = wait_for(20, "the mission", || sb.newest_mission());
     let pending = |sb: &Sandbox| -> serde_json::Value {
         let show = sb.run(&["mission", "show", &id, "--json"]).ok();
@@ -665,8 +660,7 @@ fn terminal_a_board_settles_a_run_stranded_by_an_expired_ask_on_its_own() {
     wait_for(20, "the permission ask", || {
         (!pending(&sb)["pendingAsks"].as_array().unwrap().is_empty()).then_some(())
     });
-    host.kill().unwrap();
-    host.wait().unwrap();
+    host.kill();
 
     let term = board_in_terminal(&sb, "", "board");
     // Waited on through `mission show`, a read that never settles an ask.
@@ -856,7 +850,7 @@ fn terminal_the_board_puts_a_dead_host_first_sorts_and_opens_the_detail() {
     let sb = Sandbox::new();
     sb.declare_stubs(&[("stub", None), ("hanger", Some(HANG))]);
     sb.fire("stub", "land: write the release notes", &[]).ok();
-    let mut host = sb.command(&[
+    let host = sb.command(&[
         "mission",
         "fire",
         "hanger",
@@ -865,16 +859,13 @@ fn terminal_the_board_puts_a_dead_host_first_sorts_and_opens_the_detail() {
         "--policy",
         "default",
     ]);
-    host.stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::null());
-    let mut host = host.spawn().unwrap();
+    let host = crate::harness::Background::spawn(host);
     let dead = wait_for(20, "the hanging mission's first report", || {
         let id = sb.newest_mission()?;
         let reports = sb.run(&["mission", "reports", &id]).ok();
         reports.stdout.contains("started").then_some(id)
     });
-    host.kill().unwrap();
-    host.wait().unwrap();
+    host.kill();
 
     let term = board_in_terminal(&sb, "", "board");
     let screen = term.wait_screen(30, "the dead host flagged on top", |s| {
