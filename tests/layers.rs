@@ -163,12 +163,6 @@ const LISTED_EDGES: &[(&str, &str, &str)] = &[
         "the bench times the page's event stream and its answer path; the page never \
          measures itself",
     ),
-    (
-        "acp_server",
-        "board",
-        "an editor's `/mission` answers in the board picker's words (its envelope list, \
-         its refusals); the board never knows the editor",
-    ),
 ];
 
 /// Crates that own a boundary, and the only modules that may name them.

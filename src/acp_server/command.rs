@@ -6,8 +6,8 @@ use agent_client_protocol::v1::schema::{
 };
 
 use super::Services;
-use crate::board::picker::{self, NO_ENVELOPES};
 use crate::ops::fire::{self, PickerData};
+use crate::ops::picker::{self, NO_ENVELOPES};
 
 /// What the picker's envelope pick is called when it came from the session's
 /// config option.
@@ -221,7 +221,7 @@ pub fn listing(data: &PickerData, pick: Option<&str>) -> String {
     let caps = data.caps_of(agent);
     for e in &data.envelopes {
         lines.push(picker::envelope_line(e, default));
-        let labels = picker::bound_labels(e, caps);
+        let labels = crate::ops::fire::bound_labels(e, caps);
         if !labels.is_empty() {
             lines.push(format!("    {}", labels.join(fire::LABEL_SEP)));
         }

@@ -366,12 +366,8 @@ impl BuiltinAgent for Server {
             DEFAULT_PICK => None,
             name => {
                 let data = command::picker_data(&self.svc).map_err(refuse)?;
-                crate::board::picker::lookup_envelope(
-                    name,
-                    command::OPTION_ORIGIN,
-                    &data.envelopes,
-                )
-                .map_err(refuse)?;
+                crate::ops::fire::lookup_envelope(name, command::OPTION_ORIGIN, &data.envelopes)
+                    .map_err(refuse)?;
                 Some(name.to_string())
             }
         };

@@ -15,6 +15,7 @@ pub mod handshake;
 pub mod host;
 pub mod inbox;
 pub mod leave;
+pub mod picker;
 pub mod revise;
 pub mod schedule;
 pub mod show;
