@@ -375,6 +375,11 @@ async fn drive_resume(
     }
     let teardown = fleet.spawn_teardown();
     let result = fleet.resume_parked(ask_id, startable).await;
+    // The turn is driven to its end before the unit is released: released at once,
+    // the resumed unit is stopped before its first prompt reaches it.
+    if matches!(result, Ok(true)) {
+        fleet.wait_unit(mission_id).await;
+    }
     // Only this run's unit: the host may be resuming others at the same time.
     fleet.release(mission_id);
     fleet.wait_unit(mission_id).await;
