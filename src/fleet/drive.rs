@@ -326,7 +326,23 @@ impl Drive {
             let Some(ask) = claimed else {
                 continue;
             };
-            if ask.answer().is_none() {
+            // A check pause is settled by its verdict, not by the unit: granted more
+            // tries, the unit is told to fix the work; refused (denied, or expired
+            // unanswered), the mission rests stuck on the failure and the unit is
+            // not resumed to carry on.
+            if ask.tool_name == crate::asks::CHECK_TOOL && ask.approved() != Some(true) {
+                let refused = ask.clone();
+                let rested = self
+                    .store(move |r| super::check::rest_on_refused_pause(&r.missions, &refused))
+                    .await;
+                if let Err(e) = rested {
+                    tracing::warn!(mission = %self.mission.id, "could not rest the mission on its refused check pause: {e}");
+                }
+                self.drop_checkpoint(&cp.ask_id).await;
+                return Some(Turn::Stopped);
+            }
+            // A granted check pause is a verdict, not a question left unanswered.
+            if ask.answer().is_none() && ask.tool_name != crate::asks::CHECK_TOOL {
                 self.file_blocker(
                     crate::asks::one_line_summary(&ask.args_summary),
                     format!(
