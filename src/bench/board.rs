@@ -196,7 +196,8 @@ impl BareReader {
             BareReader::Sqlite(conn) => {
                 let mut stmt = conn.prepare_cached(sql)?;
                 let columns = stmt.column_count();
-                let mut rows = stmt.query(rusqlite::params_from_iter(args.iter().map(Arg::sqlite)))?;
+                let mut rows =
+                    stmt.query(rusqlite::params_from_iter(args.iter().map(Arg::sqlite)))?;
                 let mut n = 0;
                 while let Some(row) = rows.next()? {
                     for i in 0..columns {

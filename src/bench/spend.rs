@@ -113,7 +113,8 @@ pub async fn run(scale: Scale) -> anyhow::Result<Vec<Row>> {
     let mut took = Vec::with_capacity(scale.samples);
     for _ in 0..scale.samples {
         let t = Instant::now();
-        let report = crate::ops::spend::spend(scratch.home(), Some(&scratch.store), "agent", SINCE)?;
+        let report =
+            crate::ops::spend::spend(scratch.home(), Some(&scratch.store), "agent", SINCE)?;
         took.push(t.elapsed());
         // A loose check that it read them all: the window's edge moves with the clock.
         anyhow::ensure!(
