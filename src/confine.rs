@@ -93,11 +93,22 @@ pub struct Prepared(RulesetCreated);
 /// place would build the same ruleset for each. A rule holds the inode its path named
 /// when the ruleset was built — as it does for as long as a unit runs — and reuse
 /// stretches that by at most this window (the listing is read again for every unit,
-/// so an entry added or removed since is a different set of grants, built afresh).
+/// so an entry added or removed since is a different set of grants, built afresh;
+/// and a path that names another inode now — a mission's `{tmp}` removed with its
+/// last unit and made again for the next — is too).
 const REUSE_WINDOW: Duration = Duration::from_secs(3);
 
+/// A ruleset built within [`REUSE_WINDOW`]: the grants it holds, when it was built,
+/// and the inode each granted path named then ([`inodes`]).
+struct Recent {
+    grants: Confinement,
+    built: Instant,
+    inodes: Vec<Option<(u64, u64)>>,
+    ruleset: RulesetCreated,
+}
+
 /// The rulesets built within [`REUSE_WINDOW`], by the grants they hold.
-static RECENT: Mutex<Vec<(Confinement, Instant, RulesetCreated)>> = Mutex::new(Vec::new());
+static RECENT: Mutex<Vec<Recent>> = Mutex::new(Vec::new());
 
 /// Most distinct grant sets kept at once (one per agent and place starting now).
 const RECENT_MAX: usize = 8;
@@ -122,11 +133,17 @@ fn reuse_or_build(
     build: impl FnOnce(&Confinement) -> io::Result<RulesetCreated>,
 ) -> io::Result<RulesetCreated> {
     let now = Instant::now();
+    // Read before the build: a path replaced while it runs is not taken for the
+    // inode the ruleset holds.
+    let inodes = inodes(&grants);
     {
         let mut recent = RECENT.lock().unwrap_or_else(|p| p.into_inner());
-        recent.retain(|(_, built, _)| now.duration_since(*built) < REUSE_WINDOW);
-        if let Some((_, _, ruleset)) = recent.iter().find(|(g, _, _)| *g == grants) {
-            return ruleset.try_clone();
+        recent.retain(|r| now.duration_since(r.built) < REUSE_WINDOW);
+        if let Some(r) = recent
+            .iter()
+            .find(|r| r.grants == grants && r.inodes == inodes)
+        {
+            return r.ruleset.try_clone();
         }
     }
     // Built outside the lock: two units racing here each build theirs.
@@ -136,8 +153,24 @@ fn reuse_or_build(
     if recent.len() >= RECENT_MAX {
         recent.remove(0);
     }
-    recent.push((grants, now, kept));
+    recent.push(Recent {
+        grants,
+        built: now,
+        inodes,
+        ruleset: kept,
+    });
     Ok(ruleset)
+}
+
+/// The (device, inode) each granted path names now, in the grants' order (`None`
+/// where nothing is there): what a rule built from the path would hold.
+fn inodes(c: &Confinement) -> Vec<Option<(u64, u64)>> {
+    use std::os::unix::fs::MetadataExt;
+    c.write
+        .iter()
+        .chain(c.read.iter().flatten())
+        .map(|p| std::fs::metadata(p).ok().map(|m| (m.dev(), m.ino())))
+        .collect()
 }
 
 /// `c` without the entries another entry already grants as much as: a unit's own
@@ -345,5 +378,37 @@ mod tests {
         assert_eq!(builds.get(), 1, "the second unit reuses the first's");
         reuse_or_build(grants(40102), build).unwrap();
         assert_eq!(builds.get(), 2, "other grants, another ruleset");
+    }
+
+    #[test]
+    fn a_granted_directory_made_again_at_its_path_gets_a_ruleset_of_its_own() {
+        let dir = tempfile::tempdir().unwrap();
+        let tmp = dir.path().join("mission-tmp");
+        std::fs::create_dir(&tmp).unwrap();
+        let grants = Confinement {
+            write: vec![tmp.clone()],
+            read: None,
+            // A port no other test asks for: the kept rulesets are process-wide.
+            connect: Some(vec![40103]),
+        };
+        let builds = std::cell::Cell::new(0);
+        let build = |_: &Confinement| {
+            builds.set(builds.get() + 1);
+            Ruleset::default()
+                .handle_access(AccessFs::from_write(ABI::V1))
+                .and_then(|r| r.create())
+                .map_err(io::Error::other)
+        };
+        reuse_or_build(grants.clone(), build).unwrap();
+        reuse_or_build(grants.clone(), build).unwrap();
+        assert_eq!(builds.get(), 1, "the same directory: reused");
+        // Removed with its unit and made again for the next: another inode, which a
+        // rule built for the first would not grant. (Held open, as a rule holds
+        // it, the old inode keeps its number: the new directory cannot take it.)
+        let _held = std::fs::File::open(&tmp).unwrap();
+        std::fs::remove_dir(&tmp).unwrap();
+        std::fs::create_dir(&tmp).unwrap();
+        reuse_or_build(grants, build).unwrap();
+        assert_eq!(builds.get(), 2, "a directory made again: built afresh");
     }
 }

@@ -906,3 +906,126 @@ fn a_direct_fire_past_fleet_max_memory_is_refused_naming_the_figures() {
         "{out:#?}"
     );
 }
+
+/// Issue 43: `mission revise --queue` hands the revised run to a `missionboard host`
+/// like any queued fire: the mission waits queued (run 2 on its record) until a host
+/// claims it, and that host runs it, the feedback its next prompt, through its check
+/// again. With a host up, `--queue --wait` follows the next revise to its verdict
+/// without hosting it.
+#[test]
+fn a_queued_revise_is_claimed_and_run_by_a_host_through_its_check() {
+    let sb = Sandbox::new();
+    sb.declare_stubs(&[("stub", None)]);
+    let id = sb.stuck_on_revise_check();
+    let queued = sb
+        .run(&["mission", "revise", &id, "write", "revised.txt", "--queue"])
+        .ok();
+    assert_eq!(
+        queued.lines(),
+        [
+            format!(
+                "Mission {id} sent back (run 2) and queued at position 1 for a `missionboard host`: the feedback is its next prompt."
+            )
+            .as_str(),
+            format!(
+                "Follow it with 'missionboard mission show {id}'; stop it before it starts with 'missionboard mission stop {id}'."
+            )
+            .as_str(),
+        ]
+    );
+    let waiting = show(&sb, &id);
+    assert_eq!(
+        (
+            &waiting["status"],
+            &waiting["queuePosition"],
+            &waiting["runs"][0]["run"],
+            &waiting["runs"][0]["queued"],
+            &waiting["runs"][0]["feedback"],
+        ),
+        (
+            &Value::from("queued"),
+            &Value::from(1),
+            &Value::from(2),
+            &Value::from(true),
+            &Value::from("write revised.txt"),
+        ),
+        "{waiting:#}"
+    );
+    assert!(
+        !sb.cwd.join("revised.txt").exists(),
+        "nothing runs it before a host claims it"
+    );
+
+    let h = host(&sb, &["--width", "1"]);
+    wait_all(&sb, std::slice::from_ref(&id), "landed", 120);
+    let landed = show(&sb, &id);
+    assert_eq!(
+        landed["host"]["pid"].as_u64(),
+        Some(u64::from(h.pid())),
+        "the host ran it: {landed:#}"
+    );
+    assert_eq!(
+        (&landed["check"]["state"], &landed["check"]["tries"]),
+        (&Value::from("passed"), &Value::from(1)),
+        "{landed:#}"
+    );
+    assert_eq!(
+        std::fs::read_to_string(sb.cwd.join("revised.txt")).unwrap(),
+        "write revised.txt"
+    );
+
+    // A host is up: the next queued revise is followed to its verdict here.
+    let followed = sb
+        .run(&[
+            "mission",
+            "revise",
+            &id,
+            "write it again",
+            "--queue",
+            "--wait",
+            "--timeout",
+            "120s",
+        ])
+        .ok();
+    let lines = followed.lines();
+    assert_eq!(
+        lines.first().copied(),
+        Some(
+            format!(
+                "Mission {id} sent back (run 3) and queued at position 1 for a `missionboard host`: the feedback is its next prompt."
+            )
+            .as_str()
+        ),
+        "{followed:#?}"
+    );
+    assert_eq!(
+        lines.last().copied(),
+        Some(format!("Mission {id} finished: landed").as_str()),
+        "{followed:#?}"
+    );
+    assert_eq!(
+        std::fs::read_to_string(sb.cwd.join("revised.txt")).unwrap(),
+        "write it again"
+    );
+    let out = term(h);
+    assert_eq!(
+        out.stdout
+            .lines()
+            .filter(|l| l.starts_with(&format!("Claimed mission {id} ")))
+            .count(),
+        2,
+        "{out:#?}"
+    );
+    let runs: Vec<(u64, String)> = show(&sb, &id)["runs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| {
+            (
+                r["run"].as_u64().unwrap(),
+                r["revisedBy"].as_str().unwrap().to_string(),
+            )
+        })
+        .collect();
+    assert_eq!(runs, [(2, "cli".to_string()), (3, "cli".to_string())]);
+}

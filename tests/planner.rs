@@ -76,7 +76,9 @@ async fn session_cancel_mid_model_call_ends_the_turn_cancelled() {
         );
         let seen = drain(&mut events);
         assert!(
-            !seen.iter().any(|e| matches!(e, UnitEvent::AgentText(_))),
+            !seen
+                .iter()
+                .any(|e| matches!(e, UnitEvent::AgentText { .. })),
             "{seen:?}"
         );
         Arc::into_inner(unit).unwrap().shutdown().await;

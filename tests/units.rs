@@ -65,7 +65,7 @@ async fn a_full_mission_turn_plans_reports_asks_and_finishes() {
         let text: String = events
             .iter()
             .filter_map(|e| match e {
-                UnitEvent::AgentText(t) => Some(t.as_str()),
+                UnitEvent::AgentText { text: t, .. } => Some(t.as_str()),
                 _ => None,
             })
             .collect();
@@ -130,7 +130,7 @@ async fn b_permissions_are_answered_by_kind_and_reported() {
             ["permission 1/2 for edit src/lib.rs: allowed", "permission 2/2 for edit src/lib.rs: denied"]
         );
         let events = drain(&mut h.events);
-        assert!(events.contains(&UnitEvent::AgentText("perms=allowed,denied".into())));
+        assert!(events.contains(&UnitEvent::AgentText { text: "perms=allowed,denied".into(), message: None }));
         h.unit.shutdown().await;
     })
     .await;
@@ -155,7 +155,7 @@ async fn b2_dropped_permission_asks_are_cancelled_not_invented() {
         h.unit.prompt(vec!["go".into()]).await.unwrap();
         answerer.await.unwrap();
         let events = drain(&mut h.events);
-        assert!(events.contains(&UnitEvent::AgentText("perms=cancelled,cancelled".into())), "{events:?}");
+        assert!(events.contains(&UnitEvent::AgentText { text: "perms=cancelled,cancelled".into(), message: None }), "{events:?}");
         h.unit.shutdown().await;
     })
     .await;
@@ -259,7 +259,10 @@ async fn e_stdout_garbage_is_survived_and_reported() {
         assert!(events.contains(&UnitEvent::StdoutGarbage(
             "this line is not JSON-RPC".into()
         )));
-        assert!(events.contains(&UnitEvent::AgentText("still here".into())));
+        assert!(events.contains(&UnitEvent::AgentText {
+            text: "still here".into(),
+            message: None
+        }));
         assert_eq!(h.handler.names(), ["mission_report"]);
         h.unit.shutdown().await;
     })
@@ -335,7 +338,7 @@ async fn g_hang_then_cancel_ends_the_turn_cancelled_quickly() {
             }
         });
         wait_event(&mut events, Duration::from_secs(10), |e| {
-            matches!(e, UnitEvent::AgentText(_))
+            matches!(e, UnitEvent::AgentText { .. })
         })
         .await;
         unit.cancel();
@@ -392,7 +395,10 @@ async fn g2_cancel_answers_a_pending_permission_cancelled() {
         assert_eq!(outcome.stop_reason, StopReason::Cancelled);
         // The adapter answered for us and stopped listening for our reply.
         assert!(eventually(Duration::from_secs(30), || ask.reply.is_closed()).await);
-        assert!(!drain(&mut events).contains(&UnitEvent::AgentText("never".into())));
+        assert!(!drain(&mut events).contains(&UnitEvent::AgentText {
+            text: "never".into(),
+            message: None
+        }));
         Arc::into_inner(unit).unwrap().shutdown().await;
     })
     .await;
@@ -503,7 +509,11 @@ async fn builtins_are_picked_from_the_intent_and_the_nudge_takes_turn_two() {
             Some("mission_finish")
         );
         let events = drain(&mut h.events);
-        assert!(events.iter().any(|e| matches!(e, UnitEvent::AgentText(_))));
+        assert!(
+            events
+                .iter()
+                .any(|e| matches!(e, UnitEvent::AgentText { .. }))
+        );
         h.unit.shutdown().await;
     })
     .await;
@@ -516,7 +526,7 @@ async fn fenced_stub_blocks_and_tools_n() {
         let intent = "do it\n```stub\n{\"steps\": [{\"say\": \"inline {{turn}}\"}], \"stop\": \"refusal\"}\n```".to_owned();
         let outcome = h.unit.prompt(vec![intent]).await.unwrap();
         assert_eq!(outcome.stop_reason, StopReason::Refusal);
-        assert!(drain(&mut h.events).contains(&UnitEvent::AgentText("inline 1".into())));
+        assert!(drain(&mut h.events).contains(&UnitEvent::AgentText { text: "inline 1".into(), message: None }));
         h.unit.shutdown().await;
 
         let mut h = start(Options::default()).await;

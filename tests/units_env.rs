@@ -38,9 +38,10 @@ async fn h_secret_looking_host_variables_reach_the_child_only_when_declared() {
     assert_eq!(outcome.stop_reason, StopReason::EndTurn);
     let events = drain(&mut h.events);
     assert!(
-        events.contains(&UnitEvent::AgentText(
-            "foo=[] bar=[declared-bar] plain=[plain] extra=[yes]".into()
-        )),
+        events.contains(&UnitEvent::AgentText {
+            text: "foo=[] bar=[declared-bar] plain=[plain] extra=[yes]".into(),
+            message: None
+        }),
         "{events:?}"
     );
     h.unit.shutdown().await;

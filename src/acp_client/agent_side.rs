@@ -37,6 +37,12 @@ use crate::store::blocking;
 pub trait AgentSession: Send + Sync + 'static {
     /// The counter `session/cancel` bumps; the running turn watches it.
     fn cancel_generation(&self) -> &watch::Sender<u64>;
+
+    /// Does this session read `session/cancel` and do nothing (a test agent whose
+    /// turn does not wind down)?
+    fn ignores_session_cancel(&self) -> bool {
+        false
+    }
 }
 
 /// One prompt turn handed to the agent, on its own task.
@@ -362,6 +368,10 @@ pub async fn serve<A: BuiltinAgent>(
             async move |notification: CancelNotification, _cx| {
                 let id = &notification.session_id.0;
                 if let Some(session) = on_cancel.sessions().get(id) {
+                    if session.ignores_session_cancel() {
+                        eprintln!("{}: session/cancel for {id} ignored", on_cancel.tag());
+                        return Ok(());
+                    }
                     eprintln!("{}: session/cancel for {id}", on_cancel.tag());
                     session.cancel_generation().send_modify(|g| *g += 1);
                 }

@@ -29,7 +29,10 @@ fn text_of(block: &acp::ContentBlock) -> Option<String> {
 
 pub(super) fn session_update(update: SessionUpdate) -> Option<UnitEvent> {
     Some(match update {
-        SessionUpdate::AgentMessageChunk(chunk) => UnitEvent::AgentText(text_of(&chunk.content)?),
+        SessionUpdate::AgentMessageChunk(chunk) => UnitEvent::AgentText {
+            text: text_of(&chunk.content)?,
+            message: chunk.message_id.map(|id| id.0.to_string()),
+        },
         SessionUpdate::AgentThoughtChunk(chunk) => UnitEvent::Thought(text_of(&chunk.content)?),
         SessionUpdate::ToolCall(call) => UnitEvent::ToolCall {
             id: call.tool_call_id.0.to_string(),

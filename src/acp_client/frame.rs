@@ -179,7 +179,10 @@ mod tests {
         let line = r#"{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"s","update":{"sessionUpdate":"agent_message_chunk","content":{"type":"text","text":"hi"}}}}"#;
         assert_eq!(
             decode_update(line),
-            Some(super::super::UnitEvent::AgentText("hi".into()))
+            Some(super::super::UnitEvent::AgentText {
+                text: "hi".into(),
+                message: None
+            })
         );
         assert_eq!(
             decode_update(r#"{"method":"session/update","params":7}"#),

@@ -128,7 +128,12 @@ pub struct TurnUsage {
 /// What the unit streamed during a turn, in arrival order.
 #[derive(Debug, Clone, PartialEq)]
 pub enum UnitEvent {
-    AgentText(String),
+    /// A chunk of the agent's message; `message` is the message id it belongs to,
+    /// when the agent names one (a change of id starts a new message).
+    AgentText {
+        text: String,
+        message: Option<String>,
+    },
     Thought(String),
     ToolCall {
         id: String,
@@ -435,6 +440,62 @@ impl fmt::Display for UnitError {
 
 impl std::error::Error for UnitError {}
 
+/// A request of ours still waiting on the agent. Given up on — its wait timed out,
+/// or the future awaiting it was dropped (a stop, a host leaving) — it is cancelled
+/// with the protocol's `$/cancel_request` naming its id, so an agent that supports
+/// it stops the work rather than finishing it for nobody. An answer disarms it.
+pub(crate) struct Abandon {
+    handle: Option<agent_client_protocol::RequestCancellationHandle>,
+    during: &'static str,
+}
+
+impl Abandon {
+    pub(crate) fn new(
+        handle: agent_client_protocol::RequestCancellationHandle,
+        during: &'static str,
+    ) -> Abandon {
+        Abandon {
+            handle: Some(handle),
+            during,
+        }
+    }
+
+    /// The agent answered: nothing to cancel.
+    pub(crate) fn answered(mut self) {
+        self.handle = None;
+    }
+
+    /// Give up on the request now: `$/cancel_request`, then up to [`KILL_GRACE`] for
+    /// the agent's answer (its result or `-32800`), which nobody reads — waiting lets
+    /// an agent that honours the cancel wind the request down before its teardown.
+    pub(crate) async fn now<F: std::future::Future + Unpin>(mut self, answer: &mut F) {
+        self.cancel();
+        let _ = tokio::time::timeout(KILL_GRACE, answer).await;
+    }
+
+    fn cancel(&mut self) {
+        let Some(handle) = self.handle.take() else {
+            return;
+        };
+        match handle.cancel() {
+            Ok(()) => tracing::debug!(during = self.during, "abandoned: $/cancel_request sent"),
+            Err(err) => {
+                tracing::debug!(
+                    during = self.during,
+                    ?err,
+                    "$/cancel_request could not be sent"
+                )
+            }
+        }
+    }
+}
+
+impl Drop for Abandon {
+    fn drop(&mut self) {
+        self.cancel();
+    }
+}
+
 /// State shared between the unit handle and the connection's handlers.
 struct Shared {
     events: mpsc::UnboundedSender<UnitEvent>,
@@ -497,18 +558,25 @@ impl Unit {
         untyped: UntypedMessage,
         during: &'static str,
     ) -> Result<serde_json::Value, UnitError> {
-        match tokio::time::timeout(
-            NEW_SESSION_TIMEOUT,
-            self.cx.send_request(untyped).block_task(),
-        )
-        .await
-        {
-            Err(_) => Err(UnitError::Timeout {
-                during,
-                after: NEW_SESSION_TIMEOUT,
-            }),
-            Ok(Err(err)) => Err(self.classify(err, during).await),
-            Ok(Ok(raw)) => Ok(raw),
+        let sent = self.cx.send_request(untyped);
+        let abandon = Abandon::new(sent.cancellation_handle(), during);
+        let answer = sent.block_task();
+        tokio::pin!(answer);
+        match tokio::time::timeout(NEW_SESSION_TIMEOUT, &mut answer).await {
+            Err(_) => {
+                abandon.now(&mut answer).await;
+                Err(UnitError::Timeout {
+                    during,
+                    after: NEW_SESSION_TIMEOUT,
+                })
+            }
+            Ok(answer) => {
+                abandon.answered();
+                match answer {
+                    Err(err) => Err(self.classify(err, during).await),
+                    Ok(raw) => Ok(raw),
+                }
+            }
         }
     }
 
@@ -667,7 +735,13 @@ impl Unit {
             .map(|text| ContentBlock::Text(TextContent::new(text)))
             .collect();
         let request = PromptRequest::new(self.session_id.clone(), content);
-        let response = match self.cx.send_request(request).block_task().await {
+        let sent = self.cx.send_request(request);
+        // A turn given up on (its wind-down after `session/cancel` overran, the
+        // host is leaving) is cancelled as a request too, in its own words.
+        let abandon = Abandon::new(sent.cancellation_handle(), during);
+        let answered = sent.block_task().await;
+        abandon.answered();
+        let response = match answered {
             Ok(response) => response,
             Err(err) => return Err(self.classify(err, during).await),
         };
@@ -737,12 +811,23 @@ impl Unit {
             return;
         }
         let request = CloseSessionRequest::new(self.session_id.clone());
-        match tokio::time::timeout(KILL_GRACE, self.cx.send_request(request).block_task()).await {
-            Ok(Ok(_)) => tracing::debug!(session = %self.session_id, "session closed"),
-            Ok(Err(err)) => {
-                tracing::debug!(session = %self.session_id, ?err, "session/close refused")
+        let sent = self.cx.send_request(request);
+        // Unanswered in time, it is cancelled as the process is ended anyway.
+        let abandon = Abandon::new(sent.cancellation_handle(), "session/close");
+        match tokio::time::timeout(KILL_GRACE, sent.block_task()).await {
+            Ok(answer) => {
+                abandon.answered();
+                match answer {
+                    Ok(_) => tracing::debug!(session = %self.session_id, "session closed"),
+                    Err(err) => {
+                        tracing::debug!(session = %self.session_id, ?err, "session/close refused")
+                    }
+                }
             }
-            Err(_) => tracing::debug!(session = %self.session_id, "session/close unanswered"),
+            Err(_) => {
+                tracing::debug!(session = %self.session_id, "session/close unanswered");
+                drop(abandon);
+            }
         }
     }
 

@@ -20,8 +20,9 @@ use tokio::sync::{mpsc, oneshot, watch};
 use super::frame::{self, Frame};
 use super::stdout_mark::{CountedStdout, StdoutMark};
 use super::{
-    AgentCaps, ElicitationReply, INITIALIZE_TIMEOUT, KILL_GRACE, PermissionReply, SessionOpened,
-    Shared, Unit, UnitError, UnitEvent, UnitSpec, convert, process, unit_environment,
+    Abandon, AgentCaps, ElicitationReply, INITIALIZE_TIMEOUT, KILL_GRACE, PermissionReply,
+    SessionOpened, Shared, Unit, UnitError, UnitEvent, UnitSpec, convert, process,
+    unit_environment,
 };
 
 impl Unit {
@@ -156,19 +157,26 @@ impl Unit {
                 env!("CARGO_PKG_VERSION"),
             ));
         let during = "initialize";
-        let response =
-            match tokio::time::timeout(INITIALIZE_TIMEOUT, self.cx.send_request(init).block_task())
-                .await
-            {
-                Err(_) => {
-                    return Err(UnitError::Timeout {
-                        during,
-                        after: INITIALIZE_TIMEOUT,
-                    });
+        let sent = self.cx.send_request(init);
+        let abandon = Abandon::new(sent.cancellation_handle(), during);
+        let answer = sent.block_task();
+        tokio::pin!(answer);
+        let response = match tokio::time::timeout(INITIALIZE_TIMEOUT, &mut answer).await {
+            Err(_) => {
+                abandon.now(&mut answer).await;
+                return Err(UnitError::Timeout {
+                    during,
+                    after: INITIALIZE_TIMEOUT,
+                });
+            }
+            Ok(answer) => {
+                abandon.answered();
+                match answer {
+                    Err(err) => return Err(self.classify(err, during).await),
+                    Ok(response) => response,
                 }
-                Ok(Err(err)) => return Err(self.classify(err, during).await),
-                Ok(Ok(response)) => response,
-            };
+            }
+        };
         if response.protocol_version != ProtocolVersion::V1 {
             return Err(UnitError::Protocol {
                 during,

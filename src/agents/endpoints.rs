@@ -38,6 +38,17 @@ impl Endpoint {
         }
     }
 
+    /// `http://127.0.0.1:8080`: the scheme, host and port, without the path.
+    pub fn origin(&self) -> String {
+        match self.url.split_once("://") {
+            Some((scheme, rest)) => {
+                let authority = rest.split(['/', '?', '#']).next().unwrap_or(rest);
+                format!("{scheme}://{authority}")
+            }
+            None => self.url.clone(),
+        }
+    }
+
     /// `http://127.0.0.1:8080/v1 (from …)`, for grant lines and blockers.
     pub fn describe(&self) -> String {
         format!("{} (from {})", self.url, self.found)

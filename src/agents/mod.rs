@@ -338,6 +338,31 @@ impl Agent {
         )
     }
 
+    /// Where this agent's own config points it, for judging a failure: read by the
+    /// declaration's `endpoint_config`, or — a declaration that names no reader —
+    /// by the reader of the catalogue entry with the same command (its config is
+    /// where the agent reads its endpoint whatever its declaration says), besides
+    /// the endpoints declared.
+    pub fn configured_endpoints(&self, workspace: &Path) -> Vec<endpoints::Endpoint> {
+        let mut found = self.model_endpoints(workspace);
+        if self.endpoint_config.is_some() {
+            return found;
+        }
+        let reader = catalogue::all()
+            .iter()
+            .find(|c| c.command == self.command && c.endpoint_config.is_some());
+        if let Some(known) = reader {
+            let mut probe = self.clone();
+            probe.endpoint_config = known.endpoint_config.clone();
+            for e in probe.model_endpoints(workspace) {
+                if !found.iter().any(|f| f.url == e.url) {
+                    found.push(e);
+                }
+            }
+        }
+        found
+    }
+
     /// The error for an agent that answered `authRequired`: what it said, and its
     /// login step.
     pub fn login_needed(&self, said: &str, terminal: Option<&TerminalLogin>) -> String {

@@ -74,7 +74,7 @@ async fn asking_unit(
 async fn heard(events: &mut mpsc::UnboundedReceiver<UnitEvent>, want: &str) -> anyhow::Result<()> {
     let said = tokio::time::timeout(LIMIT, async {
         while let Some(ev) = events.recv().await {
-            if matches!(&ev, UnitEvent::AgentText(t) if t.contains(want)) {
+            if matches!(&ev, UnitEvent::AgentText { text: t, .. } if t.contains(want)) {
                 return true;
             }
         }

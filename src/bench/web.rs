@@ -292,7 +292,7 @@ pub async fn run(scale: Scale) -> anyhow::Result<Vec<Row>> {
             let want = format!("got {answer}");
             let said = tokio::time::timeout(LIMIT, async {
                 while let Some(ev) = events.recv().await {
-                    if matches!(&ev, UnitEvent::AgentText(t) if t.contains(&want)) {
+                    if matches!(&ev, UnitEvent::AgentText { text: t, .. } if t.contains(&want)) {
                         return true;
                     }
                 }

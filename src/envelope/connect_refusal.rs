@@ -7,9 +7,11 @@
 //! the agent says names the address it tried. A failure is called a sandbox refusal
 //! only when connects were limited and held by the kernel, the agent's words are
 //! about a failed connection, and they name an address on a port the unit was not
-//! granted — or carry the kernel's own refusal (EACCES, "Permission denied") with
-//! no address at all. A failure at a granted address (a model server that is down)
-//! is never called one.
+//! granted — or name no address at all while the agent's own config points it at an
+//! endpoint on a port not granted (opencode says only "Cannot connect to API"), or
+//! carry the kernel's own refusal (EACCES, "Permission denied") with no address at
+//! all. A failure at a granted address (a model server that is down) is never
+//! called one.
 
 use std::sync::LazyLock;
 
@@ -74,12 +76,24 @@ pub fn refused_connect(site: &ConnectSite, envelope: &str, said: &str) -> Option
     let kernel_said = REFUSAL_WORDS.iter().any(|w| lower.contains(w));
     let addresses = addresses(said);
     let refused = addresses.iter().find(|(_, port)| !granted.contains(port));
+    // Its words name no address: an endpoint its own config points it at, on a port
+    // not granted, is the connection that failed (the agent tried nothing else).
+    let configured = || {
+        site.endpoints.iter().find_map(|e| {
+            e.port
+                .filter(|p| !granted.contains(p))
+                .map(|p| (e.origin(), p))
+        })
+    };
     let target = match refused {
         Some((shown, port)) => Some((shown.clone(), *port)),
         // Every address it names was granted: something else failed.
         None if !addresses.is_empty() => return None,
-        None if kernel_said => None,
-        None => return None,
+        None => match configured() {
+            Some(endpoint) => Some(endpoint),
+            None if kernel_said => None,
+            None => return None,
+        },
     };
     let ports = if granted.is_empty() {
         "none".to_string()
@@ -223,6 +237,33 @@ mod tests {
                 "strict",
                 "rate limited, see http://127.0.0.1:9/doc"
             ),
+            None
+        );
+    }
+
+    #[test]
+    fn words_without_an_address_name_the_configured_endpoint_that_is_not_granted() {
+        let mut s = site(&[443]);
+        s.agent = "opencode".into();
+        s.endpoints.push(Endpoint::new(
+            "http://127.0.0.1:8080/v1",
+            "the project's opencode.json".into(),
+        ));
+        let r = refused_connect(
+            &s,
+            "strict",
+            "Internal error: Cannot connect to API: Was there a typo in the url or port?",
+        )
+        .unwrap();
+        assert_eq!(
+            r.summary,
+            "the sandbox refused opencode's connection to http://127.0.0.1:8080: port 8080 is not granted by envelope \"strict\"'s network.connect (granted: 443)"
+        );
+        // Every endpoint it is known to use granted: a server that is down, not a refusal.
+        let mut granted = s.clone();
+        granted.granted = Some(vec![443, 8080]);
+        assert_eq!(
+            refused_connect(&granted, "strict", "Cannot connect to API"),
             None
         );
     }

@@ -210,6 +210,54 @@ fn tail(text: &str, max: usize) -> String {
     text[start..].to_string()
 }
 
+/// A check paused on the operator (`onExhausted: pause_ask`) whose ask `ask` was
+/// settled without more tries — denied, or expired (an ask's on-timeout verdict is
+/// always a denial) — rests its mission stuck on the last failure, the failure its
+/// blocker: whoever settles it, the answering process or the host that resumes the
+/// run under it. Returns whether this call rested it (false: not a refused check
+/// pause, or the mission is at rest already).
+pub fn rest_on_refused_pause(
+    missions: &Missions,
+    ask: &crate::asks::Ask,
+) -> Result<bool, crate::mission::MissionError> {
+    if ask.tool_name != crate::asks::CHECK_TOOL || ask.approved() != Some(false) {
+        return Ok(false);
+    }
+    let Some(mission_id) = ask.mission_id.as_deref() else {
+        return Ok(false);
+    };
+    let (Some(check), false) = (
+        missions.check(mission_id)?,
+        missions.require(mission_id)?.status.is_terminal(),
+    ) else {
+        return Ok(false);
+    };
+    let why = if ask.state == crate::asks::AskState::Expired {
+        "its ask expired before anyone granted more"
+    } else {
+        "the operator granted no more"
+    };
+    let reason = format!(
+        "check failed {} of {} tries: `{}` — {}; {why}",
+        check.tries,
+        check.max_checks,
+        check.command,
+        check.last_outcome.as_deref().unwrap_or("failed")
+    );
+    missions.add_blocker(
+        mission_id,
+        crate::text::excerpt(&reason, 160),
+        check.last_output.unwrap_or_default(),
+    )?;
+    match missions.finish(mission_id, Status::Stuck, &reason) {
+        Ok(done) => Ok(done.changed),
+        Err(e) => {
+            tracing::info!(mission = %mission_id, "the check's pause lost to another verdict: {e}");
+            Ok(false)
+        }
+    }
+}
+
 /// A failed try: the unit is told what failed and how many tries remain, or — at
 /// the last — the mission rests stuck on it.
 fn judge_failure(after: &CheckRecord, ran: &CheckTry) -> Gate {

@@ -157,7 +157,7 @@ pub fn connect_site(
     model_base_url: Option<&str>,
     confined: &UnitConfinement,
 ) -> crate::envelope::connect_refusal::ConnectSite {
-    let mut endpoints = agent.model_endpoints(dir);
+    let mut endpoints = agent.configured_endpoints(dir);
     if agent.endpoints.is_empty()
         && agent.endpoint_config.is_none()
         && let Some(url) = model_base_url

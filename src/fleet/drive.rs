@@ -118,18 +118,35 @@ impl Journal {
         self.turn_start = self.entries.len();
     }
 
-    /// The message chunks of the latest turn, concatenated: an earlier turn's
-    /// words are neither quoted nor run into these.
+    /// The message chunks of the latest turn, each message's chunks concatenated:
+    /// an earlier turn's words are neither quoted nor run into these.
     pub fn agent_text(&self) -> String {
-        self.entries
-            .iter()
-            .skip(self.turn_start)
-            .filter_map(|e| match e {
-                UnitEvent::AgentText(t) => Some(t.as_str()),
-                _ => None,
-            })
-            .collect()
+        messages_text(self.entries.iter().skip(self.turn_start))
     }
+}
+
+/// The agent's messages among `events`: chunks joined in order, a blank line between
+/// two messages where the agent tells them apart by message id (a chunk whose id
+/// differs from the one before starts a new message). Chunks without an id, the way
+/// most agents send them, cannot be told apart and run on as one message.
+fn messages_text<'a>(events: impl Iterator<Item = &'a UnitEvent>) -> String {
+    let mut out = String::new();
+    let mut current: Option<&str> = None;
+    for event in events {
+        let UnitEvent::AgentText { text, message } = event else {
+            continue;
+        };
+        let id = message.as_deref();
+        if id.is_some() && current.is_some() && id != current && !out.is_empty() {
+            out.truncate(out.trim_end().len());
+            out.push_str("\n\n");
+        }
+        if id.is_some() {
+            current = id;
+        }
+        out.push_str(text);
+    }
+    out
 }
 
 enum Turn {
@@ -309,7 +326,23 @@ impl Drive {
             let Some(ask) = claimed else {
                 continue;
             };
-            if ask.answer().is_none() {
+            // A check pause is settled by its verdict, not by the unit: granted more
+            // tries, the unit is told to fix the work; refused (denied, or expired
+            // unanswered), the mission rests stuck on the failure and the unit is
+            // not resumed to carry on.
+            if ask.tool_name == crate::asks::CHECK_TOOL && ask.approved() != Some(true) {
+                let refused = ask.clone();
+                let rested = self
+                    .store(move |r| super::check::rest_on_refused_pause(&r.missions, &refused))
+                    .await;
+                if let Err(e) = rested {
+                    tracing::warn!(mission = %self.mission.id, "could not rest the mission on its refused check pause: {e}");
+                }
+                self.drop_checkpoint(&cp.ask_id).await;
+                return Some(Turn::Stopped);
+            }
+            // A granted check pause is a verdict, not a question left unanswered.
+            if ask.answer().is_none() && ask.tool_name != crate::asks::CHECK_TOOL {
                 self.file_blocker(
                     crate::asks::one_line_summary(&ask.args_summary),
                     format!(
@@ -885,5 +918,41 @@ fn derail(
     }
     if let Err(e) = missions.finish(id, Status::Derailed, &summary) {
         tracing::info!(mission = %id, "derail lost to another verdict: {e}");
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn chunk(text: &str, message: Option<&str>) -> UnitEvent {
+        UnitEvent::AgentText {
+            text: text.into(),
+            message: message.map(str::to_string),
+        }
+    }
+
+    #[test]
+    fn two_messages_of_one_turn_are_told_apart_by_their_ids() {
+        let events = [
+            chunk("Looking at ", Some("m1")),
+            chunk("the logs.", Some("m1")),
+            UnitEvent::Thought("hmm".into()),
+            chunk("Nothing ", Some("m2")),
+            chunk("found.", Some("m2")),
+        ];
+        assert_eq!(
+            messages_text(events.iter()),
+            "Looking at the logs.\n\nNothing found."
+        );
+    }
+
+    #[test]
+    fn chunks_without_ids_run_on_as_before() {
+        let events = [chunk("one ", None), chunk("two", None)];
+        assert_eq!(messages_text(events.iter()), "one two");
+        // An id appearing after unnamed chunks starts no new message by itself.
+        let events = [chunk("a", None), chunk("b", Some("m1")), chunk("c", None)];
+        assert_eq!(messages_text(events.iter()), "abc");
     }
 }

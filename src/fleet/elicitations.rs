@@ -6,6 +6,13 @@
 //! action: `accept` (with the values), `decline` (the operator said no) or `cancel`
 //! (nobody chose: the deadline passed, the mission ended). A page is shown with its
 //! full host and never fetched by missionboard.
+//!
+//! An elicitation survives the loss of its host as a gated call does: its ask is
+//! written with a checkpoint, and the answer reaches the waiting request only under
+//! the checkpoint's claim. When the host is gone, the request went with it (an ACP
+//! request lives on one connection); an answer given later resumes the run through
+//! the checkpoint like any parked run, and the unit's first turn tells it the
+//! operator's answer to the form it sent, in words (`fleet::prompts::resume_turn`).
 
 use std::time::{Duration, Instant};
 
@@ -26,6 +33,8 @@ pub(super) struct Desk {
     pub instance_id: String,
     pub envelope_name: String,
     pub ask_ceiling: Option<Duration>,
+    /// The unit's working directory, for the checkpoint a resume starts it in.
+    pub cwd: String,
 }
 
 /// Answer each elicitation on its own task: one waiting for a human must not hold
@@ -119,6 +128,7 @@ impl Desk {
             mission_id: Some(self.mission_id.clone()),
             wait: self.ask_ceiling,
             form,
+            checkpoint_cwd: Some(self.cwd.clone()),
             ..Default::default()
         };
         let (asks, missions, mission_id) = (
@@ -157,6 +167,17 @@ impl Desk {
                 return ElicitationReply::Cancel;
             }
         };
+        // The answer reaches this request only under the checkpoint's claim: a
+        // process that resumed the run elsewhere (this host presumed gone) and this
+        // request never both act on it.
+        let (asks, id) = (self.asks.clone(), settled.id.clone());
+        if !crate::store::blocking(move || asks.claim_for_delivery(&id))
+            .await
+            .unwrap_or(false)
+        {
+            tracing::warn!(mission = %self.mission_id, ask = %settled.id, "the elicitation's answer is held by another process resuming this mission; cancelling it here");
+            return ElicitationReply::Cancel;
+        }
         reply_of(
             settled.state,
             settled.resolution.as_ref(),

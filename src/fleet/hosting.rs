@@ -150,6 +150,7 @@ impl Fleet {
                 instance_id: started.instance_id.clone(),
                 envelope_name: envelope.name.clone(),
                 ask_ceiling: inner.ask_ceiling,
+                cwd: started.cwd.clone(),
             },
         );
         // A resume after an approved gated call: that approval stands once more.

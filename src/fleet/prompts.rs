@@ -3,9 +3,10 @@
 //! agents spell MCP tool names differently (`mcp__mission__mission_report`,
 //! `mission.mission_report`, …).
 
-use crate::asks::{Ask, AskState};
+use crate::asks::{Ask, AskKind, AskState};
 use crate::mission_mcp::{
-    ANSWER_LINE, FEEDBACK_END, FEEDBACK_LINE, GATED_CALL_LINE, QUESTION_LINE, VERDICT_LINE,
+    ANSWER_LINE, FEEDBACK_END, FEEDBACK_LINE, FORM_LINE, GATED_CALL_LINE, QUESTION_LINE,
+    VERDICT_LINE,
 };
 
 /// Sent as the first content block of the first turn; never stored on the mission.
@@ -21,8 +22,34 @@ pub const NUDGE: &str = "Your last turn ended without reaching outside this sess
 
 const NO_ANSWER: &str = "(none — the question closed without an answer)";
 
+/// An elicitation's answer as the protocol's action would have carried it:
+/// `accept` (a form's values after it), `decline`, or `cancel` (nobody chose).
+fn elicitation_action(ask: &Ask) -> String {
+    let action = ask
+        .resolution
+        .as_ref()
+        .and_then(|r| r.get("action"))
+        .and_then(serde_json::Value::as_str);
+    match (ask.state, action) {
+        (AskState::Approved, Some("accept")) => match ask.answer() {
+            Some(values) if !values.is_empty() => format!("accept {values}"),
+            _ => "accept".to_string(),
+        },
+        (AskState::Approved, _) => "accept".to_string(),
+        (AskState::Denied, _) if ask.answered_surface.is_some() => "decline".to_string(),
+        _ => "cancel".to_string(),
+    }
+}
+
 /// What became of the ask a run waited on, in marker lines.
 fn outcome_lines(ask: &Ask) -> String {
+    if matches!(ask.kind(), AskKind::Form | AskKind::Url) {
+        return format!(
+            "{FORM_LINE}{}\n{ANSWER_LINE}{}",
+            ask.args_summary,
+            elicitation_action(ask)
+        );
+    }
     if ask.takes_words() {
         return format!(
             "{QUESTION_LINE}{}\n{ANSWER_LINE}{}",
@@ -48,6 +75,10 @@ fn outcome_lines(ask: &Ask) -> String {
 /// the first turn of a session an agent loaded to resume its run).
 pub fn resume_turn(ask: &Ask) -> String {
     let (lead, tail) = match ask.answer() {
+        _ if matches!(ask.kind(), AskKind::Form | AskKind::Url) => (
+            "The form you sent the operator (elicitation/create) was answered after your host process ended. Its request ended with that process and cannot be answered any more, so here is the answer it would have carried (accept with the values, decline, or cancel when nobody chose).",
+            "Use the answer as the form's own, do not send the same form again, and carry on with the mission, reaching the operator only through your mission tools.",
+        ),
         _ if !ask.takes_words() => (
             "The gated tool call your turn was waiting on was decided while your host was away.",
             "Carry on with the mission, and keep reaching the operator only through your mission tools.",
@@ -101,6 +132,9 @@ pub fn resume_brief(reports: &[crate::mission::Report], ask: &Ask) -> String {
         }
     }
     out.push_str(&outcome_lines(ask));
+    if matches!(ask.kind(), AskKind::Form | AskKind::Url) {
+        out.push_str("\nThe form's request ended with that session, so this is the answer it would have carried (accept with the values, decline, or cancel when nobody chose): use it as the form's own, and do not send the same form again.");
+    }
     out.push_str("\n\nCarry on from there. Your standing instructions and the intent follow.");
     out
 }

@@ -293,6 +293,12 @@ impl Fleet {
             None => self.startable(&mission)?,
         };
         let ask = inner.asks.require(ask_id)?;
+        // A check pause refused while its host was away: it rests, nothing resumes.
+        if ask.tool_name == crate::asks::CHECK_TOOL && ask.approved() != Some(true) {
+            super::check::rest_on_refused_pause(&inner.missions, &ask)?;
+            inner.asks.drop_checkpoint(ask_id)?;
+            return Ok(None);
+        }
         if ask.is_budget()
             && !self.settle_budget_question(&mission.id, &ask, &envelope.policy.compute)?
         {

@@ -75,6 +75,10 @@ pub const ANSWER_LINE: &str = "The operator's answer: ";
 /// The marker lines of a resumed gated call: which call, and the verdict on it.
 pub const GATED_CALL_LINE: &str = "Your gated tool call: ";
 pub const VERDICT_LINE: &str = "The operator's verdict: ";
+/// The marker line of a resumed elicitation: the message of the form (or page) the
+/// unit sent, its answer following on an [`ANSWER_LINE`] as `accept k=v; …`,
+/// `decline` or `cancel`.
+pub const FORM_LINE: &str = "Your form: ";
 /// The marker that opens the operator's feedback in a revised run's first turn
 /// (`mission revise`), and the line that closes it: the feedback may span lines.
 pub const FEEDBACK_LINE: &str = "The operator's feedback: ";

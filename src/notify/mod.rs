@@ -513,9 +513,11 @@ mod tests {
     #[test]
     fn a_failed_try_is_retried_after_its_backoff_and_given_up_at_the_last() {
         let (_d, store, outbox) = outbox();
+        // Configured before the event is raised, however slowly this test runs.
+        let configured = clock::now_ms();
         raise(&store, "retry me");
         let target = Target::parse("http://127.0.0.1:9/hook").unwrap();
-        outbox.fan_out(&target, clock::now_ms() - 1).unwrap();
+        outbox.fan_out(&target, configured).unwrap();
         let mut claimed = outbox.claim_due("me", 60_000, 1).unwrap().remove(0);
         outbox.failed(&claimed, "me", "down").unwrap();
         // Not due again until the backoff passes.

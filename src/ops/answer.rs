@@ -132,10 +132,7 @@ fn settle_check_pause(host: &Host, ask: &crate::asks::Ask) -> anyhow::Result<()>
         return Ok(());
     };
     let missions = host.missions();
-    let Some(check) = missions.check(mission_id)? else {
-        return Ok(());
-    };
-    if ask.approved() == Some(true) {
+    if ask.approved() == Some(true) && missions.check(mission_id)?.is_some() {
         let m = missions.require(mission_id)?;
         let more = crate::envelope::search::load(host.paths(), &m.envelope_name)
             .map(|l| l.policy.compute.effective_max_checks())
@@ -143,21 +140,7 @@ fn settle_check_pause(host: &Host, ask: &crate::asks::Ask) -> anyhow::Result<()>
         missions.grant_check_tries(mission_id, more)?;
         return Ok(());
     }
-    let reason = format!(
-        "check failed {} of {} tries: `{}` — {}; the operator granted no more",
-        check.tries,
-        check.max_checks,
-        check.command,
-        check.last_outcome.as_deref().unwrap_or("failed")
-    );
-    missions.add_blocker(
-        mission_id,
-        crate::text::excerpt(&reason, 160),
-        check.last_output.unwrap_or_default(),
-    )?;
-    if let Err(e) = missions.finish(mission_id, crate::mission::Status::Stuck, &reason) {
-        tracing::info!(mission = %mission_id, "the check's pause lost to another verdict: {e}");
-    }
+    crate::fleet::check::rest_on_refused_pause(missions, ask)?;
     Ok(())
 }
 
@@ -375,6 +358,11 @@ async fn drive_resume(
     }
     let teardown = fleet.spawn_teardown();
     let result = fleet.resume_parked(ask_id, startable).await;
+    // The turn is driven to its end before the unit is released: released at once,
+    // the resumed unit is stopped before its first prompt reaches it.
+    if matches!(result, Ok(true)) {
+        fleet.wait_unit(mission_id).await;
+    }
     // Only this run's unit: the host may be resuming others at the same time.
     fleet.release(mission_id);
     fleet.wait_unit(mission_id).await;

@@ -8,12 +8,12 @@ use std::time::Duration;
 
 use agent_client_protocol::v1::schema::{
     AgentCapabilities, CloseSessionResponse, ContentBlock, ContentChunk, Cost,
-    CreateElicitationRequest, LoadSessionRequest, LoadSessionResponse, NewSessionRequest,
-    NewSessionResponse, PermissionOption, PermissionOptionKind, Plan, PlanEntry, PlanEntryPriority,
-    PlanEntryStatus, PromptResponse, RequestPermissionOutcome, RequestPermissionRequest,
-    ResumeSessionRequest, ResumeSessionResponse, SessionCapabilities, SessionCloseCapabilities,
-    SessionConfigOption, SessionConfigOptionCategory, SessionConfigOptionValue,
-    SessionConfigSelectOption, SessionConfigValueId, SessionNotification,
+    CreateElicitationRequest, LoadSessionRequest, LoadSessionResponse, MessageId,
+    NewSessionRequest, NewSessionResponse, PermissionOption, PermissionOptionKind, Plan, PlanEntry,
+    PlanEntryPriority, PlanEntryStatus, PromptResponse, RequestPermissionOutcome,
+    RequestPermissionRequest, ResumeSessionRequest, ResumeSessionResponse, SessionCapabilities,
+    SessionCloseCapabilities, SessionConfigOption, SessionConfigOptionCategory,
+    SessionConfigOptionValue, SessionConfigSelectOption, SessionConfigValueId, SessionNotification,
     SessionResumeCapabilities, SessionUpdate, SetSessionConfigOptionRequest,
     SetSessionConfigOptionResponse, StopReason, TextContent, ToolCall, ToolCallStatus,
     ToolCallUpdate, ToolCallUpdateFields, ToolKind, Usage, UsageUpdate,
@@ -53,6 +53,9 @@ pub struct AgentConfig {
     /// `STUB_AUTH_REQUIRED`'s words: the auth method's kind (`terminal`, `agent`)
     /// and a terminal method's args; every `session/new` is refused as auth-required.
     pub auth_required: Option<Vec<String>>,
+    /// `STUB_IGNORE_SESSION_CANCEL`: `session/cancel` is read and ignored (an agent
+    /// whose turn does not wind down); only `$/cancel_request` ends it.
+    pub ignore_session_cancel: bool,
 }
 
 struct StubAgent {
@@ -72,6 +75,8 @@ struct Session {
     model: Mutex<String>,
     /// Bumped by `session/cancel`; the running turn watches it.
     cancel: watch::Sender<u64>,
+    /// `STUB_IGNORE_SESSION_CANCEL`: `session/cancel` is read and ignored.
+    ignores_cancel: bool,
     /// Held for the whole turn, so one session's turns never overlap.
     state: tokio::sync::Mutex<SessionState>,
 }
@@ -122,6 +127,10 @@ pub async fn serve(config: AgentConfig) -> Result<(), String> {
 impl AgentSession for Session {
     fn cancel_generation(&self) -> &watch::Sender<u64> {
         &self.cancel
+    }
+
+    fn ignores_session_cancel(&self) -> bool {
+        self.ignores_cancel
     }
 }
 
@@ -389,6 +398,7 @@ impl StubAgent {
             id,
             model: Mutex::new(model),
             cancel: watch::channel(0).0,
+            ignores_cancel: self.config.ignore_session_cancel,
             state: tokio::sync::Mutex::new(state),
         })
     }
@@ -545,6 +555,18 @@ async fn run_prompt(agent: Arc<StubAgent>, turn: PromptTurn<Session>) {
             stop: script::StopName::EndTurn,
         })
     });
+    // A form answered after the host that held its request was gone: the steps
+    // after the `elicit` step run now, its answer bound as the request's would be.
+    let resumed = resumed.or_else(|| {
+        let (message, answer) = resume_form(&blocks)?;
+        let (turn_index, steps) = script::steps_after_elicit(&script, &message)?;
+        state.cursor = turn_index + 1;
+        state.vars.answer = answer;
+        Some(script::Turn {
+            steps,
+            stop: script::StopName::EndTurn,
+        })
+    });
     // An operator's revise: the script's `on_revise` turn, with the feedback bound.
     let resumed = resumed.or_else(|| {
         let feedback = revise_feedback(&blocks)?;
@@ -603,7 +625,17 @@ async fn run_prompt(agent: Arc<StubAgent>, turn: PromptTurn<Session>) {
         output_tokens: 0,
         usage_seen: false,
     };
-    let flow = runner.run_steps(&turn_def.steps).await;
+    // The prompt cancelled as a request (`$/cancel_request`): the turn ends there,
+    // answered `cancelled` as a v1 prompt may be, and the cancel is logged.
+    let by_request = responder.cancellation();
+    let flow = tokio::select! {
+        flow = runner.run_steps(&turn_def.steps) => flow,
+        () = by_request.cancelled() => {
+            eprintln!("stub: turn={turn} cancelled by $/cancel_request");
+            agent.record_session("$/cancel_request session/prompt", &session.id);
+            Flow::Cancelled
+        }
+    };
     let usage = runner.usage_seen.then(|| {
         Usage::new(
             runner.input_tokens + runner.output_tokens,
@@ -727,6 +759,20 @@ fn resume_answer(blocks: &[String]) -> Option<(String, String)> {
     };
     Some((
         line(crate::mission_mcp::QUESTION_LINE)?,
+        line(crate::mission_mcp::ANSWER_LINE)?,
+    ))
+}
+
+/// The form a resume turn names and the answer it carries (its `Your form:` and
+/// `The operator's answer:` lines).
+fn resume_form(blocks: &[String]) -> Option<(String, String)> {
+    let text = blocks.join("\n");
+    let line = |marker: &str| {
+        let at = text.find(marker)? + marker.len();
+        Some(text[at..].lines().next().unwrap_or("").trim().to_string())
+    };
+    Some((
+        line(crate::mission_mcp::FORM_LINE)?,
         line(crate::mission_mcp::ANSWER_LINE)?,
     ))
 }
@@ -984,7 +1030,19 @@ impl TurnRunner<'_> {
 
     async fn exec_inner(&mut self, step: Step, label: &str, kind: &str) -> Result<Flow, Flow> {
         match step {
-            Step::Say { text, chunks } | Step::Think { text, chunks } => {
+            Step::Say {
+                text,
+                chunks,
+                message,
+            } => {
+                for piece in split_chunks(&text, chunks) {
+                    let chunk = ContentChunk::new(ContentBlock::Text(TextContent::new(piece)))
+                        .message_id(message.clone().map(MessageId::new));
+                    self.notify(SessionUpdate::AgentMessageChunk(chunk))?;
+                }
+                self.log(label, &format!("{kind} ok"));
+            }
+            Step::Think { text, chunks } => {
                 let thought = kind == "think";
                 for piece in split_chunks(&text, chunks) {
                     let chunk = ContentChunk::new(ContentBlock::Text(TextContent::new(piece)));

@@ -83,7 +83,7 @@
 //!
 //! | Step | Payload | Effect |
 //! |---|---|---|
-//! | `say` / `think` | `"text"` or `{text, chunks?}` | `agent_message_chunk` / `agent_thought_chunk`, split into `chunks` pieces |
+//! | `say` / `think` | `"text"` or `{text, chunks?}` (`say` also `message?`) | `agent_message_chunk` / `agent_thought_chunk`, split into `chunks` pieces; a `say`'s `message` is the `messageId` every chunk carries |
 //! | `mute` | `"text"` or none | one message chunk of prose and nothing else (a turn of only this is "silent") |
 //! | `plan` | `[entries]` or `{entries, via?, explanation?}`; `via` may also sit beside `plan` | `mcp` (default): the `mission_plan` tool; `acp`: a native `plan` update; `both` |
 //! | `report` | `{kind?, summary, detail?, refs?, handover?}` | the `mission_report` tool, with these arguments |
@@ -152,6 +152,10 @@
 //!   that kind in `initialize` (a terminal one runs the stub's command with `args`)
 //!   and answer every `session/new` with auth-required (-32000): an agent that
 //!   needs a login first.
+//! - Env `STUB_IGNORE_SESSION_CANCEL=1`: `session/cancel` is ignored, so a turn
+//!   (a `hang` above all) ends only when its prompt is cancelled as a request: on
+//!   `$/cancel_request` the turn ends `cancelled` and `STUB_SESSIONS` gets the line
+//!   `$/cancel_request session/prompt <session id>` (logged with or without this).
 //! - `session/new` advertises `sessionCapabilities.additionalDirectories`; the
 //!   `STUB_SESSIONS` line of a session given extra roots ends ` dirs=<a>:<b>`.
 
@@ -225,6 +229,8 @@ pub async fn run_stub_agent(options: StubOptions) -> Result<(), String> {
             .ok()
             .filter(|v| !v.trim().is_empty())
             .map(|v| v.split_whitespace().map(str::to_string).collect()),
+        ignore_session_cancel: std::env::var_os("STUB_IGNORE_SESSION_CANCEL")
+            .is_some_and(|v| !v.is_empty()),
         initialize_delay: match std::env::var("STUB_INITIALIZE_DELAY_MS") {
             Ok(ms) => Some(std::time::Duration::from_millis(
                 ms.trim().parse().map_err(|_| {

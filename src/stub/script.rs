@@ -95,6 +95,8 @@ pub enum Step {
     Say {
         text: String,
         chunks: usize,
+        /// The message id every chunk carries (`messageId`), when the script names one.
+        message: Option<String>,
     },
     Think {
         text: String,
@@ -282,14 +284,22 @@ struct TextArgs {
     text: String,
     #[serde(default)]
     chunks: Option<usize>,
+    #[serde(default)]
+    message: Option<String>,
 }
 
 fn text_args(kind: &str, payload: &Value) -> Result<(String, usize), String> {
+    let (text, chunks, _) = message_args(kind, payload)?;
+    Ok((text, chunks))
+}
+
+/// A `say` step's text, its chunk count and the message id its chunks carry.
+fn message_args(kind: &str, payload: &Value) -> Result<(String, usize, Option<String>), String> {
     match payload {
-        Value::String(s) => Ok((s.clone(), 1)),
+        Value::String(s) => Ok((s.clone(), 1, None)),
         _ => {
             let a: TextArgs = de(kind, payload)?;
-            Ok((a.text, a.chunks.unwrap_or(1).max(1)))
+            Ok((a.text, a.chunks.unwrap_or(1).max(1), a.message))
         }
     }
 }
@@ -311,8 +321,12 @@ pub fn decode(raw: &RawStep) -> Result<Step, String> {
     let p = &raw.payload;
     Ok(match kind {
         "say" => {
-            let (text, chunks) = text_args(kind, p)?;
-            Step::Say { text, chunks }
+            let (text, chunks, message) = message_args(kind, p)?;
+            Step::Say {
+                text,
+                chunks,
+                message,
+            }
         }
         "think" => {
             let (text, chunks) = text_args(kind, p)?;
@@ -1219,6 +1233,21 @@ pub fn steps_after_ask(script: &Script, question: &str) -> Option<(usize, Vec<Ra
             }
             let rest = turn.steps[i + 1..].iter().cloned();
             return Some((t, ask_then(raw).into_iter().chain(rest).collect()));
+        }
+    }
+    None
+}
+
+/// For a session resuming a run whose elicitation `message` was answered after its
+/// host was gone: the turn (0-based) holding that `elicit` step, and the steps after
+/// it (the answer is bound to `{{answer}}` by the caller, as the request's would be).
+pub fn steps_after_elicit(script: &Script, message: &str) -> Option<(usize, Vec<RawStep>)> {
+    for (t, turn) in script.turns.iter().enumerate() {
+        for (i, raw) in turn.steps.iter().enumerate() {
+            let said = raw.payload.get("message").and_then(Value::as_str);
+            if raw.kind == "elicit" && said.map(str::trim) == Some(message.trim()) {
+                return Some((t, turn.steps[i + 1..].to_vec()));
+            }
         }
     }
     None

@@ -156,3 +156,51 @@ fn a_turn_that_ends_right_behind_its_stdout_garbage_derails_too() {
         "derailed — unit turn failed: unexpected answer to session/prompt: the agent wrote a line that is not JSON-RPC to stdout: \"sdk agent says goodbye on stdout\"",
     );
 }
+
+/// A form from a third-party agent (the Python SDK's `create_elicitation`, form mode)
+/// is an ask the operator fills from the CLI, checked against its fields; the agent
+/// receives `accept` with the typed values (the default filled in) and lands.
+#[test]
+fn a_form_from_the_sdk_agent_is_filled_from_the_cli() {
+    let sb = sdk_world();
+    let bg = sb.fire_in_background("sdk", "sdk: elicit", &[]);
+    let ask = wait_for(60, "the sdk agent's form", || {
+        let out = sb.run(&["approvals", "list", "--json"]).ok();
+        let v: Value = serde_json::from_str(&out.stdout).unwrap();
+        v["asks"].as_array()?.iter().find_map(|a| {
+            (a["toolsName"] == "elicitation" && a["toolName"] == "form")
+                .then(|| a["id"].as_str().map(str::to_string))
+                .flatten()
+        })
+    });
+    let list = sb.run(&["approvals", "list"]).ok();
+    assert!(
+        list.stdout
+            .lines()
+            .any(|l| l == "env (one of staging, prod, required)"),
+        "{}",
+        list.stdout
+    );
+    let wrong = sb.run(&["approvals", "respond", &ask, "--field", "env=prod"]);
+    assert_eq!(wrong.code, 1, "{wrong:#?}");
+    sb.run(&[
+        "approvals",
+        "respond",
+        &ask,
+        "--field",
+        "branch=main",
+        "--field",
+        "env=staging",
+    ])
+    .ok();
+    let run = bg.join();
+    assert_eq!(run.code, 0, "{run:#?}");
+    assert_finished(&sb, &run, "landed");
+    assert_eq!(
+        reports(&sb),
+        [(
+            "result".to_string(),
+            "form: accept branch=main; env=staging; retries=1".to_string()
+        )]
+    );
+}

@@ -13,7 +13,10 @@ It has no model. What it does is chosen by a `sdk: <scenario>` line in the promp
               the host chose for each, then finish landed;
 - `garbage`   write a line that is not JSON-RPC to stdout, then call mission_finish
               (landed) as soon as the host cancels the turn;
-- `garbage-end` write such a line and end the turn at once.
+- `garbage-end` write such a line and end the turn at once;
+- `elicit`    send the client a form (`elicitation/create`, form mode, scoped to the
+              session: a branch to type, an environment to pick, a retry count),
+              report the action and values it got back as the result, finish landed.
 
 Diagnostics go to stderr; stdout belongs to the protocol.
 """
@@ -26,6 +29,7 @@ from contextlib import asynccontextmanager
 import acp
 from acp.schema import (
     AgentCapabilities,
+    ElicitationFormSessionMode,
     Implementation,
     InitializeResponse,
     NewSessionResponse,
@@ -133,6 +137,8 @@ class SdkAgent:
             return PromptResponse(stop_reason="end_turn")
         if scenario == "permissions":
             return await self.permissions(session)
+        if scenario == "elicit":
+            return await self.elicit(session)
         return await self.land(session)
 
     async def land(self, session):
@@ -151,6 +157,29 @@ class SdkAgent:
             await mission.call_tool(
                 "mission_finish", {"status": "landed", "reason": "released by the sdk agent"}
             )
+        return PromptResponse(stop_reason="end_turn")
+
+    async def elicit(self, session):
+        form = ElicitationFormSessionMode.model_validate({
+            "sessionId": session.id,
+            "requestedSchema": {
+                "type": "object",
+                "properties": {
+                    "branch": {"type": "string", "title": "Branch"},
+                    "env": {"type": "string", "enum": ["staging", "prod"]},
+                    "retries": {"type": "integer", "minimum": 0, "maximum": 5, "default": 1},
+                },
+                "required": ["branch", "env"],
+            },
+        })
+        response = await self.conn.create_elicitation("Where should the release go?", form)
+        content = getattr(response, "content", None) or {}
+        values = "; ".join(f"{k}={v}" for k, v in sorted(content.items()))
+        got = f"{response.action} {values}".strip()
+        log(f"elicitation: {got}")
+        async with session.mission() as mission:
+            await mission.call_tool("mission_report", {"kind": "result", "summary": f"form: {got}"})
+            await mission.call_tool("mission_finish", {"status": "landed"})
         return PromptResponse(stop_reason="end_turn")
 
     async def ask_permission(self, session, call_id, title, raw_input, meta=None):

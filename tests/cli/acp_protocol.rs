@@ -1,9 +1,10 @@
 //! What missionboard takes from an agent's ACP beyond prompts and permissions:
 //! the context fill of its `usage_update`, extra roots (`--add-dir`) sent as
-//! `additionalDirectories`, and the login command when a session needs one.
+//! `additionalDirectories`, the login command when a session needs one, and the
+//! `$/cancel_request` of a turn given up on.
 
 use crate::board::board_in_terminal;
-use crate::harness::Sandbox;
+use crate::harness::{Sandbox, wait_for};
 
 /// The stub reports its context fill and a cumulative cost, then lands.
 const USAGE_THEN_LAND: &str = r#"{"name":"t","turns":[{"steps":[{"usage":{"used":41200,"size":200000,"cost":{"amount":0.42}}},{"finish":"landed"}]}]}"#;
@@ -204,5 +205,45 @@ fn an_added_dir_is_granted_like_the_workspace_sent_to_the_agent_and_shown() {
             )),
         "{}",
         show.stdout
+    );
+}
+
+/// A turn the agent does not wind down on `session/cancel` (the stub told to ignore
+/// it): a stop waits out the cancel grace, then gives the prompt up with the
+/// protocol's `$/cancel_request` naming it, which the agent honours — the stub ends
+/// the turn and logs the cancel — before the unit is torn down.
+#[test]
+fn a_stopped_turn_the_agent_ignores_is_cancelled_with_cancel_request() {
+    let sb = Sandbox::new();
+    let sessions = sb.cwd.join("sessions.log");
+    let transcript = sb.cwd.join("transcript.log");
+    let script_path = sb.cwd.join("script.json");
+    sb.write(&script_path, r#"{"name":"t","turns":[{"steps":["hang"]}]}"#);
+    sb.write(
+        &sb.home.join("agents.toml"),
+        &format!(
+            "[agents.stub]\ncommand = \"missionboard\"\nargs = [\"stub-agent\", \"--script\", {:?}]\ndescription = \"test stub\"\nenv = {{ STUB_SESSIONS = {:?}, STUB_TRANSCRIPT = {:?}, STUB_IGNORE_SESSION_CANCEL = \"1\" }}\n",
+            script_path.display().to_string(),
+            sessions.display().to_string(),
+            transcript.display().to_string()
+        ),
+    );
+    let fire = sb.fire_in_background("stub", "wait for ever", &[]);
+    let id = wait_for(30, "the mission's turn to be under way", || {
+        let prompted = std::fs::read_to_string(&transcript).is_ok_and(|t| t.starts_with("turn=1"));
+        prompted.then(|| sb.newest_mission()).flatten()
+    });
+    sb.run(&["mission", "stop", &id, "--reason", "enough"]).ok();
+    let run = fire.join();
+    assert_eq!(run.code, 1, "{run:#?}");
+    let log = std::fs::read_to_string(&sessions).unwrap();
+    let session = log
+        .lines()
+        .find_map(|l| l.strip_prefix("session/new "))
+        .unwrap_or_else(|| panic!("no session/new in {log}"));
+    assert!(
+        log.lines()
+            .any(|l| l == format!("$/cancel_request session/prompt {session}")),
+        "the abandoned prompt was never cancelled as a request:\n{log}"
     );
 }

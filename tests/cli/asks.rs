@@ -3,7 +3,7 @@
 
 use std::process::Stdio;
 
-use crate::harness::{Run, Sandbox, report_summaries, wait_for};
+use crate::harness::{Background, Run, Sandbox, report_summaries, wait_for};
 
 fn script(steps: &str) -> String {
     format!(r#"{{"name":"t","turns":[{{"steps":[{steps}]}}]}}"#)
@@ -99,13 +99,10 @@ fn kill_then_answer(sb: &Sandbox, transcript: &std::path::Path) -> (String, Run)
     let mut cmd = sb.command(&[
         "mission", "fire", "stub", "rename", "--wait", "--policy", "default",
     ]);
-    cmd.env("STUB_TRANSCRIPT", transcript)
-        .stdout(Stdio::null())
-        .stderr(Stdio::null());
-    let mut host = cmd.spawn().unwrap();
+    cmd.env("STUB_TRANSCRIPT", transcript);
+    let host = Background::spawn(cmd);
     let ask = wait_for(20, "the parked question", || parked_ask(sb));
-    host.kill().unwrap();
-    host.wait().unwrap();
+    host.kill();
     let mut respond = sb.command(&["approvals", "respond", &ask, "--answer", "yes"]);
     respond.env("STUB_TRANSCRIPT", transcript);
     (ask, sb.run_with(respond))
@@ -437,19 +434,12 @@ fn doctor_gives_a_verdict_first() {
 
 /// `mission fire stub <intent> --wait --policy <policy>` as a host in the background,
 /// its unit appending to `transcript`.
-fn host(sb: &Sandbox, policy: &str, transcript: &std::path::Path) -> std::process::Child {
+fn host(sb: &Sandbox, policy: &str, transcript: &std::path::Path) -> Background {
     let mut cmd = sb.command(&[
         "mission", "fire", "stub", "work", "--wait", "--policy", policy,
     ]);
-    cmd.env("STUB_TRANSCRIPT", transcript)
-        .stdout(Stdio::null())
-        .stderr(Stdio::null());
-    cmd.spawn().unwrap()
-}
-
-fn kill(mut child: std::process::Child) {
-    child.kill().unwrap();
-    child.wait().unwrap();
+    cmd.env("STUB_TRANSCRIPT", transcript);
+    Background::spawn(cmd)
 }
 
 fn show_json(sb: &Sandbox, id: &str) -> serde_json::Value {
@@ -508,7 +498,7 @@ fn gated_host_killed(sb: &Sandbox, transcript: &std::path::Path) -> (String, Str
     let ask = wait_for(20, "the permission ask", || {
         sb.pending_ask_ids().first().cloned()
     });
-    kill(child);
+    child.kill();
     (sb.newest_mission().unwrap(), ask)
 }
 
@@ -607,15 +597,12 @@ fn a_resume_interrupted_mid_turn_leaves_no_claimed_checkpoint_once_the_mission_r
     let transcript = sb.cwd.join("transcript.log");
     let child = host(&sb, "default", &transcript);
     let ask = wait_for(20, "the parked question", || parked_ask(&sb));
-    kill(child);
+    child.kill();
     let id = sb.newest_mission().unwrap();
     // The answering process resumes the run, and dies in the middle of its turn.
     let mut respond = sb.command(&["approvals", "respond", &ask, "--answer", "yes"]);
-    respond
-        .env("STUB_TRANSCRIPT", &transcript)
-        .stdout(Stdio::null())
-        .stderr(Stdio::null());
-    let resumer = respond.spawn().unwrap();
+    respond.env("STUB_TRANSCRIPT", &transcript);
+    let resumer = Background::spawn(respond);
     wait_for(20, "the resumed turn", || {
         report_summaries(&sb, &id)
             .contains(&"[progress] resumed: yes".to_string())
@@ -623,7 +610,7 @@ fn a_resume_interrupted_mid_turn_leaves_no_claimed_checkpoint_once_the_mission_r
     });
     let claimed = checkpoint_of(&sb, &ask).expect("the resume holds the checkpoint");
     assert!(claimed.claimed_at.is_some());
-    kill(resumer);
+    resumer.kill();
     // The mission comes to rest (a restart's sweep reclaims it): the claim goes.
     wait_for(20, "the mission to be reclaimed", || {
         let mut list = sb.command(&["mission", "list"]);
@@ -665,7 +652,7 @@ fn compute_spend_is_durable_a_resumed_session_continues_it_and_is_stopped_at_the
             .collect::<Vec<_>>()
     };
     assert_eq!(allowed(&sb).len(), 3, "3 of maxToolCalls=5 spent");
-    kill(child);
+    child.kill();
     respond_and_resume(&sb, &transcript, &[&ask, "--answer", "go"], &[]);
     assert_eq!(resumes(&transcript), 1);
     // The fresh session continued the spend: calls 4 and 5 ran, the 6th crossed.
@@ -741,12 +728,10 @@ fn reopened_after_the_host_died(caps: &str) -> (String, Vec<String>) {
     ]);
     fire.env("STUB_TRANSCRIPT", &transcript)
         .env("STUB_STATE_DIR", &state)
-        .env("STUB_SESSIONS", &sessions)
-        .stdout(Stdio::null())
-        .stderr(Stdio::null());
-    let child = fire.spawn().unwrap();
+        .env("STUB_SESSIONS", &sessions);
+    let child = Background::spawn(fire);
     let ask = wait_for(20, "the parked question", || parked_ask(&sb));
-    kill(child);
+    child.kill();
     let id = sb.newest_mission().unwrap();
     let session = show_json(&sb, &id)["sessionId"].clone();
     assert!(session.is_string(), "{session}");
@@ -818,7 +803,7 @@ fn a_parked_question_expires_on_time_in_its_live_host_with_nobody_reading_approv
             "[result] renamed: (none — the question closed without an answer)",
         ]
     );
-    kill(child);
+    child.kill();
 }
 
 #[test]
@@ -849,7 +834,7 @@ fn a_gated_call_expires_on_time_in_its_live_host_with_nobody_reading_approvals()
             "[progress] permission 1/1 for rm -rf build: denied".to_string(),
         ]
     );
-    kill(child);
+    child.kill();
 }
 
 #[test]
@@ -865,15 +850,12 @@ fn a_slow_resumer_that_still_lives_keeps_its_claim_however_old() {
     let transcript = sb.cwd.join("transcript.log");
     let child = host(&sb, "default", &transcript);
     let ask = wait_for(20, "the parked question", || parked_ask(&sb));
-    kill(child);
+    child.kill();
     let id = sb.newest_mission().unwrap();
     // The answering process resumes the run, and stays in its turn.
     let mut respond = sb.command(&["approvals", "respond", &ask, "--answer", "yes"]);
-    respond
-        .env("STUB_TRANSCRIPT", &transcript)
-        .stdout(Stdio::null())
-        .stderr(Stdio::null());
-    let resumer = respond.spawn().unwrap();
+    respond.env("STUB_TRANSCRIPT", &transcript);
+    let resumer = Background::spawn(respond);
     wait_for(20, "the resumed turn", || {
         report_summaries(&sb, &id)
             .contains(&"[progress] resumed: yes".to_string())
@@ -896,6 +878,6 @@ fn a_slow_resumer_that_still_lives_keeps_its_claim_however_old() {
     let list = sb.run_with(list).ok();
     assert!(!list.stdout.contains("Resumed"), "{list:#?}");
     assert_eq!(resumes(&transcript), 1, "not doubled");
-    kill(resumer);
+    resumer.kill();
     sb.run(&["mission", "stop", &id]).ok();
 }

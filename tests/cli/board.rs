@@ -513,16 +513,13 @@ fn terminal_a_question_notifies_and_quitting_a_host_asks_and_can_stop_its_missio
 /// the ask id, for a board to pick up.
 fn parked_on_a_dead_host(sb: &Sandbox) -> (String, String) {
     sb.run(&["config", "set", "ask-park-window", "200ms"]).ok();
-    let mut host = sb.command(&[
+    let host = sb.command(&[
         "mission", "fire", "stub", "rename", "--wait", "--policy", "default",
     ]);
-    host.stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::null());
-    let mut host = host.spawn().unwrap();
+    let host = crate::harness::Background::spawn(host);
     let id = wait_for(20, "the mission", || sb.newest_mission());
     let ask = wait_for(20, "the parked question", || parked_ask_of(sb, &id));
-    host.kill().unwrap();
-    host.wait().unwrap();
+    host.kill();
     (id, ask)
 }
 
@@ -560,11 +557,11 @@ fn terminal_a_board_answer_resumes_a_parked_run_whose_host_is_gone() {
 /// The stub asks, and once answered reports the answer and hangs in that turn.
 const ASK_THEN_HANG: &str = r#"{"name":"t","turns":[{"steps":[{"ask":{"summary":"Rename the env var too?","then":[{"report":{"kind":"progress","summary":"resumed: {{answer}}"}},"hang"]}}]}]}"#;
 
-/// The pane says the answer is recorded once it is durable, while the run it
-/// unblocks (resumed in the board's process, its host being gone) is still in its
-/// turn; the resume's outcome arrives later as a notice.
+/// The pane says the run an answer unblocks was resumed in the board's process
+/// (its host being gone) as soon as its unit is under way, while its turn still
+/// runs: nothing the operator reads waits for the turn's end.
 #[test]
-fn terminal_a_board_answer_is_recorded_at_once_while_its_resume_runs_on() {
+fn terminal_a_board_answer_says_its_run_resumed_here_while_the_turn_runs_on() {
     let sb = Sandbox::new();
     sb.declare_stubs(&[("stub", Some(ASK_THEN_HANG))]);
     let (id, _) = parked_on_a_dead_host(&sb);
@@ -580,19 +577,16 @@ fn terminal_a_board_answer_is_recorded_at_once_while_its_resume_runs_on() {
         show.stdout.contains("resumed: yes")
     };
     wait_for(30, "the resumed turn", || resumed(&sb).then_some(()));
-    // The resumed turn hangs: the pane has long said what it is sure of.
-    let screen = term.wait_screen(10, "the answer recorded", |s| {
-        s.contains("answer recorded for ask")
+    // The resumed turn hangs: the pane says what it is sure of without waiting for
+    // the turn's end — the answer went in, and this board resumed the run.
+    let screen = term.wait_screen(10, "the resume's notice", |s| {
+        s.contains("this board resumed it")
     });
     assert!(!screen.contains("sending…"), "{screen}");
     let show = sb.run(&["mission", "show", &id, "--json"]).ok();
     let v: serde_json::Value = serde_json::from_str(&show.stdout).unwrap();
     assert_eq!(v["status"], "open", "its turn is still running: {v:#}");
-    // Its turn ends when the mission is stopped: the resume's outcome is a notice.
     sb.run(&["mission", "stop", &id]).ok();
-    term.wait_screen(30, "the resume's notice", |s| {
-        s.contains("this board resumed it")
-    });
     let screen = term.quit();
     assert!(screen.contains("EXITED:0"), "{screen}");
 }
@@ -651,12 +645,10 @@ fn terminal_a_board_settles_a_run_stranded_by_an_expired_ask_on_its_own() {
         &sb.home.join("hitl-policy-gate.json"),
         r#"{"default_action":"allow","rules":[{"tools":"local_shell","tool":"local_shell","action":"approve","timeout_s":2}]}"#,
     );
-    let mut host = sb.command(&[
+    let host = sb.command(&[
         "mission", "fire", "stub", "clean", "--wait", "--policy", "gate",
     ]);
-    host.stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::null());
-    let mut host = host.spawn().unwrap();
+    let host = crate::harness::Background::spawn(host);
     let id = wait_for(20, "the mission", || sb.newest_mission());
     let pending = |sb: &Sandbox| -> serde_json::Value {
         let show = sb.run(&["mission", "show", &id, "--json"]).ok();
@@ -665,8 +657,7 @@ fn terminal_a_board_settles_a_run_stranded_by_an_expired_ask_on_its_own() {
     wait_for(20, "the permission ask", || {
         (!pending(&sb)["pendingAsks"].as_array().unwrap().is_empty()).then_some(())
     });
-    host.kill().unwrap();
-    host.wait().unwrap();
+    host.kill();
 
     let term = board_in_terminal(&sb, "", "board");
     // Waited on through `mission show`, a read that never settles an ask.
@@ -856,7 +847,7 @@ fn terminal_the_board_puts_a_dead_host_first_sorts_and_opens_the_detail() {
     let sb = Sandbox::new();
     sb.declare_stubs(&[("stub", None), ("hanger", Some(HANG))]);
     sb.fire("stub", "land: write the release notes", &[]).ok();
-    let mut host = sb.command(&[
+    let host = sb.command(&[
         "mission",
         "fire",
         "hanger",
@@ -865,16 +856,13 @@ fn terminal_the_board_puts_a_dead_host_first_sorts_and_opens_the_detail() {
         "--policy",
         "default",
     ]);
-    host.stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::null());
-    let mut host = host.spawn().unwrap();
+    let host = crate::harness::Background::spawn(host);
     let dead = wait_for(20, "the hanging mission's first report", || {
         let id = sb.newest_mission()?;
         let reports = sb.run(&["mission", "reports", &id]).ok();
         reports.stdout.contains("started").then_some(id)
     });
-    host.kill().unwrap();
-    host.wait().unwrap();
+    host.kill();
 
     let term = board_in_terminal(&sb, "", "board");
     let screen = term.wait_screen(30, "the dead host flagged on top", |s| {
@@ -1164,6 +1152,106 @@ fn terminal_a_board_ticks_the_schedules_and_shows_them() {
         !s.contains("Schedules — next run and last outcome")
     });
     sb.run(&["schedule", "pause", "tick"]).ok();
+    let shell = term.quit();
+    assert!(shell.contains("EXITED:0"), "{shell}");
+}
+
+/// Issue 43: `F` on a rested mission sends it back to its agent with the feedback
+/// typed into its dialog; the board hosts the revised run (a new run on the same
+/// record, the feedback its next prompt), which lands again through the check.
+#[test]
+fn terminal_f_on_a_stuck_mission_sends_it_back_with_feedback_and_it_lands_through_its_check() {
+    let sb = Sandbox::new();
+    // The stub's revise-land scenario lands without `revised.txt`; sent back, it
+    // writes the feedback there and lands again.
+    sb.declare_stubs(&[("stub", None)]);
+    let id = sb.stuck_on_revise_check();
+    let check = crate::harness::REVISE_CHECK;
+    let short = &id[..8];
+
+    let term = board_in_terminal(&sb, "", "board");
+    let screen = term.wait_screen(30, "the stuck mission's check in its detail", |s| {
+        s.contains("Check: failed 1 of 1 · `test -f revised.txt")
+    });
+    assert!(
+        screen.contains("▲ stuck · agent stub · envelope once"),
+        "{screen}"
+    );
+    term.keys(&["1"]);
+    term.keys(&["F"]);
+    let dialog = term.wait_screen(10, "the revise dialog", |s| {
+        s.contains(&format!("Revise mission {short}"))
+    });
+    assert!(
+        dialog.contains("It rested stuck; it goes back to its agent, in its own session"),
+        "{dialog}"
+    );
+    // Nothing is sent without feedback: Enter ends the typing, y asks for it.
+    term.keys(&["Enter"]);
+    term.keys(&["y"]);
+    term.wait_screen(10, "the empty feedback refused", |s| {
+        s.contains("type the feedback first (e edits it)")
+    });
+    assert_eq!(
+        sb.status_line(&id),
+        format!("stuck — check failed 1 of 1 tries: `{check}` — exit 1"),
+        "nothing was sent back"
+    );
+    term.keys(&["e"]);
+    term.literal("write revised.txt");
+    term.wait_screen(10, "the typed feedback", |s| {
+        s.contains("Feedback: write revised.txt")
+    });
+    term.keys(&["Enter"]);
+    term.keys(&["y"]);
+    term.wait_screen(30, "the revise's toast", |s| {
+        s.contains(&format!("Mission {id} sent back to agent"))
+    });
+    // The board hosts the revised run until it lands.
+    let landed = wait_for(60, "the revised run to land", || {
+        let out = sb.run(&["mission", "show", &id, "--json"]).ok();
+        let v: serde_json::Value = serde_json::from_str(&out.stdout).unwrap();
+        (v["status"] == "landed").then_some(v)
+    });
+    assert_eq!(
+        (
+            &landed["check"]["state"],
+            &landed["check"]["tries"],
+            &landed["runs"][0]["run"],
+            &landed["runs"][0]["revisedBy"],
+            &landed["runs"][0]["fromStatus"],
+            &landed["runs"][0]["feedback"],
+        ),
+        (
+            &serde_json::json!("passed"),
+            &serde_json::json!(1),
+            &serde_json::json!(2),
+            &serde_json::json!("board"),
+            &serde_json::json!("stuck"),
+            &serde_json::json!("write revised.txt"),
+        ),
+        "{landed:#}"
+    );
+    // The feedback was the agent's next prompt: it wrote it, word for word.
+    assert_eq!(
+        std::fs::read_to_string(sb.cwd.join("revised.txt")).unwrap(),
+        "write revised.txt"
+    );
+    let reports = crate::harness::report_summaries(&sb, &id);
+    let revise_at = reports
+        .iter()
+        .position(|r| {
+            r == "[revise] revised by board after it rested stuck (run 2): write revised.txt"
+        })
+        .unwrap_or_else(|| panic!("{reports:#?}"));
+    assert_eq!(
+        reports[revise_at..].last().map(String::as_str),
+        Some(format!("[check] check passed (try 1 of 1): {check} — exit 0").as_str()),
+        "{reports:#?}"
+    );
+    term.wait_screen(30, "the landed mission's check in its detail", |s| {
+        s.contains("Check: passed (try 1 of 1) · `test -f revised.txt")
+    });
     let shell = term.quit();
     assert!(shell.contains("EXITED:0"), "{shell}");
 }

@@ -716,11 +716,22 @@ fn a_revise_of_a_running_mission_is_refused_naming_why() {
     );
 }
 
-#[test]
-fn a_failing_check_under_pause_ask_parks_on_an_ask_and_lands_once_more_tries_are_granted() {
-    let sb = Sandbox::new();
+/// A mission whose check failed its last try under `onExhausted: pause_ask`,
+/// paused on the operator's ask.
+struct Paused {
+    fire: crate::harness::Background,
+    id: String,
+    ask: String,
+}
+
+/// Fire `fixer` under an envelope of one check try and `onExhausted: pause_ask`:
+/// its first turn finishes landed twice (the first try fails and pauses on an ask,
+/// the second is refused while the operator decides), quoting each refusal; its
+/// turn after the operator's verdict runs `then`. Returns once both refusals are
+/// on the record, with what the ask and the refusals said checked.
+fn paused_on_check(sb: &Sandbox, then: Vec<Value>) -> Paused {
     envelope(
-        &sb,
+        sb,
         "asking",
         json!({"compute": {"maxChecks": 1, "onExhausted": "pause_ask"}}),
     );
@@ -731,10 +742,7 @@ fn a_failing_check_under_pause_ask_parks_on_an_ask_and_lands_once_more_tries_are
             {"finish": "landed"},
             {"report": {"kind": "finding", "summary": "finish said again", "detail": "{{finish}}"}}
         ]},
-        {"steps": [
-            {"write": {"path": "fixed", "text": "ok"}},
-            {"finish": "landed"}
-        ]}
+        {"steps": then}
     ]})
     .to_string();
     sb.declare_stubs(&[("fixer", Some(&script))]);
@@ -751,7 +759,7 @@ fn a_failing_check_under_pause_ask_parks_on_an_ask_and_lands_once_more_tries_are
         "--check",
         CHECK,
     ]));
-    let ask = wait_for(30, "the check's ask", || {
+    let (ask, row) = wait_for(30, "the check's ask", || {
         let out = sb.run(&["approvals", "list", "--json"]).ok();
         let v: Value = serde_json::from_str(&out.stdout).unwrap();
         v.as_array()
@@ -760,44 +768,59 @@ fn a_failing_check_under_pause_ask_parks_on_an_ask_and_lands_once_more_tries_are
             .map(|a| (a["id"].as_str().unwrap().to_string(), a.clone()))
     });
     let id = sb.newest_mission().unwrap();
-    let summary = ask.1["argsSummary"]
-        .as_str()
-        .unwrap_or_default()
-        .to_string();
     assert_eq!(
-        summary,
+        row["argsSummary"].as_str().unwrap_or_default(),
         format!(
             "mission {id}: check failed 1 of 1 tries: `{CHECK}` — exit 1 — grant more tries or let it stop?"
         )
     );
     wait_for(30, "the unit to quote both refusals", || {
-        (reports(&sb, &id)
+        (reports(sb, &id)
             .iter()
             .filter(|(_, s, _)| s.starts_with("finish said"))
             .count()
             == 2)
             .then_some(())
     });
-    let quoted: Vec<String> = reports(&sb, &id)
+    let quoted: Vec<String> = reports(sb, &id)
         .into_iter()
         .filter(|(_, s, _)| s.starts_with("finish said"))
         .map(|(_, _, d)| d)
         .collect();
     assert!(
-        quoted[0].contains(&format!("No tries remain: the operator is asked whether to grant more (ask_id={}). End your turn now.", ask.0)),
+        quoted[0].contains(&format!("No tries remain: the operator is asked whether to grant more (ask_id={ask}). End your turn now.")),
         "{quoted:#?}"
     );
     assert_eq!(
         quoted[1],
         format!(
-            "missiontools: finish mission: not landed — no check tries remain while the operator decides whether to grant more (ask_id={}). End your turn now: your next prompt says what they decided.",
-            ask.0
+            "missiontools: finish mission: not landed — no check tries remain while the operator decides whether to grant more (ask_id={ask}). End your turn now: your next prompt says what they decided."
         )
     );
-    assert_eq!(show_json(&sb, &id)["status"], "open", "paused, not stuck");
-    sb.run(&["approvals", "respond", &ask.0, "--approve"]).ok();
-    assert_eq!(fire.join().code, 0);
-    let shown = show_json(&sb, &id);
+    assert_eq!(show_json(sb, &id)["status"], "open", "paused, not stuck");
+    Paused { fire, id, ask }
+}
+
+/// The turn after the verdict of an agent that carries on without finishing: what
+/// becomes of the mission is the runtime's doing, not the agent's.
+fn carries_on() -> Vec<Value> {
+    vec![json!({"report": {"kind": "progress", "summary": "carried on after the verdict"}})]
+}
+
+#[test]
+fn a_failing_check_under_pause_ask_parks_on_an_ask_and_lands_once_more_tries_are_granted() {
+    let sb = Sandbox::new();
+    let paused = paused_on_check(
+        &sb,
+        vec![
+            json!({"write": {"path": "fixed", "text": "ok"}}),
+            json!({"finish": "landed"}),
+        ],
+    );
+    sb.run(&["approvals", "respond", &paused.ask, "--approve"])
+        .ok();
+    assert_eq!(paused.fire.join().code, 0);
+    let shown = show_json(&sb, &paused.id);
     assert_eq!(
         (
             &shown["status"],
@@ -806,5 +829,84 @@ fn a_failing_check_under_pause_ask_parks_on_an_ask_and_lands_once_more_tries_are
             &shown["check"]["maxChecks"]
         ),
         (&json!("landed"), &json!("passed"), &json!(2), &json!(2))
+    );
+    let reports = reports(&sb, &paused.id);
+    assert!(
+        !reports.iter().any(|(k, _, _)| k == "blocker"),
+        "granted tries are no unanswered question: {reports:#?}"
+    );
+}
+
+#[test]
+fn a_paused_check_denied_by_the_operator_rests_stuck_on_its_failure() {
+    let sb = Sandbox::new();
+    let Paused { fire, id, ask } = paused_on_check(&sb, carries_on());
+    sb.run(&["approvals", "respond", &ask, "--deny"]).ok();
+    let done = fire.join();
+    assert_eq!(done.code, 1, "{done:#?}");
+    let reason =
+        format!("check failed 1 of 1 tries: `{CHECK}` — exit 1; the operator granted no more");
+    assert!(
+        done.stdout
+            .contains(&format!("Mission {id} finished: stuck — {reason}\n")),
+        "{done:#?}"
+    );
+    assert_rests_stuck_on_the_check(&sb, &id, &reason);
+}
+
+#[test]
+fn a_paused_check_whose_ask_expires_takes_its_on_timeout_verdict_and_rests_stuck() {
+    let sb = Sandbox::new();
+    // Every ask from now on closes after a second unanswered.
+    sb.run(&["config", "set", "approval-ceiling", "1s"]).ok();
+    let Paused { fire, id, ask } = paused_on_check(&sb, carries_on());
+    // Nobody answers: the host watching its parked run applies the deadline.
+    let done = fire.join();
+    assert_eq!(done.code, 1, "{done:#?}");
+    let reason = format!(
+        "check failed 1 of 1 tries: `{CHECK}` — exit 1; its ask expired before anyone granted more"
+    );
+    assert!(
+        done.stdout
+            .contains(&format!("Mission {id} finished: stuck — {reason}\n")),
+        "{done:#?}"
+    );
+    let history = sb.run(&["approvals", "history", "--json"]).ok();
+    let v: Value = serde_json::from_str(&history.stdout).unwrap();
+    let rows = v
+        .as_array()
+        .or_else(|| v["asks"].as_array())
+        .unwrap()
+        .clone();
+    let row = rows.iter().find(|a| a["id"] == ask.as_str()).unwrap();
+    assert_eq!(row["state"], "expired", "{row:#}");
+    assert_rests_stuck_on_the_check(&sb, &id, &reason);
+}
+
+/// Mission `id` rests stuck with `reason`, its check failed with no try added,
+/// the last failure its blocker, and its unit never resumed to carry on.
+fn assert_rests_stuck_on_the_check(sb: &Sandbox, id: &str, reason: &str) {
+    let shown = show_json(sb, id);
+    assert_eq!(
+        (
+            &shown["status"],
+            &shown["check"]["state"],
+            &shown["check"]["tries"],
+            &shown["check"]["maxChecks"]
+        ),
+        (&json!("stuck"), &json!("failed"), &json!(1), &json!(1))
+    );
+    let reports = reports(sb, id);
+    let blockers: Vec<(&str, &str)> = reports
+        .iter()
+        .filter(|(k, _, _)| k == "blocker")
+        .map(|(_, s, d)| (s.as_str(), d.as_str()))
+        .collect();
+    assert_eq!(blockers, [(reason, "fixed is missing")], "{reports:#?}");
+    assert!(
+        !reports
+            .iter()
+            .any(|(_, s, _)| s == "carried on after the verdict"),
+        "a mission at rest is not resumed: {reports:#?}"
     );
 }

@@ -2,7 +2,7 @@
 //! without a verdict, and what a fire that times out says.
 
 use std::io::{BufRead, BufReader};
-use std::os::unix::process::ExitStatusExt;
+use std::os::unix::process::{CommandExt, ExitStatusExt};
 use std::process::Stdio;
 
 use crate::harness::{Sandbox, script, wait_for};
@@ -316,5 +316,52 @@ fn a_unit_making_one_gated_call_over_and_over_is_refused_then_rests_stuck_repeat
             ),
         ],
         "{record:#}"
+    );
+}
+
+/// The harness's own promise (issue 46): a background command a test panics before
+/// joining is ended with everything it started — a fire with its unit, a command
+/// that leads a process group with what it left there — before the panic goes on,
+/// so no process outlives its test to run on against a home or database that is
+/// gone.
+#[test]
+fn a_background_command_dropped_by_a_panic_leaves_no_process_behind() {
+    let sb = Sandbox::new();
+    let hang = r#"{"name":"h","turns":[{"steps":[{"report":{"kind":"progress","summary":"started"}},"hang"]}]}"#;
+    sb.declare_stubs(&[("hanger", Some(hang))]);
+    let unit_script = sb.cwd.join("script-hanger.json").display().to_string();
+    let fire = sb.fire_in_background("hanger", "hang until the test ends", &[]);
+    let fire_pid = fire.pid();
+    wait_for(30, "the unit to run", || {
+        (!crate::harness::processes_mentioning(&unit_script).is_empty()).then_some(())
+    });
+    // A sleep orphaned in the group of a command that leads its own: no longer its
+    // descendant, still its group's.
+    let marker = format!("600.{}", std::process::id());
+    let mut grouped = std::process::Command::new("sh");
+    grouped
+        .args(["-c", &format!("(sleep {marker} &); exec sleep 601")])
+        .process_group(0);
+    let grouped = crate::harness::Background::spawn(grouped);
+    wait_for(10, "the orphaned sleep", || {
+        (!crate::harness::processes_mentioning(&marker).is_empty()).then_some(())
+    });
+
+    let panicked = std::panic::catch_unwind(std::panic::AssertUnwindSafe(move || {
+        let _held = (fire, grouped);
+        panic!("the test fails mid-way");
+    }));
+    assert!(panicked.is_err());
+    // Gone by the time the panic has unwound past them: nothing to wait for.
+    assert!(!crate::harness::pid_alive(fire_pid), "the fire was ended");
+    assert_eq!(
+        crate::harness::processes_mentioning(&unit_script),
+        Vec::<u32>::new(),
+        "the fire's unit was ended"
+    );
+    assert_eq!(
+        crate::harness::processes_mentioning(&marker),
+        Vec::<u32>::new(),
+        "what the group's leader left in its group was ended"
     );
 }

@@ -233,3 +233,62 @@ fn terminal_a_form_is_filled_from_the_board() {
     let screen = term.quit();
     assert!(screen.contains("EXITED:0"), "{screen}");
 }
+
+/// A form outlives its host: the host SIGKILLed while the form waits, the form is
+/// still pending (a checkpoint was written with it), the operator fills it later from
+/// another process, which resumes the run there; the unit is told the answer in its
+/// first turn (its request went with the killed host) and carries on from the form
+/// with the values it would have received; a second answer is refused.
+#[test]
+fn a_form_answered_after_its_host_died_resumes_the_run_with_the_values() {
+    let sb = Sandbox::new();
+    elicit_then_report(&sb, DEPLOY_FORM);
+    let transcript = sb.cwd.join("transcript.log");
+    let mut cmd = sb.command(&[
+        "mission",
+        "fire",
+        "stub",
+        "deploy it",
+        "--wait",
+        "--policy",
+        "default",
+    ]);
+    cmd.env("STUB_TRANSCRIPT", &transcript);
+    let host = crate::harness::Background::spawn(cmd);
+    let ask = wait_for(20, "the form ask", || pending_of_kind(&sb, "form"));
+    host.kill();
+    let id = sb.newest_mission().unwrap();
+    assert_eq!(pending_of_kind(&sb, "form").as_deref(), Some(ask.as_str()));
+
+    let mut respond = sb.command(&[
+        "approvals",
+        "respond",
+        &ask,
+        "--field",
+        "branch=main",
+        "--field",
+        "env=prod",
+    ]);
+    respond.env("STUB_TRANSCRIPT", &transcript);
+    let answered = sb.run_with(respond).ok();
+    assert!(
+        answered
+            .stdout
+            .contains("and the suspended run was resumed in this process"),
+        "{answered:#?}"
+    );
+    assert_eq!(
+        report_summaries(&sb, &id),
+        ["[result] got: accept branch=main; env=prod; retries=1"]
+    );
+    assert_eq!(sb.status_line(&id), "landed");
+    let told = std::fs::read_to_string(&transcript).unwrap();
+    assert!(
+        told.lines()
+            .any(|l| l.starts_with("turn=") && l.contains("You are resuming a parked mission")),
+        "{told}"
+    );
+    let again = sb.run(&["approvals", "respond", &ask, "--deny"]);
+    assert_eq!(again.code, 1, "{again:#?}");
+    assert!(again.stderr.contains("was already answered"), "{again:#?}");
+}

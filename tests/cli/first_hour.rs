@@ -86,6 +86,43 @@ fn mission_list_shows_each_mission_s_intent() {
     );
 }
 
+/// Two messages in one turn, told apart by their ACP message ids, are quoted as two
+/// (a blank line between them in the detail, a space on the summary's one line), not
+/// run together as one.
+#[test]
+fn a_silent_unit_s_two_messages_are_quoted_apart_by_their_message_ids() {
+    let sb = Sandbox::new();
+    sb.declare_stubs(&[(
+        "stub",
+        Some(
+            r#"{"name":"two-messages","turns":[
+                {"steps":[{"mute":"Nothing yet."}]},
+                {"steps":[
+                    {"say":{"text":"I read the logs.","chunks":2,"message":"m-1"}},
+                    {"say":{"text":"Nothing stands out.","chunks":3,"message":"m-2"}}
+                ]}
+            ]}"#,
+        ),
+    )]);
+    let run = sb.fire("stub", "say nothing", &["--timeout", "60s"]);
+    assert_eq!(run.code, 1, "{run:#?}");
+    let id = sb.newest_mission().unwrap();
+    let reports = sb.run(&["mission", "reports", &id, "--json"]).ok();
+    let reports: serde_json::Value = serde_json::from_str(&reports.stdout).unwrap();
+    let blocker = &reports.as_array().unwrap()[0];
+    assert_eq!(
+        blocker["summary"],
+        "unit ended two turns without reporting — last said: I read the logs. Nothing stands out."
+    );
+    assert!(
+        blocker["detail"]
+            .as_str()
+            .unwrap()
+            .starts_with("The unit's last words:\n\nI read the logs.\n\nNothing stands out.\n\n"),
+        "{blocker}"
+    );
+}
+
 #[test]
 fn a_silent_unit_s_blocker_quotes_its_last_turn_only() {
     let sb = Sandbox::new();

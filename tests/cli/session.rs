@@ -1232,3 +1232,97 @@ default = "docs"
     );
     editor.quit().await;
 }
+
+/// Issue 43: `/revise <id> <feedback>` sends a rested mission back to its agent
+/// from the editor. With no `missionboard host` to queue to, this process hosts the
+/// revised run (a new run on the same record, the feedback its next prompt), which
+/// lands again through its check. A prompt without feedback is refused with the
+/// usage, moving nothing.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn slash_revise_sends_a_stuck_mission_back_and_it_lands_again_through_its_check() {
+    let sb = Sandbox::new();
+    world(&sb, json!([]), &[("stub", None)]);
+    let id = sb.stuck_on_revise_check();
+    let mut editor = Editor::start(&sb).await;
+    let (session, _) = editor.new_session(&sb).await;
+    let advertised = editor
+        .until("the /revise command", |u| match &u.update {
+            SessionUpdate::AvailableCommandsUpdate(c) => {
+                c.available_commands.iter().any(|c| c.name == "revise")
+            }
+            _ => false,
+        })
+        .await;
+    assert!(matches!(
+        advertised.update,
+        SessionUpdate::AvailableCommandsUpdate(_)
+    ));
+
+    let (said, stop) = editor.prompt(&session, &format!("/revise {id}")).await;
+    assert_eq!(stop, StopReason::EndTurn);
+    assert_eq!(
+        said,
+        "usage: /revise <mission-id> <feedback> — the mission's id (or a unique prefix of it) and what its agent should change"
+    );
+    assert_eq!(show(&sb, &id)["status"], json!("stuck"), "nothing moved");
+
+    let (said, stop) = editor
+        .prompt(&session, &format!("/revise {} write revised.txt", &id[..8]))
+        .await;
+    assert_eq!(stop, StopReason::EndTurn);
+    assert_eq!(
+        said,
+        format!(
+            "Mission {id} sent back to agent \"stub\" (run 2) in a fresh session, briefed on what was done: the feedback is its next prompt.\n'missionboard mission show {id}' follows it."
+        )
+    );
+    let landed = wait_for_async(60, "the revised run to land", || {
+        let v = show(&sb, &id);
+        (v["status"] == json!("landed")).then_some(v)
+    })
+    .await;
+    assert_eq!(
+        (
+            &landed["check"]["state"],
+            &landed["check"]["tries"],
+            &landed["runs"][0]["run"],
+            &landed["runs"][0]["revisedBy"],
+            &landed["runs"][0]["fromStatus"],
+            &landed["runs"][0]["queued"],
+        ),
+        (
+            &json!("passed"),
+            &json!(1),
+            &json!(2),
+            &json!("editor"),
+            &json!("stuck"),
+            &json!(false),
+        ),
+        "{landed:#}"
+    );
+    // The feedback was the agent's next prompt: it wrote it, word for word.
+    assert_eq!(
+        std::fs::read_to_string(sb.cwd.join("revised.txt")).unwrap(),
+        "write revised.txt"
+    );
+    let reports = crate::harness::report_summaries(&sb, &id);
+    assert_eq!(
+        reports.last().map(String::as_str),
+        Some(
+            format!(
+                "[check] check passed (try 1 of 1): {} — exit 0",
+                crate::harness::REVISE_CHECK
+            )
+            .as_str()
+        ),
+        "{reports:#?}"
+    );
+    assert!(
+        reports.contains(
+            &"[revise] revised by editor after it rested stuck (run 2): write revised.txt"
+                .to_string()
+        ),
+        "{reports:#?}"
+    );
+    editor.quit().await;
+}

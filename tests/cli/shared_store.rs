@@ -3,7 +3,7 @@
 //! database, and reads the outcome back through our commands in either home.
 
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::process::Command;
 use std::sync::Arc;
 
 use missionboard::asks::{Asks, NewAsk, QUESTION_TOOL, QUESTION_TOOLS, bounds};
@@ -13,7 +13,7 @@ use missionboard::mission::{Missions, NewMission};
 use missionboard::paths::Paths;
 use missionboard::store::{Location, Store};
 
-use crate::harness::{Sandbox, pid_alive, processes_mentioning, script, wait_for};
+use crate::harness::{Background, Sandbox, pid_alive, processes_mentioning, script, wait_for};
 
 const ASK_THEN_LAND: &str = r#"{"ask":{"summary":"Rename the env var too?","then":{"report":{"kind":"result","summary":"renamed: {{answer}}"}}}},{"finish":"landed"}"#;
 
@@ -44,15 +44,14 @@ fn parked_ask(sb: &Sandbox, id: &str) -> Option<String> {
 }
 
 /// `mission fire stub <intent> --wait --policy default` in `sb`'s home, its unit
-/// appending one line per prompt to `transcript`.
-fn host_fire(sb: &Sandbox, intent: &str, transcript: &Path) -> Child {
+/// appending one line per prompt to `transcript`; ended with its unit should the
+/// test fail before joining it.
+fn host_fire(sb: &Sandbox, intent: &str, transcript: &Path) -> Background {
     let mut cmd = sb.command(&[
         "mission", "fire", "stub", intent, "--wait", "--policy", "default",
     ]);
-    cmd.env("STUB_TRANSCRIPT", transcript)
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped());
-    cmd.spawn().unwrap()
+    cmd.env("STUB_TRANSCRIPT", transcript);
+    Background::spawn(cmd)
 }
 
 fn resumes(transcript: &Path) -> usize {
@@ -88,9 +87,9 @@ fn a_question_raised_on_host_a_is_answered_from_host_b_and_a_resumes_it() {
             .contains("that host resumes it with this answer"),
         "{answered:#?}"
     );
-    let fired = fire.wait_with_output().unwrap();
-    let stdout = String::from_utf8_lossy(&fired.stdout);
-    assert!(fired.status.success(), "{fired:?}");
+    let fired = fire.join();
+    let stdout = &fired.stdout;
+    assert_eq!(fired.code, 0, "{fired:?}");
     assert!(
         stdout.contains("  [result] renamed: yes, from B\n"),
         "{stdout}"
@@ -134,7 +133,7 @@ fn host_a_killed_while_its_question_is_parked_b_answers_and_resumes_it_on_b() {
         a.cwd.join("transcript-a.log"),
         a.cwd.join("transcript-b.log"),
     );
-    let mut fire = host_fire(&a, "rename on A", &a_log);
+    let fire = host_fire(&a, "rename on A", &a_log);
     let id = wait_for(20, "A's mission, seen from B", || b.newest_mission());
     let ask = wait_for(20, "the parked question, seen from B", || {
         parked_ask(&b, &id)
@@ -144,8 +143,7 @@ fn host_a_killed_while_its_question_is_parked_b_answers_and_resumes_it_on_b() {
     let a_script = a.cwd.join("script-stub.json").display().to_string();
     let units = processes_mentioning(&a_script);
     assert!(!units.is_empty(), "A's unit is running");
-    fire.kill().unwrap();
-    fire.wait().unwrap();
+    fire.kill();
     for pid in &units {
         sigkill(*pid);
     }
@@ -263,7 +261,7 @@ fn agent_answer_racer() {
 }
 
 /// Start a racer process in `host`'s home over `ids`; its directory.
-fn start_racer(host: &Sandbox, name: &str, ids: &[String]) -> (Child, PathBuf) {
+fn start_racer(host: &Sandbox, name: &str, ids: &[String]) -> (Background, PathBuf) {
     let dir = host.cwd.join(format!("racer-{name}"));
     std::fs::create_dir_all(&dir).unwrap();
     std::fs::write(dir.join("ids"), ids.join("\n")).unwrap();
@@ -278,10 +276,8 @@ fn start_racer(host: &Sandbox, name: &str, ids: &[String]) -> (Child, PathBuf) {
     .current_dir(&host.cwd)
     .env(RACER_ENV, &dir)
     .env("MISSIONBOARD_HOME", &host.home)
-    .env("MISSIONBOARD_STORE_URL", host.store_url.as_ref().unwrap())
-    .stdout(Stdio::piped())
-    .stderr(Stdio::piped());
-    (c.spawn().unwrap(), dir)
+    .env("MISSIONBOARD_STORE_URL", host.store_url.as_ref().unwrap());
+    (Background::spawn(c), dir)
 }
 
 #[test]
@@ -342,8 +338,8 @@ fn a_thousand_agent_answers_from_two_hosts_land_exactly_the_cap() {
     std::fs::write(b.cwd.join("racer-b").join("go"), "").unwrap();
     let (mut landed, mut refused) = (0i64, 0i64);
     for (child, dir) in racers {
-        let out = child.wait_with_output().unwrap();
-        assert!(out.status.success(), "{out:?}");
+        let out = child.join();
+        assert_eq!(out.code, 0, "{out:?}");
         let tally = std::fs::read_to_string(dir.join("tally"))
             .unwrap_or_else(|_| panic!("the racer ran: {out:?}"));
         let (l, r) = tally.split_once(' ').unwrap();
@@ -413,8 +409,8 @@ fn a_board_source_on_host_b_lists_a_mission_host_a_fires() {
     });
     b.run(&["approvals", "respond", &asked.id, "--answer", "go"])
         .ok();
-    let fired = fire.wait_with_output().unwrap();
-    assert!(fired.status.success(), "{fired:?}");
+    let fired = fire.join();
+    assert_eq!(fired.code, 0, "{fired:?}");
     let landed = wait_for(20, "the landing on B's board", || {
         let snap = snapshot::build(&src, &Query::default());
         snap.rows
@@ -444,8 +440,8 @@ fn terminal_a_board_on_host_b_shows_host_a_missions_live() {
     });
     a.run(&["approvals", "respond", &ask, "--answer", "go"])
         .ok();
-    let fired = fire.wait_with_output().unwrap();
-    assert!(fired.status.success(), "{fired:?}");
+    let fired = fire.join();
+    assert_eq!(fired.code, 0, "{fired:?}");
     term.wait_screen(30, "the landing on B's board", |s| {
         s.lines()
             .any(|l| l.contains("deploy from host A") && l.contains("landed"))

@@ -457,6 +457,44 @@ impl Sandbox {
             .collect()
     }
 
+    /// Fire stub `stub`'s revise-land scenario under envelope `once` (one check try,
+    /// writes in the workspace) with [`REVISE_CHECK`]: it lands without
+    /// `revised.txt`, so its check fails and it rests stuck; sent back with
+    /// feedback, it writes the feedback to `revised.txt` and lands again. The
+    /// caller declares `stub` (no script). The mission's id.
+    pub fn stuck_on_revise_check(&self) -> String {
+        self.write(
+            &self.home.join("hitl-policy-once.json"),
+            &serde_json::json!({
+                "default_action": "allow",
+                "rules": [],
+                "compute": {"maxChecks": 1},
+                "sandbox": {"filesystem": {"write": ["{workspace}", "{tmp}"]}}
+            })
+            .to_string(),
+        );
+        let fired = self.run(&[
+            "mission",
+            "fire",
+            "stub",
+            "the revise-land scenario",
+            "--wait",
+            "--policy",
+            "once",
+            "--timeout",
+            "60s",
+            "--check",
+            REVISE_CHECK,
+        ]);
+        assert_eq!(fired.code, 1, "{fired:#?}");
+        let id = self.newest_mission().unwrap();
+        assert_eq!(
+            self.status_line(&id),
+            format!("stuck — check failed 1 of 1 tries: `{REVISE_CHECK}` — exit 1")
+        );
+        id
+    }
+
     /// Pending asks as JSON rows (`approvals list` is for humans; the ids come from
     /// its first column).
     pub fn pending_ask_ids(&self) -> Vec<String> {
@@ -471,7 +509,13 @@ impl Sandbox {
     }
 }
 
-/// A background `mission fire`.
+/// The check of [`Sandbox::stuck_on_revise_check`]: passes once `revised.txt` exists.
+pub const REVISE_CHECK: &str = "test -f revised.txt || { echo 'revised.txt is missing'; exit 1; }";
+
+/// A background `missionboard` command (a `mission fire --wait`, a `host`…), its
+/// output captured. Dropped unfinished — the test panicked before joining it — it
+/// is ended with what it started ([`end_leftover`]): no fire or host outlives its
+/// test, running on against a home or a database that is gone.
 pub struct Background {
     child: Option<std::process::Child>,
 }
@@ -497,7 +541,9 @@ impl Background {
         matches!(self.child.as_mut().unwrap().try_wait(), Ok(Some(_)))
     }
 
-    /// SIGKILL the process and reap it (its output is dropped).
+    /// SIGKILL the process and reap it (its output is dropped). Only the process:
+    /// what it started is left to the product's own teardown, which a test of a
+    /// killed host is there to see.
     pub fn kill(mut self) {
         let mut child = self.child.take().unwrap();
         child.kill().unwrap();
@@ -516,11 +562,106 @@ impl Background {
 
 impl Drop for Background {
     fn drop(&mut self) {
-        if let Some(c) = &mut self.child {
-            let _ = c.kill();
-            let _ = c.wait();
+        if let Some(child) = &mut self.child {
+            end_leftover(child);
         }
     }
+}
+
+/// How long what a killed child started has to go on its own (a unit's supervisor
+/// sees its lifeline close and tears the unit's tree down: a grace, then a sweep)
+/// before what remains is killed.
+const LEFTOVER_GRACE: Duration = Duration::from_secs(10);
+
+/// End `child`, a process a test started and did not see to the end, with every
+/// process it started: its descendants as they are now, and its process group if
+/// it leads one. The child is SIGKILLed and reaped first, so what it started sees
+/// it gone and ends as the product ends it (a unit's supervisor tears its tree
+/// down when its host's lifeline closes); its group, which may hold processes no
+/// longer its descendants, is sent SIGTERM; whatever is still there after
+/// [`LEFTOVER_GRACE`] is SIGKILLed. Never fails (it runs on a panic's unwinding).
+pub fn end_leftover(child: &mut std::process::Child) {
+    let pid = child.id();
+    let leads_group = proc_stat(pid).is_some_and(|s| s.pgrp == pid);
+    let descendants = descendants_of(pid);
+    let _ = child.kill();
+    let _ = child.wait();
+    if leads_group {
+        // SAFETY: a signal to the process group this test's child led.
+        unsafe { libc::kill(-(pid as libc::pid_t), libc::SIGTERM) };
+    }
+    let remaining = || -> Vec<(u32, u64)> {
+        let mut left: Vec<(u32, u64)> = descendants
+            .iter()
+            .copied()
+            .filter(|&(p, started)| {
+                proc_stat(p).is_some_and(|s| s.started == started && s.state != 'Z')
+            })
+            .collect();
+        if leads_group {
+            for p in all_pids() {
+                if let Some(s) = proc_stat(p).filter(|s| s.pgrp == pid && s.state != 'Z')
+                    && !left.iter().any(|&(q, _)| q == p)
+                {
+                    left.push((p, s.started));
+                }
+            }
+        }
+        left
+    };
+    let gone = poll_until_blocking(LEFTOVER_GRACE, POLL_EVERY, || {
+        remaining().is_empty().then_some(())
+    });
+    if gone.is_none() {
+        for (p, _) in remaining() {
+            // SAFETY: a signal to a process this test's child started, checked by
+            // its start time to be that same process and not a reused pid.
+            unsafe { libc::kill(p as libc::pid_t, libc::SIGKILL) };
+        }
+    }
+}
+
+/// What `/proc/<pid>/stat` says of a process that [`end_leftover`] needs.
+struct ProcStat {
+    state: char,
+    ppid: u32,
+    pgrp: u32,
+    /// Its start time (clock ticks since boot): a pid with another start time is
+    /// another process.
+    started: u64,
+}
+
+fn proc_stat(pid: u32) -> Option<ProcStat> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    // After the command name (which may hold spaces and parentheses): state, ppid,
+    // pgrp, session, tty, tpgid, flags, minflt, cminflt, majflt, cmajflt, utime,
+    // stime, cutime, cstime, priority, nice, num_threads, itrealvalue, starttime.
+    let fields: Vec<&str> = stat.rsplit_once(')')?.1.split_whitespace().collect();
+    Some(ProcStat {
+        state: fields.first()?.chars().next()?,
+        ppid: fields.get(1)?.parse().ok()?,
+        pgrp: fields.get(2)?.parse().ok()?,
+        started: fields.get(19)?.parse().ok()?,
+    })
+}
+
+/// Every live descendant of `pid` now, with its start time.
+fn descendants_of(pid: u32) -> Vec<(u32, u64)> {
+    let table: Vec<(u32, ProcStat)> = all_pids()
+        .into_iter()
+        .filter_map(|p| proc_stat(p).map(|s| (p, s)))
+        .collect();
+    let mut found: Vec<(u32, u64)> = Vec::new();
+    let mut frontier = vec![pid];
+    while let Some(parent) = frontier.pop() {
+        for (p, s) in &table {
+            if s.ppid == parent && !found.iter().any(|&(q, _)| q == *p) {
+                found.push((*p, s.started));
+                frontier.push(*p);
+            }
+        }
+    }
+    found
 }
 
 // ---- Another holder of the database's write lock. ----

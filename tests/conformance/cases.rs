@@ -662,3 +662,63 @@ pub fn revised_with_feedback_the_model_acts_on(agent: &'static Conformer, policy
     );
     world.assert_within_script();
 }
+
+/// The agent declared by hand without the catalogue's endpoint reader (its
+/// `endpoint_config` line left out), under `strict`: `{model}` opens only the ports of
+/// the catalogue's default endpoints, the sandbox refuses the agent's connection to the
+/// scripted server its own config names, and the mission's blocker says so — the
+/// refused address, the envelope, what was granted and the fix — in `mission show`
+/// and its `--json`, with no word of the model reached.
+pub fn refused_connection_named(agent: &'static Conformer) {
+    let name = agent.name;
+    let world = World::new(agent, vec![say("never reached")]);
+    let section = missionboard::agents::catalogue::section(name)
+        .unwrap_or_else(|| panic!("the catalogue has no entry {name:?}"));
+    let without: String = section
+        .lines()
+        .filter(|l| !l.trim_start().starts_with("endpoint_config"))
+        .map(|l| format!("{l}\n"))
+        .collect();
+    assert_ne!(
+        without,
+        format!("{section}\n"),
+        "{name} has no endpoint_config to leave out"
+    );
+    let run = world
+        .fire_declared("write a greeting", "strict", &without)
+        .join_within(FIRE_SECS);
+    let port = world.model.base.rsplit(':').next().unwrap().to_string();
+    assert_ne!(run.code, 0, "{run:#?}");
+    assert_eq!(
+        world.model.turns_taken(),
+        0,
+        "the sandbox let {name} reach the model"
+    );
+    let show = world.show();
+    let blocker = show["reports"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|r| r["kind"] == "blocker")
+        .unwrap_or_else(|| panic!("no blocker: {show:#}\n{run:#?}"))
+        .clone();
+    let summary = blocker["summary"].as_str().unwrap();
+    let refused = format!("the sandbox refused {name}'s connection to ");
+    assert!(summary.starts_with(&refused), "{show:#}\n{run:#?}");
+    assert!(
+        summary.contains(&format!(
+            "127.0.0.1:{port}: port {port} is not granted by envelope \"strict\"'s network.connect (granted: 443"
+        )),
+        "{show:#}"
+    );
+    let id = world.sb.newest_mission().unwrap();
+    let text = world.run(&["mission", "show", &id]).ok().stdout;
+    assert!(text.contains(&refused), "{text}");
+    let detail = blocker["detail"].as_str().unwrap_or_default();
+    assert!(
+        detail.contains(&format!(
+            "127.0.0.1:{port}\" under endpoints of [agents.{name}] in agents.toml"
+        )),
+        "{show:#}"
+    );
+}

@@ -95,44 +95,5 @@ fn lands_under_strict_on_the_endpoint_its_config_toml_names() {
 /// envelope and the fix — on `mission show`.
 #[test]
 fn a_connection_the_sandbox_refuses_is_named_in_the_blocker() {
-    let world = World::new(&CODEX, vec![say("never reached")]);
-    let section = missionboard::agents::catalogue::section("codex")
-        .unwrap()
-        .replace("endpoint_config = \"codex\"\n", "");
-    assert!(!section.contains("endpoint_config"), "{section}");
-    let run = world
-        .fire_declared("write a greeting", "strict", &section)
-        .join_within(180);
-    let port = world.model.base.rsplit(':').next().unwrap().to_string();
-    assert_ne!(run.code, 0, "{run:#?}");
-    assert_eq!(
-        world.model.turns_taken(),
-        0,
-        "the sandbox let codex reach the model"
-    );
-    let show = world.show();
-    let blocker = show["reports"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|r| r["kind"] == "blocker")
-        .unwrap_or_else(|| panic!("no blocker: {show:#}\n{run:#?}"));
-    let summary = blocker["summary"].as_str().unwrap();
-    assert!(
-        summary.starts_with(&format!("the sandbox refused codex's connection to http://127.0.0.1:{port}: port {port} is not granted by envelope \"strict\"'s network.connect (granted: 443")),
-        "{show:#}"
-    );
-    let id = world.sb.newest_mission().unwrap();
-    let text = world.run(&["mission", "show", &id]).ok().stdout;
-    assert!(
-        text.contains("the sandbox refused codex's connection"),
-        "{text}"
-    );
-    let detail = blocker["detail"].as_str().unwrap_or_default();
-    assert!(
-        detail.contains(&format!(
-            "add \"http://127.0.0.1:{port}\" under endpoints of [agents.codex] in agents.toml"
-        )),
-        "{show:#}"
-    );
+    cases::refused_connection_named(&CODEX);
 }

@@ -232,8 +232,7 @@ impl Model {
 
 impl Drop for Model {
     fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
+        crate::common::end_leftover(&mut self.child);
     }
 }
 
@@ -548,10 +547,11 @@ impl Firing {
 }
 
 impl Drop for Firing {
+    /// A fire or host the case did not see to its end (it panicked first) is ended
+    /// with everything it started: no agent outlives its case.
     fn drop(&mut self) {
         if let Some(c) = &mut self.child {
-            let _ = c.kill();
-            let _ = c.wait();
+            crate::common::end_leftover(c);
         }
     }
 }

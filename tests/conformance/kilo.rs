@@ -4,10 +4,9 @@
 
 use std::path::Path;
 
-use serde_json::{Value, json};
-
 use crate::cases;
-use crate::harness::{Conformer, Model, Pin, call};
+use crate::harness::{Conformer, Model, Pin};
+use crate::opencode;
 
 pub static KILO: Conformer = Conformer {
     name: "kilo",
@@ -18,89 +17,88 @@ pub static KILO: Conformer = Conformer {
     },
     api: "openai_chat",
     provider_env,
-    mission_tool,
-    write_call,
-    shell_call,
+    mission_tool: opencode::mission_tool,
+    write_call: opencode::write_call,
+    shell_call: opencode::shell_call,
     workspace_setup: Some(workspace_setup),
 };
 
+/// opencode's offline variables under Kilo's names, and what Kilo adds that no case
+/// needs, each slow on a loaded machine: its codebase index, session upload,
+/// presence, default plugins, external skills, Claude Code's.
 fn provider_env(_model: &Model) -> Vec<(String, String)> {
-    [
-        // No OPENAI_BASE_URL: the endpoint is in the project's kilo.json only,
-        // where missionboard reads `{model}` from too.
-        ("OPENAI_API_KEY", "sk-scripted".to_string()),
-        // Loopback only: no models.dev catalogue, no update checks, no downloads.
-        ("KILO_DISABLE_MODELS_FETCH", "1".to_string()),
-        ("KILO_DISABLE_AUTOUPDATE", "1".to_string()),
-        ("KILO_DISABLE_LSP_DOWNLOAD", "1".to_string()),
-        ("KILO_DISABLE_SHARE", "1".to_string()),
-        // Nothing a case needs, each slow on a loaded machine: its codebase index,
-        // session upload, presence, default plugins, external skills, Claude Code's.
-        ("KILO_DISABLE_CODEBASE_INDEXING", "1".to_string()),
-        ("KILO_DISABLE_SESSION_INGEST", "1".to_string()),
-        ("KILO_DISABLE_PRESENCE", "1".to_string()),
-        ("KILO_DISABLE_DEFAULT_PLUGINS", "1".to_string()),
-        ("KILO_DISABLE_EXTERNAL_SKILLS", "1".to_string()),
-        ("KILO_DISABLE_CLAUDE_CODE", "1".to_string()),
-    ]
-    .into_iter()
-    .map(|(k, v)| (k.to_string(), v))
-    .collect()
-}
-
-/// The project config a user writes to point Kilo at an OpenAI-compatible server.
-fn workspace_setup(workspace: &Path, model: &Model) {
-    let config = json!({
-        "$schema": "https://opencode.ai/config.json",
-        "provider": {
-            "scripted": {
-                "npm": "@ai-sdk/openai-compatible",
-                "name": "Scripted",
-                "options": {"baseURL": format!("{}/v1", model.base), "apiKey": "sk-scripted"},
-                "models": {"scripted-model": {"name": "Scripted model", "tool_call": true}}
-            }
-        },
-        "model": "scripted/scripted-model",
-        "small_model": "scripted/scripted-model",
-        "autoupdate": false,
-        "share": "disabled"
-    });
-    std::fs::write(
-        workspace.join("kilo.json"),
-        serde_json::to_string_pretty(&config).unwrap(),
+    opencode::offline_env(
+        "KILO",
+        &[
+            "CODEBASE_INDEXING",
+            "SESSION_INGEST",
+            "PRESENCE",
+            "DEFAULT_PLUGINS",
+            "EXTERNAL_SKILLS",
+            "CLAUDE_CODE",
+        ],
     )
-    .unwrap();
 }
 
-/// Kilo names an MCP tool `<server>_<tool>`, as opencode does.
-fn mission_tool(name: &str) -> String {
-    format!("mission_{name}")
+/// The project config a user writes to point Kilo at an OpenAI-compatible server:
+/// opencode's, in `kilo.json`.
+fn workspace_setup(workspace: &Path, model: &Model) {
+    opencode::write_project_config(&workspace.join("kilo.json"), model);
 }
 
-fn write_call(path: &str, content: &str) -> Value {
-    call("write", json!({"filePath": path, "content": content}))
-}
-
-fn shell_call(command: &str) -> Value {
-    call("bash", json!({"command": command, "description": "run it"}))
-}
-
-// Kilo takes a minute or more per case on this 2-core machine (a 170 MB runtime
-// started per unit), past the suite's per-step wait once the rest of `cargo test`
-// shares the cores: its cases run on demand, `cargo test --test conformance -- --ignored
-// kilo::` (each passes run alone).
-cases::agent_cases!(
-    #[ignore = "slow: run with --ignored kilo::"]
-    KILO,
-    killed_host,
-    hitl
-);
+// Kilo is opencode's code under another name, with a runtime twice its size: a
+// unit's handshake alone costs it about 8 s of CPU and 700 MB (opencode: 4.5 s and
+// 500 MB), most of it loading its 170 MB binary and starting services no case
+// uses, none of which a variable turns off. Its every case in CI would add minutes
+// of the suite's two cores to prove again what opencode's cases prove of the same
+// code, so CI runs a sample: one case of each operator path the issue names (land
+// on its own config's endpoint, a gated write, a question, a strict deny, a stop,
+// a killed host answered later), each a path where Kilo's own parts (kilo.json,
+// its state dirs, its sandbox-policy dir, its permission frames) are what is
+// exercised. `every_case` holds them all, run on demand:
+// `cargo test --test conformance -- --ignored kilo::every_case::`.
 
 /// A custom endpoint under `strict`: the scripted server on loopback named only in
 /// the project's kilo.json (no `OPENAI_BASE_URL`, no hand grant) — its port is
 /// the one `{model}` opens, and the mission lands.
 #[test]
-#[ignore = "slow: run with --ignored kilo::"]
 fn lands_under_strict_on_the_endpoint_its_kilo_json_names() {
     cases::lands(&KILO, "strict");
+}
+
+#[test]
+fn gated_write_approved_under_strict() {
+    cases::gated_write_approved(&KILO, "strict");
+}
+
+#[test]
+fn question_answered_under_default() {
+    cases::question_answered(&KILO, "default");
+}
+
+#[test]
+fn denied_call_under_strict() {
+    cases::denied_call(&KILO, "strict");
+}
+
+#[test]
+fn stopped_under_strict() {
+    cases::stopped(&KILO, "strict");
+}
+
+#[test]
+fn killed_host_resumed_under_default() {
+    cases::killed_host_resumed(&KILO, "default");
+}
+
+/// Every operator case, as for the other agents (the sample above included).
+mod every_case {
+    use super::KILO;
+
+    crate::cases::agent_cases!(
+        #[ignore = "CI runs kilo's sample: run with --ignored kilo::every_case::"]
+        KILO,
+        killed_host,
+        hitl
+    );
 }

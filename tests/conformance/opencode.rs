@@ -1,5 +1,7 @@
 //! opencode (`opencode acp`), on the scripted OpenAI Chat Completions API through an
-//! OpenAI-compatible provider named in the project's `opencode.json`.
+//! OpenAI-compatible provider named in the project's `opencode.json`. Kilo is built on
+//! opencode: its module takes the project config, the variables and the tool names
+//! from here, under its own names.
 
 use std::path::Path;
 
@@ -24,23 +26,32 @@ pub static OPENCODE: Conformer = Conformer {
 };
 
 fn provider_env(_model: &Model) -> Vec<(String, String)> {
-    [
-        // No OPENAI_BASE_URL: the endpoint is in the project's opencode.json only,
-        // where missionboard reads `{model}` from too.
-        ("OPENAI_API_KEY", "sk-scripted".to_string()),
-        // Loopback only: no models.dev catalogue, no update checks, no downloads.
-        ("OPENCODE_DISABLE_MODELS_FETCH", "1".to_string()),
-        ("OPENCODE_DISABLE_AUTOUPDATE", "1".to_string()),
-        ("OPENCODE_DISABLE_LSP_DOWNLOAD", "1".to_string()),
-        ("OPENCODE_DISABLE_SHARE", "1".to_string()),
-    ]
-    .into_iter()
-    .map(|(k, v)| (k.to_string(), v))
-    .collect()
+    offline_env("OPENCODE", &[])
 }
 
-/// The project config a user writes to point opencode at an OpenAI-compatible server.
+/// The host variables of an agent of opencode's line whose variables start with
+/// `prefix` (`OPENCODE`, `KILO`): no `OPENAI_BASE_URL` (the endpoint is in the
+/// project's config only, where missionboard reads `{model}` from too), the key, and
+/// loopback only — no models.dev catalogue, no update checks, no downloads, no
+/// sharing — plus `{prefix}_DISABLE_<what>` for each of `more`.
+pub fn offline_env(prefix: &str, more: &[&str]) -> Vec<(String, String)> {
+    let mut env = vec![("OPENAI_API_KEY".to_string(), "sk-scripted".to_string())];
+    for what in ["MODELS_FETCH", "AUTOUPDATE", "LSP_DOWNLOAD", "SHARE"]
+        .iter()
+        .chain(more)
+    {
+        env.push((format!("{prefix}_DISABLE_{what}"), "1".to_string()));
+    }
+    env
+}
+
 fn workspace_setup(workspace: &Path, model: &Model) {
+    write_project_config(&workspace.join("opencode.json"), model);
+}
+
+/// The project config a user writes to point opencode (or Kilo) at an
+/// OpenAI-compatible server: the scripted one, as its only provider and model.
+pub fn write_project_config(path: &Path, model: &Model) {
     let config = json!({
         "$schema": "https://opencode.ai/config.json",
         "provider": {
@@ -56,23 +67,19 @@ fn workspace_setup(workspace: &Path, model: &Model) {
         "autoupdate": false,
         "share": "disabled"
     });
-    std::fs::write(
-        workspace.join("opencode.json"),
-        serde_json::to_string_pretty(&config).unwrap(),
-    )
-    .unwrap();
+    std::fs::write(path, serde_json::to_string_pretty(&config).unwrap()).unwrap();
 }
 
-/// opencode names an MCP tool `<server>_<tool>`.
-fn mission_tool(name: &str) -> String {
+/// opencode (and Kilo) name an MCP tool `<server>_<tool>`.
+pub fn mission_tool(name: &str) -> String {
     format!("mission_{name}")
 }
 
-fn write_call(path: &str, content: &str) -> Value {
+pub fn write_call(path: &str, content: &str) -> Value {
     call("write", json!({"filePath": path, "content": content}))
 }
 
-fn shell_call(command: &str) -> Value {
+pub fn shell_call(command: &str) -> Value {
     call("bash", json!({"command": command, "description": "run it"}))
 }
 
@@ -84,4 +91,12 @@ cases::agent_cases!(OPENCODE, killed_host, hitl);
 #[test]
 fn lands_under_strict_on_the_endpoint_its_opencode_json_names() {
     cases::lands(&OPENCODE, "strict");
+}
+
+/// opencode declared without the catalogue's reader of its opencode.json: the
+/// sandbox refuses its connection to the scripted server on loopback, and the
+/// mission's blocker names the address, the envelope and the fix.
+#[test]
+fn a_connection_the_sandbox_refuses_is_named_in_the_blocker() {
+    cases::refused_connection_named(&OPENCODE);
 }

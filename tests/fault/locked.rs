@@ -145,7 +145,7 @@ async fn units_waiting_on_a_foreign_lock_stall_no_other_units_acp_traffic() {
         .expect("the other unit's turn ends");
     let mut heard = String::new();
     while let Ok(ev) = events.try_recv() {
-        if let UnitEvent::AgentText(t) = ev {
+        if let UnitEvent::AgentText { text: t, .. } = ev {
             heard.push_str(&t);
         }
     }

@@ -526,7 +526,7 @@ impl Budget {
                 }
                 self.count_tool_call(id).1
             }
-            UnitEvent::AgentText(t) | UnitEvent::Thought(t) => {
+            UnitEvent::AgentText { text: t, .. } | UnitEvent::Thought(t) => {
                 self.meter_out(t.len());
                 self.bound_exhausted()
             }
@@ -741,7 +741,14 @@ mod tests {
     #[tokio::test]
     async fn reported_usage_wins_over_the_meter() {
         let b = budget(0, 100);
-        assert_eq!(b.record(&UnitEvent::AgentText("x".repeat(100))).await, None);
+        assert_eq!(
+            b.record(&UnitEvent::AgentText {
+                text: "x".repeat(100),
+                message: None
+            })
+            .await,
+            None
+        );
         let r = b
             .record(&UnitEvent::Usage {
                 used: 150,
@@ -762,7 +769,10 @@ mod tests {
         let b = budget(0, 100);
         b.sent(&["p".repeat(200)]);
         let r = b
-            .record(&UnitEvent::AgentText("y".repeat(300)))
+            .record(&UnitEvent::AgentText {
+                text: "y".repeat(300),
+                message: None,
+            })
             .await
             .unwrap()
             .reason;
