@@ -35,6 +35,10 @@ pub const TEARDOWN_GRACE: Duration = Duration::from_secs(2);
 /// is killed) before the supervisor gives up on it and exits.
 const KILL_SWEEP_LIMIT: Duration = Duration::from_secs(5);
 
+/// Longest the supervisor waits, once its tree is empty, for children still
+/// exiting to become reapable.
+const FINAL_REAP_LIMIT: Duration = Duration::from_secs(1);
+
 /// The exit code when the agent could not be started at all (as a shell says it).
 pub const EXIT_CANNOT_START: i32 = 127;
 
@@ -329,17 +333,43 @@ mod imp {
     /// Reap every child that has exited (orphans re-parented to us included); the
     /// agent's wait status when it was among them.
     fn reap(agent: libc::pid_t) -> Option<libc::c_int> {
+        reap_counting(agent).0
+    }
+
+    /// [`reap`], and whether any child is left (alive, or exiting and not yet a
+    /// zombie): `waitpid` says ECHILD only when none is.
+    fn reap_counting(agent: libc::pid_t) -> (Option<libc::c_int>, bool) {
         let mut agent_status = None;
         loop {
             let mut status = 0;
-            // SAFETY: waitpid writes the status into a live local.
-            let pid = unsafe { libc::waitpid(-1, &mut status, libc::WNOHANG) };
+            // SAFETY: waitpid writes the status into a live local. __WALL: a child
+            // cloned with another exit signal than SIGCHLD is reaped too.
+            let pid = unsafe { libc::waitpid(-1, &mut status, libc::WNOHANG | libc::__WALL) };
             if pid <= 0 {
-                return agent_status;
+                return (agent_status, pid == 0);
             }
             if pid == agent {
                 agent_status = Some(status);
             }
+        }
+    }
+
+    /// Reap until we have no child at all, for at most `limit`. The tree walk counts
+    /// only live processes, so a child that died after the last reap is a zombie
+    /// it no longer sees: left unreaped when we exit, it would be re-parented to
+    /// init, which reaps it and takes its CPU time (and that of everything it reaped)
+    /// with it — the unit's, lost from ours and so from the host's account.
+    fn reap_all(agent: libc::pid_t, sigfd: RawFd, limit: Duration) -> Option<libc::c_int> {
+        let deadline = Instant::now() + limit;
+        let mut agent_status = None;
+        loop {
+            let (status, left) = reap_counting(agent);
+            agent_status = agent_status.or(status);
+            if !left || Instant::now() >= deadline {
+                return agent_status;
+            }
+            // A child is still exiting: its SIGCHLD wakes us.
+            nap(sigfd, Duration::from_millis(20));
         }
     }
 
@@ -429,7 +459,7 @@ mod imp {
         };
         let tree = descendants(me);
         if tree.is_empty() {
-            remember(reap(agent));
+            remember(reap_all(agent, sigfd, FINAL_REAP_LIMIT));
             return agent_status;
         }
         // The agent's group first (helpers that share it), then every process found.
@@ -442,6 +472,8 @@ mod imp {
         loop {
             remember(reap(agent));
             if descendants(me).is_empty() {
+                // What died during the walk is a zombie the walk skipped.
+                remember(reap_all(agent, sigfd, FINAL_REAP_LIMIT));
                 return agent_status;
             }
             let left = deadline.saturating_duration_since(Instant::now());
@@ -454,7 +486,7 @@ mod imp {
         loop {
             let tree = descendants(me);
             if tree.is_empty() || Instant::now() >= deadline {
-                remember(reap(agent));
+                remember(reap_all(agent, sigfd, FINAL_REAP_LIMIT));
                 return agent_status;
             }
             signal_all(&tree, libc::SIGKILL);

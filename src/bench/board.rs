@@ -68,7 +68,7 @@ fn as_lines(buffer: &Buffer) -> Vec<Line<'static>> {
 }
 
 /// A bound argument of a bare read.
-enum Arg {
+pub(super) enum Arg {
     Int(i64),
     Text(String),
 }
@@ -164,7 +164,7 @@ fn probe(hosts: &mut std::collections::HashSet<i64>, pid: Option<i64>) {
 
 /// A connection of its own to the bench's store, for the snapshot's floor: the
 /// driver's own statements, every row fetched, nothing decoded into our types.
-enum BareReader {
+pub(super) enum BareReader {
     Sqlite(rusqlite::Connection),
     Postgres {
         client: tokio_postgres::Client,
@@ -173,7 +173,7 @@ enum BareReader {
 }
 
 impl BareReader {
-    async fn open(store: &Store) -> anyhow::Result<BareReader> {
+    pub(super) async fn open(store: &Store) -> anyhow::Result<BareReader> {
         Ok(match store.location() {
             crate::store::Location::File(path) => {
                 BareReader::Sqlite(rusqlite::Connection::open(path)?)
@@ -188,6 +188,41 @@ impl BareReader {
                 }
             }
         })
+    }
+
+    /// One statement (in the house dialect), bare: prepared once, every row fetched
+    /// and every column read, nothing decoded. How many rows it gave.
+    pub(super) async fn rows(&mut self, sql: &str, args: &[Arg]) -> anyhow::Result<usize> {
+        match self {
+            BareReader::Sqlite(conn) => {
+                let mut stmt = conn.prepare_cached(sql)?;
+                let columns = stmt.column_count();
+                let mut rows =
+                    stmt.query(rusqlite::params_from_iter(args.iter().map(Arg::sqlite)))?;
+                let mut n = 0;
+                while let Some(row) = rows.next()? {
+                    for i in 0..columns {
+                        let _ = row.get_ref(i)?;
+                    }
+                    n += 1;
+                }
+                Ok(n)
+            }
+            BareReader::Postgres { client, prepared } => {
+                let stmt = match prepared.get(sql) {
+                    Some(s) => s.clone(),
+                    None => {
+                        let s = client
+                            .prepare(&crate::store::postgres::translate(sql))
+                            .await?;
+                        prepared.insert(sql.to_string(), s.clone());
+                        s
+                    }
+                };
+                let args: Vec<_> = args.iter().map(Arg::postgres).collect();
+                Ok(client.query(&stmt, &args).await?.len())
+            }
+        }
     }
 
     /// The bare reads of the rows a snapshot holds, and its host probes (for each

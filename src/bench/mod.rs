@@ -18,6 +18,7 @@ mod fire;
 mod fleet;
 mod queue;
 mod scratch;
+mod spend;
 mod web;
 
 use std::time::Duration;
@@ -34,6 +35,7 @@ pub const GROUPS: &[&str] = &[
     "fleet",
     "fleet-rss",
     "web",
+    "spend",
 ];
 /// How a figure measured on PostgreSQL ends (its floor is the same work, there).
 const ON_POSTGRES: &str = " on PostgreSQL";
@@ -47,6 +49,7 @@ const STORE_GROUPS: &[&str] = &[
     "board",
     "fleet",
     "web",
+    "spend",
 ];
 
 /// A ratio below this is a broken floor: the floor is the same work as the figure
@@ -275,6 +278,7 @@ pub fn run_group(group: &str, scale: Scale) -> anyhow::Result<i32> {
             "fleet" => fleet::run(scale).await,
             "fleet-rss" => fleet::rss(scale).await,
             "web" => web::run(scale).await,
+            "spend" => spend::run(scale).await,
             // The floor of fleet-rss, run by it in a process of its own.
             "bare-rss" => fleet::bare_rss(scale).await,
             other => anyhow::bail!(
@@ -348,7 +352,7 @@ fn plan(scale: Scale, curves: bool, postgres: bool, chosen: &[&str]) -> Vec<(Str
     for &group in chosen {
         let steps: Vec<Scale> = match group {
             _ if !curves => vec![scale],
-            "answer" | "board" => SCALE_MISSIONS.map(|m| scale.with_missions(m)).to_vec(),
+            "answer" | "board" | "spend" => SCALE_MISSIONS.map(|m| scale.with_missions(m)).to_vec(),
             "fleet" | "fleet-rss" | "queue-fleet" => {
                 SCALE_UNITS.map(|u| scale.with_units(u)).to_vec()
             }

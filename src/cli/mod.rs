@@ -538,7 +538,7 @@ struct BenchArgs {
     /// A small, fast run (a CI smoke test; the figures are not the real scale).
     #[arg(long)]
     quick: bool,
-    /// Run only these figure groups (answer, fire, queue, queue-fleet, board, fleet, fleet-rss, web).
+    /// Run only these figure groups (answer, fire, queue, queue-fleet, board, fleet, fleet-rss, web, spend).
     #[arg(long, value_delimiter = ',')]
     group: Vec<String>,
     /// Each figure at 10k/100k/1M missions and 16/64/256 concurrent units (slow; not for CI).

@@ -276,6 +276,11 @@ async fn claim(
     let (missions, me, labels) = (fleet.missions().clone(), me.clone(), labels.to_vec());
     let fleet = fleet.clone();
     blocking(move || -> anyhow::Result<_> {
+        // Woken by every commit of every unit: with nothing queued, a look is one
+        // indexed read, not the claim's write lock and the budgets' config reads.
+        if !missions.any_waiting()? {
+            return Ok((Vec::new(), None));
+        }
         // The fleet's money budgets, read once per claim round; each candidate is
         // admitted against them inside the claim's transaction, so a host never
         // starts a queued mission past them.

@@ -39,11 +39,20 @@ impl Fleet {
             let Some(missions) = weak.upgrade().map(|i| i.missions.clone()) else {
                 return;
             };
-            let mut changes = missions.store().changes().subscribe();
+            let feed = missions.store().changes();
+            // Pushed commits wake it for every rest; the poll is for a store whose
+            // commits are not pushed. Woken only to look, a host with units spent
+            // ten store reads a second here for nothing.
+            let every = if feed.pushed() {
+                TEARDOWN_SAFETY_NET
+            } else {
+                TEARDOWN_POLL
+            };
+            let mut changes = feed.subscribe();
             let mut after = blocking(move || missions.bus().head()).await.unwrap_or(0);
             let mut safety_net = Instant::now();
             loop {
-                changes.next(TEARDOWN_POLL).await;
+                changes.next(every).await;
                 let Some(inner) = weak.upgrade() else { return };
                 let fleet = Fleet { inner };
                 let missions = fleet.inner.missions.clone();

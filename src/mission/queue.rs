@@ -383,6 +383,20 @@ impl Missions {
             .unwrap_or(false)
     }
 
+    /// Whether any mission waits in the queue: one read of the waiting index, so
+    /// a host with free room looks this up on each wake-up and takes the claim's
+    /// write lock (and reads the fleet's budgets) only when there is something
+    /// to claim.
+    pub fn any_waiting(&self) -> Result<bool> {
+        Ok(self.store.with(|c| {
+            c.query_row(
+                "SELECT EXISTS (SELECT 1 FROM mission_queue WHERE waiting = 1)",
+                [],
+                |r| r.get::<i64>(0),
+            )
+        })? != 0)
+    }
+
     /// The agents the waiting missions name, each once: what a host admitting by
     /// memory needs to know before it claims.
     pub fn waiting_agents(&self) -> Result<Vec<String>> {

@@ -3,7 +3,7 @@
 
 use serde_json::Value;
 
-use crate::harness::Sandbox;
+use crate::harness::{Background, Sandbox, wait_for};
 
 /// The test's own price table, in the sandbox home: the figures below are computed
 /// from these, never from the shipped table.
@@ -433,5 +433,60 @@ fn a_fire_whose_money_bound_would_pass_the_budget_is_refused() {
             "fleet budget refused: the fleet has spent $0.00 today (UTC) against budget-daily $1.00, and this mission's maxCostUsd $2.00 would take it past."
         ),
         "{refused:#?}"
+    );
+}
+
+/// `budget-on-exceeded pause`: a running mission whose reported cost takes the fleet
+/// past its daily budget pauses on the compute-bound question, open and not
+/// finished, the question naming the spend and the budget; answered "stop", it
+/// finishes stuck. (Under the default, `finish`, the first mission of
+/// `a_fire_past_the_daily_budget_is_refused_naming_the_spend_or_queued_with_queue`
+/// crosses the same budget and lands.)
+#[test]
+fn a_running_mission_that_crosses_the_fleet_budget_pauses_when_the_config_says_pause() {
+    let sb = Sandbox::new();
+    let script = crossing_script(PRICED, 10, 10, Some(r#"{"amount":0.75,"currency":"USD"}"#));
+    setup(&sb, &[("stub", &script)]);
+    sb.run(&["config", "set", "budget-daily", "$0.50"]).ok();
+    sb.run(&["config", "set", "budget-on-exceeded", "pause"])
+        .ok();
+    let host = Background::spawn(sb.fire_stub_command("open", "60s", None));
+    let (id, ask) = wait_for(30, "the fleet budget's question", || {
+        let id = sb.newest_mission()?;
+        let show = sb.run(&["mission", "show", &id, "--json"]).ok();
+        let v: Value = serde_json::from_str(&show.stdout).unwrap();
+        let ask = v["pendingAsks"]
+            .as_array()?
+            .iter()
+            .find(|a| a["toolName"] == "compute_bound" && a["parked"] == true)?
+            .clone();
+        Some((id, ask))
+    });
+    assert_eq!(sb.status_line(&id), "open", "paused, not finished");
+    assert_eq!(
+        ask["argsSummary"],
+        format!("mission {id} hit its compute bound maxCostUsd=$0.75 — extend it or let it stop?")
+    );
+    let why = ask["diff"].as_str().unwrap_or_default();
+    assert!(
+        why.starts_with(
+            "fleet budget exceeded: the fleet has spent $0.75 today (UTC) against budget-daily $0.50 — nothing new starts until "
+        ),
+        "{ask:#}"
+    );
+    assert_eq!(
+        crate::harness::report_summaries(&sb, &id),
+        ["[progress] go"],
+        "nothing after the crossing was filed"
+    );
+    let ask = ask["id"].as_str().unwrap();
+    sb.run(&["approvals", "respond", ask, "--answer", "stop"])
+        .ok();
+    let run = host.join();
+    assert_eq!(run.code, 1, "{run:#?}");
+    assert!(
+        sb.status_line(&id).starts_with("stuck — "),
+        "{}",
+        sb.status_line(&id)
     );
 }

@@ -32,7 +32,7 @@ pub(crate) use ledger::{PG_SCHEMA_V11, PG_SCHEMA_V16, SCHEMA_V5, SCHEMA_V7, SCHE
 pub(crate) use ledger::{PG_SCHEMA_V22, SCHEMA_V22};
 pub(crate) use ledger::{PG_SCHEMA_V23_CONTEXT, SCHEMA_V23_CONTEXT};
 pub(crate) use ledger::{PG_SCHEMA_V24, SCHEMA_V24};
-pub use ledger::{ResourceSample, UnitResources};
+pub use ledger::{ResourceSample, UnitResources, spend_sql};
 pub(super) use model::select_allowed_model;
 pub(super) use pause::settle_pause;
 
