@@ -213,7 +213,7 @@ impl BareReader {
                     Some(s) => s.clone(),
                     None => {
                         let s = client
-                            .prepare(&crate::store::postgres::translate(sql))
+                            .prepare(&crate::store::pg_dialect::translate(sql))
                             .await?;
                         prepared.insert(sql.to_string(), s.clone());
                         s
