@@ -102,8 +102,13 @@ pub fn record(
             crate::ops::allowances::record_granted(host, &allowance);
         }
         Answerer::Operator(v) => {
+            if matches!(v, OperatorVerdict::Approve) {
+                grant_check_tries(host, &asks.require(ask_id)?)?;
+            }
             let ask = asks.operator_verdict(ask_id, v, via)?;
-            settle_check_pause(host, &ask, parked.is_some())?;
+            if parked.is_none() {
+                crate::fleet::check::rest_on_refused_pause(host.missions(), &ask)?;
+            }
         }
         Answerer::Agent { name, text } => {
             answer_as_agent_within_bounds(
@@ -121,31 +126,32 @@ pub fn record(
 }
 
 /// A mission paused on its check's last failure (`onExhausted: pause_ask`) is
-/// settled by the verdict on its ask, in the answering process: approved, its check
-/// gets the envelope's `maxChecks` tries again (the resumed unit is told to fix the
-/// work and finish again); denied, it rests stuck on the failure — here only when
-/// no run is `parked` under the ask: a parked run's refusal is settled by whoever
-/// claims its checkpoint (its live host, or the process that resumes it), so the
+/// settled by the verdict on its ask. Approved, its check gets the envelope's
+/// `maxChecks` tries again — granted before the approval is recorded, so the unit
+/// the approval resumes (at once, on its host) never finishes against the spent
+/// tries; the grant sets the bound from the tries made, so a second grant (an
+/// approval that then loses its race) changes nothing. Refused, it rests stuck on
+/// the failure ([`crate::fleet::check::rest_on_refused_pause`]): in the answering
+/// process only when no run is parked under the ask, else by whoever claims the
+/// run's checkpoint (its live host, or the process that resumes it), so the
 /// failure is filed as its blocker exactly once.
-fn settle_check_pause(host: &Host, ask: &crate::asks::Ask, parked: bool) -> anyhow::Result<()> {
-    if ask.tool_name != crate::asks::CHECK_TOOL {
-        return Ok(());
-    }
-    let Some(mission_id) = ask.mission_id.as_deref() else {
+fn grant_check_tries(host: &Host, ask: &crate::asks::Ask) -> anyhow::Result<()> {
+    let (crate::asks::CHECK_TOOL, true, Some(mission_id)) = (
+        ask.tool_name.as_str(),
+        ask.is_pending(),
+        ask.mission_id.as_deref(),
+    ) else {
         return Ok(());
     };
     let missions = host.missions();
-    if ask.approved() == Some(true) && missions.check(mission_id)?.is_some() {
-        let m = missions.require(mission_id)?;
-        let more = crate::envelope::search::load(host.paths(), &m.envelope_name)
-            .map(|l| l.declared.compute.effective_max_checks())
-            .unwrap_or(crate::envelope::format::DEFAULT_MAX_CHECKS);
-        missions.grant_check_tries(mission_id, more)?;
+    if missions.check(mission_id)?.is_none() {
         return Ok(());
     }
-    if !parked {
-        crate::fleet::check::rest_on_refused_pause(missions, ask)?;
-    }
+    let m = missions.require(mission_id)?;
+    let more = crate::envelope::search::load(host.paths(), &m.envelope_name)
+        .map(|l| l.declared.compute.effective_max_checks())
+        .unwrap_or(crate::envelope::format::DEFAULT_MAX_CHECKS);
+    missions.grant_check_tries(mission_id, more)?;
     Ok(())
 }
 
