@@ -106,6 +106,10 @@ pub fn record(
                 grant_check_tries(host, &asks.require(ask_id)?)?;
             }
             let ask = asks.operator_verdict(ask_id, v, via)?;
+            // A refused check pause rests its mission stuck on the failure: here only
+            // when no run is parked under the ask, else by whoever claims the run's
+            // checkpoint (its live host, or the process that resumes it), so the
+            // failure is filed as its blocker exactly once.
             if parked.is_none() {
                 crate::fleet::check::rest_on_refused_pause(host.missions(), &ask)?;
             }
@@ -125,16 +129,12 @@ pub fn record(
     Ok(Recorded { parked, resumer })
 }
 
-/// A mission paused on its check's last failure (`onExhausted: pause_ask`) is
-/// settled by the verdict on its ask. Approved, its check gets the envelope's
-/// `maxChecks` tries again — granted before the approval is recorded, so the unit
-/// the approval resumes (at once, on its host) never finishes against the spent
-/// tries; the grant sets the bound from the tries made, so a second grant (an
-/// approval that then loses its race) changes nothing. Refused, it rests stuck on
-/// the failure ([`crate::fleet::check::rest_on_refused_pause`]): in the answering
-/// process only when no run is parked under the ask, else by whoever claims the
-/// run's checkpoint (its live host, or the process that resumes it), so the
-/// failure is filed as its blocker exactly once.
+/// A mission paused on its check's last failure (`onExhausted: pause_ask`) and
+/// approved gets the envelope's `maxChecks` tries again — granted before the
+/// approval is recorded, so the unit the approval resumes (at once, on its host)
+/// never finishes against the spent tries. The grant sets the bound from the tries
+/// made, so a second grant changes nothing; an approval that then loses its race
+/// leaves the raised bound on a mission the winning verdict settled.
 fn grant_check_tries(host: &Host, ask: &crate::asks::Ask) -> anyhow::Result<()> {
     let (crate::asks::CHECK_TOOL, true, Some(mission_id)) = (
         ask.tool_name.as_str(),
