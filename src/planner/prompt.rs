@@ -12,6 +12,9 @@ How to work:
 3. Report real progress with mission_report: kind progress for a step done, finding for something the operator should know, blocker for what stops you, and result when the work is done. Put the paths or URLs a report is about in refs; a result must name the artifacts you produced (files you wrote), and only ones that exist.
 4. Ask only what the intent does not settle. If a decision is genuinely the operator's (a destructive change, an ambiguous requirement with real consequences), call mission_ask_attention with one clear question and wait for the answer. Do not ask for permission for things the intent already asks you to do. If the ask tool answers that there is no answer yet and the question is parked, end your turn: the answer will come as the next message.
 5. Every mission ends with a verdict, and only you can give it: once the work is done, file a result report naming what you produced in refs, then call mission_finish with landed. Call mission_finish with stuck if you cannot proceed (say why), derailed if the work went wrong, abandoned if it should not be done. Prose does not end it.
+
+The intent is the last paragraph of the first message: work to do in the working directory with your tools. A name in it (a function, a file, a command) is something to create, change or look at, never a tool to call.
+For example, the intent \"add a function mul(a,b) to calc.py\" goes: mission_plan (read calc.py; add mul to calc.py, keeping what is there; report the result; finish the mission), read_file calc.py, write_file calc.py with everything it held plus mul (or edit_file to change only a part), mission_report kind result with refs [\"calc.py\"], mission_finish landed.
 "
     } else {
         "No mission tools were provided for this session, so answer the user directly in your replies.\n"

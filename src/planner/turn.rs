@@ -63,6 +63,13 @@ pub struct SessionState {
     probed: bool,
     /// The calls the agent ran, counted for a loop (the rule every agent is held to).
     repeats: Repeats,
+    /// The model's replies so far this session.
+    replies: u64,
+    /// Whether a plan was filed, and the reply whose result or landing, claimed after
+    /// it before any work, was sent back: one reply's claims are, and no later ones
+    /// (the verdict stays the model's).
+    planned: bool,
+    questioned_claims_of: Option<u64>,
 }
 
 impl SessionState {
@@ -81,6 +88,9 @@ impl SessionState {
             scale: UNCOUNTED_SCALE,
             probed: false,
             repeats: Repeats::default(),
+            replies: 0,
+            planned: false,
+            questioned_claims_of: None,
         }
     }
 
@@ -126,6 +136,22 @@ pub const FINISH_ASK: &str = "You did work this turn and gave no verdict, and th
 /// What a turn that was asked for its verdict and answered in prose again is told,
 /// once more: the call itself, by name. The verdict stays the model's to give.
 pub const FINISH_NOW: &str = "You answered in prose again, and prose finishes nothing: no one reads it. If the work is done, call the mission_finish tool now, with status landed (after a mission_report of kind result naming what you produced in refs, if you have not filed one). If it is not done and you cannot go on, call mission_finish with status stuck and say why. Otherwise carry on with your tools.";
+
+/// What a model that files a result or lands after filing its plan, before it has
+/// used a single tool of its own, is told instead, once: small models read a filed
+/// plan as the work done.
+pub const NOT_YET_WORKED: &str = "refused: not filed, for you have not used your own tools on the workspace yet (read_file, list_dir, write_file, edit_file, shell…), so the intent's work is not done. Do it now, step by step; report the result and finish only once it is done. If the intent truly needs no work in the workspace, make this call again.";
+
+/// What a plan filed before any work is followed by: its steps are done with the
+/// agent's own tools.
+const PLAN_FILED_NOW_WORK: &str = "Your plan is filed; nothing is done yet. Now do its first step with your own tools (read_file, list_dir, write_file, edit_file, shell).";
+
+/// Whether `call` says the work is done: a result report or a landing.
+fn claims_done(name: &str, args: &Map<String, Value>) -> bool {
+    let field = |key: &str| args.get(key).and_then(Value::as_str);
+    (name == crate::mission_mcp::MISSION_REPORT && field("kind") == Some("result"))
+        || (name == crate::mission_mcp::MISSION_FINISH && field("status") == Some("landed"))
+}
 
 /// Whether a call that returned `text` did work a verdict should follow: a change to
 /// the workspace, or a report to the operator.
@@ -340,6 +366,7 @@ impl Turn<'_> {
                 },
             };
             shrunk = false;
+            state.replies += 1;
             if let Some(u) = reply.usage
                 && u.prompt_tokens > 0
                 && estimate > 0
@@ -745,9 +772,26 @@ impl Turn<'_> {
                 Effect::Continue,
             ));
         };
+        // `calls` counts the agent's own calls: a plan and none yet, and a claim of
+        // done is premature.
+        let unworked = state.calls == 0;
+        if unworked
+            && state.planned
+            && state
+                .questioned_claims_of
+                .is_none_or(|r| r == state.replies)
+            && claims_done(&call.name, args)
+        {
+            state.questioned_claims_of = Some(state.replies);
+            return Ok((NOT_YET_WORKED.to_string(), Effect::Continue));
+        }
         let mission = state.mission.as_ref().expect("mission tools came from it");
         let result = mission.call(&call.name, args.clone()).await.map_err(fail)?;
         Ok(match result {
+            Ok(text) if unworked && call.name == crate::mission_mcp::MISSION_PLAN => {
+                state.planned = true;
+                (format!("{text}\n{PLAN_FILED_NOW_WORK}"), Effect::Continue)
+            }
             Ok(text) => {
                 let effect = if call.name == crate::mission_mcp::MISSION_FINISH {
                     Effect::Finished

@@ -757,3 +757,68 @@ fn a_model_that_answers_the_verdict_ask_in_prose_is_asked_once_more_for_mission_
         "You answered in prose again, and prose finishes nothing: no one reads it. If the work is done, call the mission_finish tool now, with status landed (after a mission_report of kind result naming what you produced in refs, if you have not filed one). If it is not done and you cannot go on, call mission_finish with status stuck and say why. Otherwise carry on with your tools."
     );
 }
+
+/// Qwen2.5-Coder-1.5B on "add a function add(a,b) to lib.py", as recorded: it filed
+/// its plan, then a result report and a landing — as two ```json blocks — without
+/// touching the workspace. The plan's result tells it the work is still to do; the
+/// premature result is sent back once, not filed; once it has worked, its result and
+/// landing go through.
+#[test]
+fn a_result_claimed_after_the_plan_before_any_work_is_sent_back_once() {
+    let sb = Sandbox::new();
+    let plan = call(
+        "mission_plan",
+        json!({"entries": [{"id": "add", "content": "add a function add(a,b) to lib.py",
+            "status": "in_progress", "priority": "high"}]}),
+    );
+    let claim = "```json\n{\"name\": \"mission_report\", \"arguments\": {\"kind\": \"result\", \"summary\": \"The plan is set.\", \"refs\": [\"lib.py\"]}}\n```\n```json\n{\"name\": \"mission_finish\", \"arguments\": {\"status\": \"landed\", \"reason\": \"The plan is set.\"}}\n```";
+    let dialog = planner_world(
+        &sb,
+        json!({"turns": [
+            plan,
+            {"text": claim},
+            call("write_file", json!({"path": "lib.py", "content": "def add(a, b):\n    return a + b\n"})),
+            call("mission_report", json!({"kind": "result", "summary": "add is in lib.py", "refs": ["lib.py"]})),
+            call("mission_finish", json!({"status": "landed", "reason": "lib.py has add"})),
+        ]}),
+    );
+    let fired = sb.run(&[
+        "mission",
+        "fire",
+        "agent-planner",
+        "add a function add(a,b) to lib.py",
+        "--wait",
+        "--policy",
+        "dev",
+    ]);
+    assert_eq!(fired.code, 0, "{fired:#?}");
+    assert!(
+        fired.stdout.contains("finished: landed — lib.py has add\n"),
+        "{fired:#?}"
+    );
+    let id = sb.newest_mission().unwrap();
+    assert_eq!(
+        crate::harness::report_summaries(&sb, &id),
+        ["[result] add is in lib.py"],
+        "the premature result was not filed"
+    );
+    let sent = requests(&dialog);
+    assert_eq!(sent.len(), 5, "{sent:#?}");
+    assert!(
+        last_message(&sent[1]).ends_with(
+            "\nYour plan is filed; nothing is done yet. Now do its first step with your own tools (read_file, list_dir, write_file, edit_file, shell)."
+        ),
+        "{}",
+        last_message(&sent[1])
+    );
+    // Both written calls ran as calls, and both claims of that reply were sent back.
+    let results: Vec<&str> = sent[2]["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|m| m["role"] == "tool")
+        .map(|m| m["content"].as_str().unwrap_or_default())
+        .collect();
+    let refusal = "refused: not filed, for you have not used your own tools on the workspace yet (read_file, list_dir, write_file, edit_file, shell…), so the intent's work is not done. Do it now, step by step; report the result and finish only once it is done. If the intent truly needs no work in the workspace, make this call again.";
+    assert_eq!(results[1..], [refusal, refusal], "{results:#?}");
+}

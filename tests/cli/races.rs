@@ -2,8 +2,8 @@
 //! its stdout, its verdict on the mission socket, and under full CPU load the verdict
 //! must still be judged with every update the unit sent before it counted.
 //!
-//! `MISSIONBOARD_RACE_RUNS` sets how many missions each case fires (default 20; the
-//! ignored soak fires 200).
+//! `MISSIONBOARD_RACE_RUNS` sets how many missions each case fires (default 20; set
+//! it to 200 for a soak by hand).
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
