@@ -1,6 +1,8 @@
 //! Where an agent's model endpoint is, read where the agent itself reads it: its own
 //! config file (codex's `config.toml`, opencode's `opencode.json`, Claude Code's
-//! `settings.json`), else its environment variables, else the catalogue's default —
+//! `settings.json`, goose's `config.yaml`, Qwen Code's `settings.json`), its environment
+//! variables and the `.env` files it loads them from (Gemini CLI, Qwen Code), else the
+//! catalogue's default —
 //! each with where it was found, so a grant, `doctor --agent` and a refused
 //! connection's blocker can all say it.
 //!
@@ -11,6 +13,8 @@
 use std::path::{Path, PathBuf};
 
 use super::{Agent, catalogue, expand_vars, url_port};
+
+mod env_files;
 
 /// One model endpoint of an agent, and where it was found.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -90,7 +94,9 @@ pub fn unit_var(agent: &Agent) -> impl Fn(&str) -> Option<String> + '_ {
 }
 
 /// The config readers the catalogue may name under `endpoint_config`.
-pub const READERS: &[&str] = &["codex", "opencode", "kilo", "claude"];
+pub const READERS: &[&str] = &[
+    "codex", "opencode", "kilo", "claude", "gemini", "qwen", "goose",
+];
 
 /// Every model endpoint of `agent` as a unit of it at `view` would reach: the one its
 /// own config names when its reader finds one (with any endpoint its declaration adds
@@ -101,6 +107,9 @@ pub fn resolve(agent: &Agent, view: &UnitView<'_>) -> Vec<Endpoint> {
         Some("opencode") => opencode(view, &OPENCODE),
         Some("kilo") => opencode(view, &KILO),
         Some("claude") => claude(view),
+        Some("gemini") => env_files::gemini(view),
+        Some("qwen") => env_files::qwen(view),
+        Some("goose") => env_files::goose(view),
         _ => None,
     };
     let Some(mut found) = configured else {
