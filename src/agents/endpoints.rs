@@ -95,7 +95,7 @@ pub fn unit_var(agent: &Agent) -> impl Fn(&str) -> Option<String> + '_ {
 
 /// The config readers the catalogue may name under `endpoint_config`.
 pub const READERS: &[&str] = &[
-    "codex", "opencode", "kilo", "claude", "gemini", "qwen", "goose",
+    "codex", "opencode", "kilo", "claude", "gemini", "qwen", "goose", "cline",
 ];
 
 /// Every model endpoint of `agent` as a unit of it at `view` would reach: the one its
@@ -110,6 +110,7 @@ pub fn resolve(agent: &Agent, view: &UnitView<'_>) -> Vec<Endpoint> {
         Some("gemini") => env_files::gemini(view),
         Some("qwen") => env_files::qwen(view),
         Some("goose") => env_files::goose(view),
+        Some("cline") => cline(view),
         _ => None,
     };
     let Some(mut found) = configured else {
@@ -507,6 +508,44 @@ fn claude(view: &UnitView<'_>) -> Option<Vec<Endpoint>> {
             "Claude Code's default (ANTHROPIC_BASE_URL is not set)".to_string(),
         ),
     }])
+}
+
+// ---- Cline: the provider its ACP mode runs, and `providers.json`. ----
+
+/// Cline's endpoint in ACP mode: the provider `CLINE_PROVIDER` names (else its own
+/// account, `cline`), and that provider's `settings.baseUrl` in the
+/// `settings/providers.json` of its data dir (`CLINE_DATA_DIR`, else
+/// `${CLINE_DIR:-~/.cline}/data`) — what `cline auth -p … -b <url>` writes. A provider
+/// with no base URL there: the declared endpoints.
+fn cline(view: &UnitView<'_>) -> Option<Vec<Endpoint>> {
+    let data = match view.get("CLINE_DATA_DIR") {
+        Some(dir) => PathBuf::from(dir),
+        None => view.path("${CLINE_DIR:-~/.cline}/data")?,
+    };
+    let file = data.join("settings").join("providers.json");
+    let (provider, chosen) = match view.get("CLINE_PROVIDER") {
+        Some(p) => (p, "CLINE_PROVIDER"),
+        None => ("cline".to_string(), "Cline's default"),
+    };
+    let doc = parse_jsonc(&std::fs::read_to_string(&file).ok()?)?;
+    let url = doc
+        .get("providers")?
+        .get(&provider)?
+        .get("settings")?
+        .get("baseUrl")?
+        .as_str()?
+        .trim()
+        .to_string();
+    if url.is_empty() {
+        return None;
+    }
+    Some(vec![Endpoint::new(
+        &url,
+        format!(
+            "{}: providers.{provider}.settings.baseUrl (provider {provider:?}: {chosen})",
+            file.display()
+        ),
+    )])
 }
 
 #[cfg(test)]

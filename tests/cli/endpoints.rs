@@ -25,6 +25,9 @@ fn doctor(sb: &Sandbox, name: &str, env: &[(&str, &str)]) -> Run {
         "OPENAI_HOST",
         "ANTHROPIC_HOST",
         "OLLAMA_HOST",
+        "CLINE_PROVIDER",
+        "CLINE_DATA_DIR",
+        "CLINE_DIR",
     ] {
         cmd.env_remove(var);
     }
@@ -318,6 +321,49 @@ fn goose_s_endpoint_comes_from_its_provider_in_config_yaml_under_its_environment
     assert_eq!(
         lines_starting(&run, "Endpoint:"),
         ["Endpoint:  http://127.0.0.1:8132 (port 8132) — from OPENAI_HOST (GOOSE_PROVIDER = \"openai\" from GOOSE_PROVIDER)"],
+        "{run:#?}"
+    );
+}
+
+#[test]
+fn cline_s_endpoint_comes_from_the_providers_json_of_the_provider_it_runs() {
+    let sb = strict_home();
+    let providers = sb
+        .home
+        .parent()
+        .unwrap()
+        .join(".cline/data/settings/providers.json");
+    // As `cline auth -p openai -k … -m … -b http://127.0.0.1:8133/v1` writes it.
+    sb.write(
+        &providers,
+        r#"{"version": 1, "lastUsedProvider": "openai-compatible", "providers": {"openai-compatible": {"settings": {"provider": "openai-compatible", "model": "m", "baseUrl": "http://127.0.0.1:8133/v1"}, "tokenSource": "manual"}}}"#,
+    );
+    let run = doctor(
+        &sb,
+        "cline",
+        &[("CLINE_PROVIDER", "openai-compatible")],
+    );
+    let found = format!(
+        "{}: providers.openai-compatible.settings.baseUrl (provider \"openai-compatible\": CLINE_PROVIDER)",
+        providers.display()
+    );
+    assert_eq!(
+        lines_starting(&run, "Endpoint:"),
+        [format!(
+            "Endpoint:  http://127.0.0.1:8133/v1 (port 8133) — from {found}"
+        )],
+        "{run:#?}"
+    );
+    assert_eq!(
+        lines_starting(&run, "Grant:     connect"),
+        [model_grant("cline", "http://127.0.0.1:8133/v1", 8133, &found)],
+        "exactly its endpoint's port: {run:#?}"
+    );
+    // Without CLINE_PROVIDER its ACP mode runs its own account's provider.
+    let run = doctor(&sb, "cline", &[]);
+    assert_eq!(
+        lines_starting(&run, "Endpoint:"),
+        ["Endpoint:  https://api.cline.bot (port 443) — from its declaration"],
         "{run:#?}"
     );
 }
