@@ -204,6 +204,26 @@ fn a_form_from_the_sdk_agent_is_filled_from_the_cli() {
             "form: accept branch=main; env=staging; retries=1".to_string()
         )]
     );
+    // The record: the form answered from the CLI, with the values given there.
+    let row = history_row(&sb, &ask);
+    assert_eq!(row["toolName"], "form", "{row:#}");
+    assert_eq!(row["answeredSurface"], "cli", "{row:#}");
+    let resolution = row["resolution"].to_string();
+    assert!(
+        resolution.contains("main") && resolution.contains("staging"),
+        "{row:#}"
+    );
+}
+
+/// The `approvals history --json` row of `ask`.
+fn history_row(sb: &Sandbox, ask: &str) -> Value {
+    let history = sb.run(&["approvals", "history", "--json"]).ok();
+    let v: Value = serde_json::from_str(&history.stdout).unwrap();
+    v["asks"]
+        .as_array()
+        .and_then(|rows| rows.iter().find(|r| r["id"] == ask))
+        .unwrap_or_else(|| panic!("no history row for {ask}: {v:#}"))
+        .clone()
 }
 
 /// The form ask the SDK agent sent, once it is pending.
@@ -296,13 +316,7 @@ fn terminal_a_form_from_the_sdk_agent_is_filled_from_the_board() {
         )]
     );
     // The record: the form answered, on the board, with the values typed there.
-    let history = sb.run(&["approvals", "history", "--json"]).ok();
-    let v: Value = serde_json::from_str(&history.stdout).unwrap();
-    let row = v["asks"]
-        .as_array()
-        .and_then(|rows| rows.iter().find(|r| r["id"] == ask.as_str()))
-        .unwrap_or_else(|| panic!("no history row for {ask}: {v:#}"))
-        .clone();
+    let row = history_row(&sb, &ask);
     assert_eq!(row["toolName"], "form", "{row:#}");
     assert_eq!(row["answeredSurface"], "board", "{row:#}");
     let resolution = row["resolution"].to_string();
