@@ -252,7 +252,12 @@ fn qwen_s_endpoint_comes_from_its_model_provider_then_its_env_files_then_its_set
     );
     assert_eq!(
         lines_starting(&run, "Grant:     connect"),
-        [model_grant("qwen", "http://127.0.0.1:8128/v1", 8128, &found)],
+        [model_grant(
+            "qwen",
+            "http://127.0.0.1:8128/v1",
+            8128,
+            &found
+        )],
         "exactly its endpoint's port: {run:#?}"
     );
     // A model with no provider entry: the project's .env names the base URL.
@@ -320,7 +325,9 @@ fn goose_s_endpoint_comes_from_its_provider_in_config_yaml_under_its_environment
     );
     assert_eq!(
         lines_starting(&run, "Endpoint:"),
-        ["Endpoint:  http://127.0.0.1:8132 (port 8132) — from OPENAI_HOST (GOOSE_PROVIDER = \"openai\" from GOOSE_PROVIDER)"],
+        [
+            "Endpoint:  http://127.0.0.1:8132 (port 8132) — from OPENAI_HOST (GOOSE_PROVIDER = \"openai\" from GOOSE_PROVIDER)"
+        ],
         "{run:#?}"
     );
 }
@@ -338,11 +345,7 @@ fn cline_s_endpoint_comes_from_the_providers_json_of_the_provider_it_runs() {
         &providers,
         r#"{"version": 1, "lastUsedProvider": "openai-compatible", "providers": {"openai-compatible": {"settings": {"provider": "openai-compatible", "model": "m", "baseUrl": "http://127.0.0.1:8133/v1"}, "tokenSource": "manual"}}}"#,
     );
-    let run = doctor(
-        &sb,
-        "cline",
-        &[("CLINE_PROVIDER", "openai-compatible")],
-    );
+    let run = doctor(&sb, "cline", &[("CLINE_PROVIDER", "openai-compatible")]);
     let found = format!(
         "{}: providers.openai-compatible.settings.baseUrl (provider \"openai-compatible\": CLINE_PROVIDER)",
         providers.display()
@@ -356,7 +359,12 @@ fn cline_s_endpoint_comes_from_the_providers_json_of_the_provider_it_runs() {
     );
     assert_eq!(
         lines_starting(&run, "Grant:     connect"),
-        [model_grant("cline", "http://127.0.0.1:8133/v1", 8133, &found)],
+        [model_grant(
+            "cline",
+            "http://127.0.0.1:8133/v1",
+            8133,
+            &found
+        )],
         "exactly its endpoint's port: {run:#?}"
     );
     // Without CLINE_PROVIDER its ACP mode runs its own account's provider.

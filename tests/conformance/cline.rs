@@ -21,7 +21,16 @@ pub const PIN: Pin = Pin {
 fn provider_env(model: &Model) -> Vec<(String, String)> {
     let data = model.dir().join("cline-data");
     let out = Command::new(install(&PIN))
-        .args(["auth", "-p", "openai", "-k", "sk-scripted", "-m", "scripted-model", "-b"])
+        .args([
+            "auth",
+            "-p",
+            "openai",
+            "-k",
+            "sk-scripted",
+            "-m",
+            "scripted-model",
+            "-b",
+        ])
         .arg(format!("{}/v1", model.base))
         .env("CLINE_DATA_DIR", &data)
         .env("CLINE_SESSION_BACKEND_MODE", "local")
@@ -102,7 +111,10 @@ fn its_model_is_never_offered_the_mission_tools() {
         .fire("write a greeting", "strict")
         .join_within(STEP_SECS * 3);
     let requests = world.model.requests();
-    assert!(!requests.is_empty(), "the model was never reached: {run:#?}");
+    assert!(
+        !requests.is_empty(),
+        "the model was never reached: {run:#?}"
+    );
     let offered: Vec<String> = requests[0]["body"]["tools"]
         .as_array()
         .into_iter()
@@ -123,7 +135,12 @@ fn its_model_is_never_offered_the_mission_tools() {
     );
     let refused = requests
         .iter()
-        .flat_map(|r| r["body"]["messages"].as_array().cloned().unwrap_or_default())
+        .flat_map(|r| {
+            r["body"]["messages"]
+                .as_array()
+                .cloned()
+                .unwrap_or_default()
+        })
         .filter(|m| m["role"] == "tool")
         .filter_map(|m| m["content"].as_str().map(str::to_string))
         .any(|c| c.contains("unavailable tool 'mission__mission_report'"));

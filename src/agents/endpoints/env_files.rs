@@ -113,12 +113,13 @@ struct QwenSettings {
 impl QwenSettings {
     fn read(view: &UnitView<'_>) -> QwenSettings {
         let global = qwen_dir(view);
-        let candidates = global
-            .map(|g| g.join("settings.json"))
-            .into_iter()
-            .chain(std::iter::once(
-                view.workspace.join(".qwen").join("settings.json"),
-            ));
+        let candidates =
+            global
+                .map(|g| g.join("settings.json"))
+                .into_iter()
+                .chain(std::iter::once(
+                    view.workspace.join(".qwen").join("settings.json"),
+                ));
         let files = candidates
             .filter_map(|f| {
                 let doc = parse_jsonc(&std::fs::read_to_string(&f).ok()?)?;
