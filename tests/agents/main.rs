@@ -330,3 +330,156 @@ fn terminal_a_form_from_the_sdk_agent_is_filled_from_the_board() {
     });
     assert!(screen.contains("EXITED:0"), "{screen}");
 }
+
+// ---- The TypeScript SDK's agent. ----
+
+const FORM_AGENT: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/agents/form_agent.mjs");
+/// The published ACP SDK for TypeScript, pinned.
+const TS_SDK: (&str, &str) = ("@agentclientprotocol/sdk", "2.4.0");
+
+/// `tests/agents/form_agent.mjs` beside the pinned SDK, installed from npm (once,
+/// under a lock) into `<target>/agents-npm`, where node resolves its import.
+fn form_agent_script() -> std::path::PathBuf {
+    let prefix = harness::target_dir().join("agents-npm");
+    std::fs::create_dir_all(&prefix).unwrap();
+    let _lock = harness::FileLock::take(&prefix.join(".install.lock"));
+    let (package, version) = TS_SDK;
+    let installed = || -> Option<String> {
+        let manifest = prefix
+            .join("node_modules")
+            .join(package)
+            .join("package.json");
+        let doc: Value = serde_json::from_slice(&std::fs::read(manifest).ok()?).ok()?;
+        doc["version"].as_str().map(str::to_string)
+    };
+    if installed().as_deref() != Some(version) {
+        let out = std::process::Command::new("npm")
+            .args(["install", "--no-audit", "--no-fund", "--prefix"])
+            .arg(&prefix)
+            .arg(format!("{package}@{version}"))
+            .output()
+            .expect("these tests install the TypeScript ACP SDK with npm: install Node.js and npm");
+        assert!(
+            out.status.success(),
+            "npm install {package}@{version} failed:\n{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        assert_eq!(installed().as_deref(), Some(version));
+    }
+    let script = prefix.join("form_agent.mjs");
+    std::fs::copy(FORM_AGENT, &script).unwrap();
+    script
+}
+
+/// A scratch world with `form` declared as the TypeScript SDK agent.
+fn ts_world() -> Sandbox {
+    let script = form_agent_script();
+    let sb = Sandbox::new();
+    sb.run(&["init"]).ok();
+    sb.write(
+        &sb.home.join("agents.toml"),
+        &format!(
+            "[agents.form]\ncommand = \"node\"\nargs = [{:?}]\ndescription = \"the TypeScript ACP SDK form agent\"\n",
+            script.display().to_string()
+        ),
+    );
+    sb
+}
+
+/// What the agent received for its form, once it has written it.
+fn received(sb: &Sandbox) -> Value {
+    let file = sb.cwd.join("received.json");
+    let text = wait_for(60, "the agent's received.json", || {
+        std::fs::read_to_string(&file).ok()
+    });
+    serde_json::from_str(&text).unwrap()
+}
+
+/// Stop the newest mission and wait for its fire to return.
+fn stop_newest(sb: &Sandbox, bg: harness::Background) -> Run {
+    let id = sb.newest_mission().expect("a mission");
+    sb.run(&["mission", "stop", &id]).ok();
+    bg.join()
+}
+
+/// A form from an agent on the TypeScript SDK (`elicitation/create` through its
+/// connection), filled from the CLI: the agent receives `accept` with the values
+/// given and the default filled in, and the record says the CLI answered it.
+#[test]
+fn a_form_from_the_typescript_sdk_agent_is_filled_from_the_cli() {
+    let sb = ts_world();
+    let bg = sb.fire_in_background("form", "release it", &[]);
+    let ask = wait_for(60, "the agent's form", || pending_form(&sb));
+    let list = sb.run(&["approvals", "list"]).ok();
+    for line in [
+        "train (one of stable, beta, required) — Train",
+        "notes (text, required) — Release notes",
+    ] {
+        assert!(
+            list.stdout.lines().any(|l| l == line),
+            "{line:?} missing:\n{}",
+            list.stdout
+        );
+    }
+    sb.run(&[
+        "approvals",
+        "respond",
+        &ask,
+        "--field",
+        "train=stable",
+        "--field",
+        "notes=from the cli",
+    ])
+    .ok();
+    assert_eq!(
+        received(&sb),
+        serde_json::json!({"action": "accept", "content": {"train": "stable", "notes": "from the cli", "hotfix": false}})
+    );
+    let row = history_row(&sb, &ask);
+    assert_eq!(row["answeredSurface"], "cli", "{row:#}");
+    let run = stop_newest(&sb, bg);
+    assert!(run.stdout.contains("Mission "), "{run:#?}");
+}
+
+/// The same form filled on the board (pty-driven): the pane names the form from the
+/// agent, `key=value` lines typed there reach the agent as `accept` with the values,
+/// and the record says the board answered it.
+#[test]
+fn terminal_a_form_from_the_typescript_sdk_agent_is_filled_from_the_board() {
+    let sb = ts_world();
+    let bg = sb.fire_in_background("form", "release it", &[]);
+    let ask = wait_for(60, "the agent's form", || pending_form(&sb));
+    let term = board_in_terminal(&sb);
+    term.wait_screen(60, "the form on the board", |s| {
+        s.contains("Which release train")
+    });
+    term.keys(&["2"]);
+    term.keys(&["Enter"]);
+    let pane = term.wait_screen(20, "the answer pane", |s| s.contains("your answer"));
+    for line in [
+        "Form from form",
+        "train (one of stable, beta, required) — Train",
+        "notes (text, required) — Release notes",
+    ] {
+        assert!(pane.contains(line), "{line:?} missing:\n{pane}");
+    }
+    term.literal("train=beta");
+    term.keys(&["Enter"]);
+    term.literal("notes=from the board");
+    term.keys(&["C-s"]);
+    term.wait_screen(20, "the answer recorded", |s| {
+        s.contains("answer recorded for ask")
+    });
+    assert_eq!(
+        received(&sb),
+        serde_json::json!({"action": "accept", "content": {"train": "beta", "notes": "from the board", "hotfix": false}})
+    );
+    let row = history_row(&sb, &ask);
+    assert_eq!(row["answeredSurface"], "board", "{row:#}");
+    stop_newest(&sb, bg);
+    term.keys(&["q"]);
+    let screen = term.wait_screen(30, "the board to exit", |s| {
+        s.lines().any(|l| l.starts_with("EXITED:"))
+    });
+    assert!(screen.contains("EXITED:0"), "{screen}");
+}
