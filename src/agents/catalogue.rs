@@ -282,6 +282,7 @@ mod tests {
             [
                 "agent-planner",
                 "claude",
+                "cline",
                 "codex",
                 "demo",
                 "gemini",

@@ -1,6 +1,8 @@
 //! Where an agent's model endpoint is, read where the agent itself reads it: its own
 //! config file (codex's `config.toml`, opencode's `opencode.json`, Claude Code's
-//! `settings.json`), else its environment variables, else the catalogue's default —
+//! `settings.json`, goose's `config.yaml`, Qwen Code's `settings.json`), its environment
+//! variables and the `.env` files it loads them from (Gemini CLI, Qwen Code), else the
+//! catalogue's default —
 //! each with where it was found, so a grant, `doctor --agent` and a refused
 //! connection's blocker can all say it.
 //!
@@ -11,6 +13,8 @@
 use std::path::{Path, PathBuf};
 
 use super::{Agent, catalogue, expand_vars, url_port};
+
+mod env_files;
 
 /// One model endpoint of an agent, and where it was found.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -90,7 +94,9 @@ pub fn unit_var(agent: &Agent) -> impl Fn(&str) -> Option<String> + '_ {
 }
 
 /// The config readers the catalogue may name under `endpoint_config`.
-pub const READERS: &[&str] = &["codex", "opencode", "kilo", "claude"];
+pub const READERS: &[&str] = &[
+    "codex", "opencode", "kilo", "claude", "gemini", "qwen", "goose", "cline",
+];
 
 /// Every model endpoint of `agent` as a unit of it at `view` would reach: the one its
 /// own config names when its reader finds one (with any endpoint its declaration adds
@@ -101,6 +107,10 @@ pub fn resolve(agent: &Agent, view: &UnitView<'_>) -> Vec<Endpoint> {
         Some("opencode") => opencode(view, &OPENCODE),
         Some("kilo") => opencode(view, &KILO),
         Some("claude") => claude(view),
+        Some("gemini") => env_files::gemini(view),
+        Some("qwen") => env_files::qwen(view),
+        Some("goose") => env_files::goose(view),
+        Some("cline") => cline(view),
         _ => None,
     };
     let Some(mut found) = configured else {
@@ -498,6 +508,44 @@ fn claude(view: &UnitView<'_>) -> Option<Vec<Endpoint>> {
             "Claude Code's default (ANTHROPIC_BASE_URL is not set)".to_string(),
         ),
     }])
+}
+
+// ---- Cline: the provider its ACP mode runs, and `providers.json`. ----
+
+/// Cline's endpoint in ACP mode: the provider `CLINE_PROVIDER` names (else its own
+/// account, `cline`), and that provider's `settings.baseUrl` in the
+/// `settings/providers.json` of its data dir (`CLINE_DATA_DIR`, else
+/// `${CLINE_DIR:-~/.cline}/data`) — what `cline auth -p … -b <url>` writes. A provider
+/// with no base URL there: the declared endpoints.
+fn cline(view: &UnitView<'_>) -> Option<Vec<Endpoint>> {
+    let data = match view.get("CLINE_DATA_DIR") {
+        Some(dir) => PathBuf::from(dir),
+        None => view.path("${CLINE_DIR:-~/.cline}/data")?,
+    };
+    let file = data.join("settings").join("providers.json");
+    let (provider, chosen) = match view.get("CLINE_PROVIDER") {
+        Some(p) => (p, "CLINE_PROVIDER"),
+        None => ("cline".to_string(), "Cline's default"),
+    };
+    let doc = parse_jsonc(&std::fs::read_to_string(&file).ok()?)?;
+    let url = doc
+        .get("providers")?
+        .get(&provider)?
+        .get("settings")?
+        .get("baseUrl")?
+        .as_str()?
+        .trim()
+        .to_string();
+    if url.is_empty() {
+        return None;
+    }
+    Some(vec![Endpoint::new(
+        &url,
+        format!(
+            "{}: providers.{provider}.settings.baseUrl (provider {provider:?}: {chosen})",
+            file.display()
+        ),
+    )])
 }
 
 #[cfg(test)]

@@ -405,7 +405,7 @@ fn agent_add_copies_the_catalogue_entry_and_agent_list_says_what_is_installed() 
     assert_eq!(unknown.code, 1);
     assert_eq!(
         unknown.stderr,
-        "Error: agent add: \"nope\" is neither in the catalogue (agent-planner, claude, codex, demo, gemini, goose, kilo, opencode, qwen, stub) nor in the ACP registry's index (the shipped snapshot presets/acp-registry.json (commit 3de1678346d1b37b6c3f07de503043ebcbb9cbdb, 2026-02-07); 'missionboard agent list --available' lists its agents) — declare any other ACP agent under [agents.<name>] in agents.toml\n"
+        "Error: agent add: \"nope\" is neither in the catalogue (agent-planner, claude, cline, codex, demo, gemini, goose, kilo, opencode, qwen, stub) nor in the ACP registry's index (the shipped snapshot presets/acp-registry.json (commit 3de1678346d1b37b6c3f07de503043ebcbb9cbdb, 2026-02-07); 'missionboard agent list --available' lists its agents) — declare any other ACP agent under [agents.<name>] in agents.toml\n"
     );
 
     let list = run_with_path(&sb, &["agent", "list"], &path, &[]);
@@ -438,7 +438,7 @@ fn agent_add_copies_the_catalogue_entry_and_agent_list_says_what_is_installed() 
     );
     assert_eq!(
         lines[3],
-        "In the catalogue, not declared here: agent-planner (installed), codex (not installed), demo (installed), gemini (not installed), kilo (not installed), opencode (not installed), qwen (not installed), stub (installed) — 'missionboard agent add <name>' declares one."
+        "In the catalogue, not declared here: agent-planner (installed), cline (not installed), codex (not installed), demo (installed), gemini (not installed), kilo (not installed), opencode (not installed), qwen (not installed), stub (installed) — 'missionboard agent add <name>' declares one."
     );
     let json: serde_json::Value = serde_json::from_str(
         &run_with_path(&sb, &["agent", "list", "--json"], &path, &[])

@@ -31,7 +31,7 @@ fn the_shipped_index_lists_the_ecosystem_and_declares_from_each_distribution() {
             .join(" ")
     };
     assert!(
-        row("cline").starts_with("cline 3.0.4 npx cline@3.0.4 — no"),
+        row("cline").starts_with("cline 3.0.4 npx cline@3.0.4 cline no"),
         "{}",
         row("cline")
     );

@@ -50,3 +50,35 @@ pub static GEMINI: Conformer = Conformer {
 };
 
 cases::agent_cases!(GEMINI, killed_host, hitl);
+
+/// Gemini CLI configured only through the workspace's `.gemini/.env`: no variable in
+/// the host's environment names the endpoint.
+static GEMINI_BY_ENV_FILE: Conformer = Conformer {
+    name: "gemini",
+    pin: PIN,
+    api: "gemini",
+    provider_env: |_| Vec::new(),
+    mission_tool,
+    write_call,
+    shell_call,
+    workspace_setup: Some(env_file_setup),
+};
+
+/// The API key and the base URL in `.gemini/.env`, as a user keeps a project's.
+fn env_file_setup(workspace: &std::path::Path, model: &Model) {
+    let dir = workspace.join(".gemini");
+    std::fs::create_dir_all(&dir).unwrap();
+    let lines: String = provider_env(model)
+        .into_iter()
+        .map(|(k, v)| format!("{k}={v}\n"))
+        .collect();
+    std::fs::write(dir.join(".env"), lines).unwrap();
+}
+
+/// A custom endpoint under `strict`: the scripted server on loopback named only in
+/// the workspace's `.gemini/.env` (no `GOOGLE_GEMINI_BASE_URL` exported, no hand
+/// grant) — its port is the one `{model}` opens, and the mission lands.
+#[test]
+fn lands_under_strict_on_the_endpoint_its_env_file_names() {
+    cases::lands(&GEMINI_BY_ENV_FILE, "strict");
+}

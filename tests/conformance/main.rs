@@ -11,6 +11,7 @@ mod harness;
 
 mod cases;
 mod claude;
+mod cline;
 mod codex;
 mod editor;
 mod gemini;

@@ -7,13 +7,15 @@ use serde_json::{Value, json};
 use crate::cases;
 use crate::harness::{Conformer, Model, Pin, call};
 
+const PIN: Pin = Pin {
+    package: "@qwen-code/qwen-code",
+    version: "0.24.4",
+    bin: "qwen",
+};
+
 pub static QWEN: Conformer = Conformer {
     name: "qwen",
-    pin: Pin {
-        package: "@qwen-code/qwen-code",
-        version: "0.24.4",
-        bin: "qwen",
-    },
+    pin: PIN,
     api: "openai_chat",
     provider_env,
     mission_tool,
@@ -68,3 +70,34 @@ fn shell_call(command: &str) -> Value {
 }
 
 cases::agent_cases!(QWEN, killed_host, hitl, check);
+
+/// Qwen Code configured only through the workspace's `.qwen/.env`, as a user keeps a
+/// project's provider: no variable in the host's environment names the endpoint.
+static QWEN_BY_ENV_FILE: Conformer = Conformer {
+    name: "qwen",
+    pin: PIN,
+    api: "openai_chat",
+    provider_env: |_| Vec::new(),
+    mission_tool,
+    write_call,
+    shell_call,
+    workspace_setup: Some(env_file_setup),
+};
+
+/// The quiet settings, and the provider's three variables in `.qwen/.env`.
+fn env_file_setup(workspace: &Path, model: &Model) {
+    workspace_setup(workspace, model);
+    let lines: String = provider_env(model)
+        .into_iter()
+        .map(|(k, v)| format!("{k}={v}\n"))
+        .collect();
+    std::fs::write(workspace.join(".qwen").join(".env"), lines).unwrap();
+}
+
+/// A custom endpoint under `strict`: the scripted server on loopback named only in
+/// the workspace's `.qwen/.env` (no `OPENAI_BASE_URL` exported, no hand grant) — its
+/// port is the one `{model}` opens, and the mission lands.
+#[test]
+fn lands_under_strict_on_the_endpoint_its_env_file_names() {
+    cases::lands(&QWEN_BY_ENV_FILE, "strict");
+}
