@@ -25,14 +25,14 @@ pub const MIGRATIONS: &[Migration] = &[
     // v4: runs parked on an ask past its park window.
     &[crate::asks::checkpoint::SCHEMA_V4],
     // v5: per-mission compute: the unit's session model, raised limits, a pause.
-    &[crate::fleet::budget::SCHEMA_V5],
+    &[crate::mission::compute::SCHEMA_V5],
     // v6: the oracle's operator trace.
-    &[crate::oracle::trace::SCHEMA_V6],
+    &[crate::asks::trace::SCHEMA_V6],
     // v7: checkpoints written with their ask (parked marks the turn's end); the
     // compute each mission has spent, so a resumed session continues it.
     &[
         crate::asks::checkpoint::SCHEMA_V7,
-        crate::fleet::budget::SCHEMA_V7,
+        crate::mission::compute::SCHEMA_V7,
     ],
     // v8: which mission owns which git worktree, and the commit it started from.
     &[crate::worktree::SCHEMA_V8],
@@ -61,7 +61,7 @@ pub const MIGRATIONS: &[Migration] = &[
     &[crate::mission::check::SCHEMA_V15],
     // v16: what each mission's spend cost: tokens split as prices are, and the
     // agent's own reported cost.
-    &[crate::fleet::budget::SCHEMA_V16],
+    &[crate::mission::compute::SCHEMA_V16],
     // v17: the notification outbox: events written by triggers with the ask or the
     // status they announce, each target's deliveries and fan-out cursor.
     &[crate::notify::SCHEMA_V17],
@@ -79,16 +79,16 @@ pub const MIGRATIONS: &[Migration] = &[
     &[crate::mission::revise::SCHEMA_V21],
     // v22: what each mission's units used: the peak memory of a unit's process
     // tree and the CPU time of its units' trees.
-    &[crate::fleet::budget::SCHEMA_V22],
+    &[crate::mission::compute::SCHEMA_V22],
     // v23: the agent's context fill (its last `usage_update`) on the compute record,
     // and a mission's extra roots (`--add-dir`).
     &[
-        crate::fleet::budget::SCHEMA_V23_CONTEXT,
+        crate::mission::compute::SCHEMA_V23_CONTEXT,
         crate::mission::roots::SCHEMA_V23_ROOTS,
     ],
     // v24: money — a raised maxCostUsd, each mission's priced cost and the oracle's
     // spend on it, and its admission against the fleet's budgets.
-    &[crate::fleet::budget::SCHEMA_V24],
+    &[crate::mission::compute::SCHEMA_V24],
 ];
 
 /// The same versions on PostgreSQL, numbered alike so a version means one schema on
@@ -115,8 +115,8 @@ pub const PG_MIGRATIONS: &[Migration] = &[
         crate::mission::inbox::PG_SCHEMA_V11,
         crate::asks::PG_SCHEMA_V11,
         crate::asks::checkpoint::PG_SCHEMA_V11,
-        crate::fleet::budget::PG_SCHEMA_V11,
-        crate::oracle::trace::PG_SCHEMA_V11,
+        crate::mission::compute::PG_SCHEMA_V11,
+        crate::asks::trace::PG_SCHEMA_V11,
         crate::worktree::PG_SCHEMA_V11,
         crate::mission::parent::PG_SCHEMA_V11,
     ],
@@ -129,7 +129,7 @@ pub const PG_MIGRATIONS: &[Migration] = &[
     &[crate::mission::queue::PG_SCHEMA_V13],
     &[crate::asks::PG_SCHEMA_V14, crate::devices::PG_SCHEMA_V14],
     &[crate::mission::check::PG_SCHEMA_V15],
-    &[crate::fleet::budget::PG_SCHEMA_V16],
+    &[crate::mission::compute::PG_SCHEMA_V16],
     &[crate::notify::PG_SCHEMA_V17],
     &[
         crate::sched::schedules::PG_SCHEMA_V18,
@@ -138,12 +138,12 @@ pub const PG_MIGRATIONS: &[Migration] = &[
     &[crate::asks::PG_SCHEMA_V19],
     &[crate::asks::allowances::PG_SCHEMA_V20],
     &[crate::mission::revise::PG_SCHEMA_V21],
-    &[crate::fleet::budget::PG_SCHEMA_V22],
+    &[crate::mission::compute::PG_SCHEMA_V22],
     &[
-        crate::fleet::budget::PG_SCHEMA_V23_CONTEXT,
+        crate::mission::compute::PG_SCHEMA_V23_CONTEXT,
         crate::mission::roots::PG_SCHEMA_V23_ROOTS,
     ],
-    &[crate::fleet::budget::PG_SCHEMA_V24],
+    &[crate::mission::compute::PG_SCHEMA_V24],
 ];
 
 impl Store {

@@ -21,8 +21,10 @@ use rusqlite::{Connection, OpenFlags};
 
 pub mod boundary;
 pub mod changes;
+mod pg_client;
 pub mod pg_connect;
 pub mod pg_dialect;
+pub mod pg_outage;
 mod pg_types;
 pub mod postgres;
 pub mod sql;
@@ -61,12 +63,12 @@ impl Location {
         }
         if url.starts_with("postgres://") || url.starts_with("postgresql://") {
             pg_connect::Target::parse(url)
-                .map_err(|e| format!("store-url {:?}: {e}", postgres::redact(url)))?;
+                .map_err(|e| format!("store-url {:?}: {e}", pg_connect::redact(url)))?;
             return Ok(Location::Postgres(url.to_string()));
         }
         Err(format!(
             "store-url {:?} is neither sqlite: (the embedded default) nor a postgres://user@host/database URL",
-            postgres::redact(url)
+            pg_connect::redact(url)
         ))
     }
 
@@ -80,7 +82,7 @@ impl fmt::Display for Location {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             Location::File(p) => write!(f, "{}", p.display()),
-            Location::Postgres(url) => f.write_str(&postgres::redact(url)),
+            Location::Postgres(url) => f.write_str(&pg_connect::redact(url)),
         }
     }
 }
@@ -243,13 +245,13 @@ impl Store {
     ///
     /// On PostgreSQL, a call that finds the server gone (a restart, an outage) waits
     /// for it and runs again, for as long as this process rides out outages
-    /// ([`postgres::ride_out_outages`]); never when its writes may have committed.
+    /// ([`pg_outage::ride_out_outages`]); never when its writes may have committed.
     pub fn with<T>(&self, mut f: impl FnMut(&Conn<'_>) -> sql::Result<T>) -> Result<T, StoreError> {
         let out = match &self.inner.backend {
             Backend::Sqlite(conn) => f(&Conn::sqlite(&conn.lock_unpoisoned())),
             Backend::Postgres(session) => {
                 let mut s = session.lock_unpoisoned();
-                postgres::riding_out(&mut s, |s| {
+                pg_outage::riding_out(&mut s, |s| {
                     s.revive()?;
                     let out = f(&Conn::postgres(s));
                     // What did commit is announced even when a later statement failed.
@@ -283,7 +285,7 @@ impl Store {
             }
             Backend::Postgres(session) => {
                 let mut s = session.lock_unpoisoned();
-                postgres::riding_out(&mut s, |s| {
+                pg_outage::riding_out(&mut s, |s| {
                     (|| {
                         s.revive()?;
                         s.begin_write()?;
@@ -523,7 +525,7 @@ fn describe(location: &Location, err: sql::Error) -> StoreError {
         ),
         (Location::Postgres(_), E::Busy(_)) => format!(
             "the missionboard database {location} stayed locked by another host for {}s ({err}) — retry once that host is done",
-            postgres::LOCK_TIMEOUT.as_secs()
+            pg_client::LOCK_TIMEOUT.as_secs()
         ),
         (Location::Postgres(_), E::CannotOpen(_)) => format!(
             "cannot reach the missionboard database {location} ({err}) — check that the server is up and the URL's host, port, user, password and database are right (store-url, or MISSIONBOARD_STORE_URL)"

@@ -29,14 +29,14 @@ const LEAVES: (&str, u8, Siblings) = ("leaves", 0, Siblings::Acyclic);
 const STORAGE: (&str, u8, Siblings) = ("storage", 1, Siblings::Acyclic);
 const DOMAIN: (&str, u8, Siblings) = ("domain", 2, Siblings::Acyclic);
 const PROTOCOL: (&str, u8, Siblings) = ("protocol adapters", 3, Siblings::Acyclic);
-const ROLES: (&str, u8, Siblings) = ("roles", 4, Siblings::Listed);
-const OPERATIONS: (&str, u8, Siblings) = ("operations", 5, Siblings::Acyclic);
-const ASSEMBLY: (&str, u8, Siblings) = ("assembly", 6, Siblings::Acyclic);
+const ASSEMBLY: (&str, u8, Siblings) = ("assembly", 4, Siblings::Acyclic);
+const ROLES: (&str, u8, Siblings) = ("roles", 5, Siblings::Listed);
+const OPERATIONS: (&str, u8, Siblings) = ("operations", 6, Siblings::Acyclic);
 const SURFACES: (&str, u8, Siblings) = ("surfaces", 7, Siblings::Listed);
 
 /// The layers, lowest first.
 const LAYERS: &[Layer] = &[
-    LEAVES, STORAGE, DOMAIN, PROTOCOL, ROLES, OPERATIONS, ASSEMBLY, SURFACES,
+    LEAVES, STORAGE, DOMAIN, PROTOCOL, ASSEMBLY, ROLES, OPERATIONS, SURFACES,
 ];
 
 /// Every top-level module of the crate, one line each.
@@ -74,6 +74,9 @@ const MODULES: &[(&str, (&str, u8, Siblings))] = &[
     ("mission_mcp", PROTOCOL),
     ("model", PROTOCOL),
     ("notify", PROTOCOL),
+    // assembly: the one place that names every table-owning module; every table is
+    // owned below it (domain services, the notification outbox), none by a role
+    ("schema", ASSEMBLY),
     // roles: the fleet that hosts units, and the agents and reviewers built on them
     ("fleet", ROLES),
     ("oracle", ROLES),
@@ -83,8 +86,6 @@ const MODULES: &[(&str, (&str, u8, Siblings))] = &[
     ("ops", OPERATIONS),
     // `missionboard host`: the long-lived host that runs the queue over the fleet
     ("daemon", OPERATIONS),
-    // assembly: the one place that names every table-owning module
-    ("schema", ASSEMBLY),
     // surfaces: what an operator runs
     ("board", SURFACES),
     ("bench", SURFACES),
@@ -488,7 +489,7 @@ fn a_re_export_of_a_role_item_from_ops_fails_with_file_line_and_item() {
         ),
         (
             "ops/show.rs",
-            "pub use crate::{\n    oracle::trace::TraceLine,\n};\n",
+            "pub use crate::{\n    oracle::contract::Outcome,\n};\n",
         ),
         ("board/mod.rs", "pub use crate::fleet::Fleet;\n"),
     ]);
@@ -497,8 +498,8 @@ fn a_re_export_of_a_role_item_from_ops_fails_with_file_line_and_item() {
         [
             "src/ops/host.rs:4: ops re-exports `crate::fleet::Fleet` of fleet (roles): \
              `pub use crate::fleet::Fleet;`",
-            "src/ops/show.rs:1: ops re-exports `crate::oracle::trace::TraceLine` of oracle \
-             (roles): `pub use crate::{ oracle::trace::TraceLine, };`",
+            "src/ops/show.rs:1: ops re-exports `crate::oracle::contract::Outcome` of oracle \
+             (roles): `pub use crate::{ oracle::contract::Outcome, };`",
         ]
     );
 }

@@ -8,6 +8,7 @@ pub mod allowances;
 pub mod bounds;
 pub mod checkpoint;
 pub mod form;
+pub mod trace;
 
 use std::collections::HashMap;
 use std::fmt;

@@ -392,7 +392,7 @@ pub fn run_all(
         if curves { " --scale" } else { "" },
         postgres.map_or(String::new(), |url| format!(
             " --postgres {}",
-            crate::store::postgres::redact(url)
+            crate::store::pg_connect::redact(url)
         )),
         scale.samples,
         if curves {
@@ -460,7 +460,7 @@ pub fn run_all(
 /// Refuse a `--postgres` URL that is not one, or names a server that cannot be reached,
 /// before any group runs.
 fn check_postgres(url: &str) -> anyhow::Result<()> {
-    let shown = crate::store::postgres::redact(url);
+    let shown = crate::store::pg_connect::redact(url);
     match crate::store::Location::parse(url, std::path::Path::new("board.db")) {
         Ok(crate::store::Location::Postgres(_)) => {}
         _ => anyhow::bail!(

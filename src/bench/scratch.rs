@@ -54,7 +54,7 @@ impl Scratch {
             })?;
             let name = format!("mb_bench_{}", uuid::Uuid::new_v4().simple());
             admin_sql(&admin, &format!("CREATE DATABASE {name}"))?;
-            let url = crate::store::postgres::with_database(&admin, &name);
+            let url = crate::store::pg_connect::with_database(&admin, &name);
             // The home names its store, as `config set store-url` leaves it.
             Config::new(home_file).set(crate::config::STORE_URL, &url)?;
             let store = Store::open_at(&Location::Postgres(url))?;
@@ -165,7 +165,7 @@ fn admin_sql(admin: &str, sql: &str) -> anyhow::Result<()> {
     let fail = |e: crate::store::sql::Error| {
         anyhow::anyhow!(
             "bench: {sql} on {}: {e}",
-            crate::store::postgres::redact(admin)
+            crate::store::pg_connect::redact(admin)
         )
     };
     crate::store::postgres::PgSession::connect(admin)

@@ -12,7 +12,7 @@ use std::time::{Duration, Instant};
 use super::board::{Arg, BareReader};
 use super::scratch::{Scratch, seed};
 use super::{Latency, Row, Scale};
-use crate::fleet::budget::{SpendGroup, spend_sql};
+use crate::mission::compute::{SpendGroup, spend_sql};
 use crate::store::sql::params;
 
 /// What `missionboard spend` answers within, on 100k missions.

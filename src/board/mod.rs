@@ -321,7 +321,7 @@ async fn event_loop(
             }
             _ = clock.tick() => {
                 // Read without the store: its calls wait while it is away.
-                model.store_outage_since = crate::store::postgres::outage_since();
+                model.store_outage_since = crate::store::pg_outage::outage_since();
                 Msg::Tick(crate::clock::now_ms())
             }
             ev = events.next() => match ev {

@@ -14,9 +14,11 @@ use std::collections::HashMap;
 use super::model::{
     AskRow, Detail, InboxRow, MissionRow, Needs, PlanRow, Query, ReportRow, ScheduleRow, Snapshot,
 };
+use crate::asks::trace::Trace;
 use crate::asks::{Ask, Asks};
 use crate::config::Config;
 use crate::host::HostId;
+use crate::mission::compute::ComputeLedger;
 use crate::mission::inbox::InboxItem;
 use crate::mission::{Listing, Mission, Missions, Report, Status};
 use crate::ops::host::Host;
@@ -486,8 +488,9 @@ fn workspace(wt: Option<&crate::worktree::Worktree>) -> String {
 
 /// The newest oracle trace lines of every mission, oldest first, as one line each.
 fn oracle_trace(src: &Source) -> Result<Vec<String>, String> {
-    let lines =
-        crate::ops::show::recent_oracle_trace(&src.host, TRACE_LIMIT).map_err(|e| e.to_string())?;
+    let lines = Trace::reader(src.host.store().clone())
+        .recent(TRACE_LIMIT)
+        .map_err(|e| e.to_string())?;
     Ok(lines.iter().map(|l| one_line(l)).collect())
 }
 
@@ -722,7 +725,9 @@ fn detail(
             crate::worktree::workspace_label(Some(wt.state))
         ))
     });
-    let record = crate::ops::show::compute_record(host, &m.id).map_err(|e| e.to_string())?;
+    let record = ComputeLedger::new(host.store().clone())
+        .get(&m.id)
+        .map_err(|e| e.to_string())?;
     let context = record
         .as_ref()
         .and_then(|r| r.context)

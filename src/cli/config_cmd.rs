@@ -102,7 +102,7 @@ fn url_from_stdin() -> anyhow::Result<String> {
 /// log a pasted listing lands in).
 fn shown(key: &str, value: String) -> String {
     if key == STORE_URL {
-        crate::store::postgres::redact(&value)
+        crate::store::pg_connect::redact(&value)
     } else {
         value
     }

@@ -56,10 +56,11 @@ impl FireArgs {
         if let Err(e) = presets::seed_policies_quietly(&ctx.paths.home) {
             tracing::warn!("could not refresh the preset envelopes: {e}");
         }
+        let host = ctx.host(&store)?;
         if let Some((name, words)) = &self.template {
-            return self.templated(ctx, timeout, store, name, words);
+            return self.templated(&host, timeout, store, name, words);
         }
-        let (envelope, origin) = fire::envelope_or_default(&store, self.policy.as_deref())?;
+        let (envelope, origin) = fire::envelope_or_default(&host, self.policy.as_deref())?;
         let mut request = Fire::new(&self.agent, envelope, Intent::new(&self.intent.join(" "))?);
         request.worktree = self.worktree;
         // The agent is the command's own argument: its name says it all.
@@ -75,14 +76,14 @@ impl FireArgs {
     /// The template's fire, with the flags given beside `--template` applied over it.
     fn templated(
         &self,
-        ctx: &Ctx,
+        host: &Host,
         timeout: Duration,
         store: Store,
         name: &str,
         words: &[String],
     ) -> anyhow::Result<(Duration, Store, Fire)> {
         let pairs = crate::sched::template::parse_pairs(words).map_err(anyhow::Error::msg)?;
-        let t = crate::ops::schedule::template_fire(&ctx.host(&store)?, name, &pairs)?;
+        let t = crate::ops::schedule::template_fire(host, name, &pairs)?;
         let mut request = t.fire;
         if let Some(p) = &self.policy {
             request.envelope = crate::mission::EnvelopeName::new(p)?;

@@ -5,9 +5,11 @@ use std::time::Duration;
 
 use super::out::{self, out, outln};
 use super::{Ctx, ListArgs};
+use crate::asks::trace::Trace;
 use crate::clock;
 use crate::duration::age;
 use crate::envelope::bounds::{ComputeField, describe};
+use crate::mission::compute::ComputeLedger;
 use crate::mission::{Mission, Missions, Report};
 use crate::ops::host::Host;
 use crate::row;
@@ -156,7 +158,7 @@ pub(super) fn show(ctx: &Ctx, id: &str, json: bool) -> anyhow::Result<i32> {
         .map_err(|e| anyhow::anyhow!("failed to read reports for mission {:?}: {e}", m.id))?;
     let report_count = svc.report_count(&m.id)?;
     let queued_at = svc.queue_positions()?.get(&m.id).copied();
-    let record = crate::ops::show::compute_record(&host, &m.id)?;
+    let record = ComputeLedger::new(host.store().clone()).get(&m.id)?;
     let cost = crate::ops::show::mission_cost(&host, record.as_ref());
     let resources = crate::ops::show::resources(&host, &m.id)?;
     let fired_by = crate::sched::schedules::Schedules::new(svc.store().clone()).fired_by(&m.id)?;
@@ -183,11 +185,9 @@ pub(super) fn show(ctx: &Ctx, id: &str, json: bool) -> anyhow::Result<i32> {
         v["asks"] = serde_json::to_value(&all)?;
         v["allowances"] =
             serde_json::to_value(crate::ops::allowances::list(&host, Some(&m.id), 50)?)?;
-        v["oracleTrace"] = serde_json::to_value(crate::ops::show::oracle_trace(
-            &host,
-            &m.id,
-            ORACLE_TRACE_SHOWN,
-        )?)?;
+        v["oracleTrace"] = serde_json::to_value(
+            Trace::reader(host.store().clone()).for_mission(&m.id, ORACLE_TRACE_SHOWN)?,
+        )?;
         v["check"] = match svc.check(&m.id)? {
             Some(c) => serde_json::to_value(&c)?,
             None => serde_json::json!({
@@ -370,7 +370,7 @@ pub(super) fn show(ctx: &Ctx, id: &str, json: bool) -> anyhow::Result<i32> {
         }
     }
     // What the oracle did about this mission's questions (its newest lines).
-    let trace = crate::ops::show::oracle_trace(&host, &m.id, ORACLE_TRACE_SHOWN)?;
+    let trace = Trace::reader(host.store().clone()).for_mission(&m.id, ORACLE_TRACE_SHOWN)?;
     if !trace.is_empty() {
         writeln!(
             out,
@@ -414,7 +414,10 @@ fn compute_lines(host: &Host, m: &Mission) -> Vec<String> {
     let Ok(envelope) = crate::envelope::search::load(host.paths(), &m.envelope_name) else {
         return Vec::new();
     };
-    let record = crate::ops::show::compute_record(host, &m.id).ok().flatten();
+    let record = ComputeLedger::new(host.store().clone())
+        .get(&m.id)
+        .ok()
+        .flatten();
     let declared = &envelope.declared.compute;
     let bounds = record
         .as_ref()

@@ -802,7 +802,7 @@ pub fn main() -> i32 {
     let flags = beta_flags(&matches);
     if cli.command.as_ref().is_some_and(Command::hosts_units) {
         // A database restart or a short outage must end no mission this process hosts.
-        crate::store::postgres::ride_out_outages(HOSTING_OUTAGE_GRACE);
+        crate::store::pg_outage::ride_out_outages(HOSTING_OUTAGE_GRACE);
     } else {
         die_quietly_on_closed_stdout();
     }

@@ -183,7 +183,7 @@ pub(super) fn schedule(ctx: &Ctx, cmd: ScheduleCmd) -> anyhow::Result<i32> {
             missed,
             overlap,
         } => {
-            let store = ctx.store()?;
+            let host = ctx.host(&ctx.store()?)?;
             seed_envelopes(ctx);
             let fires = match template {
                 Some(template) => Fires::Template {
@@ -198,7 +198,7 @@ pub(super) fn schedule(ctx: &Ctx, cmd: ScheduleCmd) -> anyhow::Result<i32> {
                         );
                     };
                     let (envelope, _) =
-                        crate::ops::fire::envelope_or_default(&store, policy.as_deref())?;
+                        crate::ops::fire::envelope_or_default(&host, policy.as_deref())?;
                     Fires::Plain {
                         agent: agent.clone(),
                         intent: intent.join(" "),
@@ -207,7 +207,7 @@ pub(super) fn schedule(ctx: &Ctx, cmd: ScheduleCmd) -> anyhow::Result<i32> {
                 }
             };
             let s = schedule::add(
-                &ctx.host(&store)?,
+                &host,
                 schedule::NewSchedule {
                     name,
                     cron,

@@ -16,7 +16,7 @@ use std::sync::Arc;
 use std::sync::atomic::Ordering;
 use tokio::sync::{mpsc, watch};
 
-use super::budget::{Budget, ComputeLedger, Crossing};
+use super::budget::{Budget, Crossing};
 use super::mission_tools::HostLink;
 use super::permissions::Refusals;
 use super::prompts::{NUDGE, PREAMBLE, attach, extended_turn, refusal_turn, resume_turn};
@@ -25,6 +25,7 @@ use crate::asks::checkpoint::{Checkpoint, HostId};
 use crate::asks::{Asks, BUDGET_TOOL, NewAsk, QUESTION_TOOLS};
 use crate::envelope::bounds::BUDGET_ANSWER_GRAMMAR;
 use crate::envelope::connect_refusal::{RefusedConnect, refused_connect};
+use crate::mission::compute::ComputeLedger;
 use crate::mission::{Mission, Missions, Status};
 use crate::mission_mcp::MissionSocket;
 use crate::text::excerpt;

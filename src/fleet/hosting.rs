@@ -54,14 +54,14 @@ impl Fleet {
         envelope: search::Loaded,
         opening: drive::Opening,
         slot: Option<Reservation>,
-        recorded: Option<budget::ComputeRecord>,
+        recorded: Option<crate::mission::compute::ComputeRecord>,
     ) {
         let inner = &self.inner;
         let mission_id = mission.id.clone();
         let unit_root = started.unit.pid();
         let (stop_tx, stop_rx) = watch::channel(false);
         let (idle_tx, idle_rx) = watch::channel(None);
-        let ledger = budget::ComputeLedger::new(inner.missions.store().clone());
+        let ledger = crate::mission::compute::ComputeLedger::new(inner.missions.store().clone());
         let declared = envelope.declared.compute.clone();
         let recorded = match recorded {
             Some(record) => record,

@@ -22,7 +22,7 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex, Weak};
 use std::time::{Duration, Instant};
 
-use super::budget::{ComputeLedger, ResourceSample};
+use crate::mission::compute::{ComputeLedger, ResourceSample};
 use crate::store::{Store, blocking};
 use crate::sync::LockUnpoisoned;
 

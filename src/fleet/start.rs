@@ -65,9 +65,13 @@ impl Fleet {
         // transaction: what its unit offers, nothing raised or spent yet. A claimed
         // one may carry an earlier host's, which its hosting reads and continues.
         let (models, model) = started.models();
-        let fresh_record = (!claimed)
-            .then(|| budget::ComputeRecord::of_fresh_unit(models.as_deref(), model.as_deref()));
-        let mut born_with = vec![budget::unit_statement(
+        let fresh_record = (!claimed).then(|| {
+            crate::mission::compute::ComputeRecord::of_fresh_unit(
+                models.as_deref(),
+                model.as_deref(),
+            )
+        });
+        let mut born_with = vec![crate::mission::compute::unit_statement(
             &mission_id,
             models.as_deref(),
             model.as_deref(),
@@ -334,7 +338,8 @@ impl Fleet {
         ask: &crate::asks::Ask,
         envelope: &ComputeBounds,
     ) -> anyhow::Result<bool> {
-        let ledger = budget::ComputeLedger::new(self.inner.missions.store().clone());
+        let ledger =
+            crate::mission::compute::ComputeLedger::new(self.inner.missions.store().clone());
         let Some(record) = ledger.get(mission_id)? else {
             return Ok(false);
         };

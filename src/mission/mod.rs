@@ -7,6 +7,7 @@
 //! mission that is at rest. Writes are durable before their bus event is published.
 
 pub mod check;
+pub mod compute;
 pub mod ddl;
 pub mod hosts;
 pub mod id_prefix;

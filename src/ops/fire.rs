@@ -12,13 +12,12 @@ use crate::config::{self, Config};
 use crate::envelope::bounds::{self, ComputeField, envelope_summary};
 use crate::envelope::format::Envelope;
 use crate::envelope::search;
-use crate::fleet::budget::ComputeLedger;
 use crate::fleet::{DispatchRequest, Dispatched, NameRefused};
 use crate::mission::check::{CheckChoice, NewCheck};
+use crate::mission::compute::ComputeLedger;
 use crate::mission::{EnvelopeName, Intent, Mission};
 use crate::ops::host::Host;
 use crate::paths::Paths;
-use crate::store::Store;
 
 pub const USAGE: &str = "usage: /mission [--policy <envelope>] [agent-name] <intent> — /mission with no arguments lists the envelopes";
 
@@ -742,16 +741,16 @@ pub async fn queue_if_a_host_takes(host: &Host, mut fire: Fire) -> Result<Option
 }
 
 /// The envelope a command-line fire runs under: the one named (`--policy`), else the
-/// configured default (`default-mission-policy`), with which of the two it is;
-/// neither is a refusal that says how to name one.
+/// configured default (`default-mission-policy`, in the host's store), with which of
+/// the two it is; neither is a refusal that says how to name one.
 pub fn envelope_or_default(
-    store: &Store,
+    host: &Host,
     named: Option<&str>,
 ) -> anyhow::Result<(EnvelopeName, &'static str)> {
     let (name, origin) = match named.filter(|p| !p.trim().is_empty()) {
         Some(p) => (p.to_string(), "--policy"),
         None => (
-            Config::new(store.clone())
+            Config::new(host.store().clone())
                 .get(config::DEFAULT_MISSION_POLICY)?
                 .ok_or_else(|| {
                     anyhow::anyhow!(

@@ -59,6 +59,11 @@ pub fn mission_grants(host: &Host, m: &Mission, decl: &SandboxDecl) -> Vec<Strin
 /// The grants a unit of `agent` would get under `decl`, fired from `dir` (no
 /// worktree), or why the fire would be refused. The mission's own scratch
 /// directory is named by a placeholder: no mission exists yet.
+///
+/// It takes the paths, not an `ops::Host` as [`mission_grants`] does: a host holds a
+/// store, and `doctor --agent` answers before a store exists and while a shared one
+/// is unreachable; no record is read (no worktree, no extra roots, the model URL
+/// handed in), so the paths are the whole of what it needs.
 pub fn dry_grants(
     paths: &Paths,
     agent: &Agent,

@@ -35,6 +35,12 @@ impl From<handshake::Failure> for Failure {
 }
 
 /// `ready — <who> answered initialize and session/new`, or the failure.
+///
+/// Unlike every other verb this takes the paths, not an `ops::Host`: a host holds
+/// a store, and `doctor` must greet the agents before any store exists (a fresh
+/// home) and while a shared one is unreachable — the handshake starts no mission
+/// and reads no record, so the paths (the home's agents and envelopes, the cwd the
+/// unit is confined to) are all it needs.
 pub async fn greet(paths: &Paths, agent: &Agent, decl: &SandboxDecl) -> Result<String, Failure> {
     let exe = std::env::current_exe().unwrap_or_else(|_| SELF_COMMAND.into());
     let g = handshake::dry_handshake(paths, agent, decl, &exe, HANDSHAKE_TIMEOUT).await?;

@@ -133,7 +133,7 @@ pub async fn revise(
                 .envelope()
                 .clone()
         };
-        let spent = crate::fleet::budget::ComputeLedger::new(h.store().clone())
+        let spent = crate::mission::compute::ComputeLedger::new(h.store().clone())
             .get(&m.id)
             .map_err(|e| e.to_string())?
             .map(|r| r.spent)

@@ -12,14 +12,14 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use crate::mission::check::CheckChoice;
-use crate::mission::{EnvelopeName, Intent, Missions};
+use crate::mission::{EnvelopeName, Intent};
 use crate::ops::fire::{self, Fire, TypedAt};
 use crate::ops::host::Host;
 use crate::paths::Paths;
 use crate::sched::cron::{DEFAULT_ZONE, When};
 use crate::sched::schedules::{Fires, Schedule, Schedules, TickAction};
 use crate::sched::template;
-use crate::store::{Store, blocking};
+use crate::store::blocking;
 
 /// A template filled in, as a fire: the mission and the host label it must run on.
 #[derive(Debug, Clone)]
@@ -36,7 +36,7 @@ pub fn template_fire(
     name: &str,
     pairs: &[(String, String)],
 ) -> anyhow::Result<TemplateFire> {
-    fill_at(host.paths(), host.store(), name, pairs)
+    fill_at(host, host.paths(), name, pairs)
 }
 
 /// What a template fired from the board or the web page came to.
@@ -104,10 +104,10 @@ pub async fn fire_template(
 }
 
 /// [`template_fire`] from the search path of `paths` (a schedule's or a trigger's
-/// own workspace, not the process's).
+/// own workspace, not the process's); the default envelope is `host`'s.
 pub(crate) fn fill_at(
+    host: &Host,
     paths: &Paths,
-    store: &Store,
     name: &str,
     pairs: &[(String, String)],
 ) -> anyhow::Result<TemplateFire> {
@@ -118,7 +118,7 @@ pub(crate) fn fill_at(
         .map_err(|e| anyhow::anyhow!("template {name:?}: {e}"))?;
     let (envelope, origin) = match &filled.envelope {
         Some(e) => (EnvelopeName::new(e)?, "the template's envelope"),
-        None => fire::envelope_or_default(store, None)?,
+        None => fire::envelope_or_default(host, None)?,
     };
     let intent =
         Intent::new(&filled.intent).map_err(|e| anyhow::anyhow!("template {name:?}: {e}"))?;
@@ -190,7 +190,7 @@ pub fn add(host: &Host, new: NewSchedule) -> anyhow::Result<Schedule> {
         last_mission: None,
         created_at: now,
     };
-    tick_fire(paths, store, &schedule)
+    tick_fire(host, &schedule)
         .map_err(|e| anyhow::anyhow!("schedule {:?} refused: {e:#}", new.name))?;
     if !Schedules::new(store.clone()).add(&schedule)? {
         anyhow::bail!(
@@ -244,16 +244,12 @@ pub fn remove(host: &Host, name: &str) -> anyhow::Result<()> {
 
 /// The queued mission a tick of `s` records, built from the workspace it was added
 /// in (its templates and envelopes, and the unit's cwd).
-fn tick_fire(
-    paths: &Paths,
-    store: &Store,
-    s: &Schedule,
-) -> anyhow::Result<crate::mission::queue::NewQueued> {
+fn tick_fire(host: &Host, s: &Schedule) -> anyhow::Result<crate::mission::queue::NewQueued> {
     let cwd = PathBuf::from(&s.cwd);
-    let there = Paths::resolve(paths.home.clone(), cwd.clone());
+    let there = Paths::resolve(host.paths().home.clone(), cwd.clone());
     let (mut fire, on) = match &s.fires {
         Fires::Template { template, params } => {
-            let t = fill_at(&there, store, template, params)?;
+            let t = fill_at(host, &there, template, params)?;
             (t.fire, t.on)
         }
         Fires::Plain {
@@ -292,14 +288,13 @@ const LATE_AFTER_MS: i64 = 60_000;
 
 /// One look: claim every due tick, then say when the soonest next one is.
 pub fn tick_due(host: &Host) -> (Vec<Ticked>, Option<i64>) {
-    let (paths, store) = (host.paths(), host.store());
-    let schedules = Schedules::new(store.clone());
+    let schedules = Schedules::new(host.store().clone());
     let now = crate::clock::now_ms();
     let mut out = Vec::new();
     match schedules.due(now) {
         Ok(due) => {
             for s in due {
-                match tick(paths, store, &schedules, &s, now) {
+                match tick(host, &schedules, &s, now) {
                     Ok(Some(t)) => out.push(t),
                     Ok(None) => {}
                     Err(e) => tracing::warn!(schedule = %s.name, "schedule tick failed: {e:#}"),
@@ -313,8 +308,7 @@ pub fn tick_due(host: &Host) -> (Vec<Ticked>, Option<i64>) {
 
 /// Claim `s`'s due tick. `None`: another host claimed it first.
 fn tick(
-    paths: &Paths,
-    store: &Store,
+    host: &Host,
     schedules: &Schedules,
     s: &Schedule,
     now: i64,
@@ -347,7 +341,8 @@ fn tick(
     let missed_words = crate::text::counted(missed, "missed tick", "missed ticks");
     let previous_open = s.overlap == "skip"
         && match &s.last_mission {
-            Some(id) => Missions::new(store.clone())
+            Some(id) => host
+                .missions()
                 .get(id)?
                 .is_some_and(|m| !m.status.is_terminal()),
             None => false,
@@ -364,7 +359,7 @@ fn tick(
             ),
         }
     } else {
-        match tick_fire(paths, store, s) {
+        match tick_fire(host, s) {
             Ok(queued) => {
                 let mission_id = uuid::Uuid::new_v4().to_string();
                 let outcome = if missed > 0 {

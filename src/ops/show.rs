@@ -1,23 +1,15 @@
-//! What the read views (`mission show`, the board's detail and oracle panes, the
-//! web page) gather from the roles' own records: the compute a mission spent under
-//! its bounds, and what the oracle did about its questions. Each reads through the
-//! host it is handed (the board's snapshot thread hands the host it reads on, over a
-//! connection of its own).
+//! What the read views (`mission show`, the board's detail pane, the web page) work
+//! out from a mission's records with the fleet's rules: what it cost at the home's
+//! prices, what the fleet spent today against its budget, what its units used, and
+//! what fired it. Each reads through the host it is handed (the board's snapshot
+//! thread hands the host it reads on, over a connection of its own). The records
+//! themselves — the compute record (`mission::compute`) and the oracle's trace
+//! (`asks::trace`) — are read from their owners directly.
 
 use crate::fleet::budget::price::{self, Cost, CostSource, PriceTable};
-use crate::fleet::budget::{ComputeLedger, ComputeRecord};
+use crate::mission::compute::{ComputeLedger, ComputeRecord};
 use crate::ops::host::Host;
-use crate::oracle::trace::Trace;
 use crate::store::StoreError;
-
-/// One line of what the oracle did about a question, with its ask and time.
-use crate::oracle::trace::TraceLine;
-
-/// The compute record of a mission: its bounds as raised, what it spent, the model
-/// it runs on. `None` for a mission that never started a unit.
-pub fn compute_record(host: &Host, mission_id: &str) -> Result<Option<ComputeRecord>, StoreError> {
-    ComputeLedger::new(host.store().clone()).get(mission_id)
-}
 
 /// What a mission cost, from its compute record: the agent's own figure, else its
 /// tokens at the price of its model in the home's price table (shipped prices with
@@ -129,20 +121,6 @@ pub fn resources(host: &Host, mission_id: &str) -> Result<Option<Resources>, Sto
             peak_rss_bytes: r.peak_rss_bytes,
             cpu_ms: r.cpu_ms,
         }))
-}
-
-/// What the oracle did about one mission's questions, its newest `limit` lines.
-pub fn oracle_trace(
-    host: &Host,
-    mission_id: &str,
-    limit: usize,
-) -> Result<Vec<TraceLine>, StoreError> {
-    Trace::new(host.store().clone(), false).for_mission(mission_id, limit)
-}
-
-/// The oracle's newest `limit` lines across every mission, oldest first.
-pub fn recent_oracle_trace(host: &Host, limit: usize) -> Result<Vec<String>, StoreError> {
-    Trace::new(host.store().clone(), false).recent(limit)
 }
 
 /// What fired a mission when the operator did not type it: its firing editor

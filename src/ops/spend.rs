@@ -8,7 +8,7 @@ use std::time::Duration;
 use serde::Serialize;
 
 use crate::fleet::budget::price::{self, PriceTable};
-use crate::fleet::budget::{ComputeLedger, SpendGroup};
+use crate::mission::compute::{ComputeLedger, SpendGroup};
 use crate::ops::host::Host;
 
 /// `--by`'s words.

@@ -192,7 +192,7 @@ pub fn deliver(
         ),
     };
     let there = Paths::resolve(paths.home.clone(), PathBuf::from(&t.cwd));
-    let queued = fill_at(&there, store, &t.template, &pairs)
+    let queued = fill_at(host, &there, &t.template, &pairs)
         .and_then(|tf| {
             let mut fire = tf.fire;
             fire.cwd = Some(PathBuf::from(&t.cwd));

@@ -12,7 +12,7 @@
 //! through the one bounded agent-answer function. Every step — each model call,
 //! retry and failure, each rejected verdict and why, recovery, the delivered answer
 //! or WAIT — leaves a trace line on the fire's stderr and in the `oracle_trace` table
-//! ([`trace`]). The driver never fails the fire: every non-answer leaves the ask on
+//! (`asks::trace`). The driver never fails the fire: every non-answer leaves the ask on
 //! its ordinary path.
 //!
 //! The driver shares the host's runtime with its units, so its store calls cross
@@ -24,7 +24,6 @@ pub mod corpus;
 pub mod eval;
 pub mod grounds;
 pub mod screen;
-pub mod trace;
 mod words;
 
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -35,6 +34,7 @@ use serde_json::{Map, Value};
 
 use crate::asks::AskError;
 use crate::asks::bounds::AgentAnswerError;
+use crate::asks::trace::Trace;
 use crate::config::{self, Config};
 use crate::envelope::search;
 use crate::fleet::Fleet;
@@ -46,7 +46,6 @@ use crate::text::one_line;
 use chain::{Chain, ChainFile};
 use contract::{AnswerError, Answerer, Binding, Outcome};
 use screen::Question;
-use trace::Trace;
 
 /// The name the oracle's answers are recorded under.
 pub const AGENT: &str = "oracle";
@@ -370,7 +369,7 @@ impl Drop for Charge<'_> {
             return;
         }
         let name = model.model_name().to_string();
-        let spent = crate::fleet::budget::Spend {
+        let spent = crate::mission::compute::Spend {
             input_tokens: usage.prompt_tokens,
             output_tokens: usage.completion_tokens,
             ..Default::default()
@@ -379,7 +378,7 @@ impl Drop for Charge<'_> {
             crate::fleet::budget::price::unit_price(&self.oracle.paths.home, &name).map(|p| {
                 (crate::fleet::budget::price::tokens_usd(&p, &spent) * 1_000_000.0).round() as u64
             });
-        let ledger = crate::fleet::budget::ComputeLedger::new(self.oracle.trace.store().clone());
+        let ledger = crate::mission::compute::ComputeLedger::new(self.oracle.trace.store().clone());
         let recorded = blocking_in_place(|| {
             ledger.record_oracle(
                 self.mission_id,

@@ -595,6 +595,59 @@ impl<S: AsyncRead + AsyncWrite + Unpin> AsyncWrite for RustlsStream<S> {
     }
 }
 
+/// `url` with its database replaced by `name` (the host, credentials and query kept):
+/// a database made beside the one an admin URL names.
+pub fn with_database(url: &str, name: &str) -> String {
+    let (base, query) = match url.split_once('?') {
+        Some((b, q)) => (b, Some(q)),
+        None => (url, None),
+    };
+    let after_scheme = base.find("://").map_or(0, |i| i + 3);
+    let base = match base[after_scheme..].find('/') {
+        Some(i) => &base[..after_scheme + i],
+        None => base,
+    };
+    match query {
+        Some(q) => format!("{base}/{name}?{q}"),
+        None => format!("{base}/{name}"),
+    }
+}
+
+/// `url` with any password replaced, for messages.
+pub fn redact(url: &str) -> String {
+    let Some((scheme, rest)) = url.split_once("://") else {
+        return url.to_string();
+    };
+    let (auth, host) = match rest.rsplit_once('@') {
+        Some((a, h)) => (Some(a), h),
+        None => (None, rest),
+    };
+    let mut out = format!("{scheme}://");
+    if let Some(a) = auth {
+        match a.split_once(':') {
+            Some((user, _)) => out.push_str(&format!("{user}:***@")),
+            None => out.push_str(&format!("{a}@")),
+        }
+    }
+    // A password can also ride in the query string.
+    match host.split_once('?') {
+        Some((h, q)) => {
+            out.push_str(h);
+            out.push('?');
+            let kept: Vec<String> = q
+                .split('&')
+                .map(|kv| match kv.split_once('=') {
+                    Some((k, _)) if k.eq_ignore_ascii_case("password") => format!("{k}=***"),
+                    _ => kv.to_string(),
+                })
+                .collect();
+            out.push_str(&kept.join("&"));
+        }
+        None => out.push_str(host),
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -721,5 +774,27 @@ mod tests {
         assert!(named.plaintext_fallback_is_news(&named.driver_config(false).unwrap()));
         let remote = Target::parse("postgres://u@db.example/mb").unwrap();
         assert!(remote.plaintext_fallback_is_news(&remote.driver_config(false).unwrap()));
+    }
+
+    #[test]
+    fn a_database_beside_the_admin_one_keeps_host_credentials_and_options() {
+        assert_eq!(
+            with_database("postgres://mb:pw@db:5432/postgres?sslmode=disable", "mb_x"),
+            "postgres://mb:pw@db:5432/mb_x?sslmode=disable"
+        );
+        assert_eq!(with_database("postgres://db", "mb_x"), "postgres://db/mb_x");
+    }
+
+    #[test]
+    fn passwords_never_reach_a_message() {
+        assert_eq!(
+            redact("postgres://mb:s3cret@db.local:5432/board"),
+            "postgres://mb:***@db.local:5432/board"
+        );
+        assert_eq!(
+            redact("postgresql://db/board?user=mb&password=s3cret"),
+            "postgresql://db/board?user=mb&password=***"
+        );
+        assert_eq!(redact("postgres://db/board"), "postgres://db/board");
     }
 }

@@ -12,9 +12,11 @@ use super::Web;
 use super::guard::{self, Authed, Peer, refuse};
 use super::render;
 use crate::asks::Surface;
+use crate::asks::trace::Trace;
 use crate::asks::{AskError, Asks, OperatorVerdict};
 use crate::devices::DeviceError;
 use crate::mission::Missions;
+use crate::mission::compute::ComputeLedger;
 use crate::ops::answer::{self, Afterwards, Answerer};
 use crate::ops::devices;
 use crate::ops::host::Host;
@@ -67,7 +69,7 @@ pub fn read_view(host: &Host) -> anyhow::Result<render::View> {
         if !read.insert(mission) {
             continue;
         }
-        for t in crate::ops::show::oracle_trace(host, mission, TRACE_SHOWN)? {
+        for t in Trace::reader(store.clone()).for_mission(mission, TRACE_SHOWN)? {
             traces.entry(t.ask_id).or_default().push(t.line);
         }
     }
@@ -453,11 +455,12 @@ pub async fn mission_page(
                     Err(e) => Err(format!("{e:#}")),
                 },
             );
-        let record = crate::ops::show::compute_record(&host, &mission.id)?;
+        let record = ComputeLedger::new(host.store().clone()).get(&mission.id)?;
         Ok(Some(render::MissionView {
             fired_by: crate::ops::show::fired_by(&host, &mission)?,
             diff,
-            trace: crate::ops::show::oracle_trace(&host, &mission.id, TRACE_SHOWN)?
+            trace: Trace::reader(host.store().clone())
+                .for_mission(&mission.id, TRACE_SHOWN)?
                 .into_iter()
                 .map(|t| t.line)
                 .collect(),

@@ -41,7 +41,7 @@ pub fn fresh_database() -> String {
     MADE.lock()
         .unwrap_or_else(|e| e.into_inner())
         .push(name.clone());
-    missionboard::store::postgres::with_database(admin, &name)
+    missionboard::store::pg_connect::with_database(admin, &name)
 }
 
 /// Drop the database of `url` (made by [`fresh_database`]), whoever is still

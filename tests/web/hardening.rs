@@ -155,7 +155,7 @@ fn hostile_agent_text_is_inert_on_the_page() {
         })
         .unwrap();
     // What the oracle said about it is agent text too.
-    missionboard::oracle::trace::Trace::new(sb.store(), false).emit(&ids[0], &question.id, HOSTILE);
+    missionboard::asks::trace::Trace::new(sb.store(), false).emit(&ids[0], &question.id, HOSTILE);
     asks.raise(NewAsk {
         tools_name: "shell".into(),
         tool_name: "<x>run".into(),

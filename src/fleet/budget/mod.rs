@@ -5,7 +5,8 @@
 //! from a meter over the text crossing the ACP boundary — so the bound is never inert.
 //!
 //! The module splits along its responsibilities: this file is the in-memory
-//! spend; [`ledger`] owns the durable `mission_compute` table; [`model`] holds
+//! spend, written through the mission's durable compute record
+//! (`mission::compute`, which owns the `mission_compute` table); [`model`] holds
 //! the model allowlist on a started unit; [`pause`] settles a `pause_ask`
 //! question.
 
@@ -17,22 +18,14 @@ use tokio::sync::mpsc;
 use crate::acp_client::UnitEvent;
 use crate::envelope::bounds::ComputeField;
 use crate::envelope::format::ComputeBounds;
+use crate::mission::compute::{self, ComputeLedger, ContextFill, Spend};
 use crate::sync::LockUnpoisoned;
 
 pub mod fleet;
-mod ledger;
 mod model;
 mod pause;
 pub mod price;
 
-pub use ledger::ContextFill;
-pub(super) use ledger::unit_statement;
-pub use ledger::{ComputeLedger, ComputeRecord, OracleSpend, Pause, Spend, SpendGroup, SpendRow};
-pub(crate) use ledger::{PG_SCHEMA_V11, PG_SCHEMA_V16, SCHEMA_V5, SCHEMA_V7, SCHEMA_V16};
-pub(crate) use ledger::{PG_SCHEMA_V22, SCHEMA_V22};
-pub(crate) use ledger::{PG_SCHEMA_V23_CONTEXT, SCHEMA_V23_CONTEXT};
-pub(crate) use ledger::{PG_SCHEMA_V24, SCHEMA_V24};
-pub use ledger::{ResourceSample, UnitResources, spend_sql};
 pub(super) use model::select_allowed_model;
 pub(super) use pause::settle_pause;
 
@@ -374,7 +367,7 @@ impl Budget {
         let (_, mission_id) = self.ledger.as_ref()?;
         let now = self.spend();
         (now != self.spent.lock_unpoisoned().recorded)
-            .then(|| (now, ledger::spend_statement(mission_id, now)))
+            .then(|| (now, compute::spend_statement(mission_id, now)))
     }
 
     /// `spent` is on the record (carried by another write).

@@ -1,7 +1,7 @@
 //! Settling a `pause_ask` question: the operator's extension or stop.
 
-use super::ComputeLedger;
 use crate::envelope::bounds::{BudgetAnswer, ComputeField};
+use crate::mission::compute::ComputeLedger;
 
 /// Settle a mission's pause on `ask` (resolved): an extension raises `field`
 /// above `limit` on the record; "stop" — or a question that closed unanswered —

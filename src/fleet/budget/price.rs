@@ -8,7 +8,7 @@ use std::path::Path;
 
 use serde::Deserialize;
 
-use super::Spend;
+use crate::mission::compute::{OracleSpend, Spend};
 
 /// The shipped table: dated list prices of a few common models.
 pub const SHIPPED: &str = crate::presets::PRICES;
@@ -163,7 +163,7 @@ pub struct OracleCost {
 impl Cost {
     /// Add what the oracle's reviews of the mission spent: into the figure when
     /// both are known; a figure that is not known stays unknown, never a zero.
-    pub fn with_oracle(mut self, oracle: &super::OracleSpend) -> Cost {
+    pub fn with_oracle(mut self, oracle: &OracleSpend) -> Cost {
         if oracle.calls == 0 {
             return self;
         }

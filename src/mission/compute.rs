@@ -2,6 +2,10 @@
 //! agent offered and which model the unit runs on, the limits an operator raised
 //! on a `pause_ask` question, and the pause itself (so a host that dies while it
 //! waits leaves enough for another process to resume or stop the mission).
+//!
+//! The record is the mission's, so the table is kept here beside the missions: the
+//! fleet's in-memory spend (`fleet::budget`) writes it, the oracle adds its own
+//! calls to it, and the read views and `spend` read it — all through this API.
 
 use crate::store::sql::{OptionalExtension, params};
 

@@ -1,6 +1,9 @@
 //! The oracle's operator trace: one line per review step, written to the firing
 //! process's stderr and to the durable `oracle_trace` table, so the board (another
-//! process) and `mission show` can show what the oracle did.
+//! process) and `mission show` can show what the oracle did. Every line is about one
+//! ask of one mission, so the table is kept here, beside the asks: the oracle (a
+//! role) writes through it, the read views read it, and the schema list names no
+//! role to create it.
 
 use crate::store::sql::params;
 
@@ -49,6 +52,11 @@ pub struct Trace {
 impl Trace {
     pub fn new(store: Store, echo: bool) -> Self {
         Trace { store, echo }
+    }
+
+    /// A trace that only reads (the read views): nothing echoed.
+    pub fn reader(store: Store) -> Self {
+        Trace::new(store, false)
     }
 
     /// The store the trace lines go to.
