@@ -889,13 +889,11 @@ fn run_task(task: &Task, server: &LlamaServer) -> Result<(), String> {
     (task.check)(&snapshot(&sb.cwd), &sb.report_texts(&id))
 }
 
-/// DRAFT for #48 (item 5), expected to fail until agent-planner finishes what it did,
-/// recovers tool calls written as text and edits without clobbering: the four simple
+/// agent-planner lands simple real work on a capable small model: the four simple
 /// tasks on Qwen2.5-Coder-1.5B under `dev`, each in a fresh git workspace, verified on
-/// disk with nothing else touched; at least 3 of the 4 must land. `.ci/run` skips it
-/// until then.
+/// disk with nothing else touched; at least 3 of the 4 must land.
 #[test]
-#[ignore = "draft for #48: fails until the planner lands simple work; not run by .ci/run yet"]
+#[ignore = "runs in CI (.ci/run): builds a llama.cpp server, fetches a 1.1 GB model"]
 fn agent_planner_lands_simple_tasks_on_qwen2_5_coder_1_5b() {
     let _one = ONE_SERVER.lock().unwrap_or_else(|e| e.into_inner());
     let scratch = tempfile::tempdir().unwrap();

@@ -77,9 +77,10 @@ impl HostLink {
     }
 }
 
-/// Orders a unit's verdict after its updates: the verdict travels on the mission
-/// socket, the updates on the unit's stdout, and a compute bound crossed by an
-/// update the unit sent before its verdict must hold.
+/// Orders a unit's verdict and reports after its updates: they travel on the
+/// mission socket, the updates on the unit's stdout, and a compute bound crossed by
+/// an update the unit sent before them must hold — nothing after the crossing is
+/// filed.
 pub struct VerdictGate {
     pub(super) stdout: std::sync::Arc<crate::acp_client::stdout_mark::StdoutMark>,
     pub(super) budget: std::sync::Arc<super::budget::Budget>,
@@ -91,15 +92,16 @@ pub struct VerdictGate {
 const VERDICT_CATCH_UP: Duration = Duration::from_secs(10);
 
 impl VerdictGate {
-    /// Refuse the verdict when a compute bound was crossed by then: the drive loop
-    /// settles the mission on the crossing (stuck, or the operator's question).
-    async fn judge(&self, mission_id: &str) -> Result<(), String> {
+    /// Refuse the verdict or report (`what`) when a compute bound was crossed by
+    /// then: the drive loop settles the mission on the crossing (stuck, or the
+    /// operator's question).
+    async fn judge(&self, mission_id: &str, what: &str) -> Result<(), String> {
         if !self.stdout.caught_up(VERDICT_CATCH_UP).await {
             tracing::warn!(mission = %mission_id, "the unit's stdout was not read up to its verdict within {}; judging it on what was counted", crate::duration::format(VERDICT_CATCH_UP));
         }
         match self.budget.crossed() {
             Some(reason) => Err(format!(
-                "missiontools: finish mission: refused — {reason} The host settles the mission on the bound; end your turn."
+                "missiontools: {what}: refused — {reason} The host settles the mission on the bound; end your turn."
             )),
             None => Ok(()),
         }
@@ -126,12 +128,17 @@ impl MissionToolCalls {
     /// Dispatch one call by tool name.
     pub async fn call(&self, tool: &str, args: Map<String, Value>) -> ToolResult {
         match tool {
-            MISSION_REPORT => self.store(move |c| c.report(&args)).await,
+            MISSION_REPORT => {
+                if let Some(gate) = self.link.verdicts.get() {
+                    gate.judge(&self.mission_id, "report").await?;
+                }
+                self.store(move |c| c.report(&args)).await
+            }
             MISSION_PLAN => self.store(move |c| c.plan(&args)).await,
             MISSION_ASK_ATTENTION => self.ask(&args).await,
             MISSION_FINISH => {
                 if let Some(gate) = self.link.verdicts.get() {
-                    gate.judge(&self.mission_id).await?;
+                    gate.judge(&self.mission_id, "finish mission").await?;
                 }
                 let landed = Status::parse(text(&args, "status").trim()) == Some(Status::Landed);
                 if landed && let Some(site) = self.link.check.get() {
