@@ -89,6 +89,9 @@ pub const MIGRATIONS: &[Migration] = &[
     // v24: money — a raised maxCostUsd, each mission's priced cost and the oracle's
     // spend on it, and its admission against the fleet's budgets.
     &[crate::fleet::budget::SCHEMA_V24],
+    // v25: the spend rollup — each UTC hour's spend per agent, envelope, label,
+    // host and model, kept by triggers and backfilled from existing records.
+    &[crate::fleet::budget::SCHEMA_V25],
 ];
 
 /// The same versions on PostgreSQL, numbered alike so a version means one schema on
@@ -144,6 +147,7 @@ pub const PG_MIGRATIONS: &[Migration] = &[
         crate::mission::roots::PG_SCHEMA_V23_ROOTS,
     ],
     &[crate::fleet::budget::PG_SCHEMA_V24],
+    &[crate::fleet::budget::PG_SCHEMA_V25],
 ];
 
 impl Store {

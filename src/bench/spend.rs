@@ -12,7 +12,7 @@ use std::time::{Duration, Instant};
 use super::board::{Arg, BareReader};
 use super::scratch::{Scratch, seed};
 use super::{Latency, Row, Scale};
-use crate::fleet::budget::{SpendGroup, spend_sql};
+use crate::fleet::budget::{SpendGroup, spend_sql, spend_window};
 use crate::store::sql::params;
 
 /// What `missionboard spend` answers within, on 100k missions.
@@ -136,7 +136,8 @@ pub async fn run(scale: Scale) -> anyhow::Result<Vec<Row>> {
     for _ in 0..scale.samples {
         let since_ms = crate::clock::now_ms() - SINCE.as_millis() as i64;
         let t = Instant::now();
-        let rows = bare.rows(&sql, &[Arg::Int(since_ms)]).await?;
+        let window = spend_window(since_ms);
+        let rows = bare.rows(&sql, &window.map(Arg::Int)).await?;
         floor.push(t.elapsed());
         anyhow::ensure!(rows > 0, "bench: the bare spend statement read no rows");
     }
