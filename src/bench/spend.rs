@@ -3,9 +3,10 @@
 //! compute record as hosts leave them — a model, tokens, a reported cost on a third,
 //! CPU time and peak memory, an oracle review on a tenth, a queue label on a third.
 //!
-//! Floor: the very statement the rollup runs, bare, on a connection of its own —
-//! every row fetched and every column read, nothing decoded into our types, no
-//! price table, no grouping of the rows by name.
+//! Floor: the very statement the rollup runs — the whole hours from the spend
+//! rollup the triggers keep, the window's edge hour from the missions — bare, on a
+//! connection of its own: every row fetched and every column read, nothing decoded
+//! into our types, no price table, no grouping of the rows by name.
 
 use std::time::{Duration, Instant};
 
