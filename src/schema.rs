@@ -287,9 +287,9 @@ mod spend_rollup_tests {
                 let rows = st.query_map([], |r| {
                     (0..20)
                         .map(|i| {
-                            Ok(r.get::<Option<i64>>(i)
+                            r.get::<Option<i64>>(i)
                                 .map(|v| format!("{v:?}"))
-                                .or_else(|_| r.get::<String>(i))?)
+                                .or_else(|_| r.get::<String>(i))
                         })
                         .collect::<crate::store::sql::Result<Vec<String>>>()
                 })?;
