@@ -103,7 +103,7 @@ pub fn record(
         }
         Answerer::Operator(v) => {
             let ask = asks.operator_verdict(ask_id, v, via)?;
-            settle_check_pause(host, &ask)?;
+            settle_check_pause(host, &ask, parked.is_some())?;
         }
         Answerer::Agent { name, text } => {
             answer_as_agent_within_bounds(
@@ -123,8 +123,11 @@ pub fn record(
 /// A mission paused on its check's last failure (`onExhausted: pause_ask`) is
 /// settled by the verdict on its ask, in the answering process: approved, its check
 /// gets the envelope's `maxChecks` tries again (the resumed unit is told to fix the
-/// work and finish again); denied, it rests stuck on the failure.
-fn settle_check_pause(host: &Host, ask: &crate::asks::Ask) -> anyhow::Result<()> {
+/// work and finish again); denied, it rests stuck on the failure — here only when
+/// no run is `parked` under the ask: a parked run's refusal is settled by whoever
+/// claims its checkpoint (its live host, or the process that resumes it), so the
+/// failure is filed as its blocker exactly once.
+fn settle_check_pause(host: &Host, ask: &crate::asks::Ask, parked: bool) -> anyhow::Result<()> {
     if ask.tool_name != crate::asks::CHECK_TOOL {
         return Ok(());
     }
@@ -140,7 +143,9 @@ fn settle_check_pause(host: &Host, ask: &crate::asks::Ask) -> anyhow::Result<()>
         missions.grant_check_tries(mission_id, more)?;
         return Ok(());
     }
-    crate::fleet::check::rest_on_refused_pause(missions, ask)?;
+    if !parked {
+        crate::fleet::check::rest_on_refused_pause(missions, ask)?;
+    }
     Ok(())
 }
 

@@ -462,6 +462,12 @@ impl Sandbox {
     /// feedback, it writes the feedback to `revised.txt` and lands again. The
     /// caller declares `stub` (no script). The mission's id.
     pub fn stuck_on_revise_check(&self) -> String {
+        self.stuck_on_check(REVISE_CHECK)
+    }
+
+    /// [`Sandbox::stuck_on_revise_check`] with `check` for its check (one that
+    /// fails until `revised.txt` exists).
+    pub fn stuck_on_check(&self, check: &str) -> String {
         self.write(
             &self.home.join("hitl-policy-once.json"),
             &serde_json::json!({
@@ -483,13 +489,13 @@ impl Sandbox {
             "--timeout",
             "60s",
             "--check",
-            REVISE_CHECK,
+            check,
         ]);
         assert_eq!(fired.code, 1, "{fired:#?}");
         let id = self.newest_mission().unwrap();
         assert_eq!(
             self.status_line(&id),
-            format!("stuck — check failed 1 of 1 tries: `{REVISE_CHECK}` — exit 1")
+            format!("stuck — check failed 1 of 1 tries: `{check}` — exit 1")
         );
         id
     }

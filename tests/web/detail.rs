@@ -134,32 +134,8 @@ fn a_mission_s_cost_is_on_its_page_and_in_the_list_with_today_s_spend() {
 fn a_stuck_mission_s_check_is_on_its_page_and_its_revise_field_sends_it_back_to_land() {
     let sb = Sandbox::new();
     sb.declare_stubs(&[("stub", None)]);
-    sb.write(
-        &sb.home.join("hitl-policy-once.json"),
-        &json!({
-            "default_action": "allow",
-            "rules": [],
-            "compute": {"maxChecks": 1},
-            "sandbox": {"filesystem": {"write": ["{workspace}", "{tmp}"]}}
-        })
-        .to_string(),
-    );
     let check = "test -f revised.txt || { echo '<b>revised.txt</b> is missing'; exit 1; }";
-    let fired = sb.run(&[
-        "mission",
-        "fire",
-        "stub",
-        "the revise-land scenario",
-        "--wait",
-        "--policy",
-        "once",
-        "--timeout",
-        "60s",
-        "--check",
-        check,
-    ]);
-    assert_eq!(fired.code, 1, "{fired:#?}");
-    let id = sb.newest_mission().unwrap();
+    let id = sb.stuck_on_check(check);
 
     let web = Web::start_command(&sb, &["host", "--web", "127.0.0.1:0"]);
     let credential = web.pair(&sb, "phone");
