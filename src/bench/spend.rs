@@ -3,16 +3,17 @@
 //! compute record as hosts leave them — a model, tokens, a reported cost on a third,
 //! CPU time and peak memory, an oracle review on a tenth, a queue label on a third.
 //!
-//! Floor: the very statement the rollup runs, bare, on a connection of its own —
-//! every row fetched and every column read, nothing decoded into our types, no
-//! price table, no grouping of the rows by name.
+//! Floor: the very statement the rollup runs — the whole hours from the spend
+//! rollup the triggers keep, the window's edge hour from the missions — bare, on a
+//! connection of its own: every row fetched and every column read, nothing decoded
+//! into our types, no price table, no grouping of the rows by name.
 
 use std::time::{Duration, Instant};
 
 use super::board::{Arg, BareReader};
 use super::scratch::{Scratch, seed};
 use super::{Latency, Row, Scale};
-use crate::fleet::budget::{SpendGroup, spend_sql};
+use crate::fleet::budget::{SpendGroup, spend_sql, spend_window};
 use crate::store::sql::params;
 
 /// What `missionboard spend` answers within, on 100k missions.
@@ -136,7 +137,8 @@ pub async fn run(scale: Scale) -> anyhow::Result<Vec<Row>> {
     for _ in 0..scale.samples {
         let since_ms = crate::clock::now_ms() - SINCE.as_millis() as i64;
         let t = Instant::now();
-        let rows = bare.rows(&sql, &[Arg::Int(since_ms)]).await?;
+        let window = spend_window(since_ms);
+        let rows = bare.rows(&sql, &window.map(Arg::Int)).await?;
         floor.push(t.elapsed());
         anyhow::ensure!(rows > 0, "bench: the bare spend statement read no rows");
     }

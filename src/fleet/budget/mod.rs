@@ -7,7 +7,7 @@
 //! The module splits along its responsibilities: this file is the in-memory
 //! spend; [`ledger`] owns the durable `mission_compute` table; [`model`] holds
 //! the model allowlist on a started unit; [`pause`] settles a `pause_ask`
-//! question.
+//! question; [`rollup`] keeps the spend rollup `spend` reads.
 
 use std::collections::HashSet;
 use std::sync::Mutex;
@@ -24,6 +24,7 @@ mod ledger;
 mod model;
 mod pause;
 pub mod price;
+mod rollup;
 
 pub use ledger::ContextFill;
 pub(super) use ledger::unit_statement;
@@ -32,9 +33,10 @@ pub(crate) use ledger::{PG_SCHEMA_V11, PG_SCHEMA_V16, SCHEMA_V5, SCHEMA_V7, SCHE
 pub(crate) use ledger::{PG_SCHEMA_V22, SCHEMA_V22};
 pub(crate) use ledger::{PG_SCHEMA_V23_CONTEXT, SCHEMA_V23_CONTEXT};
 pub(crate) use ledger::{PG_SCHEMA_V24, SCHEMA_V24};
-pub use ledger::{ResourceSample, UnitResources, spend_sql};
+pub use ledger::{ResourceSample, UnitResources, spend_sql, spend_window};
 pub(super) use model::select_allowed_model;
 pub(super) use pause::settle_pause;
+pub(crate) use rollup::{PG_SCHEMA_V25, SCHEMA_V25};
 
 /// The meter's estimate: a token per four bytes of text, the usual rough figure for
 /// English prose and code.
