@@ -39,7 +39,8 @@ const LABELS: [&str; 2] = ["gpu", "linux"];
 /// record their hosts would have left.
 fn seed_compute(scratch: &Scratch, missions: usize) -> anyhow::Result<()> {
     let now = crate::clock::now_ms();
-    scratch.store.write(|tx| {
+    // Past the spend rollup's per-row triggers on PostgreSQL (see `seed`).
+    scratch.store.write(|tx| crate::fleet::budget::bulk_load(tx, |tx| {
         let mut m = tx.prepare("UPDATE missions SET agent_name = ?2, host_machine = ?3 WHERE id = ?1")?;
         let mut c = tx.prepare(
             "INSERT INTO mission_compute (mission_id, model, spent_tool_calls, spent_tokens,
@@ -82,7 +83,7 @@ fn seed_compute(scratch: &Scratch, missions: usize) -> anyhow::Result<()> {
             }
         }
         Ok(())
-    })?;
+    }))?;
     if scratch.store.is_postgres() {
         // Settled statistics, as `seed` leaves the missions (see there).
         scratch.store.with(|c| c.execute_batch("VACUUM ANALYZE"))?;

@@ -36,7 +36,7 @@ pub(crate) use ledger::{PG_SCHEMA_V24, SCHEMA_V24};
 pub use ledger::{ResourceSample, UnitResources, spend_sql, spend_window};
 pub(super) use model::select_allowed_model;
 pub(super) use pause::settle_pause;
-pub(crate) use rollup::{PG_SCHEMA_V25, SCHEMA_V25};
+pub(crate) use rollup::{PG_SCHEMA_V25, SCHEMA_V25, bulk_load};
 
 /// The meter's estimate: a token per four bytes of text, the usual rough figure for
 /// English prose and code.

@@ -400,6 +400,47 @@ CREATE TRIGGER spend_rollup_queue_update AFTER UPDATE OF run_on, mission_id ON m
     EXECUTE FUNCTION spend_rollup_on_mission_row();"
 );
 
+/// The rollup's PostgreSQL triggers, with their tables.
+const PG_TRIGGERS: [(&str, &str); 6] = [
+    ("missions", "spend_rollup_mission"),
+    ("missions", "spend_rollup_mission_update"),
+    ("mission_compute", "spend_rollup_compute"),
+    ("mission_compute", "spend_rollup_compute_update"),
+    ("mission_queue", "spend_rollup_queue"),
+    ("mission_queue", "spend_rollup_queue_update"),
+];
+
+/// Run a bulk load of missions and their records (the bench's seeding) in `tx`,
+/// then leave the rollup exact. On PostgreSQL a per-row trigger is a plpgsql call
+/// of seven statements, so a load of 100k missions through them takes many
+/// minutes: there the triggers are off for the load (`ALTER TABLE` is part of the
+/// transaction, and the table lock it takes keeps every other writer out until the
+/// commit) and the rollup is rebuilt once from the records after it, as the
+/// migration backfilled it. SQLite's triggers run in-process and cost the load
+/// seconds, so they stay on.
+pub(crate) fn bulk_load<T>(
+    tx: &crate::store::Conn<'_>,
+    load: impl FnOnce(&crate::store::Conn<'_>) -> crate::store::sql::Result<T>,
+) -> crate::store::sql::Result<T> {
+    if !tx.is_postgres() {
+        return load(tx);
+    }
+    let toggle = |how: &str| {
+        PG_TRIGGERS
+            .iter()
+            .map(|(table, trigger)| format!("ALTER TABLE {table} {how} TRIGGER {trigger};"))
+            .collect::<String>()
+    };
+    tx.execute_batch(&toggle("DISABLE"))?;
+    let loaded = load(tx)?;
+    tx.execute_batch(&toggle("ENABLE"))?;
+    tx.execute_batch(concat!(
+        "DELETE FROM spend_rollup; DELETE FROM spend_rollup_missions;",
+        backfill!()
+    ))?;
+    Ok(loaded)
+}
+
 /// The rollup statement `spend` runs, in the house dialect: whole hours from the
 /// rollup, the partial hour at the window's edge from the missions themselves
 /// (their creation-time index bounds it), summed per group and model. `?1`: the
