@@ -475,15 +475,14 @@ fn oracle_eval(model: Model, name: &str, only: Option<&str>, sample: Option<usiz
     let mut eval = sb.command(&args);
     eval.stdout(std::fs::File::create(&stdout).unwrap())
         .stderr(std::fs::File::create(&stderr).unwrap());
-    let mut child = eval.spawn().expect("spawn missionboard");
+    let mut child = Background::own(eval.spawn().expect("spawn missionboard"));
     let status = poll_until_blocking(
         Duration::from_secs(EVAL_DEADLINE_SECS),
         Duration::from_millis(500),
-        || child.try_wait().unwrap(),
+        || child.child().try_wait().unwrap(),
     );
     let Some(status) = status else {
-        let _ = child.kill();
-        let _ = child.wait();
+        // Dropped with the panic, the eval is ended with what it started.
         panic!(
             "oracle eval on {model:?} did not end within {EVAL_DEADLINE_SECS}s ({} model calls so far); stderr:\n{}\nllama-server:\n{}",
             proxy.exchanges().len(),

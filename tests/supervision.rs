@@ -10,7 +10,7 @@
 
 mod common;
 
-use std::process::{Child, Stdio};
+use std::process::Stdio;
 use std::time::Duration;
 
 use common::*;
@@ -114,14 +114,10 @@ fn which(program: &str) -> bool {
         .is_some_and(|p| std::env::split_paths(&p).any(|d| d.join(program).is_file()))
 }
 
-fn fire(sb: &Sandbox) -> Child {
-    sb.command(&[
+fn fire(sb: &Sandbox) -> Background {
+    Background::spawn(sb.command(&[
         "mission", "fire", "tree", "work", "--wait", "--policy", "default",
-    ])
-    .stdout(Stdio::piped())
-    .stderr(Stdio::piped())
-    .spawn()
-    .expect("spawn missionboard")
+    ]))
 }
 
 /// The tree's marked processes, once `want` of its members are up.
@@ -156,10 +152,10 @@ fn poll_until_blocking_secs(secs: u64, f: impl FnMut() -> Option<()>) -> Option<
     )
 }
 
-fn kill(host: &mut Child, signal: libc::c_int) {
+fn kill(host: &mut Background, signal: libc::c_int) {
     // SAFETY: kill(2) on our own child.
     unsafe {
-        libc::kill(host.id() as libc::pid_t, signal);
+        libc::kill(host.pid() as libc::pid_t, signal);
     }
 }
 
@@ -175,7 +171,7 @@ fn a_host_killed_at_start_leaves_no_process_of_its_unit() {
     // The first of the tree is up: the host is still starting the unit.
     wait_for_tree(&mark, &[DAEMON]);
     kill(&mut host, libc::SIGKILL);
-    host.wait().unwrap();
+    host.child().wait().unwrap();
     assert_all_gone(&mark, "killed at start");
 }
 
@@ -190,7 +186,7 @@ fn a_host_killed_mid_handshake_leaves_no_process_of_its_unit() {
         "still in the handshake: {tree:?}"
     );
     kill(&mut host, libc::SIGKILL);
-    host.wait().unwrap();
+    host.child().wait().unwrap();
     assert_all_gone(&mark, "killed mid-handshake");
 }
 
@@ -205,7 +201,7 @@ fn a_host_killed_mid_turn_leaves_no_process_of_its_unit() {
     wait_for_tree(&mark, &[DAEMON, STUBBORN, LAUNCHER, AGENT, "sleep 601"]);
     let id = sb.newest_mission().expect("the mission is recorded");
     kill(&mut host, libc::SIGKILL);
-    host.wait().unwrap();
+    host.child().wait().unwrap();
     assert_all_gone(&mark, "killed mid-turn");
     let show = sb.run(&["mission", "show", &id, "--json"]).ok();
     let v: Value = serde_json::from_str(&show.stdout).unwrap();
@@ -228,7 +224,7 @@ fn a_host_killed_while_its_run_is_parked_leaves_no_process_of_its_unit() {
     });
     wait_for_tree(&mark, &[DAEMON, STUBBORN, LAUNCHER, AGENT]);
     kill(&mut host, libc::SIGKILL);
-    host.wait().unwrap();
+    host.child().wait().unwrap();
     assert_all_gone(&mark, "killed while parked");
 }
 
@@ -238,7 +234,7 @@ fn a_sigterm_mid_handshake_tears_the_tree_down_and_says_so() {
     let mut host = fire(&sb);
     wait_for_tree(&mark, &[DAEMON, STUBBORN, LAUNCHER, AGENT]);
     kill(&mut host, libc::SIGTERM);
-    let out = host.wait_with_output().unwrap();
+    let out = host.output();
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert_eq!(out.status.code(), Some(1), "{stdout}");
     assert!(
@@ -262,7 +258,7 @@ fn a_stopped_mission_leaves_no_process_of_its_unit() {
     wait_for_tree(&mark, &[DAEMON, STUBBORN, LAUNCHER, AGENT]);
     sb.run(&["mission", "stop", &id, "--reason", "enough"]).ok();
     assert_all_gone(&mark, "stopped");
-    let out = host.wait_with_output().unwrap();
+    let out = host.output();
     assert_eq!(out.status.code(), Some(1), "{out:?}");
     let show = sb.run(&["mission", "show", &id, "--json"]).ok();
     let v: Value = serde_json::from_str(&show.stdout).unwrap();
@@ -274,7 +270,7 @@ fn an_agent_that_dies_takes_its_daemons_with_it() {
     let (sb, mark, _sweep) = tree_sandbox(r#"{"crash":3}"#, 0);
     let host = fire(&sb);
     let id = wait_for(30, "the mission", || sb.newest_mission());
-    let out = host.wait_with_output().unwrap();
+    let out = host.output();
     assert_eq!(out.status.code(), Some(1), "{out:?}");
     assert_all_gone(&mark, "the agent crashed");
     let show = sb.run(&["mission", "show", &id, "--json"]).ok();
@@ -433,14 +429,15 @@ fn a_200_byte_home_resumes_a_parked_run_after_its_host_is_killed() {
         )),
     )]);
     sb.run(&["config", "set", "ask-park-window", "200ms"]).ok();
-    let mut host = sb
-        .command(&[
+    let mut host = Background::own(
+        sb.command(&[
             "mission", "fire", "stub", "go", "--wait", "--policy", "default",
         ])
         .stdout(Stdio::null())
         .stderr(Stdio::null())
         .spawn()
-        .unwrap();
+        .unwrap(),
+    );
     let id = wait_for(30, "the mission", || sb.newest_mission());
     let ask = wait_for(30, "the parked question", || {
         let show = sb.run(&["mission", "show", &id, "--json"]).ok();
@@ -449,7 +446,7 @@ fn a_200_byte_home_resumes_a_parked_run_after_its_host_is_killed() {
         (a["parked"] == true).then(|| a["id"].as_str().unwrap().to_string())
     });
     kill(&mut host, libc::SIGKILL);
-    host.wait().unwrap();
+    host.child().wait().unwrap();
     let answered = sb
         .run(&["approvals", "respond", &ask, "--answer", "yes"])
         .ok();

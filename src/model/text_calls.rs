@@ -131,24 +131,33 @@ fn call_syntax(text: &str, tools: &[ToolSpec]) -> Option<Vec<Found>> {
     (!calls.is_empty()).then(|| calls.into_iter().map(|(_, c)| c).collect())
 }
 
-/// The whole reply one JSON object (a ```json fence allowed): with `name` and
-/// `arguments`, or — when only one tool is offered — that tool's own arguments, every
-/// key one its schema names and every required one there.
+/// The whole reply JSON objects and nothing else, each alone or in a ```json fence
+/// (small models write one fenced call after another): each with `name` and
+/// `arguments`, or — a single object, when only one tool is offered — that tool's own
+/// arguments, every key one its schema names and every required one there. Any prose
+/// beside them, or an object without a name among several, and the reply is prose.
 fn bare_json(text: &str, tools: &[ToolSpec]) -> Option<Vec<Found>> {
-    let trimmed = text.trim();
-    let body = trimmed
-        .strip_prefix("```json")
-        .or_else(|| trimmed.strip_prefix("```"))
-        .and_then(|b| b.trim_end().strip_suffix("```"))
-        .unwrap_or(trimmed)
-        .trim();
-    let Ok(Value::Object(o)) = serde_json::from_str::<Value>(body) else {
-        return None;
-    };
-    if o.get("name").and_then(Value::as_str).is_some() {
-        return Some(vec![named_object(Shape::BareJson, &o)]);
+    let mut objects = Vec::new();
+    for block in unfenced(text)? {
+        for value in serde_json::Deserializer::from_str(block).into_iter::<Value>() {
+            match value {
+                Ok(Value::Object(o)) => objects.push(o),
+                _ => return None,
+            }
+        }
     }
-    let [only] = tools else {
+    if objects
+        .iter()
+        .all(|o| o.get("name").and_then(Value::as_str).is_some())
+    {
+        return (!objects.is_empty()).then(|| {
+            objects
+                .iter()
+                .map(|o| named_object(Shape::BareJson, o))
+                .collect()
+        });
+    }
+    let ([o], [only]) = (objects.as_slice(), tools) else {
         return None;
     };
     let properties = only.parameters["properties"].as_object()?;
@@ -164,9 +173,27 @@ fn bare_json(text: &str, tools: &[ToolSpec]) -> Option<Vec<Found>> {
         vec![(
             Shape::BareArguments,
             only.name.clone(),
-            Ok(Value::Object(o)),
+            Ok(Value::Object(o.clone())),
         )]
     })
+}
+
+/// `text` split at its ``` fences (an opening one may name `json`) into the blocks
+/// between them, or `None` when a fence is left open.
+fn unfenced(text: &str) -> Option<Vec<&str>> {
+    let mut blocks = Vec::new();
+    let mut rest = text;
+    let mut open = false;
+    while let Some(at) = rest.find("```") {
+        blocks.push(&rest[..at]);
+        rest = &rest[at + 3..];
+        if !open {
+            rest = rest.strip_prefix("json").unwrap_or(rest);
+        }
+        open = !open;
+    }
+    blocks.push(rest);
+    (!open).then_some(blocks)
 }
 
 /// `{"name": …, "arguments": …}` (or `parameters`), the arguments an object or a JSON
@@ -282,6 +309,30 @@ mod tests {
     }
 
     #[test]
+    fn fenced_calls_one_after_another_are_each_read() {
+        let text = "```json\n{\"name\": \"mission_report\", \"arguments\": {\"kind\": \"result\", \"summary\": \"wrote it\"}}\n```\n```json\n{\"name\": \"write_file\", \"arguments\": {\"path\": \"a\", \"content\": \"b\"}}\n```";
+        let calls = recover(text, &tools());
+        let names: Vec<(Shape, &str)> = calls.iter().map(|c| (c.shape, c.name.as_str())).collect();
+        assert_eq!(
+            names,
+            [
+                (Shape::BareJson, "mission_report"),
+                (Shape::BareJson, "write_file")
+            ]
+        );
+        assert!(calls.iter().all(|c| c.arguments.is_ok()), "{calls:?}");
+        // Unfenced, one after another, the same.
+        assert_eq!(
+            recover(
+                "{\"name\": \"write_file\", \"arguments\": {\"path\": \"a\", \"content\": \"b\"}}\n{\"name\": \"mission_report\", \"arguments\": {}}",
+                &tools()
+            )
+            .len(),
+            2
+        );
+    }
+
+    #[test]
     fn what_cannot_run_is_named_never_guessed() {
         let leaked = one("functions.mission_report:");
         assert_eq!(
@@ -342,6 +393,9 @@ mod tests {
             "Next I will call mission_report to say so.",
             "{\"summary\": \"a JSON object without a name\"}",
             "The function mission_report(kind, summary) files a report.",
+            "Here it is:\n```json\n{\"name\": \"write_file\", \"arguments\": {}}\n```",
+            "```json\n{\"name\": \"write_file\", \"arguments\": {}}\n```\n```json\n{\"summary\": \"no name\"}\n```",
+            "```json\n{\"name\": \"write_file\", \"arguments\": {}}",
         ] {
             assert_eq!(recover(text, &tools()), vec![], "{text}");
         }

@@ -19,7 +19,7 @@ use missionboard::store::Store;
 use ratatui::layout::Rect;
 
 use crate::harness::terminal::Terminal;
-use crate::harness::{BIN, ForeignLock, Sandbox, wait_for, wait_for_async};
+use crate::harness::{BIN, Background, ForeignLock, Sandbox, wait_for, wait_for_async};
 
 fn press(
     m: &mut Model,
@@ -506,7 +506,7 @@ fn parked_on_a_dead_host(sb: &Sandbox) -> (String, String) {
     let host = sb.command(&[
         "mission", "fire", "stub", "rename", "--wait", "--policy", "default",
     ]);
-    let host = crate::harness::Background::spawn(host);
+    let host = Background::spawn(host);
     let id = wait_for(20, "the mission", || sb.newest_mission());
     let ask = wait_for(20, "the parked question", || parked_ask_of(sb, &id));
     host.kill();
@@ -638,7 +638,7 @@ fn terminal_a_board_settles_a_run_stranded_by_an_expired_ask_on_its_own() {
     let host = sb.command(&[
         "mission", "fire", "stub", "clean", "--wait", "--policy", "gate",
     ]);
-    let host = crate::harness::Background::spawn(host);
+    let host = Background::spawn(host);
     let id = wait_for(20, "the mission", || sb.newest_mission());
     let pending = |sb: &Sandbox| -> serde_json::Value {
         let show = sb.run(&["mission", "show", &id, "--json"]).ok();
@@ -741,8 +741,8 @@ fn a_signal_ends_the_wait_of_mission_fire() {
         ]);
         fire.stdout(std::process::Stdio::piped())
             .stderr(std::process::Stdio::null());
-        let mut child = fire.spawn().unwrap();
-        let mut out = std::io::BufReader::new(child.stdout.take().unwrap());
+        let mut child = Background::own(fire.spawn().unwrap());
+        let mut out = std::io::BufReader::new(child.child().stdout.take().unwrap());
         let mut seen = String::new();
         while !seen.contains("Waiting for a terminal status") {
             let mut line = String::new();
@@ -753,9 +753,9 @@ fn a_signal_ends_the_wait_of_mission_fire() {
             seen.push_str(&line);
         }
         // SAFETY: kill(2) on a child of ours that has not been reaped.
-        assert_eq!(unsafe { libc::kill(child.id() as i32, signal) }, 0);
+        assert_eq!(unsafe { libc::kill(child.pid() as i32, signal) }, 0);
         std::io::Read::read_to_string(&mut out, &mut seen).unwrap();
-        let status = child.wait().unwrap();
+        let status = child.child().wait().unwrap();
         assert_eq!(status.code(), Some(1), "signal {signal}: {seen}");
         assert!(
             seen.contains("wait interrupted: the unit is torn down with this process"),
@@ -846,7 +846,7 @@ fn terminal_the_board_puts_a_dead_host_first_sorts_and_opens_the_detail() {
         "--policy",
         "default",
     ]);
-    let host = crate::harness::Background::spawn(host);
+    let host = Background::spawn(host);
     let dead = wait_for(20, "the hanging mission's first report", || {
         let id = sb.newest_mission()?;
         let reports = sb.run(&["mission", "reports", &id]).ok();

@@ -5,7 +5,7 @@ use std::io::{BufRead, BufReader};
 use std::os::unix::process::{CommandExt, ExitStatusExt};
 use std::process::Stdio;
 
-use crate::harness::{Sandbox, script, wait_for};
+use crate::harness::{Background, Sandbox, script, wait_for};
 
 const ASK_THEN_LAND: &str = r#"{"ask":{"summary":"Rename the env var too?","then":{"report":{"kind":"result","summary":"renamed: {{answer}}"}}}},{"finish":"landed"}"#;
 
@@ -208,14 +208,15 @@ fn a_resumed_run_that_stops_without_a_verdict_gets_the_blocker_too() {
         )),
     )]);
     sb.run(&["config", "set", "ask-park-window", "200ms"]).ok();
-    let mut host = sb
-        .command(&[
+    let host = Background::own(
+        sb.command(&[
             "mission", "fire", "stub", "pick", "--wait", "--policy", "default",
         ])
         .stdout(Stdio::null())
         .stderr(Stdio::null())
         .spawn()
-        .unwrap();
+        .unwrap(),
+    );
     let ask = wait_for(20, "the parked question", || {
         let id = sb.newest_mission()?;
         let show = sb.run(&["mission", "show", &id, "--json"]).ok();
@@ -226,8 +227,7 @@ fn a_resumed_run_that_stops_without_a_verdict_gets_the_blocker_too() {
             .find(|a| a["parked"] == true)
             .and_then(|a| a["id"].as_str().map(str::to_string))
     });
-    host.kill().unwrap();
-    host.wait().unwrap();
+    host.kill();
     let answered = sb
         .run(&["approvals", "respond", &ask, "--answer", "eu"])
         .ok();

@@ -11,7 +11,7 @@ use missionboard::mission::hosts::Hosts;
 use missionboard::store::sql::params;
 use serde_json::Value;
 
-use crate::harness::{Sandbox, wait_for};
+use crate::harness::{Background, Sandbox, wait_for};
 
 const ASK_THEN_LAND: &str = r#"{"name":"t","turns":[{"steps":[{"ask":{"summary":"Rename the env var too?","then":{"report":{"kind":"result","summary":"renamed: {{answer}}"}}}},{"finish":"landed"}]}]}"#;
 
@@ -65,14 +65,15 @@ fn show(sb: &Sandbox, id: &str) -> String {
 fn parked_on_a_far_host(sb: &Sandbox) -> (String, String) {
     sb.declare_stubs(&[("stub", Some(ASK_THEN_LAND))]);
     sb.run(&["config", "set", "ask-park-window", "200ms"]).ok();
-    let mut host = sb
-        .command(&[
+    let host = Background::own(
+        sb.command(&[
             "mission", "fire", "stub", "rename", "--wait", "--policy", "default",
         ])
         .stdout(Stdio::null())
         .stderr(Stdio::null())
         .spawn()
-        .unwrap();
+        .unwrap(),
+    );
     let (id, ask) = wait_for(20, "the parked question", || {
         let id = sb.newest_mission()?;
         let v: Value =
@@ -85,8 +86,7 @@ fn parked_on_a_far_host(sb: &Sandbox) -> (String, String) {
             .to_string();
         Some((id, ask))
     });
-    host.kill().unwrap();
-    host.wait().unwrap();
+    host.kill();
     far_host(sb, "far-host", "far-away");
     sb.store()
         .with(|c| {

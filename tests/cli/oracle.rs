@@ -918,7 +918,7 @@ fn a_fire_that_reaches_its_timeout_mid_review_waits_for_the_review_within_its_bu
     fire.args(["--timeout", "1s"])
         .stdout(std::fs::File::create(&stdout).unwrap())
         .stderr(Stdio::null());
-    let mut child = fire.spawn().unwrap();
+    let mut child = Background::own(fire.spawn().unwrap());
     let line = wait_for(60, "the fire to wait for the review", || {
         std::fs::read_to_string(&stdout)
             .unwrap_or_default()
@@ -927,7 +927,7 @@ fn a_fire_that_reaches_its_timeout_mid_review_waits_for_the_review_within_its_bu
             .map(str::to_string)
     });
     std::fs::write(w.dialog.with_file_name(released), "").unwrap();
-    let status = child.wait().unwrap();
+    let status = child.child().wait().unwrap();
     let id = w.sb.newest_mission().unwrap();
     let record = show(&w.sb, &id);
     let ask = record["asks"][0]["id"].as_str().unwrap();

@@ -536,6 +536,17 @@ impl Background {
         Background { child: Some(child) }
     }
 
+    /// Own `child`, a process the test started with stdio of its own choosing, so a
+    /// panic before the test sees it end still ends it and what it started.
+    pub fn own(child: std::process::Child) -> Background {
+        Background { child: Some(child) }
+    }
+
+    /// The process itself, to take its pipes or wait on it in place.
+    pub fn child(&mut self) -> &mut std::process::Child {
+        self.child.as_mut().unwrap()
+    }
+
     /// The process id, to signal it.
     pub fn pid(&self) -> u32 {
         self.child.as_ref().unwrap().id()
@@ -555,8 +566,13 @@ impl Background {
         child.wait().unwrap();
     }
 
-    pub fn join(mut self) -> Run {
-        let out = self.child.take().unwrap().wait_with_output().unwrap();
+    /// Wait for the process to end and take its output.
+    pub fn output(mut self) -> std::process::Output {
+        self.child.take().unwrap().wait_with_output().unwrap()
+    }
+
+    pub fn join(self) -> Run {
+        let out = self.output();
         Run {
             code: out.status.code().unwrap_or(-1),
             stdout: String::from_utf8_lossy(&out.stdout).into_owned(),

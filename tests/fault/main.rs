@@ -65,8 +65,7 @@ impl Host {
 
 impl Drop for Host {
     fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
+        harness::end_leftover(&mut self.child);
     }
 }
 

@@ -20,8 +20,7 @@ pub struct Web {
 
 impl Drop for Web {
     fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
+        crate::harness::end_leftover(&mut self.child);
     }
 }
 
