@@ -89,6 +89,9 @@ pub const MIGRATIONS: &[Migration] = &[
     // v24: money — a raised maxCostUsd, each mission's priced cost and the oracle's
     // spend on it, and its admission against the fleet's budgets.
     &[crate::mission::compute::SCHEMA_V24],
+    // v25: the spend rollup — each UTC hour's spend per agent, envelope, label,
+    // host and model, kept by triggers and backfilled from existing records.
+    &[crate::mission::spend_rollup::SCHEMA_V25],
 ];
 
 /// The same versions on PostgreSQL, numbered alike so a version means one schema on
@@ -144,6 +147,7 @@ pub const PG_MIGRATIONS: &[Migration] = &[
         crate::mission::roots::PG_SCHEMA_V23_ROOTS,
     ],
     &[crate::mission::compute::PG_SCHEMA_V24],
+    &[crate::mission::spend_rollup::PG_SCHEMA_V25],
 ];
 
 impl Store {
@@ -259,5 +263,156 @@ mod tests {
         })
         .unwrap();
         exact(counted(&s), 1);
+    }
+}
+
+#[cfg(test)]
+mod spend_rollup_tests {
+    use super::*;
+
+    /// The spend rollup's rows against the same sums worked out afresh from every
+    /// mission's record.
+    fn rollup_and_afresh(s: &Store) -> (Vec<Vec<String>>, Vec<Vec<String>>) {
+        const GROUP: &str = "hour_bucket, agent, envelope, label, host, has_model, model";
+        const SUMS: &str = "reported, reported_micro_usd, unreported_with_tokens, unreported_input,
+            unreported_output, unreported_cached, tokens, tool_calls, oracle_micro_usd, oracle_unpriced, cpu_ms";
+        let sums_of = SUMS
+            .split(',')
+            .map(|c| format!("SUM({})", c.trim()))
+            .collect::<Vec<_>>()
+            .join(", ");
+        let read = |sql: &str| {
+            s.with(|c| {
+                let mut st = c.prepare(sql)?;
+                let rows = st.query_map([], |r| {
+                    (0..20)
+                        .map(|i| {
+                            r.get::<Option<i64>>(i)
+                                .map(|v| format!("{v:?}"))
+                                .or_else(|_| r.get::<String>(i))
+                        })
+                        .collect::<crate::store::sql::Result<Vec<String>>>()
+                })?;
+                rows.collect::<crate::store::sql::Result<Vec<_>>>()
+            })
+            .unwrap()
+        };
+        (
+            read(&format!(
+                "SELECT {GROUP}, missions, {SUMS}, peak_rss_bytes FROM spend_rollup ORDER BY {GROUP}"
+            )),
+            read(&format!(
+                "SELECT {GROUP}, COUNT(*), {sums_of}, MAX(peak_rss_bytes) FROM spend_contributions
+                 GROUP BY {GROUP} ORDER BY {GROUP}"
+            )),
+        )
+    }
+
+    fn exact(s: &Store, when: &str) {
+        let (kept, afresh) = rollup_and_afresh(s);
+        assert_eq!(kept, afresh, "{when}");
+    }
+
+    fn mission(
+        c: &crate::store::Conn<'_>,
+        id: &str,
+        agent: &str,
+        at: i64,
+    ) -> crate::store::sql::Result<()> {
+        c.execute(
+            "INSERT INTO missions (id, intent, agent_name, policy_name, status, created_at, updated_at)
+             VALUES (?1, 'i', ?2, 'p', 'open', ?3, ?3)",
+            crate::store::sql::params![id, agent, at],
+        )?;
+        Ok(())
+    }
+
+    fn compute(
+        c: &crate::store::Conn<'_>,
+        id: &str,
+        model: &str,
+        tokens: i64,
+        peak: Option<i64>,
+    ) -> crate::store::sql::Result<()> {
+        c.execute(
+            "INSERT INTO mission_compute (mission_id, model, spent_input_tokens, spent_output_tokens, spent_tokens,
+                 peak_rss_bytes, cpu_ms, updated_at)
+             VALUES (?1, ?2, ?3, 1, ?3 + 1, ?4, 7, 0)",
+            crate::store::sql::params![id, model, tokens, peak],
+        )?;
+        Ok(())
+    }
+
+    #[test]
+    fn the_spend_rollup_is_backfilled_and_kept_exact_by_every_write() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("home/board.db");
+        let before_rollup = 24;
+        let old = Store::open_with(&path, &MIGRATIONS[..before_rollup]).unwrap();
+        old.with(|c| {
+            mission(c, "m0", "claude", 1_000)?;
+            compute(c, "m0", "gpt-5", 100, Some(500))?;
+            mission(c, "m1", "claude", 2_000)?;
+            compute(c, "m1", "gpt-5", 50, Some(900))?;
+            // A mission that never started a unit counts, with no model.
+            mission(c, "m2", "codex", 3_600_000 * 5 + 1)?;
+            Ok(())
+        })
+        .unwrap();
+        drop(old);
+
+        let s = Store::open(&path).unwrap();
+        exact(&s, "backfilled");
+        let (kept, _) = rollup_and_afresh(&s);
+        assert_eq!(kept.len(), 2, "{kept:?}");
+
+        s.with(|c| {
+            // A usage report adds to the record: a delta, not a second count.
+            c.execute(
+                "UPDATE mission_compute SET spent_input_tokens = spent_input_tokens + 40,
+                     spent_tokens = spent_tokens + 40, reported_cost_micro_usd = 1200 WHERE mission_id = 'm0'",
+                [],
+            )?;
+            Ok(())
+        })
+        .unwrap();
+        exact(&s, "after a usage report");
+        s.with(|c| {
+            // The group's peak holder moves to another model: the peak falls back.
+            c.execute(
+                "UPDATE mission_compute SET model = 'o3' WHERE mission_id = 'm1'",
+                [],
+            )?;
+            Ok(())
+        })
+        .unwrap();
+        exact(&s, "after the peak holder moved");
+        s.with(|c| {
+            // A record written before its mission, then the mission.
+            compute(c, "m3", "gpt-5", 10, None)?;
+            mission(c, "m3", "qwen", 4_000)?;
+            c.execute(
+                "INSERT INTO mission_queue (mission_id, run_on, queued_at) VALUES ('m2', 'gpu', 0)",
+                [],
+            )?;
+            c.execute(
+                "UPDATE missions SET host_machine = 'build-1' WHERE id = 'm0'",
+                [],
+            )?;
+            c.execute(
+                "UPDATE missions SET created_at = created_at + 7200000 WHERE id = 'm1'",
+                [],
+            )?;
+            c.execute("DELETE FROM mission_queue WHERE mission_id = 'm2'", [])?;
+            c.execute("DELETE FROM mission_compute WHERE mission_id = 'm3'", [])?;
+            // A write no figure reads changes nothing.
+            c.execute(
+                "UPDATE mission_compute SET context_used = 5 WHERE mission_id = 'm0'",
+                [],
+            )?;
+            Ok(())
+        })
+        .unwrap();
+        exact(&s, "after moves between groups");
     }
 }

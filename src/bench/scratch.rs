@@ -178,7 +178,9 @@ fn admin_sql(admin: &str, sql: &str) -> anyhow::Result<()> {
 pub fn seed(scratch: &Scratch, missions: usize, asks: usize) -> anyhow::Result<()> {
     let now = crate::clock::now_ms();
     let every = (missions / asks.max(1)).max(1);
-    scratch.store.write(|tx| {
+    // Past the spend rollup's per-row triggers on PostgreSQL, which would take the
+    // load many minutes; the rollup is rebuilt once after it.
+    scratch.store.write(|tx| crate::mission::spend_rollup::bulk_load(tx, |tx| {
         let mut m = tx.prepare(
             "INSERT INTO missions (id, intent, agent_name, policy_name, status, status_reason, created_at, updated_at)
              VALUES (?1, ?2, 'stub', 'bench', ?3, ?4, ?5, ?5)",
@@ -207,7 +209,7 @@ pub fn seed(scratch: &Scratch, missions: usize, asks: usize) -> anyhow::Result<(
             }
         }
         Ok(())
-    })?;
+    }))?;
     if scratch.store.is_postgres() {
         // A bulk load leaves PostgreSQL without planner statistics and the count
         // rows' dead versions, which autovacuum clears within a minute of a real

@@ -3,16 +3,17 @@
 //! compute record as hosts leave them — a model, tokens, a reported cost on a third,
 //! CPU time and peak memory, an oracle review on a tenth, a queue label on a third.
 //!
-//! Floor: the very statement the rollup runs, bare, on a connection of its own —
-//! every row fetched and every column read, nothing decoded into our types, no
-//! price table, no grouping of the rows by name.
+//! Floor: the very statement the rollup runs — the whole hours from the spend
+//! rollup the triggers keep, the window's edge hour from the missions — bare, on a
+//! connection of its own: every row fetched and every column read, nothing decoded
+//! into our types, no price table, no grouping of the rows by name.
 
 use std::time::{Duration, Instant};
 
 use super::board::{Arg, BareReader};
 use super::scratch::{Scratch, seed};
 use super::{Latency, Row, Scale};
-use crate::mission::compute::{SpendGroup, spend_sql};
+use crate::mission::compute::{SpendGroup, spend_sql, spend_window};
 use crate::store::sql::params;
 
 /// What `missionboard spend` answers within, on 100k missions.
@@ -38,7 +39,8 @@ const LABELS: [&str; 2] = ["gpu", "linux"];
 /// record their hosts would have left.
 fn seed_compute(scratch: &Scratch, missions: usize) -> anyhow::Result<()> {
     let now = crate::clock::now_ms();
-    scratch.store.write(|tx| {
+    // Past the spend rollup's per-row triggers on PostgreSQL (see `seed`).
+    scratch.store.write(|tx| crate::mission::spend_rollup::bulk_load(tx, |tx| {
         let mut m = tx.prepare("UPDATE missions SET agent_name = ?2, host_machine = ?3 WHERE id = ?1")?;
         let mut c = tx.prepare(
             "INSERT INTO mission_compute (mission_id, model, spent_tool_calls, spent_tokens,
@@ -81,7 +83,7 @@ fn seed_compute(scratch: &Scratch, missions: usize) -> anyhow::Result<()> {
             }
         }
         Ok(())
-    })?;
+    }))?;
     if scratch.store.is_postgres() {
         // Settled statistics, as `seed` leaves the missions (see there).
         scratch.store.with(|c| c.execute_batch("VACUUM ANALYZE"))?;
@@ -136,7 +138,8 @@ pub async fn run(scale: Scale) -> anyhow::Result<Vec<Row>> {
     for _ in 0..scale.samples {
         let since_ms = crate::clock::now_ms() - SINCE.as_millis() as i64;
         let t = Instant::now();
-        let rows = bare.rows(&sql, &[Arg::Int(since_ms)]).await?;
+        let window = spend_window(since_ms);
+        let rows = bare.rows(&sql, &window.map(Arg::Int)).await?;
         floor.push(t.elapsed());
         anyhow::ensure!(rows > 0, "bench: the bare spend statement read no rows");
     }

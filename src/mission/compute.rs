@@ -467,14 +467,15 @@ impl ComputeLedger {
     }
 
     /// What the missions fired since `since_ms` spent, grouped by `by` and by the
-    /// model each ran on: one query over the missions and this ledger (the
-    /// missions' creation-time index bounds it).
+    /// model each ran on: one query over the spend rollup's whole hours and the
+    /// missions of the partial hour at the window's edge.
     pub fn spend_by(&self, by: SpendGroup, since_ms: i64) -> Result<Vec<SpendRow>, StoreError> {
         let sql = spend_sql(by);
+        let [since_ms, first_hour, first_hour_ms] = spend_window(since_ms);
         let n = |v: i64| v.max(0) as u64;
         self.store.with(|c| {
             let mut st = c.prepare(&sql)?;
-            let rows = st.query_map(params![since_ms], |r| {
+            let rows = st.query_map(params![since_ms, first_hour, first_hour_ms], |r| {
                 Ok(SpendRow {
                     key: r.get(0)?,
                     model: r.get(1)?,
@@ -544,39 +545,21 @@ impl ComputeLedger {
     }
 }
 
-/// The one statement `spend_by` runs for `by`, in the house dialect (`?1`: the
-/// earliest fire time counted). Public so the bench runs the very statement bare,
+/// The one statement `spend_by` runs for `by`, in the house dialect (its
+/// arguments: [`spend_window`]). Public so the bench runs the very statement bare,
 /// as its floor.
 pub fn spend_sql(by: SpendGroup) -> String {
-    let key = by.key_sql();
-    // The queue's row (one per mission at most) is read only for its label: a join
-    // per mission that no other grouping needs.
-    let queue = if by == SpendGroup::Label {
-        "LEFT JOIN mission_queue q ON q.mission_id = m.id"
-    } else {
-        ""
-    };
-    // Sums are cast back to whole numbers: PostgreSQL sums BIGINTs as NUMERIC.
-    format!(
-            "SELECT {key} AS k, c.model, COUNT(*),
-                 CAST(COALESCE(SUM(CASE WHEN c.reported_cost_micro_usd IS NULL THEN 0 ELSE 1 END), 0) AS BIGINT),
-                 CAST(COALESCE(SUM(c.reported_cost_micro_usd), 0) AS BIGINT),
-                 CAST(COALESCE(SUM(CASE WHEN c.reported_cost_micro_usd IS NULL
-                     AND c.spent_input_tokens + c.spent_output_tokens > 0 THEN 1 ELSE 0 END), 0) AS BIGINT),
-                 CAST(COALESCE(SUM(CASE WHEN c.reported_cost_micro_usd IS NULL THEN c.spent_input_tokens ELSE 0 END), 0) AS BIGINT),
-                 CAST(COALESCE(SUM(CASE WHEN c.reported_cost_micro_usd IS NULL THEN c.spent_output_tokens ELSE 0 END), 0) AS BIGINT),
-                 CAST(COALESCE(SUM(CASE WHEN c.reported_cost_micro_usd IS NULL THEN c.spent_cached_tokens ELSE 0 END), 0) AS BIGINT),
-                 CAST(COALESCE(SUM(c.spent_tokens), 0) AS BIGINT), CAST(COALESCE(SUM(c.spent_tool_calls), 0) AS BIGINT),
-                 CAST(COALESCE(SUM(c.oracle_cost_micro_usd), 0) AS BIGINT),
-                 CAST(COALESCE(SUM(CASE WHEN c.oracle_calls > 0 AND c.oracle_cost_micro_usd IS NULL THEN 1 ELSE 0 END), 0) AS BIGINT),
-                 CAST(COALESCE(SUM(c.cpu_ms), 0) AS BIGINT), MAX(c.peak_rss_bytes)
-             FROM missions m
-             LEFT JOIN mission_compute c ON c.mission_id = m.id
-             {queue}
-             WHERE m.created_at >= ?1
-             GROUP BY {key}, c.model
-             ORDER BY 1, 2"
-        )
+    let (rollup_key, edge_key) = by.key_sql();
+    super::spend_rollup::spend_sql(rollup_key, edge_key)
+}
+
+/// The arguments of [`spend_sql`] for a window starting at `since_ms`: that time,
+/// the first whole UTC hour in the window (hours since the epoch) and its start in
+/// ms — whole hours are read from the rollup, the ones before from the missions.
+pub fn spend_window(since_ms: i64) -> [i64; 3] {
+    const HOUR_MS: i64 = 3_600_000;
+    let first_hour = since_ms.div_euclid(HOUR_MS) + i64::from(since_ms.rem_euclid(HOUR_MS) != 0);
+    [since_ms, first_hour, first_hour * HOUR_MS]
 }
 
 /// What a mission's units used, as sampled from `/proc` by the host that ran them.
@@ -676,14 +659,19 @@ pub enum SpendGroup {
 }
 
 impl SpendGroup {
-    /// The group key, as text, for the one rollup query.
-    fn key_sql(self) -> &'static str {
+    /// The group key, as text, in the rollup's rows (`r`) and in the missions'
+    /// contributions at the window's edge (`v`).
+    fn key_sql(self) -> (&'static str, &'static str) {
         match self {
-            SpendGroup::Agent => "m.agent_name",
-            SpendGroup::Envelope => "m.policy_name",
-            SpendGroup::Label => "COALESCE(q.run_on, '')",
-            SpendGroup::Host => "COALESCE(m.host_machine, '')",
-            SpendGroup::Day => "CAST(m.created_at / 86400000 AS TEXT)",
+            SpendGroup::Agent => ("r.agent", "v.agent"),
+            SpendGroup::Envelope => ("r.envelope", "v.envelope"),
+            SpendGroup::Label => ("r.label", "v.label"),
+            SpendGroup::Host => ("r.host", "v.host"),
+            // UTC hours fall whole into UTC days.
+            SpendGroup::Day => (
+                "CAST(r.hour_bucket / 24 AS TEXT)",
+                "CAST(v.created_at / 86400000 AS TEXT)",
+            ),
         }
     }
 }

@@ -19,6 +19,7 @@ pub mod queue;
 pub mod report;
 pub mod revise;
 pub mod roots;
+pub(crate) mod spend_rollup;
 
 use std::fmt;
 

@@ -489,3 +489,118 @@ fn a_running_mission_that_crosses_the_fleet_budget_pauses_when_the_config_says_p
         sb.status_line(&id)
     );
 }
+
+/// A stub on `model` that reports its usage twice — `first` at the end of its first
+/// turn, `second` at the end of its nudged second turn — so its compute record is
+/// written and then updated (the mission is left open, two
+/// turns without a report: what it cost is all that matters here).
+fn two_reports_script(model: &str, first: (u64, u64), second: (u64, u64)) -> String {
+    let usage = |(input, output): (u64, u64)| {
+        format!(
+            r#"{{"usage":{{"used":{},"size":32768,"input":{input},"output":{output}}}}}"#,
+            input + output
+        )
+    };
+    format!(
+        r#"{{"name":"spend","models":["{model}"],"turns":[{{"steps":[{}]}},{{"steps":[{}]}}]}}"#,
+        usage(first),
+        usage(second)
+    )
+}
+
+#[test]
+fn spend_agrees_with_the_missions_records_after_their_usage_is_updated() {
+    let sb = Sandbox::new();
+    setup(
+        &sb,
+        &[
+            (
+                "twice",
+                &two_reports_script(PRICED, (1000, 100), (2500, 400)),
+            ),
+            ("once", &usage_script(PRICED, 700, 70, None)),
+        ],
+    );
+    let run = sb.run(&[
+        "mission",
+        "fire",
+        "twice",
+        "go",
+        "--wait",
+        "--policy",
+        "open",
+        "--timeout",
+        "60s",
+    ]);
+    assert!(
+        run.stdout
+            .contains("unit ended two turns without reporting"),
+        "{run:#?}"
+    );
+    let twice = sb.newest_mission().expect("a mission was recorded");
+    let ids = [twice, fire(&sb, "once")];
+    let show = |id: &str| -> Value {
+        serde_json::from_str(&sb.run(&["mission", "show", id, "--json"]).ok().stdout).unwrap()
+    };
+    let records: Vec<Value> = ids.iter().map(|id| show(id)).collect();
+    let usd: f64 = records
+        .iter()
+        .map(|r| r["cost"]["usd"].as_f64().unwrap())
+        .sum();
+    let cpu_ms: u64 = records
+        .iter()
+        .map(|r| r["resources"]["cpuMs"].as_u64().unwrap_or(0))
+        .sum();
+    // The twice-reporting mission's record holds both reports.
+    assert!(
+        (records[0]["cost"]["usd"].as_f64().unwrap() - expected_usd(3500, 500)).abs() < 1e-12,
+        "{}",
+        records[0]
+    );
+    for by in ["agent", "day", "host", "envelope"] {
+        let spend: Value =
+            serde_json::from_str(&sb.run(&["spend", "--by", by, "--json"]).ok().stdout).unwrap();
+        let total = &spend["total"];
+        assert_eq!(total["missions"], 2, "by {by}: {spend}");
+        assert_eq!(total["tokens"], 4000 + 770, "by {by}: {spend}");
+        assert_eq!(total["cpuMs"], cpu_ms, "by {by}: {spend}");
+        let spent = total["costUsd"].as_f64().unwrap();
+        assert!(
+            (spent - usd).abs() < 1e-12,
+            "by {by}: {spend}, records {usd}"
+        );
+    }
+
+    // Moved to just inside a seven-day window (an hour the rollup does not hold
+    // whole) and just outside it, the missions are counted as the window says.
+    let now_ms = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_millis() as i64;
+    let week_ms = 7 * 86_400_000;
+    for (id, at) in [
+        (&ids[0], now_ms - week_ms + 120_000),
+        (&ids[1], now_ms - week_ms - 120_000),
+    ] {
+        sb.store()
+            .with(|c| {
+                c.execute(
+                    "UPDATE missions SET created_at = ?2 WHERE id = ?1",
+                    missionboard::store::sql::params![id, at],
+                )
+            })
+            .unwrap();
+    }
+    let week: Value =
+        serde_json::from_str(&sb.run(&["spend", "--since", "7d", "--json"]).ok().stdout).unwrap();
+    assert_eq!(week["total"]["missions"], 1, "{week}");
+    assert_eq!(week["total"]["tokens"], 4000, "{week}");
+    let week_usd = week["total"]["costUsd"].as_f64().unwrap();
+    assert!(
+        (week_usd - records[0]["cost"]["usd"].as_f64().unwrap()).abs() < 1e-12,
+        "{week}"
+    );
+    let all: Value =
+        serde_json::from_str(&sb.run(&["spend", "--since", "8d", "--json"]).ok().stdout).unwrap();
+    assert_eq!(all["total"]["tokens"], 4000 + 770, "{all}");
+}
