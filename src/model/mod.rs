@@ -196,6 +196,8 @@ pub struct ChatRequest {
     /// Cap on the reply's length. Always sent: servers that default to "until the
     /// context is full" (llama.cpp) otherwise let one runaway reply eat the call.
     pub max_tokens: u32,
+    /// Where the server stops the reply (OpenAI's `stop`; at most four). Empty: none.
+    pub stop: Vec<String>,
 }
 
 /// The reply cap of a request that states none.
@@ -208,6 +210,7 @@ impl Default for ChatRequest {
             tools: Vec::new(),
             tool_choice: ToolChoice::default(),
             max_tokens: DEFAULT_MAX_TOKENS,
+            stop: Vec::new(),
         }
     }
 }
@@ -237,6 +240,9 @@ impl ChatRequest {
             };
         }
         body["max_tokens"] = json!(self.max_tokens);
+        if !self.stop.is_empty() {
+            body["stop"] = json!(self.stop);
+        }
         body
     }
 }
@@ -584,6 +590,7 @@ mod tests {
             }],
             tool_choice: ToolChoice::Named("read_file".into()),
             max_tokens: 64,
+            stop: vec!["\n```\n".into()],
         };
         let wire = request.to_wire("m");
         assert_eq!(wire["model"], "m");
@@ -606,6 +613,11 @@ mod tests {
             json!({"type": "function", "function": {"name": "read_file"}})
         );
         assert_eq!(wire["max_tokens"], 64);
+        assert_eq!(wire["stop"], json!(["\n```\n"]));
+        assert!(
+            ChatRequest::default().to_wire("m").get("stop").is_none(),
+            "no stop is sent where none is asked for"
+        );
     }
 
     #[test]

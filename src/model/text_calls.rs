@@ -138,7 +138,7 @@ fn call_syntax(text: &str, tools: &[ToolSpec]) -> Option<Vec<Found>> {
 /// beside them, or an object without a name among several, and the reply is prose.
 fn bare_json(text: &str, tools: &[ToolSpec]) -> Option<Vec<Found>> {
     let mut objects = Vec::new();
-    for block in unfenced(text)? {
+    for block in unfenced(text) {
         for value in serde_json::Deserializer::from_str(block).into_iter::<Value>() {
             match value {
                 Ok(Value::Object(o)) => objects.push(o),
@@ -179,8 +179,9 @@ fn bare_json(text: &str, tools: &[ToolSpec]) -> Option<Vec<Found>> {
 }
 
 /// `text` split at its ``` fences (an opening one may name `json`) into the blocks
-/// between them, or `None` when a fence is left open.
-fn unfenced(text: &str) -> Option<Vec<&str>> {
+/// between them. A last fence left open runs to the end: a reply stopped at its
+/// fence's close (the planner's stop sequence) ends without it.
+fn unfenced(text: &str) -> Vec<&str> {
     let mut blocks = Vec::new();
     let mut rest = text;
     let mut open = false;
@@ -193,7 +194,7 @@ fn unfenced(text: &str) -> Option<Vec<&str>> {
         open = !open;
     }
     blocks.push(rest);
-    (!open).then_some(blocks)
+    blocks
 }
 
 /// `{"name": …, "arguments": …}` (or `parameters`), the arguments an object or a JSON
@@ -321,6 +322,10 @@ mod tests {
             ]
         );
         assert!(calls.iter().all(|c| c.arguments.is_ok()), "{calls:?}");
+        // Stopped at its fence's close (the planner's stop sequence), the same.
+        let cut = "```json\n{\"name\": \"write_file\", \"arguments\": {\"path\": \"a\", \"content\": \"b\"}}\n";
+        assert_eq!(one(cut).name, "write_file");
+        assert!(one(cut).arguments.is_ok());
         // Unfenced, one after another, the same.
         assert_eq!(
             recover(
@@ -395,7 +400,6 @@ mod tests {
             "The function mission_report(kind, summary) files a report.",
             "Here it is:\n```json\n{\"name\": \"write_file\", \"arguments\": {}}\n```",
             "```json\n{\"name\": \"write_file\", \"arguments\": {}}\n```\n```json\n{\"summary\": \"no name\"}\n```",
-            "```json\n{\"name\": \"write_file\", \"arguments\": {}}",
         ] {
             assert_eq!(recover(text, &tools()), vec![], "{text}");
         }

@@ -374,6 +374,7 @@ impl Chain<'_> {
             tools: vec![submit_verdict_spec()],
             tool_choice: ToolChoice::Auto,
             max_tokens: MAX_TOKENS,
+            stop: Vec::new(),
         };
         let on_retry = |attempt: u32, e: &ModelError, backoff: std::time::Duration| {
             self.line(format!(

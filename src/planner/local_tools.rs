@@ -128,10 +128,11 @@ impl LocalTool {
                 }, "required": ["pattern"]}),
             ),
             LocalTool::WriteFile => (
-                "Create or overwrite a text file inside the working directory (parent directories are created). The mission's envelope usually asks the operator first.",
+                "Create or overwrite a text file inside the working directory (parent directories are created), or with append true add to its end. The mission's envelope usually asks the operator first.",
                 json!({"type": "object", "properties": {
                     "path": {"type": "string"},
-                    "content": {"type": "string", "description": "The whole new content of the file."}
+                    "content": {"type": "string", "description": "The whole new content of the file, or with append the text to add at its end."},
+                    "append": {"type": "boolean", "description": "Add content at the end of the file (created if missing) instead of replacing it; default false."}
                 }, "required": ["path", "content"]}),
             ),
             LocalTool::EditFile => (
@@ -194,6 +195,8 @@ enum Args {
     Write {
         path: PathBuf,
         content: String,
+        /// Added at the end instead of replacing the file.
+        append: bool,
     },
     Edit {
         path: PathBuf,
@@ -305,12 +308,17 @@ pub fn prepare(tool: LocalTool, arguments: &Value, cwd: &Path) -> Result<LocalCa
                 .and_then(Value::as_str)
                 .ok_or_else(|| "write_file needs a \"content\" argument (a string)".to_string())?
                 .to_string();
-            let title = format!("write_file {shown}");
+            let append = arguments.get("append").and_then(Value::as_bool) == Some(true);
+            let title = match append {
+                true => format!("write_file {shown} (append)"),
+                false => format!("write_file {shown}"),
+            };
             (
                 title,
                 Args::Write {
                     path: path.clone(),
                     content,
+                    append,
                 },
                 Some(path),
             )
@@ -352,7 +360,11 @@ fn raw_input(args: &Args, cwd: &Path) -> Value {
             ..
         } => json!({"path": shown(root), "pattern": pattern, "glob": glob}),
         Args::Find { pattern, root } => json!({"path": shown(root), "pattern": pattern}),
-        Args::Write { path, content } => json!({"path": shown(path), "content": content}),
+        Args::Write {
+            path,
+            content,
+            append,
+        } => json!({"path": shown(path), "content": content, "append": append}),
         Args::Edit {
             path,
             old_text,
@@ -386,6 +398,11 @@ fn replace_once(current: &str, old: &str, new: &str, shown: &str) -> Result<Stri
         return Err(
             "edit_file needs a non-empty \"old_text\"; to create a file use write_file".into(),
         );
+    }
+    if old == new {
+        return Err(format!(
+            "edit_file: new_text is old_text, so nothing would change in {shown}; put the changed text in new_text"
+        ));
     }
     match current.matches(old).count() {
         0 => Err(format!(
@@ -435,15 +452,35 @@ fn run_blocking(args: Args, cwd: &Path) -> Result<String, String> {
             ignore_case,
         } => grep(&pattern, &root, glob.as_deref(), ignore_case, cwd),
         Args::Find { pattern, root } => find_files(&pattern, &root, cwd),
-        Args::Write { path, content } => {
+        Args::Write {
+            path,
+            content,
+            append,
+        } => {
             if let Some(parent) = path.parent() {
                 std::fs::create_dir_all(parent)
                     .map_err(|e| format!("cannot create {}: {e}", parent.display()))?;
             }
-            std::fs::write(&path, &content)
-                .map_err(|e| format!("cannot write {}: {e}", path.display()))?;
+            // A rewrite with what the file already holds changes nothing: small models
+            // copy a file they were asked to add to, then report the addition done.
+            if !append && std::fs::read(&path).is_ok_and(|held| held == content.as_bytes()) {
+                return Err(format!(
+                    "write_file: {} already holds exactly this content, so nothing changed; to add to it, call write_file with append true and only the new text",
+                    path.display()
+                ));
+            }
+            let written = match append {
+                true => std::fs::OpenOptions::new()
+                    .create(true)
+                    .append(true)
+                    .open(&path)
+                    .and_then(|mut f| std::io::Write::write_all(&mut f, content.as_bytes())),
+                false => std::fs::write(&path, &content),
+            };
+            written.map_err(|e| format!("cannot write {}: {e}", path.display()))?;
+            let verb = if append { "appended to" } else { "wrote" };
             Ok(format!(
-                "wrote {} ({} bytes)",
+                "{verb} {} ({} bytes)",
                 path.display(),
                 content.len()
             ))
@@ -750,6 +787,27 @@ mod tests {
         .await
         .unwrap();
         assert!(wrote.ends_with("notes/a.md (13 bytes)"), "{wrote}");
+        // The same content again changes nothing, and says so rather than "wrote".
+        let same = json!({"path": "notes/a.md", "content": "one\nTwo\nthree"});
+        let unchanged = run(&call(LocalTool::WriteFile, same), cwd)
+            .await
+            .unwrap_err();
+        assert!(
+            unchanged.ends_with("notes/a.md already holds exactly this content, so nothing changed; to add to it, call write_file with append true and only the new text"),
+            "{unchanged}"
+        );
+        // Appended, the file keeps what it held.
+        let more = json!({"path": "notes/a.md", "content": "\nfour", "append": true});
+        let appended = call(LocalTool::WriteFile, more);
+        assert_eq!(appended.title, "write_file notes/a.md (append)");
+        assert_eq!(appended.raw_input["append"], true);
+        let wrote = run(&appended, cwd).await.unwrap();
+        assert!(wrote.starts_with("appended to "), "{wrote}");
+        assert_eq!(
+            std::fs::read_to_string(cwd.join("notes/a.md")).unwrap(),
+            "one\nTwo\nthree\nfour"
+        );
+        std::fs::write(cwd.join("notes/a.md"), "one\nTwo\nthree").unwrap();
         let read = run(
             &call(
                 LocalTool::ReadFile,

@@ -14,7 +14,7 @@ How to work:
 5. Every mission ends with a verdict, and only you can give it: once the work is done, file a result report naming what you produced in refs, then call mission_finish with landed. Call mission_finish with stuck if you cannot proceed (say why), derailed if the work went wrong, abandoned if it should not be done. Prose does not end it.
 
 The intent is the last paragraph of the first message: work to do in the working directory with your tools. A name in it (a function, a file, a command) is something to create, change or look at, never a tool to call.
-For example, the intent \"add a function mul(a,b) to calc.py\" goes: mission_plan (read calc.py; add mul to calc.py, keeping what is there; report the result; finish the mission), read_file calc.py, write_file calc.py with everything it held plus mul (or edit_file to change only a part), mission_report kind result with refs [\"calc.py\"], mission_finish landed.
+For example, the intent \"add a function mul(a,b) to calc.py\" goes: mission_plan (read calc.py; add mul to calc.py, keeping what is there; report the result; finish the mission), read_file calc.py, write_file calc.py with append true and the new function as content (never rewrite what a file holds to add to it; edit_file changes a part), mission_report kind result with refs [\"calc.py\"], mission_finish landed. To rename or move a file, run mv in the shell.
 "
     } else {
         "No mission tools were provided for this session, so answer the user directly in your replies.\n"

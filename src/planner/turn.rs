@@ -144,6 +144,18 @@ pub const NOT_YET_WORKED: &str = "refused: not filed, for you have not used your
 
 /// What a plan filed before any work is followed by: its steps are done with the
 /// agent's own tools.
+/// Where a mission unit's reply stops: where a second call written as text would
+/// begin (after a ``` fence's close, or on a new line opening another call object or
+/// `<tool_call>` tag). Small models that write their calls as text (Qwen2.5-Coder-1.5B's
+/// ```json blocks and JSON lines) go on to write the calls they expect next, blind to
+/// the first one's result, until the reply cap — one such reply took five minutes of
+/// a two-core machine. Inside a call's JSON a newline is escaped, so these match only
+/// between calls; the call before the stop is read as written (`text_calls` takes a
+/// fence left open at the end). Prose reaches nobody in a mission, so nothing is lost
+/// by stopping it there; a session without mission tools is never stopped.
+const MISSION_STOPS: [&str; 3] = ["\n```\n", "\n{\"name\"", "\n<tool_call>"];
+/// Told with the result of the one call that ran, when a reply wrote out several.
+const ONE_WRITTEN_CALL: &str = "Only this first of the calls your reply wrote out ran: the others were written before you saw its result. Make one call at a time.";
 const PLAN_FILED_NOW_WORK: &str = "Your plan is filed; nothing is done yet. Now do its first step with your own tools (read_file, list_dir, write_file, edit_file, shell).";
 
 /// Whether `call` says the work is done: a result report or a landing.
@@ -221,7 +233,7 @@ fn written_calls(text: &str, tools: &[ToolSpec], calls_so_far: u64) -> WrittenCa
         // Small models read a name in the intent ("add a function add(a,b)") as a
         // tool to call; the intent is work to do with the tools there are.
         let unknown = if unknown_tool {
-            " A name in the intent is not a tool: do the intent's work with the tools there are, starting with mission_plan if you have not filed your plan."
+            " A name in the intent is not a tool: do the intent's work with the tools there are, starting with mission_plan if you have not filed your plan. What no tool does itself (renaming, moving or deleting a file, running a program) is a command line for shell, e.g. shell with command \"mv old.txt new.txt\"."
         } else {
             ""
         };
@@ -338,6 +350,10 @@ impl Turn<'_> {
                 tools: state.tools.clone(),
                 tool_choice: ToolChoice::Auto,
                 max_tokens: reply_tokens as u32,
+                stop: match state.mission {
+                    Some(_) => MISSION_STOPS.map(String::from).to_vec(),
+                    None => Vec::new(),
+                },
             };
             let estimate = context::request_tokens(&request.messages, &request.tools);
             let reply = match self.model.complete(&request).await {
@@ -398,12 +414,18 @@ impl Turn<'_> {
                 )))?;
             }
             let mut tool_calls = reply.tool_calls;
+            let mut written_beyond_first = false;
             if tool_calls.is_empty()
                 && let Some(text) = &content
             {
                 match written_calls(text, &state.tools, state.calls) {
                     WrittenCalls::None => {}
-                    WrittenCalls::Runnable(calls) => tool_calls = calls,
+                    WrittenCalls::Runnable(mut calls) => {
+                        // Only the first: the rest were guesses at its result.
+                        written_beyond_first = calls.len() > 1;
+                        calls.truncate(1);
+                        tool_calls = calls;
+                    }
                     WrittenCalls::Broken(correction) => {
                         // A model that writes the same broken call again and again is
                         // repeating itself like one that makes the same call: the same
@@ -460,7 +482,10 @@ impl Turn<'_> {
                         effect = this;
                     }
                     worked |= is_work(&call.name, &text);
-                    text
+                    match written_beyond_first {
+                        true => format!("{text}\n{ONE_WRITTEN_CALL}"),
+                        false => text,
+                    }
                 };
                 state
                     .messages

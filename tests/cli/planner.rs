@@ -702,7 +702,7 @@ fn a_model_writing_the_same_broken_call_is_told_the_intent_is_no_tool_then_rests
     );
     let sent = requests(&dialog);
     assert_eq!(sent.len(), 5, "the fifth reply ended the turn");
-    let correction = "Your reply wrote a tool call as text instead of making it, and nothing was run: \"add\" (a bare JSON object): there is no tool \"add\". Make the call itself, through the tool-calling interface, with a JSON object of its arguments. The tools are: mission_report, mission_plan, mission_ask_attention, mission_finish, read_file, list_dir, grep, find_files, write_file, edit_file, shell. A name in the intent is not a tool: do the intent's work with the tools there are, starting with mission_plan if you have not filed your plan.";
+    let correction = "Your reply wrote a tool call as text instead of making it, and nothing was run: \"add\" (a bare JSON object): there is no tool \"add\". Make the call itself, through the tool-calling interface, with a JSON object of its arguments. The tools are: mission_report, mission_plan, mission_ask_attention, mission_finish, read_file, list_dir, grep, find_files, write_file, edit_file, shell. A name in the intent is not a tool: do the intent's work with the tools there are, starting with mission_plan if you have not filed your plan. What no tool does itself (renaming, moving or deleting a file, running a program) is a command line for shell, e.g. shell with command \"mv old.txt new.txt\".";
     assert_eq!(last_message(&sent[1]), correction);
     assert_eq!(last_message(&sent[2]), correction);
     for (at, before) in [(3, 2), (4, 3)] {
@@ -760,9 +760,9 @@ fn a_model_that_answers_the_verdict_ask_in_prose_is_asked_once_more_for_mission_
 
 /// Qwen2.5-Coder-1.5B on "add a function add(a,b) to lib.py", as recorded: it filed
 /// its plan, then a result report and a landing — as two ```json blocks — without
-/// touching the workspace. The plan's result tells it the work is still to do; the
-/// premature result is sent back once, not filed; once it has worked, its result and
-/// landing go through.
+/// touching the workspace. The plan's result tells it the work is still to do; only
+/// the first written call runs, and its premature result is sent back once, not
+/// filed; once it has worked, its result and landing go through.
 #[test]
 fn a_result_claimed_after_the_plan_before_any_work_is_sent_back_once() {
     let sb = Sandbox::new();
@@ -811,7 +811,13 @@ fn a_result_claimed_after_the_plan_before_any_work_is_sent_back_once() {
         "{}",
         last_message(&sent[1])
     );
-    // Both written calls ran as calls, and both claims of that reply were sent back.
+    // A mission's replies stop where a second written call would begin.
+    assert_eq!(
+        sent[0]["stop"],
+        json!(["\n```\n", "\n{\"name\"", "\n<tool_call>"])
+    );
+    // Only the first written call ran (the second was written blind to its result),
+    // its claim sent back, and the model told the rest did not run.
     let results: Vec<&str> = sent[2]["messages"]
         .as_array()
         .unwrap()
@@ -820,5 +826,11 @@ fn a_result_claimed_after_the_plan_before_any_work_is_sent_back_once() {
         .map(|m| m["content"].as_str().unwrap_or_default())
         .collect();
     let refusal = "refused: not filed, for you have not used your own tools on the workspace yet (read_file, list_dir, write_file, edit_file, shell…), so the intent's work is not done. Do it now, step by step; report the result and finish only once it is done. If the intent truly needs no work in the workspace, make this call again.";
-    assert_eq!(results[1..], [refusal, refusal], "{results:#?}");
+    assert_eq!(
+        results[1..],
+        [format!(
+            "{refusal}\nOnly this first of the calls your reply wrote out ran: the others were written before you saw its result. Make one call at a time."
+        )],
+        "{results:#?}"
+    );
 }
