@@ -142,8 +142,6 @@ pub const FINISH_NOW: &str = "You answered in prose again, and prose finishes no
 /// plan as the work done.
 pub const NOT_YET_WORKED: &str = "refused: not filed, for you have not used your own tools on the workspace yet (read_file, list_dir, write_file, edit_file, shell…), so the intent's work is not done. Do it now, step by step; report the result and finish only once it is done. If the intent truly needs no work in the workspace, make this call again.";
 
-/// What a plan filed before any work is followed by: its steps are done with the
-/// agent's own tools.
 /// Where a mission unit's reply stops: where a second call written as text would
 /// begin (after a ``` fence's close, or on a new line opening another call object or
 /// `<tool_call>` tag). Small models that write their calls as text (Qwen2.5-Coder-1.5B's
@@ -156,6 +154,8 @@ pub const NOT_YET_WORKED: &str = "refused: not filed, for you have not used your
 const MISSION_STOPS: [&str; 3] = ["\n```\n", "\n{\"name\"", "\n<tool_call>"];
 /// Told with the result of the one call that ran, when a reply wrote out several.
 const ONE_WRITTEN_CALL: &str = "Only this first of the calls your reply wrote out ran: the others were written before you saw its result. Make one call at a time.";
+/// What a plan filed before any work is followed by: its steps are done with the
+/// agent's own tools.
 const PLAN_FILED_NOW_WORK: &str = "Your plan is filed; nothing is done yet. Now do its first step with your own tools (read_file, list_dir, write_file, edit_file, shell).";
 
 /// Whether `call` says the work is done: a result report or a landing.
