@@ -196,8 +196,16 @@ impl Asks {
     /// Approve gated call `id` and allow calls of its scope always in its mission:
     /// the approval and the allowance in one transaction, so neither lands alone.
     /// Refused (nothing recorded) when the agent offered no allow-always for the
-    /// call, or the ask is not a pending permission of a mission.
-    pub fn approve_always(&self, id: &str, via: &Surface) -> Result<(Ask, Allowance), AskError> {
+    /// call, or the ask is not a pending permission of a mission. `record` gives the
+    /// statements that put a new allowance (its id given) on the mission's record, run
+    /// in the same transaction: the unit, woken by the commit, can only report what it
+    /// did with the approval after it.
+    pub fn approve_always(
+        &self,
+        id: &str,
+        via: &Surface,
+        record: &dyn Fn(&str) -> Vec<crate::store::sql::AtCommit>,
+    ) -> Result<(Ask, Allowance), AskError> {
         let ask = self.require(id)?;
         let (Some(scope), Some(mission)) = (ask.always_scope.clone(), ask.mission_id.clone())
         else {
@@ -249,6 +257,7 @@ impl Asks {
                          VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
                         params![allowance_id, mission, scope, id, via.as_str(), via.device(), now],
                     )?;
+                    tx.execute_at_commit(record(&allowance_id))?;
                     allowance_id.clone()
                 }
             };
@@ -391,7 +400,9 @@ mod tests {
         let (_d, asks, missions, m) = setup();
         let scope = "local_shell.local_shell running git, asked by rule 0 of envelope \"gate\"";
         let none = gated(&asks, &m, None);
-        let refused = asks.approve_always(&none.id, &Surface::Cli).unwrap_err();
+        let refused = asks
+            .approve_always(&none.id, &Surface::Cli, &|_| Vec::new())
+            .unwrap_err();
         assert!(
             refused.to_string().contains("offered no \"allow always\""),
             "{refused}"
@@ -403,7 +414,7 @@ mod tests {
 
         let ask = gated(&asks, &m, Some(scope));
         let (resolved, allowance) = asks
-            .approve_always(&ask.id, &Surface::Web("phone".into()))
+            .approve_always(&ask.id, &Surface::Web("phone".into()), &|_| Vec::new())
             .unwrap();
         assert_eq!(resolved.approved(), Some(true));
         assert_eq!(allowance.granted_by(), "web (phone)");
@@ -428,7 +439,8 @@ mod tests {
 
         // A fresh one ends when its mission rests.
         let ask = gated(&asks, &m, Some(scope));
-        asks.approve_always(&ask.id, &Surface::Cli).unwrap();
+        asks.approve_always(&ask.id, &Surface::Cli, &|_| Vec::new())
+            .unwrap();
         assert!(asks.use_allowance(&m, scope).unwrap().is_some());
         missions.finish(&m, Status::Landed, "done").unwrap();
         assert!(asks.use_allowance(&m, scope).unwrap().is_none());

@@ -776,7 +776,9 @@ impl Asks {
         // Only a gated call whose agent offered one takes an allow-always; the
         // allowance refuses every other ask, naming it.
         if *verdict == OperatorVerdict::ApproveAlways {
-            return self.approve_always(id, via).map(|(ask, _)| ask);
+            return self
+                .approve_always(id, via, &|_| Vec::new())
+                .map(|(ask, _)| ask);
         }
         if ask.is_form() {
             return match verdict {

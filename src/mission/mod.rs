@@ -34,7 +34,7 @@ use crate::store::{Store, StoreError};
 
 pub use listing::{Listing, Order};
 pub use plan::{Plan, PlanEntry, PlanRevision};
-pub use report::{Handover, Report, ReportInput};
+pub use report::{Handover, Report, ReportInput, ReportTo};
 
 /// Bus subjects for mission events (payloads are self-contained JSON).
 pub mod subjects {

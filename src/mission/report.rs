@@ -3,7 +3,7 @@
 
 use std::path::Path;
 
-use crate::store::sql::{Params, params};
+use crate::store::sql::{AtCommit, Params, params};
 use serde::{Deserialize, Serialize};
 use serde_json::json;
 
@@ -196,6 +196,49 @@ impl Missions {
     /// in one transaction whose statements need nothing from each other: pipelined
     /// where the backend can (one round trip on PostgreSQL).
     fn file_report(&self, mission: &Mission, input: ReportInput, live: bool) -> Result<Report> {
+        let (report, mut batch) = self.report_to(mission)?.statements(input, live)?;
+        if live {
+            batch.push(super::heartbeat_statement(&mission.id));
+        }
+        self.store.write(|tx| tx.execute_at_commit(batch.clone()))?;
+        Ok(report)
+    }
+
+    /// What filing a report on `mission_id` needs to know from the store, read now, so
+    /// the report can be written in another module's transaction (an allowance and
+    /// the report that names it commit together).
+    pub fn report_to_mission(&self, mission_id: &str) -> Result<ReportTo> {
+        self.report_to(&self.require(mission_id)?)
+    }
+
+    fn report_to(&self, mission: &Mission) -> Result<ReportTo> {
+        // A report that reaches no live session waits in the inbox: every report of
+        // an operator-fired mission, and a parented one's once its parent has ended
+        // (a parent that ends after this look is covered by its deliverer).
+        let inbox_reason = match &mission.parent_session_id {
+            None => Some(OPERATOR_FIRED),
+            Some(parent) if !self.parent_session_live(parent)? => Some(PARENT_GONE),
+            Some(_) => None,
+        };
+        Ok(ReportTo {
+            mission: mission.clone(),
+            inbox_reason,
+        })
+    }
+}
+
+/// A mission a report is about to be filed on, with what its filing needs from the
+/// store already read ([`Missions::report_to_mission`]).
+pub struct ReportTo {
+    mission: Mission,
+    inbox_reason: Option<&'static str>,
+}
+
+impl ReportTo {
+    /// The report and the statements that file it (the report, its inbox copy, its
+    /// announcement), checked but not yet run; `live` allows only what a unit may file.
+    pub fn statements(&self, input: ReportInput, live: bool) -> Result<(Report, Vec<AtCommit>)> {
+        let mission = &self.mission;
         let kind = match input.kind.trim() {
             "" => "progress".to_string(),
             k if KINDS.contains(&k) => k.to_string(),
@@ -232,14 +275,6 @@ impl Missions {
             .handover
             .as_ref()
             .map(|h| serde_json::to_string(h).unwrap());
-        // A report that reaches no live session waits in the inbox: every report of
-        // an operator-fired mission, and a parented one's once its parent has ended
-        // (a parent that ends after this look is covered by its deliverer).
-        let inbox_reason = match &mission.parent_session_id {
-            None => Some(OPERATOR_FIRED),
-            Some(parent) if !self.parent_session_live(parent)? => Some(PARENT_GONE),
-            Some(_) => None,
-        };
         let event = json!({
             "missionId": mission.id,
             "parentSessionId": mission.parent_session_id,
@@ -247,24 +282,20 @@ impl Missions {
             "intent": mission.intent,
             "report": report,
         });
-        self.store.write(|tx| {
-            let mut batch = vec![(
-                "INSERT INTO reports (id, mission_id, kind, summary, detail, refs, handover, created_at)
-                 VALUES (?1, ?2, ?3, ?4, NULLIF(?5, ''), ?6, ?7, ?8)",
-                params![report.id, report.mission_id, report.kind, report.summary, report.detail, refs, handover, report.created_at].values(),
-            )];
-            if let Some(reason) = inbox_reason {
-                batch.push(inbox_copy(mission, &report, reason));
-            }
-            batch.push(crate::bus::append(subjects::REPORT_ADDED, &event));
-            if live {
-                batch.push(super::heartbeat_statement(&mission.id));
-            }
-            tx.execute_at_commit(batch)
-        })?;
-        Ok(report)
+        let mut batch = vec![(
+            "INSERT INTO reports (id, mission_id, kind, summary, detail, refs, handover, created_at)
+             VALUES (?1, ?2, ?3, ?4, NULLIF(?5, ''), ?6, ?7, ?8)",
+            params![report.id, report.mission_id, report.kind, report.summary, report.detail, refs, handover, report.created_at].values(),
+        )];
+        if let Some(reason) = self.inbox_reason {
+            batch.push(inbox_copy(mission, &report, reason));
+        }
+        batch.push(crate::bus::append(subjects::REPORT_ADDED, &event));
+        Ok((report, batch))
     }
+}
 
+impl Missions {
     /// File a blocker report (the runtime's way of saying what stopped a mission).
     pub fn add_blocker(&self, mission_id: &str, summary: String, detail: String) -> Result<Report> {
         self.add_report(

@@ -31,24 +31,43 @@ pub fn revoke(host: &Host, typed: &str, via: &Surface) -> Result<Allowance, Revo
     Ok(a)
 }
 
-/// Put a granted allowance on its mission's record: what it covers, who granted
-/// it, and how to end it.
-pub(crate) fn record_granted(host: &Host, a: &Allowance) {
-    file(
-        host,
-        a,
-        format!(
-            "always allowed in this mission by {}: {}",
-            a.granted_by(),
-            a.scope
-        ),
-        format!(
-            "Allowance {id}, granted on approval {ask}. Later calls of this scope that the envelope would ask about are allowed without asking (the agent is answered allow-once each time); a call the envelope denies stays denied. It ends with this mission, or at once with 'missionboard approvals revoke {short}' (the board: ':revoke allowance {short}'; the web page: the mission's Revoke button).",
-            id = a.id,
-            ask = a.ask_id,
-            short = a.id.get(..8).unwrap_or(&a.id),
-        ),
-    );
+/// Approve gated call `ask_id` and allow its scope always in its mission, the
+/// allowance put on the mission's record — what it covers, who granted it, how to end
+/// it — in the same transaction, so the record never shows the call it let through
+/// before the grant.
+pub(crate) fn grant(host: &Host, ask_id: &str, via: &Surface) -> anyhow::Result<Allowance> {
+    let asks = host.asks();
+    let ask = asks.require(ask_id)?;
+    let to = match &ask.mission_id {
+        Some(mission) => Some(host.missions().report_to_mission(mission)?),
+        None => None,
+    };
+    let scope = ask.always_scope.clone().unwrap_or_default();
+    let by = answered_by_label(via.as_str(), via.device());
+    let record = |allowance: &str| {
+        let Some(to) = &to else { return Vec::new() };
+        let input = ReportInput {
+            kind: "progress".into(),
+            summary: crate::text::excerpt(
+                &format!("always allowed in this mission by {by}: {scope}"),
+                240,
+            ),
+            detail: format!(
+                "Allowance {allowance}, granted on approval {ask_id}. Later calls of this scope that the envelope would ask about are allowed without asking (the agent is answered allow-once each time); a call the envelope denies stays denied. It ends with this mission, or at once with 'missionboard approvals revoke {short}' (the board: ':revoke allowance {short}'; the web page: the mission's Revoke button).",
+                short = allowance.get(..8).unwrap_or(allowance),
+            ),
+            ..Default::default()
+        };
+        match to.statements(input, false) {
+            Ok((_, statements)) => statements,
+            Err(e) => {
+                tracing::warn!(ask = %ask_id, "could not report an allowance: {e}");
+                Vec::new()
+            }
+        }
+    };
+    let (_, allowance) = asks.approve_always(ask_id, via, &record)?;
+    Ok(allowance)
 }
 
 /// A progress report on the allowance's mission; a failure is logged (the

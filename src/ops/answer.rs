@@ -98,8 +98,7 @@ pub fn record(
     };
     match who {
         Answerer::Operator(OperatorVerdict::ApproveAlways) => {
-            let (_, allowance) = asks.approve_always(ask_id, via)?;
-            crate::ops::allowances::record_granted(host, &allowance);
+            crate::ops::allowances::grant(host, ask_id, via)?;
         }
         Answerer::Operator(v) => {
             if matches!(v, OperatorVerdict::Approve) {

@@ -173,6 +173,10 @@ macro_rules! sql_params {
 }
 pub use crate::sql_params as params;
 
+/// One statement and its parameters, for a batch run at a write's commit
+/// ([`Conn::execute_at_commit`]).
+pub type AtCommit = (&'static str, Vec<Value>);
+
 /// A type a column can be read into.
 pub trait FromColumn: Sized {
     fn from_column(v: ValueRef<'_>) -> Result<Self>;
