@@ -345,17 +345,20 @@ impl Budget {
             }
         }
         let now = self.spend();
-        {
-            let mut s = self.spent.lock_unpoisoned();
-            if now == s.recorded {
-                return;
-            }
-            s.recorded = now;
+        if now == self.spent.lock_unpoisoned().recorded {
+            return;
         }
         let (ledger, id) = (ledger.clone(), mission_id.clone());
         let written = crate::store::blocking(move || ledger.record_spend(&id, now)).await;
-        if let Err(e) = written {
-            tracing::warn!(mission = %mission_id, "could not record the compute spend: {e}");
+        match written {
+            // Only once it is committed: until then a verdict judged meanwhile carries
+            // the spend in its own transaction ([`Budget::unrecorded`]), so a mission
+            // is never at rest on the record without its cost — another host's budget
+            // admission would read it as free. (Both writes keep the larger figures.)
+            Ok(()) => self.spent.lock_unpoisoned().recorded = now,
+            Err(e) => {
+                tracing::warn!(mission = %mission_id, "could not record the compute spend: {e}")
+            }
         }
         self.watch_fleet().await;
     }
