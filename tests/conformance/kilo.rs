@@ -49,14 +49,14 @@ fn workspace_setup(workspace: &Path, model: &Model) {
 // Kilo is opencode's code under another name, with a runtime twice its size: a
 // unit's handshake alone costs it about 8 s of CPU and 700 MB (opencode: 4.5 s and
 // 500 MB), most of it loading its 170 MB binary and starting services no case
-// uses, none of which a variable turns off. Its every case in CI would add minutes
-// of the suite's two cores to prove again what opencode's cases prove of the same
-// code, so CI runs a sample: one case of each operator path the issue names (land
-// on its own config's endpoint, a gated write, a question, a strict deny, a stop,
-// a killed host answered later), each a path where Kilo's own parts (kilo.json,
-// its state dirs, its sandbox-policy dir, its permission frames) are what is
-// exercised. `every_case` holds them all, run on demand:
-// `cargo test --test conformance -- --ignored kilo::every_case::`.
+// uses, none of which a variable turns off. Its every case in `cargo test` would add
+// minutes of a newcomer's two cores to prove again what opencode's cases prove of the
+// same code, so `cargo test` runs a sample: one case of each operator path (land on
+// its own config's endpoint, a gated write, a question, a strict deny, a stop, a
+// killed host answered later), each a path where Kilo's own parts (kilo.json, its
+// state dirs, its sandbox-policy dir, its permission frames) are what is exercised.
+// `every_case` holds them all (14 cases, about 3 minutes on two cores); `.ci/run`
+// runs them: `cargo test --test conformance -- --ignored kilo::every_case::`.
 
 /// A custom endpoint under `strict`: the scripted server on loopback named only in
 /// the project's kilo.json (no `OPENAI_BASE_URL`, no hand grant) — its port is
@@ -96,7 +96,7 @@ mod every_case {
     use super::KILO;
 
     crate::cases::agent_cases!(
-        #[ignore = "CI runs kilo's sample: run with --ignored kilo::every_case::"]
+        #[ignore = "cargo test runs kilo's sample; .ci/run runs every case (--ignored kilo::every_case::)"]
         KILO,
         killed_host,
         hitl
