@@ -344,14 +344,7 @@ fn form_agent_script() -> std::path::PathBuf {
     std::fs::create_dir_all(&prefix).unwrap();
     let _lock = harness::FileLock::take(&prefix.join(".install.lock"));
     let (package, version) = TS_SDK;
-    let installed = || -> Option<String> {
-        let manifest = prefix
-            .join("node_modules")
-            .join(package)
-            .join("package.json");
-        let doc: Value = serde_json::from_slice(&std::fs::read(manifest).ok()?).ok()?;
-        doc["version"].as_str().map(str::to_string)
-    };
+    let installed = || harness::installed_version(&prefix, package);
     if installed().as_deref() != Some(version) {
         let out = std::process::Command::new("npm")
             .args(["install", "--no-audit", "--no-fund", "--prefix"])

@@ -47,6 +47,16 @@ pub fn target_dir() -> PathBuf {
         .to_path_buf()
 }
 
+/// The version of npm package `package` installed under `prefix`, if any.
+pub fn installed_version(prefix: &std::path::Path, package: &str) -> Option<String> {
+    let manifest = prefix
+        .join("node_modules")
+        .join(package)
+        .join("package.json");
+    let doc: serde_json::Value = serde_json::from_slice(&std::fs::read(manifest).ok()?).ok()?;
+    doc["version"].as_str().map(str::to_string)
+}
+
 /// An exclusive `flock` on a file, held until dropped: one installer at a time across
 /// test threads and test processes.
 pub struct FileLock(std::fs::File);

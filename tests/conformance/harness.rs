@@ -12,7 +12,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 
-use crate::common::{FileLock, target_dir};
+use crate::common::{FileLock, installed_version, target_dir};
 pub use crate::common::{Run, Sandbox, wait_for};
 
 /// How long one step of a real agent may take (node start, a model round trip, a
@@ -34,15 +34,6 @@ pub struct Pin {
 /// Where the agents are installed: `<target>/conformance/npm` (an npm `--prefix`).
 pub fn npm_prefix() -> PathBuf {
     target_dir().join("conformance").join("npm")
-}
-
-fn installed_version(prefix: &Path, package: &str) -> Option<String> {
-    let manifest = prefix
-        .join("node_modules")
-        .join(package)
-        .join("package.json");
-    let doc: Value = serde_json::from_slice(&std::fs::read(manifest).ok()?).ok()?;
-    doc["version"].as_str().map(str::to_string)
 }
 
 /// The path of `pin`'s executable, installing it (once, under a file lock) when the
