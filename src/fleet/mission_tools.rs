@@ -194,10 +194,7 @@ impl MissionToolCalls {
             refs: string_list(args.get("refs")),
             handover: handover(args.get("handover"))?,
         };
-        let key = format!(
-            "{MISSION_REPORT}\0{}\0{}\0{}",
-            input.kind, input.summary, input.detail
-        );
+        let key = repeats::report_key(&input.kind, &input.summary, &input.detail);
         match self.link.repeats.count(key) {
             Repeat::Fresh => {}
             Repeat::Refused(n) => {

@@ -48,6 +48,21 @@ impl Repeats {
     }
 }
 
+/// The key a report is counted by: its kind and words, with every id in them (a
+/// UUID, such as the id of the report it echoes) read as one. A unit that files
+/// "recorded finding report <id>" back about each report it just filed repeats
+/// itself though no two of its reports are equal word for word.
+pub fn report_key(kind: &str, summary: &str, detail: &str) -> String {
+    static ID: std::sync::LazyLock<regex::Regex> = std::sync::LazyLock::new(|| {
+        regex::Regex::new(
+            r"[0-9A-Fa-f]{8}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{12}",
+        )
+        .unwrap()
+    });
+    let words = format!("{kind}\0{summary}\0{detail}");
+    format!("report\0{}", ID.replace_all(&words, "<id>"))
+}
+
 /// What a refused repeat tells the unit: `not_done` is what did not happen ("filed",
 /// "run"), `what` the plural of what it repeats ("reports", "calls").
 pub fn correction(not_done: &str, what: &str, repeats: u32) -> String {
@@ -87,6 +102,26 @@ mod tests {
         );
         assert_eq!(repeats.count("pwd".into()), Repeat::Fresh);
         assert_eq!(repeats.count("ls".into()), Repeat::Fresh, "a run is broken");
+    }
+
+    #[test]
+    fn reports_that_differ_only_in_the_ids_they_echo_are_one_report() {
+        let echo = |id: &str| report_key("finding", &format!("Recorded finding report {id}"), "");
+        let repeats = Repeats::default();
+        let seen: Vec<Repeat> = [
+            "45f15a7b-67bf-48ec-8376-8d3853b52e84",
+            "fb9c58e0-6a11-45cc-b303-90bf4a6523f8",
+            "af12bbdf-28c8-4c1a-90b3-bc5653a3f9c2",
+        ]
+        .iter()
+        .map(|id| repeats.count(echo(id)))
+        .collect();
+        assert_eq!(seen, [Repeat::Fresh, Repeat::Fresh, Repeat::Refused(3)]);
+        assert_ne!(
+            report_key("finding", "3 files", ""),
+            report_key("finding", "2 files", ""),
+            "other words are another report"
+        );
     }
 
     #[test]
