@@ -106,7 +106,7 @@ impl LocalTool {
                 }, "required": ["path"]}),
             ),
             LocalTool::ListDir => (
-                "List a directory's entries (directories end with /).",
+                "List a directory's entries (directories end with /), then how many files and directories it holds.",
                 json!({"type": "object", "properties": {
                     "path": {"type": "string", "description": "Directory, relative to the working directory; default the working directory itself."}
                 }}),
@@ -461,14 +461,35 @@ fn run_blocking(args: Args, cwd: &Path) -> Result<String, String> {
                 std::fs::create_dir_all(parent)
                     .map_err(|e| format!("cannot create {}: {e}", parent.display()))?;
             }
+            let held = std::fs::read_to_string(&path).unwrap_or_default();
             // A rewrite with what the file already holds changes nothing: small models
             // copy a file they were asked to add to, then report the addition done.
-            if !append && std::fs::read(&path).is_ok_and(|held| held == content.as_bytes()) {
+            if !append && path.exists() && held == content {
                 return Err(format!(
                     "write_file: {} already holds exactly this content, so nothing changed; to add to it, call write_file with append true and only the new text",
                     path.display()
                 ));
             }
+            // Appending a block whose every line the file already holds (a copied
+            // function, re-indented or not) repeats it: the same models, told to
+            // append, append what they read.
+            let held_lines: std::collections::HashSet<&str> = held.lines().map(str::trim).collect();
+            let mut block = content.lines().map(str::trim).filter(|l| !l.is_empty());
+            if append && block.clone().count() > 1 && block.all(|l| held_lines.contains(l)) {
+                return Err(format!(
+                    "write_file: {} already holds every line of this text, so appending it would repeat it; append only the new text",
+                    path.display()
+                ));
+            }
+            // An appended block starts on a line of its own: glued to a last line
+            // with no newline, a new function would land inside the old one's body.
+            let glued =
+                append && !held.is_empty() && !held.ends_with('\n') && !content.starts_with('\n');
+            let content = if glued {
+                format!("\n{content}")
+            } else {
+                content
+            };
             let written = match append {
                 true => std::fs::OpenOptions::new()
                     .create(true)
@@ -525,31 +546,49 @@ fn read_file(path: &Path, offset: usize, limit: usize) -> Result<String, String>
     Ok(out)
 }
 
+/// A directory's entries, sorted, directories marked with `/`, then a line counting
+/// them: a model asked how many files there are reads the figure rather than
+/// counting lines. The repository's own `.git` is left out (not the work) and said
+/// to be, so the count is of what the operator sees as the project.
 fn list_dir(path: &Path) -> Result<String, String> {
     let entries =
         std::fs::read_dir(path).map_err(|e| format!("cannot list {}: {e}", path.display()))?;
-    let mut names: Vec<String> = entries
-        .flatten()
-        .map(|e| {
-            let name = e.file_name().to_string_lossy().into_owned();
-            if e.file_type().is_ok_and(|t| t.is_dir()) {
-                format!("{name}/")
-            } else {
-                name
+    let (mut dirs, mut files, mut hid_git) = (0, 0, false);
+    let mut names: Vec<String> = Vec::new();
+    for entry in entries.flatten() {
+        let name = entry.file_name().to_string_lossy().into_owned();
+        if entry.file_type().is_ok_and(|t| t.is_dir()) {
+            if name == ".git" {
+                hid_git = true;
+                continue;
             }
-        })
-        .collect();
-    names.sort();
-    if names.is_empty() {
-        return Ok(format!("{} is empty", path.display()));
+            dirs += 1;
+            names.push(format!("{name}/"));
+        } else {
+            files += 1;
+            names.push(name);
+        }
     }
+    names.sort();
     let total = names.len();
     names.truncate(LIST_LIMIT);
     let mut out = names.join("\n");
     if total > names.len() {
         out.push_str(&format!("\n[{} more entries]", total - names.len()));
     }
-    Ok(out)
+    let count =
+        |n: usize, one: &str, many: &str| format!("{n} {}", if n == 1 { one } else { many });
+    let count = format!(
+        "[{}, {}{}]",
+        count(files, "file", "files"),
+        count(dirs, "directory", "directories"),
+        if hid_git { "; .git not shown" } else { "" }
+    );
+    Ok(if total == 0 {
+        format!("{} is empty {count}", path.display())
+    } else {
+        format!("{out}\n{count}")
+    })
 }
 
 /// Every file under `root` (or `root` itself, when it is a file), skipping the
@@ -724,6 +763,11 @@ async fn run_shell(command: &str, cwd: &Path, timeout: Duration) -> Result<Strin
         None => "killed by a signal".to_string(),
     };
     let mut out = code;
+    // A command that succeeds in silence (mv, mkdir) says so in words: given a bare
+    // "exit code 0", a small model ran the same mv again, on a file already moved.
+    if output.status.success() && output.stdout.is_empty() && output.stderr.is_empty() {
+        out.push_str(" — it succeeded and printed nothing; do not run it again");
+    }
     for (name, bytes) in [("stdout", &output.stdout), ("stderr", &output.stderr)] {
         if !bytes.is_empty() {
             out.push_str(&format!(
@@ -796,8 +840,8 @@ mod tests {
             unchanged.ends_with("notes/a.md already holds exactly this content, so nothing changed; to add to it, call write_file with append true and only the new text"),
             "{unchanged}"
         );
-        // Appended, the file keeps what it held.
-        let more = json!({"path": "notes/a.md", "content": "\nfour", "append": true});
+        // Appended, the file keeps what it held, and the new text starts a line.
+        let more = json!({"path": "notes/a.md", "content": "four", "append": true});
         let appended = call(LocalTool::WriteFile, more);
         assert_eq!(appended.title, "write_file notes/a.md (append)");
         assert_eq!(appended.raw_input["append"], true);
@@ -806,6 +850,15 @@ mod tests {
         assert_eq!(
             std::fs::read_to_string(cwd.join("notes/a.md")).unwrap(),
             "one\nTwo\nthree\nfour"
+        );
+        // Appending a block the file already holds is refused, not repeated.
+        let again = json!({"path": "notes/a.md", "content": "  Two\n\n  three\n", "append": true});
+        let repeated = run(&call(LocalTool::WriteFile, again), cwd)
+            .await
+            .unwrap_err();
+        assert!(
+            repeated.ends_with("notes/a.md already holds every line of this text, so appending it would repeat it; append only the new text"),
+            "{repeated}"
         );
         std::fs::write(cwd.join("notes/a.md"), "one\nTwo\nthree").unwrap();
         let read = run(
@@ -834,7 +887,16 @@ mod tests {
         let listed = run(&call(LocalTool::ListDir, json!({})), cwd)
             .await
             .unwrap();
-        assert_eq!(listed, "notes/");
+        assert_eq!(listed, "notes/\n[0 files, 1 directory]");
+        std::fs::create_dir(cwd.join(".git")).unwrap();
+        std::fs::write(cwd.join("lib.py"), "").unwrap();
+        let listed = run(&call(LocalTool::ListDir, json!({})), cwd)
+            .await
+            .unwrap();
+        assert_eq!(
+            listed,
+            "lib.py\nnotes/\n[1 file, 1 directory; .git not shown]"
+        );
         let files = run(
             &call(LocalTool::FindFiles, json!({"pattern": "**/*.md"})),
             cwd,
@@ -852,5 +914,10 @@ mod tests {
         .await
         .unwrap();
         assert_eq!(sh, "exit code 3\n--- stdout ---\nhi\n--- stderr ---\noops");
+        let silent = call(LocalTool::Shell, json!({"command": "mv notes moved"}));
+        assert_eq!(
+            run(&silent, cwd).await.unwrap(),
+            "exit code 0 — it succeeded and printed nothing; do not run it again"
+        );
     }
 }

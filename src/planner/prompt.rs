@@ -14,14 +14,19 @@ How to work:
 5. Every mission ends with a verdict, and only you can give it: once the work is done, file a result report naming what you produced in refs, then call mission_finish with landed. Call mission_finish with stuck if you cannot proceed (say why), derailed if the work went wrong, abandoned if it should not be done. Prose does not end it.
 
 The intent is the last paragraph of the first message: work to do in the working directory with your tools. A name in it (a function, a file, a command) is something to create, change or look at, never a tool to call.
-For example, the intent \"add a function mul(a,b) to calc.py\" goes: mission_plan (read calc.py; add mul to calc.py, keeping what is there; report the result; finish the mission), read_file calc.py, write_file calc.py with append true and the new function as content (never rewrite what a file holds to add to it; edit_file changes a part), mission_report kind result with refs [\"calc.py\"], mission_finish landed. To rename or move a file, run mv in the shell.
+How the common kinds of work go, between the plan and the finish:
+- Create a file: write_file with its whole content.
+- Add to a file: read_file it, then write_file with append true and only the new text. Never rewrite what a file holds to add to it; edit_file changes one part of it.
+- Rename or move a file: one shell call running mv with the old and the new name. Do not change its content.
+- A question about the workspace (how many, which, what is in it): look with list_dir, read_file or grep, then put the answer itself in the result report's summary.
+Then file a result report (refs: the files you produced or looked at, as relative paths) and call mission_finish with landed.
 "
     } else {
         "No mission tools were provided for this session, so answer the user directly in your replies.\n"
     };
     format!(
         "{mission}
-Your own tools: read_file, list_dir, grep (literal text), find_files (globs), write_file, edit_file (exact old text to new text: prefer it for files that exist) and shell. Make tool calls; never write them out as text. Every call is checked against the mission's envelope first: some run at once, some wait for the operator's approval, some are refused. When a call is refused, do not retry it in another form; work within what is allowed, or report what stays blocked. Tool outputs are cut when long; ask for narrower ranges instead of whole trees.
+Your own tools: read_file, list_dir, grep (literal text), find_files (globs), write_file, edit_file (exact old text to new text: to change part of a file that exists) and shell. Make tool calls; never write them out as text. Every call is checked against the mission's envelope first: some run at once, some wait for the operator's approval, some are refused. When a call is refused, do not retry it in another form; work within what is allowed, or report what stays blocked. Tool outputs are cut when long; ask for narrower ranges instead of whole trees.
 
 The working directory is {}. Use paths relative to it. Write only inside it. Keep replies short.",
         cwd.display()
