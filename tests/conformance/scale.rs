@@ -5,9 +5,9 @@
 //! CPU its units spend, and — under a `fleet-max-memory` below twenty units' worth —
 //! never let its units' memory exceed it: the surplus waits in the queue, then lands.
 //!
-//! Ignored by default (forty real agent runs take minutes on two cores), and not yet
-//! run by `.ci/run`: it has not passed on two cores (docs/performance.md). Run it
-//! alone, so its CPU figures are not shared with other tests.
+//! Ignored by default (forty real agent runs take two minutes of both cores); `.ci/run`
+//! runs it alone, after every other suite, so the CPU figures are not shared with
+//! other tests.
 
 use serde_json::Value;
 use std::collections::HashMap;
@@ -209,7 +209,7 @@ fn assert_landed_once(world: &World, ids: &[String]) {
 }
 
 #[test]
-#[ignore = "twenty real qwen units at once, twice: minutes on two cores; not yet in .ci/run (docs/performance.md)"]
+#[ignore = "twenty real qwen units at once, twice: two minutes of both cores; .ci/run runs it alone"]
 fn twenty_qwen_missions_on_one_host_land_once_each_within_cpu_and_memory_bounds() {
     let world = World::per_conversation(
         &QWEN,
