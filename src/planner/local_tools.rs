@@ -461,21 +461,20 @@ fn run_blocking(args: Args, cwd: &Path) -> Result<String, String> {
                 std::fs::create_dir_all(parent)
                     .map_err(|e| format!("cannot create {}: {e}", parent.display()))?;
             }
-            let held = std::fs::read_to_string(&path).unwrap_or_default();
+            let held = std::fs::read(&path).ok();
             // A rewrite with what the file already holds changes nothing: small models
             // copy a file they were asked to add to, then report the addition done.
-            if !append && path.exists() && held == content {
+            if !append && held.as_deref() == Some(content.as_bytes()) {
                 return Err(format!(
                     "write_file: {} already holds exactly this content, so nothing changed; to add to it, call write_file with append true and only the new text",
                     path.display()
                 ));
             }
+            let held = String::from_utf8_lossy(held.as_deref().unwrap_or_default());
             // Appending a block whose every line the file already holds (a copied
             // function, re-indented or not) repeats it: the same models, told to
             // append, append what they read.
-            let held_lines: std::collections::HashSet<&str> = held.lines().map(str::trim).collect();
-            let mut block = content.lines().map(str::trim).filter(|l| !l.is_empty());
-            if append && block.clone().count() > 1 && block.all(|l| held_lines.contains(l)) {
+            if append && repeats_held_lines(&held, &content) {
                 return Err(format!(
                     "write_file: {} already holds every line of this text, so appending it would repeat it; append only the new text",
                     path.display()
@@ -546,6 +545,18 @@ fn read_file(path: &Path, offset: usize, limit: usize) -> Result<String, String>
     Ok(out)
 }
 
+/// Whether `block` has more than one non-blank line and `held` already holds every
+/// one of them, whitespace around each aside.
+fn repeats_held_lines(held: &str, block: &str) -> bool {
+    let held: std::collections::HashSet<&str> = held.lines().map(str::trim).collect();
+    let lines: Vec<&str> = block
+        .lines()
+        .map(str::trim)
+        .filter(|l| !l.is_empty())
+        .collect();
+    lines.len() > 1 && lines.iter().all(|l| held.contains(l))
+}
+
 /// A directory's entries, sorted, directories marked with `/`, then a line counting
 /// them: a model asked how many files there are reads the figure rather than
 /// counting lines. The repository's own `.git` is left out (not the work) and said
@@ -576,12 +587,10 @@ fn list_dir(path: &Path) -> Result<String, String> {
     if total > names.len() {
         out.push_str(&format!("\n[{} more entries]", total - names.len()));
     }
-    let count =
-        |n: usize, one: &str, many: &str| format!("{n} {}", if n == 1 { one } else { many });
     let count = format!(
         "[{}, {}{}]",
-        count(files, "file", "files"),
-        count(dirs, "directory", "directories"),
+        crate::text::counted(files, "file", "files"),
+        crate::text::counted(dirs, "directory", "directories"),
         if hid_git { "; .git not shown" } else { "" }
     );
     Ok(if total == 0 {
