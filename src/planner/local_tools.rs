@@ -416,13 +416,36 @@ fn replace_once(current: &str, old: &str, new: &str, shown: &str) -> Result<Stri
 }
 
 /// `raw` against `cwd`, cleaned lexically (`..` resolved, no symlinks followed).
+/// A relative path that spells the working directory itself, as small models do —
+/// its absolute path without the leading `/` (`tmp/x/work/a.txt`), or its last
+/// components (`x/work`) where no such entry exists — is read as that directory:
+/// it lands inside the working directory either way, never outside it.
 fn resolve(cwd: &Path, raw: &str) -> PathBuf {
-    let joined = if Path::new(raw).is_absolute() {
-        PathBuf::from(raw)
-    } else {
-        cwd.join(raw)
-    };
-    PathBuf::from(glob::clean(&joined.to_string_lossy()))
+    let clean = |p: &Path| PathBuf::from(glob::clean(&p.to_string_lossy()));
+    if Path::new(raw).is_absolute() {
+        return clean(Path::new(raw));
+    }
+    let here = clean(cwd);
+    let joined = clean(&cwd.join(raw));
+    let rooted = clean(&Path::new("/").join(raw));
+    if rooted.starts_with(&here) && !joined.exists() {
+        return rooted;
+    }
+    let parts: Vec<_> = Path::new(raw).components().collect();
+    let first_absent = parts
+        .first()
+        .is_some_and(|first| !here.join(first).exists());
+    if first_absent {
+        let tail: Vec<_> = here.components().collect();
+        // The longest run of the working directory's last components `raw` starts
+        // with, two at least (one alone, like `work`, may be a directory to make).
+        for n in (2..=tail.len().min(parts.len())).rev() {
+            if parts[..n] == tail[tail.len() - n..] {
+                return parts[n..].iter().fold(here.clone(), |p, c| p.join(c));
+            }
+        }
+    }
+    joined
 }
 
 /// Run an approved call. The error is the tool result the model reads.
@@ -823,6 +846,32 @@ mod tests {
         );
         let err = prepare(LocalTool::Grep, &json!({}), cwd).unwrap_err();
         assert_eq!(err, "grep needs a non-empty \"pattern\" argument");
+    }
+
+    /// As Qwen2.5-Coder-1.5B named its working directory `/tmp/.tmpWhUqE4/work`:
+    /// `.tmpWhUqE4/work`, and `tmp/.tmpWhUqE4/work/hello.txt`.
+    #[test]
+    fn the_working_directory_spelt_relative_to_itself_is_the_working_directory() {
+        let dir = tempfile::tempdir().unwrap();
+        let cwd = dir.path().join("work");
+        std::fs::create_dir(&cwd).unwrap();
+        let name = dir.path().file_name().unwrap().to_str().unwrap();
+        let rootless = cwd.to_str().unwrap().trim_start_matches('/').to_string();
+        for (raw, meant) in [
+            (format!("{name}/work"), cwd.clone()),
+            (format!("{name}/work/a.txt"), cwd.join("a.txt")),
+            (format!("{rootless}/a.txt"), cwd.join("a.txt")),
+            ("work/a.txt".to_string(), cwd.join("work/a.txt")),
+            ("src/a.txt".to_string(), cwd.join("src/a.txt")),
+        ] {
+            assert_eq!(resolve(&cwd, &raw), meant, "{raw}");
+        }
+        // Where the workspace holds such an entry, the path is that entry.
+        std::fs::create_dir_all(cwd.join(name).join("work")).unwrap();
+        assert_eq!(
+            resolve(&cwd, &format!("{name}/work")),
+            cwd.join(name).join("work")
+        );
     }
 
     #[tokio::test]

@@ -70,6 +70,12 @@ pub struct SessionState {
     /// (the verdict stays the model's).
     planned: bool,
     questioned_claims_of: Option<u64>,
+    /// The mission's intent (the first prompt's last paragraph), restated to the model
+    /// after the steps where small models lose it.
+    intent: Option<String>,
+    /// Whether a result report was filed (and not downgraded): a verdict is all that
+    /// is left to ask for.
+    result_filed: bool,
 }
 
 impl SessionState {
@@ -91,6 +97,8 @@ impl SessionState {
             replies: 0,
             planned: false,
             questioned_claims_of: None,
+            intent: None,
+            result_filed: false,
         }
     }
 
@@ -129,13 +137,25 @@ struct Spent {
     output: u64,
 }
 
+/// The two calls that land a mission, in order, as a small model follows them: one
+/// message naming both as numbered steps (two choices in a sentence, it took neither).
+const LANDING_STEPS: &str = "1. call mission_report with kind result, a one-line summary and the files in refs; 2. call mission_finish with status landed.";
+
 /// What a turn that did work and ended in prose is told, once: the four verdicts by
-/// name, and the result report the landing one needs.
-pub const FINISH_ASK: &str = "You did work this turn and gave no verdict, and the operator sees only your mission tools. If what the intent asked for is done, call mission_report with kind result and the files you produced in refs (unless you already have), then call mission_finish with status landed. If you cannot go on, call mission_finish with status stuck and say why; if the work went wrong, derailed; if it should not be done, abandoned. If work remains, carry on with your tools now.";
+/// name, with the result report the landing one needs unless one is filed. Short:
+/// Qwen2.5-Coder-1.5B answered a paragraph-long ask with nothing.
+pub const FINISH_ASK: &str =
+    "What is your verdict? Call mission_finish with it: landed, stuck, derailed or abandoned.";
+/// [`FINISH_ASK`] before a result is filed.
+fn finish_ask_unreported() -> String {
+    format!(
+        "What is your verdict? If the intent is done: {LANDING_STEPS} If not, call mission_finish with status stuck, derailed or abandoned, and the reason."
+    )
+}
 
 /// What a turn that was asked for its verdict and answered in prose again is told,
 /// once more: the call itself, by name. The verdict stays the model's to give.
-pub const FINISH_NOW: &str = "You answered in prose again, and prose finishes nothing: no one reads it. If the work is done, call the mission_finish tool now, with status landed (after a mission_report of kind result naming what you produced in refs, if you have not filed one). If it is not done and you cannot go on, call mission_finish with status stuck and say why. Otherwise carry on with your tools.";
+pub const FINISH_NOW: &str = "Prose finishes nothing: no one reads it. Call mission_finish now, with status landed, stuck, derailed or abandoned.";
 
 /// What a model that files a result or lands after filing its plan, before it has
 /// used a single tool of its own, is told instead, once: small models read a filed
@@ -152,6 +172,9 @@ pub const NOT_YET_WORKED: &str = "refused: not filed, for you have not used your
 /// fence left open at the end). Prose reaches nobody in a mission, so nothing is lost
 /// by stopping it there; a session without mission tools is never stopped.
 const MISSION_STOPS: [&str; 3] = ["\n```\n", "\n{\"name\"", "\n<tool_call>"];
+/// What the host's answer to a result report says when the artifacts it claims do
+/// not exist and it was filed as progress.
+const DOWNGRADED: &str = "(downgraded from result:";
 /// Told with the result of the one call that ran, when a reply wrote out several.
 const ONE_WRITTEN_CALL: &str = "Only this first of the calls your reply wrote out ran: the others were written before you saw its result. Make one call at a time.";
 /// What a plan filed before any work is followed by: its steps are done with the
@@ -176,6 +199,41 @@ fn is_work(tool: &str, text: &str) -> bool {
         crate::mission_mcp::MISSION_REPORT,
     ];
     !failed && changes.contains(&tool)
+}
+
+/// The intent in a mission's first prompt: its last paragraph (the host's preamble
+/// comes before it), cut to a line a reminder can carry.
+fn intent_of(prompt: &str) -> Option<String> {
+    let last = prompt.trim().rsplit("\n\n").next()?.trim();
+    (!last.is_empty()).then(|| crate::text::excerpt(last, 200))
+}
+
+/// What the model is told after `call` returned `text`, as the step's last message.
+/// Left alone, Qwen2.5-Coder-1.5B runs a command that succeeded again, or writes a
+/// file's old content back after a failed write, or files a result for work it has
+/// not done; one next step, with the intent restated, keeps it going (two choices in
+/// one message, it took neither). After a report that worked, or a refusal, it is
+/// told nothing more: it goes on by itself there. What to call, and the verdict, stay
+/// the model's.
+fn next_step(call: &crate::model::ToolCall, text: &str, intent: &str) -> Option<String> {
+    let not_done = || format!("Not done yet: {intent}. Do it with your tools.");
+    if call.name == crate::mission_mcp::MISSION_REPORT {
+        return text.contains(DOWNGRADED).then(not_done);
+    }
+    let changes = [
+        LocalTool::WriteFile.name(),
+        LocalTool::EditFile.name(),
+        LocalTool::Shell.name(),
+    ];
+    if !changes.contains(&call.name.as_str()) || text.starts_with("refused:") {
+        return None;
+    }
+    let failed = text.starts_with("error:")
+        || (call.name == LocalTool::Shell.name() && !text.starts_with("exit code 0"));
+    Some(match failed {
+        true => not_done(),
+        false => format!("If that completes the intent ({intent}): {LANDING_STEPS}"),
+    })
 }
 
 /// What a reply's text holds besides prose.
@@ -237,10 +295,18 @@ fn written_calls(text: &str, tools: &[ToolSpec], calls_so_far: u64) -> WrittenCa
         } else {
             ""
         };
+        // A call to a tool there is, with arguments amiss, is told only what is amiss:
+        // the longer lesson lost Qwen2.5-Coder-1.5B, which then replied nothing.
+        let how = match unknown_tool {
+            true => format!(
+                "Make the call itself, through the tool-calling interface, with a JSON object of its arguments. The tools are: {}.{unknown}",
+                names.join(", ")
+            ),
+            false => "Make the call again, with a JSON object of its arguments.".to_string(),
+        };
         WrittenCalls::Broken(format!(
-            "Your reply wrote a tool call as text instead of making it, and nothing was run: {}. Make the call itself, through the tool-calling interface, with a JSON object of its arguments. The tools are: {}.{unknown}",
+            "Your reply wrote a tool call as text instead of making it, and nothing was run: {}. {how}",
             broken.join("; "),
-            names.join(", ")
         ))
     }
 }
@@ -302,6 +368,9 @@ impl Turn<'_> {
     ) -> Result<StopReason, Error> {
         if state.messages.is_empty() {
             self.open(state).await?;
+            if state.mission.is_some() {
+                state.intent = intent_of(&prompt);
+            }
         }
         if !state.notes.is_empty() {
             let notes = std::mem::take(&mut state.notes).join("\n\n");
@@ -415,6 +484,7 @@ impl Turn<'_> {
             }
             let mut tool_calls = reply.tool_calls;
             let mut written_beyond_first = false;
+            let mut recovered = false;
             if tool_calls.is_empty()
                 && let Some(text) = &content
             {
@@ -425,6 +495,7 @@ impl Turn<'_> {
                         written_beyond_first = calls.len() > 1;
                         calls.truncate(1);
                         tool_calls = calls;
+                        recovered = true;
                     }
                     WrittenCalls::Broken(correction) => {
                         // A model that writes the same broken call again and again is
@@ -454,15 +525,23 @@ impl Turn<'_> {
                 }
             }
             let echoed = tool_calls.iter().map(|c| c.echoed()).collect();
-            state.messages.push(ChatMessage::assistant(content, echoed));
+            // A recovered call goes back as the structured call it was read as, not
+            // the text it was written in: a model shown its own calls as text keeps
+            // writing them so.
+            let said = if recovered { None } else { content };
+            state.messages.push(ChatMessage::assistant(said, echoed));
             if tool_calls.is_empty() {
                 // Work done and a turn ending in prose: the verdict is still the
                 // model's to give, so it is asked for it by name; a model that
                 // answers that in prose too is asked once more for the call itself.
                 if worked && finish_asks < 2 && state.mission.is_some() {
-                    let ask = [FINISH_ASK, FINISH_NOW][finish_asks];
+                    let ask = match (finish_asks, state.result_filed) {
+                        (0, true) => FINISH_ASK.to_string(),
+                        (0, false) => finish_ask_unreported(),
+                        _ => FINISH_NOW.to_string(),
+                    };
                     finish_asks += 1;
-                    state.messages.push(ChatMessage::user(ask.to_string()));
+                    state.messages.push(ChatMessage::user(ask));
                     continue;
                 }
                 return Ok(match reply.finish_reason.as_deref() {
@@ -471,6 +550,7 @@ impl Turn<'_> {
                 });
             }
             let mut effect = Effect::Continue;
+            let mut hint = None;
             for call in &tool_calls {
                 let text = if effect == Effect::Finished {
                     "skipped: the mission is already finished".to_string()
@@ -482,6 +562,11 @@ impl Turn<'_> {
                         effect = this;
                     }
                     worked |= is_work(&call.name, &text);
+                    state.result_filed |= call.name == crate::mission_mcp::MISSION_REPORT
+                        && text.starts_with("recorded result report");
+                    if let Some(intent) = &state.intent {
+                        hint = next_step(call, &text, intent);
+                    }
                     match written_beyond_first {
                         true => format!("{text}\n{ONE_WRITTEN_CALL}"),
                         false => text,
@@ -493,6 +578,9 @@ impl Turn<'_> {
             }
             if effect != Effect::Continue {
                 return Ok(StopReason::EndTurn);
+            }
+            if let Some(hint) = hint {
+                state.messages.push(ChatMessage::user(hint));
             }
         }
         Ok(StopReason::MaxTurnRequests)

@@ -38,6 +38,24 @@ fn last_message(request: &Value) -> String {
         .to_string()
 }
 
+/// What a turn that did work, filed no result and ended in prose is asked.
+const VERDICT_ASK_UNREPORTED: &str = "What is your verdict? If the intent is done: 1. call mission_report with kind result, a one-line summary and the files in refs; 2. call mission_finish with status landed. If not, call mission_finish with status stuck, derailed or abandoned, and the reason.";
+
+/// The newest tool result in a request: what the model read of its last call.
+fn last_result(request: &Value) -> String {
+    let messages = request["messages"].as_array().unwrap();
+    let result = messages.iter().rev().find(|m| m["role"] == "tool").unwrap();
+    result["content"].as_str().unwrap_or_default().to_string()
+}
+
+/// The line that follows a change that went through: the intent restated, then the
+/// two calls that land it.
+fn landing_hint(intent: &str) -> String {
+    format!(
+        "If that completes the intent ({intent}): 1. call mission_report with kind result, a one-line summary and the files in refs; 2. call mission_finish with status landed."
+    )
+}
+
 fn call(name: &str, arguments: Value) -> Value {
     json!({"tool_calls": [{"name": name, "arguments": arguments}]})
 }
@@ -143,10 +161,15 @@ fn agent_planner_plans_reads_writes_with_approval_reports_a_result_and_lands() {
         "the read ran ungated and its text went to the model"
     );
     assert!(
-        last_message(&sent[3]).starts_with("wrote ")
-            && last_message(&sent[3]).ends_with("notes/summary.md (22 bytes)"),
+        last_result(&sent[3]).starts_with("wrote ")
+            && last_result(&sent[3]).ends_with("notes/summary.md (22 bytes)"),
         "{}",
-        last_message(&sent[3])
+        last_result(&sent[3])
+    );
+    assert_eq!(
+        last_message(&sent[3]),
+        landing_hint("summarise notes/input.txt"),
+        "a change that went through is followed by the intent and how to land it"
     );
     assert_eq!(
         sb.pending_ask_ids(),
@@ -184,7 +207,8 @@ fn the_shell_tool_asks_every_time_under_the_strict_envelope() {
     assert_ne!(seen[0], seen[1], "the same command asked again");
     let sent = requests(&dialog);
     for reply in [&sent[1], &sent[2]] {
-        assert_eq!(last_message(reply), "exit code 0\n--- stdout ---\none");
+        assert_eq!(last_result(reply), "exit code 0\n--- stdout ---\none");
+        assert_eq!(last_message(reply), landing_hint("echo one, twice"));
     }
 }
 
@@ -575,7 +599,7 @@ fn tool_calls_written_as_text_are_run_and_a_broken_one_is_corrected_not_read_as_
     assert_eq!(sent.len(), 4, "one model call per scripted turn");
     assert_eq!(
         last_message(&sent[1]),
-        "Your reply wrote a tool call as text instead of making it, and nothing was run: \"mission_report\" (functions.NAME:): no JSON object of arguments follows the name. Make the call itself, through the tool-calling interface, with a JSON object of its arguments. The tools are: mission_report, mission_plan, mission_ask_attention, mission_finish, read_file, list_dir, grep, find_files, write_file, edit_file, shell."
+        "Your reply wrote a tool call as text instead of making it, and nothing was run: \"mission_report\" (functions.NAME:): no JSON object of arguments follows the name. Make the call again, with a JSON object of its arguments."
     );
     let recovered = &sent[2]["messages"];
     let echoed = recovered
@@ -588,6 +612,11 @@ fn tool_calls_written_as_text_are_run_and_a_broken_one_is_corrected_not_read_as_
     assert_eq!(
         echoed["tool_calls"][0]["function"]["name"], "write_file",
         "the recovered call went back into the dialog as the call it was: {echoed}"
+    );
+    assert_eq!(
+        echoed["content"].as_str().unwrap_or_default(),
+        "",
+        "and not as the text it was written in: {echoed}"
     );
 }
 
@@ -620,9 +649,14 @@ fn edit_file_changes_one_piece_under_the_envelope_and_keeps_the_rest_of_the_file
     );
     let sent = requests(&dialog);
     assert_eq!(
-        last_message(&sent[1]),
+        last_result(&sent[1]),
         "error: edit_file: old_text does not occur in lib.py; read the file and copy the text to replace exactly",
         "an edit that cannot apply is refused before anyone is asked"
+    );
+    assert_eq!(
+        last_message(&sent[1]),
+        "Not done yet: add a function add(a,b) to lib.py. Do it with your tools.",
+        "a change that failed is followed by the intent"
     );
     assert_eq!(seen.len(), 1, "one ask, for the edit that applies");
     let history = sb
@@ -630,12 +664,9 @@ fn edit_file_changes_one_piece_under_the_envelope_and_keeps_the_rest_of_the_file
         .ok();
     let record: Value = serde_json::from_str(&history.stdout).unwrap();
     assert_eq!(record["asks"][0]["toolName"], "edit_file", "{record:#}");
-    // A turn that did work and ended in prose was asked for its verdict, once.
-    assert!(
-        last_message(&sent[3]).starts_with("You did work this turn and gave no verdict"),
-        "{}",
-        last_message(&sent[3])
-    );
+    // A turn that did work and ended in prose was asked for its verdict, once, with
+    // the result report landing needs (none was filed yet).
+    assert_eq!(last_message(&sent[3]), VERDICT_ASK_UNREPORTED);
 }
 
 /// Fire agent-planner at `intent` under `dev`, waiting: it exits 1 with the mission
@@ -747,14 +778,61 @@ fn a_model_that_answers_the_verdict_ask_in_prose_is_asked_once_more_for_mission_
     );
     let sent = requests(&dialog);
     assert_eq!(sent.len(), 5, "{sent:#?}");
-    assert!(
-        last_message(&sent[2]).starts_with("You did work this turn and gave no verdict"),
-        "{}",
-        last_message(&sent[2])
-    );
+    assert_eq!(last_message(&sent[2]), VERDICT_ASK_UNREPORTED);
     assert_eq!(
         last_message(&sent[3]),
-        "You answered in prose again, and prose finishes nothing: no one reads it. If the work is done, call the mission_finish tool now, with status landed (after a mission_report of kind result naming what you produced in refs, if you have not filed one). If it is not done and you cannot go on, call mission_finish with status stuck and say why. Otherwise carry on with your tools."
+        "Prose finishes nothing: no one reads it. Call mission_finish now, with status landed, stuck, derailed or abandoned."
+    );
+}
+
+/// As Qwen2.5-Coder-1.5B did: a result filed before the work, naming a file not
+/// there yet, is followed by the intent, not done; after the result filed for real,
+/// a turn that ends in nothing is asked for its verdict alone, the four named.
+#[test]
+fn after_a_filed_result_a_turn_ending_in_prose_is_asked_for_the_verdict_alone() {
+    let sb = Sandbox::new();
+    let result = call(
+        "mission_report",
+        json!({"kind": "result", "summary": "hello.txt written", "refs": ["hello.txt"]}),
+    );
+    let dialog = planner_world(
+        &sb,
+        json!({"turns": [
+            result,
+            call("write_file", json!({"path": "hello.txt", "content": "hello\n"})),
+            result,
+            {"text": ""},
+            call("mission_finish", json!({"status": "landed", "reason": "hello.txt holds hello"})),
+        ]}),
+    );
+    let fired = sb.run(&[
+        "mission",
+        "fire",
+        "agent-planner",
+        "create hello.txt containing hello",
+        "--wait",
+        "--policy",
+        "dev",
+    ]);
+    assert_eq!(fired.code, 0, "{fired:#?}");
+    let sent = requests(&dialog);
+    assert_eq!(sent.len(), 5, "{sent:#?}");
+    assert!(
+        last_result(&sent[1]).contains("(downgraded from result: claimed artifacts not found:"),
+        "{}",
+        last_result(&sent[1])
+    );
+    assert_eq!(
+        last_message(&sent[1]),
+        "Not done yet: create hello.txt containing hello. Do it with your tools."
+    );
+    assert_eq!(
+        last_message(&sent[2]),
+        landing_hint("create hello.txt containing hello")
+    );
+    assert_eq!(
+        last_message(&sent[4]),
+        "What is your verdict? Call mission_finish with it: landed, stuck, derailed or abandoned."
     );
 }
 
