@@ -172,8 +172,10 @@ pub const NOT_YET_WORKED: &str = "refused: not filed, for you have not used your
 /// fence left open at the end). Prose reaches nobody in a mission, so nothing is lost
 /// by stopping it there; a session without mission tools is never stopped.
 const MISSION_STOPS: [&str; 3] = ["\n```\n", "\n{\"name\"", "\n<tool_call>"];
-/// What the host's answer to a result report says when the artifacts it claims do
-/// not exist and it was filed as progress.
+/// How the host answers a result report it filed as one, and one whose claimed
+/// artifacts do not exist (filed as progress): its words, which are what the agent
+/// reads of the call.
+const RESULT_FILED: &str = "recorded result report";
 const DOWNGRADED: &str = "(downgraded from result:";
 /// Told with the result of the one call that ran, when a reply wrote out several.
 const ONE_WRITTEN_CALL: &str = "Only this first of the calls your reply wrote out ran: the others were written before you saw its result. Make one call at a time.";
@@ -188,17 +190,23 @@ fn claims_done(name: &str, args: &Map<String, Value>) -> bool {
         || (name == crate::mission_mcp::MISSION_FINISH && field("status") == Some("landed"))
 }
 
+/// The agent's own tools that change the workspace.
+const CHANGES: [LocalTool; 3] = [LocalTool::WriteFile, LocalTool::EditFile, LocalTool::Shell];
+
+/// Whether `tool` is one of [`CHANGES`].
+fn changes(tool: &str) -> bool {
+    CHANGES.iter().any(|t| t.name() == tool)
+}
+
+/// Whether a call's result says it failed or was refused.
+fn failed(text: &str) -> bool {
+    text.starts_with("error:") || text.starts_with("refused:")
+}
+
 /// Whether a call that returned `text` did work a verdict should follow: a change to
 /// the workspace, or a report to the operator.
 fn is_work(tool: &str, text: &str) -> bool {
-    let failed = text.starts_with("error:") || text.starts_with("refused:");
-    let changes = [
-        LocalTool::WriteFile.name(),
-        LocalTool::EditFile.name(),
-        LocalTool::Shell.name(),
-        crate::mission_mcp::MISSION_REPORT,
-    ];
-    !failed && changes.contains(&tool)
+    !failed(text) && (changes(tool) || tool == crate::mission_mcp::MISSION_REPORT)
 }
 
 /// The intent in a mission's first prompt: its last paragraph (the host's preamble
@@ -220,17 +228,11 @@ fn next_step(call: &crate::model::ToolCall, text: &str, intent: &str) -> Option<
     if call.name == crate::mission_mcp::MISSION_REPORT {
         return text.contains(DOWNGRADED).then(not_done);
     }
-    let changes = [
-        LocalTool::WriteFile.name(),
-        LocalTool::EditFile.name(),
-        LocalTool::Shell.name(),
-    ];
-    if !changes.contains(&call.name.as_str()) || text.starts_with("refused:") {
+    if !changes(&call.name) || text.starts_with("refused:") {
         return None;
     }
-    let failed = text.starts_with("error:")
-        || (call.name == LocalTool::Shell.name() && !text.starts_with("exit code 0"));
-    Some(match failed {
+    let shell_failed = call.name == LocalTool::Shell.name() && !text.starts_with("exit code 0");
+    Some(match failed(text) || shell_failed {
         true => not_done(),
         false => format!("If that completes the intent ({intent}): {LANDING_STEPS}"),
     })
@@ -563,7 +565,7 @@ impl Turn<'_> {
                     }
                     worked |= is_work(&call.name, &text);
                     state.result_filed |= call.name == crate::mission_mcp::MISSION_REPORT
-                        && text.starts_with("recorded result report");
+                        && text.starts_with(RESULT_FILED);
                     if let Some(intent) = &state.intent {
                         hint = next_step(call, &text, intent);
                     }
