@@ -571,15 +571,7 @@ fn tool_calls_written_as_text_are_run_and_a_broken_one_is_corrected_not_read_as_
             {"text": "{\"name\": \"mission_finish\", \"arguments\": {\"status\": \"landed\", \"reason\": \"hello.txt holds hello\"}}"},
         ]}),
     );
-    let fired = sb.run(&[
-        "mission",
-        "fire",
-        "agent-planner",
-        "create hello.txt containing hello",
-        "--wait",
-        "--policy",
-        "dev",
-    ]);
+    let fired = fire_waiting(&sb, "create hello.txt containing hello");
     assert_eq!(fired.code, 0, "{fired:#?}");
     assert!(
         fired
@@ -669,10 +661,9 @@ fn edit_file_changes_one_piece_under_the_envelope_and_keeps_the_rest_of_the_file
     assert_eq!(last_message(&sent[3]), VERDICT_ASK_UNREPORTED);
 }
 
-/// Fire agent-planner at `intent` under `dev`, waiting: it exits 1 with the mission
-/// resting stuck, whose record is returned.
-fn fired_stuck(sb: &Sandbox, intent: &str) -> Value {
-    let fired = sb.run(&[
+/// Fire agent-planner at `intent` under `dev`, waiting for its verdict.
+fn fire_waiting(sb: &Sandbox, intent: &str) -> crate::harness::Run {
+    sb.run(&[
         "mission",
         "fire",
         "agent-planner",
@@ -680,7 +671,13 @@ fn fired_stuck(sb: &Sandbox, intent: &str) -> Value {
         "--wait",
         "--policy",
         "dev",
-    ]);
+    ])
+}
+
+/// Fire agent-planner at `intent` under `dev`, waiting: it exits 1 with the mission
+/// resting stuck, whose record is returned.
+fn fired_stuck(sb: &Sandbox, intent: &str) -> Value {
+    let fired = fire_waiting(sb, intent);
     assert_eq!(fired.code, 1, "{fired:#?}");
     let record: Value = serde_json::from_str(
         &sb.run(&["mission", "show", &sb.newest_mission().unwrap(), "--json"])
@@ -760,15 +757,7 @@ fn a_model_that_answers_the_verdict_ask_in_prose_is_asked_once_more_for_mission_
             call("mission_finish", json!({"status": "landed", "reason": "hello.txt holds hello"})),
         ]}),
     );
-    let fired = sb.run(&[
-        "mission",
-        "fire",
-        "agent-planner",
-        "create hello.txt containing hello",
-        "--wait",
-        "--policy",
-        "dev",
-    ]);
+    let fired = fire_waiting(&sb, "create hello.txt containing hello");
     assert_eq!(fired.code, 0, "{fired:#?}");
     assert!(
         fired
@@ -805,15 +794,7 @@ fn after_a_filed_result_a_turn_ending_in_prose_is_asked_for_the_verdict_alone() 
             call("mission_finish", json!({"status": "landed", "reason": "hello.txt holds hello"})),
         ]}),
     );
-    let fired = sb.run(&[
-        "mission",
-        "fire",
-        "agent-planner",
-        "create hello.txt containing hello",
-        "--wait",
-        "--policy",
-        "dev",
-    ]);
+    let fired = fire_waiting(&sb, "create hello.txt containing hello");
     assert_eq!(fired.code, 0, "{fired:#?}");
     let sent = requests(&dialog);
     assert_eq!(sent.len(), 5, "{sent:#?}");
