@@ -23,7 +23,7 @@ use common::{Background, Sandbox, script, wait_for};
 use llama::{LlamaServer, Model};
 use missionboard::clock::poll_until_blocking;
 use proxy::{Exchange, Proxy};
-use serde_json::Value;
+use serde_json::{Value, json};
 
 /// One model server at a time: two cores cannot serve two tests' models and keep
 /// either's timings meaningful.
@@ -841,8 +841,29 @@ fn is_plain_rename(ask: &Value) -> bool {
 }
 
 /// Fire agent-planner under `dev` at `task` in a fresh git workspace; whether it
-/// landed with the change verified (`Err` says why not).
-fn run_task(task: &Task, server: &LlamaServer) -> Result<(), String> {
+/// landed with the change verified (`Err` says why not). Every exchange with the
+/// model is kept in the build tree (`real-model-runs/planner-<n>.jsonl`, one JSON
+/// object a line), so a missed task can be read afterwards.
+fn run_task(n: usize, task: &Task, server: &LlamaServer) -> Result<(), String> {
+    let proxy = Proxy::start(server.origin.trim_start_matches("http://"));
+    let outcome = fire_task(task, &proxy, server);
+    let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("real-model-runs");
+    std::fs::create_dir_all(&dir).unwrap();
+    let kept = dir.join(format!("planner-{n}.jsonl"));
+    let lines: String = proxy
+        .exchanges()
+        .iter()
+        .map(|e| {
+            let line = json!({"path": e.path, "request": e.request, "status": e.status, "response": e.response});
+            format!("{line}\n")
+        })
+        .collect();
+    std::fs::write(&kept, lines).unwrap();
+    println!("  ({}: its exchanges with the model)", kept.display());
+    outcome
+}
+
+fn fire_task(task: &Task, proxy: &Proxy, server: &LlamaServer) -> Result<(), String> {
     let sb = Sandbox::new();
     for (path, content) in task.files {
         sb.write(&sb.cwd.join(path), content);
@@ -851,8 +872,8 @@ fn run_task(task: &Task, server: &LlamaServer) -> Result<(), String> {
     git(&sb.cwd, &["add", "."]);
     git(&sb.cwd, &["commit", "-q", "-m", "start"]);
     sb.run(&["init"]).ok();
-    let url = format!("{}/v1", server.origin);
-    sb.run(&["config", "set", "model-base-url", &url]).ok();
+    sb.run(&["config", "set", "model-base-url", &proxy.url])
+        .ok();
     sb.run(&["config", "set", "model-name", QWEN_NAME]).ok();
     // Two cores shared with the rest of CI: a long reply can take minutes.
     sb.run(&["config", "set", "model-timeout", "600s"]).ok();
@@ -921,8 +942,11 @@ fn agent_planner_lands_simple_tasks_on_qwen2_5_coder_1_5b() {
     let _one = ONE_SERVER.lock().unwrap_or_else(|e| e.into_inner());
     let scratch = tempfile::tempdir().unwrap();
     let server = LlamaServer::serve(Model::QwenCoder1_5b, 8192, scratch.path());
-    let results: Vec<Result<(), String>> =
-        TASKS.iter().map(|task| run_task(task, &server)).collect();
+    let results: Vec<Result<(), String>> = TASKS
+        .iter()
+        .enumerate()
+        .map(|(n, task)| run_task(n + 1, task, &server))
+        .collect();
     println!("agent-planner on Qwen2.5-Coder-1.5B, policy dev:");
     for (task, result) in TASKS.iter().zip(&results) {
         match result {

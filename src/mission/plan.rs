@@ -2,6 +2,8 @@
 //! back; completed work is immutable; the last 20 revisions are kept, written in the
 //! same transaction as the snapshot they describe.
 
+use std::collections::HashSet;
+
 use crate::store::sql::{OptionalExtension, params};
 use serde::{Deserialize, Serialize};
 use serde_json::json;
@@ -160,6 +162,25 @@ fn validate(entries: &[PlanEntry]) -> Result<()> {
     Ok(())
 }
 
+/// The id of an entry filed without one, drawn from its content: a plan sent again
+/// without ids keeps the ids of the steps it repeats, and a unit reads the same ids
+/// for the same plan (a random one made each run of a small model read differently).
+/// A step already in the plan under that id gets `-2`, `-3`…
+fn minted_id(content: &str, taken: &mut HashSet<String>) -> String {
+    use sha2::Digest;
+    let digest = sha2::Sha256::digest(content.as_bytes());
+    let stem: String = digest[..4].iter().map(|b| format!("{b:02x}")).collect();
+    let id = (1..)
+        .map(|n| match n {
+            1 => stem.clone(),
+            n => format!("{stem}-{n}"),
+        })
+        .find(|id| !taken.contains(id))
+        .expect("an unused id");
+    taken.insert(id.clone());
+    id
+}
+
 impl Missions {
     /// Replace the plan with a full snapshot. Returns the stored plan, ids included.
     pub fn set_plan(
@@ -170,17 +191,17 @@ impl Missions {
         source: &str,
     ) -> Result<Plan> {
         // Normalise once: ids minted here are the ones the unit sees, whatever happens next.
+        let mut taken: HashSet<String> = entries.iter().map(|e| e.id.trim().to_string()).collect();
         let entries: Vec<PlanEntry> = entries
             .into_iter()
             .map(|mut e| {
                 e.content = e.content.trim().to_string();
                 e.status = e.status.trim().to_string();
                 e.priority = e.priority.trim().to_string();
-                if e.id.trim().is_empty() {
-                    e.id = uuid::Uuid::new_v4().to_string();
-                } else {
-                    e.id = e.id.trim().to_string();
-                }
+                e.id = match e.id.trim() {
+                    "" => minted_id(&e.content, &mut taken),
+                    id => id.to_string(),
+                };
                 e
             })
             .collect();
@@ -382,6 +403,32 @@ mod tests {
             "rev 2: +0/-1 (1 pending, 0 in progress, 1 completed)"
         );
         assert_eq!(svc.plan(&m.id).unwrap(), p2);
+    }
+
+    #[test]
+    fn a_plan_sent_again_without_ids_keeps_the_ids_of_its_steps() {
+        let (_d, svc) = service();
+        let m = fire(&svc);
+        let steps = || {
+            vec![
+                entry("survey", "in_progress"),
+                entry("cut", "pending"),
+                entry("cut", "pending"),
+            ]
+        };
+        let p1 = svc.set_plan(&m.id, steps(), "", "tool").unwrap();
+        let ids: Vec<&str> = p1.entries.iter().map(|e| e.id.as_str()).collect();
+        assert_eq!(ids[2], format!("{}-2", ids[1]));
+        assert_ne!(ids[0], ids[1]);
+        let mut again = steps();
+        again[0].status = "completed".into();
+        let p2 = svc.set_plan(&m.id, again, "", "tool").unwrap();
+        let ids2: Vec<&str> = p2.entries.iter().map(|e| e.id.as_str()).collect();
+        assert_eq!(ids2, ids);
+        assert_eq!(
+            svc.plan_revisions(&m.id).unwrap()[1].history_line(),
+            "rev 2: +0/-0 (2 pending, 0 in progress, 1 completed)"
+        );
     }
 
     #[test]

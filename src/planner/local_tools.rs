@@ -466,8 +466,8 @@ fn run_blocking(args: Args, cwd: &Path) -> Result<String, String> {
             path,
             offset,
             limit,
-        } => read_file(&path, offset, limit),
-        Args::List { path } => list_dir(&path),
+        } => read_file(&path, &shown(&path, cwd), offset, limit),
+        Args::List { path } => list_dir(&path, &shown(&path, cwd)),
         Args::Grep {
             pattern,
             root,
@@ -480,17 +480,17 @@ fn run_blocking(args: Args, cwd: &Path) -> Result<String, String> {
             content,
             append,
         } => {
+            let shown = shown(&path, cwd);
             if let Some(parent) = path.parent() {
                 std::fs::create_dir_all(parent)
-                    .map_err(|e| format!("cannot create {}: {e}", parent.display()))?;
+                    .map_err(|e| format!("cannot create the directory of {shown}: {e}"))?;
             }
             let held = std::fs::read(&path).ok();
             // A rewrite with what the file already holds changes nothing: small models
             // copy a file they were asked to add to, then report the addition done.
             if !append && held.as_deref() == Some(content.as_bytes()) {
                 return Err(format!(
-                    "write_file: {} already holds exactly this content, so nothing changed; to add to it, call write_file with append true and only the new text",
-                    path.display()
+                    "write_file: {shown} already holds exactly this content, so nothing changed; to add to it, call write_file with append true and only the new text"
                 ));
             }
             let held = String::from_utf8_lossy(held.as_deref().unwrap_or_default());
@@ -499,8 +499,7 @@ fn run_blocking(args: Args, cwd: &Path) -> Result<String, String> {
             // append, append what they read.
             if append && repeats_held_lines(&held, &content) {
                 return Err(format!(
-                    "write_file: {} already holds every line of this text, so appending it would repeat it; append only the new text",
-                    path.display()
+                    "write_file: {shown} already holds every line of this text, so appending it would repeat it; append only the new text"
                 ));
             }
             // An appended block starts on a line of its own: glued to a last line
@@ -520,20 +519,16 @@ fn run_blocking(args: Args, cwd: &Path) -> Result<String, String> {
                     .and_then(|mut f| std::io::Write::write_all(&mut f, content.as_bytes())),
                 false => std::fs::write(&path, &content),
             };
-            written.map_err(|e| format!("cannot write {}: {e}", path.display()))?;
+            written.map_err(|e| format!("cannot write {shown}: {e}"))?;
             let verb = if append { "appended to" } else { "wrote" };
-            Ok(format!(
-                "{verb} {} ({} bytes)",
-                path.display(),
-                content.len()
-            ))
+            Ok(format!("{verb} {shown} ({} bytes)", content.len()))
         }
         Args::Edit {
             path,
             old_text,
             new_text,
         } => {
-            let shown = path.display().to_string();
+            let shown = shown(&path, cwd);
             let current =
                 std::fs::read_to_string(&path).map_err(|e| format!("cannot read {shown}: {e}"))?;
             let edited = replace_once(&current, &old_text, &new_text, &shown)?;
@@ -548,10 +543,10 @@ fn run_blocking(args: Args, cwd: &Path) -> Result<String, String> {
     }
 }
 
-fn read_file(path: &Path, offset: usize, limit: usize) -> Result<String, String> {
-    let bytes = std::fs::read(path).map_err(|e| format!("cannot read {}: {e}", path.display()))?;
+fn read_file(path: &Path, shown: &str, offset: usize, limit: usize) -> Result<String, String> {
+    let bytes = std::fs::read(path).map_err(|e| format!("cannot read {shown}: {e}"))?;
     if bytes.iter().take(8192).any(|b| *b == 0) {
-        return Err(format!("{} looks like a binary file", path.display()));
+        return Err(format!("{shown} looks like a binary file"));
     }
     let text = String::from_utf8_lossy(&bytes);
     let lines: Vec<&str> = text.lines().collect();
@@ -584,9 +579,8 @@ fn repeats_held_lines(held: &str, block: &str) -> bool {
 /// them: a model asked how many files there are reads the figure rather than
 /// counting lines. The repository's own `.git` is left out (not the work) and said
 /// to be, so the count is of what the operator sees as the project.
-fn list_dir(path: &Path) -> Result<String, String> {
-    let entries =
-        std::fs::read_dir(path).map_err(|e| format!("cannot list {}: {e}", path.display()))?;
+fn list_dir(path: &Path, shown: &str) -> Result<String, String> {
+    let entries = std::fs::read_dir(path).map_err(|e| format!("cannot list {shown}: {e}"))?;
     let (mut dirs, mut files, mut hid_git) = (0, 0, false);
     let mut names: Vec<String> = Vec::new();
     for entry in entries.flatten() {
@@ -617,7 +611,7 @@ fn list_dir(path: &Path) -> Result<String, String> {
         if hid_git { "; .git not shown" } else { "" }
     );
     Ok(if total == 0 {
-        format!("{} is empty {count}", path.display())
+        format!("{shown} is empty {count}")
     } else {
         format!("{out}\n{count}")
     })
@@ -625,9 +619,9 @@ fn list_dir(path: &Path) -> Result<String, String> {
 
 /// Every file under `root` (or `root` itself, when it is a file), skipping the
 /// usual heavy directories; stops after [`WALK_LIMIT`] entries.
-fn walk_files(root: &Path) -> Result<Vec<PathBuf>, String> {
+fn walk_files(root: &Path, cwd: &Path) -> Result<Vec<PathBuf>, String> {
     let meta =
-        std::fs::metadata(root).map_err(|e| format!("cannot search {}: {e}", root.display()))?;
+        std::fs::metadata(root).map_err(|e| format!("cannot search {}: {e}", shown(root, cwd)))?;
     if meta.is_file() {
         return Ok(vec![root.to_path_buf()]);
     }
@@ -662,9 +656,15 @@ fn walk_files(root: &Path) -> Result<Vec<PathBuf>, String> {
     Ok(files)
 }
 
-/// `path` as the model should see it: relative to `cwd` when inside it.
+/// `path` as the model should see it: relative to `cwd` when inside it (`.` for
+/// `cwd` itself). The working directory's own name is never shown: a small model
+/// reads it as a path to go into, and a random one makes each run read differently.
 fn shown(path: &Path, cwd: &Path) -> String {
-    path.strip_prefix(cwd).unwrap_or(path).display().to_string()
+    match path.strip_prefix(cwd) {
+        Ok(rel) if rel.as_os_str().is_empty() => ".".to_string(),
+        Ok(rel) => rel.display().to_string(),
+        Err(_) => path.display().to_string(),
+    }
 }
 
 fn grep(
@@ -681,7 +681,7 @@ fn grep(
     };
     let mut hits = Vec::new();
     let mut more = false;
-    'files: for file in walk_files(root)? {
+    'files: for file in walk_files(root, cwd)? {
         let rel = shown(&file, cwd);
         if glob_filter.is_some_and(|g| !glob::matches(g, &rel)) {
             continue;
@@ -726,7 +726,7 @@ fn grep(
 }
 
 fn find_files(pattern: &str, root: &Path, cwd: &Path) -> Result<String, String> {
-    let matched: Vec<String> = walk_files(root)?
+    let matched: Vec<String> = walk_files(root, cwd)?
         .iter()
         .map(|f| shown(f, cwd))
         .filter(|rel| glob::matches(pattern, rel))

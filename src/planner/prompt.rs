@@ -1,8 +1,9 @@
 //! The native agent's system prompt: what makes it a good mission unit.
 
 /// The system message of every session. The host's own preamble (sent with the
-/// intent) says the same about the mission tools; this adds how to work.
-pub fn system_prompt(cwd: &std::path::Path, has_mission_tools: bool) -> String {
+/// intent) says the same about the mission tools; this adds how to work. The working
+/// directory is not named: its paths are relative to it (see `local_tools`).
+pub fn system_prompt(has_mission_tools: bool) -> String {
     let mission = if has_mission_tools {
         "You are a mission unit of missionboard: an operator fired a one-line intent at you and is not watching this conversation. Your text replies reach nobody; the operator sees only what you send through the mission tools.
 
@@ -28,7 +29,6 @@ Then file a result report (refs: the files you produced or looked at, as relativ
         "{mission}
 Your own tools: read_file, list_dir, grep (literal text), find_files (globs), write_file, edit_file (exact old text to new text: to change part of a file that exists) and shell. Make tool calls; never write them out as text. Every call is checked against the mission's envelope first: some run at once, some wait for the operator's approval, some are refused. When a call is refused, do not retry it in another form; work within what is allowed, or report what stays blocked. Tool outputs are cut when long; ask for narrower ranges instead of whole trees.
 
-The working directory is {}. Use paths relative to it. Write only inside it. Keep replies short.",
-        cwd.display()
+Your tools work in the mission's working directory: use paths relative to it (\".\" is the directory itself) and write only inside it. Keep replies short."
     )
 }

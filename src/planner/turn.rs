@@ -217,16 +217,23 @@ fn intent_of(prompt: &str) -> Option<String> {
 }
 
 /// What the model is told after `call` returned `text`, as the step's last message.
-/// Left alone, Qwen2.5-Coder-1.5B runs a command that succeeded again, or writes a
-/// file's old content back after a failed write, or files a result for work it has
-/// not done; one next step, with the intent restated, keeps it going (two choices in
-/// one message, it took neither). After a report that worked, or a refusal, it is
-/// told nothing more: it goes on by itself there. What to call, and the verdict, stay
-/// the model's.
+/// After a change that went through, or a report short of the result, the landing
+/// steps, if the intent is done: left alone, Qwen2.5-Coder-1.5B runs a command that
+/// succeeded again, or files a result whose refs echo the host's words. The intent is
+/// not restated there: restated, it primed the model to do it again (an `mv` that had
+/// worked). After a failed change, or a result naming files that are not there, the
+/// intent is restated: the same model otherwise wrote a file's old content back, or
+/// filed a result for work it had not done. One next step (two choices in one
+/// message, it took neither); after a result, or a refusal, nothing (it goes on by
+/// itself there). What to call, and the verdict, stay the model's.
 fn next_step(call: &crate::model::ToolCall, text: &str, intent: &str) -> Option<String> {
     let not_done = || format!("Not done yet: {intent}. Do it with your tools.");
     if call.name == crate::mission_mcp::MISSION_REPORT {
-        return text.contains(DOWNGRADED).then(not_done);
+        return match text {
+            t if t.contains(DOWNGRADED) => Some(not_done()),
+            t if failed(t) || t.starts_with(RESULT_FILED) => None,
+            _ => Some(format!("Filed. If the intent is done: {LANDING_STEPS}")),
+        };
     }
     if !changes(&call.name) || text.starts_with("refused:") {
         return None;
@@ -234,7 +241,7 @@ fn next_step(call: &crate::model::ToolCall, text: &str, intent: &str) -> Option<
     let shell_failed = call.name == LocalTool::Shell.name() && !text.starts_with("exit code 0");
     Some(match failed(text) || shell_failed {
         true => not_done(),
-        false => format!("If that completes the intent ({intent}): {LANDING_STEPS}"),
+        false => format!("That worked. If the intent is done: {LANDING_STEPS}"),
     })
 }
 
@@ -248,8 +255,9 @@ enum WrittenCalls {
 }
 
 /// The tool calls `text` writes out instead of making them (see [`text_calls`]), each
-/// recorded on the agent's stderr with the shape it came in.
-fn written_calls(text: &str, tools: &[ToolSpec], calls_so_far: u64) -> WrittenCalls {
+/// recorded on the agent's stderr with the shape it came in. `reply` numbers the
+/// model's reply, so each recovered call's id is its own.
+fn written_calls(text: &str, tools: &[ToolSpec], reply: u64) -> WrittenCalls {
     let found = text_calls::recover(text, tools);
     if found.is_empty() {
         return WrittenCalls::None;
@@ -267,7 +275,7 @@ fn written_calls(text: &str, tools: &[ToolSpec], calls_so_far: u64) -> WrittenCa
                     call.name
                 );
                 runnable.push(crate::model::ToolCall {
-                    id: format!("text-call-{}-{n}", calls_so_far + 1),
+                    id: format!("text-call-{reply}-{n}"),
                     name: call.name,
                     arguments,
                 });
@@ -490,7 +498,7 @@ impl Turn<'_> {
             if tool_calls.is_empty()
                 && let Some(text) = &content
             {
-                match written_calls(text, &state.tools, state.calls) {
+                match written_calls(text, &state.tools, state.replies) {
                     WrittenCalls::None => {}
                     WrittenCalls::Runnable(mut calls) => {
                         // Only the first: the rest were guesses at its result.
@@ -612,7 +620,7 @@ impl Turn<'_> {
                 tools.extend(host.specs());
                 system.clone()
             }
-            None => super::prompt::system_prompt(self.cwd, state.mission.is_some()),
+            None => super::prompt::system_prompt(state.mission.is_some()),
         };
         state.tools = tools;
         state.messages.push(ChatMessage::system(system));

@@ -48,13 +48,9 @@ fn last_result(request: &Value) -> String {
     result["content"].as_str().unwrap_or_default().to_string()
 }
 
-/// The line that follows a change that went through: the intent restated, then the
-/// two calls that land it.
-fn landing_hint(intent: &str) -> String {
-    format!(
-        "If that completes the intent ({intent}): 1. call mission_report with kind result, a one-line summary and the files in refs; 2. call mission_finish with status landed."
-    )
-}
+/// The line that follows a change that went through: the two calls that land the
+/// mission, if the intent is done.
+const LANDING_HINT: &str = "That worked. If the intent is done: 1. call mission_report with kind result, a one-line summary and the files in refs; 2. call mission_finish with status landed.";
 
 fn call(name: &str, arguments: Value) -> Value {
     json!({"tool_calls": [{"name": name, "arguments": arguments}]})
@@ -168,7 +164,7 @@ fn agent_planner_plans_reads_writes_with_approval_reports_a_result_and_lands() {
     );
     assert_eq!(
         last_message(&sent[3]),
-        landing_hint("summarise notes/input.txt"),
+        LANDING_HINT,
         "a change that went through is followed by the intent and how to land it"
     );
     assert_eq!(
@@ -208,8 +204,13 @@ fn the_shell_tool_asks_every_time_under_the_strict_envelope() {
     let sent = requests(&dialog);
     for reply in [&sent[1], &sent[2]] {
         assert_eq!(last_result(reply), "exit code 0\n--- stdout ---\none");
-        assert_eq!(last_message(reply), landing_hint("echo one, twice"));
+        assert_eq!(last_message(reply), LANDING_HINT);
     }
+    assert_eq!(
+        last_message(&sent[3]),
+        "Filed. If the intent is done: 1. call mission_report with kind result, a one-line summary and the files in refs; 2. call mission_finish with status landed.",
+        "a report short of the result is followed by how to land"
+    );
 }
 
 #[test]
@@ -807,10 +808,7 @@ fn after_a_filed_result_a_turn_ending_in_prose_is_asked_for_the_verdict_alone() 
         last_message(&sent[1]),
         "Not done yet: create hello.txt containing hello. Do it with your tools."
     );
-    assert_eq!(
-        last_message(&sent[2]),
-        landing_hint("create hello.txt containing hello")
-    );
+    assert_eq!(last_message(&sent[2]), LANDING_HINT);
     assert_eq!(
         last_message(&sent[4]),
         "What is your verdict? Call mission_finish with it: landed, stuck, derailed or abandoned."

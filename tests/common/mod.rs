@@ -939,7 +939,7 @@ impl MissionToolHandler for RecordingHandler {
                 .pop_front()
                 .unwrap_or_else(|| self.answer.clone())),
             "mission_report" => Ok(format!(
-                "recorded {} report \"r-1\"",
+                "recorded {} report",
                 args.get("kind").and_then(Value::as_str).unwrap_or("progress")
             )),
             "mission_plan" => Ok(serde_json::json!({"entries": args.get("entries"), "revision": 1}).to_string()),
