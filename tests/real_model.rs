@@ -933,11 +933,10 @@ fn fire_task(task: &Task, proxy: &Proxy, server: &LlamaServer) -> Result<(), Str
 
 /// agent-planner lands simple real work on a capable small model: the four simple
 /// tasks on Qwen2.5-Coder-1.5B under `dev`, each in a fresh git workspace, verified on
-/// disk with nothing else touched; at least 3 of the 4 must land. Met in some runs,
-/// not in others (the table in docs/agents.md), so `.ci/run` skips it; run it with
-/// `cargo test --test real_model agent_planner_lands -- --ignored --nocapture`.
+/// disk with nothing else touched; at least 3 of the 4 must land (the runs' table is
+/// in docs/agents.md).
 #[test]
-#[ignore = "target met in some runs only on Qwen2.5-Coder-1.5B (docs/agents.md); .ci/run skips it"]
+#[ignore = "runs in CI (.ci/run): builds a llama.cpp server"]
 fn agent_planner_lands_simple_tasks_on_qwen2_5_coder_1_5b() {
     let _one = ONE_SERVER.lock().unwrap_or_else(|e| e.into_inner());
     let scratch = tempfile::tempdir().unwrap();

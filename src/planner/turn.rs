@@ -725,7 +725,13 @@ impl Turn<'_> {
                 Effect::Continue,
             ));
         };
-        let local = match local_tools::prepare(tool, &call.arguments, self.cwd) {
+        // Off the async thread: reading a path may look at the disk.
+        let (arguments, cwd) = (call.arguments.clone(), self.cwd.to_path_buf());
+        let prepared =
+            tokio::task::spawn_blocking(move || local_tools::prepare(tool, &arguments, &cwd))
+                .await
+                .map_err(|e| fail(format!("the tool task failed: {e}")))?;
+        let local = match prepared {
             Ok(local) => local,
             Err(e) => return Ok((format!("error: {e}"), Effect::Continue)),
         };
