@@ -928,13 +928,23 @@ fn fire_task(task: &Task, proxy: &Proxy, server: &LlamaServer) -> Result<(), Str
         return Err(format!("{}: {}", record["status"], record["statusReason"]));
     }
     assert_eq!(run.code, 0, "a landed fire exits 0: {run:#?}");
+    let reports: Value =
+        serde_json::from_str(&sb.run(&["mission", "reports", &id, "--json"]).ok().stdout).unwrap();
+    if !reports
+        .as_array()
+        .unwrap()
+        .iter()
+        .any(|r| r["kind"] == "result")
+    {
+        return Err(format!("landed with no result report: {reports}"));
+    }
     (task.check)(&snapshot(&sb.cwd), &sb.report_texts(&id))
 }
 
 /// agent-planner lands simple real work on a capable small model: the four simple
-/// tasks on Qwen2.5-Coder-1.5B under `dev`, each in a fresh git workspace, verified on
-/// disk with nothing else touched; at least 3 of the 4 must land (the runs' table is
-/// in docs/agents.md).
+/// tasks on Qwen2.5-Coder-1.5B under `dev`, each in a fresh git workspace, with a
+/// result report and the change verified on disk, nothing else touched; at least 3 of
+/// the 4 must land (the runs' table is in docs/agents.md).
 #[test]
 #[ignore = "runs in CI (.ci/run): builds a llama.cpp server"]
 fn agent_planner_lands_simple_tasks_on_qwen2_5_coder_1_5b() {

@@ -382,10 +382,9 @@ fn inside(cwd: &Path, raw: &str, tool: LocalTool) -> Result<PathBuf, String> {
     let path = resolve(cwd, raw);
     if !path.starts_with(resolve(cwd, ".")) {
         return Err(format!(
-            "{} refused: {} is outside the working directory {}; write inside it",
+            "{} refused: {} is outside the working directory; write inside it, with a path relative to it",
             tool.name(),
-            path.display(),
-            cwd.display()
+            path.display()
         ));
     }
     Ok(path)
@@ -840,9 +839,9 @@ mod tests {
             cwd,
         )
         .unwrap_err();
-        assert!(
-            err.starts_with("write_file refused: /x is outside the working directory /w"),
-            "{err}"
+        assert_eq!(
+            err,
+            "write_file refused: /x is outside the working directory; write inside it, with a path relative to it"
         );
         let err = prepare(LocalTool::Grep, &json!({}), cwd).unwrap_err();
         assert_eq!(err, "grep needs a non-empty \"pattern\" argument");
@@ -888,15 +887,16 @@ mod tests {
         )
         .await
         .unwrap();
-        assert!(wrote.ends_with("notes/a.md (13 bytes)"), "{wrote}");
+        // Paths are shown relative to the working directory, never its own name.
+        assert_eq!(wrote, "wrote notes/a.md (13 bytes)");
         // The same content again changes nothing, and says so rather than "wrote".
         let same = json!({"path": "notes/a.md", "content": "one\nTwo\nthree"});
         let unchanged = run(&call(LocalTool::WriteFile, same), cwd)
             .await
             .unwrap_err();
-        assert!(
-            unchanged.ends_with("notes/a.md already holds exactly this content, so nothing changed; to add to it, call write_file with append true and only the new text"),
-            "{unchanged}"
+        assert_eq!(
+            unchanged,
+            "write_file: notes/a.md already holds exactly this content, so nothing changed; to add to it, call write_file with append true and only the new text"
         );
         // Appended, the file keeps what it held, and the new text starts a line.
         let more = json!({"path": "notes/a.md", "content": "four", "append": true});
@@ -904,7 +904,7 @@ mod tests {
         assert_eq!(appended.title, "write_file notes/a.md (append)");
         assert_eq!(appended.raw_input["append"], true);
         let wrote = run(&appended, cwd).await.unwrap();
-        assert!(wrote.starts_with("appended to "), "{wrote}");
+        assert_eq!(wrote, "appended to notes/a.md (5 bytes)");
         assert_eq!(
             std::fs::read_to_string(cwd.join("notes/a.md")).unwrap(),
             "one\nTwo\nthree\nfour"

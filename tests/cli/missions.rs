@@ -557,7 +557,7 @@ fn the_plan_is_a_full_snapshot_and_mission_plan_prints_its_revisions() {
     assert_eq!(
         plan.stdout,
         format!(
-            "Mission {id} — plan revision 2\n\nSTATUS     PRIORITY  ENTRY\ncompleted  high      survey the tags\ncompleted  high      cut the release tag\n\nRevision history (oldest first):\n  rev 1: +3/-0 (1 pending, 1 in progress, 1 completed) — first pass over the release\n  rev 2: +2/-3 (0 pending, 0 in progress, 2 completed)\n"
+            "Mission {id} — plan revision 2\n\nSTATUS     PRIORITY  ENTRY\ncompleted  high      survey the tags\ncompleted  high      cut the release tag\n\nRevision history (oldest first):\n  rev 1: +3/-0 (1 pending, 1 in progress, 1 completed) — first pass over the release\n  rev 2: +0/-1 (0 pending, 0 in progress, 2 completed)\n"
         )
     );
 }
