@@ -72,7 +72,7 @@ async fn lists_exactly_four_tools_and_forwards_raw_arguments() {
         .await
         .unwrap();
     assert_eq!(result.is_error, Some(false));
-    assert_eq!(text(&result), "recorded finding report \"r-1\"");
+    assert_eq!(text(&result), "recorded finding report");
     assert_eq!(
         Value::Object(handler.calls()[0].1.clone()),
         args,
