@@ -345,33 +345,35 @@ pub fn prepare(tool: LocalTool, arguments: &Value, cwd: &Path) -> Result<LocalCa
 /// (the envelope reads compound lines itself) and carries an empty `args`, so the
 /// substitution check scans the line.
 fn raw_input(args: &Args, cwd: &Path) -> Value {
-    let shown = |p: &Path| p.display().to_string();
+    // Absolute: the envelope's rules match on where a call acts, not on how the
+    // model is shown it.
+    let absolute = |p: &Path| p.display().to_string();
     match args {
         Args::Read {
             path,
             offset,
             limit,
-        } => json!({"path": shown(path), "offset": offset, "limit": limit}),
-        Args::List { path } => json!({"path": shown(path)}),
+        } => json!({"path": absolute(path), "offset": offset, "limit": limit}),
+        Args::List { path } => json!({"path": absolute(path)}),
         Args::Grep {
             pattern,
             root,
             glob,
             ..
-        } => json!({"path": shown(root), "pattern": pattern, "glob": glob}),
-        Args::Find { pattern, root } => json!({"path": shown(root), "pattern": pattern}),
+        } => json!({"path": absolute(root), "pattern": pattern, "glob": glob}),
+        Args::Find { pattern, root } => json!({"path": absolute(root), "pattern": pattern}),
         Args::Write {
             path,
             content,
             append,
-        } => json!({"path": shown(path), "content": content, "append": append}),
+        } => json!({"path": absolute(path), "content": content, "append": append}),
         Args::Edit {
             path,
             old_text,
             new_text,
-        } => json!({"path": shown(path), "old_text": old_text, "new_text": new_text}),
+        } => json!({"path": absolute(path), "old_text": old_text, "new_text": new_text}),
         Args::Shell { command, timeout } => json!({
-            "command": command, "args": [], "cwd": shown(cwd), "timeout_s": timeout.as_secs()
+            "command": command, "args": [], "cwd": absolute(cwd), "timeout_s": timeout.as_secs()
         }),
     }
 }

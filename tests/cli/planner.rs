@@ -48,9 +48,15 @@ fn last_result(request: &Value) -> String {
     result["content"].as_str().unwrap_or_default().to_string()
 }
 
-/// The line that follows a change that went through: the two calls that land the
-/// mission, if the intent is done.
-const LANDING_HINT: &str = "That worked. If the intent is done: 1. call mission_report with kind result, a one-line summary and the files in refs; 2. call mission_finish with status landed.";
+/// The two calls that land a mission, as the hints number them.
+const LANDING_STEPS: &str = "1. call mission_report with kind result, a one-line summary and the files in refs; 2. call mission_finish with status landed.";
+
+/// The line that follows a step that went through (`opening` says which: "That
+/// worked." after a change, "Filed." after a report short of the result): the two
+/// calls that land the mission, if the intent is done.
+fn landing_hint(opening: &str) -> String {
+    format!("{opening} If the intent is done: {LANDING_STEPS}")
+}
 
 fn call(name: &str, arguments: Value) -> Value {
     json!({"tool_calls": [{"name": name, "arguments": arguments}]})
@@ -164,8 +170,8 @@ fn agent_planner_plans_reads_writes_with_approval_reports_a_result_and_lands() {
     );
     assert_eq!(
         last_message(&sent[3]),
-        LANDING_HINT,
-        "a change that went through is followed by the intent and how to land it"
+        landing_hint("That worked."),
+        "a change that went through is followed by how to land"
     );
     assert_eq!(
         sb.pending_ask_ids(),
@@ -204,11 +210,11 @@ fn the_shell_tool_asks_every_time_under_the_strict_envelope() {
     let sent = requests(&dialog);
     for reply in [&sent[1], &sent[2]] {
         assert_eq!(last_result(reply), "exit code 0\n--- stdout ---\none");
-        assert_eq!(last_message(reply), LANDING_HINT);
+        assert_eq!(last_message(reply), landing_hint("That worked."));
     }
     assert_eq!(
         last_message(&sent[3]),
-        "Filed. If the intent is done: 1. call mission_report with kind result, a one-line summary and the files in refs; 2. call mission_finish with status landed.",
+        landing_hint("Filed."),
         "a report short of the result is followed by how to land"
     );
 }
@@ -808,7 +814,7 @@ fn after_a_filed_result_a_turn_ending_in_prose_is_asked_for_the_verdict_alone() 
         last_message(&sent[1]),
         "Not done yet: create hello.txt containing hello. Do it with your tools."
     );
-    assert_eq!(last_message(&sent[2]), LANDING_HINT);
+    assert_eq!(last_message(&sent[2]), landing_hint("That worked."));
     assert_eq!(
         last_message(&sent[4]),
         "What is your verdict? Call mission_finish with it: landed, stuck, derailed or abandoned."
