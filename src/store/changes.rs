@@ -9,10 +9,15 @@
 //! what it finds, so a spurious or forged event costs one read, never a decision.
 //!
 //! The log is written a moment before the commit becomes visible to readers (SQLite
-//! updates its shared index right after the write), so each burst of events is
-//! followed by trailing ticks ([`SETTLE`]) for a reader that looked too early. Where
-//! inotify is unavailable (another OS, no instances left) nothing ticks and every
-//! waiter falls back to its own poll period: slower, never wrong.
+//! then updates its shared index). So a log event is not yet a tick: the watcher
+//! asks its own read-only connection for SQLite's `data_version` at once and again a
+//! few times after the burst ([`SETTLE`]), and ticks when it has moved — once per
+//! visible commit, however many writes the commit took, and never for a reader to
+//! find nothing. (Without that connection every look ticks.) The index itself is
+//! never opened outside SQLite: closing a descriptor of it would drop the locks
+//! SQLite holds on it in this process.
+//! Where inotify is unavailable (another OS, no instances left) nothing ticks and
+//! every waiter falls back to its own poll period: slower, never wrong.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, OnceLock, Weak};
@@ -23,14 +28,16 @@ use tokio::sync::watch;
 use super::Location;
 use crate::sync::LockUnpoisoned;
 
-/// After the last event of a burst, tick again once this much later each, quiet.
-/// The first is soon: the writer updates the shared index microseconds after its
-/// last log write, so a reader that woke too early learns of the commit within a
-/// fraction of a millisecond instead of a whole settle period later.
-const SETTLE: [Duration; 3] = [
+/// After the last event of a burst, look at the commit count again once this much
+/// later each, quiet. The first is soon: the writer updates the shared index
+/// microseconds after its last log write. The later ones cover a writer the
+/// scheduler held up between the two; a look that finds nothing new wakes nobody.
+const SETTLE: [Duration; 5] = [
     Duration::from_micros(300),
     Duration::from_millis(2),
     Duration::from_millis(10),
+    Duration::from_millis(50),
+    Duration::from_millis(250),
 ];
 /// How often an idle watcher thread checks whether anyone still listens.
 const IDLE: Duration = Duration::from_secs(1);
@@ -197,11 +204,49 @@ mod inotify {
 
     use super::{Feed, IDLE, SETTLE};
 
-    /// An inotify descriptor watching the database's directory, and the two names
-    /// in it that a commit writes.
+    /// An inotify descriptor watching the database's directory, the two names in it
+    /// that a commit writes, and a connection that tells when a commit is in.
     pub struct Watch {
         fd: OwnedFd,
         names: [Vec<u8>; 2],
+        commits: Option<Commits>,
+    }
+
+    /// A read-only connection of the watcher's own, whose `data_version` moves with
+    /// every commit any other connection makes, in this process or another.
+    pub(super) struct Commits {
+        conn: rusqlite::Connection,
+        /// The version last ticked for.
+        ticked: Option<i64>,
+    }
+
+    impl Commits {
+        pub(super) fn open(db: &Path) -> Option<Commits> {
+            use rusqlite::OpenFlags;
+            let conn = rusqlite::Connection::open_with_flags(
+                db,
+                OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX,
+            )
+            .ok()?;
+            let mut commits = Commits { conn, ticked: None };
+            commits.ticked = Some(commits.version()?);
+            Some(commits)
+        }
+
+        pub(super) fn version(&self) -> Option<i64> {
+            self.conn
+                .pragma_query_value(None, "data_version", |r| r.get(0))
+                .ok()
+        }
+
+        /// Whether a commit came in since the last time this said so (when the
+        /// version cannot be read, say it did: a spurious tick costs one read).
+        pub(super) fn moved(&mut self) -> bool {
+            let now = self.version();
+            let moved = now.is_none() || now != self.ticked;
+            self.ticked = now;
+            moved
+        }
     }
 
     impl Watch {
@@ -235,9 +280,11 @@ mod inotify {
                 );
                 return None;
             }
+            // Opened once the watch is set, so every commit after it moves it.
             Some(Watch {
                 fd,
                 names: [wal, name],
+                commits: Commits::open(db),
             })
         }
 
@@ -253,9 +300,9 @@ mod inotify {
             }
         }
 
-        fn pump(self, feed: Weak<Feed>) {
+        fn pump(mut self, feed: Weak<Feed>) {
             let mut buf = [0u8; 4096];
-            // Trailing ticks still owed after the last burst.
+            // Looks still owed after the last burst.
             let mut settle = SETTLE.len();
             loop {
                 let wait = SETTLE.get(settle).copied().unwrap_or(IDLE);
@@ -264,7 +311,7 @@ mod inotify {
                     events: libc::POLLIN,
                     revents: 0,
                 };
-                // ppoll, not poll: the first settle tick is finer than a millisecond.
+                // ppoll, not poll: the first settle look is finer than a millisecond.
                 let timeout = libc::timespec {
                     tv_sec: wait.as_secs() as libc::time_t,
                     tv_nsec: wait.subsec_nanos() as libc::c_long,
@@ -282,15 +329,18 @@ mod inotify {
                     );
                     return;
                 }
-                if ready == 0 {
-                    if settle < SETTLE.len() {
+                let look = if ready == 0 {
+                    settle < SETTLE.len() && {
                         settle += 1;
-                        feed.bump();
+                        true
                     }
-                    continue;
-                }
-                if self.drain(&mut buf) {
-                    settle = 0;
+                } else {
+                    self.drain(&mut buf) && {
+                        settle = 0;
+                        true
+                    }
+                };
+                if look && self.commits.as_mut().is_none_or(Commits::moved) {
                     feed.bump();
                 }
             }
@@ -375,6 +425,36 @@ mod tests {
             .with(|c| c.query_row("SELECT COUNT(*) FROM t", [], |r| r.get(0)))
             .unwrap();
         assert_eq!(n, 1);
+    }
+
+    /// What the watcher ticks on: its count moves with every commit, whichever
+    /// connection made it, and stays put for a read.
+    #[cfg(target_os = "linux")]
+    #[test]
+    fn the_watchers_commit_count_moves_with_each_commit_and_only_then() {
+        let dir = tempfile::tempdir().unwrap();
+        let db = dir.path().join("board.db");
+        let schema: &[&[&str]] = &[&["CREATE TABLE t (n INTEGER);"]];
+        let ours = super::super::Store::open_with(&db, schema).unwrap();
+        let theirs = super::super::Store::open_with(&db, schema).unwrap();
+        let mut commits = inotify::Commits::open(&db).expect("a database opens read-only");
+        assert!(!commits.moved(), "nothing committed since it opened");
+        for (n, store) in [&theirs, &ours, &theirs].into_iter().enumerate() {
+            store
+                .write(|tx| {
+                    tx.execute(
+                        "INSERT INTO t VALUES (?1)",
+                        [&(n as i64) as &dyn crate::store::sql::ToParam],
+                    )
+                })
+                .unwrap();
+            assert!(commits.moved(), "commit {n} moved it");
+            let count: i64 = ours
+                .with(|c| c.query_row("SELECT COUNT(*) FROM t", [], |r| r.get(0)))
+                .unwrap();
+            assert_eq!(count, n as i64 + 1);
+            assert!(!commits.moved(), "a read leaves it as it was");
+        }
     }
 
     #[test]
