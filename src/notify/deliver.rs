@@ -83,8 +83,13 @@ impl Deliverer {
         })
     }
 
-    fn settings(&self) -> anyhow::Result<Settings> {
+    /// What a round reads, or `None` when no receiver is configured: then one read,
+    /// for the round runs on every commit to the store.
+    fn settings(&self) -> anyhow::Result<Option<Settings>> {
         let targets = Target::all(self.config.get(NOTIFY_URL)?.as_deref());
+        if targets.is_empty() {
+            return Ok(None);
+        }
         let configured_at = self
             .config
             .set_at(NOTIFY_URL)?
@@ -94,34 +99,36 @@ impl Deliverer {
             .config
             .get(WEB_URL)?
             .or_else(|| self.fallback_link.clone());
-        Ok(Settings {
+        Ok(Some(Settings {
             targets,
             configured_at,
             with_text,
             web_url,
-        })
+        }))
     }
 
     /// One round: fan out, claim, and start sending what was claimed.
     async fn round(&self, prune: bool) {
         let me = self.clone();
-        let claimed = blocking(move || -> anyhow::Result<(Settings, Vec<Claimed>)> {
-            let settings = me.settings()?;
-            if settings.targets.is_empty() {
-                return Ok((settings, Vec::new()));
-            }
-            for t in &settings.targets {
-                me.outbox.fan_out(t, settings.configured_at)?;
-            }
-            if prune {
-                me.outbox.prune(&settings.targets)?;
-            }
-            let claimed = me.outbox.claim_due(&me.me, LEASE_MS, BATCH)?;
-            Ok((settings, claimed))
-        })
+        let claimed = blocking(
+            move || -> anyhow::Result<Option<(Settings, Vec<Claimed>)>> {
+                let Some(settings) = me.settings()? else {
+                    return Ok(None);
+                };
+                for t in &settings.targets {
+                    me.outbox.fan_out(t, settings.configured_at)?;
+                }
+                if prune {
+                    me.outbox.prune(&settings.targets)?;
+                }
+                let claimed = me.outbox.claim_due(&me.me, LEASE_MS, BATCH)?;
+                Ok(Some((settings, claimed)))
+            },
+        )
         .await;
         let (settings, claimed) = match claimed {
-            Ok(c) => c,
+            Ok(Some(c)) => c,
+            Ok(None) => return,
             Err(e) => return tracing::warn!("notify: the outbox could not be read: {e:#}"),
         };
         let settings = Arc::new(settings);
@@ -155,8 +162,9 @@ impl Deliverer {
         // before the event was written holds for it, whatever this round read.
         let me = self.clone();
         let (with_text, web_url) = match blocking(move || me.settings()).await {
-            Ok(now) => (now.with_text, now.web_url),
-            Err(_) => (false, settings.web_url.clone()),
+            Ok(Some(now)) => (now.with_text, now.web_url),
+            // Unreadable, or no receiver configured any more: no text.
+            Ok(None) | Err(_) => (false, settings.web_url.clone()),
         };
         let message = Message::of(&claimed.event, with_text, web_url.as_deref());
         let (body, headers) = message.request(target.format);
