@@ -73,11 +73,17 @@ fn shown(bytes: &[u8]) -> String {
 /// What a `session/update` frame from a unit becomes on the host, if anything: the
 /// message layer's view of one line (the fuzz target drives this).
 pub fn decode_update(message: &str) -> Option<super::UnitEvent> {
-    let value: serde_json::Value = serde_json::from_str(message).ok()?;
+    // Most frames of a busy unit are not updates (responses, requests, a session's
+    // whole history): those are passed over without a parse. (JSON may escape the
+    // slash.)
+    if !message.contains("session/update") && !message.contains("session\\/update") {
+        return None;
+    }
+    let mut value: serde_json::Value = serde_json::from_str(message).ok()?;
     if value.get("method")? != "session/update" {
         return None;
     }
-    let params = value.get("params")?.clone();
+    let params = value.get_mut("params")?.take();
     let notification: agent_client_protocol::v1::schema::SessionNotification =
         serde_json::from_value(params).ok()?;
     super::convert::session_update(notification.update)
@@ -185,7 +191,16 @@ mod tests {
             })
         );
         assert_eq!(
+            decode_update(&line.replace("session/update", r"session\/update")),
+            decode_update(line),
+            "JSON may escape the method's slash"
+        );
+        assert_eq!(
             decode_update(r#"{"method":"session/update","params":7}"#),
+            None
+        );
+        assert_eq!(
+            decode_update(r#"{"jsonrpc":"2.0","id":1,"result":{"update":"session"}}"#),
             None
         );
     }

@@ -54,36 +54,55 @@ pub struct ProcStat {
 pub fn parse_stat(text: &str) -> Option<(i32, ProcStat)> {
     let (head, tail) = text.rsplit_once(')')?;
     let pid = head.split_once('(')?.0.trim().parse().ok()?;
-    // Field 3 (state) is index 0 here: field N is index N - 3.
-    let fields: Vec<&str> = tail.split_whitespace().collect();
-    let num = |n: usize| fields.get(n - 3)?.parse::<u64>().ok();
-    let ppid = fields.get(1)?.parse().ok()?;
-    let cpu_ticks = num(14)? + num(15)? + num(16)? + num(17)?;
+    // Field 3 (state) is the first after the name: field N is the (N - 3)th.
+    let mut fields = tail.split_ascii_whitespace();
+    let mut next = |skip: usize| fields.nth(skip)?.parse::<u64>().ok();
+    let ppid = i32::try_from(next(1)?).ok()?;
+    // utime, stime, cutime, cstime: fields 14 to 17, after ppid (field 4).
+    let cpu_ticks = next(9)? + next(0)? + next(0)? + next(0)?;
+    // rss: field 24.
+    let rss_pages = next(6)?;
     Some((
         pid,
         ProcStat {
             ppid,
             cpu_ticks,
-            rss_pages: num(24)?,
+            rss_pages,
         },
     ))
 }
 
-/// Every process on the machine, by pid: one read of `/proc/<pid>/stat` each.
+/// Every process on the machine, by pid: one read of `/proc/<pid>/stat` each, into
+/// one buffer (the sampler runs this every second).
 pub fn scan_proc() -> HashMap<i32, ProcStat> {
+    use std::fmt::Write as _;
+    use std::io::Read as _;
+    let mut table = HashMap::new();
     let Ok(entries) = std::fs::read_dir("/proc") else {
-        return HashMap::new();
+        return table;
     };
-    entries
-        .flatten()
-        .filter(|e| {
-            e.file_name()
-                .to_str()
-                .is_some_and(|n| n.parse::<i32>().is_ok())
-        })
-        .filter_map(|e| std::fs::read_to_string(e.path().join("stat")).ok())
-        .filter_map(|text| parse_stat(&text))
-        .collect()
+    let (mut path, mut text) = (String::with_capacity(24), String::with_capacity(512));
+    for entry in entries.flatten() {
+        let Some(pid) = entry
+            .file_name()
+            .to_str()
+            .and_then(|n| n.parse::<i32>().ok())
+        else {
+            continue;
+        };
+        path.clear();
+        let _ = write!(path, "/proc/{pid}/stat");
+        text.clear();
+        // A process that ended since the listing is simply not in the table.
+        if std::fs::File::open(&path)
+            .and_then(|mut f| f.read_to_string(&mut text))
+            .is_ok()
+            && let Some((pid, stat)) = parse_stat(&text)
+        {
+            table.insert(pid, stat);
+        }
+    }
+    table
 }
 
 /// What one process tree uses right now.
