@@ -213,7 +213,9 @@ mod inotify {
     }
 
     /// A read-only connection of the watcher's own, whose `data_version` moves with
-    /// every commit any other connection makes, in this process or another.
+    /// every commit any other connection makes, in this process or another. (The
+    /// store's own `Store::data_version` cannot serve: it does not move for the
+    /// commits of the connection it asks, and this process commits through that one.)
     pub(super) struct Commits {
         conn: rusqlite::Connection,
         /// The version last ticked for.
@@ -233,7 +235,7 @@ mod inotify {
             Some(commits)
         }
 
-        pub(super) fn version(&self) -> Option<i64> {
+        fn version(&self) -> Option<i64> {
             self.conn
                 .pragma_query_value(None, "data_version", |r| r.get(0))
                 .ok()
@@ -329,16 +331,17 @@ mod inotify {
                     );
                     return;
                 }
-                let look = if ready == 0 {
-                    settle < SETTLE.len() && {
-                        settle += 1;
-                        true
-                    }
-                } else {
-                    self.drain(&mut buf) && {
+                let look = if ready > 0 {
+                    let hit = self.drain(&mut buf);
+                    if hit {
                         settle = 0;
-                        true
                     }
+                    hit
+                } else if settle < SETTLE.len() {
+                    settle += 1;
+                    true
+                } else {
+                    false
                 };
                 if look && self.commits.as_mut().is_none_or(Commits::moved) {
                     feed.bump();
